@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// CallRoom: a terminal call room, the calls server behind it and the documented
+/// headless calls SDK, for Linux. Depends only on the Swift toolchain and on
+/// Debian's C libraries (one system-library target each).
+let package = Package(
+    name: "CallRoom",
+    products: [
+        .library(name: "CometChatCallsSDK", targets: ["CometChatCallsSDK"]),
+        .library(name: "CallsServer", targets: ["CallsServer"]),
+        .executable(name: "callroom", targets: ["callroom"]),
+        .executable(name: "callroomd", targets: ["callroomd"]),
+    ],
+    targets: [
+        // MARK: C libraries (system-library targets; see scripts/install-deps.sh)
+        .systemLibrary(name: "CWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CAlsa", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CNcurses", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
+
+        // MARK: Swift libraries (arrows point down: nothing imports upward)
+        .target(name: "CallsCore"),
+        .target(name: "CallsSecurity", dependencies: ["COpenSSL"]),
+        .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets"]),
+        .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP"]),
+        .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite"]),
+        .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsTransport", "CallsAudio"]),
+        .target(name: "CallsTUI", dependencies: ["CometChatCallsSDK", "CNcurses"]),
+
+        // MARK: Executables
+        .executableTarget(name: "callroomd", dependencies: ["CallsServer"]),
+        .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CallsTUI", "CallsServer", "CallsAudio"],
+                          resources: []),
+
+        // MARK: Tests
+        .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
+        .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity"]),
+        .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore"]),
+        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport"]),
+        .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer"]),
+        .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "callroom", "callroomd"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

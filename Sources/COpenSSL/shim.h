@@ -1,0 +1,8 @@
+#ifndef CALLROOM_COPENSSL_SHIM_H
+#define CALLROOM_COPENSSL_SHIM_H
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <openssl/crypto.h>
+#endif

@@ -1,0 +1,4 @@
+/// The CallRoom release this build belongs to.
+public enum CallRoomVersion {
+    public static let string = "0.1.0"
+}

@@ -1,0 +1,159 @@
+/// An RTP packet (RFC 3550) carrying one Opus frame (RFC 7587), optionally with the
+/// client-to-mixer audio level header extension (RFC 6464) in the one-byte form (RFC 8285).
+///
+/// ```
+///  0                   1                   2                   3
+///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |V=2|P|X|  CC   |M|     PT      |       sequence number         |
+/// |                           timestamp                           |
+/// |                             SSRC                              |
+/// |      0xBE     |      0xDE     |           length=1            |  (X=1)
+/// |  ID=1 | L=0   |V|   level     |             padding           |
+/// |                      Opus payload ...                         |
+/// ```
+///
+/// A value type; safe to use from any thread.
+public struct RTPPacket: Sendable, Equatable {
+    /// The Opus payload type CallRoom uses (dynamic range, as in RFC 7587 examples).
+    public static let opusPayloadType: UInt8 = 111
+    /// Extension id CallRoom uses for the RFC 6464 audio level.
+    public static let audioLevelExtensionID: UInt8 = 1
+
+    public var marker: Bool
+    public var payloadType: UInt8
+    public var sequenceNumber: UInt16
+    public var timestamp: UInt32
+    public var ssrc: UInt32
+    /// The RFC 6464 level: 0 (loudest, 0 dBov) … 127 (silence, -127 dBov), and the voice-activity bit.
+    public var audioLevel: AudioLevel?
+    public var payload: [UInt8]
+
+    public init(marker: Bool = false, payloadType: UInt8 = RTPPacket.opusPayloadType, sequenceNumber: UInt16,
+                timestamp: UInt32, ssrc: UInt32, audioLevel: AudioLevel? = nil, payload: [UInt8]) {
+        self.marker = marker
+        self.payloadType = payloadType
+        self.sequenceNumber = sequenceNumber
+        self.timestamp = timestamp
+        self.ssrc = ssrc
+        self.audioLevel = audioLevel
+        self.payload = payload
+    }
+
+    /// The RFC 6464 audio level carried in the header extension.
+    public struct AudioLevel: Sendable, Equatable {
+        /// -dBov, clamped to 0...127 (127 means silence).
+        public var level: UInt8
+        public var voiceActivity: Bool
+        public init(level: UInt8, voiceActivity: Bool) {
+            self.level = min(level, 127)
+            self.voiceActivity = voiceActivity
+        }
+    }
+
+    /// Serialises the packet to wire bytes.
+    public func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(12 + (audioLevel == nil ? 0 : 8) + payload.count)
+        out.append(0x80 | (audioLevel == nil ? 0 : 0x10))
+        out.append((marker ? 0x80 : 0) | (payloadType & 0x7F))
+        out.appendBigEndian(sequenceNumber)
+        out.appendBigEndian(timestamp)
+        out.appendBigEndian(ssrc)
+        if let level = audioLevel {
+            out.append(contentsOf: [0xBE, 0xDE, 0x00, 0x01])
+            out.append(Self.audioLevelExtensionID << 4)  // L=0 means one byte of data
+            out.append((level.voiceActivity ? 0x80 : 0) | (level.level & 0x7F))
+            out.append(contentsOf: [0, 0])
+        }
+        out.append(contentsOf: payload)
+        return out
+    }
+
+    /// Parses wire bytes. Unknown header extensions are skipped; CSRCs and padding honoured.
+    public init(parsing bytes: some Collection<UInt8>) throws(RTPError) {
+        let b = Array(bytes)
+        guard b.count >= 12 else { throw .tooShort(b.count) }
+        guard b[0] >> 6 == 2 else { throw .badVersion(b[0] >> 6) }
+        let hasPadding = b[0] & 0x20 != 0
+        let hasExtension = b[0] & 0x10 != 0
+        let csrcCount = Int(b[0] & 0x0F)
+        marker = b[1] & 0x80 != 0
+        payloadType = b[1] & 0x7F
+        sequenceNumber = UInt16(b[2]) << 8 | UInt16(b[3])
+        timestamp = b.readBigEndianUInt32(at: 4)
+        ssrc = b.readBigEndianUInt32(at: 8)
+        var offset = 12 + 4 * csrcCount
+        guard b.count >= offset else { throw .truncatedHeader }
+        audioLevel = nil
+        if hasExtension {
+            guard b.count >= offset + 4 else { throw .truncatedHeader }
+            let profile = UInt16(b[offset]) << 8 | UInt16(b[offset + 1])
+            let words = Int(UInt16(b[offset + 2]) << 8 | UInt16(b[offset + 3]))
+            let extStart = offset + 4
+            let extEnd = extStart + 4 * words
+            guard b.count >= extEnd else { throw .truncatedHeader }
+            if profile == 0xBEDE {
+                audioLevel = Self.parseOneByteExtensions(b, from: extStart, to: extEnd)
+            }
+            offset = extEnd
+        }
+        var end = b.count
+        if hasPadding {
+            let pad = Int(b[b.count - 1])
+            guard pad > 0, end - pad >= offset else { throw .badPadding }
+            end -= pad
+        }
+        payload = Array(b[offset..<end])
+    }
+
+    private static func parseOneByteExtensions(_ b: [UInt8], from start: Int, to end: Int) -> AudioLevel? {
+        var i = start
+        while i < end {
+            let byte = b[i]
+            if byte == 0 { i += 1; continue }  // padding
+            let id = byte >> 4
+            let length = Int(byte & 0x0F) + 1
+            if id == 15 { break }  // reserved: stop parsing (RFC 8285 §4.2)
+            guard i + 1 + length <= end else { break }
+            if id == audioLevelExtensionID {
+                let v = b[i + 1]
+                return AudioLevel(level: v & 0x7F, voiceActivity: v & 0x80 != 0)
+            }
+            i += 1 + length
+        }
+        return nil
+    }
+}
+
+/// Why bytes could not be parsed as RTP.
+public enum RTPError: Error, Equatable, Sendable {
+    case tooShort(Int)
+    case badVersion(UInt8)
+    case truncatedHeader
+    case badPadding
+}
+
+/// RTP sequence-number arithmetic modulo 2^16 (RFC 3550 §A.1).
+public enum SequenceNumber {
+    /// Signed distance from `a` to `b` taking wrap-around into account (`b` is newer when positive).
+    @inlinable public static func distance(from a: UInt16, to b: UInt16) -> Int {
+        Int(Int16(bitPattern: b &- a))
+    }
+    /// True when `b` comes after `a` in sequence order.
+    @inlinable public static func isNewer(_ b: UInt16, than a: UInt16) -> Bool {
+        distance(from: a, to: b) > 0
+    }
+}
+
+extension Array where Element == UInt8 {
+    @inlinable mutating func appendBigEndian(_ v: UInt16) {
+        append(UInt8(v >> 8)); append(UInt8(v & 0xFF))
+    }
+    @inlinable mutating func appendBigEndian(_ v: UInt32) {
+        append(UInt8(v >> 24)); append(UInt8((v >> 16) & 0xFF)); append(UInt8((v >> 8) & 0xFF)); append(UInt8(v & 0xFF))
+    }
+    @inlinable func readBigEndianUInt32(at i: Int) -> UInt32 {
+        UInt32(self[i]) << 24 | UInt32(self[i + 1]) << 16 | UInt32(self[i + 2]) << 8 | UInt32(self[i + 3])
+    }
+}

@@ -1,0 +1,30 @@
+/// A participant as the server describes it on the wire: one device (`pid`) of one user (`uid`).
+/// The server is the single source of truth for every field.
+public struct WireParticipant: Codable, Sendable, Equatable, Hashable {
+    public var uid: String
+    public var name: String
+    public var avatar: String?
+    /// Participant id: one signalling connection of `uid`.
+    public var pid: String
+    /// The RTP SSRC the server assigned to this participant's audio.
+    public var ssrc: UInt32
+    /// `moderator` or `participant`.
+    public var role: String
+    public var isAudioMuted: Bool
+    public var isVideoPaused: Bool
+    /// Milliseconds since the Unix epoch.
+    public var joinedAt: Int64
+
+    public init(uid: String, name: String, avatar: String? = nil, pid: String, ssrc: UInt32, role: String,
+                isAudioMuted: Bool, isVideoPaused: Bool, joinedAt: Int64) {
+        self.uid = uid
+        self.name = name
+        self.avatar = avatar
+        self.pid = pid
+        self.ssrc = ssrc
+        self.role = role
+        self.isAudioMuted = isAudioMuted
+        self.isVideoPaused = isVideoPaused
+        self.joinedAt = joinedAt
+    }
+}

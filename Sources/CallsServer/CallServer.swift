@@ -1,0 +1,139 @@
+import CallsCore
+import CallsSecurity
+import CallsTransport
+import Foundation
+
+/// The CallRoom calls server: REST + WebSocket signalling on one TCP port (libwebsockets), a
+/// UDP media relay, and a SQLite store. `callroomd` and `callroom demo` both run one of these.
+///
+/// ```
+///  TCP ─▶ WebServer (lws thread) ─┬─ HTTP ─▶ REST queue ─▶ RESTRouter ─▶ CallStore (SQLite WAL)
+///                                 └─ WS ──▶ RoomRegistry (serial queue) ─▶ CallStore
+///                                                 │ snapshots            └─▶ SignalOutbox ─▶ WS
+///  UDP ─▶ MediaRelay (relay thread) ◀─────────────┘
+/// ```
+/// Thread rules: `start()` and `stop()` from one owning thread. Everything else is internal.
+public final class CallServer: @unchecked Sendable {
+    public let configuration: ServerConfiguration
+    public private(set) var keys: ServerKeys
+    /// True when this start generated new keys (print them once).
+    public private(set) var generatedKeys = false
+    public private(set) var port = 0
+    public private(set) var mediaPort = 0
+    public let log: ServerLog
+
+    private var web: WebServer?
+    private var relay: MediaRelay?
+    private var rooms: RoomRegistry?
+    private var router: RESTRouter?
+    private var store: CallStore?
+    private let restQueue = DispatchQueue(label: "callroom.rest", attributes: .concurrent)
+
+    public init(configuration: ServerConfiguration) {
+        self.configuration = configuration
+        self.log = ServerLog(format: configuration.logFormat, level: configuration.logLevel)
+        self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
+    }
+
+    /// The base URL clients use (`http://host:port`).
+    public var url: String { "http://\(configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host):\(port)" }
+
+    /// Opens the data directory, binds both ports and starts serving.
+    public func start() throws(ServerStartError) {
+        let dir = configuration.dataDir
+        do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) } catch {
+            throw .cannotCreateDataDir(dir)
+        }
+        var (k, generated) = try ServerKeys.loadOrCreate(dataDir: dir)
+        if let v = configuration.appId { k.appId = v }
+        if let v = configuration.apiKey { k.apiKey = v }
+        if let v = configuration.authKey { k.authKey = v }
+        keys = k
+        generatedKeys = generated
+        let store: CallStore
+        do {
+            store = try CallStore(path: (dir as NSString).appendingPathComponent("callroom.sqlite"))
+            let closed = try store.closeInterruptedCalls()
+            if closed > 0 { log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)"]) }
+        } catch {
+            throw .database(error.description)
+        }
+        self.store = store
+        let relay: MediaRelay
+        do { relay = try MediaRelay(host: configuration.host, port: configuration.mediaPort) } catch {
+            throw .cannotBindMedia("\(configuration.host):\(configuration.mediaPort) (\(error))")
+        }
+        let signer = CallTokenSigner(secret: Hex.decode(k.tokenSecret) ?? [])
+        let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log,
+                                 maxParticipants: configuration.maxParticipantsPerRoom)
+        let web = WebServer(host: configuration.host, delegate: self)
+        rooms.attach(outbox: self)
+        self.rooms = rooms
+        self.relay = relay
+        mediaPort = relay.port
+        router = RESTRouter(store: store, keys: k, signer: signer, config: configuration, mediaPort: relay.port)
+        do { port = try web.start(port: configuration.port) } catch {
+            relay.socket.close()
+            throw .cannotListen("\(configuration.host):\(configuration.port)")
+        }
+        self.web = web
+        relay.start()
+        rooms.startHeartbeat()
+        log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "data_dir": dir])
+    }
+
+    /// Ends every call, stops both ports and waits for the threads. Idempotent.
+    public func stop() {
+        rooms?.closeAll(reason: "server shutting down")
+        rooms?.stopHeartbeat()
+        // Give queued `left` messages a moment to flush before the sockets go.
+        Thread.sleep(forTimeInterval: 0.05)
+        web?.stop()
+        relay?.stop()
+        web = nil
+        relay = nil
+    }
+
+    /// Relay counters (packets received, forwarded, dropped by reason).
+    public var relayCounters: RelayCounters? { relay?.counters }
+}
+
+extension CallServer: WebServerDelegate, SignalOutbox {
+    public func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        guard let router else { return respond(HTTPResponse(status: 503, json: #"{"error":{"code":"ERR_UNAVAILABLE","message":"Starting."}}"#)) }
+        restQueue.async { respond(router.handle(request)) }
+    }
+
+    public func webServer(_ server: WebServer, didOpen connection: UInt64, path: String, peer: String) {
+        guard path == "/v1/signal" else {
+            send(.error(code: "ERR_NOT_FOUND", message: "No WebSocket endpoint \(path); use /v1/signal."), to: connection)
+            close(connection)
+            return
+        }
+    }
+
+    public func webServer(_ server: WebServer, connection: UInt64, didReceive message: [UInt8], binary: Bool) {
+        guard let rooms else { return }
+        if binary {
+            rooms.rejected(.notJSON, from: connection)
+            return
+        }
+        do {
+            rooms.received(try ClientMessage(json: Data(message)), from: connection)
+        } catch {
+            rooms.rejected(error, from: connection)
+        }
+    }
+
+    public func webServer(_ server: WebServer, didClose connection: UInt64) {
+        rooms?.connectionClosed(connection)
+    }
+
+    func send(_ message: ServerMessage, to connection: UInt64) {
+        web?.send(text: message.json(), to: connection)
+    }
+
+    func close(_ connection: UInt64) {
+        web?.close(connection)
+    }
+}

@@ -1,0 +1,63 @@
+/// How a `CallServer` is run. A value; build it from flags or a config file.
+public struct ServerConfiguration: Sendable {
+    /// TCP interface and port for HTTP + WebSocket (port 0 picks a free one).
+    public var host: String
+    public var port: Int
+    /// UDP media port (0 picks a free one).
+    public var mediaPort: Int
+    /// Where the database and keys live; created if missing.
+    public var dataDir: String
+    /// Overrides for the keys stored in the data directory.
+    public var appId: String?
+    public var apiKey: String?
+    public var authKey: String?
+    /// Whether `login(UID:authKey:)` creates a user that does not exist (a dev-server default).
+    public var autoCreateUsers: Bool
+    /// Region name reported to clients.
+    public var region: String
+    /// Call token lifetime.
+    public var callTokenTTLSeconds: Int64
+    public var maxParticipantsPerRoom: Int
+    public var logFormat: ServerLog.Format
+    public var logLevel: ServerLog.Level
+
+    public init(host: String = "127.0.0.1", port: Int = 7880, mediaPort: Int = 0, dataDir: String,
+                appId: String? = nil, apiKey: String? = nil, authKey: String? = nil, autoCreateUsers: Bool = true,
+                region: String = "local", callTokenTTLSeconds: Int64 = 24 * 3600, maxParticipantsPerRoom: Int = 50,
+                logFormat: ServerLog.Format = .text, logLevel: ServerLog.Level = .info) {
+        self.host = host
+        self.port = port
+        self.mediaPort = mediaPort
+        self.dataDir = dataDir
+        self.appId = appId
+        self.apiKey = apiKey
+        self.authKey = authKey
+        self.autoCreateUsers = autoCreateUsers
+        self.region = region
+        self.callTokenTTLSeconds = callTokenTTLSeconds
+        self.maxParticipantsPerRoom = maxParticipantsPerRoom
+        self.logFormat = logFormat
+        self.logLevel = logLevel
+    }
+}
+
+/// Why a server could not start.
+public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertible {
+    case cannotCreateDataDir(String)
+    case badKeysFile(String)
+    case cannotWrite(String)
+    case database(String)
+    case cannotListen(String)
+    case cannotBindMedia(String)
+
+    public var description: String {
+        switch self {
+        case .cannotCreateDataDir(let p): return "cannot create data directory \(p)"
+        case .badKeysFile(let p): return "the keys file \(p) is not valid JSON with appId, apiKey, authKey and tokenSecret"
+        case .cannotWrite(let p): return "cannot write \(p)"
+        case .database(let m): return m
+        case .cannotListen(let m): return "cannot listen on \(m)"
+        case .cannotBindMedia(let m): return "cannot bind the UDP media port: \(m)"
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// An HTTP request as the web server hands it to its delegate. A value; safe to pass between threads.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// The path without the query string, percent-decoded by libwebsockets.
+    public var path: String
+    /// Query arguments (`a=b&c=d`), last one wins.
+    public var query: [String: String]
+    /// Request headers the server looks for, by lower-case name (see `WebServer.capturedHeaders`).
+    public var headers: [String: String]
+    public var body: [UInt8]
+    /// The peer's address, for logs and rate limits.
+    public var peer: String
+
+    public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+                body: [UInt8] = [], peer: String = "") {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.peer = peer
+    }
+
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// An HTTP response. A value; safe to pass between threads.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var contentType: String
+    public var body: [UInt8]
+
+    public init(status: Int, contentType: String = "application/json", body: [UInt8]) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+
+    public init(status: Int, json: String) {
+        self.init(status: status, contentType: "application/json", body: Array(json.utf8))
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An IPv4 socket address, hashable so the relay can key tables by it. A value; any thread.
+public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
+    /// Address in network byte order, as in `sockaddr_in.sin_addr.s_addr`.
+    public var ip: UInt32
+    /// Port in host byte order.
+    public var port: UInt16
+
+    public init(ip: UInt32, port: UInt16) { self.ip = ip; self.port = port }
+
+    /// Parses a dotted IPv4 address (`localhost` means 127.0.0.1).
+    public init?(host: String, port: Int) {
+        let h = host == "localhost" ? "127.0.0.1" : host
+        var a = in_addr()
+        guard inet_pton(AF_INET, h, &a) == 1, (0...65535).contains(port) else { return nil }
+        self.ip = a.s_addr
+        self.port = UInt16(port)
+    }
+
+    init(_ sin: sockaddr_in) {
+        ip = sin.sin_addr.s_addr
+        port = UInt16(bigEndian: sin.sin_port)
+    }
+
+    var sockaddr: sockaddr_in {
+        var s = sockaddr_in()
+        s.sin_family = sa_family_t(AF_INET)
+        s.sin_port = port.bigEndian
+        s.sin_addr.s_addr = ip
+        return s
+    }
+
+    public var description: String {
+        let b = withUnsafeBytes(of: ip) { Array($0) }
+        return "\(b[0]).\(b[1]).\(b[2]).\(b[3]):\(port)"
+    }
+}
+
+/// Errors from UDP sockets.
+public enum UDPSocketError: Error, Equatable, Sendable {
+    case badAddress(String)
+    case system(call: String, errno: Int32)
+}
+
+/// A non-blocking IPv4 UDP socket that owns its file descriptor (closed on deinit or `close()`).
+///
+/// Thread rules: one thread receives; `send` may be called from any thread (sendto is atomic
+/// per datagram).
+public final class UDPSocket: @unchecked Sendable {
+    public let fd: Int32
+    public private(set) var localAddress: SocketAddress
+    private var closed = false
+
+    /// Binds to `host:port` (port 0 picks a free one).
+    public init(host: String, port: Int, receiveBufferBytes: Int = 4 << 20) throws(UDPSocketError) {
+        guard let addr = SocketAddress(host: host, port: port) else { throw .badAddress("\(host):\(port)") }
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .system(call: "socket", errno: errno) }
+        var size = Int32(receiveBufferBytes)
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var sin = addr.sockaddr
+        let rc = withUnsafePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw .system(call: "bind", errno: e)
+        }
+        var bound = sockaddr_in()
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        self.fd = fd
+        self.localAddress = SocketAddress(bound)
+    }
+
+    deinit { close() }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
+
+    /// Sends one datagram. Returns false when the kernel refused it (buffer full, unreachable).
+    @discardableResult
+    public func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) -> Bool {
+        var sin = address.sockaddr
+        let n = withUnsafePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return n == bytes.count
+    }
+
+    @discardableResult
+    public func send(_ bytes: [UInt8], to address: SocketAddress) -> Bool {
+        bytes.withUnsafeBytes { send($0, to: address) }
+    }
+
+    /// Waits up to `timeoutMs` for the socket to become readable. Returns false on timeout.
+    public func waitReadable(timeoutMs: Int32) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, timeoutMs) > 0
+    }
+
+    /// Receives one datagram into `buffer` without blocking. Nil when none is waiting.
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, from: SocketAddress)? {
+        var sin = sockaddr_in()
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let n = withUnsafeMutablePointer(to: &sin) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                recvfrom(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, &len)
+            }
+        }
+        guard n >= 0 else { return nil }
+        return (n, SocketAddress(sin))
+    }
+}

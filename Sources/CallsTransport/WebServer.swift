@@ -1,0 +1,449 @@
+import CWebSockets
+import CallsCore
+import Foundation
+import Synchronization
+
+/// Receives what a `WebServer` hears. Every method is called on the server's service thread and
+/// must return quickly: hand slow work to another queue and answer later through `respond` or
+/// `WebServer.send(_:to:)`, both of which are safe from any thread.
+public protocol WebServerDelegate: AnyObject, Sendable {
+    /// An HTTP request arrived (body complete). Call `respond` exactly once, from any thread.
+    func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void)
+    /// A WebSocket upgrade on `path` completed.
+    func webServer(_ server: WebServer, didOpen connection: UInt64, path: String, peer: String)
+    /// A whole WebSocket message (fragments reassembled) arrived.
+    func webServer(_ server: WebServer, connection: UInt64, didReceive message: [UInt8], binary: Bool)
+    /// The WebSocket closed, for any reason. No more calls for `connection` follow.
+    func webServer(_ server: WebServer, didClose connection: UInt64)
+}
+
+/// Errors starting a web server.
+public enum WebServerError: Error, Equatable, Sendable {
+    case cannotCreateContext(host: String, port: Int)
+    case cannotStartThread
+}
+
+/// An HTTP/1.1 + WebSocket server on one TCP port, built on libwebsockets.
+///
+/// ```
+///  any thread ──send/close/respond──▶ [outbox (Mutex)] ──lws_cancel_service──▶ service thread
+///  service thread: lws_service ─▶ callbacks ─▶ delegate (HTTP request, WS open/message/close)
+/// ```
+/// Thread rules: `start()` and `stop()` from one owning thread; `send`, `close` and the
+/// `respond` closures from any thread. All libwebsockets calls happen on the service thread.
+public final class WebServer: @unchecked Sendable {
+    /// Request headers copied into `HTTPRequest.headers`.
+    public static let capturedHeaders = ["apikey", "authtoken", "appid", "content-type", "onbehalfof"]
+
+    public let host: String
+    public let maxBodyBytes: Int
+    public let maxMessageBytes: Int
+    private weak var delegateRef: (any WebServerDelegate)?
+    private var delegate: (any WebServerDelegate)? { delegateRef }
+
+    // Owned by the service thread.
+    private var context: OpaquePointer?
+    private var connections: [UInt64: Connection] = [:]
+    private var protocols: UnsafeMutablePointer<lws_protocols>?
+    private var protocolName: UnsafeMutablePointer<CChar>?
+    private var ifaceName: UnsafeMutablePointer<CChar>?
+    private var thread: Thread?
+
+    private let nextID = Atomic<UInt64>(1)
+    private let running = Atomic<Bool>(false)
+    private let outbox = Mutex<[(UInt64, Outgoing)]>([])
+    private let stopped = DispatchSemaphore(value: 0)
+    private(set) public var port: Int = 0
+
+    enum Outgoing {
+        case response(HTTPResponse)
+        case message([UInt8], binary: Bool)
+        case close(code: UInt16, reason: String)
+    }
+
+    final class Connection {
+        let wsi: OpaquePointer
+        var isWebSocket = false
+        // HTTP request in progress
+        var method = ""
+        var path = ""
+        var query: [String: String] = [:]
+        var headers: [String: String] = [:]
+        var body: [UInt8] = []
+        var peer = ""
+        var bodyTooLarge = false
+        var response: HTTPResponse?
+        var headerWritten = false
+        var awaitingResponse = false
+        // WebSocket
+        var rx: [UInt8] = []
+        var rxOverflow = false
+        var tx: [(bytes: [UInt8], binary: Bool)] = []
+        var closeRequest: (UInt16, String)?
+        init(wsi: OpaquePointer) { self.wsi = wsi }
+    }
+
+    /// - Parameters:
+    ///   - host: the interface address to listen on (`127.0.0.1`, `0.0.0.0`).
+    ///   - maxBodyBytes: larger HTTP bodies are refused with 413.
+    ///   - maxMessageBytes: larger WebSocket messages close the connection with 1009.
+    public init(host: String, maxBodyBytes: Int = 64 * 1024, maxMessageBytes: Int = 64 * 1024,
+                delegate: any WebServerDelegate) {
+        self.host = host
+        self.maxBodyBytes = maxBodyBytes
+        self.maxMessageBytes = maxMessageBytes
+        self.delegateRef = delegate
+    }
+
+    deinit {
+        protocols?.deallocate()
+        free(protocolName)
+        free(ifaceName)
+    }
+
+    /// Binds and starts serving; returns the bound TCP port (useful with port 0).
+    public func start(port requested: Int) throws(WebServerError) -> Int {
+        callroom_lws_quiet(1)
+        protocolName = strdup(signallingSubprotocol)
+        ifaceName = strdup(host)
+        let protos = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
+        protos.initialize(repeating: lws_protocols(), count: 2)
+        protos[0].name = UnsafePointer(protocolName)
+        protos[0].callback = webServerCallback
+        protos[0].per_session_data_size = MemoryLayout<UInt64>.size
+        protos[0].rx_buffer_size = 16 * 1024
+        protocols = protos
+
+        var info = lws_context_creation_info()
+        info.port = Int32(requested)
+        info.iface = UnsafePointer(ifaceName)
+        info.protocols = UnsafePointer(protos)
+        info.gid = -1
+        info.uid = -1
+        info.options = callroom_lws_opt_validate_utf8 | (host.contains(":") ? 0 : callroom_lws_opt_disable_ipv6)
+        info.user = Unmanaged.passUnretained(self).toOpaque()
+        info.timeout_secs = 20
+        info.max_http_header_data = 8192
+        guard let ctx = lws_create_context(&info) else {
+            throw .cannotCreateContext(host: host, port: requested)
+        }
+        context = ctx
+        let vhost = lws_get_vhost_by_name(ctx, "default")
+        port = vhost.map { Int(lws_get_vhost_listen_port($0)) } ?? requested
+        running.store(true, ordering: .releasing)
+        let t = Thread { [self] in self.serviceLoop() }
+        t.name = "callroom.web"
+        t.start()
+        thread = t
+        return port
+    }
+
+    /// Stops serving, closes every connection and waits for the service thread to finish.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        if let ctx = context { lws_cancel_service(ctx) }
+        stopped.wait()
+    }
+
+    private func serviceLoop() {
+        guard let ctx = context else { return }
+        while running.load(ordering: .acquiring) {
+            if lws_service(ctx, 0) < 0 { break }
+        }
+        lws_context_destroy(ctx)
+        context = nil
+        connections.removeAll()
+        stopped.signal()
+    }
+
+    // MARK: Cross-thread API
+
+    /// Queues a WebSocket message to `connection`. Safe from any thread; dropped if it has closed.
+    public func send(_ bytes: [UInt8], binary: Bool = false, to connection: UInt64) {
+        enqueue(connection, .message(bytes, binary: binary))
+    }
+
+    /// Sends a text message. Safe from any thread.
+    public func send(text: String, to connection: UInt64) {
+        enqueue(connection, .message(Array(text.utf8), binary: false))
+    }
+
+    /// Closes a WebSocket after the messages already queued to it. Safe from any thread.
+    public func close(_ connection: UInt64, code: UInt16 = 1000, reason: String = "") {
+        enqueue(connection, .close(code: code, reason: reason))
+    }
+
+    private func enqueue(_ id: UInt64, _ item: Outgoing) {
+        outbox.withLock { $0.append((id, item)) }
+        if running.load(ordering: .acquiring), let ctx = context { lws_cancel_service(ctx) }
+    }
+
+    // MARK: Service-thread handlers
+
+    fileprivate func handle(wsi: OpaquePointer?, reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
+                            data: UnsafeMutableRawPointer?, len: Int) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+            drainOutbox()
+            return 0
+        case LWS_CALLBACK_HTTP:
+            guard let wsi, let user else { return -1 }
+            let conn = connection(for: wsi, user: user)
+            beginRequest(conn, uri: data.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/")
+            let contentLength = Int(Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) ?? "") ?? 0
+            let chunked = Self.copyHeader(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil
+            if contentLength == 0 && !chunked {
+                return dispatchRequest(conn, id: user.load(as: UInt64.self))
+            }
+            return 0
+        case LWS_CALLBACK_HTTP_BODY:
+            guard let user, let conn = connections[user.load(as: UInt64.self)], let data else { return 0 }
+            if conn.body.count + len > maxBodyBytes {
+                conn.bodyTooLarge = true
+            } else {
+                conn.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: len))
+            }
+            return 0
+        case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+            guard let user, let conn = connections[user.load(as: UInt64.self)] else { return -1 }
+            return dispatchRequest(conn, id: user.load(as: UInt64.self))
+        case LWS_CALLBACK_HTTP_WRITEABLE:
+            guard let user, let conn = connections[user.load(as: UInt64.self)] else { return -1 }
+            return writeHTTP(conn)
+        case LWS_CALLBACK_CLOSED_HTTP:
+            if let user { connections[user.load(as: UInt64.self)] = nil }
+            return 0
+        case LWS_CALLBACK_ESTABLISHED:
+            guard let wsi, let user else { return -1 }
+            let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+            user.storeBytes(of: id, as: UInt64.self)
+            let conn = Connection(wsi: wsi)
+            conn.isWebSocket = true
+            conn.path = Self.copyHeader(wsi, WSI_TOKEN_GET_URI) ?? "/"
+            conn.peer = Self.peer(wsi)
+            connections[id] = conn
+            delegate?.webServer(self, didOpen: id, path: conn.path, peer: conn.peer)
+            return 0
+        case LWS_CALLBACK_RECEIVE:
+            guard let wsi, let user, let conn = connections[user.load(as: UInt64.self)] else { return -1 }
+            if let data, len > 0, !conn.rxOverflow {
+                if conn.rx.count + len > maxMessageBytes {
+                    conn.rxOverflow = true
+                    conn.rx = []
+                } else {
+                    conn.rx.append(contentsOf: UnsafeRawBufferPointer(start: data, count: len))
+                }
+            }
+            if lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0 {
+                if conn.rxOverflow {
+                    conn.closeRequest = (1009, "message too big")
+                    lws_callback_on_writable(wsi)
+                    return 0
+                }
+                let message = conn.rx
+                conn.rx = []
+                let binary = lws_frame_is_binary(wsi) != 0
+                delegate?.webServer(self, connection: user.load(as: UInt64.self), didReceive: message, binary: binary)
+            }
+            return 0
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+            guard let wsi, let user, let conn = connections[user.load(as: UInt64.self)] else { return -1 }
+            return writeWebSocket(conn, wsi: wsi)
+        case LWS_CALLBACK_CLOSED:
+            guard let user else { return 0 }
+            let id = user.load(as: UInt64.self)
+            if connections.removeValue(forKey: id) != nil {
+                delegate?.webServer(self, didClose: id)
+            }
+            return 0
+        default:
+            return lws_callback_http_dummy(wsi, reason, user, data, len)
+        }
+    }
+
+    private func connection(for wsi: OpaquePointer, user: UnsafeMutableRawPointer) -> Connection {
+        var id = user.load(as: UInt64.self)
+        if id == 0 || connections[id] == nil {
+            id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+            user.storeBytes(of: id, as: UInt64.self)
+            connections[id] = Connection(wsi: wsi)
+        }
+        // Force-unwrap-free: we just ensured presence.
+        return connections[id] ?? Connection(wsi: wsi)
+    }
+
+    private func beginRequest(_ conn: Connection, uri: String) {
+        let wsi = conn.wsi
+        conn.method = Self.method(wsi)
+        conn.path = uri
+        conn.body = []
+        conn.bodyTooLarge = false
+        conn.response = nil
+        conn.headerWritten = false
+        conn.awaitingResponse = false
+        conn.peer = Self.peer(wsi)
+        var headers: [String: String] = [:]
+        if let ct = Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE) { headers["content-type"] = ct }
+        for name in Self.capturedHeaders where name != "content-type" {
+            if let v = Self.customHeader(wsi, name) { headers[name] = v }
+        }
+        conn.headers = headers
+        conn.query = Self.queryArgs(wsi)
+    }
+
+    private func dispatchRequest(_ conn: Connection, id: UInt64) -> Int32 {
+        if conn.bodyTooLarge {
+            conn.response = HTTPResponse(status: 413, json: #"{"error":{"code":"ERR_BODY_TOO_LARGE","message":"Request body exceeds \#(maxBodyBytes) bytes."}}"#)
+            lws_callback_on_writable(conn.wsi)
+            return 0
+        }
+        let request = HTTPRequest(method: conn.method, path: conn.path, query: conn.query, headers: conn.headers,
+                                  body: conn.body, peer: conn.peer)
+        conn.awaitingResponse = true
+        guard let delegate else {
+            conn.response = HTTPResponse(status: 503, json: #"{"error":{"code":"ERR_UNAVAILABLE","message":"Shutting down."}}"#)
+            lws_callback_on_writable(conn.wsi)
+            return 0
+        }
+        delegate.webServer(self, request: request) { [weak self] response in
+            self?.enqueue(id, .response(response))
+        }
+        return 0
+    }
+
+    private func drainOutbox() {
+        let items = outbox.withLock { q -> [(UInt64, Outgoing)] in let items = q; q.removeAll(); return items }
+        for (id, item) in items {
+            guard let conn = connections[id] else { continue }
+            switch item {
+            case .response(let r):
+                guard conn.awaitingResponse else { continue }
+                conn.response = r
+            case .message(let bytes, let binary):
+                guard conn.closeRequest == nil else { continue }
+                conn.tx.append((bytes, binary))
+            case .close(let code, let reason):
+                conn.closeRequest = (code, reason)
+            }
+            lws_callback_on_writable(conn.wsi)
+        }
+    }
+
+    private func writeHTTP(_ conn: Connection) -> Int32 {
+        guard let response = conn.response else { return 0 }
+        let wsi = conn.wsi
+        if !conn.headerWritten {
+            let capacity = Int(callroom_lws_pre) + 1024
+            var buffer = [UInt8](repeating: 0, count: capacity)
+            let ok = buffer.withUnsafeMutableBufferPointer { buf -> Bool in
+                guard let base = buf.baseAddress else { return false }
+                let start = base + Int(callroom_lws_pre)
+                var p: UnsafeMutablePointer<UInt8>? = start
+                let end = base + capacity - 1
+                if lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType,
+                                               lws_filepos_t(response.body.count), &p, end) != 0 { return false }
+                if lws_add_http_header_by_name(wsi, "cache-control:", "no-store", 8, &p, end) != 0 { return false }
+                return lws_finalize_write_http_header(wsi, start, &p, end) == 0
+            }
+            guard ok else { return -1 }
+            conn.headerWritten = true
+            if !response.body.isEmpty {
+                lws_callback_on_writable(wsi)
+                return 0
+            }
+        } else {
+            var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre)) + response.body
+            let n = buffer.withUnsafeMutableBufferPointer { buf in
+                lws_write(wsi, buf.baseAddress! + Int(callroom_lws_pre), response.body.count, LWS_WRITE_HTTP_FINAL)
+            }
+            if n < 0 { return -1 }
+        }
+        conn.response = nil
+        conn.awaitingResponse = false
+        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+    }
+
+    private func writeWebSocket(_ conn: Connection, wsi: OpaquePointer) -> Int32 {
+        if !conn.tx.isEmpty {
+            let (bytes, binary) = conn.tx.removeFirst()
+            var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre)) + bytes
+            let n = buffer.withUnsafeMutableBufferPointer { buf in
+                lws_write(wsi, buf.baseAddress! + Int(callroom_lws_pre), bytes.count, binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT)
+            }
+            if n < bytes.count { return -1 }
+            if !conn.tx.isEmpty || conn.closeRequest != nil { lws_callback_on_writable(wsi) }
+            return 0
+        }
+        if let (code, reason) = conn.closeRequest {
+            var r = Array(reason.utf8.prefix(120))
+            r.withUnsafeMutableBufferPointer { lws_close_reason(wsi, lws_close_status(UInt32(code)), $0.baseAddress, $0.count) }
+            return -1
+        }
+        return 0
+    }
+
+    // MARK: Header helpers (service thread)
+
+    private static func method(_ wsi: OpaquePointer) -> String {
+        let table: [(lws_token_indexes, String)] = [
+            (WSI_TOKEN_GET_URI, "GET"), (WSI_TOKEN_POST_URI, "POST"), (WSI_TOKEN_PUT_URI, "PUT"),
+            (WSI_TOKEN_PATCH_URI, "PATCH"), (WSI_TOKEN_DELETE_URI, "DELETE"), (WSI_TOKEN_OPTIONS_URI, "OPTIONS"),
+            (WSI_TOKEN_HEAD_URI, "HEAD"),
+        ]
+        for (token, name) in table where lws_hdr_total_length(wsi, token) > 0 { return name }
+        return "UNKNOWN"
+    }
+
+    static func copyHeader(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let n = Int(lws_hdr_total_length(wsi, token))
+        guard n > 0 else { return nil }
+        var buf = [CChar](repeating: 0, count: n + 1)
+        guard lws_hdr_copy(wsi, &buf, Int32(n + 1), token) >= 0 else { return nil }
+        return String(cBuffer: buf)
+    }
+
+    private static func customHeader(_ wsi: OpaquePointer, _ name: String) -> String? {
+        let key = name + ":"
+        let n = Int(lws_hdr_custom_length(wsi, key, Int32(key.utf8.count)))
+        guard n > 0 else { return nil }
+        var buf = [CChar](repeating: 0, count: n + 1)
+        guard lws_hdr_custom_copy(wsi, &buf, Int32(n + 1), key, Int32(key.utf8.count)) >= 0 else { return nil }
+        return String(cBuffer: buf).trimmingCharacters(in: .whitespaces)
+    }
+
+    private static func queryArgs(_ wsi: OpaquePointer) -> [String: String] {
+        var out: [String: String] = [:]
+        var idx: Int32 = 0
+        while true {
+            let n = Int(lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, idx))
+            guard n > 0 else { break }
+            var buf = [CChar](repeating: 0, count: n + 1)
+            guard lws_hdr_copy_fragment(wsi, &buf, Int32(n + 1), WSI_TOKEN_HTTP_URI_ARGS, idx) >= 0 else { break }
+            let s = String(cBuffer: buf)
+            if let eq = s.firstIndex(of: "=") {
+                out[String(s[..<eq])] = String(s[s.index(after: eq)...])
+            } else {
+                out[s] = ""
+            }
+            idx += 1
+        }
+        return out
+    }
+
+    static func peer(_ wsi: OpaquePointer) -> String {
+        var buf = [CChar](repeating: 0, count: 64)
+        _ = lws_get_peer_simple(wsi, &buf, 64)
+        return String(cBuffer: buf)
+    }
+}
+
+/// The libwebsockets protocol callback for `WebServer` (a top-level function: C callbacks
+/// cannot capture context; the server comes through the context user pointer).
+private func webServerCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+                               _ data: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+    guard let wsi, let ctx = lws_get_context(wsi), let raw = lws_context_user(ctx) else {
+        return 0
+    }
+    let server = Unmanaged<WebServer>.fromOpaque(raw).takeUnretainedValue()
+    return server.handle(wsi: wsi, reason: reason, user: user, data: data, len: len)
+}

@@ -1,0 +1,96 @@
+import CallsCore
+import CallsServer
+import Foundation
+
+let usage = """
+    callroomd — the CallRoom calls server (REST, WebSocket signalling, UDP media relay)
+
+    USAGE: callroomd [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR]
+                     [--app-id ID] [--api-key KEY] [--auth-key KEY] [--no-auto-create-users]
+                     [--log-format text|json] [--log-level debug|info|warn|error]
+
+    OPTIONS:
+      --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
+      --media-port PORT       UDP media relay port on the same host (default 0: a free one)
+      --data-dir DIR          database and keys (default ./callroom-data)
+      --app-id ID             override the stored app id
+      --api-key KEY           override the stored REST admin key
+      --auth-key KEY          override the stored client auth key
+      --no-auto-create-users  login with the auth key no longer creates missing users
+      --log-format FORMAT     text (default) or json, on stderr
+      --log-level LEVEL       debug, info (default), warn or error
+      --version               print the version
+      -h, --help              show this help
+
+    On start it prints one line: callroomd listening on http://HOST:PORT media udp://HOST:PORT
+    Keys not given are generated on first start, saved in DIR/keys.json and printed once.
+    SIGINT or SIGTERM ends every call and shuts down cleanly (exit status 0).
+
+    """
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("callroomd: \(message)\n".utf8))
+    exit(code)
+}
+
+let args: ArgumentScanner
+do {
+    args = try ArgumentScanner(CommandLine.arguments.dropFirst(),
+                               valued: ["listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level"],
+                               boolean: ["no-auto-create-users", "help", "version"])
+} catch {
+    fail("\(error.message)\nRun 'callroomd --help' for usage.")
+}
+if args.has("help") { print(usage, terminator: ""); exit(0) }
+if args.has("version") { print("callroomd \(CallRoomVersion.string)"); exit(0) }
+if let extra = args.positionals.first { fail("unexpected argument '\(extra)'\nRun 'callroomd --help' for usage.") }
+
+var config = ServerConfiguration(dataDir: args["data-dir"] ?? "callroom-data")
+do {
+    if let l = args["listen"] { (config.host, config.port) = try ArgumentScanner.hostPort(l) }
+} catch { fail(error.message) }
+if let m = args["media-port"] {
+    guard let p = Int(m), (0...65535).contains(p) else { fail("--media-port must be 0…65535") }
+    config.mediaPort = p
+}
+config.appId = args["app-id"]
+config.apiKey = args["api-key"]
+config.authKey = args["auth-key"]
+config.autoCreateUsers = !args.has("no-auto-create-users")
+if let f = args["log-format"] {
+    guard let v = ServerLog.Format(rawValue: f) else { fail("--log-format must be text or json") }
+    config.logFormat = v
+}
+if let l = args["log-level"] {
+    guard let v = ServerLog.Level(name: l) else { fail("--log-level must be debug, info, warn or error") }
+    config.logLevel = v
+}
+
+let server = CallServer(configuration: config)
+do { try server.start() } catch { fail(error.description, code: 1) }
+
+/// Writes straight to fd 1 (unbuffered), so a supervisor sees the line at once.
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+if server.generatedKeys {
+    say("callroomd generated keys (shown once; stored in \(config.dataDir)/keys.json):")
+    say("  appId   \(server.keys.appId)")
+    say("  apiKey  \(server.keys.apiKey)")
+    say("  authKey \(server.keys.authKey)")
+}
+say("callroomd listening on \(server.url) media udp://\(config.host):\(server.mediaPort) appId \(server.keys.appId)")
+
+signal(SIGINT, SIG_IGN)
+signal(SIGTERM, SIG_IGN)
+signal(SIGPIPE, SIG_IGN)
+var signalSources: [DispatchSourceSignal] = []
+for sig in [SIGINT, SIGTERM] {
+    let src = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+    src.setEventHandler {
+        server.log.info("shutting down", ["signal": sig == SIGINT ? "SIGINT" : "SIGTERM"])
+        server.stop()
+        exit(0)
+    }
+    src.resume()
+    signalSources.append(src)
+}
+dispatchMain()
