@@ -157,3 +157,31 @@ extension Array where Element == UInt8 {
         UInt32(self[i]) << 24 | UInt32(self[i + 1]) << 16 | UInt32(self[i + 2]) << 8 | UInt32(self[i + 3])
     }
 }
+
+extension RTPPacket {
+    /// Length of the header `writeHeader` produces (12 bytes, plus 8 with the level extension).
+    public static func headerLength(withAudioLevel: Bool) -> Int { withAudioLevel ? 20 : 12 }
+
+    /// Writes an RTP header (with an optional RFC 6464 level) into `buffer` without allocating,
+    /// for real-time senders. Returns the header length; the payload goes right after it.
+    public static func writeHeader(into buffer: UnsafeMutableRawBufferPointer, marker: Bool = false,
+                                   payloadType: UInt8 = opusPayloadType, sequenceNumber: UInt16, timestamp: UInt32,
+                                   ssrc: UInt32, audioLevel: AudioLevel?) -> Int {
+        let n = headerLength(withAudioLevel: audioLevel != nil)
+        precondition(buffer.count >= n, "RTP header buffer too small")
+        buffer[0] = 0x80 | (audioLevel == nil ? 0 : 0x10)
+        buffer[1] = (marker ? 0x80 : 0) | (payloadType & 0x7F)
+        buffer[2] = UInt8(sequenceNumber >> 8); buffer[3] = UInt8(sequenceNumber & 0xFF)
+        buffer[4] = UInt8(timestamp >> 24); buffer[5] = UInt8((timestamp >> 16) & 0xFF)
+        buffer[6] = UInt8((timestamp >> 8) & 0xFF); buffer[7] = UInt8(timestamp & 0xFF)
+        buffer[8] = UInt8(ssrc >> 24); buffer[9] = UInt8((ssrc >> 16) & 0xFF)
+        buffer[10] = UInt8((ssrc >> 8) & 0xFF); buffer[11] = UInt8(ssrc & 0xFF)
+        if let level = audioLevel {
+            buffer[12] = 0xBE; buffer[13] = 0xDE; buffer[14] = 0; buffer[15] = 1
+            buffer[16] = audioLevelExtensionID << 4
+            buffer[17] = (level.voiceActivity ? 0x80 : 0) | (level.level & 0x7F)
+            buffer[18] = 0; buffer[19] = 0
+        }
+        return n
+    }
+}

@@ -125,3 +125,19 @@ public final class UDPSocket: @unchecked Sendable {
         return (n, SocketAddress(sin))
     }
 }
+
+extension SocketAddress {
+    /// Resolves a host name or dotted address to its first IPv4 address (blocking DNS).
+    public static func resolve(host: String, port: Int) -> SocketAddress? {
+        if let a = SocketAddress(host: host, port: port) { return a }
+        var hints = addrinfo()
+        hints.ai_family = AF_INET
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var res: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &res) == 0, let first = res else { return nil }
+        defer { freeaddrinfo(res) }
+        guard let sa = first.pointee.ai_addr else { return nil }
+        let sin = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+        return SocketAddress(ip: sin.sin_addr.s_addr, port: UInt16(port))
+    }
+}

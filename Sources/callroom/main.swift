@@ -1,1 +1,25 @@
-print("x")
+import CallsCore
+import Foundation
+
+let topUsage = """
+    callroom — a terminal call room (CallRoom \(CallRoomVersion.string))
+
+    USAGE: callroom <command> [options]
+
+    COMMANDS:
+      demo      start a server in this process, join it with synthetic participants, show the call
+      join      join a session on a CallRoom server
+      --version print the version
+
+    Run 'callroom <command> --help' for a command's options.
+
+    """
+
+let argv = Array(CommandLine.arguments.dropFirst())
+switch argv.first {
+case "join": JoinCommand.run(Array(argv.dropFirst()))
+case "demo": DemoCommand.run(Array(argv.dropFirst()))
+case "--version": Console.out("callroom \(CallRoomVersion.string)")
+case nil, "--help", "-h", "help": Console.out(topUsage)
+case let other?: Console.fail("unknown command '\(other)'\nRun 'callroom --help' for usage.")
+}

@@ -1,0 +1,166 @@
+import CAlsa
+import Foundation
+import Synchronization
+
+/// One ALSA PCM opened for capture or playback at 48 kHz mono S16, owning its handle.
+///
+/// Real devices pace themselves; the `null` and `file` plugins do not (a second of audio
+/// passes in under a millisecond), so for those the device paces with a `Pacer`. Waits are
+/// bounded (`snd_pcm_wait` with 100 ms) so `close()` from another thread ends a blocked read
+/// or write promptly. Over- and under-runs (`-EPIPE`) are recovered with `snd_pcm_prepare` and
+/// counted in `xruns`.
+///
+/// Thread rules: `transfer` from one audio thread; `close` and `xruns` from any thread.
+final class ALSADevice: @unchecked Sendable {
+    enum Direction: Sendable { case capture, playback }
+
+    let name: String
+    let direction: Direction
+    private var pcm: OpaquePointer?
+    private var config: OpaquePointer?
+    private var pacer: Pacer?
+    private let closed = Atomic<Bool>(false)
+    private let lock = NSLock()
+    let xruns = Atomic<Int>(0)
+
+    /// - Parameters:
+    ///   - name: the ALSA PCM name (`default`, `hw:0,0`, `null`, or one in `configText`).
+    ///   - configText: an ALSA configuration to resolve `name` in instead of the system's
+    ///     (lets tests use `file` and `null` PCMs without touching /etc).
+    init(name: String, direction: Direction, frameSamples: Int, bufferFrames: Int = 4, configText: String? = nil) throws(AudioError) {
+        callroom_alsa_silence_errors()
+        self.name = name
+        self.direction = direction
+        let stream = direction == .capture ? SND_PCM_STREAM_CAPTURE : SND_PCM_STREAM_PLAYBACK
+        var handle: OpaquePointer?
+        var rc: Int32
+        if let text = configText {
+            var top: OpaquePointer?
+            var input: OpaquePointer?
+            guard snd_config_top(&top) == 0, let top else { throw .deviceUnavailable(name: name, reason: "cannot create configuration") }
+            config = top
+            rc = snd_input_buffer_open(&input, text, text.utf8.count)
+            if rc == 0, let input {
+                rc = snd_config_load(top, input)
+                snd_input_close(input)
+            }
+            guard rc == 0 else { throw .deviceUnavailable(name: name, reason: "bad ALSA configuration: \(Self.message(rc))") }
+            rc = snd_pcm_open_lconf(&handle, name, stream, SND_PCM_NONBLOCK, top)
+        } else {
+            rc = snd_pcm_open(&handle, name, stream, SND_PCM_NONBLOCK)
+        }
+        guard rc == 0, let handle else {
+            throw .deviceUnavailable(name: name, reason: Self.message(rc))
+        }
+        pcm = handle
+        let latencyUs = UInt32(frameSamples * bufferFrames * 1_000_000 / AudioFormat.sampleRate)
+        rc = snd_pcm_set_params(handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 1,
+                                UInt32(AudioFormat.sampleRate), 1, latencyUs)
+        guard rc == 0 else {
+            snd_pcm_close(handle)
+            pcm = nil
+            throw .deviceUnavailable(name: name, reason: "cannot set 48 kHz mono S16: \(Self.message(rc))")
+        }
+        let type = snd_pcm_type(handle)
+        if type == SND_PCM_TYPE_NULL || type == SND_PCM_TYPE_FILE {
+            pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+        }
+        snd_pcm_prepare(handle)
+    }
+
+    deinit {
+        if let pcm { snd_pcm_close(pcm) }
+        if let config { snd_config_delete(config) }
+    }
+
+    var isSelfPaced: Bool { pacer == nil }
+
+    /// Reads or writes exactly `frame.count` samples, blocking in bounded waits.
+    func transfer(_ frame: UnsafeMutableRawPointer, samples: Int) throws(AudioError) {
+        pacer?.wait()
+        var done = 0
+        while done < samples {
+            guard !closed.load(ordering: .acquiring) else { throw .closed }
+            lock.lock()
+            guard let pcm else { lock.unlock(); throw .closed }
+            let ptr = frame + done * 2
+            let n: Int = direction == .capture
+                ? snd_pcm_readi(pcm, ptr, snd_pcm_uframes_t(samples - done))
+                : snd_pcm_writei(pcm, ptr, snd_pcm_uframes_t(samples - done))
+            lock.unlock()
+            if n >= 0 {
+                done += n
+                continue
+            }
+            switch Int32(n) {
+            case -EAGAIN:
+                lock.lock()
+                if let pcm = self.pcm { _ = snd_pcm_wait(pcm, 100) }
+                lock.unlock()
+            case -EPIPE:
+                xruns.add(1, ordering: .relaxed)
+                lock.lock()
+                if let pcm = self.pcm { snd_pcm_prepare(pcm) }
+                lock.unlock()
+            case -ESTRPIPE:
+                lock.lock()
+                if let pcm = self.pcm { while snd_pcm_resume(pcm) == -EAGAIN { usleep(10_000) }; snd_pcm_prepare(pcm) }
+                lock.unlock()
+            default:
+                throw .deviceFailed(name: name, reason: Self.message(Int32(n)))
+            }
+        }
+    }
+
+    func close() {
+        closed.store(true, ordering: .releasing)
+        lock.lock()
+        if let pcm {
+            if direction == .playback { snd_pcm_drop(pcm) }
+            snd_pcm_close(pcm)
+        }
+        pcm = nil
+        lock.unlock()
+    }
+
+    static func message(_ rc: Int32) -> String { String(cString: snd_strerror(rc)) }
+}
+
+/// `alsa:NAME` input: capture from an ALSA PCM.
+public final class ALSAInput: AudioInput, @unchecked Sendable {
+    public var name: String { "alsa:\(device.name)" }
+    private let device: ALSADevice
+
+    public init(device: String, frameSamples: Int, configText: String? = nil) throws(AudioError) {
+        self.device = try ALSADevice(name: device, direction: .capture, frameSamples: frameSamples, configText: configText)
+    }
+
+    public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
+        frame.update(repeating: 0)  // the null PCM reports frames without writing them
+        guard let base = frame.baseAddress else { return }
+        try device.transfer(UnsafeMutableRawPointer(base), samples: frame.count)
+    }
+
+    /// Over-runs recovered so far.
+    public var xruns: Int { device.xruns.load(ordering: .relaxed) }
+    public func close() { device.close() }
+}
+
+/// `alsa:NAME` output: playback to an ALSA PCM.
+public final class ALSAOutput: AudioOutput, @unchecked Sendable {
+    public var name: String { "alsa:\(device.name)" }
+    private let device: ALSADevice
+
+    public init(device: String, frameSamples: Int, configText: String? = nil) throws(AudioError) {
+        self.device = try ALSADevice(name: device, direction: .playback, frameSamples: frameSamples, configText: configText)
+    }
+
+    public func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
+        guard let base = frame.baseAddress else { return }
+        try device.transfer(UnsafeMutableRawPointer(mutating: base), samples: frame.count)
+    }
+
+    /// Under-runs recovered so far.
+    public var xruns: Int { device.xruns.load(ordering: .relaxed) }
+    public func close() { device.close() }
+}

@@ -1,0 +1,122 @@
+import CallsCore
+
+/// A per-sender jitter buffer keyed by RTP sequence number. It absorbs network jitter and
+/// reordering, drops late and duplicate packets, and tells the decoder what to do for each
+/// playout tick: play a packet, recover a lost one from the next packet's in-band FEC, conceal
+/// (PLC), or output silence.
+///
+/// It has no clock of its own: every call to `next()` is one playout tick of one frame, so
+/// tests drive it deterministically with a virtual clock.
+///
+/// ```
+/// insert(seq) ─▶ [slots by seq] ─▶ next(): buffering until `targetFrames` ─▶ playing:
+///     slot[n] ─▶ .packet      slot[n+1] only ─▶ .recovered(FEC)      neither ─▶ .concealed
+///     more than `maxFrames` queued ─▶ drop oldest (sender clock faster than ours)
+///     `maxConcealFrames` of nothing ─▶ back to buffering (.silence)
+/// ```
+/// A value type; owned by one thread (the engine guards it with a lock shared with the receiver).
+public struct JitterBuffer: Sendable {
+    public enum Playout: Equatable, Sendable {
+        case packet([UInt8])
+        /// The expected packet is missing but the next one is here: decode it with FEC.
+        case recovered(fromNext: [UInt8])
+        case concealed
+        case silence
+    }
+
+    public struct Statistics: Equatable, Sendable {
+        public var received = 0
+        public var played = 0
+        public var late = 0
+        public var duplicate = 0
+        public var concealed = 0
+        public var recovered = 0
+        public var overflowDropped = 0
+        public var resets = 0
+    }
+
+    public let targetFrames: Int
+    public let maxFrames: Int
+    public let maxConcealFrames: Int
+    public private(set) var statistics = Statistics()
+    public private(set) var isPlaying = false
+    private var slots: [UInt16: [UInt8]] = [:]
+    private var nextSeq: UInt16 = 0
+    private var concealRun = 0
+
+    /// - Parameters:
+    ///   - targetFrames: frames buffered before playout starts (the jitter margin + one).
+    ///   - maxFrames: beyond this depth the oldest frames are dropped.
+    ///   - maxConcealFrames: consecutive concealed frames before returning to silence.
+    public init(targetFrames: Int = 2, maxFrames: Int = 15, maxConcealFrames: Int = 10) {
+        self.targetFrames = max(1, targetFrames)
+        self.maxFrames = max(self.targetFrames + 1, maxFrames)
+        self.maxConcealFrames = maxConcealFrames
+    }
+
+    /// Frames currently queued.
+    public var depth: Int { slots.count }
+
+    public mutating func insert(sequence: UInt16, payload: [UInt8]) {
+        statistics.received += 1
+        if isPlaying {
+            let d = SequenceNumber.distance(from: nextSeq, to: sequence)
+            if d < 0 {
+                if d < -1000 { restart() } else { statistics.late += 1; return }
+            } else if d > 1000 {
+                restart()
+            }
+        }
+        if slots[sequence] != nil { statistics.duplicate += 1; return }
+        slots[sequence] = payload
+    }
+
+    private mutating func restart() {
+        slots.removeAll(keepingCapacity: true)
+        isPlaying = false
+        concealRun = 0
+        statistics.resets += 1
+    }
+
+    private var oldestSequence: UInt16? {
+        guard let any = slots.keys.first else { return nil }
+        return slots.keys.min { SequenceNumber.distance(from: any, to: $0) < SequenceNumber.distance(from: any, to: $1) }
+    }
+
+    /// The playout decision for the next frame.
+    public mutating func next() -> Playout {
+        if !isPlaying {
+            guard slots.count >= targetFrames, let oldest = oldestSequence else { return .silence }
+            isPlaying = true
+            nextSeq = oldest
+            concealRun = 0
+        }
+        while slots.count > maxFrames, let oldest = oldestSequence {
+            slots[oldest] = nil
+            statistics.overflowDropped += 1
+            if SequenceNumber.distance(from: nextSeq, to: oldest) >= 0 { nextSeq = oldest &+ 1 }
+        }
+        if let p = slots.removeValue(forKey: nextSeq) {
+            nextSeq &+= 1
+            concealRun = 0
+            statistics.played += 1
+            return .packet(p)
+        }
+        if let following = slots[nextSeq &+ 1] {
+            nextSeq &+= 1
+            concealRun = 0
+            statistics.recovered += 1
+            return .recovered(fromNext: following)
+        }
+        concealRun += 1
+        if concealRun > maxConcealFrames && slots.isEmpty {
+            isPlaying = false
+            concealRun = 0
+            statistics.resets += 1
+            return .silence
+        }
+        nextSeq &+= 1
+        statistics.concealed += 1
+        return .concealed
+    }
+}

@@ -1,0 +1,29 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sleeps until absolute deadlines one period apart on CLOCK_MONOTONIC, so a synthetic
+/// endpoint runs at exactly real-time rate without drift. Falls back to "now" when it has
+/// fallen more than a few periods behind (after a stall), rather than bursting to catch up.
+/// A value owned by one thread.
+public struct Pacer: Sendable {
+    public let periodNanoseconds: UInt64
+    private var next: UInt64 = 0
+
+    public init(periodNanoseconds: UInt64) { self.periodNanoseconds = periodNanoseconds }
+
+    /// Blocks until the next period starts.
+    public mutating func wait() {
+        let now = Self.now()
+        if next == 0 || now > next + 4 * periodNanoseconds { next = now }
+        next += periodNanoseconds
+        var ts = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
+
+    static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}

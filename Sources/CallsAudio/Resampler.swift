@@ -1,0 +1,45 @@
+import CSpeexDSP
+
+/// Sample-rate conversion of mono Int16 audio with SpeexDSP's resampler. Owns its state.
+/// Thread rules: one thread at a time.
+public final class Resampler: @unchecked Sendable {
+    private let state: OpaquePointer
+    public let inputRate: Int
+    public let outputRate: Int
+
+    /// - Parameter quality: 0 (fastest) … 10 (best); 5 is SpeexDSP's VoIP default.
+    public init(from inputRate: Int, to outputRate: Int, quality: Int32 = 5) throws(AudioError) {
+        var err: Int32 = 0
+        guard inputRate > 0, outputRate > 0,
+              let s = speex_resampler_init(1, spx_uint32_t(inputRate), spx_uint32_t(outputRate), quality, &err), err == 0 else {
+            throw .codec("cannot resample \(inputRate) Hz to \(outputRate) Hz")
+        }
+        state = s
+        self.inputRate = inputRate
+        self.outputRate = outputRate
+        speex_resampler_skip_zeros(s)
+    }
+
+    deinit { speex_resampler_destroy(state) }
+
+    /// Converts a whole buffer (allocates the output; not for real-time threads).
+    public func process(_ input: [Int16]) -> [Int16] {
+        var out = [Int16](repeating: 0, count: input.count * outputRate / inputRate + 64)
+        var consumed = 0
+        var produced = 0
+        while consumed < input.count {
+            var inLen = spx_uint32_t(input.count - consumed)
+            var outLen = spx_uint32_t(out.count - produced)
+            input.withUnsafeBufferPointer { i in
+                out.withUnsafeMutableBufferPointer { o in
+                    _ = speex_resampler_process_int(state, 0, i.baseAddress! + consumed, &inLen, o.baseAddress! + produced, &outLen)
+                }
+            }
+            consumed += Int(inLen)
+            produced += Int(outLen)
+            if outLen == 0 && inLen == 0 { break }
+            if produced >= out.count { out.append(contentsOf: [Int16](repeating: 0, count: 1024)) }
+        }
+        return Array(out.prefix(produced))
+    }
+}

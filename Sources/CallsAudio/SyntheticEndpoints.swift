@@ -1,0 +1,84 @@
+import Foundation
+import Synchronization
+
+/// `null` input: silence, paced in real time.
+public final class NullInput: AudioInput, @unchecked Sendable {
+    public let name = "null"
+    private var pacer: Pacer
+    private let closed = Atomic<Bool>(false)
+
+    public init(frameSamples: Int) {
+        pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+    }
+
+    public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
+        guard !closed.load(ordering: .acquiring) else { throw .closed }
+        pacer.wait()
+        frame.update(repeating: 0)
+    }
+
+    public func close() { closed.store(true, ordering: .releasing) }
+}
+
+/// `null` output: discards frames, paced in real time.
+public final class NullOutput: AudioOutput, @unchecked Sendable {
+    public let name = "null"
+    private var pacer: Pacer
+    private let closed = Atomic<Bool>(false)
+
+    public init(frameSamples: Int) {
+        pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+    }
+
+    public func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
+        guard !closed.load(ordering: .acquiring) else { throw .closed }
+        pacer.wait()
+    }
+
+    public func close() { closed.store(true, ordering: .releasing) }
+}
+
+/// `tone:HZ` input: a sine wave at -12 dBFS, paced in real time. With a `cadence` it speaks in
+/// bursts (on/off periods in ms) so meters and voice activity move like speech.
+public final class ToneInput: AudioInput, @unchecked Sendable {
+    public let name: String
+    public let frequency: Double
+    public let amplitude: Double
+    private let cadence: (onMs: Int, offMs: Int)?
+    private var phase = 0.0
+    private var elapsedSamples = 0
+    private var pacer: Pacer
+    private let closed = Atomic<Bool>(false)
+
+    public init(frequency: Double, frameSamples: Int, amplitude: Double = 0.25, cadence: (onMs: Int, offMs: Int)? = nil) {
+        self.frequency = frequency
+        self.amplitude = amplitude
+        self.cadence = cadence
+        self.name = "tone:\(frequency.formatted(.number.grouping(.never)))"
+        pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+    }
+
+    public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
+        guard !closed.load(ordering: .acquiring) else { throw .closed }
+        pacer.wait()
+        fill(frame)
+    }
+
+    /// Generates the next frame without pacing (for benchmarks and tests).
+    public func fill(_ frame: UnsafeMutableBufferPointer<Int16>) {
+        let step = 2 * Double.pi * frequency / Double(AudioFormat.sampleRate)
+        var on = true
+        if let c = cadence {
+            let periodSamples = (c.onMs + c.offMs) * AudioFormat.sampleRate / 1000
+            on = (elapsedSamples % max(periodSamples, 1)) < c.onMs * AudioFormat.sampleRate / 1000
+        }
+        for i in 0..<frame.count {
+            frame[i] = on ? Int16(sin(phase) * amplitude * 32767) : 0
+            phase += step
+            if phase > 2 * Double.pi { phase -= 2 * Double.pi }
+        }
+        elapsedSamples += frame.count
+    }
+
+    public func close() { closed.store(true, ordering: .releasing) }
+}

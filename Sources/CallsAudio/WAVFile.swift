@@ -1,0 +1,106 @@
+import CSndFile
+import Foundation
+import Synchronization
+
+/// Reads a whole sound file (WAV or any format libsndfile knows) as 48 kHz mono Int16:
+/// channels are averaged, other rates resampled with SpeexDSP.
+public enum SoundFile {
+    /// Refuses files longer than this, to bound memory.
+    public static let maxSeconds = 600
+
+    public static func readMono48k(path: String) throws(AudioError) -> [Int16] {
+        var info = SF_INFO()
+        guard let f = sf_open(path, Int32(SFM_READ), &info) else {
+            throw .file(path: path, reason: String(cString: sf_strerror(nil)))
+        }
+        defer { sf_close(f) }
+        let channels = Int(info.channels)
+        let rate = Int(info.samplerate)
+        guard channels > 0, rate > 0 else { throw .file(path: path, reason: "no audio channels") }
+        guard info.frames <= Int64(maxSeconds * rate) else {
+            throw .file(path: path, reason: "longer than \(maxSeconds) s")
+        }
+        var interleaved = [Int16](repeating: 0, count: Int(info.frames) * channels)
+        let got = interleaved.withUnsafeMutableBufferPointer { sf_readf_short(f, $0.baseAddress, info.frames) }
+        var mono = [Int16](repeating: 0, count: Int(got))
+        for i in 0..<Int(got) {
+            var sum = 0
+            for c in 0..<channels { sum += Int(interleaved[i * channels + c]) }
+            mono[i] = Int16(sum / channels)
+        }
+        guard !mono.isEmpty else { throw .file(path: path, reason: "contains no samples") }
+        if rate == AudioFormat.sampleRate { return mono }
+        return try Resampler(from: rate, to: AudioFormat.sampleRate).process(mono)
+    }
+}
+
+/// `file:PATH` input: the file's audio played in real time, looping.
+public final class FileInput: AudioInput, @unchecked Sendable {
+    public let name: String
+    private let samples: [Int16]
+    private var position = 0
+    private var pacer: Pacer
+    private let closed = Atomic<Bool>(false)
+
+    public init(path: String, frameSamples: Int) throws(AudioError) {
+        name = "file:\(path)"
+        samples = try SoundFile.readMono48k(path: path)
+        pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+    }
+
+    public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
+        guard !closed.load(ordering: .acquiring) else { throw .closed }
+        pacer.wait()
+        for i in 0..<frame.count {
+            frame[i] = samples[position]
+            position += 1
+            if position == samples.count { position = 0 }
+        }
+    }
+
+    public func close() { closed.store(true, ordering: .releasing) }
+}
+
+/// `file:PATH.wav` output: a 48 kHz mono 16-bit WAV written as heard, paced in real time.
+/// The header is kept current on every write, so the file is valid even if the process dies.
+public final class FileOutput: AudioOutput, @unchecked Sendable {
+    public let name: String
+    private var file: OpaquePointer?
+    private var pacer: Pacer
+    private let lock = NSLock()
+    private let paced: Bool
+
+    /// - Parameter paced: false writes as fast as frames come (offline rendering, tests).
+    public init(path: String, frameSamples: Int, paced: Bool = true) throws(AudioError) {
+        name = "file:\(path)"
+        var info = SF_INFO()
+        info.samplerate = Int32(AudioFormat.sampleRate)
+        info.channels = 1
+        info.format = callroom_sf_format_wav_pcm16
+        guard let f = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw .file(path: path, reason: String(cString: sf_strerror(nil)))
+        }
+        sf_command(f, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE))
+        file = f
+        self.paced = paced
+        pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+    }
+
+    deinit { close() }
+
+    public func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
+        if paced { pacer.wait() }
+        lock.lock()
+        defer { lock.unlock() }
+        guard let f = file else { throw .closed }
+        let n = sf_write_short(f, frame.baseAddress, sf_count_t(frame.count))
+        guard n == frame.count else { throw .file(path: name, reason: String(cString: sf_strerror(f))) }
+    }
+
+    public func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        if let f = file { sf_close(f) }
+        file = nil
+    }
+}

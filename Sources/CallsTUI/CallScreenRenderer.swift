@@ -1,0 +1,167 @@
+import Foundation
+
+/// Draws the call screen: header, participant tiles, control bar and the event log.
+///
+/// ```
+/// ┌ header: title · timer · participants · status ───────────────────────────┐
+/// │ tiles (grid adapting to count and size)            │ event log (newest   │
+/// │                                                    │ at the bottom)      │
+/// └ control bar: [m] Mute  [l] Leave ─────────────────────────────────────────┘
+/// ```
+/// The event log sits on the right when the terminal is at least 100 columns wide, else below
+/// the tiles. Pure: the same model and size always give the same screen (golden-testable).
+public enum CallScreenRenderer {
+    /// A clickable region of the control bar.
+    public struct Button: Equatable, Sendable {
+        public var id: String
+        public var key: Unicode.Scalar
+        public var label: String
+        public var rect: Rect
+    }
+
+    public struct Layout: Equatable, Sendable {
+        public var header: Rect?
+        public var tiles: Rect
+        public var log: Rect
+        public var controls: Rect?
+        public var buttons: [Button]
+    }
+
+    public static let meterWidth = 10
+
+    /// How many meter cells a level fills (-60 dBFS → 0, 0 dBFS → `meterWidth`).
+    public static func meterCells(_ dbfs: Float?) -> Int {
+        guard let d = dbfs else { return 0 }
+        return max(0, min(meterWidth, Int(((d + 60) / 60 * Float(meterWidth)).rounded())))
+    }
+
+    public static func layout(for model: CallViewModel, width: Int, height: Int) -> Layout {
+        var top = 0
+        var bottom = height
+        var header: Rect?
+        if !model.hideHeaderPanel { header = Rect(x: 0, y: 0, width: width, height: 1); top = 1 }
+        var controls: Rect?
+        var buttons: [Button] = []
+        if !model.hideControlPanel {
+            controls = Rect(x: 0, y: height - 1, width: width, height: 1)
+            bottom = height - 1
+            var x = 1
+            var specs: [(String, Unicode.Scalar, String)] = []
+            if !model.hideToggleAudioButton { specs.append(("toggleAudio", "m", model.isMuted ? "Unmute" : "Mute")) }
+            if !model.hideLeaveSessionButton { specs.append(("leaveSession", "l", "Leave")) }
+            for (id, key, label) in specs {
+                let text = "[\(key)] \(label)"
+                buttons.append(Button(id: id, key: key, label: label, rect: Rect(x: x, y: height - 1, width: text.count, height: 1)))
+                x += text.count + 2
+            }
+        }
+        let body = Rect(x: 0, y: top, width: width, height: bottom - top)
+        if width >= 100 {
+            let logWidth = max(36, width * 2 / 5)
+            return Layout(header: header, tiles: Rect(x: 0, y: body.y, width: width - logWidth, height: body.height),
+                          log: Rect(x: width - logWidth, y: body.y, width: logWidth, height: body.height),
+                          controls: controls, buttons: buttons)
+        }
+        let logHeight = max(4, body.height / 3)
+        return Layout(header: header, tiles: Rect(x: 0, y: body.y, width: width, height: body.height - logHeight),
+                      log: Rect(x: 0, y: body.maxY - logHeight, width: width, height: logHeight),
+                      controls: controls, buttons: buttons)
+    }
+
+    public static func render(_ model: CallViewModel, width: Int, height: Int, unicode: Bool = true) -> ScreenBuffer {
+        var b = ScreenBuffer(width: width, height: height, unicode: unicode)
+        let l = layout(for: model, width: width, height: height)
+        if let h = l.header { drawHeader(model, into: &b, rect: h) }
+        drawTiles(model, into: &b, rect: l.tiles)
+        drawLog(model, into: &b, rect: l.log)
+        if let c = l.controls { drawControls(model, l.buttons, into: &b, rect: c) }
+        return b
+    }
+
+    static func timer(_ model: CallViewModel) -> String {
+        guard let start = model.joinedAt else { return "--:--" }
+        let s = max(0, Int(model.now.timeIntervalSince(start)))
+        return String(format: "%02d:%02d", s / 60, s % 60)
+    }
+
+    private static func drawHeader(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        b.fill(rect, style: CellStyle(reverse: true))
+        var text = " \(m.title)"
+        if !m.hideSessionTimer { text += "  ·  \(timer(m))" }
+        text += "  ·  \(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")  ·  \(m.status)"
+        if m.isMuted { text += "  ·  YOU ARE MUTED" }
+        b.put(text, x: rect.x, y: rect.y, style: CellStyle(bold: true, reverse: true), maxWidth: rect.width)
+    }
+
+    private static func drawTiles(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        guard rect.width >= 4, rect.height >= 3 else { return }
+        var area = rect
+        if let n = m.notice {
+            b.put("! \(n)", x: rect.x + 1, y: rect.y, style: CellStyle(fg: .yellow), maxWidth: rect.width - 2)
+            area = Rect(x: rect.x, y: rect.y + 1, width: rect.width, height: rect.height - 1)
+        }
+        guard !m.tiles.isEmpty else {
+            b.put("Waiting for the server…", x: area.x + 2, y: area.y + 1, style: CellStyle(dim: true), maxWidth: area.width - 4)
+            return
+        }
+        let n = m.tiles.count
+        var cols = Int(Double(n).squareRoot().rounded(.up))
+        while cols > 1 && area.width / cols < 18 { cols -= 1 }
+        let rows = Int((Double(n) / Double(cols)).rounded(.up))
+        let tileW = area.width / cols
+        let tileH = max(3, area.height / rows)
+        for (i, t) in m.tiles.enumerated() {
+            let r = Rect(x: area.x + (i % cols) * tileW, y: area.y + (i / cols) * tileH, width: tileW, height: tileH)
+            guard r.maxY <= area.maxY else { break }
+            drawTile(t, into: &b, rect: r)
+        }
+    }
+
+    private static func drawTile(_ t: CallViewModel.Tile, into b: inout ScreenBuffer, rect r: Rect) {
+        let border = t.isSpeaking ? CellStyle(fg: .green, bold: true) : CellStyle(dim: !t.isYou)
+        b.box(r, title: t.initials, style: border)
+        let inner = r.width - 2
+        var y = r.y + 1
+        guard y < r.maxY - 1 else { return }
+        b.put(t.name + (t.isYou ? " (you)" : ""), x: r.x + 1, y: y, style: CellStyle(bold: true), maxWidth: inner)
+        y += 1
+        guard y < r.maxY - 1 else { return }
+        let mic = t.isMuted ? "MUTED" : (t.isSpeaking ? "speaking" : "mic on")
+        b.put(mic, x: r.x + 1, y: y, style: CellStyle(fg: t.isMuted ? .red : (t.isSpeaking ? .green : .normal)), maxWidth: inner)
+        y += 1
+        guard y < r.maxY - 1 else { return }
+        let filled = meterCells(t.isMuted ? nil : t.level)
+        let full: String = b.unicode ? "█" : "#"
+        let empty: String = b.unicode ? "·" : "."
+        let meter = String(repeating: full, count: filled) + String(repeating: empty, count: meterWidth - filled)
+        b.put(meter, x: r.x + 1, y: y, style: CellStyle(fg: .green), maxWidth: inner)
+    }
+
+    private static let timeFormat: DateFormatter = {
+        let f = DateFormatter()
+        f.dateFormat = "HH:mm:ss"
+        return f
+    }()
+
+    private static func drawLog(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        guard rect.width >= 10, rect.height >= 3 else { return }
+        b.box(rect, title: "Event log", style: CellStyle(fg: .cyan))
+        let capacity = rect.height - 2
+        let entries = m.log.suffix(capacity)
+        for (i, e) in entries.enumerated() {
+            let listener = e.listener.replacingOccurrences(of: "Listener", with: "")
+            let line = "\(timeFormat.string(from: e.time)) \(listener).\(e.event)\(e.summary.isEmpty ? "" : " " + e.summary)"
+            b.put(line, x: rect.x + 1, y: rect.y + 1 + i, maxWidth: rect.width - 2)
+        }
+    }
+
+    private static func drawControls(_ m: CallViewModel, _ buttons: [Button], into b: inout ScreenBuffer, rect: Rect) {
+        b.fill(rect, style: CellStyle(reverse: true))
+        for btn in buttons {
+            let style = btn.id == "leaveSession" ? CellStyle(fg: .red, bold: true, reverse: true) : CellStyle(bold: true, reverse: true)
+            b.put("[\(btn.key)] \(btn.label)", x: btn.rect.x, y: btn.rect.y, style: style)
+        }
+        let hint = "q quits"
+        if rect.width > hint.count + 2 { b.put(hint, x: rect.maxX - hint.count - 1, y: rect.y, style: CellStyle(reverse: true, dim: true)) }
+    }
+}

@@ -1,0 +1,60 @@
+/// A key or mouse event from the terminal.
+public enum TerminalInput: Equatable, Sendable {
+    case char(Unicode.Scalar)
+    case enter, escape, backspace, tab
+    case up, down, left, right
+    case resize
+    case mouse(x: Int, y: Int)
+    case interrupt
+}
+
+/// What the UI draws on: ncurses on a real terminal, memory in tests.
+///
+/// Thread rules: every method is called from the UI thread (main) only.
+public protocol TerminalDriver: AnyObject {
+    /// Current size in cells (columns, rows).
+    var size: (width: Int, height: Int) { get }
+    /// Whether box-drawing and other non-ASCII characters can be shown.
+    var supportsUnicode: Bool { get }
+    /// Shows `buffer`, writing only the cells that differ from what is on screen.
+    /// Returns how many cells were written.
+    @discardableResult func present(_ buffer: ScreenBuffer) -> Int
+    /// The next input, or nil when none is waiting (never blocks).
+    func poll() -> TerminalInput?
+    /// Restores the terminal. Idempotent; safe to call on every exit path.
+    func shutdown()
+}
+
+/// An in-memory terminal for tests: keeps the last presented screen and a queue of input.
+public final class MemoryTerminal: TerminalDriver {
+    public var size: (width: Int, height: Int)
+    public let supportsUnicode: Bool
+    public private(set) var screen: ScreenBuffer
+    public private(set) var cellsWritten = 0
+    public private(set) var presents = 0
+    public var input: [TerminalInput] = []
+    public private(set) var isShutDown = false
+
+    public init(width: Int, height: Int, unicode: Bool = true) {
+        size = (width, height)
+        supportsUnicode = unicode
+        screen = ScreenBuffer(width: width, height: height, unicode: unicode)
+    }
+
+    @discardableResult
+    public func present(_ buffer: ScreenBuffer) -> Int {
+        var changed = 0
+        if buffer.width != screen.width || buffer.height != screen.height {
+            changed = buffer.width * buffer.height
+        } else {
+            for i in 0..<buffer.cells.count where buffer.cells[i] != screen.cells[i] { changed += 1 }
+        }
+        screen = buffer
+        cellsWritten += changed
+        presents += 1
+        return changed
+    }
+
+    public func poll() -> TerminalInput? { input.isEmpty ? nil : input.removeFirst() }
+    public func shutdown() { isShutDown = true }
+}

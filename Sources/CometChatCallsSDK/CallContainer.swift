@@ -1,0 +1,22 @@
+/// Where the built-in call surface renders. On Linux this is a terminal region (the
+/// `callroom` front end's call screen conforms); pass nil to run headless.
+/// Methods are called on the SDK callback queue.
+public protocol CallContainer: AnyObject {
+    /// The session joined; the container starts rendering `session`.
+    func callSessionDidStart(_ session: CallSession, settings: SessionSettingsBuilder.SessionSettings)
+    /// The session ended; the container stops rendering.
+    func callSessionDidEnd(_ session: CallSession)
+}
+
+public extension CallContainer {
+    func callSessionDidStart(_ session: CallSession, settings: SessionSettingsBuilder.SessionSettings) {}
+    func callSessionDidEnd(_ session: CallSession) {}
+}
+
+/// Carries a value across a queue hop the compiler cannot prove safe. Used only to deliver
+/// documented (non-Sendable) callbacks on the configured callback queue, which is where the
+/// SDK documents they run.
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

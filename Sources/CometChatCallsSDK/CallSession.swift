@@ -1,0 +1,92 @@
+import Foundation
+import Synchronization
+
+/// The active call: listeners, actions and state. Use `CallSession.shared`.
+///
+/// Thread rules: every method may be called from any thread. Listener callbacks and
+/// `events()` elements are delivered on the SDK callback queue (main unless configured with
+/// `CallAppSettingsBuilder.set(callbackQueue:)`). Listeners are held weakly.
+public final class CallSession: @unchecked Sendable {
+    public static let shared = CallSession()
+
+    private let lock = NSLock()
+    private var listeners = ListenerSet()
+    private var streams: [UUID: AsyncStream<CallEvent>.Continuation] = [:]
+    private var client: CallsClient?
+    private weak var container: (any CallContainer)?
+
+    init() {}
+
+    // MARK: Listeners
+
+    public func addSessionStatusListener(_ l: any SessionStatusListener) { lock.withLock { listeners.session.add(l) } }
+    public func removeSessionStatusListener(_ l: any SessionStatusListener) { lock.withLock { listeners.session.remove(l) } }
+    public func addMediaEventsListener(_ l: any MediaEventsListener) { lock.withLock { listeners.media.add(l) } }
+    public func removeMediaEventsListener(_ l: any MediaEventsListener) { lock.withLock { listeners.media.remove(l) } }
+    public func addParticipantEventListener(_ l: any ParticipantEventListener) { lock.withLock { listeners.participant.add(l) } }
+    public func removeParticipantEventListener(_ l: any ParticipantEventListener) { lock.withLock { listeners.participant.remove(l) } }
+    public func addLayoutListener(_ l: any LayoutListener) { lock.withLock { listeners.layout.add(l) } }
+    public func removeLayoutListener(_ l: any LayoutListener) { lock.withLock { listeners.layout.remove(l) } }
+    public func addButtonClickListener(_ l: any ButtonClickListener) { lock.withLock { listeners.button.add(l) } }
+    public func removeButtonClickListener(_ l: any ButtonClickListener) { lock.withLock { listeners.button.remove(l) } }
+
+    /// Removes every listener of every kind.
+    public func clearAllListeners() { lock.withLock { listeners = ListenerSet() } }
+
+    /// CallRoom: every callback as a typed event, from now until the stream is dropped.
+    public func events() -> AsyncStream<CallEvent> {
+        let (stream, continuation) = AsyncStream<CallEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let id = UUID()
+        lock.withLock { streams[id] = continuation }
+        continuation.onTermination = { [weak self] _ in self?.lock.withLock { _ = self?.streams.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Delivers one event to listeners and streams. Called on the callback queue.
+    func dispatch(_ event: CallEvent) {
+        let (set, conts) = lock.withLock { (listeners, Array(streams.values)) }
+        event.deliver(to: set)
+        for c in conts { c.yield(event) }
+        if case .sessionLeft = event { endContainer() }
+        if case .connectionClosed = event { endContainer() }
+    }
+
+    private func endContainer() {
+        let c = lock.withLock { () -> (any CallContainer)? in let c = container; container = nil; return c }
+        c?.callSessionDidEnd(self)
+    }
+
+    func attach(client: CallsClient?) { lock.withLock { self.client = client } }
+    func attach(container: (any CallContainer)?) { lock.withLock { self.container = container } }
+    var currentClient: CallsClient? { lock.withLock { client } }
+
+    // MARK: Actions
+
+    /// True while you are in a session.
+    public func isCallSessionActive() -> Bool { currentClient?.isSessionActive ?? false }
+
+    /// Leaves the session; `onSessionLeft` fires when the server confirms.
+    public func leaveSession() {
+        guard let c = currentClient else { return }
+        Task { await c.leave() }
+    }
+
+    /// Mutes your microphone; `onAudioMuted` fires when the server confirms.
+    public func muteAudio() { currentClient?.setAudioMuted(true) }
+
+    /// Unmutes your microphone; `onAudioUnMuted` fires when the server confirms.
+    public func unmuteAudio() { currentClient?.setAudioMuted(false) }
+
+    // MARK: CallRoom extensions
+
+    /// The session's participants (you included), in join order.
+    public var participants: [Participant] { currentClient?.participants ?? [] }
+    /// Your participant id.
+    public var localParticipantID: String? { currentClient?.localParticipantID }
+    /// Whether your microphone is muted (as the server last confirmed).
+    public var isAudioMuted: Bool { currentClient?.isAudioMuted ?? false }
+    /// Audio level in dBFS per participant id.
+    public func audioLevels() -> [String: Float] { currentClient?.audioLevels() ?? [:] }
+    /// Notices from the audio engine (e.g. falling back to `null` without a sound card).
+    public var audioNotices: [String] { currentClient?.audioNotices ?? [] }
+}

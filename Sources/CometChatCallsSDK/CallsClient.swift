@@ -1,0 +1,370 @@
+import CallsAudio
+import CallsCore
+import CallsTransport
+import Foundation
+import Synchronization
+
+/// One participant's connection to a CallRoom server: REST login and tokens, the signalling
+/// WebSocket, and the media engine. `CallSession.shared` is built on one of these; CallRoom's
+/// synthetic participants and load generator run many in one process.
+///
+/// Thread rules: every method may be called from any thread. Events are delivered, in order,
+/// on the `eventQueue` given at creation. State is confined to an internal serial queue.
+public final class CallsClient: @unchecked Sendable {
+    public let serverURL: URL
+    public let appID: String
+    private let rest: RESTClient
+    private let eventQueue: DispatchQueue
+    private let onEvent: @Sendable (CallEvent) -> Void
+    private let state = DispatchQueue(label: "callroom.client")
+
+    // Confined to `state`
+    private var phase: Phase = .idle
+    private var socket: WebSocketClient?
+    private var link: SignalLink?
+    private var engine: MediaEngine?
+    private var sessionID = ""
+    private var me: WireParticipant?
+    private var rosterOrder: [String] = []
+    private var rosterByPID: [String: WireParticipant] = [:]
+    private var joinContinuation: CheckedContinuation<Void, any Error>?
+    private var leaveContinuation: CheckedContinuation<Void, Never>?
+    private var settings = SessionSettingsBuilder.SessionSettings()
+    private var pendingNotices: [String] = []
+
+    /// Shared with other threads.
+    private let published = Mutex<Published>(Published())
+    struct Published {
+        var user: CallsUser?
+        var roster: [Participant] = []
+        var localPID: String?
+        var active = false
+        var muted = false
+        var notices: [String] = []
+    }
+
+    enum Phase { case idle, joining, joined, leaving, ended }
+
+    /// - Parameters:
+    ///   - serverURL: `http://host:port` of a `callroomd`.
+    ///   - eventQueue: where `onEvent` runs (serially, in order).
+    public init(serverURL: URL, appID: String, eventQueue: DispatchQueue = .main,
+                onEvent: @escaping @Sendable (CallEvent) -> Void) {
+        self.serverURL = serverURL
+        self.appID = appID
+        self.rest = RESTClient(baseURL: serverURL, appID: appID)
+        self.eventQueue = eventQueue
+        self.onEvent = onEvent
+    }
+
+    deinit { engine?.stop() }
+
+    // MARK: Accessors (any thread)
+
+    /// The logged-in user, if any.
+    public var user: CallsUser? { published.withLock { $0.user } }
+    /// The session's participants (including you), in join order.
+    public var participants: [Participant] { published.withLock { $0.roster } }
+    /// Your participant id in the current session.
+    public var localParticipantID: String? { published.withLock { $0.localPID } }
+    public var isSessionActive: Bool { published.withLock { $0.active } }
+    public var isAudioMuted: Bool { published.withLock { $0.muted } }
+    /// Notices from the media engine (e.g. "no playback device; using null").
+    public var audioNotices: [String] { published.withLock { $0.notices } }
+
+    /// Audio level in dBFS per participant id (yours: what your microphone hears).
+    public func audioLevels() -> [String: Float] {
+        guard let engine = state.sync(execute: { self.engine }) else { return [:] }
+        let bySSRC = engine.levels()
+        return published.withLock { p in
+            var out: [String: Float] = [:]
+            for part in p.roster { if let s = part.ssrc, let pid = part.pid, let l = bySSRC[s] { out[pid] = l } }
+            return out
+        }
+    }
+
+    /// Media statistics for tests and benchmarks.
+    var mediaStatistics: MediaEngine.Statistics? { state.sync { engine?.statistics } }
+
+    // MARK: REST
+
+    /// Logs in with the app's auth key (creating the user on a dev server). Development only.
+    public func login(uid: String, authKey: String, name: String? = nil) async throws(CometChatCallException) -> CallsUser {
+        struct Body: Decodable, Sendable { var uid: String; var name: String; var avatar: String?; var authToken: String }
+        var body = ["uid": uid, "authKey": authKey]
+        if let name { body["name"] = name }
+        let b = try await rest.call("POST", "/v3/sdk/login", body: body, as: Body.self)
+        let u = CallsUser(uid: b.uid, name: b.name, avatar: b.avatar, authToken: b.authToken)
+        published.withLock { $0.user = u }
+        return u
+    }
+
+    /// Logs in with an auth token issued by your backend (`POST /v3/users/{uid}/auth_tokens`).
+    public func login(authToken: String) async throws(CometChatCallException) -> CallsUser {
+        struct Body: Decodable, Sendable { var uid: String; var name: String; var avatar: String? }
+        let b = try await rest.call("GET", "/v3/me", headers: ["authToken": authToken], as: Body.self)
+        let u = CallsUser(uid: b.uid, name: b.name, avatar: b.avatar, authToken: authToken)
+        published.withLock { $0.user = u }
+        return u
+    }
+
+    public func logout() { published.withLock { $0.user = nil } }
+
+    /// A call token for `sessionID`, for the logged-in user.
+    public func generateToken(sessionID: String) async throws(CometChatCallException) -> String {
+        guard let u = user else {
+            throw CometChatCallException(errorCode: CometChatCallException.notLoggedIn, errorDescription: "Log in before generating a token.")
+        }
+        guard !sessionID.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw CometChatCallException(errorCode: CometChatCallException.sessionIDError, errorDescription: "The session id is empty.")
+        }
+        struct Body: Decodable, Sendable { var token: String }
+        return try await rest.call("POST", "/v3.0/call_tokens", headers: ["authToken": u.authToken],
+                                   body: ["sessionId": sessionID], as: Body.self).token
+    }
+
+    // MARK: Session
+
+    /// Joins the session the call token is for. Returns once the server has admitted you and
+    /// media has started; `sessionJoined` and `participantListChanged` have been emitted.
+    public func join(callToken: String, settings: SessionSettingsBuilder.SessionSettings) async throws(CometChatCallException) {
+        do {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                state.async { self.startJoin(callToken: callToken, settings: settings, continuation: c) }
+            }
+        } catch let e as CometChatCallException {
+            throw e
+        } catch {
+            throw CometChatCallException(errorCode: CometChatCallException.apiError, errorDescription: "\(error)")
+        }
+    }
+
+    /// Mutes or unmutes your microphone: silenced locally at once, then confirmed by the server
+    /// (`audioMuted`/`audioUnMuted` fire on confirmation).
+    public func setAudioMuted(_ muted: Bool) {
+        state.async {
+            guard self.phase == .joined else { return }
+            self.engine?.setMuted(muted)
+            self.socket?.send(text: ClientMessage.setAudioMuted(muted).json())
+        }
+    }
+
+    /// Leaves the session; returns when the server has confirmed (or after 2 s).
+    public func leave() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            state.async {
+                guard self.phase == .joined || self.phase == .joining else { return c.resume() }
+                self.phase = .leaving
+                self.leaveContinuation = c
+                self.socket?.send(text: ClientMessage.leave.json())
+                self.state.asyncAfter(deadline: .now() + 2) { [weak self] in self?.finish(reason: "timeout", emitLeft: true) }
+            }
+        }
+    }
+
+    // MARK: State machine (on `state`)
+
+    private func emit(_ e: CallEvent) {
+        let handler = onEvent
+        eventQueue.async { handler(e) }
+    }
+
+    private func startJoin(callToken: String, settings: SessionSettingsBuilder.SessionSettings,
+                           continuation: CheckedContinuation<Void, any Error>) {
+        guard phase == .idle || phase == .ended else {
+            return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.alreadyInSession,
+                                                                        errorDescription: "A session is already active."))
+        }
+        self.settings = settings
+        // Open audio first: a bad endpoint fails the join before anyone sees us arrive.
+        let frameSamples = AudioFormat.samples(ms: settings.audioFrameMs)
+        var notices: [String] = []
+        let engine: MediaEngine
+        do {
+            let (input, n1) = try AudioEndpoint(spec: settings.audioInput).openInputFallingBack(frameSamples: frameSamples)
+            let output: (any AudioOutput)?
+            if settings.audioOutput == "none" {
+                output = nil
+            } else {
+                let (o, n2) = try AudioEndpoint(spec: settings.audioOutput).openOutputFallingBack(frameSamples: frameSamples)
+                output = o
+                if let n2 { notices.append(n2) }
+            }
+            if let n1 { notices.append(n1) }
+            engine = try MediaEngine(input: input, output: output, frameMs: settings.audioFrameMs)
+        } catch let e as AudioError {
+            return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: e.description))
+        } catch {
+            return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: "\(error)"))
+        }
+        let wsURL = serverURL.appendingPathComponent("v1/signal")
+        let link = SignalLink(client: self)
+        let socket = WebSocketClient(url: wsURL, delegate: link)
+        do { try socket.connect() } catch {
+            return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.networkError,
+                                                                        errorDescription: "cannot connect to \(wsURL): \(error)"))
+        }
+        self.engine = engine
+        self.link = link
+        self.socket = socket
+        self.joinContinuation = continuation
+        pendingNotices = notices
+        phase = .joining
+        engine.setMuted(settings.startAudioMuted)
+        socket.send(text: ClientMessage.join(.init(callToken: callToken, displayName: settings.displayName,
+                                                   audioMuted: settings.startAudioMuted, videoPaused: settings.startVideoPaused,
+                                                   sessionType: settings.sessionType == .voice ? "voice" : "video")).json())
+    }
+
+    fileprivate func received(_ bytes: [UInt8]) {
+        state.async {
+            guard let message = try? ServerMessage(json: Data(bytes)) else { return }
+            self.handle(message)
+        }
+    }
+
+    fileprivate func closed(_ error: WebSocketClientError?) {
+        state.async {
+            switch self.phase {
+            case .joining:
+                self.failJoin(CometChatCallException(errorCode: CometChatCallException.networkError,
+                                                     errorDescription: "the server closed the connection (\(error.map { "\($0)" } ?? "closed"))"))
+            case .joined:
+                self.finish(reason: "connection closed", emitLeft: false)
+                self.emit(.connectionClosed)
+            case .leaving:
+                self.finish(reason: "left", emitLeft: true)
+            case .idle, .ended:
+                break
+            }
+        }
+    }
+
+    private func failJoin(_ e: CometChatCallException) {
+        engine?.stop()
+        engine = nil
+        let s = socket
+        socket = nil
+        DispatchQueue.global().async { s?.disconnect() }
+        phase = .ended
+        joinContinuation?.resume(throwing: e)
+        joinContinuation = nil
+    }
+
+    private func participant(_ w: WireParticipant, joined: Bool = true) -> Participant {
+        var p = Participant(w, sessionId: sessionID, joined: joined, leftAt: joined ? nil : epochMilliseconds())
+        if !joined { p.state = "left" }
+        return p
+    }
+
+    private func publishRoster() -> [Participant] {
+        let roster = rosterOrder.compactMap { rosterByPID[$0] }.map { participant($0) }
+        let ssrcs = Set(rosterByPID.values.map(\.ssrc))
+        engine?.setActiveSSRCs(ssrcs)
+        published.withLock { $0.roster = roster }
+        return roster
+    }
+
+    private func handle(_ m: ServerMessage) {
+        switch m {
+        case .joined(let j):
+            guard phase == .joining else { return }
+            sessionID = j.sessionId
+            me = j.you
+            rosterOrder = j.participants.map(\.pid)
+            rosterByPID = Dictionary(j.participants.map { ($0.pid, $0) }, uniquingKeysWith: { a, _ in a })
+            let host = serverURL.host ?? "127.0.0.1"
+            guard let relay = SocketAddress.resolve(host: host, port: j.mediaPort), let token = Hex.decode(j.bindToken) else {
+                return failJoin(CometChatCallException(errorCode: CometChatCallException.networkError,
+                                                       errorDescription: "cannot resolve media relay \(host):\(j.mediaPort)"))
+            }
+            phase = .joined
+            let roster = publishRoster()
+            published.withLock {
+                $0.active = true
+                $0.localPID = j.you.pid
+                $0.muted = j.you.isAudioMuted
+                $0.notices = pendingNotices
+            }
+            engine?.start(relay: relay, ssrc: j.you.ssrc, bindToken: token)
+            emit(.sessionJoined)
+            emit(.participantListChanged(participants: roster))
+            joinContinuation?.resume()
+            joinContinuation = nil
+        case .participantJoined(let w):
+            guard phase == .joined else { return }
+            if rosterByPID[w.pid] == nil { rosterOrder.append(w.pid) }
+            rosterByPID[w.pid] = w
+            let roster = publishRoster()
+            emit(.participantJoined(participant: participant(w)))
+            emit(.participantListChanged(participants: roster))
+        case .participantLeft(let w, _):
+            guard phase == .joined || phase == .leaving, rosterByPID.removeValue(forKey: w.pid) != nil else { return }
+            rosterOrder.removeAll { $0 == w.pid }
+            let roster = publishRoster()
+            emit(.participantLeft(participant: participant(w, joined: false)))
+            emit(.participantListChanged(participants: roster))
+        case .participantUpdated(let w, let change):
+            guard phase == .joined, rosterByPID[w.pid] != nil else { return }
+            rosterByPID[w.pid] = w
+            _ = publishRoster()
+            let p = participant(w)
+            if w.pid == me?.pid {
+                published.withLock { $0.muted = w.isAudioMuted }
+                switch change {
+                case "audioMuted": emit(.audioMuted)
+                case "audioUnmuted": emit(.audioUnMuted)
+                default: break
+                }
+            } else {
+                switch change {
+                case "audioMuted": emit(.participantAudioMuted(participant: p))
+                case "audioUnmuted": emit(.participantAudioUnmuted(participant: p))
+                default: break
+                }
+            }
+        case .left(let reason):
+            finish(reason: reason, emitLeft: true)
+        case .error(let code, let message):
+            if phase == .joining {
+                failJoin(CometChatCallException(errorCode: code, errorDescription: message))
+            } else {
+                emit(.error(code: code, message: message))
+            }
+        case .pong:
+            break
+        }
+    }
+
+    /// Tears the session down once (stop media, close the socket, emit `sessionLeft`).
+    private func finish(reason: String, emitLeft: Bool) {
+        guard phase == .joined || phase == .leaving else { return }
+        phase = .ended
+        engine?.stop()
+        engine = nil
+        let s = socket
+        socket = nil
+        link = nil
+        DispatchQueue.global().async { s?.disconnect() }
+        published.withLock {
+            $0.active = false
+            $0.roster = []
+            $0.localPID = nil
+        }
+        rosterByPID = [:]
+        rosterOrder = []
+        if emitLeft { emit(.sessionLeft) }
+        leaveContinuation?.resume()
+        leaveContinuation = nil
+    }
+}
+
+/// Bridges WebSocket delegate calls (service thread) into the client's state queue, so the
+/// client type need not expose the delegate conformance.
+private final class SignalLink: WebSocketClientDelegate, @unchecked Sendable {
+    weak var client: CallsClient?
+    init(client: CallsClient) { self.client = client }
+    func webSocketDidOpen(_ c: WebSocketClient) {}
+    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) { client?.received(message) }
+    func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) { client?.closed(error) }
+}

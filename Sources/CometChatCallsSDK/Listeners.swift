@@ -1,0 +1,129 @@
+/// Session lifecycle callbacks. Every method has a default empty implementation; implement
+/// only those you need. Delivered on the SDK callback queue (main unless configured).
+public protocol SessionStatusListener: AnyObject {
+    func onSessionJoined()
+    func onSessionLeft()
+    func onSessionTimedOut()
+    func onConnectionLost()
+    func onConnectionRestored()
+    func onConnectionClosed()
+}
+
+public extension SessionStatusListener {
+    func onSessionJoined() {}
+    func onSessionLeft() {}
+    func onSessionTimedOut() {}
+    func onConnectionLost() {}
+    func onConnectionRestored() {}
+    func onConnectionClosed() {}
+}
+
+/// Your own media state, confirmed by the server. Delivered on the SDK callback queue.
+public protocol MediaEventsListener: AnyObject {
+    func onAudioMuted()
+    func onAudioUnMuted()
+    func onVideoPaused()
+    func onVideoResumed()
+    func onRecordingStarted()
+    func onRecordingStopped()
+    func onStreamingStarted()
+    func onStreamingStopped()
+    func onAudioModeChanged(audioMode: AudioMode)
+    func onAudioModesChanged(audioModes: [AudioMode])
+    func onCameraFacingChanged(cameraFacing: CameraFacing)
+}
+
+public extension MediaEventsListener {
+    func onAudioMuted() {}
+    func onAudioUnMuted() {}
+    func onVideoPaused() {}
+    func onVideoResumed() {}
+    func onRecordingStarted() {}
+    func onRecordingStopped() {}
+    func onStreamingStarted() {}
+    func onStreamingStopped() {}
+    func onAudioModeChanged(audioMode: AudioMode) {}
+    func onAudioModesChanged(audioModes: [AudioMode]) {}
+    func onCameraFacingChanged(cameraFacing: CameraFacing) {}
+}
+
+/// Other participants' arrivals, departures and state, with the full roster. Delivered on
+/// the SDK callback queue.
+public protocol ParticipantEventListener: AnyObject {
+    func onParticipantJoined(participant: Participant)
+    func onParticipantLeft(participant: Participant)
+    func onParticipantListChanged(participants: [Participant])
+    func onParticipantAudioMuted(participant: Participant)
+    func onParticipantAudioUnmuted(participant: Participant)
+    func onParticipantVideoPaused(participant: Participant)
+    func onParticipantVideoResumed(participant: Participant)
+    func onParticipantHandRaised(participant: Participant)
+    func onParticipantHandLowered(participant: Participant)
+    func onParticipantStartedScreenShare(participant: Participant)
+    func onParticipantStoppedScreenShare(participant: Participant)
+    func onParticipantStartedRecording(participant: Participant)
+    func onParticipantStoppedRecording(participant: Participant)
+    func onDominantSpeakerChanged(participant: Participant)
+}
+
+public extension ParticipantEventListener {
+    func onParticipantJoined(participant: Participant) {}
+    func onParticipantLeft(participant: Participant) {}
+    func onParticipantListChanged(participants: [Participant]) {}
+    func onParticipantAudioMuted(participant: Participant) {}
+    func onParticipantAudioUnmuted(participant: Participant) {}
+    func onParticipantVideoPaused(participant: Participant) {}
+    func onParticipantVideoResumed(participant: Participant) {}
+    func onParticipantHandRaised(participant: Participant) {}
+    func onParticipantHandLowered(participant: Participant) {}
+    func onParticipantStartedScreenShare(participant: Participant) {}
+    func onParticipantStoppedScreenShare(participant: Participant) {}
+    func onParticipantStartedRecording(participant: Participant) {}
+    func onParticipantStoppedRecording(participant: Participant) {}
+    func onDominantSpeakerChanged(participant: Participant) {}
+}
+
+/// Layout changes of the built-in call surface. Delivered on the SDK callback queue.
+public protocol LayoutListener: AnyObject {
+    func onCallLayoutChanged(layoutType: LayoutType)
+    func onParticipantListVisible()
+    func onParticipantListHidden()
+    func onPictureInPictureLayoutEnabled()
+    func onPictureInPictureLayoutDisabled()
+}
+
+public extension LayoutListener {
+    func onCallLayoutChanged(layoutType: LayoutType) {}
+    func onParticipantListVisible() {}
+    func onParticipantListHidden() {}
+    func onPictureInPictureLayoutEnabled() {}
+    func onPictureInPictureLayoutDisabled() {}
+}
+
+/// Clicks on the built-in control bar. Each fires before the SDK's own action and does not
+/// suppress it. Delivered on the SDK callback queue.
+public protocol ButtonClickListener: AnyObject {
+    func onLeaveSessionButtonClicked()
+    func onToggleAudioButtonClicked()
+    func onToggleVideoButtonClicked()
+    func onSwitchCameraButtonClicked()
+    func onRaiseHandButtonClicked()
+    func onShareInviteButtonClicked()
+    func onChangeLayoutButtonClicked()
+    func onParticipantListButtonClicked()
+    func onChatButtonClicked()
+    func onRecordingToggleButtonClicked()
+}
+
+public extension ButtonClickListener {
+    func onLeaveSessionButtonClicked() {}
+    func onToggleAudioButtonClicked() {}
+    func onToggleVideoButtonClicked() {}
+    func onSwitchCameraButtonClicked() {}
+    func onRaiseHandButtonClicked() {}
+    func onShareInviteButtonClicked() {}
+    func onChangeLayoutButtonClicked() {}
+    func onParticipantListButtonClicked() {}
+    func onChatButtonClicked() {}
+    func onRecordingToggleButtonClicked() {}
+}

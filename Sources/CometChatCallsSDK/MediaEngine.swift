@@ -1,0 +1,221 @@
+import CallsAudio
+import CallsCore
+import CallsTransport
+import Foundation
+import Synchronization
+
+/// The client's media pipeline for one joined session.
+///
+/// ```
+///  capture thread:  AudioInput.read ─▶ level ─▶ (muted? skip) ─▶ Opus encode ─▶ RTP+level ─▶ UDP ─▶ relay
+///  receive thread:  UDP ─▶ bind ack │ RTP ─▶ jitter buffer[ssrc]
+///  playback thread: jitter buffer[ssrc].next ─▶ Opus decode / FEC / PLC ─▶ level ─▶ Mixer+limiter ─▶ AudioOutput.write
+/// ```
+/// The input and output pace the two audio threads (a device clock or a `Pacer`).
+/// Thread rules: `start`/`stop` from the owner; `setMuted`, `levels`, `setActiveSSRCs`,
+/// `statistics` from any thread.
+final class MediaEngine: @unchecked Sendable {
+    struct Statistics: Sendable, Equatable {
+        var framesCaptured = 0
+        var packetsSent = 0
+        var packetsReceived = 0
+        var bound = false
+        var jitter: [UInt32: JitterBuffer.Statistics] = [:]
+    }
+
+    let frameSamples: Int
+    let frameMs: Int
+    private let input: any AudioInput
+    private let output: (any AudioOutput)?
+    private let socket: UDPSocket
+    private let encoder: OpusEncoder
+    private var relay = SocketAddress(ip: 0, port: 0)
+    private var ssrc: UInt32 = 0
+    private var bindToken: [UInt8] = []
+
+    private let running = Atomic<Bool>(false)
+    private let muted = Atomic<Bool>(false)
+    private let bound = Atomic<Bool>(false)
+    private let framesCaptured = Atomic<Int>(0)
+    private let packetsSent = Atomic<Int>(0)
+    private let packetsReceived = Atomic<Int>(0)
+    private let buffers = Mutex<[UInt32: JitterBuffer]>([:])
+    private let activeSSRCs = Mutex<Set<UInt32>?>(nil)
+    private let levelTable = Mutex<[UInt32: Float]>([:])
+    private let threadsDone = DispatchSemaphore(value: 0)
+    private var threadCount = 0
+    private let jitterTargetFrames: Int
+
+    /// - Parameters:
+    ///   - output: nil to receive nothing (synthetic participants that only speak).
+    init(input: any AudioInput, output: (any AudioOutput)?, frameMs: Int = 20, jitterTargetFrames: Int = 2) throws(MediaEngineError) {
+        self.input = input
+        self.output = output
+        self.frameMs = frameMs
+        self.frameSamples = AudioFormat.samples(ms: frameMs)
+        self.jitterTargetFrames = jitterTargetFrames
+        do {
+            socket = try UDPSocket(host: "0.0.0.0", port: 0)
+            encoder = try OpusEncoder(frameMs: frameMs)
+        } catch let e as AudioError {
+            throw .audio(e)
+        } catch {
+            throw .network("\(error)")
+        }
+    }
+
+    /// Starts sending to and receiving from the relay at `relay`, bound by `bindToken`.
+    func start(relay: SocketAddress, ssrc: UInt32, bindToken: [UInt8]) {
+        self.relay = relay
+        self.ssrc = ssrc
+        self.bindToken = bindToken
+        running.store(true, ordering: .releasing)
+        spawn("callroom.capture") { $0.captureLoop() }
+        spawn("callroom.receive") { $0.receiveLoop() }
+        if output != nil { spawn("callroom.playback") { $0.playbackLoop() } }
+    }
+
+    private func spawn(_ name: String, _ body: @escaping @Sendable (MediaEngine) -> Void) {
+        threadCount += 1
+        let t = Thread { [self] in
+            body(self)
+            self.threadsDone.signal()
+        }
+        t.name = name
+        t.stackSize = 1 << 20
+        t.start()
+    }
+
+    /// Stops every thread and closes the endpoints. Idempotent.
+    func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        input.close()
+        output?.close()
+        for _ in 0..<threadCount { threadsDone.wait() }
+        threadCount = 0
+        socket.close()
+    }
+
+    func setMuted(_ m: Bool) { muted.store(m, ordering: .releasing) }
+    var isMuted: Bool { muted.load(ordering: .acquiring) }
+
+    /// Restricts playout to these senders (the roster); buffers of others are dropped.
+    func setActiveSSRCs(_ s: Set<UInt32>) {
+        activeSSRCs.withLock { $0 = s }
+        buffers.withLock { b in for k in b.keys where !s.contains(k) { b[k] = nil } }
+        levelTable.withLock { l in for k in l.keys where !s.contains(k) && k != ssrc { l[k] = nil } }
+    }
+
+    /// Latest level per SSRC in dBFS (our own SSRC: what we capture, before mute).
+    func levels() -> [UInt32: Float] { levelTable.withLock { $0 } }
+
+    var statistics: Statistics {
+        Statistics(framesCaptured: framesCaptured.load(ordering: .relaxed), packetsSent: packetsSent.load(ordering: .relaxed),
+                   packetsReceived: packetsReceived.load(ordering: .relaxed), bound: bound.load(ordering: .relaxed),
+                   jitter: buffers.withLock { $0.mapValues(\.statistics) })
+    }
+
+    // MARK: Threads
+
+    private func sendBind() {
+        socket.send(MediaBinding.encodeBind(ssrc: ssrc, token: bindToken), to: relay)
+    }
+
+    private func captureLoop() {
+        let pcm = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
+        let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 8)
+        defer { pcm.deallocate(); packet.deallocate() }
+        var seq = UInt16.random(in: 0...UInt16.max)
+        var timestamp = UInt32.random(in: 0...UInt32.max)
+        var frame = 0
+        sendBind()
+        while running.load(ordering: .acquiring) {
+            do { try input.read(pcm) } catch { break }
+            frame += 1
+            framesCaptured.add(1, ordering: .relaxed)
+            let db = LevelMeter.rmsDBFS(UnsafeBufferPointer(pcm))
+            levelTable.withLock { $0[ssrc] = db }
+            // Re-bind until acknowledged, then every 5 s to keep NAT bindings alive.
+            let bindEvery = bound.load(ordering: .relaxed) ? 5000 / frameMs : 10
+            if frame % bindEvery == 0 { sendBind() }
+            timestamp &+= UInt32(frameSamples)
+            guard !muted.load(ordering: .relaxed) else { continue }
+            let level = RTPPacket.AudioLevel(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: LevelMeter.isVoice(dbfs: db))
+            let h = RTPPacket.writeHeader(into: packet, sequenceNumber: seq, timestamp: timestamp, ssrc: ssrc, audioLevel: level)
+            let payload = UnsafeMutableBufferPointer<UInt8>(rebasing: packet.bindMemory(to: UInt8.self)[h...])
+            guard let n = try? encoder.encode(UnsafeBufferPointer(pcm), into: payload) else { continue }
+            if socket.send(UnsafeRawBufferPointer(rebasing: packet[0..<(h + n)]), to: relay) {
+                packetsSent.add(1, ordering: .relaxed)
+            }
+            seq &+= 1
+        }
+    }
+
+    private func receiveLoop() {
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
+        defer { buf.deallocate() }
+        while running.load(ordering: .acquiring) {
+            guard socket.waitReadable(timeoutMs: 50) else { continue }
+            while let (n, from) = socket.receive(into: buf) {
+                guard from == relay else { continue }
+                let d = UnsafeRawBufferPointer(rebasing: buf[0..<n])
+                if let ackSSRC = MediaBinding.parseAck(d) {
+                    if ackSSRC == ssrc { bound.store(true, ordering: .releasing) }
+                    continue
+                }
+                guard output != nil, let p = try? RTPPacket(parsing: d), p.ssrc != ssrc else { continue }
+                packetsReceived.add(1, ordering: .relaxed)
+                if let active = activeSSRCs.withLock({ $0 }), !active.contains(p.ssrc) { continue }
+                let target = jitterTargetFrames
+                buffers.withLock { b in
+                    b[p.ssrc, default: JitterBuffer(targetFrames: target)].insert(sequence: p.sequenceNumber, payload: p.payload)
+                }
+            }
+        }
+    }
+
+    private func playbackLoop() {
+        guard let output else { return }
+        let mixer = Mixer(frameSamples: frameSamples)
+        let pcm = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
+        let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
+        defer { pcm.deallocate(); out.deallocate() }
+        var decoders: [UInt32: OpusDecoder] = [:]
+        var decisions: [(UInt32, JitterBuffer.Playout)] = []
+        decisions.reserveCapacity(64)
+        while running.load(ordering: .acquiring) {
+            decisions.removeAll(keepingCapacity: true)
+            buffers.withLock { b in
+                for key in b.keys { if let d = b[key]?.next() { decisions.append((key, d)) } }
+            }
+            mixer.reset()
+            for (key, decision) in decisions {
+                let decoder: OpusDecoder
+                if let d = decoders[key] { decoder = d } else {
+                    guard let d = try? OpusDecoder() else { continue }
+                    decoders[key] = d
+                    decoder = d
+                }
+                var n = 0
+                switch decision {
+                case .packet(let p): n = p.withUnsafeBufferPointer { decoder.decode($0, into: pcm) }
+                case .recovered(let next): n = next.withUnsafeBufferPointer { decoder.recover(from: $0, into: pcm) }
+                case .concealed: n = decoder.conceal(into: pcm)
+                case .silence: n = 0
+                }
+                let db: Float = n > 0 ? LevelMeter.rmsDBFS(UnsafeBufferPointer(rebasing: pcm[0..<n])) : LevelMeter.silenceDBFS
+                levelTable.withLock { $0[key] = db }
+                if n > 0 { mixer.add(UnsafeBufferPointer(rebasing: pcm[0..<n])) }
+            }
+            for key in decoders.keys where !decisions.contains(where: { $0.0 == key }) { decoders[key] = nil }
+            mixer.render(into: out)
+            do { try output.write(UnsafeBufferPointer(out)) } catch { break }
+        }
+    }
+}
+
+/// Why the media engine could not start.
+enum MediaEngineError: Error, Sendable {
+    case audio(AudioError)
+    case network(String)
+}

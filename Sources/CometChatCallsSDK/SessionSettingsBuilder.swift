@@ -1,0 +1,143 @@
+/// Builds the settings of one session: `CometChatCalls.sessionSettingsBuilder.setSessionType(.voice).build()`.
+///
+/// Every setter returns the builder, so calls chain; `build()` returns an immutable
+/// `SessionSettingsBuilder.SessionSettings`. Defaults are the documented ones (docs/sdk.md).
+/// Thread rules: a builder is used by one thread; the built settings are a Sendable value.
+public final class SessionSettingsBuilder: @unchecked Sendable {
+    /// The settings of one session. A value; any thread.
+    public struct SessionSettings: Sendable, Equatable {
+        /// Title shown in the header.
+        public var title: String? = nil
+        /// Your name in this session (overrides the user's name).
+        public var displayName: String? = nil
+        /// Voice-only or video.
+        public var sessionType: SessionType = .video
+        /// Initial layout.
+        public var layout: LayoutType = .tile
+        /// Seconds alone before the session ends; 0 disables.
+        public var idleTimeoutPeriod: Int = 300
+        /// Join with the microphone muted.
+        public var startAudioMuted: Bool = false
+        /// Join with video paused.
+        public var startVideoPaused: Bool = false
+        /// Initial audio route.
+        public var audioMode: AudioMode = .speaker
+        /// Initial camera.
+        public var initialCameraFacing: CameraFacing = .FRONT
+        /// Start recording on join.
+        public var autoStartRecording: Bool = false
+        /// Start transcription on join.
+        public var autoStartTranscription: Bool = false
+        /// Caption language (BCP 47).
+        public var captionLanguage: String = "en-US"
+        /// On Linux: start in the compact picture-in-picture layout.
+        public var enableIOSPictureInPicture: Bool = false
+        public var hideControlPanel: Bool = false
+        public var hideHeaderPanel: Bool = false
+        public var hideSessionTimer: Bool = false
+        public var hideLeaveSessionButton: Bool = false
+        public var hideToggleAudioButton: Bool = false
+        public var hideToggleVideoButton: Bool = false
+        public var hideSwitchCameraButton: Bool = false
+        public var hideRecordingButton: Bool = true
+        public var hideRecordingStatusIndicator: Bool = false
+        public var hideTranscriptionButton: Bool = true
+        public var hideClosedCaptionButton: Bool = true
+        public var hideAudioModeButton: Bool = false
+        public var hideRaiseHandButton: Bool = false
+        public var hideShareInviteButton: Bool = true
+        public var hideParticipantListButton: Bool = false
+        public var hideChangeLayoutButton: Bool = false
+        public var hideChatButton: Bool = true
+        public var hideStreamingButton: Bool = false
+        public var hideStreamingStatusIndicator: Bool = false
+        /// CallRoom: the audio input endpoint (`alsa:NAME`, `file:PATH`, `tone:HZ`, `null`).
+        public var audioInput: String = "alsa:default"
+        /// CallRoom: the audio output endpoint (`alsa:NAME`, `file:PATH.wav`, `null`).
+        public var audioOutput: String = "alsa:default"
+        /// CallRoom: the audio frame length in milliseconds (10 or 20).
+        public var audioFrameMs: Int = 20
+
+        public init() {}
+    }
+
+    private var settings = SessionSettings()
+
+    public init() {}
+
+    /// Title shown in the header. Default: `nil`.
+    @discardableResult public func setTitle(_ value: String) -> SessionSettingsBuilder { settings.title = value; return self }
+    /// Your name in this session (overrides the user's name). Default: `nil`.
+    @discardableResult public func setDisplayName(_ value: String) -> SessionSettingsBuilder { settings.displayName = value; return self }
+    /// Voice-only or video. Default: `.video`.
+    @discardableResult public func setSessionType(_ value: SessionType) -> SessionSettingsBuilder { settings.sessionType = value; return self }
+    /// Initial layout. Default: `.tile`.
+    @discardableResult public func setLayout(_ value: LayoutType) -> SessionSettingsBuilder { settings.layout = value; return self }
+    /// Seconds alone before the session ends; 0 disables. Default: `300`.
+    @discardableResult public func setIdleTimeoutPeriod(_ value: Int) -> SessionSettingsBuilder { settings.idleTimeoutPeriod = value; return self }
+    /// Join with the microphone muted. Default: `false`.
+    @discardableResult public func startAudioMuted(_ value: Bool) -> SessionSettingsBuilder { settings.startAudioMuted = value; return self }
+    /// Join with video paused. Default: `false`.
+    @discardableResult public func startVideoPaused(_ value: Bool) -> SessionSettingsBuilder { settings.startVideoPaused = value; return self }
+    /// Initial audio route. Default: `.speaker`.
+    @discardableResult public func setAudioMode(_ value: AudioMode) -> SessionSettingsBuilder { settings.audioMode = value; return self }
+    /// Initial camera. Default: `.FRONT`.
+    @discardableResult public func setInitialCameraFacing(_ value: CameraFacing) -> SessionSettingsBuilder { settings.initialCameraFacing = value; return self }
+    /// Start recording on join. Default: `false`.
+    @discardableResult public func enableAutoStartRecording(_ value: Bool) -> SessionSettingsBuilder { settings.autoStartRecording = value; return self }
+    /// Start transcription on join. Default: `false`.
+    @discardableResult public func enableAutoStartTranscription(_ value: Bool) -> SessionSettingsBuilder { settings.autoStartTranscription = value; return self }
+    /// Caption language (BCP 47). Default: `"en-US"`.
+    @discardableResult public func setCaptionLanguage(_ value: String) -> SessionSettingsBuilder { settings.captionLanguage = value; return self }
+    /// On Linux: start in the compact picture-in-picture layout. Default: `false`.
+    @discardableResult public func enableIOSPictureInPicture(_ value: Bool) -> SessionSettingsBuilder { settings.enableIOSPictureInPicture = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideControlPanel(_ value: Bool) -> SessionSettingsBuilder { settings.hideControlPanel = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideHeaderPanel(_ value: Bool) -> SessionSettingsBuilder { settings.hideHeaderPanel = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideSessionTimer(_ value: Bool) -> SessionSettingsBuilder { settings.hideSessionTimer = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideLeaveSessionButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideLeaveSessionButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideToggleAudioButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideToggleAudioButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideToggleVideoButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideToggleVideoButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideSwitchCameraButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideSwitchCameraButton = value; return self }
+    /// Default: `true`.
+    @discardableResult public func hideRecordingButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideRecordingButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideRecordingStatusIndicator(_ value: Bool) -> SessionSettingsBuilder { settings.hideRecordingStatusIndicator = value; return self }
+    /// Default: `true`.
+    @discardableResult public func hideTranscriptionButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideTranscriptionButton = value; return self }
+    /// Default: `true`.
+    @discardableResult public func hideClosedCaptionButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideClosedCaptionButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideAudioModeButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideAudioModeButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideRaiseHandButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideRaiseHandButton = value; return self }
+    /// Default: `true`.
+    @discardableResult public func hideShareInviteButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideShareInviteButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideParticipantListButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideParticipantListButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideChangeLayoutButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideChangeLayoutButton = value; return self }
+    /// Default: `true`.
+    @discardableResult public func hideChatButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideChatButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideStreamingButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideStreamingButton = value; return self }
+    /// Default: `false`.
+    @discardableResult public func hideStreamingStatusIndicator(_ value: Bool) -> SessionSettingsBuilder { settings.hideStreamingStatusIndicator = value; return self }
+    /// CallRoom: the audio input endpoint (`alsa:NAME`, `file:PATH`, `tone:HZ`, `null`). Default `alsa:default`.
+    @discardableResult public func setAudioInput(_ spec: String) -> SessionSettingsBuilder { settings.audioInput = spec; return self }
+    /// CallRoom: the audio output endpoint (`alsa:NAME`, `file:PATH.wav`, `null`). Default `alsa:default`.
+    @discardableResult public func setAudioOutput(_ spec: String) -> SessionSettingsBuilder { settings.audioOutput = spec; return self }
+    /// CallRoom: the audio frame length, 10 or 20 ms. Default 20.
+    @discardableResult public func setAudioFrameMs(_ ms: Int) -> SessionSettingsBuilder { settings.audioFrameMs = ms; return self }
+
+    @available(*, deprecated, renamed: "setSessionType(_:)")
+    @discardableResult public func setType(_ value: SessionType) -> SessionSettingsBuilder { setSessionType(value) }
+
+    public func build() -> SessionSettings { settings }
+}

@@ -1,0 +1,76 @@
+import CallsTUI
+import CometChatCallsSDK
+import Foundation
+
+/// `callroom join --headless`: prints every listener callback as one JSON line on stdout and
+/// reads commands from stdin, one per line. Runs on the main queue.
+@MainActor
+final class HeadlessSession {
+    static let commands = ["mute", "unmute", "leave"]
+    private var bridge: ListenerBridge?
+    private var stdinSource: DispatchSourceRead?
+    private var pending = Data()
+    private var leaving = false
+    /// Runs before the process exits (the demo stops its server here).
+    var onExit: (() -> Void)?
+
+    func start() {
+        let bridge = ListenerBridge { [weak self] event in
+            MainActor.assumeIsolated { self?.handle(event) }
+        }
+        bridge.register()
+        self.bridge = bridge
+        for n in CallSession.shared.audioNotices { Console.err("callroom: \(n)") }
+        let src = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
+        src.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.readStdin() } }
+        src.resume()
+        stdinSource = src
+    }
+
+    /// Prints an event that happened before `start` (the join itself).
+    func handle(_ event: CallEvent) {
+        Console.out(event.jsonLine())
+        switch event {
+        case .sessionLeft: onExit?(); exit(ExitCode.ok)
+        case .connectionClosed: onExit?(); exit(ExitCode.connectionLost)
+        default: break
+        }
+    }
+
+    private func readStdin() {
+        var buf = [UInt8](repeating: 0, count: 4096)
+        let n = read(STDIN_FILENO, &buf, buf.count)
+        if n <= 0 {
+            // End of input: leave cleanly, once.
+            stdinSource?.cancel()
+            stdinSource = nil
+            leave()
+            return
+        }
+        pending.append(contentsOf: buf[0..<n])
+        while let nl = pending.firstIndex(of: 0x0A) {
+            let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
+            pending.removeSubrange(pending.startIndex...nl)
+            run(line.trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    private func run(_ line: String) {
+        guard !line.isEmpty else { return }
+        let words = line.split(separator: " ").map(String.init)
+        switch words[0] {
+        case "mute": CallSession.shared.muteAudio()
+        case "unmute": CallSession.shared.unmuteAudio()
+        case "leave": leave()
+        default:
+            let obj: [String: Any] = ["error": ["code": "UNKNOWN_COMMAND", "message": "unknown command '\(words[0])'; commands: \(Self.commands.joined(separator: ", "))"]]
+            if let d = try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]) { Console.out(String(decoding: d, as: UTF8.self)) }
+        }
+    }
+
+    private func leave() {
+        guard !leaving else { return }
+        leaving = true
+        CallSession.shared.leaveSession()
+    }
+}

@@ -1,0 +1,87 @@
+import CallsCore
+import CallsTUI
+import CometChatCallsSDK
+import Foundation
+
+/// `callroom join SESSION_ID …`
+enum JoinCommand {
+    static let usage = """
+        USAGE: callroom join SESSION_ID (--server URL | --settings FILE) --uid UID [--name NAME]
+                             (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
+                             [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--headless]
+
+        Joins a session on a CallRoom server and shows the call screen.
+
+        OPTIONS:
+          --server URL         the callroomd base URL (http://HOST:PORT)
+          --settings FILE      a cometchat-settings.json instead of --server (callsSDK.host is the server)
+          --uid UID            your user id
+          --name NAME          your display name
+          --auth-key KEY       log in with the app's auth key (development)
+          --auth-token TOKEN   log in with an auth token from your backend
+          --app-id ID          the app id (default: asked from the server)
+          --input SPEC         microphone: alsa:NAME (default alsa:default), file:PATH.wav, tone:HZ, null
+          --output SPEC        speaker: alsa:NAME (default alsa:default), file:PATH.wav, null
+          --frame-ms N         audio frame length, 10 or 20 (default 20)
+          --headless           no screen: every listener callback is printed on stdout as one JSON
+                               object per line; commands are read from stdin, one per line:
+                               mute, unmute, leave (end of input also leaves)
+
+        Without a sound card the client falls back to null and says so.
+        Exit status: 0 after a clean leave, 1 on failure, 2 on bad usage, 3 when the connection is lost.
+
+        """
+
+    static func run(_ arguments: [String]) -> Never {
+        let args: ArgumentScanner
+        do {
+            args = try ArgumentScanner(arguments, valued: ["server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
+                                                           "input", "output", "frame-ms"],
+                                       boolean: ["headless", "help"])
+        } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
+        if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
+        guard args.positionals.count == 1, let session = args.positionals.first else {
+            Console.fail("join needs exactly one SESSION_ID\nRun 'callroom join --help' for usage.")
+        }
+        guard (args["server"] == nil) != (args["settings"] == nil) else { Console.fail("give exactly one of --server and --settings") }
+        guard let uid = args["uid"] ?? (args["auth-token"] != nil ? "" : nil) else { Console.fail("--uid is required") }
+        guard (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }
+        let frameMs = Int(args["frame-ms"] ?? "20") ?? 0
+        guard frameMs == 10 || frameMs == 20 else { Console.fail("--frame-ms must be 10 or 20") }
+        let options = SDKSetup.Options(server: args["server"], settingsFile: args["settings"], appID: args["app-id"], uid: uid,
+                                       name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
+        let settings = CometChatCalls.sessionSettingsBuilder
+            .setSessionType(.voice)
+            .setAudioInput(args["input"] ?? "alsa:default")
+            .setAudioOutput(args["output"] ?? "alsa:default")
+            .setAudioFrameMs(frameMs)
+        if let n = args["name"] { settings.setDisplayName(n) }
+        let built = settings.build()
+        let headless = args.has("headless")
+        signal(SIGPIPE, SIG_IGN)
+        Task { @MainActor in
+            if headless {
+                let runner = HeadlessSession()
+                // Listeners before joining, as documented, so the join callbacks are seen.
+                runner.start()
+                do throws(CometChatCallException) {
+                    _ = try await SDKSetup.initAndLogin(options)
+                    try await CometChatCalls.joinSession(sessionID: session, callSetting: built)
+                    for n in CallSession.shared.audioNotices { Console.err("callroom: \(n)") }
+                } catch {
+                    Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
+                }
+                HeadlessKeeper.keep(runner)
+            } else {
+                await CallScreenApp.run(options: options, sessionID: session, settings: built, title: session)
+            }
+        }
+        dispatchMain()
+    }
+}
+
+/// Keeps the headless runner alive for the life of the process.
+@MainActor enum HeadlessKeeper {
+    static var runner: HeadlessSession?
+    static func keep(_ r: HeadlessSession) { runner = r }
+}
