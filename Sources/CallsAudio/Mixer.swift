@@ -11,6 +11,8 @@ public final class Mixer: @unchecked Sendable {
 
     /// Below this level (fraction of full scale) the limiter is transparent.
     public static let knee: Float = 0.75
+    /// The output never exceeds this fraction of full scale (about -0.09 dBFS).
+    public static let ceiling: Float = 0.99
 
     public init(frameSamples: Int) {
         self.frameSamples = frameSamples
@@ -38,11 +40,11 @@ public final class Mixer: @unchecked Sendable {
     }
 
     /// The limiter's transfer curve: identity up to the knee, then a tanh shoulder that
-    /// approaches but never reaches full scale.
+    /// approaches the ceiling and never passes it.
     @inlinable public static func limit(_ x: Float) -> Float {
         let a = abs(x)
         guard a > knee else { return x }
-        let headroom = 1 - knee
+        let headroom = ceiling - knee
         let y = knee + headroom * tanhf((a - knee) / headroom)
         return x < 0 ? -y : y
     }

@@ -1,0 +1,110 @@
+import Foundation
+
+/// A child process for integration tests: captures stdout lines and stderr, writes stdin,
+/// waits for lines with a timeout, and is always killed on deinit.
+public final class ManagedProcess: @unchecked Sendable {
+    public let process = Process()
+    private let stdinPipe = Pipe()
+    private let stdoutPipe = Pipe()
+    private let stderrPipe = Pipe()
+    private let lock = NSLock()
+    private var buffer = Data()
+    private var lines: [String] = []
+    private var errText = Data()
+
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let e = environment { process.environment = ProcessInfo.processInfo.environment.merging(e) { $1 } }
+        process.standardInput = stdinPipe
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+        stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let d = h.availableData
+            guard let self, !d.isEmpty else { return }
+            self.lock.lock()
+            self.buffer.append(d)
+            while let nl = self.buffer.firstIndex(of: 0x0A) {
+                self.lines.append(String(decoding: self.buffer[self.buffer.startIndex..<nl], as: UTF8.self))
+                self.buffer.removeSubrange(self.buffer.startIndex...nl)
+            }
+            self.lock.unlock()
+        }
+        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let d = h.availableData
+            guard let self, !d.isEmpty else { return }
+            self.lock.lock()
+            self.errText.append(d)
+            self.lock.unlock()
+        }
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        stdoutPipe.fileHandleForReading.readabilityHandler = nil
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
+    }
+
+    /// Every stdout line so far.
+    public var output: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+    public var errorOutput: String { lock.lock(); defer { lock.unlock() }; return String(decoding: errText, as: UTF8.self) }
+
+    /// Waits until a stdout line satisfies `match`; returns it, or nil on timeout.
+    public func waitForLine(timeout: TimeInterval = 10, _ match: (String) -> Bool) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var seen = 0
+        while Date() < deadline {
+            let now = output
+            for l in now[seen...] where match(l) { return l }
+            seen = now.count
+            if !process.isRunning && output.count == seen { return nil }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return nil
+    }
+
+    public func send(_ line: String) {
+        stdinPipe.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
+
+    public func closeInput() { try? stdinPipe.fileHandleForWriting.close() }
+
+    /// Waits for exit; returns the status, or nil on timeout.
+    public func wait(timeout: TimeInterval = 10) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    public func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+}
+
+/// Where the package's built executables are (next to the test bundle).
+public enum BuiltProducts {
+    public static var directory: String {
+        let candidates = [CommandLine.arguments.first, Bundle.main.executablePath].compactMap { $0 }
+        for c in candidates {
+            var dir = URL(fileURLWithPath: c).deletingLastPathComponent()
+            for _ in 0..<4 {
+                if FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("callroomd").path) { return dir.path }
+                dir = dir.deletingLastPathComponent()
+            }
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug").path
+    }
+
+    public static func path(_ name: String) -> String { directory + "/" + name }
+}
+
+/// A fresh temporary directory, removed when `remove()` is called.
+public struct TemporaryDirectory {
+    public let path: String
+    public init(_ prefix: String = "callroom-test") {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    public func remove() { try? FileManager.default.removeItem(atPath: path) }
+    public func file(_ name: String) -> String { path + "/" + name }
+}

@@ -1,0 +1,91 @@
+import CallsCore
+import Foundation
+import Testing
+
+@Suite("Signalling messages")
+struct SignalMessageTests {
+    let alice = WireParticipant(uid: "alice", name: "Alice", pid: "p1", ssrc: 42, role: "moderator",
+                                isAudioMuted: false, isVideoPaused: true, joinedAt: 1_700_000_000_000)
+
+    @Test func clientMessagesRoundTrip() throws {
+        let messages: [ClientMessage] = [
+            .join(.init(callToken: "t.o.k", displayName: "A", audioMuted: true, videoPaused: false, sessionType: "voice")),
+            .setAudioMuted(true), .setAudioMuted(false), .leave, .ping(7),
+        ]
+        for m in messages {
+            #expect(try ClientMessage(json: Data(m.json().utf8)) == m)
+        }
+    }
+
+    @Test func serverMessagesRoundTrip() throws {
+        let messages: [ServerMessage] = [
+            .joined(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff")),
+            .participantJoined(alice), .participantLeft(alice, reason: "left"),
+            .participantUpdated(alice, change: "audioMuted"), .left(reason: "bye"),
+            .error(code: "X", message: "why \"quoted\""), .pong(3),
+        ]
+        for m in messages {
+            #expect(try ServerMessage(json: Data(m.json().utf8)) == m)
+        }
+    }
+
+    @Test func wireShapeHasTypeField() throws {
+        let obj = try JSONSerialization.jsonObject(with: Data(ClientMessage.setAudioMuted(true).json().utf8)) as? [String: Any]
+        #expect(obj?["type"] as? String == "setAudioMuted")
+        #expect(obj?["muted"] as? Bool == true)
+        let join = try JSONSerialization.jsonObject(with: Data(ClientMessage.join(.init(callToken: "x")).json().utf8)) as? [String: Any]
+        #expect(join?["v"] as? Int == signallingProtocolVersion)
+    }
+
+    @Test func decodeErrors() {
+        #expect(throws: SignalDecodeError.notJSON) { try ClientMessage(json: Data("nope".utf8)) }
+        #expect(throws: SignalDecodeError.missingType) { try ClientMessage(json: Data("{}".utf8)) }
+        #expect(throws: SignalDecodeError.unknownType("dance")) { try ClientMessage(json: Data(#"{"type":"dance"}"#.utf8)) }
+        #expect(throws: (any Error).self) { try ClientMessage(json: Data(#"{"type":"setAudioMuted"}"#.utf8)) }
+        #expect(throws: (any Error).self) { try ClientMessage(json: Data(#"{"type":"join","callToken":5}"#.utf8)) }
+    }
+
+    @Test func bindDatagramsRoundTripAndRejectGarbage() {
+        let token = Array(UInt8(0)..<16)
+        let bind = MediaBinding.encodeBind(ssrc: 0xA1B2C3D4, token: token)
+        #expect(bind.count == MediaBinding.bindLength)
+        #expect(bind[0] >> 6 != 2, "never looks like RTP")
+        let req = bind.withUnsafeBytes { MediaBinding.parseBind($0) }
+        #expect(req == MediaBinding.Request(ssrc: 0xA1B2C3D4, token: token))
+        #expect(bind.dropLast().withUnsafeBytes { MediaBinding.parseBind(UnsafeRawBufferPointer(rebasing: $0[...])) } == nil)
+        let ack = MediaBinding.encodeAck(ssrc: 5)
+        #expect(ack.withUnsafeBytes { MediaBinding.parseAck($0) } == 5)
+        #expect(bind.withUnsafeBytes { MediaBinding.parseAck($0) } == nil)
+    }
+
+    @Test func hexRoundTrip() {
+        #expect(Hex.encode([0, 15, 255]) == "000fff")
+        #expect(Hex.decode("000fFF") == [0, 15, 255])
+        #expect(Hex.decode("abc") == nil)
+        #expect(Hex.decode("zz") == nil)
+    }
+}
+
+@Suite("Argument scanner")
+struct ArgumentScannerTests {
+    @Test func parsesValuesFlagsAndPositionals() throws {
+        let a = try ArgumentScanner(["s1", "--uid", "bob", "--headless", "--input=tone:440"], valued: ["uid", "input"], boolean: ["headless"])
+        #expect(a["uid"] == "bob")
+        #expect(a["input"] == "tone:440")
+        #expect(a.has("headless"))
+        #expect(a.positionals == ["s1"])
+    }
+
+    @Test func rejectsUnknownAndMissing() {
+        #expect(throws: ArgumentScanner.UsageError("unknown option --nope")) { try ArgumentScanner(["--nope"], valued: [], boolean: []) }
+        #expect(throws: ArgumentScanner.UsageError("option --uid needs a value")) { try ArgumentScanner(["--uid"], valued: ["uid"], boolean: []) }
+        #expect(throws: ArgumentScanner.UsageError("option --x takes no value")) { try ArgumentScanner(["--x=1"], valued: [], boolean: ["x"]) }
+    }
+
+    @Test func hostPort() throws {
+        #expect(try ArgumentScanner.hostPort("127.0.0.1:0") == ("127.0.0.1", 0))
+        #expect(throws: ArgumentScanner.UsageError.self) { try ArgumentScanner.hostPort("localhost") }
+        #expect(throws: ArgumentScanner.UsageError.self) { try ArgumentScanner.hostPort(":80") }
+        #expect(throws: ArgumentScanner.UsageError.self) { try ArgumentScanner.hostPort("h:70000") }
+    }
+}

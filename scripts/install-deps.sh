@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian packages CallRoom builds and tests with, skipping those already present.
+# Runs `apt-get update` at most once, and only when something is missing. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  pkg-config
+  libwebsockets-dev   # HTTP + WebSocket server and client
+  libopus-dev         # Opus codec
+  libasound2-dev      # ALSA capture and playback
+  libspeexdsp-dev     # resampling
+  libsndfile1-dev     # WAV files
+  libssl-dev          # HMAC, SHA-256, random
+  libsqlite3-dev      # the server's store
+  libncurses-dev      # the terminal UI (ncursesw)
+  tmux                # terminal UI tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: missing packages (${missing[*]}) and not root; install them and retry" >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, then runs every XCTest and Swift Testing test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+swift build --build-tests
+exec swift test --skip-build "$@"
