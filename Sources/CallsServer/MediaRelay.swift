@@ -84,6 +84,8 @@ final class MediaRelay: @unchecked Sendable {
         while running.load(ordering: .acquiring) {
             adoptSnapshotIfChanged()
             guard socket.waitReadable(timeoutMs: 50) else { continue }
+            // A join may have published a table while we waited: its bind must see it.
+            adoptSnapshotIfChanged()
             var batch = 0
             while batch < 256, let (n, from) = socket.receive(into: buffer) {
                 batch += 1

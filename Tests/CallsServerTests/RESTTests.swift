@@ -1,0 +1,106 @@
+import CallsServer
+import XCTest
+
+final class RESTTests: XCTestCase {
+    var h: ServerHarness!
+
+    override func setUpWithError() throws { h = try ServerHarness() }
+    override func tearDown() { h.stop(); h.removeData() }
+
+    func testHealthAndAppInfo() {
+        XCTAssertEqual(h.request("GET", "/healthz").json["status"] as? String, "ok")
+        let app = h.request("GET", "/v3/app")
+        XCTAssertEqual(app.data["appId"] as? String, h.server.keys.appId)
+        XCTAssertEqual(app.data["mediaPort"] as? Int, h.server.mediaPort)
+    }
+
+    func testCreateUserAndAuthTokensNeedTheAPIKey() {
+        XCTAssertEqual(h.request("POST", "/v3/users", body: #"{"uid":"a"}"#).errorCode, "AUTH_ERR_EMPTY_APIKEY")
+        let wrong = h.request("POST", "/v3/users", headers: ["apikey": "nope"], body: #"{"uid":"a"}"#)
+        XCTAssertEqual(wrong.status, 401)
+        XCTAssertEqual(wrong.errorCode, "AUTH_ERR_APIKEY_NOT_FOUND")
+        let ok = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"alice","name":"Alice A"}"#)
+        XCTAssertEqual(ok.status, 200)
+        XCTAssertEqual(ok.data["name"] as? String, "Alice A")
+        let dup = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"alice"}"#)
+        XCTAssertEqual(dup.status, 409)
+        XCTAssertEqual(dup.errorCode, "ERR_UID_ALREADY_EXISTS")
+        XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"bad uid!"}"#).errorCode, "ERR_UID_INVALID")
+        XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders, body: "not json").errorCode, "ERR_BAD_REQUEST")
+        XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders).errorCode, "ERR_BAD_REQUEST")
+
+        let tok = h.request("POST", "/v3/users/alice/auth_tokens", headers: h.adminHeaders)
+        XCTAssertEqual(tok.status, 200)
+        let token = tok.data["authToken"] as? String ?? ""
+        XCTAssertEqual(token.count, 40)
+        XCTAssertEqual(tok.data["uid"] as? String, "alice")
+        XCTAssertNotNil(tok.data["createdAt"])
+        XCTAssertEqual(h.request("POST", "/v3/users/nobody/auth_tokens", headers: h.adminHeaders).errorCode, "ERR_UID_NOT_FOUND")
+        // The token works for /v3/me, and only its hash is stored.
+        XCTAssertEqual(h.request("GET", "/v3/me", headers: ["authToken": token]).data["uid"] as? String, "alice")
+        let db = try? String(contentsOfFile: h.dir + "/callroom.sqlite", encoding: .isoLatin1)
+        XCTAssertFalse(db?.contains(token) ?? true, "plaintext auth token must not be stored")
+    }
+
+    func testLoginWithAuthKeyCreatesUsersAndIssuesCallTokens() throws {
+        let appHeaders = ["appId": h.server.keys.appId]
+        XCTAssertEqual(h.request("POST", "/v3/sdk/login", body: #"{"uid":"bob","authKey":"x"}"#).errorCode, "AUTH_ERR_EMPTY_APPID")
+        XCTAssertEqual(h.request("POST", "/v3/sdk/login", headers: ["appId": "other"], body: #"{"uid":"bob","authKey":"x"}"#).errorCode,
+                       "AUTH_ERR_APPID_MISMATCH")
+        XCTAssertEqual(h.request("POST", "/v3/sdk/login", headers: appHeaders, body: #"{"uid":"bob","authKey":"x"}"#).errorCode,
+                       "AUTH_ERR_AUTH_KEY_INVALID")
+        let login = h.request("POST", "/v3/sdk/login", headers: appHeaders,
+                              body: #"{"uid":"bob","authKey":"\#(h.server.keys.authKey)","name":"Bob"}"#)
+        XCTAssertEqual(login.data["name"] as? String, "Bob")
+        let auth = try XCTUnwrap(login.data["authToken"] as? String)
+
+        let missing = h.request("POST", "/v3.0/call_tokens", headers: appHeaders, body: #"{"sessionId":"s1"}"#)
+        XCTAssertEqual(missing.errorCode, "AUTH_ERR_EMPTY_AUTH_TOKEN")
+        let bad = h.request("POST", "/v3.0/call_tokens", headers: appHeaders.merging(["authToken": "zzz"]) { $1 }, body: #"{"sessionId":"s1"}"#)
+        XCTAssertEqual(bad.errorCode, "AUTH_ERR_AUTH_TOKEN_NOT_FOUND")
+        let badSession = h.request("POST", "/v3.0/call_tokens", headers: appHeaders.merging(["authToken": auth]) { $1 },
+                                   body: #"{"sessionId":"has space"}"#)
+        XCTAssertEqual(badSession.errorCode, "ERR_SESSION_ID_INVALID")
+        let ok = h.request("POST", "/v3.0/call_tokens", headers: appHeaders.merging(["authToken": auth]) { $1 }, body: #"{"sessionId":"s1"}"#)
+        let token = try XCTUnwrap(ok.data["token"] as? String)
+        XCTAssertEqual(token.split(separator: ".").count, 3)
+    }
+
+    func testLoginDoesNotCreateUsersWhenSwitchedOff() throws {
+        h.stop(); h.removeData()
+        h = try ServerHarness(autoCreate: false)
+        let r = h.request("POST", "/v3/sdk/login", headers: ["appId": h.server.keys.appId],
+                          body: #"{"uid":"carol","authKey":"\#(h.server.keys.authKey)"}"#)
+        XCTAssertEqual(r.status, 404)
+        XCTAssertEqual(r.errorCode, "ERR_UID_NOT_FOUND")
+    }
+
+    func testUnknownRoutesAndMethodsAndOversizedBodies() {
+        let nf = h.request("GET", "/v9/nothing")
+        XCTAssertEqual(nf.status, 404)
+        XCTAssertEqual(nf.errorCode, "ERR_NOT_FOUND")
+        let m = h.request("DELETE", "/v3/users", headers: h.adminHeaders)
+        XCTAssertEqual(m.status, 405)
+        XCTAssertEqual(m.errorCode, "ERR_METHOD_NOT_ALLOWED")
+        let big = h.request("POST", "/v3/users", headers: h.adminHeaders, body: String(repeating: "x", count: 100_000))
+        XCTAssertEqual(big.status, 413)
+        XCTAssertEqual(big.errorCode, "ERR_BODY_TOO_LARGE")
+        // Still serving afterwards.
+        XCTAssertEqual(h.request("GET", "/healthz").status, 200)
+        XCTAssertEqual(h.request("GET", "/v3/calls/none", headers: h.adminHeaders).errorCode, "ERR_CALL_SESSION_NOT_FOUND")
+    }
+
+    func testKeysPersistAcrossRestarts() throws {
+        let keys = h.server.keys
+        XCTAssertTrue(h.server.generatedKeys)
+        _ = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"dave"}"#)
+        h.stop()
+        let again = try ServerHarness(dataDir: h.dir)
+        defer { again.stop() }
+        XCTAssertFalse(again.server.generatedKeys)
+        XCTAssertEqual(again.server.keys, keys)
+        XCTAssertEqual(again.request("GET", "/v3/users/dave", headers: again.adminHeaders).data["uid"] as? String, "dave")
+        let attrs = try FileManager.default.attributesOfItem(atPath: h.dir + "/keys.json")
+        XCTAssertEqual((attrs[.posixPermissions] as? NSNumber)?.intValue, 0o600)
+    }
+}

@@ -1,0 +1,122 @@
+import CallsCore
+import CallsServer
+import CallsTransport
+import Foundation
+import XCTest
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An in-process server on loopback with a temporary data directory, plus REST helpers.
+final class ServerHarness {
+    let dir: String
+    let server: CallServer
+
+    init(dataDir: String? = nil, autoCreate: Bool = true) throws {
+        dir = dataDir ?? FileManager.default.temporaryDirectory.appendingPathComponent("crs-\(UUID().uuidString.prefix(8))").path
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
+        c.autoCreateUsers = autoCreate
+        c.logLevel = .error
+        server = CallServer(configuration: c)
+        try server.start()
+    }
+
+    func stop() { server.stop() }
+    func removeData() { try? FileManager.default.removeItem(atPath: dir) }
+
+    struct Reply {
+        var status: Int
+        var json: [String: Any]
+        var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+    }
+
+    /// A blocking HTTP request (tests only).
+    func request(_ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil) -> Reply {
+        var req = URLRequest(url: URL(string: server.url + path)!)
+        req.httpMethod = method
+        for (k, v) in headers { req.setValue(v, forHTTPHeaderField: k) }
+        if let body { req.httpBody = Data(body.utf8) }
+        let sem = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var reply = Reply(status: 0, json: [:])
+        URLSession.shared.dataTask(with: req) { d, r, _ in
+            let json = d.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
+            reply = Reply(status: (r as? HTTPURLResponse)?.statusCode ?? 0, json: json)
+            sem.signal()
+        }.resume()
+        sem.wait()
+        return reply
+    }
+
+    var adminHeaders: [String: String] { ["apikey": server.keys.apiKey] }
+
+    /// Logs `uid` in with the auth key and returns a call token for `session`.
+    func callToken(uid: String, session: String, name: String? = nil) throws -> String {
+        var body = #"{"uid":"\#(uid)","authKey":"\#(server.keys.authKey)""#
+        if let name { body += #","name":"\#(name)""# }
+        body += "}"
+        let login = request("POST", "/v3/sdk/login", headers: ["appId": server.keys.appId], body: body)
+        let auth = try XCTUnwrap(login.data["authToken"] as? String)
+        let t = request("POST", "/v3.0/call_tokens", headers: ["appId": server.keys.appId, "authToken": auth],
+                        body: #"{"sessionId":"\#(session)"}"#)
+        return try XCTUnwrap(t.data["token"] as? String)
+    }
+}
+
+/// A signalling client for tests: records every server message.
+final class SignalProbe: WebSocketClientDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var messages: [ServerMessage] = []
+    private var raw: [String] = []
+    private(set) var closed = false
+    private(set) var client: WebSocketClient!
+
+    init(url: String) throws {
+        client = WebSocketClient(url: URL(string: url + "/v1/signal")!, delegate: self)
+        try client.connect()
+    }
+
+    func webSocketDidOpen(_ c: WebSocketClient) {}
+    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
+        lock.lock(); defer { lock.unlock() }
+        raw.append(String(decoding: message, as: UTF8.self))
+        if let m = try? ServerMessage(json: Data(message)) { messages.append(m) }
+    }
+    func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) {
+        lock.lock(); closed = true; lock.unlock()
+    }
+
+    func send(_ m: ClientMessage) { client.send(text: m.json()) }
+    func sendRaw(_ s: String) { client.send(text: s) }
+
+    var all: [ServerMessage] { lock.lock(); defer { lock.unlock() }; return messages }
+    var isClosed: Bool { lock.lock(); defer { lock.unlock() }; return closed }
+
+    /// Waits for a message matching `match` (searching everything received so far).
+    func wait(timeout: TimeInterval = 5, _ match: (ServerMessage) -> Bool) -> ServerMessage? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let m = all.first(where: match) { return m }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return nil
+    }
+
+    func waitClosed(timeout: TimeInterval = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline { if isClosed { return true }; Thread.sleep(forTimeInterval: 0.01) }
+        return false
+    }
+
+    func joined(timeout: TimeInterval = 5) -> ServerMessage.Joined? {
+        if case .joined(let j)? = wait(timeout: timeout, { if case .joined = $0 { return true }; return false }) { return j }
+        return nil
+    }
+
+    func error(timeout: TimeInterval = 5) -> String? {
+        if case .error(let code, _)? = wait(timeout: timeout, { if case .error = $0 { return true }; return false }) { return code }
+        return nil
+    }
+
+    func disconnect() { client.disconnect() }
+}

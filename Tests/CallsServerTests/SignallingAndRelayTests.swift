@@ -1,0 +1,146 @@
+import CallsCore
+import CallsServer
+import CallsTransport
+import XCTest
+
+final class SignallingAndRelayTests: XCTestCase {
+    var h: ServerHarness!
+
+    override func setUpWithError() throws { h = try ServerHarness() }
+    override func tearDown() { h.stop(); h.removeData() }
+
+    func join(_ uid: String, session: String = "room", muted: Bool = false) throws -> (SignalProbe, ServerMessage.Joined) {
+        let probe = try SignalProbe(url: h.server.url)
+        probe.send(.join(.init(callToken: try h.callToken(uid: uid, session: session, name: uid.capitalized), audioMuted: muted)))
+        let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
+        return (probe, j)
+    }
+
+    func testRosterJoinMuteAndLeaveAreBroadcast() throws {
+        let (a, ja) = try join("alice")
+        XCTAssertEqual(ja.sessionId, "room")
+        XCTAssertEqual(ja.you.uid, "alice")
+        XCTAssertEqual(ja.you.name, "Alice")
+        XCTAssertEqual(ja.you.role, "moderator", "first to join moderates")
+        XCTAssertEqual(ja.participants.map(\.uid), ["alice"])
+        XCTAssertEqual(ja.mediaPort, h.server.mediaPort)
+        XCTAssertEqual(Hex.decode(ja.bindToken)?.count, 16)
+
+        let (b, jb) = try join("bob", muted: true)
+        XCTAssertEqual(jb.participants.map(\.uid), ["alice", "bob"])
+        XCTAssertEqual(jb.you.role, "participant")
+        XCTAssertTrue(jb.you.isAudioMuted)
+        XCTAssertNotEqual(ja.you.ssrc, jb.you.ssrc)
+        XCTAssertNotNil(a.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false })
+
+        a.send(.setAudioMuted(true))
+        for probe in [a, b] {
+            XCTAssertNotNil(probe.wait {
+                if case .participantUpdated(let p, "audioMuted") = $0 { return p.uid == "alice" && p.isAudioMuted }
+                return false
+            })
+        }
+        b.send(.leave)
+        XCTAssertNotNil(b.wait { if case .left = $0 { return true }; return false })
+        XCTAssertTrue(b.waitClosed())
+        XCTAssertNotNil(a.wait { if case .participantLeft(let p, "left") = $0 { return p.uid == "bob" }; return false })
+
+        a.send(.ping(9))
+        XCTAssertNotNil(a.wait { $0 == .pong(9) })
+        a.disconnect()
+        // The call is recorded with both participants' join and leave times.
+        let deadline = Date().addingTimeInterval(3)
+        var call: [String: Any] = [:]
+        repeat {
+            call = h.request("GET", "/v3/calls/room", headers: h.adminHeaders).data
+            Thread.sleep(forTimeInterval: 0.05)
+        } while call["status"] as? String != "ended" && Date() < deadline
+        XCTAssertEqual(call["status"] as? String, "ended")
+        let ps = call["participants"] as? [[String: Any]] ?? []
+        XCTAssertEqual(ps.compactMap { $0["uid"] as? String }, ["alice", "bob"])
+        for p in ps {
+            let joined = p["joinedAt"] as? Int64 ?? 0, left = p["leftAt"] as? Int64 ?? 0
+            XCTAssertGreaterThan(joined, 0)
+            XCTAssertGreaterThanOrEqual(left, joined)
+        }
+    }
+
+    func testBadTokensAndMessagesGetErrors() throws {
+        let p = try SignalProbe(url: h.server.url)
+        p.send(.setAudioMuted(true))
+        XCTAssertEqual(p.error(), "SIGNAL_NOT_JOINED")
+        p.sendRaw(#"{"type":"dance"}"#)
+        XCTAssertNotNil(p.wait { if case .error("SIGNAL_UNKNOWN_TYPE", _) = $0 { return true }; return false })
+        p.sendRaw("{{{")
+        XCTAssertNotNil(p.wait { if case .error("SIGNAL_BAD_MESSAGE", _) = $0 { return true }; return false })
+        p.send(.join(.init(callToken: "not.a.token")))
+        XCTAssertNotNil(p.wait { if case .error("AUTH_ERR_TOKEN_INVALID", _) = $0 { return true }; return false })
+        XCTAssertTrue(p.waitClosed(), "a bad token closes the connection")
+
+        let old = try SignalProbe(url: h.server.url)
+        old.send(.join(.init(v: 99, callToken: try h.callToken(uid: "x", session: "s"))))
+        XCTAssertEqual(old.error(), "SIGNAL_UNSUPPORTED_VERSION")
+
+        // Still serving other clients.
+        _ = try join("carol")
+    }
+
+    func testRelayForwardsOnlyFromBoundParticipantsToTheirRoom() throws {
+        let (_, ja) = try join("alice")
+        let (_, jb) = try join("bob")
+        let (_, jc) = try join("carl", session: "other-room")
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
+        let sa = try UDPSocket(host: "127.0.0.1", port: 0)
+        let sb = try UDPSocket(host: "127.0.0.1", port: 0)
+        let sc = try UDPSocket(host: "127.0.0.1", port: 0)
+        for (s, j) in [(sa, ja), (sb, jb), (sc, jc)] {
+            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+            XCTAssertEqual(receive(s)?.count, MediaBinding.ackLength, "bind acknowledged")
+        }
+        let packet = RTPPacket(sequenceNumber: 1, timestamp: 960, ssrc: ja.you.ssrc,
+                               audioLevel: .init(level: 20, voiceActivity: true), payload: [1, 2, 3]).encoded()
+        sa.send(packet, to: relay)
+        XCTAssertEqual(receive(sb), packet, "forwarded unchanged to the other participant")
+        XCTAssertNil(receive(sc, timeoutMs: 200), "never to another room")
+        XCTAssertNil(receive(sa, timeoutMs: 100), "never echoed to the sender")
+
+        // Spoofed SSRC, unbound sender, bad bind token, garbage: all dropped and counted.
+        let counters = try XCTUnwrap(h.server.relayCounters)
+        sa.send(RTPPacket(sequenceNumber: 2, timestamp: 1, ssrc: jb.you.ssrc, payload: [0]).encoded(), to: relay)
+        let stranger = try UDPSocket(host: "127.0.0.1", port: 0)
+        stranger.send(packet, to: relay)
+        stranger.send(MediaBinding.encodeBind(ssrc: ja.you.ssrc, token: [UInt8](repeating: 0, count: 16)), to: relay)
+        stranger.send([0x80, 1, 2], to: relay)
+        XCTAssertNil(receive(sb, timeoutMs: 200))
+        XCTAssertNil(receive(stranger, timeoutMs: 100), "no ack for a bad bind")
+        XCTAssertEqual(counters.droppedSSRCMismatch.load(ordering: .relaxed), 1)
+        XCTAssertEqual(counters.droppedUnbound.load(ordering: .relaxed), 1)
+        XCTAssertEqual(counters.droppedBadBind.load(ordering: .relaxed), 1)
+        XCTAssertEqual(counters.droppedMalformed.load(ordering: .relaxed), 1)
+        XCTAssertEqual(counters.forwarded.load(ordering: .relaxed), 1)
+    }
+
+    func testALeftParticipantIsNoLongerForwardedTo() throws {
+        let (_, ja) = try join("alice")
+        let (b, jb) = try join("bob")
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
+        let sa = try UDPSocket(host: "127.0.0.1", port: 0)
+        let sb = try UDPSocket(host: "127.0.0.1", port: 0)
+        for (s, j) in [(sa, ja), (sb, jb)] {
+            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+            XCTAssertNotNil(receive(s))
+        }
+        b.send(.leave)
+        XCTAssertTrue(b.waitClosed())
+        Thread.sleep(forTimeInterval: 0.1)
+        sa.send(RTPPacket(sequenceNumber: 1, timestamp: 1, ssrc: ja.you.ssrc, payload: [5]).encoded(), to: relay)
+        XCTAssertNil(receive(sb, timeoutMs: 200))
+    }
+
+    func receive(_ s: UDPSocket, timeoutMs: Int32 = 1000) -> [UInt8]? {
+        guard s.waitReadable(timeoutMs: timeoutMs) else { return nil }
+        var buf = [UInt8](repeating: 0, count: 2048)
+        let r = buf.withUnsafeMutableBytes { s.receive(into: $0) }
+        return r.map { Array(buf.prefix($0.count)) }
+    }
+}
