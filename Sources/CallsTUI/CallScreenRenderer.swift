@@ -147,12 +147,37 @@ public enum CallScreenRenderer {
         guard rect.width >= 10, rect.height >= 3 else { return }
         b.box(rect, title: "Event log", style: CellStyle(fg: .cyan))
         let capacity = rect.height - 2
-        let entries = m.log.suffix(capacity)
-        for (i, e) in entries.enumerated() {
+        let width = rect.width - 2
+        // Newest at the bottom; long entries wrap onto indented continuation lines.
+        var lines: [(String, Bool)] = []
+        for e in m.log.suffix(capacity).reversed() {
             let listener = e.listener.replacingOccurrences(of: "Listener", with: "")
-            let line = "\(timeFormat.string(from: e.time)) \(listener).\(e.event)\(e.summary.isEmpty ? "" : " " + e.summary)"
-            b.put(line, x: rect.x + 1, y: rect.y + 1 + i, maxWidth: rect.width - 2)
+            let text = "\(timeFormat.string(from: e.time)) \(listener).\(e.event)\(e.summary.isEmpty ? "" : " " + e.summary)"
+            lines.insert(contentsOf: wrap(text, width: width, indent: 9).enumerated().map { ($0.element, $0.offset > 0) }, at: 0)
+            if lines.count >= capacity { break }
         }
+        for (i, (line, continuation)) in lines.suffix(capacity).enumerated() {
+            b.put(line, x: rect.x + 1, y: rect.y + 1 + i, style: CellStyle(dim: continuation), maxWidth: width)
+        }
+    }
+
+    /// Splits `text` into lines of at most `width` cells; continuation lines start with `indent` spaces.
+    static func wrap(_ text: String, width: Int, indent: Int) -> [String] {
+        guard width > indent + 4 else { return [text] }
+        var out: [String] = []
+        var rest = Substring(text)
+        var first = true
+        while !rest.isEmpty {
+            let room = first ? width : width - indent
+            var cut = rest.index(rest.startIndex, offsetBy: room, limitedBy: rest.endIndex) ?? rest.endIndex
+            if cut != rest.endIndex, let space = rest[..<cut].lastIndex(of: " "), rest.distance(from: rest.startIndex, to: space) > room / 2 {
+                cut = space
+            }
+            out.append((first ? "" : String(repeating: " ", count: indent)) + rest[..<cut])
+            rest = rest[cut...].drop { $0 == " " }
+            first = false
+        }
+        return out
     }
 
     private static func drawControls(_ m: CallViewModel, _ buttons: [Button], into b: inout ScreenBuffer, rect: Rect) {

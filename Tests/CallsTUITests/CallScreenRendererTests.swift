@@ -1,0 +1,142 @@
+@testable import CallsTUI
+import CometChatCallsSDK
+import Foundation
+import XCTest
+
+final class CallScreenRendererTests: XCTestCase {
+    func participant(_ uid: String, _ name: String, muted: Bool = false) -> Participant {
+        var p = Participant(uid: uid, name: name)
+        p.pid = "pid-" + uid
+        p.isAudioMuted = muted
+        return p
+    }
+
+    /// A model as the listener events build it.
+    func model(count: Int = 3, you: String = "you") -> CallViewModel {
+        var m = CallViewModel(title: "Standup")
+        let names = ["You", "Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov"]
+        let ps = (0..<count).map { participant($0 == 0 ? you : "u\($0)", names[$0 % names.count], muted: $0 == 2) }
+        let t0 = Date(timeIntervalSince1970: 0)
+        m.apply(.sessionJoined, localPID: "pid-" + you, at: t0)
+        m.apply(.participantListChanged(participants: ps), localPID: "pid-" + you, at: t0)
+        m.joinedAt = nil
+        m.log = []
+        return m
+    }
+
+    func testTilesControlBarAndHeader() {
+        var m = model()
+        _ = m.updateLevels(["pid-u1": -10, "pid-you": -80])
+        let s = CallScreenRenderer.render(m, width: 120, height: 30).text
+        XCTAssertTrue(s.contains("Standup"))
+        XCTAssertTrue(s.contains("3 participants"))
+        XCTAssertTrue(s.contains("You (you)"))
+        XCTAssertTrue(s.contains("Ada Lovelace"))
+        XCTAssertTrue(s.contains("Grace Hopper"))
+        XCTAssertTrue(s.contains("MUTED"), "Grace is muted")
+        XCTAssertTrue(s.contains("speaking"), "Ada is loud")
+        XCTAssertTrue(s.contains("████████··"), "Ada's meter at -10 dBFS fills 8 of 10 cells")
+        XCTAssertTrue(s.contains("[m] Mute"))
+        XCTAssertTrue(s.contains("[l] Leave"))
+        XCTAssertTrue(s.contains("Event log"))
+        XCTAssertTrue(s.contains("┌ AL "), "tile titled with initials")
+    }
+
+    func testEventLogShowsEveryCallbackWithTime() {
+        var m = model()
+        let t = Date()
+        m.apply(.participantJoined(participant: participant("u9", "Hedy Lamarr")), localPID: "pid-you", at: t)
+        m.apply(.audioMuted, localPID: "pid-you", at: t)
+        let s = CallScreenRenderer.render(m, width: 120, height: 30).text
+        let f = DateFormatter()
+        f.dateFormat = "HH:mm:ss"
+        XCTAssertTrue(s.contains("\(f.string(from: t)) ParticipantEvent.onParticipantJoined"))
+        XCTAssertTrue(s.contains("Hedy Lamarr (u9)"), "long entries wrap instead of being cut")
+        XCTAssertTrue(s.contains("MediaEvents.onAudioMuted"))
+        XCTAssertTrue(s.contains("[m] Unmute"), "the button reflects the state")
+        XCTAssertTrue(s.contains("YOU ARE MUTED"))
+    }
+
+    func testNarrowTerminalPutsTheLogBelowTheTiles() {
+        let m = model()
+        let l = CallScreenRenderer.layout(for: m, width: 80, height: 24)
+        XCTAssertEqual(l.log.width, 80)
+        XCTAssertGreaterThan(l.log.y, l.tiles.y)
+        let wide = CallScreenRenderer.layout(for: m, width: 120, height: 24)
+        XCTAssertGreaterThan(wide.log.x, 0)
+        XCTAssertEqual(wide.log.y, wide.tiles.y)
+    }
+
+    func testHiddenButtonsAndPanels() {
+        var m = model()
+        m.hideToggleAudioButton = true
+        var s = CallScreenRenderer.render(m, width: 100, height: 30).text
+        XCTAssertFalse(s.contains("[m]"))
+        XCTAssertTrue(s.contains("[l] Leave"))
+        m.hideControlPanel = true
+        m.hideHeaderPanel = true
+        s = CallScreenRenderer.render(m, width: 100, height: 30).text
+        XCTAssertFalse(s.contains("[l] Leave"))
+        XCTAssertFalse(s.contains("Standup"))
+        XCTAssertTrue(CallScreenRenderer.layout(for: m, width: 100, height: 30).buttons.isEmpty)
+    }
+
+    func testButtonsAreClickableRegions() {
+        let m = model()
+        let l = CallScreenRenderer.layout(for: m, width: 100, height: 30)
+        XCTAssertEqual(l.buttons.map(\.id), ["toggleAudio", "leaveSession"])
+        for b in l.buttons {
+            XCTAssertEqual(b.rect.y, 29)
+            let s = CallScreenRenderer.render(m, width: 100, height: 30)
+            let text = s.lines[b.rect.y]
+            let start = text.index(text.startIndex, offsetBy: b.rect.x)
+            XCTAssertTrue(text[start...].hasPrefix("[\(b.key)] \(b.label)"))
+        }
+    }
+
+    func testASCIIFallback() {
+        let s = CallScreenRenderer.render(model(), width: 100, height: 30, unicode: false).text
+        XCTAssertFalse(s.unicodeScalars.contains { !$0.isASCII }, "only ASCII without a UTF-8 locale")
+        XCTAssertTrue(s.contains("+ AL "))
+    }
+
+    func testTinyTerminalsDoNotCrash() {
+        for (w, h) in [(0, 0), (1, 1), (10, 3), (40, 12), (20, 40)] {
+            let b = CallScreenRenderer.render(model(count: 6), width: w, height: h)
+            XCTAssertEqual(b.lines.count, max(0, h))
+        }
+    }
+
+    func testOnlyChangedCellsAreWritten() {
+        let term = MemoryTerminal(width: 100, height: 30)
+        var m = model()
+        _ = m.updateLevels(["pid-u1": -50])
+        let first = term.present(CallScreenRenderer.render(m, width: 100, height: 30))
+        XCTAssertGreaterThan(first, 300, "the first frame draws everything that is not blank")
+        XCTAssertEqual(term.present(CallScreenRenderer.render(m, width: 100, height: 30)), 0, "nothing changed")
+        _ = m.updateLevels(["pid-u1": -45])
+        let n = term.present(CallScreenRenderer.render(m, width: 100, height: 30))
+        XCTAssertGreaterThan(n, 0)
+        XCTAssertLessThan(n, 5, "a meter change rewrites only the meter cells that changed")
+    }
+
+    func testWrapping() {
+        XCTAssertEqual(CallScreenRenderer.wrap("12:00:00 Media.onAudioMuted", width: 40, indent: 9), ["12:00:00 Media.onAudioMuted"])
+        let w = CallScreenRenderer.wrap("12:00:00 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)", width: 30, indent: 9)
+        XCTAssertGreaterThan(w.count, 1)
+        XCTAssertTrue(w.allSatisfy { $0.count <= 30 })
+        XCTAssertTrue(w.dropFirst().allSatisfy { $0.hasPrefix("         ") })
+        XCTAssertEqual(w.joined().filter { $0 != " " }, "12:00:00 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)".filter { $0 != " " },
+                       "no character is lost")
+    }
+
+    func testGoldenScreen() throws {
+        let screen = CallScreenRenderer.render(model(count: 4), width: 100, height: 24).text
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden/tile-4-100x24.txt").path
+        if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] == "1" {
+            try screen.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        let golden = try String(contentsOfFile: path, encoding: .utf8)
+        XCTAssertEqual(screen, golden, "rendered screen differs from \(path); rerun with UPDATE_GOLDEN=1 if intended")
+    }
+}

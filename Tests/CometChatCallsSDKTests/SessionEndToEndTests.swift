@@ -1,0 +1,197 @@
+import CallsServer
+@testable import CometChatCallsSDK
+import Foundation
+import XCTest
+
+/// Records every callback of all five listener protocols (as the documented API delivers them).
+final class Recorder: SessionStatusListener, MediaEventsListener, ParticipantEventListener, @unchecked Sendable {
+    private let lock = NSLock()
+    private var names: [String] = []
+    private(set) var lastRoster: [Participant] = []
+    private var payloads: [(String, Participant)] = []
+
+    private func note(_ n: String, _ p: Participant? = nil) {
+        lock.lock(); defer { lock.unlock() }
+        names.append(n)
+        if let p { payloads.append((n, p)) }
+    }
+    var events: [String] { lock.lock(); defer { lock.unlock() }; return names }
+    func participant(for event: String) -> Participant? { lock.lock(); defer { lock.unlock() }; return payloads.last { $0.0 == event }?.1 }
+
+    func onSessionJoined() { note("onSessionJoined") }
+    func onSessionLeft() { note("onSessionLeft") }
+    func onConnectionClosed() { note("onConnectionClosed") }
+    func onAudioMuted() { note("onAudioMuted") }
+    func onAudioUnMuted() { note("onAudioUnMuted") }
+    func onParticipantJoined(participant: Participant) { note("onParticipantJoined", participant) }
+    func onParticipantLeft(participant: Participant) { note("onParticipantLeft", participant) }
+    func onParticipantListChanged(participants: [Participant]) {
+        lock.lock(); lastRoster = participants; lock.unlock()
+        note("onParticipantListChanged")
+    }
+    func onParticipantAudioMuted(participant: Participant) { note("onParticipantAudioMuted", participant) }
+    func onParticipantAudioUnmuted(participant: Participant) { note("onParticipantAudioUnmuted", participant) }
+
+    func waitFor(_ name: String, count: Int = 1, timeout: TimeInterval = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if events.filter({ $0 == name }).count >= count { return true }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return false
+    }
+}
+
+final class SessionEndToEndTests: XCTestCase {
+    var server: CallServer!
+    var dir: String!
+    let queue = DispatchQueue(label: "sdk-callbacks")
+
+    override func setUpWithError() throws {
+        CometChatCalls.resetForTesting()
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-\(UUID().uuidString.prefix(6))").path
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
+        c.logLevel = .error
+        server = CallServer(configuration: c)
+        try server.start()
+        try CometChatCalls.initialize(CallAppSettingsBuilder().set(appID: server.keys.appId).set(region: "local")
+            .set(host: server.url).set(callbackQueue: queue).build())
+    }
+
+    override func tearDown() {
+        CometChatCalls.resetForTesting()
+        server.stop()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    func login(_ uid: String) -> CallsUser? {
+        let done = expectation(description: "login")
+        nonisolated(unsafe) var user: CallsUser?
+        CometChatCalls.login(UID: uid, authKey: server.keys.authKey, onSuccess: { u in user = u; done.fulfill() },
+                             onError: { e in XCTFail("login failed: \(e)"); done.fulfill() })
+        wait(for: [done], timeout: 5)
+        return user
+    }
+
+    func bot(_ uid: String, output: String = "none", input: String = "tone:330") async throws -> CallsClient {
+        let c = CallsClient(serverURL: URL(string: server.url)!, appID: server.keys.appId, eventQueue: DispatchQueue(label: uid)) { _ in }
+        _ = try await c.login(uid: uid, authKey: server.keys.authKey, name: uid.uppercased())
+        let t = try await c.generateToken(sessionID: "e2e")
+        try await c.join(callToken: t, settings: SessionSettingsBuilder().setAudioInput(input).setAudioOutput(output).build())
+        return c
+    }
+
+    func testJoinBeforeLoginFailsOnceWithAuthTokenError() {
+        let failed = expectation(description: "onError once")
+        failed.expectedFulfillmentCount = 1
+        failed.assertForOverFulfill = true
+        CometChatCalls.joinSession(sessionID: "x", callSetting: SessionSettingsBuilder().build(), container: nil,
+                                   onSuccess: { _ in XCTFail("must not join") },
+                                   onError: { e in XCTAssertEqual(e?.errorCode, "AUTH_TOKEN_ERROR"); failed.fulfill() })
+        wait(for: [failed], timeout: 3)
+    }
+
+    func testLoginFailuresAreReported() {
+        let failed = expectation(description: "bad key")
+        CometChatCalls.login(UID: "u", authKey: "wrong", onSuccess: { _ in XCTFail() },
+                             onError: { e in XCTAssertEqual(e.errorCode, "AUTH_ERR_AUTH_KEY_INVALID"); failed.fulfill() })
+        wait(for: [failed], timeout: 3)
+        XCTAssertNil(CometChatCalls.getLoggedInUser())
+    }
+
+    func testWholeSessionThroughTheDocumentedAPI() async throws {
+        let user = try XCTUnwrap(login("alice"))
+        XCTAssertEqual(user.uid, "alice")
+        XCTAssertEqual(CometChatCalls.getLoggedInUser()?.uid, "alice")
+
+        let rec = Recorder()
+        CallSession.shared.addSessionStatusListener(rec)
+        CallSession.shared.addMediaEventsListener(rec)
+        CallSession.shared.addParticipantEventListener(rec)
+        // A listener nobody else holds is released and hears nothing (listeners are weak).
+        weak var orphan: Recorder?
+        do { let r = Recorder(); orphan = r; CallSession.shared.addSessionStatusListener(r) }
+        XCTAssertNil(orphan)
+        let stream = CallSession.shared.events()
+        let streamed = Task { () -> [String] in
+            var seen: [String] = []
+            for await e in stream { seen.append(e.callback); if e == .sessionLeft { break } }
+            return seen
+        }
+
+        let token = try await CometChatCalls.generateToken(sessionID: "e2e")
+        let joined = expectation(description: "joined")
+        CometChatCalls.joinSession(callToken: token, callSetting: CometChatCalls.sessionSettingsBuilder
+            .setSessionType(.voice).setAudioInput("tone:440").setAudioOutput("null").build(), container: nil,
+            onSuccess: { id in XCTAssertEqual(id, "e2e"); joined.fulfill() },
+            onError: { e in XCTFail("join failed: \(String(describing: e))"); joined.fulfill() })
+        await fulfillment(of: [joined], timeout: 5)
+        XCTAssertTrue(CallSession.shared.isCallSessionActive())
+        XCTAssertTrue(rec.waitFor("onSessionJoined"))
+        XCTAssertEqual(rec.lastRoster.map(\.uid), ["alice"])
+
+        // A second participant arrives, with real payloads.
+        let listenerBot = try await bot("bob", output: "null")
+        XCTAssertTrue(rec.waitFor("onParticipantJoined"))
+        let bob = try XCTUnwrap(rec.participant(for: "onParticipantJoined"))
+        XCTAssertEqual(bob.uid, "bob")
+        XCTAssertEqual(bob.name, "BOB")
+        XCTAssertEqual(bob.isJoined, true)
+        XCTAssertEqual(bob.mid, "e2e")
+        XCTAssertNotNil(bob.pid)
+        XCTAssertTrue(rec.waitFor("onParticipantListChanged", count: 2))
+        XCTAssertEqual(rec.lastRoster.compactMap(\.uid), ["alice", "bob"])
+
+        // Our tone reaches bob: his engine measures our level well above silence.
+        let alicePID = try XCTUnwrap(CallSession.shared.localParticipantID)
+        var heard: Float = -127
+        for _ in 0..<100 where heard < -30 {
+            try await Task.sleep(nanoseconds: 30_000_000)
+            heard = listenerBot.audioLevels()[alicePID] ?? -127
+        }
+        XCTAssertGreaterThan(heard, -30, "bob hears alice's tone")
+
+        CallSession.shared.muteAudio()
+        XCTAssertTrue(rec.waitFor("onAudioMuted"))
+        XCTAssertTrue(CallSession.shared.isAudioMuted)
+        CallSession.shared.unmuteAudio()
+        XCTAssertTrue(rec.waitFor("onAudioUnMuted"))
+
+        listenerBot.setAudioMuted(true)
+        XCTAssertTrue(rec.waitFor("onParticipantAudioMuted"))
+        XCTAssertEqual(rec.participant(for: "onParticipantAudioMuted")?.isAudioMuted, true)
+        listenerBot.setAudioMuted(false)
+        XCTAssertTrue(rec.waitFor("onParticipantAudioUnmuted"))
+
+        await listenerBot.leave()
+        XCTAssertTrue(rec.waitFor("onParticipantLeft"))
+        XCTAssertEqual(rec.participant(for: "onParticipantLeft")?.isJoined, false)
+
+        CallSession.shared.leaveSession()
+        XCTAssertTrue(rec.waitFor("onSessionLeft"))
+        XCTAssertFalse(CallSession.shared.isCallSessionActive())
+        let seen = await streamed.value
+        XCTAssertEqual(seen.first, "onSessionJoined")
+        XCTAssertTrue(seen.contains("onParticipantAudioMuted"))
+        XCTAssertEqual(seen.last, "onSessionLeft")
+        XCTAssertEqual(rec.events.filter { $0 == "onSessionLeft" }.count, 1)
+
+        CallSession.shared.clearAllListeners()
+        let again = try await bot("carol")
+        try await Task.sleep(nanoseconds: 200_000_000)
+        XCTAssertFalse(rec.events.contains("onParticipantJoined") && rec.participant(for: "onParticipantJoined")?.uid == "carol")
+        await again.leave()
+    }
+
+    func testServerShutdownClosesTheConnection() async throws {
+        _ = try XCTUnwrap(login("dora"))
+        let rec = Recorder()
+        CallSession.shared.addSessionStatusListener(rec)
+        try await CometChatCalls.joinSession(sessionID: "e2e", callSetting: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build())
+        XCTAssertTrue(rec.waitFor("onSessionJoined"))
+        server.stop()
+        XCTAssertTrue(rec.waitFor("onSessionLeft") || rec.waitFor("onConnectionClosed"), "the client learns the session is over")
+        XCTAssertFalse(CallSession.shared.isCallSessionActive())
+    }
+}
