@@ -1,0 +1,71 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// Usage errors and help of both executables: clear messages and documented exit codes.
+final class CommandLineTests: XCTestCase {
+    func run(_ tool: String, _ args: [String], timeout: TimeInterval = 10) throws -> (Int32?, [String], String) {
+        let p = try ManagedProcess(BuiltProducts.path(tool), args)
+        let status = p.wait(timeout: timeout)
+        Thread.sleep(forTimeInterval: 0.05)
+        return (status, p.output, p.errorOutput)
+    }
+
+    func testCallroomdUsage() throws {
+        let (ok, out, _) = try run("callroomd", ["--help"])
+        XCTAssertEqual(ok, 0)
+        XCTAssertTrue(out.joined(separator: "\n").contains("--listen HOST:PORT"))
+        let (bad, _, err) = try run("callroomd", ["--bogus"])
+        XCTAssertEqual(bad, 2)
+        XCTAssertTrue(err.contains("unknown option --bogus"))
+        let (badListen, _, err2) = try run("callroomd", ["--listen", "nowhere"])
+        XCTAssertEqual(badListen, 2)
+        XCTAssertTrue(err2.contains("is not HOST:PORT"))
+        let (badKeys, _, err3) = try run("callroomd", ["--listen", "127.0.0.1:0", "--data-dir", "/proc/nope"])
+        XCTAssertEqual(badKeys, 1)
+        XCTAssertTrue(err3.contains("cannot create data directory"), err3)
+    }
+
+    func testCallroomUsage() throws {
+        let (ok, out, _) = try run("callroom", ["join", "--help"])
+        XCTAssertEqual(ok, 0)
+        let help = out.joined(separator: "\n")
+        for flag in ["--server", "--settings", "--uid", "--auth-key", "--auth-token", "--input", "--output", "--headless"] {
+            XCTAssertTrue(help.contains(flag), "join --help lists \(flag)")
+        }
+        let (noSession, _, e1) = try run("callroom", ["join", "--server", "http://127.0.0.1:1", "--uid", "a", "--auth-key", "k"])
+        XCTAssertEqual(noSession, 2)
+        XCTAssertTrue(e1.contains("SESSION_ID"))
+        let (both, _, e2) = try run("callroom", ["join", "s", "--uid", "a", "--auth-key", "k"])
+        XCTAssertEqual(both, 2)
+        XCTAssertTrue(e2.contains("--server and --settings"))
+        let (unknown, _, e3) = try run("callroom", ["fly"])
+        XCTAssertEqual(unknown, 2)
+        XCTAssertTrue(e3.contains("unknown command 'fly'"))
+        let (frame, _, e4) = try run("callroom", ["join", "s", "--server", "x", "--uid", "a", "--auth-key", "k", "--frame-ms", "7"])
+        XCTAssertEqual(frame, 2)
+        XCTAssertTrue(e4.contains("--frame-ms"))
+    }
+
+    func testUnreachableServerFailsWithExitOne() throws {
+        let (status, _, err) = try run("callroom", ["join", "s", "--server", "http://127.0.0.1:9", "--app-id", "a", "--uid", "u",
+                                                    "--auth-key", "k", "--headless", "--input", "null", "--output", "null"])
+        XCTAssertEqual(status, 1)
+        XCTAssertTrue(err.contains("NETWORK_ERROR"), err)
+    }
+
+    func testBadAudioEndpointFailsTheJoinClearly() throws {
+        let tmp = TemporaryDirectory()
+        defer { tmp.remove() }
+        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.path])
+        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on") })
+        let url = String(line.split(separator: " ")[3])
+        let key = server.output.first { $0.contains("authKey") }?.split(separator: " ").last.map(String.init) ?? ""
+        let (status, _, err) = try run("callroom", ["join", "s", "--server", url, "--uid", "u", "--auth-key", key, "--headless",
+                                                    "--input", "file:/nonexistent.wav", "--output", "null"])
+        XCTAssertEqual(status, 1)
+        XCTAssertTrue(err.contains("AUDIO_ERROR"), err)
+        server.signal(SIGINT)
+        XCTAssertEqual(server.wait(), 0)
+    }
+}
