@@ -75,7 +75,14 @@ public enum AudioEndpoint: Equatable, Sendable, CustomStringConvertible {
             return (try makeInput(frameSamples: frameSamples), nil)
         } catch {
             guard case .alsa = self else { throw error }
-            return (NullInput(frameSamples: frameSamples), "no capture device (\(error)); sending silence (null)")
+            return (NullInput(frameSamples: frameSamples), "no capture device \(self) (\(Self.reason(error))): sending silence")
+        }
+    }
+
+    private static func reason(_ e: AudioError) -> String {
+        switch e {
+        case .deviceUnavailable(_, let r), .deviceFailed(_, let r): return r
+        default: return e.description
         }
     }
 
@@ -85,7 +92,7 @@ public enum AudioEndpoint: Equatable, Sendable, CustomStringConvertible {
             return (try makeOutput(frameSamples: frameSamples), nil)
         } catch {
             guard case .alsa = self else { throw error }
-            return (NullOutput(frameSamples: frameSamples), "no playback device (\(error)); audio is not played (null)")
+            return (NullOutput(frameSamples: frameSamples), "no playback device \(self) (\(Self.reason(error))): audio is not played")
         }
     }
 }

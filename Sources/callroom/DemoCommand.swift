@@ -61,6 +61,7 @@ enum DemoCommand {
                 do throws(CometChatCallException) {
                     _ = try await SDKSetup.initAndLogin(options)
                     try await CometChatCalls.joinSession(sessionID: sessionID, callSetting: settings)
+                    runner.reportAudioNotices()
                 } catch {
                     runtime.shutdown()
                     Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)

@@ -20,14 +20,18 @@ final class HeadlessSession {
         }
         bridge.register()
         self.bridge = bridge
-        for n in CallSession.shared.audioNotices { Console.err("callroom: \(n)") }
         let src = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
         src.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.readStdin() } }
         src.resume()
         stdinSource = src
     }
 
-    /// Prints an event that happened before `start` (the join itself).
+    /// Reports audio fallbacks (no sound card) on stderr, after the join opened the devices.
+    func reportAudioNotices() {
+        for n in CallSession.shared.audioNotices { Console.err("callroom: \(n)") }
+    }
+
+    /// Prints one listener callback as a JSON line; exits after the session ends.
     func handle(_ event: CallEvent) {
         Console.out(event.jsonLine())
         switch event {

@@ -67,7 +67,7 @@ enum JoinCommand {
                 do throws(CometChatCallException) {
                     _ = try await SDKSetup.initAndLogin(options)
                     try await CometChatCalls.joinSession(sessionID: session, callSetting: built)
-                    for n in CallSession.shared.audioNotices { Console.err("callroom: \(n)") }
+                    runner.reportAudioNotices()
                 } catch {
                     Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
                 }
