@@ -1,5 +1,6 @@
 @preconcurrency import CNcurses
 import Foundation
+import Synchronization
 
 /// A real terminal through ncursesw: wide characters, colours when available, keys and mouse.
 /// `present` diffs against what is on screen and writes only changed cells.
@@ -115,11 +116,10 @@ public final class NcursesTerminal: TerminalDriver {
         if isendwin() == false { endwin() }
     }
 
-    nonisolated(unsafe) private static var exitHandlerRegistered = false
+    private static let exitHandlerRegistered = Atomic<Bool>(false)
 
     private static func registerExitHandler() {
-        guard !exitHandlerRegistered else { return }
-        exitHandlerRegistered = true
+        guard !exitHandlerRegistered.exchange(true, ordering: .acquiringAndReleasing) else { return }
         atexit { if isendwin() == false { endwin() } }
     }
 }
