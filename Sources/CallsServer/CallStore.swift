@@ -37,7 +37,7 @@ public struct StoredCallParticipant: Sendable, Equatable {
 /// participants. Every method is synchronous and serialised on an internal lock, so it may be
 /// called from any thread; callers keep it off the relay and web service threads.
 public final class CallStore: @unchecked Sendable {
-    private let db: SQLiteDatabase
+    let db: SQLiteDatabase
     private let lock = NSLock()
     public static let schemaVersion: Int64 = 1
 
@@ -74,7 +74,7 @@ public final class CallStore: @unchecked Sendable {
         }
     }
 
-    private func locked<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    func locked<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body()
@@ -98,7 +98,7 @@ public final class CallStore: @unchecked Sendable {
         }
     }
 
-    private static func user(_ r: [SQLiteValue]) -> StoredUser {
+    static func user(_ r: [SQLiteValue]) -> StoredUser {
         StoredUser(uid: r[0].text ?? "", name: r[1].text ?? "", avatar: r[2].text, createdAt: r[3].int ?? 0)
     }
 
@@ -189,19 +189,9 @@ public final class CallStore: @unchecked Sendable {
     /// The most recent call of `sessionId`, with its participants.
     public func latestCall(sessionId: String) throws(SQLiteError) -> StoredCall? {
         try locked { () throws(SQLiteError) in
-            guard let r = try db.query("""
-                SELECT id, session_id, type, mode, status, initiated_at, started_at, ended_at FROM calls
-                WHERE session_id = ? ORDER BY id DESC LIMIT 1
-                """, [.text(sessionId)]).first, let id = r[0].int else { return nil }
-            let ps = try db.query("""
-                SELECT id, uid, pid, name, joined_at, left_at FROM call_participants WHERE call_id = ? ORDER BY id
-                """, [.int(id)]).map {
-                StoredCallParticipant(id: $0[0].int ?? 0, uid: $0[1].text ?? "", pid: $0[2].text ?? "",
-                                      name: $0[3].text ?? "", joinedAt: $0[4].int ?? 0, leftAt: $0[5].int)
-            }
-            return StoredCall(id: id, sessionId: r[1].text ?? "", type: r[2].text ?? "", mode: r[3].text ?? "",
-                              status: r[4].text ?? "", initiatedAt: r[5].int ?? 0, startedAt: r[6].int, endedAt: r[7].int,
-                              participants: ps)
+            guard let id = try db.query("SELECT id FROM calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+                                        [.text(sessionId)]).first?.first?.int else { return nil }
+            return try loadCall(id: id)
         }
     }
 }

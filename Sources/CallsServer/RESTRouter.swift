@@ -43,16 +43,48 @@ struct RESTRouter: Sendable {
                 throw ServerError(409, "ERR_UID_ALREADY_EXISTS", "A user with uid '\(b.uid)' exists already.")
             }
             return ok(u)
+        case route("GET", "v3/users"):
+            try requireAPIKey(r)
+            let (page, perPage) = try paging(r)
+            let p = try store.users(page: page, perPage: perPage)
+            return list(p.items, p)
         case route("GET", "v3/users/*"):
             try requireAPIKey(r)
             guard let u = try store.user(uid: parts[2]) else { throw ServerError.uidNotFound(parts[2]) }
             return ok(u)
+        case route("PUT", "v3/users/*"):
+            try requireAPIKey(r)
+            struct Body: Decodable { var name: String?; var avatar: String? }
+            let b: Body = try decode(r)
+            guard b.name != nil || b.avatar != nil else { throw ServerError.badRequest("Give name and/or avatar.") }
+            if let n = b.name, clean(n) == nil { throw ServerError.badRequest("The name is empty.") }
+            guard let u = try store.updateUser(uid: parts[2], name: clean(b.name), avatar: b.avatar.map { String($0.prefix(2048)) })
+            else { throw ServerError.uidNotFound(parts[2]) }
+            return ok(u)
+        case route("DELETE", "v3/users/*"):
+            try requireAPIKey(r)
+            guard try store.deleteUser(uid: parts[2]) else { throw ServerError.uidNotFound(parts[2]) }
+            return ok(["success": true])
         case route("POST", "v3/users/*/auth_tokens"):
             try requireAPIKey(r)
             let uid = parts[2]
             guard try store.user(uid: uid) != nil else { throw ServerError.uidNotFound(uid) }
             let token = try store.createAuthToken(uid: uid)
             return ok(AuthTokenBody(uid: uid, authToken: token, createdAt: epochMilliseconds() / 1000))
+        case route("GET", "v3/users/*/auth_tokens"):
+            try requireAPIKey(r)
+            guard try store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
+            return ok(try store.authTokens(uid: parts[2]))
+        case route("DELETE", "v3/users/*/auth_tokens"):
+            try requireAPIKey(r)
+            guard try store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
+            return ok(DeletedBody(success: true, deleted: try store.deleteAuthTokens(uid: parts[2])))
+        case route("DELETE", "v3/users/*/auth_tokens/*"):
+            try requireAPIKey(r)
+            guard try store.deleteAuthToken(uid: parts[2], token: parts[4]) else {
+                throw ServerError(404, "ERR_AUTH_TOKEN_NOT_FOUND", "No such auth token for '\(parts[2])'.")
+            }
+            return ok(DeletedBody(success: true, deleted: 1))
         case route("POST", "v3/sdk/login"):
             return try login(r)
         case route("GET", "v3/me"):
@@ -67,15 +99,30 @@ struct RESTRouter: Sendable {
             let token = signer.sign(CallTokenClaims(app: keys.appId, sub: user.uid, sid: b.sessionId, iat: now,
                                                     exp: now + config.callTokenTTLSeconds))
             return ok(["token": token])
+        case route("GET", "v3/calls"):
+            var f = try callFilter(r)
+            f.visibleTo = try callViewer(r)
+            let (page, perPage) = try paging(r)
+            let p = try store.calls(f, page: page, perPage: perPage)
+            return list(p.items.map { CallBody($0) }, p)
         case route("GET", "v3/calls/*"):
-            try requireAPIKey(r)
-            guard let call = try store.latestCall(sessionId: parts[2]) else { throw ServerError.sessionNotFound(parts[2]) }
+            let viewer = try callViewer(r)
+            guard let call = try store.latestCall(sessionId: parts[2]),
+                  viewer == nil || call.participants.contains(where: { $0.uid == viewer }) else {
+                throw ServerError.sessionNotFound(parts[2])
+            }
             return ok(CallBody(call))
         default:
-            let known = [["healthz"], ["v3", "app"], ["v3", "users"], ["v3", "sdk", "login"], ["v3", "me"], ["v3.0", "call_tokens"]]
-            if known.contains(parts) { throw ServerError(405, "ERR_METHOD_NOT_ALLOWED", "\(r.method) is not allowed on \(r.path).") }
+            let known = ["healthz", "v3/app", "v3/users", "v3/users/*", "v3/users/*/auth_tokens", "v3/users/*/auth_tokens/*",
+                         "v3/sdk/login", "v3/me", "v3.0/call_tokens", "v3/calls", "v3/calls/*"]
+            if known.contains(where: { p in ["GET", "POST", "PUT", "DELETE"].contains { m in route(m, p) } || matches(parts, p) }) { throw ServerError(405, "ERR_METHOD_NOT_ALLOWED", "\(r.method) is not allowed on \(r.path).") }
             throw ServerError(404, "ERR_NOT_FOUND", "No endpoint \(r.method) \(r.path).")
         }
+    }
+
+    private func matches(_ parts: [String], _ pattern: String) -> Bool {
+        let pat = pattern.split(separator: "/").map(String.init)
+        return pat.count == parts.count && zip(pat, parts).allSatisfy { $0 == "*" || $0 == $1 }
     }
 
     private func login(_ r: HTTPRequest) throws -> HTTPResponse {
@@ -96,29 +143,29 @@ struct RESTRouter: Sendable {
 
     // MARK: Validation and auth
 
-    private func requireAPIKey(_ r: HTTPRequest) throws {
+    func requireAPIKey(_ r: HTTPRequest) throws {
         guard let k = r.header("apikey"), !k.isEmpty else { throw ServerError.emptyAPIKey }
         guard Crypto.constantTimeEqual(Array(k.utf8), Array(keys.apiKey.utf8)) else { throw ServerError.apiKeyNotFound }
     }
 
-    private func requireAppID(_ r: HTTPRequest) throws {
+    func requireAppID(_ r: HTTPRequest) throws {
         guard let a = r.header("appid"), !a.isEmpty else { throw ServerError.emptyAppID }
         guard a == keys.appId else { throw ServerError.appIDMismatch }
     }
 
-    private func requireUser(_ r: HTTPRequest) throws -> StoredUser {
+    func requireUser(_ r: HTTPRequest) throws -> StoredUser {
         guard let t = r.header("authtoken"), !t.isEmpty else { throw ServerError.emptyAuthToken }
         guard let u = try store.user(authToken: t) else { throw ServerError.authTokenNotFound }
         return u
     }
 
-    private func validate(uid: String) throws {
+    func validate(uid: String) throws {
         guard Self.isIdentifier(uid, max: 100) else {
             throw ServerError(400, "ERR_UID_INVALID", "A uid is 1–100 characters of letters, digits, '_', '-', '.', '@'.")
         }
     }
 
-    private func validate(sessionId: String) throws {
+    func validate(sessionId: String) throws {
         guard Self.isIdentifier(sessionId, max: 128) else {
             throw ServerError(400, "ERR_SESSION_ID_INVALID", "A session id is 1–128 characters of letters, digits, '_', '-', '.', '@', ':'.")
         }
@@ -131,19 +178,19 @@ struct RESTRouter: Sendable {
         }
     }
 
-    private func clean(_ s: String?) -> String? {
+    func clean(_ s: String?) -> String? {
         guard let t = s?.trimmingCharacters(in: .whitespacesAndNewlines), !t.isEmpty else { return nil }
         return String(t.prefix(100))
     }
 
-    private func decode<T: Decodable>(_ r: HTTPRequest) throws -> T {
+    func decode<T: Decodable>(_ r: HTTPRequest) throws -> T {
         guard !r.body.isEmpty else { throw ServerError.badRequest("A JSON body is required.") }
         do { return try JSONDecoder().decode(T.self, from: Data(r.body)) } catch {
             throw ServerError.badRequest("The body is not valid JSON with the required fields.")
         }
     }
 
-    private func ok<T: Encodable>(_ data: T) -> HTTPResponse {
+    func ok<T: Encodable>(_ data: T) -> HTTPResponse {
         let enc = JSONEncoder()
         enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = (try? enc.encode(["data": data])) ?? Data("{}".utf8)
@@ -151,35 +198,3 @@ struct RESTRouter: Sendable {
     }
 }
 
-// MARK: Response bodies
-
-struct AppInfo: Encodable { var appId: String; var region: String; var mediaPort: Int }
-struct AuthTokenBody: Encodable { var uid: String; var authToken: String; var createdAt: Int64 }
-struct LoginBody: Encodable { var uid: String; var name: String; var avatar: String?; var authToken: String }
-
-struct CallBody: Encodable {
-    struct P: Encodable {
-        var uid: String; var pid: String; var name: String; var joinedAt: Int64; var leftAt: Int64?; var isJoined: Bool
-    }
-    var sessionId: String
-    var type: String
-    var mode: String
-    var status: String
-    var initiatedAt: Int64
-    var startedAt: Int64?
-    var endedAt: Int64?
-    var participants: [P]
-
-    init(_ c: StoredCall) {
-        sessionId = c.sessionId
-        type = c.type
-        mode = c.mode
-        status = c.status
-        initiatedAt = c.initiatedAt
-        startedAt = c.startedAt
-        endedAt = c.endedAt
-        participants = c.participants.map {
-            P(uid: $0.uid, pid: $0.pid, name: $0.name, joinedAt: $0.joinedAt, leftAt: $0.leftAt, isJoined: $0.leftAt == nil)
-        }
-    }
-}

@@ -75,6 +75,9 @@ public final class WebServer: @unchecked Sendable {
         var response: HTTPResponse?
         var headerWritten = false
         var awaitingResponse = false
+        /// Set once the request went to the delegate: libwebsockets may still report body
+        /// completion for a body-less POST, which must not run the handler twice.
+        var dispatched = false
         // WebSocket
         var rx: [UInt8] = []
         var rxOverflow = false
@@ -281,6 +284,7 @@ public final class WebServer: @unchecked Sendable {
         conn.response = nil
         conn.headerWritten = false
         conn.awaitingResponse = false
+        conn.dispatched = false
         conn.peer = Self.peer(wsi)
         var headers: [String: String] = [:]
         if let ct = Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE) { headers["content-type"] = ct }
@@ -292,6 +296,8 @@ public final class WebServer: @unchecked Sendable {
     }
 
     private func dispatchRequest(_ conn: Connection, id: UInt64) -> Int32 {
+        guard !conn.dispatched else { return 0 }
+        conn.dispatched = true
         if conn.bodyTooLarge {
             conn.response = HTTPResponse(status: 413, json: #"{"error":{"code":"ERR_BODY_TOO_LARGE","message":"Request body exceeds \#(maxBodyBytes) bytes."}}"#)
             lws_callback_on_writable(conn.wsi)

@@ -1,0 +1,71 @@
+import CallsCore
+
+/// Filters for listing calls (`GET /v3/calls`). Nil means "any".
+public struct CallFilter: Sendable, Equatable {
+    public var type: String?
+    public var status: String?
+    public var hasRecording: Bool?
+    public var hasTranscription: Bool?
+    /// Calls this user took part in.
+    public var uid: String?
+    /// `group` (meetings) or `user` (1:1 calls).
+    public var receiverType: String?
+    /// Calls started at or after this time (ms since the epoch).
+    public var startedAt: Int64?
+    /// Calls ended at or before this time (ms since the epoch).
+    public var endedAt: Int64?
+    /// Calls with exactly this many distinct participants.
+    public var participantsCount: Int?
+    /// Restricts the listing to calls this user took part in (a user's own view).
+    public var visibleTo: String?
+
+    public init() {}
+}
+
+extension CallStore {
+    /// Calls matching `filter`, newest first.
+    public func calls(_ f: CallFilter, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredCall> {
+        var clauses: [String] = []
+        var params: [SQLiteValue] = []
+        if let v = f.type { clauses.append("c.type = ?"); params.append(.text(v)) }
+        if let v = f.status { clauses.append("c.status = ?"); params.append(.text(v)) }
+        if let v = f.receiverType { clauses.append("c.mode = ?"); params.append(.text(v == "group" ? "meet" : "call")) }
+        // Recording and transcription arrive with their features; until then no call has either.
+        if f.hasRecording == true || f.hasTranscription == true { clauses.append("0") }
+        if let v = f.startedAt { clauses.append("c.started_at >= ?"); params.append(.int(v)) }
+        if let v = f.endedAt { clauses.append("c.ended_at IS NOT NULL AND c.ended_at <= ?"); params.append(.int(v)) }
+        for u in [f.uid, f.visibleTo].compactMap({ $0 }) {
+            clauses.append("EXISTS (SELECT 1 FROM call_participants p WHERE p.call_id = c.id AND p.uid = ?)")
+            params.append(.text(u))
+        }
+        if let n = f.participantsCount {
+            clauses.append("(SELECT COUNT(DISTINCT p.uid) FROM call_participants p WHERE p.call_id = c.id) = ?")
+            params.append(.int(Int64(n)))
+        }
+        let whereSQL = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
+        return try locked { () throws(SQLiteError) in
+            let total = Int(try db.query("SELECT COUNT(*) FROM calls c \(whereSQL)", params).first?.first?.int ?? 0)
+            let ids = try db.query("SELECT c.id FROM calls c \(whereSQL) ORDER BY c.id DESC LIMIT ? OFFSET ?",
+                                   params + [.int(Int64(perPage)), .int(Int64((page - 1) * perPage))]).compactMap { $0.first?.int }
+            var items: [StoredCall] = []
+            for id in ids { if let c = try loadCall(id: id) { items.append(c) } }
+            return Page(items: items, total: total, page: page, perPage: perPage)
+        }
+    }
+
+    /// One call with its participants (caller holds the lock).
+    func loadCall(id: Int64) throws(SQLiteError) -> StoredCall? {
+        guard let r = try db.query("""
+            SELECT id, session_id, type, mode, status, initiated_at, started_at, ended_at FROM calls WHERE id = ?
+            """, [.int(id)]).first else { return nil }
+        let ps = try db.query("""
+            SELECT id, uid, pid, name, joined_at, left_at FROM call_participants WHERE call_id = ? ORDER BY id
+            """, [.int(id)]).map {
+            StoredCallParticipant(id: $0[0].int ?? 0, uid: $0[1].text ?? "", pid: $0[2].text ?? "",
+                                  name: $0[3].text ?? "", joinedAt: $0[4].int ?? 0, leftAt: $0[5].int)
+        }
+        return StoredCall(id: id, sessionId: r[1].text ?? "", type: r[2].text ?? "", mode: r[3].text ?? "",
+                          status: r[4].text ?? "", initiatedAt: r[5].int ?? 0, startedAt: r[6].int, endedAt: r[7].int,
+                          participants: ps)
+    }
+}

@@ -1,0 +1,82 @@
+import CallsCore
+import CallsSecurity
+
+/// One page of a listing, with the total count across pages.
+public struct Page<T: Sendable>: Sendable {
+    public var items: [T]
+    public var total: Int
+    public var page: Int
+    public var perPage: Int
+    public var totalPages: Int { total == 0 ? 0 : (total + perPage - 1) / perPage }
+}
+
+/// An issued auth token as listed: never the plaintext, only an id derived from its hash.
+public struct StoredAuthToken: Sendable, Equatable, Codable {
+    /// The first 16 hex digits of the token's SHA-256.
+    public var tokenId: String
+    public var uid: String
+    /// Seconds since the epoch.
+    public var createdAt: Int64
+}
+
+extension CallStore {
+    /// Users in creation order.
+    public func users(page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredUser> {
+        try locked { () throws(SQLiteError) in
+            let total = Int(try db.query("SELECT COUNT(*) FROM users").first?.first?.int ?? 0)
+            let rows = try db.query("SELECT uid, name, avatar, created_at FROM users ORDER BY created_at, uid LIMIT ? OFFSET ?",
+                                    [.int(Int64(perPage)), .int(Int64((page - 1) * perPage))])
+            return Page(items: rows.map(Self.user), total: total, page: page, perPage: perPage)
+        }
+    }
+
+    /// Updates a user's name and/or avatar (an empty avatar removes it). Nil when the user does not exist.
+    public func updateUser(uid: String, name: String?, avatar: String?) throws(SQLiteError) -> StoredUser? {
+        try locked { () throws(SQLiteError) in
+            guard try !db.query("SELECT 1 FROM users WHERE uid = ?", [.text(uid)]).isEmpty else { return nil }
+            if let name { try db.execute("UPDATE users SET name = ? WHERE uid = ?", [.text(name), .text(uid)]) }
+            if let avatar {
+                try db.execute("UPDATE users SET avatar = ? WHERE uid = ?", [avatar.isEmpty ? .null : .text(avatar), .text(uid)])
+            }
+            return try db.query("SELECT uid, name, avatar, created_at FROM users WHERE uid = ?", [.text(uid)]).first.map(Self.user)
+        }
+    }
+
+    /// Deletes a user and their auth tokens; their call history stays. Returns whether they existed.
+    public func deleteUser(uid: String) throws(SQLiteError) -> Bool {
+        try locked { () throws(SQLiteError) in
+            try db.transaction { () throws(SQLiteError) in
+                guard try !db.query("SELECT 1 FROM users WHERE uid = ?", [.text(uid)]).isEmpty else { return false }
+                try db.execute("DELETE FROM auth_tokens WHERE uid = ?", [.text(uid)])
+                try db.execute("DELETE FROM users WHERE uid = ?", [.text(uid)])
+                return true
+            }
+        }
+    }
+
+    public func authTokens(uid: String) throws(SQLiteError) -> [StoredAuthToken] {
+        try locked { () throws(SQLiteError) in
+            try db.query("SELECT token_hash, uid, created_at FROM auth_tokens WHERE uid = ? ORDER BY created_at", [.text(uid)]).map {
+                StoredAuthToken(tokenId: String(($0[0].text ?? "").prefix(16)), uid: $0[1].text ?? "", createdAt: ($0[2].int ?? 0) / 1000)
+            }
+        }
+    }
+
+    /// Revokes one token of `uid`, given as plaintext or as its `tokenId`. Returns whether one was removed.
+    public func deleteAuthToken(uid: String, token: String) throws(SQLiteError) -> Bool {
+        try locked { () throws(SQLiteError) in
+            let hash = Crypto.sha256Hex(token)
+            try db.execute("DELETE FROM auth_tokens WHERE uid = ? AND (token_hash = ? OR (length(?) = 16 AND substr(token_hash, 1, 16) = ?))",
+                           [.text(uid), .text(hash), .text(token), .text(token)])
+            return try db.query("SELECT changes()").first?.first?.int ?? 0 > 0
+        }
+    }
+
+    /// Revokes every token of `uid`; returns how many.
+    public func deleteAuthTokens(uid: String) throws(SQLiteError) -> Int {
+        try locked { () throws(SQLiteError) in
+            try db.execute("DELETE FROM auth_tokens WHERE uid = ?", [.text(uid)])
+            return Int(try db.query("SELECT changes()").first?.first?.int ?? 0)
+        }
+    }
+}
