@@ -2,6 +2,7 @@ import CallsCore
 import CallsSecurity
 import CallsTransport
 import Foundation
+import Synchronization
 
 /// The CallRoom calls server: REST + WebSocket signalling on one TCP port (libwebsockets), a
 /// UDP media relay, and a SQLite store. `callroomd` and `callroom demo` both run one of these.
@@ -28,6 +29,8 @@ public final class CallServer: @unchecked Sendable {
     private var router: RESTRouter?
     private var store: CallStore?
     private let restQueue = DispatchQueue(label: "callroom.rest", attributes: .concurrent)
+    private let openSockets = Atomic<Int>(0)
+    private let httpRequests = Atomic<UInt64>(0)
 
     public init(configuration: ServerConfiguration) {
         self.configuration = configuration
@@ -78,7 +81,7 @@ public final class CallServer: @unchecked Sendable {
         }
         self.web = web
         relay.start()
-        rooms.startHeartbeat()
+        rooms.startHeartbeat(every: configuration.storeHeartbeatSeconds)
         log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "data_dir": dir])
     }
 
@@ -94,6 +97,14 @@ public final class CallServer: @unchecked Sendable {
         relay = nil
     }
 
+    /// The Prometheus text of `GET /metrics`.
+    public func metricsText() -> String {
+        guard let rooms, let relay, let store else { return "" }
+        return MetricsReport.render(rooms: rooms.roomCount, participants: rooms.participantCount,
+                                    connections: openSockets.load(ordering: .relaxed), relay: relay.counters,
+                                    store: store.metrics, httpRequests: httpRequests.load(ordering: .relaxed))
+    }
+
     /// Relay counters (packets received, forwarded, dropped by reason).
     public var relayCounters: RelayCounters? { relay?.counters }
 }
@@ -101,10 +112,15 @@ public final class CallServer: @unchecked Sendable {
 extension CallServer: WebServerDelegate, SignalOutbox {
     public func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         guard let router else { return respond(HTTPResponse(status: 503, json: #"{"error":{"code":"ERR_UNAVAILABLE","message":"Starting."}}"#)) }
+        httpRequests.add(1, ordering: .relaxed)
+        if request.method == "GET" && request.path == "/metrics" {
+            return restQueue.async { respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Array(self.metricsText().utf8))) }
+        }
         restQueue.async { respond(router.handle(request)) }
     }
 
     public func webServer(_ server: WebServer, didOpen connection: UInt64, path: String, peer: String) {
+        openSockets.add(1, ordering: .relaxed)
         guard path == "/v1/signal" else {
             send(.error(code: "ERR_NOT_FOUND", message: "No WebSocket endpoint \(path); use /v1/signal."), to: connection)
             close(connection)
@@ -126,6 +142,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     }
 
     public func webServer(_ server: WebServer, didClose connection: UInt64) {
+        openSockets.subtract(1, ordering: .relaxed)
         rooms?.connectionClosed(connection)
     }
 

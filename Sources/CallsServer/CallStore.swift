@@ -39,6 +39,8 @@ public struct StoredCallParticipant: Sendable, Equatable {
 public final class CallStore: @unchecked Sendable {
     let db: SQLiteDatabase
     private let lock = NSLock()
+    /// Operation counts and latency, for `/metrics`.
+    public let metrics = StoreMetrics()
     public static let schemaVersion: Int64 = 1
 
     public init(path: String) throws(SQLiteError) {
@@ -74,10 +76,18 @@ public final class CallStore: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` under the store lock, timing it (lock wait included) for `/metrics`.
     func locked<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        let start = monotonicNanoseconds()
         lock.lock()
-        defer { lock.unlock() }
-        return try body()
+        var failed = true
+        defer {
+            lock.unlock()
+            metrics.record(micros: (monotonicNanoseconds() - start) / 1000, failed: failed)
+        }
+        let v = try body()
+        failed = false
+        return v
     }
 
     // MARK: Users and auth tokens

@@ -19,6 +19,8 @@ public struct ServerConfiguration: Sendable {
     public var callTokenTTLSeconds: Int64
     public var maxParticipantsPerRoom: Int
     public var logFormat: ServerLog.Format
+    /// How often live calls are stamped in the store; a crash loses at most this much end time.
+    public var storeHeartbeatSeconds: Double = 5
     public var logLevel: ServerLog.Level
 
     public init(host: String = "127.0.0.1", port: Int = 7880, mediaPort: Int = 0, dataDir: String,

@@ -5,11 +5,15 @@ import Foundation
 let usage = """
     callroomd — the CallRoom calls server (REST, WebSocket signalling, UDP media relay)
 
-    USAGE: callroomd [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR]
+    USAGE: callroomd [--config FILE] [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR]
                      [--app-id ID] [--api-key KEY] [--auth-key KEY] [--no-auto-create-users]
                      [--log-format text|json] [--log-level debug|info|warn|error]
 
     OPTIONS:
+      --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
+                              appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
+                              maxParticipantsPerRoom, region, storeHeartbeatSeconds); flags given
+                              here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
       --data-dir DIR          database and keys (default ./callroom-data)
@@ -36,7 +40,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 let args: ArgumentScanner
 do {
     args = try ArgumentScanner(CommandLine.arguments.dropFirst(),
-                               valued: ["listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level"],
+                               valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level"],
                                boolean: ["no-auto-create-users", "help", "version"])
 } catch {
     fail("\(error.message)\nRun 'callroomd --help' for usage.")
@@ -45,24 +49,41 @@ if args.has("help") { print(usage, terminator: ""); exit(0) }
 if args.has("version") { print("callroomd \(CallRoomVersion.string)"); exit(0) }
 if let extra = args.positionals.first { fail("unexpected argument '\(extra)'\nRun 'callroomd --help' for usage.") }
 
-var config = ServerConfiguration(dataDir: args["data-dir"] ?? "callroom-data")
+var file = ServerConfigFile()
+if let path = args["config"] {
+    do { file = try ServerConfigFile.load(path: path) } catch { fail(error.message) }
+}
+
+/// A flag, else the config file's value.
+func pick(_ flag: String, _ fromFile: String?) -> String? { args[flag] ?? fromFile }
+
+var config = ServerConfiguration(dataDir: pick("data-dir", file.dataDir) ?? "callroom-data")
 do {
-    if let l = args["listen"] { (config.host, config.port) = try ArgumentScanner.hostPort(l) }
+    if let l = pick("listen", file.listen) { (config.host, config.port) = try ArgumentScanner.hostPort(l) }
 } catch { fail(error.message) }
-if let m = args["media-port"] {
-    guard let p = Int(m), (0...65535).contains(p) else { fail("--media-port must be 0…65535") }
+if let m = pick("media-port", file.mediaPort.map(String.init)) {
+    guard let p = Int(m), (0...65535).contains(p) else { fail("media port must be 0…65535") }
     config.mediaPort = p
 }
-config.appId = args["app-id"]
-config.apiKey = args["api-key"]
-config.authKey = args["auth-key"]
-config.autoCreateUsers = !args.has("no-auto-create-users")
-if let f = args["log-format"] {
-    guard let v = ServerLog.Format(rawValue: f) else { fail("--log-format must be text or json") }
+config.appId = pick("app-id", file.appId)
+config.apiKey = pick("api-key", file.apiKey)
+config.authKey = pick("auth-key", file.authKey)
+config.autoCreateUsers = args.has("no-auto-create-users") ? false : (file.autoCreateUsers ?? true)
+if let r = file.region { config.region = r }
+if let h = file.storeHeartbeatSeconds {
+    guard (1...3600).contains(h) else { fail("storeHeartbeatSeconds must be 1…3600") }
+    config.storeHeartbeatSeconds = Double(h)
+}
+if let n = file.maxParticipantsPerRoom {
+    guard (1...10_000).contains(n) else { fail("maxParticipantsPerRoom must be 1…10000") }
+    config.maxParticipantsPerRoom = n
+}
+if let f = pick("log-format", file.logFormat) {
+    guard let v = ServerLog.Format(rawValue: f) else { fail("log format must be text or json") }
     config.logFormat = v
 }
-if let l = args["log-level"] {
-    guard let v = ServerLog.Level(name: l) else { fail("--log-level must be debug, info, warn or error") }
+if let l = pick("log-level", file.logLevel) {
+    guard let v = ServerLog.Level(name: l) else { fail("log level must be debug, info, warn or error") }
     config.logLevel = v
 }
 

@@ -1,0 +1,52 @@
+/// Renders the server's counters in the Prometheus text exposition format (`GET /metrics`).
+/// Contains counts only: no ids, keys or tokens.
+struct MetricsReport {
+    private var lines: [String] = []
+
+    mutating func gauge(_ name: String, _ help: String, _ value: Int) {
+        lines += ["# HELP \(name) \(help)", "# TYPE \(name) gauge", "\(name) \(value)"]
+    }
+
+    mutating func counter(_ name: String, _ help: String, _ values: [(labels: String, value: UInt64)]) {
+        lines += ["# HELP \(name) \(help)", "# TYPE \(name) counter"]
+        for v in values { lines.append("\(name)\(v.labels.isEmpty ? "" : "{\(v.labels)}") \(v.value)") }
+    }
+
+    mutating func counter(_ name: String, _ help: String, _ value: UInt64) { counter(name, help, [("", value)]) }
+
+    var text: String { lines.joined(separator: "\n") + "\n" }
+
+    static func render(rooms: Int, participants: Int, connections: Int, relay: RelayCounters, store: StoreMetrics,
+                       httpRequests: UInt64) -> String {
+        var r = MetricsReport()
+        r.gauge("callroom_rooms", "Rooms with at least one participant.", rooms)
+        r.gauge("callroom_participants", "Participants in all rooms.", participants)
+        r.gauge("callroom_signalling_connections", "Open signalling WebSocket connections.", connections)
+        r.counter("callroom_http_requests_total", "REST requests answered.", httpRequests)
+        r.counter("callroom_relay_packets_received_total", "UDP datagrams received by the relay.", relay.received.load(ordering: .relaxed))
+        r.counter("callroom_relay_bytes_received_total", "UDP bytes received by the relay.", relay.receivedBytes.load(ordering: .relaxed))
+        r.counter("callroom_relay_packets_forwarded_total", "RTP packets sent by the relay.", relay.forwarded.load(ordering: .relaxed))
+        r.counter("callroom_relay_bytes_forwarded_total", "RTP bytes sent by the relay.", relay.forwardedBytes.load(ordering: .relaxed))
+        r.counter("callroom_relay_binds_total", "Accepted media bind datagrams.", relay.binds.load(ordering: .relaxed))
+        r.counter("callroom_relay_packets_dropped_total", "Datagrams the relay dropped, by reason.", [
+            ("reason=\"unbound\"", relay.droppedUnbound.load(ordering: .relaxed)),
+            ("reason=\"malformed\"", relay.droppedMalformed.load(ordering: .relaxed)),
+            ("reason=\"bad_bind\"", relay.droppedBadBind.load(ordering: .relaxed)),
+            ("reason=\"ssrc_mismatch\"", relay.droppedSSRCMismatch.load(ordering: .relaxed)),
+            ("reason=\"send_failed\"", relay.droppedSendFailed.load(ordering: .relaxed)),
+        ])
+        let ops = store.operations.load(ordering: .relaxed)
+        r.counter("callroom_store_operations_total", "Store operations.", ops)
+        r.counter("callroom_store_failures_total", "Store operations that failed.", store.failures.load(ordering: .relaxed))
+        r.lines += [
+            "# HELP callroom_store_latency_seconds Store operation latency, lock wait included.",
+            "# TYPE callroom_store_latency_seconds summary",
+            "callroom_store_latency_seconds_sum \(Double(store.totalMicroseconds.load(ordering: .relaxed)) / 1e6)",
+            "callroom_store_latency_seconds_count \(ops)",
+            "# HELP callroom_store_latency_max_seconds Slowest store operation since start.",
+            "# TYPE callroom_store_latency_max_seconds gauge",
+            "callroom_store_latency_max_seconds \(Double(store.maxMicroseconds.load(ordering: .relaxed)) / 1e6)",
+        ]
+        return r.text
+    }
+}

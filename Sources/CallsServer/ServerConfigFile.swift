@@ -1,0 +1,81 @@
+import Foundation
+
+/// `callroomd --config FILE`: a JSON object whose keys mirror the command-line flags. Flags
+/// given on the command line take precedence. Unknown keys and wrong types are errors, so a
+/// typo never silently falls back to a default.
+///
+/// ```json
+/// {"listen": "0.0.0.0:7880", "mediaPort": 7882, "dataDir": "/var/lib/callroom",
+///  "autoCreateUsers": false, "logFormat": "json", "logLevel": "info", "maxParticipantsPerRoom": 50}
+/// ```
+public struct ServerConfigFile: Sendable, Equatable {
+    public var listen: String?
+    public var mediaPort: Int?
+    public var dataDir: String?
+    public var appId: String?
+    public var apiKey: String?
+    public var authKey: String?
+    public var autoCreateUsers: Bool?
+    public var logFormat: String?
+    public var logLevel: String?
+    public var maxParticipantsPerRoom: Int?
+    public var region: String?
+    public var storeHeartbeatSeconds: Int?
+
+    public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds"]
+
+    /// Why a config file was refused (the message names the file and the key).
+    public struct Invalid: Error, Equatable, Sendable, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    public init() {}
+
+    public static func load(path: String) throws(Invalid) -> ServerConfigFile {
+        guard let data = FileManager.default.contents(atPath: path) else { throw Invalid(message: "cannot read config file \(path)") }
+        return try parse(data, path: path)
+    }
+
+    /// JSON `true`/`false` (Foundation bridges numbers and booleans both ways, so ask the type).
+    private static func isBoolean(_ v: Any) -> Bool {
+        String(describing: type(of: v)).contains("Boolean") || (v as? NSNumber).map { String(cString: $0.objCType) == "c" } == true
+    }
+
+    public static func parse(_ data: Data, path: String = "config") throws(Invalid) -> ServerConfigFile {
+        guard let obj = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw Invalid(message: "\(path) is not a JSON object")
+        }
+        if let unknown = obj.keys.sorted().first(where: { !keys.contains($0) }) {
+            throw Invalid(message: "\(path): unknown key '\(unknown)' (known: \(keys.sorted().joined(separator: ", ")))")
+        }
+        func string(_ k: String) throws(Invalid) -> String? {
+            guard let v = obj[k] else { return nil }
+            guard let s = v as? String else { throw Invalid(message: "\(path): '\(k)' must be a string") }
+            return s
+        }
+        func int(_ k: String) throws(Invalid) -> Int? {
+            guard let v = obj[k] else { return nil }
+            guard !isBoolean(v), let n = v as? Int else { throw Invalid(message: "\(path): '\(k)' must be an integer") }
+            return n
+        }
+        var c = ServerConfigFile()
+        c.listen = try string("listen")
+        c.mediaPort = try int("mediaPort")
+        c.dataDir = try string("dataDir")
+        c.appId = try string("appId")
+        c.apiKey = try string("apiKey")
+        c.authKey = try string("authKey")
+        if let v = obj["autoCreateUsers"] {
+            guard isBoolean(v), let b = v as? Bool else { throw Invalid(message: "\(path): 'autoCreateUsers' must be true or false") }
+            c.autoCreateUsers = b
+        }
+        c.logFormat = try string("logFormat")
+        c.logLevel = try string("logLevel")
+        c.maxParticipantsPerRoom = try int("maxParticipantsPerRoom")
+        c.region = try string("region")
+        c.storeHeartbeatSeconds = try int("storeHeartbeatSeconds")
+        return c
+    }
+}

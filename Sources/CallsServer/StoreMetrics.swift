@@ -1,0 +1,23 @@
+import Synchronization
+
+/// Timing of store operations, for `/metrics`. Safe from any thread.
+public final class StoreMetrics: Sendable {
+    public let operations = Atomic<UInt64>(0)
+    public let totalMicroseconds = Atomic<UInt64>(0)
+    public let maxMicroseconds = Atomic<UInt64>(0)
+    public let failures = Atomic<UInt64>(0)
+
+    init() {}
+
+    func record(micros: UInt64, failed: Bool) {
+        operations.add(1, ordering: .relaxed)
+        totalMicroseconds.add(micros, ordering: .relaxed)
+        if failed { failures.add(1, ordering: .relaxed) }
+        var seen = maxMicroseconds.load(ordering: .relaxed)
+        while micros > seen {
+            let (exchanged, now) = maxMicroseconds.compareExchange(expected: seen, desired: micros, ordering: .relaxed)
+            if exchanged { break }
+            seen = now
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import CallsCore
+import CallsServer
+import CallsTransport
+import XCTest
+
+final class ConfigAndMetricsTests: XCTestCase {
+    func testConfigFileParsing() throws {
+        let c = try ServerConfigFile.parse(Data(#"{"listen":"0.0.0.0:1","mediaPort":2,"autoCreateUsers":false,"logFormat":"json"}"#.utf8))
+        XCTAssertEqual(c.listen, "0.0.0.0:1")
+        XCTAssertEqual(c.mediaPort, 2)
+        XCTAssertEqual(c.autoCreateUsers, false)
+        XCTAssertEqual(c.logFormat, "json")
+        XCTAssertThrowsError(try ServerConfigFile.parse(Data(#"{"listne":"x"}"#.utf8))) {
+            XCTAssertTrue(($0 as? ServerConfigFile.Invalid)?.message.contains("unknown key 'listne'") == true)
+        }
+        XCTAssertThrowsError(try ServerConfigFile.parse(Data(#"{"mediaPort":"7"}"#.utf8)))
+        XCTAssertThrowsError(try ServerConfigFile.parse(Data(#"{"mediaPort":true}"#.utf8)))
+        XCTAssertThrowsError(try ServerConfigFile.parse(Data(#"{"autoCreateUsers":1}"#.utf8)))
+        XCTAssertThrowsError(try ServerConfigFile.parse(Data("[1]".utf8)))
+    }
+
+    func testMetricsCountRoomsParticipantsAndPackets() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let p = try SignalProbe(url: h.server.url)
+        p.send(.join(.init(callToken: try h.callToken(uid: "m1", session: "metrics"))))
+        let j = try XCTUnwrap(p.joined())
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
+        let s = try UDPSocket(host: "127.0.0.1", port: 0)
+        s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+        XCTAssertTrue(s.waitReadable(timeoutMs: 1000))
+        s.send([0x80, 0, 1], to: relay)  // malformed
+        Thread.sleep(forTimeInterval: 0.1)
+        let text = h.server.metricsText()
+        func value(_ line: String) -> Double? {
+            text.split(separator: "\n").first { $0.hasPrefix(line + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        XCTAssertEqual(value("callroom_rooms"), 1)
+        XCTAssertEqual(value("callroom_participants"), 1)
+        XCTAssertEqual(value("callroom_signalling_connections"), 1)
+        XCTAssertEqual(value("callroom_relay_binds_total"), 1)
+        XCTAssertEqual(value(#"callroom_relay_packets_dropped_total{reason="malformed"}"#), 1)
+        XCTAssertGreaterThan(value("callroom_store_operations_total") ?? 0, 3)
+        XCTAssertNotNil(value("callroom_store_latency_seconds_sum"))
+        XCTAssertTrue(text.contains("# TYPE callroom_relay_packets_forwarded_total counter"))
+        // Over HTTP, as Prometheus scrapes it.
+        let r = h.request("GET", "/metrics")
+        XCTAssertEqual(r.status, 200)
+        p.send(.leave)
+        XCTAssertTrue(p.waitClosed())
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertTrue(h.server.metricsText().contains("callroom_rooms 0"))
+        XCTAssertFalse(h.server.metricsText().contains(h.server.keys.apiKey))
+    }
+}
