@@ -11,8 +11,24 @@ public let signallingSubprotocol = "callroom-signal"
 public enum ClientMessage: Sendable, Equatable {
     /// First message on a connection: authenticates with a call token and enters the room.
     case join(Join)
-    /// Asks the server to mark this participant's microphone muted or unmuted.
+    /// First message on a new connection after a drop: takes the held participant back.
+    case resume(token: String)
     case setAudioMuted(Bool)
+    case setVideoPaused(Bool)
+    case setHandRaised(Bool)
+    /// Screen share started or stopped.
+    case setPresenting(Bool)
+    case setRecording(Bool)
+    /// Moderators: pin a participant for the whole room (nil unpins).
+    case pin(pid: String?)
+    /// Moderators: mute someone else's microphone.
+    case muteParticipant(pid: String)
+    /// Moderators: pause someone else's video.
+    case pauseParticipantVideo(pid: String)
+    /// Moderators: remove someone from the room.
+    case removeParticipant(pid: String)
+    /// A chat message to the room.
+    case chat(text: String)
     /// Leaves the room; the server answers `left` and closes.
     case leave
     /// Keep-alive; answered by `pong` with the same id.
@@ -21,20 +37,40 @@ public enum ClientMessage: Sendable, Equatable {
     public struct Join: Codable, Sendable, Equatable {
         public var v: Int
         public var callToken: String
+        /// When given, must match the token's session (guards against using the wrong token).
+        public var sessionId: String?
         public var displayName: String?
         public var audioMuted: Bool
         public var videoPaused: Bool
         /// `video` or `voice`.
         public var sessionType: String
-        public init(v: Int = signallingProtocolVersion, callToken: String, displayName: String? = nil,
-                    audioMuted: Bool = false, videoPaused: Bool = false, sessionType: String = "voice") {
+        /// Seconds alone in the room before the server ends your session; 0 never. Default 300.
+        public var idleTimeoutSeconds: Int?
+        public init(v: Int = signallingProtocolVersion, callToken: String, sessionId: String? = nil, displayName: String? = nil,
+                    audioMuted: Bool = false, videoPaused: Bool = false, sessionType: String = "voice", idleTimeoutSeconds: Int? = nil) {
             self.v = v
             self.callToken = callToken
+            self.sessionId = sessionId
             self.displayName = displayName
             self.audioMuted = audioMuted
             self.videoPaused = videoPaused
             self.sessionType = sessionType
+            self.idleTimeoutSeconds = idleTimeoutSeconds
         }
+    }
+}
+
+/// A chat message as the server relays it.
+public struct ChatMessage: Codable, Sendable, Equatable {
+    public var id: Int64
+    public var pid: String
+    public var uid: String
+    public var name: String
+    public var text: String
+    /// Milliseconds since the epoch.
+    public var sentAt: Int64
+    public init(id: Int64, pid: String, uid: String, name: String, text: String, sentAt: Int64) {
+        self.id = id; self.pid = pid; self.uid = uid; self.name = name; self.text = text; self.sentAt = sentAt
     }
 }
 
@@ -42,10 +78,15 @@ public enum ClientMessage: Sendable, Equatable {
 public enum ServerMessage: Sendable, Equatable {
     /// The join succeeded: who you are, who is here, and how to reach the media relay.
     case joined(Joined)
+    /// A `resume` succeeded: the same participant, current roster, fresh media binding.
+    case resumed(Joined)
     case participantJoined(WireParticipant)
     case participantLeft(WireParticipant, reason: String)
-    /// A participant's state changed; `change` names what (`audioMuted`, `audioUnmuted`).
+    /// A participant's state changed; `change` names what (see docs/protocol.md).
     case participantUpdated(WireParticipant, change: String)
+    /// The loudest participant changed (nil: nobody is speaking).
+    case dominantSpeaker(pid: String?)
+    case chat(ChatMessage)
     /// You left (or were made to leave); the server closes the connection after this.
     case left(reason: String)
     /// A request was refused. `code` is one of the documented error codes.
@@ -60,12 +101,22 @@ public enum ServerMessage: Sendable, Equatable {
         public var mediaPort: Int
         /// Hex of the 16-byte per-join secret for the media bind datagram.
         public var bindToken: String
-        public init(sessionId: String, you: WireParticipant, participants: [WireParticipant], mediaPort: Int, bindToken: String) {
+        /// Presented in `resume` after a dropped connection (within the grace period).
+        public var resumeToken: String?
+        /// How long (s) the server holds you after your connection drops.
+        public var gracePeriodSeconds: Int?
+        /// The current dominant speaker, if any.
+        public var dominantSpeaker: String?
+        public init(sessionId: String, you: WireParticipant, participants: [WireParticipant], mediaPort: Int, bindToken: String,
+                    resumeToken: String? = nil, gracePeriodSeconds: Int? = nil, dominantSpeaker: String? = nil) {
             self.sessionId = sessionId
             self.you = you
             self.participants = participants
             self.mediaPort = mediaPort
             self.bindToken = bindToken
+            self.resumeToken = resumeToken
+            self.gracePeriodSeconds = gracePeriodSeconds
+            self.dominantSpeaker = dominantSpeaker
         }
     }
 }
@@ -81,9 +132,12 @@ public enum SignalDecodeError: Error, Equatable, Sendable {
 // MARK: - JSON coding
 
 private struct TypeProbe: Decodable { var type: String? }
-private struct MutedBody: Codable { var type: String; var muted: Bool }
+private struct Flag: Codable { var type: String; var value: Bool }
 private struct IdBody: Codable { var type: String; var id: Int }
 private struct TypeOnly: Codable { var type: String }
+private struct PidBody: Codable { var type: String; var pid: String? }
+private struct TextBody: Codable { var type: String; var text: String }
+private struct TokenBody: Codable { var type: String; var resumeToken: String }
 private struct ParticipantBody: Codable { var type: String; var participant: WireParticipant; var change: String?; var reason: String? }
 private struct ReasonBody: Codable { var type: String; var reason: String }
 private struct ErrorBody: Codable { var type: String; var code: String; var message: String }
@@ -124,11 +178,27 @@ enum SignalJSON {
 }
 
 extension ClientMessage {
+    /// The flag messages and their wire types (`{"type": "...", "value": true}`).
+    private static let flags: [String: @Sendable (Bool) -> ClientMessage] = [
+        "setAudioMuted": { .setAudioMuted($0) }, "setVideoPaused": { .setVideoPaused($0) },
+        "setHandRaised": { .setHandRaised($0) }, "setPresenting": { .setPresenting($0) }, "setRecording": { .setRecording($0) },
+    ]
+
     /// The JSON text of this message.
     public func json() -> String {
         switch self {
         case .join(let j): return SignalJSON.encode(Typed(type: "join", body: j))
-        case .setAudioMuted(let m): return SignalJSON.encode(MutedBody(type: "setAudioMuted", muted: m))
+        case .resume(let t): return SignalJSON.encode(TokenBody(type: "resume", resumeToken: t))
+        case .setAudioMuted(let v): return SignalJSON.encode(Flag(type: "setAudioMuted", value: v))
+        case .setVideoPaused(let v): return SignalJSON.encode(Flag(type: "setVideoPaused", value: v))
+        case .setHandRaised(let v): return SignalJSON.encode(Flag(type: "setHandRaised", value: v))
+        case .setPresenting(let v): return SignalJSON.encode(Flag(type: "setPresenting", value: v))
+        case .setRecording(let v): return SignalJSON.encode(Flag(type: "setRecording", value: v))
+        case .pin(let pid): return SignalJSON.encode(PidBody(type: "pin", pid: pid))
+        case .muteParticipant(let pid): return SignalJSON.encode(PidBody(type: "muteParticipant", pid: pid))
+        case .pauseParticipantVideo(let pid): return SignalJSON.encode(PidBody(type: "pauseParticipantVideo", pid: pid))
+        case .removeParticipant(let pid): return SignalJSON.encode(PidBody(type: "removeParticipant", pid: pid))
+        case .chat(let text): return SignalJSON.encode(TextBody(type: "chat", text: text))
         case .leave: return SignalJSON.encode(TypeOnly(type: "leave"))
         case .ping(let id): return SignalJSON.encode(IdBody(type: "ping", id: id))
         }
@@ -136,12 +206,26 @@ extension ClientMessage {
 
     /// Decodes one JSON text frame.
     public init(json data: Data) throws(SignalDecodeError) {
-        switch try SignalJSON.type(of: data) {
+        let type = try SignalJSON.type(of: data)
+        if let make = Self.flags[type] {
+            self = make(try SignalJSON.decode(Flag.self, data).value)
+            return
+        }
+        func pid() throws(SignalDecodeError) -> String {
+            guard let p = try SignalJSON.decode(PidBody.self, data).pid else { throw .badFields("pid is required") }
+            return p
+        }
+        switch type {
         case "join": self = .join(try SignalJSON.decode(Typed<Join>.self, data).body)
-        case "setAudioMuted": self = .setAudioMuted(try SignalJSON.decode(MutedBody.self, data).muted)
+        case "resume": self = .resume(token: try SignalJSON.decode(TokenBody.self, data).resumeToken)
+        case "pin": self = .pin(pid: try SignalJSON.decode(PidBody.self, data).pid)
+        case "muteParticipant": self = .muteParticipant(pid: try pid())
+        case "pauseParticipantVideo": self = .pauseParticipantVideo(pid: try pid())
+        case "removeParticipant": self = .removeParticipant(pid: try pid())
+        case "chat": self = .chat(text: try SignalJSON.decode(TextBody.self, data).text)
         case "leave": self = .leave
         case "ping": self = .ping(try SignalJSON.decode(IdBody.self, data).id)
-        case let other: throw .unknownType(other)
+        case let other: throw .unknownType(String(other.prefix(64)))
         }
     }
 }
@@ -151,12 +235,15 @@ extension ServerMessage {
     public func json() -> String {
         switch self {
         case .joined(let j): return SignalJSON.encode(Typed(type: "joined", body: j))
+        case .resumed(let j): return SignalJSON.encode(Typed(type: "resumed", body: j))
         case .participantJoined(let p):
             return SignalJSON.encode(ParticipantBody(type: "participantJoined", participant: p))
         case .participantLeft(let p, let reason):
             return SignalJSON.encode(ParticipantBody(type: "participantLeft", participant: p, reason: reason))
         case .participantUpdated(let p, let change):
             return SignalJSON.encode(ParticipantBody(type: "participantUpdated", participant: p, change: change))
+        case .dominantSpeaker(let pid): return SignalJSON.encode(PidBody(type: "dominantSpeaker", pid: pid))
+        case .chat(let m): return SignalJSON.encode(Typed(type: "chat", body: m))
         case .left(let reason): return SignalJSON.encode(ReasonBody(type: "left", reason: reason))
         case .error(let code, let message): return SignalJSON.encode(ErrorBody(type: "error", code: code, message: message))
         case .pong(let id): return SignalJSON.encode(IdBody(type: "pong", id: id))
@@ -167,6 +254,7 @@ extension ServerMessage {
     public init(json data: Data) throws(SignalDecodeError) {
         switch try SignalJSON.type(of: data) {
         case "joined": self = .joined(try SignalJSON.decode(Typed<Joined>.self, data).body)
+        case "resumed": self = .resumed(try SignalJSON.decode(Typed<Joined>.self, data).body)
         case "participantJoined": self = .participantJoined(try SignalJSON.decode(ParticipantBody.self, data).participant)
         case "participantLeft":
             let b = try SignalJSON.decode(ParticipantBody.self, data)
@@ -174,12 +262,14 @@ extension ServerMessage {
         case "participantUpdated":
             let b = try SignalJSON.decode(ParticipantBody.self, data)
             self = .participantUpdated(b.participant, change: b.change ?? "")
+        case "dominantSpeaker": self = .dominantSpeaker(pid: try SignalJSON.decode(PidBody.self, data).pid)
+        case "chat": self = .chat(try SignalJSON.decode(Typed<ChatMessage>.self, data).body)
         case "left": self = .left(reason: try SignalJSON.decode(ReasonBody.self, data).reason)
         case "error":
             let b = try SignalJSON.decode(ErrorBody.self, data)
             self = .error(code: b.code, message: b.message)
         case "pong": self = .pong(try SignalJSON.decode(IdBody.self, data).id)
-        case let other: throw .unknownType(other)
+        case let other: throw .unknownType(String(other.prefix(64)))
         }
     }
 }

@@ -14,6 +14,14 @@ public struct WireParticipant: Codable, Sendable, Equatable, Hashable {
     public var isVideoPaused: Bool
     /// Milliseconds since the Unix epoch.
     public var joinedAt: Int64
+    /// When the hand went up (ms since the epoch); nil when lowered. Orders raised hands.
+    public var raisedHandTimestamp: Int64? = nil
+    /// Pinned for the whole room by a moderator.
+    public var isPinned: Bool = false
+    /// Sharing a screen.
+    public var isPresenting: Bool = false
+    /// Recording the call on their side.
+    public var isRecording: Bool = false
 
     public init(uid: String, name: String, avatar: String? = nil, pid: String, ssrc: UInt32, role: String,
                 isAudioMuted: Bool, isVideoPaused: Bool, joinedAt: Int64) {

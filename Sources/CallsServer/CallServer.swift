@@ -31,6 +31,7 @@ public final class CallServer: @unchecked Sendable {
     private let restQueue = DispatchQueue(label: "callroom.rest", attributes: .concurrent)
     private let openSockets = Atomic<Int>(0)
     private let httpRequests = Atomic<UInt64>(0)
+    private let restLimiters = Mutex<[String: RateLimiter]>([:])
 
     public init(configuration: ServerConfiguration) {
         self.configuration = configuration
@@ -67,8 +68,10 @@ public final class CallServer: @unchecked Sendable {
             throw .cannotBindMedia("\(configuration.host):\(configuration.mediaPort) (\(error))")
         }
         let signer = CallTokenSigner(secret: Hex.decode(k.tokenSecret) ?? [])
-        let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log,
-                                 maxParticipants: configuration.maxParticipantsPerRoom)
+        var limits = RoomLimits()
+        limits.maxParticipants = configuration.maxParticipantsPerRoom
+        limits.gracePeriodSeconds = configuration.gracePeriodSeconds
+        let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits)
         let web = WebServer(host: configuration.host, delegate: self)
         rooms.attach(outbox: self)
         self.rooms = rooms
@@ -113,6 +116,16 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     public func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         guard let router else { return respond(HTTPResponse(status: 503, json: #"{"error":{"code":"ERR_UNAVAILABLE","message":"Starting."}}"#)) }
         httpRequests.add(1, ordering: .relaxed)
+        let allowed = restLimiters.withLock { l -> Bool in
+            if l.count > 10_000 { l.removeAll() }
+            var b = l[request.peer] ?? RateLimiter(capacity: configuration.restRequestsPerSecond * 2, perSecond: configuration.restRequestsPerSecond)
+            let ok = b.allow(now: monotonicNanoseconds())
+            l[request.peer] = b
+            return ok
+        }
+        guard allowed else {
+            return respond(HTTPResponse(status: 429, json: ServerError(429, "ERR_RATE_LIMITED", "Too many requests from this address.").json))
+        }
         if request.method == "GET" && request.path == "/metrics" {
             return restQueue.async { respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Array(self.metricsText().utf8))) }
         }

@@ -69,3 +69,41 @@ extension CallStore {
                           participants: ps)
     }
 }
+
+/// A chat message kept with its call.
+public struct StoredChatMessage: Sendable, Equatable, Codable {
+    public var id: Int64
+    public var uid: String
+    public var pid: String
+    public var name: String
+    public var text: String
+    public var sentAt: Int64
+}
+
+extension CallStore {
+    /// Keeps a chat message with its call; returns its id.
+    public func addChatMessage(callID: Int64, uid: String, pid: String, name: String, text: String, at now: Int64) throws(SQLiteError) -> Int64 {
+        try locked { () throws(SQLiteError) in
+            try db.execute("INSERT INTO chat_messages(call_id, uid, pid, name, text, sent_at) VALUES (?, ?, ?, ?, ?, ?)",
+                           [.int(callID), .text(uid), .text(pid), .text(name), .text(text), .int(now)])
+            return db.lastInsertRowID
+        }
+    }
+
+    /// The chat of the latest call of `sessionId`, oldest first.
+    public func chatMessages(sessionId: String, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredChatMessage> {
+        try locked { () throws(SQLiteError) in
+            guard let call = try db.query("SELECT id FROM calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+                                          [.text(sessionId)]).first?.first?.int else {
+                return Page(items: [], total: 0, page: page, perPage: perPage)
+            }
+            let total = Int(try db.query("SELECT COUNT(*) FROM chat_messages WHERE call_id = ?", [.int(call)]).first?.first?.int ?? 0)
+            let rows = try db.query("SELECT id, uid, pid, name, text, sent_at FROM chat_messages WHERE call_id = ? ORDER BY id LIMIT ? OFFSET ?",
+                                    [.int(call), .int(Int64(perPage)), .int(Int64((page - 1) * perPage))])
+            return Page(items: rows.map {
+                StoredChatMessage(id: $0[0].int ?? 0, uid: $0[1].text ?? "", pid: $0[2].text ?? "", name: $0[3].text ?? "",
+                                  text: $0[4].text ?? "", sentAt: $0[5].int ?? 0)
+            }, total: total, page: page, perPage: perPage)
+        }
+    }
+}

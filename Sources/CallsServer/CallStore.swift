@@ -71,6 +71,12 @@ public final class CallStore: @unchecked Sendable {
                     name TEXT NOT NULL, joined_at INTEGER NOT NULL, left_at INTEGER)
                 """)
             try db.execute("CREATE INDEX IF NOT EXISTS call_participants_call ON call_participants(call_id)")
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS chat_messages(id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    call_id INTEGER NOT NULL REFERENCES calls(id), uid TEXT NOT NULL, pid TEXT NOT NULL,
+                    name TEXT NOT NULL, text TEXT NOT NULL, sent_at INTEGER NOT NULL)
+                """)
+            try db.execute("CREATE INDEX IF NOT EXISTS chat_messages_call ON chat_messages(call_id)")
             let v = try db.query("SELECT version FROM schema_version").first?.first?.int
             if v == nil { try db.execute("INSERT INTO schema_version(version) VALUES (?)", [.int(Self.schemaVersion)]) }
         }

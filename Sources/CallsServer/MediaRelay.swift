@@ -15,6 +15,8 @@ public final class RelayCounters: Sendable {
     public let droppedBadBind = Atomic<UInt64>(0)
     public let droppedSSRCMismatch = Atomic<UInt64>(0)
     public let droppedSendFailed = Atomic<UInt64>(0)
+    public let droppedBindRateLimited = Atomic<UInt64>(0)
+    public let dominantSpeakerChanges = Atomic<UInt64>(0)
     init() {}
 }
 
@@ -36,8 +38,14 @@ final class MediaRelay: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
 
+    /// Called on the relay thread when a room's loudest speaker changes (room index, member
+    /// key). Set before `start()`; it must only hand off (the registry hops to its queue).
+    var onDominantSpeaker: (@Sendable (Int, UInt64?) -> Void)?
+
     // Relay-thread state
     private var table = RelayTable.empty
+    private var speakers = DominantSpeakerTracker()
+    private var bindLimiters: [SocketAddress: RateLimiter] = [:]
     private var seenGeneration: UInt64 = 0
     private var addressOf: [UInt64: SocketAddress] = [:]
     private var memberAt: [SocketAddress: UInt64] = [:]
@@ -76,6 +84,8 @@ final class MediaRelay: @unchecked Sendable {
             addressOf[key] = nil
             memberAt[addr] = nil
         }
+        speakers.retain(table)
+        if bindLimiters.count > 10_000 { bindLimiters.removeAll(keepingCapacity: true) }
     }
 
     private func loop() {
@@ -83,6 +93,7 @@ final class MediaRelay: @unchecked Sendable {
         defer { buffer.deallocate() }
         while running.load(ordering: .acquiring) {
             adoptSnapshotIfChanged()
+            evaluateSpeakers()
             guard socket.waitReadable(timeoutMs: 50) else { continue }
             // A join may have published a table while we waited: its bind must see it.
             adoptSnapshotIfChanged()
@@ -115,6 +126,7 @@ final class MediaRelay: @unchecked Sendable {
             counters.droppedSSRCMismatch.add(1, ordering: .relaxed)
             return
         }
+        if let level = Self.audioLevel(datagram) { speakers.heard(key, level: level, now: monotonicNanoseconds()) }
         guard let others = table.rooms[member.room] else { return }
         for other in others where other != key {
             guard let addr = addressOf[other] else { continue }
@@ -127,12 +139,48 @@ final class MediaRelay: @unchecked Sendable {
         }
     }
 
+    private func evaluateSpeakers() {
+        let now = monotonicNanoseconds()
+        guard let changes = speakers.evaluate(table, now: now) else { return }
+        for (room, key) in changes {
+            counters.dominantSpeakerChanges.add(1, ordering: .relaxed)
+            onDominantSpeaker?(room, key)
+        }
+    }
+
+    /// The RFC 6464 level (0 loud … 127 silent) in a datagram's one-byte header extension, if any.
+    /// Reads in place; allocates nothing.
+    static func audioLevel(_ d: UnsafeRawBufferPointer) -> UInt8? {
+        guard d.count >= 16, d[0] & 0x10 != 0 else { return nil }
+        let start = 12 + 4 * Int(d[0] & 0x0F)
+        guard d.count >= start + 4, d[start] == 0xBE, d[start + 1] == 0xDE else { return nil }
+        let end = start + 4 + 4 * (Int(d[start + 2]) << 8 | Int(d[start + 3]))
+        guard d.count >= end else { return nil }
+        var i = start + 4
+        while i < end {
+            let b = d[i]
+            if b == 0 { i += 1; continue }
+            let id = b >> 4, len = Int(b & 0x0F) + 1
+            if id == 15 || i + 1 + len > end { return nil }
+            if id == RTPPacket.audioLevelExtensionID { return d[i + 1] & 0x7F }
+            i += 1 + len
+        }
+        return nil
+    }
+
     private func handleBind(_ datagram: UnsafeRawBufferPointer, from: SocketAddress) {
         guard let req = MediaBinding.parseBind(datagram), let token = BindToken(req.token),
               let key = table.byToken[token], let member = table.members[key], member.ssrc == req.ssrc else {
             counters.droppedBadBind.add(1, ordering: .relaxed)
             return
         }
+        var limiter = bindLimiters[from] ?? RateLimiter(capacity: 20, perSecond: 10)
+        guard limiter.allow(now: monotonicNanoseconds()) else {
+            bindLimiters[from] = limiter
+            counters.droppedBindRateLimited.add(1, ordering: .relaxed)
+            return
+        }
+        bindLimiters[from] = limiter
         if let old = addressOf[key], old != from { memberAt[old] = nil }
         addressOf[key] = from
         memberAt[from] = key

@@ -34,7 +34,10 @@ struct MetricsReport {
             ("reason=\"bad_bind\"", relay.droppedBadBind.load(ordering: .relaxed)),
             ("reason=\"ssrc_mismatch\"", relay.droppedSSRCMismatch.load(ordering: .relaxed)),
             ("reason=\"send_failed\"", relay.droppedSendFailed.load(ordering: .relaxed)),
+            ("reason=\"bind_rate_limited\"", relay.droppedBindRateLimited.load(ordering: .relaxed)),
         ])
+        r.counter("callroom_dominant_speaker_changes_total", "Dominant speaker changes across rooms.",
+                  relay.dominantSpeakerChanges.load(ordering: .relaxed))
         let ops = store.operations.load(ordering: .relaxed)
         r.counter("callroom_store_operations_total", "Store operations.", ops)
         r.counter("callroom_store_failures_total", "Store operations that failed.", store.failures.load(ordering: .relaxed))

@@ -4,16 +4,23 @@ import Foundation
 
 /// Every live room and participant: the single source of truth for room state.
 ///
-/// Thread rules: all state lives on `queue` (a serial queue); public entry points hop onto it.
+/// Thread rules: all state lives on `queue` (a serial queue); entry points hop onto it.
 /// Messages leave through the `SignalOutbox`; membership changes publish a new `RelayTable`.
 /// Store writes happen on this queue, so a committed join/leave precedes its broadcast.
+/// Facets: `+State` (participant state, moderation), `+Chat`, `+Presence` (reconnection,
+/// idle timeout, dominant speaker).
 final class RoomRegistry: @unchecked Sendable {
     struct Participant {
         var wire: WireParticipant
-        var connection: UInt64
+        /// The signalling connection; nil while held after a drop (see `+Presence`).
+        var connection: UInt64?
         var bindToken: [UInt8]
+        var resumeToken: String
         var key: UInt64
         var storeRowID: Int64?
+        var idleTimeoutSeconds: Int
+        var chatLimiter: RateLimiter
+        var grace: DispatchWorkItem?
     }
 
     final class Room {
@@ -22,35 +29,47 @@ final class RoomRegistry: @unchecked Sendable {
         var callID: Int64?
         var participants: [String: Participant] = [:]  // by pid
         var order: [String] = []  // pids in join order
+        var idleTimer: DispatchWorkItem?
+        var dominant: String?
         init(sessionId: String, index: Int) { self.sessionId = sessionId; self.index = index }
         var roster: [WireParticipant] { order.compactMap { participants[$0]?.wire } }
     }
 
     let queue = DispatchQueue(label: "callroom.rooms")
-    private let store: CallStore
+    let store: CallStore
     private let signer: CallTokenSigner
     private let appID: String
-    private let relay: MediaRelay
-    private let log: ServerLog
-    private weak var outboxRef: (any SignalOutbox)?
-    private var rooms: [String: Room] = [:]
-    private var byConnection: [UInt64: (session: String, pid: String)] = [:]
+    let relay: MediaRelay
+    let log: ServerLog
+    let limits: RoomLimits
+    weak var outboxRef: (any SignalOutbox)?
+    var rooms: [String: Room] = [:]
+    /// Which participant each connection speaks for.
+    var byConnection: [UInt64: (session: String, pid: String)] = [:]
+    var byResumeToken: [String: (session: String, pid: String)] = [:]
+    var signalLimiters: [UInt64: RateLimiter] = [:]
+    var roomsByIndex: [Int: String] = [:]
     private var nextRoomIndex = 1
     private var nextKey: UInt64 = 1
     private var usedSSRCs: Set<UInt32> = []
     private var heartbeat: DispatchSourceTimer?
-    let maxParticipants: Int
 
-    init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, maxParticipants: Int = 50) {
+    init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits()) {
         self.store = store
         self.signer = signer
         self.appID = appID
         self.relay = relay
         self.log = log
-        self.maxParticipants = maxParticipants
+        self.limits = limits
     }
 
-    func attach(outbox: any SignalOutbox) { outboxRef = outbox }
+    func attach(outbox: any SignalOutbox) {
+        outboxRef = outbox
+        relay.onDominantSpeaker = { [weak self] room, key in
+            guard let registry = self else { return }
+            registry.queue.async { registry.dominantSpeakerChanged(roomIndex: room, key: key) }
+        }
+    }
 
     /// Starts the store heartbeat that bounds how much end time a crash can lose.
     func startHeartbeat(every seconds: Double = 5) {
@@ -69,11 +88,15 @@ final class RoomRegistry: @unchecked Sendable {
     // MARK: Entry points (any thread)
 
     func received(_ message: ClientMessage, from connection: UInt64) {
-        queue.async { self.handle(message, from: connection) }
+        queue.async {
+            guard self.admit(connection) else { return }
+            self.handle(message, from: connection)
+        }
     }
 
     func rejected(_ error: SignalDecodeError, from connection: UInt64) {
         queue.async {
+            guard self.admit(connection) else { return }
             let (code, text): (String, String)
             switch error {
             case .unknownType(let t): (code, text) = ("SIGNAL_UNKNOWN_TYPE", "Unknown message type '\(t.prefix(40))'.")
@@ -86,28 +109,57 @@ final class RoomRegistry: @unchecked Sendable {
     }
 
     func connectionClosed(_ connection: UInt64) {
-        queue.async { self.leave(connection: connection, reason: "disconnected", notifySelf: false) }
+        queue.async {
+            self.signalLimiters[connection] = nil
+            self.connectionDropped(connection)
+        }
     }
 
     /// Ends every call (server shutdown) with the current time.
     func closeAll(reason: String) {
         queue.sync {
-            for c in Array(byConnection.keys) { leave(connection: c, reason: reason, notifySelf: true) }
+            for room in Array(rooms.values) {
+                for pid in room.order { leave(session: room.sessionId, pid: pid, reason: reason, notifySelf: true) }
+            }
         }
     }
 
     // MARK: Queue-confined handling
 
+    /// Per-connection signalling rate limit; the first refusal in a burst is reported.
+    private func admit(_ connection: UInt64) -> Bool {
+        var l = signalLimiters[connection] ?? RateLimiter(capacity: limits.signalBurst, perSecond: limits.signalPerSecond)
+        let ok = l.allow(now: monotonicNanoseconds())
+        signalLimiters[connection] = l
+        if !ok { outboxRef?.send(.error(code: "ERR_RATE_LIMITED", message: "Too many messages; slow down."), to: connection) }
+        return ok
+    }
+
     private func handle(_ message: ClientMessage, from connection: UInt64) {
+        if case .join(let j) = message { return join(j, connection: connection) }
+        if case .resume(let token) = message { return resume(token: token, connection: connection) }
+        if case .ping(let id) = message { return outboxRef?.send(.pong(id), to: connection) ?? () }
+        guard let (sid, pid) = byConnection[connection], let room = rooms[sid], room.participants[pid] != nil else {
+            return fail(connection, "SIGNAL_NOT_JOINED", "Join a session first.", close: false)
+        }
         switch message {
-        case .join(let j): join(j, connection: connection)
-        case .setAudioMuted(let muted): setMuted(muted, connection: connection)
-        case .leave: leave(connection: connection, reason: "left", notifySelf: true)
-        case .ping(let id): outboxRef?.send(.pong(id), to: connection)
+        case .leave: leave(session: sid, pid: pid, reason: "left", notifySelf: true)
+        case .setAudioMuted(let v): update(room, pid, change: v ? "audioMuted" : "audioUnmuted") { $0.isAudioMuted = v }
+        case .setVideoPaused(let v): update(room, pid, change: v ? "videoPaused" : "videoResumed") { $0.isVideoPaused = v }
+        case .setHandRaised(let v):
+            update(room, pid, change: v ? "handRaised" : "handLowered") { $0.raisedHandTimestamp = v ? ($0.raisedHandTimestamp ?? epochMilliseconds()) : nil }
+        case .setPresenting(let v): update(room, pid, change: v ? "presentingStarted" : "presentingStopped") { $0.isPresenting = v }
+        case .setRecording(let v): update(room, pid, change: v ? "recordingStarted" : "recordingStopped") { $0.isRecording = v }
+        case .pin(let target): pin(room, by: pid, target: target, connection: connection)
+        case .muteParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .mute)
+        case .pauseParticipantVideo(let target): moderate(room, by: pid, target: target, connection: connection, action: .pauseVideo)
+        case .removeParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .remove)
+        case .chat(let text): chat(room, from: pid, text: text, connection: connection)
+        case .join, .resume, .ping: break
         }
     }
 
-    private func fail(_ connection: UInt64, _ code: String, _ message: String, close: Bool) {
+    func fail(_ connection: UInt64, _ code: String, _ message: String, close: Bool) {
         outboxRef?.send(.error(code: code, message: message), to: connection)
         if close { outboxRef?.close(connection) }
     }
@@ -129,16 +181,17 @@ final class RoomRegistry: @unchecked Sendable {
         guard claims.app == appID else {
             return fail(connection, "AUTH_ERR_APPID_MISMATCH", "The call token was issued for another app.", close: true)
         }
+        if let s = j.sessionId, s != claims.sid {
+            return fail(connection, "AUTH_ERR_TOKEN_SESSION_MISMATCH", "The call token is for another session.", close: true)
+        }
+        if let t = j.idleTimeoutSeconds, t < 0 {
+            return fail(connection, "SIGNAL_BAD_MESSAGE", "idleTimeoutSeconds must be 0 or more.", close: true)
+        }
         let now = epochMilliseconds()
-        let room = rooms[claims.sid] ?? {
-            let r = Room(sessionId: claims.sid, index: nextRoomIndex)
-            nextRoomIndex += 1
-            rooms[claims.sid] = r
-            return r
-        }()
-        guard room.participants.count < maxParticipants else {
-            if room.participants.isEmpty { rooms[claims.sid] = nil }
-            return fail(connection, "ERR_ROOM_FULL", "The session already has \(maxParticipants) participants.", close: true)
+        let room = rooms[claims.sid] ?? makeRoom(claims.sid)
+        guard room.participants.count < limits.maxParticipants else {
+            if room.participants.isEmpty { removeRoom(room) }
+            return fail(connection, "ERR_ROOM_FULL", "The session already has \(limits.maxParticipants) participants.", close: true)
         }
         var name = claims.sub
         do {
@@ -149,7 +202,7 @@ final class RoomRegistry: @unchecked Sendable {
             }
         } catch {
             log.error("store failed on join", ["session": claims.sid, "error": "\(error)"])
-            if room.participants.isEmpty { rooms[claims.sid] = nil }
+            if room.participants.isEmpty { removeRoom(room) }
             return fail(connection, "ERR_STORAGE", "The server could not record the join.", close: true)
         }
         if let dn = j.displayName?.trimmingCharacters(in: .whitespacesAndNewlines), !dn.isEmpty { name = String(dn.prefix(100)) }
@@ -157,11 +210,14 @@ final class RoomRegistry: @unchecked Sendable {
         var ssrc: UInt32 = 0
         repeat { ssrc = Crypto.randomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } } while ssrc == 0 || usedSSRCs.contains(ssrc)
         usedSSRCs.insert(ssrc)
-        let role = claims.role ?? (room.participants.isEmpty ? "moderator" : "participant")
+        let hasModerator = room.participants.values.contains { $0.wire.role == "moderator" }
+        let role = claims.role ?? (hasModerator ? "participant" : "moderator")
         let wire = WireParticipant(uid: claims.sub, name: name, pid: pid, ssrc: ssrc, role: role,
                                    isAudioMuted: j.audioMuted, isVideoPaused: j.videoPaused, joinedAt: now)
-        let token = Crypto.randomBytes(MediaBinding.tokenLength)
-        var p = Participant(wire: wire, connection: connection, bindToken: token, key: nextKey, storeRowID: nil)
+        var p = Participant(wire: wire, connection: connection, bindToken: Crypto.randomBytes(MediaBinding.tokenLength),
+                            resumeToken: Crypto.randomHex(24), key: nextKey, storeRowID: nil,
+                            idleTimeoutSeconds: j.idleTimeoutSeconds ?? limits.defaultIdleTimeoutSeconds,
+                            chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), grace: nil)
         nextKey += 1
         if let callID = room.callID {
             p.storeRowID = try? store.participantJoined(callID: callID, uid: wire.uid, pid: pid, name: name, at: now)
@@ -170,55 +226,72 @@ final class RoomRegistry: @unchecked Sendable {
         room.participants[pid] = p
         room.order.append(pid)
         byConnection[connection] = (claims.sid, pid)
+        byResumeToken[p.resumeToken] = (claims.sid, pid)
         publishRelayTable()
-        outboxRef?.send(.joined(.init(sessionId: claims.sid, you: wire, participants: room.roster, mediaPort: relay.port,
-                                      bindToken: Hex.encode(token))), to: connection)
+        outboxRef?.send(.joined(joinedPayload(room, p)), to: connection)
         for o in others { if let c = room.participants[o.pid]?.connection { outboxRef?.send(.participantJoined(wire), to: c) } }
+        rescheduleIdleTimer(room)
         log.info("participant joined", ["session": claims.sid, "uid": wire.uid, "pid": pid, "participants": "\(room.participants.count)"])
     }
 
-    private func setMuted(_ muted: Bool, connection: UInt64) {
-        guard let (sid, pid) = byConnection[connection], let room = rooms[sid], var p = room.participants[pid] else {
-            return fail(connection, "SIGNAL_NOT_JOINED", "Join a session first.", close: false)
-        }
-        guard p.wire.isAudioMuted != muted else { return }
-        p.wire.isAudioMuted = muted
-        room.participants[pid] = p
-        broadcast(room, .participantUpdated(p.wire, change: muted ? "audioMuted" : "audioUnmuted"))
+    func joinedPayload(_ room: Room, _ p: Participant) -> ServerMessage.Joined {
+        .init(sessionId: room.sessionId, you: p.wire, participants: room.roster, mediaPort: relay.port,
+              bindToken: Hex.encode(p.bindToken), resumeToken: p.resumeToken,
+              gracePeriodSeconds: Int(limits.gracePeriodSeconds), dominantSpeaker: room.dominant)
     }
 
-    private func leave(connection: UInt64, reason: String, notifySelf: Bool) {
-        guard let (sid, pid) = byConnection.removeValue(forKey: connection) else {
-            if notifySelf {
-                outboxRef?.send(.left(reason: reason), to: connection)
-                outboxRef?.close(connection)
-            }
-            return
-        }
+    private func makeRoom(_ sid: String) -> Room {
+        let r = Room(sessionId: sid, index: nextRoomIndex)
+        nextRoomIndex += 1
+        rooms[sid] = r
+        roomsByIndex[r.index] = sid
+        return r
+    }
+
+    private func removeRoom(_ room: Room) {
+        room.idleTimer?.cancel()
+        rooms[room.sessionId] = nil
+        roomsByIndex[room.index] = nil
+    }
+
+    /// Removes a participant: store, relay, broadcast; ends the call when the room empties.
+    func leave(session sid: String, pid: String, reason: String, notifySelf: Bool) {
         guard let room = rooms[sid], let p = room.participants.removeValue(forKey: pid) else { return }
         room.order.removeAll { $0 == pid }
+        p.grace?.cancel()
+        byResumeToken[p.resumeToken] = nil
         usedSSRCs.remove(p.wire.ssrc)
+        if let c = p.connection {
+            byConnection[c] = nil
+            if notifySelf {
+                outboxRef?.send(.left(reason: reason), to: c)
+                outboxRef?.close(c)
+            }
+        }
         let now = epochMilliseconds()
         if let row = p.storeRowID { try? store.participantLeft(rowID: row, at: now) }
         publishRelayTable()
-        if notifySelf {
-            outboxRef?.send(.left(reason: reason), to: connection)
-            outboxRef?.close(connection)
-        }
         broadcast(room, .participantLeft(p.wire, reason: reason))
         log.info("participant left", ["session": sid, "uid": p.wire.uid, "pid": pid, "reason": reason])
         if room.participants.isEmpty {
             if let id = room.callID { try? store.endCall(id: id, at: now) }
-            rooms[sid] = nil
+            removeRoom(room)
             log.info("call ended", ["session": sid])
+            return
         }
+        if p.wire.role == "moderator" && !room.participants.values.contains(where: { $0.wire.role == "moderator" }),
+           let heir = room.order.first {
+            update(room, heir, change: "roleChanged") { $0.role = "moderator" }
+        }
+        if room.dominant == pid { room.dominant = nil; broadcast(room, .dominantSpeaker(pid: nil)) }
+        rescheduleIdleTimer(room)
     }
 
-    private func broadcast(_ room: Room, _ message: ServerMessage) {
-        for p in room.participants.values { outboxRef?.send(message, to: p.connection) }
+    func broadcast(_ room: Room, _ message: ServerMessage) {
+        for p in room.participants.values { if let c = p.connection { outboxRef?.send(message, to: c) } }
     }
 
-    private func publishRelayTable() {
+    func publishRelayTable() {
         var t = RelayTable()
         for room in rooms.values {
             var keys: [UInt64] = []

@@ -18,6 +18,10 @@ public struct ServerConfiguration: Sendable {
     /// Call token lifetime.
     public var callTokenTTLSeconds: Int64
     public var maxParticipantsPerRoom: Int
+    /// How long a participant whose connection dropped is held for `resume` (seconds).
+    public var gracePeriodSeconds: Double = 30
+    /// REST requests per second allowed from one peer address, with a burst of twice that.
+    public var restRequestsPerSecond: Double = 100
     public var logFormat: ServerLog.Format
     /// How often live calls are stamped in the store; a crash loses at most this much end time.
     public var storeHeartbeatSeconds: Double = 5

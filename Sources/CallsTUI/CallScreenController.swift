@@ -62,7 +62,7 @@ public final class CallScreenController {
         model.apply(e, localPID: session.localParticipantID)
         dirty = true
         switch e {
-        case .sessionLeft: finish(0)
+        case .sessionLeft, .sessionTimedOut: finish(0)
         case .connectionClosed: finish(3)
         default: break
         }

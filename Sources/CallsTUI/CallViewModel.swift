@@ -72,6 +72,9 @@ public struct CallViewModel: Equatable, Sendable {
             status = "in call"
         case .sessionLeft: status = "left"
         case .connectionClosed: status = "connection closed"
+        case .connectionLost: status = "reconnecting…"
+        case .connectionRestored: status = "in call"
+        case .sessionTimedOut: status = "timed out"
         case .audioMuted: isMuted = true
         case .audioUnMuted: isMuted = false
         case .participantListChanged(let ps):

@@ -224,3 +224,11 @@ private func webSocketClientCallback(_ wsi: OpaquePointer?, _ reason: lws_callba
     guard let wsi, let ctx = lws_get_context(wsi), let raw = lws_context_user(ctx) else { return 0 }
     return Unmanaged<WebSocketClient>.fromOpaque(raw).takeUnretainedValue().handle(wsi: wsi, reason: reason, data: data, len: len)
 }
+
+extension WebSocketClient {
+    /// Drops the connection without a close handshake, from a background thread (so the caller
+    /// never waits for the service thread). For tests of connection loss.
+    public func abortInBackground() {
+        DispatchQueue.global().async { self.abort() }
+    }
+}

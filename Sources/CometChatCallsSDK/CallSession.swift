@@ -49,6 +49,7 @@ public final class CallSession: @unchecked Sendable {
         for c in conts { c.yield(event) }
         if case .sessionLeft = event { endContainer() }
         if case .connectionClosed = event { endContainer() }
+        if case .sessionTimedOut = event { endContainer() }
     }
 
     private func endContainer() {

@@ -16,24 +16,29 @@ public final class CallsClient: @unchecked Sendable {
     private let rest: RESTClient
     private let eventQueue: DispatchQueue
     private let onEvent: @Sendable (CallEvent) -> Void
-    private let state = DispatchQueue(label: "callroom.client")
+    let state = DispatchQueue(label: "callroom.client")
 
     // Confined to `state`
-    private var phase: Phase = .idle
-    private var socket: WebSocketClient?
-    private var link: SignalLink?
-    private var engine: MediaEngine?
-    private var sessionID = ""
-    private var me: WireParticipant?
-    private var rosterOrder: [String] = []
-    private var rosterByPID: [String: WireParticipant] = [:]
-    private var joinContinuation: CheckedContinuation<Void, any Error>?
-    private var leaveContinuation: CheckedContinuation<Void, Never>?
-    private var settings = SessionSettingsBuilder.SessionSettings()
-    private var pendingNotices: [String] = []
+    var phase: Phase = .idle
+    var socket: WebSocketClient?
+    var link: SignalLink?
+    var engine: MediaEngine?
+    var sessionID = ""
+    var me: WireParticipant?
+    var rosterOrder: [String] = []
+    var rosterByPID: [String: WireParticipant] = [:]
+    var joinContinuation: CheckedContinuation<Void, any Error>?
+    var leaveContinuation: CheckedContinuation<Void, Never>?
+    var settings = SessionSettingsBuilder.SessionSettings()
+    var pendingNotices: [String] = []
+    var resumeToken: String?
+    var gracePeriodSeconds = 30
+    var reconnectDeadline: Date?
+    var reconnectAttempt = 0
+    var dominantPID: String?
 
     /// Shared with other threads.
-    private let published = Mutex<Published>(Published())
+    let published = Mutex<Published>(Published())
     struct Published {
         var user: CallsUser?
         var roster: [Participant] = []
@@ -43,7 +48,7 @@ public final class CallsClient: @unchecked Sendable {
         var notices: [String] = []
     }
 
-    enum Phase { case idle, joining, joined, leaving, ended }
+    enum Phase { case idle, joining, joined, reconnecting, leaving, ended }
 
     /// - Parameters:
     ///   - serverURL: `http://host:port` of a `callroomd`.
@@ -127,10 +132,11 @@ public final class CallsClient: @unchecked Sendable {
 
     /// Joins the session the call token is for. Returns once the server has admitted you and
     /// media has started; `sessionJoined` and `participantListChanged` have been emitted.
-    public func join(callToken: String, settings: SessionSettingsBuilder.SessionSettings) async throws(CometChatCallException) {
+    /// - Parameter sessionID: when given, the server checks the token is for this session.
+    public func join(callToken: String, sessionID: String? = nil, settings: SessionSettingsBuilder.SessionSettings) async throws(CometChatCallException) {
         do {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                state.async { self.startJoin(callToken: callToken, settings: settings, continuation: c) }
+                state.async { self.startJoin(callToken: callToken, expectedSessionID: sessionID, settings: settings, continuation: c) }
             }
         } catch let e as CometChatCallException {
             throw e
@@ -143,7 +149,7 @@ public final class CallsClient: @unchecked Sendable {
     /// (`audioMuted`/`audioUnMuted` fire on confirmation).
     public func setAudioMuted(_ muted: Bool) {
         state.async {
-            guard self.phase == .joined else { return }
+            guard self.phase == .joined || self.phase == .reconnecting else { return }
             self.engine?.setMuted(muted)
             self.socket?.send(text: ClientMessage.setAudioMuted(muted).json())
         }
@@ -153,7 +159,7 @@ public final class CallsClient: @unchecked Sendable {
     public func leave() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             state.async {
-                guard self.phase == .joined || self.phase == .joining else { return c.resume() }
+                guard [.joined, .joining, .reconnecting].contains(self.phase) else { return c.resume() }
                 self.phase = .leaving
                 self.leaveContinuation = c
                 self.socket?.send(text: ClientMessage.leave.json())
@@ -164,12 +170,12 @@ public final class CallsClient: @unchecked Sendable {
 
     // MARK: State machine (on `state`)
 
-    private func emit(_ e: CallEvent) {
+    func emit(_ e: CallEvent) {
         let handler = onEvent
         eventQueue.async { handler(e) }
     }
 
-    private func startJoin(callToken: String, settings: SessionSettingsBuilder.SessionSettings,
+    private func startJoin(callToken: String, expectedSessionID: String?, settings: SessionSettingsBuilder.SessionSettings,
                            continuation: CheckedContinuation<Void, any Error>) {
         guard phase == .idle || phase == .ended else {
             return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.alreadyInSession,
@@ -211,160 +217,19 @@ public final class CallsClient: @unchecked Sendable {
         pendingNotices = notices
         phase = .joining
         engine.setMuted(settings.startAudioMuted)
-        socket.send(text: ClientMessage.join(.init(callToken: callToken, displayName: settings.displayName,
+        socket.send(text: ClientMessage.join(.init(callToken: callToken, sessionId: expectedSessionID, displayName: settings.displayName,
                                                    audioMuted: settings.startAudioMuted, videoPaused: settings.startVideoPaused,
-                                                   sessionType: settings.sessionType == .voice ? "voice" : "video")).json())
-    }
-
-    fileprivate func received(_ bytes: [UInt8]) {
-        state.async {
-            guard let message = try? ServerMessage(json: Data(bytes)) else { return }
-            self.handle(message)
-        }
-    }
-
-    fileprivate func closed(_ error: WebSocketClientError?) {
-        state.async {
-            switch self.phase {
-            case .joining:
-                self.failJoin(CometChatCallException(errorCode: CometChatCallException.networkError,
-                                                     errorDescription: "the server closed the connection (\(error.map { "\($0)" } ?? "closed"))"))
-            case .joined:
-                self.finish(reason: "connection closed", emitLeft: false)
-                self.emit(.connectionClosed)
-            case .leaving:
-                self.finish(reason: "left", emitLeft: true)
-            case .idle, .ended:
-                break
-            }
-        }
-    }
-
-    private func failJoin(_ e: CometChatCallException) {
-        engine?.stop()
-        engine = nil
-        let s = socket
-        socket = nil
-        DispatchQueue.global().async { s?.disconnect() }
-        phase = .ended
-        joinContinuation?.resume(throwing: e)
-        joinContinuation = nil
-    }
-
-    private func participant(_ w: WireParticipant, joined: Bool = true) -> Participant {
-        var p = Participant(w, sessionId: sessionID, joined: joined, leftAt: joined ? nil : epochMilliseconds())
-        if !joined { p.state = "left" }
-        return p
-    }
-
-    private func publishRoster() -> [Participant] {
-        let roster = rosterOrder.compactMap { rosterByPID[$0] }.map { participant($0) }
-        let ssrcs = Set(rosterByPID.values.map(\.ssrc))
-        engine?.setActiveSSRCs(ssrcs)
-        published.withLock { $0.roster = roster }
-        return roster
-    }
-
-    private func handle(_ m: ServerMessage) {
-        switch m {
-        case .joined(let j):
-            guard phase == .joining else { return }
-            sessionID = j.sessionId
-            me = j.you
-            rosterOrder = j.participants.map(\.pid)
-            rosterByPID = Dictionary(j.participants.map { ($0.pid, $0) }, uniquingKeysWith: { a, _ in a })
-            let host = serverURL.host ?? "127.0.0.1"
-            guard let relay = SocketAddress.resolve(host: host, port: j.mediaPort), let token = Hex.decode(j.bindToken) else {
-                return failJoin(CometChatCallException(errorCode: CometChatCallException.networkError,
-                                                       errorDescription: "cannot resolve media relay \(host):\(j.mediaPort)"))
-            }
-            phase = .joined
-            let roster = publishRoster()
-            published.withLock {
-                $0.active = true
-                $0.localPID = j.you.pid
-                $0.muted = j.you.isAudioMuted
-                $0.notices = pendingNotices
-            }
-            engine?.start(relay: relay, ssrc: j.you.ssrc, bindToken: token)
-            emit(.sessionJoined)
-            emit(.participantListChanged(participants: roster))
-            joinContinuation?.resume()
-            joinContinuation = nil
-        case .participantJoined(let w):
-            guard phase == .joined else { return }
-            if rosterByPID[w.pid] == nil { rosterOrder.append(w.pid) }
-            rosterByPID[w.pid] = w
-            let roster = publishRoster()
-            emit(.participantJoined(participant: participant(w)))
-            emit(.participantListChanged(participants: roster))
-        case .participantLeft(let w, _):
-            guard phase == .joined || phase == .leaving, rosterByPID.removeValue(forKey: w.pid) != nil else { return }
-            rosterOrder.removeAll { $0 == w.pid }
-            let roster = publishRoster()
-            emit(.participantLeft(participant: participant(w, joined: false)))
-            emit(.participantListChanged(participants: roster))
-        case .participantUpdated(let w, let change):
-            guard phase == .joined, rosterByPID[w.pid] != nil else { return }
-            rosterByPID[w.pid] = w
-            _ = publishRoster()
-            let p = participant(w)
-            if w.pid == me?.pid {
-                published.withLock { $0.muted = w.isAudioMuted }
-                switch change {
-                case "audioMuted": emit(.audioMuted)
-                case "audioUnmuted": emit(.audioUnMuted)
-                default: break
-                }
-            } else {
-                switch change {
-                case "audioMuted": emit(.participantAudioMuted(participant: p))
-                case "audioUnmuted": emit(.participantAudioUnmuted(participant: p))
-                default: break
-                }
-            }
-        case .left(let reason):
-            finish(reason: reason, emitLeft: true)
-        case .error(let code, let message):
-            if phase == .joining {
-                failJoin(CometChatCallException(errorCode: code, errorDescription: message))
-            } else {
-                emit(.error(code: code, message: message))
-            }
-        case .pong:
-            break
-        }
-    }
-
-    /// Tears the session down once (stop media, close the socket, emit `sessionLeft`).
-    private func finish(reason: String, emitLeft: Bool) {
-        guard phase == .joined || phase == .leaving else { return }
-        phase = .ended
-        engine?.stop()
-        engine = nil
-        let s = socket
-        socket = nil
-        link = nil
-        DispatchQueue.global().async { s?.disconnect() }
-        published.withLock {
-            $0.active = false
-            $0.roster = []
-            $0.localPID = nil
-        }
-        rosterByPID = [:]
-        rosterOrder = []
-        if emitLeft { emit(.sessionLeft) }
-        leaveContinuation?.resume()
-        leaveContinuation = nil
+                                                   sessionType: settings.sessionType == .voice ? "voice" : "video",
+                                                   idleTimeoutSeconds: max(0, settings.idleTimeoutPeriod))).json())
     }
 }
 
 /// Bridges WebSocket delegate calls (service thread) into the client's state queue, so the
 /// client type need not expose the delegate conformance.
-private final class SignalLink: WebSocketClientDelegate, @unchecked Sendable {
+final class SignalLink: WebSocketClientDelegate, @unchecked Sendable {
     weak var client: CallsClient?
     init(client: CallsClient) { self.client = client }
     func webSocketDidOpen(_ c: WebSocketClient) {}
-    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) { client?.received(message) }
-    func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) { client?.closed(error) }
+    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) { client?.received(message, from: self) }
+    func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) { client?.closed(error, from: self) }
 }

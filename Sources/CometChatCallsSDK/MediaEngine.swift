@@ -31,7 +31,7 @@ final class MediaEngine: @unchecked Sendable {
     private let encoder: OpusEncoder
     private var relay = SocketAddress(ip: 0, port: 0)
     private var ssrc: UInt32 = 0
-    private var bindToken: [UInt8] = []
+    private let bindToken = Mutex<[UInt8]>([])
 
     private let running = Atomic<Bool>(false)
     private let muted = Atomic<Bool>(false)
@@ -68,7 +68,7 @@ final class MediaEngine: @unchecked Sendable {
     func start(relay: SocketAddress, ssrc: UInt32, bindToken: [UInt8]) {
         self.relay = relay
         self.ssrc = ssrc
-        self.bindToken = bindToken
+        self.bindToken.withLock { $0 = bindToken }
         running.store(true, ordering: .releasing)
         spawn("callroom.capture") { $0.captureLoop() }
         spawn("callroom.receive") { $0.receiveLoop() }
@@ -97,6 +97,13 @@ final class MediaEngine: @unchecked Sendable {
     }
 
     func setMuted(_ m: Bool) { muted.store(m, ordering: .releasing) }
+
+    /// Binds again with a new token (after a signalling `resume`); media keeps flowing meanwhile.
+    func rebind(token: [UInt8]) {
+        bindToken.withLock { $0 = token }
+        bound.store(false, ordering: .releasing)
+        sendBind()
+    }
     var isMuted: Bool { muted.load(ordering: .acquiring) }
 
     /// Restricts playout to these senders (the roster); buffers of others are dropped.
@@ -118,7 +125,7 @@ final class MediaEngine: @unchecked Sendable {
     // MARK: Threads
 
     private func sendBind() {
-        socket.send(MediaBinding.encodeBind(ssrc: ssrc, token: bindToken), to: relay)
+        socket.send(MediaBinding.encodeBind(ssrc: ssrc, token: bindToken.withLock { $0 }), to: relay)
     }
 
     private func captureLoop() {

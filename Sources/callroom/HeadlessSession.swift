@@ -35,7 +35,7 @@ final class HeadlessSession {
     func handle(_ event: CallEvent) {
         Console.out(event.jsonLine())
         switch event {
-        case .sessionLeft: onExit?(); exit(ExitCode.ok)
+        case .sessionLeft, .sessionTimedOut: onExit?(); exit(ExitCode.ok)
         case .connectionClosed: onExit?(); exit(ExitCode.connectionLost)
         default: break
         }

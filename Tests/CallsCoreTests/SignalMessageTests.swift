@@ -9,8 +9,11 @@ struct SignalMessageTests {
 
     @Test func clientMessagesRoundTrip() throws {
         let messages: [ClientMessage] = [
-            .join(.init(callToken: "t.o.k", displayName: "A", audioMuted: true, videoPaused: false, sessionType: "voice")),
-            .setAudioMuted(true), .setAudioMuted(false), .leave, .ping(7),
+            .join(.init(callToken: "t.o.k", sessionId: "s", displayName: "A", audioMuted: true, videoPaused: false,
+                        sessionType: "voice", idleTimeoutSeconds: 0)),
+            .resume(token: "r"), .setAudioMuted(true), .setAudioMuted(false), .setVideoPaused(true), .setHandRaised(true),
+            .setPresenting(false), .setRecording(true), .pin(pid: "p"), .pin(pid: nil), .muteParticipant(pid: "p"),
+            .pauseParticipantVideo(pid: "p"), .removeParticipant(pid: "p"), .chat(text: "hi \"there\""), .leave, .ping(7),
         ]
         for m in messages {
             #expect(try ClientMessage(json: Data(m.json().utf8)) == m)
@@ -20,6 +23,10 @@ struct SignalMessageTests {
     @Test func serverMessagesRoundTrip() throws {
         let messages: [ServerMessage] = [
             .joined(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff")),
+            .resumed(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff",
+                           resumeToken: "r", gracePeriodSeconds: 30, dominantSpeaker: "p1")),
+            .dominantSpeaker(pid: "p1"), .dominantSpeaker(pid: nil),
+            .chat(ChatMessage(id: 1, pid: "p1", uid: "alice", name: "Alice", text: "hello", sentAt: 5)),
             .participantJoined(alice), .participantLeft(alice, reason: "left"),
             .participantUpdated(alice, change: "audioMuted"), .left(reason: "bye"),
             .error(code: "X", message: "why \"quoted\""), .pong(3),
@@ -32,7 +39,7 @@ struct SignalMessageTests {
     @Test func wireShapeHasTypeField() throws {
         let obj = try JSONSerialization.jsonObject(with: Data(ClientMessage.setAudioMuted(true).json().utf8)) as? [String: Any]
         #expect(obj?["type"] as? String == "setAudioMuted")
-        #expect(obj?["muted"] as? Bool == true)
+        #expect(obj?["value"] as? Bool == true)
         let join = try JSONSerialization.jsonObject(with: Data(ClientMessage.join(.init(callToken: "x")).json().utf8)) as? [String: Any]
         #expect(join?["v"] as? Int == signallingProtocolVersion)
     }
@@ -43,6 +50,7 @@ struct SignalMessageTests {
         #expect(throws: SignalDecodeError.unknownType("dance")) { try ClientMessage(json: Data(#"{"type":"dance"}"#.utf8)) }
         #expect(throws: (any Error).self) { try ClientMessage(json: Data(#"{"type":"setAudioMuted"}"#.utf8)) }
         #expect(throws: (any Error).self) { try ClientMessage(json: Data(#"{"type":"join","callToken":5}"#.utf8)) }
+        #expect(throws: (any Error).self) { try ClientMessage(json: Data(#"{"type":"muteParticipant"}"#.utf8)) }
     }
 
     @Test func bindDatagramsRoundTripAndRejectGarbage() {

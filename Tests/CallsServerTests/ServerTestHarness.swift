@@ -12,11 +12,12 @@ final class ServerHarness {
     let dir: String
     let server: CallServer
 
-    init(dataDir: String? = nil, autoCreate: Bool = true) throws {
+    init(dataDir: String? = nil, autoCreate: Bool = true, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         dir = dataDir ?? FileManager.default.temporaryDirectory.appendingPathComponent("crs-\(UUID().uuidString.prefix(8))").path
         var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
         c.autoCreateUsers = autoCreate
         c.logLevel = .error
+        configure(&c)
         server = CallServer(configuration: c)
         try server.start()
     }
@@ -119,4 +120,11 @@ final class SignalProbe: WebSocketClientDelegate, @unchecked Sendable {
     }
 
     func disconnect() { client.disconnect() }
+}
+
+extension ServerHarness {
+    /// A server with short timers, for grace-period and idle tests.
+    static func quick(grace: Double) throws -> ServerHarness {
+        try ServerHarness(configure: { $0.gracePeriodSeconds = grace })
+    }
 }

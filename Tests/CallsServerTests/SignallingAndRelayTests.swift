@@ -47,7 +47,7 @@ final class SignallingAndRelayTests: XCTestCase {
 
         a.send(.ping(9))
         XCTAssertNotNil(a.wait { $0 == .pong(9) })
-        a.disconnect()
+        a.send(.leave)
         // The call is recorded with both participants' join and leave times.
         let deadline = Date().addingTimeInterval(3)
         var call: [String: Any] = [:]

@@ -90,11 +90,17 @@ final class ServerOperationsTests: XCTestCase {
         server.signal(SIGKILL)
         XCTAssertNotNil(server.wait())
         for c in clients {
-            XCTAssertNotNil(c.waitForLine { $0.contains("onConnectionClosed") }, "the client notices the server is gone")
-            XCTAssertEqual(c.wait(), 3, "connection lost exits 3")
+            XCTAssertNotNil(c.waitForLine { $0.contains("onConnectionLost") }, "the client notices the server is gone and retries")
         }
 
-        let (again, url2, _) = try startServer(["--config", config, "--listen", "127.0.0.1:0"])
+        // Restarted on the same address: the clients' resume attempts are refused (the held
+        // participants died with the old process), so they close the session and exit 3.
+        let port = url.split(separator: ":").last.map(String.init) ?? "0"
+        let (again, url2, _) = try startServer(["--config", config, "--listen", "127.0.0.1:\(port)"])
+        for c in clients {
+            XCTAssertNotNil(c.waitForLine(timeout: 15) { $0.contains("onConnectionClosed") }, c.errorOutput)
+            XCTAssertEqual(c.wait(), 3, "connection lost exits 3")
+        }
         defer { again.signal(SIGTERM); _ = again.wait() }
         let apiKey = try XCTUnwrap(try keys()["apiKey"])
         let call = try XCTUnwrap(get(url2 + "/v3/calls/crash", headers: ["apikey": apiKey])["data"] as? [String: Any])

@@ -1,0 +1,67 @@
+/// Picks each room's dominant speaker from the RFC 6464 levels senders put in their RTP
+/// headers, without decoding audio. Owned by the relay thread.
+///
+/// Loudness is an exponential average of (127 − level) per packet; a sender that stopped
+/// sending (muted) counts as silent after `staleNanoseconds`. Every `periodNanoseconds` each
+/// room's loudest member above the speech threshold becomes a candidate; it takes over when it
+/// stays the candidate for `confirmations` evaluations and is `marginDB` louder than the current
+/// speaker (or the current one is silent). The last speaker stays dominant through silence.
+struct DominantSpeakerTracker {
+    struct Loudness { var energy: Double; var last: UInt64 }
+
+    var periodNanoseconds: UInt64 = 300_000_000
+    var staleNanoseconds: UInt64 = 400_000_000
+    /// -50 dBov: quieter than this is not speech.
+    var threshold = 77.0
+    var marginDB = 6.0
+    var confirmations = 2
+
+    private var loudness: [UInt64: Loudness] = [:]
+    private var dominant: [Int: UInt64] = [:]
+    private var candidate: [Int: (key: UInt64, count: Int)] = [:]
+    private var lastEvaluation: UInt64 = 0
+
+    mutating func heard(_ key: UInt64, level: UInt8, now: UInt64) {
+        let loud = 127 - Double(min(level, 127))
+        var l = loudness[key] ?? Loudness(energy: loud, last: now)
+        l.energy = 0.7 * l.energy + 0.3 * loud
+        l.last = now
+        loudness[key] = l
+    }
+
+    /// Forgets members that left.
+    mutating func retain(_ table: RelayTable) {
+        for k in loudness.keys where table.members[k] == nil { loudness[k] = nil }
+        for (room, key) in dominant where table.members[key] == nil { dominant[room] = nil }
+    }
+
+    private func effective(_ key: UInt64, now: UInt64) -> Double {
+        guard let l = loudness[key], now - l.last < staleNanoseconds else { return 0 }
+        return l.energy
+    }
+
+    /// Returns the rooms whose dominant speaker changed, or nil when it is not time yet.
+    mutating func evaluate(_ table: RelayTable, now: UInt64) -> [(Int, UInt64?)]? {
+        guard now - lastEvaluation >= periodNanoseconds else { return nil }
+        lastEvaluation = now
+        var changes: [(Int, UInt64?)] = []
+        for (room, members) in table.rooms {
+            var best: (key: UInt64, energy: Double)?
+            for k in members {
+                let e = effective(k, now: now)
+                if e > threshold && e > (best?.energy ?? 0) { best = (k, e) }
+            }
+            guard let b = best, b.key != dominant[room] else { candidate[room] = nil; continue }
+            let current = dominant[room].map { effective($0, now: now) } ?? 0
+            guard current <= threshold || b.energy >= current + marginDB else { candidate[room] = nil; continue }
+            let count = candidate[room]?.key == b.key ? (candidate[room]?.count ?? 0) + 1 : 1
+            candidate[room] = (b.key, count)
+            if count >= confirmations {
+                dominant[room] = b.key
+                candidate[room] = nil
+                changes.append((room, b.key))
+            }
+        }
+        return changes
+    }
+}

@@ -1,0 +1,19 @@
+/// The limits the room registry enforces; each refusal has a documented error code.
+public struct RoomLimits: Sendable, Equatable {
+    /// Participants per room (`ERR_ROOM_FULL`).
+    public var maxParticipants = 50
+    /// Characters in one chat message (`ERR_MESSAGE_TOO_LONG`).
+    public var maxChatCharacters = 2000
+    /// Chat messages: burst and sustained rate per participant (`ERR_RATE_LIMITED`).
+    public var chatBurst = 5.0
+    public var chatPerSecond = 1.0
+    /// Signalling messages: burst and sustained rate per connection (`ERR_RATE_LIMITED`).
+    public var signalBurst = 100.0
+    public var signalPerSecond = 50.0
+    /// How long a participant whose connection dropped is held for `resume`.
+    public var gracePeriodSeconds = 30.0
+    /// Idle timeout when the client does not say (seconds; 0 = never).
+    public var defaultIdleTimeoutSeconds = 300
+
+    public init() {}
+}

@@ -1,0 +1,241 @@
+import CallsAudio
+import CallsCore
+import CallsTransport
+import Foundation
+
+// MARK: Server messages, reconnection and teardown (on the client's state queue)
+extension CallsClient {
+    func received(_ bytes: [UInt8], from link: SignalLink) {
+        state.async {
+            guard link === self.link, let message = try? ServerMessage(json: Data(bytes)) else { return }
+            self.handle(message)
+        }
+    }
+
+    func closed(_ error: WebSocketClientError?, from link: SignalLink) {
+        state.async {
+            guard link === self.link else { return }
+            switch self.phase {
+            case .joining:
+                self.failJoin(CometChatCallException(errorCode: CometChatCallException.networkError,
+                                                     errorDescription: "the server closed the connection (\(error.map { "\($0)" } ?? "closed"))"))
+            case .joined:
+                self.connectionLost()
+            case .reconnecting:
+                self.scheduleReconnect()
+            case .leaving:
+                self.finish(reason: "left", emitLeft: true)
+            case .idle, .ended:
+                break
+            }
+        }
+    }
+
+    func failJoin(_ e: CometChatCallException) {
+        engine?.stop()
+        engine = nil
+        dropSocket()
+        phase = .ended
+        joinContinuation?.resume(throwing: e)
+        joinContinuation = nil
+    }
+
+    private func dropSocket() {
+        let s = socket
+        socket = nil
+        link = nil
+        DispatchQueue.global().async { s?.disconnect() }
+    }
+
+    func participant(_ w: WireParticipant, joined: Bool = true) -> Participant {
+        var p = Participant(w, sessionId: sessionID, joined: joined, leftAt: joined ? nil : epochMilliseconds())
+        if !joined { p.state = "left" }
+        return p
+    }
+
+    @discardableResult
+    func publishRoster() -> [Participant] {
+        let roster = rosterOrder.compactMap { rosterByPID[$0] }.map { participant($0) }
+        engine?.setActiveSSRCs(Set(rosterByPID.values.map(\.ssrc)))
+        published.withLock { $0.roster = roster }
+        return roster
+    }
+
+    private func adopt(_ j: ServerMessage.Joined) {
+        sessionID = j.sessionId
+        me = j.you
+        rosterOrder = j.participants.map(\.pid)
+        rosterByPID = Dictionary(j.participants.map { ($0.pid, $0) }, uniquingKeysWith: { a, _ in a })
+        resumeToken = j.resumeToken
+        gracePeriodSeconds = j.gracePeriodSeconds ?? 30
+        dominantPID = j.dominantSpeaker
+    }
+
+    func handle(_ m: ServerMessage) {
+        switch m {
+        case .joined(let j):
+            guard phase == .joining else { return }
+            adopt(j)
+            let host = serverURL.host ?? "127.0.0.1"
+            guard let relay = SocketAddress.resolve(host: host, port: j.mediaPort), let token = Hex.decode(j.bindToken) else {
+                return failJoin(CometChatCallException(errorCode: CometChatCallException.networkError,
+                                                       errorDescription: "cannot resolve media relay \(host):\(j.mediaPort)"))
+            }
+            phase = .joined
+            let roster = publishRoster()
+            published.withLock {
+                $0.active = true
+                $0.localPID = j.you.pid
+                $0.muted = j.you.isAudioMuted
+                $0.notices = pendingNotices
+            }
+            engine?.start(relay: relay, ssrc: j.you.ssrc, bindToken: token)
+            emit(.sessionJoined)
+            emit(.participantListChanged(participants: roster))
+            joinContinuation?.resume()
+            joinContinuation = nil
+        case .resumed(let j):
+            guard phase == .reconnecting else { return }
+            let before = rosterOrder
+            adopt(j)
+            phase = .joined
+            reconnectAttempt = 0
+            reconnectDeadline = nil
+            if let token = Hex.decode(j.bindToken) { engine?.rebind(token: token) }
+            let roster = publishRoster()
+            emit(.connectionRestored)
+            if before != rosterOrder { emit(.participantListChanged(participants: roster)) }
+        case .participantJoined(let w):
+            guard phase == .joined else { return }
+            if rosterByPID[w.pid] == nil { rosterOrder.append(w.pid) }
+            rosterByPID[w.pid] = w
+            let roster = publishRoster()
+            emit(.participantJoined(participant: participant(w)))
+            emit(.participantListChanged(participants: roster))
+        case .participantLeft(let w, _):
+            guard phase == .joined || phase == .leaving, rosterByPID.removeValue(forKey: w.pid) != nil else { return }
+            rosterOrder.removeAll { $0 == w.pid }
+            let roster = publishRoster()
+            emit(.participantLeft(participant: participant(w, joined: false)))
+            emit(.participantListChanged(participants: roster))
+        case .participantUpdated(let w, let change):
+            guard phase == .joined, rosterByPID[w.pid] != nil else { return }
+            rosterByPID[w.pid] = w
+            publishRoster()
+            if w.pid == me?.pid { updatedSelf(w, change) } else { updatedOther(participant(w), change) }
+        case .dominantSpeaker(let pid):
+            guard phase == .joined, pid != dominantPID else { return }
+            dominantPID = pid
+            if let pid, let w = rosterByPID[pid] { emit(.dominantSpeakerChanged(participant: participant(w))) }
+        case .chat:
+            break  // surfaced with the in-call chat UI (issue #6)
+        case .left(let reason):
+            finish(reason: reason, emitLeft: reason != "timedOut")
+            if reason == "timedOut" { emit(.sessionTimedOut) }
+        case .error(let code, let message):
+            if phase == .joining {
+                failJoin(CometChatCallException(errorCode: code, errorDescription: message))
+            } else if phase == .reconnecting && code == "ERR_RESUME_EXPIRED" {
+                giveUpReconnecting()
+            } else {
+                emit(.error(code: code, message: message))
+            }
+        case .pong:
+            break
+        }
+    }
+
+    private func updatedSelf(_ w: WireParticipant, _ change: String) {
+        me = w
+        published.withLock { $0.muted = w.isAudioMuted }
+        switch change {
+        case "audioMuted":
+            engine?.setMuted(true)  // also when a moderator muted us
+            emit(.audioMuted)
+        case "audioUnmuted": emit(.audioUnMuted)
+        case "videoPaused": emit(.videoPaused)
+        case "videoResumed": emit(.videoResumed)
+        default: break
+        }
+    }
+
+    private func updatedOther(_ p: Participant, _ change: String) {
+        let events: [String: CallEvent] = [
+            "audioMuted": .participantAudioMuted(participant: p), "audioUnmuted": .participantAudioUnmuted(participant: p),
+            "videoPaused": .participantVideoPaused(participant: p), "videoResumed": .participantVideoResumed(participant: p),
+            "handRaised": .participantHandRaised(participant: p), "handLowered": .participantHandLowered(participant: p),
+            "presentingStarted": .participantStartedScreenShare(participant: p),
+            "presentingStopped": .participantStoppedScreenShare(participant: p),
+            "recordingStarted": .participantStartedRecording(participant: p),
+            "recordingStopped": .participantStoppedRecording(participant: p),
+        ]
+        if let e = events[change] { emit(e) } else if change == "pinned" || change == "unpinned" || change == "roleChanged" {
+            emit(.participantListChanged(participants: published.withLock { $0.roster }))
+        }
+    }
+
+    // MARK: Reconnection
+
+    /// The signalling connection dropped while in a call: media keeps flowing, and we try to
+    /// resume within the server's grace period.
+    private func connectionLost() {
+        guard resumeToken != nil else {
+            finish(reason: "connection closed", emitLeft: false)
+            return emit(.connectionClosed)
+        }
+        phase = .reconnecting
+        reconnectAttempt = 0
+        reconnectDeadline = Date().addingTimeInterval(Double(gracePeriodSeconds))
+        emit(.connectionLost)
+        scheduleReconnect()
+    }
+
+    func scheduleReconnect() {
+        guard phase == .reconnecting else { return }
+        guard let deadline = reconnectDeadline, Date() < deadline else { return giveUpReconnecting() }
+        let delay = min(2.0, 0.25 * pow(2, Double(reconnectAttempt)))
+        reconnectAttempt += 1
+        state.asyncAfter(deadline: .now() + delay) { [weak self] in self?.attemptResume() }
+    }
+
+    private func attemptResume() {
+        guard phase == .reconnecting, let token = resumeToken else { return }
+        dropSocket()
+        let link = SignalLink(client: self)
+        let socket = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), delegate: link)
+        self.link = link
+        self.socket = socket
+        do { try socket.connect() } catch { return scheduleReconnect() }
+        socket.send(text: ClientMessage.resume(token: token).json())
+    }
+
+    private func giveUpReconnecting() {
+        finish(reason: "connection closed", emitLeft: false)
+        emit(.connectionClosed)
+    }
+
+    /// Tests: drop the signalling connection abruptly, as a network failure would.
+    func simulateConnectionDrop() {
+        state.async { self.socket?.abortInBackground() }
+    }
+
+    /// Tears the session down once (stop media, close the socket, emit `sessionLeft`).
+    func finish(reason: String, emitLeft: Bool) {
+        guard [.joined, .leaving, .reconnecting].contains(phase) else { return }
+        phase = .ended
+        engine?.stop()
+        engine = nil
+        dropSocket()
+        resumeToken = nil
+        published.withLock {
+            $0.active = false
+            $0.roster = []
+            $0.localPID = nil
+        }
+        rosterByPID = [:]
+        rosterOrder = []
+        if emitLeft { emit(.sessionLeft) }
+        leaveContinuation?.resume()
+        leaveContinuation = nil
+    }
+}
