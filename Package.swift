@@ -45,7 +45,8 @@ let package = Package(
         .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallRoomTestSupport"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsServer", "CallRoomTestSupport", "callroom", "callroomd"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsServer", "CallsTransport", "CometChatCallsSDK",
+                                                         "CallRoomTestSupport", "callroom", "callroomd"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -91,13 +91,28 @@ struct RESTRouter: Sendable {
             return ok(try requireUser(r))
         case route("POST", "v3.0/call_tokens"):
             try requireAppID(r)
-            let user = try requireUser(r)
-            struct Body: Decodable { var sessionId: String }
+            struct Body: Decodable { var sessionId: String; var uid: String?; var role: String? }
             let b: Body = try decode(r)
+            let uid: String
+            var role: String?
+            if r.header("apikey") != nil {
+                // The operator (your backend) issues tokens for any user, optionally with a role.
+                try requireAPIKey(r)
+                guard let u = b.uid else { throw ServerError.badRequest("uid is required with the apikey.") }
+                guard try store.user(uid: u) != nil else { throw ServerError.uidNotFound(u) }
+                guard b.role == nil || b.role == "moderator" || b.role == "participant" else {
+                    throw ServerError.badRequest("role must be moderator or participant.")
+                }
+                uid = u
+                role = b.role
+            } else {
+                uid = try requireUser(r).uid
+                guard b.role == nil else { throw ServerError(403, "ERR_ROLE_NOT_ALLOWED", "Only the operator (apikey) may grant a role.") }
+            }
             try validate(sessionId: b.sessionId)
             let now = Int64(Date().timeIntervalSince1970)
-            let token = signer.sign(CallTokenClaims(app: keys.appId, sub: user.uid, sid: b.sessionId, iat: now,
-                                                    exp: now + config.callTokenTTLSeconds))
+            let token = signer.sign(CallTokenClaims(app: keys.appId, sub: uid, sid: b.sessionId, iat: now,
+                                                    exp: now + config.callTokenTTLSeconds, role: role))
             return ok(["token": token])
         case route("GET", "v3/calls"):
             var f = try callFilter(r)

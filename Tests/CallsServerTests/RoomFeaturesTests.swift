@@ -209,3 +209,37 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertGreaterThan(h.server.relayCounters?.droppedBindRateLimited.load(ordering: .relaxed) ?? 0, 100)
     }
 }
+
+final class CallTokenRoleAndExpiryTests: XCTestCase {
+    func testOperatorTokensCarryRolesAndExpiredTokensAreRefused() throws {
+        let h = try ServerHarness(configure: { $0.callTokenTTLSeconds = 1 })
+        defer { h.stop(); h.removeData() }
+        _ = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"boss"}"#)
+        let app = ["appId": h.server.keys.appId]
+        let opHeaders = h.adminHeaders.merging(app) { $1 }
+        let r = h.request("POST", "/v3.0/call_tokens", headers: opHeaders, body: #"{"sessionId":"rt","uid":"boss","role":"moderator"}"#)
+        let modToken = try XCTUnwrap(r.data["token"] as? String)
+        XCTAssertEqual(h.request("POST", "/v3.0/call_tokens", headers: opHeaders, body: #"{"sessionId":"rt","uid":"boss","role":"king"}"#).errorCode,
+                       "ERR_BAD_REQUEST")
+        XCTAssertEqual(h.request("POST", "/v3.0/call_tokens", headers: opHeaders, body: #"{"sessionId":"rt"}"#).errorCode, "ERR_BAD_REQUEST")
+        let login = h.request("POST", "/v3/sdk/login", headers: app, body: #"{"uid":"pleb","authKey":"\#(h.server.keys.authKey)"}"#)
+        let auth = try XCTUnwrap(login.data["authToken"] as? String)
+        XCTAssertEqual(h.request("POST", "/v3.0/call_tokens", headers: app.merging(["authToken": auth]) { $1 },
+                                 body: #"{"sessionId":"rt","role":"moderator"}"#).errorCode, "ERR_ROLE_NOT_ALLOWED")
+
+        // The first to join is a participant; the operator's token makes the later joiner a moderator.
+        let first = try SignalProbe(url: h.server.url)
+        first.send(.join(.init(callToken: try h.callToken(uid: "pleb", session: "rt"))))
+        XCTAssertEqual(first.joined()?.you.role, "moderator", "first in with no moderator present")
+        let boss = try SignalProbe(url: h.server.url)
+        boss.send(.join(.init(callToken: modToken)))
+        XCTAssertEqual(boss.joined()?.you.role, "moderator")
+
+        let late = try h.callToken(uid: "pleb", session: "rt")
+        Thread.sleep(forTimeInterval: 2.1)
+        let expired = try SignalProbe(url: h.server.url)
+        expired.send(.join(.init(callToken: late)))
+        XCTAssertEqual(expired.error(), "AUTH_ERR_TOKEN_EXPIRED")
+        XCTAssertTrue(expired.waitClosed())
+    }
+}

@@ -195,3 +195,61 @@ final class SessionEndToEndTests: XCTestCase {
         XCTAssertFalse(CallSession.shared.isCallSessionActive())
     }
 }
+
+final class ReconnectionTests: XCTestCase {
+    func testDroppedSignallingIsResumedWithoutPeersNoticing() async throws {
+        CometChatCalls.resetForTesting()
+        defer { CometChatCalls.resetForTesting() }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-\(UUID().uuidString.prefix(6))").path
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
+        c.logLevel = .error
+        c.gracePeriodSeconds = 5
+        let server = CallServer(configuration: c)
+        try server.start()
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let url = try XCTUnwrap(URL(string: server.url))
+
+        final class Log: @unchecked Sendable {
+            let lock = NSLock()
+            var events: [CallEvent] = []
+            func add(_ e: CallEvent) { lock.lock(); events.append(e); lock.unlock() }
+            var all: [CallEvent] { lock.lock(); defer { lock.unlock() }; return events }
+            func wait(_ match: (CallEvent) -> Bool, timeout: TimeInterval = 5) -> Bool {
+                let end = Date().addingTimeInterval(timeout)
+                while Date() < end { if all.contains(where: match) { return true }; Thread.sleep(forTimeInterval: 0.01) }
+                return false
+            }
+        }
+        let aLog = Log(), bLog = Log()
+        let a = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "a")) { aLog.add($0) }
+        let b = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "b")) { bLog.add($0) }
+        let settings = SessionSettingsBuilder().setAudioInput("tone:500").setAudioOutput("null").build()
+        for (client, uid) in [(a, "ada"), (b, "bob")] {
+            _ = try await client.login(uid: uid, authKey: server.keys.authKey)
+            try await client.join(callToken: try await client.generateToken(sessionID: "rc"), sessionID: "rc", settings: settings)
+        }
+        XCTAssertTrue(aLog.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false })
+        let pidBefore = a.localParticipantID
+
+        a.simulateConnectionDrop()
+        XCTAssertTrue(aLog.wait { $0 == .connectionLost }, "onConnectionLost fires")
+        XCTAssertTrue(aLog.wait { $0 == .connectionRestored }, "onConnectionRestored fires")
+        XCTAssertEqual(a.localParticipantID, pidBefore, "the same participant")
+        XCTAssertTrue(a.isSessionActive)
+        XCTAssertFalse(bLog.all.contains { if case .participantLeft = $0 { return true }; return false }, "the peer saw no leave")
+        // Still a working session: a mute after the resume reaches the peer, and media re-bound.
+        a.setAudioMuted(true)
+        XCTAssertTrue(bLog.wait { if case .participantAudioMuted(let p) = $0 { return p.uid == "ada" }; return false })
+        a.setAudioMuted(false)
+        let aPID = try XCTUnwrap(pidBefore)
+        var heard: Float = -127
+        for _ in 0..<100 where heard < -30 {
+            try await Task.sleep(nanoseconds: 30_000_000)
+            heard = b.audioLevels()[aPID] ?? -127
+        }
+        XCTAssertGreaterThan(heard, -30, "media flows after the resume")
+        await a.leave()
+        await b.leave()
+        XCTAssertTrue(aLog.wait { $0 == .sessionLeft })
+    }
+}
