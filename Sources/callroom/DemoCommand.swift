@@ -55,18 +55,7 @@ enum DemoCommand {
             let runtime = DemoRuntime(server: server, dataDir: dataDir)
             await runtime.startBots(count: bots, sessionID: sessionID)
             if headless {
-                let runner = HeadlessSession()
-                runner.onExit = { runtime.shutdown() }
-                runner.start()
-                do throws(CometChatCallException) {
-                    _ = try await SDKSetup.initAndLogin(options)
-                    try await CometChatCalls.joinSession(sessionID: sessionID, callSetting: settings)
-                    runner.reportAudioNotices()
-                } catch {
-                    runtime.shutdown()
-                    Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
-                }
-                HeadlessKeeper.keep(runner)
+                await HeadlessSession.run(options: options, sessionID: sessionID, settings: settings, cleanup: { runtime.shutdown() })
             } else {
                 await CallScreenApp.run(options: options, sessionID: sessionID, settings: settings, title: "CallRoom demo",
                                         cleanup: { runtime.shutdown() })

@@ -6,13 +6,33 @@ import Foundation
 /// reads commands from stdin, one per line. Runs on the main queue.
 @MainActor
 final class HeadlessSession {
+    private static var current: HeadlessSession?
+
+    /// Registers listeners (before joining, as documented, so the join callbacks are seen),
+    /// logs in, joins, and keeps the session running until it ends. `cleanup` runs before exit.
+    static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
+                    cleanup: (@MainActor () -> Void)? = nil) async {
+        let runner = HeadlessSession()
+        runner.onExit = cleanup
+        runner.start()
+        current = runner
+        do throws(CometChatCallException) {
+            _ = try await SDKSetup.initAndLogin(options)
+            try await CometChatCalls.joinSession(sessionID: sessionID, callSetting: settings)
+            runner.reportAudioNotices()
+        } catch {
+            cleanup?()
+            Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
+        }
+    }
+
     static let commands = ["mute", "unmute", "leave"]
     private var bridge: ListenerBridge?
     private var stdinSource: DispatchSourceRead?
     private var pending = Data()
     private var leaving = false
     /// Runs before the process exits (the demo stops its server here).
-    var onExit: (() -> Void)?
+    var onExit: (@MainActor () -> Void)?
 
     func start() {
         let bridge = ListenerBridge { [weak self] event in
@@ -27,7 +47,7 @@ final class HeadlessSession {
     }
 
     /// Reports audio fallbacks (no sound card) on stderr, after the join opened the devices.
-    func reportAudioNotices() {
+    private func reportAudioNotices() {
         for n in CallSession.shared.audioNotices { Console.err("callroom: \(n)") }
     }
 

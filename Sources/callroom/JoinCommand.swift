@@ -61,27 +61,11 @@ enum JoinCommand {
         signal(SIGPIPE, SIG_IGN)
         Task { @MainActor in
             if headless {
-                let runner = HeadlessSession()
-                // Listeners before joining, as documented, so the join callbacks are seen.
-                runner.start()
-                do throws(CometChatCallException) {
-                    _ = try await SDKSetup.initAndLogin(options)
-                    try await CometChatCalls.joinSession(sessionID: session, callSetting: built)
-                    runner.reportAudioNotices()
-                } catch {
-                    Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
-                }
-                HeadlessKeeper.keep(runner)
+                await HeadlessSession.run(options: options, sessionID: session, settings: built)
             } else {
                 await CallScreenApp.run(options: options, sessionID: session, settings: built, title: session)
             }
         }
         dispatchMain()
     }
-}
-
-/// Keeps the headless runner alive for the life of the process.
-@MainActor enum HeadlessKeeper {
-    static var runner: HeadlessSession?
-    static func keep(_ r: HeadlessSession) { runner = r }
 }

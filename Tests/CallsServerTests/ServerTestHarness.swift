@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsCore
 import CallsServer
 import CallsTransport
@@ -25,28 +26,11 @@ final class ServerHarness {
     func stop() { server.stop() }
     func removeData() { try? FileManager.default.removeItem(atPath: dir) }
 
-    struct Reply {
-        var status: Int
-        var json: [String: Any]
-        var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
-        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
-    }
+    typealias Reply = BlockingHTTP.Reply
 
-    /// A blocking HTTP request (tests only).
+    /// A blocking HTTP request to this server (tests only).
     func request(_ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil) -> Reply {
-        var req = URLRequest(url: URL(string: server.url + path)!)
-        req.httpMethod = method
-        for (k, v) in headers { req.setValue(v, forHTTPHeaderField: k) }
-        if let body { req.httpBody = Data(body.utf8) }
-        let sem = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var reply = Reply(status: 0, json: [:])
-        URLSession.shared.dataTask(with: req) { d, r, _ in
-            let json = d.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
-            reply = Reply(status: (r as? HTTPURLResponse)?.statusCode ?? 0, json: json)
-            sem.signal()
-        }.resume()
-        sem.wait()
-        return reply
+        BlockingHTTP.request(method, server.url + path, headers: headers, body: body)
     }
 
     var adminHeaders: [String: String] { ["apikey": server.keys.apiKey] }

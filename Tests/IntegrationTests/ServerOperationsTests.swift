@@ -21,16 +21,7 @@ final class ServerOperationsTests: XCTestCase {
     }
 
     func get(_ url: String, headers: [String: String] = [:]) -> [String: Any] {
-        var req = URLRequest(url: URL(string: url)!)
-        for (k, v) in headers { req.setValue(v, forHTTPHeaderField: k) }
-        let sem = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var out: [String: Any] = [:]
-        URLSession.shared.dataTask(with: req) { d, _, _ in
-            out = d.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
-            sem.signal()
-        }.resume()
-        sem.wait()
-        return out
+        BlockingHTTP.request("GET", url, headers: headers).json
     }
 
     func keys() throws -> [String: String] {

@@ -18,18 +18,8 @@ final class SettingsFileJoinTests: XCTestCase {
         let apiKey = server.output.first { $0.contains("apiKey") }?.split(separator: " ").last.map(String.init) ?? ""
 
         func post(_ path: String) -> [String: Any] {
-            var req = URLRequest(url: URL(string: url + path)!)
-            req.httpMethod = "POST"
-            req.setValue(apiKey, forHTTPHeaderField: "apikey")
-            if path == "/v3/users" { req.httpBody = Data(#"{"uid":"erin","name":"Erin E"}"#.utf8) }
-            let sem = DispatchSemaphore(value: 0)
-            nonisolated(unsafe) var out: [String: Any] = [:]
-            URLSession.shared.dataTask(with: req) { d, _, _ in
-                out = d.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
-                sem.signal()
-            }.resume()
-            sem.wait()
-            return out["data"] as? [String: Any] ?? [:]
+            BlockingHTTP.request("POST", url + path, headers: ["apikey": apiKey],
+                                 body: path == "/v3/users" ? #"{"uid":"erin","name":"Erin E"}"# : nil).data
         }
         XCTAssertEqual(post("/v3/users")["uid"] as? String, "erin")
         let token = try XCTUnwrap(post("/v3/users/erin/auth_tokens")["authToken"] as? String)

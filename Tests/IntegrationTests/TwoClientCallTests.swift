@@ -122,15 +122,7 @@ final class TwoClientCallTests: XCTestCase {
 
     func assertCallIsLogged() throws {
         // Through the REST API …
-        var req = URLRequest(url: URL(string: url + "/v3/calls/room1")!)
-        req.setValue(apiKey, forHTTPHeaderField: "apikey")
-        let sem = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var body: [String: Any] = [:]
-        URLSession.shared.dataTask(with: req) { d, _, _ in
-            body = d.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
-            sem.signal()
-        }.resume()
-        sem.wait()
+        let body = BlockingHTTP.request("GET", url + "/v3/calls/room1", headers: ["apikey": apiKey]).json
         let call = try XCTUnwrap(body["data"] as? [String: Any])
         XCTAssertEqual(call["status"] as? String, "ended")
         // … and in the SQLite file itself.
