@@ -19,6 +19,10 @@ public enum ClientMessage: Sendable, Equatable {
     /// Screen share started or stopped.
     case setPresenting(Bool)
     case setRecording(Bool)
+    /// `FRONT` or `REAR`.
+    case setCameraFacing(String)
+    /// Asks for a server-side session feature (`recording`, `transcription`, `streaming`) on or off.
+    case setSessionFeature(feature: String, enabled: Bool)
     /// Moderators: pin a participant for the whole room (nil unpins).
     case pin(pid: String?)
     /// Moderators: mute someone else's microphone.
@@ -138,6 +142,8 @@ private struct TypeOnly: Codable { var type: String }
 private struct PidBody: Codable { var type: String; var pid: String? }
 private struct TextBody: Codable { var type: String; var text: String }
 private struct TokenBody: Codable { var type: String; var resumeToken: String }
+private struct StringValue: Codable { var type: String; var value: String }
+private struct FeatureBody: Codable { var type: String; var feature: String; var value: Bool }
 private struct ParticipantBody: Codable { var type: String; var participant: WireParticipant; var change: String?; var reason: String? }
 private struct ReasonBody: Codable { var type: String; var reason: String }
 private struct ErrorBody: Codable { var type: String; var code: String; var message: String }
@@ -194,6 +200,8 @@ extension ClientMessage {
         case .setHandRaised(let v): return SignalJSON.encode(Flag(type: "setHandRaised", value: v))
         case .setPresenting(let v): return SignalJSON.encode(Flag(type: "setPresenting", value: v))
         case .setRecording(let v): return SignalJSON.encode(Flag(type: "setRecording", value: v))
+        case .setCameraFacing(let v): return SignalJSON.encode(StringValue(type: "setCameraFacing", value: v))
+        case .setSessionFeature(let f, let v): return SignalJSON.encode(FeatureBody(type: "setSessionFeature", feature: f, value: v))
         case .pin(let pid): return SignalJSON.encode(PidBody(type: "pin", pid: pid))
         case .muteParticipant(let pid): return SignalJSON.encode(PidBody(type: "muteParticipant", pid: pid))
         case .pauseParticipantVideo(let pid): return SignalJSON.encode(PidBody(type: "pauseParticipantVideo", pid: pid))
@@ -218,6 +226,10 @@ extension ClientMessage {
         switch type {
         case "join": self = .join(try SignalJSON.decode(Typed<Join>.self, data).body)
         case "resume": self = .resume(token: try SignalJSON.decode(TokenBody.self, data).resumeToken)
+        case "setCameraFacing": self = .setCameraFacing(try SignalJSON.decode(StringValue.self, data).value)
+        case "setSessionFeature":
+            let b = try SignalJSON.decode(FeatureBody.self, data)
+            self = .setSessionFeature(feature: b.feature, enabled: b.value)
         case "pin": self = .pin(pid: try SignalJSON.decode(PidBody.self, data).pid)
         case "muteParticipant": self = .muteParticipant(pid: try pid())
         case "pauseParticipantVideo": self = .pauseParticipantVideo(pid: try pid())

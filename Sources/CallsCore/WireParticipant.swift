@@ -22,6 +22,8 @@ public struct WireParticipant: Codable, Sendable, Equatable, Hashable {
     public var isPresenting: Bool = false
     /// Recording the call on their side.
     public var isRecording: Bool = false
+    /// `FRONT` or `REAR` (video sessions).
+    public var cameraFacing: String = "FRONT"
 
     public init(uid: String, name: String, avatar: String? = nil, pid: String, ssrc: UInt32, role: String,
                 isAudioMuted: Bool, isVideoPaused: Bool, joinedAt: Int64) {

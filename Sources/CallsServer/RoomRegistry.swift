@@ -150,6 +150,15 @@ final class RoomRegistry: @unchecked Sendable {
             update(room, pid, change: v ? "handRaised" : "handLowered") { $0.raisedHandTimestamp = v ? ($0.raisedHandTimestamp ?? epochMilliseconds()) : nil }
         case .setPresenting(let v): update(room, pid, change: v ? "presentingStarted" : "presentingStopped") { $0.isPresenting = v }
         case .setRecording(let v): update(room, pid, change: v ? "recordingStarted" : "recordingStopped") { $0.isRecording = v }
+        case .setCameraFacing(let v):
+            guard v == "FRONT" || v == "REAR" else { return fail(connection, "SIGNAL_BAD_MESSAGE", "cameraFacing is FRONT or REAR.", close: false) }
+            update(room, pid, change: "cameraFacingChanged") { $0.cameraFacing = v }
+        case .setSessionFeature(let feature, _):
+            let known = ["recording", "transcription", "streaming"]
+            guard known.contains(feature) else {
+                return fail(connection, "SIGNAL_BAD_MESSAGE", "Unknown feature '\(feature.prefix(40))'; known: \(known.joined(separator: ", ")).", close: false)
+            }
+            fail(connection, "ERR_FEATURE_UNAVAILABLE", "\(feature.capitalized) is not available on this server.", close: false)
         case .pin(let target): pin(room, by: pid, target: target, connection: connection)
         case .muteParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .mute)
         case .pauseParticipantVideo(let target): moderate(room, by: pid, target: target, connection: connection, action: .pauseVideo)

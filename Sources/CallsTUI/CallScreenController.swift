@@ -99,7 +99,7 @@ public final class CallScreenController {
             let (w, h) = driver.size
             let l = CallScreenRenderer.layout(for: model, width: w, height: h)
             if let b = l.buttons.first(where: { $0.rect.contains(x: x, y: y) }) {
-                session.click(b.id == "leaveSession" ? .leaveSession : .toggleAudio)
+                if let button = BuiltInButton(rawValue: b.id) { session.click(button) }
             }
         default: break
         }

@@ -4,11 +4,22 @@
 public enum BuiltInButton: String, Sendable, CaseIterable {
     case leaveSession
     case toggleAudio
+    case toggleVideo
+    case switchCamera
+    case raiseHand
+    case shareInvite
+    case changeLayout
+    case participantList
+    case chat
+    case recordingToggle
 }
 
 extension CallSession {
-    /// Fires the button's `ButtonClickListener` callback, then performs its action.
-    /// Call from any thread; the callback runs on the SDK callback queue.
+    /// Fires the button's `ButtonClickListener` callback, then performs its action:
+    /// leave; mute/unmute; pause/resume video; switch camera; raise/lower hand; share invite
+    /// (callback only: the front end shows `inviteLink`); cycle the layout; show/hide the
+    /// participant list; chat (callback only: the front end opens its chat panel and clears the
+    /// badge); start/stop recording. Call from any thread.
     public func click(_ button: BuiltInButton) {
         let queue = CometChatCalls.callbackQueue
         queue.async {
@@ -19,7 +30,38 @@ extension CallSession {
             case .toggleAudio:
                 self.dispatch(.toggleAudioButtonClicked)
                 if self.isAudioMuted { self.unmuteAudio() } else { self.muteAudio() }
+            case .toggleVideo:
+                self.dispatch(.toggleVideoButtonClicked)
+                if self.localParticipant?.isVideoPaused == true { self.resumeVideo() } else { self.pauseVideo() }
+            case .switchCamera:
+                self.dispatch(.switchCameraButtonClicked)
+                self.switchCamera()
+            case .raiseHand:
+                self.dispatch(.raiseHandButtonClicked)
+                if self.localParticipant?.raisedHandTimestamp != nil { self.lowerHand() } else { self.raiseHand() }
+            case .shareInvite:
+                self.dispatch(.shareInviteButtonClicked)
+            case .changeLayout:
+                self.dispatch(.changeLayoutButtonClicked)
+                let all = LayoutType.allCases
+                let next = all[((all.firstIndex(of: self.layout) ?? 0) + 1) % all.count]
+                self.setLayout(next)
+            case .participantList:
+                self.dispatch(.participantListButtonClicked)
+                self.setParticipantListVisible(!self.isParticipantListVisible)
+            case .chat:
+                self.dispatch(.chatButtonClicked)
+                self.setChatButtonUnreadCount(0)
+            case .recordingToggle:
+                self.dispatch(.recordingToggleButtonClicked)
+                if self.localParticipant?.isRecording == true { self.stopRecording() } else { self.startRecording() }
             }
         }
+    }
+
+    /// The session's invite link (`<server>/call/<sessionId>`), for the share-invite button.
+    public var inviteLink: String? {
+        guard let c = currentClient, let sid = c.participants.first?.mid else { return nil }
+        return c.serverURL.appendingPathComponent("call").appendingPathComponent(sid).absoluteString
     }
 }

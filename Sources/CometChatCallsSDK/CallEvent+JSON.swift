@@ -8,6 +8,7 @@ extension Participant {
         d["mid"] = mid; d["state"] = state; d["isJoined"] = isJoined; d["joinedAt"] = joinedAt; d["leftAt"] = leftAt
         d["deviceID"] = deviceID; d["isAudioMuted"] = isAudioMuted; d["isVideoPaused"] = isVideoPaused
         d["isPinned"] = isPinned; d["isPresenting"] = isPresenting; d["raisedHandTimestamp"] = raisedHandTimestamp
+        d["isRecording"] = isRecording; d["cameraFacing"] = cameraFacing?.rawValue
         return d
     }
 }
@@ -27,6 +28,7 @@ extension CallEvent {
             return ["participant": p.jsonObject]
         case .callLayoutChanged(let l): return ["layoutType": l.value]
         case .error(let code, let message): return ["code": code, "message": message]
+        case .chatMessage(let m): return ["message": ["id": m.id, "pid": m.pid, "uid": m.uid, "name": m.name, "text": m.text, "sentAt": m.sentAt]]
         default: return [:]
         }
     }
@@ -57,6 +59,7 @@ extension CallEvent {
         case .cameraFacingChanged(let c): return c.rawValue
         case .callLayoutChanged(let l): return l.value
         case .error(let code, let message): return "\(code): \(message)"
+        case .chatMessage(let m): return "\(m.name): \(m.text)"
         default: return ""
         }
     }

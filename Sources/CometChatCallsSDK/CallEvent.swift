@@ -57,6 +57,8 @@ public enum CallEvent: Sendable, Equatable {
     /// An action was refused or failed (never silent). Not a documented listener callback:
     /// it reaches `events` and the event log, not the five listener protocols.
     case error(code: String, message: String)
+    /// An in-call chat message (you included). Not a documented listener callback.
+    case chatMessage(ChatEntry)
 
     /// The listener protocol this event belongs to (`CallRoom` for `.error`).
     public var listener: String {
@@ -66,7 +68,7 @@ public enum CallEvent: Sendable, Equatable {
         case .participantJoined, .participantLeft, .participantListChanged, .participantAudioMuted, .participantAudioUnmuted, .participantVideoPaused, .participantVideoResumed, .participantHandRaised, .participantHandLowered, .participantStartedScreenShare, .participantStoppedScreenShare, .participantStartedRecording, .participantStoppedRecording, .dominantSpeakerChanged: return "ParticipantEventListener"
         case .callLayoutChanged, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled: return "LayoutListener"
         case .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked: return "ButtonClickListener"
-        case .error: return "CallRoom"
+        case .error, .chatMessage: return "CallRoom"
         }
     }
 
@@ -120,6 +122,7 @@ public enum CallEvent: Sendable, Equatable {
         case .chatButtonClicked: return "onChatButtonClicked"
         case .recordingToggleButtonClicked: return "onRecordingToggleButtonClicked"
         case .error: return "onError"
+        case .chatMessage: return "onChatMessage"
         }
     }
 
@@ -172,7 +175,7 @@ public enum CallEvent: Sendable, Equatable {
         case .participantListButtonClicked: set.button.forEach { $0.onParticipantListButtonClicked() }
         case .chatButtonClicked: set.button.forEach { $0.onChatButtonClicked() }
         case .recordingToggleButtonClicked: set.button.forEach { $0.onRecordingToggleButtonClicked() }
-        case .error: break
+        case .error, .chatMessage: break
         }
     }
 }

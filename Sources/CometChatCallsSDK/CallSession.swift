@@ -14,6 +14,9 @@ public final class CallSession: @unchecked Sendable {
     private var streams: [UUID: AsyncStream<CallEvent>.Continuation] = [:]
     private var client: CallsClient?
     private weak var container: (any CallContainer)?
+    private var surfaceState = SurfaceState()
+    let audioModesAnnounced = Atomic<Bool>(false)
+    private var deviceWatch: DispatchSourceTimer?
 
     init() {}
 
@@ -53,11 +56,29 @@ public final class CallSession: @unchecked Sendable {
     }
 
     private func endContainer() {
+        stopWatchingAudioDevices()
         let c = lock.withLock { () -> (any CallContainer)? in let c = container; container = nil; return c }
         c?.callSessionDidEnd(self)
     }
 
     func attach(client: CallsClient?) { lock.withLock { self.client = client } }
+
+    /// Reads or changes the surface state under the session lock.
+    @discardableResult
+    func surface<T>(_ body: (inout SurfaceState) -> T) -> T { lock.withLock { body(&surfaceState) } }
+
+    /// Starts announcing audio modes: once now, then whenever the device list changes.
+    func watchAudioDevices() {
+        audioModesAnnounced.store(false, ordering: .relaxed)
+        refreshAudioModes()
+        let t = DispatchSource.makeTimerSource(queue: .global())
+        t.schedule(deadline: .now() + 3, repeating: 3)
+        t.setEventHandler { [weak self] in self?.refreshAudioModes() }
+        t.resume()
+        lock.withLock { deviceWatch?.cancel(); deviceWatch = t }
+    }
+
+    private func stopWatchingAudioDevices() { lock.withLock { deviceWatch?.cancel(); deviceWatch = nil } }
     func attach(container: (any CallContainer)?) { lock.withLock { self.container = container } }
     var currentClient: CallsClient? { lock.withLock { client } }
 

@@ -127,8 +127,10 @@ extension CallsClient {
             guard phase == .joined, pid != dominantPID else { return }
             dominantPID = pid
             if let pid, let w = rosterByPID[pid] { emit(.dominantSpeakerChanged(participant: participant(w))) }
-        case .chat:
-            break  // surfaced with the in-call chat UI (issue #6)
+        case .chat(let m):
+            guard phase == .joined else { return }
+            published.withLock { $0.chat.append(m); if $0.chat.count > 500 { $0.chat.removeFirst() } }
+            emit(.chatMessage(ChatEntry(m)))
         case .left(let reason):
             finish(reason: reason, emitLeft: reason != "timedOut")
             if reason == "timedOut" { emit(.sessionTimedOut) }
@@ -155,7 +157,10 @@ extension CallsClient {
         case "audioUnmuted": emit(.audioUnMuted)
         case "videoPaused": emit(.videoPaused)
         case "videoResumed": emit(.videoResumed)
-        default: break
+        case "cameraFacingChanged": emit(.cameraFacingChanged(cameraFacing: CameraFacing(rawValue: w.cameraFacing) ?? .FRONT))
+        default:
+            // Hand, screen share, recording, pin and role changes are participant events, you included.
+            updatedOther(participant(w), change)
         }
     }
 

@@ -46,6 +46,7 @@ public final class CallsClient: @unchecked Sendable {
         var active = false
         var muted = false
         var notices: [String] = []
+        var chat: [ChatMessage] = []
     }
 
     enum Phase { case idle, joining, joined, reconnecting, leaving, ended }
@@ -74,6 +75,9 @@ public final class CallsClient: @unchecked Sendable {
     public var localParticipantID: String? { published.withLock { $0.localPID } }
     public var isSessionActive: Bool { published.withLock { $0.active } }
     public var isAudioMuted: Bool { published.withLock { $0.muted } }
+    /// The session's chat so far (newest last, at most 500).
+    public var chatMessages: [ChatEntry] { published.withLock { $0.chat.map(ChatEntry.init) } }
+
     /// Notices from the media engine (e.g. "no playback device; using null").
     public var audioNotices: [String] { published.withLock { $0.notices } }
 

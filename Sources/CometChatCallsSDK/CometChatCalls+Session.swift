@@ -27,7 +27,7 @@ extension CometChatCalls {
         let box = UncheckedBox(container)
         run(onSuccess: onSuccess, onError: { onError($0) }) { () async throws(CometChatCallException) in
             let token = try await generateToken(sessionID: sessionID)
-            try await join(callToken: token, settings: callSetting, container: box.value)
+            try await join(callToken: token, expectedSessionID: sessionID, settings: callSetting, container: box.value)
             return sessionID
         }
     }
@@ -60,10 +60,10 @@ extension CometChatCalls {
     public static func joinSession(sessionID: String, callSetting: SessionSettingsBuilder.SessionSettings,
                                    container: (any CallContainer)? = nil) async throws(CometChatCallException) {
         let token = try await generateToken(sessionID: sessionID)
-        try await join(callToken: token, settings: callSetting, container: container)
+        try await join(callToken: token, expectedSessionID: sessionID, settings: callSetting, container: container)
     }
 
-    private static func join(callToken: String, settings: SessionSettingsBuilder.SessionSettings,
+    private static func join(callToken: String, expectedSessionID: String? = nil, settings: SessionSettingsBuilder.SessionSettings,
                              container: (any CallContainer)?) async throws(CometChatCallException) {
         let (c, queue) = try requireClient()
         guard c.user != nil else {
@@ -73,12 +73,16 @@ extension CometChatCalls {
             throw CometChatCallException(errorCode: CometChatCallException.notLoggedIn, errorDescription: "The call token is empty.")
         }
         let session = CallSession.shared
+        session.beginSurface(settings)
         let box = UncheckedBox(container)
         // Attach before joining so `callSessionDidStart` precedes the first listener callback.
         queue.async { if let c = box.value { session.attach(container: c); c.callSessionDidStart(session, settings: settings) } }
-        do { try await c.join(callToken: callToken, settings: settings) } catch {
+        do { try await c.join(callToken: callToken, sessionID: expectedSessionID, settings: settings) } catch {
             queue.async { if let c = box.value { session.attach(container: nil); c.callSessionDidEnd(session) } }
             throw error
         }
+        session.watchAudioDevices()
+        if settings.autoStartRecording { session.startRecording() }
+        if settings.autoStartTranscription { session.startTranscription() }
     }
 }

@@ -26,7 +26,8 @@ final class MediaEngine: @unchecked Sendable {
     let frameSamples: Int
     let frameMs: Int
     private let input: any AudioInput
-    private let output: (any AudioOutput)?
+    private let hasOutput: Bool
+    private let outputBox: Mutex<(any AudioOutput)?>
     private let socket: UDPSocket
     private let encoder: OpusEncoder
     private var relay = SocketAddress(ip: 0, port: 0)
@@ -50,7 +51,8 @@ final class MediaEngine: @unchecked Sendable {
     ///   - output: nil to receive nothing (synthetic participants that only speak).
     init(input: any AudioInput, output: (any AudioOutput)?, frameMs: Int = 20, jitterTargetFrames: Int = 2) throws(MediaEngineError) {
         self.input = input
-        self.output = output
+        self.hasOutput = output != nil
+        self.outputBox = Mutex(output)
         self.frameMs = frameMs
         self.frameSamples = AudioFormat.samples(ms: frameMs)
         self.jitterTargetFrames = jitterTargetFrames
@@ -72,7 +74,7 @@ final class MediaEngine: @unchecked Sendable {
         running.store(true, ordering: .releasing)
         spawn("callroom.capture") { $0.captureLoop() }
         spawn("callroom.receive") { $0.receiveLoop() }
-        if output != nil { spawn("callroom.playback") { $0.playbackLoop() } }
+        if hasOutput { spawn("callroom.playback") { $0.playbackLoop() } }
     }
 
     private func spawn(_ name: String, _ body: @escaping @Sendable (MediaEngine) -> Void) {
@@ -90,7 +92,7 @@ final class MediaEngine: @unchecked Sendable {
     func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         input.close()
-        output?.close()
+        outputBox.withLock { $0 }?.close()
         for _ in 0..<threadCount { threadsDone.wait() }
         threadCount = 0
         socket.close()
@@ -170,7 +172,7 @@ final class MediaEngine: @unchecked Sendable {
                     if ackSSRC == ssrc { bound.store(true, ordering: .releasing) }
                     continue
                 }
-                guard output != nil, let p = try? RTPPacket(parsing: d), p.ssrc != ssrc else { continue }
+                guard hasOutput, let p = try? RTPPacket(parsing: d), p.ssrc != ssrc else { continue }
                 packetsReceived.add(1, ordering: .relaxed)
                 if let active = activeSSRCs.withLock({ $0 }), !active.contains(p.ssrc) { continue }
                 let target = jitterTargetFrames
@@ -181,8 +183,15 @@ final class MediaEngine: @unchecked Sendable {
         }
     }
 
+    /// Moves playback to another output at once (audio mode switch); closes the old one.
+    /// Does nothing for an engine that receives no audio.
+    func replaceOutput(_ new: any AudioOutput) {
+        guard hasOutput else { return new.close() }
+        let old = outputBox.withLock { box -> (any AudioOutput)? in let o = box; box = new; return o }
+        old?.close()
+    }
+
     private func playbackLoop() {
-        guard let output else { return }
         let mixer = Mixer(frameSamples: frameSamples)
         let pcm = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
         let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
@@ -216,7 +225,12 @@ final class MediaEngine: @unchecked Sendable {
             }
             for key in decoders.keys where !decisions.contains(where: { $0.0 == key }) { decoders[key] = nil }
             mixer.render(into: out)
-            do { try output.write(UnsafeBufferPointer(out)) } catch { break }
+            guard let output = outputBox.withLock({ $0 }) else { break }
+            do { try output.write(UnsafeBufferPointer(out)) } catch {
+                // A closed output that was replaced is expected; anything else ends playback.
+                if running.load(ordering: .acquiring), outputBox.withLock({ $0 }) !== output { continue }
+                break
+            }
         }
     }
 }

@@ -31,6 +31,10 @@ public struct Participant: Sendable, Equatable, Hashable {
     public var totalDurationInMinutes: Double?
     /// CallRoom: the RTP SSRC of this participant's audio (for level meters).
     public var ssrc: UInt32?
+    /// CallRoom: `FRONT` or `REAR`.
+    public var cameraFacing: CameraFacing?
+    /// CallRoom: recording on their side.
+    public var isRecording: Bool?
 
     public init(uid: String? = nil, name: String? = nil) {
         self.uid = uid
@@ -51,8 +55,26 @@ public struct Participant: Sendable, Equatable, Hashable {
         deviceID = w.pid
         isAudioMuted = w.isAudioMuted
         isVideoPaused = w.isVideoPaused
-        isPinned = false
-        isPresenting = false
+        isPinned = w.isPinned
+        isPresenting = w.isPresenting
+        raisedHandTimestamp = w.raisedHandTimestamp
+        isRecording = w.isRecording
+        cameraFacing = CameraFacing(rawValue: w.cameraFacing)
         ssrc = w.ssrc
+    }
+}
+
+/// CallRoom: one in-call chat message. A value; any thread.
+public struct ChatEntry: Sendable, Equatable {
+    public var id: Int64
+    public var pid: String
+    public var uid: String
+    public var name: String
+    public var text: String
+    /// Milliseconds since the epoch.
+    public var sentAt: Int64
+
+    init(_ m: ChatMessage) {
+        id = m.id; pid = m.pid; uid = m.uid; name = m.name; text = m.text; sentAt = m.sentAt
     }
 }

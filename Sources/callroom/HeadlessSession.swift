@@ -26,7 +26,6 @@ final class HeadlessSession {
         }
     }
 
-    static let commands = ["mute", "unmute", "leave"]
     private var bridge: ListenerBridge?
     private var stdinSource: DispatchSourceRead?
     private var pending = Data()
@@ -80,16 +79,9 @@ final class HeadlessSession {
     }
 
     private func run(_ line: String) {
-        guard !line.isEmpty else { return }
-        let words = line.split(separator: " ").map(String.init)
-        switch words[0] {
-        case "mute": CallSession.shared.muteAudio()
-        case "unmute": CallSession.shared.unmuteAudio()
-        case "leave": leave()
-        default:
-            let obj: [String: Any] = ["error": ["code": "UNKNOWN_COMMAND", "message": "unknown command '\(words[0])'; commands: \(Self.commands.joined(separator: ", "))"]]
-            if let d = try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]) { Console.out(String(decoding: d, as: UTF8.self)) }
-        }
+        let words = line.split(separator: " ")
+        if let first = words.first, ["leave", "leave-session"].contains(first), words.count == 1 { return leave() }
+        HeadlessCommands.run(line)
     }
 
     private func leave() {

@@ -24,11 +24,13 @@ enum JoinCommand {
           --output SPEC        speaker: alsa:NAME (default alsa:default), file:PATH.wav, null
           --frame-ms N         audio frame length, 10 or 20 (default 20)
           --headless           no screen: every listener callback is printed on stdout as one JSON
-                               object per line; commands are read from stdin, one per line:
-                               mute, unmute, leave (end of input also leaves)
+                               object per line; commands are read from stdin, one per line (below);
+                               end of input leaves
 
         Without a sound card the client falls back to null and says so.
         Exit status: 0 after a clean leave, 1 on failure, 2 on bad usage, 3 when the connection is lost.
+
+        HEADLESS COMMANDS (one per CallSession action; a bad command prints a JSON error line):
 
         """
 
@@ -39,7 +41,10 @@ enum JoinCommand {
                                                            "input", "output", "frame-ms"],
                                        boolean: ["headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
-        if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
+        if args.has("help") {
+            Console.out(usage + MainActor.assumeIsolated { HeadlessCommands.helpText })
+            exit(ExitCode.ok)
+        }
         guard args.positionals.count == 1, let session = args.positionals.first else {
             Console.fail("join needs exactly one SESSION_ID\nRun 'callroom join --help' for usage.")
         }

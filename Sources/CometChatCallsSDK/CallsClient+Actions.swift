@@ -1,0 +1,73 @@
+import CallsAudio
+import CallsCore
+import Foundation
+
+// MARK: Requests to the server (CallRoom API; any thread)
+extension CallsClient {
+    /// Sends one signalling request if in a session (also while reconnecting: the socket
+    /// queues it for the resumed connection only if it is already open, else it is dropped and
+    /// the state is re-sent by the caller's next action).
+    func request(_ message: ClientMessage) {
+        state.async {
+            guard self.phase == .joined else {
+                return self.emit(.error(code: "SESSION_NOT_ACTIVE", message: "Join a session first."))
+            }
+            self.socket?.send(text: message.json())
+        }
+    }
+
+    /// Pauses or resumes your video (server state; `videoPaused`/`videoResumed` on confirmation).
+    public func setVideoPaused(_ paused: Bool) { request(.setVideoPaused(paused)) }
+    /// Raises or lowers your hand; the server stamps the time so hands have an order.
+    public func setHandRaised(_ raised: Bool) { request(.setHandRaised(raised)) }
+    /// Screen share state.
+    public func setPresenting(_ presenting: Bool) { request(.setPresenting(presenting)) }
+    /// Sets which camera you use (`cameraFacingChanged` on confirmation).
+    public func setCameraFacing(_ facing: CameraFacing) { request(.setCameraFacing(facing.rawValue)) }
+    /// Asks the server for recording, transcription or streaming; refusals arrive as `.error` events.
+    public func setSessionFeature(_ feature: String, enabled: Bool) { request(.setSessionFeature(feature: feature, enabled: enabled)) }
+    /// Moderators: pin a participant (by pid or uid) for the room; nil unpins.
+    public func pin(_ participantID: String?) { request(.pin(pid: participantID.map(resolvePID))) }
+    /// Moderators: mute a participant (by pid or uid).
+    public func muteParticipant(_ participantID: String) { request(.muteParticipant(pid: resolvePID(participantID))) }
+    /// Moderators: pause a participant's video (by pid or uid).
+    public func pauseParticipantVideo(_ participantID: String) { request(.pauseParticipantVideo(pid: resolvePID(participantID))) }
+    /// Moderators: remove a participant (by pid or uid).
+    public func removeParticipant(_ participantID: String) { request(.removeParticipant(pid: resolvePID(participantID))) }
+    /// Sends a chat message to the room.
+    public func sendChat(_ text: String) { request(.chat(text: text)) }
+
+    /// A participant id given as a pid, or as a uid (its first device).
+    func resolvePID(_ id: String) -> String {
+        let roster = participants
+        if roster.contains(where: { $0.pid == id }) { return id }
+        return roster.first { $0.uid == id }?.pid ?? id
+    }
+
+    /// Your own participant as the server last described it.
+    public var localParticipant: Participant? {
+        published.withLock { p in p.roster.first { $0.pid == p.localPID } }
+    }
+}
+
+// MARK: Audio routing (any thread)
+extension CallsClient {
+    /// The audio modes this machine can route to now, with the endpoint each uses.
+    func audioRoutes() -> [(AudioMode, String)] {
+        let configured = state.sync { settings.audioOutput }
+        return AudioModeRouter.routes(configuredOutput: configured, devices: ALSADeviceList.devices())
+    }
+
+    /// Moves playback to `spec` (falling back to null when an ALSA device is missing).
+    func switchOutput(to spec: String) throws(CometChatCallException) {
+        let frameSamples = AudioFormat.samples(ms: state.sync { settings.audioFrameMs })
+        do {
+            let (output, notice) = try AudioEndpoint(spec: spec).openOutputFallingBack(frameSamples: frameSamples)
+            guard let engine = state.sync(execute: { self.engine }) else { return output.close() }
+            engine.replaceOutput(output)
+            if let notice { published.withLock { $0.notices.append(notice) } }
+        } catch {
+            throw CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: error.description)
+        }
+    }
+}

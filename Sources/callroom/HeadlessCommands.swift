@@ -1,0 +1,105 @@
+import CometChatCallsSDK
+import Foundation
+
+/// The stdin commands of `callroom join --headless`: one per `CallSession.shared` action, named
+/// in kebab-case, with space-separated arguments. A bad command prints a JSON error line and
+/// changes nothing.
+enum HeadlessCommands {
+    enum Arity { case none, one(String), text }
+
+    struct Command {
+        let name: String
+        let arity: Arity
+        let help: String
+        let run: @MainActor ([String]) -> Void
+    }
+
+    static let shortForms = ["mute": "mute-audio", "unmute": "unmute-audio", "leave": "leave-session",
+                             "enable-picture-in-picture": "enable-picture-in-picture-layout",
+                             "disable-picture-in-picture": "disable-picture-in-picture-layout"]
+
+    @MainActor static let all: [Command] = {
+        let s = CallSession.shared
+        return [
+            Command(name: "mute-audio", arity: .none, help: "mute your microphone (short: mute)") { _ in s.muteAudio() },
+            Command(name: "unmute-audio", arity: .none, help: "unmute it (short: unmute)") { _ in s.unmuteAudio() },
+            Command(name: "leave-session", arity: .none, help: "leave and exit (short: leave)") { _ in s.leaveSession() },
+            Command(name: "pause-video", arity: .none, help: "pause your video") { _ in s.pauseVideo() },
+            Command(name: "resume-video", arity: .none, help: "resume your video") { _ in s.resumeVideo() },
+            Command(name: "switch-camera", arity: .none, help: "front ↔ rear camera") { _ in s.switchCamera() },
+            Command(name: "set-audio-mode", arity: .one("MODE"), help: "SPEAKER, EARPIECE, BLUETOOTH or HEADPHONES") { a in s.setAudioMode(a[0]) },
+            Command(name: "set-layout", arity: .one("LAYOUT"), help: "TILE, SPOTLIGHT or SIDEBAR") { a in s.setLayout(a[0]) },
+            Command(name: "raise-hand", arity: .none, help: "raise your hand") { _ in s.raiseHand() },
+            Command(name: "lower-hand", arity: .none, help: "lower it") { _ in s.lowerHand() },
+            Command(name: "start-recording", arity: .none, help: "ask the server to record") { _ in s.startRecording() },
+            Command(name: "stop-recording", arity: .none, help: "ask the server to stop recording") { _ in s.stopRecording() },
+            Command(name: "start-transcription", arity: .none, help: "ask the server to transcribe") { _ in s.startTranscription() },
+            Command(name: "stop-transcription", arity: .none, help: "ask it to stop transcribing") { _ in s.stopTranscription() },
+            Command(name: "start-streaming", arity: .none, help: "ask the server to stream") { _ in s.startStreaming() },
+            Command(name: "stop-streaming", arity: .none, help: "ask it to stop streaming") { _ in s.stopStreaming() },
+            Command(name: "pin-participant", arity: .one("ID"), help: "pin a participant (pid or uid; moderators)") { a in s.pinParticipant(participantId: a[0]) },
+            Command(name: "unpin-participant", arity: .none, help: "remove the pin (moderators)") { _ in s.unpinParticipant() },
+            Command(name: "mute-participant", arity: .one("ID"), help: "mute a participant (moderators)") { a in s.muteParticipant(participantId: a[0]) },
+            Command(name: "pause-participant-video", arity: .one("ID"), help: "pause a participant's video (moderators)") { a in s.pauseParticipantVideo(participantId: a[0]) },
+            Command(name: "remove-participant", arity: .one("ID"), help: "remove a participant (moderators)") { a in s.removeParticipant(participantId: a[0]) },
+            Command(name: "enable-picture-in-picture-layout", arity: .none, help: "compact layout (short: enable-picture-in-picture)") { _ in s.enablePictureInPictureLayout() },
+            Command(name: "disable-picture-in-picture-layout", arity: .none, help: "back to the full layout (short: disable-picture-in-picture)") { _ in s.disablePictureInPictureLayout() },
+            Command(name: "set-chat-button-unread-count", arity: .one("N"), help: "the chat button's badge") { a in s.setChatButtonUnreadCount(Int(a[0]) ?? 0) },
+            Command(name: "hide-settings-panel", arity: .none, help: "hide the settings panel") { _ in s.hideSettingsPanel() },
+            Command(name: "send-chat", arity: .text, help: "send TEXT to the room's chat") { a in s.sendChatMessage(a.joined(separator: " ")) },
+            Command(name: "is-call-session-active", arity: .none, help: "prints {\"isCallSessionActive\": …}") { _ in
+                printJSON(["isCallSessionActive": s.isCallSessionActive()])
+            },
+            Command(name: "participants", arity: .none, help: "prints the roster") { _ in
+                printJSON(["participants": s.participants.map(\.jsonObject)])
+            },
+        ]
+    }()
+
+    /// Help lines for `callroom join --help`.
+    @MainActor static var helpText: String {
+        all.map { c -> String in
+            let arg: String
+            switch c.arity {
+            case .none: arg = ""
+            case .one(let a): arg = " " + a
+            case .text: arg = " TEXT…"
+            }
+            return "  " + (c.name + arg).padding(toLength: 36, withPad: " ", startingAt: 0) + c.help
+        }.joined(separator: "\n")
+    }
+
+    /// Runs one line; returns false (after printing a JSON error) when it is not a valid command.
+    @MainActor @discardableResult
+    static func run(_ line: String) -> Bool {
+        var words = line.split(separator: " ").map(String.init)
+        guard !words.isEmpty else { return true }
+        let name = shortForms[words[0]] ?? words[0]
+        words.removeFirst()
+        guard let c = all.first(where: { $0.name == name }) else {
+            return error("UNKNOWN_COMMAND", "unknown command '\(line.split(separator: " ").first ?? "")'; see 'callroom join --help'")
+        }
+        switch c.arity {
+        case .none where !words.isEmpty: return error("BAD_ARGUMENTS", "\(c.name) takes no arguments")
+        case .one(let a) where words.count != 1: return error("BAD_ARGUMENTS", "\(c.name) takes one argument, \(a)")
+        case .text where words.isEmpty: return error("BAD_ARGUMENTS", "\(c.name) needs text")
+        default: break
+        }
+        if c.name == "set-chat-button-unread-count" {
+            guard let n = Int(words[0]), n >= 0 else { return error("BAD_ARGUMENTS", "the unread count is a whole number ≥ 0") }
+        }
+        c.run(words)
+        return true
+    }
+
+    private static func error(_ code: String, _ message: String) -> Bool {
+        printJSON(["error": ["code": code, "message": message]])
+        return false
+    }
+
+    static func printJSON(_ obj: [String: Any]) {
+        if let d = try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys, .withoutEscapingSlashes]) {
+            Console.out(String(decoding: d, as: UTF8.self))
+        }
+    }
+}
