@@ -18,6 +18,8 @@ public struct CallFilter: Sendable, Equatable {
     public var participantsCount: Int?
     /// Restricts the listing to calls this user took part in (a user's own view).
     public var visibleTo: String?
+    /// Calls of this session (the meeting's "group").
+    public var sessionId: String?
 
     public init() {}
 }
@@ -29,6 +31,7 @@ extension CallStore {
         var params: [SQLiteValue] = []
         if let v = f.type { clauses.append("c.type = ?"); params.append(.text(v)) }
         if let v = f.status { clauses.append("c.status = ?"); params.append(.text(v)) }
+        if let v = f.sessionId { clauses.append("c.session_id = ?"); params.append(.text(v)) }
         if let v = f.receiverType { clauses.append("c.mode = ?"); params.append(.text(v == "group" ? "meet" : "call")) }
         // Recording and transcription arrive with their features; until then no call has either.
         if f.hasRecording == true || f.hasTranscription == true { clauses.append("0") }

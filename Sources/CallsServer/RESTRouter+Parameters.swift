@@ -44,6 +44,7 @@ extension RESTRouter {
         f.hasRecording = try bool("hasRecording")
         f.hasTranscription = try bool("hasTranscription")
         if let u = r.query["uid"] { try validate(uid: u); f.uid = u }
+        if let g = r.query["guid"] ?? r.query["sessionId"] { try validate(sessionId: g); f.sessionId = g }
         if r.query["startedAt"] != nil { f.startedAt = Int64(try intParam(r, "startedAt", default: 0, range: 0...Int.max)) }
         if r.query["endedAt"] != nil { f.endedAt = Int64(try intParam(r, "endedAt", default: 0, range: 0...Int.max)) }
         if r.query["participantsCount"] != nil { f.participantsCount = try intParam(r, "participantsCount", default: 0, range: 0...100_000) }

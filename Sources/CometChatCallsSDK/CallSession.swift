@@ -17,6 +17,11 @@ public final class CallSession: @unchecked Sendable {
     private var surfaceState = SurfaceState()
     let audioModesAnnounced = Atomic<Bool>(false)
     private var deviceWatch: DispatchSourceTimer?
+    /// Objects that live as long as the session (the v4 delegate bridge).
+    private var keptAlive: [AnyObject] = []
+
+    func keep(_ object: AnyObject) { lock.withLock { keptAlive.append(object) } }
+    func kept<T>(_ type: T.Type) -> T? { lock.withLock { keptAlive.compactMap { $0 as? T }.last } }
 
     init() {}
 
@@ -57,6 +62,7 @@ public final class CallSession: @unchecked Sendable {
 
     private func endContainer() {
         stopWatchingAudioDevices()
+        lock.withLock { keptAlive.removeAll() }
         let c = lock.withLock { () -> (any CallContainer)? in let c = container; container = nil; return c }
         c?.callSessionDidEnd(self)
     }

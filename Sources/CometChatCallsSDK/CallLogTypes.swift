@@ -1,0 +1,163 @@
+/// Status of a call in the call log.
+public enum CallStatus: String, Sendable, CaseIterable {
+    case initiated, ongoing, busy, rejected, cancelled, ended, missed, unanswered
+}
+
+/// Kind of call: 1:1 `call`, `meet`ing, and the documented `presenter`/`broadcast` modes.
+public enum CallCategory: String, Sendable, CaseIterable {
+    case call, meet, presenter, broadcast
+}
+
+/// Whether you placed the call or received it (for meetings: whether you started it).
+public enum CallDirection: String, Sendable, CaseIterable {
+    case incoming, outgoing
+}
+
+/// What a call log's receiver is.
+public enum CallEntityType: String, Sendable, CaseIterable {
+    case callUser = "user"
+    case callGroup = "group"
+    /// The raw string (`user`, `group`).
+    public var value: String { rawValue }
+}
+
+/// The party at one end of a logged call. `name` is never nil; downcast to `CallUser` or
+/// `CallGroup` for the id. Immutable; any thread.
+public class CallEntity: @unchecked Sendable {
+    public let name: String
+    init(name: String) { self.name = name }
+}
+
+/// A user in the call log.
+public final class CallUser: CallEntity, @unchecked Sendable {
+    public let uid: String
+    public let avatar: String?
+    init(uid: String, name: String, avatar: String? = nil) {
+        self.uid = uid
+        self.avatar = avatar
+        super.init(name: name)
+    }
+}
+
+/// A group in the call log; for a meeting, the session itself (`guid` is the session id).
+public final class CallGroup: CallEntity, @unchecked Sendable {
+    public let guid: String
+    public let icon: String?
+    init(guid: String, name: String, icon: String? = nil) {
+        self.guid = guid
+        self.icon = icon
+        super.init(name: name)
+    }
+}
+
+/// A recording of a call (none until the server records).
+public struct Recording: Sendable, Equatable {
+    public var rid: String
+    public var recordingURL: String
+    public var startTime: Int
+    public var endTime: Int
+    public var duration: Double
+}
+
+/// One call as the server logged it. Times are seconds since the epoch. Immutable; any thread.
+public final class CallLog: @unchecked Sendable {
+    public let sessionID: String
+    public let mid: String
+    public let initiator: CallEntity
+    public let receiver: CallEntity
+    public let receiverType: CallEntityType
+    /// `audio` or `video`.
+    public let type: String
+    public let status: CallStatus
+    public let mode: CallCategory
+    public let direction: CallDirection
+    public let initiatedAt: Int
+    public let startedAt: Int?
+    public let endedAt: Int?
+    /// `HH:MM:SS`.
+    public let totalDuration: String
+    public let totalDurationInMinutes: Double
+    public let totalAudioMinutes: Double
+    public let totalVideoMinutes: Double
+    public let totalParticipants: Int
+    public let participants: [Participant]
+    public let hasRecording: Bool
+    public let recordings: [Recording]
+    public let hasTranscription: Bool
+
+    init(_ b: CallLogBody, viewer: String?) {
+        sessionID = b.sessionId
+        mid = b.sessionId
+        let first = b.participants.first
+        initiator = CallUser(uid: first?.uid ?? "", name: first?.name ?? "")
+        receiverType = b.receiverType == "user" ? .callUser : .callGroup
+        if receiverType == .callGroup {
+            receiver = CallGroup(guid: b.sessionId, name: b.sessionId)
+        } else {
+            let other = b.participants.first { $0.uid != first?.uid }
+            receiver = CallUser(uid: other?.uid ?? "", name: other?.name ?? "")
+        }
+        type = b.type
+        status = CallStatus(rawValue: b.status) ?? .ended
+        mode = b.mode == "meet" ? .meet : .call
+        direction = viewer == nil || first?.uid == viewer ? .outgoing : .incoming
+        initiatedAt = Int(b.initiatedAt / 1000)
+        startedAt = b.startedAt.map { Int($0 / 1000) }
+        endedAt = b.endedAt.map { Int($0 / 1000) }
+        totalDuration = b.totalDuration
+        totalDurationInMinutes = b.totalDurationInMinutes
+        totalAudioMinutes = b.totalAudioMinutes
+        totalVideoMinutes = b.totalVideoMinutes
+        totalParticipants = b.totalParticipants
+        participants = b.participants.map { p in
+            var x = Participant(uid: p.uid, name: p.name)
+            x.pid = p.pid
+            x.deviceID = p.deviceId
+            x.mid = b.sessionId
+            x.state = p.state
+            x.isJoined = p.isJoined
+            x.joinedAt = p.joinedAt
+            x.leftAt = p.leftAt
+            x.totalAudioMinutes = p.totalAudioMinutes
+            x.totalVideoMinutes = p.totalVideoMinutes
+            x.totalDurationInMinutes = p.totalDurationInMinutes
+            return x
+        }
+        hasRecording = b.hasRecording
+        recordings = []
+        hasTranscription = b.hasTranscription
+    }
+}
+
+/// The REST shape of a call (`GET /v3/calls`).
+struct CallLogBody: Decodable, Sendable {
+    struct P: Decodable, Sendable {
+        var uid: String
+        var name: String
+        var pid: String
+        var deviceId: String
+        var state: String
+        var isJoined: Bool
+        var joinedAt: Int64
+        var leftAt: Int64?
+        var totalAudioMinutes: Double
+        var totalVideoMinutes: Double
+        var totalDurationInMinutes: Double
+    }
+    var sessionId: String
+    var type: String
+    var mode: String
+    var receiverType: String
+    var status: String
+    var initiatedAt: Int64
+    var startedAt: Int64?
+    var endedAt: Int64?
+    var totalParticipants: Int
+    var totalDuration: String
+    var totalDurationInMinutes: Double
+    var totalAudioMinutes: Double
+    var totalVideoMinutes: Double
+    var hasRecording: Bool
+    var hasTranscription: Bool
+    var participants: [P]
+}
