@@ -1,0 +1,298 @@
+import CallsServer
+import CallsTUI
+@testable import CometChatCallsSDK
+import Foundation
+import XCTest
+
+/// Every `CallSession.shared` action observed end to end: through a real server, in this
+/// client's listener callbacks (all five protocols, via `ListenerBridge`) and at a second
+/// participant.
+final class ActionsEndToEndTests: XCTestCase {
+    final class Events: @unchecked Sendable {
+        private let lock = NSLock()
+        private var list: [CallEvent] = []
+        func add(_ e: CallEvent) { lock.lock(); list.append(e); lock.unlock() }
+        var all: [CallEvent] { lock.lock(); defer { lock.unlock() }; return list }
+        func clear() { lock.lock(); list.removeAll(); lock.unlock() }
+        @discardableResult
+        func wait(_ what: String = "", timeout: TimeInterval = 5, _ match: (CallEvent) -> Bool) -> CallEvent? {
+            let end = Date().addingTimeInterval(timeout)
+            while Date() < end {
+                if let e = all.first(where: match) { return e }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            XCTFail("no event \(what) within \(timeout) s; saw \(all.map(\.callback))")
+            return nil
+        }
+        func has(_ e: CallEvent) -> Bool { wait("\(e.callback)") { $0 == e } != nil }
+        func error(_ code: String) -> Bool { wait(code) { if case .error(code, _) = $0 { return true }; return false } != nil }
+    }
+
+    var server: CallServer!
+    var dir: String!
+    var mine = Events()
+    var peer = Events()
+    var bridge: ListenerBridge!
+    var streamTask: Task<Void, Never>?
+    var bob: CallsClient!
+    let queue = DispatchQueue(label: "sdk-callbacks")
+
+    override func setUp() async throws {
+        CometChatCalls.resetForTesting()
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-\(UUID().uuidString.prefix(6))").path
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
+        c.logLevel = .error
+        server = CallServer(configuration: c)
+        try server.start()
+        try CometChatCalls.initialize(CallAppSettingsBuilder().set(appID: server.keys.appId).set(region: "local")
+            .set(host: server.url).set(callbackQueue: queue).build())
+        let m = mine
+        bridge = ListenerBridge { m.add($0) }
+        bridge.register()
+        // CallRoom's own events (errors, chat) are not listener callbacks: take them from the stream.
+        let stream = CallSession.shared.events()
+        streamTask = Task {
+            for await e in stream {
+                switch e {
+                case .error, .chatMessage: m.add(e)
+                default: break
+                }
+            }
+        }
+    }
+
+    override func tearDown() async throws {
+        streamTask?.cancel()
+        if let bob { await bob.leave() }
+        CometChatCalls.resetForTesting()
+        server.stop()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Alice (this SDK, joining first: the moderator) and Bob (a second client) in a video session.
+    func startCall(_ configure: (SessionSettingsBuilder) -> Void = { _ in }) async throws {
+        _ = try await CometChatCalls.login(UID: "alice", authKey: server.keys.authKey)
+        let b = CometChatCalls.sessionSettingsBuilder.setSessionType(.video).setAudioInput("tone:440").setAudioOutput("null")
+        configure(b)
+        try await CometChatCalls.joinSession(sessionID: "acts", callSetting: b.build())
+        let p = peer
+        bob = CallsClient(serverURL: URL(string: server.url)!, appID: server.keys.appId, eventQueue: DispatchQueue(label: "bob")) { p.add($0) }
+        _ = try await bob.login(uid: "bob", authKey: server.keys.authKey, name: "Bob")
+        try await bob.join(callToken: try await bob.generateToken(sessionID: "acts"), sessionID: "acts",
+                           settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("none").build())
+        mine.wait("bob joined") { if case .participantJoined(let x) = $0 { return x.uid == "bob" }; return false }
+    }
+
+    var bobPID: String { bob.localParticipantID ?? "" }
+    func other(_ e: CallEvent, _ change: String) -> Bool { e.callback == change }
+
+    func testMediaActions() async throws {
+        try await startCall()
+        let s = CallSession.shared
+        s.muteAudio()
+        XCTAssertTrue(mine.has(.audioMuted))
+        peer.wait("peer muted") { if case .participantAudioMuted(let p) = $0 { return p.uid == "alice" }; return false }
+        s.unmuteAudio()
+        XCTAssertTrue(mine.has(.audioUnMuted))
+        s.pauseVideo()
+        XCTAssertTrue(mine.has(.videoPaused))
+        peer.wait("peer video paused") { if case .participantVideoPaused(let p) = $0 { return p.uid == "alice" && p.isVideoPaused == true }; return false }
+        s.resumeVideo()
+        XCTAssertTrue(mine.has(.videoResumed))
+        peer.wait { if case .participantVideoResumed = $0 { return true }; return false }
+        s.switchCamera()
+        XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .REAR)))
+        XCTAssertEqual(bob.participants.first { $0.uid == "alice" }?.cameraFacing, .REAR, "camera facing goes through the server")
+        s.switchCamera()
+        XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .FRONT)))
+        s.raiseHand()
+        let raised = mine.wait { if case .participantHandRaised(let p) = $0 { return p.uid == "alice" }; return false }
+        if case .participantHandRaised(let p)? = raised { XCTAssertNotNil(p.raisedHandTimestamp) }
+        peer.wait { if case .participantHandRaised = $0 { return true }; return false }
+        s.lowerHand()
+        peer.wait { if case .participantHandLowered = $0 { return true }; return false }
+        s.setPresenting(true)
+        peer.wait { if case .participantStartedScreenShare(let p) = $0 { return p.isPresenting == true }; return false }
+        s.setPresenting(false)
+        peer.wait { if case .participantStoppedScreenShare = $0 { return true }; return false }
+        XCTAssertTrue(s.isCallSessionActive())
+    }
+
+    func testServerFeaturesReportUnavailabilityNeverSilently() async throws {
+        try await startCall()
+        let s = CallSession.shared
+        for (action, name) in [(s.startRecording, "Recording"), (s.stopRecording, "Recording"), (s.startTranscription, "Transcription"),
+                               (s.stopTranscription, "Transcription"), (s.startStreaming, "Streaming"), (s.stopStreaming, "Streaming")] {
+            mine.clear()
+            action()
+            let e = mine.wait { if case .error("ERR_FEATURE_UNAVAILABLE", _) = $0 { return true }; return false }
+            if case .error(_, let message)? = e { XCTAssertTrue(message.contains(name), message) }
+        }
+    }
+
+    func testModerationActions() async throws {
+        try await startCall()
+        let s = CallSession.shared
+        s.pinParticipant(participantId: "bob", type: "human")  // by uid
+        peer.wait { if case .participantListChanged(let ps) = $0 { return ps.first { $0.uid == "bob" }?.isPinned == true }; return false }
+        s.unpinParticipant()
+        peer.wait { if case .participantListChanged(let ps) = $0 { return ps.first { $0.uid == "bob" }?.isPinned == false }; return false }
+        s.muteParticipant(participantId: bobPID)
+        XCTAssertTrue(peer.has(.audioMuted), "bob is told he was muted")
+        mine.wait { if case .participantAudioMuted(let p) = $0 { return p.uid == "bob" }; return false }
+        XCTAssertTrue(bob.isAudioMuted)
+        s.pauseParticipantVideo(participantId: bobPID)
+        XCTAssertTrue(peer.has(.videoPaused))
+        mine.wait { if case .participantVideoPaused(let p) = $0 { return p.uid == "bob" }; return false }
+        // Bob is no moderator.
+        bob.muteParticipant("alice")
+        peer.wait { if case .error("ERR_NOT_MODERATOR", _) = $0 { return true }; return false }
+        s.removeParticipant(participantId: "bob")
+        XCTAssertTrue(peer.has(.sessionLeft))
+        mine.wait { if case .participantLeft(let p) = $0 { return p.uid == "bob" }; return false }
+        bob = nil
+    }
+
+    func testLocalSurfaceActions() async throws {
+        try await startCall { $0.setLayout(.tile) }
+        let s = CallSession.shared
+        XCTAssertTrue(mine.has(.audioModesChanged(audioModes: s.availableAudioModes)), "announced after joining")
+        XCTAssertTrue(s.availableAudioModes.contains(.speaker))
+        s.setLayout("SPOTLIGHT")
+        XCTAssertTrue(mine.has(.callLayoutChanged(layoutType: .spotlight)))
+        XCTAssertEqual(s.layout, .spotlight)
+        s.setLayout(.sidebar)
+        XCTAssertTrue(mine.has(.callLayoutChanged(layoutType: .sidebar)))
+        s.setLayout("DIAGONAL")
+        XCTAssertTrue(mine.error("INVALID_LAYOUT"))
+        s.setAudioMode("SPEAKER")
+        XCTAssertTrue(mine.has(.audioModeChanged(audioMode: .speaker)))
+        s.setAudioMode("EARPIECE")
+        XCTAssertTrue(mine.error("AUDIO_MODE_UNAVAILABLE"), "no earpiece on Linux")
+        s.setAudioMode("LOUD")
+        XCTAssertTrue(mine.error("INVALID_AUDIO_MODE"))
+        s.enablePictureInPictureLayout()
+        XCTAssertTrue(mine.has(.pictureInPictureLayoutEnabled))
+        XCTAssertTrue(s.isPictureInPictureLayoutEnabled)
+        s.disablePictureInPictureLayout()
+        XCTAssertTrue(mine.has(.pictureInPictureLayoutDisabled))
+        s.setChatButtonUnreadCount(3)
+        XCTAssertEqual(s.chatButtonUnreadCount, 3)
+        s.showSettingsPanel()
+        XCTAssertTrue(s.isSettingsPanelVisible)
+        s.hideSettingsPanel()
+        XCTAssertFalse(s.isSettingsPanelVisible)
+        s.sendChatMessage("hello bob")
+        peer.wait { if case .chatMessage(let m) = $0 { return m.text == "hello bob" && m.uid == "alice" }; return false }
+        XCTAssertEqual(s.chatMessages.last?.text, "hello bob")
+        XCTAssertEqual(s.inviteLink, server.url + "/call/acts")
+    }
+
+    func testEveryBuiltInButtonFiresItsCallbackBeforeItsAction() async throws {
+        try await startCall()
+        let s = CallSession.shared
+        let expectations: [(BuiltInButton, CallEvent, CallEvent?)] = [
+            (.toggleAudio, .toggleAudioButtonClicked, .audioMuted),
+            (.toggleVideo, .toggleVideoButtonClicked, .videoPaused),
+            (.switchCamera, .switchCameraButtonClicked, .cameraFacingChanged(cameraFacing: .REAR)),
+            (.changeLayout, .changeLayoutButtonClicked, .callLayoutChanged(layoutType: .spotlight)),
+            (.participantList, .participantListButtonClicked, .participantListVisible),
+            (.shareInvite, .shareInviteButtonClicked, nil),
+            (.chat, .chatButtonClicked, nil),
+            (.recordingToggle, .recordingToggleButtonClicked, .error(code: "ERR_FEATURE_UNAVAILABLE", message: "Recording is not available on this server.")),
+        ]
+        for (button, clicked, effect) in expectations {
+            mine.clear()
+            s.click(button)
+            XCTAssertTrue(mine.has(clicked), "\(button)")
+            if let effect {
+                XCTAssertTrue(mine.has(effect), "\(button) → \(effect.callback)")
+                let order = mine.all.map(\.callback)
+                XCTAssertLessThan(order.firstIndex(of: clicked.callback) ?? 99, order.firstIndex(of: effect.callback) ?? -1, "\(button): callback first")
+            }
+        }
+        s.click(.raiseHand)
+        XCTAssertTrue(mine.has(.raiseHandButtonClicked))
+        mine.wait { if case .participantHandRaised = $0 { return true }; return false }
+        s.click(.participantList)
+        XCTAssertTrue(mine.has(.participantListHidden))
+        s.click(.leaveSession)
+        XCTAssertTrue(mine.has(.leaveSessionButtonClicked))
+        XCTAssertTrue(mine.has(.sessionLeft))
+    }
+
+    func testSettingsTakeEffect() async throws {
+        try await startCall {
+            $0.setDisplayName("Alice Liddell").startAudioMuted(true).startVideoPaused(true).enableAutoStartRecording(true)
+                .enableAutoStartTranscription(true).setLayout(.sidebar).enableIOSPictureInPicture(true)
+        }
+        let me = try XCTUnwrap(bob.participants.first { $0.uid == "alice" })
+        XCTAssertEqual(me.name, "Alice Liddell", "setDisplayName")
+        XCTAssertEqual(me.isAudioMuted, true, "startAudioMuted")
+        XCTAssertEqual(me.isVideoPaused, true, "startVideoPaused")
+        XCTAssertTrue(CallSession.shared.isAudioMuted)
+        XCTAssertEqual(CallSession.shared.layout, .sidebar, "setLayout")
+        XCTAssertTrue(CallSession.shared.isPictureInPictureLayoutEnabled, "enableIOSPictureInPicture: compact layout on Linux")
+        mine.wait("auto recording refused") { if case .error(_, let m) = $0 { return m.contains("Recording") }; return false }
+        mine.wait("auto transcription refused") { if case .error(_, let m) = $0 { return m.contains("Transcription") }; return false }
+    }
+
+    func testIdleTimeoutSetting() async throws {
+        _ = try await CometChatCalls.login(UID: "ida", authKey: server.keys.authKey)
+        try await CometChatCalls.joinSession(sessionID: "idle", callSetting: SessionSettingsBuilder()
+            .setIdleTimeoutPeriod(1).setAudioInput("null").setAudioOutput("null").build())
+        XCTAssertTrue(mine.has(.sessionTimedOut), "onSessionTimedOut after 1 s alone")
+        XCTAssertFalse(CallSession.shared.isCallSessionActive())
+    }
+
+    func testCallLogs() async throws {
+        try await startCall()
+        CallSession.shared.leaveSession()
+        XCTAssertTrue(mine.has(.sessionLeft))
+        await bob.leave()
+        bob = nil
+        // A second call, alone.
+        try await CometChatCalls.joinSession(sessionID: "solo-log", callSetting: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null").build())
+        CallSession.shared.leaveSession()
+        mine.wait { if case .sessionLeft = $0 { return true }; return false }
+        try await Task.sleep(nanoseconds: 300_000_000)
+
+        let all = try await CallLogsRequest.CallLogsBuilder().set(limit: 1).build().fetchNext()
+        XCTAssertEqual(all.map(\.sessionID), ["solo-log"], "newest first, one per page")
+        let request = CallLogsRequest.CallLogsBuilder().set(limit: 10).set(callStatus: .ended).set(uid: "bob").build()
+        let done = expectation(description: "fetchNext")
+        nonisolated(unsafe) var logs: [CallLog] = []
+        request.fetchNext(onSuccess: { logs = $0; done.fulfill() }, onError: { XCTFail("\(String(describing: $0))"); done.fulfill() })
+        await fulfillment(of: [done], timeout: 5)
+        let log = try XCTUnwrap(logs.first)
+        XCTAssertEqual(logs.count, 1)
+        XCTAssertEqual(log.sessionID, "acts")
+        XCTAssertEqual(log.status, .ended)
+        XCTAssertEqual(log.mode, .meet)
+        XCTAssertEqual(log.receiverType, .callGroup)
+        XCTAssertEqual((log.receiver as? CallGroup)?.guid, "acts")
+        XCTAssertEqual(log.initiator.name, "alice")
+        XCTAssertEqual((log.initiator as? CallUser)?.uid, "alice")
+        XCTAssertEqual(log.direction, .outgoing)
+        XCTAssertEqual(log.type, "video")
+        XCTAssertEqual(log.totalParticipants, 2)
+        XCTAssertEqual(log.participants.compactMap(\.uid), ["alice", "bob"])
+        XCTAssertNotNil(log.endedAt)
+        XCTAssertFalse(log.hasRecording)
+        let filtered = try await CallLogsRequest.CallLogsBuilder().set(guid: "solo-log").set(callCategory: .meet)
+            .set(callType: .video).set(hasRecording: false).set(callDirection: .outgoing).build().fetchNext()
+        XCTAssertEqual(filtered.map(\.sessionID), ["solo-log"])
+        let transcribed = try await CallLogsRequest.CallLogsBuilder().set(hasTranscriptions: true).build().fetchNext()
+        XCTAssertEqual(transcribed.count, 0)
+        let incoming = try await CallLogsRequest.CallLogsBuilder().set(callDirection: .incoming).build().fetchNext()
+        XCTAssertEqual(incoming.count, 0)
+        // Paging back.
+        let paged = CallLogsRequest.CallLogsBuilder().set(limit: 1).build()
+        let p1 = try await paged.fetchNext(), p2 = try await paged.fetchNext()
+        XCTAssertEqual(p1.first?.sessionID, "solo-log")
+        XCTAssertEqual(p2.first?.sessionID, "acts")
+        let back = expectation(description: "fetchPrevious")
+        paged.fetchPrevious(onSuccess: { XCTAssertEqual($0.first?.sessionID, "solo-log"); back.fulfill() }, onError: { _ in back.fulfill() })
+        await fulfillment(of: [back], timeout: 5)
+    }
+}
