@@ -37,6 +37,9 @@ let package = Package(
         .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CallsTUI", "CallsServer", "CallsAudio"],
                           resources: []),
 
+        // MARK: Examples
+        .executableTarget(name: "CallsSDKExample", dependencies: ["CometChatCallsSDK"], path: "Examples/CallsSDKExample"),
+
         // MARK: Tests
         .target(name: "CallRoomTestSupport", path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
@@ -46,7 +49,7 @@ let package = Package(
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsTUI"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsServer", "CallsTransport", "CometChatCallsSDK",
-                                                         "CallRoomTestSupport", "callroom", "callroomd"]),
+                                                         "CallRoomTestSupport", "callroom", "callroomd", "CallsSDKExample"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,11 +1,11 @@
 import CometChatCallsSDK
 
-/// Registers for all five listener protocols on a `CallSession` and turns every callback into
+/// Registers for all five listener protocols (and CallRoom's own) on a `CallSession` and turns every callback into
 /// a `CallEvent` for `handler`. This is how the terminal front end and the headless client
 /// observe a session: through the documented listener protocols, not a side channel.
 /// Thread rules: callbacks (and so `handler`) run on the SDK callback queue.
 public final class ListenerBridge: SessionStatusListener, MediaEventsListener, ParticipantEventListener,
-    LayoutListener, ButtonClickListener {
+    LayoutListener, ButtonClickListener, CallRoomListener {
     private let handler: (CallEvent) -> Void
 
     public init(handler: @escaping (CallEvent) -> Void) { self.handler = handler }
@@ -17,7 +17,12 @@ public final class ListenerBridge: SessionStatusListener, MediaEventsListener, P
         session.addParticipantEventListener(self)
         session.addLayoutListener(self)
         session.addButtonClickListener(self)
+        session.addCallRoomListener(self)
     }
+
+    // MARK: CallRoomListener
+    public func onError(code: String, message: String) { handler(.error(code: code, message: message)) }
+    public func onChatMessage(_ message: ChatEntry) { handler(.chatMessage(message)) }
 
     // MARK: SessionStatusListener
     public func onSessionJoined() { handler(.sessionJoined) }

@@ -175,7 +175,8 @@ public enum CallEvent: Sendable, Equatable {
         case .participantListButtonClicked: set.button.forEach { $0.onParticipantListButtonClicked() }
         case .chatButtonClicked: set.button.forEach { $0.onChatButtonClicked() }
         case .recordingToggleButtonClicked: set.button.forEach { $0.onRecordingToggleButtonClicked() }
-        case .error, .chatMessage: break
+        case .error(let code, let message): set.callRoom.forEach { $0.onError(code: code, message: message) }
+        case .chatMessage(let m): set.callRoom.forEach { $0.onChatMessage(m) }
         }
     }
 }

@@ -38,6 +38,10 @@ public final class CallSession: @unchecked Sendable {
     public func addButtonClickListener(_ l: any ButtonClickListener) { lock.withLock { listeners.button.add(l) } }
     public func removeButtonClickListener(_ l: any ButtonClickListener) { lock.withLock { listeners.button.remove(l) } }
 
+    /// CallRoom: errors of refused requests, and chat.
+    public func addCallRoomListener(_ l: any CallRoomListener) { lock.withLock { listeners.callRoom.add(l) } }
+    public func removeCallRoomListener(_ l: any CallRoomListener) { lock.withLock { listeners.callRoom.remove(l) } }
+
     /// Removes every listener of every kind.
     public func clearAllListeners() { lock.withLock { listeners = ListenerSet() } }
 

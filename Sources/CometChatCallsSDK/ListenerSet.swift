@@ -30,4 +30,5 @@ struct ListenerSet {
     var participant = WeakList<any ParticipantEventListener>()
     var layout = WeakList<any LayoutListener>()
     var button = WeakList<any ButtonClickListener>()
+    var callRoom = WeakList<any CallRoomListener>()
 }

@@ -127,3 +127,16 @@ public extension ButtonClickListener {
     func onChatButtonClicked() {}
     func onRecordingToggleButtonClicked() {}
 }
+
+/// CallRoom: what the five documented protocols have no callback for — refused or failed
+/// requests (never silent) and in-call chat. Delivered on the SDK callback queue.
+public protocol CallRoomListener: AnyObject {
+    /// A request was refused or failed: `code` is documented in docs/sdk.md.
+    func onError(code: String, message: String)
+    func onChatMessage(_ message: ChatEntry)
+}
+
+public extension CallRoomListener {
+    func onError(code: String, message: String) {}
+    func onChatMessage(_ message: ChatEntry) {}
+}

@@ -33,7 +33,6 @@ final class ActionsEndToEndTests: XCTestCase {
     var mine = Events()
     var peer = Events()
     var bridge: ListenerBridge!
-    var streamTask: Task<Void, Never>?
     var bob: CallsClient!
     let queue = DispatchQueue(label: "sdk-callbacks")
 
@@ -49,20 +48,9 @@ final class ActionsEndToEndTests: XCTestCase {
         let m = mine
         bridge = ListenerBridge { m.add($0) }
         bridge.register()
-        // CallRoom's own events (errors, chat) are not listener callbacks: take them from the stream.
-        let stream = CallSession.shared.events()
-        streamTask = Task {
-            for await e in stream {
-                switch e {
-                case .error, .chatMessage: m.add(e)
-                default: break
-                }
-            }
-        }
     }
 
     override func tearDown() async throws {
-        streamTask?.cancel()
         if let bob { await bob.leave() }
         CometChatCalls.resetForTesting()
         server.stop()

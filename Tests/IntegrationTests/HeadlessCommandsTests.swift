@@ -1,0 +1,68 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// `callroom join --headless` accepts every action as a kebab-case command; each has its
+/// observable effect in the JSON event lines, here and at a peer. Bad commands change nothing.
+final class HeadlessCommandsTests: XCTestCase {
+    func testEveryCommandHasItsEffect() throws {
+        let tmp = TemporaryDirectory("callroom-cmds")
+        defer { tmp.remove() }
+        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.path])
+        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on") })
+        let url = String(line.split(separator: " ")[3])
+        let key = server.output.first { $0.contains("authKey") }?.split(separator: " ").last.map(String.init) ?? ""
+        func client(_ uid: String) throws -> ManagedProcess {
+            let p = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "cmds", "--server", url, "--uid", uid, "--auth-key", key,
+                                                                        "--input", "null", "--output", "null", "--headless"])
+            XCTAssertNotNil(p.waitForLine { $0.contains("onSessionJoined") }, p.errorOutput)
+            return p
+        }
+        let ann = try client("ann")  // first in: moderator
+        let ben = try client("ben")
+        XCTAssertNotNil(ann.waitForLine { $0.contains("onParticipantJoined") && $0.contains("ben") })
+
+        func expect(_ p: ManagedProcess, _ needles: [String], after command: String? = nil, on sender: ManagedProcess? = nil) {
+            if let command { (sender ?? p).send(command) }
+            let found = p.waitForLine(timeout: 5) { l in needles.allSatisfy { l.contains($0) } }
+            XCTAssertNotNil(found, "\(command ?? "") → \(needles) not seen; output tail: \(p.output.suffix(3))")
+        }
+        expect(ann, ["onAudioMuted"], after: "mute-audio")
+        expect(ben, ["onParticipantAudioMuted", "ann"])
+        expect(ann, ["onAudioUnMuted"], after: "unmute")
+        expect(ann, ["onVideoPaused"], after: "pause-video")
+        expect(ben, ["onParticipantVideoPaused", "ann"])
+        expect(ann, ["onVideoResumed"], after: "resume-video")
+        expect(ann, ["onCameraFacingChanged", "REAR"], after: "switch-camera")
+        expect(ann, ["onParticipantHandRaised", "ann"], after: "raise-hand")
+        expect(ben, ["onParticipantHandLowered", "ann"], after: "lower-hand", on: ann)
+        expect(ann, ["onCallLayoutChanged", "SPOTLIGHT"], after: "set-layout SPOTLIGHT")
+        expect(ann, ["onAudioModeChanged", "SPEAKER"], after: "set-audio-mode SPEAKER")
+        expect(ann, ["onPictureInPictureLayoutEnabled"], after: "enable-picture-in-picture")
+        expect(ann, ["onPictureInPictureLayoutDisabled"], after: "disable-picture-in-picture-layout")
+        expect(ann, ["ERR_FEATURE_UNAVAILABLE", "Recording"], after: "start-recording")
+        expect(ann, ["ERR_FEATURE_UNAVAILABLE", "Transcription"], after: "start-transcription")
+        expect(ann, ["ERR_FEATURE_UNAVAILABLE", "Streaming"], after: "stop-streaming")
+        expect(ben, ["onAudioMuted"], after: "mute-participant ben", on: ann)
+        expect(ben, ["onVideoPaused"], after: "pause-participant-video ben", on: ann)
+        expect(ben, ["onParticipantListChanged", #""isPinned":true"#], after: "pin-participant ben", on: ann)
+        expect(ben, ["onChatMessage", "hello everyone"], after: "send-chat hello everyone", on: ann)
+        expect(ann, [#""isCallSessionActive":true"#], after: "is-call-session-active")
+        expect(ann, [#""participants""#, "ben"], after: "participants")
+        ann.send("set-chat-button-unread-count 4")
+        ann.send("hide-settings-panel")
+        // Bad commands: a JSON error line each, and nothing changes.
+        expect(ann, ["UNKNOWN_COMMAND"], after: "fly-away")
+        expect(ann, ["BAD_ARGUMENTS"], after: "set-layout")
+        expect(ann, ["BAD_ARGUMENTS"], after: "mute-audio now")
+        expect(ann, ["BAD_ARGUMENTS"], after: "set-chat-button-unread-count -2")
+        expect(ann, ["INVALID_LAYOUT"], after: "set-layout DIAGONAL")
+        expect(ben, ["ERR_NOT_MODERATOR"], after: "remove-participant ann")
+        expect(ben, ["onSessionLeft"], after: "remove-participant ben", on: ann)
+        XCTAssertEqual(ben.wait(), 0)
+        ann.send("leave-session")
+        XCTAssertEqual(ann.wait(), 0)
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+    }
+}
