@@ -104,6 +104,9 @@ final class ActionsEndToEndTests: XCTestCase {
         s.setPresenting(false)
         peer.wait { if case .participantStoppedScreenShare = $0 { return true }; return false }
         XCTAssertTrue(s.isCallSessionActive())
+        // Alice's tone is the only sound in the room: she is the dominant speaker, for both.
+        mine.wait("dominant speaker") { if case .dominantSpeakerChanged(let p) = $0 { return p.uid == "alice" }; return false }
+        peer.wait("peer's dominant speaker") { if case .dominantSpeakerChanged(let p) = $0 { return p.uid == "alice" }; return false }
     }
 
     func testServerFeaturesReportUnavailabilityNeverSilently() async throws {
