@@ -71,3 +71,16 @@ extension CallsClient {
         }
     }
 }
+
+// MARK: Benchmarks (CallRoom diagnostics)
+extension CallsClient {
+    /// Replaces the playback endpoint with a custom one (benchmarks, QA rigs).
+    public func replaceOutputForBenchmark(_ output: any AudioOutput) {
+        state.sync { engine }?.replaceOutput(output)
+    }
+
+    /// Replaces the capture endpoint with a custom one (benchmarks, QA rigs).
+    public func replaceInputForBenchmark(_ input: any AudioInput) {
+        state.sync { engine }?.replaceInput(input)
+    }
+}

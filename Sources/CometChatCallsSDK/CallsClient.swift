@@ -16,6 +16,7 @@ public final class CallsClient: @unchecked Sendable {
     private let rest: RESTClient
     private let eventQueue: DispatchQueue
     private let onEvent: @Sendable (CallEvent) -> Void
+    private let mediaProbe: (any MediaProbe)?
     let state = DispatchQueue(label: "callroom.client")
 
     // Confined to `state`
@@ -54,8 +55,10 @@ public final class CallsClient: @unchecked Sendable {
     /// - Parameters:
     ///   - serverURL: `http://host:port` of a `callroomd`.
     ///   - eventQueue: where `onEvent` runs (serially, in order).
-    public init(serverURL: URL, appID: String, eventQueue: DispatchQueue = .main,
+    /// - Parameter mediaProbe: CallRoom diagnostics: timing hooks on the media threads (benchmarks).
+    public init(serverURL: URL, appID: String, eventQueue: DispatchQueue = .main, mediaProbe: (any MediaProbe)? = nil,
                 onEvent: @escaping @Sendable (CallEvent) -> Void) {
+        self.mediaProbe = mediaProbe
         self.serverURL = serverURL
         self.appID = appID
         self.rest = RESTClient(baseURL: serverURL, appID: appID)
@@ -94,6 +97,16 @@ public final class CallsClient: @unchecked Sendable {
 
     /// Media statistics for tests and benchmarks.
     var mediaStatistics: MediaEngine.Statistics? { state.sync { engine?.statistics } }
+
+    /// CallRoom diagnostics: jitter-buffer and packet counts of the current session.
+    public var mediaReport: MediaReport? {
+        guard let s = mediaStatistics else { return nil }
+        let j = s.jitter.values
+        return MediaReport(framesCaptured: s.framesCaptured, packetsSent: s.packetsSent, packetsReceived: s.packetsReceived,
+                           impairedDrops: s.impairedDrops, played: j.reduce(0) { $0 + $1.played },
+                           recovered: j.reduce(0) { $0 + $1.recovered }, concealed: j.reduce(0) { $0 + $1.concealed },
+                           late: j.reduce(0) { $0 + $1.late }, overflowDropped: j.reduce(0) { $0 + $1.overflowDropped })
+    }
 
     // MARK: REST
 
@@ -201,7 +214,9 @@ public final class CallsClient: @unchecked Sendable {
                 if let n2 { notices.append(n2) }
             }
             if let n1 { notices.append(n1) }
-            engine = try MediaEngine(input: input, output: output, frameMs: settings.audioFrameMs)
+            engine = try MediaEngine(input: input, output: output, frameMs: settings.audioFrameMs,
+                                     jitterTargetFrames: settings.jitterTargetFrames, impairment: settings.networkImpairment,
+                                     probe: mediaProbe)
         } catch let e as AudioError {
             return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: e.description))
         } catch {
@@ -236,4 +251,19 @@ final class SignalLink: WebSocketClientDelegate, @unchecked Sendable {
     func webSocketDidOpen(_ c: WebSocketClient) {}
     func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) { client?.received(message, from: self) }
     func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) { client?.closed(error, from: self) }
+}
+
+/// CallRoom diagnostics: what the media engine did in this session (summed over senders).
+public struct MediaReport: Sendable, Equatable {
+    public var framesCaptured: Int
+    public var packetsSent: Int
+    public var packetsReceived: Int
+    /// Packets the simulated impairment dropped.
+    public var impairedDrops: Int
+    /// Frames played from packets, recovered from in-band FEC, concealed (PLC), arriving too late.
+    public var played: Int
+    public var recovered: Int
+    public var concealed: Int
+    public var late: Int
+    public var overflowDropped: Int
 }

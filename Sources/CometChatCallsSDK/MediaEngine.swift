@@ -19,13 +19,14 @@ final class MediaEngine: @unchecked Sendable {
         var framesCaptured = 0
         var packetsSent = 0
         var packetsReceived = 0
+        var impairedDrops = 0
         var bound = false
         var jitter: [UInt32: JitterBuffer.Statistics] = [:]
     }
 
     let frameSamples: Int
     let frameMs: Int
-    private let input: any AudioInput
+    private let inputBox: Mutex<any AudioInput>
     private let hasOutput: Bool
     private let outputBox: Mutex<(any AudioOutput)?>
     private let socket: UDPSocket
@@ -46,11 +47,18 @@ final class MediaEngine: @unchecked Sendable {
     private let threadsDone = DispatchSemaphore(value: 0)
     private var threadCount = 0
     private let jitterTargetFrames: Int
+    private let impairment: NetworkImpairment?
+    private let impairedDrops = Atomic<Int>(0)
+    /// Optional timing probe (benchmarks); called on the media threads, must not block.
+    let probe: (any MediaProbe)?
 
     /// - Parameters:
     ///   - output: nil to receive nothing (synthetic participants that only speak).
-    init(input: any AudioInput, output: (any AudioOutput)?, frameMs: Int = 20, jitterTargetFrames: Int = 2) throws(MediaEngineError) {
-        self.input = input
+    init(input: any AudioInput, output: (any AudioOutput)?, frameMs: Int = 20, jitterTargetFrames: Int = 2,
+         impairment: NetworkImpairment? = nil, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
+        self.impairment = impairment
+        self.probe = probe
+        self.inputBox = Mutex(input)
         self.hasOutput = output != nil
         self.outputBox = Mutex(output)
         self.frameMs = frameMs
@@ -91,7 +99,7 @@ final class MediaEngine: @unchecked Sendable {
     /// Stops every thread and closes the endpoints. Idempotent.
     func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        input.close()
+        inputBox.withLock { $0 }.close()
         outputBox.withLock { $0 }?.close()
         for _ in 0..<threadCount { threadsDone.wait() }
         threadCount = 0
@@ -120,7 +128,8 @@ final class MediaEngine: @unchecked Sendable {
 
     var statistics: Statistics {
         Statistics(framesCaptured: framesCaptured.load(ordering: .relaxed), packetsSent: packetsSent.load(ordering: .relaxed),
-                   packetsReceived: packetsReceived.load(ordering: .relaxed), bound: bound.load(ordering: .relaxed),
+                   packetsReceived: packetsReceived.load(ordering: .relaxed), impairedDrops: impairedDrops.load(ordering: .relaxed),
+                   bound: bound.load(ordering: .relaxed),
                    jitter: buffers.withLock { $0.mapValues(\.statistics) })
     }
 
@@ -139,7 +148,12 @@ final class MediaEngine: @unchecked Sendable {
         var frame = 0
         sendBind()
         while running.load(ordering: .acquiring) {
-            do { try input.read(pcm) } catch { break }
+            let input = inputBox.withLock { $0 }
+            do { try input.read(pcm) } catch {
+                if running.load(ordering: .acquiring), inputBox.withLock({ $0 }) !== input { continue }
+                break
+            }
+            probe?.captured(UnsafeBufferPointer(pcm), sequence: seq, at: monotonicNanoseconds())
             frame += 1
             framesCaptured.add(1, ordering: .relaxed)
             let db = LevelMeter.rmsDBFS(UnsafeBufferPointer(pcm))
@@ -155,6 +169,7 @@ final class MediaEngine: @unchecked Sendable {
             guard let n = try? encoder.encode(UnsafeBufferPointer(pcm), into: payload) else { continue }
             if socket.send(UnsafeRawBufferPointer(rebasing: packet[0..<(h + n)]), to: relay) {
                 packetsSent.add(1, ordering: .relaxed)
+                probe?.sent(sequence: seq, at: monotonicNanoseconds())
             }
             seq &+= 1
         }
@@ -163,24 +178,57 @@ final class MediaEngine: @unchecked Sendable {
     private func receiveLoop() {
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
         defer { buf.deallocate() }
+        var rng = SplitMix64(seed: impairment?.seed ?? 1)
+        var delayed: [(release: UInt64, packet: RTPPacket)] = []
         while running.load(ordering: .acquiring) {
-            guard socket.waitReadable(timeoutMs: 50) else { continue }
-            while let (n, from) = socket.receive(into: buf) {
-                guard from == relay else { continue }
-                let d = UnsafeRawBufferPointer(rebasing: buf[0..<n])
-                if let ackSSRC = MediaBinding.parseAck(d) {
-                    if ackSSRC == ssrc { bound.store(true, ordering: .releasing) }
-                    continue
-                }
-                guard hasOutput, let p = try? RTPPacket(parsing: d), p.ssrc != ssrc else { continue }
-                packetsReceived.add(1, ordering: .relaxed)
-                if let active = activeSSRCs.withLock({ $0 }), !active.contains(p.ssrc) { continue }
-                let target = jitterTargetFrames
-                buffers.withLock { b in
-                    b[p.ssrc, default: JitterBuffer(targetFrames: target)].insert(sequence: p.sequenceNumber, payload: p.payload)
+            var wait: Int32 = 50
+            if let next = delayed.first?.release {
+                let now = monotonicNanoseconds()
+                wait = next <= now ? 0 : Int32(min(50, (next - now) / 1_000_000 + 1))
+            }
+            if socket.waitReadable(timeoutMs: wait) {
+                while let (n, from) = socket.receive(into: buf) {
+                    guard from == relay else { continue }
+                    let d = UnsafeRawBufferPointer(rebasing: buf[0..<n])
+                    if let ackSSRC = MediaBinding.parseAck(d) {
+                        if ackSSRC == ssrc { bound.store(true, ordering: .releasing) }
+                        continue
+                    }
+                    guard hasOutput, let p = try? RTPPacket(parsing: d), p.ssrc != ssrc else { continue }
+                    packetsReceived.add(1, ordering: .relaxed)
+                    if let active = activeSSRCs.withLock({ $0 }), !active.contains(p.ssrc) { continue }
+                    guard let imp = impairment else { deliver(p); continue }
+                    // Impairment: drop, or hold for a random delay (which also reorders).
+                    if Double.random(in: 0..<100, using: &rng) < imp.lossPercent {
+                        impairedDrops.add(1, ordering: .relaxed)
+                        continue
+                    }
+                    let delay = UInt64(Double.random(in: 0...max(0, imp.jitterMs), using: &rng) * 1_000_000)
+                    let release = monotonicNanoseconds() + delay
+                    let i = delayed.firstIndex { $0.release > release } ?? delayed.count
+                    delayed.insert((release, p), at: i)
                 }
             }
+            let now = monotonicNanoseconds()
+            while let first = delayed.first, first.release <= now {
+                delayed.removeFirst()
+                deliver(first.packet)
+            }
         }
+    }
+
+    private func deliver(_ p: RTPPacket) {
+        probe?.received(ssrc: p.ssrc, sequence: p.sequenceNumber, at: monotonicNanoseconds())
+        let target = jitterTargetFrames
+        buffers.withLock { b in
+            b[p.ssrc, default: JitterBuffer(targetFrames: target)].insert(sequence: p.sequenceNumber, payload: p.payload)
+        }
+    }
+
+    /// Moves capture to another input at once; closes the old one.
+    func replaceInput(_ new: any AudioInput) {
+        let old = inputBox.withLock { box -> any AudioInput in let o = box; box = new; return o }
+        old.close()
     }
 
     /// Moves playback to another output at once (audio mode switch); closes the old one.
@@ -225,6 +273,7 @@ final class MediaEngine: @unchecked Sendable {
             }
             for key in decoders.keys where !decisions.contains(where: { $0.0 == key }) { decoders[key] = nil }
             mixer.render(into: out)
+            probe?.played(UnsafeBufferPointer(out), at: monotonicNanoseconds())
             guard let output = outputBox.withLock({ $0 }) else { break }
             do { try output.write(UnsafeBufferPointer(out)) } catch {
                 // A closed output that was replaced is expected; anything else ends playback.
@@ -233,6 +282,19 @@ final class MediaEngine: @unchecked Sendable {
             }
         }
     }
+}
+
+/// CallRoom diagnostics: timing hooks for benchmarks (`callroom bench latency`). Called on the
+/// media threads with monotonic nanoseconds; implementations must be quick and must not block.
+public protocol MediaProbe: AnyObject, Sendable {
+    /// A frame left the input (the end of its capture period).
+    func captured(_ frame: UnsafeBufferPointer<Int16>, sequence: UInt16, at: UInt64)
+    /// The frame's packet was handed to the socket.
+    func sent(sequence: UInt16, at: UInt64)
+    /// A packet arrived (after any impairment), entering the jitter buffer.
+    func received(ssrc: UInt32, sequence: UInt16, at: UInt64)
+    /// A mixed frame is about to be written to the output.
+    func played(_ frame: UnsafeBufferPointer<Int16>, at: UInt64)
 }
 
 /// Why the media engine could not start.

@@ -1,3 +1,5 @@
+import CallsCore
+
 /// Builds the settings of one session: `CometChatCalls.sessionSettingsBuilder.setSessionType(.voice).build()`.
 ///
 /// Every setter returns the builder, so calls chain; `build()` returns an immutable
@@ -57,6 +59,10 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var audioOutput: String = "alsa:default"
         /// CallRoom: the audio frame length in milliseconds (10 or 20).
         public var audioFrameMs: Int = 20
+        /// CallRoom: simulated loss and jitter on the media this client receives (QA, tests).
+        public var networkImpairment: NetworkImpairment?
+        /// CallRoom: frames the jitter buffer holds before playout starts (1 = one frame of margin).
+        public var jitterTargetFrames: Int = 2
 
         public init() {}
     }
@@ -135,6 +141,11 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     @discardableResult public func setAudioOutput(_ spec: String) -> SessionSettingsBuilder { settings.audioOutput = spec; return self }
     /// CallRoom: the audio frame length, 10 or 20 ms. Default 20.
     @discardableResult public func setAudioFrameMs(_ ms: Int) -> SessionSettingsBuilder { settings.audioFrameMs = ms; return self }
+
+    /// CallRoom: loss and delay variation applied to received media before the jitter buffer.
+    @discardableResult public func setNetworkImpairment(_ i: NetworkImpairment?) -> SessionSettingsBuilder { settings.networkImpairment = i; return self }
+    /// CallRoom: the jitter buffer's start depth in frames (at least 1). Default 2.
+    @discardableResult public func setJitterTargetFrames(_ n: Int) -> SessionSettingsBuilder { settings.jitterTargetFrames = max(1, n); return self }
 
     @available(*, deprecated, renamed: "setSessionType(_:)")
     @discardableResult public func setType(_ value: SessionType) -> SessionSettingsBuilder { setSessionType(value) }

@@ -8,7 +8,7 @@ enum JoinCommand {
     static let usage = """
         USAGE: callroom join SESSION_ID (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
-                             [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--headless]
+                             [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC] [--headless]
 
         Joins a session on a CallRoom server and shows the call screen.
 
@@ -23,6 +23,8 @@ enum JoinCommand {
           --input SPEC         microphone: alsa:NAME (default alsa:default), file:PATH.wav, tone:HZ, null
           --output SPEC        speaker: alsa:NAME (default alsa:default), file:PATH.wav, null
           --frame-ms N         audio frame length, 10 or 20 (default 20)
+          --impair SPEC        simulate a bad network on what you receive, before the jitter buffer:
+                               loss=PCT,jitter=MS[,seed=N] (random loss; 0…MS ms of delay variation)
           --headless           no screen: every listener callback is printed on stdout as one JSON
                                object per line; commands are read from stdin, one per line (below);
                                end of input leaves
@@ -38,7 +40,7 @@ enum JoinCommand {
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments, valued: ["server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
-                                                           "input", "output", "frame-ms"],
+                                                           "input", "output", "frame-ms", "impair"],
                                        boolean: ["headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
@@ -61,6 +63,14 @@ enum JoinCommand {
             .setAudioOutput(args["output"] ?? "alsa:default")
             .setAudioFrameMs(frameMs)
         if let n = args["name"] { settings.setDisplayName(n) }
+        if let spec = args["impair"] {
+            do {
+                let imp = try NetworkImpairment(spec: spec)
+                settings.setNetworkImpairment(imp)
+                // Hold enough to ride out the delay variation (one frame of margin beyond it).
+                settings.setJitterTargetFrames(max(2, Int((imp.jitterMs / Double(frameMs)).rounded(.up)) + 1))
+            } catch { Console.fail("--impair: \(error.message)") }
+        }
         let built = settings.build()
         let headless = args.has("headless")
         signal(SIGPIPE, SIG_IGN)

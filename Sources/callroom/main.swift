@@ -9,6 +9,8 @@ let topUsage = """
     COMMANDS:
       demo      start a server in this process, join it with synthetic participants, show the call
       join      join a session on a CallRoom server
+      devices   list audio devices (ALSA capture and playback)
+      bench     measure latency, quality under loss, and CPU (see 'callroom bench --help')
       --version print the version
 
     Run 'callroom <command> --help' for a command's options.
@@ -19,6 +21,8 @@ let argv = Array(CommandLine.arguments.dropFirst())
 switch argv.first {
 case "join": JoinCommand.run(Array(argv.dropFirst()))
 case "demo": DemoCommand.run(Array(argv.dropFirst()))
+case "devices": DevicesCommand.run(Array(argv.dropFirst()))
+case "bench": BenchCommand.run(Array(argv.dropFirst()))
 case "--version": Console.out("callroom \(CallRoomVersion.string)")
 case nil, "--help", "-h", "help": Console.out(topUsage)
 case let other?: Console.fail("unknown command '\(other)'\nRun 'callroom --help' for usage.")

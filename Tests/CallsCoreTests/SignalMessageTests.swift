@@ -97,3 +97,21 @@ struct ArgumentScannerTests {
         #expect(throws: ArgumentScanner.UsageError.self) { try ArgumentScanner.hostPort("h:70000") }
     }
 }
+
+@Suite("Network impairment")
+struct NetworkImpairmentTests {
+    @Test func parsesSpecs() throws {
+        #expect(try NetworkImpairment(spec: "loss=5,jitter=30") == NetworkImpairment(lossPercent: 5, jitterMs: 30, seed: 1))
+        #expect(try NetworkImpairment(spec: "jitter=10,seed=9,loss=0.5") == NetworkImpairment(lossPercent: 0.5, jitterMs: 10, seed: 9))
+        for bad in ["loss=101", "loss=-1", "jitter=x", "seed=-3", "speed=5", "loss"] {
+            #expect(throws: ArgumentScanner.UsageError.self, "\(bad)") { try NetworkImpairment(spec: bad) }
+        }
+    }
+
+    @Test func seededGeneratorIsDeterministic() {
+        var a = SplitMix64(seed: 42), b = SplitMix64(seed: 42), c = SplitMix64(seed: 43)
+        let xs = (0..<5).map { _ in a.next() }
+        #expect(xs == (0..<5).map { _ in b.next() })
+        #expect(xs != (0..<5).map { _ in c.next() })
+    }
+}

@@ -1,0 +1,233 @@
+import CallsAudio
+import CallsCore
+import CallsServer
+import CometChatCallsSDK
+import Foundation
+
+/// `callroom bench latency|quality|cpu`: measurements of the real pipeline, printed as figures
+/// whose last line is machine-readable (docs/benchmarks.md records them).
+enum BenchCommand {
+    static let usage = """
+        USAGE: callroom bench latency [--frame-ms 10|20] [--seconds N] [--jitter-frames N]
+               callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
+               callroom bench cpu [--speakers N] [--frames N]
+
+        latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
+                 client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
+                 decode → mix → playback on another; per-stage breakdown; last line
+                 mouth_to_ear_ms median=X p95=Y
+        quality  a continuous tone through random loss and delay variation applied before the
+                 listener's jitter buffer; how much was played, recovered (FEC), concealed (PLC),
+                 and playback stalls; last line quality … stalls=N
+        cpu      Opus encode, decode and mixing cost per stream, as a share of one core, for a
+                 room of N speakers (you send 1 stream and receive N-1); last line client_cpu_pct=X
+
+        """
+
+    static func run(_ arguments: [String]) -> Never {
+        guard let sub = arguments.first, ["latency", "quality", "cpu"].contains(sub) else {
+            Console.out(usage)
+            exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
+        }
+        let args: ArgumentScanner
+        do {
+            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames"],
+                                       boolean: ["help"])
+        } catch { Console.fail(error.message) }
+        if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
+        func int(_ k: String, _ d: Int, _ r: ClosedRange<Int>) -> Int {
+            guard let s = args[k] else { return d }
+            guard let v = Int(s), r.contains(v) else { Console.fail("--\(k) must be \(r.lowerBound)…\(r.upperBound)") }
+            return v
+        }
+        switch sub {
+        case "cpu":
+            CPUBench.run(speakers: int("speakers", 10, 1...200), frames: int("frames", 500, 10...100_000))
+            exit(ExitCode.ok)
+        case "latency":
+            let ms = int("frame-ms", 20, 10...20)
+            guard ms == 10 || ms == 20 else { Console.fail("--frame-ms must be 10 or 20") }
+            let seconds = int("seconds", 10, 2...600), jf = int("jitter-frames", 1, 1...20)
+            Task { await PipelineBench.latency(frameMs: ms, seconds: seconds, jitterFrames: jf); exit(ExitCode.ok) }
+        default:
+            let loss = Double(int("loss", 5, 0...100)), jitter = Double(int("jitter", 30, 0...1000))
+            let seconds = int("seconds", 10, 2...600), seed = UInt64(int("seed", 1, 0...Int.max))
+            Task { await PipelineBench.quality(loss: loss, jitter: jitter, seconds: seconds, seed: seed); exit(ExitCode.ok) }
+        }
+        dispatchMain()
+    }
+}
+
+/// Runs two clients through an in-process server.
+enum PipelineBench {
+    struct Room {
+        let server: CallServer
+        let dir: String
+        let url: URL
+    }
+
+    static func startServer() -> Room {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("callroom-bench-\(getpid())").path
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
+        c.logLevel = .error
+        let s = CallServer(configuration: c)
+        do { try s.start() } catch { Console.fail("cannot start the bench server: \(error)", code: ExitCode.failure) }
+        guard let url = URL(string: s.url) else { Console.fail("bad server URL", code: ExitCode.failure) }
+        return Room(server: s, dir: dir, url: url)
+    }
+
+    static func client(_ room: Room, uid: String, settings: SessionSettingsBuilder.SessionSettings, probe: (any MediaProbe)?) async -> CallsClient {
+        let c = CallsClient(serverURL: room.url, appID: room.server.keys.appId, eventQueue: DispatchQueue(label: uid), mediaProbe: probe) { _ in }
+        do {
+            _ = try await c.login(uid: uid, authKey: room.server.keys.authKey)
+            try await c.join(callToken: try await c.generateToken(sessionID: "bench"), settings: settings)
+        } catch {
+            Console.fail("bench client \(uid): \(error.errorDescription)", code: ExitCode.failure)
+        }
+        return c
+    }
+
+    static func percentile(_ xs: [Double], _ p: Double) -> Double {
+        guard !xs.isEmpty else { return .nan }
+        let s = xs.sorted()
+        return s[min(s.count - 1, Int((Double(s.count - 1) * p).rounded()))]
+    }
+
+    static func fmt(_ x: Double) -> String { String(format: "%.1f", x) }
+
+    static func latency(frameMs: Int, seconds: Int, jitterFrames: Int) async {
+        let room = startServer()
+        let frameSamples = AudioFormat.samples(ms: frameMs)
+        let mouth = MarkerInput(frameSamples: frameSamples)
+        let ear = EarOutput(frameSamples: frameSamples)
+        let speakerProbe = StageProbe(), listenerProbe = StageProbe()
+        let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
+            .setAudioFrameMs(frameMs).setJitterTargetFrames(jitterFrames).build(), probe: listenerProbe)
+        // The listener's output is replaced by the ear (same pacing as a device).
+        listener.replaceOutputForBenchmark(ear)
+        let speaker = await client(room, uid: "mouth", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("none")
+            .setAudioFrameMs(frameMs).build(), probe: speakerProbe)
+        speaker.replaceInputForBenchmark(mouth)
+        try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
+        await speaker.leave()
+        await listener.leave()
+        room.server.stop()
+        try? FileManager.default.removeItem(atPath: room.dir)
+
+        let mouths = mouth.mouthTimes.withLock { $0 }
+        let ears = ear.earTimes.withLock { $0 }
+        var total: [Double] = []
+        var j = 0
+        for m in mouths {
+            while j < ears.count && ears[j] < m { j += 1 }
+            guard j < ears.count, ears[j] - m < 400_000_000 else { continue }
+            total.append(Double(ears[j] - m) / 1e6)
+            j += 1
+        }
+        // Stages, matched by sequence number of each click's first frame.
+        var capture: [Double] = [], encode: [Double] = [], network: [Double] = [], jitter: [Double] = []
+        let onsets = speakerProbe.onsetSeq.sorted { $0.value < $1.value }
+        let played = listenerProbe.playedAt
+        for (seq, cap) in onsets {
+            guard let sent = speakerProbe.sentAt[seq], let recv = listenerProbe.receivedAt[seq],
+                  let play = played.first(where: { $0 >= recv }) else { continue }
+            encode.append(Double(sent - cap) / 1e6)
+            network.append(Double(recv - sent) / 1e6)
+            jitter.append(Double(play - recv) / 1e6)
+        }
+        let periodNs = UInt64(frameMs) * 1_000_000
+        for (_, cap) in onsets {
+            // The click was spoken inside the frame that ended at `cap`.
+            if let m = mouths.last(where: { $0 <= cap && cap - $0 <= periodNs + 5_000_000 }) { capture.append(Double(cap - m) / 1e6) }
+        }
+        if ProcessInfo.processInfo.environment["CALLROOM_BENCH_DEBUG"] != nil {
+            Console.err("mouths \(mouths.count) ears \(ears.count) onsets \(onsets.count) sent \(speakerProbe.sentAt.count) received \(listenerProbe.receivedAt.count) played \(played.count) ear frames \(ear.frames.load(ordering: .relaxed)) silent \(ear.silentFrames.load(ordering: .relaxed))")
+        }
+        Console.out("callroom bench latency: \(frameMs) ms frames, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks")
+        Console.out("stage medians (ms): capture wait \(fmt(percentile(capture, 0.5))), encode+send \(fmt(percentile(encode, 0.5))), " +
+                    "relay+network \(fmt(percentile(network, 0.5))), jitter buffer+playout wait \(fmt(percentile(jitter, 0.5))), " +
+                    "playback period \(frameMs)")
+        Console.out("mouth_to_ear_ms median=\(fmt(percentile(total, 0.5))) p95=\(fmt(percentile(total, 0.95)))")
+    }
+
+    static func quality(loss: Double, jitter: Double, seconds: Int, seed: UInt64) async {
+        let room = startServer()
+        let ear = EarOutput(frameSamples: 960)
+        let imp = NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: seed)
+        let target = max(2, Int((jitter / 20).rounded(.up)) + 1)
+        let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
+            .setNetworkImpairment(imp).setJitterTargetFrames(target).build(), probe: nil)
+        listener.replaceOutputForBenchmark(ear)
+        let speaker = await client(room, uid: "voice", settings: SessionSettingsBuilder().setAudioInput("tone:440").setAudioOutput("none").build(), probe: nil)
+        try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
+        let report = listener.mediaReport
+        await speaker.leave()
+        await listener.leave()
+        room.server.stop()
+        try? FileManager.default.removeItem(atPath: room.dir)
+        guard let r = report else { Console.fail("no media report", code: ExitCode.failure) }
+        let decided = max(1, r.played + r.recovered + r.concealed)
+        let frames = max(1, ear.frames.load(ordering: .relaxed))
+        Console.out("callroom bench quality: loss \(loss) %, jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(target), \(seconds) s")
+        Console.out("packets received \(r.packetsReceived), dropped by impairment \(r.impairedDrops), late \(r.late)")
+        Console.out("frames: played \(r.played), recovered from FEC \(r.recovered), concealed \(r.concealed); " +
+                    "output frames \(frames), silent \(ear.silentFrames.load(ordering: .relaxed))")
+        Console.out(String(format: "quality loss_pct=%.1f jitter_ms=%.0f recovered_pct=%.2f concealed_pct=%.2f silent_output_pct=%.2f stalls=%d",
+                           loss, jitter, 100 * Double(r.recovered) / Double(decided), 100 * Double(r.concealed) / Double(decided),
+                           100 * Double(ear.silentFrames.load(ordering: .relaxed)) / Double(frames), ear.stalls.load(ordering: .relaxed)))
+    }
+}
+
+/// Opus and mixer cost per stream, measured in thread CPU time.
+enum CPUBench {
+    static func threadCPU() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    static func run(speakers: Int, frames: Int) {
+        let n = 960
+        var pcm = [Int16](repeating: 0, count: n)
+        var packet = [UInt8](repeating: 0, count: 1500)
+        let tones = (0..<speakers).map { ToneInput(frequency: 200 + Double($0) * 37, frameSamples: n) }
+        guard let encoders = try? (0..<speakers).map({ _ in try OpusEncoder(frameMs: 20) }),
+              let decoders = try? (0..<speakers).map({ _ in try OpusDecoder() }) else { Console.fail("cannot create codecs", code: ExitCode.failure) }
+        var packets: [[[UInt8]]] = Array(repeating: [], count: speakers)
+        var encodeNs: UInt64 = 0, decodeNs: UInt64 = 0, mixNs: UInt64 = 0
+        for f in 0..<frames {
+            for s in 0..<speakers {
+                pcm.withUnsafeMutableBufferPointer { tones[s].fill($0) }
+                let t0 = threadCPU()
+                let len = (try? pcm.withUnsafeBufferPointer { p in try packet.withUnsafeMutableBufferPointer { try encoders[s].encode(p, into: $0) } }) ?? 0
+                encodeNs += threadCPU() - t0
+                if f < 50 || s < 4 { packets[s].append(Array(packet.prefix(len))) }
+            }
+        }
+        let mixer = Mixer(frameSamples: n)
+        var out = [Int16](repeating: 0, count: n)
+        for f in 0..<frames {
+            mixer.reset()
+            for s in 0..<speakers {
+                let p = packets[s][f % packets[s].count]
+                let t0 = threadCPU()
+                _ = p.withUnsafeBufferPointer { pp in pcm.withUnsafeMutableBufferPointer { decoders[s].decode(pp, into: $0) } }
+                decodeNs += threadCPU() - t0
+                let t1 = threadCPU()
+                pcm.withUnsafeBufferPointer { mixer.add($0) }
+                mixNs += threadCPU() - t1
+            }
+            let t2 = threadCPU()
+            out.withUnsafeMutableBufferPointer { mixer.render(into: $0) }
+            mixNs += threadCPU() - t2
+        }
+        let encUs = Double(encodeNs) / Double(frames * speakers) / 1000
+        let decUs = Double(decodeNs) / Double(frames * speakers) / 1000
+        let mixUs = Double(mixNs) / Double(frames) / 1000 * Double(max(1, speakers - 1)) / Double(speakers)
+        let perFrameUs = encUs + Double(speakers - 1) * decUs + mixUs
+        Console.out("callroom bench cpu: \(speakers) speakers, \(frames) frames of 20 ms, Opus 32 kb/s complexity 9 with FEC")
+        Console.out(String(format: "per 20 ms frame: encode %.1f µs per sent stream, decode %.1f µs per received stream, mix %.1f µs", encUs, decUs, mixUs))
+        Console.out(String(format: "share of one core: sent stream %.3f %%, each received stream %.3f %%", encUs / 200, decUs / 200))
+        Console.out(String(format: "client_cpu_pct=%.2f", perFrameUs / 20_000 * 100))
+    }
+}

@@ -1,0 +1,35 @@
+import CallsAudio
+import Foundation
+
+/// `callroom devices`: the ALSA capture and playback devices, with the names `alsa:NAME` takes.
+enum DevicesCommand {
+    static let usage = """
+        USAGE: callroom devices [--json]
+
+        Lists ALSA PCM devices for --input alsa:NAME (capture) and --output alsa:NAME (playback).
+        Besides ALSA: file:PATH.wav, tone:HZ[:ON_MS:OFF_MS] and null are always available.
+
+        """
+
+    static func run(_ arguments: [String]) -> Never {
+        if arguments.contains("--help") || arguments.contains("-h") { Console.out(usage); exit(ExitCode.ok) }
+        if let bad = arguments.first(where: { $0 != "--json" }) { Console.fail("unexpected argument '\(bad)'") }
+        let devices = ALSADeviceList.devices()
+        if arguments.contains("--json") {
+            let list: [[String: Any]] = devices.map {
+                ["name": $0.name, "description": $0.description, "capture": $0.canCapture, "playback": $0.canPlay]
+            }
+            HeadlessCommands.printJSON(["devices": list])
+            exit(ExitCode.ok)
+        }
+        for (title, keep) in [("Capture devices (--input alsa:NAME)", \ALSADeviceInfo.canCapture),
+                              ("Playback devices (--output alsa:NAME)", \ALSADeviceInfo.canPlay)] {
+            Console.out(title)
+            let list = devices.filter { $0[keyPath: keep] }
+            if list.isEmpty { Console.out("  (none)") }
+            for d in list { Console.out("  \(d.name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(d.description)") }
+        }
+        Console.out("Always available: file:PATH.wav, tone:HZ[:ON_MS:OFF_MS], null")
+        exit(ExitCode.ok)
+    }
+}

@@ -1,0 +1,59 @@
+import CallsCore
+import CallsServer
+@testable import CometChatCallsSDK
+import Foundation
+import XCTest
+
+/// A call through 10 % loss and 0…30 ms of delay variation still delivers a continuous tone:
+/// FEC and concealment fill the gaps, playback never stalls.
+final class ImpairedCallTests: XCTestCase {
+    func testLossyNetworkStillDeliversAContinuousTone() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crimp-\(UUID().uuidString.prefix(6))").path
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
+        c.logLevel = .error
+        let server = CallServer(configuration: c)
+        try server.start()
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let url = try XCTUnwrap(URL(string: server.url))
+        let wav = dir + "/heard.wav"
+        let listener = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "l")) { _ in }
+        let speaker = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "s")) { _ in }
+        _ = try await listener.login(uid: "lis", authKey: server.keys.authKey)
+        try await listener.join(callToken: try await listener.generateToken(sessionID: "lossy"), settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("file:\(wav)").setJitterTargetFrames(3)
+            .setNetworkImpairment(NetworkImpairment(lossPercent: 10, jitterMs: 30, seed: 7)).build())
+        _ = try await speaker.login(uid: "spk", authKey: server.keys.authKey)
+        try await speaker.join(callToken: try await speaker.generateToken(sessionID: "lossy"), settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("none").build())
+        try await Task.sleep(nanoseconds: 4_000_000_000)
+        let report = try XCTUnwrap(listener.mediaReport)
+        await speaker.leave()
+        await listener.leave()
+
+        XCTAssertGreaterThan(report.impairedDrops, 8, "the impairment dropped packets")
+        XCTAssertGreaterThan(report.recovered + report.concealed, report.impairedDrops / 2, "gaps were filled")
+        let samples = try XCTUnwrap(readSamples(wav))
+        let windows = stride(from: 0, to: samples.count - 2400, by: 2400).map { samples[$0..<($0 + 2400)] }
+        let firstTone = try XCTUnwrap(windows.firstIndex { rms($0) > -30 })
+        let lastTone = try XCTUnwrap(windows.lastIndex { rms($0) > -30 })
+        let span = windows[firstTone...lastTone]
+        XCTAssertGreaterThan(span.count, 50, "about 3 s of tone")
+        let dropouts = span.filter { rms($0) < -40 }.count
+        XCTAssertEqual(dropouts, 0, "no 50 ms window of silence while the tone plays")
+    }
+
+    func rms(_ s: ArraySlice<Int16>) -> Double {
+        let sum = s.reduce(0.0) { $0 + Double($1) * Double($1) }
+        let r = (sum / Double(max(1, s.count))).squareRoot() / 32768
+        return r > 0 ? 20 * log10(r) : -200
+    }
+
+    func readSamples(_ path: String) -> [Int16]? {
+        guard let d = FileManager.default.contents(atPath: path), d.count > 44 else { return nil }
+        let b = [UInt8](d)
+        var out: [Int16] = []
+        var i = 44
+        while i + 1 < b.count { out.append(Int16(bitPattern: UInt16(b[i]) | UInt16(b[i + 1]) << 8)); i += 2 }
+        return out
+    }
+}

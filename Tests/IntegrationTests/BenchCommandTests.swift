@@ -1,0 +1,31 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// The benchmark commands run and end with their machine-readable line (figures themselves are
+/// recorded in docs/benchmarks.md, not asserted: this machine is noisy).
+final class BenchCommandTests: XCTestCase {
+    func run(_ args: [String]) throws -> (Int32?, [String]) {
+        let p = try ManagedProcess(BuiltProducts.path("callroom"), ["bench"] + args)
+        let status = p.wait(timeout: 60)
+        Thread.sleep(forTimeInterval: 0.05)
+        return (status, p.output)
+    }
+
+    func testBenchmarksPrintTheirFigures() throws {
+        let (s1, latency) = try run(["latency", "--seconds", "3"])
+        XCTAssertEqual(s1, 0)
+        let last = try XCTUnwrap(latency.last)
+        XCTAssertTrue(last.hasPrefix("mouth_to_ear_ms median="), last)
+        XCTAssertFalse(last.contains("nan"), "clicks were heard: \(latency)")
+        let (s2, quality) = try run(["quality", "--loss", "10", "--jitter", "30", "--seconds", "3"])
+        XCTAssertEqual(s2, 0)
+        XCTAssertTrue(quality.last?.hasPrefix("quality loss_pct=10.0 jitter_ms=30") == true, "\(quality)")
+        XCTAssertTrue(quality.last?.hasSuffix("stalls=0") == true, "playback never stalls: \(quality)")
+        let (s3, cpu) = try run(["cpu", "--speakers", "3", "--frames", "50"])
+        XCTAssertEqual(s3, 0)
+        XCTAssertTrue(cpu.last?.hasPrefix("client_cpu_pct=") == true, "\(cpu)")
+        let (s4, _) = try run(["teleport"])
+        XCTAssertEqual(s4, 2)
+    }
+}
