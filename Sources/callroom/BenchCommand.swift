@@ -131,9 +131,11 @@ enum PipelineBench {
         for (seq, cap) in onsets {
             guard let sent = speakerProbe.sentAt[seq], let recv = listenerProbe.receivedAt[seq],
                   let play = played.first(where: { $0 >= recv }) else { continue }
-            encode.append(Double(sent - cap) / 1e6)
-            network.append(Double(recv - sent) / 1e6)
-            jitter.append(Double(play - recv) / 1e6)
+            // Signed: on loopback the packet can arrive before the sender's probe notes the send.
+            func ms(_ from: UInt64, _ to: UInt64) -> Double { (Double(to) - Double(from)) / 1e6 }
+            encode.append(ms(cap, sent))
+            network.append(max(0, ms(sent, recv)))
+            jitter.append(ms(recv, play))
         }
         let periodNs = UInt64(frameMs) * 1_000_000
         for (_, cap) in onsets {
