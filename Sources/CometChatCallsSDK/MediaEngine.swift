@@ -219,9 +219,11 @@ final class MediaEngine: @unchecked Sendable {
 
     private func deliver(_ p: RTPPacket) {
         probe?.received(ssrc: p.ssrc, sequence: p.sequenceNumber, at: monotonicNanoseconds())
-        let target = jitterTargetFrames
+        let target = jitterTargetFrames, samples = frameSamples
+        let now = monotonicNanoseconds()
         buffers.withLock { b in
-            b[p.ssrc, default: JitterBuffer(targetFrames: target)].insert(sequence: p.sequenceNumber, payload: p.payload)
+            b[p.ssrc, default: JitterBuffer(targetFrames: target, frameSamples: samples)]
+                .insert(sequence: p.sequenceNumber, payload: p.payload, arrival: now, timestamp: p.timestamp)
         }
     }
 

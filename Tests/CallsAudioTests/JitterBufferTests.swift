@@ -113,3 +113,91 @@ struct JitterBufferTests {
         #expect(jb.next() == .packet(p(30000)))
     }
 }
+
+/// Adaptive depth and clock drift, driven by a virtual clock (20 ms frames).
+@Suite("Jitter buffer adaptation")
+struct JitterBufferAdaptationTests {
+    let frameNs: UInt64 = 20_000_000
+
+    @Test func steadyArrivalKeepsTheMinimumDepth() {
+        var jb = JitterBuffer(targetFrames: 1)
+        for i in 0..<200 {
+            jb.insert(sequence: UInt16(i), payload: [1], arrival: UInt64(i) * frameNs, timestamp: UInt32(i * 960))
+            _ = jb.next()
+        }
+        #expect(jb.adaptiveTarget == 1)
+        #expect(jb.jitterNanoseconds < 1_000_000)
+        #expect(jb.statistics.concealed == 0)
+    }
+
+    @Test func jitterRaisesTheTargetAndCalmShrinksTheQueueBack() {
+        var jb = JitterBuffer(targetFrames: 1, maxFrames: 30)
+        var rng = SplitMixForTests(seed: 3)
+        var clock: UInt64 = 0
+        // 0…40 ms of delay variation on each packet; the consumer ticks every 20 ms.
+        var pending: [(UInt64, Int)] = []
+        var concealedDuringJitter = 0
+        for tick in 0..<500 {
+            let delay = UInt64(rng.next() % 40_000_000)
+            pending.append((UInt64(tick) * frameNs + delay, tick))
+            clock = UInt64(tick) * frameNs
+            pending.sort { $0.0 < $1.0 }
+            while let first = pending.first, first.0 <= clock {
+                pending.removeFirst()
+                jb.insert(sequence: UInt16(first.1 & 0xFFFF), payload: [1], arrival: first.0, timestamp: UInt32(first.1 * 960))
+            }
+            if jb.next() == .concealed && tick > 100 { concealedDuringJitter += 1 }
+        }
+        #expect(jb.adaptiveTarget >= 2, "target grew to cover the jitter (now \(jb.adaptiveTarget))")
+        #expect(concealedDuringJitter < 20, "few underruns once adapted: \(concealedDuringJitter)")
+        // Calm again: the estimate decays and excess depth is trimmed.
+        let depthBefore = jb.depth
+        for tick in 500..<1500 {
+            jb.insert(sequence: UInt16(tick & 0xFFFF), payload: [1], arrival: UInt64(tick) * frameNs + 50_000_000, timestamp: UInt32(tick * 960))
+            _ = jb.next()
+        }
+        #expect(jb.adaptiveTarget <= 2)
+        #expect(jb.depth <= max(depthBefore, jb.adaptiveTarget + 1))
+    }
+
+    @Test func fastSenderClockIsTrimmedSlowOneConcealed() {
+        // Sender 1 % fast: 101 packets per 100 ticks. The queue must stay bounded.
+        var fast = JitterBuffer(targetFrames: 2)
+        var sent = 0
+        for tick in 0..<3000 {
+            while sent * 100 < tick * 101 {
+                fast.insert(sequence: UInt16(sent & 0xFFFF), payload: [1], arrival: UInt64(tick) * frameNs, timestamp: UInt32(truncatingIfNeeded: sent * 960))
+                sent += 1
+            }
+            _ = fast.next()
+        }
+        #expect(fast.depth <= fast.adaptiveTarget + 3, "depth \(fast.depth) stays bounded")
+        #expect(fast.statistics.shrunk + fast.statistics.overflowDropped > 10, "the surplus was dropped")
+        // Sender 1 % slow: 99 packets per 100 ticks; the gaps are concealed, never a stall to silence.
+        var slow = JitterBuffer(targetFrames: 2)
+        sent = 0
+        var silences = 0
+        for tick in 0..<3000 {
+            while sent * 100 < tick * 99 {
+                slow.insert(sequence: UInt16(sent & 0xFFFF), payload: [1], arrival: UInt64(tick) * frameNs, timestamp: UInt32(truncatingIfNeeded: sent * 960))
+                sent += 1
+            }
+            if slow.next() == .silence && tick > 10 { silences += 1 }
+        }
+        #expect(slow.statistics.concealed <= 40, "about one frame per 100: \(slow.statistics.concealed)")
+        #expect(silences <= 2)
+    }
+}
+
+/// A tiny deterministic generator for tests (SplitMix64).
+struct SplitMixForTests {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
