@@ -45,6 +45,9 @@ public final class OpusEncoder: @unchecked Sendable {
         return Int(v)
     }
 
+    /// Discontinuous transmission: near-empty packets in silence.
+    public func setDTX(_ on: Bool) { callroom_opus_set_dtx(state, on ? 1 : 0) }
+
     /// Updates the loss percentage FEC is tuned for.
     public func setExpectedLoss(percent: Int32) { callroom_opus_set_packet_loss_perc(state, percent) }
 }

@@ -117,6 +117,15 @@ extension CallSession {
     /// The session's chat so far.
     public var chatMessages: [ChatEntry] { currentClient?.chatMessages ?? [] }
 
+    /// Push-to-talk: when on, your microphone is sent only while `setTalking(true)`.
+    public func setPushToTalk(_ enabled: Bool) { currentClient?.setPushToTalk(enabled) ?? notActive() }
+    /// Push-to-talk key down (true) / up (false).
+    public func setTalking(_ talking: Bool) { currentClient?.setTalking(talking) }
+    /// Whether your microphone is being sent now.
+    public var isTransmitting: Bool { currentClient?.isTransmitting ?? false }
+    /// Playback volume of one participant (pid or uid): 1 as received, 0 silent, up to 4.
+    public func setParticipantVolume(participantId: String, volume: Float) { currentClient?.setVolume(volume, for: participantId) ?? notActive() }
+
     /// Sends a chat message to the room; it comes back as a `.chatMessage` event.
     public func sendChatMessage(_ text: String) { currentClient?.sendChat(text) ?? notActive() }
     /// Moderators: removes a participant (pid or uid) from the session.

@@ -50,6 +50,22 @@ extension CallsClient {
     }
 }
 
+// MARK: Local audio (any thread)
+extension CallsClient {
+    /// Push-to-talk: when on, the microphone is sent only while `setTalking(true)`.
+    public func setPushToTalk(_ enabled: Bool) { state.sync { engine }?.setPushToTalk(enabled) }
+    /// Push-to-talk key down / up.
+    public func setTalking(_ talking: Bool) { state.sync { engine }?.setTalking(talking) }
+    /// Whether your microphone is being sent now (not muted, and talking under push-to-talk).
+    public var isTransmitting: Bool { state.sync { engine }?.isTransmitting ?? false }
+    /// Playback volume of one participant (pid or uid): 1 as received, 0 silent, up to 4.
+    public func setVolume(_ gain: Float, for participantID: String) {
+        let pid = resolvePID(participantID)
+        guard let ssrc = participants.first(where: { $0.pid == pid })?.ssrc else { return }
+        state.sync { engine }?.setVolume(gain, ssrc: ssrc)
+    }
+}
+
 // MARK: Audio routing (any thread)
 extension CallsClient {
     /// The audio modes this machine can route to now, with the endpoint each uses.

@@ -214,9 +214,15 @@ public final class CallsClient: @unchecked Sendable {
                 if let n2 { notices.append(n2) }
             }
             if let n1 { notices.append(n1) }
-            engine = try MediaEngine(input: input, output: output, frameMs: settings.audioFrameMs,
-                                     jitterTargetFrames: settings.jitterTargetFrames, impairment: settings.networkImpairment,
-                                     probe: mediaProbe)
+            var o = MediaEngine.Options()
+            o.frameMs = settings.audioFrameMs
+            o.jitterTargetFrames = settings.jitterTargetFrames
+            o.impairment = settings.networkImpairment
+            o.processing = settings.captureProcessing
+            o.bitrate = settings.audioBitrate
+            o.complexity = settings.audioComplexity
+            o.dtx = settings.audioDTX
+            engine = try MediaEngine(input: input, output: output, options: o, probe: mediaProbe)
         } catch let e as AudioError {
             return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: e.description))
         } catch {

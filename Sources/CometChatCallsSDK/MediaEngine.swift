@@ -49,13 +49,36 @@ final class MediaEngine: @unchecked Sendable {
     private let jitterTargetFrames: Int
     private let impairment: NetworkImpairment?
     private let impairedDrops = Atomic<Int>(0)
+    private let processor: CaptureProcessor?
+    private let pushToTalk = Atomic<Bool>(false)
+    private let talking = Atomic<Bool>(false)
+    private let volumes = Mutex<[UInt32: Float]>([:])
     /// Optional timing probe (benchmarks); called on the media threads, must not block.
     let probe: (any MediaProbe)?
 
     /// - Parameters:
     ///   - output: nil to receive nothing (synthetic participants that only speak).
-    init(input: any AudioInput, output: (any AudioOutput)?, frameMs: Int = 20, jitterTargetFrames: Int = 2,
-         impairment: NetworkImpairment? = nil, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
+    struct Options {
+        var frameMs = 20
+        var jitterTargetFrames = 2
+        var impairment: NetworkImpairment?
+        var processing: CaptureProcessing = .off
+        var bitrate = 32_000
+        var complexity = 9
+        var dtx = false
+    }
+
+    convenience init(input: any AudioInput, output: (any AudioOutput)?, frameMs: Int = 20, jitterTargetFrames: Int = 2,
+                     impairment: NetworkImpairment? = nil, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
+        var o = Options()
+        o.frameMs = frameMs
+        o.jitterTargetFrames = jitterTargetFrames
+        o.impairment = impairment
+        try self.init(input: input, output: output, options: o, probe: probe)
+    }
+
+    init(input: any AudioInput, output: (any AudioOutput)?, options: Options, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
+        let frameMs = options.frameMs, jitterTargetFrames = options.jitterTargetFrames, impairment = options.impairment
         self.impairment = impairment
         self.probe = probe
         self.inputBox = Mutex(input)
@@ -66,7 +89,10 @@ final class MediaEngine: @unchecked Sendable {
         self.jitterTargetFrames = jitterTargetFrames
         do {
             socket = try UDPSocket(host: "0.0.0.0", port: 0)
-            encoder = try OpusEncoder(frameMs: frameMs)
+            encoder = try OpusEncoder(frameMs: frameMs, bitrate: Int32(options.bitrate), complexity: Int32(options.complexity))
+            encoder.setDTX(options.dtx)
+            processor = options.processing.isOff ? nil
+                : try CaptureProcessor(frameSamples: AudioFormat.samples(ms: frameMs), options: options.processing)
         } catch let e as AudioError {
             throw .audio(e)
         } catch {
@@ -107,6 +133,16 @@ final class MediaEngine: @unchecked Sendable {
     }
 
     func setMuted(_ m: Bool) { muted.store(m, ordering: .releasing) }
+
+    /// Push-to-talk: when enabled, the microphone is sent only while `talking` is true.
+    func setPushToTalk(_ enabled: Bool) { pushToTalk.store(enabled, ordering: .releasing) }
+    func setTalking(_ t: Bool) { talking.store(t, ordering: .releasing) }
+    var isTransmitting: Bool {
+        !muted.load(ordering: .acquiring) && (!pushToTalk.load(ordering: .acquiring) || talking.load(ordering: .acquiring))
+    }
+
+    /// Playback gain for one sender (1 = as received, 0 = silent, up to 4).
+    func setVolume(_ gain: Float, ssrc: UInt32) { volumes.withLock { $0[ssrc] = min(4, max(0, gain)) } }
 
     /// Binds again with a new token (after a signalling `resume`); media keeps flowing meanwhile.
     func rebind(token: [UInt8]) {
@@ -153,6 +189,7 @@ final class MediaEngine: @unchecked Sendable {
                 if running.load(ordering: .acquiring), inputBox.withLock({ $0 }) !== input { continue }
                 break
             }
+            processor?.process(pcm)
             probe?.captured(UnsafeBufferPointer(pcm), sequence: seq, at: monotonicNanoseconds())
             frame += 1
             framesCaptured.add(1, ordering: .relaxed)
@@ -162,7 +199,7 @@ final class MediaEngine: @unchecked Sendable {
             let bindEvery = bound.load(ordering: .relaxed) ? 5000 / frameMs : 10
             if frame % bindEvery == 0 { sendBind() }
             timestamp &+= UInt32(frameSamples)
-            guard !muted.load(ordering: .relaxed) else { continue }
+            guard isTransmitting else { continue }
             let level = RTPPacket.AudioLevel(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: LevelMeter.isVoice(dbfs: db))
             let h = RTPPacket.writeHeader(into: packet, sequenceNumber: seq, timestamp: timestamp, ssrc: ssrc, audioLevel: level)
             let payload = UnsafeMutableBufferPointer<UInt8>(rebasing: packet.bindMemory(to: UInt8.self)[h...])
@@ -271,10 +308,11 @@ final class MediaEngine: @unchecked Sendable {
                 }
                 let db: Float = n > 0 ? LevelMeter.rmsDBFS(UnsafeBufferPointer(rebasing: pcm[0..<n])) : LevelMeter.silenceDBFS
                 levelTable.withLock { $0[key] = db }
-                if n > 0 { mixer.add(UnsafeBufferPointer(rebasing: pcm[0..<n])) }
+                if n > 0 { mixer.add(UnsafeBufferPointer(rebasing: pcm[0..<n]), gain: volumes.withLock { $0[key] } ?? 1) }
             }
             for key in decoders.keys where !decisions.contains(where: { $0.0 == key }) { decoders[key] = nil }
             mixer.render(into: out)
+            processor?.played(UnsafeBufferPointer(out))
             probe?.played(UnsafeBufferPointer(out), at: monotonicNanoseconds())
             guard let output = outputBox.withLock({ $0 }) else { break }
             do { try output.write(UnsafeBufferPointer(out)) } catch {

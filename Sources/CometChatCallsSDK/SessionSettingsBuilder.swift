@@ -1,3 +1,4 @@
+import CallsAudio
 import CallsCore
 
 /// Builds the settings of one session: `CometChatCalls.sessionSettingsBuilder.setSessionType(.voice).build()`.
@@ -63,6 +64,12 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var networkImpairment: NetworkImpairment?
         /// CallRoom: frames the jitter buffer holds before playout starts (1 = one frame of margin).
         public var jitterTargetFrames: Int = 2
+        /// CallRoom: noise suppression, automatic gain, echo cancellation on the microphone.
+        public var captureProcessing: CaptureProcessing = .off
+        /// CallRoom: Opus bitrate (b/s), complexity (0…10) and discontinuous transmission.
+        public var audioBitrate: Int = 32_000
+        public var audioComplexity: Int = 9
+        public var audioDTX: Bool = false
 
         public init() {}
     }
@@ -144,6 +151,14 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
 
     /// CallRoom: loss and delay variation applied to received media before the jitter buffer.
     @discardableResult public func setNetworkImpairment(_ i: NetworkImpairment?) -> SessionSettingsBuilder { settings.networkImpairment = i; return self }
+    /// CallRoom: microphone processing (SpeexDSP). Default off.
+    @discardableResult public func setCaptureProcessing(_ p: CaptureProcessing) -> SessionSettingsBuilder { settings.captureProcessing = p; return self }
+    /// CallRoom: Opus bitrate in bits per second (6,000…510,000). Default 32,000.
+    @discardableResult public func setAudioBitrate(_ b: Int) -> SessionSettingsBuilder { settings.audioBitrate = min(510_000, max(6_000, b)); return self }
+    /// CallRoom: Opus complexity 0…10. Default 9.
+    @discardableResult public func setAudioComplexity(_ c: Int) -> SessionSettingsBuilder { settings.audioComplexity = min(10, max(0, c)); return self }
+    /// CallRoom: Opus discontinuous transmission (fewer packets in silence). Default off.
+    @discardableResult public func enableAudioDTX(_ on: Bool) -> SessionSettingsBuilder { settings.audioDTX = on; return self }
     /// CallRoom: the jitter buffer's start depth in frames (at least 1). Default 2.
     @discardableResult public func setJitterTargetFrames(_ n: Int) -> SessionSettingsBuilder { settings.jitterTargetFrames = max(1, n); return self }
 

@@ -5,7 +5,7 @@ import Foundation
 /// in kebab-case, with space-separated arguments. A bad command prints a JSON error line and
 /// changes nothing.
 enum HeadlessCommands {
-    enum Arity { case none, one(String), text }
+    enum Arity { case none, one(String), two(String, String), text }
 
     struct Command {
         let name: String
@@ -46,6 +46,12 @@ enum HeadlessCommands {
             Command(name: "disable-picture-in-picture-layout", arity: .none, help: "back to the full layout (short: disable-picture-in-picture)") { _ in s.disablePictureInPictureLayout() },
             Command(name: "set-chat-button-unread-count", arity: .one("N"), help: "the chat button's badge") { a in s.setChatButtonUnreadCount(Int(a[0]) ?? 0) },
             Command(name: "hide-settings-panel", arity: .none, help: "hide the settings panel") { _ in s.hideSettingsPanel() },
+            Command(name: "push-to-talk", arity: .one("on|off"), help: "send the microphone only while talking") { a in s.setPushToTalk(a[0] == "on") },
+            Command(name: "talk-start", arity: .none, help: "push-to-talk key down") { _ in s.setTalking(true) },
+            Command(name: "talk-stop", arity: .none, help: "push-to-talk key up") { _ in s.setTalking(false) },
+            Command(name: "set-volume", arity: .two("ID", "GAIN"), help: "a participant's playback volume (0…4, 1 = as received)") { a in
+                s.setParticipantVolume(participantId: a[0], volume: Float(a[1]) ?? 1)
+            },
             Command(name: "send-chat", arity: .text, help: "send TEXT to the room's chat") { a in s.sendChatMessage(a.joined(separator: " ")) },
             Command(name: "is-call-session-active", arity: .none, help: "prints {\"isCallSessionActive\": …}") { _ in
                 printJSON(["isCallSessionActive": s.isCallSessionActive()])
@@ -63,6 +69,7 @@ enum HeadlessCommands {
             switch c.arity {
             case .none: arg = ""
             case .one(let a): arg = " " + a
+            case .two(let a, let b): arg = " \(a) \(b)"
             case .text: arg = " TEXT…"
             }
             return "  " + (c.name + arg).padding(toLength: 36, withPad: " ", startingAt: 0) + c.help
@@ -82,8 +89,13 @@ enum HeadlessCommands {
         switch c.arity {
         case .none where !words.isEmpty: return error("BAD_ARGUMENTS", "\(c.name) takes no arguments")
         case .one(let a) where words.count != 1: return error("BAD_ARGUMENTS", "\(c.name) takes one argument, \(a)")
+        case .two(let a, let b) where words.count != 2: return error("BAD_ARGUMENTS", "\(c.name) takes two arguments, \(a) \(b)")
         case .text where words.isEmpty: return error("BAD_ARGUMENTS", "\(c.name) needs text")
         default: break
+        }
+        if c.name == "push-to-talk", words[0] != "on" && words[0] != "off" { return error("BAD_ARGUMENTS", "push-to-talk takes on or off") }
+        if c.name == "set-volume" {
+            guard let g = Float(words[1]), (0...4).contains(g) else { return error("BAD_ARGUMENTS", "the volume is a number from 0 to 4") }
         }
         if c.name == "set-chat-button-unread-count" {
             guard let n = Int(words[0]), n >= 0 else { return error("BAD_ARGUMENTS", "the unread count is a whole number ≥ 0") }

@@ -1,3 +1,4 @@
+import CallsAudio
 import CallsCore
 import CallsTUI
 import CometChatCallsSDK
@@ -8,7 +9,8 @@ enum JoinCommand {
     static let usage = """
         USAGE: callroom join SESSION_ID (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
-                             [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC] [--headless]
+                             [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC]
+                             [--capture ns,agc,aec] [--headless]
 
         Joins a session on a CallRoom server and shows the call screen.
 
@@ -23,6 +25,8 @@ enum JoinCommand {
           --input SPEC         microphone: alsa:NAME (default alsa:default), file:PATH.wav, tone:HZ, null
           --output SPEC        speaker: alsa:NAME (default alsa:default), file:PATH.wav, null
           --frame-ms N         audio frame length, 10 or 20 (default 20)
+          --capture LIST       microphone processing (SpeexDSP), comma-separated: ns (noise
+                               suppression), agc (automatic gain), aec (echo cancellation)
           --impair SPEC        simulate a bad network on what you receive, before the jitter buffer:
                                loss=PCT,jitter=MS[,seed=N] (random loss; 0…MS ms of delay variation)
           --headless           no screen: every listener callback is printed on stdout as one JSON
@@ -40,7 +44,7 @@ enum JoinCommand {
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments, valued: ["server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
-                                                           "input", "output", "frame-ms", "impair"],
+                                                           "input", "output", "frame-ms", "impair", "capture"],
                                        boolean: ["headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
@@ -63,6 +67,18 @@ enum JoinCommand {
             .setAudioOutput(args["output"] ?? "alsa:default")
             .setAudioFrameMs(frameMs)
         if let n = args["name"] { settings.setDisplayName(n) }
+        if let list = args["capture"] {
+            var p = CaptureProcessing()
+            for item in list.split(separator: ",") {
+                switch item {
+                case "ns": p.noiseSuppression = true
+                case "agc": p.automaticGain = true
+                case "aec": p.echoCancellation = true
+                default: Console.fail("--capture takes ns, agc and aec, comma-separated (not '\(item)')")
+                }
+            }
+            settings.setCaptureProcessing(p)
+        }
         if let spec = args["impair"] {
             do {
                 let imp = try NetworkImpairment(spec: spec)

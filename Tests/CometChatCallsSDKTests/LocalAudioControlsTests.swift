@@ -1,0 +1,70 @@
+import CallsAudio
+import CallsServer
+@testable import CometChatCallsSDK
+import Foundation
+import XCTest
+
+/// Push-to-talk, per-participant volume and capture processing in a real call.
+final class LocalAudioControlsTests: XCTestCase {
+    func testPushToTalkAndVolume() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crptt-\(UUID().uuidString.prefix(6))").path
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
+        c.logLevel = .error
+        let server = CallServer(configuration: c)
+        try server.start()
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let url = try XCTUnwrap(URL(string: server.url))
+        let speaker = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "s")) { _ in }
+        let mix = MixProbe()
+        let listener = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "l"), mediaProbe: mix) { _ in }
+        _ = try await speaker.login(uid: "spk", authKey: server.keys.authKey)
+        try await speaker.join(callToken: try await speaker.generateToken(sessionID: "ptt"), settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("none")
+            // (No noise suppression here: a steady test tone is exactly what it learns to remove.)
+            .setCaptureProcessing(CaptureProcessing(noiseSuppression: false, automaticGain: false, echoCancellation: true)).build())
+        _ = try await listener.login(uid: "lis", authKey: server.keys.authKey)
+        try await listener.join(callToken: try await listener.generateToken(sessionID: "ptt"), settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build())
+        let pid = try XCTUnwrap(speaker.localParticipantID)
+        func level(settle: Double = 0.6) async -> Float {
+            try? await Task.sleep(nanoseconds: UInt64(settle * 1e9))
+            return listener.audioLevels()[pid] ?? -127
+        }
+        let normal = await level(settle: 1.0)
+        XCTAssertGreaterThan(normal, -30, "heard with processing on")
+
+        speaker.setPushToTalk(true)
+        XCTAssertFalse(speaker.isTransmitting)
+        let silentLevel = await level()
+        XCTAssertLessThan(silentLevel, -60, "push-to-talk: nothing sent while not talking")
+        speaker.setTalking(true)
+        XCTAssertTrue(speaker.isTransmitting)
+        let talkingLevel = await level()
+        XCTAssertGreaterThan(talkingLevel, -30, "sent while talking")
+
+        let full = mix.level
+        listener.setVolume(0.25, for: "spk")
+        try await Task.sleep(nanoseconds: 500_000_000)
+        XCTAssertEqual(mix.level, full - 12, accuracy: 2, "volume 0.25 plays 12 dB quieter")
+        XCTAssertGreaterThan(listener.audioLevels()[pid] ?? -127, -30, "the tile meter still shows what they send")
+        listener.setVolume(0, for: pid)
+        try await Task.sleep(nanoseconds: 500_000_000)
+        XCTAssertLessThan(mix.level, -90, "volume 0 silences one participant")
+        await speaker.leave()
+        await listener.leave()
+    }
+}
+
+/// The level of what the listener plays (after the mixer).
+final class MixProbe: MediaProbe, @unchecked Sendable {
+    private let lock = NSLock()
+    private var last: Float = -127
+    var level: Float { lock.lock(); defer { lock.unlock() }; return last }
+    func captured(_ frame: UnsafeBufferPointer<Int16>, sequence: UInt16, at: UInt64) {}
+    func sent(sequence: UInt16, at: UInt64) {}
+    func received(ssrc: UInt32, sequence: UInt16, at: UInt64) {}
+    func played(_ frame: UnsafeBufferPointer<Int16>, at: UInt64) {
+        let l = LevelMeter.rmsDBFS(frame)
+        lock.lock(); last = l; lock.unlock()
+    }
+}
