@@ -22,12 +22,16 @@ final class ALSADevice: @unchecked Sendable {
     private let closed = Atomic<Bool>(false)
     private let lock = NSLock()
     let xruns = Atomic<Int>(0)
+    /// The period ALSA granted, in samples.
+    private(set) var periodSamples = 0
 
     /// - Parameters:
     ///   - name: the ALSA PCM name (`default`, `hw:0,0`, `null`, or one in `configText`).
     ///   - configText: an ALSA configuration to resolve `name` in instead of the system's
     ///     (lets tests use `file` and `null` PCMs without touching /etc).
-    init(name: String, direction: Direction, frameSamples: Int, bufferFrames: Int = 4, configText: String? = nil) throws(AudioError) {
+    /// - Parameter periodMs: the device period (5, 10 or 20 ms; default: the frame length). The
+    ///   buffer holds four periods; shorter periods mean less playback latency.
+    init(name: String, direction: Direction, frameSamples: Int, periodMs: Int? = nil, configText: String? = nil) throws(AudioError) {
         callroom_alsa_silence_errors()
         self.name = name
         self.direction = direction
@@ -53,7 +57,8 @@ final class ALSADevice: @unchecked Sendable {
             throw .deviceUnavailable(name: name, reason: Self.message(rc))
         }
         pcm = handle
-        let latencyUs = UInt32(frameSamples * bufferFrames * 1_000_000 / AudioFormat.sampleRate)
+        let periodSamples = periodMs.map { AudioFormat.samples(ms: $0) } ?? frameSamples
+        let latencyUs = UInt32(periodSamples * 4 * 1_000_000 / AudioFormat.sampleRate)
         rc = snd_pcm_set_params(handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 1,
                                 UInt32(AudioFormat.sampleRate), 1, latencyUs)
         guard rc == 0 else {
@@ -61,6 +66,8 @@ final class ALSADevice: @unchecked Sendable {
             pcm = nil
             throw .deviceUnavailable(name: name, reason: "cannot set 48 kHz mono S16: \(Self.message(rc))")
         }
+        var buffer: snd_pcm_uframes_t = 0, period: snd_pcm_uframes_t = 0
+        if snd_pcm_get_params(handle, &buffer, &period) == 0 { self.periodSamples = Int(period) }
         let type = snd_pcm_type(handle)
         if type == SND_PCM_TYPE_NULL || type == SND_PCM_TYPE_FILE {
             pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
@@ -131,9 +138,12 @@ public final class ALSAInput: AudioInput, @unchecked Sendable {
     public var name: String { "alsa:\(device.name)" }
     private let device: ALSADevice
 
-    public init(device: String, frameSamples: Int, configText: String? = nil) throws(AudioError) {
-        self.device = try ALSADevice(name: device, direction: .capture, frameSamples: frameSamples, configText: configText)
+    public init(device: String, frameSamples: Int, periodMs: Int? = nil, configText: String? = nil) throws(AudioError) {
+        self.device = try ALSADevice(name: device, direction: .capture, frameSamples: frameSamples, periodMs: periodMs, configText: configText)
     }
+
+    /// The device period ALSA granted, in samples.
+    public var periodSamples: Int { device.periodSamples }
 
     public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
         frame.update(repeating: 0)  // the null PCM reports frames without writing them
@@ -151,9 +161,12 @@ public final class ALSAOutput: AudioOutput, @unchecked Sendable {
     public var name: String { "alsa:\(device.name)" }
     private let device: ALSADevice
 
-    public init(device: String, frameSamples: Int, configText: String? = nil) throws(AudioError) {
-        self.device = try ALSADevice(name: device, direction: .playback, frameSamples: frameSamples, configText: configText)
+    public init(device: String, frameSamples: Int, periodMs: Int? = nil, configText: String? = nil) throws(AudioError) {
+        self.device = try ALSADevice(name: device, direction: .playback, frameSamples: frameSamples, periodMs: periodMs, configText: configText)
     }
+
+    /// The device period ALSA granted, in samples.
+    public var periodSamples: Int { device.periodSamples }
 
     public func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
         guard let base = frame.baseAddress else { return }

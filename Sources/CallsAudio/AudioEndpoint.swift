@@ -48,9 +48,9 @@ public enum AudioEndpoint: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Opens this endpoint as an input.
-    public func makeInput(frameSamples: Int) throws(AudioError) -> any AudioInput {
+    public func makeInput(frameSamples: Int, periodMs: Int? = nil) throws(AudioError) -> any AudioInput {
         switch self {
-        case .alsa(let n): return try ALSAInput(device: n, frameSamples: frameSamples)
+        case .alsa(let n): return try ALSAInput(device: n, frameSamples: frameSamples, periodMs: periodMs)
         case .file(let p): return try FileInput(path: p, frameSamples: frameSamples)
         case .tone(let hz, let on, let off):
             return ToneInput(frequency: hz, frameSamples: frameSamples, cadence: on > 0 ? (on, off) : nil)
@@ -59,9 +59,9 @@ public enum AudioEndpoint: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Opens this endpoint as an output. `tone:` is not an output.
-    public func makeOutput(frameSamples: Int) throws(AudioError) -> any AudioOutput {
+    public func makeOutput(frameSamples: Int, periodMs: Int? = nil) throws(AudioError) -> any AudioOutput {
         switch self {
-        case .alsa(let n): return try ALSAOutput(device: n, frameSamples: frameSamples)
+        case .alsa(let n): return try ALSAOutput(device: n, frameSamples: frameSamples, periodMs: periodMs)
         case .file(let p): return try FileOutput(path: p, frameSamples: frameSamples)
         case .tone: throw .badEndpoint("\(description) (a tone is an input only)")
         case .null: return NullOutput(frameSamples: frameSamples)
@@ -70,9 +70,9 @@ public enum AudioEndpoint: Equatable, Sendable, CustomStringConvertible {
 
     /// Opens an input; when an ALSA device is missing (no sound card, over SSH) falls back to
     /// `null` and returns a notice saying so. Other errors (a bad file) are thrown.
-    public func openInputFallingBack(frameSamples: Int) throws(AudioError) -> (any AudioInput, notice: String?) {
+    public func openInputFallingBack(frameSamples: Int, periodMs: Int? = nil) throws(AudioError) -> (any AudioInput, notice: String?) {
         do {
-            return (try makeInput(frameSamples: frameSamples), nil)
+            return (try makeInput(frameSamples: frameSamples, periodMs: periodMs), nil)
         } catch {
             guard case .alsa = self else { throw error }
             return (NullInput(frameSamples: frameSamples), "no capture device \(self) (\(Self.reason(error))): sending silence")
@@ -87,9 +87,9 @@ public enum AudioEndpoint: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Output counterpart of `openInputFallingBack`.
-    public func openOutputFallingBack(frameSamples: Int) throws(AudioError) -> (any AudioOutput, notice: String?) {
+    public func openOutputFallingBack(frameSamples: Int, periodMs: Int? = nil) throws(AudioError) -> (any AudioOutput, notice: String?) {
         do {
-            return (try makeOutput(frameSamples: frameSamples), nil)
+            return (try makeOutput(frameSamples: frameSamples, periodMs: periodMs), nil)
         } catch {
             guard case .alsa = self else { throw error }
             return (NullOutput(frameSamples: frameSamples), "no playback device \(self) (\(Self.reason(error))): audio is not played")

@@ -10,18 +10,27 @@ public final class OpusEncoder: @unchecked Sendable {
     ///   - frameMs: 10 or 20.
     ///   - bitrate: bits per second (Opus' VoIP sweet spot for wideband speech is 24–32 kb/s).
     ///   - fec: in-band forward error correction, tuned for `expectedLossPercent`.
+    /// What the encoder is tuned for.
+    public enum Profile: String, Sendable, CaseIterable {
+        /// Speech (Opus VoIP application, voice signal).
+        case voice
+        /// Music and other full-band sound (Opus audio application).
+        case music
+    }
+
     public init(frameMs: Int = 20, bitrate: Int32 = 32_000, complexity: Int32 = 9, fec: Bool = true,
-                expectedLossPercent: Int32 = 5) throws(AudioError) {
+                expectedLossPercent: Int32 = 5, profile: Profile = .voice) throws(AudioError) {
         guard frameMs == 10 || frameMs == 20 else { throw .codec("frame size must be 10 or 20 ms, not \(frameMs)") }
         var err: Int32 = 0
-        guard let s = opus_encoder_create(Int32(AudioFormat.sampleRate), 1, OPUS_APPLICATION_VOIP, &err), err == OPUS_OK else {
+        let application = profile == .voice ? OPUS_APPLICATION_VOIP : OPUS_APPLICATION_AUDIO
+        guard let s = opus_encoder_create(Int32(AudioFormat.sampleRate), 1, application, &err), err == OPUS_OK else {
             throw .codec("opus_encoder_create: \(String(cString: opus_strerror(err)))")
         }
         state = s
         frameSamples = AudioFormat.samples(ms: frameMs)
         callroom_opus_set_bitrate(s, bitrate)
         callroom_opus_set_complexity(s, complexity)
-        callroom_opus_set_signal_voice(s)
+        if profile == .voice { callroom_opus_set_signal_voice(s) }
         callroom_opus_set_inband_fec(s, fec ? 1 : 0)
         callroom_opus_set_packet_loss_perc(s, expectedLossPercent)
     }

@@ -75,6 +75,7 @@ public struct CallViewModel: Equatable, Sendable {
         case .connectionLost: status = "reconnecting…"
         case .connectionRestored: status = "in call"
         case .sessionTimedOut: status = "timed out"
+        case .audioNotice(let n): notice = n
         case .audioMuted: isMuted = true
         case .audioUnMuted: isMuted = false
         case .participantListChanged(let ps):

@@ -23,6 +23,7 @@ public final class ListenerBridge: SessionStatusListener, MediaEventsListener, P
     // MARK: CallRoomListener
     public func onError(code: String, message: String) { handler(.error(code: code, message: message)) }
     public func onChatMessage(_ message: ChatEntry) { handler(.chatMessage(message)) }
+    public func onAudioNotice(_ notice: String) { handler(.audioNotice(notice)) }
 
     // MARK: SessionStatusListener
     public func onSessionJoined() { handler(.sessionJoined) }

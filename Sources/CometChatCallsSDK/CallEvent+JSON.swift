@@ -28,6 +28,7 @@ extension CallEvent {
             return ["participant": p.jsonObject]
         case .callLayoutChanged(let l): return ["layoutType": l.value]
         case .error(let code, let message): return ["code": code, "message": message]
+        case .audioNotice(let n): return ["notice": n]
         case .chatMessage(let m): return ["message": ["id": m.id, "pid": m.pid, "uid": m.uid, "name": m.name, "text": m.text, "sentAt": m.sentAt]]
         default: return [:]
         }
@@ -60,6 +61,7 @@ extension CallEvent {
         case .callLayoutChanged(let l): return l.value
         case .error(let code, let message): return "\(code): \(message)"
         case .chatMessage(let m): return "\(m.name): \(m.text)"
+        case .audioNotice(let n): return n
         default: return ""
         }
     }

@@ -59,6 +59,8 @@ public enum CallEvent: Sendable, Equatable {
     case error(code: String, message: String)
     /// An in-call chat message (you included). Not a documented listener callback.
     case chatMessage(ChatEntry)
+    /// An audio device was lost (the call goes on with `null`) or came back.
+    case audioNotice(String)
 
     /// The listener protocol this event belongs to (`CallRoom` for `.error`).
     public var listener: String {
@@ -68,7 +70,7 @@ public enum CallEvent: Sendable, Equatable {
         case .participantJoined, .participantLeft, .participantListChanged, .participantAudioMuted, .participantAudioUnmuted, .participantVideoPaused, .participantVideoResumed, .participantHandRaised, .participantHandLowered, .participantStartedScreenShare, .participantStoppedScreenShare, .participantStartedRecording, .participantStoppedRecording, .dominantSpeakerChanged: return "ParticipantEventListener"
         case .callLayoutChanged, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled: return "LayoutListener"
         case .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked: return "ButtonClickListener"
-        case .error, .chatMessage: return "CallRoom"
+        case .error, .chatMessage, .audioNotice: return "CallRoom"
         }
     }
 
@@ -123,6 +125,7 @@ public enum CallEvent: Sendable, Equatable {
         case .recordingToggleButtonClicked: return "onRecordingToggleButtonClicked"
         case .error: return "onError"
         case .chatMessage: return "onChatMessage"
+        case .audioNotice: return "onAudioNotice"
         }
     }
 
@@ -177,6 +180,7 @@ public enum CallEvent: Sendable, Equatable {
         case .recordingToggleButtonClicked: set.button.forEach { $0.onRecordingToggleButtonClicked() }
         case .error(let code, let message): set.callRoom.forEach { $0.onError(code: code, message: message) }
         case .chatMessage(let m): set.callRoom.forEach { $0.onChatMessage(m) }
+        case .audioNotice(let n): set.callRoom.forEach { $0.onAudioNotice(n) }
         }
     }
 }

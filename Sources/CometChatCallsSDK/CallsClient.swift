@@ -204,12 +204,14 @@ public final class CallsClient: @unchecked Sendable {
         var notices: [String] = []
         let engine: MediaEngine
         do {
-            let (input, n1) = try AudioEndpoint(spec: settings.audioInput).openInputFallingBack(frameSamples: frameSamples)
+            let (input, n1) = try AudioEndpoint(spec: settings.audioInput).openInputFallingBack(frameSamples: frameSamples,
+                                                                                                  periodMs: settings.audioPeriodMs)
             let output: (any AudioOutput)?
             if settings.audioOutput == "none" {
                 output = nil
             } else {
-                let (o, n2) = try AudioEndpoint(spec: settings.audioOutput).openOutputFallingBack(frameSamples: frameSamples)
+                let (o, n2) = try AudioEndpoint(spec: settings.audioOutput).openOutputFallingBack(frameSamples: frameSamples,
+                                                                                                  periodMs: settings.audioPeriodMs)
                 output = o
                 if let n2 { notices.append(n2) }
             }
@@ -222,6 +224,18 @@ public final class CallsClient: @unchecked Sendable {
             o.bitrate = settings.audioBitrate
             o.complexity = settings.audioComplexity
             o.dtx = settings.audioDTX
+            o.profile = settings.audioProfile
+            let inSpec = settings.audioInput, outSpec = settings.audioOutput, period = settings.audioPeriodMs
+            if case .alsa = try AudioEndpoint(spec: inSpec) {
+                o.reopenInput = { try AudioEndpoint(spec: inSpec).makeInput(frameSamples: frameSamples, periodMs: period) }
+            }
+            if outSpec != "none", case .alsa = try AudioEndpoint(spec: outSpec) {
+                o.reopenOutput = { try AudioEndpoint(spec: outSpec).makeOutput(frameSamples: frameSamples, periodMs: period) }
+            }
+            o.onNotice = { [weak self] notice in
+                self?.published.withLock { $0.notices.append(notice) }
+                self?.emit(.audioNotice(notice))
+            }
             engine = try MediaEngine(input: input, output: output, options: o, probe: mediaProbe)
         } catch let e as AudioError {
             return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: e.description))

@@ -134,9 +134,12 @@ public protocol CallRoomListener: AnyObject {
     /// A request was refused or failed: `code` is documented in docs/sdk.md.
     func onError(code: String, message: String)
     func onChatMessage(_ message: ChatEntry)
+    /// An audio device was lost (the call continues on `null`) or came back.
+    func onAudioNotice(_ notice: String)
 }
 
 public extension CallRoomListener {
     func onError(code: String, message: String) {}
     func onChatMessage(_ message: ChatEntry) {}
+    func onAudioNotice(_ notice: String) {}
 }

@@ -53,6 +53,8 @@ final class MediaEngine: @unchecked Sendable {
     private let pushToTalk = Atomic<Bool>(false)
     private let talking = Atomic<Bool>(false)
     private let volumes = Mutex<[UInt32: Float]>([:])
+    private let options: Options
+    private let deviceFailures = Atomic<Int>(0)
     /// Optional timing probe (benchmarks); called on the media threads, must not block.
     let probe: (any MediaProbe)?
 
@@ -66,6 +68,14 @@ final class MediaEngine: @unchecked Sendable {
         var bitrate = 32_000
         var complexity = 9
         var dtx = false
+        var profile: OpusEncoder.Profile = .voice
+        /// Reopens the configured input/output after a device failure (nil: no retry).
+        var reopenInput: (@Sendable () throws -> any AudioInput)?
+        var reopenOutput: (@Sendable () throws -> any AudioOutput)?
+        /// How often a lost device is retried.
+        var retrySeconds: Double = 2
+        /// Told (on a media thread) when a device is lost or comes back.
+        var onNotice: (@Sendable (String) -> Void)?
     }
 
     convenience init(input: any AudioInput, output: (any AudioOutput)?, frameMs: Int = 20, jitterTargetFrames: Int = 2,
@@ -79,6 +89,7 @@ final class MediaEngine: @unchecked Sendable {
 
     init(input: any AudioInput, output: (any AudioOutput)?, options: Options, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
         let frameMs = options.frameMs, jitterTargetFrames = options.jitterTargetFrames, impairment = options.impairment
+        self.options = options
         self.impairment = impairment
         self.probe = probe
         self.inputBox = Mutex(input)
@@ -89,7 +100,8 @@ final class MediaEngine: @unchecked Sendable {
         self.jitterTargetFrames = jitterTargetFrames
         do {
             socket = try UDPSocket(host: "0.0.0.0", port: 0)
-            encoder = try OpusEncoder(frameMs: frameMs, bitrate: Int32(options.bitrate), complexity: Int32(options.complexity))
+            encoder = try OpusEncoder(frameMs: frameMs, bitrate: Int32(options.bitrate), complexity: Int32(options.complexity),
+                                      profile: options.profile)
             encoder.setDTX(options.dtx)
             processor = options.processing.isOff ? nil
                 : try CaptureProcessor(frameSamples: AudioFormat.samples(ms: frameMs), options: options.processing)
@@ -187,7 +199,10 @@ final class MediaEngine: @unchecked Sendable {
             let input = inputBox.withLock { $0 }
             do { try input.read(pcm) } catch {
                 if running.load(ordering: .acquiring), inputBox.withLock({ $0 }) !== input { continue }
-                break
+                guard error != .closed, running.load(ordering: .acquiring) else { break }
+                // The device failed (unplugged): keep the call going on silence and retry it.
+                captureDeviceLost(error)
+                continue
             }
             processor?.process(pcm)
             probe?.captured(UnsafeBufferPointer(pcm), sequence: seq, at: monotonicNanoseconds())
@@ -264,6 +279,44 @@ final class MediaEngine: @unchecked Sendable {
         }
     }
 
+    // MARK: Device loss and return
+
+    /// Device failures seen so far (for reports).
+    var deviceFailureCount: Int { deviceFailures.load(ordering: .relaxed) }
+
+    private func captureDeviceLost(_ error: AudioError) {
+        deviceFailures.add(1, ordering: .relaxed)
+        let lost = inputBox.withLock { $0 }
+        replaceInput(NullInput(frameSamples: frameSamples))
+        lost.close()
+        options.onNotice?("capture device \(lost.name) lost (\(error)): sending silence until it returns")
+        guard let reopen = options.reopenInput else { return }
+        retry(every: options.retrySeconds, { try reopen() }) { [weak self] input in
+            self?.replaceInput(input)
+            self?.options.onNotice?("capture device \(input.name) is back")
+        }
+    }
+
+    private func playbackDeviceLost(_ error: AudioError) {
+        deviceFailures.add(1, ordering: .relaxed)
+        guard let lost = outputBox.withLock({ $0 }) else { return }
+        replaceOutput(NullOutput(frameSamples: frameSamples))
+        options.onNotice?("playback device \(lost.name) lost (\(error)): playing to null until it returns")
+        guard let reopen = options.reopenOutput else { return }
+        retry(every: options.retrySeconds, { try reopen() }) { [weak self] output in
+            self?.replaceOutput(output)
+            self?.options.onNotice?("playback device \(output.name) is back")
+        }
+    }
+
+    /// Tries `open` every `seconds` on a utility queue until it succeeds or the engine stops.
+    private func retry<T>(every seconds: Double, _ open: @escaping @Sendable () throws -> T, then use: @escaping @Sendable (T) -> Void) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + seconds) { [weak self] in
+            guard let self, self.running.load(ordering: .acquiring) else { return }
+            if let v = try? open() { use(v) } else { self.retry(every: seconds, open, then: use) }
+        }
+    }
+
     /// Moves capture to another input at once; closes the old one.
     func replaceInput(_ new: any AudioInput) {
         let old = inputBox.withLock { box -> any AudioInput in let o = box; box = new; return o }
@@ -316,9 +369,10 @@ final class MediaEngine: @unchecked Sendable {
             probe?.played(UnsafeBufferPointer(out), at: monotonicNanoseconds())
             guard let output = outputBox.withLock({ $0 }) else { break }
             do { try output.write(UnsafeBufferPointer(out)) } catch {
-                // A closed output that was replaced is expected; anything else ends playback.
+                // A closed output that was replaced is expected.
                 if running.load(ordering: .acquiring), outputBox.withLock({ $0 }) !== output { continue }
-                break
+                guard error != .closed, running.load(ordering: .acquiring) else { break }
+                playbackDeviceLost(error)
             }
         }
     }

@@ -70,6 +70,10 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var audioBitrate: Int = 32_000
         public var audioComplexity: Int = 9
         public var audioDTX: Bool = false
+        /// CallRoom: `.voice` (speech) or `.music`.
+        public var audioProfile: OpusEncoder.Profile = .voice
+        /// CallRoom: ALSA device period in ms (5, 10 or 20); nil means one frame.
+        public var audioPeriodMs: Int?
 
         public init() {}
     }
@@ -159,6 +163,14 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     @discardableResult public func setAudioComplexity(_ c: Int) -> SessionSettingsBuilder { settings.audioComplexity = min(10, max(0, c)); return self }
     /// CallRoom: Opus discontinuous transmission (fewer packets in silence). Default off.
     @discardableResult public func enableAudioDTX(_ on: Bool) -> SessionSettingsBuilder { settings.audioDTX = on; return self }
+    /// CallRoom: tune Opus for speech (`.voice`, default) or music.
+    @discardableResult public func setAudioProfile(_ p: OpusEncoder.Profile) -> SessionSettingsBuilder { settings.audioProfile = p; return self }
+    /// CallRoom: ALSA device period, 5, 10 or 20 ms (default: the frame length). Shorter periods
+    /// lower playback latency at some risk of under-runs.
+    @discardableResult public func setAudioPeriodMs(_ ms: Int?) -> SessionSettingsBuilder {
+        settings.audioPeriodMs = ms.map { [5, 10, 20].contains($0) ? $0 : 10 }
+        return self
+    }
     /// CallRoom: the jitter buffer's start depth in frames (at least 1). Default 2.
     @discardableResult public func setJitterTargetFrames(_ n: Int) -> SessionSettingsBuilder { settings.jitterTargetFrames = max(1, n); return self }
 

@@ -147,3 +147,31 @@ struct EndpointTests {
         #expect(throws: AudioError.self) { try AudioEndpoint.file("/nonexistent/x.wav").openInputFallingBack(frameSamples: 960) }
     }
 }
+
+@Suite("ALSA periods and Opus profiles")
+struct PeriodAndProfileTests {
+    @Test(arguments: [5, 10, 20])
+    func requestedPeriodIsGranted(ms: Int) throws {
+        let out = try ALSAOutput(device: "null", frameSamples: 960, periodMs: ms, configText: "pcm.null { type null }")
+        defer { out.close() }
+        #expect(out.periodSamples == ms * 48, "period \(out.periodSamples) samples for \(ms) ms")
+        let input = try ALSAInput(device: "null", frameSamples: 960, periodMs: ms, configText: "pcm.null { type null }")
+        defer { input.close() }
+        #expect(input.periodSamples == ms * 48)
+    }
+
+    @Test func musicProfileEncodesAFullBandSignal() throws {
+        let enc = try OpusEncoder(frameMs: 20, bitrate: 64_000, profile: .music)
+        let dec = try OpusDecoder()
+        let t = ToneInput(frequency: 12_000, frameSamples: 960)
+        var pcm = [Int16](repeating: 0, count: 960), out = [Int16](repeating: 0, count: 960), all: [Int16] = []
+        var packet = [UInt8](repeating: 0, count: 1500)
+        for _ in 0..<20 {
+            pcm.withUnsafeMutableBufferPointer { t.fill($0) }
+            let n = try pcm.withUnsafeBufferPointer { p in try packet.withUnsafeMutableBufferPointer { try enc.encode(p, into: $0) } }
+            _ = packet.prefix(n).withUnsafeBufferPointer { p in out.withUnsafeMutableBufferPointer { dec.decode(p, into: $0) } }
+            all += out
+        }
+        #expect(SignalAnalysis.rmsDBFS(all[4800...]) > -25, "a 12 kHz tone survives the music profile")
+    }
+}
