@@ -42,6 +42,7 @@ public struct JitterBuffer: Sendable {
         public var resets = 0
         /// Frames dropped to shrink back to the target depth.
         public var shrunk = 0
+        public init() {}
     }
 
     /// The minimum start depth (frames).

@@ -33,6 +33,8 @@ public enum ClientMessage: Sendable, Equatable {
     case removeParticipant(pid: String)
     /// A chat message to the room.
     case chat(text: String)
+    /// Receiver report: the share of each sender's packets this client lost recently.
+    case receiverReport([LossReport])
     /// Leaves the room; the server answers `left` and closes.
     case leave
     /// Keep-alive; answered by `pong` with the same id.
@@ -64,6 +66,14 @@ public enum ClientMessage: Sendable, Equatable {
     }
 }
 
+/// One sender's loss as seen by one receiver.
+public struct LossReport: Codable, Sendable, Equatable {
+    public var ssrc: UInt32
+    /// 0…100.
+    public var lossPercent: Double
+    public init(ssrc: UInt32, lossPercent: Double) { self.ssrc = ssrc; self.lossPercent = lossPercent }
+}
+
 /// A chat message as the server relays it.
 public struct ChatMessage: Codable, Sendable, Equatable {
     public var id: Int64
@@ -91,6 +101,8 @@ public enum ServerMessage: Sendable, Equatable {
     /// The loudest participant changed (nil: nobody is speaking).
     case dominantSpeaker(pid: String?)
     case chat(ChatMessage)
+    /// A receiver reported losing this share of your packets (tunes your FEC).
+    case lossReport(fromPid: String, lossPercent: Double)
     /// You left (or were made to leave); the server closes the connection after this.
     case left(reason: String)
     /// A request was refused. `code` is one of the documented error codes.
@@ -141,6 +153,8 @@ private struct IdBody: Codable { var type: String; var id: Int }
 private struct TypeOnly: Codable { var type: String }
 private struct PidBody: Codable { var type: String; var pid: String? }
 private struct TextBody: Codable { var type: String; var text: String }
+private struct ReportsBody: Codable { var type: String; var reports: [LossReport] }
+private struct LossBody: Codable { var type: String; var pid: String; var lossPercent: Double }
 private struct TokenBody: Codable { var type: String; var resumeToken: String }
 private struct StringValue: Codable { var type: String; var value: String }
 private struct FeatureBody: Codable { var type: String; var feature: String; var value: Bool }
@@ -207,6 +221,7 @@ extension ClientMessage {
         case .pauseParticipantVideo(let pid): return SignalJSON.encode(PidBody(type: "pauseParticipantVideo", pid: pid))
         case .removeParticipant(let pid): return SignalJSON.encode(PidBody(type: "removeParticipant", pid: pid))
         case .chat(let text): return SignalJSON.encode(TextBody(type: "chat", text: text))
+        case .receiverReport(let r): return SignalJSON.encode(ReportsBody(type: "receiverReport", reports: r))
         case .leave: return SignalJSON.encode(TypeOnly(type: "leave"))
         case .ping(let id): return SignalJSON.encode(IdBody(type: "ping", id: id))
         }
@@ -235,6 +250,7 @@ extension ClientMessage {
         case "pauseParticipantVideo": self = .pauseParticipantVideo(pid: try pid())
         case "removeParticipant": self = .removeParticipant(pid: try pid())
         case "chat": self = .chat(text: try SignalJSON.decode(TextBody.self, data).text)
+        case "receiverReport": self = .receiverReport(try SignalJSON.decode(ReportsBody.self, data).reports)
         case "leave": self = .leave
         case "ping": self = .ping(try SignalJSON.decode(IdBody.self, data).id)
         case let other: throw .unknownType(String(other.prefix(64)))
@@ -256,6 +272,7 @@ extension ServerMessage {
             return SignalJSON.encode(ParticipantBody(type: "participantUpdated", participant: p, change: change))
         case .dominantSpeaker(let pid): return SignalJSON.encode(PidBody(type: "dominantSpeaker", pid: pid))
         case .chat(let m): return SignalJSON.encode(Typed(type: "chat", body: m))
+        case .lossReport(let pid, let loss): return SignalJSON.encode(LossBody(type: "lossReport", pid: pid, lossPercent: loss))
         case .left(let reason): return SignalJSON.encode(ReasonBody(type: "left", reason: reason))
         case .error(let code, let message): return SignalJSON.encode(ErrorBody(type: "error", code: code, message: message))
         case .pong(let id): return SignalJSON.encode(IdBody(type: "pong", id: id))
@@ -276,6 +293,9 @@ extension ServerMessage {
             self = .participantUpdated(b.participant, change: b.change ?? "")
         case "dominantSpeaker": self = .dominantSpeaker(pid: try SignalJSON.decode(PidBody.self, data).pid)
         case "chat": self = .chat(try SignalJSON.decode(Typed<ChatMessage>.self, data).body)
+        case "lossReport":
+            let b = try SignalJSON.decode(LossBody.self, data)
+            self = .lossReport(fromPid: b.pid, lossPercent: b.lossPercent)
         case "left": self = .left(reason: try SignalJSON.decode(ReasonBody.self, data).reason)
         case "error":
             let b = try SignalJSON.decode(ErrorBody.self, data)

@@ -164,6 +164,13 @@ final class RoomRegistry: @unchecked Sendable {
         case .pauseParticipantVideo(let target): moderate(room, by: pid, target: target, connection: connection, action: .pauseVideo)
         case .removeParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .remove)
         case .chat(let text): chat(room, from: pid, text: text, connection: connection)
+        case .receiverReport(let reports):
+            // Forward each report to the sender it is about (bounded: at most one per member).
+            for r in reports.prefix(limits.maxParticipants) {
+                guard r.lossPercent.isFinite, let sender = room.participants.values.first(where: { $0.wire.ssrc == r.ssrc }),
+                      sender.wire.pid != pid, let c = sender.connection else { continue }
+                outboxRef?.send(.lossReport(fromPid: pid, lossPercent: min(100, max(0, r.lossPercent))), to: c)
+            }
         case .join, .resume, .ping: break
         }
     }

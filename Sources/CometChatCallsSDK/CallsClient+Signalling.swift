@@ -90,6 +90,7 @@ extension CallsClient {
                 $0.notices = pendingNotices
             }
             engine?.start(relay: relay, ssrc: j.you.ssrc, bindToken: token)
+            startReceiverReports()
             emit(.sessionJoined)
             emit(.participantListChanged(participants: roster))
             joinContinuation?.resume()
@@ -142,9 +143,28 @@ extension CallsClient {
             } else {
                 emit(.error(code: code, message: message))
             }
+        case .lossReport(let from, let loss):
+            guard phase == .joined else { return }
+            let now = Date()
+            lossReports[from] = (loss, now)
+            lossReports = lossReports.filter { now.timeIntervalSince($0.value.1) < 6 }
+            engine?.setExpectedLoss(lossReports.values.map(\.0).max() ?? 0)
         case .pong:
             break
         }
+    }
+
+    /// Every 2 s, tells the server how much of each sender's audio we lost (it forwards each
+    /// report to that sender, whose FEC is tuned to the worst receiver).
+    func startReceiverReports() {
+        let t = DispatchSource.makeTimerSource(queue: state)
+        t.schedule(deadline: .now() + 2, repeating: 2)
+        t.setEventHandler { [weak self] in
+            guard let self, self.phase == .joined, let reports = self.engine?.lossSinceLastReport(), !reports.isEmpty else { return }
+            self.socket?.send(text: ClientMessage.receiverReport(reports).json())
+        }
+        t.resume()
+        reportTimer = t
     }
 
     private func updatedSelf(_ w: WireParticipant, _ change: String) {
@@ -228,6 +248,9 @@ extension CallsClient {
     func finish(reason: String, emitLeft: Bool) {
         guard [.joined, .leaving, .reconnecting].contains(phase) else { return }
         phase = .ended
+        reportTimer?.cancel()
+        reportTimer = nil
+        lossReports = [:]
         engine?.stop()
         engine = nil
         dropSocket()

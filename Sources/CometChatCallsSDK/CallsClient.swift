@@ -37,6 +37,8 @@ public final class CallsClient: @unchecked Sendable {
     var reconnectDeadline: Date?
     var reconnectAttempt = 0
     var dominantPID: String?
+    var reportTimer: DispatchSourceTimer?
+    var lossReports: [String: (Double, Date)] = [:]
 
     /// Shared with other threads.
     let published = Mutex<Published>(Published())
@@ -98,14 +100,19 @@ public final class CallsClient: @unchecked Sendable {
     /// Media statistics for tests and benchmarks.
     var mediaStatistics: MediaEngine.Statistics? { state.sync { engine?.statistics } }
 
+    /// CallRoom diagnostics: the loss percentage your encoder's FEC is tuned for now (from the
+    /// worst receiver's reports).
+    public var fecExpectedLossPercent: Int? { state.sync { engine?.expectedLossPercent } }
+
     /// CallRoom diagnostics: jitter-buffer and packet counts of the current session.
     public var mediaReport: MediaReport? {
-        guard let s = mediaStatistics else { return nil }
+        guard let s = mediaStatistics, let engine = state.sync(execute: { self.engine }) else { return nil }
         let j = s.jitter.values
         return MediaReport(framesCaptured: s.framesCaptured, packetsSent: s.packetsSent, packetsReceived: s.packetsReceived,
                            impairedDrops: s.impairedDrops, played: j.reduce(0) { $0 + $1.played },
                            recovered: j.reduce(0) { $0 + $1.recovered }, concealed: j.reduce(0) { $0 + $1.concealed },
-                           late: j.reduce(0) { $0 + $1.late }, overflowDropped: j.reduce(0) { $0 + $1.overflowDropped })
+                           late: j.reduce(0) { $0 + $1.late }, overflowDropped: j.reduce(0) { $0 + $1.overflowDropped },
+                           xruns: engine.xruns, deviceFailures: engine.deviceFailureCount)
     }
 
     // MARK: REST
@@ -286,4 +293,8 @@ public struct MediaReport: Sendable, Equatable {
     public var concealed: Int
     public var late: Int
     public var overflowDropped: Int
+    /// ALSA over- and under-runs recovered (current devices).
+    public var xruns: Int
+    /// Audio devices lost during the session.
+    public var deviceFailures: Int
 }

@@ -55,6 +55,9 @@ final class MediaEngine: @unchecked Sendable {
     private let volumes = Mutex<[UInt32: Float]>([:])
     private let options: Options
     private let deviceFailures = Atomic<Int>(0)
+    /// The loss percentage FEC is tuned for; set from receiver reports, applied by the capture thread.
+    private let expectedLoss = Atomic<Int>(5)
+    private var lastReported: [UInt32: JitterBuffer.Statistics] = [:]
     /// Optional timing probe (benchmarks); called on the media threads, must not block.
     let probe: (any MediaProbe)?
 
@@ -192,6 +195,7 @@ final class MediaEngine: @unchecked Sendable {
         let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 8)
         defer { pcm.deallocate(); packet.deallocate() }
         var seq = UInt16.random(in: 0...UInt16.max)
+        var appliedLoss: Int32 = 5
         var timestamp = UInt32.random(in: 0...UInt32.max)
         var frame = 0
         sendBind()
@@ -205,6 +209,8 @@ final class MediaEngine: @unchecked Sendable {
                 continue
             }
             processor?.process(pcm)
+            let loss = Int32(expectedLoss.load(ordering: .relaxed))
+            if loss != appliedLoss { encoder.setExpectedLoss(percent: loss); appliedLoss = loss }
             probe?.captured(UnsafeBufferPointer(pcm), sequence: seq, at: monotonicNanoseconds())
             frame += 1
             framesCaptured.add(1, ordering: .relaxed)
@@ -279,7 +285,39 @@ final class MediaEngine: @unchecked Sendable {
         }
     }
 
+    // MARK: Receiver reports (FEC tuning)
+
+    /// The loss percentage the encoder's FEC is tuned for now.
+    var expectedLossPercent: Int { expectedLoss.load(ordering: .relaxed) }
+
+    /// Sets the loss FEC is tuned for (from the worst recent receiver report), 0…50 %.
+    func setExpectedLoss(_ percent: Double) {
+        expectedLoss.store(Int(min(50, max(0, percent.rounded(.up)))), ordering: .relaxed)
+    }
+
+    /// Loss per sender since the last call: frames recovered or concealed over frames decided.
+    /// Called every couple of seconds by the client to build receiver reports.
+    func lossSinceLastReport() -> [LossReport] {
+        let now = buffers.withLock { $0.mapValues(\.statistics) }
+        var out: [LossReport] = []
+        for (ssrc, s) in now {
+            let p = lastReported[ssrc] ?? JitterBuffer.Statistics()
+            let lost = (s.recovered - p.recovered) + (s.concealed - p.concealed)
+            let total = lost + (s.played - p.played)
+            if total > 0 { out.append(LossReport(ssrc: ssrc, lossPercent: 100 * Double(lost) / Double(total))) }
+        }
+        lastReported = now
+        return out
+    }
+
     // MARK: Device loss and return
+
+    /// ALSA over- and under-runs recovered so far (capture + playback).
+    var xruns: Int {
+        let i = (inputBox.withLock { $0 } as? ALSAInput)?.xruns ?? 0
+        let o = (outputBox.withLock { $0 } as? ALSAOutput)?.xruns ?? 0
+        return i + o
+    }
 
     /// Device failures seen so far (for reports).
     var deviceFailureCount: Int { deviceFailures.load(ordering: .relaxed) }

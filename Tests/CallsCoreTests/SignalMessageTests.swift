@@ -13,7 +13,7 @@ struct SignalMessageTests {
                         sessionType: "voice", idleTimeoutSeconds: 0)),
             .resume(token: "r"), .setAudioMuted(true), .setAudioMuted(false), .setVideoPaused(true), .setHandRaised(true),
             .setPresenting(false), .setRecording(true), .pin(pid: "p"), .pin(pid: nil), .muteParticipant(pid: "p"),
-            .pauseParticipantVideo(pid: "p"), .removeParticipant(pid: "p"), .chat(text: "hi \"there\""), .leave, .ping(7),
+            .pauseParticipantVideo(pid: "p"), .removeParticipant(pid: "p"), .chat(text: "hi \"there\""), .receiverReport([LossReport(ssrc: 9, lossPercent: 4.5)]), .leave, .ping(7),
         ]
         for m in messages {
             #expect(try ClientMessage(json: Data(m.json().utf8)) == m)
@@ -25,7 +25,7 @@ struct SignalMessageTests {
             .joined(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff")),
             .resumed(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff",
                            resumeToken: "r", gracePeriodSeconds: 30, dominantSpeaker: "p1")),
-            .dominantSpeaker(pid: "p1"), .dominantSpeaker(pid: nil),
+            .dominantSpeaker(pid: "p1"), .dominantSpeaker(pid: nil), .lossReport(fromPid: "p2", lossPercent: 12),
             .chat(ChatMessage(id: 1, pid: "p1", uid: "alice", name: "Alice", text: "hello", sentAt: 5)),
             .participantJoined(alice), .participantLeft(alice, reason: "left"),
             .participantUpdated(alice, change: "audioMuted"), .left(reason: "bye"),

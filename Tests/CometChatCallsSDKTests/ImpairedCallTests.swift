@@ -25,8 +25,12 @@ final class ImpairedCallTests: XCTestCase {
         _ = try await speaker.login(uid: "spk", authKey: server.keys.authKey)
         try await speaker.join(callToken: try await speaker.generateToken(sessionID: "lossy"), settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none").build())
-        try await Task.sleep(nanoseconds: 4_000_000_000)
+        try await Task.sleep(nanoseconds: 4_500_000_000)
         let report = try XCTUnwrap(listener.mediaReport)
+        // The listener's receiver reports reached the speaker: its FEC is tuned for the loss.
+        let tuned = try XCTUnwrap(speaker.fecExpectedLossPercent)
+        XCTAssertGreaterThanOrEqual(tuned, 6, "FEC tuned from receiver reports (10 % loss): \(tuned) %")
+        XCTAssertLessThanOrEqual(tuned, 20)
         await speaker.leave()
         await listener.leave()
 
