@@ -119,7 +119,7 @@ struct RESTRouter: Sendable {
             f.visibleTo = try callViewer(r)
             let (page, perPage) = try paging(r)
             let p = try store.calls(f, page: page, perPage: perPage)
-            return list(p.items.map { CallBody($0) }, p)
+            return list(p.items.map { CallRecord($0) }, p)
         case route("GET", "v3/calls/*/messages"):
             let viewer = try callViewer(r)
             guard let call = try store.latestCall(sessionId: parts[2]),
@@ -135,7 +135,7 @@ struct RESTRouter: Sendable {
                   viewer == nil || call.participants.contains(where: { $0.uid == viewer }) else {
                 throw ServerError.sessionNotFound(parts[2])
             }
-            return ok(CallBody(call))
+            return ok(CallRecord(call))
         default:
             let known = ["healthz", "v3/app", "v3/users", "v3/users/*", "v3/users/*/auth_tokens", "v3/users/*/auth_tokens/*",
                          "v3/sdk/login", "v3/me", "v3.0/call_tokens", "v3/calls", "v3/calls/*", "v3/calls/*/messages"]

@@ -1,3 +1,5 @@
+import CallsCore
+
 /// Status of a call in the call log.
 public enum CallStatus: String, Sendable, CaseIterable {
     case initiated, ongoing, busy, rejected, cancelled, ended, missed, unanswered
@@ -85,7 +87,7 @@ public final class CallLog: @unchecked Sendable {
     public let recordings: [Recording]
     public let hasTranscription: Bool
 
-    init(_ b: CallLogBody, viewer: String?) {
+    init(_ b: CallRecord, viewer: String?) {
         sessionID = b.sessionId
         mid = b.sessionId
         let first = b.participants.first
@@ -127,37 +129,4 @@ public final class CallLog: @unchecked Sendable {
         recordings = []
         hasTranscription = b.hasTranscription
     }
-}
-
-/// The REST shape of a call (`GET /v3/calls`).
-struct CallLogBody: Decodable, Sendable {
-    struct P: Decodable, Sendable {
-        var uid: String
-        var name: String
-        var pid: String
-        var deviceId: String
-        var state: String
-        var isJoined: Bool
-        var joinedAt: Int64
-        var leftAt: Int64?
-        var totalAudioMinutes: Double
-        var totalVideoMinutes: Double
-        var totalDurationInMinutes: Double
-    }
-    var sessionId: String
-    var type: String
-    var mode: String
-    var receiverType: String
-    var status: String
-    var initiatedAt: Int64
-    var startedAt: Int64?
-    var endedAt: Int64?
-    var totalParticipants: Int
-    var totalDuration: String
-    var totalDurationInMinutes: Double
-    var totalAudioMinutes: Double
-    var totalVideoMinutes: Double
-    var hasRecording: Bool
-    var hasTranscription: Bool
-    var participants: [P]
 }

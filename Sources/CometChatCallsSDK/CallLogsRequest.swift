@@ -1,3 +1,4 @@
+import CallsCore
 import Foundation
 
 /// Pages through the logged-in user's call log: `CallLogsRequest.CallLogsBuilder().set(limit: 20).build()`,
@@ -88,7 +89,7 @@ public final class CallLogsRequest: @unchecked Sendable {
             .map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? $0.value)" }
             .joined(separator: "&")
         let rest = RESTClient(baseURL: c.serverURL, appID: c.appID)
-        let bodies = try await rest.call("GET", "/v3/calls?\(qs)", headers: ["authToken": user.authToken], as: [CallLogBody].self)
+        let bodies = try await rest.call("GET", "/v3/calls?\(qs)", headers: ["authToken": user.authToken], as: [CallRecord].self)
         let logs = bodies.map { CallLog($0, viewer: user.uid) }
         guard let d = direction else { return logs }
         return logs.filter { $0.direction == d }

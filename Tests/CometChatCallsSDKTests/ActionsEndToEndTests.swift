@@ -28,8 +28,8 @@ final class ActionsEndToEndTests: XCTestCase {
         func error(_ code: String) -> Bool { wait(code) { if case .error(code, _) = $0 { return true }; return false } != nil }
     }
 
-    var server: CallServer!
-    var dir: String!
+    var t: TestServer!
+    var server: CallServer { t.server }
     var mine = Events()
     var peer = Events()
     var bridge: ListenerBridge!
@@ -38,13 +38,8 @@ final class ActionsEndToEndTests: XCTestCase {
 
     override func setUp() async throws {
         CometChatCalls.resetForTesting()
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-\(UUID().uuidString.prefix(6))").path
-        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
-        c.logLevel = .error
-        server = CallServer(configuration: c)
-        try server.start()
-        try CometChatCalls.initialize(CallAppSettingsBuilder().set(appID: server.keys.appId).set(region: "local")
-            .set(host: server.url).set(callbackQueue: queue).build())
+        t = try TestServer()
+        try t.initializeSDK(queue: queue)
         let m = mine
         bridge = ListenerBridge { m.add($0) }
         bridge.register()
@@ -53,8 +48,7 @@ final class ActionsEndToEndTests: XCTestCase {
     override func tearDown() async throws {
         if let bob { await bob.leave() }
         CometChatCalls.resetForTesting()
-        server.stop()
-        try? FileManager.default.removeItem(atPath: dir)
+        t.stop()
     }
 
     /// Alice (this SDK, joining first: the moderator) and Bob (a second client) in a video session.
@@ -64,10 +58,8 @@ final class ActionsEndToEndTests: XCTestCase {
         configure(b)
         try await CometChatCalls.joinSession(sessionID: "acts", callSetting: b.build())
         let p = peer
-        bob = CallsClient(serverURL: URL(string: server.url)!, appID: server.keys.appId, eventQueue: DispatchQueue(label: "bob")) { p.add($0) }
-        _ = try await bob.login(uid: "bob", authKey: server.keys.authKey, name: "Bob")
-        try await bob.join(callToken: try await bob.generateToken(sessionID: "acts"), sessionID: "acts",
-                           settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("none").build())
+        bob = try await t.joinedClient("bob", session: "acts", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("none").build(),
+                                       name: "Bob") { p.add($0) }
         mine.wait("bob joined") { if case .participantJoined(let x) = $0 { return x.uid == "bob" }; return false }
     }
 

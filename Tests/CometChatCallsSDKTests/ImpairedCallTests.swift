@@ -8,22 +8,13 @@ import XCTest
 /// FEC and concealment fill the gaps, playback never stalls.
 final class ImpairedCallTests: XCTestCase {
     func testLossyNetworkStillDeliversAContinuousTone() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crimp-\(UUID().uuidString.prefix(6))").path
-        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
-        c.logLevel = .error
-        let server = CallServer(configuration: c)
-        try server.start()
-        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
-        let url = try XCTUnwrap(URL(string: server.url))
-        let wav = dir + "/heard.wav"
-        let listener = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "l")) { _ in }
-        let speaker = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "s")) { _ in }
-        _ = try await listener.login(uid: "lis", authKey: server.keys.authKey)
-        try await listener.join(callToken: try await listener.generateToken(sessionID: "lossy"), settings: SessionSettingsBuilder()
+        let t = try TestServer()
+        defer { t.stop() }
+        let wav = t.dir + "/heard.wav"
+        let listener = try await t.joinedClient("lis", session: "lossy", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("file:\(wav)").setJitterTargetFrames(3)
             .setNetworkImpairment(NetworkImpairment(lossPercent: 10, jitterMs: 30, seed: 7)).build())
-        _ = try await speaker.login(uid: "spk", authKey: server.keys.authKey)
-        try await speaker.join(callToken: try await speaker.generateToken(sessionID: "lossy"), settings: SessionSettingsBuilder()
+        let speaker = try await t.joinedClient("spk", session: "lossy", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none").build())
         try await Task.sleep(nanoseconds: 4_500_000_000)
         let report = try XCTUnwrap(listener.mediaReport)

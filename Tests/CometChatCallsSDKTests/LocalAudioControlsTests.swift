@@ -7,24 +7,15 @@ import XCTest
 /// Push-to-talk, per-participant volume and capture processing in a real call.
 final class LocalAudioControlsTests: XCTestCase {
     func testPushToTalkAndVolume() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crptt-\(UUID().uuidString.prefix(6))").path
-        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
-        c.logLevel = .error
-        let server = CallServer(configuration: c)
-        try server.start()
-        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
-        let url = try XCTUnwrap(URL(string: server.url))
-        let speaker = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "s")) { _ in }
-        let mix = MixProbe()
-        let listener = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "l"), mediaProbe: mix) { _ in }
-        _ = try await speaker.login(uid: "spk", authKey: server.keys.authKey)
-        try await speaker.join(callToken: try await speaker.generateToken(sessionID: "ptt"), settings: SessionSettingsBuilder()
+        let t = try TestServer()
+        defer { t.stop() }
+        let speaker = try await t.joinedClient("spk", session: "ptt", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none")
             // (No noise suppression here: a steady test tone is exactly what it learns to remove.)
             .setCaptureProcessing(CaptureProcessing(noiseSuppression: false, automaticGain: false, echoCancellation: true)).build())
-        _ = try await listener.login(uid: "lis", authKey: server.keys.authKey)
-        try await listener.join(callToken: try await listener.generateToken(sessionID: "ptt"), settings: SessionSettingsBuilder()
-            .setAudioInput("null").setAudioOutput("null").build())
+        let mix = MixProbe()
+        let listener = try await t.joinedClient("lis", session: "ptt", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build(), probe: mix)
         let pid = try XCTUnwrap(speaker.localParticipantID)
         func level(settle: Double = 0.6) async -> Float {
             try? await Task.sleep(nanoseconds: UInt64(settle * 1e9))

@@ -43,25 +43,19 @@ final class Recorder: SessionStatusListener, MediaEventsListener, ParticipantEve
 }
 
 final class SessionEndToEndTests: XCTestCase {
-    var server: CallServer!
-    var dir: String!
+    var t: TestServer!
+    var server: CallServer { t.server }
     let queue = DispatchQueue(label: "sdk-callbacks")
 
     override func setUpWithError() throws {
         CometChatCalls.resetForTesting()
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-\(UUID().uuidString.prefix(6))").path
-        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
-        c.logLevel = .error
-        server = CallServer(configuration: c)
-        try server.start()
-        try CometChatCalls.initialize(CallAppSettingsBuilder().set(appID: server.keys.appId).set(region: "local")
-            .set(host: server.url).set(callbackQueue: queue).build())
+        t = try TestServer()
+        try t.initializeSDK(queue: queue)
     }
 
     override func tearDown() {
         CometChatCalls.resetForTesting()
-        server.stop()
-        try? FileManager.default.removeItem(atPath: dir)
+        t.stop()
     }
 
     func login(_ uid: String) -> CallsUser? {
@@ -74,11 +68,8 @@ final class SessionEndToEndTests: XCTestCase {
     }
 
     func bot(_ uid: String, output: String = "none", input: String = "tone:330") async throws -> CallsClient {
-        let c = CallsClient(serverURL: URL(string: server.url)!, appID: server.keys.appId, eventQueue: DispatchQueue(label: uid)) { _ in }
-        _ = try await c.login(uid: uid, authKey: server.keys.authKey, name: uid.uppercased())
-        let t = try await c.generateToken(sessionID: "e2e")
-        try await c.join(callToken: t, settings: SessionSettingsBuilder().setAudioInput(input).setAudioOutput(output).build())
-        return c
+        try await t.joinedClient(uid, session: "e2e", settings: SessionSettingsBuilder().setAudioInput(input).setAudioOutput(output).build(),
+                                 name: uid.uppercased())
     }
 
     func testJoinBeforeLoginFailsOnceWithAuthTokenError() {
