@@ -92,8 +92,12 @@ public final class CallScreenController {
 
     public func handle(_ input: TerminalInput) {
         switch input {
-        case .char("m"), .char("M"): session.click(.toggleAudio)
         case .char("l"), .char("L"), .char("q"), .char("Q"), .interrupt: quit()
+        case .char("w"), .char("W"):
+            session.isPictureInPictureLayoutEnabled ? session.disablePictureInPictureLayout() : session.enablePictureInPictureLayout()
+        case .char(let c):
+            let key = Unicode.Scalar(c.properties.lowercaseMapping.unicodeScalars.first?.value ?? c.value) ?? c
+            if let (button, _, _) = model.buttons.first(where: { $0.1 == key }) { session.click(button) }
         case .resize: dirty = true
         case .mouse(let x, let y):
             let (w, h) = driver.size

@@ -1,3 +1,4 @@
+import CometChatCallsSDK
 import Foundation
 
 /// Draws the call screen: header, participant tiles, control bar and the event log.
@@ -46,12 +47,11 @@ public enum CallScreenRenderer {
             controls = Rect(x: 0, y: height - 1, width: width, height: 1)
             bottom = height - 1
             var x = 1
-            var specs: [(String, Unicode.Scalar, String)] = []
-            if !model.hideToggleAudioButton { specs.append(("toggleAudio", "m", model.isMuted ? "Unmute" : "Mute")) }
-            if !model.hideLeaveSessionButton { specs.append(("leaveSession", "l", "Leave")) }
-            for (id, key, label) in specs {
+            for (button, key, label) in model.buttons {
                 let text = "[\(key)] \(label)"
-                buttons.append(Button(id: id, key: key, label: label, rect: Rect(x: x, y: height - 1, width: text.count, height: 1)))
+                // Buttons that do not fit are left out (narrow terminals); keys still work.
+                guard x + text.count <= width - 1 else { break }
+                buttons.append(Button(id: button.rawValue, key: key, label: label, rect: Rect(x: x, y: height - 1, width: text.count, height: 1)))
                 x += text.count + 2
             }
         }
@@ -70,10 +70,15 @@ public enum CallScreenRenderer {
 
     public static func render(_ model: CallViewModel, width: Int, height: Int, unicode: Bool = true) -> ScreenBuffer {
         var b = ScreenBuffer(width: width, height: height, unicode: unicode)
+        if model.pictureInPicture { drawPictureInPicture(model, into: &b); return b }
         let l = layout(for: model, width: width, height: height)
         if let h = l.header { drawHeader(model, into: &b, rect: h) }
-        drawTiles(model, into: &b, rect: l.tiles)
-        drawLog(model, into: &b, rect: l.log)
+        switch model.layout {
+        case .tile: drawTiles(model, into: &b, rect: l.tiles)
+        case .spotlight: drawSpotlight(model, into: &b, rect: l.tiles)
+        case .sidebar: drawSidebar(model, into: &b, rect: l.tiles)
+        }
+        if model.participantListVisible { drawParticipantList(model, into: &b, rect: l.log) } else { drawLog(model, into: &b, rect: l.log) }
         if let c = l.controls { drawControls(model, l.buttons, into: &b, rect: c) }
         return b
     }
@@ -87,23 +92,14 @@ public enum CallScreenRenderer {
     private static func drawHeader(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         b.fill(rect, style: CellStyle(reverse: true))
         var text = " \(m.title)"
-        if !m.hideSessionTimer { text += "  ·  \(timer(m))" }
+        if !m.settings.hideSessionTimer { text += "  ·  \(timer(m))" }
         text += "  ·  \(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")  ·  \(m.status)"
         if m.isMuted { text += "  ·  YOU ARE MUTED" }
         b.put(text, x: rect.x, y: rect.y, style: CellStyle(bold: true, reverse: true), maxWidth: rect.width)
     }
 
     private static func drawTiles(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard rect.width >= 4, rect.height >= 3 else { return }
-        var area = rect
-        if let n = m.notice {
-            b.put("! \(n)", x: rect.x + 1, y: rect.y, style: CellStyle(fg: .yellow), maxWidth: rect.width - 2)
-            area = Rect(x: rect.x, y: rect.y + 1, width: rect.width, height: rect.height - 1)
-        }
-        guard !m.tiles.isEmpty else {
-            b.put("Waiting for the server…", x: area.x + 2, y: area.y + 1, style: CellStyle(dim: true), maxWidth: area.width - 4)
-            return
-        }
+        guard let area = tileArea(m, &b, rect) else { return }
         let n = m.tiles.count
         var cols = Int(Double(n).squareRoot().rounded(.up))
         while cols > 1 && area.width / cols < 18 { cols -= 1 }
@@ -113,11 +109,22 @@ public enum CallScreenRenderer {
         for (i, t) in m.tiles.enumerated() {
             let r = Rect(x: area.x + (i % cols) * tileW, y: area.y + (i / cols) * tileH, width: tileW, height: tileH)
             guard r.maxY <= area.maxY else { break }
-            drawTile(t, into: &b, rect: r)
+            drawTile(t, m, into: &b, rect: r)
         }
     }
 
-    private static func drawTile(_ t: CallViewModel.Tile, into b: inout ScreenBuffer, rect r: Rect) {
+    /// Short state badges for a tile: hand order, pinned, sharing, camera off, dominant.
+    static func badges(_ t: CallViewModel.Tile, _ m: CallViewModel) -> String {
+        var out: [String] = []
+        if let n = m.handOrder(of: t) { out.append("hand #\(n)") }
+        if t.isPinned { out.append("pinned") }
+        if t.isPresenting { out.append("sharing") }
+        if t.isVideoPaused && m.settings.sessionType == .video { out.append("cam off") }
+        if m.dominantPID == t.pid { out.append("dominant") }
+        return out.joined(separator: " · ")
+    }
+
+    private static func drawTile(_ t: CallViewModel.Tile, _ m: CallViewModel, into b: inout ScreenBuffer, rect r: Rect) {
         let border = t.isSpeaking ? CellStyle(fg: .green, bold: true) : CellStyle(dim: !t.isYou)
         b.box(r, title: t.initials, style: border)
         let inner = r.width - 2
@@ -135,6 +142,75 @@ public enum CallScreenRenderer {
         let empty: String = b.unicode ? "·" : "."
         let meter = String(repeating: full, count: filled) + String(repeating: empty, count: meterWidth - filled)
         b.put(meter, x: r.x + 1, y: y, style: CellStyle(fg: .green), maxWidth: inner)
+        y += 1
+        let badge = badges(t, m)
+        guard y < r.maxY - 1, !badge.isEmpty else { return }
+        b.put(badge, x: r.x + 1, y: y, style: CellStyle(fg: .yellow), maxWidth: inner)
+    }
+
+    private static func tileArea(_ m: CallViewModel, _ b: inout ScreenBuffer, _ rect: Rect) -> Rect? {
+        guard rect.width >= 4, rect.height >= 3 else { return nil }
+        var area = rect
+        if let n = m.notice {
+            b.put("! \(n)", x: rect.x + 1, y: rect.y, style: CellStyle(fg: .yellow), maxWidth: rect.width - 2)
+            area = Rect(x: rect.x, y: rect.y + 1, width: rect.width, height: rect.height - 1)
+        }
+        if m.tiles.isEmpty {
+            b.put("Waiting for the server…", x: area.x + 2, y: area.y + 1, style: CellStyle(dim: true), maxWidth: area.width - 4)
+            return nil
+        }
+        return area
+    }
+
+    /// Spotlight: the main participant large, the others in a strip below.
+    private static func drawSpotlight(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        guard let area = tileArea(m, &b, rect), let main = m.mainTile else { return }
+        let others = m.tiles.filter { $0.pid != main.pid }
+        let stripH = others.isEmpty || area.height < 12 ? 0 : 6
+        drawTile(main, m, into: &b, rect: Rect(x: area.x, y: area.y, width: area.width, height: area.height - stripH))
+        guard stripH > 0 else { return }
+        let w = max(18, area.width / max(1, others.count))
+        for (i, t) in others.enumerated() where (i + 1) * w <= area.width {
+            drawTile(t, m, into: &b, rect: Rect(x: area.x + i * w, y: area.maxY - stripH, width: w, height: stripH))
+        }
+    }
+
+    /// Sidebar: the main participant on the left, the others stacked in a column on the right.
+    private static func drawSidebar(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        guard let area = tileArea(m, &b, rect), let main = m.mainTile else { return }
+        let others = m.tiles.filter { $0.pid != main.pid }
+        let sideW = others.isEmpty || area.width < 40 ? 0 : max(20, area.width / 3)
+        drawTile(main, m, into: &b, rect: Rect(x: area.x, y: area.y, width: area.width - sideW, height: area.height))
+        guard sideW > 0 else { return }
+        let h = max(4, min(7, area.height / max(1, others.count)))
+        for (i, t) in others.enumerated() where (i + 1) * h <= area.height {
+            drawTile(t, m, into: &b, rect: Rect(x: area.maxX - sideW, y: area.y + i * h, width: sideW, height: h))
+        }
+    }
+
+    /// Picture-in-picture: a compact box in the bottom-right corner.
+    private static func drawPictureInPicture(_ m: CallViewModel, into b: inout ScreenBuffer) {
+        let w = min(b.width, 44), h = min(b.height, 5)
+        guard w >= 10, h >= 3 else { return }
+        let r = Rect(x: b.width - w, y: b.height - h, width: w, height: h)
+        b.box(r, title: "PiP · \(m.title)", style: CellStyle(fg: .cyan))
+        let speaker = m.tiles.first { $0.pid == m.dominantPID }?.name ?? m.mainTile?.name ?? "—"
+        b.put("\(m.tiles.count) in call · \(timer(m)) · \(m.isMuted ? "MUTED" : "mic on")", x: r.x + 1, y: r.y + 1, maxWidth: w - 2)
+        if h >= 4 { b.put("speaking: \(speaker)", x: r.x + 1, y: r.y + 2, maxWidth: w - 2) }
+        if h >= 5 { b.put("[m] mute  [w] full view  [l] leave", x: r.x + 1, y: r.y + 3, style: CellStyle(dim: true), maxWidth: w - 2) }
+    }
+
+    /// The participant list panel (in place of the event log): mic, hand order, role.
+    private static func drawParticipantList(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        guard rect.width >= 10, rect.height >= 3 else { return }
+        b.box(rect, title: "Participants (\(m.tiles.count))", style: CellStyle(fg: .magenta))
+        for (i, t) in m.tiles.prefix(rect.height - 2).enumerated() {
+            let mic = t.isMuted ? "muted" : (t.isSpeaking ? "speaking" : "mic on")
+            var line = "\(t.name)\(t.isYou ? " (you)" : "") — \(mic)"
+            let badge = badges(t, m)
+            if !badge.isEmpty { line += " · " + badge }
+            b.put(line, x: rect.x + 1, y: rect.y + 1 + i, maxWidth: rect.width - 2)
+        }
     }
 
     private static let timeFormat: DateFormatter = {
@@ -183,7 +259,7 @@ public enum CallScreenRenderer {
     private static func drawControls(_ m: CallViewModel, _ buttons: [Button], into b: inout ScreenBuffer, rect: Rect) {
         b.fill(rect, style: CellStyle(reverse: true))
         for btn in buttons {
-            let style = btn.id == "leaveSession" ? CellStyle(fg: .red, bold: true, reverse: true) : CellStyle(bold: true, reverse: true)
+            let style = btn.id == BuiltInButton.leaveSession.rawValue ? CellStyle(fg: .red, bold: true, reverse: true) : CellStyle(bold: true, reverse: true)
             b.put("[\(btn.key)] \(btn.label)", x: btn.rect.x, y: btn.rect.y, style: style)
         }
         let hint = "q quits"

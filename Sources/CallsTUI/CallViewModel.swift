@@ -12,9 +12,24 @@ public struct CallViewModel: Equatable, Sendable {
         public var isMuted: Bool
         /// dBFS, or nil when no audio has been measured.
         public var level: Float?
+        public var isVideoPaused = false
+        /// When the hand went up (orders raised hands); nil when lowered.
+        public var raisedHandAt: Int64?
+        public var isPinned = false
+        public var isPresenting = false
 
         public init(pid: String, uid: String, name: String, isYou: Bool, isMuted: Bool, level: Float? = nil) {
             self.pid = pid; self.uid = uid; self.name = name; self.isYou = isYou; self.isMuted = isMuted; self.level = level
+        }
+
+        /// Takes the server's state for this participant.
+        mutating func update(from p: Participant) {
+            if let n = p.name { name = n }
+            isMuted = p.isAudioMuted ?? isMuted
+            isVideoPaused = p.isVideoPaused ?? isVideoPaused
+            raisedHandAt = p.raisedHandTimestamp
+            isPinned = p.isPinned ?? isPinned
+            isPresenting = p.isPresenting ?? isPresenting
         }
 
         /// Speaking when louder than -40 dBFS and not muted.
@@ -42,24 +57,61 @@ public struct CallViewModel: Equatable, Sendable {
     public var log: [LogEntry] = []
     public var notice: String?
     public var status = "connecting…"
-    public var hideControlPanel = false
-    public var hideHeaderPanel = false
-    public var hideSessionTimer = false
-    public var hideLeaveSessionButton = false
-    public var hideToggleAudioButton = false
+    /// The session's settings: which panels and buttons are hidden.
+    public var settings = SessionSettingsBuilder.SessionSettings()
+    public var layout: LayoutType = .tile
+    public var pictureInPicture = false
+    public var participantListVisible = false
+    public var dominantPID: String?
+    public var isVideoPaused = false
+    public var isHandRaised = false
+    public var chatUnread = 0
+    public var chat: [ChatEntry] = []
+    public var hideControlPanel: Bool { get { settings.hideControlPanel } set { settings.hideControlPanel = newValue } }
+    public var hideHeaderPanel: Bool { get { settings.hideHeaderPanel } set { settings.hideHeaderPanel = newValue } }
+    public var hideToggleAudioButton: Bool { get { settings.hideToggleAudioButton } set { settings.hideToggleAudioButton = newValue } }
     public static let maxLogEntries = 500
+
+    /// The control bar's buttons, in order, as the settings leave them visible: (button, key, label).
+    public var buttons: [(BuiltInButton, Unicode.Scalar, String)] {
+        let s = settings
+        var out: [(BuiltInButton, Unicode.Scalar, String)] = []
+        if !s.hideToggleAudioButton { out.append((.toggleAudio, "m", isMuted ? "Unmute" : "Mute")) }
+        // A voice session has no video controls.
+        if !s.hideToggleVideoButton && s.sessionType == .video { out.append((.toggleVideo, "v", isVideoPaused ? "Start video" : "Stop video")) }
+        if !s.hideSwitchCameraButton && s.sessionType == .video { out.append((.switchCamera, "c", "Camera")) }
+        if !s.hideRaiseHandButton { out.append((.raiseHand, "h", isHandRaised ? "Lower hand" : "Raise hand")) }
+        if !s.hideChangeLayoutButton { out.append((.changeLayout, "y", "Layout")) }
+        if !s.hideParticipantListButton { out.append((.participantList, "p", "People")) }
+        if !s.hideChatButton { out.append((.chat, "t", chatUnread > 0 ? "Chat (\(chatUnread))" : "Chat")) }
+        if !s.hideShareInviteButton { out.append((.shareInvite, "s", "Invite")) }
+        if !s.hideRecordingButton { out.append((.recordingToggle, "r", "Record")) }
+        if !s.hideLeaveSessionButton { out.append((.leaveSession, "l", "Leave")) }
+        return out
+    }
+
+    /// The order (1-based) of a raised hand among all raised hands.
+    public func handOrder(of tile: Tile) -> Int? {
+        guard let t = tile.raisedHandAt else { return nil }
+        return tiles.compactMap(\.raisedHandAt).filter { $0 < t }.count + 1
+    }
+
+    /// The participant the spotlight and sidebar layouts show large: pinned, else the dominant
+    /// speaker, else the first other participant.
+    public var mainTile: Tile? {
+        tiles.first(where: \.isPinned) ?? tiles.first { $0.pid == dominantPID } ?? tiles.first { !$0.isYou } ?? tiles.first
+    }
 
     public init(title: String) { self.title = title }
 
     /// Applies the session settings' visibility flags.
     public mutating func apply(_ s: SessionSettingsBuilder.SessionSettings) {
         if let t = s.title { title = t }
-        hideControlPanel = s.hideControlPanel
-        hideHeaderPanel = s.hideHeaderPanel
-        hideSessionTimer = s.hideSessionTimer
-        hideLeaveSessionButton = s.hideLeaveSessionButton
-        hideToggleAudioButton = s.hideToggleAudioButton
+        settings = s
+        layout = s.layout
+        pictureInPicture = s.enableIOSPictureInPicture
         isMuted = s.startAudioMuted
+        isVideoPaused = s.startVideoPaused
     }
 
     /// Records an event in the log and updates state that events carry.
@@ -82,11 +134,29 @@ public struct CallViewModel: Equatable, Sendable {
             let old = Dictionary(tiles.map { ($0.pid, $0) }, uniquingKeysWith: { a, _ in a })
             tiles = ps.map { p in
                 let pid = p.pid ?? p.uid ?? "?"
-                return Tile(pid: pid, uid: p.uid ?? "?", name: p.name ?? p.uid ?? "?", isYou: pid == localPID,
-                            isMuted: p.isAudioMuted ?? false, level: old[pid]?.level)
+                var t = Tile(pid: pid, uid: p.uid ?? "?", name: p.name ?? p.uid ?? "?", isYou: pid == localPID,
+                             isMuted: p.isAudioMuted ?? false, level: old[pid]?.level)
+                t.update(from: p)
+                return t
             }
-        case .participantAudioMuted(let p), .participantAudioUnmuted(let p):
-            if let i = tiles.firstIndex(where: { $0.pid == p.pid }) { tiles[i].isMuted = p.isAudioMuted ?? false }
+        case .participantAudioMuted(let p), .participantAudioUnmuted(let p), .participantVideoPaused(let p), .participantVideoResumed(let p),
+             .participantHandRaised(let p), .participantHandLowered(let p), .participantStartedScreenShare(let p),
+             .participantStoppedScreenShare(let p), .participantStartedRecording(let p), .participantStoppedRecording(let p):
+            if let i = tiles.firstIndex(where: { $0.pid == p.pid }) { tiles[i].update(from: p) }
+            if p.pid == localPID { isHandRaised = p.raisedHandTimestamp != nil }
+        case .dominantSpeakerChanged(let p): dominantPID = p.pid
+        case .videoPaused: isVideoPaused = true
+        case .videoResumed: isVideoPaused = false
+        case .callLayoutChanged(let l): layout = l
+        case .pictureInPictureLayoutEnabled: pictureInPicture = true
+        case .pictureInPictureLayoutDisabled: pictureInPicture = false
+        case .participantListVisible: participantListVisible = true
+        case .participantListHidden: participantListVisible = false
+        case .chatMessage(let m):
+            chat.append(m)
+            if chat.count > 200 { chat.removeFirst() }
+            if !m.uid.isEmpty, tiles.first(where: \.isYou)?.uid != m.uid { chatUnread += 1 }
+        case .chatButtonClicked: chatUnread = 0
         default: break
         }
         if let i = tiles.firstIndex(where: \.isYou) { tiles[i].isMuted = isMuted }

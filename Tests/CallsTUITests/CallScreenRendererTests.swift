@@ -84,7 +84,8 @@ final class CallScreenRendererTests: XCTestCase {
     func testButtonsAreClickableRegions() {
         let m = model()
         let l = CallScreenRenderer.layout(for: m, width: 100, height: 30)
-        XCTAssertEqual(l.buttons.map(\.id), ["toggleAudio", "leaveSession"])
+        XCTAssertEqual(l.buttons.map(\.id), ["toggleAudio", "toggleVideo", "switchCamera", "raiseHand", "changeLayout",
+                                              "participantList", "leaveSession"], "a video session's default bar")
         for b in l.buttons {
             XCTAssertEqual(b.rect.y, 29)
             let s = CallScreenRenderer.render(m, width: 100, height: 30)
@@ -128,6 +129,80 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertTrue(w.dropFirst().allSatisfy { $0.hasPrefix("         ") })
         XCTAssertEqual(w.joined().filter { $0 != " " }, "12:00:00 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)".filter { $0 != " " },
                        "no character is lost")
+    }
+
+    func testEveryButtonFollowsItsHideSetting() {
+        var m = model()
+        m.settings = SessionSettingsBuilder().setSessionType(.voice).hideRecordingButton(false).hideChatButton(false)
+            .hideShareInviteButton(false).hideRaiseHandButton(true).build()
+        XCTAssertEqual(m.buttons.map(\.0), [.toggleAudio, .changeLayout, .participantList, .chat, .shareInvite, .recordingToggle, .leaveSession],
+                       "voice: no video controls; hidden raise-hand; shown chat, invite and record")
+        m.chatUnread = 3
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 130, height: 20).text.contains("[t] Chat (3)"), "the unread badge")
+        // A narrow terminal drops the buttons that do not fit instead of overflowing.
+        let narrow = CallScreenRenderer.layout(for: m, width: 40, height: 12)
+        XCTAssertTrue(narrow.buttons.allSatisfy { $0.rect.maxX <= 40 })
+        XCTAssertLessThan(narrow.buttons.count, m.buttons.count)
+    }
+
+    func testSpotlightSidebarAndPictureInPicture() {
+        var m = model(count: 4)
+        m.tiles[2].isPinned = true
+        m.layout = .spotlight
+        let spot = CallScreenRenderer.render(m, width: 100, height: 30)
+        // The pinned participant gets the big tile (its box spans most of the width).
+        let big = spot.lines.first { $0.contains("Grace Hopper") } ?? ""
+        XCTAssertTrue(spot.text.contains("pinned"))
+        XCTAssertTrue(spot.lines[1].hasPrefix("┌ GH ─"), "the main tile is first: \(spot.lines[1])")
+        XCTAssertFalse(big.isEmpty)
+        m.layout = .sidebar
+        let side = CallScreenRenderer.render(m, width: 100, height: 30)
+        XCTAssertTrue(side.lines[1].hasPrefix("┌ GH ─"))
+        XCTAssertTrue(side.text.contains("Ada Lovelace"), "others in the side column")
+        m.pictureInPicture = true
+        let pip = CallScreenRenderer.render(m, width: 100, height: 30)
+        XCTAssertTrue(pip.text.contains("PiP · Standup"))
+        XCTAssertTrue(pip.text.contains("4 in call"))
+        XCTAssertFalse(pip.text.contains("Event log"), "compact: nothing else")
+    }
+
+    func testBadgesHandOrderAndParticipantList() {
+        var m = model(count: 3)
+        m.tiles[1].raisedHandAt = 200
+        m.tiles[0].raisedHandAt = 100
+        m.tiles[2].isPresenting = true
+        m.dominantPID = m.tiles[1].pid
+        XCTAssertEqual(m.handOrder(of: m.tiles[0]), 1)
+        XCTAssertEqual(m.handOrder(of: m.tiles[1]), 2)
+        XCTAssertNil(m.handOrder(of: m.tiles[2]))
+        let s = CallScreenRenderer.render(m, width: 120, height: 30).text
+        XCTAssertTrue(s.contains("hand #1"))
+        XCTAssertTrue(s.contains("hand #2 · dominant"))
+        XCTAssertTrue(s.contains("sharing"))
+        m.participantListVisible = true
+        let list = CallScreenRenderer.render(m, width: 120, height: 30).text
+        XCTAssertTrue(list.contains("Participants (3)"))
+        XCTAssertTrue(list.contains("Grace Hopper — muted · sharing"))
+        XCTAssertFalse(list.contains("Event log"), "the list takes the log's place")
+    }
+
+    func testEventsDriveTheModel() {
+        var m = model(count: 2)
+        var ada = participant("u1", "Ada Lovelace")
+        ada.pid = "pid-u1"
+        ada.raisedHandTimestamp = 5
+        m.apply(.participantHandRaised(participant: ada), localPID: "pid-you")
+        XCTAssertEqual(m.tiles[1].raisedHandAt, 5)
+        m.apply(.callLayoutChanged(layoutType: .sidebar), localPID: "pid-you")
+        XCTAssertEqual(m.layout, .sidebar)
+        m.apply(.pictureInPictureLayoutEnabled, localPID: "pid-you")
+        XCTAssertTrue(m.pictureInPicture)
+        m.apply(.participantListVisible, localPID: "pid-you")
+        XCTAssertTrue(m.participantListVisible)
+        m.apply(.dominantSpeakerChanged(participant: ada), localPID: "pid-you")
+        XCTAssertEqual(m.dominantPID, "pid-u1")
+        m.apply(.videoPaused, localPID: "pid-you")
+        XCTAssertTrue(m.isVideoPaused)
     }
 
     func testGoldenScreen() throws {
