@@ -91,21 +91,71 @@ public final class CallScreenController {
     }
 
     public func handle(_ input: TerminalInput) {
+        dirty = true
+        if model.panel == .chat, handleChatInput(input) { return }
         switch input {
+        case .escape: model.panel = .log
         case .char("l"), .char("L"), .char("q"), .char("Q"), .interrupt: quit()
         case .char("w"), .char("W"):
             session.isPictureInPictureLayoutEnabled ? session.disablePictureInPictureLayout() : session.enablePictureInPictureLayout()
+        case .char("?"): model.panel = model.panel == .help ? .log : .help
+        case .char("o"), .char("O"): model.panel = model.panel == .settings ? .log : .settings
+        case .char("e"), .char("E"): model.logHidden.toggle()
+        case .char("f"), .char("F"):
+            let all = CallViewModel.logFilters
+            let i = all.firstIndex { $0 == model.logFilter } ?? 0
+            model.logFilter = all[(i + 1) % all.count]
+            model.logScroll = 0
+        case .up: model.logScroll = min(model.logScroll + 1, max(0, model.visibleLog.count - 1))
+        case .down: model.logScroll = max(0, model.logScroll - 1)
+        case .char(let c) where model.panel == .settings && c.properties.numericType != nil:
+            let i = Int(c.value) - 49
+            if model.audioModes.indices.contains(i) { session.setAudioMode(model.audioModes[i]) }
         case .char(let c):
             let key = Unicode.Scalar(c.properties.lowercaseMapping.unicodeScalars.first?.value ?? c.value) ?? c
-            if let (button, _, _) = model.buttons.first(where: { $0.1 == key }) { session.click(button) }
-        case .resize: dirty = true
+            guard let (button, _, _) = model.buttons.first(where: { $0.1 == key }) else { return }
+            press(button)
         case .mouse(let x, let y):
             let (w, h) = driver.size
             let l = CallScreenRenderer.layout(for: model, width: w, height: h)
-            if let b = l.buttons.first(where: { $0.rect.contains(x: x, y: y) }) {
-                if let button = BuiltInButton(rawValue: b.id) { session.click(button) }
-            }
+            if let b = l.buttons.first(where: { $0.rect.contains(x: x, y: y) }), let button = BuiltInButton(rawValue: b.id) { press(button) }
         default: break
+        }
+    }
+
+    /// A control-bar button: the SDK fires its callback and acts; the surface opens its panels.
+    private func press(_ button: BuiltInButton) {
+        session.click(button)
+        switch button {
+        case .chat: model.panel = model.panel == .chat ? .log : .chat
+        case .shareInvite:
+            guard let link = session.inviteLink else { return }
+            model.notice = "Invite: \(link) (copied)"
+            driver.copyToClipboard(link)
+        default: break
+        }
+    }
+
+    /// Typing in the chat panel: text, Backspace, Enter sends, Esc closes. Returns whether the
+    /// key was consumed.
+    private func handleChatInput(_ input: TerminalInput) -> Bool {
+        switch input {
+        case .enter:
+            let text = model.chatDraft.trimmingCharacters(in: .whitespaces)
+            if !text.isEmpty { session.sendChatMessage(text) }
+            model.chatDraft = ""
+            return true
+        case .backspace:
+            if !model.chatDraft.isEmpty { model.chatDraft.removeLast() }
+            return true
+        case .escape:
+            model.panel = .log
+            return true
+        case .char(let c):
+            if model.chatDraft.count < 2000 { model.chatDraft.unicodeScalars.append(c) }
+            return true
+        default:
+            return false
         }
     }
 

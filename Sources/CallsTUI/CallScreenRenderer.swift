@@ -78,7 +78,16 @@ public enum CallScreenRenderer {
         case .spotlight: drawSpotlight(model, into: &b, rect: l.tiles)
         case .sidebar: drawSidebar(model, into: &b, rect: l.tiles)
         }
-        if model.participantListVisible { drawParticipantList(model, into: &b, rect: l.log) } else { drawLog(model, into: &b, rect: l.log) }
+        if model.participantListVisible {
+            drawParticipantList(model, into: &b, rect: l.log)
+        } else {
+            switch model.panel {
+            case .chat: drawChat(model, into: &b, rect: l.log)
+            case .help: drawHelp(model, into: &b, rect: l.log)
+            case .settings: drawSettings(model, into: &b, rect: l.log)
+            case .log: if !model.logHidden { drawLog(model, into: &b, rect: l.log) }
+            }
+        }
         if let c = l.controls { drawControls(model, l.buttons, into: &b, rect: c) }
         return b
     }
@@ -200,6 +209,43 @@ public enum CallScreenRenderer {
         if h >= 5 { b.put("[m] mute  [w] full view  [l] leave", x: r.x + 1, y: r.y + 3, style: CellStyle(dim: true), maxWidth: w - 2) }
     }
 
+    /// The chat panel: recent messages, newest at the bottom, and the input line.
+    private static func drawChat(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        guard rect.width >= 10, rect.height >= 4 else { return }
+        b.box(rect, title: "Chat · Enter sends · Esc closes", style: CellStyle(fg: .blue))
+        let width = rect.width - 2
+        var lines: [String] = []
+        for msg in m.chat.suffix(rect.height) { lines += wrap("\(msg.name): \(msg.text)", width: width, indent: 2) }
+        for (i, line) in lines.suffix(rect.height - 3).enumerated() { b.put(line, x: rect.x + 1, y: rect.y + 1 + i, maxWidth: width) }
+        let prompt = "> " + m.chatDraft
+        b.put(String(prompt.suffix(width - 1)) + "_", x: rect.x + 1, y: rect.maxY - 2, style: CellStyle(bold: true), maxWidth: width)
+    }
+
+    /// The key list.
+    static let helpLines = [
+        "m  mute / unmute            v  stop / start video", "c  switch camera            h  raise / lower hand",
+        "y  next layout              w  picture-in-picture", "p  participant list         t  chat (type, Enter, Esc)",
+        "s  share invite link        r  record", "o  audio settings           e  hide / show event log",
+        "f  filter event log         ↑/↓ scroll event log", "?  this help                l, q, Ctrl-C  leave",
+        "Mouse: click a button in the control bar.",
+    ]
+
+    private static func drawHelp(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        guard rect.width >= 10, rect.height >= 3 else { return }
+        b.box(rect, title: "Keys · Esc closes", style: CellStyle(fg: .yellow))
+        for (i, line) in helpLines.prefix(rect.height - 2).enumerated() { b.put(line, x: rect.x + 1, y: rect.y + 1 + i, maxWidth: rect.width - 2) }
+    }
+
+    /// Audio settings: the modes this machine can route to; a digit picks one.
+    private static func drawSettings(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        guard rect.width >= 10, rect.height >= 3 else { return }
+        b.box(rect, title: "Audio · digit selects · Esc closes", style: CellStyle(fg: .green))
+        for (i, mode) in m.audioModes.prefix(rect.height - 2).enumerated() {
+            let mark = mode == m.audioMode ? "●" : "○"
+            b.put("\(i + 1) \(b.unicode ? mark : (mode == m.audioMode ? "*" : " ")) \(mode.value)", x: rect.x + 1, y: rect.y + 1 + i, maxWidth: rect.width - 2)
+        }
+    }
+
     /// The participant list panel (in place of the event log): mic, hand order, role.
     private static func drawParticipantList(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         guard rect.width >= 10, rect.height >= 3 else { return }
@@ -221,12 +267,15 @@ public enum CallScreenRenderer {
 
     private static func drawLog(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         guard rect.width >= 10, rect.height >= 3 else { return }
-        b.box(rect, title: "Event log", style: CellStyle(fg: .cyan))
+        let filterName = m.logFilter.map { " · " + $0.replacingOccurrences(of: "Listener", with: "") } ?? ""
+        let scrollName = m.logScroll > 0 ? " · ↑\(m.logScroll)" : ""
+        b.box(rect, title: "Event log\(filterName)\(scrollName)", style: CellStyle(fg: .cyan))
         let capacity = rect.height - 2
         let width = rect.width - 2
         // Newest at the bottom; long entries wrap onto indented continuation lines.
         var lines: [(String, Bool)] = []
-        for e in m.log.suffix(capacity).reversed() {
+        let entries = m.visibleLog.dropLast(min(m.logScroll, m.visibleLog.count))
+        for e in entries.suffix(capacity).reversed() {
             let listener = e.listener.replacingOccurrences(of: "Listener", with: "")
             let text = "\(timeFormat.string(from: e.time)) \(listener).\(e.event)\(e.summary.isEmpty ? "" : " " + e.summary)"
             lines.insert(contentsOf: wrap(text, width: width, indent: 9).enumerated().map { ($0.element, $0.offset > 0) }, at: 0)

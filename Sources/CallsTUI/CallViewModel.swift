@@ -67,6 +67,25 @@ public struct CallViewModel: Equatable, Sendable {
     public var isHandRaised = false
     public var chatUnread = 0
     public var chat: [ChatEntry] = []
+
+    /// What the side panel shows (the participant list is the SDK's state and wins).
+    public enum Panel: Equatable, Sendable { case log, chat, help, settings }
+    public var panel: Panel = .log
+    /// The chat input line being typed.
+    public var chatDraft = ""
+    /// Event log: only this listener (nil: all), scrolled back this many entries, or hidden.
+    public var logFilter: String?
+    public var logScroll = 0
+    public var logHidden = false
+    /// Audio modes offered in the settings panel, and the current one.
+    public var audioModes: [AudioMode] = [.speaker]
+    public var audioMode: AudioMode = .speaker
+    /// The listeners the event-log filter cycles through.
+    public static let logFilters: [String?] = [nil, "SessionStatusListener", "MediaEventsListener", "ParticipantEventListener",
+                                               "LayoutListener", "ButtonClickListener", "CallRoom"]
+
+    /// The log entries the filter lets through.
+    public var visibleLog: [LogEntry] { logFilter.map { f in log.filter { $0.listener == f } } ?? log }
     public var hideControlPanel: Bool { get { settings.hideControlPanel } set { settings.hideControlPanel = newValue } }
     public var hideHeaderPanel: Bool { get { settings.hideHeaderPanel } set { settings.hideHeaderPanel = newValue } }
     public var hideToggleAudioButton: Bool { get { settings.hideToggleAudioButton } set { settings.hideToggleAudioButton = newValue } }
@@ -157,6 +176,8 @@ public struct CallViewModel: Equatable, Sendable {
             if chat.count > 200 { chat.removeFirst() }
             if !m.uid.isEmpty, tiles.first(where: \.isYou)?.uid != m.uid { chatUnread += 1 }
         case .chatButtonClicked: chatUnread = 0
+        case .audioModesChanged(let modes): audioModes = modes
+        case .audioModeChanged(let mode): audioMode = mode
         default: break
         }
         if let i = tiles.firstIndex(where: \.isYou) { tiles[i].isMuted = isMuted }

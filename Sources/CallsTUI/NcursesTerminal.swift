@@ -104,6 +104,11 @@ public final class NcursesTerminal: TerminalDriver {
         }
     }
 
+    public func copyToClipboard(_ text: String) {
+        let seq = "\u{1b}]52;c;\(Data(text.utf8).base64EncodedString())\u{07}"
+        FileHandle.standardOutput.write(Data(seq.utf8))
+    }
+
     public func shutdown() {
         guard active else { return }
         active = false

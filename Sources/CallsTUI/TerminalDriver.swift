@@ -23,6 +23,8 @@ public protocol TerminalDriver: AnyObject {
     func poll() -> TerminalInput?
     /// Restores the terminal. Idempotent; safe to call on every exit path.
     func shutdown()
+    /// Puts text on the user's clipboard (OSC 52: works over SSH and in tmux with set-clipboard).
+    func copyToClipboard(_ text: String)
 }
 
 /// An in-memory terminal for tests: keeps the last presented screen and a queue of input.
@@ -56,5 +58,7 @@ public final class MemoryTerminal: TerminalDriver {
     }
 
     public func poll() -> TerminalInput? { input.isEmpty ? nil : input.removeFirst() }
+    public private(set) var clipboard: String?
+    public func copyToClipboard(_ text: String) { clipboard = text }
     public func shutdown() { isShutDown = true }
 }

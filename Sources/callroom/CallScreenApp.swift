@@ -7,11 +7,21 @@ import Foundation
 @MainActor
 enum CallScreenApp {
     private static var controller: CallScreenController?
+    private static var eventLogBridge: ListenerBridge?
     private static var signalSources: [DispatchSourceSignal] = []
 
     /// Joins and shows the call until the user leaves. `cleanup` runs before the process exits.
     static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
-                    title: String, cleanup: (@MainActor () -> Void)? = nil) async {
+                    title: String, eventLog: String? = nil, cleanup: (@MainActor () -> Void)? = nil) async {
+        // --event-log FILE: every callback also as a JSON line (opened before the screen takes over).
+        if let path = eventLog {
+            guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
+                Console.fail("cannot write the event log \(path)")
+            }
+            let bridge = ListenerBridge { e in file.write(Data((e.jsonLine() + "\n").utf8)) }
+            bridge.register()
+            eventLogBridge = bridge
+        }
         let terminal = NcursesTerminal()
         let c = CallScreenController(driver: terminal, title: title)
         controller = c

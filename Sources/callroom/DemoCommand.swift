@@ -7,7 +7,7 @@ import Foundation
 /// temporary data directory, synthetic participants that speak, and you, on the call screen.
 enum DemoCommand {
     static let usage = """
-        USAGE: callroom demo [--bots N] [--input SPEC] [--output SPEC] [--name NAME] [--headless]
+        USAGE: callroom demo [--bots N] [--input SPEC] [--output SPEC] [--name NAME] [--layout L] [--event-log FILE] [--headless]
 
         Starts a CallRoom server inside this process (loopback, temporary data directory), joins
         N synthetic participants that speak in bursts of tone, and joins you to the room.
@@ -17,6 +17,8 @@ enum DemoCommand {
           --input SPEC      your microphone (default alsa:default; null without a sound card)
           --output SPEC     your speaker (default alsa:default; null without a sound card)
           --name NAME       your display name (default "You")
+          --layout L        TILE, SPOTLIGHT or SIDEBAR (default TILE)
+          --event-log FILE  also write every listener callback to FILE as JSON lines
           --headless        no screen: print every listener callback as JSON lines, read commands
                             (mute, unmute, leave) from stdin, as 'callroom join --headless'
 
@@ -28,7 +30,7 @@ enum DemoCommand {
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["bots", "input", "output", "name"], boolean: ["headless", "help"])
+            args = try ArgumentScanner(arguments, valued: ["bots", "input", "output", "name", "layout", "event-log"], boolean: ["headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom demo --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
         if let extra = args.positionals.first { Console.fail("unexpected argument '\(extra)'") }
@@ -40,9 +42,13 @@ enum DemoCommand {
         let server = CallServer(configuration: config)
         do { try server.start() } catch { Console.fail("cannot start the demo server: \(error)", code: ExitCode.failure) }
         let sessionID = "demo-room"
+        guard let layout = LayoutType(rawValue: (args["layout"] ?? "tile").lowercased()) else { Console.fail("--layout must be TILE, SPOTLIGHT or SIDEBAR") }
         let settings = CometChatCalls.sessionSettingsBuilder
             .setTitle("CallRoom demo")
             .setSessionType(.voice)
+            .setLayout(layout)
+            .hideChatButton(false)
+            .hideShareInviteButton(false)
             .setDisplayName(args["name"] ?? "You")
             .setAudioInput(args["input"] ?? "alsa:default")
             .setAudioOutput(args["output"] ?? "alsa:default")
@@ -58,7 +64,7 @@ enum DemoCommand {
                 await HeadlessSession.run(options: options, sessionID: sessionID, settings: settings, cleanup: { runtime.shutdown() })
             } else {
                 await CallScreenApp.run(options: options, sessionID: sessionID, settings: settings, title: "CallRoom demo",
-                                        cleanup: { runtime.shutdown() })
+                                        eventLog: args["event-log"], cleanup: { runtime.shutdown() })
             }
         }
         dispatchMain()

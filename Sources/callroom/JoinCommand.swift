@@ -10,7 +10,7 @@ enum JoinCommand {
         USAGE: callroom join SESSION_ID (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC]
-                             [--capture ns,agc,aec] [--headless]
+                             [--capture ns,agc,aec] [--event-log FILE] [--headless]
 
         Joins a session on a CallRoom server and shows the call screen.
 
@@ -29,6 +29,7 @@ enum JoinCommand {
                                suppression), agc (automatic gain), aec (echo cancellation)
           --impair SPEC        simulate a bad network on what you receive, before the jitter buffer:
                                loss=PCT,jitter=MS[,seed=N] (random loss; 0…MS ms of delay variation)
+          --event-log FILE     also write every listener callback to FILE as JSON lines
           --headless           no screen: every listener callback is printed on stdout as one JSON
                                object per line; commands are read from stdin, one per line (below);
                                end of input leaves
@@ -44,7 +45,7 @@ enum JoinCommand {
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments, valued: ["server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
-                                                           "input", "output", "frame-ms", "impair", "capture"],
+                                                           "input", "output", "frame-ms", "impair", "capture", "event-log"],
                                        boolean: ["headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
@@ -94,7 +95,7 @@ enum JoinCommand {
             if headless {
                 await HeadlessSession.run(options: options, sessionID: session, settings: built)
             } else {
-                await CallScreenApp.run(options: options, sessionID: session, settings: built, title: session)
+                await CallScreenApp.run(options: options, sessionID: session, settings: built, title: session, eventLog: args["event-log"])
             }
         }
         dispatchMain()
