@@ -179,9 +179,11 @@ public enum CallScreenRenderer {
         drawTile(main, m, into: &b, rect: Rect(x: area.x, y: area.y, width: area.width, height: area.height - stripH))
         guard stripH > 0 else { return }
         let w = max(18, area.width / max(1, others.count))
-        for (i, t) in others.enumerated() where (i + 1) * w <= area.width {
+        let fit = min(others.count, area.width / w)
+        for (i, t) in others.prefix(fit).enumerated() {
             drawTile(t, m, into: &b, rect: Rect(x: area.x + i * w, y: area.maxY - stripH, width: w, height: stripH))
         }
+        if fit < others.count { b.put(" +\(others.count - fit) more ", x: area.maxX - 10, y: area.maxY - stripH, style: CellStyle(bold: true)) }
     }
 
     /// Sidebar: the main participant on the left, the others stacked in a column on the right.
@@ -192,9 +194,11 @@ public enum CallScreenRenderer {
         drawTile(main, m, into: &b, rect: Rect(x: area.x, y: area.y, width: area.width - sideW, height: area.height))
         guard sideW > 0 else { return }
         let h = max(4, min(7, area.height / max(1, others.count)))
-        for (i, t) in others.enumerated() where (i + 1) * h <= area.height {
+        let fit = min(others.count, area.height / h)
+        for (i, t) in others.prefix(fit).enumerated() {
             drawTile(t, m, into: &b, rect: Rect(x: area.maxX - sideW, y: area.y + i * h, width: sideW, height: h))
         }
+        if fit < others.count { b.put("+\(others.count - fit) more", x: area.maxX - sideW + 1, y: area.maxY - 1, style: CellStyle(bold: true)) }
     }
 
     /// Picture-in-picture: a compact box in the bottom-right corner.
@@ -311,7 +315,8 @@ public enum CallScreenRenderer {
             let style = btn.id == BuiltInButton.leaveSession.rawValue ? CellStyle(fg: .red, bold: true, reverse: true) : CellStyle(bold: true, reverse: true)
             b.put("[\(btn.key)] \(btn.label)", x: btn.rect.x, y: btn.rect.y, style: style)
         }
-        let hint = "q quits"
-        if rect.width > hint.count + 2 { b.put(hint, x: rect.maxX - hint.count - 1, y: rect.y, style: CellStyle(reverse: true, dim: true)) }
+        let hint = "? keys · q quits"
+        let used = buttons.last.map { $0.rect.maxX + 2 } ?? 1
+        if rect.maxX - hint.count - 1 >= used { b.put(hint, x: rect.maxX - hint.count - 1, y: rect.y, style: CellStyle(reverse: true, dim: true)) }
     }
 }

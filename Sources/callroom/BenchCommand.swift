@@ -1,6 +1,7 @@
 import CallsAudio
 import CallsCore
 import CallsServer
+import CallsTUI
 import CometChatCallsSDK
 import Foundation
 
@@ -9,6 +10,7 @@ import Foundation
 enum BenchCommand {
     static let usage = """
         USAGE: callroom bench latency [--frame-ms 10|20] [--seconds N] [--jitter-frames N]
+               callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
                callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
                callroom bench cpu [--speakers N] [--frames N]
 
@@ -19,19 +21,21 @@ enum BenchCommand {
         quality  a continuous tone through random loss and delay variation applied before the
                  listener's jitter buffer; how much was played, recovered (FEC), concealed (PLC),
                  and playback stalls; last line quality … stalls=N
+        render   time to lay out and draw one call-screen frame (120×40, levels moving every frame)
+                 and how many cells a frame rewrites; last line render_us median=X
         cpu      Opus encode, decode and mixing cost per stream, as a share of one core, for a
                  room of N speakers (you send 1 stream and receive N-1); last line client_cpu_pct=X
 
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let sub = arguments.first, ["latency", "quality", "cpu"].contains(sub) else {
+        guard let sub = arguments.first, ["latency", "quality", "cpu", "render"].contains(sub) else {
             Console.out(usage)
             exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
         }
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames"],
+            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout"],
                                        boolean: ["help"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -43,6 +47,12 @@ enum BenchCommand {
         switch sub {
         case "cpu":
             CPUBench.run(speakers: int("speakers", 10, 1...200), frames: int("frames", 500, 10...100_000))
+            exit(ExitCode.ok)
+        case "render":
+            guard let layout = LayoutType(rawValue: (args["layout"] ?? "tile").lowercased()) else {
+                Console.fail("--layout must be TILE, SPOTLIGHT or SIDEBAR")
+            }
+            RenderBench.run(participants: int("participants", 10, 1...200), layout: layout, frames: int("frames", 1000, 10...1_000_000))
             exit(ExitCode.ok)
         case "latency":
             let ms = int("frame-ms", 20, 10...20)
@@ -231,5 +241,41 @@ enum CPUBench {
         Console.out(String(format: "per 20 ms frame: encode %.1f µs per sent stream, decode %.1f µs per received stream, mix %.1f µs", encUs, decUs, mixUs))
         Console.out(String(format: "share of one core: sent stream %.3f %%, each received stream %.3f %%", encUs / 200, decUs / 200))
         Console.out(String(format: "client_cpu_pct=%.2f", perFrameUs / 20_000 * 100))
+    }
+}
+
+/// Render cost of the call screen, through the in-memory terminal (the same diffing the
+/// ncurses driver does), with every tile's meter moving each frame.
+enum RenderBench {
+    static func run(participants: Int, layout: LayoutType, frames: Int) {
+        var m = CallViewModel(title: "Render bench")
+        var ps: [Participant] = []
+        for i in 0..<participants {
+            var p = Participant(uid: "u\(i)", name: "Participant \(i + 1)")
+            p.pid = "p\(i)"
+            p.isAudioMuted = i % 4 == 3
+            ps.append(p)
+        }
+        m.apply(.sessionJoined, localPID: "p0")
+        m.apply(.participantListChanged(participants: ps), localPID: "p0")
+        for i in 0..<20 { m.apply(.participantJoined(participant: ps[i % participants]), localPID: "p0") }
+        m.layout = layout
+        m.dominantPID = "p1"
+        let term = MemoryTerminal(width: 120, height: 40)
+        var times: [Double] = []
+        var cells = 0
+        for f in 0..<frames {
+            var levels: [String: Float] = [:]
+            for i in 0..<participants { levels["p\(i)"] = -60 + Float((f * 7 + i * 13) % 60) }
+            _ = m.updateLevels(levels)
+            let t0 = monotonicNanoseconds()
+            let buffer = CallScreenRenderer.render(m, width: 120, height: 40)
+            cells += term.present(buffer)
+            times.append(Double(monotonicNanoseconds() - t0) / 1000)
+        }
+        let sorted = times.sorted()
+        Console.out("callroom bench render: \(participants) participants, \(layout.value) layout, 120×40, \(frames) frames")
+        Console.out(String(format: "p95 %.1f µs; %.0f cells rewritten per frame on average", sorted[sorted.count * 95 / 100], Double(cells) / Double(frames)))
+        Console.out(String(format: "render_us median=%.1f", sorted[sorted.count / 2]))
     }
 }

@@ -205,6 +205,35 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertTrue(m.isVideoPaused)
     }
 
+    /// Golden screens: every layout at several sizes (down to 40×12), and the bar with buttons hidden.
+    func testGoldenScreensForEveryLayoutAndSize() throws {
+        var cases: [(String, CallViewModel, Int, Int)] = []
+        for layout in LayoutType.allCases {
+            for (w, h) in [(100, 24), (60, 16), (40, 12)] {
+                var m = model(count: 4)
+                m.layout = layout
+                m.tiles[1].raisedHandAt = 1
+                m.dominantPID = m.tiles[1].pid
+                cases.append(("\(layout.rawValue)-\(w)x\(h)", m, w, h))
+            }
+        }
+        var pip = model(count: 4)
+        pip.pictureInPicture = true
+        cases.append(("pip-100x24", pip, 100, 24))
+        var hidden = model(count: 2)
+        hidden.settings = SessionSettingsBuilder().hideToggleVideoButton(true).hideSwitchCameraButton(true).hideRaiseHandButton(true)
+            .hideChangeLayoutButton(true).hideSessionTimer(true).build()
+        cases.append(("hidden-buttons-80x20", hidden, 80, 20))
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
+        for (name, m, w, h) in cases {
+            let screen = CallScreenRenderer.render(m, width: w, height: h).text
+            let path = dir.appendingPathComponent("\(name).txt").path
+            if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] == "1" { try screen.write(toFile: path, atomically: true, encoding: .utf8) }
+            let golden = try String(contentsOfFile: path, encoding: .utf8)
+            XCTAssertEqual(screen, golden, "\(name) differs from its golden file; rerun with UPDATE_GOLDEN=1 if intended")
+        }
+    }
+
     func testGoldenScreen() throws {
         let screen = CallScreenRenderer.render(model(count: 4), width: 100, height: 24).text
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden/tile-4-100x24.txt").path
