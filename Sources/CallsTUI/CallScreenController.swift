@@ -60,6 +60,8 @@ public final class CallScreenController {
 
     func handle(_ e: CallEvent) {
         model.apply(e, localPID: session.localParticipantID)
+        // The chat badge is the SDK's (`setChatButtonUnreadCount`): keep both in step.
+        if case .chatMessage = e, model.chatUnread != session.chatButtonUnreadCount { session.setChatButtonUnreadCount(model.chatUnread) }
         dirty = true
         switch e {
         case .sessionLeft, .sessionTimedOut: finish(0)
@@ -77,6 +79,8 @@ public final class CallScreenController {
     public func tick() {
         while let input = driver.poll() { handle(input) }
         if model.updateLevels(session.audioLevels()) { dirty = true }
+        let unread = session.chatButtonUnreadCount
+        if unread != model.chatUnread { model.chatUnread = unread; dirty = true }
         model.now = Date()
         let second = Int(model.now.timeIntervalSince1970)
         if second != lastSecond { lastSecond = second; dirty = true }

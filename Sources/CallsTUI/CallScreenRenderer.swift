@@ -104,6 +104,7 @@ public enum CallScreenRenderer {
         if !m.settings.hideSessionTimer { text += "  ·  \(timer(m))" }
         text += "  ·  \(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")  ·  \(m.status)"
         if m.isMuted { text += "  ·  YOU ARE MUTED" }
+        if m.tiles.contains(where: \.isRecording) && !m.settings.hideRecordingStatusIndicator { text += "  ·  ● REC" }
         b.put(text, x: rect.x, y: rect.y, style: CellStyle(bold: true, reverse: true), maxWidth: rect.width)
     }
 

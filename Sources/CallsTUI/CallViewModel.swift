@@ -17,6 +17,7 @@ public struct CallViewModel: Equatable, Sendable {
         public var raisedHandAt: Int64?
         public var isPinned = false
         public var isPresenting = false
+        public var isRecording = false
 
         public init(pid: String, uid: String, name: String, isYou: Bool, isMuted: Bool, level: Float? = nil) {
             self.pid = pid; self.uid = uid; self.name = name; self.isYou = isYou; self.isMuted = isMuted; self.level = level
@@ -30,6 +31,7 @@ public struct CallViewModel: Equatable, Sendable {
             raisedHandAt = p.raisedHandTimestamp
             isPinned = p.isPinned ?? isPinned
             isPresenting = p.isPresenting ?? isPresenting
+            isRecording = p.isRecording ?? isRecording
         }
 
         /// Speaking when louder than -40 dBFS and not muted.
@@ -174,7 +176,7 @@ public struct CallViewModel: Equatable, Sendable {
         case .chatMessage(let m):
             chat.append(m)
             if chat.count > 200 { chat.removeFirst() }
-            if !m.uid.isEmpty, tiles.first(where: \.isYou)?.uid != m.uid { chatUnread += 1 }
+            if panel != .chat, !m.uid.isEmpty, tiles.first(where: \.isYou)?.uid != m.uid { chatUnread += 1 }
         case .chatButtonClicked: chatUnread = 0
         case .audioModesChanged(let modes): audioModes = modes
         case .audioModeChanged(let mode): audioMode = mode
