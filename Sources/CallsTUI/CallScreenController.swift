@@ -97,6 +97,7 @@ public final class CallScreenController {
     public func handle(_ input: TerminalInput) {
         dirty = true
         if model.panel == .chat, handleChatInput(input) { return }
+        if model.participantListVisible, handleParticipantList(input) { return }
         switch input {
         case .escape: model.panel = .log
         case .char("l"), .char("L"), .char("q"), .char("Q"), .interrupt: quit()
@@ -138,6 +139,33 @@ public final class CallScreenController {
             driver.copyToClipboard(link)
         default: break
         }
+    }
+
+    /// Keys of the participant list: search, selection and moderation of the selected
+    /// participant (the server refuses non-moderators with an error event). Returns whether the
+    /// key was consumed.
+    private func handleParticipantList(_ input: TerminalInput) -> Bool {
+        if model.searchingParticipants {
+            switch input {
+            case .enter, .escape: model.searchingParticipants = false
+            case .backspace: if !model.participantSearch.isEmpty { model.participantSearch.removeLast() }
+            case .char(let c): model.participantSearch.unicodeScalars.append(c); model.participantSelection = 0
+            default: return false
+            }
+            return true
+        }
+        let target = model.selectedTile?.pid
+        switch input {
+        case .char("/"): model.searchingParticipants = true
+        case .up: model.participantSelection = max(0, model.participantSelection - 1)
+        case .down: model.participantSelection = min(max(0, model.listedTiles.count - 1), model.participantSelection + 1)
+        case .char("P"): if let t = target { session.pinParticipant(participantId: t) }
+        case .char("M"): if let t = target { session.muteParticipant(participantId: t) }
+        case .char("V"): if let t = target { session.pauseParticipantVideo(participantId: t) }
+        case .char("X"): if let t = target { session.removeParticipant(participantId: t) }
+        default: return false
+        }
+        return true
     }
 
     /// Typing in the chat panel: text, Backspace, Enter sends, Esc closes. Returns whether the

@@ -232,6 +232,7 @@ public enum CallScreenRenderer {
         "y  next layout              w  picture-in-picture", "p  participant list         t  chat (type, Enter, Esc)",
         "s  share invite link        r  record", "o  audio settings           e  hide / show event log",
         "f  filter event log         ↑/↓ scroll event log", "?  this help                l, q, Ctrl-C  leave",
+        "In the participant list: / search, ↑↓ select, P pin, M mute, V pause video, X remove.",
         "Mouse: click a button in the control bar.",
     ]
 
@@ -251,17 +252,26 @@ public enum CallScreenRenderer {
         }
     }
 
-    /// The participant list panel (in place of the event log): mic, hand order, role.
+    /// The participant list panel (in place of the event log): search, mic and level, badges,
+    /// a selected row for moderation (P pin, M mute, V pause video, X remove).
     private static func drawParticipantList(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard rect.width >= 10, rect.height >= 3 else { return }
-        b.box(rect, title: "Participants (\(m.tiles.count))", style: CellStyle(fg: .magenta))
-        for (i, t) in m.tiles.prefix(rect.height - 2).enumerated() {
+        guard rect.width >= 10, rect.height >= 4 else { return }
+        let search = m.searchingParticipants || !m.participantSearch.isEmpty ? " · /\(m.participantSearch)\(m.searchingParticipants ? "_" : "")" : ""
+        b.box(rect, title: "Participants (\(m.tiles.count))\(search)", style: CellStyle(fg: .magenta))
+        let listed = m.listedTiles
+        let selected = m.selectedTile?.pid
+        for (i, t) in listed.prefix(rect.height - 3).enumerated() {
             let mic = t.isMuted ? "muted" : (t.isSpeaking ? "speaking" : "mic on")
+            let meter = String(repeating: b.unicode ? "▮" : "#", count: meterCells(t.isMuted ? nil : t.level) / 2)
             var line = "\(t.name)\(t.isYou ? " (you)" : "") — \(mic)"
+            if !meter.isEmpty { line += " " + meter }
             let badge = badges(t, m)
             if !badge.isEmpty { line += " · " + badge }
-            b.put(line, x: rect.x + 1, y: rect.y + 1 + i, maxWidth: rect.width - 2)
+            b.put(line, x: rect.x + 1, y: rect.y + 1 + i, style: CellStyle(reverse: t.pid == selected), maxWidth: rect.width - 2)
         }
+        if listed.isEmpty { b.put("no match", x: rect.x + 1, y: rect.y + 1, style: CellStyle(dim: true)) }
+        b.put("/ search  ↑↓ select  P pin  M mute  V video  X remove", x: rect.x + 1, y: rect.maxY - 2,
+              style: CellStyle(dim: true), maxWidth: rect.width - 2)
     }
 
     private static let timeFormat: DateFormatter = {

@@ -86,6 +86,23 @@ public struct CallViewModel: Equatable, Sendable {
     public static let logFilters: [String?] = [nil, "SessionStatusListener", "MediaEventsListener", "ParticipantEventListener",
                                                "LayoutListener", "ButtonClickListener", "CallRoom"]
 
+    /// Participant list: search text, whether it is being typed, and the selected row.
+    public var participantSearch = ""
+    public var searchingParticipants = false
+    public var participantSelection = 0
+
+    /// The participants the list shows (search matches name or uid, case-insensitively).
+    public var listedTiles: [Tile] {
+        let q = participantSearch.lowercased()
+        return q.isEmpty ? tiles : tiles.filter { $0.name.lowercased().contains(q) || $0.uid.lowercased().contains(q) }
+    }
+
+    /// The selected participant in the list, if any.
+    public var selectedTile: Tile? {
+        let l = listedTiles
+        return l.isEmpty ? nil : l[min(max(0, participantSelection), l.count - 1)]
+    }
+
     /// The log entries the filter lets through.
     public var visibleLog: [LogEntry] { logFilter.map { f in log.filter { $0.listener == f } } ?? log }
     public var hideControlPanel: Bool { get { settings.hideControlPanel } set { settings.hideControlPanel = newValue } }

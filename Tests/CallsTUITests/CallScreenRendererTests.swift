@@ -186,6 +186,24 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertFalse(list.contains("Event log"), "the list takes the log's place")
     }
 
+    func testParticipantListSearchAndSelection() {
+        var m = model(count: 4)
+        m.participantListVisible = true
+        m.participantSearch = "ho"
+        XCTAssertEqual(m.listedTiles.map(\.name), ["Grace Hopper"])
+        XCTAssertEqual(m.selectedTile?.name, "Grace Hopper")
+        var b = CallScreenRenderer.render(m, width: 120, height: 30)
+        XCTAssertTrue(b.text.contains("Participants (4) · /ho"))
+        XCTAssertFalse(b.text.contains("Alan Turing — "))
+        let row = try! XCTUnwrap(b.lines.firstIndex { $0.contains("Grace Hopper — ") })
+        let col = b.lines[row].distance(from: b.lines[row].startIndex, to: try! XCTUnwrap(b.lines[row].range(of: "Grace Hopper — ")).lowerBound)
+        XCTAssertTrue(b[col, row].style.reverse, "the selected row is highlighted")
+        m.participantSearch = "zzz"
+        b = CallScreenRenderer.render(m, width: 120, height: 30)
+        XCTAssertTrue(b.text.contains("no match"))
+        XCTAssertNil(m.selectedTile)
+    }
+
     func testEventsDriveTheModel() {
         var m = model(count: 2)
         var ada = participant("u1", "Ada Lovelace")
