@@ -14,6 +14,7 @@ public final class CallScreenController {
     private var timer: DispatchSourceTimer?
     private var dirty = true
     private var lastSecond = -1
+    private var ticks = 0
     /// Called when the user asks to quit and the session is over (or was never joined).
     public var onFinished: ((Int32) -> Void)?
     public private(set) var framesDrawn = 0
@@ -79,6 +80,8 @@ public final class CallScreenController {
     public func tick() {
         while let input = driver.poll() { handle(input) }
         if model.updateLevels(session.audioLevels()) { dirty = true }
+        ticks += 1
+        if ticks % 15 == 0, model.updateQuality(session.connectionQuality()) { dirty = true }
         let unread = session.chatButtonUnreadCount
         if unread != model.chatUnread { model.chatUnread = unread; dirty = true }
         model.now = Date()

@@ -131,6 +131,7 @@ public enum CallScreenRenderer {
         if t.isPresenting { out.append("sharing") }
         if t.isVideoPaused && m.settings.sessionType == .video { out.append("cam off") }
         if m.dominantPID == t.pid { out.append("dominant") }
+        if let q = t.quality, q != .good { out.append("net \(q.rawValue)") }
         return out.joined(separator: " · ")
     }
 

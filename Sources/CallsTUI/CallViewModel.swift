@@ -18,6 +18,8 @@ public struct CallViewModel: Equatable, Sendable {
         public var isPinned = false
         public var isPresenting = false
         public var isRecording = false
+        /// How well their audio gets through (nil until measured).
+        public var quality: ConnectionQuality?
 
         public init(pid: String, uid: String, name: String, isYou: Bool, isMuted: Bool, level: Float? = nil) {
             self.pid = pid; self.uid = uid; self.name = name; self.isYou = isYou; self.isMuted = isMuted; self.level = level
@@ -200,6 +202,16 @@ public struct CallViewModel: Equatable, Sendable {
         default: break
         }
         if let i = tiles.firstIndex(where: \.isYou) { tiles[i].isMuted = isMuted }
+    }
+
+    /// Updates connection quality; returns whether anything changed.
+    public mutating func updateQuality(_ q: [String: ConnectionQuality]) -> Bool {
+        var changed = false
+        for i in tiles.indices where tiles[i].quality != q[tiles[i].pid] {
+            tiles[i].quality = q[tiles[i].pid]
+            changed = true
+        }
+        return changed
     }
 
     /// Updates tile levels; returns whether anything visible changed.

@@ -126,6 +126,9 @@ extension CallSession {
     /// Playback volume of one participant (pid or uid): 1 as received, 0 silent, up to 4.
     public func setParticipantVolume(participantId: String, volume: Float) { currentClient?.setVolume(volume, for: participantId) ?? notActive() }
 
+    /// Connection quality per participant id (updated every 2 s from receiver reports).
+    public func connectionQuality() -> [String: ConnectionQuality] { currentClient?.connectionQuality() ?? [:] }
+
     /// Sends a chat message to the room; it comes back as a `.chatMessage` event.
     public func sendChatMessage(_ text: String) { currentClient?.sendChat(text) ?? notActive() }
     /// Moderators: removes a participant (pid or uid) from the session.

@@ -100,3 +100,34 @@ extension CallsClient {
         state.sync { engine }?.replaceInput(input)
     }
 }
+
+/// CallRoom: how well a participant's audio is getting through.
+public enum ConnectionQuality: String, Sendable, Equatable {
+    /// Under 2 % of packets lost recently.
+    case good
+    /// 2–8 % lost: FEC and concealment still cover it.
+    case fair
+    /// More than 8 % lost.
+    case poor
+
+    init(lossPercent: Double) { self = lossPercent < 2 ? .good : (lossPercent <= 8 ? .fair : .poor) }
+}
+
+extension CallsClient {
+    /// Connection quality per participant id: for others, the loss of their audio as we
+    /// receive it; for you, the worst loss your receivers report. Updated every 2 s; absent
+    /// until measured.
+    public func connectionQuality() -> [String: ConnectionQuality] {
+        let (loss, reports, me) = state.sync { (engine?.lossBySender() ?? [:], lossReports.values.map(\.0), self.me?.pid) }
+        var out: [String: ConnectionQuality] = [:]
+        for p in participants {
+            guard let pid = p.pid else { continue }
+            if pid == me {
+                if let worst = reports.max() { out[pid] = ConnectionQuality(lossPercent: worst) }
+            } else if let s = p.ssrc, let l = loss[s] {
+                out[pid] = ConnectionQuality(lossPercent: l)
+            }
+        }
+        return out
+    }
+}

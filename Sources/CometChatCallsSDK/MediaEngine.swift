@@ -58,6 +58,8 @@ final class MediaEngine: @unchecked Sendable {
     /// The loss percentage FEC is tuned for; set from receiver reports, applied by the capture thread.
     private let expectedLoss = Atomic<Int>(5)
     private var lastReported: [UInt32: JitterBuffer.Statistics] = [:]
+    /// Each sender's loss over the last report interval (percent), for connection quality.
+    private let recentLoss = Mutex<[UInt32: Double]>([:])
     /// Optional timing probe (benchmarks); called on the media threads, must not block.
     let probe: (any MediaProbe)?
 
@@ -307,8 +309,12 @@ final class MediaEngine: @unchecked Sendable {
             if total > 0 { out.append(LossReport(ssrc: ssrc, lossPercent: 100 * Double(lost) / Double(total))) }
         }
         lastReported = now
+        recentLoss.withLock { r in for rep in out { r[rep.ssrc] = rep.lossPercent } }
         return out
     }
+
+    /// The loss each sender's audio had over the last report interval (percent).
+    func lossBySender() -> [UInt32: Double] { recentLoss.withLock { $0 } }
 
     // MARK: Device loss and return
 

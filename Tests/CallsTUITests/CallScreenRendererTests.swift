@@ -179,6 +179,8 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertTrue(s.contains("hand #1"))
         XCTAssertTrue(s.contains("hand #2 · dominant"))
         XCTAssertTrue(s.contains("sharing"))
+        XCTAssertTrue(m.updateQuality(["pid-u2": .poor]))
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 30).text.contains("net poor"), "connection quality on the tile")
         m.participantListVisible = true
         let list = CallScreenRenderer.render(m, width: 120, height: 30).text
         XCTAssertTrue(list.contains("Participants (3)"))

@@ -18,6 +18,10 @@ final class ImpairedCallTests: XCTestCase {
             .setAudioInput("tone:440").setAudioOutput("none").build())
         try await Task.sleep(nanoseconds: 4_500_000_000)
         let report = try XCTUnwrap(listener.mediaReport)
+        // Both ends see the bad link: the listener about the speaker's audio, the speaker from reports.
+        let spkPID = try XCTUnwrap(speaker.localParticipantID)
+        XCTAssertEqual(listener.connectionQuality()[spkPID], .poor, "10 % loss is poor")
+        XCTAssertNotNil(speaker.connectionQuality()[spkPID], "the speaker learns its uplink quality")
         // The listener's receiver reports reached the speaker: its FEC is tuned for the loss.
         let tuned = try XCTUnwrap(speaker.fecExpectedLossPercent)
         XCTAssertGreaterThanOrEqual(tuned, 6, "FEC tuned from receiver reports (10 % loss): \(tuned) %")
