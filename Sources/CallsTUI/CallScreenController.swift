@@ -107,7 +107,9 @@ public final class CallScreenController {
         case .char("w"), .char("W"):
             session.isPictureInPictureLayoutEnabled ? session.disablePictureInPictureLayout() : session.enablePictureInPictureLayout()
         case .char("?"): model.panel = model.panel == .help ? .log : .help
-        case .char("o"), .char("O"): model.panel = model.panel == .settings ? .log : .settings
+        case .char("o"), .char("O"):
+            model.panel = model.panel == .settings ? .log : .settings
+            if model.panel == .settings { model.playbackDevices = session.playbackDevices }
         case .char("e"), .char("E"): model.logHidden.toggle()
         case .char("f"), .char("F"):
             let all = CallViewModel.logFilters

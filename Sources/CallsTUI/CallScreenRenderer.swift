@@ -247,9 +247,16 @@ public enum CallScreenRenderer {
     private static func drawSettings(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         guard rect.width >= 10, rect.height >= 3 else { return }
         b.box(rect, title: "Audio · digit selects · Esc closes", style: CellStyle(fg: .green))
-        for (i, mode) in m.audioModes.prefix(rect.height - 2).enumerated() {
+        var y = rect.y + 1
+        for (i, mode) in m.audioModes.enumerated() where y < rect.maxY - 1 {
             let mark = mode == m.audioMode ? "●" : "○"
-            b.put("\(i + 1) \(b.unicode ? mark : (mode == m.audioMode ? "*" : " ")) \(mode.value)", x: rect.x + 1, y: rect.y + 1 + i, maxWidth: rect.width - 2)
+            b.put("\(i + 1) \(b.unicode ? mark : (mode == m.audioMode ? "*" : " ")) \(mode.value)", x: rect.x + 1, y: y, maxWidth: rect.width - 2)
+            y += 1
+        }
+        if y < rect.maxY - 1 { b.put("Playback devices:", x: rect.x + 1, y: y + 1, style: CellStyle(dim: true)); y += 2 }
+        for d in (m.playbackDevices.isEmpty ? ["(none: audio plays to null)"] : m.playbackDevices) where y < rect.maxY - 1 {
+            b.put("  " + d, x: rect.x + 1, y: y, maxWidth: rect.width - 2)
+            y += 1
         }
     }
 

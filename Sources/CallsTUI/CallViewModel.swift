@@ -84,6 +84,8 @@ public struct CallViewModel: Equatable, Sendable {
     /// Audio modes offered in the settings panel, and the current one.
     public var audioModes: [AudioMode] = [.speaker]
     public var audioMode: AudioMode = .speaker
+    /// Playback devices listed in the settings panel.
+    public var playbackDevices: [String] = []
     /// The listeners the event-log filter cycles through.
     public static let logFilters: [String?] = [nil, "SessionStatusListener", "MediaEventsListener", "ParticipantEventListener",
                                                "LayoutListener", "ButtonClickListener", "CallRoom"]

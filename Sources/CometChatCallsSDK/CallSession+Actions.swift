@@ -1,3 +1,4 @@
+import CallsAudio
 import Foundation
 
 /// State of the built-in call surface that is local to this device (not the server's):
@@ -125,6 +126,11 @@ extension CallSession {
     public var isTransmitting: Bool { currentClient?.isTransmitting ?? false }
     /// Playback volume of one participant (pid or uid): 1 as received, 0 silent, up to 4.
     public func setParticipantVolume(participantId: String, volume: Float) { currentClient?.setVolume(volume, for: participantId) ?? notActive() }
+
+    /// CallRoom: the ALSA playback devices present (`name — description`), for settings views.
+    public var playbackDevices: [String] {
+        ALSADeviceList.devices().filter(\.canPlay).map { $0.description.isEmpty ? $0.name : "\($0.name) — \($0.description)" }
+    }
 
     /// Connection quality per participant id (updated every 2 s from receiver reports).
     public func connectionQuality() -> [String: ConnectionQuality] { currentClient?.connectionQuality() ?? [:] }
