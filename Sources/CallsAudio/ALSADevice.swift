@@ -84,7 +84,7 @@ final class ALSADevice: @unchecked Sendable {
 
     /// Reads or writes exactly `frame.count` samples, blocking in bounded waits.
     func transfer(_ frame: UnsafeMutableRawPointer, samples: Int) throws(AudioError) {
-        pacer?.wait()
+        pacer?.wait(samples: samples)
         var done = 0
         while done < samples {
             guard !closed.load(ordering: .acquiring) else { throw .closed }

@@ -13,10 +13,18 @@ public struct Pacer: Sendable {
     public init(periodNanoseconds: UInt64) { self.periodNanoseconds = periodNanoseconds }
 
     /// Blocks until the next period starts.
-    public mutating func wait() {
+    public mutating func wait() { wait(nanoseconds: periodNanoseconds) }
+
+    /// Blocks until `samples` (at 48 kHz) after the previous deadline: endpoints pace by what
+    /// they actually read or wrote, so callers may use chunks shorter than a frame.
+    public mutating func wait(samples: Int) {
+        wait(nanoseconds: UInt64(samples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+    }
+
+    private mutating func wait(nanoseconds step: UInt64) {
         let now = Self.now()
-        if next == 0 || now > next + 4 * periodNanoseconds { next = now }
-        next += periodNanoseconds
+        if next == 0 || now > next + 4 * max(step, periodNanoseconds) { next = now }
+        next += step
         var ts = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }

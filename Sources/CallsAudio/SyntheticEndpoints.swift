@@ -13,7 +13,7 @@ public final class NullInput: AudioInput, @unchecked Sendable {
 
     public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
-        pacer.wait()
+        pacer.wait(samples: frame.count)
         frame.update(repeating: 0)
     }
 
@@ -32,7 +32,7 @@ public final class NullOutput: AudioOutput, @unchecked Sendable {
 
     public func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
-        pacer.wait()
+        pacer.wait(samples: frame.count)
     }
 
     public func close() { closed.store(true, ordering: .releasing) }
@@ -60,7 +60,7 @@ public final class ToneInput: AudioInput, @unchecked Sendable {
 
     public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
-        pacer.wait()
+        pacer.wait(samples: frame.count)
         fill(frame)
     }
 

@@ -50,7 +50,7 @@ public final class FileInput: AudioInput, @unchecked Sendable {
 
     public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
-        pacer.wait()
+        pacer.wait(samples: frame.count)
         for i in 0..<frame.count {
             frame[i] = samples[position]
             position += 1
@@ -89,7 +89,7 @@ public final class FileOutput: AudioOutput, @unchecked Sendable {
     deinit { close() }
 
     public func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
-        if paced { pacer.wait() }
+        if paced { pacer.wait(samples: frame.count) }
         lock.lock()
         defer { lock.unlock() }
         guard let f = file else { throw .closed }

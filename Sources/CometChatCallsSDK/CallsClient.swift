@@ -232,6 +232,7 @@ public final class CallsClient: @unchecked Sendable {
             o.complexity = settings.audioComplexity
             o.dtx = settings.audioDTX
             o.profile = settings.audioProfile
+            o.playbackPeriodMs = settings.audioPeriodMs
             let inSpec = settings.audioInput, outSpec = settings.audioOutput, period = settings.audioPeriodMs
             if case .alsa = try AudioEndpoint(spec: inSpec) {
                 o.reopenInput = { try AudioEndpoint(spec: inSpec).makeInput(frameSamples: frameSamples, periodMs: period) }

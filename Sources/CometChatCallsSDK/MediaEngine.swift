@@ -74,6 +74,9 @@ final class MediaEngine: @unchecked Sendable {
         var complexity = 9
         var dtx = false
         var profile: OpusEncoder.Profile = .voice
+        /// Playback writes this many ms at a time (the device period); a frame is decoded when
+        /// the previous one has been written. nil: one frame per write.
+        var playbackPeriodMs: Int?
         /// Reopens the configured input/output after a device failure (nil: no retry).
         var reopenInput: (@Sendable () throws -> any AudioInput)?
         var reopenOutput: (@Sendable () throws -> any AudioOutput)?
@@ -383,42 +386,56 @@ final class MediaEngine: @unchecked Sendable {
         var decoders: [UInt32: OpusDecoder] = [:]
         var decisions: [(UInt32, JitterBuffer.Playout)] = []
         decisions.reserveCapacity(64)
+        // Writes go out one device period at a time; a new frame is mixed when the last is out.
+        let period = options.playbackPeriodMs.map { min(frameSamples, AudioFormat.samples(ms: $0)) } ?? frameSamples
+        var offset = frameSamples
         while running.load(ordering: .acquiring) {
-            decisions.removeAll(keepingCapacity: true)
-            buffers.withLock { b in
-                for key in b.keys { if let d = b[key]?.next() { decisions.append((key, d)) } }
+            if offset >= frameSamples {
+                mixNextFrame(into: out, mixer: mixer, pcm: pcm, decoders: &decoders, decisions: &decisions)
+                offset = 0
             }
-            mixer.reset()
-            for (key, decision) in decisions {
-                let decoder: OpusDecoder
-                if let d = decoders[key] { decoder = d } else {
-                    guard let d = try? OpusDecoder() else { continue }
-                    decoders[key] = d
-                    decoder = d
-                }
-                var n = 0
-                switch decision {
-                case .packet(let p): n = p.withUnsafeBufferPointer { decoder.decode($0, into: pcm) }
-                case .recovered(let next): n = next.withUnsafeBufferPointer { decoder.recover(from: $0, into: pcm) }
-                case .concealed: n = decoder.conceal(into: pcm)
-                case .silence: n = 0
-                }
-                let db: Float = n > 0 ? LevelMeter.rmsDBFS(UnsafeBufferPointer(rebasing: pcm[0..<n])) : LevelMeter.silenceDBFS
-                levelTable.withLock { $0[key] = db }
-                if n > 0 { mixer.add(UnsafeBufferPointer(rebasing: pcm[0..<n]), gain: volumes.withLock { $0[key] } ?? 1) }
-            }
-            for key in decoders.keys where !decisions.contains(where: { $0.0 == key }) { decoders[key] = nil }
-            mixer.render(into: out)
-            processor?.played(UnsafeBufferPointer(out))
-            probe?.played(UnsafeBufferPointer(out), at: monotonicNanoseconds())
+            let n = min(period, frameSamples - offset)
             guard let output = outputBox.withLock({ $0 }) else { break }
-            do { try output.write(UnsafeBufferPointer(out)) } catch {
+            do { try output.write(UnsafeBufferPointer(rebasing: out[offset..<(offset + n)])) } catch {
                 // A closed output that was replaced is expected.
                 if running.load(ordering: .acquiring), outputBox.withLock({ $0 }) !== output { continue }
                 guard error != .closed, running.load(ordering: .acquiring) else { break }
                 playbackDeviceLost(error)
             }
+            offset += n
         }
+    }
+
+    /// Decides, decodes and mixes one frame from every sender's jitter buffer into `out`.
+    private func mixNextFrame(into out: UnsafeMutableBufferPointer<Int16>, mixer: Mixer, pcm: UnsafeMutableBufferPointer<Int16>,
+                              decoders: inout [UInt32: OpusDecoder], decisions: inout [(UInt32, JitterBuffer.Playout)]) {
+        decisions.removeAll(keepingCapacity: true)
+        buffers.withLock { b in
+            for key in b.keys { if let d = b[key]?.next() { decisions.append((key, d)) } }
+        }
+        mixer.reset()
+        for (key, decision) in decisions {
+            let decoder: OpusDecoder
+            if let d = decoders[key] { decoder = d } else {
+                guard let d = try? OpusDecoder() else { continue }
+                decoders[key] = d
+                decoder = d
+            }
+            var n = 0
+            switch decision {
+            case .packet(let p): n = p.withUnsafeBufferPointer { decoder.decode($0, into: pcm) }
+            case .recovered(let next): n = next.withUnsafeBufferPointer { decoder.recover(from: $0, into: pcm) }
+            case .concealed: n = decoder.conceal(into: pcm)
+            case .silence: n = 0
+            }
+            let db: Float = n > 0 ? LevelMeter.rmsDBFS(UnsafeBufferPointer(rebasing: pcm[0..<n])) : LevelMeter.silenceDBFS
+            levelTable.withLock { $0[key] = db }
+            if n > 0 { mixer.add(UnsafeBufferPointer(rebasing: pcm[0..<n]), gain: volumes.withLock { $0[key] } ?? 1) }
+        }
+        for key in decoders.keys where !decisions.contains(where: { $0.0 == key }) { decoders[key] = nil }
+        mixer.render(into: out)
+        processor?.played(UnsafeBufferPointer(out))
+        probe?.played(UnsafeBufferPointer(out), at: monotonicNanoseconds())
     }
 }
 

@@ -9,7 +9,7 @@ import Foundation
 /// whose last line is machine-readable (docs/benchmarks.md records them).
 enum BenchCommand {
     static let usage = """
-        USAGE: callroom bench latency [--frame-ms 10|20] [--seconds N] [--jitter-frames N]
+        USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms 5|10|20] [--seconds N] [--jitter-frames N]
                callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
                callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
                callroom bench cpu [--speakers N] [--frames N]
@@ -35,7 +35,7 @@ enum BenchCommand {
         }
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout"],
+            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout"],
                                        boolean: ["help"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -58,7 +58,9 @@ enum BenchCommand {
             let ms = int("frame-ms", 20, 10...20)
             guard ms == 10 || ms == 20 else { Console.fail("--frame-ms must be 10 or 20") }
             let seconds = int("seconds", 10, 2...600), jf = int("jitter-frames", 1, 1...20)
-            Task { await PipelineBench.latency(frameMs: ms, seconds: seconds, jitterFrames: jf); exit(ExitCode.ok) }
+            let period = int("period-ms", ms, 5...20)
+            guard [5, 10, 20].contains(period), period <= ms else { Console.fail("--period-ms must be 5, 10 or 20 and at most --frame-ms") }
+            Task { await PipelineBench.latency(frameMs: ms, periodMs: period, seconds: seconds, jitterFrames: jf); exit(ExitCode.ok) }
         default:
             let loss = Double(int("loss", 5, 0...100)), jitter = Double(int("jitter", 30, 0...1000))
             let seconds = int("seconds", 10, 2...600), seed = UInt64(int("seed", 1, 0...Int.max))
@@ -105,14 +107,14 @@ enum PipelineBench {
 
     static func fmt(_ x: Double) -> String { String(format: "%.1f", x) }
 
-    static func latency(frameMs: Int, seconds: Int, jitterFrames: Int) async {
+    static func latency(frameMs: Int, periodMs: Int, seconds: Int, jitterFrames: Int) async {
         let room = startServer()
         let frameSamples = AudioFormat.samples(ms: frameMs)
         let mouth = MarkerInput(frameSamples: frameSamples)
         let ear = EarOutput(frameSamples: frameSamples)
         let speakerProbe = StageProbe(), listenerProbe = StageProbe()
         let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
-            .setAudioFrameMs(frameMs).setJitterTargetFrames(jitterFrames).build(), probe: listenerProbe)
+            .setAudioFrameMs(frameMs).setAudioPeriodMs(periodMs).setJitterTargetFrames(jitterFrames).build(), probe: listenerProbe)
         // The listener's output is replaced by the ear (same pacing as a device).
         listener.replaceOutputForBenchmark(ear)
         let speaker = await client(room, uid: "mouth", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("none")
@@ -155,10 +157,10 @@ enum PipelineBench {
         if ProcessInfo.processInfo.environment["CALLROOM_BENCH_DEBUG"] != nil {
             Console.err("mouths \(mouths.count) ears \(ears.count) onsets \(onsets.count) sent \(speakerProbe.sentAt.count) received \(listenerProbe.receivedAt.count) played \(played.count) ear frames \(ear.frames.load(ordering: .relaxed)) silent \(ear.silentFrames.load(ordering: .relaxed))")
         }
-        Console.out("callroom bench latency: \(frameMs) ms frames, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks")
+        Console.out("callroom bench latency: \(frameMs) ms frames, \(periodMs) ms playback period, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks")
         Console.out("stage medians (ms): capture wait \(fmt(percentile(capture, 0.5))), encode+send \(fmt(percentile(encode, 0.5))), " +
                     "relay+network \(fmt(percentile(network, 0.5))), jitter buffer+playout wait \(fmt(percentile(jitter, 0.5))), " +
-                    "playback period \(frameMs)")
+                    "playback period \(periodMs)")
         Console.out("mouth_to_ear_ms median=\(fmt(percentile(total, 0.5))) p95=\(fmt(percentile(total, 0.95)))")
     }
 

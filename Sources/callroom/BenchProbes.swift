@@ -44,7 +44,7 @@ final class MarkerInput: AudioInput, @unchecked Sendable {
 
     func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
-        pacer.wait()
+        pacer.wait(samples: frame.count)
         let now = monotonicNanoseconds()
         let periodNs = UInt64(frameSamples) * 1_000_000_000 / 48_000
         for i in 0..<frame.count {
@@ -62,8 +62,8 @@ final class MarkerInput: AudioInput, @unchecked Sendable {
 }
 
 /// A speaker that listens: paced like a device, it notes when each click reaches the ear — the
-/// frame's write time plus one period (the frame a real device would still be playing) plus the
-/// onset's offset in the frame.
+/// chunk's write time plus one playback period (the chunk a real device would still be playing)
+/// plus the onset's offset in the chunk.
 final class EarOutput: AudioOutput, @unchecked Sendable {
     let name = "ear"
     private var pacer: Pacer
@@ -89,9 +89,12 @@ final class EarOutput: AudioOutput, @unchecked Sendable {
         frames.add(1, ordering: .relaxed)
         if frame.allSatisfy({ abs(Int($0)) < 100 }) { silentFrames.add(1, ordering: .relaxed) }
         if let i = detector.onset(in: frame) {
-            earTimes.withLock { $0.append(now + periodNs + UInt64(i) * 1_000_000_000 / 48_000) }
+            // A device is still playing the chunk before this one: this chunk's length is the
+            // playback period (a frame, or a shorter ALSA period).
+            let chunkNs = UInt64(frame.count) * 1_000_000_000 / 48_000
+            earTimes.withLock { $0.append(now + chunkNs + UInt64(i) * 1_000_000_000 / 48_000) }
         }
-        pacer.wait()
+        pacer.wait(samples: frame.count)
     }
 
     func close() { closed.store(true, ordering: .releasing) }

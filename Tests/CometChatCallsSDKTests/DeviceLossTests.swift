@@ -50,3 +50,31 @@ final class DeviceLossTests: XCTestCase {
         XCTAssertGreaterThan(engine.statistics.packetsSent, sent + 5)
     }
 }
+
+/// Records the size of every write (a stand-in device: it paces like one).
+final class ChunkRecorder: AudioOutput, @unchecked Sendable {
+    let name = "chunks"
+    private var pacer = Pacer(periodNanoseconds: 5_000_000)
+    let sizes = Mutex<[Int]>([])
+    func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
+        sizes.withLock { $0.append(frame.count) }
+        pacer.wait(samples: frame.count)
+    }
+    func close() {}
+}
+
+final class PlaybackPeriodTests: XCTestCase {
+    func testPlaybackWritesOneDevicePeriodAtATime() throws {
+        let out = ChunkRecorder()
+        var o = MediaEngine.Options()
+        o.playbackPeriodMs = 5
+        let engine = try MediaEngine(input: NullInput(frameSamples: 960), output: out, options: o)
+        let sink = try UDPSocket(host: "127.0.0.1", port: 0)
+        engine.start(relay: sink.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16))
+        Thread.sleep(forTimeInterval: 0.3)
+        engine.stop()
+        let sizes = out.sizes.withLock { $0 }
+        XCTAssertGreaterThan(sizes.count, 40, "about 60 writes of 5 ms in 0.3 s (got \(sizes.count))")
+        XCTAssertTrue(sizes.allSatisfy { $0 == 240 }, "5 ms chunks of a 20 ms frame")
+    }
+}
