@@ -55,6 +55,9 @@ public struct JitterBuffer: Sendable {
     /// RFC 3550 inter-arrival jitter estimate, in nanoseconds.
     public private(set) var jitterNanoseconds: Double = 0
     private var lastTransit: Double?
+    private var arrivals: [UInt16: UInt64] = [:]
+    /// When the packet `next()` last returned as `.packet` arrived (monotonic ns), if known.
+    public private(set) var lastPlayedArrival: UInt64?
     private var deepTicks = 0
     public private(set) var statistics = Statistics()
     public private(set) var isPlaying = false
@@ -85,6 +88,8 @@ public struct JitterBuffer: Sendable {
             jitterNanoseconds += (d - jitterNanoseconds) / 16
         }
         lastTransit = transit
+        if arrivals.count > 4 * maxFrames { arrivals.removeAll(keepingCapacity: true) }
+        arrivals[sequence] = arrival
         let frameNs = Double(frameSamples) * 1e9 / 48_000
         adaptiveTarget = min(maxFrames - 1, max(targetFrames, Int((2 * jitterNanoseconds / frameNs).rounded(.up)) + 1))
         insert(sequence: sequence, payload: payload)
@@ -140,7 +145,9 @@ public struct JitterBuffer: Sendable {
             statistics.shrunk += 1
             deepTicks = 0
         }
+        lastPlayedArrival = nil
         if let p = slots.removeValue(forKey: nextSeq) {
+            lastPlayedArrival = arrivals.removeValue(forKey: nextSeq)
             nextSeq &+= 1
             concealRun = 0
             statistics.played += 1

@@ -55,6 +55,8 @@ final class MediaEngine: @unchecked Sendable {
     private let volumes = Mutex<[UInt32: Float]>([:])
     private let options: Options
     private let deviceFailures = Atomic<Int>(0)
+    /// Times the playout frame boundary moved one period earlier (phase alignment).
+    let phaseAdvances = Atomic<Int>(0)
     /// The loss percentage FEC is tuned for; set from receiver reports, applied by the capture thread.
     private let expectedLoss = Atomic<Int>(5)
     private var lastReported: [UInt32: JitterBuffer.Statistics] = [:]
@@ -389,12 +391,18 @@ final class MediaEngine: @unchecked Sendable {
         // Writes go out one device period at a time; a new frame is mixed when the last is out.
         let period = options.playbackPeriodMs.map { min(frameSamples, AudioFormat.samples(ms: $0)) } ?? frameSamples
         var offset = frameSamples
+        var length = frameSamples
+        var phase = PlayoutPhase(periodNanoseconds: UInt64(period) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
         while running.load(ordering: .acquiring) {
-            if offset >= frameSamples {
-                mixNextFrame(into: out, mixer: mixer, pcm: pcm, decoders: &decoders, decisions: &decisions)
+            if offset >= length {
+                let waited = mixNextFrame(into: out, mixer: mixer, pcm: pcm, decoders: &decoders, decisions: &decisions)
                 offset = 0
+                // Packets that always wait a whole period or more: move the frame boundary one
+                // period earlier by playing this frame one period short (shorter periods only).
+                length = period < frameSamples && phase.shouldAdvance(waited: waited) ? frameSamples - period : frameSamples
+                if length < frameSamples { phaseAdvances.add(1, ordering: .relaxed) }
             }
-            let n = min(period, frameSamples - offset)
+            let n = min(period, length - offset)
             guard let output = outputBox.withLock({ $0 }) else { break }
             do { try output.write(UnsafeBufferPointer(rebasing: out[offset..<(offset + n)])) } catch {
                 // A closed output that was replaced is expected.
@@ -407,11 +415,19 @@ final class MediaEngine: @unchecked Sendable {
     }
 
     /// Decides, decodes and mixes one frame from every sender's jitter buffer into `out`.
+    /// Returns the shortest time any played packet waited in its buffer (nil: none played).
+    @discardableResult
     private func mixNextFrame(into out: UnsafeMutableBufferPointer<Int16>, mixer: Mixer, pcm: UnsafeMutableBufferPointer<Int16>,
-                              decoders: inout [UInt32: OpusDecoder], decisions: inout [(UInt32, JitterBuffer.Playout)]) {
+                              decoders: inout [UInt32: OpusDecoder], decisions: inout [(UInt32, JitterBuffer.Playout)]) -> UInt64? {
         decisions.removeAll(keepingCapacity: true)
+        let now = monotonicNanoseconds()
+        var waited: UInt64?
         buffers.withLock { b in
-            for key in b.keys { if let d = b[key]?.next() { decisions.append((key, d)) } }
+            for key in b.keys {
+                guard let d = b[key]?.next() else { continue }
+                decisions.append((key, d))
+                if let a = b[key]?.lastPlayedArrival, a <= now { waited = min(waited ?? .max, now - a) }
+            }
         }
         mixer.reset()
         for (key, decision) in decisions {
@@ -436,6 +452,29 @@ final class MediaEngine: @unchecked Sendable {
         mixer.render(into: out)
         processor?.played(UnsafeBufferPointer(out))
         probe?.played(UnsafeBufferPointer(out), at: monotonicNanoseconds())
+        return waited
+    }
+}
+
+/// Aligns the playout frame boundary to packet arrival: when every packet over the last 25
+/// frames waited more than a period (plus 1 ms) before being played, the boundary can move a
+/// period earlier without making any of them late. Owned by the playback thread.
+struct PlayoutPhase {
+    let periodNanoseconds: UInt64
+    private var minWait: UInt64 = .max
+    private var frames = 0
+
+    init(periodNanoseconds: UInt64) { self.periodNanoseconds = periodNanoseconds }
+
+    mutating func shouldAdvance(waited: UInt64?) -> Bool {
+        guard let w = waited else { minWait = .max; frames = 0; return false }
+        minWait = min(minWait, w)
+        frames += 1
+        guard frames >= 25 else { return false }
+        let advance = minWait > periodNanoseconds + 1_000_000
+        minWait = .max
+        frames = 0
+        return advance
     }
 }
 

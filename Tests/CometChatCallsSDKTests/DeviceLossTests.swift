@@ -78,3 +78,20 @@ final class PlaybackPeriodTests: XCTestCase {
         XCTAssertTrue(sizes.allSatisfy { $0 == 240 }, "5 ms chunks of a 20 ms frame")
     }
 }
+
+final class PlayoutPhaseTests: XCTestCase {
+    func testAdvancesOnlyWhenEveryPacketWaitedMoreThanAPeriod() {
+        var p = PlayoutPhase(periodNanoseconds: 5_000_000)
+        // 24 frames are not enough evidence; the 25th decides.
+        for _ in 0..<24 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
+        XCTAssertTrue(p.shouldAdvance(waited: 9_000_000), "all waited > 6 ms: move a period earlier")
+        // One packet that barely made it keeps the boundary where it is.
+        for _ in 0..<24 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
+        XCTAssertFalse(p.shouldAdvance(waited: 2_000_000))
+        // No packet played (silence) resets the evidence.
+        for _ in 0..<20 { _ = p.shouldAdvance(waited: 12_000_000) }
+        XCTAssertFalse(p.shouldAdvance(waited: nil))
+        for _ in 0..<24 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
+        XCTAssertTrue(p.shouldAdvance(waited: 12_000_000))
+    }
+}

@@ -41,18 +41,47 @@ final class ImpairedCallTests: XCTestCase {
         XCTAssertEqual(dropouts, 0, "no 50 ms window of silence while the tone plays")
     }
 
-    func rms(_ s: ArraySlice<Int16>) -> Double {
+    func rms(_ s: ArraySlice<Int16>) -> Double { WAVHelpers.rms(s) }
+    func readSamples(_ path: String) -> [Int16]? { WAVHelpers.readSamples(path) }
+}
+
+/// Level and WAV reading for these tests.
+enum WAVHelpers {
+    static func rms(_ s: ArraySlice<Int16>) -> Double {
         let sum = s.reduce(0.0) { $0 + Double($1) * Double($1) }
         let r = (sum / Double(max(1, s.count))).squareRoot() / 32768
         return r > 0 ? 20 * log10(r) : -200
     }
 
-    func readSamples(_ path: String) -> [Int16]? {
+    static func readSamples(_ path: String) -> [Int16]? {
         guard let d = FileManager.default.contents(atPath: path), d.count > 44 else { return nil }
         let b = [UInt8](d)
         var out: [Int16] = []
         var i = 44
         while i + 1 < b.count { out.append(Int16(bitPattern: UInt16(b[i]) | UInt16(b[i + 1]) << 8)); i += 2 }
         return out
+    }
+}
+
+/// Short playback periods with playout phase alignment keep a tone continuous.
+final class ShortPeriodCallTests: XCTestCase {
+    func testFivePeriodPlaybackStaysContinuous() async throws {
+        let t = try TestServer()
+        defer { t.stop() }
+        let wav = t.dir + "/heard5.wav"
+        let listener = try await t.joinedClient("lis", session: "p5", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("file:\(wav)").setAudioPeriodMs(5).setJitterTargetFrames(1).build())
+        let speaker = try await t.joinedClient("spk", session: "p5", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("none").build())
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        await speaker.leave()
+        await listener.leave()
+        let helper = WAVHelpers.self
+        let samples = try XCTUnwrap(helper.readSamples(wav))
+        let windows = stride(from: 0, to: samples.count - 2400, by: 2400).map { samples[$0..<($0 + 2400)] }
+        let first = try XCTUnwrap(windows.firstIndex { helper.rms($0) > -30 })
+        let last = try XCTUnwrap(windows.lastIndex { helper.rms($0) > -30 })
+        XCTAssertGreaterThan(last - first, 40)
+        XCTAssertEqual(windows[first...last].filter { helper.rms($0) < -40 }.count, 0, "no dropouts while the boundary aligns")
     }
 }
