@@ -22,6 +22,8 @@ extension CallsClient {
     public func setHandRaised(_ raised: Bool) { request(.setHandRaised(raised)) }
     /// Screen share state.
     public func setPresenting(_ presenting: Bool) { request(.setPresenting(presenting)) }
+    /// Whether you are recording on your side (participant state, not server recording).
+    public func setRecording(_ recording: Bool) { request(.setRecording(recording)) }
     /// Sets which camera you use (`cameraFacingChanged` on confirmation).
     public func setCameraFacing(_ facing: CameraFacing) { request(.setCameraFacing(facing.rawValue)) }
     /// Asks the server for recording, transcription or streaming; refusals arrive as `.error` events.

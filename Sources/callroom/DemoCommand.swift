@@ -7,13 +7,18 @@ import Foundation
 /// temporary data directory, synthetic participants that speak, and you, on the call screen.
 enum DemoCommand {
     static let usage = """
-        USAGE: callroom demo [--bots N] [--input SPEC] [--output SPEC] [--name NAME] [--layout L] [--event-log FILE] [--headless]
+        USAGE: callroom demo [--bots N] [--scenario NAME|FILE] [--seed N] [--input SPEC] [--output SPEC]
+                             [--name NAME] [--layout L] [--event-log FILE] [--headless]
 
         Starts a CallRoom server inside this process (loopback, temporary data directory), joins
-        N synthetic participants that speak in bursts of tone, and joins you to the room.
+        N synthetic participants that speak (bundled speech clips), runs a scenario through them,
+        and joins you to the room.
 
         OPTIONS:
-          --bots N          synthetic participants, 0…20 (default 2)
+          --bots N          synthetic participants, 0…20 (default 5)
+          --scenario S      random (default: a minute of every state, from --seed), a bundled
+                            scenario (standup, quiet) or a scenario file
+          --seed N          seed of the random scenario (default 1): the same seed, the same demo
           --input SPEC      your microphone (default alsa:default; null without a sound card)
           --output SPEC     your speaker (default alsa:default; null without a sound card)
           --name NAME       your display name (default "You")
@@ -24,17 +29,17 @@ enum DemoCommand {
 
         """
 
-    static let botNames = ["Ada Lovelace", "Grace Hopper", "Alan Turing", "Katherine Johnson", "Claude Shannon",
-                           "Hedy Lamarr", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth", "Margaret Hamilton"]
-
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["bots", "input", "output", "name", "layout", "event-log"], boolean: ["headless", "help"])
+            args = try ArgumentScanner(arguments, valued: ["bots", "input", "output", "name", "layout", "event-log", "scenario", "seed"], boolean: ["headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom demo --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
         if let extra = args.positionals.first { Console.fail("unexpected argument '\(extra)'") }
-        guard let bots = Int(args["bots"] ?? "2"), (0...20).contains(bots) else { Console.fail("--bots must be 0…20") }
+        guard let bots = Int(args["bots"] ?? "5"), (0...20).contains(bots) else { Console.fail("--bots must be 0…20") }
+        guard let seed = UInt64(args["seed"] ?? "1") else { Console.fail("--seed must be a whole number") }
+        let scenario: Scenario
+        do { scenario = try BotDirector.loadScenario(args["scenario"], bots: bots, seed: seed) } catch { Console.fail(error.message) }
 
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("callroom-demo-\(getpid())").path
         var config = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dataDir)
@@ -45,7 +50,7 @@ enum DemoCommand {
         guard let layout = LayoutType(rawValue: (args["layout"] ?? "tile").lowercased()) else { Console.fail("--layout must be TILE, SPOTLIGHT or SIDEBAR") }
         let settings = CometChatCalls.sessionSettingsBuilder
             .setTitle("CallRoom demo")
-            .setSessionType(.voice)
+            .setSessionType(.video)
             .setLayout(layout)
             .hideChatButton(false)
             .hideShareInviteButton(false)
@@ -59,7 +64,7 @@ enum DemoCommand {
         signal(SIGPIPE, SIG_IGN)
         Task { @MainActor in
             let runtime = DemoRuntime(server: server, dataDir: dataDir)
-            await runtime.startBots(count: bots, sessionID: sessionID)
+            await runtime.startBots(count: bots, sessionID: sessionID, scenario: scenario)
             if headless {
                 await HeadlessSession.run(options: options, sessionID: sessionID, settings: settings, cleanup: { runtime.shutdown() })
             } else {
@@ -76,7 +81,6 @@ enum DemoCommand {
 final class DemoRuntime {
     let server: CallServer
     let dataDir: String
-    private(set) var bots: [CallsClient] = []
     private var down = false
 
     init(server: CallServer, dataDir: String) {
@@ -84,28 +88,15 @@ final class DemoRuntime {
         self.dataDir = dataDir
     }
 
-    /// Joins `count` bots; each speaks a distinct tone in bursts. A bot that fails is reported
-    /// on stderr and skipped (the demo goes on).
-    func startBots(count: Int, sessionID: String) async {
-        guard let url = URL(string: server.url) else { return }
-        for i in 0..<count {
-            let name = DemoCommand.botNames[i % DemoCommand.botNames.count]
-            let bot = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "callroom.bot\(i)")) { _ in }
-            let hz = 220 + 110 * (i % 6)
-            let settings = SessionSettingsBuilder()
-                .setSessionType(.voice)
-                .setAudioInput("tone:\(hz):\(700 + 150 * (i % 4)):\(500 + 300 * (i % 3))")
-                .setAudioOutput("none")
-                .build()
-            do {
-                _ = try await bot.login(uid: "bot-\(i + 1)", authKey: server.keys.authKey, name: name)
-                let token = try await bot.generateToken(sessionID: sessionID)
-                try await bot.join(callToken: token, settings: settings)
-                bots.append(bot)
-            } catch {
-                Console.err("callroom: synthetic participant \(name) could not join: \(error.errorDescription)")
-            }
-        }
+    private(set) var director: BotDirector?
+
+    /// Joins `count` synthetic participants and starts the scenario.
+    func startBots(count: Int, sessionID: String, scenario: Scenario) async {
+        guard count > 0, let url = URL(string: server.url) else { return }
+        let d = BotDirector(serverURL: url, appID: server.keys.appId, authKey: server.keys.authKey, sessionID: sessionID,
+                            count: count, scenario: scenario)
+        director = d
+        await d.start()
     }
 
     /// Stops bots and server and removes the temporary data directory. Idempotent.

@@ -9,6 +9,7 @@ let topUsage = """
     COMMANDS:
       demo      start a server in this process, join it with synthetic participants, show the call
       join      join a session on a CallRoom server
+      bots      fill a room on a server with synthetic participants
       devices   list audio devices (ALSA capture and playback)
       bench     measure latency, quality under loss, and CPU (see 'callroom bench --help')
       --version print the version
@@ -22,6 +23,7 @@ switch argv.first {
 case "join": JoinCommand.run(Array(argv.dropFirst()))
 case "demo": DemoCommand.run(Array(argv.dropFirst()))
 case "devices": DevicesCommand.run(Array(argv.dropFirst()))
+case "bots": BotsCommand.run(Array(argv.dropFirst()))
 case "bench": BenchCommand.run(Array(argv.dropFirst()))
 case "--version": Console.out("callroom \(CallRoomVersion.string)")
 case nil, "--help", "-h", "help": Console.out(topUsage)

@@ -1,0 +1,127 @@
+import CometChatCallsSDK
+import Foundation
+
+/// Runs synthetic participants through a scenario: each bot is a `CallsClient` that speaks a
+/// bundled speech clip (or a tone when clips are not found) and performs its timeline steps.
+@MainActor
+final class BotDirector {
+    nonisolated static let names = ["Ada Lovelace", "Grace Hopper", "Alan Turing", "Katherine Johnson", "Claude Shannon",
+                        "Hedy Lamarr", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth", "Margaret Hamilton"]
+    nonisolated static let clips = ["ada", "grace", "alan", "kat", "claude"]
+
+    let serverURL: URL
+    let appID: String
+    let authKey: String
+    let sessionID: String
+    let count: Int
+    let scenario: Scenario
+    private(set) var bots: [Int: CallsClient] = [:]
+    private var stopped = false
+
+    init(serverURL: URL, appID: String, authKey: String, sessionID: String, count: Int, scenario: Scenario) {
+        self.serverURL = serverURL
+        self.appID = appID
+        self.authKey = authKey
+        self.sessionID = sessionID
+        self.count = count
+        self.scenario = scenario
+    }
+
+    /// Where the bundled clips and scenarios are: `$CALLROOM_RESOURCES`, next to the executable
+    /// (`share/callroom`), or the source tree this binary was built from.
+    nonisolated static var resources: URL? {
+        var candidates: [URL] = []
+        if let e = ProcessInfo.processInfo.environment["CALLROOM_RESOURCES"] { candidates.append(URL(fileURLWithPath: e)) }
+        if let exe = CommandLine.arguments.first {
+            candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("../share/callroom").standardized)
+        }
+        candidates.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Resources").standardized)
+        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("clips").path) }
+    }
+
+    func name(_ bot: Int) -> String { Self.names[(bot - 1) % Self.names.count] }
+
+    func input(_ bot: Int) -> String {
+        if let r = Self.resources {
+            return "file:" + r.appendingPathComponent("clips/\(Self.clips[(bot - 1) % Self.clips.count]).wav").path
+        }
+        return "tone:\(220 + 110 * ((bot - 1) % 6)):700:500"
+    }
+
+    /// Joins the bots that start in the room and schedules the timeline.
+    func start() async {
+        let absent = scenario.startsAbsent
+        for bot in 1...max(1, count) where !absent.contains(bot) { await join(bot) }
+        schedule(offset: 0)
+    }
+
+    private func schedule(offset: Double) {
+        for step in scenario.steps where step.bot <= count {
+            DispatchQueue.main.asyncAfter(deadline: .now() + offset + step.at) { [weak self] in
+                MainActor.assumeIsolated { self?.perform(step) }
+            }
+        }
+        if let period = scenario.repeatEvery {
+            DispatchQueue.main.asyncAfter(deadline: .now() + offset + period) { [weak self] in
+                MainActor.assumeIsolated { if self?.stopped == false { self?.schedule(offset: 0) } }
+            }
+        }
+    }
+
+    private func join(_ bot: Int) async {
+        guard bots[bot] == nil, !stopped else { return }
+        let client = CallsClient(serverURL: serverURL, appID: appID, eventQueue: DispatchQueue(label: "callroom.bot\(bot)")) { _ in }
+        let settings = SessionSettingsBuilder().setSessionType(.video).setAudioInput(input(bot)).setAudioOutput("none").build()
+        do {
+            _ = try await client.login(uid: "bot-\(bot)", authKey: authKey, name: name(bot))
+            try await client.join(callToken: try await client.generateToken(sessionID: sessionID), sessionID: sessionID, settings: settings)
+            bots[bot] = client
+        } catch {
+            Console.err("callroom: synthetic participant \(name(bot)) could not join: \(error.errorDescription)")
+        }
+    }
+
+    private func perform(_ step: Scenario.Step) {
+        guard !stopped else { return }
+        if step.action == "join" { Task { await join(step.bot) }; return }
+        guard let c = bots[step.bot] else { return }
+        switch step.action {
+        case "leave":
+            bots[step.bot] = nil
+            Task { await c.leave() }
+        case "mute": c.setAudioMuted(true)
+        case "unmute": c.setAudioMuted(false)
+        case "pause-video": c.setVideoPaused(true)
+        case "resume-video": c.setVideoPaused(false)
+        case "raise-hand": c.setHandRaised(true)
+        case "lower-hand": c.setHandRaised(false)
+        case "share-start": c.setPresenting(true)
+        case "share-stop": c.setPresenting(false)
+        case "record-start": c.setRecording(true)
+        case "record-stop": c.setRecording(false)
+        case "chat": c.sendChat(step.text ?? "")
+        default: break
+        }
+    }
+
+    /// Stops the timeline and takes every bot out of the room.
+    func stop() async {
+        stopped = true
+        for c in bots.values { await c.leave() }
+        bots = [:]
+    }
+
+    /// Loads `--scenario NAME|FILE`: a file path, a bundled name (`Resources/scenarios/NAME.scn`),
+    /// or `random` (seeded).
+    nonisolated static func loadScenario(_ spec: String?, bots: Int, seed: UInt64) throws(Scenario.Invalid) -> Scenario {
+        guard let spec, spec != "random" else { return .random(bots: bots, seed: seed) }
+        var path = spec
+        if !FileManager.default.fileExists(atPath: path), let r = resources {
+            path = r.appendingPathComponent("scenarios/\(spec).scn").path
+        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw Scenario.Invalid(message: "no scenario '\(spec)' (a file, 'random', or one of Resources/scenarios)")
+        }
+        return try Scenario.parse(text, name: spec)
+    }
+}

@@ -1,0 +1,76 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// Scenarios drive synthetic participants deterministically: a scenario run in headless demo
+/// mode produces every expected event, in order.
+final class ScenarioTests: XCTestCase {
+    func testScenarioRunsInOrderInHeadlessDemo() throws {
+        let tmp = TemporaryDirectory("callroom-scn")
+        defer { tmp.remove() }
+        let file = tmp.file("qa.scn")
+        try """
+        # QA: one of everything, in a fixed order
+        at 0.5 1 raise-hand
+        at 1.0 2 mute
+        at 1.5 1 chat hello from a bot
+        at 2.0 2 pause-video
+        at 2.5 1 share-start
+        at 3.0 2 leave
+        at 3.5 2 join
+        at 4.0 1 lower-hand
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let demo = try ManagedProcess(BuiltProducts.path("callroom"), ["demo", "--headless", "--bots", "2", "--scenario", file,
+                                                                       "--input", "null", "--output", "null"])
+        let expected: [(String, String)] = [
+            ("onParticipantHandRaised", "bot-1"), ("onParticipantAudioMuted", "bot-2"), ("onChatMessage", "hello from a bot"),
+            ("onParticipantVideoPaused", "bot-2"), ("onParticipantStartedScreenShare", "bot-1"), ("onParticipantLeft", "bot-2"),
+            ("onParticipantJoined", "bot-2"), ("onParticipantHandLowered", "bot-1"),
+        ]
+        XCTAssertNotNil(demo.waitForLine(timeout: 15) { $0.contains("onParticipantHandLowered") }, demo.errorOutput)
+        let lines = demo.output
+        var last = -1
+        for (event, detail) in expected {
+            let i = lines.firstIndex { $0.contains("\"event\":\"\(event)\"") && $0.contains(detail) }
+            XCTAssertNotNil(i, "\(event) \(detail) missing")
+            if let i { XCTAssertGreaterThan(i, last, "\(event) in order"); last = i }
+        }
+        demo.send("leave")
+        XCTAssertEqual(demo.wait(), 0)
+    }
+
+    func testBadScenarioIsRefusedWithItsLineNumber() throws {
+        let tmp = TemporaryDirectory("callroom-scn")
+        defer { tmp.remove() }
+        let file = tmp.file("bad.scn")
+        try "at 1 1 mute\nat 2 1 dance\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let p = try ManagedProcess(BuiltProducts.path("callroom"), ["demo", "--headless", "--scenario", file])
+        XCTAssertEqual(p.wait(), 2)
+        XCTAssertTrue(p.errorOutput.contains("bad.scn:2: unknown action 'dance'"), p.errorOutput)
+        let missing = try ManagedProcess(BuiltProducts.path("callroom"), ["demo", "--headless", "--scenario", "no-such"])
+        XCTAssertEqual(missing.wait(), 2)
+        XCTAssertTrue(missing.errorOutput.contains("no scenario 'no-such'"))
+    }
+
+    func testBotsCommandPopulatesARoomOnARunningServer() throws {
+        let tmp = TemporaryDirectory("callroom-bots")
+        defer { tmp.remove() }
+        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.path])
+        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on") })
+        let url = String(line.split(separator: " ")[3])
+        let key = server.output.first { $0.contains("authKey") }?.split(separator: " ").last.map(String.init) ?? ""
+        let bots = try ManagedProcess(BuiltProducts.path("callroom"), ["bots", "--server", url, "--session", "crowd", "--auth-key", key,
+                                                                       "--count", "3", "--scenario", "quiet", "--duration", "3"])
+        XCTAssertNotNil(bots.waitForLine { $0.contains("3 synthetic participants in crowd") }, bots.errorOutput)
+        let me = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "crowd", "--server", url, "--uid", "watcher", "--auth-key", key,
+                                                                     "--input", "null", "--output", "null", "--headless"])
+        let roster = try XCTUnwrap(me.waitForLine { $0.contains("onParticipantListChanged") })
+        for name in ["Ada Lovelace", "Grace Hopper", "Alan Turing"] { XCTAssertTrue(roster.contains(name), "\(name) in \(roster)") }
+        XCTAssertEqual(bots.wait(timeout: 10), 0, "leaves cleanly after --duration")
+        XCTAssertNotNil(me.waitForLine { $0.contains("onParticipantLeft") })
+        me.send("leave")
+        XCTAssertEqual(me.wait(), 0)
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+    }
+}
