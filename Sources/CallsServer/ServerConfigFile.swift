@@ -21,9 +21,11 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var maxParticipantsPerRoom: Int?
     public var region: String?
     public var storeHeartbeatSeconds: Int?
+    public var restRequestsPerSecond: Int?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds"]
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds",
+                                           "restRequestsPerSecond"]
 
     /// Why a config file was refused (the message names the file and the key).
     public struct Invalid: Error, Equatable, Sendable, CustomStringConvertible {
@@ -76,6 +78,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.maxParticipantsPerRoom = try int("maxParticipantsPerRoom")
         c.region = try string("region")
         c.storeHeartbeatSeconds = try int("storeHeartbeatSeconds")
+        c.restRequestsPerSecond = try int("restRequestsPerSecond")
         return c
     }
 }

@@ -7,20 +7,30 @@ enum BotsCommand {
     static let usage = """
         USAGE: callroom bots --server URL --session ID --auth-key KEY [--app-id ID] [--count N]
                              [--scenario NAME|FILE] [--seed N] [--duration SECONDS]
+               callroom bots --server URL --auth-key KEY --rooms R --per-room N --duration S
+                             [--app-id ID] [--server-pid PID]
 
         Joins N synthetic participants (default 3) to SESSION on the server, speaking bundled
         speech clips and running the scenario (default: random from --seed). Runs until
         --duration elapses or SIGINT/SIGTERM, then leaves cleanly.
+
+        With --rooms: a load generator. R rooms of N bots each join, send real Opus/RTP at 50
+        packets a second each and receive everything the relay forwards; it reports delivered
+        packets, loss, arrival jitter and relay delay, and (with --server-pid) the server's CPU
+        time per forwarded packet. Last line:
+          delivered=N loss_pct=X jitter_ms_p50=Y relay_delay_ms_p99=Z
 
         """
 
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["server", "session", "auth-key", "app-id", "count", "scenario", "seed", "duration"],
+            args = try ArgumentScanner(arguments, valued: ["server", "session", "auth-key", "app-id", "count", "scenario", "seed", "duration",
+                                                           "rooms", "per-room", "server-pid"],
                                        boolean: ["help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom bots --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
+        if args["rooms"] != nil { runLoad(args) }
         guard let server = args["server"], let session = args["session"], let key = args["auth-key"] else {
             Console.fail("--server, --session and --auth-key are required\nRun 'callroom bots --help' for usage.")
         }
@@ -64,5 +74,63 @@ enum BotsSignals {
             s.resume()
             sources.append(s)
         }
+    }
+}
+
+extension BotsCommand {
+    /// The load-generator mode.
+    static func runLoad(_ args: ArgumentScanner) -> Never {
+        guard let server = args["server"], let key = args["auth-key"] else { Console.fail("--server and --auth-key are required") }
+        guard let rooms = Int(args["rooms"] ?? ""), (1...1000).contains(rooms) else { Console.fail("--rooms must be 1…1000") }
+        guard let per = Int(args["per-room"] ?? ""), (2...50).contains(per) else { Console.fail("--per-room must be 2…50") }
+        guard let duration = Double(args["duration"] ?? ""), duration > 0, duration <= 3600 else { Console.fail("--duration must be 1…3600 seconds") }
+        let pid = args["server-pid"].flatMap(Int32.init)
+        var s = server
+        if !s.contains("://") { s = "http://" + s }
+        guard let url = URL(string: s), url.host != nil else { Console.fail("'\(server)' is not a server URL") }
+        signal(SIGPIPE, SIG_IGN)
+        Task {
+            var appID = args["app-id"] ?? ""
+            do throws(CometChatCallException) {
+                if appID.isEmpty { appID = try await SDKSetup.fetchAppID(server: url) }
+                let gen = LoadGenerator(serverURL: url, appID: appID, authKey: key, rooms: rooms, perRoom: per)
+                let t0 = Date()
+                try await gen.joinAll()
+                Console.out(String(format: "callroom bots: %d bots in %d rooms joined in %.1f s", rooms * per, rooms, Date().timeIntervalSince(t0)))
+                let cpu0 = pid.flatMap(processCPUSeconds), fwd0 = forwardedPackets(url)
+                let report = gen.run(seconds: duration)
+                let cpu1 = pid.flatMap(processCPUSeconds), fwd1 = forwardedPackets(url)
+                gen.leaveAll()
+                Console.out("sent \(report.sent) packets; expected \(report.expected) deliveries, got \(report.delivered)")
+                if let a = fwd0, let b = fwd1 {
+                    Console.out("server forwarded \(b - a) packets (from /metrics)")
+                    if let c0 = cpu0, let c1 = cpu1, b > a {
+                        Console.out(String(format: "server_cpu_us_per_packet=%.2f (server CPU %.2f s over the run)", (c1 - c0) * 1e6 / Double(b - a), c1 - c0))
+                    }
+                }
+                Console.out(String(format: "delivered=%d loss_pct=%.3f jitter_ms_p50=%.2f relay_delay_ms_p99=%.2f", report.delivered,
+                                   report.lossPercent, report.p(report.jitterMs, 0.5), report.p(report.delayMs, 0.99)))
+                exit(ExitCode.ok)
+            } catch {
+                Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
+            }
+        }
+        dispatchMain()
+    }
+
+    /// utime + stime of a process, in seconds (from /proc/PID/stat).
+    static func processCPUSeconds(_ pid: Int32) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let u = Double(fields[11]), let s = Double(fields[12]) else { return nil }
+        return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// `callroom_relay_packets_forwarded_total` from the server's /metrics.
+    static func forwardedPackets(_ url: URL) -> Int? {
+        guard let text = try? String(contentsOf: url.appendingPathComponent("metrics"), encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first { $0.hasPrefix("callroom_relay_packets_forwarded_total ") }
+            .flatMap { Int($0.split(separator: " ").last ?? "") }
     }
 }

@@ -12,7 +12,8 @@ let usage = """
     OPTIONS:
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
-                              maxParticipantsPerRoom, region, storeHeartbeatSeconds); flags given
+                              maxParticipantsPerRoom, region, storeHeartbeatSeconds,
+                              restRequestsPerSecond); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -70,6 +71,10 @@ config.apiKey = pick("api-key", file.apiKey)
 config.authKey = pick("auth-key", file.authKey)
 config.autoCreateUsers = args.has("no-auto-create-users") ? false : (file.autoCreateUsers ?? true)
 if let r = file.region { config.region = r }
+if let r = file.restRequestsPerSecond {
+    guard (1...1_000_000).contains(r) else { fail("restRequestsPerSecond must be 1…1000000") }
+    config.restRequestsPerSecond = Double(r)
+}
 if let h = file.storeHeartbeatSeconds {
     guard (1...3600).contains(h) else { fail("storeHeartbeatSeconds must be 1…3600") }
     config.storeHeartbeatSeconds = Double(h)

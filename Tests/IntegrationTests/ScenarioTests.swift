@@ -74,3 +74,37 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(server.wait(), 0)
     }
 }
+
+/// The load generator against a live server at a small size: its counts match the server's.
+final class LoadGeneratorTests: XCTestCase {
+    func testLoadCountsMatchTheServersMetrics() throws {
+        let tmp = TemporaryDirectory("callroom-load")
+        defer { tmp.remove() }
+        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.path, "--log-level", "error"])
+        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on") })
+        let url = String(line.split(separator: " ")[3])
+        let key = server.output.first { $0.contains("authKey") }?.split(separator: " ").last.map(String.init) ?? ""
+        let load = try ManagedProcess(BuiltProducts.path("callroom"), ["bots", "--server", url, "--auth-key", key, "--rooms", "2",
+                                                                       "--per-room", "3", "--duration", "2",
+                                                                       "--server-pid", "\(server.process.processIdentifier)"])
+        XCTAssertEqual(load.wait(timeout: 60), 0, load.errorOutput)
+        let out = load.output
+        let last = try XCTUnwrap(out.last)
+        XCTAssertTrue(last.hasPrefix("delivered="), last)
+        func value(_ key: String) -> Double? {
+            last.split(separator: " ").first { $0.hasPrefix(key + "=") }.flatMap { Double($0.split(separator: "=")[1]) }
+        }
+        let delivered = try XCTUnwrap(value("delivered"))
+        let forwardedLine = try XCTUnwrap(out.first { $0.hasPrefix("server forwarded") })
+        let forwarded = try XCTUnwrap(Double(forwardedLine.split(separator: " ")[2]))
+        XCTAssertGreaterThan(delivered, 500, "6 bots × 2 others × 50 packets/s × 2 s ≈ 1,200")
+        XCTAssertEqual(delivered, forwarded, accuracy: forwarded * 0.01, "what the bots received is what the relay forwarded")
+        XCTAssertLessThan(try XCTUnwrap(value("loss_pct")), 1)
+        XCTAssertTrue(out.contains { $0.hasPrefix("server_cpu_us_per_packet=") })
+        // The bots left: the server shows no rooms.
+        let metrics = BlockingHTTP.request("GET", url + "/metrics")
+        XCTAssertEqual(metrics.status, 200)
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+    }
+}

@@ -1,0 +1,211 @@
+import CallsAudio
+import CallsCore
+import CallsTransport
+import CometChatCallsSDK
+import Foundation
+import Synchronization
+
+/// `callroom bots --rooms R --per-room N --duration S`: a load generator. Every bot joins over
+/// real signalling, binds a real UDP socket and sends real Opus/RTP (frames encoded once from a
+/// tone, replayed with the bot's own sequence numbers and timestamps) at the real rate of 50
+/// packets a second; every bot receives everything the relay sends it. Each packet carries its
+/// send time in a header extension (id 2), so relay delay is measured on one clock.
+///
+/// ```
+///  sender thread:   every 20 ms, for each bot: RTP(seq, ts, ssrc, level, send-time) ─▶ its socket ─▶ relay
+///  receiver thread: poll(all sockets) ─▶ count per (receiver, sender), arrival jitter, relay delay
+/// ```
+final class LoadGenerator: @unchecked Sendable {
+    struct Bot {
+        let uid: String
+        let room: Int
+        var ssrc: UInt32 = 0
+        var socket: UDPSocket?
+        var signal: SignalSink?
+        var joinedAt: UInt64 = 0
+    }
+
+    /// Collects one bot's signalling messages.
+    final class SignalSink: WebSocketClientDelegate, @unchecked Sendable {
+        let joined = Mutex<ServerMessage.Joined?>(nil)
+        let closed = Atomic<Bool>(false)
+        var client: WebSocketClient?
+        func webSocketDidOpen(_ c: WebSocketClient) {}
+        func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
+            if case .joined(let j)? = try? ServerMessage(json: Data(message)) { joined.withLock { $0 = j } }
+        }
+        func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) { closed.store(true, ordering: .releasing) }
+    }
+
+    let serverURL: URL
+    let appID: String
+    let authKey: String
+    let rooms: Int
+    let perRoom: Int
+    private(set) var bots: [Bot] = []
+    private let running = Atomic<Bool>(false)
+    private let sent = Atomic<Int>(0)
+    private let received = Atomic<Int>(0)
+    private let stats = Mutex<(delays: [Double], jitter: [Double])>(([], []))
+
+    init(serverURL: URL, appID: String, authKey: String, rooms: Int, perRoom: Int) {
+        self.serverURL = serverURL
+        self.appID = appID
+        self.authKey = authKey
+        self.rooms = rooms
+        self.perRoom = perRoom
+    }
+
+    /// Logs every bot in (REST), joins it (WebSocket) and binds its UDP socket.
+    func joinAll() async throws(CometChatCallException) {
+        for r in 0..<rooms {
+            for i in 0..<perRoom {
+                let uid = "load-\(r)-\(i)"
+                let c = CallsClient(serverURL: serverURL, appID: appID) { _ in }
+                _ = try await c.login(uid: uid, authKey: authKey)
+                let token = try await c.generateToken(sessionID: "load-room-\(r)")
+                let sink = SignalSink()
+                let ws = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), delegate: sink)
+                sink.client = ws
+                do { try ws.connect() } catch { throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "\(error)") }
+                ws.send(text: ClientMessage.join(.init(callToken: token, sessionId: "load-room-\(r)", audioMuted: false,
+                                                       sessionType: "voice", idleTimeoutSeconds: 0)).json())
+                let deadline = Date().addingTimeInterval(5)
+                var joined: ServerMessage.Joined?
+                while joined == nil && Date() < deadline {
+                    try? await Task.sleep(nanoseconds: 5_000_000)
+                    joined = sink.joined.withLock { $0 }
+                }
+                guard let j = joined, let relay = SocketAddress.resolve(host: serverURL.host ?? "127.0.0.1", port: j.mediaPort),
+                      let udp = try? UDPSocket(host: "0.0.0.0", port: 0) else {
+                    throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid) could not join")
+                }
+                udp.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+                guard udp.waitReadable(timeoutMs: 2000) else {
+                    throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid): no bind ack")
+                }
+                var ack = [UInt8](repeating: 0, count: 64)
+                _ = ack.withUnsafeMutableBytes { udp.receive(into: $0) }
+                bots.append(Bot(uid: uid, room: r, ssrc: j.you.ssrc, socket: udp, signal: sink))
+                relayAddress = relay
+            }
+        }
+    }
+
+    private var relayAddress = SocketAddress(ip: 0, port: 0)
+
+    /// Sends and receives for `seconds`, then reports.
+    func run(seconds: Double) -> Report {
+        // Real Opus frames of a tone, encoded once.
+        var frames: [[UInt8]] = []
+        if let enc = try? OpusEncoder(frameMs: 20) {
+            let tone = ToneInput(frequency: 440, frameSamples: 960)
+            var pcm = [Int16](repeating: 0, count: 960), buf = [UInt8](repeating: 0, count: 1500)
+            for _ in 0..<50 {
+                pcm.withUnsafeMutableBufferPointer { tone.fill($0) }
+                if let n = try? pcm.withUnsafeBufferPointer({ p in try buf.withUnsafeMutableBufferPointer { try enc.encode(p, into: $0) } }) {
+                    frames.append(Array(buf.prefix(n)))
+                }
+            }
+        }
+        running.store(true, ordering: .releasing)
+        let done = DispatchSemaphore(value: 0)
+        let receiver = Thread { [self] in self.receiveLoop(); done.signal() }
+        receiver.start()
+        let start = monotonicNanoseconds()
+        var pacer = Pacer(periodNanoseconds: 20_000_000)
+        var frame = 0
+        var packet = [UInt8](repeating: 0, count: 1500)
+        while Double(monotonicNanoseconds() - start) / 1e9 < seconds {
+            pacer.wait()
+            let payload = frames[frame % max(1, frames.count)]
+            for b in bots {
+                let now = monotonicNanoseconds()
+                let n = packet.withUnsafeMutableBytes { p -> Int in
+                    var h = RTPPacket.writeHeader(into: p, sequenceNumber: UInt16(truncatingIfNeeded: frame),
+                                                  timestamp: UInt32(truncatingIfNeeded: frame * 960), ssrc: b.ssrc,
+                                                  audioLevel: .init(level: 20, voiceActivity: true))
+                    // Grow the one-byte extension block to 4 words: the level (id 1), then id 2 with
+                    // 8 bytes of send time, then padding; the payload starts at byte 32.
+                    p[15] = 4
+                    p[18] = (2 << 4) | 7
+                    for k in 0..<8 { p[19 + k] = UInt8((now >> (56 - 8 * UInt64(k))) & 0xFF) }
+                    for k in 27..<32 { p[k] = 0 }
+                    h = 32
+                    for (k, byte) in payload.enumerated() { p[h + k] = byte }
+                    return h + payload.count
+                }
+                if packet.withUnsafeBytes({ b.socket?.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: relayAddress) ?? false }) {
+                    sent.add(1, ordering: .relaxed)
+                }
+            }
+            frame += 1
+        }
+        // Let the last packets arrive.
+        Thread.sleep(forTimeInterval: 0.3)
+        running.store(false, ordering: .releasing)
+        done.wait()
+        let expected = sent.load(ordering: .relaxed) * (perRoom - 1)
+        let got = received.load(ordering: .relaxed)
+        let s = stats.withLock { $0 }
+        return Report(sent: sent.load(ordering: .relaxed), delivered: got, expected: expected,
+                      jitterMs: s.jitter.sorted(), delayMs: s.delays.sorted())
+    }
+
+    struct Report {
+        var sent: Int
+        var delivered: Int
+        var expected: Int
+        var jitterMs: [Double]
+        var delayMs: [Double]
+        var lossPercent: Double { expected == 0 ? 0 : max(0, 100 * Double(expected - delivered) / Double(expected)) }
+        func p(_ xs: [Double], _ q: Double) -> Double { xs.isEmpty ? .nan : xs[min(xs.count - 1, Int(Double(xs.count - 1) * q))] }
+    }
+
+    private func receiveLoop() {
+        var fds = bots.compactMap { $0.socket.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) } }
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
+        defer { buf.deallocate() }
+        var lastArrival: [UInt64: (arrival: UInt64, ts: UInt32)] = [:]  // (receiver fd << 32 | ssrc)
+        var delays: [Double] = [], jitters: [Double] = []
+        var count = 0
+        while running.load(ordering: .acquiring) {
+            guard poll(&fds, nfds_t(fds.count), 50) > 0 else { continue }
+            for i in fds.indices where fds[i].revents & Int16(POLLIN) != 0 {
+                while true {
+                    var from = sockaddr_in()
+                    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+                    let n = withUnsafeMutablePointer(to: &from) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fds[i].fd, buf.baseAddress, buf.count, Int32(MSG_DONTWAIT), $0, &len) }
+                    }
+                    guard n >= 32 else { break }
+                    let now = monotonicNanoseconds()
+                    count += 1
+                    let d = UnsafeRawBufferPointer(rebasing: buf[0..<n])
+                    var sentAt: UInt64 = 0
+                    for k in 0..<8 { sentAt = sentAt << 8 | UInt64(d[19 + k]) }
+                    if sentAt > 0 && sentAt <= now && count % 7 == 0 { delays.append(Double(now - sentAt) / 1e6) }
+                    let ssrc = UInt32(d[8]) << 24 | UInt32(d[9]) << 16 | UInt32(d[10]) << 8 | UInt32(d[11])
+                    let ts = UInt32(d[4]) << 24 | UInt32(d[5]) << 16 | UInt32(d[6]) << 8 | UInt32(d[7])
+                    let key = UInt64(UInt32(bitPattern: fds[i].fd)) << 32 | UInt64(ssrc)
+                    if let last = lastArrival[key], count % 7 == 0 {
+                        let transit = Double(now - last.arrival) / 1e6 - Double(ts &- last.ts) / 48.0
+                        jitters.append(abs(transit))
+                    }
+                    lastArrival[key] = (now, ts)
+                }
+            }
+        }
+        received.store(count, ordering: .releasing)
+        stats.withLock { $0 = (delays, jitters) }
+    }
+
+    /// Leaves cleanly: closes every signalling connection (the server records the leaves).
+    func leaveAll() {
+        for b in bots {
+            b.signal?.client?.send(text: ClientMessage.leave.json())
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        for b in bots { b.signal?.client?.disconnect(); b.socket?.close() }
+    }
+}
