@@ -21,12 +21,13 @@ let package = Package(
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSocketBatch"),
         .systemLibrary(name: "CNcurses", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
 
         // MARK: Swift libraries (arrows point down: nothing imports upward)
         .target(name: "CallsCore"),
         .target(name: "CallsSecurity", dependencies: ["COpenSSL"]),
-        .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets"]),
+        .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsTransport", "CallsAudio"]),

@@ -46,6 +46,7 @@ final class MediaRelay: @unchecked Sendable {
     private var table = RelayTable.empty
     private var speakers = DominantSpeakerTracker()
     private var bindLimiters: [SocketAddress: RateLimiter] = [:]
+    private let batch = UDPBatchSender()
     private var seenGeneration: UInt64 = 0
     private var addressOf: [UInt64: SocketAddress] = [:]
     private var memberAt: [SocketAddress: UInt64] = [:]
@@ -128,15 +129,26 @@ final class MediaRelay: @unchecked Sendable {
         }
         if let level = Self.audioLevel(datagram) { speakers.heard(key, level: level, now: monotonicNanoseconds()) }
         guard let others = table.rooms[member.room] else { return }
+        // One sendmmsg per datagram for all its destinations (batches of 64).
+        var queued = 0
         for other in others where other != key {
             guard let addr = addressOf[other] else { continue }
-            if socket.send(datagram, to: addr) {
-                counters.forwarded.add(1, ordering: .relaxed)
-                counters.forwardedBytes.add(UInt64(datagram.count), ordering: .relaxed)
-            } else {
-                counters.droppedSendFailed.add(1, ordering: .relaxed)
+            if !batch.add(addr) {
+                flush(datagram, queued: queued)
+                queued = 0
+                batch.add(addr)
             }
+            queued += 1
         }
+        flush(datagram, queued: queued)
+    }
+
+    private func flush(_ datagram: UnsafeRawBufferPointer, queued: Int) {
+        guard queued > 0 else { return }
+        let ok = batch.send(datagram, on: socket.fd)
+        counters.forwarded.add(UInt64(ok), ordering: .relaxed)
+        counters.forwardedBytes.add(UInt64(ok * datagram.count), ordering: .relaxed)
+        if ok < queued { counters.droppedSendFailed.add(UInt64(queued - ok), ordering: .relaxed) }
     }
 
     private func evaluateSpeakers() {
