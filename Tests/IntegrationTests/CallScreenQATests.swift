@@ -10,25 +10,10 @@ final class CallScreenQATests: XCTestCase {
     let session = "callroom-qa-\(getpid())"
     var tmp: TemporaryDirectory!
 
-    func tmux(_ args: [String]) -> (Int32, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["tmux", "-u"] + args
-        p.environment = ProcessInfo.processInfo.environment.merging(["LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"]) { $1 }
-        let outPath = tmp.file("tmux-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        guard let out = FileHandle(forWritingAtPath: outPath) else { return (-1, "") }
-        p.standardOutput = out
-        p.standardError = out
-        p.standardInput = FileHandle.nullDevice
-        do { try p.run() } catch { return (-1, "\(error)") }
-        p.waitUntilExit()
-        try? out.close()
-        return (p.terminationStatus, String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self))
-    }
-
-    func screen() -> String { tmux(["capture-pane", "-p", "-t", session]).1 }
-    func keys(_ k: String...) { _ = tmux(["send-keys", "-t", session] + k) }
+    lazy var t = Tmux(session: session)
+    func tmux(_ args: [String]) -> (Int32, String) { t.run(args) }
+    func screen() -> String { t.screen() }
+    func keys(_ k: String...) { t.run(["send-keys", "-t", session] + k) }
 
     func expectScreen(_ text: String, _ step: String, timeout: TimeInterval = 8) {
         let deadline = Date().addingTimeInterval(timeout)

@@ -7,38 +7,10 @@ import XCTest
 final class DemoTmuxTests: XCTestCase {
     let session = "callroom-test-\(getpid())"
 
-    func tmux(_ args: [String]) -> (Int32, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        // -u: UTF-8 output whatever the test runner's locale.
-        p.arguments = ["tmux", "-u"] + args
-        p.environment = ProcessInfo.processInfo.environment.merging(["LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"]) { $1 }
-        // Output goes to a file, not a pipe: a tmux server started by `new-session` inherits the
-        // client's descriptors, so a pipe would never reach end-of-file.
-        let outPath = FileManager.default.temporaryDirectory.appendingPathComponent("tmux-\(UUID().uuidString).out").path
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: outPath) }
-        guard let out = FileHandle(forWritingAtPath: outPath) else { return (-1, "cannot create \(outPath)") }
-        p.standardOutput = out
-        p.standardError = out
-        p.standardInput = FileHandle.nullDevice
-        do { try p.run() } catch { return (-1, "\(error)") }
-        p.waitUntilExit()
-        try? out.close()
-        let data = FileManager.default.contents(atPath: outPath) ?? Data()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
-
-    func screen() -> String { tmux(["capture-pane", "-p", "-t", session]).1 }
-
-    func waitFor(_ text: String, timeout: TimeInterval = 15) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if screen().contains(text) { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return false
-    }
+    lazy var t = Tmux(session: session)
+    func tmux(_ args: [String]) -> (Int32, String) { t.run(args) }
+    func screen() -> String { t.screen() }
+    func waitFor(_ text: String, timeout: TimeInterval = 15) -> Bool { t.waitFor(text, timeout: timeout) }
 
     override func tearDown() { _ = tmux(["kill-session", "-t", session]) }
 

@@ -8,10 +8,8 @@ final class HeadlessCommandsTests: XCTestCase {
     func testEveryCommandHasItsEffect() throws {
         let tmp = TemporaryDirectory("callroom-cmds")
         defer { tmp.remove() }
-        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.path])
-        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on") })
-        let url = String(line.split(separator: " ")[3])
-        let key = server.output.first { $0.contains("authKey") }?.split(separator: " ").last.map(String.init) ?? ""
+        let callroomd = try CallroomdProcess(dataDir: tmp.path)
+        let server = callroomd.process, url = callroomd.url, key = callroomd.authKey
         func client(_ uid: String) throws -> ManagedProcess {
             let p = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "cmds", "--server", url, "--uid", uid, "--auth-key", key,
                                                                         "--input", "null", "--output", "null", "--headless"])

@@ -55,10 +55,8 @@ final class ScenarioTests: XCTestCase {
     func testBotsCommandPopulatesARoomOnARunningServer() throws {
         let tmp = TemporaryDirectory("callroom-bots")
         defer { tmp.remove() }
-        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.path])
-        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on") })
-        let url = String(line.split(separator: " ")[3])
-        let key = server.output.first { $0.contains("authKey") }?.split(separator: " ").last.map(String.init) ?? ""
+        let callroomd = try CallroomdProcess(dataDir: tmp.path)
+        let server = callroomd.process, url = callroomd.url, key = callroomd.authKey
         let bots = try ManagedProcess(BuiltProducts.path("callroom"), ["bots", "--server", url, "--session", "crowd", "--auth-key", key,
                                                                        "--count", "3", "--scenario", "quiet", "--duration", "3"])
         XCTAssertNotNil(bots.waitForLine { $0.contains("3 synthetic participants in crowd") }, bots.errorOutput)
@@ -80,10 +78,8 @@ final class LoadGeneratorTests: XCTestCase {
     func testLoadCountsMatchTheServersMetrics() throws {
         let tmp = TemporaryDirectory("callroom-load")
         defer { tmp.remove() }
-        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.path, "--log-level", "error"])
-        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on") })
-        let url = String(line.split(separator: " ")[3])
-        let key = server.output.first { $0.contains("authKey") }?.split(separator: " ").last.map(String.init) ?? ""
+        let callroomd = try CallroomdProcess(dataDir: tmp.path, extra: ["--log-level", "error"])
+        let server = callroomd.process, url = callroomd.url, key = callroomd.authKey
         let load = try ManagedProcess(BuiltProducts.path("callroom"), ["bots", "--server", url, "--auth-key", key, "--rooms", "2",
                                                                        "--per-room", "3", "--duration", "2",
                                                                        "--server-pid", "\(server.process.processIdentifier)"])

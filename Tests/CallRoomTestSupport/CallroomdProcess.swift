@@ -1,0 +1,35 @@
+import Foundation
+
+/// A `callroomd` process on loopback with the URL, app id and keys it printed at start.
+public final class CallroomdProcess {
+    public let process: ManagedProcess
+    public let url: String
+    public let appId: String
+    public let apiKey: String
+    public let authKey: String
+
+    public struct StartFailed: Error, CustomStringConvertible { public var description: String }
+
+    /// Starts `callroomd --listen 127.0.0.1:0 --data-dir DIR` plus `extra` arguments.
+    public init(dataDir: String, extra: [String] = []) throws {
+        process = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", dataDir] + extra)
+        guard let line = process.waitForLine(timeout: 15, { $0.hasPrefix("callroomd listening on http://") }) else {
+            throw StartFailed(description: "callroomd did not start: \(process.errorOutput)")
+        }
+        let words = line.split(separator: " ").map(String.init)
+        url = words[3]
+        appId = words.last ?? ""
+        let output = process.output
+        func key(_ name: String) -> String {
+            output.first { $0.contains(name) }?.split(separator: " ").last.map(String.init) ?? ""
+        }
+        apiKey = key("apiKey")
+        authKey = key("authKey")
+    }
+
+    /// SIGTERM and the exit status.
+    public func stop() -> Int32? {
+        process.signal(SIGTERM)
+        return process.wait()
+    }
+}
