@@ -42,6 +42,9 @@ public struct JitterBuffer: Sendable {
         public var resets = 0
         /// Frames dropped to shrink back to the target depth.
         public var shrunk = 0
+        /// Packets that never came while later ones did (network loss, as opposed to a sender
+        /// that stopped sending, e.g. muted).
+        public var lost = 0
         public init() {}
     }
 
@@ -157,6 +160,7 @@ public struct JitterBuffer: Sendable {
             nextSeq &+= 1
             concealRun = 0
             statistics.recovered += 1
+            statistics.lost += 1
             return .recovered(fromNext: following)
         }
         concealRun += 1
@@ -170,7 +174,10 @@ public struct JitterBuffer: Sendable {
         // Nothing queued: the packet is late, not lost (jitter, or a sender clock running slow).
         // Conceal without skipping it, which also deepens the queue by one frame. With later
         // packets queued, it is lost: move past it.
-        if !slots.isEmpty { nextSeq &+= 1 }
+        if !slots.isEmpty {
+            nextSeq &+= 1
+            statistics.lost += 1
+        }
         return .concealed
     }
 }

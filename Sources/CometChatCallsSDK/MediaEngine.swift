@@ -302,14 +302,15 @@ final class MediaEngine: @unchecked Sendable {
         expectedLoss.store(Int(min(50, max(0, percent.rounded(.up)))), ordering: .relaxed)
     }
 
-    /// Loss per sender since the last call: frames recovered or concealed over frames decided.
+    /// Loss per sender since the last call: packets lost on the network (not a sender that
+    /// stopped, e.g. muted) over packets expected.
     /// Called every couple of seconds by the client to build receiver reports.
     func lossSinceLastReport() -> [LossReport] {
         let now = buffers.withLock { $0.mapValues(\.statistics) }
         var out: [LossReport] = []
         for (ssrc, s) in now {
             let p = lastReported[ssrc] ?? JitterBuffer.Statistics()
-            let lost = (s.recovered - p.recovered) + (s.concealed - p.concealed)
+            let lost = s.lost - p.lost
             let total = lost + (s.played - p.played)
             if total > 0 { out.append(LossReport(ssrc: ssrc, lossPercent: 100 * Double(lost) / Double(total))) }
         }

@@ -48,6 +48,7 @@ struct JitterBufferTests {
         #expect(jb.next() == .recovered(fromNext: p(6)))  // 5
         #expect(jb.next() == .packet(p(6)))
         #expect(jb.statistics.concealed == 2)
+        #expect(jb.statistics.lost == 3, "3, 4 and 5 never came")
     }
 
     @Test func lateAndDuplicatePacketsAreDropped() {
@@ -97,6 +98,7 @@ struct JitterBufferTests {
         #expect(jb.next() == .concealed)
         #expect(jb.next() == .silence)
         #expect(!jb.isPlaying)
+        #expect(jb.statistics.lost == 0, "a sender that stops is not loss")
         // The sender resumes (muted senders keep their sequence numbers).
         jb.insert(sequence: 3, payload: p(3))
         #expect(jb.next() == .silence)

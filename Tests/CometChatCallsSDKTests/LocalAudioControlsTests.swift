@@ -41,6 +41,9 @@ final class LocalAudioControlsTests: XCTestCase {
         listener.setVolume(0, for: pid)
         try await Task.sleep(nanoseconds: 500_000_000)
         XCTAssertLessThan(mix.level, -90, "volume 0 silences one participant")
+        // Pauses in sending (push-to-talk, mute) are not network loss.
+        try await Task.sleep(nanoseconds: 2_200_000_000)
+        XCTAssertEqual(listener.connectionQuality()[pid], .good, "a sender that paused is not a bad connection")
         await speaker.leave()
         await listener.leave()
     }
