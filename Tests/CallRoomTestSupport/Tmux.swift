@@ -1,6 +1,11 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Drives a detached tmux session for terminal tests: start a command, send keys, read the screen.
+/// Each instance has its own tmux server (`-L`), so tests never meet a server another test is
+/// shutting down, and every tmux call is bounded in time.
 public final class Tmux {
     public let session: String
     private let scratch: String
@@ -12,30 +17,47 @@ public final class Tmux {
     }
 
     deinit {
-        _ = run(["kill-session", "-t", session])
+        _ = run(["kill-server"])
         try? FileManager.default.removeItem(atPath: scratch)
     }
 
-    /// Runs `tmux -u ARGS` in a UTF-8 locale. Output goes through a file, not a pipe: a tmux
-    /// server started by `new-session` inherits the client's descriptors, so a pipe would never
-    /// reach end-of-file.
+    /// Runs `tmux -u -L SESSION ARGS` in a UTF-8 locale, bounded to 10 s. Spawned with
+    /// posix_spawn and reaped with waitpid (Foundation's Process can miss the exit of a client
+    /// whose daemonised server it also spawned); output goes through a file, never a pipe, since
+    /// the tmux server inherits the client's descriptors.
     @discardableResult
     public func run(_ args: [String]) -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["tmux", "-u"] + args
-        p.environment = ProcessInfo.processInfo.environment.merging(["LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"]) { $1 }
         let outPath = scratch + "/\(UUID().uuidString).out"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: outPath) }
-        guard let out = FileHandle(forWritingAtPath: outPath) else { return (-1, "cannot create \(outPath)") }
-        p.standardOutput = out
-        p.standardError = out
-        p.standardInput = FileHandle.nullDevice
-        do { try p.run() } catch { return (-1, "\(error)") }
-        p.waitUntilExit()
-        try? out.close()
-        return (p.terminationStatus, String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ["/usr/bin/env", "tmux", "-u", "-L", session] + args
+        var env = ProcessInfo.processInfo.environment
+        env["LANG"] = "C.UTF-8"
+        env["LC_ALL"] = "C.UTF-8"
+        env["TMUX"] = nil
+        let envp = env.map { "\($0.key)=\($0.value)" }
+        var cArgs = argv.map { strdup($0) } + [nil]
+        var cEnv = envp.map { strdup($0) } + [nil]
+        defer { (cArgs + cEnv).forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, "/usr/bin/env", &actions, nil, &cArgs, &cEnv) == 0 else { return (-1, "cannot spawn tmux") }
+        let deadline = Date().addingTimeInterval(10)
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                return (-1, "tmux \(args.first ?? "") did not finish within 10 s")
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+        return (exitCode, String(decoding: FileManager.default.contents(atPath: outPath) ?? Data(), as: UTF8.self))
     }
 
     public var isAvailable: Bool { run(["-V"]).status == 0 }

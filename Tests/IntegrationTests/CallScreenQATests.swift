@@ -39,7 +39,7 @@ final class CallScreenQATests: XCTestCase {
     }
 
     override func setUp() { tmp = TemporaryDirectory("callroom-qa") }
-    override func tearDown() { _ = tmux(["kill-session", "-t", session]); tmp.remove() }
+    override func tearDown() { _ = tmux(["kill-server"]); tmp.remove() }
 
     func testQAWalkThrough() throws {
         try XCTSkipIf(tmux(["-V"]).0 != 0, "tmux is not installed")

@@ -12,7 +12,7 @@ final class DemoTmuxTests: XCTestCase {
     func screen() -> String { t.screen() }
     func waitFor(_ text: String, timeout: TimeInterval = 15) -> Bool { t.waitFor(text, timeout: timeout) }
 
-    override func tearDown() { _ = tmux(["kill-session", "-t", session]) }
+    override func tearDown() { _ = tmux(["kill-server"]) }
 
     func testDemoShowsTilesControlsAndEventLog() throws {
         let (which, _) = tmux(["-V"])
