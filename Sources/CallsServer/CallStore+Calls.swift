@@ -110,3 +110,34 @@ extension CallStore {
         }
     }
 }
+
+/// A stored transcript of a call (written by server-side transcription).
+public struct StoredTranscript: Sendable, Equatable, Codable {
+    public var tid: String
+    public var mid: String
+    public var roomName: String
+    /// Milliseconds since the epoch.
+    public var startTime: Int64
+    public var endTime: Int64
+    public var url: String
+    public var metaData: String?
+}
+
+extension CallStore {
+    /// The transcripts of the latest call of `sessionId`, oldest first.
+    public func transcripts(sessionId: String, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredTranscript> {
+        try locked { () throws(SQLiteError) in
+            guard let call = try db.query("SELECT id FROM calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+                                          [.text(sessionId)]).first?.first?.int else {
+                return Page(items: [], total: 0, page: page, perPage: perPage)
+            }
+            let total = Int(try db.query("SELECT COUNT(*) FROM transcripts WHERE call_id = ?", [.int(call)]).first?.first?.int ?? 0)
+            let rows = try db.query("SELECT tid, start_time, end_time, url, meta FROM transcripts WHERE call_id = ? ORDER BY id LIMIT ? OFFSET ?",
+                                    [.int(call), .int(Int64(perPage)), .int(Int64((page - 1) * perPage))])
+            return Page(items: rows.map {
+                StoredTranscript(tid: $0[0].text ?? "", mid: sessionId, roomName: sessionId, startTime: $0[1].int ?? 0,
+                                 endTime: $0[2].int ?? 0, url: $0[3].text ?? "", metaData: $0[4].text)
+            }, total: total, page: page, perPage: perPage)
+        }
+    }
+}

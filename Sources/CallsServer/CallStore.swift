@@ -77,6 +77,11 @@ public final class CallStore: @unchecked Sendable {
                     name TEXT NOT NULL, text TEXT NOT NULL, sent_at INTEGER NOT NULL)
                 """)
             try db.execute("CREATE INDEX IF NOT EXISTS chat_messages_call ON chat_messages(call_id)")
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS transcripts(id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    call_id INTEGER NOT NULL REFERENCES calls(id), tid TEXT NOT NULL, start_time INTEGER NOT NULL,
+                    end_time INTEGER NOT NULL, url TEXT NOT NULL, meta TEXT)
+                """)
             let v = try db.query("SELECT version FROM schema_version").first?.first?.int
             if v == nil { try db.execute("INSERT INTO schema_version(version) VALUES (?)", [.int(Self.schemaVersion)]) }
         }

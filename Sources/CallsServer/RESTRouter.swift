@@ -120,6 +120,16 @@ struct RESTRouter: Sendable {
             let (page, perPage) = try paging(r)
             let p = try store.calls(f, page: page, perPage: perPage)
             return list(p.items.map { CallRecord($0) }, p)
+        case route("GET", "v3/calls/*/transcriptions"):
+            let viewer = try callViewer(r)
+            guard let call = try store.latestCall(sessionId: parts[2]),
+                  viewer == nil || call.participants.contains(where: { $0.uid == viewer }) else {
+                throw ServerError.sessionNotFound(parts[2])
+            }
+            let page = try intParam(r, "page", default: 1, range: 1...1_000_000)
+            let perPage = try intParam(r, "perPage", default: 100, range: 1...1000)
+            let p = try store.transcripts(sessionId: parts[2], page: page, perPage: perPage)
+            return list(p.items, p)
         case route("GET", "v3/calls/*/messages"):
             let viewer = try callViewer(r)
             guard let call = try store.latestCall(sessionId: parts[2]),
@@ -138,7 +148,7 @@ struct RESTRouter: Sendable {
             return ok(CallRecord(call))
         default:
             let known = ["healthz", "v3/app", "v3/users", "v3/users/*", "v3/users/*/auth_tokens", "v3/users/*/auth_tokens/*",
-                         "v3/sdk/login", "v3/me", "v3.0/call_tokens", "v3/calls", "v3/calls/*", "v3/calls/*/messages"]
+                         "v3/sdk/login", "v3/me", "v3.0/call_tokens", "v3/calls", "v3/calls/*", "v3/calls/*/messages", "v3/calls/*/transcriptions"]
             if known.contains(where: { p in ["GET", "POST", "PUT", "DELETE"].contains { m in route(m, p) } || matches(parts, p) }) { throw ServerError(405, "ERR_METHOD_NOT_ALLOWED", "\(r.method) is not allowed on \(r.path).") }
             throw ServerError(404, "ERR_NOT_FOUND", "No endpoint \(r.method) \(r.path).")
         }

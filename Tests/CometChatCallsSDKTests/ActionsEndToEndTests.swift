@@ -3,6 +3,9 @@ import CallsTUI
 @testable import CometChatCallsSDK
 import Foundation
 import XCTest
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Every `CallSession.shared` action observed end to end: through a real server, in this
 /// client's listener callbacks (all five protocols, via `ListenerBridge`) and at a second
@@ -277,5 +280,33 @@ final class ActionsEndToEndTests: XCTestCase {
         let back = expectation(description: "fetchPrevious")
         paged.fetchPrevious(onSuccess: { XCTAssertEqual($0.first?.sessionID, "solo-log"); back.fulfill() }, onError: { _ in back.fulfill() })
         await fulfillment(of: [back], timeout: 5)
+    }
+}
+
+extension ActionsEndToEndTests {
+    func testTranscriptsRequest() async throws {
+        try await startCall()
+        CallSession.shared.leaveSession()
+        XCTAssertTrue(mine.has(.sessionLeft))
+        // No transcription on this server yet: a real, empty answer — not an error.
+        let none = try await TranscriptsRequest.TranscriptsBuilder().set(sessionId: "acts").set(limit: 10).build().fetchNext()
+        XCTAssertEqual(none, [])
+        do {
+            _ = try await TranscriptsRequest.TranscriptsBuilder().set(sessionId: "never-held").build().fetchNext()
+            XCTFail("an unknown session is an error")
+        } catch {
+            XCTAssertEqual(error.errorCode, "ERR_CALL_SESSION_NOT_FOUND")
+        }
+        let apiKey = server.keys.apiKey
+        let tooMany = try await { () async -> Int in
+            var req = URLRequest(url: URL(string: server.url + "/v3/calls/acts/transcriptions?perPage=1001")!)
+            req.setValue(apiKey, forHTTPHeaderField: "apikey")
+            let sem = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var status = 0
+            URLSession.shared.dataTask(with: req) { _, r, _ in status = (r as? HTTPURLResponse)?.statusCode ?? 0; sem.signal() }.resume()
+            sem.wait()
+            return status
+        }()
+        XCTAssertEqual(tooMany, 400, "perPage ≤ 1000")
     }
 }
