@@ -112,16 +112,7 @@ extension CallStore {
 }
 
 /// A stored transcript of a call (written by server-side transcription).
-public struct StoredTranscript: Sendable, Equatable, Codable {
-    public var tid: String
-    public var mid: String
-    public var roomName: String
-    /// Milliseconds since the epoch.
-    public var startTime: Int64
-    public var endTime: Int64
-    public var url: String
-    public var metaData: String?
-}
+public typealias StoredTranscript = TranscriptRecord
 
 extension CallStore {
     /// The transcripts of the latest call of `sessionId`, oldest first.

@@ -1,14 +1,10 @@
+import CallsCore
 import Foundation
 
 /// A transcript of a call. Times are milliseconds since the epoch. A value; any thread.
-public struct Transcript: Sendable, Equatable, Decodable {
-    public var tid: String
-    public var mid: String
-    public var roomName: String
-    public var startTime: Int64
-    public var endTime: Int64
-    public var url: String
-    public var metaData: String?
+public typealias Transcript = TranscriptRecord
+
+extension TranscriptRecord {
     /// The transcript's date (its start), as documented.
     public var transcriptDate: Int64 { startTime }
     /// Where the transcript can be downloaded (same as `url`).

@@ -1,0 +1,16 @@
+/// A transcript of a call as the REST API carries it (`GET /v3/calls/{sessionId}/transcriptions`):
+/// written by the server, read by the SDK's `TranscriptsRequest`. Times are ms since the epoch.
+public struct TranscriptRecord: Codable, Sendable, Equatable {
+    public var tid: String
+    public var mid: String
+    public var roomName: String
+    public var startTime: Int64
+    public var endTime: Int64
+    public var url: String
+    public var metaData: String?
+
+    public init(tid: String, mid: String, roomName: String, startTime: Int64, endTime: Int64, url: String, metaData: String?) {
+        self.tid = tid; self.mid = mid; self.roomName = roomName; self.startTime = startTime; self.endTime = endTime
+        self.url = url; self.metaData = metaData
+    }
+}
