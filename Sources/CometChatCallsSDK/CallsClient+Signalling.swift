@@ -131,7 +131,7 @@ extension CallsClient {
         case .chat(let m):
             guard phase == .joined else { return }
             published.withLock { $0.chat.append(m); if $0.chat.count > 500 { $0.chat.removeFirst() } }
-            emit(.chatMessage(ChatEntry(m)))
+            emit(.chatMessage(m))
         case .left(let reason):
             finish(reason: reason, emitLeft: reason != "timedOut")
             if reason == "timedOut" { emit(.sessionTimedOut) }

@@ -81,7 +81,7 @@ public final class CallsClient: @unchecked Sendable {
     public var isSessionActive: Bool { published.withLock { $0.active } }
     public var isAudioMuted: Bool { published.withLock { $0.muted } }
     /// The session's chat so far (newest last, at most 500).
-    public var chatMessages: [ChatEntry] { published.withLock { $0.chat.map(ChatEntry.init) } }
+    public var chatMessages: [ChatEntry] { published.withLock { $0.chat } }
 
     /// Notices from the media engine (e.g. "no playback device; using null").
     public var audioNotices: [String] { published.withLock { $0.notices } }

@@ -88,15 +88,6 @@ final class MediaEngine: @unchecked Sendable {
         var onNotice: (@Sendable (String) -> Void)?
     }
 
-    convenience init(input: any AudioInput, output: (any AudioOutput)?, frameMs: Int = 20, jitterTargetFrames: Int = 2,
-                     impairment: NetworkImpairment? = nil, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
-        var o = Options()
-        o.frameMs = frameMs
-        o.jitterTargetFrames = jitterTargetFrames
-        o.impairment = impairment
-        try self.init(input: input, output: output, options: o, probe: probe)
-    }
-
     init(input: any AudioInput, output: (any AudioOutput)?, options: Options, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
         let frameMs = options.frameMs, jitterTargetFrames = options.jitterTargetFrames, impairment = options.impairment
         self.options = options

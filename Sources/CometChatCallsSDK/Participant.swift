@@ -64,17 +64,5 @@ public struct Participant: Sendable, Equatable, Hashable {
     }
 }
 
-/// CallRoom: one in-call chat message. A value; any thread.
-public struct ChatEntry: Sendable, Equatable {
-    public var id: Int64
-    public var pid: String
-    public var uid: String
-    public var name: String
-    public var text: String
-    /// Milliseconds since the epoch.
-    public var sentAt: Int64
-
-    init(_ m: ChatMessage) {
-        id = m.id; pid = m.pid; uid = m.uid; name = m.name; text = m.text; sentAt = m.sentAt
-    }
-}
+/// CallRoom: one in-call chat message, as the server relays it. A value; any thread.
+public typealias ChatEntry = ChatMessage
