@@ -3,6 +3,9 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
+#include <stdint.h>
 
 /* glibc declares sendmmsg and struct mmsghdr only under _GNU_SOURCE, which would make these
    headers disagree with Swift's Glibc module; the kernel ABI is stable, so declare them here. */
@@ -11,6 +14,30 @@ struct callroom_mmsghdr {
     unsigned int msg_len;
 };
 extern int sendmmsg(int fd, struct callroom_mmsghdr *msgvec, unsigned int vlen, int flags);
+extern int recvmmsg(int fd, struct callroom_mmsghdr *msgvec, unsigned int vlen, int flags, struct timespec *timeout);
+
+/* Points message i of a receive vector at its buffer, iovec and source address slot. */
+static inline void callroom_prepare_receive(struct callroom_mmsghdr *msgs, struct iovec *iovs, struct sockaddr_in *addrs,
+                                            unsigned char *buffers, size_t size, unsigned int count) {
+    memset(msgs, 0, sizeof(struct callroom_mmsghdr) * (size_t)count);
+    for (unsigned int i = 0; i < count; i++) {
+        iovs[i].iov_base = buffers + (size_t)i * size;
+        iovs[i].iov_len = size;
+        msgs[i].msg_hdr.msg_iov = &iovs[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_name = &addrs[i];
+    }
+}
+
+/* Receives up to count datagrams without blocking (one recvmmsg). Returns how many, 0 when none. */
+static inline int callroom_receive_many(int fd, struct callroom_mmsghdr *msgs, unsigned int count) {
+    for (unsigned int i = 0; i < count; i++) {
+        msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+        msgs[i].msg_hdr.msg_flags = 0;
+    }
+    int n = recvmmsg(fd, msgs, count, MSG_DONTWAIT, NULL);
+    return n < 0 ? 0 : n;
+}
 
 /* Sends one datagram to up to 64 IPv4 addresses with one sendmmsg. Returns how many were sent. */
 static inline int callroom_send_to_many(int fd, const struct sockaddr_in *addrs, int count, const void *buf, size_t len) {
@@ -33,5 +60,25 @@ static inline int callroom_send_to_many(int fd, const struct sockaddr_in *addrs,
         sent += n;
     }
     return sent;
+}
+
+/* epoll through plain types (struct epoll_event is packed on x86_64). */
+static inline int callroom_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+static inline int callroom_epoll_add(int ep, int fd, uint64_t tag) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag;
+    return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* Waits up to timeout_ms; writes the tags of up to max readable descriptors. Returns how many. */
+static inline int callroom_epoll_wait(int ep, uint64_t *tags, int max, int timeout_ms) {
+    struct epoll_event evs[256];
+    if (max > 256) max = 256;
+    int n = epoll_wait(ep, evs, max, timeout_ms);
+    for (int i = 0; i < n; i++) tags[i] = evs[i].data.u64;
+    return n < 0 ? 0 : n;
 }
 #endif

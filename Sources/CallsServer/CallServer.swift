@@ -11,7 +11,7 @@ import Synchronization
 ///  TCP ─▶ WebServer (lws thread) ─┬─ HTTP ─▶ REST queue ─▶ RESTRouter ─▶ CallStore (SQLite WAL)
 ///                                 └─ WS ──▶ RoomRegistry (serial queue) ─▶ CallStore
 ///                                                 │ snapshots            └─▶ SignalOutbox ─▶ WS
-///  UDP ─▶ MediaRelay (relay thread) ◀─────────────┘
+///  UDP ─▶ MediaRelay (worker threads) ◀─────────────┘
 /// ```
 /// Thread rules: `start()` and `stop()` from one owning thread. Everything else is internal.
 public final class CallServer: @unchecked Sendable {
@@ -64,7 +64,7 @@ public final class CallServer: @unchecked Sendable {
         }
         self.store = store
         let relay: MediaRelay
-        do { relay = try MediaRelay(host: configuration.host, port: configuration.mediaPort) } catch {
+        do { relay = try MediaRelay(host: configuration.host, port: configuration.mediaPort, threads: configuration.relayThreads) } catch {
             throw .cannotBindMedia("\(configuration.host):\(configuration.mediaPort) (\(error))")
         }
         let signer = CallTokenSigner(secret: Hex.decode(k.tokenSecret) ?? [])
@@ -79,7 +79,7 @@ public final class CallServer: @unchecked Sendable {
         mediaPort = relay.port
         router = RESTRouter(store: store, keys: k, signer: signer, config: configuration, mediaPort: relay.port)
         do { port = try web.start(port: configuration.port) } catch {
-            relay.socket.close()
+            relay.close()
             throw .cannotListen("\(configuration.host):\(configuration.port)")
         }
         self.web = web

@@ -1,5 +1,5 @@
 /// Picks each room's dominant speaker from the RFC 6464 levels senders put in their RTP
-/// headers, without decoding audio. Owned by the relay thread.
+/// headers, without decoding audio. A value: the relay keeps it behind a lock that its workers share.
 ///
 /// Loudness is an exponential average of (127 − level) per packet; a sender that stopped
 /// sending (muted) counts as silent after `staleNanoseconds`. Every `periodNanoseconds` each
@@ -36,13 +36,14 @@ struct DominantSpeakerTracker {
     }
 
     private func effective(_ key: UInt64, now: UInt64) -> Double {
-        guard let l = loudness[key], now - l.last < staleNanoseconds else { return 0 }
+        // Levels come from several relay workers, so one may be stamped after `now`.
+        guard let l = loudness[key], now < l.last || now - l.last < staleNanoseconds else { return 0 }
         return l.energy
     }
 
     /// Returns the rooms whose dominant speaker changed, or nil when it is not time yet.
     mutating func evaluate(_ table: RelayTable, now: UInt64) -> [(Int, UInt64?)]? {
-        guard now - lastEvaluation >= periodNanoseconds else { return nil }
+        guard now >= lastEvaluation, now - lastEvaluation >= periodNanoseconds else { return nil }
         lastEvaluation = now
         var changes: [(Int, UInt64?)] = []
         for (room, members) in table.rooms {

@@ -22,10 +22,11 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var region: String?
     public var storeHeartbeatSeconds: Int?
     public var restRequestsPerSecond: Int?
+    public var relayThreads: Int?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds",
-                                           "restRequestsPerSecond"]
+                                           "restRequestsPerSecond", "relayThreads"]
 
     /// Why a config file was refused (the message names the file and the key).
     public struct Invalid: Error, Equatable, Sendable, CustomStringConvertible {
@@ -79,6 +80,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.region = try string("region")
         c.storeHeartbeatSeconds = try int("storeHeartbeatSeconds")
         c.restRequestsPerSecond = try int("restRequestsPerSecond")
+        c.relayThreads = try int("relayThreads")
         return c
     }
 }

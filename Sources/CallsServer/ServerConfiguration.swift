@@ -1,3 +1,5 @@
+import Foundation
+
 /// How a `CallServer` is run. A value; build it from flags or a config file.
 public struct ServerConfiguration: Sendable {
     /// TCP interface and port for HTTP + WebSocket (port 0 picks a free one).
@@ -26,6 +28,8 @@ public struct ServerConfiguration: Sendable {
     /// How often live calls are stamped in the store; a crash loses at most this much end time.
     public var storeHeartbeatSeconds: Double = 5
     public var logLevel: ServerLog.Level
+    /// Relay worker threads sharing the UDP media port (`SO_REUSEPORT`); one per core by default.
+    public var relayThreads: Int = min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 16)
 
     public init(host: String = "127.0.0.1", port: Int = 7880, mediaPort: Int = 0, dataDir: String,
                 appId: String? = nil, apiKey: String? = nil, authKey: String? = nil, autoCreateUsers: Bool = true,

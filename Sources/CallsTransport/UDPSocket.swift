@@ -55,14 +55,24 @@ public final class UDPSocket: @unchecked Sendable {
     public private(set) var localAddress: SocketAddress
     private var closed = false
 
-    /// Binds to `host:port` (port 0 picks a free one).
-    public init(host: String, port: Int, receiveBufferBytes: Int = 4 << 20) throws(UDPSocketError) {
+    /// Binds to `host:port` (port 0 picks a free one). With `reusePort`, several sockets of this
+    /// process may bind the same port (`SO_REUSEPORT`) and the kernel spreads senders across
+    /// them by address hash, each sender always to the same socket.
+    public init(host: String, port: Int, receiveBufferBytes: Int = 4 << 20, reusePort: Bool = false) throws(UDPSocketError) {
         guard let addr = SocketAddress(host: host, port: port) else { throw .badAddress("\(host):\(port)") }
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system(call: "socket", errno: errno) }
         var size = Int32(receiveBufferBytes)
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        if reusePort {
+            var on: Int32 = 1
+            guard setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+                let e = errno
+                Glibc.close(fd)
+                throw .system(call: "setsockopt(SO_REUSEPORT)", errno: e)
+            }
+        }
         var sin = addr.sockaddr
         let rc = withUnsafePointer(to: &sin) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }

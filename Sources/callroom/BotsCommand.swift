@@ -98,14 +98,20 @@ extension BotsCommand {
                 try await gen.joinAll()
                 Console.out(String(format: "callroom bots: %d bots in %d rooms joined in %.1f s", rooms * per, rooms, Date().timeIntervalSince(t0)))
                 let cpu0 = pid.flatMap(processCPUSeconds), fwd0 = forwardedPackets(url)
+                let own0 = processCPUSeconds(getpid()), machine0 = machineBusySeconds()
                 let report = gen.run(seconds: duration)
                 let cpu1 = pid.flatMap(processCPUSeconds), fwd1 = forwardedPackets(url)
+                let own1 = processCPUSeconds(getpid()), machine1 = machineBusySeconds()
                 gen.leaveAll()
                 Console.out("sent \(report.sent) packets; expected \(report.expected) deliveries, got \(report.delivered)")
                 if let a = fwd0, let b = fwd1 {
                     Console.out("server forwarded \(b - a) packets (from /metrics)")
                     if let c0 = cpu0, let c1 = cpu1, b > a {
                         Console.out(String(format: "server_cpu_us_per_packet=%.2f (server CPU %.2f s over the run)", (c1 - c0) * 1e6 / Double(b - a), c1 - c0))
+                    }
+                    if let o0 = own0, let o1 = own1, let m0 = machine0, let m1 = machine1, b > a {
+                        Console.out(String(format: "generator CPU %.2f s; all cores busy %.2f s over %.1f s (%.2f µs per forwarded packet, everything included)",
+                                           o1 - o0, m1 - m0, report.seconds, (m1 - m0) * 1e6 / Double(b - a)))
                     }
                 }
                 Console.out(String(format: "delivered=%d loss_pct=%.3f jitter_ms_p50=%.2f relay_delay_ms_p99=%.2f", report.delivered,
@@ -125,6 +131,17 @@ extension BotsCommand {
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let u = Double(fields[11]), let s = Double(fields[12]) else { return nil }
         return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Busy time of all cores together (user, nice, system, irq, softirq, steal), in seconds,
+    /// from the first line of /proc/stat.
+    static func machineBusySeconds() -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ") else { return nil }
+        let f = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard f.count >= 8 else { return nil }
+        let busy = f[0] + f[1] + f[2] + f[5] + f[6] + f[7]
+        return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// `callroom_relay_packets_forwarded_total` from the server's /metrics.

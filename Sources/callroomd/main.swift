@@ -7,13 +7,13 @@ let usage = """
 
     USAGE: callroomd [--config FILE] [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR]
                      [--app-id ID] [--api-key KEY] [--auth-key KEY] [--no-auto-create-users]
-                     [--log-format text|json] [--log-level debug|info|warn|error]
+                     [--log-format text|json] [--log-level debug|info|warn|error] [--relay-threads N]
 
     OPTIONS:
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds,
-                              restRequestsPerSecond); flags given
+                              restRequestsPerSecond, relayThreads); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -24,6 +24,8 @@ let usage = """
       --no-auto-create-users  login with the auth key no longer creates missing users
       --log-format FORMAT     text (default) or json, on stderr
       --log-level LEVEL       debug, info (default), warn or error
+      --relay-threads N       UDP relay worker threads sharing the media port, 1…64
+                              (default: one per core, at most 16)
       --version               print the version
       -h, --help              show this help
 
@@ -41,7 +43,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 let args: ArgumentScanner
 do {
     args = try ArgumentScanner(CommandLine.arguments.dropFirst(),
-                               valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level"],
+                               valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads"],
                                boolean: ["no-auto-create-users", "help", "version"])
 } catch {
     fail("\(error.message)\nRun 'callroomd --help' for usage.")
@@ -78,6 +80,10 @@ if let r = file.restRequestsPerSecond {
 if let h = file.storeHeartbeatSeconds {
     guard (1...3600).contains(h) else { fail("storeHeartbeatSeconds must be 1…3600") }
     config.storeHeartbeatSeconds = Double(h)
+}
+if let t = pick("relay-threads", file.relayThreads.map(String.init)) {
+    guard let n = Int(t), (1...64).contains(n) else { fail("relay threads must be 1…64") }
+    config.relayThreads = n
 }
 if let n = file.maxParticipantsPerRoom {
     guard (1...10_000).contains(n) else { fail("maxParticipantsPerRoom must be 1…10000") }

@@ -24,6 +24,9 @@ final class CommandLineTests: XCTestCase {
         let (badKeys, _, err3) = try run("callroomd", ["--listen", "127.0.0.1:0", "--data-dir", "/proc/nope"])
         XCTAssertEqual(badKeys, 1)
         XCTAssertTrue(err3.contains("cannot create data directory"), err3)
+        let (badThreads, _, err4) = try run("callroomd", ["--relay-threads", "0"])
+        XCTAssertEqual(badThreads, 2)
+        XCTAssertTrue(err4.contains("relay threads must be 1…64"), err4)
     }
 
     func testCallroomUsage() throws {

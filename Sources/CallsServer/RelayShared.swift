@@ -1,0 +1,38 @@
+import CallsTransport
+import Synchronization
+
+/// Where each bound participant's media comes from, and the bind rate limits per source.
+/// Written under `RelayShared.bindings` by the worker that accepted a bind; every worker reads
+/// its own copy (adopted when `bindingsGeneration` moves), so destinations bound on one worker
+/// are reachable from all of them.
+struct RelayBindings: Sendable {
+    var addressOf: [UInt64: SocketAddress] = [:]
+    var memberAt: [SocketAddress: UInt64] = [:]
+    var bindLimiters: [SocketAddress: RateLimiter] = [:]
+
+    /// Drops the bindings of members no longer in `table`; returns whether any went.
+    mutating func retain(_ table: RelayTable) -> Bool {
+        var changed = false
+        for (key, addr) in addressOf where table.members[key] == nil {
+            addressOf[key] = nil
+            memberAt[addr] = nil
+            changed = true
+        }
+        if bindLimiters.count > 10_000 { bindLimiters.removeAll(keepingCapacity: true) }
+        return changed
+    }
+}
+
+/// State the relay's worker threads share. Every field is thread-safe; the hot path touches it
+/// once per received batch (two atomic loads), never per packet.
+final class RelayShared: Sendable {
+    let counters = RelayCounters()
+    /// The newest membership snapshot (from the room registry) and its generation.
+    let pendingTable = Mutex<RelayTable>(.empty)
+    let tableGeneration = Atomic<UInt64>(0)
+    let bindings = Mutex<RelayBindings>(RelayBindings())
+    let bindingsGeneration = Atomic<UInt64>(0)
+    /// Levels from every worker feed one tracker; worker 0 evaluates it.
+    let speakers = Mutex<DominantSpeakerTracker>(DominantSpeakerTracker())
+    let running = Atomic<Bool>(false)
+}

@@ -1,0 +1,181 @@
+import CallsCore
+import CallsTransport
+import Synchronization
+
+/// One relay thread and its socket of the relay's `SO_REUSEPORT` group. Receives datagrams in
+/// batches (`recvmmsg`), forwards each RTP packet to every other bound member of its room with
+/// one `sendmmsg`, and accepts binds.
+///
+/// Thread rules: `loop()` runs on the worker's own thread and owns every stored property but
+/// `socket` (closed by the relay after the loop ends) and `onDominantSpeaker` (set before start).
+final class RelayWorker: @unchecked Sendable {
+    let index: Int
+    let socket: UDPSocket
+    var onDominantSpeaker: (@Sendable (Int, UInt64?) -> Void)?
+    private let shared: RelayShared
+    private let receiver = UDPBatchReceiver(capacity: 32)
+    private let sender = UDPBatchSender()
+
+    private var table = RelayTable.empty
+    private var seenTable: UInt64 = 0
+    private var bindings = RelayBindings()
+    private var seenBindings: UInt64 = 0
+    /// Levels heard in the current batch, handed to the shared tracker once per batch.
+    private var levels: [(key: UInt64, level: UInt8)] = []
+    private var forwarded: UInt64 = 0
+    private var forwardedBytes: UInt64 = 0
+    private var sendFailed: UInt64 = 0
+
+    init(index: Int, socket: UDPSocket, shared: RelayShared) {
+        self.index = index
+        self.socket = socket
+        self.shared = shared
+        levels.reserveCapacity(receiver.capacity)
+    }
+
+    func loop() {
+        while shared.running.load(ordering: .acquiring) {
+            refresh()
+            if index == 0 { evaluateSpeakers() }
+            guard socket.waitReadable(timeoutMs: 50) else { continue }
+            // A join may have published a table while we waited: its bind must see it.
+            var rounds = 0
+            while rounds < 8 {
+                refresh()
+                let n = receiver.receive(on: socket.fd)
+                guard n > 0 else { break }
+                rounds += 1
+                var bytes: UInt64 = 0
+                for i in 0..<n {
+                    let d = receiver.datagram(i)
+                    bytes += UInt64(d.count)
+                    handle(d, from: receiver.source(i))
+                }
+                publish(received: UInt64(n), bytes: bytes)
+            }
+        }
+    }
+
+    /// Adopts a newer membership snapshot or bindings table, if either moved.
+    private func refresh() {
+        let g = shared.tableGeneration.load(ordering: .acquiring)
+        if g != seenTable {
+            seenTable = g
+            table = shared.pendingTable.withLock { $0 }
+            let t = table
+            let dropped = shared.bindings.withLock { $0.retain(t) }
+            if dropped { shared.bindingsGeneration.add(1, ordering: .releasing) }
+            shared.speakers.withLock { $0.retain(t) }
+        }
+        let b = shared.bindingsGeneration.load(ordering: .acquiring)
+        if b != seenBindings {
+            seenBindings = b
+            bindings = shared.bindings.withLock { $0 }
+        }
+    }
+
+    /// Adds this batch's counts to the shared counters and its levels to the shared tracker.
+    private func publish(received: UInt64, bytes: UInt64) {
+        let c = shared.counters
+        c.received.add(received, ordering: .relaxed)
+        c.receivedBytes.add(bytes, ordering: .relaxed)
+        if forwarded > 0 {
+            c.forwarded.add(forwarded, ordering: .relaxed)
+            c.forwardedBytes.add(forwardedBytes, ordering: .relaxed)
+            forwarded = 0
+            forwardedBytes = 0
+        }
+        if sendFailed > 0 {
+            c.droppedSendFailed.add(sendFailed, ordering: .relaxed)
+            sendFailed = 0
+        }
+        if !levels.isEmpty {
+            let now = monotonicNanoseconds()
+            shared.speakers.withLock { tracker in
+                for l in levels { tracker.heard(l.key, level: l.level, now: now) }
+            }
+            levels.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func handle(_ datagram: UnsafeRawBufferPointer, from: SocketAddress) {
+        if datagram.count >= 1, datagram[0] == 0x43 {  // 'C': a CallRoom control datagram
+            handleBind(datagram, from: from)
+            return
+        }
+        let c = shared.counters
+        guard datagram.count >= 12, datagram[0] >> 6 == 2 else {
+            c.droppedMalformed.add(1, ordering: .relaxed)
+            return
+        }
+        guard let key = bindings.memberAt[from], let member = table.members[key] else {
+            c.droppedUnbound.add(1, ordering: .relaxed)
+            return
+        }
+        let ssrc = UInt32(datagram[8]) << 24 | UInt32(datagram[9]) << 16 | UInt32(datagram[10]) << 8 | UInt32(datagram[11])
+        guard ssrc == member.ssrc else {
+            c.droppedSSRCMismatch.add(1, ordering: .relaxed)
+            return
+        }
+        if let level = MediaRelay.audioLevel(datagram) { levels.append((key, level)) }
+        guard let others = table.rooms[member.room] else { return }
+        // One sendmmsg per datagram for all its destinations (batches of 64).
+        var queued = 0
+        for other in others where other != key {
+            guard let addr = bindings.addressOf[other] else { continue }
+            if !sender.add(addr) {
+                flush(datagram, queued: queued)
+                queued = 0
+                sender.add(addr)
+            }
+            queued += 1
+        }
+        flush(datagram, queued: queued)
+    }
+
+    private func flush(_ datagram: UnsafeRawBufferPointer, queued: Int) {
+        guard queued > 0 else { return }
+        let ok = sender.send(datagram, on: socket.fd)
+        forwarded += UInt64(ok)
+        forwardedBytes += UInt64(ok * datagram.count)
+        if ok < queued { sendFailed += UInt64(queued - ok) }
+    }
+
+    private func evaluateSpeakers() {
+        let now = monotonicNanoseconds()
+        let t = table
+        guard let changes = shared.speakers.withLock({ $0.evaluate(t, now: now) }) else { return }
+        for (room, key) in changes {
+            shared.counters.dominantSpeakerChanges.add(1, ordering: .relaxed)
+            onDominantSpeaker?(room, key)
+        }
+    }
+
+    private func handleBind(_ datagram: UnsafeRawBufferPointer, from: SocketAddress) {
+        let c = shared.counters
+        guard let req = MediaBinding.parseBind(datagram), let token = BindToken(req.token),
+              let key = table.byToken[token], let member = table.members[key], member.ssrc == req.ssrc else {
+            c.droppedBadBind.add(1, ordering: .relaxed)
+            return
+        }
+        let now = monotonicNanoseconds()
+        let allowed = shared.bindings.withLock { b -> Bool in
+            var limiter = b.bindLimiters[from] ?? RateLimiter(capacity: 20, perSecond: 10)
+            let ok = limiter.allow(now: now)
+            b.bindLimiters[from] = limiter
+            guard ok else { return false }
+            if let old = b.addressOf[key], old != from { b.memberAt[old] = nil }
+            b.addressOf[key] = from
+            b.memberAt[from] = key
+            return true
+        }
+        guard allowed else {
+            c.droppedBindRateLimited.add(1, ordering: .relaxed)
+            return
+        }
+        shared.bindingsGeneration.add(1, ordering: .releasing)
+        refresh()
+        c.binds.add(1, ordering: .relaxed)
+        socket.send(MediaBinding.encodeAck(ssrc: member.ssrc), to: from)
+    }
+}

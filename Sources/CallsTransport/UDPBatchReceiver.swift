@@ -1,0 +1,55 @@
+import CSocketBatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Receives up to `capacity` datagrams with one `recvmmsg` system call into preallocated buffers
+/// (no allocation per receive). Owned by one thread; the views it hands out are valid until the
+/// next `receive`.
+public final class UDPBatchReceiver: @unchecked Sendable {
+    public let capacity: Int
+    public let datagramCapacity: Int
+    private let messages: UnsafeMutablePointer<callroom_mmsghdr>
+    private let vectors: UnsafeMutablePointer<iovec>
+    private let sources: UnsafeMutablePointer<sockaddr_in>
+    private let buffers: UnsafeMutableRawPointer
+    /// How many datagrams the last `receive` filled.
+    public private(set) var count = 0
+
+    /// `capacity` datagrams of at most `datagramCapacity` bytes each (longer ones are truncated,
+    /// which RTP over a 1,500-byte path never needs).
+    public init(capacity: Int = 32, datagramCapacity: Int = 2048) {
+        self.capacity = max(1, capacity)
+        self.datagramCapacity = max(64, datagramCapacity)
+        messages = .allocate(capacity: self.capacity)
+        vectors = .allocate(capacity: self.capacity)
+        sources = .allocate(capacity: self.capacity)
+        sources.initialize(repeating: sockaddr_in(), count: self.capacity)
+        buffers = .allocate(byteCount: self.capacity * self.datagramCapacity, alignment: 16)
+        callroom_prepare_receive(messages, vectors, sources, buffers.assumingMemoryBound(to: UInt8.self),
+                                 self.datagramCapacity, UInt32(self.capacity))
+    }
+
+    deinit {
+        messages.deallocate()
+        vectors.deallocate()
+        sources.deallocate()
+        buffers.deallocate()
+    }
+
+    /// Receives what is waiting on `fd` without blocking; returns how many datagrams (0 when none).
+    @discardableResult
+    public func receive(on fd: Int32) -> Int {
+        count = Int(callroom_receive_many(fd, messages, UInt32(capacity)))
+        return count
+    }
+
+    /// The bytes of datagram `i` (< `count`).
+    public func datagram(_ i: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: buffers + i * datagramCapacity,
+                               count: min(Int(messages[i].msg_len), datagramCapacity))
+    }
+
+    /// The sender of datagram `i` (< `count`).
+    public func source(_ i: Int) -> SocketAddress { SocketAddress(sources[i]) }
+}

@@ -1,0 +1,67 @@
+import CallsCore
+@testable import CallsServer
+import CallsTransport
+import XCTest
+
+/// The relay's worker threads: one UDP port shared by several sockets (`SO_REUSEPORT`), bindings
+/// accepted on one worker used as destinations by the others.
+final class RelayWorkersTests: XCTestCase {
+    func testEveryParticipantHearsEveryOtherAcrossFourWorkers() throws {
+        let h = try ServerHarness { $0.relayThreads = 4 }
+        defer { h.stop(); h.removeData() }
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
+        // 12 senders hash onto 4 sockets; all on one socket would take odds of 4^-11.
+        var members: [(probe: SignalProbe, socket: UDPSocket, ssrc: UInt32)] = []
+        for i in 0..<12 {
+            let probe = try SignalProbe(url: h.server.url)
+            probe.send(.join(.init(callToken: try h.callToken(uid: "u\(i)", session: "big"), audioMuted: false)))
+            let j = try XCTUnwrap(probe.joined(), "u\(i) joined")
+            let s = try UDPSocket(host: "127.0.0.1", port: 0)
+            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+            XCTAssertEqual(Self.receive(s)?.count, MediaBinding.ackLength, "u\(i) bound")
+            members.append((probe, s, j.you.ssrc))
+        }
+        for (i, m) in members.enumerated() {
+            m.socket.send(RTPPacket(sequenceNumber: UInt16(i), timestamp: 960, ssrc: m.ssrc, payload: [UInt8(i)]).encoded(), to: relay)
+        }
+        for (i, m) in members.enumerated() {
+            var heard = Set<UInt32>()
+            while heard.count < 11, let d = Self.receive(m.socket), let p = try? RTPPacket(parsing: d) { heard.insert(p.ssrc) }
+            XCTAssertEqual(heard, Set(members.map(\.ssrc)).subtracting([m.ssrc]), "u\(i) hears the 11 others once each")
+        }
+        let counters = try XCTUnwrap(h.server.relayCounters)
+        XCTAssertEqual(counters.forwarded.load(ordering: .relaxed), 12 * 11)
+        XCTAssertEqual(counters.binds.load(ordering: .relaxed), 12)
+    }
+
+    func testAMediaPortInUseIsRefusedNotShared() throws {
+        let first = try ServerHarness { $0.relayThreads = 2 }
+        defer { first.stop(); first.removeData() }
+        let port = first.server.mediaPort
+        XCTAssertThrowsError(try ServerHarness { $0.relayThreads = 2; $0.mediaPort = port }) { error in
+            guard case .cannotBindMedia(let why)? = error as? ServerStartError else { return XCTFail("\(error)") }
+            XCTAssertTrue(why.contains("\(port)") && why.contains("\(EADDRINUSE)"), why)
+        }
+    }
+
+    func testALevelStampedAfterTheEvaluationClockCountsAsFresh() {
+        // Workers stamp levels with their own clock reads; worker 0 may evaluate with an older one.
+        var tracker = DominantSpeakerTracker()
+        var table = RelayTable()
+        table.members[7] = .init(key: 7, room: 0, ssrc: 1)
+        table.rooms[0] = [7]
+        let t0: UInt64 = 10_000_000_000
+        for k in 0..<5 { tracker.heard(7, level: 10, now: t0 + UInt64(k) * 20_000_000 + 500_000_000) }
+        XCTAssertEqual(tracker.evaluate(table, now: t0)?.count, 0, "candidate, not yet confirmed")
+        let changes = tracker.evaluate(table, now: t0 + 300_000_000)
+        XCTAssertEqual(changes?.first?.0, 0)
+        XCTAssertEqual(changes?.first?.1, 7)
+    }
+
+    static func receive(_ s: UDPSocket, timeoutMs: Int32 = 1000) -> [UInt8]? {
+        guard s.waitReadable(timeoutMs: timeoutMs) else { return nil }
+        var buf = [UInt8](repeating: 0, count: 2048)
+        let r = buf.withUnsafeMutableBytes { s.receive(into: $0) }
+        return r.map { Array(buf.prefix($0.count)) }
+    }
+}
