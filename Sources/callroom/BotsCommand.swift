@@ -16,8 +16,9 @@ enum BotsCommand {
 
         With --rooms: a load generator. R rooms of N bots each join, send real Opus/RTP at 50
         packets a second each and receive everything the relay forwards; it reports delivered
-        packets, loss, arrival jitter and relay delay, and (with --server-pid) the server's CPU
-        time per forwarded packet. Last line:
+        packets, loss, arrival jitter and relay delay; with --server-pid also the server's CPU
+        time per forwarded packet and memory per participant, and the generator's and the whole
+        machine's CPU time (both share this machine's cores with the server). Last line:
           delivered=N loss_pct=X jitter_ms_p50=Y relay_delay_ms_p99=Z
 
         """
@@ -95,6 +96,7 @@ extension BotsCommand {
                 if appID.isEmpty { appID = try await SDKSetup.fetchAppID(server: url) }
                 let gen = LoadGenerator(serverURL: url, appID: appID, authKey: key, rooms: rooms, perRoom: per)
                 let t0 = Date()
+                let rss0 = pid.flatMap(residentKiB)
                 try await gen.joinAll()
                 Console.out(String(format: "callroom bots: %d bots in %d rooms joined in %.1f s", rooms * per, rooms, Date().timeIntervalSince(t0)))
                 let cpu0 = pid.flatMap(processCPUSeconds), fwd0 = forwardedPackets(url)
@@ -102,6 +104,7 @@ extension BotsCommand {
                 let report = gen.run(seconds: duration)
                 let cpu1 = pid.flatMap(processCPUSeconds), fwd1 = forwardedPackets(url)
                 let own1 = processCPUSeconds(getpid()), machine1 = machineBusySeconds()
+                let rss1 = pid.flatMap(residentKiB)
                 gen.leaveAll()
                 Console.out("sent \(report.sent) packets; expected \(report.expected) deliveries, got \(report.delivered)")
                 if let a = fwd0, let b = fwd1 {
@@ -109,10 +112,19 @@ extension BotsCommand {
                     if let c0 = cpu0, let c1 = cpu1, b > a {
                         Console.out(String(format: "server_cpu_us_per_packet=%.2f (server CPU %.2f s over the run)", (c1 - c0) * 1e6 / Double(b - a), c1 - c0))
                     }
-                    if let o0 = own0, let o1 = own1, let m0 = machine0, let m1 = machine1, b > a {
-                        Console.out(String(format: "generator CPU %.2f s; all cores busy %.2f s over %.1f s (%.2f µs per forwarded packet, everything included)",
-                                           o1 - o0, m1 - m0, report.seconds, (m1 - m0) * 1e6 / Double(b - a)))
+                    if let o0 = own0, let o1 = own1, let c0 = cpu0, let c1 = cpu1, b > a {
+                        let both = (o1 - o0) + (c1 - c0)
+                        var line = String(format: "generator CPU %.2f s; server + generator %.2f µs per forwarded packet", o1 - o0, both * 1e6 / Double(b - a))
+                        if let m0 = machine0, let m1 = machine1 {
+                            line += String(format: "; all cores busy %.2f s of %.2f s (/proc/stat, tick-sampled)",
+                                           m1 - m0, report.seconds * Double(ProcessInfo.processInfo.activeProcessorCount))
+                        }
+                        Console.out(line)
                     }
+                }
+                if let a = rss0, let b = rss1 {
+                    Console.out(String(format: "server memory %.1f MiB before the bots joined, %.1f MiB during the run (%.1f KiB per participant)",
+                                       Double(a) / 1024, Double(b) / 1024, Double(b - a) / Double(rooms * per)))
                 }
                 Console.out(String(format: "delivered=%d loss_pct=%.3f jitter_ms_p50=%.2f relay_delay_ms_p99=%.2f", report.delivered,
                                    report.lossPercent, report.p(report.jitterMs, 0.5), report.p(report.delayMs, 0.99)))
@@ -131,6 +143,13 @@ extension BotsCommand {
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let u = Double(fields[11]), let s = Double(fields[12]) else { return nil }
         return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Resident memory of a process in KiB (VmRSS from /proc/PID/status).
+    static func residentKiB(_ pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+        return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
     }
 
     /// Busy time of all cores together (user, nice, system, irq, softirq, steal), in seconds,

@@ -97,6 +97,10 @@ final class LoadGeneratorTests: XCTestCase {
         XCTAssertEqual(delivered, forwarded, accuracy: forwarded * 0.01, "what the bots received is what the relay forwarded")
         XCTAssertLessThan(try XCTUnwrap(value("loss_pct")), 1)
         XCTAssertTrue(out.contains { $0.hasPrefix("server_cpu_us_per_packet=") })
+        XCTAssertTrue(out.contains { $0.hasPrefix("generator CPU ") && $0.contains("server + generator") }, out.joined(separator: "\n"))
+        // Memory per participant comes from the server's VmRSS before and during the run.
+        let memory = try XCTUnwrap(out.first { $0.hasPrefix("server memory ") }, out.joined(separator: "\n"))
+        XCTAssertTrue(memory.contains("KiB per participant"), memory)
         // The bots left: the server shows no rooms.
         let metrics = BlockingHTTP.request("GET", url + "/metrics")
         XCTAssertEqual(metrics.status, 200)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Relay capacity benchmark: a release callroomd on loopback and `callroom bots` load generators
+# for each room shape given, one after another, each against a fresh server.
+#
+#   scripts/bench-relay.sh [--duration S] [--relay-threads N] ROOMSxPER [ROOMSxPER ...]
+#   e.g. scripts/bench-relay.sh 30x10 60x10 100x10
+#
+# Prints, per shape, the generator's report (delivered, loss, jitter, relay delay, server CPU
+# per forwarded packet, memory per participant, generator and whole-machine CPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration=10
+threads=""
+shapes=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --duration) duration="${2:?--duration needs seconds}"; shift 2 ;;
+        --relay-threads) threads="--relay-threads ${2:?--relay-threads needs N}"; shift 2 ;;
+        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        [0-9]*x[0-9]*) [[ "$1" =~ ^[0-9]+x[0-9]+$ ]] || { echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2; }
+            shapes+=("$1"); shift ;;
+        *) echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2 ;;
+    esac
+done
+[ ${#shapes[@]} -gt 0 ] || { echo "bench-relay: give at least one ROOMSxPER shape (e.g. 30x10)" >&2; exit 2; }
+ulimit -n 65536 2>/dev/null || true
+work="$(mktemp -d)"
+if ! { swift build -c release --product callroomd && swift build -c release --product callroom; } > "$work/build.log" 2>&1; then
+    cat "$work/build.log" >&2; exit 1
+fi
+bin="$(swift build -c release --show-bin-path)"
+server=""
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+echo '{"restRequestsPerSecond": 100000}' > "$work/config.json"
+for shape in "${shapes[@]}"; do
+    rooms="${shape%x*}"; per="${shape#*x}"
+    rm -rf "$work/data"
+    # shellcheck disable=SC2086
+    "$bin/callroomd" --config "$work/config.json" --listen 127.0.0.1:0 --data-dir "$work/data" \
+        --auth-key bench-key --log-level warn $threads > "$work/server.out" 2> "$work/server.err" &
+    server=$!
+    for _ in $(seq 100); do grep -q listening "$work/server.out" && break; sleep 0.1; done
+    url="$(grep -o 'http://[0-9.:]*' "$work/server.out" | head -1)"
+    [ -n "$url" ] || { echo "bench-relay: callroomd did not start:" >&2; cat "$work/server.err" >&2; exit 1; }
+    echo "== $rooms rooms x $per = $((rooms * per)) participants, ${duration} s"
+    "$bin/callroom" bots --server "$url" --auth-key bench-key --rooms "$rooms" --per-room "$per" \
+        --duration "$duration" --server-pid "$server" | sed 's/^/   /'
+    kill "$server"; wait "$server" 2>/dev/null || true
+    server=""
+done
