@@ -53,14 +53,27 @@ final class MediaRelay: @unchecked Sendable {
     /// refused rather than silently shared.
     init(host: String, port: Int, threads: Int = 1) throws(UDPSocketError) {
         let n = max(1, min(threads, 64))
-        var chosen = port
-        if n > 1 {
-            let probe = try UDPSocket(host: host, port: port, receiveBufferBytes: 0)
-            chosen = Int(probe.localAddress.port)
-            probe.close()
-        }
         var sockets: [UDPSocket] = []
-        for _ in 0..<n { sockets.append(try UDPSocket(host: host, port: chosen, reusePort: n > 1)) }
+        if n == 1 {
+            sockets = [try UDPSocket(host: host, port: port)]
+        } else {
+            // With port 0 another process may take the probed port before the group binds it:
+            // probe again (a few times) rather than fail.
+            var attempt = 0
+            while sockets.isEmpty {
+                attempt += 1
+                let probe = try UDPSocket(host: host, port: port, receiveBufferBytes: 0)
+                let chosen = Int(probe.localAddress.port)
+                probe.close()
+                do {
+                    for _ in 0..<n { sockets.append(try UDPSocket(host: host, port: chosen, reusePort: true)) }
+                } catch {
+                    sockets.forEach { $0.close() }
+                    sockets = []
+                    if port != 0 || attempt >= 5 { throw error }
+                }
+            }
+        }
         self.port = Int(sockets[0].localAddress.port)
         let shared = self.shared
         workers = sockets.enumerated().map { RelayWorker(index: $0.offset, socket: $0.element, shared: shared) }
