@@ -8,17 +8,18 @@ enum BotsCommand {
         USAGE: callroom bots --server URL --session ID --auth-key KEY [--app-id ID] [--count N]
                              [--scenario NAME|FILE] [--seed N] [--duration SECONDS]
                callroom bots --server URL --auth-key KEY --rooms R --per-room N --duration S
-                             [--app-id ID] [--server-pid PID]
+                             [--app-id ID] [--server-pid PID] [--join-concurrency N]
 
         Joins N synthetic participants (default 3) to SESSION on the server, speaking bundled
         speech clips and running the scenario (default: random from --seed). Runs until
         --duration elapses or SIGINT/SIGTERM, then leaves cleanly.
 
-        With --rooms: a load generator. R rooms of N bots each join, send real Opus/RTP at 50
-        packets a second each and receive everything the relay forwards; it reports delivered
-        packets, loss, arrival jitter and relay delay; with --server-pid also the server's CPU
-        time per forwarded packet and memory per participant, and the generator's and the whole
-        machine's CPU time (both share this machine's cores with the server). Last line:
+        With --rooms: a load generator. R rooms of N bots each join (16 at a time, or
+        --join-concurrency), send real Opus/RTP at 50 packets a second each and receive
+        everything the relay forwards; it reports delivered packets, loss, arrival jitter and
+        relay delay; with --server-pid also the server's CPU time per forwarded packet and
+        memory per participant, and the generator's and the whole machine's CPU time (both
+        share this machine's cores with the server). Last line:
           delivered=N loss_pct=X jitter_ms_p50=Y relay_delay_ms_p99=Z
 
         """
@@ -27,7 +28,7 @@ enum BotsCommand {
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments, valued: ["server", "session", "auth-key", "app-id", "count", "scenario", "seed", "duration",
-                                                           "rooms", "per-room", "server-pid"],
+                                                           "rooms", "per-room", "server-pid", "join-concurrency"],
                                        boolean: ["help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom bots --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -86,6 +87,8 @@ extension BotsCommand {
         guard let per = Int(args["per-room"] ?? ""), (2...50).contains(per) else { Console.fail("--per-room must be 2…50") }
         guard let duration = Double(args["duration"] ?? ""), duration > 0, duration <= 3600 else { Console.fail("--duration must be 1…3600 seconds") }
         let pid = args["server-pid"].flatMap(Int32.init)
+        let concurrency = Int(args["join-concurrency"] ?? "16") ?? 0
+        guard (1...256).contains(concurrency) else { Console.fail("--join-concurrency must be 1…256") }
         var s = server
         if !s.contains("://") { s = "http://" + s }
         guard let url = URL(string: s), url.host != nil else { Console.fail("'\(server)' is not a server URL") }
@@ -97,7 +100,7 @@ extension BotsCommand {
                 let gen = LoadGenerator(serverURL: url, appID: appID, authKey: key, rooms: rooms, perRoom: per)
                 let t0 = Date()
                 let rss0 = pid.flatMap(residentKiB)
-                try await gen.joinAll()
+                try await gen.joinAll(concurrency: concurrency)
                 Console.out(String(format: "callroom bots: %d bots in %d rooms joined in %.1f s", rooms * per, rooms, Date().timeIntervalSince(t0)))
                 let cpu0 = pid.flatMap(processCPUSeconds), fwd0 = forwardedPackets(url)
                 let own0 = processCPUSeconds(getpid()), machine0 = machineBusySeconds()

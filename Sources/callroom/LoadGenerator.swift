@@ -16,7 +16,7 @@ import Synchronization
 ///  receiver thread: epoll(all sockets) ─▶ recvmmsg ─▶ count; every 7th receiver: arrival jitter, relay delay
 /// ```
 final class LoadGenerator: @unchecked Sendable {
-    struct Bot {
+    struct Bot: Sendable {
         let uid: String
         let room: Int
         var ssrc: UInt32 = 0
@@ -56,40 +56,73 @@ final class LoadGenerator: @unchecked Sendable {
         self.perRoom = perRoom
     }
 
-    /// Logs every bot in (REST), joins it (WebSocket) and binds its UDP socket.
-    func joinAll() async throws(CometChatCallException) {
-        for r in 0..<rooms {
-            for i in 0..<perRoom {
-                let uid = "load-\(r)-\(i)"
-                let c = CallsClient(serverURL: serverURL, appID: appID) { _ in }
-                _ = try await c.login(uid: uid, authKey: authKey)
-                let token = try await c.generateToken(sessionID: "load-room-\(r)")
-                let sink = SignalSink()
-                let ws = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), delegate: sink)
-                sink.client = ws
-                do { try ws.connect() } catch { throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "\(error)") }
-                ws.send(text: ClientMessage.join(.init(callToken: token, sessionId: "load-room-\(r)", audioMuted: false,
-                                                       sessionType: "voice", idleTimeoutSeconds: 0)).json())
-                let deadline = Date().addingTimeInterval(5)
-                var joined: ServerMessage.Joined?
-                while joined == nil && Date() < deadline {
-                    try? await Task.sleep(nanoseconds: 5_000_000)
-                    joined = sink.joined.withLock { $0 }
+    /// Logs every bot in (REST), joins it (WebSocket) and binds its UDP socket, `concurrency`
+    /// bots at a time (a join storm, as when a meeting starts); bots keep (room, index) order.
+    func joinAll(concurrency: Int = 16) async throws(CometChatCallException) {
+        let plan = (0..<rooms).flatMap { r in (0..<perRoom).map { (room: r, index: $0) } }
+        let (url, app, key) = (serverURL, appID, authKey)
+        var done: [(Int, Bot, SocketAddress)] = []
+        do {
+            try await withThrowingTaskGroup(of: (Int, Bot, SocketAddress).self) { group in
+                var next = 0
+                func schedule() {
+                    guard next < plan.count else { return }
+                    let n = next, p = plan[n]
+                    next += 1
+                    group.addTask {
+                        let (bot, relay) = try await Self.join(room: p.room, index: p.index, serverURL: url, appID: app, authKey: key)
+                        return (n, bot, relay)
+                    }
                 }
-                guard let j = joined, let relay = SocketAddress.resolve(host: serverURL.host ?? "127.0.0.1", port: j.mediaPort),
-                      let udp = try? UDPSocket(host: "0.0.0.0", port: 0) else {
-                    throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid) could not join")
+                for _ in 0..<max(1, concurrency) { schedule() }
+                while let result = try await group.next() {
+                    done.append(result)
+                    schedule()
                 }
-                udp.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-                guard udp.waitReadable(timeoutMs: 2000) else {
-                    throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid): no bind ack")
-                }
+            }
+        } catch let e as CometChatCallException {
+            throw e
+        } catch {
+            throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "\(error)")
+        }
+        done.sort { $0.0 < $1.0 }
+        bots = done.map(\.1)
+        if let relay = done.first?.2 { relayAddress = relay }
+    }
+
+    /// One bot: login, call token, signalling join, media bind (acknowledged).
+    private static func join(room r: Int, index i: Int, serverURL: URL, appID: String,
+                             authKey: String) async throws(CometChatCallException) -> (Bot, SocketAddress) {
+        let uid = "load-\(r)-\(i)"
+        let c = CallsClient(serverURL: serverURL, appID: appID) { _ in }
+        _ = try await c.login(uid: uid, authKey: authKey)
+        let token = try await c.generateToken(sessionID: "load-room-\(r)")
+        let sink = SignalSink()
+        let ws = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), delegate: sink)
+        sink.client = ws
+        do { try ws.connect() } catch { throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "\(error)") }
+        ws.send(text: ClientMessage.join(.init(callToken: token, sessionId: "load-room-\(r)", audioMuted: false,
+                                               sessionType: "voice", idleTimeoutSeconds: 0)).json())
+        let deadline = Date().addingTimeInterval(10)
+        var joined: ServerMessage.Joined?
+        while joined == nil && Date() < deadline {
+            try? await Task.sleep(nanoseconds: 5_000_000)
+            joined = sink.joined.withLock { $0 }
+        }
+        guard let j = joined, let relay = SocketAddress.resolve(host: serverURL.host ?? "127.0.0.1", port: j.mediaPort),
+              let udp = try? UDPSocket(host: "0.0.0.0", port: 0) else {
+            throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid) could not join")
+        }
+        // A bind (or its ack) lost under load is retried, as a real client would.
+        for _ in 0..<3 {
+            udp.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+            if udp.waitReadable(timeoutMs: 1000) {
                 var ack = [UInt8](repeating: 0, count: 64)
                 _ = ack.withUnsafeMutableBytes { udp.receive(into: $0) }
-                bots.append(Bot(uid: uid, room: r, ssrc: j.you.ssrc, socket: udp, signal: sink))
-                relayAddress = relay
+                return (Bot(uid: uid, room: r, ssrc: j.you.ssrc, socket: udp, signal: sink), relay)
             }
         }
+        throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid): no bind ack")
     }
 
     private var relayAddress = SocketAddress(ip: 0, port: 0)
