@@ -12,15 +12,18 @@ enum BenchCommand {
         USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms 5|10|20] [--seconds N] [--jitter-frames N]
                callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
                callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
+                                      [--input FILE.wav] [--record OUT.wav]
                callroom bench cpu [--speakers N] [--frames N]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
                  decode → mix → playback on another; per-stage breakdown; last line
                  mouth_to_ear_ms median=X p95=Y
-        quality  a continuous tone through random loss and delay variation applied before the
-                 listener's jitter buffer; how much was played, recovered (FEC), concealed (PLC),
-                 and playback stalls; last line quality … stalls=N
+        quality  a continuous tone (or --input, looped) through random loss and delay variation
+                 applied before the listener's jitter buffer; how much was played, recovered
+                 (FEC), concealed (PLC), and playback stalls; --record writes what the listener
+                 heard (48 kHz mono WAV) for a speech-quality score (scripts/bench-pesq.sh);
+                 last line quality … stalls=N
         render   time to lay out and draw one call-screen frame (120×40, levels moving every frame)
                  and how many cells a frame rewrites; last line render_us median=X
         cpu      Opus encode, decode and mixing cost per stream, as a share of one core, for a
@@ -35,7 +38,7 @@ enum BenchCommand {
         }
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout"],
+            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record"],
                                        boolean: ["help"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -64,7 +67,20 @@ enum BenchCommand {
         default:
             let loss = Double(int("loss", 5, 0...100)), jitter = Double(int("jitter", 30, 0...1000))
             let seconds = int("seconds", 10, 2...600), seed = UInt64(int("seed", 1, 0...Int.max))
-            Task { await PipelineBench.quality(loss: loss, jitter: jitter, seconds: seconds, seed: seed); exit(ExitCode.ok) }
+            var input = "tone:440"
+            if let path = args["input"] {
+                do { _ = try SoundFile.readMono48k(path: path) } catch { Console.fail("--input: \(error)") }
+                input = "file:" + path
+            }
+            var recorder: FileOutput?
+            if let path = args["record"] {
+                do { recorder = try FileOutput(path: path, frameSamples: 960, paced: false) } catch { Console.fail("--record: \(error)") }
+            }
+            let rec = recorder
+            Task {
+                await PipelineBench.quality(loss: loss, jitter: jitter, seconds: seconds, seed: seed, input: input, recorder: rec)
+                exit(ExitCode.ok)
+            }
         }
         dispatchMain()
     }
@@ -164,17 +180,20 @@ enum PipelineBench {
         Console.out("mouth_to_ear_ms median=\(fmt(percentile(total, 0.5))) p95=\(fmt(percentile(total, 0.95)))")
     }
 
-    static func quality(loss: Double, jitter: Double, seconds: Int, seed: UInt64) async {
+    static func quality(loss: Double, jitter: Double, seconds: Int, seed: UInt64, input: String = "tone:440",
+                        recorder: FileOutput? = nil) async {
         let room = startServer()
-        let ear = EarOutput(frameSamples: 960)
+        let ear = EarOutput(frameSamples: 960, recorder: recorder)
         let imp = NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: seed)
         let target = max(2, Int((jitter / 20).rounded(.up)) + 1)
         let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
             .setNetworkImpairment(imp).setJitterTargetFrames(target).build(), probe: nil)
         listener.replaceOutputForBenchmark(ear)
-        let speaker = await client(room, uid: "voice", settings: SessionSettingsBuilder().setAudioInput("tone:440").setAudioOutput("none").build(), probe: nil)
+        let speaker = await client(room, uid: "voice", settings: SessionSettingsBuilder().setAudioInput(input).setAudioOutput("none").build(), probe: nil)
         try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
         let report = listener.mediaReport
+        ear.close()
+        recorder?.close()
         await speaker.leave()
         await listener.leave()
         room.server.stop()
@@ -182,7 +201,7 @@ enum PipelineBench {
         guard let r = report else { Console.fail("no media report", code: ExitCode.failure) }
         let decided = max(1, r.played + r.recovered + r.concealed)
         let frames = max(1, ear.frames.load(ordering: .relaxed))
-        Console.out("callroom bench quality: loss \(loss) %, jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(target), \(seconds) s")
+        Console.out("callroom bench quality: \(input), loss \(loss) %, jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(target), \(seconds) s")
         Console.out("packets received \(r.packetsReceived), dropped by impairment \(r.impairedDrops), late \(r.late)")
         Console.out("frames: played \(r.played), recovered from FEC \(r.recovered), concealed \(r.concealed); " +
                     "output frames \(frames), silent \(ear.silentFrames.load(ordering: .relaxed))")

@@ -75,10 +75,13 @@ final class EarOutput: AudioOutput, @unchecked Sendable {
     let stalls = Atomic<Int>(0)
     let frames = Atomic<Int>(0)
     let silentFrames = Atomic<Int>(0)
+    /// Also writes every frame heard here (for an offline speech-quality score).
+    private let recorder: FileOutput?
 
-    init(frameSamples: Int) {
+    init(frameSamples: Int, recorder: FileOutput? = nil) {
         periodNs = UInt64(frameSamples) * 1_000_000_000 / 48_000
         pacer = Pacer(periodNanoseconds: periodNs)
+        self.recorder = recorder
     }
 
     func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
@@ -88,6 +91,7 @@ final class EarOutput: AudioOutput, @unchecked Sendable {
         lastWrite = now
         frames.add(1, ordering: .relaxed)
         if frame.allSatisfy({ abs(Int($0)) < 100 }) { silentFrames.add(1, ordering: .relaxed) }
+        try? recorder?.write(frame)
         if let i = detector.onset(in: frame) {
             // A device is still playing the chunk before this one: this chunk's length is the
             // playback period (a frame, or a shorter ALSA period).

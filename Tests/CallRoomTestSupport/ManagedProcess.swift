@@ -91,8 +91,12 @@ public enum BuiltProducts {
                 dir = dir.deletingLastPathComponent()
             }
         }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug").path
+        return packageRoot + "/.build/debug"
+    }
+
+    /// The repository's root directory (for files under Resources/).
+    public static var packageRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     }
 
     public static func path(_ name: String) -> String { directory + "/" + name }

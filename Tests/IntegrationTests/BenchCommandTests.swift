@@ -12,6 +12,24 @@ final class BenchCommandTests: XCTestCase {
         return (status, p.output)
     }
 
+    func testQualityRecordsWhatTheListenerHeard() throws {
+        let tmp = TemporaryDirectory("callroom-pesq")
+        defer { tmp.remove() }
+        let clip = BuiltProducts.packageRoot + "/Resources/clips/ada.wav"
+        let (status, out) = try run(["quality", "--loss", "0", "--jitter", "0", "--seconds", "3", "--input", clip,
+                                     "--record", tmp.file("heard.wav")])
+        XCTAssertEqual(status, 0, "\(out)")
+        XCTAssertTrue(out.contains { $0.contains("file:\(clip)") }, "the speaker played the clip: \(out)")
+        let heard = try XCTUnwrap(SignalAnalysis.readWAV(tmp.file("heard.wav")), "a WAV was written")
+        XCTAssertEqual(heard.rate, 48_000)
+        XCTAssertEqual(Double(heard.samples.count) / 48_000, 3, accuracy: 0.5, "every output frame was recorded")
+        // Speech (not silence, not a tone) reached the listener: loud windows, and no single bin dominating.
+        let loud = SignalAnalysis.windows(heard.samples, size: 4800).filter { SignalAnalysis.rmsDBFS($0) > -35 }
+        XCTAssertGreaterThan(loud.count, 5, "at least half a second of speech")
+        let (bad, _) = try run(["quality", "--input", tmp.file("missing.wav")])
+        XCTAssertEqual(bad, 2)
+    }
+
     func testBenchmarksPrintTheirFigures() throws {
         let (s1, latency) = try run(["latency", "--seconds", "3"])
         XCTAssertEqual(s1, 0)

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Speech quality through the real pipeline, as a standard score: a bundled speech clip is
+# looped by one client through an in-process callroomd to another whose network path drops
+# and delays packets (`callroom bench quality --input CLIP --record OUT`); what the listener
+# heard is scored against the clip with wide-band PESQ (ITU-T P.862.2, the `pesq` package from
+# PyPI, installed into .build/pesq-venv on first use). Beside it, the codec's own best case at
+# the same loss rate (scripts/opus_ideal.py: libopus alone, offline, same settings, FEC then
+# concealment) and concealment alone, so the pipeline is judged against what Opus can do.
+#
+#   scripts/bench-pesq.sh [--clip FILE.wav] [--seconds N] [--jitter MS] [LOSS% ...]
+#   e.g. scripts/bench-pesq.sh 0 5 10 20
+set -euo pipefail
+cd "$(dirname "$0")/.."
+clip=Resources/clips/ada.wav
+seconds=16
+jitter=30
+losses=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --clip) clip="${2:?--clip needs a file}"; shift 2 ;;
+        --seconds) seconds="${2:?--seconds needs N}"; shift 2 ;;
+        --jitter) jitter="${2:?--jitter needs MS}"; shift 2 ;;
+        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) [[ "$1" =~ ^[0-9]+$ ]] || { echo "bench-pesq: '$1' is not a loss percentage" >&2; exit 2; }
+           losses+=("$1"); shift ;;
+    esac
+done
+[ ${#losses[@]} -gt 0 ] || losses=(0 5 10 20)
+[ -f "$clip" ] || { echo "bench-pesq: no clip $clip (scripts/make-clips.sh makes them)" >&2; exit 2; }
+if ! command -v sox >/dev/null; then
+    [ "$(id -u)" -eq 0 ] || { echo "bench-pesq: needs sox (apt-get install sox)" >&2; exit 1; }
+    echo "bench-pesq: installing sox" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox >/dev/null
+fi
+venv=.build/pesq-venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pesq, numpy' 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q pesq numpy
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+if ! swift build -c release --product callroom > "$work/build.log" 2>&1; then cat "$work/build.log" >&2; exit 1; fi
+bin="$(swift build -c release --show-bin-path)"
+sox "$clip" -r 16000 -c 1 -b 16 "$work/ref.wav"
+sox "$clip" -r 48000 -c 1 -b 16 "$work/clip48.wav"
+echo "clip $clip, ${seconds} s per run, jitter 0…${jitter} ms, seed 1"
+echo "loss_pct recovered_pct concealed_pct pesq_wb opus_ideal_pesq_wb plc_only_pesq_wb"
+for loss in "${losses[@]}"; do
+    "$bin/callroom" bench quality --loss "$loss" --jitter "$jitter" --seconds "$seconds" --seed 1 \
+        --input "$clip" --record "$work/heard.wav" > "$work/quality.txt"
+    sox "$work/heard.wav" -r 16000 -b 16 "$work/heard16.wav"
+    score="$("$venv/bin/python" scripts/pesq_score.py "$work/ref.wav" "$work/heard16.wav")"
+    line="$(tail -1 "$work/quality.txt")"
+    rec="$(sed -n 's/.*recovered_pct=\([0-9.]*\).*/\1/p' <<<"$line")"
+    con="$(sed -n 's/.*concealed_pct=\([0-9.]*\).*/\1/p' <<<"$line")"
+    ideal="$("$venv/bin/python" scripts/opus_ideal.py "$work/clip48.wav" "$work/ref.wav" "$loss" 1)"
+    best="$(sed -n 's/ideal_pesq_wb=\([0-9.]*\).*/\1/p' <<<"$ideal")"
+    plc="$(sed -n 's/.*plc_only_pesq_wb=\([0-9.]*\).*/\1/p' <<<"$ideal")"
+    echo "$loss $rec $con ${score#pesq_wb=} $best $plc"
+done
