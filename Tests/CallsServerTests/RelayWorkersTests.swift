@@ -29,7 +29,10 @@ final class RelayWorkersTests: XCTestCase {
             while heard.count < 11, let d = Self.receive(m.socket), let p = try? RTPPacket(parsing: d) { heard.insert(p.ssrc) }
             XCTAssertEqual(heard, Set(members.map(\.ssrc)).subtracting([m.ssrc]), "u\(i) hears the 11 others once each")
         }
+        // Workers add to the shared counters once per received batch, after its sends.
         let counters = try XCTUnwrap(h.server.relayCounters)
+        let deadline = Date().addingTimeInterval(2)
+        while counters.forwarded.load(ordering: .relaxed) < 12 * 11 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertEqual(counters.forwarded.load(ordering: .relaxed), 12 * 11)
         XCTAssertEqual(counters.binds.load(ordering: .relaxed), 12)
     }
