@@ -14,6 +14,7 @@ enum BenchCommand {
                callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
                                       [--input FILE.wav] [--record OUT.wav]
                callroom bench cpu [--speakers N] [--frames N]
+               callroom bench udp-floor [--destinations N] [--datagrams N]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
@@ -28,17 +29,20 @@ enum BenchCommand {
                  and how many cells a frame rewrites; last line render_us median=X
         cpu      Opus encode, decode and mixing cost per stream, as a share of one core, for a
                  room of N speakers (you send 1 stream and receive N-1); last line client_cpu_pct=X
+        udp-floor  the kernel's cost of sending one datagram to each of N loopback sockets, the
+                 relay's way (sendmmsg) and one sendto each: the floor under the relay's CPU per
+                 forwarded packet; last line udp_floor_us_per_datagram sendmmsg=X sendto=Y
 
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let sub = arguments.first, ["latency", "quality", "cpu", "render"].contains(sub) else {
+        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor"].contains(sub) else {
             Console.out(usage)
             exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
         }
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record"],
+            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams"],
                                        boolean: ["help"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -50,6 +54,9 @@ enum BenchCommand {
         switch sub {
         case "cpu":
             CPUBench.run(speakers: int("speakers", 10, 1...200), frames: int("frames", 500, 10...100_000))
+            exit(ExitCode.ok)
+        case "udp-floor":
+            UDPFloorBench.run(destinations: int("destinations", 9, 1...64), datagrams: int("datagrams", 1_000_000, 1000...100_000_000))
             exit(ExitCode.ok)
         case "render":
             guard let layout = LayoutType(rawValue: (args["layout"] ?? "tile").lowercased()) else {

@@ -43,6 +43,10 @@ final class BenchCommandTests: XCTestCase {
         let (s3, cpu) = try run(["cpu", "--speakers", "3", "--frames", "50"])
         XCTAssertEqual(s3, 0)
         XCTAssertTrue(cpu.last?.hasPrefix("client_cpu_pct=") == true, "\(cpu)")
+        let (s5, floor) = try run(["udp-floor", "--destinations", "3", "--datagrams", "6000"])
+        XCTAssertEqual(s5, 0)
+        XCTAssertTrue(floor.last?.hasPrefix("udp_floor_us_per_datagram sendmmsg=") == true, "\(floor)")
+        XCTAssertFalse(floor.last?.contains("nan") ?? true, "\(floor)")
         let (s4, _) = try run(["teleport"])
         XCTAssertEqual(s4, 2)
     }
