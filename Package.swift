@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
-        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallRoomTestSupport"]),
+        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallRoomTestSupport", "callroomd"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsTUI"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsServer", "CallsTransport", "CometChatCallsSDK",

@@ -16,9 +16,11 @@ struct callroom_mmsghdr {
 extern int sendmmsg(int fd, struct callroom_mmsghdr *msgvec, unsigned int vlen, int flags);
 extern int recvmmsg(int fd, struct callroom_mmsghdr *msgvec, unsigned int vlen, int flags, struct timespec *timeout);
 
-/* Points message i of a receive vector at its buffer, iovec and source address slot. */
+/* Points message i of a receive vector at its buffer, iovec and source address slot, and (when
+   control is not NULL) at control_size bytes of ancillary data for its receive timestamp. */
 static inline void callroom_prepare_receive(struct callroom_mmsghdr *msgs, struct iovec *iovs, struct sockaddr_in *addrs,
-                                            unsigned char *buffers, size_t size, unsigned int count) {
+                                            unsigned char *buffers, size_t size, unsigned int count,
+                                            unsigned char *control, size_t control_size) {
     memset(msgs, 0, sizeof(struct callroom_mmsghdr) * (size_t)count);
     for (unsigned int i = 0; i < count; i++) {
         iovs[i].iov_base = buffers + (size_t)i * size;
@@ -26,13 +28,45 @@ static inline void callroom_prepare_receive(struct callroom_mmsghdr *msgs, struc
         msgs[i].msg_hdr.msg_iov = &iovs[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
         msgs[i].msg_hdr.msg_name = &addrs[i];
+        if (control) msgs[i].msg_hdr.msg_control = control + (size_t)i * control_size;
     }
 }
 
-/* Receives up to count datagrams without blocking (one recvmmsg). Returns how many, 0 when none. */
-static inline int callroom_receive_many(int fd, struct callroom_mmsghdr *msgs, unsigned int count) {
+/* Bytes of ancillary data one message needs for a SO_TIMESTAMPNS timestamp. */
+static inline size_t callroom_timestamp_control_size(void) { return CMSG_SPACE(sizeof(struct timespec)); }
+
+/* Asks the kernel to stamp each datagram received on fd with its arrival time (CLOCK_REALTIME). */
+static inline int callroom_enable_receive_timestamps(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+}
+
+/* The arrival time of a received message in CLOCK_REALTIME nanoseconds, or 0 when it carries none. */
+static inline long long callroom_message_timestamp_ns(struct callroom_mmsghdr *m) {
+    struct msghdr *h = &m->msg_hdr;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c != NULL; c = CMSG_NXTHDR(h, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+        }
+    }
+    return 0;
+}
+
+/* CLOCK_REALTIME now, in nanoseconds (the clock receive timestamps use). */
+static inline long long callroom_realtime_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Receives up to count datagrams without blocking (one recvmmsg). Returns how many, 0 when none.
+   control_size is what callroom_prepare_receive was given (0 without timestamps). */
+static inline int callroom_receive_many(int fd, struct callroom_mmsghdr *msgs, unsigned int count, size_t control_size) {
     for (unsigned int i = 0; i < count; i++) {
         msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+        msgs[i].msg_hdr.msg_controllen = msgs[i].msg_hdr.msg_control ? control_size : 0;
         msgs[i].msg_hdr.msg_flags = 0;
     }
     int n = recvmmsg(fd, msgs, count, MSG_DONTWAIT, NULL);

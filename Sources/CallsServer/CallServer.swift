@@ -64,7 +64,8 @@ public final class CallServer: @unchecked Sendable {
         }
         self.store = store
         let relay: MediaRelay
-        do { relay = try MediaRelay(host: configuration.host, port: configuration.mediaPort, threads: configuration.relayThreads) } catch {
+        do { relay = try MediaRelay(host: configuration.host, port: configuration.mediaPort, threads: configuration.relayThreads,
+                                   maxDelayMs: configuration.relayMaxDelayMs) } catch {
             throw .cannotBindMedia("\(configuration.host):\(configuration.mediaPort) (\(error))")
         }
         let signer = CallTokenSigner(secret: Hex.decode(k.tokenSecret) ?? [])

@@ -16,6 +16,7 @@ public final class RelayCounters: Sendable {
     public let droppedSSRCMismatch = Atomic<UInt64>(0)
     public let droppedSendFailed = Atomic<UInt64>(0)
     public let droppedBindRateLimited = Atomic<UInt64>(0)
+    public let droppedStale = Atomic<UInt64>(0)
     public let dominantSpeakerChanges = Atomic<UInt64>(0)
     init() {}
 }
@@ -34,7 +35,7 @@ public final class RelayCounters: Sendable {
 /// registry's queue); everything else happens on the worker threads, which allocate nothing per
 /// packet and share only batch-granular state (`RelayShared`).
 final class MediaRelay: @unchecked Sendable {
-    private let shared = RelayShared()
+    private let shared: RelayShared
     private let workers: [RelayWorker]
     private let stopped = DispatchSemaphore(value: 0)
     let port: Int
@@ -50,8 +51,10 @@ final class MediaRelay: @unchecked Sendable {
 
     /// Binds `threads` sockets to `host:port` (0 picks a free port). With more than one thread
     /// the port is first claimed without `SO_REUSEPORT`, so a port another process holds is
-    /// refused rather than silently shared.
-    init(host: String, port: Int, threads: Int = 1) throws(UDPSocketError) {
+    /// refused rather than silently shared. RTP that waited in a socket longer than
+    /// `maxDelayMs` (0: no limit) is dropped instead of forwarded.
+    init(host: String, port: Int, threads: Int = 1, maxDelayMs: Int = 0) throws(UDPSocketError) {
+        shared = RelayShared(maxDelayNanoseconds: Int64(max(0, maxDelayMs)) * 1_000_000)
         let n = max(1, min(threads, 64))
         var sockets: [UDPSocket] = []
         if n == 1 {

@@ -35,6 +35,7 @@ struct MetricsReport {
             ("reason=\"ssrc_mismatch\"", relay.droppedSSRCMismatch.load(ordering: .relaxed)),
             ("reason=\"send_failed\"", relay.droppedSendFailed.load(ordering: .relaxed)),
             ("reason=\"bind_rate_limited\"", relay.droppedBindRateLimited.load(ordering: .relaxed)),
+            ("reason=\"stale\"", relay.droppedStale.load(ordering: .relaxed)),
         ])
         r.counter("callroom_dominant_speaker_changes_total", "Dominant speaker changes across rooms.",
                   relay.dominantSpeakerChanges.load(ordering: .relaxed))

@@ -35,4 +35,8 @@ final class RelayShared: Sendable {
     /// Levels from every worker feed one tracker; worker 0 evaluates it.
     let speakers = Mutex<DominantSpeakerTracker>(DominantSpeakerTracker())
     let running = Atomic<Bool>(false)
+    /// RTP older than this when a worker reads it is stale and dropped (0: never).
+    let maxDelayNanoseconds: Int64
+
+    init(maxDelayNanoseconds: Int64) { self.maxDelayNanoseconds = maxDelayNanoseconds }
 }

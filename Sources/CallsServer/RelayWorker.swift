@@ -4,7 +4,9 @@ import Synchronization
 
 /// One relay thread and its socket of the relay's `SO_REUSEPORT` group. Receives datagrams in
 /// batches (`recvmmsg`), forwards each RTP packet to every other bound member of its room with
-/// one `sendmmsg`, and accepts binds.
+/// one `sendmmsg`, and accepts binds. RTP that waited in the socket longer than the relay's
+/// maximum delay (kernel arrival timestamps, `SO_TIMESTAMPNS`) is dropped as stale: under
+/// overload the relay sheds its oldest work and stays current instead of falling further behind.
 ///
 /// Thread rules: `loop()` runs on the worker's own thread and owns every stored property but
 /// `socket` (closed by the relay after the loop ends) and `onDominantSpeaker` (set before start).
@@ -13,7 +15,7 @@ final class RelayWorker: @unchecked Sendable {
     let socket: UDPSocket
     var onDominantSpeaker: (@Sendable (Int, UInt64?) -> Void)?
     private let shared: RelayShared
-    private let receiver = UDPBatchReceiver(capacity: 32)
+    private let receiver: UDPBatchReceiver
     private let sender = UDPBatchSender()
 
     private var table = RelayTable.empty
@@ -30,6 +32,8 @@ final class RelayWorker: @unchecked Sendable {
         self.index = index
         self.socket = socket
         self.shared = shared
+        let stamped = shared.maxDelayNanoseconds > 0 && socket.enableReceiveTimestamps()
+        receiver = UDPBatchReceiver(capacity: 32, timestamps: stamped)
         levels.reserveCapacity(receiver.capacity)
     }
 
@@ -45,12 +49,20 @@ final class RelayWorker: @unchecked Sendable {
                 let n = receiver.receive(on: socket.fd)
                 guard n > 0 else { break }
                 rounds += 1
-                var bytes: UInt64 = 0
+                var bytes: UInt64 = 0, stale: UInt64 = 0
+                let limit = shared.maxDelayNanoseconds
+                let oldest = limit > 0 ? UDPBatchReceiver.realtimeNanoseconds() - limit : 0
                 for i in 0..<n {
                     let d = receiver.datagram(i)
                     bytes += UInt64(d.count)
+                    // Stale RTP is dropped; binds ('C') are always handled.
+                    if limit > 0, d.count > 0, d[0] != 0x43, case let t = receiver.arrivalNanoseconds(i), t > 0, t < oldest {
+                        stale += 1
+                        continue
+                    }
                     handle(d, from: receiver.source(i))
                 }
+                if stale > 0 { shared.counters.droppedStale.add(stale, ordering: .relaxed) }
                 publish(received: UInt64(n), bytes: bytes)
             }
         }

@@ -23,10 +23,11 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var storeHeartbeatSeconds: Int?
     public var restRequestsPerSecond: Int?
     public var relayThreads: Int?
+    public var relayMaxDelayMs: Int?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds",
-                                           "restRequestsPerSecond", "relayThreads"]
+                                           "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs"]
 
     /// Why a config file was refused (the message names the file and the key).
     public struct Invalid: Error, Equatable, Sendable, CustomStringConvertible {
@@ -81,6 +82,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.storeHeartbeatSeconds = try int("storeHeartbeatSeconds")
         c.restRequestsPerSecond = try int("restRequestsPerSecond")
         c.relayThreads = try int("relayThreads")
+        c.relayMaxDelayMs = try int("relayMaxDelayMs")
         return c
     }
 }

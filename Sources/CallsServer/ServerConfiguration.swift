@@ -30,6 +30,9 @@ public struct ServerConfiguration: Sendable {
     public var logLevel: ServerLog.Level
     /// Relay worker threads sharing the UDP media port (`SO_REUSEPORT`); one per core by default.
     public var relayThreads: Int = min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 16)
+    /// RTP that waited longer than this in the relay's socket (the relay is overloaded) is
+    /// dropped rather than forwarded late; 0 forwards everything however late.
+    public var relayMaxDelayMs: Int = 200
 
     public init(host: String = "127.0.0.1", port: Int = 7880, mediaPort: Int = 0, dataDir: String,
                 appId: String? = nil, apiKey: String? = nil, authKey: String? = nil, autoCreateUsers: Bool = true,

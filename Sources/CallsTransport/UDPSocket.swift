@@ -1,3 +1,4 @@
+import CSocketBatch
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -92,6 +93,11 @@ public final class UDPSocket: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// Asks the kernel to stamp every datagram with its arrival time (`SO_TIMESTAMPNS`), which
+    /// `UDPBatchReceiver(timestamps: true)` reads. Returns false if the kernel refused.
+    @discardableResult
+    public func enableReceiveTimestamps() -> Bool { callroom_enable_receive_timestamps(fd) == 0 }
 
     public func close() {
         guard !closed else { return }

@@ -13,7 +13,7 @@ let usage = """
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds,
-                              restRequestsPerSecond, relayThreads); flags given
+                              restRequestsPerSecond, relayThreads, relayMaxDelayMs); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -84,6 +84,10 @@ if let h = file.storeHeartbeatSeconds {
 if let t = pick("relay-threads", file.relayThreads.map(String.init)) {
     guard let n = Int(t), (1...64).contains(n) else { fail("relay threads must be 1…64") }
     config.relayThreads = n
+}
+if let d = file.relayMaxDelayMs {
+    guard (0...10_000).contains(d) else { fail("relayMaxDelayMs must be 0…10000 (0: no limit)") }
+    config.relayMaxDelayMs = d
 }
 if let n = file.maxParticipantsPerRoom {
     guard (1...10_000).contains(n) else { fail("maxParticipantsPerRoom must be 1…10000") }

@@ -8,6 +8,8 @@ public enum BlockingHTTP {
     public struct Reply: @unchecked Sendable {
         public var status: Int
         public var json: [String: Any]
+        /// The answer's body as text (for non-JSON answers such as /metrics).
+        public var text = ""
         public var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
         public var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
     }
@@ -22,7 +24,7 @@ public enum BlockingHTTP {
         nonisolated(unsafe) var reply = Reply(status: 0, json: [:])
         URLSession.shared.dataTask(with: req) { d, r, _ in
             let json = d.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
-            reply = Reply(status: (r as? HTTPURLResponse)?.statusCode ?? 0, json: json)
+            reply = Reply(status: (r as? HTTPURLResponse)?.statusCode ?? 0, json: json, text: d.map { String(decoding: $0, as: UTF8.self) } ?? "")
             sem.signal()
         }.resume()
         sem.wait()

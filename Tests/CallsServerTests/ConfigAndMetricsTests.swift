@@ -5,12 +5,13 @@ import XCTest
 
 final class ConfigAndMetricsTests: XCTestCase {
     func testConfigFileParsing() throws {
-        let c = try ServerConfigFile.parse(Data(#"{"listen":"0.0.0.0:1","mediaPort":2,"autoCreateUsers":false,"logFormat":"json","relayThreads":3}"#.utf8))
+        let c = try ServerConfigFile.parse(Data(#"{"listen":"0.0.0.0:1","mediaPort":2,"autoCreateUsers":false,"logFormat":"json","relayThreads":3,"relayMaxDelayMs":150}"#.utf8))
         XCTAssertEqual(c.listen, "0.0.0.0:1")
         XCTAssertEqual(c.mediaPort, 2)
         XCTAssertEqual(c.autoCreateUsers, false)
         XCTAssertEqual(c.logFormat, "json")
         XCTAssertEqual(c.relayThreads, 3)
+        XCTAssertEqual(c.relayMaxDelayMs, 150)
         XCTAssertThrowsError(try ServerConfigFile.parse(Data(#"{"listne":"x"}"#.utf8))) {
             XCTAssertTrue(($0 as? ServerConfigFile.Invalid)?.message.contains("unknown key 'listne'") == true)
         }

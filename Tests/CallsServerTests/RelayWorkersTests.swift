@@ -1,6 +1,8 @@
+import CallRoomTestSupport
 import CallsCore
 @testable import CallsServer
 import CallsTransport
+import Foundation
 import XCTest
 
 /// The relay's worker threads: one UDP port shared by several sockets (`SO_REUSEPORT`), bindings
@@ -66,5 +68,63 @@ final class RelayWorkersTests: XCTestCase {
         var buf = [UInt8](repeating: 0, count: 2048)
         let r = buf.withUnsafeMutableBytes { s.receive(into: $0) }
         return r.map { Array(buf.prefix($0.count)) }
+    }
+}
+
+/// Overload protection: RTP that waited in the relay's socket past `relayMaxDelayMs` is dropped,
+/// not forwarded late. The server process is stopped (SIGSTOP) while packets queue, so they are
+/// really old when the relay reads them.
+final class RelayStaleDropTests: XCTestCase {
+    func testPacketsThatWaitedTooLongAreDroppedAndCounted() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crs-stale-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try #"{"relayMaxDelayMs": 100}"#.write(toFile: dir + ".json", atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: dir + ".json") }
+        let server = try CallroomdProcess(dataDir: dir, extra: ["--config", dir + ".json", "--log-level", "error"])
+        defer { _ = server.stop() }
+        var members: [(UDPSocket, UInt32)] = []
+        var probes: [SignalProbe] = []
+        var relay = SocketAddress(ip: 0, port: 0)
+        for uid in ["early", "late"] {
+            let probe = try SignalProbe(url: server.url)
+            probe.send(.join(.init(callToken: try ServerHarness.callToken(url: server.url, appId: server.appId, authKey: server.authKey,
+                                                                             uid: uid, session: "stale"), audioMuted: false)))
+            let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
+            relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
+            let s = try UDPSocket(host: "127.0.0.1", port: 0)
+            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+            XCTAssertEqual(RelayWorkersTests.receive(s)?.count, MediaBinding.ackLength)
+            members.append((s, j.you.ssrc))
+            probes.append(probe)
+        }
+        let (sender, ssrc) = members[0], receiver = members[1].0
+        sender.send(RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: ssrc, payload: [1]).encoded(), to: relay)
+        XCTAssertNotNil(RelayWorkersTests.receive(receiver), "a fresh packet is forwarded")
+
+        // SIGSTOP is asynchronous: wait until the kernel reports the process stopped ('T').
+        let pid = server.process.process.processIdentifier
+        server.process.signal(SIGSTOP)
+        let stopDeadline = Date().addingTimeInterval(2)
+        while Self.state(pid) != "T" && Date() < stopDeadline { Thread.sleep(forTimeInterval: 0.005) }
+        XCTAssertEqual(Self.state(pid), "T", "callroomd stopped")
+        for k in 0..<5 { sender.send(RTPPacket(sequenceNumber: UInt16(2 + k), timestamp: 0, ssrc: ssrc, payload: [2]).encoded(), to: relay) }
+        Thread.sleep(forTimeInterval: 0.4)
+        server.process.signal(SIGCONT)
+        XCTAssertNil(RelayWorkersTests.receive(receiver, timeoutMs: 300), "packets 400 ms old are not forwarded")
+
+        sender.send(RTPPacket(sequenceNumber: 9, timestamp: 0, ssrc: ssrc, payload: [3]).encoded(), to: relay)
+        let fresh = try XCTUnwrap(RelayWorkersTests.receive(receiver), "the relay is current again")
+        XCTAssertEqual(try RTPPacket(parsing: fresh).sequenceNumber, 9)
+        let metrics = BlockingHTTP.request("GET", server.url + "/metrics").text
+        XCTAssertTrue(metrics.contains(#"callroom_relay_packets_dropped_total{reason="stale"} 5"#), metrics)
+        XCTAssertTrue(metrics.contains("callroom_relay_packets_forwarded_total 2"), metrics)
+        withExtendedLifetime(probes) {}
+    }
+
+    /// A process's state letter from /proc/PID/stat ("T" when stopped).
+    static func state(_ pid: Int32) -> String? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ").first.map(String.init)
     }
 }
