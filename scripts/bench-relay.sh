@@ -2,8 +2,11 @@
 # Relay capacity benchmark: a release callroomd on loopback and `callroom bots` load generators
 # for each room shape given, one after another, each against a fresh server.
 #
-#   scripts/bench-relay.sh [--duration S] [--relay-threads N] ROOMSxPER [ROOMSxPER ...]
+#   scripts/bench-relay.sh [--duration S] [--relay-threads N] [--pin] ROOMSxPER [ROOMSxPER ...]
 #   e.g. scripts/bench-relay.sh 30x10 60x10 100x10
+#
+# --pin runs the server on the last core alone (one relay thread unless --relay-threads says
+# otherwise) and the generator on the others, so neither steals the other's CPU.
 #
 # Prints, per shape, the generator's report (delivered, loss, jitter, relay delay, server CPU
 # per forwarded packet, memory per participant, generator and whole-machine CPU).
@@ -11,12 +14,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=10
 threads=""
+pin=""
 shapes=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --duration) duration="${2:?--duration needs seconds}"; shift 2 ;;
         --relay-threads) threads="--relay-threads ${2:?--relay-threads needs N}"; shift 2 ;;
-        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --pin) pin=1; shift ;;
+        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         [0-9]*x[0-9]*) [[ "$1" =~ ^[0-9]+x[0-9]+$ ]] || { echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2; }
             shapes+=("$1"); shift ;;
         *) echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2 ;;
@@ -24,6 +29,13 @@ while [ $# -gt 0 ]; do
 done
 [ ${#shapes[@]} -gt 0 ] || { echo "bench-relay: give at least one ROOMSxPER shape (e.g. 30x10)" >&2; exit 2; }
 ulimit -n 65536 2>/dev/null || true
+server_cpu=(); generator_cpu=()
+if [ -n "$pin" ]; then
+    cores="$(nproc)"
+    [ "$cores" -ge 2 ] || { echo "bench-relay: --pin needs at least 2 cores" >&2; exit 2; }
+    server_cpu=(taskset -c "$((cores - 1))"); generator_cpu=(taskset -c "0-$((cores - 2))")
+    [ -n "$threads" ] || threads="--relay-threads 1"
+fi
 work="$(mktemp -d)"
 if ! { swift build -c release --product callroomd && swift build -c release --product callroom; } > "$work/build.log" 2>&1; then
     cat "$work/build.log" >&2; exit 1
@@ -37,14 +49,14 @@ for shape in "${shapes[@]}"; do
     rooms="${shape%x*}"; per="${shape#*x}"
     rm -rf "$work/data"
     # shellcheck disable=SC2086
-    "$bin/callroomd" --config "$work/config.json" --listen 127.0.0.1:0 --data-dir "$work/data" \
+    "${server_cpu[@]}" "$bin/callroomd" --config "$work/config.json" --listen 127.0.0.1:0 --data-dir "$work/data" \
         --auth-key bench-key --log-level warn $threads > "$work/server.out" 2> "$work/server.err" &
     server=$!
     for _ in $(seq 100); do grep -q listening "$work/server.out" && break; sleep 0.1; done
     url="$(grep -o 'http://[0-9.:]*' "$work/server.out" | head -1)"
     [ -n "$url" ] || { echo "bench-relay: callroomd did not start:" >&2; cat "$work/server.err" >&2; exit 1; }
     echo "== $rooms rooms x $per = $((rooms * per)) participants, ${duration} s"
-    "$bin/callroom" bots --server "$url" --auth-key bench-key --rooms "$rooms" --per-room "$per" \
+    "${generator_cpu[@]}" "$bin/callroom" bots --server "$url" --auth-key bench-key --rooms "$rooms" --per-room "$per" \
         --duration "$duration" --server-pid "$server" | sed 's/^/   /'
     kill "$server"; wait "$server" 2>/dev/null || true
     server=""
