@@ -18,7 +18,16 @@ public final class RelayCounters: Sendable {
     public let droppedBindRateLimited = Atomic<UInt64>(0)
     public let droppedStale = Atomic<UInt64>(0)
     public let dominantSpeakerChanges = Atomic<UInt64>(0)
-    init() {}
+    /// Datagrams received by each relay worker (how the kernel spread the senders).
+    public var receivedPerWorker: [UInt64] { perWorker.map { $0.received.load(ordering: .relaxed) } }
+
+    final class WorkerCount: Sendable {
+        let received = Atomic<UInt64>(0)
+        init() {}
+    }
+    let perWorker: [WorkerCount]
+
+    init(workers: Int) { perWorker = (0..<max(1, workers)).map { _ in WorkerCount() } }
 }
 
 /// The UDP media relay (an SFU for audio): forwards each RTP datagram from a bound participant
@@ -54,8 +63,8 @@ final class MediaRelay: @unchecked Sendable {
     /// refused rather than silently shared. RTP that waited in a socket longer than
     /// `maxDelayMs` (0: no limit) is dropped instead of forwarded.
     init(host: String, port: Int, threads: Int = 1, maxDelayMs: Int = 0) throws(UDPSocketError) {
-        shared = RelayShared(maxDelayNanoseconds: Int64(max(0, maxDelayMs)) * 1_000_000)
         let n = max(1, min(threads, 64))
+        shared = RelayShared(workers: n, maxDelayNanoseconds: Int64(max(0, maxDelayMs)) * 1_000_000)
         var sockets: [UDPSocket] = []
         if n == 1 {
             sockets = [try UDPSocket(host: host, port: port)]

@@ -24,6 +24,8 @@ struct MetricsReport {
         r.gauge("callroom_signalling_connections", "Open signalling WebSocket connections.", connections)
         r.counter("callroom_http_requests_total", "REST requests answered.", httpRequests)
         r.counter("callroom_relay_packets_received_total", "UDP datagrams received by the relay.", relay.received.load(ordering: .relaxed))
+        r.counter("callroom_relay_worker_packets_received_total", "UDP datagrams received by each relay worker.",
+                  relay.receivedPerWorker.enumerated().map { ("worker=\"\($0.offset)\"", $0.element) })
         r.counter("callroom_relay_bytes_received_total", "UDP bytes received by the relay.", relay.receivedBytes.load(ordering: .relaxed))
         r.counter("callroom_relay_packets_forwarded_total", "RTP packets sent by the relay.", relay.forwarded.load(ordering: .relaxed))
         r.counter("callroom_relay_bytes_forwarded_total", "RTP bytes sent by the relay.", relay.forwardedBytes.load(ordering: .relaxed))

@@ -26,7 +26,7 @@ struct RelayBindings: Sendable {
 /// State the relay's worker threads share. Every field is thread-safe; the hot path touches it
 /// once per received batch (two atomic loads), never per packet.
 final class RelayShared: Sendable {
-    let counters = RelayCounters()
+    let counters: RelayCounters
     /// The newest membership snapshot (from the room registry) and its generation.
     let pendingTable = Mutex<RelayTable>(.empty)
     let tableGeneration = Atomic<UInt64>(0)
@@ -38,5 +38,8 @@ final class RelayShared: Sendable {
     /// RTP older than this when a worker reads it is stale and dropped (0: never).
     let maxDelayNanoseconds: Int64
 
-    init(maxDelayNanoseconds: Int64) { self.maxDelayNanoseconds = maxDelayNanoseconds }
+    init(workers: Int, maxDelayNanoseconds: Int64) {
+        counters = RelayCounters(workers: workers)
+        self.maxDelayNanoseconds = maxDelayNanoseconds
+    }
 }

@@ -90,6 +90,7 @@ final class RelayWorker: @unchecked Sendable {
     private func publish(received: UInt64, bytes: UInt64) {
         let c = shared.counters
         c.received.add(received, ordering: .relaxed)
+        if index < c.perWorker.count { c.perWorker[index].received.add(received, ordering: .relaxed) }
         c.receivedBytes.add(bytes, ordering: .relaxed)
         if forwarded > 0 {
             c.forwarded.add(forwarded, ordering: .relaxed)
