@@ -22,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSocketBatch"),
+        .systemLibrary(name: "CBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
         .systemLibrary(name: "CNcurses", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
 
         // MARK: Swift libraries (arrows point down: nothing imports upward)
@@ -29,7 +30,7 @@ let package = Package(
         .target(name: "CallsSecurity", dependencies: ["COpenSSL"]),
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
-        .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite"]),
+        .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite", "CBPF"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsTransport", "CallsAudio"]),
         .target(name: "CallsTUI", dependencies: ["CometChatCallsSDK", "CNcurses"]),
 

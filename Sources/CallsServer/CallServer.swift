@@ -68,6 +68,19 @@ public final class CallServer: @unchecked Sendable {
                                    maxDelayMs: configuration.relayMaxDelayMs) } catch {
             throw .cannotBindMedia("\(configuration.host):\(configuration.mediaPort) (\(error))")
         }
+        if configuration.relayFastPath != .off {
+            let object = configuration.relayFastPathObject ?? RelayFastPath.defaultObjectPath()
+            do {
+                relay.attachFastPath(try RelayFastPath(objectPath: object, host: configuration.host, port: relay.port))
+                log.info("relay fast path on", ["object": object])
+            } catch {
+                guard configuration.relayFastPath == .auto else {
+                    relay.close()
+                    throw .fastPath(error.description)
+                }
+                log.warn("relay fast path off", ["reason": error.description])
+            }
+        }
         let signer = CallTokenSigner(secret: Hex.decode(k.tokenSecret) ?? [])
         var limits = RoomLimits()
         limits.maxParticipants = configuration.maxParticipantsPerRoom

@@ -17,6 +17,9 @@ public final class RelayCounters: Sendable {
     public let droppedSendFailed = Atomic<UInt64>(0)
     public let droppedBindRateLimited = Atomic<UInt64>(0)
     public let droppedStale = Atomic<UInt64>(0)
+    /// Packets the kernel fast path forwarded (also counted in `forwarded`), and its run time.
+    public let fastPathForwarded = Atomic<UInt64>(0)
+    public let fastPathRunNanoseconds = Atomic<UInt64>(0)
     public let dominantSpeakerChanges = Atomic<UInt64>(0)
     /// Datagrams received by each relay worker (how the kernel spread the senders).
     public var receivedPerWorker: [UInt64] { perWorker.map { $0.received.load(ordering: .relaxed) } }
@@ -50,6 +53,11 @@ final class MediaRelay: @unchecked Sendable {
     let port: Int
 
     var counters: RelayCounters { shared.counters }
+    /// Whether the kernel fast path forwards for this relay.
+    var fastPathActive: Bool { workers[0].fastPath != nil }
+
+    /// Hands the kernel fast path to worker 0, which keeps its maps in step. Before `start()`.
+    func attachFastPath(_ fastPath: RelayFastPath) { workers[0].fastPath = fastPath }
 
     /// Called on worker 0 when a room's loudest speaker changes (room index, member key). Set
     /// before `start()`; it must only hand off (the registry hops to its queue).

@@ -39,6 +39,13 @@ struct MetricsReport {
             ("reason=\"bind_rate_limited\"", relay.droppedBindRateLimited.load(ordering: .relaxed)),
             ("reason=\"stale\"", relay.droppedStale.load(ordering: .relaxed)),
         ])
+        r.counter("callroom_relay_fastpath_packets_forwarded_total", "RTP packets the kernel fast path forwarded (included in the forwarded total).",
+                  relay.fastPathForwarded.load(ordering: .relaxed))
+        r.lines += [
+            "# HELP callroom_relay_fastpath_run_seconds_total CPU time the kernel fast path's program ran (0 without run-time stats).",
+            "# TYPE callroom_relay_fastpath_run_seconds_total counter",
+            "callroom_relay_fastpath_run_seconds_total \(Double(relay.fastPathRunNanoseconds.load(ordering: .relaxed)) / 1e9)",
+        ]
         r.counter("callroom_dominant_speaker_changes_total", "Dominant speaker changes across rooms.",
                   relay.dominantSpeakerChanges.load(ordering: .relaxed))
         let ops = store.operations.load(ordering: .relaxed)

@@ -9,7 +9,8 @@ import Synchronization
 /// overload the relay sheds its oldest work and stays current instead of falling further behind.
 ///
 /// Thread rules: `loop()` runs on the worker's own thread and owns every stored property but
-/// `socket` (closed by the relay after the loop ends) and `onDominantSpeaker` (set before start).
+/// `socket` (closed by the relay after the loop ends), and `onDominantSpeaker` and `fastPath`
+/// (set before start).
 final class RelayWorker: @unchecked Sendable {
     let index: Int
     let socket: UDPSocket
@@ -27,6 +28,10 @@ final class RelayWorker: @unchecked Sendable {
     private var forwarded: UInt64 = 0
     private var forwardedBytes: UInt64 = 0
     private var sendFailed: UInt64 = 0
+    /// Worker 0 only: the kernel fast path, kept in step with the table and bindings it saw.
+    var fastPath: RelayFastPath?
+    private var fastPathSynced: (table: UInt64, bindings: UInt64) = (.max, .max)
+    private var lastHarvest: UInt64 = 0
 
     init(index: Int, socket: UDPSocket, shared: RelayShared) {
         self.index = index
@@ -40,6 +45,7 @@ final class RelayWorker: @unchecked Sendable {
     func loop() {
         while shared.running.load(ordering: .acquiring) {
             refresh()
+            if let fp = fastPath { tendFastPath(fp) }
             if index == 0 { evaluateSpeakers() }
             guard socket.waitReadable(timeoutMs: 50) else { continue }
             // A join may have published a table while we waited: its bind must see it.
@@ -152,6 +158,34 @@ final class RelayWorker: @unchecked Sendable {
         forwarded += UInt64(ok)
         forwardedBytes += UInt64(ok * datagram.count)
         if ok < queued { sendFailed += UInt64(queued - ok) }
+    }
+
+    /// Brings the fast path's maps up to date, and every 50 ms adds its counts to the shared
+    /// counters and its members' levels to the dominant-speaker tracker.
+    private func tendFastPath(_ fp: RelayFastPath) {
+        if fastPathSynced != (seenTable, seenBindings) {
+            fp.sync(table, bindings)
+            fastPathSynced = (seenTable, seenBindings)
+        }
+        let now = monotonicNanoseconds()
+        guard now &- lastHarvest >= 50_000_000 else { return }
+        lastHarvest = now
+        let d = fp.statsDelta()
+        let c = shared.counters
+        if d.received > 0 {
+            c.received.add(d.received, ordering: .relaxed)
+            c.receivedBytes.add(d.receivedBytes, ordering: .relaxed)
+            c.forwarded.add(d.forwarded, ordering: .relaxed)
+            c.forwardedBytes.add(d.forwardedBytes, ordering: .relaxed)
+            c.fastPathForwarded.add(d.forwarded, ordering: .relaxed)
+        }
+        c.fastPathRunNanoseconds.store(fp.runNanoseconds, ordering: .relaxed)
+        let levels = fp.newLevels()
+        if !levels.isEmpty {
+            shared.speakers.withLock { tracker in
+                for l in levels { tracker.heard(l.key, level: l.level, now: l.at) }
+            }
+        }
     }
 
     private func evaluateSpeakers() {

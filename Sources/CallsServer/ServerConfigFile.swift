@@ -24,10 +24,13 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var restRequestsPerSecond: Int?
     public var relayThreads: Int?
     public var relayMaxDelayMs: Int?
+    public var relayFastPath: String?
+    public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds",
-                                           "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs"]
+                                           "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
+                                           "relayFastPath", "relayFastPathObject"]
 
     /// Why a config file was refused (the message names the file and the key).
     public struct Invalid: Error, Equatable, Sendable, CustomStringConvertible {
@@ -83,6 +86,8 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.restRequestsPerSecond = try int("restRequestsPerSecond")
         c.relayThreads = try int("relayThreads")
         c.relayMaxDelayMs = try int("relayMaxDelayMs")
+        c.relayFastPath = try string("relayFastPath")
+        c.relayFastPathObject = try string("relayFastPathObject")
         return c
     }
 }

@@ -33,6 +33,11 @@ public struct ServerConfiguration: Sendable {
     /// RTP that waited longer than this in the relay's socket (the relay is overloaded) is
     /// dropped rather than forwarded late; 0 forwards everything however late.
     public var relayMaxDelayMs: Int = 200
+    /// The relay's kernel fast path (eBPF, docs/operations.md): off, auto (use it when it loads,
+    /// else log why and go on without) or on (refuse to start without it).
+    public var relayFastPath: RelayFastPathMode = .off
+    /// The compiled fast-path program; nil looks beside the executable, then in `.build/bpf`.
+    public var relayFastPathObject: String?
 
     public init(host: String = "127.0.0.1", port: Int = 7880, mediaPort: Int = 0, dataDir: String,
                 appId: String? = nil, apiKey: String? = nil, authKey: String? = nil, autoCreateUsers: Bool = true,
@@ -54,6 +59,11 @@ public struct ServerConfiguration: Sendable {
     }
 }
 
+/// Whether the relay uses its kernel fast path.
+public enum RelayFastPathMode: String, Sendable, CaseIterable {
+    case off, auto, on
+}
+
 /// Why a server could not start.
 public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertible {
     case cannotCreateDataDir(String)
@@ -62,6 +72,7 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     case database(String)
     case cannotListen(String)
     case cannotBindMedia(String)
+    case fastPath(String)
 
     public var description: String {
         switch self {
@@ -71,6 +82,7 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
         case .database(let m): return m
         case .cannotListen(let m): return "cannot listen on \(m)"
         case .cannotBindMedia(let m): return "cannot bind the UDP media port: \(m)"
+        case .fastPath(let m): return "relay fast path: \(m)"
         }
     }
 }

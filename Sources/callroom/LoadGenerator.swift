@@ -12,7 +12,7 @@ import Synchronization
 /// send time in a header extension (id 2), so relay delay is measured on one clock.
 ///
 /// ```
-///  sender thread:   every 20 ms, for each bot: RTP(seq, ts, ssrc, level, send-time) ─▶ its socket ─▶ relay
+///  sender threads:  every 20 ms, for each of its bots: RTP(seq, ts, ssrc, level, send-time) ─▶ its socket ─▶ relay
 ///  receiver thread: epoll(all sockets) ─▶ recvmmsg ─▶ count; every 7th receiver: arrival jitter, relay delay
 /// ```
 final class LoadGenerator: @unchecked Sendable {
@@ -145,35 +145,22 @@ final class LoadGenerator: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         let receiver = Thread { [self] in self.receiveLoop(); done.signal() }
         receiver.start()
+        // Senders on one thread per core: on loopback the kernel's delivery of each packet runs
+        // in its sender's system call, so one thread cannot keep 1,000 bots at 50 packets a second.
         let start = monotonicNanoseconds()
-        var pacer = Pacer(periodNanoseconds: 20_000_000)
-        var frame = 0
-        var packet = [UInt8](repeating: 0, count: 1500)
-        while Double(monotonicNanoseconds() - start) / 1e9 < seconds {
-            pacer.wait()
-            let payload = frames[frame % max(1, frames.count)]
-            for b in bots {
-                let now = monotonicNanoseconds()
-                let n = packet.withUnsafeMutableBytes { p -> Int in
-                    var h = RTPPacket.writeHeader(into: p, sequenceNumber: UInt16(truncatingIfNeeded: frame),
-                                                  timestamp: UInt32(truncatingIfNeeded: frame * 960), ssrc: b.ssrc,
-                                                  audioLevel: .init(level: 20, voiceActivity: true))
-                    // Grow the one-byte extension block to 4 words: the level (id 1), then id 2 with
-                    // 8 bytes of send time, then padding; the payload starts at byte 32.
-                    p[15] = 4
-                    p[18] = (2 << 4) | 7
-                    for k in 0..<8 { p[19 + k] = UInt8((now >> (56 - 8 * UInt64(k))) & 0xFF) }
-                    for k in 27..<32 { p[k] = 0 }
-                    h = 32
-                    for (k, byte) in payload.enumerated() { p[h + k] = byte }
-                    return h + payload.count
-                }
-                if packet.withUnsafeBytes({ b.socket?.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: relayAddress) ?? false }) {
-                    sent.add(1, ordering: .relaxed)
-                }
+        let payloads = frames
+        let threads = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4, bots.count))
+        let sendersDone = DispatchSemaphore(value: 0)
+        for t in 0..<threads {
+            let mine = Array(bots.enumerated().filter { $0.offset % threads == t }.map(\.element))
+            let sender = Thread { [self] in
+                self.sendLoop(mine, frames: payloads, start: start, seconds: seconds)
+                sendersDone.signal()
             }
-            frame += 1
+            sender.name = "callroom.load.send.\(t)"
+            sender.start()
         }
+        for _ in 0..<threads { sendersDone.wait() }
         // Let the last packets arrive.
         Thread.sleep(forTimeInterval: 0.3)
         running.store(false, ordering: .releasing)
@@ -195,6 +182,38 @@ final class LoadGenerator: @unchecked Sendable {
         var delayMs: [Double]
         var lossPercent: Double { expected == 0 ? 0 : max(0, 100 * Double(expected - delivered) / Double(expected)) }
         func p(_ xs: [Double], _ q: Double) -> Double { xs.isEmpty ? .nan : xs[min(xs.count - 1, Int(Double(xs.count - 1) * q))] }
+    }
+
+    /// Sends one RTP packet from each of `group` every 20 ms until `seconds` have passed.
+    private func sendLoop(_ group: [Bot], frames: [[UInt8]], start: UInt64, seconds: Double) {
+        var pacer = Pacer(periodNanoseconds: 20_000_000)
+        var frame = 0
+        var packet = [UInt8](repeating: 0, count: 1500)
+        while Double(monotonicNanoseconds() - start) / 1e9 < seconds {
+            pacer.wait()
+            let payload = frames[frame % max(1, frames.count)]
+            for b in group {
+                let now = monotonicNanoseconds()
+                let n = packet.withUnsafeMutableBytes { p -> Int in
+                    var h = RTPPacket.writeHeader(into: p, sequenceNumber: UInt16(truncatingIfNeeded: frame),
+                                                  timestamp: UInt32(truncatingIfNeeded: frame * 960), ssrc: b.ssrc,
+                                                  audioLevel: .init(level: 20, voiceActivity: true))
+                    // Grow the one-byte extension block to 4 words: the level (id 1), then id 2 with
+                    // 8 bytes of send time, then padding; the payload starts at byte 32.
+                    p[15] = 4
+                    p[18] = (2 << 4) | 7
+                    for k in 0..<8 { p[19 + k] = UInt8((now >> (56 - 8 * UInt64(k))) & 0xFF) }
+                    for k in 27..<32 { p[k] = 0 }
+                    h = 32
+                    for (k, byte) in payload.enumerated() { p[h + k] = byte }
+                    return h + payload.count
+                }
+                if packet.withUnsafeBytes({ b.socket?.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: relayAddress) ?? false }) {
+                    sent.add(1, ordering: .relaxed)
+                }
+            }
+            frame += 1
+        }
     }
 
     /// Receives on every bot socket: epoll for readiness, `recvmmsg` for up to 32 datagrams a call.

@@ -8,12 +8,14 @@ let usage = """
     USAGE: callroomd [--config FILE] [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR]
                      [--app-id ID] [--api-key KEY] [--auth-key KEY] [--no-auto-create-users]
                      [--log-format text|json] [--log-level debug|info|warn|error] [--relay-threads N]
+                     [--relay-fast-path off|auto|on]
 
     OPTIONS:
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds,
-                              restRequestsPerSecond, relayThreads, relayMaxDelayMs); flags given
+                              restRequestsPerSecond, relayThreads, relayMaxDelayMs,
+                              relayFastPath, relayFastPathObject); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -26,6 +28,9 @@ let usage = """
       --log-level LEVEL       debug, info (default), warn or error
       --relay-threads N       UDP relay worker threads sharing the media port, 1…64
                               (default: one per core, at most 16)
+      --relay-fast-path MODE  the relay's eBPF kernel fast path: off (default), auto (use it
+                              if it loads, else say why and go on) or on (refuse to start
+                              without it); needs root, Linux ≥ 6.6, scripts/build-bpf.sh
       --version               print the version
       -h, --help              show this help
 
@@ -43,7 +48,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 let args: ArgumentScanner
 do {
     args = try ArgumentScanner(CommandLine.arguments.dropFirst(),
-                               valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads"],
+                               valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads", "relay-fast-path"],
                                boolean: ["no-auto-create-users", "help", "version"])
 } catch {
     fail("\(error.message)\nRun 'callroomd --help' for usage.")
@@ -85,6 +90,11 @@ if let t = pick("relay-threads", file.relayThreads.map(String.init)) {
     guard let n = Int(t), (1...64).contains(n) else { fail("relay threads must be 1…64") }
     config.relayThreads = n
 }
+if let m = pick("relay-fast-path", file.relayFastPath) {
+    guard let v = RelayFastPathMode(rawValue: m) else { fail("relay fast path must be off, auto or on") }
+    config.relayFastPath = v
+}
+config.relayFastPathObject = file.relayFastPathObject
 if let d = file.relayMaxDelayMs {
     guard (0...10_000).contains(d) else { fail("relayMaxDelayMs must be 0…10000 (0: no limit)") }
     config.relayMaxDelayMs = d

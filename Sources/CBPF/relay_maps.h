@@ -1,0 +1,38 @@
+/* Map layouts shared by the relay's eBPF fast path (Resources/bpf/relay_fastpath.bpf.c) and the
+   Swift side that fills the maps (CBPF shim.h, RelayFastPath.swift). One definition, two users. */
+#ifndef CALLROOM_RELAY_MAPS_H
+#define CALLROOM_RELAY_MAPS_H
+#include <linux/types.h>
+
+#define CR_MAX_ROOM 64
+
+struct cr_config {
+    __be32 relay_ip;
+    __be16 relay_port;
+    __u16 pad;
+    __u32 ifindex;
+};
+
+struct cr_addr {
+    __be32 ip;
+    __be16 port;
+    __u16 pad;
+};
+
+struct cr_member {
+    __u32 room;
+    __u32 ssrc;
+    __u64 last_ns; /* CLOCK_MONOTONIC time of the last packet with a level (written by the program) */
+    __u32 level;   /* RFC 6464 level of that packet, 0 loud … 127 silent (written by the program) */
+    __u32 pad;
+};
+
+struct cr_room {
+    __u32 count;
+    __u32 pad;
+    struct cr_addr members[CR_MAX_ROOM];
+};
+
+enum { CR_RECEIVED, CR_RECEIVED_BYTES, CR_FORWARDED, CR_FORWARDED_BYTES, CR_STATS };
+
+#endif

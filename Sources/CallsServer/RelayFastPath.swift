@@ -1,0 +1,144 @@
+import CBPF
+import CallsCore
+import CallsTransport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why the kernel fast path could not start.
+public enum RelayFastPathError: Error, Equatable, Sendable, CustomStringConvertible {
+    case objectMissing(String)
+    case load(path: String, errno: Int32)
+    case noInterface(String)
+    case attach(errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .objectMissing(let p): return "no fast-path object at \(p) (scripts/build-bpf.sh builds it)"
+        case .load(let p, let e): return "cannot load \(p): \(String(cString: strerror(e))) (needs root or CAP_BPF)"
+        case .noInterface(let h): return "no interface holds \(h) (the fast path needs the relay bound to one address, not 0.0.0.0)"
+        case .attach(let e): return "cannot attach to the interface: \(String(cString: strerror(e))) (needs Linux ≥ 6.6 tcx and CAP_NET_ADMIN)"
+        }
+    }
+}
+
+/// The relay's kernel fast path: an eBPF program on the relay interface's ingress
+/// (Resources/bpf/relay_fastpath.bpf.c) that forwards RTP from bound members to their rooms in
+/// the kernel. This type owns the loaded object and its tcx link (the kernel detaches the link
+/// when the process exits, however it exits) and keeps the program's maps equal to the relay's
+/// membership.
+///
+/// Thread rules: one thread (relay worker 0) after `init`.
+final class RelayFastPath: @unchecked Sendable {
+    private var bpf = callroom_bpf()
+    /// What the maps hold now: member key → (address, room, ssrc), and room → destinations.
+    private var members: [UInt64: (address: SocketAddress, room: Int, ssrc: UInt32)] = [:]
+    private var rooms: [Int: [SocketAddress]] = [:]
+    private var lastLevelTime: [UInt64: UInt64] = [:]
+    private var lastStats: [UInt64] = [0, 0, 0, 0]
+
+    /// Loads `objectPath` and attaches it to the interface holding `host`, for packets to
+    /// `host:port`.
+    init(objectPath: String, host: String, port: Int) throws(RelayFastPathError) {
+        guard access(objectPath, R_OK) == 0 else { throw .objectMissing(objectPath) }
+        guard let address = SocketAddress(host: host, port: port), address.ip != 0,
+              let ifindex = Self.interfaceIndex(holding: address.ip) else { throw .noInterface(host) }
+        let rc = callroom_bpf_open(objectPath, &bpf)
+        guard rc == 0 else { throw .load(path: objectPath, errno: -rc) }
+        let attached = callroom_bpf_attach(&bpf, address.ip, UInt16(port).bigEndian, Int32(ifindex))
+        guard attached == 0 else {
+            callroom_bpf_close(&bpf)
+            throw .attach(errno: -attached)
+        }
+    }
+
+    deinit { callroom_bpf_close(&bpf) }
+
+    /// Makes the maps match `table` and `bindings`: every bound member, and for each room of at
+    /// most 64 bound members its destination list (larger rooms stay with the socket relay).
+    func sync(_ table: RelayTable, _ bindings: RelayBindings) {
+        var wantMembers: [UInt64: (address: SocketAddress, room: Int, ssrc: UInt32)] = [:]
+        var wantRooms: [Int: [SocketAddress]] = [:]
+        for (room, keys) in table.rooms {
+            let bound = keys.compactMap { k in bindings.addressOf[k].map { (k, $0) } }
+            guard bound.count <= Int(CR_MAX_ROOM) else { continue }
+            wantRooms[room] = bound.map(\.1)
+            for (k, a) in bound { if let m = table.members[k] { wantMembers[k] = (a, room, m.ssrc) } }
+        }
+        for (k, old) in members where wantMembers[k]?.address != old.address {
+            _ = callroom_bpf_delete_member(&bpf, old.address.ip, old.address.port.bigEndian)
+            lastLevelTime[k] = nil
+        }
+        for (room, _) in rooms where wantRooms[room] == nil { _ = callroom_bpf_delete_room(&bpf, UInt32(truncatingIfNeeded: room)) }
+        for (room, list) in wantRooms where rooms[room] != list {
+            let ips = list.map(\.ip), ports = list.map { $0.port.bigEndian }
+            _ = callroom_bpf_set_room(&bpf, UInt32(truncatingIfNeeded: room), ips, ports, UInt32(list.count))
+        }
+        // Members last: a sender enters the fast path only once its room's list is in place.
+        for (k, m) in wantMembers {
+            if let old = members[k], old.address == m.address, old.room == m.room, old.ssrc == m.ssrc { continue }
+            _ = callroom_bpf_set_member(&bpf, m.address.ip, m.address.port.bigEndian, UInt32(truncatingIfNeeded: m.room), m.ssrc)
+        }
+        members = wantMembers
+        rooms = wantRooms
+    }
+
+    /// Levels the program stored since the last call: (member key, RFC 6464 level, monotonic time).
+    func newLevels() -> [(key: UInt64, level: UInt8, at: UInt64)] {
+        var out: [(key: UInt64, level: UInt8, at: UInt64)] = []
+        for (k, m) in members {
+            var level: UInt32 = 0, at: UInt64 = 0
+            guard callroom_bpf_member_level(&bpf, m.address.ip, m.address.port.bigEndian, &level, &at) == 0,
+                  at != 0, at != lastLevelTime[k] else { continue }
+            lastLevelTime[k] = at
+            out.append((k, UInt8(min(level, 127)), at))
+        }
+        return out
+    }
+
+    /// Packets and bytes the program received and forwarded since the last call.
+    func statsDelta() -> (received: UInt64, receivedBytes: UInt64, forwarded: UInt64, forwardedBytes: UInt64) {
+        var now = [UInt64](repeating: 0, count: Int(CR_STATS))
+        guard callroom_bpf_stats(&bpf, &now) == 0 else { return (0, 0, 0, 0) }
+        defer { lastStats = now }
+        return (now[0] &- lastStats[0], now[1] &- lastStats[1], now[2] &- lastStats[2], now[3] &- lastStats[3])
+    }
+
+    /// The program's total run time in nanoseconds (0 when the kernel's run-time stats are off).
+    var runNanoseconds: UInt64 {
+        var ns: UInt64 = 0, count: UInt64 = 0
+        return callroom_bpf_run_time(&bpf, &ns, &count) == 0 ? ns : 0
+    }
+
+    /// Where the object is looked for when the configuration names none: next to the running
+    /// executable, then in SwiftPM's `.build/bpf` (where scripts/build-bpf.sh puts it).
+    static func defaultObjectPath() -> String {
+        var buf = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buf, buf.count - 1)
+        guard n > 0 else { return "relay_fastpath.bpf.o" }
+        let exe = String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let dir = exe.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let beside = dir + "/relay_fastpath.bpf.o"
+        if access(beside, R_OK) == 0 { return beside }
+        return dir + "/../../bpf/relay_fastpath.bpf.o"
+    }
+
+    /// The index of the interface that holds `ip` (network byte order), from getifaddrs.
+    static func interfaceIndex(holding ip: UInt32) -> UInt32? {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return nil }
+        defer { freeifaddrs(list) }
+        var cur: UnsafeMutablePointer<ifaddrs>? = first
+        while let p = cur {
+            if let sa = p.pointee.ifa_addr, sa.pointee.sa_family == sa_family_t(AF_INET) {
+                let sin = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+                if sin.sin_addr.s_addr == ip, let name = p.pointee.ifa_name {
+                    let index = if_nametoindex(name)
+                    if index != 0 { return index }
+                }
+            }
+            cur = p.pointee.ifa_next
+        }
+        return nil
+    }
+}
