@@ -13,6 +13,8 @@ packages=(
   libssl-dev          # HMAC, SHA-256, random
   libsqlite3-dev      # the server's store
   libncurses-dev      # the terminal UI (ncursesw)
+  libbpf-dev          # the relay's eBPF fast path: loading and maps
+  clang               # builds the fast-path program (scripts/build-bpf.sh)
   tmux                # terminal UI tests
 )
 

@@ -3,6 +3,8 @@
 // (one bpf_clone_redirect per destination, addresses and checksums rewritten in place) and
 // drops the original. Everything it does not recognise (binds, unknown senders, SSRC mismatches,
 // rooms larger than CR_MAX_ROOM, IPv4 options, fragments) goes up to the relay's sockets as before.
+// Packets that are not for this relay return TC_ACT_UNSPEC (tcx: "next"), so other programs on the
+// same interface — another callroomd's among them — still see them.
 // The relay's workers keep the maps in sync with its membership; see RelayFastPath.swift.
 //
 // Build: scripts/build-bpf.sh (clang -O2 -g -target bpf -I Sources/CBPF …)
@@ -80,25 +82,25 @@ int callroom_relay(struct __sk_buff *skb) {
     void *data = (void *)(long)skb->data;
     void *end = (void *)(long)skb->data_end;
     struct ethhdr *eth = data;
-    if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP)) return TC_ACT_OK;
+    if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP)) return TC_ACT_UNSPEC;
     struct iphdr *ip = (void *)(eth + 1);
-    if ((void *)(ip + 1) > end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP) return TC_ACT_OK;
-    if (ip->frag_off & bpf_htons(0x3FFF)) return TC_ACT_OK;
+    if ((void *)(ip + 1) > end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP) return TC_ACT_UNSPEC;
+    if (ip->frag_off & bpf_htons(0x3FFF)) return TC_ACT_UNSPEC;
     struct udphdr *udp = (void *)(ip + 1);
-    if ((void *)(udp + 1) > end) return TC_ACT_OK;
+    if ((void *)(udp + 1) > end) return TC_ACT_UNSPEC;
     __u32 zero = 0;
     struct cr_config *cfg = bpf_map_lookup_elem(&cr_config, &zero);
-    if (!cfg || udp->dest != cfg->relay_port || ip->daddr != cfg->relay_ip) return TC_ACT_OK;
+    if (!cfg || udp->dest != cfg->relay_port || ip->daddr != cfg->relay_ip) return TC_ACT_UNSPEC;
     __u8 *rtp = (void *)(udp + 1);
-    if ((void *)(rtp + 12) > end || (rtp[0] & 0xC0) != 0x80) return TC_ACT_OK;  /* binds ('C') go up */
+    if ((void *)(rtp + 12) > end || (rtp[0] & 0xC0) != 0x80) return TC_ACT_UNSPEC;  /* binds ('C') go up */
 
     struct cr_addr from = {.ip = ip->saddr, .port = udp->source};
     struct cr_member *m = bpf_map_lookup_elem(&cr_members, &from);
-    if (!m) return TC_ACT_OK;
+    if (!m) return TC_ACT_UNSPEC;
     __u32 ssrc = ((__u32)rtp[8] << 24) | ((__u32)rtp[9] << 16) | ((__u32)rtp[10] << 8) | rtp[11];
-    if (ssrc != m->ssrc) return TC_ACT_OK;  /* the relay counts and drops it */
+    if (ssrc != m->ssrc) return TC_ACT_UNSPEC;  /* the relay counts and drops it */
     struct cr_room *room = bpf_map_lookup_elem(&cr_rooms, &m->room);
-    if (!room) return TC_ACT_OK;
+    if (!room) return TC_ACT_UNSPEC;
 
     /* RFC 6464 level, when it is the first element of a one-byte extension block (as CallRoom's
        clients send it), for the relay's dominant-speaker tracker. */
@@ -115,7 +117,7 @@ int callroom_relay(struct __sk_buff *skb) {
     /* Copies leave from the relay's address and port, back out of the interface they came in on
        (Ethernet addresses swapped: the way back to every client is the way its packets came). */
     __u8 macs[12];
-    if (bpf_skb_load_bytes(skb, 0, macs, 12)) return TC_ACT_OK;
+    if (bpf_skb_load_bytes(skb, 0, macs, 12)) return TC_ACT_UNSPEC;
     __u8 swapped[12];
     __builtin_memcpy(swapped, macs + 6, 6);
     __builtin_memcpy(swapped + 6, macs, 6);

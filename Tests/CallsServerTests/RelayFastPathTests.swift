@@ -1,0 +1,175 @@
+import CallRoomTestSupport
+import CallsCore
+@testable import CallsServer
+import CallsTransport
+import Foundation
+import XCTest
+
+/// The relay's eBPF fast path, for real: the program is loaded into this machine's kernel and
+/// attached to the loopback interface. Needs root (CI runs as root) and the object that
+/// scripts/build-bpf.sh builds (scripts/test.sh runs it first).
+final class RelayFastPathTests: XCTestCase {
+    static let object = BuiltProducts.packageRoot + "/.build/bpf/relay_fastpath.bpf.o"
+
+    override func setUpWithError() throws {
+        try XCTSkipUnless(getuid() == 0, "the kernel fast path needs root (CAP_BPF, CAP_NET_ADMIN)")
+        try XCTSkipUnless(FileManager.default.fileExists(atPath: Self.object), "run scripts/build-bpf.sh first")
+        // A kernel without tcx (Linux < 6.6) or BPF cannot run it: say so rather than fail.
+        do {
+            _ = try RelayFastPath(objectPath: Self.object, host: "127.0.0.1", port: 9)
+        } catch {
+            throw XCTSkip("this kernel cannot run the fast path: \(error)")
+        }
+    }
+
+    struct Member {
+        let probe: SignalProbe
+        let socket: UDPSocket
+        let joined: ServerMessage.Joined
+    }
+
+    func join(_ h: ServerHarness, _ uid: String, session: String) throws -> Member {
+        let probe = try SignalProbe(url: h.server.url)
+        probe.send(.join(.init(callToken: try h.callToken(uid: uid, session: session), audioMuted: false)))
+        let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
+        let s = try UDPSocket(host: "127.0.0.1", port: 0)
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
+        s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+        XCTAssertEqual(RelayWorkersTests.receive(s)?.count, MediaBinding.ackLength, "\(uid) bound (binds go to the workers)")
+        return Member(probe: probe, socket: s, joined: j)
+    }
+
+    /// Receives one datagram and who sent it.
+    func receiveFrom(_ s: UDPSocket, timeoutMs: Int32 = 1000) -> ([UInt8], SocketAddress)? {
+        guard s.waitReadable(timeoutMs: timeoutMs) else { return nil }
+        var buf = [UInt8](repeating: 0, count: 2048)
+        guard let r = buf.withUnsafeMutableBytes({ s.receive(into: $0) }) else { return nil }
+        return (Array(buf.prefix(r.count)), r.from)
+    }
+
+    func waitFor(_ what: String, _ condition: () -> Bool) {
+        let deadline = Date().addingTimeInterval(2)
+        while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertTrue(condition(), what)
+    }
+
+    func testTheKernelForwardsToTheRoomAndTheRelayStaysInCharge() throws {
+        let h = try ServerHarness { $0.relayFastPath = .on; $0.relayFastPathObject = Self.object }
+        defer { h.stop(); h.removeData() }
+        let counters = try XCTUnwrap(h.server.relayCounters)
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
+        let a = try join(h, "a", session: "room"), b = try join(h, "b", session: "room"), c = try join(h, "c", session: "room")
+        let other = try join(h, "z", session: "elsewhere")
+        Thread.sleep(forTimeInterval: 0.2)  // worker 0 puts new bindings into the maps within 50 ms
+
+        let packet = RTPPacket(sequenceNumber: 7, timestamp: 960, ssrc: a.joined.you.ssrc,
+                               audioLevel: .init(level: 30, voiceActivity: true), payload: [9, 8, 7]).encoded()
+        a.socket.send(packet, to: relay)
+        for m in [b, c] {
+            let (bytes, from) = try XCTUnwrap(receiveFrom(m.socket), "\(m.joined.you.uid) got the packet")
+            XCTAssertEqual(bytes, packet, "forwarded unchanged")
+            XCTAssertEqual(from, relay, "from the relay's address and port")
+        }
+        XCTAssertNil(receiveFrom(other.socket, timeoutMs: 200), "never to another room")
+        XCTAssertNil(receiveFrom(a.socket, timeoutMs: 100), "never echoed")
+        waitFor("the kernel forwarded both copies: \(counters.fastPathForwarded.load(ordering: .relaxed))") {
+            counters.fastPathForwarded.load(ordering: .relaxed) == 2
+        }
+        XCTAssertEqual(counters.forwarded.load(ordering: .relaxed), 2, "and /metrics counts them as forwarded")
+        XCTAssertEqual(counters.receivedPerWorker.reduce(0, +), 4, "the workers saw only the four binds")
+
+        // What the program does not vouch for still reaches the workers: a spoofed SSRC is dropped there.
+        a.socket.send(RTPPacket(sequenceNumber: 8, timestamp: 1, ssrc: b.joined.you.ssrc, payload: [0]).encoded(), to: relay)
+        XCTAssertNil(receiveFrom(b.socket, timeoutMs: 200))
+        waitFor("the workers dropped the spoofed SSRC") { counters.droppedSSRCMismatch.load(ordering: .relaxed) == 1 }
+
+        // Levels the program reads feed the dominant-speaker tracker.
+        var seq: UInt16 = 100
+        let end = Date().addingTimeInterval(1.2)
+        while Date() < end {
+            seq &+= 1
+            c.socket.send(RTPPacket(sequenceNumber: seq, timestamp: UInt32(seq) * 960, ssrc: c.joined.you.ssrc,
+                                    audioLevel: .init(level: 10, voiceActivity: true), payload: [1]).encoded(), to: relay)
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        XCTAssertNotNil(a.probe.wait { $0 == .dominantSpeaker(pid: c.joined.you.pid) }, "c became the dominant speaker")
+
+        // A second server's program on the same interface: each forwards its own relay's packets.
+        let h2 = try ServerHarness { $0.relayFastPath = .on; $0.relayFastPathObject = Self.object }
+        defer { h2.stop(); h2.removeData() }
+        let p = try join(h2, "p", session: "second"), q = try join(h2, "q", session: "second")
+        Thread.sleep(forTimeInterval: 0.2)
+        let relay2 = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h2.server.mediaPort))
+        p.socket.send(RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: p.joined.you.ssrc, payload: [4]).encoded(), to: relay2)
+        XCTAssertEqual(receiveFrom(q.socket)?.1, relay2, "the second server's room works")
+        waitFor("in the kernel too") { h2.server.relayCounters?.fastPathForwarded.load(ordering: .relaxed) == 1 }
+        let before = counters.fastPathForwarded.load(ordering: .relaxed)
+        a.socket.send(RTPPacket(sequenceNumber: 9, timestamp: 3, ssrc: a.joined.you.ssrc, payload: [6]).encoded(), to: relay)
+        XCTAssertNotNil(receiveFrom(c.socket), "and the first server's still does")
+        waitFor("the first program still forwards") { counters.fastPathForwarded.load(ordering: .relaxed) == before + 2 }
+        while receiveFrom(b.socket, timeoutMs: 50) != nil {}
+
+        // A member who leaves is taken out of the room's list.
+        b.probe.send(.leave)
+        XCTAssertTrue(b.probe.waitClosed())
+        Thread.sleep(forTimeInterval: 0.2)
+        while receiveFrom(b.socket, timeoutMs: 50) != nil {}
+        while receiveFrom(c.socket, timeoutMs: 50) != nil {}
+        a.socket.send(RTPPacket(sequenceNumber: 500, timestamp: 2, ssrc: a.joined.you.ssrc, payload: [5]).encoded(), to: relay)
+        XCTAssertNotNil(receiveFrom(c.socket), "c still hears a")
+        XCTAssertNil(receiveFrom(b.socket, timeoutMs: 200), "b, gone, does not")
+        withExtendedLifetime([a, b, c, other, p, q]) {}
+    }
+
+    func testAKilledServerLeavesNothingInTheKernel() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crs-fp-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let config = dir + ".json"
+        try #"{"relayFastPath": "on", "relayFastPathObject": "\#(Self.object)"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let server = try CallroomdProcess(dataDir: dir, extra: ["--config", config, "--log-level", "error"])
+        var members: [(UDPSocket, UInt32)] = []
+        var probes: [SignalProbe] = []
+        var relay = SocketAddress(ip: 0, port: 0)
+        for uid in ["x", "y"] {
+            let probe = try SignalProbe(url: server.url)
+            probe.send(.join(.init(callToken: try ServerHarness.callToken(url: server.url, appId: server.appId, authKey: server.authKey,
+                                                                             uid: uid, session: "kill"), audioMuted: false)))
+            let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
+            relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
+            let s = try UDPSocket(host: "127.0.0.1", port: 0)
+            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+            XCTAssertNotNil(RelayWorkersTests.receive(s))
+            members.append((s, j.you.ssrc))
+            probes.append(probe)
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        let packet = RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: members[0].1, payload: [1]).encoded()
+        members[0].0.send(packet, to: relay)
+        XCTAssertNotNil(RelayWorkersTests.receive(members[1].0), "forwarded while the server runs")
+
+        server.process.signal(SIGKILL)
+        _ = server.process.wait()
+        Thread.sleep(forTimeInterval: 0.2)
+        // Were the program still attached, its maps would still forward x to y.
+        for _ in 0..<3 { members[0].0.send(packet, to: relay) }
+        XCTAssertNil(RelayWorkersTests.receive(members[1].0, timeoutMs: 300), "nothing forwards after the process died")
+        withExtendedLifetime(probes) {}
+    }
+
+    func testOnRefusesToStartWithoutTheProgram() throws {
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("none.bpf.o").path
+        XCTAssertThrowsError(try ServerHarness { $0.relayFastPath = .on; $0.relayFastPathObject = missing }) { error in
+            guard case .fastPath(let why)? = error as? ServerStartError else { return XCTFail("\(error)") }
+            XCTAssertTrue(why.contains("no fast-path object"), why)
+        }
+        // auto: says why in the log and serves with the socket relay.
+        let h = try ServerHarness { $0.relayFastPath = .auto; $0.relayFastPathObject = missing }
+        defer { h.stop(); h.removeData() }
+        let a = try join(h, "a", session: "s"), b = try join(h, "b", session: "s")
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
+        a.socket.send(RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: a.joined.you.ssrc, payload: [1]).encoded(), to: relay)
+        XCTAssertNotNil(receiveFrom(b.socket), "forwarded by the workers")
+        XCTAssertEqual(h.server.relayCounters?.fastPathForwarded.load(ordering: .relaxed), 0)
+    }
+}
