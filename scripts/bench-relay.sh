@@ -2,11 +2,13 @@
 # Relay capacity benchmark: a release callroomd on loopback and `callroom bots` load generators
 # for each room shape given, one after another, each against a fresh server.
 #
-#   scripts/bench-relay.sh [--duration S] [--relay-threads N] [--pin] ROOMSxPER [ROOMSxPER ...]
+#   scripts/bench-relay.sh [--duration S] [--relay-threads N] [--pin] [--fast-path]
+#                          ROOMSxPER [ROOMSxPER ...]
 #   e.g. scripts/bench-relay.sh 30x10 60x10 100x10
 #
 # --pin runs the server on the last core alone (one relay thread unless --relay-threads says
 # otherwise) and the generator on the others, so neither steals the other's CPU.
+# --fast-path runs the relay with its eBPF kernel fast path (root; builds the program first).
 #
 # Prints, per shape, the generator's report (delivered, loss, jitter, relay delay, server CPU
 # per forwarded packet, memory per participant, generator and whole-machine CPU).
@@ -15,13 +17,15 @@ cd "$(dirname "$0")/.."
 duration=10
 threads=""
 pin=""
+fast=""
 shapes=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --duration) duration="${2:?--duration needs seconds}"; shift 2 ;;
         --relay-threads) threads="--relay-threads ${2:?--relay-threads needs N}"; shift 2 ;;
         --pin) pin=1; shift ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --fast-path) fast=1; shift ;;
+        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         [0-9]*x[0-9]*) [[ "$1" =~ ^[0-9]+x[0-9]+$ ]] || { echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2; }
             shapes+=("$1"); shift ;;
         *) echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2 ;;
@@ -44,7 +48,12 @@ bin="$(swift build -c release --show-bin-path)"
 server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-echo '{"restRequestsPerSecond": 100000}' > "$work/config.json"
+if [ -n "$fast" ]; then
+    bash scripts/build-bpf.sh
+    echo "{\"restRequestsPerSecond\": 100000, \"relayFastPath\": \"on\", \"relayFastPathObject\": \"$PWD/.build/bpf/relay_fastpath.bpf.o\"}" > "$work/config.json"
+else
+    echo '{"restRequestsPerSecond": 100000}' > "$work/config.json"
+fi
 for shape in "${shapes[@]}"; do
     rooms="${shape%x*}"; per="${shape#*x}"
     rm -rf "$work/data"
