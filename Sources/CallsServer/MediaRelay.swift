@@ -119,8 +119,11 @@ final class MediaRelay: @unchecked Sendable {
         close()
     }
 
-    /// Closes the sockets of a relay that was never started (or has stopped).
+    /// Detaches the kernel fast path and closes the sockets of a relay that was never started
+    /// (or has stopped).
     func close() {
+        workers[0].fastPath?.close()
+        workers[0].fastPath = nil
         for w in workers { w.socket.close() }
     }
 

@@ -54,6 +54,10 @@ final class RelayFastPath: @unchecked Sendable {
 
     deinit { callroom_bpf_close(&bpf) }
 
+    /// Detaches the program and frees its maps (idempotent): from here on every packet goes to
+    /// the relay's sockets, or nowhere once they are closed.
+    func close() { callroom_bpf_close(&bpf) }
+
     /// Makes the maps match `table` and `bindings`: every bound member, and for each room of at
     /// most 64 bound members its destination list (larger rooms stay with the socket relay).
     func sync(_ table: RelayTable, _ bindings: RelayBindings) {

@@ -118,6 +118,11 @@ final class RelayFastPathTests: XCTestCase {
         a.socket.send(RTPPacket(sequenceNumber: 500, timestamp: 2, ssrc: a.joined.you.ssrc, payload: [5]).encoded(), to: relay)
         XCTAssertNotNil(receiveFrom(c.socket), "c still hears a")
         XCTAssertNil(receiveFrom(b.socket, timeoutMs: 200), "b, gone, does not")
+        // A stopped server forwards nothing, in the kernel or out of it.
+        h2.stop()
+        while receiveFrom(q.socket, timeoutMs: 50) != nil {}
+        p.socket.send(RTPPacket(sequenceNumber: 2, timestamp: 0, ssrc: p.joined.you.ssrc, payload: [4]).encoded(), to: relay2)
+        XCTAssertNil(receiveFrom(q.socket, timeoutMs: 300), "stop() detached the second server's program")
         withExtendedLifetime([a, b, c, other, p, q]) {}
     }
 
