@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages CallRoom builds and tests with, skipping those already present.
 # Runs `apt-get update` at most once, and only when something is missing. Needs root (or sudo).
+# Usage: install-deps.sh [--core]   (--core: without clang, which only the eBPF fast path needs)
 set -euo pipefail
 
 packages=(
@@ -14,9 +15,13 @@ packages=(
   libsqlite3-dev      # the server's store
   libncurses-dev      # the terminal UI (ncursesw)
   libbpf-dev          # the relay's eBPF fast path: loading and maps
-  clang               # builds the fast-path program (scripts/build-bpf.sh)
   tmux                # terminal UI tests
 )
+# Only to build the relay's fast-path program (scripts/build-bpf.sh); `--core` skips it, as
+# the demo does not need it.
+if [ "${1:-}" != "--core" ]; then
+  packages+=(clang)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
