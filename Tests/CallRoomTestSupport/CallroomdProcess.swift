@@ -10,9 +10,9 @@ public final class CallroomdProcess {
 
     public struct StartFailed: Error, CustomStringConvertible { public var description: String }
 
-    /// Starts `callroomd --listen 127.0.0.1:0 --data-dir DIR` plus `extra` arguments.
-    public init(dataDir: String, extra: [String] = []) throws {
-        process = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", dataDir] + extra)
+    /// Starts `callroomd --listen LISTEN --data-dir DIR` plus `extra` arguments.
+    public init(dataDir: String, listen: String = "127.0.0.1:0", extra: [String] = []) throws {
+        process = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", listen, "--data-dir", dataDir] + extra)
         guard let line = process.waitForLine(timeout: 15, { $0.hasPrefix("callroomd listening on http://") }) else {
             throw StartFailed(description: "callroomd did not start: \(process.errorOutput)")
         }
