@@ -110,7 +110,8 @@ int callroom_relay(struct __sk_buff *skb) {
         m->last_ns = bpf_ktime_get_ns();
     }
 
-    __u32 len = skb->len;
+    /* Bytes are counted as the relay's workers count them: the UDP payload. */
+    __u32 len = skb->len > UDP_OFF + sizeof(struct udphdr) ? skb->len - UDP_OFF - sizeof(struct udphdr) : 0;
     count(CR_RECEIVED, 1);
     count(CR_RECEIVED_BYTES, len);
 

@@ -76,6 +76,7 @@ final class RelayFastPathTests: XCTestCase {
             counters.fastPathForwarded.load(ordering: .relaxed) == 2
         }
         XCTAssertEqual(counters.forwarded.load(ordering: .relaxed), 2, "and /metrics counts them as forwarded")
+        XCTAssertEqual(counters.forwardedBytes.load(ordering: .relaxed), UInt64(2 * packet.count), "bytes of RTP, as the workers count them")
         XCTAssertEqual(counters.receivedPerWorker.reduce(0, +), 4, "the workers saw only the four binds")
 
         // What the program does not vouch for still reaches the workers: a spoofed SSRC is dropped there.
