@@ -134,33 +134,20 @@ final class RelayFastPathTests: XCTestCase {
         try #"{"relayFastPath": "on", "relayFastPathObject": "\#(Self.object)"}"#.write(toFile: config, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: config) }
         let server = try CallroomdProcess(dataDir: dir, extra: ["--config", config, "--log-level", "error"])
-        var members: [(UDPSocket, UInt32)] = []
-        var probes: [SignalProbe] = []
-        var relay = SocketAddress(ip: 0, port: 0)
-        for uid in ["x", "y"] {
-            let probe = try SignalProbe(url: server.url)
-            probe.send(.join(.init(callToken: try ServerHarness.callToken(url: server.url, appId: server.appId, authKey: server.authKey,
-                                                                             uid: uid, session: "kill"), audioMuted: false)))
-            let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
-            relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
-            let s = try UDPSocket(host: "127.0.0.1", port: 0)
-            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            XCTAssertNotNil(RelayWorkersTests.receive(s))
-            members.append((s, j.you.ssrc))
-            probes.append(probe)
-        }
+        let x = try server.joinAndBind("x", session: "kill"), y = try server.joinAndBind("y", session: "kill")
+        let relay = x.relay
         Thread.sleep(forTimeInterval: 0.2)
-        let packet = RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: members[0].1, payload: [1]).encoded()
-        members[0].0.send(packet, to: relay)
-        XCTAssertNotNil(RelayWorkersTests.receive(members[1].0), "forwarded while the server runs")
+        let packet = RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: x.ssrc, payload: [1]).encoded()
+        x.socket.send(packet, to: relay)
+        XCTAssertNotNil(RelayWorkersTests.receive(y.socket), "forwarded while the server runs")
 
         server.process.signal(SIGKILL)
         _ = server.process.wait()
         Thread.sleep(forTimeInterval: 0.2)
         // Were the program still attached, its maps would still forward x to y.
-        for _ in 0..<3 { members[0].0.send(packet, to: relay) }
-        XCTAssertNil(RelayWorkersTests.receive(members[1].0, timeoutMs: 300), "nothing forwards after the process died")
-        withExtendedLifetime(probes) {}
+        for _ in 0..<3 { x.socket.send(packet, to: relay) }
+        XCTAssertNil(RelayWorkersTests.receive(y.socket, timeoutMs: 300), "nothing forwards after the process died")
+        withExtendedLifetime([x, y]) {}
     }
 
     func testOnRefusesToStartWithoutTheProgram() throws {

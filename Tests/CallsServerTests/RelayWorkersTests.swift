@@ -88,22 +88,9 @@ final class RelayStaleDropTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: dir + ".json") }
         let server = try CallroomdProcess(dataDir: dir, extra: ["--config", dir + ".json", "--log-level", "error"])
         defer { _ = server.stop() }
-        var members: [(UDPSocket, UInt32)] = []
-        var probes: [SignalProbe] = []
-        var relay = SocketAddress(ip: 0, port: 0)
-        for uid in ["early", "late"] {
-            let probe = try SignalProbe(url: server.url)
-            probe.send(.join(.init(callToken: try ServerHarness.callToken(url: server.url, appId: server.appId, authKey: server.authKey,
-                                                                             uid: uid, session: "stale"), audioMuted: false)))
-            let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
-            relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
-            let s = try UDPSocket(host: "127.0.0.1", port: 0)
-            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            XCTAssertEqual(RelayWorkersTests.receive(s)?.count, MediaBinding.ackLength)
-            members.append((s, j.you.ssrc))
-            probes.append(probe)
-        }
-        let (sender, ssrc) = members[0], receiver = members[1].0
+        let early = try server.joinAndBind("early", session: "stale"), late = try server.joinAndBind("late", session: "stale")
+        let relay = early.relay
+        let (sender, ssrc, receiver) = (early.socket, early.ssrc, late.socket)
         sender.send(RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: ssrc, payload: [1]).encoded(), to: relay)
         XCTAssertNotNil(RelayWorkersTests.receive(receiver), "a fresh packet is forwarded")
 
@@ -124,7 +111,7 @@ final class RelayStaleDropTests: XCTestCase {
         let metrics = BlockingHTTP.request("GET", server.url + "/metrics").text
         XCTAssertTrue(metrics.contains(#"callroom_relay_packets_dropped_total{reason="stale"} 5"#), metrics)
         XCTAssertTrue(metrics.contains("callroom_relay_packets_forwarded_total 2"), metrics)
-        withExtendedLifetime(probes) {}
+        withExtendedLifetime([early, late]) {}
     }
 
     /// A process's state letter from /proc/PID/stat ("T" when stopped).

@@ -119,3 +119,27 @@ extension ServerHarness {
         try ServerHarness(configure: { $0.gracePeriodSeconds = grace })
     }
 }
+
+/// A participant of an out-of-process `callroomd`: joined over signalling, UDP socket bound.
+struct BoundParticipant {
+    let probe: SignalProbe
+    let socket: UDPSocket
+    let ssrc: UInt32
+    let relay: SocketAddress
+}
+
+extension CallroomdProcess {
+    /// Logs `uid` in, joins `session` and binds a fresh loopback UDP socket to the relay
+    /// (asserting the bind acknowledgement).
+    func joinAndBind(_ uid: String, session: String) throws -> BoundParticipant {
+        let probe = try SignalProbe(url: url)
+        probe.send(.join(.init(callToken: try ServerHarness.callToken(url: url, appId: appId, authKey: authKey,
+                                                                         uid: uid, session: session), audioMuted: false)))
+        let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
+        let s = try UDPSocket(host: "127.0.0.1", port: 0)
+        s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+        XCTAssertEqual(RelayWorkersTests.receive(s)?.count, MediaBinding.ackLength, "\(uid) bound")
+        return BoundParticipant(probe: probe, socket: s, ssrc: j.you.ssrc, relay: relay)
+    }
+}
