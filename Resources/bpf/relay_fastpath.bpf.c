@@ -28,10 +28,18 @@ struct {
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 65536);
+    __uint(max_entries, CR_MAX_MEMBERS);
     __type(key, struct cr_addr);
     __type(value, struct cr_member);
 } cr_members SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, CR_MAX_MEMBERS);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __type(key, __u32);
+    __type(value, struct cr_level);
+} cr_levels SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -106,8 +114,11 @@ int callroom_relay(struct __sk_buff *skb) {
        clients send it), for the relay's dominant-speaker tracker. */
     if ((rtp[0] & 0x1F) == 0x10 && (void *)(rtp + 18) <= end && rtp[12] == 0xBE && rtp[13] == 0xDE &&
         (rtp[16] >> 4) == 1) {
-        m->level = rtp[17] & 0x7F;
-        m->last_ns = bpf_ktime_get_ns();
+        struct cr_level *l = bpf_map_lookup_elem(&cr_levels, &m->slot);
+        if (l) {
+            l->level = rtp[17] & 0x7F;
+            l->last_ns = bpf_ktime_get_ns();
+        }
     }
 
     /* Bytes are counted as the relay's workers count them: the UDP payload. */

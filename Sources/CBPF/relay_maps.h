@@ -5,6 +5,7 @@
 #include <linux/types.h>
 
 #define CR_MAX_ROOM 64
+#define CR_MAX_MEMBERS 65536
 
 struct cr_config {
     __be32 relay_ip;
@@ -22,8 +23,14 @@ struct cr_addr {
 struct cr_member {
     __u32 room;
     __u32 ssrc;
-    __u64 last_ns; /* CLOCK_MONOTONIC time of the last packet with a level (written by the program) */
-    __u32 level;   /* RFC 6464 level of that packet, 0 loud … 127 silent (written by the program) */
+    __u32 slot;    /* this member's entry in cr_levels */
+    __u32 pad;
+};
+
+/* Written by the program, read by the relay through a shared mapping (no system call). */
+struct cr_level {
+    __u64 last_ns; /* CLOCK_MONOTONIC time of the last packet with a level */
+    __u32 level;   /* RFC 6464 level of that packet, 0 loud … 127 silent */
     __u32 pad;
 };
 

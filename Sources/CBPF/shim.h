@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "relay_maps.h"
 
@@ -18,6 +19,7 @@ struct callroom_bpf {
     int prog_fd, config_fd, members_fd, rooms_fd, stats_fd;
     int link_fd, stats_enable_fd;
     int cpus;
+    volatile struct cr_level *levels; /* cr_levels, mapped read-only */
 };
 
 static int callroom_bpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args) {
@@ -39,7 +41,8 @@ static inline int callroom_bpf_open(const char *path, struct callroom_bpf *b) {
     struct bpf_map *mem = bpf_object__find_map_by_name(b->obj, "cr_members");
     struct bpf_map *rooms = bpf_object__find_map_by_name(b->obj, "cr_rooms");
     struct bpf_map *stats = bpf_object__find_map_by_name(b->obj, "cr_stats");
-    if (!p || !cfg || !mem || !rooms || !stats) { bpf_object__close(b->obj); b->obj = NULL; return -ENOENT; }
+    struct bpf_map *levels = bpf_object__find_map_by_name(b->obj, "cr_levels");
+    if (!p || !cfg || !mem || !rooms || !stats || !levels) { bpf_object__close(b->obj); b->obj = NULL; return -ENOENT; }
     b->prog_fd = bpf_program__fd(p);
     b->config_fd = bpf_map__fd(cfg);
     b->members_fd = bpf_map__fd(mem);
@@ -47,6 +50,9 @@ static inline int callroom_bpf_open(const char *path, struct callroom_bpf *b) {
     b->stats_fd = bpf_map__fd(stats);
     b->cpus = libbpf_num_possible_cpus();
     if (b->cpus <= 0 || b->cpus > 1024) { bpf_object__close(b->obj); b->obj = NULL; return -EINVAL; }
+    void *m = mmap(NULL, sizeof(struct cr_level) * CR_MAX_MEMBERS, PROT_READ, MAP_SHARED, bpf_map__fd(levels), 0);
+    if (m == MAP_FAILED) { int e = -errno; bpf_object__close(b->obj); b->obj = NULL; return e; }
+    b->levels = m;
     return 0;
 }
 
@@ -67,17 +73,20 @@ static inline void callroom_bpf_close(struct callroom_bpf *b) {
     if (b->link_fd >= 0) close(b->link_fd);
     if (b->stats_enable_fd >= 0) close(b->stats_enable_fd);
     b->link_fd = b->stats_enable_fd = -1;
+    if (b->levels) munmap((void *)b->levels, sizeof(struct cr_level) * CR_MAX_MEMBERS);
+    b->levels = NULL;
     if (b->obj) bpf_object__close(b->obj);
     b->obj = NULL;
 }
 
-static inline int callroom_bpf_set_member(struct callroom_bpf *b, uint32_t ip_be, uint16_t port_be, uint32_t room, uint32_t ssrc) {
+static inline int callroom_bpf_set_member(struct callroom_bpf *b, uint32_t ip_be, uint16_t port_be, uint32_t room, uint32_t ssrc, uint32_t slot) {
+    if (slot >= CR_MAX_MEMBERS) return -E2BIG;
     struct cr_addr k = {.ip = ip_be, .port = port_be};
     struct cr_member m;
-    if (bpf_map_lookup_elem(b->members_fd, &k, &m) == 0 && m.room == room && m.ssrc == ssrc) return 0;
     memset(&m, 0, sizeof m);
     m.room = room;
     m.ssrc = ssrc;
+    m.slot = slot;
     return bpf_map_update_elem(b->members_fd, &k, &m, BPF_ANY) ? -errno : 0;
 }
 
@@ -86,14 +95,11 @@ static inline int callroom_bpf_delete_member(struct callroom_bpf *b, uint32_t ip
     return bpf_map_delete_elem(b->members_fd, &k) ? -errno : 0;
 }
 
-/* The level and time the program last stored for a member; 0 when found. */
-static inline int callroom_bpf_member_level(struct callroom_bpf *b, uint32_t ip_be, uint16_t port_be, uint32_t *level, uint64_t *last_ns) {
-    struct cr_addr k = {.ip = ip_be, .port = port_be};
-    struct cr_member m;
-    if (bpf_map_lookup_elem(b->members_fd, &k, &m)) return -errno;
-    *level = m.level;
-    *last_ns = m.last_ns;
-    return 0;
+/* The level and time the program last stored in a slot (read from the shared mapping). */
+static inline void callroom_bpf_level(const struct callroom_bpf *b, uint32_t slot, uint32_t *level, uint64_t *last_ns) {
+    if (!b->levels || slot >= CR_MAX_MEMBERS) { *level = 127; *last_ns = 0; return; }
+    *last_ns = b->levels[slot].last_ns;
+    *level = b->levels[slot].level;
 }
 
 /* Replaces a room's destination list (at most CR_MAX_ROOM addresses). */

@@ -31,9 +31,12 @@ public enum RelayFastPathError: Error, Equatable, Sendable, CustomStringConverti
 /// Thread rules: one thread (relay worker 0) after `init`.
 final class RelayFastPath: @unchecked Sendable {
     private var bpf = callroom_bpf()
-    /// What the maps hold now: member key → (address, room, ssrc), and room → destinations.
-    private var members: [UInt64: (address: SocketAddress, room: Int, ssrc: UInt32)] = [:]
+    /// What the maps hold now: member key → (address, room, ssrc, level slot), and room → destinations.
+    private var members: [UInt64: (address: SocketAddress, room: Int, ssrc: UInt32, slot: UInt32)] = [:]
     private var rooms: [Int: [SocketAddress]] = [:]
+    /// Level slots: released ones are reused first.
+    private var freeSlots: [UInt32] = []
+    private var nextSlot: UInt32 = 0
     private var lastLevelTime: [UInt64: UInt64] = [:]
     private var lastStats: [UInt64] = [0, 0, 0, 0]
 
@@ -71,6 +74,8 @@ final class RelayFastPath: @unchecked Sendable {
         }
         for (k, old) in members where wantMembers[k]?.address != old.address {
             _ = callroom_bpf_delete_member(&bpf, old.address.ip, old.address.port.bigEndian)
+            freeSlots.append(old.slot)
+            members[k] = nil
             lastLevelTime[k] = nil
         }
         for (room, _) in rooms where wantRooms[room] == nil { _ = callroom_bpf_delete_room(&bpf, UInt32(truncatingIfNeeded: room)) }
@@ -78,24 +83,43 @@ final class RelayFastPath: @unchecked Sendable {
             let ips = list.map(\.ip), ports = list.map { $0.port.bigEndian }
             _ = callroom_bpf_set_room(&bpf, UInt32(truncatingIfNeeded: room), ips, ports, UInt32(list.count))
         }
+        rooms = wantRooms
         // Members last: a sender enters the fast path only once its room's list is in place.
         for (k, m) in wantMembers {
-            if let old = members[k], old.address == m.address, old.room == m.room, old.ssrc == m.ssrc { continue }
-            _ = callroom_bpf_set_member(&bpf, m.address.ip, m.address.port.bigEndian, UInt32(truncatingIfNeeded: m.room), m.ssrc)
+            if let old = members[k], old.room == m.room, old.ssrc == m.ssrc { continue }
+            guard let slot = members[k]?.slot ?? takeSlot() else { continue }  // 65,536 members: the rest stay with the workers
+            guard callroom_bpf_set_member(&bpf, m.address.ip, m.address.port.bigEndian, UInt32(truncatingIfNeeded: m.room),
+                                          m.ssrc, slot) == 0 else {
+                if members[k] == nil { freeSlots.append(slot) }
+                continue
+            }
+            if members[k] == nil { lastLevelTime[k] = level(slot).at }  // a reused slot's old level is not this member's
+            members[k] = (m.address, m.room, m.ssrc, slot)
         }
-        members = wantMembers
-        rooms = wantRooms
     }
 
-    /// Levels the program stored since the last call: (member key, RFC 6464 level, monotonic time).
+    private func takeSlot() -> UInt32? {
+        if let s = freeSlots.popLast() { return s }
+        guard nextSlot < UInt32(CR_MAX_MEMBERS) else { return nil }
+        defer { nextSlot += 1 }
+        return nextSlot
+    }
+
+    private func level(_ slot: UInt32) -> (level: UInt32, at: UInt64) {
+        var level: UInt32 = 127, at: UInt64 = 0
+        callroom_bpf_level(&bpf, slot, &level, &at)
+        return (level, at)
+    }
+
+    /// Levels the program stored since the last call: (member key, RFC 6464 level, monotonic
+    /// time). Reads the shared mapping: no system call.
     func newLevels() -> [(key: UInt64, level: UInt8, at: UInt64)] {
         var out: [(key: UInt64, level: UInt8, at: UInt64)] = []
         for (k, m) in members {
-            var level: UInt32 = 0, at: UInt64 = 0
-            guard callroom_bpf_member_level(&bpf, m.address.ip, m.address.port.bigEndian, &level, &at) == 0,
-                  at != 0, at != lastLevelTime[k] else { continue }
-            lastLevelTime[k] = at
-            out.append((k, UInt8(min(level, 127)), at))
+            let l = level(m.slot)
+            guard l.at != 0, l.at != lastLevelTime[k] else { continue }
+            lastLevelTime[k] = l.at
+            out.append((k, UInt8(min(l.level, 127)), l.at))
         }
         return out
     }
