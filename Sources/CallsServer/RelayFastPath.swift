@@ -38,7 +38,7 @@ final class RelayFastPath: @unchecked Sendable {
     private var freeSlots: [UInt32] = []
     private var nextSlot: UInt32 = 0
     private var lastLevelTime: [UInt64: UInt64] = [:]
-    private var lastStats: [UInt64] = [0, 0, 0, 0]
+    private var lastStats = [UInt64](repeating: 0, count: Int(CR_STATS))
 
     /// Loads `objectPath` and attaches it to the interface holding `host`, for packets to
     /// `host:port`.
@@ -124,12 +124,14 @@ final class RelayFastPath: @unchecked Sendable {
         return out
     }
 
-    /// Packets and bytes the program received and forwarded since the last call.
-    func statsDelta() -> (received: UInt64, receivedBytes: UInt64, forwarded: UInt64, forwardedBytes: UInt64) {
+    /// Packets and bytes the program received and forwarded, and copies it failed to send,
+    /// since the last call.
+    func statsDelta() -> (received: UInt64, receivedBytes: UInt64, forwarded: UInt64, forwardedBytes: UInt64, sendFailed: UInt64) {
         var now = [UInt64](repeating: 0, count: Int(CR_STATS))
-        guard callroom_bpf_stats(&bpf, &now) == 0 else { return (0, 0, 0, 0) }
+        guard callroom_bpf_stats(&bpf, &now) == 0 else { return (0, 0, 0, 0, 0) }
         defer { lastStats = now }
-        return (now[0] &- lastStats[0], now[1] &- lastStats[1], now[2] &- lastStats[2], now[3] &- lastStats[3])
+        func d(_ i: Int) -> UInt64 { now[i] &- lastStats[i] }
+        return (d(CR_RECEIVED), d(CR_RECEIVED_BYTES), d(CR_FORWARDED), d(CR_FORWARDED_BYTES), d(CR_SEND_FAILED))
     }
 
     /// The program's total run time in nanoseconds (0 when the kernel's run-time stats are off).

@@ -179,6 +179,7 @@ final class RelayWorker: @unchecked Sendable {
             c.forwardedBytes.add(d.forwardedBytes, ordering: .relaxed)
             c.fastPathForwarded.add(d.forwarded, ordering: .relaxed)
         }
+        if d.sendFailed > 0 { c.droppedSendFailed.add(d.sendFailed, ordering: .relaxed) }
         c.fastPathRunNanoseconds.store(fp.runNanoseconds, ordering: .relaxed)
         let levels = fp.newLevels()
         if !levels.isEmpty {
