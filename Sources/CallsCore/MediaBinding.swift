@@ -22,6 +22,9 @@ public enum MediaBinding {
         public init(ssrc: UInt32, token: [UInt8]) { self.ssrc = ssrc; self.token = token }
     }
 
+    /// Whether a datagram is a CallRoom control datagram (first byte 'C') rather than RTP.
+    @inlinable public static func isControl(_ b: UnsafeRawBufferPointer) -> Bool { b.count >= 1 && b[0] == 0x43 }
+
     public static func encodeBind(ssrc: UInt32, token: [UInt8]) -> [UInt8] {
         var out = bindMagic
         out.appendBigEndian(ssrc)

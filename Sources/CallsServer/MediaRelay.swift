@@ -53,8 +53,6 @@ final class MediaRelay: @unchecked Sendable {
     let port: Int
 
     var counters: RelayCounters { shared.counters }
-    /// Whether the kernel fast path forwards for this relay.
-    var fastPathActive: Bool { workers[0].fastPath != nil }
 
     /// Hands the kernel fast path to worker 0, which keeps its maps in step. Before `start()`.
     func attachFastPath(_ fastPath: RelayFastPath) { workers[0].fastPath = fastPath }

@@ -48,10 +48,9 @@ final class RelayWorker: @unchecked Sendable {
             if let fp = fastPath { tendFastPath(fp) }
             if index == 0 { evaluateSpeakers() }
             guard socket.waitReadable(timeoutMs: 50) else { continue }
-            // A join may have published a table while we waited: its bind must see it.
             var rounds = 0
             while rounds < 8 {
-                refresh()
+                refresh()  // a join may have published a table while we waited: its bind must see it
                 let n = receiver.receive(on: socket.fd)
                 guard n > 0 else { break }
                 rounds += 1
@@ -62,7 +61,7 @@ final class RelayWorker: @unchecked Sendable {
                     let d = receiver.datagram(i)
                     bytes += UInt64(d.count)
                     // Stale RTP is dropped; binds ('C') are always handled.
-                    if limit > 0, d.count > 0, d[0] != 0x43, case let t = receiver.arrivalNanoseconds(i), t > 0, t < oldest {
+                    if limit > 0, d.count > 0, !MediaBinding.isControl(d), case let t = receiver.arrivalNanoseconds(i), t > 0, t < oldest {
                         stale += 1
                         continue
                     }
@@ -118,7 +117,7 @@ final class RelayWorker: @unchecked Sendable {
     }
 
     private func handle(_ datagram: UnsafeRawBufferPointer, from: SocketAddress) {
-        if datagram.count >= 1, datagram[0] == 0x43 {  // 'C': a CallRoom control datagram
+        if MediaBinding.isControl(datagram) {
             handleBind(datagram, from: from)
             return
         }
