@@ -33,31 +33,6 @@ final class RelayFastPathTests: XCTestCase {
         }
     }
 
-    struct Member {
-        let probe: SignalProbe
-        let socket: UDPSocket
-        let joined: ServerMessage.Joined
-    }
-
-    func join(_ h: ServerHarness, _ uid: String, session: String) throws -> Member {
-        let probe = try SignalProbe(url: h.server.url)
-        probe.send(.join(.init(callToken: try h.callToken(uid: uid, session: session), audioMuted: false)))
-        let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
-        let s = try UDPSocket(host: "127.0.0.1", port: 0)
-        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
-        s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-        XCTAssertEqual(RelayWorkersTests.receive(s)?.count, MediaBinding.ackLength, "\(uid) bound (binds go to the workers)")
-        return Member(probe: probe, socket: s, joined: j)
-    }
-
-    /// Receives one datagram and who sent it.
-    func receiveFrom(_ s: UDPSocket, timeoutMs: Int32 = 1000) -> ([UInt8], SocketAddress)? {
-        guard s.waitReadable(timeoutMs: timeoutMs) else { return nil }
-        var buf = [UInt8](repeating: 0, count: 2048)
-        guard let r = buf.withUnsafeMutableBytes({ s.receive(into: $0) }) else { return nil }
-        return (Array(buf.prefix(r.count)), r.from)
-    }
-
     func waitFor(_ what: String, _ condition: () -> Bool) {
         let deadline = Date().addingTimeInterval(2)
         while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
@@ -69,20 +44,20 @@ final class RelayFastPathTests: XCTestCase {
         defer { h.stop(); h.removeData() }
         let counters = try XCTUnwrap(h.server.relayCounters)
         let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
-        let a = try join(h, "a", session: "room"), b = try join(h, "b", session: "room"), c = try join(h, "c", session: "room")
-        let other = try join(h, "z", session: "elsewhere")
+        let a = try h.joinAndBind("a", session: "room"), b = try h.joinAndBind("b", session: "room"), c = try h.joinAndBind("c", session: "room")
+        let other = try h.joinAndBind("z", session: "elsewhere")
         Thread.sleep(forTimeInterval: 0.2)  // worker 0 puts new bindings into the maps within 50 ms
 
         let packet = RTPPacket(sequenceNumber: 7, timestamp: 960, ssrc: a.joined.you.ssrc,
                                audioLevel: .init(level: 30, voiceActivity: true), payload: [9, 8, 7]).encoded()
         a.socket.send(packet, to: relay)
         for m in [b, c] {
-            let (bytes, from) = try XCTUnwrap(receiveFrom(m.socket), "\(m.joined.you.uid) got the packet")
+            let (bytes, from) = try XCTUnwrap(m.socket.receiveDatagram(), "\(m.joined.you.uid) got the packet")
             XCTAssertEqual(bytes, packet, "forwarded unchanged")
             XCTAssertEqual(from, relay, "from the relay's address and port")
         }
-        XCTAssertNil(receiveFrom(other.socket, timeoutMs: 200), "never to another room")
-        XCTAssertNil(receiveFrom(a.socket, timeoutMs: 100), "never echoed")
+        XCTAssertNil(other.socket.receiveDatagram(timeoutMs: 200), "never to another room")
+        XCTAssertNil(a.socket.receiveDatagram(timeoutMs: 100), "never echoed")
         waitFor("the kernel forwarded both copies: \(counters.fastPathForwarded.load(ordering: .relaxed))") {
             counters.fastPathForwarded.load(ordering: .relaxed) == 2
         }
@@ -92,7 +67,7 @@ final class RelayFastPathTests: XCTestCase {
 
         // What the program does not vouch for still reaches the workers: a spoofed SSRC is dropped there.
         a.socket.send(RTPPacket(sequenceNumber: 8, timestamp: 1, ssrc: b.joined.you.ssrc, payload: [0]).encoded(), to: relay)
-        XCTAssertNil(receiveFrom(b.socket, timeoutMs: 200))
+        XCTAssertNil(b.socket.receiveDatagram(timeoutMs: 200))
         waitFor("the workers dropped the spoofed SSRC") { counters.droppedSSRCMismatch.load(ordering: .relaxed) == 1 }
 
         // Levels the program reads feed the dominant-speaker tracker.
@@ -109,32 +84,32 @@ final class RelayFastPathTests: XCTestCase {
         // A second server's program on the same interface: each forwards its own relay's packets.
         let h2 = try ServerHarness { $0.relayFastPath = .on; $0.relayFastPathObject = Self.object }
         defer { h2.stop(); h2.removeData() }
-        let p = try join(h2, "p", session: "second"), q = try join(h2, "q", session: "second")
+        let p = try h2.joinAndBind("p", session: "second"), q = try h2.joinAndBind("q", session: "second")
         Thread.sleep(forTimeInterval: 0.2)
         let relay2 = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h2.server.mediaPort))
         p.socket.send(RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: p.joined.you.ssrc, payload: [4]).encoded(), to: relay2)
-        XCTAssertEqual(receiveFrom(q.socket)?.1, relay2, "the second server's room works")
+        XCTAssertEqual(q.socket.receiveDatagram()?.1, relay2, "the second server's room works")
         waitFor("in the kernel too") { h2.server.relayCounters?.fastPathForwarded.load(ordering: .relaxed) == 1 }
         let before = counters.fastPathForwarded.load(ordering: .relaxed)
         a.socket.send(RTPPacket(sequenceNumber: 9, timestamp: 3, ssrc: a.joined.you.ssrc, payload: [6]).encoded(), to: relay)
-        XCTAssertNotNil(receiveFrom(c.socket), "and the first server's still does")
+        XCTAssertNotNil(c.socket.receiveDatagram(), "and the first server's still does")
         waitFor("the first program still forwards") { counters.fastPathForwarded.load(ordering: .relaxed) == before + 2 }
-        while receiveFrom(b.socket, timeoutMs: 50) != nil {}
+        while b.socket.receiveDatagram(timeoutMs: 50) != nil {}
 
         // A member who leaves is taken out of the room's list.
         b.probe.send(.leave)
         XCTAssertTrue(b.probe.waitClosed())
         Thread.sleep(forTimeInterval: 0.2)
-        while receiveFrom(b.socket, timeoutMs: 50) != nil {}
-        while receiveFrom(c.socket, timeoutMs: 50) != nil {}
+        while b.socket.receiveDatagram(timeoutMs: 50) != nil {}
+        while c.socket.receiveDatagram(timeoutMs: 50) != nil {}
         a.socket.send(RTPPacket(sequenceNumber: 500, timestamp: 2, ssrc: a.joined.you.ssrc, payload: [5]).encoded(), to: relay)
-        XCTAssertNotNil(receiveFrom(c.socket), "c still hears a")
-        XCTAssertNil(receiveFrom(b.socket, timeoutMs: 200), "b, gone, does not")
+        XCTAssertNotNil(c.socket.receiveDatagram(), "c still hears a")
+        XCTAssertNil(b.socket.receiveDatagram(timeoutMs: 200), "b, gone, does not")
         // A stopped server forwards nothing, in the kernel or out of it.
         h2.stop()
-        while receiveFrom(q.socket, timeoutMs: 50) != nil {}
+        while q.socket.receiveDatagram(timeoutMs: 50) != nil {}
         p.socket.send(RTPPacket(sequenceNumber: 2, timestamp: 0, ssrc: p.joined.you.ssrc, payload: [4]).encoded(), to: relay2)
-        XCTAssertNil(receiveFrom(q.socket, timeoutMs: 300), "stop() detached the second server's program")
+        XCTAssertNil(q.socket.receiveDatagram(timeoutMs: 300), "stop() detached the second server's program")
         withExtendedLifetime([a, b, c, other, p, q]) {}
     }
 
@@ -150,14 +125,14 @@ final class RelayFastPathTests: XCTestCase {
         Thread.sleep(forTimeInterval: 0.2)
         let packet = RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: x.ssrc, payload: [1]).encoded()
         x.socket.send(packet, to: relay)
-        XCTAssertNotNil(RelayWorkersTests.receive(y.socket), "forwarded while the server runs")
+        XCTAssertNotNil(y.socket.receiveBytes(), "forwarded while the server runs")
 
         server.process.signal(SIGKILL)
         _ = server.process.wait()
         Thread.sleep(forTimeInterval: 0.2)
         // Were the program still attached, its maps would still forward x to y.
         for _ in 0..<3 { x.socket.send(packet, to: relay) }
-        XCTAssertNil(RelayWorkersTests.receive(y.socket, timeoutMs: 300), "nothing forwards after the process died")
+        XCTAssertNil(y.socket.receiveBytes(timeoutMs: 300), "nothing forwards after the process died")
         withExtendedLifetime([x, y]) {}
     }
 
@@ -170,10 +145,10 @@ final class RelayFastPathTests: XCTestCase {
         // auto: says why in the log and serves with the socket relay.
         let h = try ServerHarness { $0.relayFastPath = .auto; $0.relayFastPathObject = missing }
         defer { h.stop(); h.removeData() }
-        let a = try join(h, "a", session: "s"), b = try join(h, "b", session: "s")
+        let a = try h.joinAndBind("a", session: "s"), b = try h.joinAndBind("b", session: "s")
         let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
         a.socket.send(RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: a.joined.you.ssrc, payload: [1]).encoded(), to: relay)
-        XCTAssertNotNil(receiveFrom(b.socket), "forwarded by the workers")
+        XCTAssertNotNil(b.socket.receiveDatagram(), "forwarded by the workers")
         XCTAssertEqual(h.server.relayCounters?.fastPathForwarded.load(ordering: .relaxed), 0)
     }
 }

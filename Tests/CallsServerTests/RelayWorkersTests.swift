@@ -13,22 +13,13 @@ final class RelayWorkersTests: XCTestCase {
         defer { h.stop(); h.removeData() }
         let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
         // 12 senders hash onto 4 sockets; all on one socket would take odds of 4^-11.
-        var members: [(probe: SignalProbe, socket: UDPSocket, ssrc: UInt32)] = []
-        for i in 0..<12 {
-            let probe = try SignalProbe(url: h.server.url)
-            probe.send(.join(.init(callToken: try h.callToken(uid: "u\(i)", session: "big"), audioMuted: false)))
-            let j = try XCTUnwrap(probe.joined(), "u\(i) joined")
-            let s = try UDPSocket(host: "127.0.0.1", port: 0)
-            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            XCTAssertEqual(Self.receive(s)?.count, MediaBinding.ackLength, "u\(i) bound")
-            members.append((probe, s, j.you.ssrc))
-        }
+        let members = try (0..<12).map { try h.joinAndBind("u\($0)", session: "big") }
         for (i, m) in members.enumerated() {
             m.socket.send(RTPPacket(sequenceNumber: UInt16(i), timestamp: 960, ssrc: m.ssrc, payload: [UInt8(i)]).encoded(), to: relay)
         }
         for (i, m) in members.enumerated() {
             var heard = Set<UInt32>()
-            while heard.count < 11, let d = Self.receive(m.socket), let p = try? RTPPacket(parsing: d) { heard.insert(p.ssrc) }
+            while heard.count < 11, let d = m.socket.receiveBytes(), let p = try? RTPPacket(parsing: d) { heard.insert(p.ssrc) }
             XCTAssertEqual(heard, Set(members.map(\.ssrc)).subtracting([m.ssrc]), "u\(i) hears the 11 others once each")
         }
         // Workers add to the shared counters once per received batch, after its sends.
@@ -69,12 +60,6 @@ final class RelayWorkersTests: XCTestCase {
         XCTAssertEqual(changes?.first?.1, 7)
     }
 
-    static func receive(_ s: UDPSocket, timeoutMs: Int32 = 1000) -> [UInt8]? {
-        guard s.waitReadable(timeoutMs: timeoutMs) else { return nil }
-        var buf = [UInt8](repeating: 0, count: 2048)
-        let r = buf.withUnsafeMutableBytes { s.receive(into: $0) }
-        return r.map { Array(buf.prefix($0.count)) }
-    }
 }
 
 /// Overload protection: RTP that waited in the relay's socket past `relayMaxDelayMs` is dropped,
@@ -92,7 +77,7 @@ final class RelayStaleDropTests: XCTestCase {
         let relay = early.relay
         let (sender, ssrc, receiver) = (early.socket, early.ssrc, late.socket)
         sender.send(RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: ssrc, payload: [1]).encoded(), to: relay)
-        XCTAssertNotNil(RelayWorkersTests.receive(receiver), "a fresh packet is forwarded")
+        XCTAssertNotNil(receiver.receiveBytes(), "a fresh packet is forwarded")
 
         // SIGSTOP is asynchronous: wait until the kernel reports the process stopped ('T').
         let pid = server.process.process.processIdentifier
@@ -103,10 +88,10 @@ final class RelayStaleDropTests: XCTestCase {
         for k in 0..<5 { sender.send(RTPPacket(sequenceNumber: UInt16(2 + k), timestamp: 0, ssrc: ssrc, payload: [2]).encoded(), to: relay) }
         Thread.sleep(forTimeInterval: 0.4)
         server.process.signal(SIGCONT)
-        XCTAssertNil(RelayWorkersTests.receive(receiver, timeoutMs: 300), "packets 400 ms old are not forwarded")
+        XCTAssertNil(receiver.receiveBytes(timeoutMs: 300), "packets 400 ms old are not forwarded")
 
         sender.send(RTPPacket(sequenceNumber: 9, timestamp: 0, ssrc: ssrc, payload: [3]).encoded(), to: relay)
-        let fresh = try XCTUnwrap(RelayWorkersTests.receive(receiver), "the relay is current again")
+        let fresh = try XCTUnwrap(receiver.receiveBytes(), "the relay is current again")
         XCTAssertEqual(try RTPPacket(parsing: fresh).sequenceNumber, 9)
         let metrics = BlockingHTTP.request("GET", server.url + "/metrics").text
         XCTAssertTrue(metrics.contains(#"callroom_relay_packets_dropped_total{reason="stale"} 5"#), metrics)

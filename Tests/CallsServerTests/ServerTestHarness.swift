@@ -120,18 +120,17 @@ extension ServerHarness {
     }
 }
 
-/// A participant of an out-of-process `callroomd`: joined over signalling, UDP socket bound.
+/// A participant joined over signalling, with a loopback UDP socket bound to the relay.
 struct BoundParticipant {
     let probe: SignalProbe
     let socket: UDPSocket
-    let ssrc: UInt32
+    let joined: ServerMessage.Joined
     let relay: SocketAddress
-}
+    var ssrc: UInt32 { joined.you.ssrc }
 
-extension CallroomdProcess {
-    /// Logs `uid` in, joins `session` and binds a fresh loopback UDP socket to the relay
+    /// Logs `uid` in on the server at `url`, joins `session` and binds a fresh socket
     /// (asserting the bind acknowledgement).
-    func joinAndBind(_ uid: String, session: String) throws -> BoundParticipant {
+    static func join(url: String, appId: String, authKey: String, uid: String, session: String) throws -> BoundParticipant {
         let probe = try SignalProbe(url: url)
         probe.send(.join(.init(callToken: try ServerHarness.callToken(url: url, appId: appId, authKey: authKey,
                                                                          uid: uid, session: session), audioMuted: false)))
@@ -139,7 +138,32 @@ extension CallroomdProcess {
         let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
         let s = try UDPSocket(host: "127.0.0.1", port: 0)
         s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-        XCTAssertEqual(RelayWorkersTests.receive(s)?.count, MediaBinding.ackLength, "\(uid) bound")
-        return BoundParticipant(probe: probe, socket: s, ssrc: j.you.ssrc, relay: relay)
+        XCTAssertEqual(s.receiveBytes()?.count, MediaBinding.ackLength, "\(uid) bound")
+        return BoundParticipant(probe: probe, socket: s, joined: j, relay: relay)
     }
+}
+
+extension ServerHarness {
+    func joinAndBind(_ uid: String, session: String) throws -> BoundParticipant {
+        try BoundParticipant.join(url: server.url, appId: server.keys.appId, authKey: server.keys.authKey, uid: uid, session: session)
+    }
+}
+
+extension CallroomdProcess {
+    func joinAndBind(_ uid: String, session: String) throws -> BoundParticipant {
+        try BoundParticipant.join(url: url, appId: appId, authKey: authKey, uid: uid, session: session)
+    }
+}
+
+extension UDPSocket {
+    /// Waits up to `timeoutMs` for one datagram: its bytes and its sender (tests only).
+    func receiveDatagram(timeoutMs: Int32 = 1000) -> (bytes: [UInt8], from: SocketAddress)? {
+        guard waitReadable(timeoutMs: timeoutMs) else { return nil }
+        var buf = [UInt8](repeating: 0, count: 2048)
+        guard let r = buf.withUnsafeMutableBytes({ receive(into: $0) }) else { return nil }
+        return (Array(buf.prefix(r.count)), r.from)
+    }
+
+    /// The next datagram's bytes, or nil after `timeoutMs`.
+    func receiveBytes(timeoutMs: Int32 = 1000) -> [UInt8]? { receiveDatagram(timeoutMs: timeoutMs)?.bytes }
 }

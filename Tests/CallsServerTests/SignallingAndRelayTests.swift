@@ -95,14 +95,14 @@ final class SignallingAndRelayTests: XCTestCase {
         let sc = try UDPSocket(host: "127.0.0.1", port: 0)
         for (s, j) in [(sa, ja), (sb, jb), (sc, jc)] {
             s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            XCTAssertEqual(receive(s)?.count, MediaBinding.ackLength, "bind acknowledged")
+            XCTAssertEqual(s.receiveBytes()?.count, MediaBinding.ackLength, "bind acknowledged")
         }
         let packet = RTPPacket(sequenceNumber: 1, timestamp: 960, ssrc: ja.you.ssrc,
                                audioLevel: .init(level: 20, voiceActivity: true), payload: [1, 2, 3]).encoded()
         sa.send(packet, to: relay)
-        XCTAssertEqual(receive(sb), packet, "forwarded unchanged to the other participant")
-        XCTAssertNil(receive(sc, timeoutMs: 200), "never to another room")
-        XCTAssertNil(receive(sa, timeoutMs: 100), "never echoed to the sender")
+        XCTAssertEqual(sb.receiveBytes(), packet, "forwarded unchanged to the other participant")
+        XCTAssertNil(sc.receiveBytes(timeoutMs: 200), "never to another room")
+        XCTAssertNil(sa.receiveBytes(timeoutMs: 100), "never echoed to the sender")
 
         // Spoofed SSRC, unbound sender, bad bind token, garbage: all dropped and counted.
         let counters = try XCTUnwrap(h.server.relayCounters)
@@ -111,8 +111,8 @@ final class SignallingAndRelayTests: XCTestCase {
         stranger.send(packet, to: relay)
         stranger.send(MediaBinding.encodeBind(ssrc: ja.you.ssrc, token: [UInt8](repeating: 0, count: 16)), to: relay)
         stranger.send([0x80, 1, 2], to: relay)
-        XCTAssertNil(receive(sb, timeoutMs: 200))
-        XCTAssertNil(receive(stranger, timeoutMs: 100), "no ack for a bad bind")
+        XCTAssertNil(sb.receiveBytes(timeoutMs: 200))
+        XCTAssertNil(stranger.receiveBytes(timeoutMs: 100), "no ack for a bad bind")
         XCTAssertEqual(counters.droppedSSRCMismatch.load(ordering: .relaxed), 1)
         XCTAssertEqual(counters.droppedUnbound.load(ordering: .relaxed), 1)
         XCTAssertEqual(counters.droppedBadBind.load(ordering: .relaxed), 1)
@@ -128,19 +128,12 @@ final class SignallingAndRelayTests: XCTestCase {
         let sb = try UDPSocket(host: "127.0.0.1", port: 0)
         for (s, j) in [(sa, ja), (sb, jb)] {
             s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            XCTAssertNotNil(receive(s))
+            XCTAssertNotNil(s.receiveBytes())
         }
         b.send(.leave)
         XCTAssertTrue(b.waitClosed())
         Thread.sleep(forTimeInterval: 0.1)
         sa.send(RTPPacket(sequenceNumber: 1, timestamp: 1, ssrc: ja.you.ssrc, payload: [5]).encoded(), to: relay)
-        XCTAssertNil(receive(sb, timeoutMs: 200))
-    }
-
-    func receive(_ s: UDPSocket, timeoutMs: Int32 = 1000) -> [UInt8]? {
-        guard s.waitReadable(timeoutMs: timeoutMs) else { return nil }
-        var buf = [UInt8](repeating: 0, count: 2048)
-        let r = buf.withUnsafeMutableBytes { s.receive(into: $0) }
-        return r.map { Array(buf.prefix($0.count)) }
+        XCTAssertNil(sb.receiveBytes(timeoutMs: 200))
     }
 }
