@@ -102,13 +102,13 @@ extension BotsCommand {
                 let rss0 = pid.flatMap(residentKiB)
                 try await gen.joinAll(concurrency: concurrency)
                 Console.out(String(format: "callroom bots: %d bots in %d rooms joined in %.1f s", rooms * per, rooms, Date().timeIntervalSince(t0)))
-                let fast0 = metric(url, "callroom_relay_fastpath_run_seconds_total") ?? 0
-                let cpu0 = pid.flatMap(processCPUSeconds).map { $0 + fast0 }, fwd0 = forwardedPackets(url)
+                let m0 = metrics(url), fast0 = m0?[fastPathRunSeconds] ?? 0
+                let cpu0 = pid.flatMap(processCPUSeconds).map { $0 + fast0 }, fwd0 = m0?[forwardedTotal].map { Int($0) }
                 let own0 = processCPUSeconds(getpid()), machine0 = machineBusySeconds()
                 let report = gen.run(seconds: duration)
                 try? await Task.sleep(nanoseconds: 100_000_000)  // the fast path's counts reach /metrics every 50 ms
-                let fast1 = metric(url, "callroom_relay_fastpath_run_seconds_total") ?? 0
-                let cpu1 = pid.flatMap(processCPUSeconds).map { $0 + fast1 }, fwd1 = forwardedPackets(url)
+                let m1 = metrics(url), fast1 = m1?[fastPathRunSeconds] ?? 0
+                let cpu1 = pid.flatMap(processCPUSeconds).map { $0 + fast1 }, fwd1 = m1?[forwardedTotal].map { Int($0) }
                 let own1 = processCPUSeconds(getpid()), machine1 = machineBusySeconds()
                 let rss1 = pid.flatMap(residentKiB)
                 gen.leaveAll()
@@ -173,15 +173,17 @@ extension BotsCommand {
         return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// `callroom_relay_packets_forwarded_total` from the server's /metrics.
-    static func forwardedPackets(_ url: URL) -> Int? {
-        metric(url, "callroom_relay_packets_forwarded_total").map { Int($0) }
-    }
+    static let forwardedTotal = "callroom_relay_packets_forwarded_total"
+    static let fastPathRunSeconds = "callroom_relay_fastpath_run_seconds_total"
 
-    /// One unlabelled value from the server's /metrics.
-    static func metric(_ url: URL, _ name: String) -> Double? {
+    /// The unlabelled values of the server's /metrics, from one request.
+    static func metrics(_ url: URL) -> [String: Double]? {
         guard let text = try? String(contentsOf: url.appendingPathComponent("metrics"), encoding: .utf8) else { return nil }
-        return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
-            .flatMap { Double($0.split(separator: " ").last ?? "") }
+        var values: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") && !line.contains("{") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let v = Double(parts[1]) { values[String(parts[0])] = v }
+        }
+        return values
     }
 }
