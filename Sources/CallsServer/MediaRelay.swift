@@ -54,8 +54,8 @@ final class MediaRelay: @unchecked Sendable {
 
     var counters: RelayCounters { shared.counters }
 
-    /// Hands the kernel fast path to worker 0, which keeps its maps in step. Before `start()`.
-    func attachFastPath(_ fastPath: RelayFastPath) { workers[0].fastPath = fastPath }
+    /// Attaches the kernel fast path: the workers keep its maps in step. Before `start()`.
+    func attachFastPath(_ fastPath: RelayFastPath) { shared.fastPath.withLock { $0 = fastPath } }
 
     /// Called on worker 0 when a room's loudest speaker changes (room index, member key). Set
     /// before `start()`; it must only hand off (the registry hops to its queue).
@@ -120,8 +120,10 @@ final class MediaRelay: @unchecked Sendable {
     /// Detaches the kernel fast path and closes the sockets of a relay that was never started
     /// (or has stopped).
     func close() {
-        workers[0].fastPath?.close()
-        workers[0].fastPath = nil
+        shared.fastPath.withLock { fp in
+            fp?.close()
+            fp = nil
+        }
         for w in workers { w.socket.close() }
     }
 

@@ -28,7 +28,8 @@ public enum RelayFastPathError: Error, Equatable, Sendable, CustomStringConverti
 /// when the process exits, however it exits) and keeps the program's maps equal to the relay's
 /// membership.
 ///
-/// Thread rules: one thread (relay worker 0) after `init`.
+/// Thread rules: one thread at a time after `init` — the relay keeps it behind
+/// `RelayShared.fastPath`'s lock (any worker syncs it; worker 0 harvests it).
 final class RelayFastPath: @unchecked Sendable {
     private var bpf = callroom_bpf()
     /// What the maps hold now: member key → (address, room, ssrc, level slot), and room → destinations.

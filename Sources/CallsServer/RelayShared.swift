@@ -35,8 +35,20 @@ final class RelayShared: Sendable {
     /// Levels from every worker feed one tracker; worker 0 evaluates it.
     let speakers = Mutex<DominantSpeakerTracker>(DominantSpeakerTracker())
     let running = Atomic<Bool>(false)
+    /// The kernel fast path, if attached. Whoever changes the bindings brings its maps in step
+    /// (`syncFastPath`); worker 0 also harvests its counters and levels.
+    let fastPath = Mutex<RelayFastPath?>(nil)
     /// RTP older than this when a worker reads it is stale and dropped (0: never).
     let maxDelayNanoseconds: Int64
+
+    /// Brings the fast path's maps up to the newest table and bindings. Any worker; called before
+    /// a bind is acknowledged, so a new member hears the room from its first packet on.
+    func syncFastPath() {
+        fastPath.withLock { fp in
+            guard let fp else { return }
+            fp.sync(pendingTable.withLock { $0 }, bindings.withLock { $0 })
+        }
+    }
 
     init(workers: Int, maxDelayNanoseconds: Int64) {
         counters = RelayCounters(workers: workers)

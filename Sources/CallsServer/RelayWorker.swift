@@ -9,8 +9,7 @@ import Synchronization
 /// overload the relay sheds its oldest work and stays current instead of falling further behind.
 ///
 /// Thread rules: `loop()` runs on the worker's own thread and owns every stored property but
-/// `socket` (closed by the relay after the loop ends), and `onDominantSpeaker` and `fastPath`
-/// (set before start).
+/// `socket` (closed by the relay after the loop ends) and `onDominantSpeaker` (set before start).
 final class RelayWorker: @unchecked Sendable {
     let index: Int
     let socket: UDPSocket
@@ -28,8 +27,7 @@ final class RelayWorker: @unchecked Sendable {
     private var forwarded: UInt64 = 0
     private var forwardedBytes: UInt64 = 0
     private var sendFailed: UInt64 = 0
-    /// Worker 0 only: the kernel fast path, kept in step with the table and bindings it saw.
-    var fastPath: RelayFastPath?
+    /// Worker 0: the table and bindings generations the kernel fast path was last synced to.
     private var fastPathSynced: (table: UInt64, bindings: UInt64) = (.max, .max)
     private var lastHarvest: UInt64 = 0
 
@@ -45,8 +43,10 @@ final class RelayWorker: @unchecked Sendable {
     func loop() {
         while shared.running.load(ordering: .acquiring) {
             refresh()
-            if let fp = fastPath { tendFastPath(fp) }
-            if index == 0 { evaluateSpeakers() }
+            if index == 0 {
+                tendFastPath()
+                evaluateSpeakers()
+            }
             guard socket.waitReadable(timeoutMs: 50) else { continue }
             var rounds = 0
             while rounds < 8 {
@@ -159,17 +159,18 @@ final class RelayWorker: @unchecked Sendable {
         if ok < queued { sendFailed += UInt64(queued - ok) }
     }
 
-    /// Brings the fast path's maps up to date, and every 50 ms adds its counts to the shared
-    /// counters and its members' levels to the dominant-speaker tracker.
-    private func tendFastPath(_ fp: RelayFastPath) {
+    /// Brings the fast path's maps up to date after a table change (leaves, moves), and every
+    /// 50 ms adds its counts to the shared counters and its members' levels to the tracker.
+    private func tendFastPath() {
         if fastPathSynced != (seenTable, seenBindings) {
-            fp.sync(table, bindings)
+            shared.syncFastPath()
             fastPathSynced = (seenTable, seenBindings)
         }
         let now = monotonicNanoseconds()
         guard now &- lastHarvest >= 50_000_000 else { return }
         lastHarvest = now
-        let d = fp.statsDelta()
+        let harvest = shared.fastPath.withLock { fp in fp.map { ($0.statsDelta(), $0.runNanoseconds, $0.newLevels()) } }
+        guard let (d, runNanoseconds, levels) = harvest else { return }
         let c = shared.counters
         if d.received > 0 {
             c.received.add(d.received, ordering: .relaxed)
@@ -179,8 +180,7 @@ final class RelayWorker: @unchecked Sendable {
             c.fastPathForwarded.add(d.forwarded, ordering: .relaxed)
         }
         if d.sendFailed > 0 { c.droppedSendFailed.add(d.sendFailed, ordering: .relaxed) }
-        c.fastPathRunNanoseconds.store(fp.runNanoseconds, ordering: .relaxed)
-        let levels = fp.newLevels()
+        c.fastPathRunNanoseconds.store(runNanoseconds, ordering: .relaxed)
         if !levels.isEmpty {
             shared.speakers.withLock { tracker in
                 for l in levels { tracker.heard(l.key, level: l.level, now: l.at) }
@@ -222,6 +222,7 @@ final class RelayWorker: @unchecked Sendable {
         }
         shared.bindingsGeneration.add(1, ordering: .releasing)
         refresh()
+        shared.syncFastPath()
         c.binds.add(1, ordering: .relaxed)
         socket.send(MediaBinding.encodeAck(ssrc: member.ssrc), to: from)
     }

@@ -96,6 +96,18 @@ final class RelayFastPathTests: XCTestCase {
         waitFor("the first program still forwards") { counters.fastPathForwarded.load(ordering: .relaxed) == before + 2 }
         while b.socket.receiveDatagram(timeoutMs: 50) != nil {}
 
+        // A member who has just bound hears the room at once: the kernel's room list includes
+        // it before its bind is acknowledged.
+        for attempt in 0..<5 {
+            let late = try h.joinAndBind("late\(attempt)", session: "room")
+            a.socket.send(RTPPacket(sequenceNumber: UInt16(600 + attempt), timestamp: 4, ssrc: a.joined.you.ssrc, payload: [7]).encoded(), to: relay)
+            XCTAssertNotNil(late.socket.receiveDatagram(timeoutMs: 300), "late\(attempt) hears a right after its bind")
+            late.probe.send(.leave)
+            XCTAssertTrue(late.probe.waitClosed())
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        for m in [b, c] { while m.socket.receiveDatagram(timeoutMs: 50) != nil {} }
+
         // A member who leaves is taken out of the room's list.
         b.probe.send(.leave)
         XCTAssertTrue(b.probe.waitClosed())
