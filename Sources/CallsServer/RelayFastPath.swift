@@ -35,6 +35,8 @@ final class RelayFastPath: @unchecked Sendable {
     /// What the maps hold now: member key → (address, room, ssrc, level slot), and room → destinations.
     private var members: [UInt64: (address: SocketAddress, room: Int, ssrc: UInt32, slot: UInt32)] = [:]
     private var rooms: [Int: [SocketAddress]] = [:]
+    /// The member keys whose entries the maps hold, per room.
+    private var roomKeys: [Int: [UInt64]] = [:]
     /// Level slots: released ones are reused first.
     private var freeSlots: [UInt32] = []
     private var nextSlot: UInt32 = 0
@@ -65,38 +67,48 @@ final class RelayFastPath: @unchecked Sendable {
     /// Makes the maps match `table` and `bindings`: every bound member, and for each room of at
     /// most 64 bound members its destination list (larger rooms stay with the socket relay).
     func sync(_ table: RelayTable, _ bindings: RelayBindings) {
-        var wantMembers: [UInt64: (address: SocketAddress, room: Int, ssrc: UInt32)] = [:]
-        var wantRooms: [Int: [SocketAddress]] = [:]
-        for (room, keys) in table.rooms {
-            let bound = keys.compactMap { k in bindings.addressOf[k].map { (k, $0) } }
-            guard bound.count <= Int(CR_MAX_ROOM) else { continue }
-            wantRooms[room] = bound.map(\.1)
-            for (k, a) in bound { if let m = table.members[k] { wantMembers[k] = (a, room, m.ssrc) } }
+        for room in Set(table.rooms.keys).union(roomKeys.keys) { sync(room: room, table, bindings) }
+    }
+
+    /// The same for one room: all a bind can change, at the cost of that room's size.
+    func sync(room: Int, _ table: RelayTable, _ bindings: RelayBindings) {
+        var want: [(key: UInt64, address: SocketAddress, ssrc: UInt32)] = []
+        for k in table.rooms[room] ?? [] {
+            if let a = bindings.addressOf[k], let m = table.members[k] { want.append((k, a, m.ssrc)) }
         }
-        for (k, old) in members where wantMembers[k]?.address != old.address {
-            _ = callroom_bpf_delete_member(&bpf, old.address.ip, old.address.port.bigEndian)
-            freeSlots.append(old.slot)
-            members[k] = nil
-            lastLevelTime[k] = nil
-        }
-        for (room, _) in rooms where wantRooms[room] == nil { _ = callroom_bpf_delete_room(&bpf, UInt32(truncatingIfNeeded: room)) }
-        for (room, list) in wantRooms where rooms[room] != list {
+        if want.count > Int(CR_MAX_ROOM) { want = [] }
+        var wanted: [UInt64: SocketAddress] = [:]
+        for w in want { wanted[w.key] = w.address }
+        for k in roomKeys[room] ?? [] where wanted[k] != members[k]?.address { removeMember(k) }
+        let list = want.map(\.address)
+        if list.isEmpty {
+            if rooms.removeValue(forKey: room) != nil { _ = callroom_bpf_delete_room(&bpf, UInt32(truncatingIfNeeded: room)) }
+        } else if rooms[room] != list {
             let ips = list.map(\.ip), ports = list.map { $0.port.bigEndian }
             _ = callroom_bpf_set_room(&bpf, UInt32(truncatingIfNeeded: room), ips, ports, UInt32(list.count))
+            rooms[room] = list
         }
-        rooms = wantRooms
         // Members last: a sender enters the fast path only once its room's list is in place.
-        for (k, m) in wantMembers {
-            if let old = members[k], old.room == m.room, old.ssrc == m.ssrc { continue }
-            guard let slot = members[k]?.slot ?? takeSlot() else { continue }  // 65,536 members: the rest stay with the workers
-            guard callroom_bpf_set_member(&bpf, m.address.ip, m.address.port.bigEndian, UInt32(truncatingIfNeeded: m.room),
-                                          m.ssrc, slot) == 0 else {
-                if members[k] == nil { freeSlots.append(slot) }
+        for w in want {
+            if let old = members[w.key], old.room == room, old.ssrc == w.ssrc { continue }
+            guard let slot = members[w.key]?.slot ?? takeSlot() else { continue }  // 65,536 members: the rest stay with the workers
+            guard callroom_bpf_set_member(&bpf, w.address.ip, w.address.port.bigEndian, UInt32(truncatingIfNeeded: room),
+                                          w.ssrc, slot) == 0 else {
+                if members[w.key] == nil { freeSlots.append(slot) }
                 continue
             }
-            if members[k] == nil { lastLevelTime[k] = level(slot).at }  // a reused slot's old level is not this member's
-            members[k] = (m.address, m.room, m.ssrc, slot)
+            if members[w.key] == nil { lastLevelTime[w.key] = level(slot).at }  // a reused slot's old level is not this member's
+            members[w.key] = (w.address, room, w.ssrc, slot)
         }
+        let held = want.map(\.key).filter { members[$0] != nil }
+        roomKeys[room] = held.isEmpty ? nil : held
+    }
+
+    private func removeMember(_ k: UInt64) {
+        guard let old = members.removeValue(forKey: k) else { return }
+        _ = callroom_bpf_delete_member(&bpf, old.address.ip, old.address.port.bigEndian)
+        freeSlots.append(old.slot)
+        lastLevelTime[k] = nil
     }
 
     private func takeSlot() -> UInt32? {

@@ -41,12 +41,18 @@ final class RelayShared: Sendable {
     /// RTP older than this when a worker reads it is stale and dropped (0: never).
     let maxDelayNanoseconds: Int64
 
-    /// Brings the fast path's maps up to the newest table and bindings. Any worker; called before
-    /// a bind is acknowledged, so a new member hears the room from its first packet on.
-    func syncFastPath() {
+    /// Brings the fast path's maps up to the newest table and bindings: all rooms, or only the
+    /// room of `member` (what a bind changes). Any worker; called before a bind is acknowledged,
+    /// so a new member hears the room from its first packet on.
+    func syncFastPath(member: UInt64? = nil) {
         fastPath.withLock { fp in
             guard let fp else { return }
-            fp.sync(pendingTable.withLock { $0 }, bindings.withLock { $0 })
+            let table = pendingTable.withLock { $0 }, bound = bindings.withLock { $0 }
+            if let member {
+                if let room = table.members[member]?.room { fp.sync(room: room, table, bound) }
+            } else {
+                fp.sync(table, bound)
+            }
         }
     }
 

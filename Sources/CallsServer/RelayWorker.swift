@@ -222,7 +222,7 @@ final class RelayWorker: @unchecked Sendable {
         }
         shared.bindingsGeneration.add(1, ordering: .releasing)
         refresh()
-        shared.syncFastPath()
+        shared.syncFastPath(member: key)
         c.binds.add(1, ordering: .relaxed)
         socket.send(MediaBinding.encodeAck(ssrc: member.ssrc), to: from)
     }
