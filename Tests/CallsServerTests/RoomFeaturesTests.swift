@@ -212,7 +212,9 @@ final class RoomFeaturesTests: XCTestCase {
 
 final class CallTokenRoleAndExpiryTests: XCTestCase {
     func testOperatorTokensCarryRolesAndExpiredTokensAreRefused() throws {
-        let h = try ServerHarness(configure: { $0.callTokenTTLSeconds = 1 })
+        // Claims count whole seconds, so a 1 s lifetime can end a millisecond after minting:
+        // 2 s leaves every token here at least a second to be used.
+        let h = try ServerHarness(configure: { $0.callTokenTTLSeconds = 2 })
         defer { h.stop(); h.removeData() }
         _ = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"boss"}"#)
         let app = ["appId": h.server.keys.appId]
@@ -236,7 +238,7 @@ final class CallTokenRoleAndExpiryTests: XCTestCase {
         XCTAssertEqual(boss.joined()?.you.role, "moderator")
 
         let late = try h.callToken(uid: "pleb", session: "rt")
-        Thread.sleep(forTimeInterval: 2.1)
+        Thread.sleep(forTimeInterval: 3.1)
         let expired = try SignalProbe(url: h.server.url)
         expired.send(.join(.init(callToken: late)))
         XCTAssertEqual(expired.error(), "AUTH_ERR_TOKEN_EXPIRED")
