@@ -5,21 +5,59 @@
 #define _XOPEN_SOURCE_EXTENDED 1
 #endif
 #include <locale.h>
+#include <stddef.h>
+#include <wchar.h>
 #include <ncursesw/curses.h>
+#include <ncursesw/term.h>
 
 static const attr_t callroom_a_bold = A_BOLD;
 static const attr_t callroom_a_reverse = A_REVERSE;
 static const attr_t callroom_a_dim = A_DIM;
 static const attr_t callroom_a_underline = A_UNDERLINE;
-static const mmask_t callroom_button1_clicked = BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON1_RELEASED;
-static const mmask_t callroom_all_mouse_events = ALL_MOUSE_EVENTS;
+/* Button 1 press and release (reported separately: mouseinterval(0)), the wheel (buttons 4, 5). */
+static const mmask_t callroom_mouse_mask = BUTTON1_PRESSED | BUTTON1_RELEASED | BUTTON1_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED;
+static const mmask_t callroom_button1_pressed = BUTTON1_PRESSED;
+static const mmask_t callroom_button1_released = BUTTON1_RELEASED;
+static const mmask_t callroom_button1_clicked = BUTTON1_CLICKED;
+static const mmask_t callroom_button4_pressed = BUTTON4_PRESSED;
+static const mmask_t callroom_button5_pressed = BUTTON5_PRESSED;
 static inline WINDOW *callroom_stdscr(void) { return stdscr; }
 static inline int callroom_colors(void) { return COLORS; }
 static inline attr_t callroom_color_pair(int n) { return COLOR_PAIR(n); }
-/* Writes one wide character with attributes at y,x. */
-static inline int callroom_put_wch(int y, int x, wchar_t ch, attr_t attr, short pair) {
-    cchar_t c; wchar_t s[2] = { ch, 0 };
+
+/* Writes one grapheme (up to 4 code points: a base and its combining marks) with attributes at y,x. */
+static inline int callroom_put_wchs(int y, int x, const wchar_t *chars, int count, attr_t attr, short pair) {
+    cchar_t c; wchar_t s[5] = { 0, 0, 0, 0, 0 };
+    for (int i = 0; i < count && i < 4; i++) s[i] = chars[i];
     setcchar(&c, s, attr, pair, NULL);
     return mvadd_wch(y, x, &c);
+}
+
+/* The terminal's capabilities, read from terminfo before the screen is set up:
+   1 when TERM can address the cursor (cup), 0 when it cannot, -1 when TERM is unknown. */
+static inline int callroom_terminal_can_address_cursor(void) {
+    int err = 0;
+    if (setupterm(NULL, 1, &err) != OK) return -1;
+    char *cup = tigetstr("cup");
+    int ok = cup != NULL && cup != (char *)-1;
+    del_curterm(cur_term);
+    return ok;
+}
+/* 1 when the terminal has an alternate screen (smcup), so leaving restores what was there. */
+static inline int callroom_terminal_has_alternate_screen(void) {
+    char *s = tigetstr("smcup");
+    return s != NULL && s != (char *)-1;
+}
+
+/* wcwidth(3) in a UTF-8 locale whatever the process locale is: the cells a terminal gives a
+   code point (2 for East Asian wide, 0 for combining marks, -1 for controls). */
+static inline int callroom_wcwidth(unsigned int codepoint) {
+    static locale_t utf8 = (locale_t)0;
+    if (utf8 == (locale_t)0) utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    if (utf8 == (locale_t)0) return -2;
+    locale_t old = uselocale(utf8);
+    int w = wcwidth((wchar_t)codepoint);
+    uselocale(old);
+    return w;
 }
 #endif

@@ -2,21 +2,29 @@ import CometChatCallsSDK
 import Foundation
 
 /// Runs the call screen on the main thread: turns listener events into the view model, polls
-/// input and audio levels, and redraws at most 30 times a second, only when something changed.
+/// input, audio levels and statistics, and redraws at most 30 times a second, only when
+/// something changed. After the session ends it shows the summary until a key (or 10 s).
 ///
-/// Thread rules: main thread only (the SDK callback queue must be main).
+/// Thread rules: main thread only, enforced with `dispatchPrecondition`. The SDK callback queue
+/// may be any queue: events hop to main.
 @MainActor
 public final class CallScreenController {
-    public private(set) var model: CallViewModel
-    private let driver: any TerminalDriver
-    private let session: CallSession
+    public internal(set) var model: CallViewModel
+    let driver: any TerminalDriver
+    let session: CallSession
     private var bridge: ListenerBridge?
     private var timer: DispatchSourceTimer?
-    private var dirty = true
+    var dirty = true
     private var lastSecond = -1
     private var ticks = 0
-    /// Called when the user asks to quit and the session is over (or was never joined).
+    private var lastBytes: [String: (Int, Date)] = [:]
+    private var finishing = false
+    /// Called when the call is over and the user has seen the summary, with the exit code.
     public var onFinished: ((Int32) -> Void)?
+    /// Where the export key writes the event log (a directory; default: the current one).
+    public var exportDirectory: String = FileManager.default.currentDirectoryPath
+    /// How long the summary stays when no key is pressed (seconds; 0 skips it).
+    public var summarySeconds: Double = 10
     public private(set) var framesDrawn = 0
 
     public init(driver: any TerminalDriver, title: String, session: CallSession = .shared) {
@@ -27,7 +35,10 @@ public final class CallScreenController {
 
     /// Registers listeners and starts the redraw timer.
     public func start(refreshHz: Int = 30) {
-        let bridge = ListenerBridge { [weak self] e in MainActor.assumeIsolated { self?.handle(e) } }
+        dispatchPrecondition(condition: .onQueue(.main))
+        let bridge = ListenerBridge { [weak self] e in
+            DispatchQueue.main.async { MainActor.assumeIsolated { self?.handle(e) } }
+        }
         bridge.register(on: session)
         self.bridge = bridge
         let t = DispatchSource.makeTimerSource(queue: .main)
@@ -39,6 +50,7 @@ public final class CallScreenController {
     }
 
     public func stop() {
+        dispatchPrecondition(condition: .onQueue(.main))
         timer?.cancel()
         timer = nil
         driver.shutdown()
@@ -49,8 +61,9 @@ public final class CallScreenController {
         dirty = true
     }
 
+    /// Adds a standing notice (shown wrapped above the tiles; none replaces another).
     public func show(notice: String?) {
-        model.notice = notice
+        if let n = notice, !model.notices.contains(n) { model.notices.append(n) }
         dirty = true
     }
 
@@ -59,8 +72,14 @@ public final class CallScreenController {
         dirty = true
     }
 
+    /// The summary of the call so far (what leaving prints).
+    public var summary: CallSummary { CallSummary(model) }
+
     func handle(_ e: CallEvent) {
-        model.apply(e, localPID: session.localParticipantID)
+        dispatchPrecondition(condition: .onQueue(.main))
+        if case .sessionLeft = e { refreshMedia() }
+        model.now = Date()
+        model.apply(e, localPID: session.localParticipantID, at: model.now)
         // The chat badge is the SDK's (`setChatButtonUnreadCount`): keep both in step.
         if case .chatMessage = e, model.chatUnread != session.chatButtonUnreadCount { session.setChatButtonUnreadCount(model.chatUnread) }
         dirty = true
@@ -71,139 +90,91 @@ public final class CallScreenController {
         }
     }
 
-    private func finish(_ code: Int32) {
+    /// Shows the summary, then (after a key or `summarySeconds`) reports the exit code.
+    func finish(_ code: Int32) {
+        guard !finishing else { return }
+        finishing = true
+        model.pending = nil
+        guard summarySeconds > 0 else { draw(); onFinished?(code); return }
+        model.overlay = .summary
         draw()
-        onFinished?(code)
+        exitCode = code
+        DispatchQueue.main.asyncAfter(deadline: .now() + summarySeconds) { [weak self] in self?.exitNow() }
     }
 
-    /// One UI tick: input, levels, clock, then a redraw if anything changed.
+    private var exitCode: Int32 = 0
+    private var exited = false
+    func exitNow() {
+        guard !exited else { return }
+        exited = true
+        onFinished?(exitCode)
+    }
+
+    private func refreshMedia() {
+        if let r = session.mediaReport { model.media = r }
+    }
+
+    /// One UI tick: input, levels, statistics, clock, then a redraw if anything changed.
     public func tick() {
+        dispatchPrecondition(condition: .onQueue(.main))
         while let input = driver.poll() { handle(input) }
         if model.updateLevels(session.audioLevels()) { dirty = true }
         ticks += 1
-        if ticks % 15 == 0, model.updateQuality(session.connectionQuality()) { dirty = true }
+        if ticks % 3 == 0 { model.sampleLevelHistory(); dirty = true }
+        if ticks % 15 == 0 {
+            if model.updateQuality(session.connectionQuality()) { dirty = true }
+            refreshStatistics()
+        }
         let unread = session.chatButtonUnreadCount
-        if unread != model.chatUnread { model.chatUnread = unread; dirty = true }
+        if unread != model.chatUnread, model.overlay != .summary { model.chatUnread = unread; dirty = true }
         model.now = Date()
+        if model.expireToasts() { dirty = true }
         let second = Int(model.now.timeIntervalSince1970)
         if second != lastSecond { lastSecond = second; dirty = true }
         if dirty { draw() }
     }
 
-    private func draw() {
+    /// Receive statistics, bitrates and the round trip, twice a second.
+    private func refreshStatistics() {
+        guard model.overlay != .summary else { return }
+        refreshMedia()
+        model.roundTripMs = session.serverRoundTripMs
+        let stats = session.receiveStatistics()
+        let now = Date()
+        for (pid, s) in stats {
+            if let (bytes, at) = lastBytes[pid], now.timeIntervalSince(at) > 0.2 {
+                model.bitrates[pid] = Double(s.bytesReceived - bytes) * 8 / 1000 / now.timeIntervalSince(at)
+            }
+            lastBytes[pid] = (s.bytesReceived, now)
+        }
+        if stats != model.receiveStats { model.receiveStats = stats; if model.overlay == .stats { dirty = true } }
+    }
+
+    func draw() {
         let (w, h) = driver.size
         driver.present(CallScreenRenderer.render(model, width: w, height: h, unicode: driver.supportsUnicode))
         framesDrawn += 1
         dirty = false
     }
 
-    public func handle(_ input: TerminalInput) {
-        dirty = true
-        if model.panel == .chat, handleChatInput(input) { return }
-        if model.participantListVisible, handleParticipantList(input) { return }
-        switch input {
-        case .escape: model.panel = .log
-        case .char("l"), .char("L"), .char("q"), .char("Q"), .interrupt: quit()
-        case .char("w"), .char("W"):
-            session.isPictureInPictureLayoutEnabled ? session.disablePictureInPictureLayout() : session.enablePictureInPictureLayout()
-        case .char("?"): model.panel = model.panel == .help ? .log : .help
-        case .char("o"), .char("O"):
-            model.panel = model.panel == .settings ? .log : .settings
-            if model.panel == .settings { model.playbackDevices = session.playbackDevices }
-        case .char("e"), .char("E"): model.logHidden.toggle()
-        case .char("f"), .char("F"):
-            let all = CallViewModel.logFilters
-            let i = all.firstIndex { $0 == model.logFilter } ?? 0
-            model.logFilter = all[(i + 1) % all.count]
-            model.logScroll = 0
-        case .up: model.logScroll = min(model.logScroll + 1, max(0, model.visibleLog.count - 1))
-        case .down: model.logScroll = max(0, model.logScroll - 1)
-        case .char(let c) where model.panel == .settings && c.properties.numericType != nil:
-            let i = Int(c.value) - 49
-            if model.audioModes.indices.contains(i) { session.setAudioMode(model.audioModes[i]) }
-        case .char(let c):
-            let key = Unicode.Scalar(c.properties.lowercaseMapping.unicodeScalars.first?.value ?? c.value) ?? c
-            guard let (button, _, _) = model.buttons.first(where: { $0.1 == key }) else { return }
-            press(button)
-        case .mouse(let x, let y):
-            let (w, h) = driver.size
-            let l = CallScreenRenderer.layout(for: model, width: w, height: h)
-            if let b = l.buttons.first(where: { $0.rect.contains(x: x, y: y) }), let button = BuiltInButton(rawValue: b.id) { press(button) }
-        default: break
-        }
+    /// The layout of the current screen (for mouse hit tests and page sizes).
+    var currentLayout: CallScreenRenderer.Layout {
+        let (w, h) = driver.size
+        return CallScreenRenderer.layout(for: model, width: w, height: h, unicode: driver.supportsUnicode)
     }
 
-    /// A control-bar button: the SDK fires its callback and acts; the surface opens its panels.
-    private func press(_ button: BuiltInButton) {
-        session.click(button)
-        switch button {
-        case .chat: model.panel = model.panel == .chat ? .log : .chat
-        case .shareInvite:
-            guard let link = session.inviteLink else { return }
-            model.notice = "Invite: \(link) (copied)"
-            driver.copyToClipboard(link)
-        default: break
-        }
-    }
-
-    /// Keys of the participant list: search, selection and moderation of the selected
-    /// participant (the server refuses non-moderators with an error event). Returns whether the
-    /// key was consumed.
-    private func handleParticipantList(_ input: TerminalInput) -> Bool {
-        if model.searchingParticipants {
-            switch input {
-            case .enter, .escape: model.searchingParticipants = false
-            case .backspace: if !model.participantSearch.isEmpty { model.participantSearch.removeLast() }
-            case .char(let c): model.participantSearch.unicodeScalars.append(c); model.participantSelection = 0
-            default: return false
-            }
-            return true
-        }
-        let target = model.selectedTile?.pid
-        switch input {
-        case .char("/"): model.searchingParticipants = true
-        case .up: model.participantSelection = max(0, model.participantSelection - 1)
-        case .down: model.participantSelection = min(max(0, model.listedTiles.count - 1), model.participantSelection + 1)
-        case .char("P"): if let t = target { session.pinParticipant(participantId: t) }
-        case .char("M"): if let t = target { session.muteParticipant(participantId: t) }
-        case .char("V"): if let t = target { session.pauseParticipantVideo(participantId: t) }
-        case .char("X"): if let t = target { session.removeParticipant(participantId: t) }
-        default: return false
-        }
-        return true
-    }
-
-    /// Typing in the chat panel: text, Backspace, Enter sends, Esc closes. Returns whether the
-    /// key was consumed.
-    private func handleChatInput(_ input: TerminalInput) -> Bool {
-        switch input {
-        case .enter:
-            let text = model.chatDraft.trimmingCharacters(in: .whitespaces)
-            if !text.isEmpty { session.sendChatMessage(text) }
-            model.chatDraft = ""
-            return true
-        case .backspace:
-            if !model.chatDraft.isEmpty { model.chatDraft.removeLast() }
-            return true
-        case .escape:
-            model.panel = .log
-            return true
-        case .char(let c):
-            if model.chatDraft.count < 2000 { model.chatDraft.unicodeScalars.append(c) }
-            return true
-        default:
-            return false
-        }
-    }
-
-    /// Leaves the session (or finishes at once when not in one).
+    /// Leaves the session now (Ctrl-C, a confirmed leave, a signal), or finishes when not in one.
     public func quit() {
+        dispatchPrecondition(condition: .onQueue(.main))
+        model.pending = nil
         if session.isCallSessionActive() {
             model.status = "leaving…"
             dirty = true
             session.click(.leaveSession)
-        } else {
+        } else if !finishing {
             finish(0)
+        } else {
+            exitNow()
         }
     }
 }

@@ -1,21 +1,25 @@
 import CometChatCallsSDK
 import Foundation
 
-/// Draws the call screen: header, participant tiles, control bar and the event log.
+/// Draws the call screen: header, participant tiles, a side panel (event log, participants,
+/// chat, audio, counts), the control bar, toasts and overlays (help, payload, stats, summary).
 ///
 /// ```
-/// ┌ header: title · timer · participants · status ───────────────────────────┐
-/// │ tiles (grid adapting to count and size)            │ event log (newest   │
-/// │                                                    │ at the bottom)      │
-/// └ control bar: [m] Mute  [l] Leave ─────────────────────────────────────────┘
+/// ┌ header: title · timer · participants · layout · hands · you · REC · status ──┐
+/// │ notices                                              │ side panel: event   │
+/// │ tiles (grid / spotlight / sidebar, paged)            │ log, people, chat…  │
+/// │ toasts (over everything)                             │                     │
+/// └ control bar: [m] Mute … [l] Leave                                  [?] Help ┘
 /// ```
-/// The event log sits on the right when the terminal is at least 100 columns wide, else below
-/// the tiles. Pure: the same model and size always give the same screen (golden-testable).
+/// The side panel sits on the right when the terminal is at least 100 columns wide, else below
+/// the tiles; hiding the log gives its room to the tiles. Below `minimumSize` the screen says
+/// so. Pure: the same model and size always give the same screen (golden-testable).
 public enum CallScreenRenderer {
     /// A clickable region of the control bar.
     public struct Button: Equatable, Sendable {
         public var id: String
         public var key: Unicode.Scalar
+        /// The text drawn (`[m] Mute`, `m Mute` or `m✖`).
         public var label: String
         public var rect: Rect
     }
@@ -23,20 +27,30 @@ public enum CallScreenRenderer {
     public struct Layout: Equatable, Sendable {
         public var header: Rect?
         public var tiles: Rect
-        public var log: Rect
+        /// The side panel, nil when hidden.
+        public var panel: Rect?
         public var controls: Rect?
         public var buttons: [Button]
+        /// True below `minimumSize`: nothing but the message is drawn.
+        public var tooSmall = false
     }
 
-    public static let meterWidth = 10
+    /// The smallest terminal the call screen draws on.
+    public static let minimumSize = (width: 32, height: 10)
 
-    /// How many meter cells a level fills (-60 dBFS → 0, 0 dBFS → `meterWidth`).
-    public static func meterCells(_ dbfs: Float?) -> Int {
+    /// How many of `width` meter cells a level fills (-60 dBFS → 0, 0 dBFS → `width`).
+    public static func meterCells(_ dbfs: Float?, width: Int = 10) -> Int {
         guard let d = dbfs else { return 0 }
-        return max(0, min(meterWidth, Int(((d + 60) / 60 * Float(meterWidth)).rounded())))
+        return max(0, min(width, Int(((d + 60) / 60 * Float(width)).rounded())))
     }
 
-    public static func layout(for model: CallViewModel, width: Int, height: Int) -> Layout {
+    /// Whether the side panel is showing.
+    static func panelVisible(_ m: CallViewModel) -> Bool { m.participantListVisible || m.panel != .log || !m.logHidden }
+
+    public static func layout(for model: CallViewModel, width: Int, height: Int, unicode: Bool = true) -> Layout {
+        if width < minimumSize.width || height < minimumSize.height {
+            return Layout(header: nil, tiles: Rect(x: 0, y: 0, width: width, height: height), panel: nil, controls: nil, buttons: [], tooSmall: true)
+        }
         var top = 0
         var bottom = height
         var header: Rect?
@@ -46,296 +60,181 @@ public enum CallScreenRenderer {
         if !model.hideControlPanel {
             controls = Rect(x: 0, y: height - 1, width: width, height: 1)
             bottom = height - 1
-            var x = 1
-            for (button, key, label) in model.buttons {
-                let text = "[\(key)] \(label)"
-                // Buttons that do not fit are left out (narrow terminals); keys still work.
-                guard x + text.count <= width - 1 else { break }
-                buttons.append(Button(id: button.rawValue, key: key, label: label, rect: Rect(x: x, y: height - 1, width: text.count, height: 1)))
-                x += text.count + 2
-            }
+            buttons = ControlBar.layout(model, width: width, y: height - 1, glyphs: .for(unicode: unicode))
         }
         let body = Rect(x: 0, y: top, width: width, height: bottom - top)
+        guard panelVisible(model) else { return Layout(header: header, tiles: body, panel: nil, controls: controls, buttons: buttons) }
         if width >= 100 {
-            let logWidth = max(36, width * 2 / 5)
-            return Layout(header: header, tiles: Rect(x: 0, y: body.y, width: width - logWidth, height: body.height),
-                          log: Rect(x: width - logWidth, y: body.y, width: logWidth, height: body.height),
+            let panelWidth = max(36, width * 2 / 5)
+            return Layout(header: header, tiles: Rect(x: 0, y: body.y, width: width - panelWidth, height: body.height),
+                          panel: Rect(x: width - panelWidth, y: body.y, width: panelWidth, height: body.height),
                           controls: controls, buttons: buttons)
         }
-        let logHeight = max(4, body.height / 3)
-        return Layout(header: header, tiles: Rect(x: 0, y: body.y, width: width, height: body.height - logHeight),
-                      log: Rect(x: 0, y: body.maxY - logHeight, width: width, height: logHeight),
+        let panelHeight = body.height >= 16 ? max(5, body.height / 3) : 4
+        return Layout(header: header, tiles: Rect(x: 0, y: body.y, width: width, height: body.height - panelHeight),
+                      panel: Rect(x: 0, y: body.maxY - panelHeight, width: width, height: panelHeight),
                       controls: controls, buttons: buttons)
     }
 
     public static func render(_ model: CallViewModel, width: Int, height: Int, unicode: Bool = true) -> ScreenBuffer {
         var b = ScreenBuffer(width: width, height: height, unicode: unicode)
-        if model.pictureInPicture { drawPictureInPicture(model, into: &b); return b }
-        let l = layout(for: model, width: width, height: height)
-        if let h = l.header { drawHeader(model, into: &b, rect: h) }
-        switch model.layout {
-        case .tile: drawTiles(model, into: &b, rect: l.tiles)
-        case .spotlight: drawSpotlight(model, into: &b, rect: l.tiles)
-        case .sidebar: drawSidebar(model, into: &b, rect: l.tiles)
+        let l = layout(for: model, width: width, height: height, unicode: unicode)
+        if l.tooSmall { drawTooSmall(into: &b); return b }
+        if model.overlay == .summary { OverlayRenderer.drawSummary(model, into: &b); return b }
+        if model.pictureInPicture {
+            TileRenderer.drawPictureInPicture(model, into: &b)
+            drawToasts(model, into: &b, above: height)
+            return b
         }
-        if model.participantListVisible {
-            drawParticipantList(model, into: &b, rect: l.log)
-        } else {
-            switch model.panel {
-            case .chat: drawChat(model, into: &b, rect: l.log)
-            case .help: drawHelp(model, into: &b, rect: l.log)
-            case .settings: drawSettings(model, into: &b, rect: l.log)
-            case .log: if !model.logHidden { drawLog(model, into: &b, rect: l.log) }
+        if let h = l.header { drawHeader(model, into: &b, rect: h) }
+        drawTileArea(model, into: &b, rect: l.tiles)
+        if let p = l.panel {
+            if model.participantListVisible {
+                PanelRenderer.drawParticipantList(model, into: &b, rect: p)
+            } else {
+                switch model.panel {
+                case .chat: PanelRenderer.drawChat(model, into: &b, rect: p)
+                case .settings: PanelRenderer.drawSettings(model, into: &b, rect: p)
+                case .counts: EventLogRenderer.drawCounts(model, into: &b, rect: p)
+                case .log: EventLogRenderer.draw(model, into: &b, rect: p)
+                }
             }
         }
         if let c = l.controls { drawControls(model, l.buttons, into: &b, rect: c) }
+        switch model.overlay {
+        case .help: OverlayRenderer.drawHelp(model, into: &b, area: l.tiles.union(l.panel))
+        case .payload(let seq): OverlayRenderer.drawPayload(model, seq: seq, into: &b, area: l.tiles.union(l.panel))
+        case .stats: OverlayRenderer.drawStats(model, into: &b, area: l.tiles.union(l.panel))
+        case .summary, nil: break
+        }
+        drawToasts(model, into: &b, above: l.controls?.y ?? height)
         return b
+    }
+
+    /// The message shown below the minimum size, wrapped to whatever width there is.
+    private static func drawTooSmall(into b: inout ScreenBuffer) {
+        let text = "window too small (need \(minimumSize.width)×\(minimumSize.height), have \(b.width)×\(b.height)); q leaves"
+        let shown = b.unicode ? text : text.replacingOccurrences(of: "×", with: "x")
+        let lines = TextWrap.wrap(shown, width: max(1, b.width))
+        let y0 = max(0, (b.height - lines.count) / 2)
+        for (i, line) in lines.enumerated() {
+            let x = max(0, (b.width - DisplayWidth.of(line)) / 2)
+            b.put(line, x: x, y: y0 + i, style: CellStyle(bold: true))
+        }
     }
 
     static func timer(_ model: CallViewModel) -> String {
         guard let start = model.joinedAt else { return "--:--" }
-        let s = max(0, Int(model.now.timeIntervalSince(start)))
-        return String(format: "%02d:%02d", s / 60, s % 60)
+        let s = max(0, Int((model.leftAt ?? model.now).timeIntervalSince(start)))
+        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%02d:%02d", s / 60, s % 60)
     }
 
+    /// Header items, most important first; those that do not fit are left out.
     private static func drawHeader(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         b.fill(rect, style: CellStyle(reverse: true))
-        var text = " \(m.title)"
-        if !m.settings.hideSessionTimer { text += "  ·  \(timer(m))" }
-        text += "  ·  \(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")  ·  \(m.status)"
-        if m.isMuted { text += "  ·  YOU ARE MUTED" }
-        if m.tiles.contains(where: \.isRecording) && !m.settings.hideRecordingStatusIndicator { text += "  ·  ● REC" }
-        b.put(text, x: rect.x, y: rect.y, style: CellStyle(bold: true, reverse: true), maxWidth: rect.width)
-    }
-
-    private static func drawTiles(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard let area = tileArea(m, &b, rect) else { return }
-        let n = m.tiles.count
-        var cols = Int(Double(n).squareRoot().rounded(.up))
-        while cols > 1 && area.width / cols < 18 { cols -= 1 }
-        let rows = Int((Double(n) / Double(cols)).rounded(.up))
-        let tileW = area.width / cols
-        let tileH = max(3, area.height / rows)
-        for (i, t) in m.tiles.enumerated() {
-            let r = Rect(x: area.x + (i % cols) * tileW, y: area.y + (i / cols) * tileH, width: tileW, height: tileH)
-            guard r.maxY <= area.maxY else { break }
-            drawTile(t, m, into: &b, rect: r)
+        let g = b.glyphs
+        let base = CellStyle(bold: true, reverse: true)
+        var items: [(String, CellStyle)] = [(m.title, base)]
+        if !m.settings.hideSessionTimer { items.append((timer(m), base)) }
+        items.append(("\(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")", base))
+        if m.isMuted { items.append(("YOU ARE MUTED", CellStyle(fg: .red, bold: true, reverse: true))) }
+        if m.tiles.contains(where: \.isRecording) && !m.settings.hideRecordingStatusIndicator {
+            items.append(("\(g.recording) REC", CellStyle(fg: .red, bold: true, reverse: true)))
+        }
+        let hands = m.handQueue
+        if !hands.isEmpty {
+            items.append(("\(g.hand) " + hands.map { $0.isYou ? "you" : $0.name }.joined(separator: ", "), CellStyle(fg: .magenta, bold: true, reverse: true)))
+        }
+        items.append((m.layout.value.capitalized, CellStyle(reverse: true)))
+        if let q = m.you?.quality {
+            let bars = q == .good ? g.net.good : (q == .fair ? g.net.fair : g.net.poor)
+            items.append(("you \(bars) \(q.rawValue)", CellStyle(fg: q == .good ? .normal : (q == .fair ? .yellow : .red), reverse: true)))
+        }
+        items.append((m.status, CellStyle(reverse: true)))
+        var x = rect.x + 1
+        let sep = "  \(g.separator)  "
+        for (i, (text, style)) in items.enumerated() {
+            let need = (i > 0 ? DisplayWidth.of(sep) : 0) + DisplayWidth.of(text)
+            // Always the title (cut if it must be); the rest only whole.
+            if i > 0 && x + need > rect.maxX - 1 { continue }
+            if i > 0 { x += b.put(sep, x: x, y: rect.y, style: CellStyle(reverse: true)) }
+            x += b.put(text, x: x, y: rect.y, style: style, maxWidth: rect.maxX - 1 - x)
         }
     }
 
-    /// Short state badges for a tile: hand order, pinned, sharing, camera off, dominant.
-    static func badges(_ t: CallViewModel.Tile, _ m: CallViewModel) -> String {
-        var out: [String] = []
-        if let n = m.handOrder(of: t) { out.append("hand #\(n)") }
-        if t.isPinned { out.append("pinned") }
-        if t.isPresenting { out.append("sharing") }
-        if t.isVideoPaused && m.settings.sessionType == .video { out.append("cam off") }
-        if m.dominantPID == t.pid { out.append("dominant") }
-        if let q = t.quality, q != .good { out.append("net \(q.rawValue)") }
-        return out.joined(separator: " · ")
-    }
-
-    private static func drawTile(_ t: CallViewModel.Tile, _ m: CallViewModel, into b: inout ScreenBuffer, rect r: Rect) {
-        let border = t.isSpeaking ? CellStyle(fg: .green, bold: true) : CellStyle(dim: !t.isYou)
-        b.box(r, title: t.initials, style: border)
-        let inner = r.width - 2
-        var y = r.y + 1
-        guard y < r.maxY - 1 else { return }
-        b.put(t.name + (t.isYou ? " (you)" : ""), x: r.x + 1, y: y, style: CellStyle(bold: true), maxWidth: inner)
-        y += 1
-        guard y < r.maxY - 1 else { return }
-        let mic = t.isMuted ? "MUTED" : (t.isSpeaking ? "speaking" : "mic on")
-        b.put(mic, x: r.x + 1, y: y, style: CellStyle(fg: t.isMuted ? .red : (t.isSpeaking ? .green : .normal)), maxWidth: inner)
-        y += 1
-        guard y < r.maxY - 1 else { return }
-        let filled = meterCells(t.isMuted ? nil : t.level)
-        let full: String = b.unicode ? "█" : "#"
-        let empty: String = b.unicode ? "·" : "."
-        let meter = String(repeating: full, count: filled) + String(repeating: empty, count: meterWidth - filled)
-        b.put(meter, x: r.x + 1, y: y, style: CellStyle(fg: .green), maxWidth: inner)
-        y += 1
-        let badge = badges(t, m)
-        guard y < r.maxY - 1, !badge.isEmpty else { return }
-        b.put(badge, x: r.x + 1, y: y, style: CellStyle(fg: .yellow), maxWidth: inner)
-    }
-
-    private static func tileArea(_ m: CallViewModel, _ b: inout ScreenBuffer, _ rect: Rect) -> Rect? {
-        guard rect.width >= 4, rect.height >= 3 else { return nil }
+    private static func drawTileArea(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        guard rect.width >= 4, rect.height >= 1 else { return }
         var area = rect
-        if let n = m.notice {
-            b.put("! \(n)", x: rect.x + 1, y: rect.y, style: CellStyle(fg: .yellow), maxWidth: rect.width - 2)
-            area = Rect(x: rect.x, y: rect.y + 1, width: rect.width, height: rect.height - 1)
+        // Standing notices, wrapped; at most a third of the area (the log keeps every one).
+        if !m.notices.isEmpty {
+            let maxLines = max(1, rect.height / 3)
+            var lines: [String] = []
+            for n in m.notices.reversed() { lines = TextWrap.wrap("! " + n, width: rect.width - 2, indent: 2) + lines }
+            if lines.count > maxLines {
+                // The newest notice, as much as fits (ending in an ellipsis), and how many more.
+                let hidden = m.notices.count - 1
+                let more = hidden > 0 ? " (+\(hidden) in the log)" : ""
+                var newest = TextWrap.wrap("! " + (m.notices.last ?? ""), width: rect.width - 2, indent: 2)
+                if newest.count > maxLines || !more.isEmpty {
+                    newest = Array(newest.prefix(maxLines))
+                    let last = newest[newest.count - 1]
+                    newest[newest.count - 1] = DisplayWidth.truncate(last + " " + b.glyphs.ellipsis + more, to: rect.width - 2, ellipsis: b.glyphs.ellipsis)
+                    if DisplayWidth.of(last + " " + b.glyphs.ellipsis + more) > rect.width - 2 {
+                        newest[newest.count - 1] = DisplayWidth.prefix(last, cells: max(0, rect.width - 3 - DisplayWidth.of(more))) + b.glyphs.ellipsis + more
+                    }
+                }
+                lines = newest
+            }
+            for (i, line) in lines.enumerated() { b.put(line, x: rect.x + 1, y: rect.y + i, style: CellStyle(fg: .yellow), maxWidth: rect.width - 2) }
+            area = Rect(x: rect.x, y: rect.y + lines.count, width: rect.width, height: rect.height - lines.count)
         }
         if m.tiles.isEmpty {
-            b.put("Waiting for the server…", x: area.x + 2, y: area.y + 1, style: CellStyle(dim: true), maxWidth: area.width - 4)
-            return nil
+            b.put("Waiting for the server\(b.glyphs.ellipsis)", x: area.x + 2, y: area.y + min(1, area.height - 1), style: CellStyle(dim: true), maxWidth: area.width - 4)
+            return
         }
-        return area
-    }
-
-    /// Spotlight: the main participant large, the others in a strip below.
-    private static func drawSpotlight(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard let area = tileArea(m, &b, rect), let main = m.mainTile else { return }
-        let others = m.tiles.filter { $0.pid != main.pid }
-        let stripH = others.isEmpty || area.height < 12 ? 0 : 6
-        drawTile(main, m, into: &b, rect: Rect(x: area.x, y: area.y, width: area.width, height: area.height - stripH))
-        guard stripH > 0 else { return }
-        let w = max(18, area.width / max(1, others.count))
-        let fit = min(others.count, area.width / w)
-        for (i, t) in others.prefix(fit).enumerated() {
-            drawTile(t, m, into: &b, rect: Rect(x: area.x + i * w, y: area.maxY - stripH, width: w, height: stripH))
-        }
-        if fit < others.count { b.put(" +\(others.count - fit) more ", x: area.maxX - 10, y: area.maxY - stripH, style: CellStyle(bold: true)) }
-    }
-
-    /// Sidebar: the main participant on the left, the others stacked in a column on the right.
-    private static func drawSidebar(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard let area = tileArea(m, &b, rect), let main = m.mainTile else { return }
-        let others = m.tiles.filter { $0.pid != main.pid }
-        let sideW = others.isEmpty || area.width < 40 ? 0 : max(20, area.width / 3)
-        drawTile(main, m, into: &b, rect: Rect(x: area.x, y: area.y, width: area.width - sideW, height: area.height))
-        guard sideW > 0 else { return }
-        let h = max(4, min(7, area.height / max(1, others.count)))
-        let fit = min(others.count, area.height / h)
-        for (i, t) in others.prefix(fit).enumerated() {
-            drawTile(t, m, into: &b, rect: Rect(x: area.maxX - sideW, y: area.y + i * h, width: sideW, height: h))
-        }
-        if fit < others.count { b.put("+\(others.count - fit) more", x: area.maxX - sideW + 1, y: area.maxY - 1, style: CellStyle(bold: true)) }
-    }
-
-    /// Picture-in-picture: a compact box in the bottom-right corner.
-    private static func drawPictureInPicture(_ m: CallViewModel, into b: inout ScreenBuffer) {
-        let w = min(b.width, 44), h = min(b.height, 5)
-        guard w >= 10, h >= 3 else { return }
-        let r = Rect(x: b.width - w, y: b.height - h, width: w, height: h)
-        b.box(r, title: "PiP · \(m.title)", style: CellStyle(fg: .cyan))
-        let speaker = m.tiles.first { $0.pid == m.dominantPID }?.name ?? m.mainTile?.name ?? "—"
-        b.put("\(m.tiles.count) in call · \(timer(m)) · \(m.isMuted ? "MUTED" : "mic on")", x: r.x + 1, y: r.y + 1, maxWidth: w - 2)
-        if h >= 4 { b.put("speaking: \(speaker)", x: r.x + 1, y: r.y + 2, maxWidth: w - 2) }
-        if h >= 5 { b.put("[m] mute  [w] full view  [l] leave", x: r.x + 1, y: r.y + 3, style: CellStyle(dim: true), maxWidth: w - 2) }
-    }
-
-    /// The chat panel: recent messages, newest at the bottom, and the input line.
-    private static func drawChat(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard rect.width >= 10, rect.height >= 4 else { return }
-        b.box(rect, title: "Chat · Enter sends · Esc closes", style: CellStyle(fg: .blue))
-        let width = rect.width - 2
-        var lines: [String] = []
-        for msg in m.chat.suffix(rect.height) { lines += wrap("\(msg.name): \(msg.text)", width: width, indent: 2) }
-        for (i, line) in lines.suffix(rect.height - 3).enumerated() { b.put(line, x: rect.x + 1, y: rect.y + 1 + i, maxWidth: width) }
-        let prompt = "> " + m.chatDraft
-        b.put(String(prompt.suffix(width - 1)) + "_", x: rect.x + 1, y: rect.maxY - 2, style: CellStyle(bold: true), maxWidth: width)
-    }
-
-    /// The key list.
-    static let helpLines = [
-        "m  mute / unmute            v  stop / start video", "c  switch camera            h  raise / lower hand",
-        "y  next layout              w  picture-in-picture", "p  participant list         t  chat (type, Enter, Esc)",
-        "s  share invite link        r  record", "o  audio settings           e  hide / show event log",
-        "f  filter event log         ↑/↓ scroll event log", "?  this help                l, q, Ctrl-C  leave",
-        "In the participant list: / search, ↑↓ select, P pin, M mute, V pause video, X remove.",
-        "Mouse: click a button in the control bar.",
-    ]
-
-    private static func drawHelp(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard rect.width >= 10, rect.height >= 3 else { return }
-        b.box(rect, title: "Keys · Esc closes", style: CellStyle(fg: .yellow))
-        for (i, line) in helpLines.prefix(rect.height - 2).enumerated() { b.put(line, x: rect.x + 1, y: rect.y + 1 + i, maxWidth: rect.width - 2) }
-    }
-
-    /// Audio settings: the modes this machine can route to; a digit picks one.
-    private static func drawSettings(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard rect.width >= 10, rect.height >= 3 else { return }
-        b.box(rect, title: "Audio · digit selects · Esc closes", style: CellStyle(fg: .green))
-        var y = rect.y + 1
-        for (i, mode) in m.audioModes.enumerated() where y < rect.maxY - 1 {
-            let mark = mode == m.audioMode ? "●" : "○"
-            b.put("\(i + 1) \(b.unicode ? mark : (mode == m.audioMode ? "*" : " ")) \(mode.value)", x: rect.x + 1, y: y, maxWidth: rect.width - 2)
-            y += 1
-        }
-        if y < rect.maxY - 1 { b.put("Playback devices:", x: rect.x + 1, y: y + 1, style: CellStyle(dim: true)); y += 2 }
-        for d in (m.playbackDevices.isEmpty ? ["(none: audio plays to null)"] : m.playbackDevices) where y < rect.maxY - 1 {
-            b.put("  " + d, x: rect.x + 1, y: y, maxWidth: rect.width - 2)
-            y += 1
+        switch m.layout {
+        case .tile: TileRenderer.drawGrid(m, into: &b, area: area)
+        case .spotlight: TileRenderer.drawSpotlight(m, into: &b, area: area)
+        case .sidebar: TileRenderer.drawSidebar(m, into: &b, area: area)
         }
     }
 
-    /// The participant list panel (in place of the event log): search, mic and level, badges,
-    /// a selected row for moderation (P pin, M mute, V pause video, X remove).
-    private static func drawParticipantList(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard rect.width >= 10, rect.height >= 4 else { return }
-        let search = m.searchingParticipants || !m.participantSearch.isEmpty ? " · /\(m.participantSearch)\(m.searchingParticipants ? "_" : "")" : ""
-        b.box(rect, title: "Participants (\(m.tiles.count))\(search)", style: CellStyle(fg: .magenta))
-        let listed = m.listedTiles
-        let selected = m.selectedTile?.pid
-        for (i, t) in listed.prefix(rect.height - 3).enumerated() {
-            let mic = t.isMuted ? "muted" : (t.isSpeaking ? "speaking" : "mic on")
-            let meter = String(repeating: b.unicode ? "▮" : "#", count: meterCells(t.isMuted ? nil : t.level) / 2)
-            var line = "\(t.name)\(t.isYou ? " (you)" : "") — \(mic)"
-            if !meter.isEmpty { line += " " + meter }
-            let badge = badges(t, m)
-            if !badge.isEmpty { line += " · " + badge }
-            b.put(line, x: rect.x + 1, y: rect.y + 1 + i, style: CellStyle(reverse: t.pid == selected), maxWidth: rect.width - 2)
-        }
-        if listed.isEmpty { b.put("no match", x: rect.x + 1, y: rect.y + 1, style: CellStyle(dim: true)) }
-        b.put("/ search  ↑↓ select  P pin  M mute  V video  X remove", x: rect.x + 1, y: rect.maxY - 2,
-              style: CellStyle(dim: true), maxWidth: rect.width - 2)
-    }
-
-    private static let timeFormat: DateFormatter = {
-        let f = DateFormatter()
-        f.dateFormat = "HH:mm:ss"
-        return f
-    }()
-
-    private static func drawLog(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
-        guard rect.width >= 10, rect.height >= 3 else { return }
-        let filterName = m.logFilter.map { " · " + $0.replacingOccurrences(of: "Listener", with: "") } ?? ""
-        let scrollName = m.logScroll > 0 ? " · ↑\(m.logScroll)" : ""
-        b.box(rect, title: "Event log\(filterName)\(scrollName)", style: CellStyle(fg: .cyan))
-        let capacity = rect.height - 2
-        let width = rect.width - 2
-        // Newest at the bottom; long entries wrap onto indented continuation lines.
-        var lines: [(String, Bool)] = []
-        let entries = m.visibleLog.dropLast(min(m.logScroll, m.visibleLog.count))
-        for e in entries.suffix(capacity).reversed() {
-            let listener = e.listener.replacingOccurrences(of: "Listener", with: "")
-            let text = "\(timeFormat.string(from: e.time)) \(listener).\(e.event)\(e.summary.isEmpty ? "" : " " + e.summary)"
-            lines.insert(contentsOf: wrap(text, width: width, indent: 9).enumerated().map { ($0.element, $0.offset > 0) }, at: 0)
-            if lines.count >= capacity { break }
-        }
-        for (i, (line, continuation)) in lines.suffix(capacity).enumerated() {
-            b.put(line, x: rect.x + 1, y: rect.y + 1 + i, style: CellStyle(dim: continuation), maxWidth: width)
-        }
-    }
-
-    /// Splits `text` into lines of at most `width` cells; continuation lines start with `indent` spaces.
-    static func wrap(_ text: String, width: Int, indent: Int) -> [String] {
-        guard width > indent + 4 else { return [text] }
-        var out: [String] = []
-        var rest = Substring(text)
-        var first = true
-        while !rest.isEmpty {
-            let room = first ? width : width - indent
-            var cut = rest.index(rest.startIndex, offsetBy: room, limitedBy: rest.endIndex) ?? rest.endIndex
-            if cut != rest.endIndex, let space = rest[..<cut].lastIndex(of: " "), rest.distance(from: rest.startIndex, to: space) > room / 2 {
-                cut = space
+    /// Toasts just above the control bar, newest lowest, over anything (panels included).
+    private static func drawToasts(_ m: CallViewModel, into b: inout ScreenBuffer, above y: Int) {
+        var bottom = y
+        for t in m.toasts.reversed() {
+            let lines = TextWrap.wrap(t.text, width: max(1, b.width - 4), indent: 2).prefix(3)
+            let style = t.kind == .error ? CellStyle(fg: .red, bold: true, reverse: true) : CellStyle(fg: .cyan, bold: true, reverse: true)
+            for (i, line) in lines.reversed().enumerated() {
+                let row = bottom - 1 - i
+                guard row >= 0 else { break }
+                b.fill(Rect(x: 1, y: row, width: b.width - 2, height: 1), style: style)
+                b.put(line, x: 2, y: row, style: style, maxWidth: b.width - 4)
             }
-            out.append((first ? "" : String(repeating: " ", count: indent)) + rest[..<cut])
-            rest = rest[cut...].drop { $0 == " " }
-            first = false
+            bottom -= lines.count
+            if bottom <= 1 { break }
         }
-        return out
     }
 
     private static func drawControls(_ m: CallViewModel, _ buttons: [Button], into b: inout ScreenBuffer, rect: Rect) {
         b.fill(rect, style: CellStyle(reverse: true))
         for btn in buttons {
-            let style = btn.id == BuiltInButton.leaveSession.rawValue ? CellStyle(fg: .red, bold: true, reverse: true) : CellStyle(bold: true, reverse: true)
-            b.put("[\(btn.key)] \(btn.label)", x: btn.rect.x, y: btn.rect.y, style: style)
+            let leave = btn.id == BuiltInButton.leaveSession.rawValue
+            let style = leave ? CellStyle(fg: .red, bold: true, reverse: m.pending != .leave) : CellStyle(bold: true, reverse: true)
+            b.put(btn.label, x: btn.rect.x, y: btn.rect.y, style: style)
         }
-        let hint = "? keys · q quits"
-        let used = buttons.last.map { $0.rect.maxX + 2 } ?? 1
-        if rect.maxX - hint.count - 1 >= used { b.put(hint, x: rect.maxX - hint.count - 1, y: rect.y, style: CellStyle(reverse: true, dim: true)) }
+    }
+
+    /// Splits `text` into lines of at most `width` cells (word-aware); continuation lines start
+    /// with `indent` spaces.
+    static func wrap(_ text: String, width: Int, indent: Int) -> [String] { TextWrap.wrap(text, width: width, indent: indent) }
+}
+
+extension Rect {
+    /// The smallest rectangle holding both (self when `other` is nil).
+    func union(_ other: Rect?) -> Rect {
+        guard let o = other else { return self }
+        let x0 = min(x, o.x), y0 = min(y, o.y)
+        return Rect(x: x0, y: y0, width: max(maxX, o.maxX) - x0, height: max(maxY, o.maxY) - y0)
     }
 }

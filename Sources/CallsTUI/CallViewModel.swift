@@ -4,62 +4,26 @@ import Foundation
 /// Everything the call screen shows, derived from listener events and polled levels.
 /// A value; owned by the UI thread.
 public struct CallViewModel: Equatable, Sendable {
-    public struct Tile: Equatable, Sendable {
-        public var pid: String
-        public var uid: String
-        public var name: String
-        public var isYou: Bool
-        public var isMuted: Bool
-        /// dBFS, or nil when no audio has been measured.
-        public var level: Float?
-        public var isVideoPaused = false
-        /// When the hand went up (orders raised hands); nil when lowered.
-        public var raisedHandAt: Int64?
-        public var isPinned = false
-        public var isPresenting = false
-        public var isRecording = false
-        /// How well their audio gets through (nil until measured).
-        public var quality: ConnectionQuality?
+    public typealias Tile = ParticipantTile
 
-        public init(pid: String, uid: String, name: String, isYou: Bool, isMuted: Bool, level: Float? = nil) {
-            self.pid = pid; self.uid = uid; self.name = name; self.isYou = isYou; self.isMuted = isMuted; self.level = level
-        }
-
-        /// Takes the server's state for this participant.
-        mutating func update(from p: Participant) {
-            if let n = p.name { name = n }
-            isMuted = p.isAudioMuted ?? isMuted
-            isVideoPaused = p.isVideoPaused ?? isVideoPaused
-            raisedHandAt = p.raisedHandTimestamp
-            isPinned = p.isPinned ?? isPinned
-            isPresenting = p.isPresenting ?? isPresenting
-            isRecording = p.isRecording ?? isRecording
-        }
-
-        /// Speaking when louder than -40 dBFS and not muted.
-        public var isSpeaking: Bool { !isMuted && (level ?? -127) > -40 }
-        /// Initials of the display name (up to two letters).
-        public var initials: String {
-            let words = name.split(whereSeparator: { $0 == " " || $0 == "-" || $0 == "_" })
-            let letters = words.prefix(2).compactMap(\.first).map { String($0).uppercased() }
-            return letters.isEmpty ? "?" : letters.joined()
-        }
-    }
-
-    public struct LogEntry: Equatable, Sendable {
-        public var time: Date
-        public var listener: String
-        public var event: String
-        public var summary: String
+    /// A short message over the screen (visible above panels) that goes away by itself.
+    public struct Toast: Equatable, Sendable {
+        public enum Kind: Equatable, Sendable { case info, error }
+        public var text: String
+        public var kind: Kind
+        public var until: Date
     }
 
     public var title: String
     public var joinedAt: Date?
+    public var leftAt: Date?
     public var now: Date = Date()
     public var tiles: [Tile] = []
     public var isMuted = false
-    public var log: [LogEntry] = []
-    public var notice: String?
+    public var log = EventLog()
+    /// Standing notices (no sound card, a device lost), newest last; none is dropped.
+    public var notices: [String] = []
+    public var toasts: [Toast] = []
     public var status = "connecting…"
     /// The session's settings: which panels and buttons are hidden.
     public var settings = SessionSettingsBuilder.SessionSettings()
@@ -71,16 +35,22 @@ public struct CallViewModel: Equatable, Sendable {
     public var isHandRaised = false
     public var chatUnread = 0
     public var chat: [ChatEntry] = []
+    /// Your own view's pin (not the room's): the participant spotlight and sidebar show large.
+    public var localPinPID: String?
 
     /// What the side panel shows (the participant list is the SDK's state and wins).
-    public enum Panel: Equatable, Sendable { case log, chat, help, settings }
+    public enum Panel: Equatable, Sendable { case log, chat, settings, counts }
     public var panel: Panel = .log
+    /// Overlays over the whole screen.
+    public enum Overlay: Equatable, Sendable { case help, payload(seq: Int), stats, summary }
+    public var overlay: Overlay?
+    /// First line shown of a scrollable overlay.
+    public var overlayScroll = 0
     /// The chat input line being typed.
     public var chatDraft = ""
-    /// Event log: only this listener (nil: all), scrolled back this many entries, or hidden.
-    public var logFilter: String?
-    public var logScroll = 0
     public var logHidden = false
+    /// The event-log search line is being typed.
+    public var editingLogSearch = false
     /// Audio modes offered in the settings panel, and the current one.
     public var audioModes: [AudioMode] = [.speaker]
     public var audioMode: AudioMode = .speaker
@@ -94,6 +64,22 @@ public struct CallViewModel: Equatable, Sendable {
     public var participantSearch = ""
     public var searchingParticipants = false
     public var participantSelection = 0
+    /// A dangerous action waiting for its second key press.
+    public enum Pending: Equatable, Sendable { case leave, remove(pid: String) }
+    public var pending: Pending?
+    /// Page of the tile area (tile grid, spotlight strip, sidebar column).
+    public var tilePage = 0
+    /// Per-participant receive statistics for the stats overlay (pid → stats).
+    public var receiveStats: [String: ReceiveStatistics] = [:]
+    /// Receive bitrate per participant id (kbit/s), from two readings of `receiveStats`.
+    public var bitrates: [String: Double] = [:]
+    /// Your round trip to the server (ms), when measured.
+    public var roundTripMs: Double?
+    /// What the media engine did (refreshed while in the call; kept for the summary).
+    public var media: MediaReport?
+    /// Everyone seen during the call (uid → name), for the summary.
+    public var seen: [String: String] = [:]
+    public var reconnects = 0
 
     /// The participants the list shows (search matches name or uid, case-insensitively).
     public var listedTiles: [Tile] {
@@ -107,30 +93,13 @@ public struct CallViewModel: Equatable, Sendable {
         return l.isEmpty ? nil : l[min(max(0, participantSelection), l.count - 1)]
     }
 
-    /// The log entries the filter lets through.
-    public var visibleLog: [LogEntry] { logFilter.map { f in log.filter { $0.listener == f } } ?? log }
+    public var you: Tile? { tiles.first(where: \.isYou) }
     public var hideControlPanel: Bool { get { settings.hideControlPanel } set { settings.hideControlPanel = newValue } }
     public var hideHeaderPanel: Bool { get { settings.hideHeaderPanel } set { settings.hideHeaderPanel = newValue } }
     public var hideToggleAudioButton: Bool { get { settings.hideToggleAudioButton } set { settings.hideToggleAudioButton = newValue } }
-    public static let maxLogEntries = 500
 
-    /// The control bar's buttons, in order, as the settings leave them visible: (button, key, label).
-    public var buttons: [(BuiltInButton, Unicode.Scalar, String)] {
-        let s = settings
-        var out: [(BuiltInButton, Unicode.Scalar, String)] = []
-        if !s.hideToggleAudioButton { out.append((.toggleAudio, "m", isMuted ? "Unmute" : "Mute")) }
-        // A voice session has no video controls.
-        if !s.hideToggleVideoButton && s.sessionType == .video { out.append((.toggleVideo, "v", isVideoPaused ? "Start video" : "Stop video")) }
-        if !s.hideSwitchCameraButton && s.sessionType == .video { out.append((.switchCamera, "c", "Camera")) }
-        if !s.hideRaiseHandButton { out.append((.raiseHand, "h", isHandRaised ? "Lower hand" : "Raise hand")) }
-        if !s.hideChangeLayoutButton { out.append((.changeLayout, "y", "Layout")) }
-        if !s.hideParticipantListButton { out.append((.participantList, "p", "People")) }
-        if !s.hideChatButton { out.append((.chat, "t", chatUnread > 0 ? "Chat (\(chatUnread))" : "Chat")) }
-        if !s.hideShareInviteButton { out.append((.shareInvite, "s", "Invite")) }
-        if !s.hideRecordingButton { out.append((.recordingToggle, "r", "Record")) }
-        if !s.hideLeaveSessionButton { out.append((.leaveSession, "l", "Leave")) }
-        return out
-    }
+    /// Raised hands in the order they went up.
+    public var handQueue: [Tile] { tiles.filter { $0.raisedHandAt != nil }.sorted { ($0.raisedHandAt ?? 0, $0.pid) < ($1.raisedHandAt ?? 0, $1.pid) } }
 
     /// The order (1-based) of a raised hand among all raised hands.
     public func handOrder(of tile: Tile) -> Int? {
@@ -138,10 +107,14 @@ public struct CallViewModel: Equatable, Sendable {
         return tiles.compactMap(\.raisedHandAt).filter { $0 < t }.count + 1
     }
 
-    /// The participant the spotlight and sidebar layouts show large: pinned, else the dominant
-    /// speaker, else the first other participant.
+    /// Whether `tile` is the dominant speaker now (never a muted participant).
+    public func isDominant(_ tile: Tile) -> Bool { tile.pid == dominantPID && !tile.isMuted }
+
+    /// The participant the spotlight and sidebar layouts show large: your own pin, the room's
+    /// pin, the dominant speaker, else the first other participant.
     public var mainTile: Tile? {
-        tiles.first(where: \.isPinned) ?? tiles.first { $0.pid == dominantPID } ?? tiles.first { !$0.isYou } ?? tiles.first
+        tiles.first { $0.pid == localPinPID } ?? tiles.first(where: \.isPinned) ?? tiles.first { isDominant($0) }
+            ?? tiles.first { !$0.isYou } ?? tiles.first
     }
 
     public init(title: String) { self.title = title }
@@ -156,20 +129,34 @@ public struct CallViewModel: Equatable, Sendable {
         isVideoPaused = s.startVideoPaused
     }
 
+    /// Shows a toast for `seconds`.
+    public mutating func toast(_ text: String, kind: Toast.Kind = .info, seconds: TimeInterval = 5) {
+        toasts.removeAll { $0.text == text }
+        toasts.append(Toast(text: text, kind: kind, until: now.addingTimeInterval(seconds)))
+        if toasts.count > 3 { toasts.removeFirst(toasts.count - 3) }
+    }
+
+    /// Drops toasts whose time is up; returns whether any went.
+    public mutating func expireToasts() -> Bool {
+        let before = toasts.count
+        toasts.removeAll { $0.until <= now }
+        return toasts.count != before
+    }
+
     /// Records an event in the log and updates state that events carry.
     public mutating func apply(_ e: CallEvent, localPID: String?, at time: Date = Date()) {
-        log.append(LogEntry(time: time, listener: e.listener, event: e.callback, summary: e.summary))
-        if log.count > Self.maxLogEntries { log.removeFirst(log.count - Self.maxLogEntries) }
+        log.append(e, at: time)
         switch e {
         case .sessionJoined:
             joinedAt = time
             status = "in call"
-        case .sessionLeft: status = "left"
-        case .connectionClosed: status = "connection closed"
-        case .connectionLost: status = "reconnecting…"
+        case .sessionLeft: status = "left"; leftAt = time
+        case .connectionClosed: status = "connection closed"; leftAt = time
+        case .connectionLost: status = "reconnecting…"; reconnects += 1
         case .connectionRestored: status = "in call"
-        case .sessionTimedOut: status = "timed out"
-        case .audioNotice(let n): notice = n
+        case .sessionTimedOut: status = "timed out"; leftAt = time
+        case .audioNotice(let n): if !notices.contains(n) { notices.append(n) }
+        case .error(let code, let message): toast("\(code): \(message)", kind: .error, seconds: 6)
         case .audioMuted: isMuted = true
         case .audioUnMuted: isMuted = false
         case .participantListChanged(let ps):
@@ -178,18 +165,24 @@ public struct CallViewModel: Equatable, Sendable {
                 let pid = p.pid ?? p.uid ?? "?"
                 var t = Tile(pid: pid, uid: p.uid ?? "?", name: p.name ?? p.uid ?? "?", isYou: pid == localPID,
                              isMuted: p.isAudioMuted ?? false, level: old[pid]?.level)
+                t.levelHistory = old[pid]?.levelHistory ?? []
+                t.quality = old[pid]?.quality
                 t.update(from: p)
                 return t
             }
+            for t in tiles { seen[t.uid] = t.name }
+            if let l = localPinPID, !tiles.contains(where: { $0.pid == l }) { localPinPID = nil }
         case .participantAudioMuted(let p), .participantAudioUnmuted(let p), .participantVideoPaused(let p), .participantVideoResumed(let p),
              .participantHandRaised(let p), .participantHandLowered(let p), .participantStartedScreenShare(let p),
              .participantStoppedScreenShare(let p), .participantStartedRecording(let p), .participantStoppedRecording(let p):
             if let i = tiles.firstIndex(where: { $0.pid == p.pid }) { tiles[i].update(from: p) }
             if p.pid == localPID { isHandRaised = p.raisedHandTimestamp != nil }
-        case .dominantSpeakerChanged(let p): dominantPID = p.pid
+        case .dominantSpeakerChanged(let p):
+            // A muted participant is never shown as the dominant speaker.
+            if p.isAudioMuted == true || tiles.first(where: { $0.pid == p.pid })?.isMuted == true { dominantPID = nil } else { dominantPID = p.pid }
         case .videoPaused: isVideoPaused = true
         case .videoResumed: isVideoPaused = false
-        case .callLayoutChanged(let l): layout = l
+        case .callLayoutChanged(let l): layout = l; tilePage = 0
         case .pictureInPictureLayoutEnabled: pictureInPicture = true
         case .pictureInPictureLayoutDisabled: pictureInPicture = false
         case .participantListVisible: participantListVisible = true
@@ -197,13 +190,18 @@ public struct CallViewModel: Equatable, Sendable {
         case .chatMessage(let m):
             chat.append(m)
             if chat.count > 200 { chat.removeFirst() }
-            if panel != .chat, !m.uid.isEmpty, tiles.first(where: \.isYou)?.uid != m.uid { chatUnread += 1 }
+            if panel != .chat, !m.uid.isEmpty, you?.uid != m.uid { chatUnread += 1 }
         case .chatButtonClicked: chatUnread = 0
         case .audioModesChanged(let modes): audioModes = modes
         case .audioModeChanged(let mode): audioMode = mode
         default: break
         }
-        if let i = tiles.firstIndex(where: \.isYou) { tiles[i].isMuted = isMuted }
+        // Your own tile shows your state at once (not only after the next roster update).
+        if let i = tiles.firstIndex(where: \.isYou) {
+            tiles[i].isMuted = isMuted
+            tiles[i].isVideoPaused = isVideoPaused
+        }
+        if let d = dominantPID, tiles.first(where: { $0.pid == d })?.isMuted == true { dominantPID = nil }
     }
 
     /// Updates connection quality; returns whether anything changed.
@@ -221,11 +219,16 @@ public struct CallViewModel: Equatable, Sendable {
         var changed = false
         for i in tiles.indices {
             let new = levels[tiles[i].pid]
-            if CallScreenRenderer.meterCells(new) != CallScreenRenderer.meterCells(tiles[i].level) || (new == nil) != (tiles[i].level == nil) {
+            if CallScreenRenderer.meterCells(new, width: 20) != CallScreenRenderer.meterCells(tiles[i].level, width: 20) || (new == nil) != (tiles[i].level == nil) {
                 changed = true
             }
             tiles[i].level = new
         }
         return changed
+    }
+
+    /// Adds the current levels to every tile's history (about ten times a second).
+    public mutating func sampleLevelHistory() {
+        for i in tiles.indices { tiles[i].sampleLevel() }
     }
 }

@@ -2,24 +2,40 @@
 import Foundation
 import Synchronization
 
-/// A real terminal through ncursesw: wide characters, colours when available, keys and mouse.
+/// A real terminal through ncursesw: wide characters, colours when available (none under
+/// `NO_COLOR`), keys, the mouse (one action per click) and an instant Esc.
 /// `present` diffs against what is on screen and writes only changed cells.
 ///
 /// Thread rules: UI thread (main) only. `shutdown()` restores the terminal and is also
-/// registered with `atexit`, so every exit path leaves the terminal usable.
+/// registered with `atexit`, so every exit path leaves the terminal usable; on terminals without
+/// an alternate screen (vt100, linux) it clears what the call screen drew first.
 public final class NcursesTerminal: TerminalDriver {
     public private(set) var supportsUnicode: Bool
     private var onScreen: ScreenBuffer?
     private var active = false
     private var pairs: [CellStyle.Color: Int16] = [:]
     private var colors = false
+    /// How long ncurses waits after Esc for the rest of an escape sequence (ms).
+    public static let escapeDelayMs: Int32 = 25
 
-    public init() {
+    /// Sets up the terminal. Throws when TERM is unknown or cannot address the cursor (`dumb`),
+    /// before anything is drawn.
+    public init() throws(TerminalError) {
         setlocale(LC_ALL, "")
         let codeset = String(cString: nl_langinfo(nl_item(CODESET)))
         supportsUnicode = codeset.uppercased().replacingOccurrences(of: "-", with: "") == "UTF8"
+        let term = ProcessInfo.processInfo.environment["TERM"] ?? ""
+        switch callroom_terminal_can_address_cursor() {
+        case -1: throw .unknownTerminal(term: term)
+        case 0: throw .cannotAddressCursor(term: term)
+        default: break
+        }
+        // Before initscr: ncurses reads ESCDELAY then (set_escdelay also works after).
+        setenv("ESCDELAY", "\(Self.escapeDelayMs)", 1)
         initscr()
+        set_escdelay(Self.escapeDelayMs)
         active = true
+        NcursesTerminal.hasAlternateScreen.store(callroom_terminal_has_alternate_screen() == 1, ordering: .relaxed)
         NcursesTerminal.registerExitHandler()
         cbreak()
         noecho()
@@ -27,9 +43,10 @@ public final class NcursesTerminal: TerminalDriver {
         keypad(callroom_stdscr(), true)
         nodelay(callroom_stdscr(), true)
         curs_set(0)
-        mousemask(callroom_button1_clicked, nil)
+        mousemask(callroom_mouse_mask, nil)
+        // Press and release come as separate events; only the release acts (see poll()).
         mouseinterval(0)
-        if has_colors() && ProcessInfo.processInfo.environment["NO_COLOR"] == nil {
+        if has_colors() && ProcessInfo.processInfo.environment["NO_COLOR"].map({ $0.isEmpty }) ?? true {
             start_color()
             use_default_colors()
             colors = true
@@ -53,9 +70,11 @@ public final class NcursesTerminal: TerminalDriver {
         var written = 0
         let full = onScreen.map { $0.width != buffer.width || $0.height != buffer.height } ?? true
         if full { clear() }
+        var chars = [wchar_t](repeating: 0, count: 4)
         for y in 0..<buffer.height {
             for x in 0..<buffer.width {
                 let c = buffer[x, y]
+                if c.isWideTail { continue }  // drawn by the wide character to its left
                 if !full, let old = onScreen, old[x, y] == c { continue }
                 // The bottom-right cell cannot be written without scrolling on some terminals.
                 if x == buffer.width - 1 && y == buffer.height - 1 { continue }
@@ -63,8 +82,11 @@ public final class NcursesTerminal: TerminalDriver {
                 if c.style.bold { attr |= callroom_a_bold }
                 if c.style.reverse { attr |= callroom_a_reverse }
                 if c.style.dim { attr |= callroom_a_dim }
+                if c.style.underline { attr |= callroom_a_underline }
                 let pair: Int16 = colors ? (pairs[c.style.fg] ?? 0) : 0
-                callroom_put_wch(Int32(y), Int32(x), wchar_t(bitPattern: c.char.value), attr, pair)
+                var n: Int32 = 0
+                for s in c.char.unicodeScalars.prefix(4) { chars[Int(n)] = wchar_t(bitPattern: s.value); n += 1 }
+                callroom_put_wchs(Int32(y), Int32(x), chars, n, attr, pair)
                 written += 1
             }
         }
@@ -85,12 +107,16 @@ public final class NcursesTerminal: TerminalDriver {
             case KEY_DOWN: return .down
             case KEY_LEFT: return .left
             case KEY_RIGHT: return .right
+            case KEY_PPAGE: return .pageUp
+            case KEY_NPAGE: return .pageDown
+            case KEY_HOME: return .home
+            case KEY_END: return .end
             case KEY_BACKSPACE: return .backspace
             case KEY_ENTER: return .enter
             case KEY_MOUSE:
                 var ev = MEVENT()
                 guard getmouse(&ev) == OK else { return nil }
-                return .mouse(x: Int(ev.x), y: Int(ev.y))
+                return Self.mouseInput(state: ev.bstate, x: Int(ev.x), y: Int(ev.y))
             default: return nil
             }
         }
@@ -102,6 +128,22 @@ public final class NcursesTerminal: TerminalDriver {
         case 127, 8: return .backspace
         default: return Unicode.Scalar(UInt32(wch)).map { .char($0) }
         }
+    }
+
+    /// ncurses' button masks (for tests of `mouseInput`).
+    enum MouseMask {
+        static let pressed = callroom_button1_pressed
+        static let released = callroom_button1_released
+        static let clicked = callroom_button1_clicked
+    }
+
+    /// One mouse report as input: a press is ignored, its release (or a "clicked" report from
+    /// terminals that send one) is the click, so one click acts once.
+    static func mouseInput(state: mmask_t, x: Int, y: Int) -> TerminalInput? {
+        if state & callroom_button4_pressed != 0 { return .wheel(up: true, x: x, y: y) }
+        if state & callroom_button5_pressed != 0 { return .wheel(up: false, x: x, y: y) }
+        if state & (callroom_button1_released | callroom_button1_clicked) != 0 { return .click(x: x, y: y) }
+        return nil
     }
 
     public func copyToClipboard(_ text: String) {
@@ -117,14 +159,20 @@ public final class NcursesTerminal: TerminalDriver {
 
     // MARK: Restoring on every exit path
 
+    private static let hasAlternateScreen = Atomic<Bool>(true)
+
     private static func restore() {
-        if isendwin() == false { endwin() }
+        guard isendwin() == false else { return }
+        // Without an alternate screen the call screen would stay on the shell: clear it first.
+        if !hasAlternateScreen.load(ordering: .relaxed) { clear(); refresh() }
+        curs_set(1)
+        endwin()
     }
 
     private static let exitHandlerRegistered = Atomic<Bool>(false)
 
     private static func registerExitHandler() {
         guard !exitHandlerRegistered.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        atexit { if isendwin() == false { endwin() } }
+        atexit { NcursesTerminal.restore() }
     }
 }

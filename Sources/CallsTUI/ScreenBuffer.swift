@@ -5,22 +5,30 @@ public struct CellStyle: Hashable, Sendable {
     public var bold = false
     public var reverse = false
     public var dim = false
+    public var underline = false
 
-    public init(fg: Color = .normal, bold: Bool = false, reverse: Bool = false, dim: Bool = false) {
+    public init(fg: Color = .normal, bold: Bool = false, reverse: Bool = false, dim: Bool = false, underline: Bool = false) {
         self.fg = fg
         self.bold = bold
         self.reverse = reverse
         self.dim = dim
+        self.underline = underline
     }
 
     public static let plain = CellStyle()
 }
 
-/// One character cell of the screen.
+/// One character cell of the screen. A wide character (CJK, emoji) takes its cell and the next,
+/// which holds `Cell.wideTail`.
 public struct Cell: Hashable, Sendable {
-    public var char: Unicode.Scalar
+    /// One grapheme cluster (a base and its combining marks).
+    public var char: Character
     public var style: CellStyle
+    public init(char: Character, style: CellStyle) { self.char = char; self.style = style }
     public static let blank = Cell(char: " ", style: .plain)
+    /// The right half of the wide character in the cell to its left.
+    public static let wideTail = Cell(char: "\u{0}", style: .plain)
+    public var isWideTail: Bool { char == "\u{0}" }
 }
 
 /// A rectangle on the screen, in cells.
@@ -32,16 +40,20 @@ public struct Rect: Equatable, Sendable {
     public var maxX: Int { x + width }
     public var maxY: Int { y + height }
     public func contains(x px: Int, y py: Int) -> Bool { px >= x && px < maxX && py >= y && py < maxY }
+    /// The rectangle shrunk by `n` cells on every side.
+    public func inset(_ n: Int) -> Rect { Rect(x: x + n, y: y + n, width: width - 2 * n, height: height - 2 * n) }
 }
 
 /// A grid of cells that views draw into; drivers present it (writing only changed cells).
+/// Text is measured in display cells (`DisplayWidth`), so wide characters never overrun.
 /// A value type; owned by the UI thread.
 public struct ScreenBuffer: Equatable, Sendable {
     public let width: Int
     public let height: Int
     public private(set) var cells: [Cell]
-    /// Box-drawing characters: Unicode when the terminal's locale is UTF-8, else ASCII.
+    /// Unicode glyphs when the terminal's locale is UTF-8, else ASCII only.
     public var unicode: Bool
+    public var glyphs: GlyphSet { unicode ? .unicode : .ascii }
 
     public init(width: Int, height: Int, unicode: Bool = true) {
         self.width = max(0, width)
@@ -52,52 +64,85 @@ public struct ScreenBuffer: Equatable, Sendable {
 
     public subscript(x: Int, y: Int) -> Cell {
         get { (x >= 0 && y >= 0 && x < width && y < height) ? cells[y * width + x] : .blank }
-        set { if x >= 0 && y >= 0 && x < width && y < height { cells[y * width + x] = newValue } }
+        set {
+            guard x >= 0 && y >= 0 && x < width && y < height else { return }
+            // Overwriting half of a wide character blanks its other half.
+            let i = y * width + x
+            if cells[i].isWideTail, x > 0, !newValue.isWideTail { cells[i - 1] = Cell(char: " ", style: cells[i - 1].style) }
+            if x + 1 < width, cells[i + 1].isWideTail { cells[i + 1] = .blank }
+            cells[i] = newValue
+        }
     }
 
-    /// Writes `text` from (x, y), clipped to `maxWidth` cells and the screen. Returns cells written.
+    /// Writes `text` from (x, y) within `maxWidth` cells and the screen. Text that does not fit
+    /// ends with an ellipsis (`ellipsis: false` clips instead). Returns the cells written.
     @discardableResult
-    public mutating func put(_ text: String, x: Int, y: Int, style: CellStyle = .plain, maxWidth: Int? = nil) -> Int {
-        guard y >= 0 && y < height else { return 0 }
+    public mutating func put(_ text: String, x: Int, y: Int, style: CellStyle = .plain, maxWidth: Int? = nil, ellipsis: Bool = true) -> Int {
+        guard y >= 0 && y < height, x < width else { return 0 }
         let limit = min(maxWidth ?? width, width - x)
+        guard limit > 0 else { return 0 }
+        var shown = text
+        if DisplayWidth.of(text) > limit {
+            shown = ellipsis ? DisplayWidth.truncate(text, to: limit, ellipsis: glyphs.ellipsis) : DisplayWidth.prefix(text, cells: limit)
+        }
         var i = 0
-        for s in text.unicodeScalars {
-            guard i < limit else { break }
-            let c = unicode ? s : (s.isASCII ? s : "?")
-            self[x + i, y] = Cell(char: c, style: style)
-            i += 1
+        for c in shown {
+            let ch: Character = unicode ? c : (c.isASCII ? c : "?")
+            let w = unicode ? DisplayWidth.of(ch) : 1
+            if w == 0 { continue }
+            guard i + w <= limit else { break }
+            self[x + i, y] = Cell(char: ch, style: style)
+            if w == 2 { self[x + i + 1, y] = .wideTail }
+            i += w
         }
         return i
     }
 
-    public mutating func fill(_ r: Rect, char: Unicode.Scalar = " ", style: CellStyle = .plain) {
-        for yy in r.y..<r.maxY { for xx in r.x..<r.maxX { self[xx, yy] = Cell(char: char, style: style) } }
+    public mutating func fill(_ r: Rect, char: Character = " ", style: CellStyle = .plain) {
+        let x0 = max(0, r.x), x1 = min(width, r.maxX), y0 = max(0, r.y), y1 = min(height, r.maxY)
+        guard x0 < x1, y0 < y1 else { return }
+        for yy in y0..<y1 { for xx in x0..<x1 { self[xx, yy] = Cell(char: char, style: style) } }
     }
 
-    /// Draws a border around `r` with an optional title in the top edge.
-    public mutating func box(_ r: Rect, title: String? = nil, style: CellStyle = .plain) {
+    /// Draws a border around `r` with an optional title in the top edge (cut with an ellipsis).
+    public mutating func box(_ r: Rect, title: String? = nil, style: CellStyle = .plain, titleStyle: CellStyle? = nil) {
         guard r.width >= 2 && r.height >= 2 else { return }
-        let (h, v, tl, tr, bl, br): (Unicode.Scalar, Unicode.Scalar, Unicode.Scalar, Unicode.Scalar, Unicode.Scalar, Unicode.Scalar) =
-            unicode ? ("─", "│", "┌", "┐", "└", "┘") : ("-", "|", "+", "+", "+", "+")
+        let g = glyphs.box
         for xx in r.x + 1..<r.maxX - 1 {
-            self[xx, r.y] = Cell(char: h, style: style)
-            self[xx, r.maxY - 1] = Cell(char: h, style: style)
+            self[xx, r.y] = Cell(char: g.h, style: style)
+            self[xx, r.maxY - 1] = Cell(char: g.h, style: style)
         }
         for yy in r.y + 1..<r.maxY - 1 {
-            self[r.x, yy] = Cell(char: v, style: style)
-            self[r.maxX - 1, yy] = Cell(char: v, style: style)
+            self[r.x, yy] = Cell(char: g.v, style: style)
+            self[r.maxX - 1, yy] = Cell(char: g.v, style: style)
         }
-        self[r.x, r.y] = Cell(char: tl, style: style)
-        self[r.maxX - 1, r.y] = Cell(char: tr, style: style)
-        self[r.x, r.maxY - 1] = Cell(char: bl, style: style)
-        self[r.maxX - 1, r.maxY - 1] = Cell(char: br, style: style)
-        if let t = title, r.width > 4 { put(" \(t) ", x: r.x + 1, y: r.y, style: style, maxWidth: r.width - 2) }
+        self[r.x, r.y] = Cell(char: g.tl, style: style)
+        self[r.maxX - 1, r.y] = Cell(char: g.tr, style: style)
+        self[r.x, r.maxY - 1] = Cell(char: g.bl, style: style)
+        self[r.maxX - 1, r.maxY - 1] = Cell(char: g.br, style: style)
+        if let t = title, r.width > 4 { put(" \(t) ", x: r.x + 1, y: r.y, style: titleStyle ?? style, maxWidth: r.width - 2) }
     }
 
-    /// The screen as lines of text (trailing spaces kept), for tests and golden files.
+    /// The screen as lines of text (trailing spaces kept; a wide character appears once), for
+    /// tests and golden files.
     public var lines: [String] {
-        (0..<height).map { y in String(String.UnicodeScalarView((0..<width).map { cells[y * width + $0].char })) }
+        (0..<height).map { y in
+            var s = ""
+            for x in 0..<width {
+                let c = cells[y * width + x]
+                if !c.isWideTail { s.append(c.char) }
+            }
+            return s
+        }
     }
 
     public var text: String { lines.joined(separator: "\n") }
+
+    /// The column (in cells) where `needle` starts on row `y`, if it is there.
+    public func column(of needle: String, row y: Int) -> Int? {
+        guard y >= 0 && y < height else { return nil }
+        let line = lines[y]
+        guard let r = line.range(of: needle) else { return nil }
+        return DisplayWidth.of(line[line.startIndex..<r.lowerBound])
+    }
 }

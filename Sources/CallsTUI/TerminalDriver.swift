@@ -3,9 +3,28 @@ public enum TerminalInput: Equatable, Sendable {
     case char(Unicode.Scalar)
     case enter, escape, backspace, tab
     case up, down, left, right
+    case pageUp, pageDown, home, end
     case resize
-    case mouse(x: Int, y: Int)
+    /// One click of the primary button (acted on once: on release, or a terminal's "clicked").
+    case click(x: Int, y: Int)
+    /// The mouse wheel over (x, y): up (away from you) or down.
+    case wheel(up: Bool, x: Int, y: Int)
     case interrupt
+}
+
+/// Why a terminal cannot show the call screen.
+public enum TerminalError: Error, Equatable, Sendable {
+    /// TERM names a terminal that cannot move the cursor (e.g. `dumb`).
+    case cannotAddressCursor(term: String)
+    /// TERM is not in the terminfo database.
+    case unknownTerminal(term: String)
+
+    public var message: String {
+        switch self {
+        case .cannotAddressCursor(let t): return "the terminal '\(t)' cannot address the cursor, so the call screen cannot be drawn; use --headless (or a terminal such as xterm, tmux or screen)"
+        case .unknownTerminal(let t): return "unknown terminal type '\(t)' (TERM); set TERM to your terminal, or use --headless"
+        }
+    }
 }
 
 /// What the UI draws on: ncurses on a real terminal, memory in tests.

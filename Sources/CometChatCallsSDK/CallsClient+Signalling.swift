@@ -149,8 +149,8 @@ extension CallsClient {
             lossReports[from] = (loss, now)
             lossReports = lossReports.filter { now.timeIntervalSince($0.value.1) < 6 }
             engine?.setExpectedLoss(lossReports.values.map(\.0).max() ?? 0)
-        case .pong:
-            break
+        case .pong(let id):
+            if let sent = pingsSent.removeValue(forKey: id) { roundTripMs = Double(monotonicNanoseconds() - sent) / 1e6 }
         }
     }
 
@@ -160,7 +160,13 @@ extension CallsClient {
         let t = DispatchSource.makeTimerSource(queue: state)
         t.schedule(deadline: .now() + 2, repeating: 2)
         t.setEventHandler { [weak self] in
-            guard let self, self.phase == .joined, let reports = self.engine?.lossSinceLastReport(), !reports.isEmpty else { return }
+            guard let self, self.phase == .joined else { return }
+            // A ping per report interval measures the round trip to the server (signalling).
+            self.pingCounter += 1
+            self.pingsSent = self.pingsSent.filter { $0.key > self.pingCounter - 5 }
+            self.pingsSent[self.pingCounter] = monotonicNanoseconds()
+            self.socket?.send(text: ClientMessage.ping(self.pingCounter).json())
+            guard let reports = self.engine?.lossSinceLastReport(), !reports.isEmpty else { return }
             self.socket?.send(text: ClientMessage.receiverReport(reports).json())
         }
         t.resume()

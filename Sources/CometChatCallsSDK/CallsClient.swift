@@ -39,6 +39,10 @@ public final class CallsClient: @unchecked Sendable {
     var dominantPID: String?
     var reportTimer: DispatchSourceTimer?
     var lossReports: [String: (Double, Date)] = [:]
+    /// Pings in flight (id → send time, monotonic ns) and the last measured round trip.
+    var pingsSent: [Int: UInt64] = [:]
+    var pingCounter = 0
+    var roundTripMs: Double?
 
     /// Shared with other threads.
     let published = Mutex<Published>(Published())
@@ -112,6 +116,7 @@ public final class CallsClient: @unchecked Sendable {
                            impairedDrops: s.impairedDrops, played: j.reduce(0) { $0 + $1.played },
                            recovered: j.reduce(0) { $0 + $1.recovered }, concealed: j.reduce(0) { $0 + $1.concealed },
                            late: j.reduce(0) { $0 + $1.late }, overflowDropped: j.reduce(0) { $0 + $1.overflowDropped },
+                           lost: j.reduce(0) { $0 + $1.lost },
                            xruns: engine.xruns, deviceFailures: engine.deviceFailureCount)
     }
 
@@ -294,6 +299,16 @@ public struct MediaReport: Sendable, Equatable {
     public var concealed: Int
     public var late: Int
     public var overflowDropped: Int
+    /// Packets lost on the network (gaps followed by later packets), all senders.
+    public var lost: Int = 0
+
+    public init(framesCaptured: Int = 0, packetsSent: Int = 0, packetsReceived: Int = 0, impairedDrops: Int = 0, played: Int = 0,
+                recovered: Int = 0, concealed: Int = 0, late: Int = 0, overflowDropped: Int = 0, lost: Int = 0, xruns: Int = 0,
+                deviceFailures: Int = 0) {
+        self.framesCaptured = framesCaptured; self.packetsSent = packetsSent; self.packetsReceived = packetsReceived
+        self.impairedDrops = impairedDrops; self.played = played; self.recovered = recovered; self.concealed = concealed
+        self.late = late; self.overflowDropped = overflowDropped; self.lost = lost; self.xruns = xruns; self.deviceFailures = deviceFailures
+    }
     /// ALSA over- and under-runs recovered (current devices).
     public var xruns: Int
     /// Audio devices lost during the session.

@@ -42,6 +42,8 @@ final class MediaEngine: @unchecked Sendable {
     private let packetsSent = Atomic<Int>(0)
     private let packetsReceived = Atomic<Int>(0)
     private let buffers = Mutex<[UInt32: JitterBuffer]>([:])
+    /// Payload bytes received per sender (for bitrate in statistics views).
+    private let receivedBytes = Mutex<[UInt32: Int]>([:])
     private let activeSSRCs = Mutex<Set<UInt32>?>(nil)
     private let levelTable = Mutex<[UInt32: Float]>([:])
     private let threadsDone = DispatchSemaphore(value: 0)
@@ -277,6 +279,7 @@ final class MediaEngine: @unchecked Sendable {
         probe?.received(ssrc: p.ssrc, sequence: p.sequenceNumber, at: monotonicNanoseconds())
         let target = jitterTargetFrames, samples = frameSamples
         let now = monotonicNanoseconds()
+        receivedBytes.withLock { $0[p.ssrc, default: 0] += p.payload.count }
         buffers.withLock { b in
             b[p.ssrc, default: JitterBuffer(targetFrames: target, frameSamples: samples)]
                 .insert(sequence: p.sequenceNumber, payload: p.payload, arrival: now, timestamp: p.timestamp)
@@ -312,6 +315,13 @@ final class MediaEngine: @unchecked Sendable {
 
     /// The loss each sender's audio had over the last report interval (percent).
     func lossBySender() -> [UInt32: Double] { recentLoss.withLock { $0 } }
+
+    /// Per-sender receive figures: jitter-buffer counts, RFC 3550 jitter (ms) and payload bytes.
+    func receiveFigures() -> [UInt32: (JitterBuffer.Statistics, Double, Int)] {
+        let bytes = receivedBytes.withLock { $0 }
+        return buffers.withLock { b in b.mapValues { ($0.statistics, $0.jitterNanoseconds / 1e6, 0) } }
+            .reduce(into: [:]) { out, kv in out[kv.key] = (kv.value.0, kv.value.1, bytes[kv.key] ?? 0) }
+    }
 
     // MARK: Device loss and return
 

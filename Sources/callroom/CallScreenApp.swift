@@ -10,9 +10,12 @@ enum CallScreenApp {
     private static var eventLogBridge: ListenerBridge?
     private static var signalSources: [DispatchSourceSignal] = []
 
-    /// Joins and shows the call until the user leaves. `cleanup` runs before the process exits.
+    /// Joins and shows the call until the user leaves; then prints the call's summary on stdout
+    /// (after the terminal is restored). `token` gives a call token instead of generating one
+    /// (the demo joins you as the moderator). `cleanup` runs before the process exits.
     static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
-                    title: String, eventLog: String? = nil, cleanup: (@MainActor () -> Void)? = nil) async {
+                    title: String, eventLog: String? = nil, token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
+                    cleanup: (@MainActor () -> Void)? = nil) async {
         // --event-log FILE: every callback also as a JSON line (opened before the screen takes over).
         if let path = eventLog {
             guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
@@ -22,22 +25,31 @@ enum CallScreenApp {
             bridge.register()
             eventLogBridge = bridge
         }
-        let terminal = NcursesTerminal()
+        let terminal: NcursesTerminal
+        do throws(TerminalError) { terminal = try NcursesTerminal() } catch {
+            cleanup?()
+            Console.fail(error.message, code: ExitCode.usage)
+        }
         let c = CallScreenController(driver: terminal, title: title)
         controller = c
         c.onFinished = { code in
+            let summary = c.summary
             c.stop()
             cleanup?()
+            Console.out(summary.lines.joined(separator: "\n"))
             exit(code)
         }
-        installSignalHandlers { c.quit() }
+        installSignalHandlers { c.summarySeconds = 0; c.quit() }
         c.start()
         do throws(CometChatCallException) {
             _ = try await SDKSetup.initAndLogin(options)
             c.setStatus("joining…")
-            try await CometChatCalls.joinSession(sessionID: sessionID, callSetting: settings, container: c)
-            let notices = CallSession.shared.audioNotices
-            if !notices.isEmpty { c.show(notice: notices.joined(separator: "; ")) }
+            if let token {
+                try await CometChatCalls.joinSession(callToken: try await token(), callSetting: settings, container: c)
+            } else {
+                try await CometChatCalls.joinSession(sessionID: sessionID, callSetting: settings, container: c)
+            }
+            for n in CallSession.shared.audioNotices { c.show(notice: n) }
         } catch {
             c.stop()
             cleanup?()
@@ -45,9 +57,19 @@ enum CallScreenApp {
         }
     }
 
-    /// SIGINT/SIGTERM leave the call cleanly; a second signal (or 3 s) exits at once. The
+    /// SIGINT/SIGTERM/SIGHUP leave the call cleanly; a second signal (or 3 s) exits at once. The
     /// terminal is restored on either path (`NcursesTerminal` also registers `atexit`).
     static func installSignalHandlers(_ leave: @escaping @MainActor () -> Void) {
+        signalSources = SignalLeave.install(leave) { controller?.stop() }
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP as "leave": the first runs `leave`, a second one (or 3 s later)
+/// runs `giveUp` and exits 130. Main thread.
+@MainActor
+enum SignalLeave {
+    static func install(_ leave: @escaping @MainActor () -> Void, giveUp: @escaping @MainActor () -> Void) -> [DispatchSourceSignal] {
+        var sources: [DispatchSourceSignal] = []
         for sig in [SIGINT, SIGTERM, SIGHUP] {
             signal(sig, SIG_IGN)
             let src = DispatchSource.makeSignalSource(signal: sig, queue: .main)
@@ -55,13 +77,14 @@ enum CallScreenApp {
             src.setEventHandler {
                 MainActor.assumeIsolated {
                     count += 1
-                    if count > 1 { controller?.stop(); exit(130) }
+                    if count > 1 { giveUp(); exit(130) }
                     leave()
-                    DispatchQueue.main.asyncAfter(deadline: .now() + 3) { controller?.stop(); exit(130) }
+                    DispatchQueue.main.asyncAfter(deadline: .now() + 3) { MainActor.assumeIsolated { giveUp(); exit(130) } }
                 }
             }
             src.resume()
-            signalSources.append(src)
+            sources.append(src)
         }
+        return sources
     }
 }

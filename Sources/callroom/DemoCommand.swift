@@ -8,11 +8,13 @@ import Foundation
 enum DemoCommand {
     static let usage = """
         USAGE: callroom demo [--bots N] [--scenario NAME|FILE] [--seed N] [--input SPEC] [--output SPEC]
-                             [--name NAME] [--layout L] [--event-log FILE] [--headless]
+                             [--name NAME] [--layout L] [--show LIST] [--hide LIST] [--event-log FILE]
+                             [--headless]
 
         Starts a CallRoom server inside this process (loopback, temporary data directory), joins
         N synthetic participants that speak (bundled speech clips), runs a scenario through them,
-        and joins you to the room.
+        and joins you to the room as its moderator (so muting, pausing and removing others and
+        pinning for everyone can be shown).
 
         OPTIONS:
           --bots N          synthetic participants, 0…20 (default 5)
@@ -23,6 +25,9 @@ enum DemoCommand {
           --output SPEC     your speaker (default alsa:default; null without a sound card)
           --name NAME       your display name (default "You")
           --layout L        TILE, SPOTLIGHT or SIDEBAR (default TILE)
+          --show LIST       show these parts of the call screen (as 'callroom join --help' lists;
+                            the demo shows chat, invite and record)
+          --hide LIST       hide these
           --event-log FILE  also write every listener callback to FILE as JSON lines
           --headless        no screen: print every listener callback as JSON lines, read commands
                             (mute, unmute, leave) from stdin, as 'callroom join --headless'
@@ -32,7 +37,7 @@ enum DemoCommand {
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["bots", "input", "output", "name", "layout", "event-log", "scenario", "seed"], boolean: ["headless", "help"])
+            args = try ArgumentScanner(arguments, valued: ["bots", "input", "output", "name", "layout", "event-log", "scenario", "seed", "show", "hide"], boolean: ["headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom demo --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
         if let extra = args.positionals.first { Console.fail("unexpected argument '\(extra)'") }
@@ -41,35 +46,45 @@ enum DemoCommand {
         let scenario: Scenario
         do { scenario = try BotDirector.loadScenario(args["scenario"], bots: bots, seed: seed) } catch { Console.fail(error.message) }
 
+        let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
+        if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
+        guard let layout = LayoutType(rawValue: (args["layout"] ?? "tile").lowercased()) else { Console.fail("--layout must be TILE, SPOTLIGHT or SIDEBAR") }
+        let builder = CometChatCalls.sessionSettingsBuilder
+            .setTitle("CallRoom demo")
+            .setSessionType(.video)
+            .setLayout(layout)
+            .hideChatButton(false)
+            .hideShareInviteButton(false)
+            .hideRecordingButton(false)
+            .setDisplayName(args["name"] ?? "You")
+            .setAudioInput(input)
+            .setAudioOutput(output)
+        do { try SurfaceFlags.apply(show: args["show"], hide: args["hide"], to: builder) } catch { Console.fail(error.message) }
+        let settings = builder.build()
+
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("callroom-demo-\(getpid())").path
         var config = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dataDir)
         config.logLevel = .error
         let server = CallServer(configuration: config)
         do { try server.start() } catch { Console.fail("cannot start the demo server: \(error)", code: ExitCode.failure) }
         let sessionID = "demo-room"
-        guard let layout = LayoutType(rawValue: (args["layout"] ?? "tile").lowercased()) else { Console.fail("--layout must be TILE, SPOTLIGHT or SIDEBAR") }
-        let settings = CometChatCalls.sessionSettingsBuilder
-            .setTitle("CallRoom demo")
-            .setSessionType(.video)
-            .setLayout(layout)
-            .hideChatButton(false)
-            .hideShareInviteButton(false)
-            .setDisplayName(args["name"] ?? "You")
-            .setAudioInput(args["input"] ?? "alsa:default")
-            .setAudioOutput(args["output"] ?? "alsa:default")
-            .build()
         let options = SDKSetup.Options(server: server.url, settingsFile: nil, appID: server.keys.appId, uid: "you",
                                        name: args["name"] ?? "You", authKey: server.keys.authKey, authToken: nil)
         let headless = args.has("headless")
+        // You are the room's moderator: the operator (the demo's own server) grants the role.
+        let serverURL = server.url, apiKey = server.keys.apiKey, appID = server.keys.appId
+        let token: @Sendable () async throws(CometChatCallException) -> String = {
+            try await SDKSetup.moderatorToken(server: serverURL, apiKey: apiKey, appID: appID, uid: "you", sessionID: sessionID)
+        }
         signal(SIGPIPE, SIG_IGN)
         Task { @MainActor in
             let runtime = DemoRuntime(server: server, dataDir: dataDir)
             await runtime.startBots(count: bots, sessionID: sessionID, scenario: scenario)
             if headless {
-                await HeadlessSession.run(options: options, sessionID: sessionID, settings: settings, cleanup: { runtime.shutdown() })
+                await HeadlessSession.run(options: options, sessionID: sessionID, settings: settings, token: token, cleanup: { runtime.shutdown() })
             } else {
                 await CallScreenApp.run(options: options, sessionID: sessionID, settings: settings, title: "CallRoom demo",
-                                        eventLog: args["event-log"], cleanup: { runtime.shutdown() })
+                                        eventLog: args["event-log"], token: token, cleanup: { runtime.shutdown() })
             }
         }
         dispatchMain()

@@ -11,6 +11,7 @@ final class HeadlessSession {
     /// Registers listeners (before joining, as documented, so the join callbacks are seen),
     /// logs in, joins, and keeps the session running until it ends. `cleanup` runs before exit.
     static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
+                    token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
                     cleanup: (@MainActor () -> Void)? = nil) async {
         let runner = HeadlessSession()
         runner.onExit = cleanup
@@ -18,7 +19,11 @@ final class HeadlessSession {
         current = runner
         do throws(CometChatCallException) {
             _ = try await SDKSetup.initAndLogin(options)
-            try await CometChatCalls.joinSession(sessionID: sessionID, callSetting: settings)
+            if let token {
+                try await CometChatCalls.joinSession(callToken: try await token(), callSetting: settings)
+            } else {
+                try await CometChatCalls.joinSession(sessionID: sessionID, callSetting: settings)
+            }
             runner.reportAudioNotices()
         } catch {
             cleanup?()
@@ -27,6 +32,7 @@ final class HeadlessSession {
     }
 
     private var bridge: ListenerBridge?
+    private var signalSources: [DispatchSourceSignal] = []
     private var stdinSource: DispatchSourceRead?
     private var pending = Data()
     private var leaving = false
@@ -43,6 +49,8 @@ final class HeadlessSession {
         src.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.readStdin() } }
         src.resume()
         stdinSource = src
+        // SIGTERM and SIGINT leave cleanly (others see onParticipantLeft at once, not a ghost).
+        signalSources = SignalLeave.install({ [weak self] in self?.leave() }, giveUp: { [weak self] in self?.onExit?() })
     }
 
     /// Reports audio fallbacks (no sound card) on stderr, after the join opened the devices.

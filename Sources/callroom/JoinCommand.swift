@@ -10,7 +10,7 @@ enum JoinCommand {
         USAGE: callroom join SESSION_ID (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC]
-                             [--capture ns,agc,aec] [--event-log FILE] [--headless]
+                             [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
 
         Joins a session on a CallRoom server and shows the call screen.
 
@@ -29,6 +29,12 @@ enum JoinCommand {
                                suppression), agc (automatic gain), aec (echo cancellation)
           --impair SPEC        simulate a bad network on what you receive, before the jitter buffer:
                                loss=PCT,jitter=MS[,seed=N] (random loss; 0…MS ms of delay variation)
+          --show LIST          show these parts of the call screen, comma-separated (the call screen
+                               shows chat and invite by default; the SDK hides them): control-panel,
+                               header, timer, leave, audio, video, switch-camera, recording,
+                               recording-indicator, transcription, captions, audio-mode, raise-hand,
+                               invite, participant-list, layout, chat, streaming, streaming-indicator
+          --hide LIST          hide these (same names; a name in both is hidden)
           --event-log FILE     also write every listener callback to FILE as JSON lines
           --headless           no screen: every listener callback is printed on stdout as one JSON
                                object per line; commands are read from stdin, one per line (below);
@@ -45,7 +51,7 @@ enum JoinCommand {
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments, valued: ["server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
-                                                           "input", "output", "frame-ms", "impair", "capture", "event-log"],
+                                                           "input", "output", "frame-ms", "impair", "capture", "event-log", "show", "hide"],
                                        boolean: ["headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
@@ -62,11 +68,17 @@ enum JoinCommand {
         guard frameMs == 10 || frameMs == 20 else { Console.fail("--frame-ms must be 10 or 20") }
         let options = SDKSetup.Options(server: args["server"], settingsFile: args["settings"], appID: args["app-id"], uid: uid,
                                        name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
+        let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
+        if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
+        let headless = args.has("headless")
         let settings = CometChatCalls.sessionSettingsBuilder
             .setSessionType(.voice)
-            .setAudioInput(args["input"] ?? "alsa:default")
-            .setAudioOutput(args["output"] ?? "alsa:default")
+            .setAudioInput(input)
+            .setAudioOutput(output)
             .setAudioFrameMs(frameMs)
+        // The terminal app shows chat and invite (the SDK's defaults hide them); flags override.
+        if !headless { settings.hideChatButton(false).hideShareInviteButton(false) }
+        do { try SurfaceFlags.apply(show: args["show"], hide: args["hide"], to: settings) } catch { Console.fail(error.message) }
         if let n = args["name"] { settings.setDisplayName(n) }
         if let list = args["capture"] {
             var p = CaptureProcessing()
@@ -89,7 +101,6 @@ enum JoinCommand {
             } catch { Console.fail("--impair: \(error.message)") }
         }
         let built = settings.build()
-        let headless = args.has("headless")
         signal(SIGPIPE, SIG_IGN)
         Task { @MainActor in
             if headless {

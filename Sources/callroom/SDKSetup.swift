@@ -30,6 +30,33 @@ enum SDKSetup {
         }
     }
 
+    /// A call token with the moderator role for `uid`, issued by the operator (`apikey`):
+    /// what a backend does for a meeting's host. The user must exist (log in first).
+    static func moderatorToken(server: String, apiKey: String, appID: String, uid: String, sessionID: String) async throws(CometChatCallException) -> String {
+        struct Body: Decodable { var data: Token }
+        struct Token: Decodable { var token: String }
+        guard let url = URL(string: server)?.appendingPathComponent("v3.0/call_tokens") else {
+            throw CometChatCallException(errorCode: "HOST_INVALID", errorDescription: "'\(server)' is not a server URL")
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.setValue(apiKey, forHTTPHeaderField: "apikey")
+        request.setValue(appID, forHTTPHeaderField: "appId")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try? JSONSerialization.data(withJSONObject: ["sessionId": sessionID, "uid": uid, "role": "moderator"])
+        do {
+            let (data, response) = try await URLSession.shared.data(for: request)
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+                throw CometChatCallException(errorCode: "API_ERROR", errorDescription: String(decoding: data, as: UTF8.self))
+            }
+            return try JSONDecoder().decode(Body.self, from: data).data.token
+        } catch let e as CometChatCallException {
+            throw e
+        } catch {
+            throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "cannot reach \(server): \(error.localizedDescription)")
+        }
+    }
+
     static func initAndLogin(_ o: Options) async throws(CometChatCallException) -> CallsUser {
         if let file = o.settingsFile {
             try CometChatCalls.initFromSettings(path: file)

@@ -3,68 +3,84 @@ import CometChatCallsSDK
 import Foundation
 import XCTest
 
-final class CallScreenRendererTests: XCTestCase {
-    func participant(_ uid: String, _ name: String, muted: Bool = false) -> Participant {
+/// Builds view models the way listener events do.
+enum Fixture {
+    static let names = ["You", "Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov",
+                        "Claude Shannon", "Katherine Johnson"]
+
+    static func participant(_ uid: String, _ name: String, muted: Bool = false) -> Participant {
         var p = Participant(uid: uid, name: name)
         p.pid = "pid-" + uid
         p.isAudioMuted = muted
         return p
     }
 
-    /// A model as the listener events build it.
-    func model(count: Int = 3, you: String = "you") -> CallViewModel {
+    /// `count` participants (you first, Grace muted), joined at t0, with an empty log.
+    static func model(count: Int = 3, you: String = "you", names: [String] = names) -> CallViewModel {
         var m = CallViewModel(title: "Standup")
-        let names = ["You", "Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov"]
         let ps = (0..<count).map { participant($0 == 0 ? you : "u\($0)", names[$0 % names.count], muted: $0 == 2) }
         let t0 = Date(timeIntervalSince1970: 0)
         m.apply(.sessionJoined, localPID: "pid-" + you, at: t0)
         m.apply(.participantListChanged(participants: ps), localPID: "pid-" + you, at: t0)
         m.joinedAt = nil
-        m.log = []
+        m.log = EventLog()
         return m
     }
+}
+
+final class CallScreenRendererTests: XCTestCase {
+    func model(count: Int = 3) -> CallViewModel { Fixture.model(count: count) }
+    func participant(_ uid: String, _ name: String, muted: Bool = false) -> Participant { Fixture.participant(uid, name, muted: muted) }
 
     func testTilesControlBarAndHeader() {
         var m = model()
         _ = m.updateLevels(["pid-u1": -10, "pid-you": -80])
-        let s = CallScreenRenderer.render(m, width: 120, height: 30).text
+        let s = CallScreenRenderer.render(m, width: 140, height: 34).text
         XCTAssertTrue(s.contains("Standup"))
         XCTAssertTrue(s.contains("3 participants"))
         XCTAssertTrue(s.contains("You (you)"))
         XCTAssertTrue(s.contains("Ada Lovelace"))
-        XCTAssertTrue(s.contains("Grace Hopper"))
-        XCTAssertTrue(s.contains("MUTED"), "Grace is muted")
-        XCTAssertTrue(s.contains("speaking"), "Ada is loud")
-        XCTAssertTrue(s.contains("████████··"), "Ada's meter at -10 dBFS fills 8 of 10 cells")
+        XCTAssertTrue(s.contains("✖ muted"), "Grace is muted")
+        XCTAssertTrue(s.contains("♪ speaking"), "Ada is loud")
         XCTAssertTrue(s.contains("[m] Mute"))
         XCTAssertTrue(s.contains("[l] Leave"))
+        XCTAssertTrue(s.contains("[?] Help"))
         XCTAssertTrue(s.contains("Event log"))
         XCTAssertTrue(s.contains("┌ AL "), "tile titled with initials")
+        XCTAssertTrue(s.contains("▄▀▄"), "tall tiles show big initials")
     }
 
-    func testEventLogShowsEveryCallbackWithTime() {
+    func testEventLogShowsEveryCallbackWithMillisecondTimes() {
         var m = model()
-        let t = Date()
+        let t = Date(timeIntervalSince1970: 1_700_000_000.125)
         m.apply(.participantJoined(participant: participant("u9", "Hedy Lamarr")), localPID: "pid-you", at: t)
         m.apply(.audioMuted, localPID: "pid-you", at: t)
-        let s = CallScreenRenderer.render(m, width: 120, height: 30).text
+        let s = CallScreenRenderer.render(m, width: 160, height: 30).text
         let f = DateFormatter()
-        f.dateFormat = "HH:mm:ss"
-        XCTAssertTrue(s.contains("\(f.string(from: t)) ParticipantEvent.onParticipantJoined"))
-        XCTAssertTrue(s.contains("Hedy Lamarr (u9)"), "long entries wrap instead of being cut")
+        f.dateFormat = "HH:mm:ss.SSS"
+        XCTAssertTrue(s.contains("\(f.string(from: t)) ParticipantEvent.onParticipantJoined"), s)
+        XCTAssertTrue(s.contains(".125 "), "millisecond timestamps")
+        XCTAssertTrue(s.contains("Hedy Lamarr") && s.contains("(u9)"), "long entries wrap instead of being cut:\n\(s)")
         XCTAssertTrue(s.contains("MediaEvents.onAudioMuted"))
-        XCTAssertTrue(s.contains("[m] Unmute"), "the button reflects the state")
+        XCTAssertTrue(s.contains("[m] Unmute") || s.contains("m Unmute"), "the button reflects the state")
         XCTAssertTrue(s.contains("YOU ARE MUTED"))
     }
 
-    func testNarrowTerminalPutsTheLogBelowTheTiles() {
-        let m = model()
+    func testNarrowTerminalPutsTheLogBelowTheTilesAndHidingItReflows() throws {
+        var m = model()
         let l = CallScreenRenderer.layout(for: m, width: 80, height: 24)
-        XCTAssertEqual(l.log.width, 80)
-        XCTAssertGreaterThan(l.log.y, l.tiles.y)
+        let panel = try XCTUnwrap(l.panel)
+        XCTAssertEqual(panel.width, 80)
+        XCTAssertGreaterThan(panel.y, l.tiles.y)
         let wide = CallScreenRenderer.layout(for: m, width: 120, height: 24)
-        XCTAssertGreaterThan(wide.log.x, 0)
-        XCTAssertEqual(wide.log.y, wide.tiles.y)
+        XCTAssertGreaterThan(try XCTUnwrap(wide.panel).x, 0)
+        m.logHidden = true
+        let hidden = CallScreenRenderer.layout(for: m, width: 120, height: 24)
+        XCTAssertNil(hidden.panel)
+        XCTAssertEqual(hidden.tiles.width, 120, "hiding the log gives its columns to the tiles")
+        XCTAssertEqual(CallScreenRenderer.layout(for: m, width: 80, height: 24).tiles.height, 22, "and its rows")
+        let s = CallScreenRenderer.render(m, width: 120, height: 24)
+        XCTAssertTrue(s.lines[5].hasSuffix("│") || s.lines[5].hasSuffix("┐") || s.lines[5].hasSuffix("┘"), "tiles reach the right edge:\n\(s.text)")
     }
 
     func testHiddenButtonsAndPanels() {
@@ -72,40 +88,103 @@ final class CallScreenRendererTests: XCTestCase {
         m.hideToggleAudioButton = true
         var s = CallScreenRenderer.render(m, width: 100, height: 30).text
         XCTAssertFalse(s.contains("[m]"))
-        XCTAssertTrue(s.contains("[l] Leave"))
+        XCTAssertTrue(s.contains("Leave"))
         m.hideControlPanel = true
         m.hideHeaderPanel = true
         s = CallScreenRenderer.render(m, width: 100, height: 30).text
-        XCTAssertFalse(s.contains("[l] Leave"))
+        XCTAssertFalse(s.contains("Leave"))
         XCTAssertFalse(s.contains("Standup"))
         XCTAssertTrue(CallScreenRenderer.layout(for: m, width: 100, height: 30).buttons.isEmpty)
     }
 
     func testButtonsAreClickableRegions() {
         let m = model()
-        let l = CallScreenRenderer.layout(for: m, width: 100, height: 30)
+        let l = CallScreenRenderer.layout(for: m, width: 120, height: 30)
         XCTAssertEqual(l.buttons.map(\.id), ["toggleAudio", "toggleVideo", "switchCamera", "raiseHand", "changeLayout",
-                                              "participantList", "leaveSession"], "a video session's default bar")
+                                              "participantList", "leaveSession", "help"], "a video session's default bar")
+        let s = CallScreenRenderer.render(m, width: 120, height: 30)
         for b in l.buttons {
             XCTAssertEqual(b.rect.y, 29)
-            let s = CallScreenRenderer.render(m, width: 100, height: 30)
-            let text = s.lines[b.rect.y]
-            let start = text.index(text.startIndex, offsetBy: b.rect.x)
-            XCTAssertTrue(text[start...].hasPrefix("[\(b.key)] \(b.label)"))
+            XCTAssertEqual(s.column(of: b.label, row: 29), b.rect.x, "\(b.label) is drawn where it is clicked")
         }
+    }
+
+    /// Leave and Help are always on the bar; labels get shorter, then low-priority buttons go.
+    func testControlBarDegradesByPriority() {
+        var m = model()
+        m.settings = SessionSettingsBuilder().hideRecordingButton(false).hideChatButton(false).hideShareInviteButton(false).build()
+        m.chatUnread = 3
+        let widths = [200, 120, 80, 60, 40, 32]
+        var previous = Int.max
+        for w in widths {
+            let l = CallScreenRenderer.layout(for: m, width: w, height: 24)
+            let ids = l.buttons.map(\.id)
+            XCTAssertTrue(ids.contains("leaveSession"), "Leave at \(w): \(ids)")
+            XCTAssertTrue(ids.contains("help"), "Help at \(w): \(ids)")
+            XCTAssertTrue(l.buttons.allSatisfy { $0.rect.maxX <= w }, "nothing overflows at \(w)")
+            XCTAssertLessThanOrEqual(l.buttons.count, previous)
+            previous = l.buttons.count
+            if ids.contains("chat") { XCTAssertTrue(l.buttons.first { $0.id == "chat" }!.label.contains("3"), "the unread badge at \(w)") }
+        }
+        XCTAssertEqual(CallScreenRenderer.layout(for: m, width: 200, height: 24).buttons.first?.label, "[m] Mute", "full labels when wide")
+        let at80 = CallScreenRenderer.layout(for: m, width: 80, height: 24).buttons
+        XCTAssertEqual(at80.count, 11, "at 80 columns every button (short labels): \(at80.map(\.label))")
+        let at32 = CallScreenRenderer.layout(for: m, width: 32, height: 24).buttons
+        XCTAssertTrue(at32.contains { $0.label == "l✕" }, "key + symbol when narrow: \(at32.map(\.label))")
+        XCTAssertFalse(at32.contains { $0.id == "switchCamera" }, "camera is the first to go")
     }
 
     func testASCIIFallback() {
-        let s = CallScreenRenderer.render(model(), width: 100, height: 30, unicode: false).text
-        XCTAssertFalse(s.unicodeScalars.contains { !$0.isASCII }, "only ASCII without a UTF-8 locale")
+        var m = Fixture.model(count: 3, names: ["王小明 🎧", "Ada Lovelace", "Grace Hopper"])
+        m.notices = ["no capture device — sending silence"]
+        m.tiles[1].raisedHandAt = 1
+        let s = CallScreenRenderer.render(m, width: 100, height: 30, unicode: false).text
+        XCTAssertFalse(s.unicodeScalars.contains { !$0.isASCII }, "only ASCII without a UTF-8 locale:\n\(s)")
         XCTAssertTrue(s.contains("+ AL "))
+        XCTAssertTrue(s.contains("^ hand 1"))
+        XCTAssertTrue(s.contains("x muted"))
     }
 
-    func testTinyTerminalsDoNotCrash() {
-        for (w, h) in [(0, 0), (1, 1), (10, 3), (40, 12), (20, 40)] {
+    func testTinyTerminalsSaySoInsteadOfDrawingGarbage() {
+        for (w, h) in [(0, 0), (1, 1), (10, 3), (20, 8), (31, 40), (120, 9)] {
             let b = CallScreenRenderer.render(model(count: 6), width: w, height: h)
             XCTAssertEqual(b.lines.count, max(0, h))
+            if w >= 12 && h >= 3 {
+                XCTAssertTrue(b.text.replacingOccurrences(of: "\n", with: " ").contains("window too small"), "\(w)x\(h):\n\(b.text)")
+                XCTAssertTrue(b.text.contains("need"))
+            }
         }
+        XCTAssertFalse(CallScreenRenderer.render(model(count: 6), width: 32, height: 10).text.contains("too small"), "the stated minimum draws")
+    }
+
+    /// Everyone is on screen or counted in "+N more", in every layout and size; you are always shown.
+    func testNobodyIsDroppedAndYouAreAlwaysShown() {
+        let count = 8
+        for layout in LayoutType.allCases {
+            for (w, h) in [(120, 40), (80, 24), (60, 16), (40, 12), (32, 10)] {
+                var m = Fixture.model(count: count)
+                m.layout = layout
+                m.tiles[3].raisedHandAt = 1
+                let s = CallScreenRenderer.render(m, width: w, height: h).text
+                let shown = Fixture.names.prefix(count).filter { s.contains(String($0.prefix(6))) }.count
+                let more = s.range(of: #"\+(\d+)"#, options: .regularExpression).flatMap { Int(s[$0].dropFirst()) } ?? 0
+                XCTAssertGreaterThanOrEqual(shown + more, count, "\(layout) \(w)x\(h): \(shown) shown + \(more) more\n\(s)")
+                XCTAssertTrue(s.contains("You"), "your own tile at \(layout) \(w)x\(h)\n\(s)")
+            }
+        }
+    }
+
+    func testPagingShowsTheOthers() {
+        var m = Fixture.model(count: 8)
+        let first = CallScreenRenderer.render(m, width: 40, height: 12).text
+        XCTAssertTrue(first.contains("page 1/"), first)
+        m.tilePage = 1
+        let second = CallScreenRenderer.render(m, width: 40, height: 12).text
+        XCTAssertTrue(second.contains("page 2/"), second)
+        XCTAssertNotEqual(first, second)
+        XCTAssertTrue(second.contains("You"), "you stay on every page")
+        m.tilePage = 99
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 40, height: 12).text.contains("page 99"), "clamped to the last page")
     }
 
     func testOnlyChangedCellsAreWritten() {
@@ -118,31 +197,19 @@ final class CallScreenRendererTests: XCTestCase {
         _ = m.updateLevels(["pid-u1": -45])
         let n = term.present(CallScreenRenderer.render(m, width: 100, height: 30))
         XCTAssertGreaterThan(n, 0)
-        XCTAssertLessThan(n, 5, "a meter change rewrites only the meter cells that changed")
-    }
-
-    func testWrapping() {
-        XCTAssertEqual(CallScreenRenderer.wrap("12:00:00 Media.onAudioMuted", width: 40, indent: 9), ["12:00:00 Media.onAudioMuted"])
-        let w = CallScreenRenderer.wrap("12:00:00 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)", width: 30, indent: 9)
-        XCTAssertGreaterThan(w.count, 1)
-        XCTAssertTrue(w.allSatisfy { $0.count <= 30 })
-        XCTAssertTrue(w.dropFirst().allSatisfy { $0.hasPrefix("         ") })
-        XCTAssertEqual(w.joined().filter { $0 != " " }, "12:00:00 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)".filter { $0 != " " },
-                       "no character is lost")
+        XCTAssertLessThan(n, 12, "a meter change rewrites only the meter cells that changed")
     }
 
     func testEveryButtonFollowsItsHideSetting() {
         var m = model()
         m.settings = SessionSettingsBuilder().setSessionType(.voice).hideRecordingButton(false).hideChatButton(false)
             .hideShareInviteButton(false).hideRaiseHandButton(true).build()
-        XCTAssertEqual(m.buttons.map(\.0), [.toggleAudio, .changeLayout, .participantList, .chat, .shareInvite, .recordingToggle, .leaveSession],
+        XCTAssertEqual(ControlBar.specs(m, glyphs: .unicode).map(\.item),
+                       [.builtIn(.toggleAudio), .builtIn(.changeLayout), .builtIn(.participantList), .builtIn(.chat), .builtIn(.shareInvite),
+                        .builtIn(.recordingToggle), .builtIn(.leaveSession), .help],
                        "voice: no video controls; hidden raise-hand; shown chat, invite and record")
         m.chatUnread = 3
         XCTAssertTrue(CallScreenRenderer.render(m, width: 130, height: 20).text.contains("[t] Chat (3)"), "the unread badge")
-        // A narrow terminal drops the buttons that do not fit instead of overflowing.
-        let narrow = CallScreenRenderer.layout(for: m, width: 40, height: 12)
-        XCTAssertTrue(narrow.buttons.allSatisfy { $0.rect.maxX <= 40 })
-        XCTAssertLessThan(narrow.buttons.count, m.buttons.count)
     }
 
     func testSpotlightSidebarAndPictureInPicture() {
@@ -150,15 +217,14 @@ final class CallScreenRendererTests: XCTestCase {
         m.tiles[2].isPinned = true
         m.layout = .spotlight
         let spot = CallScreenRenderer.render(m, width: 100, height: 30)
-        // The pinned participant gets the big tile (its box spans most of the width).
-        let big = spot.lines.first { $0.contains("Grace Hopper") } ?? ""
-        XCTAssertTrue(spot.text.contains("pinned"))
+        XCTAssertTrue(spot.text.contains("◆ pinned"))
         XCTAssertTrue(spot.lines[1].hasPrefix("┌ GH ─"), "the main tile is first: \(spot.lines[1])")
-        XCTAssertFalse(big.isEmpty)
         m.layout = .sidebar
         let side = CallScreenRenderer.render(m, width: 100, height: 30)
         XCTAssertTrue(side.lines[1].hasPrefix("┌ GH ─"))
         XCTAssertTrue(side.text.contains("Ada Lovelace"), "others in the side column")
+        m.localPinPID = "pid-u3"
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 100, height: 30).lines[1].hasPrefix("┌ AT ─"), "your own pin wins in your view")
         m.pictureInPicture = true
         let pip = CallScreenRenderer.render(m, width: 100, height: 30)
         XCTAssertTrue(pip.text.contains("PiP · Standup"))
@@ -166,29 +232,62 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertFalse(pip.text.contains("Event log"), "compact: nothing else")
     }
 
-    func testBadgesHandOrderAndParticipantList() {
-        var m = model(count: 3)
+    func testBadgesHaveDistinctGlyphsAndColours() {
+        var m = model(count: 4)
         m.tiles[1].raisedHandAt = 200
         m.tiles[0].raisedHandAt = 100
-        m.tiles[2].isPresenting = true
+        m.tiles[3].isPresenting = true
         m.dominantPID = m.tiles[1].pid
+        _ = m.updateLevels(["pid-u1": -10])
         XCTAssertEqual(m.handOrder(of: m.tiles[0]), 1)
         XCTAssertEqual(m.handOrder(of: m.tiles[1]), 2)
-        XCTAssertNil(m.handOrder(of: m.tiles[2]))
-        let s = CallScreenRenderer.render(m, width: 120, height: 30).text
-        XCTAssertTrue(s.contains("hand #1"))
-        XCTAssertTrue(s.contains("hand #2 · dominant"))
-        XCTAssertTrue(s.contains("sharing"))
-        XCTAssertTrue(m.updateQuality(["pid-u2": .poor]))
-        XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 30).text.contains("net poor"), "connection quality on the tile")
-        m.participantListVisible = true
-        let list = CallScreenRenderer.render(m, width: 120, height: 30).text
-        XCTAssertTrue(list.contains("Participants (3)"))
-        XCTAssertTrue(list.contains("Grace Hopper — muted · sharing"))
-        XCTAssertFalse(list.contains("Event log"), "the list takes the log's place")
+        XCTAssertTrue(m.updateQuality(["pid-u3": .poor]))
+        let b = CallScreenRenderer.render(m, width: 140, height: 34)
+        func style(of text: String) -> CellStyle? {
+            for y in 0..<b.height { if let x = b.column(of: text, row: y) { return b[x, y].style } }
+            return nil
+        }
+        let hand = style(of: "▲ hand 1"), speaking = style(of: "♪ speaking"), muted = style(of: "✖ muted"), net = style(of: "▂   net poor")
+        XCTAssertEqual(hand?.fg, .magenta)
+        XCTAssertEqual(speaking?.fg, .green)
+        XCTAssertEqual(muted?.fg, .red)
+        XCTAssertEqual(net?.fg, .red, b.text)
+        XCTAssertTrue(b.text.contains("▣ sharing"))
+        XCTAssertTrue(b.lines[0].contains("▲ you, Ada Lovelace"), "the hand queue in the header, in order: \(b.lines[0])")
     }
 
-    func testParticipantListSearchAndSelection() {
+    func testDominantIsNeverAMutedParticipant() {
+        var m = model(count: 3)
+        var grace = participant("u2", "Grace Hopper", muted: true)
+        grace.pid = "pid-u2"
+        m.apply(.dominantSpeakerChanged(participant: grace), localPID: "pid-you")
+        XCTAssertNil(m.dominantPID, "Grace is muted")
+        var ada = participant("u1", "Ada Lovelace")
+        m.apply(.dominantSpeakerChanged(participant: ada), localPID: "pid-you")
+        XCTAssertEqual(m.dominantPID, "pid-u1")
+        ada.isAudioMuted = true
+        m.apply(.participantAudioMuted(participant: ada), localPID: "pid-you")
+        XCTAssertNil(m.dominantPID, "muting ends dominance")
+    }
+
+    func testYourCamOffShowsAtOnce() {
+        var m = model(count: 2)
+        m.apply(.videoPaused, localPID: "pid-you")
+        XCTAssertTrue(m.you?.isVideoPaused == true)
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 30).text.contains("▨ cam off"))
+    }
+
+    func testParticipantListScrollsToTheSelection() {
+        var m = Fixture.model(count: 8)
+        m.participantListVisible = true
+        m.participantSelection = 7
+        let b = CallScreenRenderer.render(m, width: 80, height: 24)
+        XCTAssertTrue(b.text.contains("› Katherine Johnson"), b.text)
+        XCTAssertTrue(b.text.contains("↑ "), "says how many are above")
+        XCTAssertTrue(b.text.contains("on Katherine Johnson: m mute"), "the keys say whom they act on")
+    }
+
+    func testParticipantListSearchAndSelection() throws {
         var m = model(count: 4)
         m.participantListVisible = true
         m.participantSearch = "ho"
@@ -196,9 +295,9 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertEqual(m.selectedTile?.name, "Grace Hopper")
         var b = CallScreenRenderer.render(m, width: 120, height: 30)
         XCTAssertTrue(b.text.contains("Participants (4) · /ho"))
-        XCTAssertFalse(b.text.contains("Alan Turing — "))
-        let row = try! XCTUnwrap(b.lines.firstIndex { $0.contains("Grace Hopper — ") })
-        let col = b.lines[row].distance(from: b.lines[row].startIndex, to: try! XCTUnwrap(b.lines[row].range(of: "Grace Hopper — ")).lowerBound)
+        XCTAssertFalse(b.text.contains("› Alan Turing"))
+        let row = try XCTUnwrap(b.lines.firstIndex { $0.contains("› Grace Hopper") })
+        let col = try XCTUnwrap(b.column(of: "› Grace Hopper", row: row))
         XCTAssertTrue(b[col, row].style.reverse, "the selected row is highlighted")
         m.participantSearch = "zzz"
         b = CallScreenRenderer.render(m, width: 120, height: 30)
@@ -209,7 +308,6 @@ final class CallScreenRendererTests: XCTestCase {
     func testEventsDriveTheModel() {
         var m = model(count: 2)
         var ada = participant("u1", "Ada Lovelace")
-        ada.pid = "pid-u1"
         ada.raisedHandTimestamp = 5
         m.apply(.participantHandRaised(participant: ada), localPID: "pid-you")
         XCTAssertEqual(m.tiles[1].raisedHandAt, 5)
@@ -223,44 +321,150 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertEqual(m.dominantPID, "pid-u1")
         m.apply(.videoPaused, localPID: "pid-you")
         XCTAssertTrue(m.isVideoPaused)
+        m.apply(.error(code: "ERR_NOT_MODERATOR", message: "Only the session's moderators may do that."), localPID: "pid-you")
+        XCTAssertEqual(m.toasts.last?.kind, .error)
     }
 
-    /// Golden screens: every layout at several sizes (down to 40×12), and the bar with buttons hidden.
-    func testGoldenScreensForEveryLayoutAndSize() throws {
-        var cases: [(String, CallViewModel, Int, Int)] = []
+    func testNoticesWrapAndNoneIsLost() {
+        var m = model(count: 2)
+        let a = "no playback device alsa:default (No such file or directory): audio is not played"
+        let c = "no capture device alsa:default (No such file or directory): sending silence"
+        m.apply(.audioNotice(a), localPID: "pid-you")
+        m.apply(.audioNotice(c), localPID: "pid-you")
+        XCTAssertEqual(m.notices, [a, c], "a later notice does not replace an earlier one")
+        let wide = CallScreenRenderer.render(m, width: 80, height: 24).text.replacingOccurrences(of: "\n", with: " ")
+        XCTAssertTrue(wide.contains("audio is not   played") || wide.contains("audio is not played"), wide)
+        XCTAssertTrue(wide.contains("sending silence"))
+        let narrow = CallScreenRenderer.render(m, width: 40, height: 12).text
+        XCTAssertTrue(narrow.contains("(+1 in the log)"), narrow)
+    }
+
+    func testToastsShowOverPanels() {
+        var m = model(count: 2)
+        m.participantListVisible = true
+        m.now = Date()
+        m.toast("ERR_FEATURE_UNAVAILABLE: Recording is not available on this server.", kind: .error)
+        let s = CallScreenRenderer.render(m, width: 80, height: 24)
+        XCTAssertTrue(s.lines[22].contains("ERR_FEATURE_UNAVAILABLE"), "just above the bar, over the list:\n\(s.text)")
+        m.now = m.now.addingTimeInterval(10)
+        XCTAssertTrue(m.expireToasts())
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).text.contains("ERR_FEATURE"))
+    }
+
+    func testHelpListsEveryKeyWrappedAndScrollable() {
+        var m = model()
+        m.overlay = .help
+        let lines = OverlayRenderer.helpLines(width: 78, glyphs: .unicode)
+        let all = lines.joined(separator: "\n")
+        for key in ["m ", "v ", "c ", "h ", "y ", "[ ]", "p ", "t ", "s ", "r ", "w ", "o ", "i ", "l, q", "Ctrl-C", "PgUp PgDn", "Home End",
+                    "Enter", "/ ", "f ", "u ", "n ", "x ", "e ", "click", "wheel", "P "] {
+            XCTAssertTrue(all.contains("  " + key), "help lists '\(key)'")
+        }
+        XCTAssertTrue(lines.allSatisfy { DisplayWidth.of($0) <= 78 })
+        let s = CallScreenRenderer.render(m, width: 80, height: 24)
+        XCTAssertTrue(s.text.contains("Keys · Esc or ? closes"))
+        XCTAssertTrue(s.text.contains("PgUp PgDn"), "says it scrolls")
+        m.overlayScroll = 30
+        XCTAssertNotEqual(CallScreenRenderer.render(m, width: 80, height: 24).text, s.text, "scrolled")
+        let wide = CallScreenRenderer.render({ var x = m; x.overlayScroll = 0; return x }(), width: 120, height: 40).text
+        XCTAssertFalse(wide.contains("leav\n"), "no line cut mid-word")
+    }
+
+    func testWideCharactersAreMeasuredInCells() {
+        XCTAssertEqual(DisplayWidth.of("王小明 🎧"), 9)
+        XCTAssertEqual(DisplayWidth.of("café"), 4)
+        XCTAssertEqual(DisplayWidth.of("e\u{301}"), 1, "a combining accent adds nothing")
+        XCTAssertEqual(DisplayWidth.truncate("王小明王小明", to: 7), "王小明…")
+        var b = ScreenBuffer(width: 10, height: 1)
+        b.put("王小明 🎧 ok", x: 0, y: 0)
+        XCTAssertEqual(b.lines[0], "王小明 🎧…", "ellipsis, never a half character")
+        XCTAssertEqual(DisplayWidth.of(b.lines[0]), 10)
+        var m = Fixture.model(count: 3, names: ["王小明 🎧", "Ada Lovelace", "Grace Hopper"])
+        m.apply(.participantJoined(participant: participant("u7", "王小明 🎧 李")), localPID: "pid-you")
+        for (w, h) in [(120, 40), (80, 24), (40, 12)] {
+            let s = CallScreenRenderer.render(m, width: w, height: h)
+            for line in s.lines { XCTAssertEqual(DisplayWidth.of(line), w, "every row is exactly \(w) cells: '\(line)'") }
+        }
+    }
+
+    func testWordAwareWrapping() {
+        XCTAssertEqual(TextWrap.wrap("12:00:00.000 Media.onAudioMuted", width: 40, indent: 13), ["12:00:00.000 Media.onAudioMuted"])
+        let w = TextWrap.wrap("12:00:00.000 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)", width: 40, indent: 13)
+        XCTAssertTrue(w.allSatisfy { DisplayWidth.of($0) <= 40 })
+        XCTAssertTrue(w.dropFirst().allSatisfy { $0.hasPrefix("             ") })
+        XCTAssertFalse(w.contains { $0.hasSuffix("Cha") }, "no break inside a word part")
+        XCTAssertEqual(w.joined().filter { $0 != " " }, "12:00:00.000 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)".filter { $0 != " " })
+        XCTAssertEqual(TextWrap.wrap("hello wonderful world", width: 12), ["hello", "wonderful", "world"])
+    }
+
+    /// Golden screens: every layout and panel at 120×40, 80×24, 60×16 and 40×12, the too-small
+    /// screen, UTF-8 and ASCII, with wide-character names.
+    func testGoldenScreens() throws {
+        var cases: [(String, CallViewModel, Int, Int, Bool)] = []
+        func base(_ count: Int = 5) -> CallViewModel {
+            var m = Fixture.model(count: count, names: ["You", "Ada Lovelace", "王小明 🎧", "Alan Turing", "Grace Hopper", "Claude Shannon"])
+            m.tiles[1].raisedHandAt = 1
+            m.dominantPID = m.tiles[1].pid
+            m.tiles[1].level = -12
+            m.tiles[1].levelHistory = (0..<40).map { Float(-60 + ($0 * 7) % 50) }
+            if m.tiles.count > 3 { m.tiles[3].quality = .fair }
+            let t = Date(timeIntervalSince1970: 3600)
+            m.apply(.participantJoined(participant: Fixture.participant("u4", "Grace Hopper")), localPID: "pid-you", at: t)
+            m.apply(.dominantSpeakerChanged(participant: Fixture.participant("u1", "Ada Lovelace")), localPID: "pid-you", at: t)
+            m.apply(.audioNotice("no capture device alsa:default (No such file or directory): sending silence"), localPID: "pid-you", at: t)
+            return m
+        }
+        let sizes = [(120, 40), (80, 24), (60, 16), (40, 12)]
         for layout in LayoutType.allCases {
-            for (w, h) in [(100, 24), (60, 16), (40, 12)] {
-                var m = model(count: 4)
+            for (w, h) in sizes {
+                var m = base()
                 m.layout = layout
-                m.tiles[1].raisedHandAt = 1
-                m.dominantPID = m.tiles[1].pid
-                cases.append(("\(layout.rawValue)-\(w)x\(h)", m, w, h))
+                cases.append(("\(layout.rawValue)-\(w)x\(h)", m, w, h, true))
             }
         }
-        var pip = model(count: 4)
-        pip.pictureInPicture = true
-        cases.append(("pip-100x24", pip, 100, 24))
-        var hidden = model(count: 2)
+        for (w, h) in sizes {
+            var people = base(6); people.participantListVisible = true; people.participantSelection = 2
+            cases.append(("people-\(w)x\(h)", people, w, h, true))
+            var help = base(); help.overlay = .help
+            cases.append(("help-\(w)x\(h)", help, w, h, true))
+            var ascii = base(); ascii.layout = .tile
+            cases.append(("tile-ascii-\(w)x\(h)", ascii, w, h, false))
+        }
+        var chat = base()
+        chat.panel = .chat
+        chat.apply(.chatMessage(ChatEntry(id: 1, pid: "pid-u1", uid: "u1", name: "Ada Lovelace", text: "café ü — 你好", sentAt: 0)), localPID: "pid-you",
+                   at: Date(timeIntervalSince1970: 3600))
+        chat.chatDraft = "typing 王"
+        cases.append(("chat-80x24", chat, 80, 24, true))
+        var stats = base(); stats.overlay = .stats
+        stats.receiveStats = ["pid-u1": ReceiveStatistics(packetsReceived: 1000, packetsLost: 50, bytesReceived: 80_000, jitterMs: 4.5, concealed: 3, recovered: 40, late: 1, recentLossPercent: 5)]
+        stats.bitrates = ["pid-u1": 32.1]
+        stats.roundTripMs = 1.25
+        cases.append(("stats-80x24", stats, 80, 24, true))
+        var counts = base(); counts.panel = .counts
+        cases.append(("counts-80x24", counts, 80, 24, true))
+        var leave = base(); leave.pending = .leave
+        cases.append(("leave-confirm-80x24", leave, 80, 24, true))
+        var pip = base(); pip.pictureInPicture = true
+        cases.append(("pip-100x24", pip, 100, 24, true))
+        var hidden = base(2)
         hidden.settings = SessionSettingsBuilder().hideToggleVideoButton(true).hideSwitchCameraButton(true).hideRaiseHandButton(true)
             .hideChangeLayoutButton(true).hideSessionTimer(true).build()
-        cases.append(("hidden-buttons-80x20", hidden, 80, 20))
+        cases.append(("hidden-buttons-80x20", hidden, 80, 20, true))
+        cases.append(("too-small-20x8", base(), 20, 8, true))
+        cases.append(("too-small-ascii-30x8", base(), 30, 8, false))
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
-        for (name, m, w, h) in cases {
-            let screen = CallScreenRenderer.render(m, width: w, height: h).text
+        var names: Set<String> = []
+        for (name, m, w, h, unicode) in cases {
+            names.insert(name + ".txt")
+            let screen = CallScreenRenderer.render(m, width: w, height: h, unicode: unicode).text
             let path = dir.appendingPathComponent("\(name).txt").path
             if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] == "1" { try screen.write(toFile: path, atomically: true, encoding: .utf8) }
             let golden = try String(contentsOfFile: path, encoding: .utf8)
             XCTAssertEqual(screen, golden, "\(name) differs from its golden file; rerun with UPDATE_GOLDEN=1 if intended")
         }
-    }
-
-    func testGoldenScreen() throws {
-        let screen = CallScreenRenderer.render(model(count: 4), width: 100, height: 24).text
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden/tile-4-100x24.txt").path
         if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] == "1" {
-            try screen.write(toFile: path, atomically: true, encoding: .utf8)
+            for f in try FileManager.default.contentsOfDirectory(atPath: dir.path) where !names.contains(f) { try FileManager.default.removeItem(atPath: dir.appendingPathComponent(f).path) }
         }
-        let golden = try String(contentsOfFile: path, encoding: .utf8)
-        XCTAssertEqual(screen, golden, "rendered screen differs from \(path); rerun with UPDATE_GOLDEN=1 if intended")
     }
 }

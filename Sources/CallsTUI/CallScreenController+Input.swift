@@ -1,0 +1,305 @@
+import CometChatCallsSDK
+import Foundation
+
+// MARK: Keys and mouse (main thread)
+extension CallScreenController {
+    public func handle(_ input: TerminalInput) {
+        dispatchPrecondition(condition: .onQueue(.main))
+        dirty = true
+        if model.overlay == .summary {
+            if input != .resize { exitNow() }
+            return
+        }
+        if input == .resize { return }
+        if input == .interrupt { return quit() }
+        if let p = model.pending { return confirm(p, input) }
+        if currentLayout.tooSmall {
+            if [.char("q"), .char("l"), .char("Q"), .char("L")].contains(input) { model.pending = .leave }
+            return
+        }
+        if model.overlay != nil, handleOverlay(input) { return }
+        if model.panel == .chat, handleChatInput(input) { return }
+        if model.editingLogSearch, handleLogSearch(input) { return }
+        if model.participantListVisible, handleParticipantList(input) { return }
+        handleMain(input)
+    }
+
+    /// The second key of a dangerous action: the same key (or Enter) confirms, anything else
+    /// cancels and says so.
+    private func confirm(_ p: CallViewModel.Pending, _ input: TerminalInput) {
+        model.pending = nil
+        switch p {
+        case .leave:
+            let leaveButton = currentLayoutButton(at: input)?.id == BuiltInButton.leaveSession.rawValue
+            if [.char("l"), .char("L"), .char("q"), .char("Q"), .enter].contains(input) || leaveButton {
+                if session.isCallSessionActive() {
+                    model.status = "leaving…"
+                    session.click(.leaveSession)
+                } else {
+                    quit()
+                }
+            } else {
+                model.toast("Still in the call")
+            }
+        case .remove(let pid):
+            let name = model.tiles.first { $0.pid == pid }?.name ?? pid
+            if [.char("x"), .char("X")].contains(input) {
+                session.removeParticipant(participantId: pid)
+                model.toast("Removing \(name)…")
+            } else {
+                model.toast("\(name) stays")
+            }
+        }
+    }
+
+    private func currentLayoutButton(at input: TerminalInput) -> CallScreenRenderer.Button? {
+        guard case .click(let x, let y) = input else { return nil }
+        return currentLayout.buttons.first { $0.rect.contains(x: x, y: y) }
+    }
+
+    /// Rows of the side panel's content (page size for PgUp/PgDn).
+    private var panelRows: Int { max(1, (currentLayout.panel?.height ?? 10) - 2) }
+
+    private func handleMain(_ input: TerminalInput) {
+        switch input {
+        case .escape:
+            if model.panel != .log { model.panel = .log } else if !model.log.search.isEmpty { model.log.search = "" }
+        case .char("l"), .char("L"), .char("q"), .char("Q"):
+            model.pending = .leave
+            model.toast("Leave the call? Press \(input == .char("q") || input == .char("Q") ? "q" : "l") again (or Enter) to leave, any other key to stay.", seconds: 8)
+        case .char("w"), .char("W"):
+            session.isPictureInPictureLayoutEnabled ? session.disablePictureInPictureLayout() : session.enablePictureInPictureLayout()
+        case .char("?"): model.overlay = .help; model.overlayScroll = 0
+        case .char("i"), .char("I"): model.overlay = .stats; model.overlayScroll = 0
+        case .char("o"), .char("O"):
+            model.panel = model.panel == .settings ? .log : .settings
+            if model.panel == .settings { model.playbackDevices = session.playbackDevices }
+        case .char("e"), .char("E"): model.logHidden.toggle()
+        case .char("n"), .char("N"): model.panel = model.panel == .counts ? .log : .counts
+        case .char("f"), .char("F"):
+            let all = CallViewModel.logFilters
+            let i = all.firstIndex { $0 == model.log.listenerFilter } ?? 0
+            model.log.listenerFilter = all[(i + 1) % all.count]
+            model.log.anchor = nil
+        case .char("u"), .char("U"):
+            let uids: [String?] = [nil] + model.seen.keys.sorted { (model.seen[$0] ?? $0) < (model.seen[$1] ?? $1) }
+            let i = uids.firstIndex { $0 == model.log.participantFilter } ?? 0
+            model.log.participantFilter = uids[(i + 1) % uids.count]
+            model.log.anchor = nil
+        case .char("/"): model.editingLogSearch = true; model.logHidden = false; model.panel = .log
+        case .char("x"), .char("X"): exportLog()
+        case .char("["): model.tilePage = max(0, model.tilePage - 1)
+        case .char("]"): model.tilePage = min(model.tiles.count, model.tilePage + 1)
+        case .up: model.log.scroll(by: -1)
+        case .down: model.log.scroll(by: 1)
+        case .pageUp: model.log.scroll(by: -panelRows)
+        case .pageDown: model.log.scroll(by: panelRows)
+        case .home: model.log.scrollToOldest(rows: panelRows)
+        case .end: model.log.scrollToNewest()
+        case .enter:
+            if let e = model.log.selected { model.overlay = .payload(seq: e.seq); model.overlayScroll = 0 }
+        case .char(let c) where model.panel == .settings && c.properties.numericType != nil:
+            let i = Int(c.value) - 49
+            guard model.audioModes.indices.contains(i) else { return model.toast("No audio mode \(c)") }
+            let mode = model.audioModes[i]
+            // Picking the current mode changes nothing (and fires no onAudioModeChanged).
+            if mode == model.audioMode { model.toast("\(mode.value) is already the audio mode") } else { session.setAudioMode(mode) }
+        case .char(let c):
+            let key = Unicode.Scalar(c.properties.lowercaseMapping.unicodeScalars.first?.value ?? c.value) ?? c
+            if let spec = ControlBar.specs(model, glyphs: .for(unicode: driver.supportsUnicode)).first(where: { $0.key == key }) {
+                press(spec.item)
+            } else if let hidden = hiddenButtonName(key) {
+                model.toast("'\(key)' (\(hidden)) is not available in this call (hidden by the session settings)")
+            } else if c != " " {
+                model.toast("No key '\(c)': ? lists every key")
+            }
+        case .click(let x, let y):
+            if let b = currentLayout.buttons.first(where: { $0.rect.contains(x: x, y: y) }) {
+                if b.id == "help" { press(.help) } else if let button = BuiltInButton(rawValue: b.id) { press(.builtIn(button)) }
+            }
+        case .wheel(let up, _, _):
+            if model.participantListVisible {
+                model.participantSelection = max(0, min(model.listedTiles.count - 1, model.participantSelection + (up ? -1 : 1)))
+            } else {
+                model.log.scroll(by: up ? -3 : 3)
+            }
+        default: break
+        }
+    }
+
+    /// The name of a built-in button the settings hide whose key is `key`.
+    private func hiddenButtonName(_ key: Unicode.Scalar) -> String? {
+        let names: [Unicode.Scalar: String] = ["m": "mute", "v": "video", "c": "camera", "h": "raise hand", "y": "layout", "p": "participant list",
+                                               "t": "chat", "s": "share invite", "r": "record"]
+        return names[key]
+    }
+
+    /// A control-bar button: the SDK fires its callback and acts; the surface opens its panels.
+    /// Leave asks for a second press first.
+    func press(_ item: ControlBar.Item) {
+        guard case .builtIn(let button) = item else {
+            model.overlay = model.overlay == .help ? nil : .help
+            model.overlayScroll = 0
+            return
+        }
+        switch button {
+        case .leaveSession:
+            model.pending = .leave
+            model.toast("Leave the call? Press l again (or click Leave) to leave, any other key to stay.", seconds: 8)
+            return
+        default: break
+        }
+        session.click(button)
+        switch button {
+        case .chat: model.panel = model.panel == .chat ? .log : .chat
+        case .shareInvite:
+            guard let link = session.inviteLink else { return model.toast("No invite link yet (not in a session)", kind: .error) }
+            model.toast("Invite link copied: \(link)", seconds: 8)
+            driver.copyToClipboard(link)
+        default: break
+        }
+    }
+
+    /// Overlays: scroll keys; Esc (or the overlay's own key) closes. Returns whether consumed.
+    private func handleOverlay(_ input: TerminalInput) -> Bool {
+        switch input {
+        case .up: model.overlayScroll = max(0, model.overlayScroll - 1)
+        case .down: model.overlayScroll += 1
+        case .pageUp: model.overlayScroll = max(0, model.overlayScroll - panelRows)
+        case .pageDown: model.overlayScroll += panelRows
+        case .home: model.overlayScroll = 0
+        case .end: model.overlayScroll = 10_000
+        case .wheel(let up, _, _): model.overlayScroll = max(0, model.overlayScroll + (up ? -3 : 3))
+        case .escape, .enter, .char("?"), .char("i"), .char("I"), .char("q"): model.overlay = nil
+        case .click(let x, let y):
+            // A click on the bar acts on the bar (Help closes the overlay).
+            if currentLayout.buttons.contains(where: { $0.rect.contains(x: x, y: y) }) { model.overlay = nil; return false }
+        default: return false
+        }
+        clampOverlayScroll()
+        return true
+    }
+
+    private func clampOverlayScroll() {
+        let (w, h) = driver.size
+        let width = min(w, 100) - 2
+        let lines: Int
+        switch model.overlay {
+        case .help: lines = OverlayRenderer.helpLines(width: min(w, 84) - 2, glyphs: .for(unicode: driver.supportsUnicode)).count
+        case .payload(let seq): lines = model.log.entries.first { $0.seq == seq }.map { OverlayRenderer.payloadLines($0, width: width).count } ?? 0
+        case .stats: lines = OverlayRenderer.statsLines(model, width: width).count
+        default: lines = 0
+        }
+        let rows = max(1, h - 4)
+        model.overlayScroll = min(model.overlayScroll, max(0, lines - rows))
+    }
+
+    /// Typing the event-log search: Enter keeps it, Esc clears it.
+    private func handleLogSearch(_ input: TerminalInput) -> Bool {
+        switch input {
+        case .enter: model.editingLogSearch = false
+        case .escape: model.editingLogSearch = false; model.log.search = ""
+        case .backspace: if !model.log.search.isEmpty { model.log.search.removeLast() }
+        case .char(let c): model.log.search.unicodeScalars.append(c)
+        default: return false
+        }
+        model.log.anchor = nil
+        return true
+    }
+
+    /// Keys of the participant list act on the selected participant and say so (the server
+    /// refuses non-moderators with an error event, shown as a toast). Returns whether consumed.
+    private func handleParticipantList(_ input: TerminalInput) -> Bool {
+        if model.searchingParticipants {
+            switch input {
+            case .enter: model.searchingParticipants = false
+            case .escape: model.searchingParticipants = false; model.participantSearch = ""
+            case .backspace: if !model.participantSearch.isEmpty { model.participantSearch.removeLast() }
+            case .char(let c): model.participantSearch.unicodeScalars.append(c); model.participantSelection = 0
+            default: return false
+            }
+            return true
+        }
+        let count = model.listedTiles.count
+        guard let t = model.selectedTile else {
+            if input == .char("/") { model.searchingParticipants = true; return true }
+            return false
+        }
+        let who = t.isYou ? "yourself" : t.name
+        switch input {
+        case .char("/"): model.searchingParticipants = true
+        case .up: model.participantSelection = max(0, min(count - 1, model.participantSelection) - 1)
+        case .down: model.participantSelection = min(max(0, count - 1), model.participantSelection + 1)
+        case .pageUp: model.participantSelection = max(0, model.participantSelection - panelRows)
+        case .pageDown: model.participantSelection = min(max(0, count - 1), model.participantSelection + panelRows)
+        case .home: model.participantSelection = 0
+        case .end: model.participantSelection = max(0, count - 1)
+        case .escape: session.setParticipantListVisible(false)
+        case .char("m"), .char("M"):
+            if t.isYou {
+                session.click(.toggleAudio)
+            } else {
+                session.muteParticipant(participantId: t.pid)
+                model.toast("Muting \(who)…")
+            }
+        case .char("v"), .char("V"):
+            session.pauseParticipantVideo(participantId: t.pid)
+            model.toast("Pausing the video of \(who)…")
+        case .char("P"):
+            if t.isPinned { session.unpinParticipant(); model.toast("Unpinning \(who) for everyone…") }
+            else { session.pinParticipant(participantId: t.pid); model.toast("Pinning \(who) for everyone…") }
+        case .enter:
+            if model.localPinPID == t.pid {
+                model.localPinPID = nil
+                model.toast("\(t.name) unpinned in your view")
+            } else {
+                model.localPinPID = t.pid
+                model.toast("\(t.name) pinned in your view (spotlight and sidebar show them large)")
+            }
+        case .char("x"), .char("X"):
+            guard !t.isYou else { model.toast("To leave, press l"); return true }
+            model.pending = .remove(pid: t.pid)
+            model.toast("Remove \(t.name) from the call? Press x again to remove, any other key to keep.", seconds: 8)
+        default: return false
+        }
+        return true
+    }
+
+    /// Typing in the chat panel: text, Backspace, Enter sends, Esc closes. Returns whether the
+    /// key was consumed.
+    private func handleChatInput(_ input: TerminalInput) -> Bool {
+        switch input {
+        case .enter:
+            let text = model.chatDraft.trimmingCharacters(in: .whitespaces)
+            if !text.isEmpty { session.sendChatMessage(text) }
+            model.chatDraft = ""
+            return true
+        case .backspace:
+            if !model.chatDraft.isEmpty { model.chatDraft.removeLast() }
+            return true
+        case .escape:
+            model.panel = .log
+            return true
+        case .char(let c):
+            if model.chatDraft.count < 2000 { model.chatDraft.unicodeScalars.append(c) }
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Writes the whole event log as JSON lines and says where.
+    func exportLog() {
+        let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .current, formatOptions: [.withYear, .withMonth, .withDay, .withTime])
+        let name = "callroom-events-\(stamp.replacingOccurrences(of: ":", with: "")).jsonl"
+        let dirs = [exportDirectory, FileManager.default.temporaryDirectory.path]
+        for dir in dirs {
+            let path = URL(fileURLWithPath: dir).appendingPathComponent(name).path
+            if FileManager.default.createFile(atPath: path, contents: Data(model.log.jsonl.utf8)) {
+                model.toast("Exported \(model.log.entries.count) events to \(path)", seconds: 10)
+                return
+            }
+        }
+        model.toast("Cannot write the event log export in \(dirs.joined(separator: " or "))", kind: .error)
+    }
+}

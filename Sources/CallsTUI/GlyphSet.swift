@@ -1,0 +1,44 @@
+/// The characters the call screen draws with: Unicode in a UTF-8 locale, plain ASCII otherwise
+/// (LANG=C turns every non-ASCII character into '?', so none is used there). A value; any thread.
+public struct GlyphSet: Equatable, Sendable {
+    public var separator: String
+    public var dash: String
+    public var ellipsis: String
+    public var up: String
+    public var down: String
+    public var meterFull: String
+    public var meterEmpty: String
+    /// Eight steps of a level history, quietest first.
+    public var spark: [String]
+    public var selected: String
+    public var unselected: String
+    public var hand: String
+    public var muted: String
+    public var speaking: String
+    public var pinned: String
+    public var sharing: String
+    public var recording: String
+    public var camOff: String
+    /// Connection quality bars: good, fair, poor.
+    public var net: (good: String, fair: String, poor: String)
+    /// Box drawing: horizontal, vertical, corners (top-left, top-right, bottom-left, bottom-right).
+    public var box: (h: Character, v: Character, tl: Character, tr: Character, bl: Character, br: Character)
+    /// Big-initials blocks: full, upper half, lower half.
+    public var block: (full: Character, upper: Character, lower: Character)
+
+    public static func == (a: GlyphSet, b: GlyphSet) -> Bool { a.separator == b.separator && a.dash == b.dash }
+
+    public static let unicode = GlyphSet(
+        separator: "·", dash: "—", ellipsis: "…", up: "↑", down: "↓", meterFull: "█", meterEmpty: "·",
+        spark: ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"], selected: "●", unselected: "○",
+        hand: "▲", muted: "✖", speaking: "♪", pinned: "◆", sharing: "▣", recording: "●", camOff: "▨",
+        net: ("▂▄▆", "▂▄ ", "▂  "), box: ("─", "│", "┌", "┐", "└", "┘"), block: ("█", "▀", "▄"))
+
+    public static let ascii = GlyphSet(
+        separator: "-", dash: "-", ellipsis: "~", up: "^", down: "v", meterFull: "#", meterEmpty: ".",
+        spark: ["_", ".", ":", "-", "=", "+", "*", "#"], selected: "*", unselected: " ",
+        hand: "^", muted: "x", speaking: ">", pinned: "@", sharing: "#", recording: "*", camOff: "%",
+        net: ("|||", "|| ", "|  "), box: ("-", "|", "+", "+", "+", "+"), block: ("#", "\"", "_"))
+
+    public static func `for`(unicode: Bool) -> GlyphSet { unicode ? .unicode : .ascii }
+}
