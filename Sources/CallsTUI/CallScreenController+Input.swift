@@ -12,7 +12,7 @@ extension CallScreenController {
         }
         if input == .resize { return }
         if input == .interrupt { return quit() }
-        if let p = model.pending { return confirm(p, input) }
+        if let p = model.pending { return confirm(p, input, button: currentLayoutButton(at: input)) }
         if currentLayout.tooSmall {
             if [.char("q"), .char("l"), .char("Q"), .char("L")].contains(input) { model.pending = .leave }
             return
@@ -26,11 +26,11 @@ extension CallScreenController {
 
     /// The second key of a dangerous action: the same key (or Enter) confirms, anything else
     /// cancels and says so.
-    private func confirm(_ p: CallViewModel.Pending, _ input: TerminalInput) {
+    private func confirm(_ p: CallViewModel.Pending, _ input: TerminalInput, button: CallScreenRenderer.Button?) {
         model.pending = nil
         switch p {
         case .leave:
-            let leaveButton = currentLayoutButton(at: input)?.id == BuiltInButton.leaveSession.rawValue
+            let leaveButton = button?.id == BuiltInButton.leaveSession.rawValue
             if [.char("l"), .char("L"), .char("q"), .char("Q"), .enter].contains(input) || leaveButton {
                 if session.isCallSessionActive() {
                     model.status = "leaving…"
@@ -172,8 +172,10 @@ extension CallScreenController {
         case .wheel(let up, _, _): model.overlayScroll = max(0, model.overlayScroll + (up ? -3 : 3))
         case .escape, .enter, .char("?"), .char("i"), .char("I"), .char("q"): model.overlay = nil
         case .click(let x, let y):
-            // A click on the bar acts on the bar (Help closes the overlay).
-            if currentLayout.buttons.contains(where: { $0.rect.contains(x: x, y: y) }) { model.overlay = nil; return false }
+            // A click on the bar acts on the bar; Help (or any bar button) closes the overlay first.
+            guard let b = currentLayout.buttons.first(where: { $0.rect.contains(x: x, y: y) }) else { return true }
+            model.overlay = nil
+            return b.id == "help"
         default: return false
         }
         clampOverlayScroll()

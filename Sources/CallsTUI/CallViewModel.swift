@@ -81,10 +81,11 @@ public struct CallViewModel: Equatable, Sendable {
     public var seen: [String: String] = [:]
     public var reconnects = 0
 
-    /// The participants the list shows (search matches name or uid, case-insensitively).
+    /// The participants the list shows, you first (search matches name or uid, case-insensitively).
     public var listedTiles: [Tile] {
         let q = participantSearch.lowercased()
-        return q.isEmpty ? tiles : tiles.filter { $0.name.lowercased().contains(q) || $0.uid.lowercased().contains(q) }
+        let all = tiles.filter(\.isYou) + tiles.filter { !$0.isYou }
+        return q.isEmpty ? all : all.filter { $0.name.lowercased().contains(q) || $0.uid.lowercased().contains(q) }
     }
 
     /// The selected participant in the list, if any.
@@ -194,6 +195,8 @@ public struct CallViewModel: Equatable, Sendable {
         case .chatButtonClicked: chatUnread = 0
         case .audioModesChanged(let modes): audioModes = modes
         case .audioModeChanged(let mode): audioMode = mode
+        case .connectionQualityChanged(let p, let q):
+            if let i = tiles.firstIndex(where: { $0.pid == p.pid }) { tiles[i].quality = q }
         default: break
         }
         // Your own tile shows your state at once (not only after the next roster update).

@@ -24,6 +24,9 @@ public final class ListenerBridge: SessionStatusListener, MediaEventsListener, P
     public func onError(code: String, message: String) { handler(.error(code: code, message: message)) }
     public func onChatMessage(_ message: ChatEntry) { handler(.chatMessage(message)) }
     public func onAudioNotice(_ notice: String) { handler(.audioNotice(notice)) }
+    public func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality) {
+        handler(.connectionQualityChanged(participant: participant, quality: quality))
+    }
 
     // MARK: SessionStatusListener
     public func onSessionJoined() { handler(.sessionJoined) }

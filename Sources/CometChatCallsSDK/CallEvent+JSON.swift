@@ -29,6 +29,7 @@ extension CallEvent {
         case .callLayoutChanged(let l): return ["layoutType": l.value]
         case .error(let code, let message): return ["code": code, "message": message]
         case .audioNotice(let n): return ["notice": n]
+        case .connectionQualityChanged(let p, let q): return ["participant": p.jsonObject, "quality": q.rawValue]
         case .chatMessage(let m): return ["message": ["id": m.id, "pid": m.pid, "uid": m.uid, "name": m.name, "text": m.text, "sentAt": m.sentAt]]
         default: return [:]
         }
@@ -62,6 +63,7 @@ extension CallEvent {
         case .error(let code, let message): return "\(code): \(message)"
         case .chatMessage(let m): return "\(m.name): \(m.text)"
         case .audioNotice(let n): return n
+        case .connectionQualityChanged(let p, let q): return "\(p.name ?? "?") (\(p.uid ?? "?")) \(q.rawValue)"
         default: return ""
         }
     }

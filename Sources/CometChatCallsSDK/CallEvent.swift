@@ -61,6 +61,9 @@ public enum CallEvent: Sendable, Equatable {
     case chatMessage(ChatEntry)
     /// An audio device was lost (the call goes on with `null`) or came back.
     case audioNotice(String)
+    /// How well a participant's audio gets through changed (you: as your receivers report it;
+    /// others: as you receive them). Measured every 2 s from receiver reports.
+    case connectionQualityChanged(participant: Participant, quality: ConnectionQuality)
 
     /// The listener protocol this event belongs to (`CallRoom` for `.error`).
     public var listener: String {
@@ -70,7 +73,7 @@ public enum CallEvent: Sendable, Equatable {
         case .participantJoined, .participantLeft, .participantListChanged, .participantAudioMuted, .participantAudioUnmuted, .participantVideoPaused, .participantVideoResumed, .participantHandRaised, .participantHandLowered, .participantStartedScreenShare, .participantStoppedScreenShare, .participantStartedRecording, .participantStoppedRecording, .dominantSpeakerChanged: return "ParticipantEventListener"
         case .callLayoutChanged, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled: return "LayoutListener"
         case .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked: return "ButtonClickListener"
-        case .error, .chatMessage, .audioNotice: return "CallRoom"
+        case .error, .chatMessage, .audioNotice, .connectionQualityChanged: return "CallRoom"
         }
     }
 
@@ -126,6 +129,7 @@ public enum CallEvent: Sendable, Equatable {
         case .error: return "onError"
         case .chatMessage: return "onChatMessage"
         case .audioNotice: return "onAudioNotice"
+        case .connectionQualityChanged: return "onConnectionQualityChanged"
         }
     }
 
@@ -181,6 +185,7 @@ public enum CallEvent: Sendable, Equatable {
         case .error(let code, let message): set.callRoom.forEach { $0.onError(code: code, message: message) }
         case .chatMessage(let m): set.callRoom.forEach { $0.onChatMessage(m) }
         case .audioNotice(let n): set.callRoom.forEach { $0.onAudioNotice(n) }
+        case .connectionQualityChanged(let p, let q): set.callRoom.forEach { $0.onConnectionQualityChanged(participant: p, quality: q) }
         }
     }
 }

@@ -119,8 +119,11 @@ extension CallsClient {
     /// Connection quality per participant id: for others, the loss of their audio as we
     /// receive it; for you, the worst loss your receivers report. Updated every 2 s; absent
     /// until measured.
-    public func connectionQuality() -> [String: ConnectionQuality] {
-        let (loss, reports, me) = state.sync { (engine?.lossBySender() ?? [:], lossReports.values.map(\.0), self.me?.pid) }
+    public func connectionQuality() -> [String: ConnectionQuality] { state.sync { qualities() } }
+
+    /// `connectionQuality()` on the state queue.
+    func qualities() -> [String: ConnectionQuality] {
+        let (loss, reports, me) = (engine?.lossBySender() ?? [:], lossReports.values.map(\.0), self.me?.pid)
         var out: [String: ConnectionQuality] = [:]
         for p in participants {
             guard let pid = p.pid else { continue }

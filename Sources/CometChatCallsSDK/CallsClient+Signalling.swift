@@ -166,11 +166,25 @@ extension CallsClient {
             self.pingsSent = self.pingsSent.filter { $0.key > self.pingCounter - 5 }
             self.pingsSent[self.pingCounter] = monotonicNanoseconds()
             self.socket?.send(text: ClientMessage.ping(self.pingCounter).json())
-            guard let reports = self.engine?.lossSinceLastReport(), !reports.isEmpty else { return }
-            self.socket?.send(text: ClientMessage.receiverReport(reports).json())
+            if let reports = self.engine?.lossSinceLastReport(), !reports.isEmpty {
+                self.socket?.send(text: ClientMessage.receiverReport(reports).json())
+            }
+            self.announceQualityChanges()
         }
         t.resume()
         reportTimer = t
+    }
+
+    /// Emits `connectionQualityChanged` for each participant whose quality moved since the last
+    /// interval (not for the first measurement of a good connection). State queue.
+    func announceQualityChanges() {
+        let now = qualities()
+        let roster = participants
+        for (pid, q) in now where lastQualities[pid] != q {
+            if lastQualities[pid] == nil && q == .good { continue }
+            if let p = roster.first(where: { $0.pid == pid }) { emit(.connectionQualityChanged(participant: p, quality: q)) }
+        }
+        lastQualities = now
     }
 
     private func updatedSelf(_ w: WireParticipant, _ change: String) {
@@ -257,6 +271,9 @@ extension CallsClient {
         reportTimer?.cancel()
         reportTimer = nil
         lossReports = [:]
+        lastQualities = [:]
+        pingsSent = [:]
+        roundTripMs = nil
         engine?.stop()
         engine = nil
         dropSocket()

@@ -43,6 +43,8 @@ public final class CallsClient: @unchecked Sendable {
     var pingsSent: [Int: UInt64] = [:]
     var pingCounter = 0
     var roundTripMs: Double?
+    /// Connection quality per pid at the last report interval (for change events).
+    var lastQualities: [String: ConnectionQuality] = [:]
 
     /// Shared with other threads.
     let published = Mutex<Published>(Published())

@@ -136,10 +136,13 @@ public protocol CallRoomListener: AnyObject {
     func onChatMessage(_ message: ChatEntry)
     /// An audio device was lost (the call continues on `null`) or came back.
     func onAudioNotice(_ notice: String)
+    /// A participant's connection quality changed (see `ConnectionQuality`).
+    func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality)
 }
 
 public extension CallRoomListener {
     func onError(code: String, message: String) {}
     func onChatMessage(_ message: ChatEntry) {}
     func onAudioNotice(_ notice: String) {}
+    func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality) {}
 }

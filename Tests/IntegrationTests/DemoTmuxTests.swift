@@ -25,24 +25,29 @@ final class DemoTmuxTests: XCTestCase {
         XCTAssertTrue(s.contains("Ada Lovelace"))
         XCTAssertTrue(s.contains("You (you)"))
         XCTAssertTrue(s.contains("3 participants"))
-        XCTAssertTrue(s.contains("[m] Mute"))
-        XCTAssertTrue(s.contains("[l] Leave"))
+        XCTAssertTrue(s.contains("m Mute"), s)
+        XCTAssertTrue(s.contains("l Leave"))
+        XCTAssertTrue(s.contains("? Help"))
         XCTAssertTrue(s.contains("Event log"))
         XCTAssertTrue(s.contains("SessionStatus.onSessionJoined"))
-        XCTAssertTrue(s.contains("ParticipantEvent.onParticipantList"), "(long entries wrap)")
+        XCTAssertTrue(s.contains("ParticipantEvent.onParticipant"), "(long entries wrap)")
         XCTAssertTrue(s.contains("┌"), "Unicode box drawing in a UTF-8 locale")
         XCTAssertTrue(waitFor("speaking"), "a bot's speaking indicator lights up")
 
         _ = tmux(["send-keys", "-t", session, "m"])
         XCTAssertTrue(waitFor("YOU ARE MUTED"))
         s = screen()
-        XCTAssertTrue(s.contains("[m] Unmute"))
-        XCTAssertTrue(s.contains("ButtonClick.onToggleAudioButtonClicke"), "button callback logged before the action")
+        XCTAssertTrue(s.contains("m Unmute"))
+        XCTAssertTrue(s.contains("ButtonClick.onToggleAudioButton"), "button callback logged before the action")
         XCTAssertTrue(s.contains("MediaEvents.onAudioMuted"))
 
         _ = tmux(["send-keys", "-t", session, "l"])
+        XCTAssertTrue(waitFor("Leave?"), "leaving asks first:\n\(screen())")
+        _ = tmux(["send-keys", "-t", session, "l"])
+        XCTAssertTrue(waitFor("Press any key to exit."), "the summary:\n\(screen())")
+        _ = tmux(["send-keys", "-t", session, "Enter"])
         XCTAssertTrue(waitFor("DEMO-EXIT=0"), "leaving exits 0:\n\(screen())")
-        XCTAssertFalse(screen().contains("[m] Unmute"), "the call screen is gone: terminal restored")
+        XCTAssertFalse(screen().contains("m Unmute"), "the call screen is gone: terminal restored")
     }
 
     func testSIGTERMLeavesAndRestoresTheTerminal() throws {
@@ -54,8 +59,9 @@ final class DemoTmuxTests: XCTestCase {
         XCTAssertTrue(waitFor("Ada Lovelace"))
         let pid = try XCTUnwrap(Int32((try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
         kill(pid, SIGTERM)
-        XCTAssertTrue(waitFor("DEMO-EXIT="), "the demo exits on SIGTERM:\n\(screen())")
-        XCTAssertFalse(screen().contains("[l] Leave"))
+        XCTAssertTrue(waitFor("DEMO-EXIT=0"), "the demo leaves and exits 0 on SIGTERM:\n\(screen())")
+        XCTAssertFalse(screen().contains("Leave"))
+        XCTAssertTrue(screen().contains("Call summary"), "and prints the summary")
         try? FileManager.default.removeItem(atPath: pidFile)
     }
 }
