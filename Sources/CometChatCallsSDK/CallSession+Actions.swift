@@ -75,14 +75,17 @@ extension CallSession {
         setAudioMode(m)
     }
 
-    /// Enum form of `setAudioMode(_:)`.
+    /// Enum form of `setAudioMode(_:)`. Picking the current mode changes nothing and fires no
+    /// event; the speaker output (your configured `setAudioOutput`) is kept open while another
+    /// mode plays, so switching back continues it (a `file:` output is never rewritten).
     public func setAudioMode(_ mode: AudioMode) {
         guard let c = currentClient, c.isSessionActive else { return notActive() }
+        if surface({ $0.audioMode }) == mode { return }
         let routes = c.audioRoutes()
         guard let spec = routes.first(where: { $0.0 == mode })?.1 else {
             return report("AUDIO_MODE_UNAVAILABLE", "No \(mode.value.lowercased()) device on this machine (available: \(routes.map { $0.0.value }.joined(separator: ", "))).")
         }
-        do { try c.switchOutput(to: spec) } catch { return report(error.errorCode, error.errorDescription) }
+        do { try c.switchOutput(to: spec, speaker: mode == .speaker) } catch { return report(error.errorCode, error.errorDescription) }
         surface { $0.audioMode = mode }
         deliver(.audioModeChanged(audioMode: mode))
     }

@@ -76,13 +76,21 @@ extension CallsClient {
         return AudioModeRouter.routes(configuredOutput: configured, devices: ALSADeviceList.devices())
     }
 
-    /// Moves playback to `spec` (falling back to null when an ALSA device is missing).
-    func switchOutput(to spec: String) throws(CometChatCallException) {
+    /// Moves playback to `spec` (falling back to null when an ALSA device is missing). The
+    /// speaker output (the configured one) is parked, not closed, while another route plays,
+    /// and comes back as it was: `speaker` says `spec` is that route.
+    func switchOutput(to spec: String, speaker: Bool) throws(CometChatCallException) {
         let frameSamples = AudioFormat.samples(ms: state.sync { settings.audioFrameMs })
+        guard let engine = state.sync(execute: { self.engine }) else { return }
+        if speaker, let parked = state.sync(execute: { () -> (any AudioOutput)? in defer { parkedSpeaker = nil }; return parkedSpeaker }) {
+            engine.swapOutput(parked)?.close()
+            return
+        }
         do {
             let (output, notice) = try AudioEndpoint(spec: spec).openOutputFallingBack(frameSamples: frameSamples)
-            guard let engine = state.sync(execute: { self.engine }) else { return output.close() }
-            engine.replaceOutput(output)
+            let old = engine.swapOutput(output)
+            let wasSpeaker = state.sync { parkedSpeaker == nil }
+            if wasSpeaker, let old { state.sync { parkedSpeaker = old } } else { old?.close() }
             if let notice { published.withLock { $0.notices.append(notice) } }
         } catch {
             throw CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: error.description)

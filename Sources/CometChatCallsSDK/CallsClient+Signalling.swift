@@ -272,6 +272,8 @@ extension CallsClient {
         reportTimer = nil
         lossReports = [:]
         lastQualities = [:]
+        parkedSpeaker?.close()
+        parkedSpeaker = nil
         pingsSent = [:]
         roundTripMs = nil
         engine?.stop()

@@ -43,6 +43,8 @@ public final class CallsClient: @unchecked Sendable {
     var pingsSent: [Int: UInt64] = [:]
     var pingCounter = 0
     var roundTripMs: Double?
+    /// The speaker output, kept open while another audio mode plays (state queue).
+    var parkedSpeaker: (any AudioOutput)?
     /// Connection quality per pid at the last report interval (for change events).
     var lastQualities: [String: ConnectionQuality] = [:]
 

@@ -376,10 +376,12 @@ final class MediaEngine: @unchecked Sendable {
 
     /// Moves playback to another output at once (audio mode switch); closes the old one.
     /// Does nothing for an engine that receives no audio.
-    func replaceOutput(_ new: any AudioOutput) {
-        guard hasOutput else { return new.close() }
-        let old = outputBox.withLock { box -> (any AudioOutput)? in let o = box; box = new; return o }
-        old?.close()
+    func replaceOutput(_ new: any AudioOutput) { swapOutput(new)?.close() }
+
+    /// Puts `new` in place of the playback endpoint and returns the old one, still open.
+    func swapOutput(_ new: any AudioOutput) -> (any AudioOutput)? {
+        guard hasOutput else { new.close(); return nil }
+        return outputBox.withLock { box -> (any AudioOutput)? in let o = box; box = new; return o }
     }
 
     private func playbackLoop() {

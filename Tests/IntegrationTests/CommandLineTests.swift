@@ -71,4 +71,47 @@ final class CommandLineTests: XCTestCase {
         server.signal(SIGINT)
         XCTAssertEqual(server.wait(), 0)
     }
+
+    /// Bad endpoints and surface flags are refused before anything is drawn or joined (exit 2).
+    func testBadEndpointsAndSurfaceFlagsAreUsageErrors() throws {
+        for (args, needle) in [(["--input", "bogus:1"], "--input 'bogus:1' is not an audio endpoint"),
+                               (["--output", "tone:440"], "a tone is an input only"),
+                               (["--show", "chat,teleport"], "unknown item 'teleport'")] {
+            let (status, out, err) = try run("callroom", ["join", "s", "--server", "http://127.0.0.1:9", "--uid", "u", "--auth-key", "k"] + args)
+            XCTAssertEqual(status, 2, "\(args): \(err)")
+            XCTAssertTrue(err.contains(needle), err)
+            XCTAssertTrue(out.isEmpty, "nothing drawn: \(out)")
+            let (demo, _, derr) = try run("callroom", ["demo"] + args)
+            XCTAssertEqual(demo, 2, "demo \(args)")
+            XCTAssertTrue(derr.contains(needle), derr)
+        }
+        let (ok, out, _) = try run("callroom", ["join", "--help"])
+        XCTAssertEqual(ok, 0)
+        XCTAssertTrue(out.joined(separator: "\n").contains("--show LIST"))
+    }
+
+    /// SIGTERM and SIGINT make a headless client leave cleanly: its peer sees it leave at once
+    /// (not a ghost for the 30 s grace period) and it exits 0.
+    func testHeadlessLeavesOnSIGTERMAndSIGINT() throws {
+        let tmp = TemporaryDirectory()
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path)
+        func client(_ uid: String) throws -> ManagedProcess {
+            let p = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "sig", "--server", callroomd.url, "--uid", uid, "--auth-key",
+                                                                        callroomd.authKey, "--input", "null", "--output", "null", "--headless"])
+            XCTAssertNotNil(p.waitForLine { $0.contains("onSessionJoined") }, p.errorOutput)
+            return p
+        }
+        let watcher = try client("watcher")
+        for (uid, sig) in [("termed", SIGTERM), ("inted", SIGINT)] {
+            let p = try client(uid)
+            XCTAssertNotNil(watcher.waitForLine { $0.contains("onParticipantJoined") && $0.contains(uid) })
+            p.signal(sig)
+            XCTAssertNotNil(p.waitForLine(timeout: 5) { $0.contains("onSessionLeft") }, "\(uid) leaves on signal \(sig)")
+            XCTAssertEqual(p.wait(timeout: 5), 0)
+            XCTAssertNotNil(watcher.waitForLine(timeout: 3) { $0.contains("onParticipantLeft") && $0.contains(uid) }, "seen leaving at once")
+        }
+        watcher.send("leave")
+        XCTAssertEqual(watcher.wait(), 0)
+    }
 }

@@ -35,7 +35,7 @@ final class HeadlessCommandsTests: XCTestCase {
         expect(ann, ["onParticipantHandRaised", "ann"], after: "raise-hand")
         expect(ben, ["onParticipantHandLowered", "ann"], after: "lower-hand", on: ann)
         expect(ann, ["onCallLayoutChanged", "SPOTLIGHT"], after: "set-layout SPOTLIGHT")
-        expect(ann, ["onAudioModeChanged", "SPEAKER"], after: "set-audio-mode SPEAKER")
+        expect(ann, ["AUDIO_MODE_UNAVAILABLE"], after: "set-audio-mode HEADPHONES")
         expect(ann, ["onPictureInPictureLayoutEnabled"], after: "enable-picture-in-picture")
         expect(ann, ["onPictureInPictureLayoutDisabled"], after: "disable-picture-in-picture-layout")
         expect(ann, ["ERR_FEATURE_UNAVAILABLE", "Recording"], after: "start-recording")
@@ -62,5 +62,41 @@ final class HeadlessCommandsTests: XCTestCase {
         XCTAssertEqual(ann.wait(), 0)
         server.signal(SIGTERM)
         XCTAssertEqual(server.wait(), 0)
+    }
+
+    /// Audio modes on a machine with headphones (a private ALSA configuration): switching to
+    /// them and back continues the speaker's `file:` output instead of rewriting it, and
+    /// picking the current mode fires nothing.
+    func testAudioModeSwitchKeepsTheSpeakerFile() throws {
+        let tmp = TemporaryDirectory("callroom-modes")
+        defer { tmp.remove() }
+        let conf = tmp.file("asound.conf")
+        try #"pcm.headphones { type null hint { show on description "Test Headphones" } }"#.write(toFile: conf, atomically: true, encoding: .utf8)
+        let callroomd = try CallroomdProcess(dataDir: tmp.path)
+        let url = callroomd.url, key = callroomd.authKey
+        let talker = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "modes", "--server", url, "--uid", "tone", "--auth-key", key,
+                                                                         "--input", "tone:440", "--output", "null", "--headless"])
+        XCTAssertNotNil(talker.waitForLine { $0.contains("onSessionJoined") }, talker.errorOutput)
+        let wav = tmp.file("heard.wav")
+        let me = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "modes", "--server", url, "--uid", "ear", "--auth-key", key,
+                                                                     "--input", "null", "--output", "file:" + wav, "--headless"],
+                                    environment: ["ALSA_CONFIG_PATH": conf])
+        XCTAssertNotNil(me.waitForLine { $0.contains("onAudioModesChanged") && $0.contains("HEADPHONES") }, "headphones offered: \(me.output.suffix(3))")
+        Thread.sleep(forTimeInterval: 2)
+        me.send("set-audio-mode SPEAKER")
+        me.send("set-audio-mode HEADPHONES")
+        XCTAssertNotNil(me.waitForLine { $0.contains("onAudioModeChanged") && $0.contains("HEADPHONES") })
+        Thread.sleep(forTimeInterval: 1)
+        me.send("set-audio-mode SPEAKER")
+        XCTAssertNotNil(me.waitForLine { $0.contains("onAudioModeChanged") && $0.contains("SPEAKER") })
+        Thread.sleep(forTimeInterval: 1)
+        me.send("leave")
+        XCTAssertEqual(me.wait(), 0)
+        XCTAssertEqual(me.output.filter { $0.contains("onAudioModeChanged") }.count, 2, "re-picking SPEAKER fired nothing: \(me.output)")
+        let audio = try XCTUnwrap(SignalAnalysis.readWAV(wav))
+        // 2 s before the switch + 1 s after it: the file holds both stretches, not only the last.
+        XCTAssertGreaterThan(Double(audio.samples.count) / Double(audio.rate), 2.5, "the speaker file was continued, not rewritten")
+        talker.send("leave")
+        XCTAssertEqual(talker.wait(), 0)
     }
 }
