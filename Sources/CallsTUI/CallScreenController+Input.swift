@@ -73,7 +73,13 @@ extension CallScreenController {
         case .char("i"), .char("I"): model.overlay = .stats; model.overlayScroll = 0
         case .char("o"), .char("O"):
             model.panel = model.panel == .settings ? .log : .settings
-            if model.panel == .settings { model.playbackDevices = session.playbackDevices }
+            if model.panel == .settings { refreshAudioDevices() }
+        case .up where model.panel == .settings: model.settingsSelection = max(0, model.settingsSelection - 1)
+        case .down where model.panel == .settings: model.settingsSelection = min(model.audioChoices.count - 1, model.settingsSelection + 1)
+        case .enter where model.panel == .settings:
+            let choices = model.audioChoices
+            guard choices.indices.contains(model.settingsSelection) else { return }
+            pick(choices[model.settingsSelection])
         case .char("e"), .char("E"): model.logHidden.toggle()
         case .char("n"), .char("N"): model.panel = model.panel == .counts ? .log : .counts
         case .char("f"), .char("F"):
@@ -101,9 +107,7 @@ extension CallScreenController {
         case .char(let c) where model.panel == .settings && c.properties.numericType != nil:
             let i = Int(c.value) - 49
             guard model.audioModes.indices.contains(i) else { return model.toast("No audio mode \(c)") }
-            let mode = model.audioModes[i]
-            // Picking the current mode changes nothing (and fires no onAudioModeChanged).
-            if mode == model.audioMode { model.toast("\(mode.value) is already the audio mode") } else { session.setAudioMode(mode) }
+            pick(.mode(model.audioModes[i]))
         case .char(let c):
             let key = Unicode.Scalar(c.properties.lowercaseMapping.unicodeScalars.first?.value ?? c.value) ?? c
             if let spec = ControlBar.specs(model, glyphs: .for(unicode: driver.supportsUnicode)).first(where: { $0.key == key }) {
@@ -125,6 +129,34 @@ extension CallScreenController {
             }
         default: break
         }
+    }
+
+    /// Reads the devices and endpoints for the audio settings panel.
+    func refreshAudioDevices() {
+        model.playbackDevices = session.playbackDevices
+        model.captureDevices = session.captureDevices
+        if let e = session.audioEndpoints { model.audioInput = e.input; model.audioOutput = e.output }
+    }
+
+    /// One row of the audio settings panel: what is already in use changes nothing.
+    private func pick(_ choice: CallViewModel.AudioChoice) {
+        switch choice {
+        case .mode(let mode):
+            // Picking the current mode changes nothing (and fires no onAudioModeChanged).
+            if mode == model.audioMode { model.toast("\(mode.value) is already the audio mode") } else { session.setAudioMode(mode) }
+        case .input(let spec, let label):
+            if spec == model.audioInput { return model.toast("\(label) is already your microphone") }
+            session.setAudioInputDevice(spec)
+            model.toast("Microphone: \(label)")
+        case .output(let spec, let label):
+            if spec == model.audioOutput { return model.toast("\(label) is already your speaker") }
+            session.setAudioOutputDevice(spec)
+            model.toast("Speaker: \(label)")
+        case .testTone:
+            session.playTestTone()
+            model.toast("Playing a test tone (440 Hz, 1 s)")
+        }
+        refreshAudioDevices()
     }
 
     /// The name of a built-in button the settings hide whose key is `key`.

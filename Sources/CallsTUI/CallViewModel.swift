@@ -54,8 +54,36 @@ public struct CallViewModel: Equatable, Sendable {
     /// Audio modes offered in the settings panel, and the current one.
     public var audioModes: [AudioMode] = [.speaker]
     public var audioMode: AudioMode = .speaker
-    /// Playback devices listed in the settings panel.
+    /// Devices listed in the settings panel (`name — description`).
     public var playbackDevices: [String] = []
+    public var captureDevices: [String] = []
+    /// The microphone and speaker endpoints in use (`alsa:default`, `file:…`, `null`).
+    public var audioInput = ""
+    public var audioOutput = ""
+    /// The selected row of the audio settings panel.
+    public var settingsSelection = 0
+
+    /// One row of the audio settings panel.
+    public enum AudioChoice: Equatable, Sendable {
+        case mode(AudioMode)
+        case input(spec: String, label: String)
+        case output(spec: String, label: String)
+        case testTone
+    }
+
+    /// The rows of the audio settings panel: modes, microphones, speakers, the test tone.
+    public var audioChoices: [AudioChoice] {
+        func spec(_ label: String) -> String { "alsa:" + (label.components(separatedBy: " — ").first ?? label) }
+        var out: [AudioChoice] = audioModes.map { .mode($0) }
+        var inputs = [("null", "null (send silence)")] + captureDevices.map { (spec($0), $0) }
+        if !audioInput.isEmpty, !inputs.contains(where: { $0.0 == audioInput }) { inputs.insert((audioInput, audioInput), at: 0) }
+        out += inputs.map { .input(spec: $0.0, label: $0.1) }
+        var outputs = [("null", "null (play nothing)")] + playbackDevices.map { (spec($0), $0) }
+        if !audioOutput.isEmpty, !outputs.contains(where: { $0.0 == audioOutput }) { outputs.insert((audioOutput, audioOutput), at: 0) }
+        out += outputs.map { .output(spec: $0.0, label: $0.1) }
+        out.append(.testTone)
+        return out
+    }
     /// The listeners the event-log filter cycles through.
     public static let logFilters: [String?] = [nil, "SessionStatusListener", "MediaEventsListener", "ParticipantEventListener",
                                                "LayoutListener", "ButtonClickListener", "CallRoom"]

@@ -76,7 +76,7 @@ public enum ControlBar {
         }
         if !s.hideLeaveSessionButton {
             let confirm = m.pending == .leave
-            out.append(Spec(item: .builtIn(.leaveSession), key: "l", full: confirm ? "Leave? l again" : "Leave",
+            out.append(Spec(item: .builtIn(.leaveSession), key: "l", full: confirm ? "Leave?" : "Leave",
                             short: confirm ? "Leave?" : "Leave", symbol: confirm ? "?" : sym("✕", "X"), priority: 0))
         }
         out.append(Spec(item: .help, key: "?", full: "Help", short: "Help", symbol: "", priority: 1))

@@ -64,30 +64,43 @@ enum PanelRenderer {
         b.put(prompt, x: inner.x, y: inner.maxY - 1, style: CellStyle(bold: true), maxWidth: inner.width, ellipsis: false)
     }
 
-    /// Audio settings: the modes this machine can route to (a digit picks one) and the devices.
+    /// Audio settings: your input meter, then rows to pick (↑↓ Enter): the audio modes (a
+    /// digit picks one too), microphones, speakers and a local test tone. ● marks what is in use.
     static func drawSettings(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         guard rect.width >= 10, rect.height >= 3 else { return }
         let g = b.glyphs
-        b.box(rect, title: "Audio \(g.separator) digit selects \(g.separator) Esc closes", style: CellStyle(fg: .green))
+        b.box(rect, title: "Audio \(g.separator) \(g.up)\(g.down) Enter picks \(g.separator) Esc closes", style: CellStyle(fg: .green))
         let inner = rect.inset(1)
-        var y = inner.y
-        for (i, mode) in m.audioModes.enumerated() where y < inner.maxY {
-            let current = mode == m.audioMode
-            b.put("\(i + 1) \(current ? g.selected : g.unselected) \(mode.value)\(current ? " (current)" : "")", x: inner.x, y: y,
-                  style: CellStyle(bold: current), maxWidth: inner.width)
-            y += 1
-        }
-        if y + 1 < inner.maxY { b.put("Playback devices:", x: inner.x, y: y + 1, style: CellStyle(dim: true)); y += 2 }
-        for d in (m.playbackDevices.isEmpty ? ["(none: audio plays to null)"] : m.playbackDevices) where y < inner.maxY {
-            b.put("  " + d, x: inner.x, y: y, maxWidth: inner.width)
-            y += 1
-        }
-        if let you = m.you, y + 1 < inner.maxY {
-            let width = min(inner.width - 8, 30)
+        // The meter first: it is what people look at while picking a microphone.
+        var rows: [(String, CellStyle, Int?)] = []
+        if let you = m.you {
+            let width = max(4, min(inner.width - 12, 30))
             let filled = CallScreenRenderer.meterCells(you.isMuted ? nil : you.level, width: width)
-            b.put("Input ", x: inner.x, y: y + 1, style: CellStyle(dim: true))
-            b.put(String(repeating: g.meterFull, count: filled) + String(repeating: g.meterEmpty, count: width - filled), x: inner.x + 6, y: y + 1,
-                  style: CellStyle(fg: .green), maxWidth: width)
+            rows.append(("input level " + String(repeating: g.meterFull, count: filled) + String(repeating: g.meterEmpty, count: width - filled)
+                         + (you.isMuted ? " (muted)" : ""), CellStyle(fg: .green), nil))
+        }
+        var section = ""
+        for (i, c) in m.audioChoices.enumerated() {
+            let (head, text, current): (String, String, Bool)
+            switch c {
+            case .mode(let mode):
+                let n = (m.audioModes.firstIndex(of: mode) ?? 0) + 1
+                (head, text, current) = ("Mode (digit picks)", "\(n) \(mode.value)", mode == m.audioMode)
+            case .input(let spec, let label): (head, text, current) = ("Microphone", label, spec == m.audioInput)
+            case .output(let spec, let label): (head, text, current) = ("Speaker", label, spec == m.audioOutput)
+            case .testTone: (head, text, current) = ("Test", "play a test tone (1 s, only you hear it)", false)
+            }
+            if head != section { rows.append((head, CellStyle(dim: true), nil)); section = head }
+            rows.append(("\(current ? g.selected : g.unselected) \(text)", CellStyle(bold: current), i))
+        }
+        let sel = min(max(0, m.settingsSelection), max(0, m.audioChoices.count - 1))
+        let selRow = rows.firstIndex { $0.2 == sel } ?? 0
+        let start = rows.count > inner.height ? min(max(0, selRow - inner.height / 2), rows.count - inner.height) : 0
+        for (i, row) in rows.dropFirst(start).prefix(inner.height).enumerated() {
+            var style = row.1
+            let selected = row.2 == sel
+            if selected { style.reverse = true; b.fill(Rect(x: inner.x, y: inner.y + i, width: inner.width, height: 1), style: style) }
+            b.put((row.2 == nil ? "" : (selected ? "› " : "  ")) + row.0, x: inner.x, y: inner.y + i, style: style, maxWidth: inner.width)
         }
     }
 }

@@ -130,6 +130,33 @@ extension CallSession {
     /// Playback volume of one participant (pid or uid): 1 as received, 0 silent, up to 4.
     public func setParticipantVolume(participantId: String, volume: Float) { currentClient?.setVolume(volume, for: participantId) ?? notActive() }
 
+    /// CallRoom: moves your microphone to `spec` (`alsa:NAME`, `file:PATH.wav`, `tone:HZ`,
+    /// `null`) during the call; a refusal comes as an error event. Any thread.
+    public func setAudioInputDevice(_ spec: String) {
+        guard let c = currentClient, c.isSessionActive else { return notActive() }
+        do { try c.setAudioInput(spec) } catch { report(error.errorCode, error.errorDescription) }
+    }
+
+    /// CallRoom: makes `spec` your speaker (`alsa:NAME`, `file:PATH.wav`, `null`) and switches
+    /// the SPEAKER mode to it; a refusal comes as an error event. Any thread.
+    public func setAudioOutputDevice(_ spec: String) {
+        guard let c = currentClient, c.isSessionActive else { return notActive() }
+        do { try c.setAudioOutput(spec) } catch { return report(error.errorCode, error.errorDescription) }
+        let changed = surface { s -> Bool in defer { s.audioMode = .speaker }; return s.audioMode != .speaker }
+        if changed { deliver(.audioModeChanged(audioMode: .speaker)) }
+    }
+
+    /// CallRoom: plays a one-second local test tone through your speaker (nobody else hears it).
+    public func playTestTone() { currentClient?.playTestTone() ?? notActive() }
+
+    /// CallRoom: the microphone and speaker endpoints in use now.
+    public var audioEndpoints: (input: String, output: String)? { currentClient?.audioEndpoints }
+
+    /// CallRoom: the ALSA capture devices present (`name — description`), for settings views.
+    public var captureDevices: [String] {
+        ALSADeviceList.devices().filter(\.canCapture).map { $0.description.isEmpty ? $0.name : "\($0.name) — \($0.description)" }
+    }
+
     /// CallRoom: the ALSA playback devices present (`name — description`), for settings views.
     public var playbackDevices: [String] {
         ALSADeviceList.devices().filter(\.canPlay).map { $0.description.isEmpty ? $0.name : "\($0.name) — \($0.description)" }

@@ -98,6 +98,44 @@ extension CallsClient {
     }
 }
 
+// MARK: Devices (CallRoom: the settings panel)
+extension CallsClient {
+    /// Moves capture to `spec` now (an ALSA device that is missing falls back to null, with a
+    /// notice); later joins use it too.
+    public func setAudioInput(_ spec: String) throws(CometChatCallException) {
+        let frameSamples = AudioFormat.samples(ms: state.sync { settings.audioFrameMs })
+        do {
+            let (input, notice) = try AudioEndpoint(spec: spec).openInputFallingBack(frameSamples: frameSamples)
+            guard let engine = state.sync(execute: { self.engine }) else { return input.close() }
+            engine.replaceInput(input)
+            state.sync { settings.audioInput = spec }
+            if let notice { published.withLock { $0.notices.append(notice) }; emit(.audioNotice(notice)) }
+        } catch {
+            throw CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: error.description)
+        }
+    }
+
+    /// Makes `spec` the speaker output (the SPEAKER audio mode) and plays to it now.
+    public func setAudioOutput(_ spec: String) throws(CometChatCallException) {
+        let frameSamples = AudioFormat.samples(ms: state.sync { settings.audioFrameMs })
+        do {
+            let (output, notice) = try AudioEndpoint(spec: spec).openOutputFallingBack(frameSamples: frameSamples)
+            guard let engine = state.sync(execute: { self.engine }) else { return output.close() }
+            engine.swapOutput(output)?.close()
+            state.sync { settings.audioOutput = spec; parkedSpeaker?.close(); parkedSpeaker = nil }
+            if let notice { published.withLock { $0.notices.append(notice) }; emit(.audioNotice(notice)) }
+        } catch {
+            throw CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: error.description)
+        }
+    }
+
+    /// Plays a short local test tone (440 Hz, not sent to anyone).
+    public func playTestTone(seconds: Double = 1) { state.sync { engine }?.playTestTone(seconds: seconds) }
+
+    /// The capture and playback endpoints in use (`alsa:NAME`, `file:PATH`, …).
+    public var audioEndpoints: (input: String, output: String) { state.sync { (settings.audioInput, settings.audioOutput) } }
+}
+
 // MARK: Benchmarks (CallRoom diagnostics)
 extension CallsClient {
     /// Replaces the playback endpoint with a custom one (benchmarks, QA rigs).

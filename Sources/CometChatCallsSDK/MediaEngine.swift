@@ -44,6 +44,9 @@ final class MediaEngine: @unchecked Sendable {
     private let buffers = Mutex<[UInt32: JitterBuffer]>([:])
     /// Payload bytes received per sender (for bitrate in statistics views).
     private let receivedBytes = Mutex<[UInt32: Int]>([:])
+    /// A local test tone mixed into playback (settings panel), and frames of it still to play.
+    private let testTone = Mutex<ToneInput?>(nil)
+    private let testToneFrames = Atomic<Int>(0)
     private let activeSSRCs = Mutex<Set<UInt32>?>(nil)
     private let levelTable = Mutex<[UInt32: Float]>([:])
     private let threadsDone = DispatchSemaphore(value: 0)
@@ -378,6 +381,12 @@ final class MediaEngine: @unchecked Sendable {
     /// Does nothing for an engine that receives no audio.
     func replaceOutput(_ new: any AudioOutput) { swapOutput(new)?.close() }
 
+    /// Plays a 440 Hz tone locally (not sent) for `seconds`, mixed into what you hear.
+    func playTestTone(seconds: Double) {
+        testTone.withLock { $0 = ToneInput(frequency: 440, frameSamples: frameSamples, amplitude: 0.2) }
+        testToneFrames.store(Int(seconds * 1000) / frameMs, ordering: .relaxed)
+    }
+
     /// Puts `new` in place of the playback endpoint and returns the old one, still open.
     func swapOutput(_ new: any AudioOutput) -> (any AudioOutput)? {
         guard hasOutput else { new.close(); return nil }
@@ -453,6 +462,10 @@ final class MediaEngine: @unchecked Sendable {
             if n > 0 { mixer.add(UnsafeBufferPointer(rebasing: pcm[0..<n]), gain: volumes.withLock { $0[key] } ?? 1) }
         }
         for key in decoders.keys where !decisions.contains(where: { $0.0 == key }) { decoders[key] = nil }
+        if testToneFrames.load(ordering: .relaxed) > 0, let tone = testTone.withLock({ $0 }) {
+            testToneFrames.subtract(1, ordering: .relaxed)
+            if (try? tone.read(pcm)) != nil { mixer.add(UnsafeBufferPointer(pcm), gain: 1) }
+        }
         mixer.render(into: out)
         processor?.played(UnsafeBufferPointer(out))
         probe?.played(UnsafeBufferPointer(out), at: monotonicNanoseconds())

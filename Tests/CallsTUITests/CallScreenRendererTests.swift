@@ -441,6 +441,14 @@ final class CallScreenRendererTests: XCTestCase {
         stats.bitrates = ["pid-u1": 32.1]
         stats.roundTripMs = 1.25
         cases.append(("stats-80x24", stats, 80, 24, true))
+        var audio = base(); audio.panel = .settings
+        audio.audioModes = [.speaker, .headphones]
+        audio.captureDevices = ["default — Default ALSA device"]
+        audio.playbackDevices = ["default — Default ALSA device", "headphones — Test Headphones"]
+        audio.audioInput = "tone:440"; audio.audioOutput = "alsa:default"; audio.settingsSelection = 4
+        audio.tiles[0].level = -20
+        cases.append(("audio-settings-80x24", audio, 80, 24, true))
+        cases.append(("audio-settings-120x40", audio, 120, 40, true))
         var counts = base(); counts.panel = .counts
         cases.append(("counts-80x24", counts, 80, 24, true))
         var leave = base(); leave.pending = .leave

@@ -145,7 +145,9 @@ final class CallScreenControllerInputTests: XCTestCase {
             c.handle(.click(x: leave.rect.x + 1, y: leave.rect.y))
             XCTAssertEqual(c.model.pending, .leave)
             XCTAssertNil(finished)
-            c.handle(.click(x: leave.rect.x + 1, y: leave.rect.y))
+            let confirm = try XCTUnwrap(CallScreenRenderer.layout(for: c.model, width: 100, height: 30).buttons.first { $0.id == "leaveSession" })
+            XCTAssertTrue(confirm.label.hasSuffix("Leave?"), "the button asks")
+            c.handle(.click(x: confirm.rect.x + 1, y: confirm.rect.y))
             XCTAssertEqual(finished, 0)
         }
     }
@@ -225,6 +227,27 @@ final class CallScreenControllerInputTests: XCTestCase {
             XCTAssertEqual(c.model.panel, .settings)
             c.handle(.char("1"))
             XCTAssertEqual(c.model.toasts.last?.text, "SPEAKER is already the audio mode")
+        }
+    }
+
+    func testAudioSettingsRowsPickDevicesAndTheTestTone() {
+        MainActor.assumeIsolated {
+            let (c, _) = Self.controller()
+            c.handle(.char("o"))
+            c.model.captureDevices = ["default — Default ALSA device"]
+            c.model.audioInput = "null"
+            XCTAssertEqual(c.model.audioChoices.first, .mode(.speaker))
+            c.handle(.down)
+            c.handle(.enter)
+            XCTAssertEqual(c.model.toasts.last?.text, "null (send silence) is already your microphone")
+            c.model.captureDevices = ["default — Default ALSA device"]
+            c.model.audioInput = "null"
+            c.handle(.down)
+            c.handle(.enter)
+            XCTAssertEqual(c.model.toasts.last?.text, "Microphone: default — Default ALSA device")
+            c.model.settingsSelection = c.model.audioChoices.count - 1
+            c.handle(.enter)
+            XCTAssertEqual(c.model.toasts.last?.text, "Playing a test tone (440 Hz, 1 s)")
         }
     }
 

@@ -49,6 +49,39 @@ final class LocalAudioControlsTests: XCTestCase {
     }
 }
 
+/// The settings panel's device choices and test tone, in a real call.
+final class AudioDeviceSwitchTests: XCTestCase {
+    func testSwitchingTheMicrophoneAndATestTone() async throws {
+        let t = try TestServer()
+        defer { t.stop() }
+        let speaker = try await t.joinedClient("mic", session: "devs", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("none").build())
+        let mix = MixProbe()
+        let listener = try await t.joinedClient("ear", session: "devs", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build(), probe: mix)
+        let pid = try XCTUnwrap(speaker.localParticipantID)
+        try await Task.sleep(nanoseconds: 600_000_000)
+        XCTAssertLessThan(listener.audioLevels()[pid] ?? -127, -60, "null microphone: silence")
+        XCTAssertLessThan(mix.level, -60)
+        try speaker.setAudioInput("tone:440")
+        XCTAssertEqual(speaker.audioEndpoints.input, "tone:440")
+        try await Task.sleep(nanoseconds: 800_000_000)
+        XCTAssertGreaterThan(listener.audioLevels()[pid] ?? -127, -30, "the new microphone is heard at once")
+        try speaker.setAudioInput("null")
+        try await Task.sleep(nanoseconds: 800_000_000)
+        XCTAssertLessThan(mix.level, -60, "back to silence")
+        listener.playTestTone(seconds: 1)
+        try await Task.sleep(nanoseconds: 300_000_000)
+        XCTAssertGreaterThan(mix.level, -30, "the test tone plays locally")
+        XCTAssertLessThan(speaker.audioLevels()[listener.localParticipantID ?? ""] ?? -127, -60, "and is not sent")
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        XCTAssertLessThan(mix.level, -60, "for one second")
+        XCTAssertThrowsError(try speaker.setAudioInput("bogus:1"))
+        await speaker.leave()
+        await listener.leave()
+    }
+}
+
 /// The level of what the listener plays (after the mixer).
 final class MixProbe: MediaProbe, @unchecked Sendable {
     private let lock = NSLock()
