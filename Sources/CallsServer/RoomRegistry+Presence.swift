@@ -67,6 +67,9 @@ extension RoomRegistry {
         guard let sid = roomsByIndex[roomIndex], let room = rooms[sid] else { return }
         let pid = key.flatMap { k in room.participants.first(where: { $0.value.key == k })?.key }
         guard pid != room.dominant else { return }
+        // A muted participant is never the dominant speaker (its last packets, or a client
+        // that sends while muted, must not make it so).
+        if let p = pid, room.participants[p]?.wire.isAudioMuted == true { return }
         room.dominant = pid
         broadcast(room, .dominantSpeaker(pid: pid))
     }

@@ -183,6 +183,12 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertNotNil(a.wait { $0 == .dominantSpeaker(pid: jb.you.pid) })
         let changes = a.all.filter { if case .dominantSpeaker = $0 { return true }; return false }.count
         XCTAssertEqual(changes, 2, "hysteresis: one change per turn, no flapping")
+        // A muted participant is never announced (packets still in flight, a client that sends anyway).
+        a.send(.setAudioMuted(true))
+        XCTAssertNotNil(b.wait { if case .participantUpdated(let p, "audioMuted") = $0 { return p.pid == ja.you.pid }; return false })
+        talk(loud: (sa, ja.you.ssrc), quiet: (sb, jb.you.ssrc), seconds: 1.2)
+        Thread.sleep(forTimeInterval: 0.4)
+        XCTAssertEqual(b.all.filter { $0 == .dominantSpeaker(pid: ja.you.pid) }.count, 1, "muted: not dominant again")
     }
 
     func testSignallingFloodIsRateLimitedAndTheConnectionSurvives() throws {
