@@ -11,9 +11,10 @@ final class ImpairedCallTests: XCTestCase {
         let t = try TestServer()
         defer { t.stop() }
         let wav = t.dir + "/heard.wav"
+        let events = EventRecorder()
         let listener = try await t.joinedClient("lis", session: "lossy", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("file:\(wav)").setJitterTargetFrames(3)
-            .setNetworkImpairment(NetworkImpairment(lossPercent: 10, jitterMs: 30, seed: 7)).build())
+            .setNetworkImpairment(NetworkImpairment(lossPercent: 10, jitterMs: 30, seed: 7)).build(), onEvent: { events.add($0) })
         let speaker = try await t.joinedClient("spk", session: "lossy", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none").build())
         try await Task.sleep(nanoseconds: 4_500_000_000)
@@ -21,6 +22,15 @@ final class ImpairedCallTests: XCTestCase {
         // Both ends see the bad link: the listener about the speaker's audio, the speaker from reports.
         let spkPID = try XCTUnwrap(speaker.localParticipantID)
         XCTAssertEqual(listener.connectionQuality()[spkPID], .poor, "10 % loss is poor")
+        XCTAssertTrue(events.all.contains { if case .connectionQualityChanged(let p, .poor) = $0 { return p.pid == spkPID }; return false },
+                      "the change is an event (onConnectionQualityChanged): \(events.all.map(\.callback))")
+        let stats = try XCTUnwrap(listener.receiveStatistics()[spkPID], "receive statistics for the speaker")
+        XCTAssertGreaterThan(stats.packetsReceived, 100)
+        XCTAssertGreaterThan(stats.packetsLost + stats.late, 5, "the impairment shows in the statistics")
+        XCTAssertGreaterThan(stats.jitterMs, 1, "30 ms of delay variation shows as jitter")
+        XCTAssertGreaterThan(stats.bytesReceived, 1000)
+        try await Task.sleep(nanoseconds: 2_100_000_000)
+        XCTAssertNotNil(listener.serverRoundTripMs, "the round trip to the server is measured")
         XCTAssertNotNil(speaker.connectionQuality()[spkPID], "the speaker learns its uplink quality")
         // The listener's receiver reports reached the speaker: its FEC is tuned for the loss.
         let tuned = try XCTUnwrap(speaker.fecExpectedLossPercent)
@@ -43,6 +53,14 @@ final class ImpairedCallTests: XCTestCase {
 
     func rms(_ s: ArraySlice<Int16>) -> Double { WAVHelpers.rms(s) }
     func readSamples(_ path: String) -> [Int16]? { WAVHelpers.readSamples(path) }
+}
+
+/// Collects events from any queue.
+final class EventRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [CallEvent] = []
+    func add(_ e: CallEvent) { lock.lock(); list.append(e); lock.unlock() }
+    var all: [CallEvent] { lock.lock(); defer { lock.unlock() }; return list }
 }
 
 /// Level and WAV reading for these tests.
