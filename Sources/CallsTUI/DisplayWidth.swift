@@ -7,23 +7,50 @@
 /// combining marks and zero-width joiners add nothing); a variation selector 16 makes a text
 /// symbol an emoji (2). Controls count as 0. Pure; any thread.
 public enum DisplayWidth {
-    /// Cells of one grapheme cluster (0, 1 or 2).
+    /// Cells of one code point on its own: 1 for printable ASCII and most scripts, 2 for East
+    /// Asian wide and emoji-presentation characters, 0 for combining marks, joiners, variation
+    /// selectors and controls.
+    @inline(__always)
+    public static func of(_ s: Unicode.Scalar) -> Int {
+        let v = s.value
+        if v >= 0x20 && v < 0x7F { return 1 }
+        if v < 0xA0 { return 0 }
+        if v < 0x300 { return 1 }
+        let w = Int(callroom_wcwidth(v))
+        if w == -2 { return s.properties.isEmojiPresentation ? 2 : 1 }  // no UTF-8 locale at all
+        return max(0, w)
+    }
+
+    /// Whether `s` continues the cluster before it: zero width joiners, variation selectors,
+    /// combining marks (and, after a joiner, the next emoji).
+    @inline(__always)
+    static func extends(_ s: Unicode.Scalar) -> Bool { s.value >= 0x300 && of(s) == 0 }
+
+    /// Cells of one grapheme cluster (0, 1 or 2): its base, widened to 2 by a variation
+    /// selector 16 (emoji presentation).
     public static func of(_ c: Character) -> Int {
         let scalars = c.unicodeScalars
         guard let first = scalars.first else { return 0 }
-        if first.value >= 0x20 && first.value < 0x7F { return 1 }
-        if scalars.count > 1, scalars.contains(where: { $0.value == 0xFE0F }) { return 2 }
-        if first.properties.isEmojiPresentation { return 2 }
-        let w = Int(callroom_wcwidth(first.value))
-        if w == -2 { return first.properties.isEmojiPresentation ? 2 : 1 }  // no UTF-8 locale at all
-        if w < 0 { return 0 }
+        let w = of(first)
+        if w == 1, scalars.count > 1, scalars.contains(where: { $0.value == 0xFE0F }) { return 2 }
         return w
     }
 
-    /// Cells of a string.
+    /// Cells of a string: the sum over its clusters, measured scalar by scalar (a joiner makes
+    /// the next emoji part of the same cluster).
     public static func of<S: StringProtocol>(_ s: S) -> Int {
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return s.utf8.count }
         var n = 0
-        for c in s { n += of(c) }
+        var last = 0
+        var joined = false
+        for u in s.unicodeScalars {
+            if joined { joined = false; continue }
+            if u.value == 0x200D { joined = true; continue }
+            if u.value == 0xFE0F { if last == 1 { n += 1; last = 2 }; continue }
+            let w = of(u)
+            n += w
+            if w > 0 { last = w }
+        }
         return n
     }
 

@@ -16,6 +16,8 @@ public struct EventLog: Equatable, Sendable {
         public var json: String
         /// The participant the event is about (uid), if any.
         public var uid: String?
+        /// The entry as the log shows it: `HH:mm:ss.SSS Listener.event summary`.
+        public var line: String
         /// The listener without its "Listener" suffix (`ParticipantEvent`).
         public var shortListener: String { listener.replacingOccurrences(of: "Listener", with: "") }
     }
@@ -38,6 +40,14 @@ public struct EventLog: Equatable, Sendable {
 
     public init() {}
 
+    /// Local time with milliseconds.
+    static let timeFormat: DateFormatter = {
+        let f = DateFormatter()
+        f.dateFormat = "HH:mm:ss.SSS"
+        f.locale = Locale(identifier: "en_US_POSIX")
+        return f
+    }()
+
     public mutating func append(_ e: CallEvent, at time: Date) {
         let uid: String?
         switch e {
@@ -49,8 +59,11 @@ public struct EventLog: Equatable, Sendable {
         case .chatMessage(let m): uid = m.uid
         default: uid = nil
         }
-        entries.append(Entry(seq: nextSeq, time: time, listener: e.listener, event: e.callback, summary: e.summary,
-                             json: e.jsonLine(at: time), uid: uid))
+        let short = e.listener.replacingOccurrences(of: "Listener", with: "")
+        let summary = e.summary
+        let line = "\(Self.timeFormat.string(from: time)) \(short).\(e.callback)\(summary.isEmpty ? "" : " " + summary)"
+        entries.append(Entry(seq: nextSeq, time: time, listener: e.listener, event: e.callback, summary: summary,
+                             json: e.jsonLine(at: time), uid: uid, line: line))
         nextSeq += 1
         counts[e.callback, default: 0] += 1
         countsByListener[e.listener, default: 0] += 1

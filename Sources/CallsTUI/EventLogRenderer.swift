@@ -4,16 +4,7 @@ import Foundation
 /// view that stays put while scrolled back with an "N new" marker) and the per-event counts.
 /// Pure; any thread.
 enum EventLogRenderer {
-    static let timeFormat: DateFormatter = {
-        let f = DateFormatter()
-        f.dateFormat = "HH:mm:ss.SSS"
-        f.locale = Locale(identifier: "en_US_POSIX")
-        return f
-    }()
-
-    static func line(_ e: EventLog.Entry) -> String {
-        "\(timeFormat.string(from: e.time)) \(e.shortListener).\(e.event)\(e.summary.isEmpty ? "" : " " + e.summary)"
-    }
+    static func line(_ e: EventLog.Entry) -> String { e.line }
 
     static func draw(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         guard rect.width >= 10, rect.height >= 3 else { return }

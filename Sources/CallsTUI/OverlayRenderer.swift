@@ -135,9 +135,10 @@ enum OverlayRenderer {
             out.append(name + String(format: " %5.1f%% %5.1fms ", loss, s.jitterMs) + kbps
                        + String(format: " %9d %5d %4d %4d %5d", s.packetsReceived, s.packetsLost, s.recovered, s.concealed, s.late))
         }
-        out.append("")
-        out.append("loss: last 2 s (since joining when not yet reported); jitter: RFC 3550; FEC: frames recovered; PLC: concealed.")
-        return out.flatMap { TextWrap.wrap($0, width: width, indent: 2) }
+        // Table rows are cut (columns stay aligned); the note wraps.
+        return out.map { DisplayWidth.truncate($0, to: width) } + [""]
+            + TextWrap.wrap("loss: last 2 s (since joining when not yet reported); jitter: RFC 3550; FEC: frames recovered; PLC: concealed.",
+                            width: width, indent: 2)
     }
 
     static func drawStats(_ m: CallViewModel, into b: inout ScreenBuffer, area: Rect) {

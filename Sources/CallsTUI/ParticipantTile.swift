@@ -5,7 +5,9 @@ import CometChatCallsSDK
 public struct ParticipantTile: Equatable, Sendable {
     public var pid: String
     public var uid: String
-    public var name: String
+    public var name: String { didSet { if name != oldValue { initials = Self.initials(of: name) } } }
+    /// Initials of the display name (up to two letters; CJK names keep their first character).
+    public private(set) var initials: String
     public var isYou: Bool
     public var isMuted: Bool
     /// dBFS, or nil when no audio has been measured.
@@ -25,6 +27,7 @@ public struct ParticipantTile: Equatable, Sendable {
 
     public init(pid: String, uid: String, name: String, isYou: Bool, isMuted: Bool, level: Float? = nil) {
         self.pid = pid; self.uid = uid; self.name = name; self.isYou = isYou; self.isMuted = isMuted; self.level = level
+        initials = Self.initials(of: name)
     }
 
     /// Takes the server's state for this participant.
@@ -42,8 +45,7 @@ public struct ParticipantTile: Equatable, Sendable {
     /// Speaking when louder than -40 dBFS and not muted.
     public var isSpeaking: Bool { !isMuted && (level ?? -127) > -40 }
 
-    /// Initials of the display name (up to two letters; CJK names keep their first character).
-    public var initials: String {
+    static func initials(of name: String) -> String {
         let words = name.split(whereSeparator: { $0 == " " || $0 == "-" || $0 == "_" })
         let letters = words.prefix(2).compactMap(\.first).filter { $0.isLetter || $0.isNumber }.map { String($0).uppercased() }
         return letters.isEmpty ? "?" : letters.joined()

@@ -24,11 +24,11 @@ public struct Cell: Hashable, Sendable {
     /// One grapheme cluster (a base and its combining marks).
     public var char: Character
     public var style: CellStyle
+    /// The right half of the wide character in the cell to its left (drawn by that one).
+    public private(set) var isWideTail = false
     public init(char: Character, style: CellStyle) { self.char = char; self.style = style }
     public static let blank = Cell(char: " ", style: .plain)
-    /// The right half of the wide character in the cell to its left.
-    public static let wideTail = Cell(char: "\u{0}", style: .plain)
-    public var isWideTail: Bool { char == "\u{0}" }
+    public static let wideTail: Cell = { var c = Cell(char: " ", style: .plain); c.isWideTail = true; return c }()
 }
 
 /// A rectangle on the screen, in cells.
@@ -52,13 +52,14 @@ public struct ScreenBuffer: Equatable, Sendable {
     public let height: Int
     public private(set) var cells: [Cell]
     /// Unicode glyphs when the terminal's locale is UTF-8, else ASCII only.
-    public var unicode: Bool
-    public var glyphs: GlyphSet { unicode ? .unicode : .ascii }
+    public var unicode: Bool { didSet { glyphs = .for(unicode: unicode) } }
+    public private(set) var glyphs: GlyphSet
 
     public init(width: Int, height: Int, unicode: Bool = true) {
         self.width = max(0, width)
         self.height = max(0, height)
         self.unicode = unicode
+        glyphs = .for(unicode: unicode)
         cells = Array(repeating: .blank, count: self.width * self.height)
     }
 
@@ -86,13 +87,48 @@ public struct ScreenBuffer: Equatable, Sendable {
             shown = ellipsis ? DisplayWidth.truncate(text, to: limit, ellipsis: glyphs.ellipsis) : DisplayWidth.prefix(text, cells: limit)
         }
         var i = 0
-        for c in shown {
-            let ch: Character = unicode ? c : (c.isASCII ? c : "?")
-            let w = unicode ? DisplayWidth.of(ch) : 1
+        if shown.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+            // ASCII: one cell per byte.
+            for byte in shown.utf8 {
+                guard i < limit else { break }
+                self[x + i, y] = Cell(char: Character(Unicode.Scalar(byte)), style: style)
+                i += 1
+            }
+            return i
+        }
+        // Scalar by scalar: marks, joiners and variation selectors join the cell before them.
+        var lastX = -1
+        var lastWidth = 0
+        var joined = false
+        for u in shown.unicodeScalars {
+            if !unicode {
+                guard i < limit else { break }
+                if DisplayWidth.extends(u) || u.value == 0x200D { continue }
+                self[x + i, y] = Cell(char: u.isASCII ? Character(u) : "?", style: style)
+                i += 1
+                continue
+            }
+            if joined || DisplayWidth.extends(u) || u.value == 0x200D {
+                joined = u.value == 0x200D
+                guard lastX >= 0 else { continue }
+                var c = self[lastX, y]
+                c.char = Character(String(c.char) + String(u))
+                self[lastX, y] = c
+                // A variation selector 16 makes a text symbol an emoji: two cells, when there is room.
+                if u.value == 0xFE0F, lastWidth == 1, i < limit {
+                    self[lastX + 1, y] = .wideTail
+                    i += 1
+                    lastWidth = 2
+                }
+                continue
+            }
+            let w = DisplayWidth.of(u)
             if w == 0 { continue }
             guard i + w <= limit else { break }
-            self[x + i, y] = Cell(char: ch, style: style)
+            self[x + i, y] = Cell(char: Character(u), style: style)
             if w == 2 { self[x + i + 1, y] = .wideTail }
+            lastX = x + i
+            lastWidth = w
             i += w
         }
         return i

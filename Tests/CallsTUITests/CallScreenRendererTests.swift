@@ -395,6 +395,17 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertFalse(w.contains { $0.hasSuffix("Cha") }, "no break inside a word part")
         XCTAssertEqual(w.joined().filter { $0 != " " }, "12:00:00.000 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)".filter { $0 != " " })
         XCTAssertEqual(TextWrap.wrap("hello wonderful world", width: 12), ["hello", "wonderful", "world"])
+        // The ASCII fast path breaks exactly where the general one does.
+        var rng = SystemRandomNumberGenerator()
+        let words = ["a", "to", "Ada", "Lovelace", "(u9)", "ParticipantEvent.onParticipantListChanged", "12:00:00.000", "onDominantSpeakerChanged",
+                     "x", "supercalifragilisticexpialidocious", "SessionStatus.onSessionJoined"]
+        for _ in 0..<300 {
+            let text = (0..<Int.random(in: 1...12, using: &rng)).map { _ in words.randomElement(using: &rng)! }.joined(separator: " ")
+            for width in [10, 16, 24, 40, 46] {
+                XCTAssertEqual(TextWrap.wrap(text, width: width, indent: 13), TextWrap.wrap(text, width: width, indent: 13, fastPaths: false),
+                               "'\(text)' at \(width)")
+            }
+        }
     }
 
     /// Golden screens: every layout and panel at 120×40, 80×24, 60×16 and 40×12, the too-small
