@@ -22,7 +22,7 @@ public struct GlyphSet: Equatable, Sendable {
     /// Connection quality bars: good, fair, poor.
     public var net: (good: String, fair: String, poor: String)
     /// Box drawing: horizontal, vertical, corners (top-left, top-right, bottom-left, bottom-right).
-    public var box: (h: Character, v: Character, tl: Character, tr: Character, bl: Character, br: Character)
+    public var box: (h: Unicode.Scalar, v: Unicode.Scalar, tl: Unicode.Scalar, tr: Unicode.Scalar, bl: Unicode.Scalar, br: Unicode.Scalar)
     /// Big-initials blocks: full, upper half, lower half.
     public var block: (full: Character, upper: Character, lower: Character)
 

@@ -71,24 +71,24 @@ public final class NcursesTerminal: TerminalDriver {
         let full = onScreen.map { $0.width != buffer.width || $0.height != buffer.height } ?? true
         if full { clear() }
         var chars = [wchar_t](repeating: 0, count: 4)
-        for y in 0..<buffer.height {
-            for x in 0..<buffer.width {
-                let c = buffer[x, y]
-                if c.isWideTail { continue }  // drawn by the wide character to its left
-                if !full, let old = onScreen, old[x, y] == c { continue }
-                // The bottom-right cell cannot be written without scrolling on some terminals.
-                if x == buffer.width - 1 && y == buffer.height - 1 { continue }
-                var attr: attr_t = 0
-                if c.style.bold { attr |= callroom_a_bold }
-                if c.style.reverse { attr |= callroom_a_reverse }
-                if c.style.dim { attr |= callroom_a_dim }
-                if c.style.underline { attr |= callroom_a_underline }
-                let pair: Int16 = colors ? (pairs[c.style.fg] ?? 0) : 0
-                var n: Int32 = 0
-                for s in c.char.unicodeScalars.prefix(4) { chars[Int(n)] = wchar_t(bitPattern: s.value); n += 1 }
-                callroom_put_wchs(Int32(y), Int32(x), chars, n, attr, pair)
-                written += 1
-            }
+        let indices: [Int]
+        if !full, let old = onScreen { indices = buffer.changedCells(since: old) } else { indices = Array(0..<buffer.cells.count) }
+        for i in indices {
+            let x = i % buffer.width, y = i / buffer.width
+            let c = buffer.cells[i]
+            if c.isWideTail { continue }  // drawn by the wide character to its left
+            // The bottom-right cell cannot be written without scrolling on some terminals.
+            if x == buffer.width - 1 && y == buffer.height - 1 { continue }
+            var attr: attr_t = 0
+            if c.style.bold { attr |= callroom_a_bold }
+            if c.style.reverse { attr |= callroom_a_reverse }
+            if c.style.dim { attr |= callroom_a_dim }
+            if c.style.underline { attr |= callroom_a_underline }
+            let pair: Int16 = colors ? (pairs[c.style.fg] ?? 0) : 0
+            var n: Int32 = 0
+            for s in buffer.character(c).unicodeScalars.prefix(4) { chars[Int(n)] = wchar_t(bitPattern: s.value); n += 1 }
+            callroom_put_wchs(Int32(y), Int32(x), chars, n, attr, pair)
+            written += 1
         }
         refresh()
         onScreen = buffer

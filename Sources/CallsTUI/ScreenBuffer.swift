@@ -18,17 +18,28 @@ public struct CellStyle: Hashable, Sendable {
     public static let plain = CellStyle()
 }
 
-/// One character cell of the screen. A wide character (CJK, emoji) takes its cell and the next,
-/// which holds `Cell.wideTail`.
+/// One character cell of the screen: a plain value (no references), so a screen copies and
+/// diffs like memory. A wide character (CJK, emoji) takes its cell and the next, which holds
+/// `Cell.wideTail`. A grapheme of several code points (a base and its marks, an emoji
+/// sequence) keeps its base here and the whole cluster in its buffer (`ScreenBuffer.character`).
 public struct Cell: Hashable, Sendable {
-    /// One grapheme cluster (a base and its combining marks).
-    public var char: Character
+    /// The code point drawn (the base of a longer cluster).
+    public var char: Unicode.Scalar
     public var style: CellStyle
     /// The right half of the wide character in the cell to its left (drawn by that one).
     public private(set) var isWideTail = false
-    public init(char: Character, style: CellStyle) { self.char = char; self.style = style }
+    /// 1 + the index of the cell's whole cluster in its buffer's table; 0 when `char` is all.
+    var cluster: UInt32 = 0
+    public init(char: Unicode.Scalar, style: CellStyle) { self.char = char; self.style = style }
     public static let blank = Cell(char: " ", style: .plain)
     public static let wideTail: Cell = { var c = Cell(char: " ", style: .plain); c.isWideTail = true; return c }()
+
+    /// Equal without looking at clusters: decides alone when neither cell has one.
+    @inline(__always)
+    static func samePlain(_ a: Cell, _ b: Cell) -> Bool? {
+        guard a.char == b.char, a.style == b.style, a.isWideTail == b.isWideTail else { return false }
+        return a.cluster == 0 && b.cluster == 0 ? true : nil
+    }
 }
 
 /// A rectangle on the screen, in cells.
@@ -51,6 +62,8 @@ public struct ScreenBuffer: Equatable, Sendable {
     public let width: Int
     public let height: Int
     public private(set) var cells: [Cell]
+    /// Clusters of more than one code point that cells refer to.
+    private var clusters: [String] = []
     /// Unicode glyphs when the terminal's locale is UTF-8, else ASCII only.
     public var unicode: Bool { didSet { glyphs = .for(unicode: unicode) } }
     public private(set) var glyphs: GlyphSet
@@ -91,7 +104,7 @@ public struct ScreenBuffer: Equatable, Sendable {
             // ASCII: one cell per byte.
             for byte in shown.utf8 {
                 guard i < limit else { break }
-                self[x + i, y] = Cell(char: Character(Unicode.Scalar(byte)), style: style)
+                self[x + i, y] = Cell(char: Unicode.Scalar(byte), style: style)
                 i += 1
             }
             return i
@@ -104,7 +117,7 @@ public struct ScreenBuffer: Equatable, Sendable {
             if !unicode {
                 guard i < limit else { break }
                 if DisplayWidth.extends(u) || u.value == 0x200D { continue }
-                self[x + i, y] = Cell(char: u.isASCII ? Character(u) : "?", style: style)
+                self[x + i, y] = Cell(char: u.isASCII ? u : "?", style: style)
                 i += 1
                 continue
             }
@@ -112,8 +125,10 @@ public struct ScreenBuffer: Equatable, Sendable {
                 joined = u.value == 0x200D
                 guard lastX >= 0 else { continue }
                 var c = self[lastX, y]
-                c.char = Character(String(c.char) + String(u))
-                self[lastX, y] = c
+                let cluster = (c.cluster > 0 ? clusters[Int(c.cluster) - 1] : String(c.char)) + String(u)
+                clusters.append(cluster)
+                c.cluster = UInt32(clusters.count)
+                cells[y * width + lastX] = c
                 // A variation selector 16 makes a text symbol an emoji: two cells, when there is room.
                 if u.value == 0xFE0F, lastWidth == 1, i < limit {
                     self[lastX + 1, y] = .wideTail
@@ -125,7 +140,7 @@ public struct ScreenBuffer: Equatable, Sendable {
             let w = DisplayWidth.of(u)
             if w == 0 { continue }
             guard i + w <= limit else { break }
-            self[x + i, y] = Cell(char: Character(u), style: style)
+            self[x + i, y] = Cell(char: u, style: style)
             if w == 2 { self[x + i + 1, y] = .wideTail }
             lastX = x + i
             lastWidth = w
@@ -134,7 +149,7 @@ public struct ScreenBuffer: Equatable, Sendable {
         return i
     }
 
-    public mutating func fill(_ r: Rect, char: Character = " ", style: CellStyle = .plain) {
+    public mutating func fill(_ r: Rect, char: Unicode.Scalar = " ", style: CellStyle = .plain) {
         let x0 = max(0, r.x), x1 = min(width, r.maxX), y0 = max(0, r.y), y1 = min(height, r.maxY)
         guard x0 < x1, y0 < y1 else { return }
         for yy in y0..<y1 { for xx in x0..<x1 { self[xx, yy] = Cell(char: char, style: style) } }
@@ -166,13 +181,39 @@ public struct ScreenBuffer: Equatable, Sendable {
             var s = ""
             for x in 0..<width {
                 let c = cells[y * width + x]
-                if !c.isWideTail { s.append(c.char) }
+                if !c.isWideTail { s.append(character(c)) }
             }
             return s
         }
     }
 
     public var text: String { lines.joined(separator: "\n") }
+
+    /// The whole grapheme a cell shows (its base and any marks or joined code points).
+    public func character(_ c: Cell) -> Character {
+        c.cluster > 0 && Int(c.cluster) <= clusters.count ? Character(clusters[Int(c.cluster) - 1]) : Character(c.char)
+    }
+
+    /// Indices of the cells that differ from `old` (same size), in order.
+    public func changedCells(since old: ScreenBuffer) -> [Int] {
+        var out: [Int] = []
+        cells.withUnsafeBufferPointer { new in
+            old.cells.withUnsafeBufferPointer { was in
+                for i in 0..<min(new.count, was.count) {
+                    switch Cell.samePlain(new[i], was[i]) {
+                    case true?: continue
+                    case false?: out.append(i)
+                    case nil: if character(new[i]) != old.character(was[i]) { out.append(i) }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    public static func == (a: ScreenBuffer, b: ScreenBuffer) -> Bool {
+        a.width == b.width && a.height == b.height && a.unicode == b.unicode && a.changedCells(since: b).isEmpty
+    }
 
     /// The column (in cells) where `needle` starts on row `y`, if it is there.
     public func column(of needle: String, row y: Int) -> Int? {

@@ -68,7 +68,7 @@ public final class MemoryTerminal: TerminalDriver {
         if buffer.width != screen.width || buffer.height != screen.height {
             changed = buffer.width * buffer.height
         } else {
-            for i in 0..<buffer.cells.count where buffer.cells[i] != screen.cells[i] { changed += 1 }
+            changed = buffer.changedCells(since: screen).count
         }
         screen = buffer
         cellsWritten += changed
