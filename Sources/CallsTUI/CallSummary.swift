@@ -12,6 +12,8 @@ public struct CallSummary: Equatable, Sendable {
     public var media: MediaReport?
     public var reconnects: Int
     public var ending: String
+    /// RFC 3550 jitter of each sender heard (ms), at the end.
+    public var jitterMs: [Double]
 
     public static func == (a: CallSummary, b: CallSummary) -> Bool { a.lines == b.lines }
 
@@ -24,6 +26,7 @@ public struct CallSummary: Equatable, Sendable {
         media = m.media
         reconnects = m.reconnects
         ending = m.status
+        jitterMs = m.receiveStats.values.map(\.jitterMs).sorted()
     }
 
     /// The summary as text lines.
@@ -44,6 +47,12 @@ public struct CallSummary: Equatable, Sendable {
             out.append(String(format: "  loss            %.1f %% (%d lost; %d recovered by FEC, %d concealed, %d late)", loss, r.lost, r.recovered, r.concealed, r.late))
         } else {
             out.append("  packets         no media")
+        }
+        if let worst = jitterMs.last {
+            let mean = jitterMs.reduce(0, +) / Double(jitterMs.count)
+            out.append(String(format: "  jitter          %.1f ms mean, %.1f ms worst (%d sender%@)", mean, worst, jitterMs.count, jitterMs.count == 1 ? "" : "s"))
+        } else {
+            out.append("  jitter          nobody heard")
         }
         out.append("  reconnects      \(reconnects)")
         return out

@@ -95,11 +95,19 @@ final class CallScreenQATests: XCTestCase {
         keys("y")
         expectEvent("onCallLayoutChanged", "TILE", "tile")
 
+        // In the demo you are the moderator: your own roster entry says so, and the list
+        // shows it (moderation can be demoed).
+        let roster = eventLog().last { $0.contains("\"event\":\"onParticipantListChanged\"") } ?? ""
+        let object = (try? JSONSerialization.jsonObject(with: Data(roster.utf8))) as? [String: Any]
+        let you = (object?["participants"] as? [[String: Any]])?.first { $0["uid"] as? String == "you" }
+        XCTAssertEqual(you?["role"] as? String, "moderator", "you are the demo room's moderator: \(roster)")
         keys("p")
         expectScreen("Participants (3)", "participant list")
         expectEvent("onParticipantListVisible", "", "participant list")
         keys("Down", "m")
         expectScreen("Muting Ada Lovelace", "list keys act on the selection and say so")
+        expectEvent("onParticipantAudioMuted", "\"uid\":\"bot-1\"", "the moderator's mute reaches Ada")
+        XCTAssertFalse(eventLog().contains { $0.contains("ERR_NOT_MODERATOR") }, "not refused")
         keys("p")
         expectEvent("onParticipantListHidden", "", "participant list closed")
 
