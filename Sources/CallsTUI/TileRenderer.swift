@@ -193,8 +193,8 @@ enum TileRenderer {
         let name = t.name + (t.isYou ? " (you)" : "")
         var rows: [(kind: Int, height: Int)] = []  // 0 big initials, 1 name, 2 state, 3 meter, 4 history
         let big = BigInitials.render(t.initials, glyphs: g)
-        let wantBig = big != nil && inner.height >= 8 && inner.width >= BigInitials.width(t.initials) + 2
-        if wantBig { rows.append((0, BigInitials.rows + 1)) }
+        let wantBig = big != nil && inner.height >= 7 && inner.width >= BigInitials.width(t.initials) + 2
+        if wantBig { rows.append((0, BigInitials.rows + (inner.height >= 8 ? 1 : 0))) }
         rows.append((1, 1))
         if inner.height >= 2 { rows.append((2, 1)) }
         if inner.height >= 3 { rows.append((3, 1)) }
