@@ -115,10 +115,13 @@ public struct ScreenBuffer: Equatable, Sendable {
         var joined = false
         for u in shown.unicodeScalars {
             if !unicode {
-                guard i < limit else { break }
                 if DisplayWidth.extends(u) || u.value == 0x200D { continue }
-                self[x + i, y] = Cell(char: u.isASCII ? u : "?", style: style)
-                i += 1
+                // Punctuation the UI uses has an ASCII spelling; anything else the locale cannot show is '?'.
+                for a in (u.isASCII ? String(u) : (Self.asciiSpelling[u] ?? "?")).unicodeScalars {
+                    guard i < limit else { break }
+                    self[x + i, y] = Cell(char: a, style: style)
+                    i += 1
+                }
                 continue
             }
             if joined || DisplayWidth.extends(u) || u.value == 0x200D {
@@ -148,6 +151,13 @@ public struct ScreenBuffer: Equatable, Sendable {
         }
         return i
     }
+
+    /// ASCII spellings of the punctuation and symbols in the UI's own text (toasts, help).
+    static let asciiSpelling: [Unicode.Scalar: String] = [
+        "…": "...", "—": "-", "–": "-", "·": "-", "→": "->", "←": "<-", "↑": "^", "↓": "v", "●": "*", "○": "o",
+        "×": "x", "’": "'", "‘": "'", "“": "\"", "”": "\"", "›": ">", "‹": "<", "▲": "^", "✖": "x", "♪": ">", "◆": "@",
+        "▣": "#", "▨": "%", "✕": "X", "⇪": ">", "✉": "+", "☰": "=", "▦": "%", "⟲": "@",
+    ]
 
     public mutating func fill(_ r: Rect, char: Unicode.Scalar = " ", style: CellStyle = .plain) {
         let x0 = max(0, r.x), x1 = min(width, r.maxX), y0 = max(0, r.y), y1 = min(height, r.maxY)

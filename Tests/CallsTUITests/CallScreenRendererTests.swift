@@ -138,7 +138,12 @@ final class CallScreenRendererTests: XCTestCase {
         var m = Fixture.model(count: 3, names: ["王小明 🎧", "Ada Lovelace", "Grace Hopper"])
         m.notices = ["no capture device — sending silence"]
         m.tiles[1].raisedHandAt = 1
+        m.toast("Muting Ada Lovelace…")
+        m.participantListVisible = true
         let s = CallScreenRenderer.render(m, width: 100, height: 30, unicode: false).text
+        XCTAssertTrue(s.contains("Muting Ada Lovelace..."), "UI punctuation has ASCII spellings:\n\(s)")
+        XCTAssertTrue(s.contains("no capture device - sending silence"))
+        XCTAssertTrue(s.contains("> ??? ?") || s.contains("??? ?"), "what the locale cannot show is '?'")
         XCTAssertFalse(s.unicodeScalars.contains { !$0.isASCII }, "only ASCII without a UTF-8 locale:\n\(s)")
         XCTAssertTrue(s.contains("+ AL "))
         XCTAssertTrue(s.contains("^ hand 1"))
@@ -441,6 +446,15 @@ final class CallScreenRendererTests: XCTestCase {
             var ascii = base(); ascii.layout = .tile
             cases.append(("tile-ascii-\(w)x\(h)", ascii, w, h, false))
         }
+        for layout in [LayoutType.spotlight, .sidebar] {
+            var m = base(); m.layout = layout
+            cases.append(("\(layout.rawValue)-ascii-80x24", m, 80, 24, false))
+        }
+        var asciiPeople = base(6); asciiPeople.participantListVisible = true; asciiPeople.now = Date(timeIntervalSince1970: 3600)
+        asciiPeople.toast("Muting Ada Lovelace…")
+        cases.append(("people-ascii-80x24", asciiPeople, 80, 24, false))
+        var asciiHelp = base(); asciiHelp.overlay = .help
+        cases.append(("help-ascii-80x24", asciiHelp, 80, 24, false))
         var chat = base()
         chat.panel = .chat
         chat.apply(.chatMessage(ChatEntry(id: 1, pid: "pid-u1", uid: "u1", name: "Ada Lovelace", text: "café ü — 你好", sentAt: 0)), localPID: "pid-you",
