@@ -51,6 +51,8 @@ public final class WebServer: @unchecked Sendable {
 
     private let nextID = Atomic<UInt64>(1)
     private let running = Atomic<Bool>(false)
+    /// How other threads wake the service thread; retired before the context is destroyed.
+    private let waker = ServiceWaker()
     private let outbox = Mutex<[(UInt64, Outgoing)]>([])
     private let stopped = DispatchSemaphore(value: 0)
     private(set) public var port: Int = 0
@@ -131,6 +133,7 @@ public final class WebServer: @unchecked Sendable {
             throw .cannotCreateContext(host: host, port: requested)
         }
         context = ctx
+        waker.publish(ctx)
         let vhost = lws_get_vhost_by_name(ctx, "default")
         port = vhost.map { Int(lws_get_vhost_listen_port($0)) } ?? requested
         running.store(true, ordering: .releasing)
@@ -144,7 +147,7 @@ public final class WebServer: @unchecked Sendable {
     /// Stops serving, closes every connection and waits for the service thread to finish.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        if let ctx = context { lws_cancel_service(ctx) }
+        waker.wake()
         stopped.wait()
     }
 
@@ -153,6 +156,7 @@ public final class WebServer: @unchecked Sendable {
         while running.load(ordering: .acquiring) {
             if lws_service(ctx, 0) < 0 { break }
         }
+        waker.retire()
         lws_context_destroy(ctx)
         context = nil
         connections.removeAll()
@@ -178,7 +182,7 @@ public final class WebServer: @unchecked Sendable {
 
     private func enqueue(_ id: UInt64, _ item: Outgoing) {
         outbox.withLock { $0.append((id, item)) }
-        if running.load(ordering: .acquiring), let ctx = context { lws_cancel_service(ctx) }
+        waker.wake()
     }
 
     // MARK: Service-thread handlers

@@ -45,6 +45,8 @@ public final class WebSocketClient: @unchecked Sendable {
     private let closeFlag = Atomic<Bool>(false)
     private let abortFlag = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
+    /// How other threads wake the service thread; retired before the context is destroyed.
+    private let waker = ServiceWaker()
 
     public init(url: URL, subprotocol: String = signallingSubprotocol, maxMessageBytes: Int = 1 << 20,
                 delegate: any WebSocketClientDelegate) {
@@ -103,6 +105,7 @@ public final class WebSocketClient: @unchecked Sendable {
             throw .connectFailed("cannot start connection to \(host)")
         }
         wsi = w
+        waker.publish(ctx)
         running.store(true, ordering: .releasing)
         let t = Thread { [self] in self.serviceLoop() }
         t.name = "callroom.ws-client"
@@ -114,14 +117,14 @@ public final class WebSocketClient: @unchecked Sendable {
 
     public func send(_ bytes: [UInt8], binary: Bool) {
         outbox.withLock { $0.append((bytes, binary)) }
-        if running.load(ordering: .acquiring), let ctx = context { lws_cancel_service(ctx) }
+        waker.wake()
     }
 
     /// Closes after the queued messages are written, and waits for the service thread.
     public func disconnect() {
         closeFlag.store(true, ordering: .releasing)
         guard running.load(ordering: .acquiring) else { return }
-        if let ctx = context { lws_cancel_service(ctx) }
+        waker.wake()
         finished.wait()
     }
 
@@ -144,6 +147,8 @@ public final class WebSocketClient: @unchecked Sendable {
                 if wsi == nil || monotonicNanoseconds() > closeDeadline { break }
             }
         }
+        // No other thread may wake the context once it is being destroyed.
+        waker.retire()
         lws_context_destroy(ctx)
         context = nil
         wsi = nil
