@@ -41,50 +41,51 @@ public final class CallStore: @unchecked Sendable {
     private let lock = NSLock()
     /// Operation counts and latency, for `/metrics`.
     public let metrics = StoreMetrics()
-    public static let schemaVersion: Int64 = 1
+    /// The schema this build writes (the last migration's version).
+    public static var schemaVersion: Int64 { SchemaMigration.all.last?.version ?? 0 }
 
     public init(path: String) throws(SQLiteError) {
         db = try SQLiteDatabase(path: path)
-        try migrate()
+        try migrate(SchemaMigration.all)
     }
 
-    private func migrate() throws(SQLiteError) {
+    /// Opens with another list of migrations (tests of the migration path).
+    init(path: String, migrations: [SchemaMigration]) throws(SQLiteError) {
+        db = try SQLiteDatabase(path: path)
+        try migrate(migrations)
+    }
+
+    /// Brings the database to the last of `migrations`, all steps in one transaction: a failed
+    /// step leaves the database as it was. A database written by a newer build is refused, not
+    /// touched.
+    private func migrate(_ migrations: [SchemaMigration]) throws(SQLiteError) {
         try db.transaction { () throws(SQLiteError) in
             try db.execute("CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)")
-            try db.execute("""
-                CREATE TABLE IF NOT EXISTS users(uid TEXT PRIMARY KEY, name TEXT NOT NULL, avatar TEXT,
-                    created_at INTEGER NOT NULL)
-                """)
-            try db.execute("""
-                CREATE TABLE IF NOT EXISTS auth_tokens(token_hash TEXT PRIMARY KEY,
-                    uid TEXT NOT NULL REFERENCES users(uid) ON DELETE CASCADE, created_at INTEGER NOT NULL)
-                """)
-            try db.execute("""
-                CREATE TABLE IF NOT EXISTS calls(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
-                    type TEXT NOT NULL, mode TEXT NOT NULL, status TEXT NOT NULL, initiated_at INTEGER NOT NULL,
-                    started_at INTEGER, ended_at INTEGER, last_seen_at INTEGER)
-                """)
-            try db.execute("CREATE INDEX IF NOT EXISTS calls_session ON calls(session_id)")
-            try db.execute("""
-                CREATE TABLE IF NOT EXISTS call_participants(id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    call_id INTEGER NOT NULL REFERENCES calls(id), uid TEXT NOT NULL, pid TEXT NOT NULL,
-                    name TEXT NOT NULL, joined_at INTEGER NOT NULL, left_at INTEGER)
-                """)
-            try db.execute("CREATE INDEX IF NOT EXISTS call_participants_call ON call_participants(call_id)")
-            try db.execute("""
-                CREATE TABLE IF NOT EXISTS chat_messages(id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    call_id INTEGER NOT NULL REFERENCES calls(id), uid TEXT NOT NULL, pid TEXT NOT NULL,
-                    name TEXT NOT NULL, text TEXT NOT NULL, sent_at INTEGER NOT NULL)
-                """)
-            try db.execute("CREATE INDEX IF NOT EXISTS chat_messages_call ON chat_messages(call_id)")
-            try db.execute("""
-                CREATE TABLE IF NOT EXISTS transcripts(id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    call_id INTEGER NOT NULL REFERENCES calls(id), tid TEXT NOT NULL, start_time INTEGER NOT NULL,
-                    end_time INTEGER NOT NULL, url TEXT NOT NULL, meta TEXT)
-                """)
-            let v = try db.query("SELECT version FROM schema_version").first?.first?.int
-            if v == nil { try db.execute("INSERT INTO schema_version(version) VALUES (?)", [.int(Self.schemaVersion)]) }
+            let rows = try db.query("SELECT version FROM schema_version")
+            let found = rows.compactMap { $0.first?.int }.max() ?? 0
+            let latest = migrations.last?.version ?? 0
+            guard found <= latest else {
+                throw .schema("the database has schema \(found), written by a newer callroomd; this one knows schemas up to \(latest) "
+                              + "and will not open it (upgrade callroomd, or restore a backup)")
+            }
+            var current = found
+            for m in migrations where m.version > current {
+                guard m.version == current + 1 else { throw .schema("schema migration to \(m.version) follows \(current): a step is missing") }
+                for statement in m.statements { try db.execute(statement) }
+                current = m.version
+            }
+            if rows.isEmpty {
+                try db.execute("INSERT INTO schema_version(version) VALUES (?)", [.int(current)])
+            } else if current != found || rows.count > 1 {
+                try db.execute("DELETE FROM schema_version")
+                try db.execute("INSERT INTO schema_version(version) VALUES (?)", [.int(current)])
+            }
         }
+    }
+
+    /// The schema version stored in the database.
+    public func storedSchemaVersion() throws(SQLiteError) -> Int64 {
+        try locked { () throws(SQLiteError) in try db.query("SELECT MAX(version) FROM schema_version").first?.first?.int ?? 0 }
     }
 
     /// Runs `body` under the store lock, timing it (lock wait included) for `/metrics`.

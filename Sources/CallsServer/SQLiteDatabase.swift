@@ -6,12 +6,15 @@ public enum SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
     case open(path: String, message: String)
     case prepare(sql: String, message: String)
     case step(message: String)
+    /// The database's schema cannot be used by this build (too new, or a migration gap).
+    case schema(String)
 
     public var description: String {
         switch self {
         case .open(let p, let m): return "cannot open database \(p): \(m)"
         case .prepare(let s, let m): return "cannot prepare \(s.prefix(60)): \(m)"
         case .step(let m): return "database error: \(m)"
+        case .schema(let m): return "database schema: \(m)"
         }
     }
 }

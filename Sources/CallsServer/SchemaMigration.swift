@@ -1,0 +1,45 @@
+/// One step of the store's schema, from `version - 1` to `version`: SQL run in the same
+/// transaction as every other pending step and the new `schema_version`. Steps are never edited
+/// once released; a change is a new step at the end of `all`. A value; any thread.
+struct SchemaMigration: Sendable {
+    let version: Int64
+    let statements: [String]
+
+    /// Every step, oldest first. Version 1 is the first release's schema (its statements are
+    /// idempotent, so databases made before `schema_version` was read take it as a no-op).
+    static let all: [SchemaMigration] = [v1]
+
+    static let v1 = SchemaMigration(version: 1, statements: [
+        """
+        CREATE TABLE IF NOT EXISTS users(uid TEXT PRIMARY KEY, name TEXT NOT NULL, avatar TEXT,
+            created_at INTEGER NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS auth_tokens(token_hash TEXT PRIMARY KEY,
+            uid TEXT NOT NULL REFERENCES users(uid) ON DELETE CASCADE, created_at INTEGER NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS calls(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+            type TEXT NOT NULL, mode TEXT NOT NULL, status TEXT NOT NULL, initiated_at INTEGER NOT NULL,
+            started_at INTEGER, ended_at INTEGER, last_seen_at INTEGER)
+        """,
+        "CREATE INDEX IF NOT EXISTS calls_session ON calls(session_id)",
+        """
+        CREATE TABLE IF NOT EXISTS call_participants(id INTEGER PRIMARY KEY AUTOINCREMENT,
+            call_id INTEGER NOT NULL REFERENCES calls(id), uid TEXT NOT NULL, pid TEXT NOT NULL,
+            name TEXT NOT NULL, joined_at INTEGER NOT NULL, left_at INTEGER)
+        """,
+        "CREATE INDEX IF NOT EXISTS call_participants_call ON call_participants(call_id)",
+        """
+        CREATE TABLE IF NOT EXISTS chat_messages(id INTEGER PRIMARY KEY AUTOINCREMENT,
+            call_id INTEGER NOT NULL REFERENCES calls(id), uid TEXT NOT NULL, pid TEXT NOT NULL,
+            name TEXT NOT NULL, text TEXT NOT NULL, sent_at INTEGER NOT NULL)
+        """,
+        "CREATE INDEX IF NOT EXISTS chat_messages_call ON chat_messages(call_id)",
+        """
+        CREATE TABLE IF NOT EXISTS transcripts(id INTEGER PRIMARY KEY AUTOINCREMENT,
+            call_id INTEGER NOT NULL REFERENCES calls(id), tid TEXT NOT NULL, start_time INTEGER NOT NULL,
+            end_time INTEGER NOT NULL, url TEXT NOT NULL, meta TEXT)
+        """,
+    ])
+}
