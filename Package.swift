@@ -28,7 +28,7 @@ let package = Package(
 
         // MARK: Swift libraries (arrows point down: nothing imports upward)
         .target(name: "CallsCore"),
-        .target(name: "CallsSecurity", dependencies: ["COpenSSL"]),
+        .target(name: "CallsSecurity", dependencies: ["CallsCore", "COpenSSL"]),
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite", "CBPF"]),

@@ -1,3 +1,4 @@
+import CallsCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,16 +23,10 @@ public struct Pacer: Sendable {
     }
 
     private mutating func wait(nanoseconds step: UInt64) {
-        let now = Self.now()
+        let now = monotonicNanoseconds()
         if next == 0 || now > next + 4 * max(step, periodNanoseconds) { next = now }
         next += step
         var ts = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-    }
-
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 }

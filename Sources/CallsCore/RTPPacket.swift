@@ -94,7 +94,7 @@ public struct RTPPacket: Sendable, Equatable {
             let extEnd = extStart + 4 * words
             guard b.count >= extEnd else { throw .truncatedHeader }
             if profile == 0xBEDE {
-                audioLevel = Self.parseOneByteExtensions(b, from: extStart, to: extEnd)
+                audioLevel = Self.audioLevel(inOneByteExtensions: b, from: extStart, to: extEnd)
             }
             offset = extEnd
         }
@@ -107,7 +107,24 @@ public struct RTPPacket: Sendable, Equatable {
         payload = Array(b[offset..<end])
     }
 
-    private static func parseOneByteExtensions(_ b: [UInt8], from start: Int, to end: Int) -> AudioLevel? {
+    /// The RFC 6464 level in a datagram's one-byte header extensions (RFC 8285), read in place
+    /// without copying or allocating: the one parser for the client and the relay's hot path.
+    /// Nil when the packet has no such extension or its header is malformed.
+    @inlinable
+    public static func audioLevel<C: RandomAccessCollection>(inDatagram d: C) -> AudioLevel? where C.Element == UInt8, C.Index == Int {
+        let s = d.startIndex
+        guard d.count >= 16, d[s] >> 6 == 2, d[s] & 0x10 != 0 else { return nil }
+        let start = s + 12 + 4 * Int(d[s] & 0x0F)
+        guard d.endIndex >= start + 4, d[start] == 0xBE, d[start + 1] == 0xDE else { return nil }
+        let end = start + 4 + 4 * (Int(d[start + 2]) << 8 | Int(d[start + 3]))
+        guard d.endIndex >= end else { return nil }
+        return audioLevel(inOneByteExtensions: d, from: start + 4, to: end)
+    }
+
+    /// The audio level among one-byte header extensions in `b[start..<end]`.
+    @inlinable
+    public static func audioLevel<C: RandomAccessCollection>(inOneByteExtensions b: C, from start: Int, to end: Int) -> AudioLevel?
+    where C.Element == UInt8, C.Index == Int {
         var i = start
         while i < end {
             let byte = b[i]

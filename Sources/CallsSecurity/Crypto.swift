@@ -1,3 +1,4 @@
+import CallsCore
 import COpenSSL
 import Foundation
 
@@ -14,7 +15,7 @@ public enum Crypto {
 
     /// A random token of `bytes` bytes, hex encoded.
     public static func randomHex(_ bytes: Int) -> String {
-        randomBytes(bytes).map { String(format: "%02x", $0) }.joined()
+        Hex.encode(randomBytes(bytes))
     }
 
     /// SHA-256 of `data`.
@@ -28,7 +29,7 @@ public enum Crypto {
 
     /// SHA-256 of a string's UTF-8 bytes, hex encoded.
     public static func sha256Hex(_ s: String) -> String {
-        sha256(Array(s.utf8)).map { String(format: "%02x", $0) }.joined()
+        Hex.encode(sha256(Array(s.utf8)))
     }
 
     /// HMAC-SHA256 of `message` under `key`.

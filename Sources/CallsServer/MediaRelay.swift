@@ -135,21 +135,5 @@ final class MediaRelay: @unchecked Sendable {
 
     /// The RFC 6464 level (0 loud … 127 silent) in a datagram's one-byte header extension, if any.
     /// Reads in place; allocates nothing.
-    static func audioLevel(_ d: UnsafeRawBufferPointer) -> UInt8? {
-        guard d.count >= 16, d[0] & 0x10 != 0 else { return nil }
-        let start = 12 + 4 * Int(d[0] & 0x0F)
-        guard d.count >= start + 4, d[start] == 0xBE, d[start + 1] == 0xDE else { return nil }
-        let end = start + 4 + 4 * (Int(d[start + 2]) << 8 | Int(d[start + 3]))
-        guard d.count >= end else { return nil }
-        var i = start + 4
-        while i < end {
-            let b = d[i]
-            if b == 0 { i += 1; continue }
-            let id = b >> 4, len = Int(b & 0x0F) + 1
-            if id == 15 || i + 1 + len > end { return nil }
-            if id == RTPPacket.audioLevelExtensionID { return d[i + 1] & 0x7F }
-            i += 1 + len
-        }
-        return nil
-    }
+    static func audioLevel(_ d: UnsafeRawBufferPointer) -> UInt8? { RTPPacket.audioLevel(inDatagram: d)?.level }
 }
