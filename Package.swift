@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite", "CBPF"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsTransport", "CallsAudio"]),
-        .target(name: "CallsTUI", dependencies: ["CometChatCallsSDK", "CNcurses"]),
+        .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CNcurses"]),
 
         // MARK: Executables
         .executableTarget(name: "callroomd", dependencies: ["CallsServer"]),

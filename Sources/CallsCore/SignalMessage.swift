@@ -21,8 +21,8 @@ public enum ClientMessage: Sendable, Equatable {
     case setRecording(Bool)
     /// `FRONT` or `REAR`.
     case setCameraFacing(String)
-    /// Asks for a server-side session feature (`recording`, `transcription`, `streaming`) on or off.
-    case setSessionFeature(feature: String, enabled: Bool)
+    /// Asks for a server-side session feature on or off.
+    case setSessionFeature(feature: SessionFeature, enabled: Bool)
     /// Moderators: pin a participant for the whole room (nil unpins).
     case pin(pid: String?)
     /// Moderators: mute someone else's microphone.
@@ -48,12 +48,11 @@ public enum ClientMessage: Sendable, Equatable {
         public var displayName: String?
         public var audioMuted: Bool
         public var videoPaused: Bool
-        /// `video` or `voice`.
-        public var sessionType: String
+        public var sessionType: SignalSessionType
         /// Seconds alone in the room before the server ends your session; 0 never. Default 300.
         public var idleTimeoutSeconds: Int?
         public init(v: Int = signallingProtocolVersion, callToken: String, sessionId: String? = nil, displayName: String? = nil,
-                    audioMuted: Bool = false, videoPaused: Bool = false, sessionType: String = "voice", idleTimeoutSeconds: Int? = nil) {
+                    audioMuted: Bool = false, videoPaused: Bool = false, sessionType: SignalSessionType = .voice, idleTimeoutSeconds: Int? = nil) {
             self.v = v
             self.callToken = callToken
             self.sessionId = sessionId
@@ -95,18 +94,18 @@ public enum ServerMessage: Sendable, Equatable {
     /// A `resume` succeeded: the same participant, current roster, fresh media binding.
     case resumed(Joined)
     case participantJoined(WireParticipant)
-    case participantLeft(WireParticipant, reason: String)
-    /// A participant's state changed; `change` names what (see docs/protocol.md).
-    case participantUpdated(WireParticipant, change: String)
+    case participantLeft(WireParticipant, reason: LeaveReason)
+    /// A participant's state changed; `change` names what.
+    case participantUpdated(WireParticipant, change: ParticipantChange)
     /// The loudest participant changed (nil: nobody is speaking).
     case dominantSpeaker(pid: String?)
     case chat(ChatMessage)
     /// A receiver reported losing this share of your packets (tunes your FEC).
     case lossReport(fromPid: String, lossPercent: Double)
     /// You left (or were made to leave); the server closes the connection after this.
-    case left(reason: String)
+    case left(reason: LeaveReason)
     /// A request was refused. `code` is one of the documented error codes.
-    case error(code: String, message: String)
+    case error(code: SignalErrorCode, message: String)
     case pong(Int)
 
     public struct Joined: Codable, Sendable, Equatable {
@@ -157,10 +156,12 @@ private struct ReportsBody: Codable { var type: String; var reports: [LossReport
 private struct LossBody: Codable { var type: String; var pid: String; var lossPercent: Double }
 private struct TokenBody: Codable { var type: String; var resumeToken: String }
 private struct StringValue: Codable { var type: String; var value: String }
-private struct FeatureBody: Codable { var type: String; var feature: String; var value: Bool }
-private struct ParticipantBody: Codable { var type: String; var participant: WireParticipant; var change: String?; var reason: String? }
-private struct ReasonBody: Codable { var type: String; var reason: String }
-private struct ErrorBody: Codable { var type: String; var code: String; var message: String }
+private struct FeatureBody: Codable { var type: String; var feature: SessionFeature; var value: Bool }
+private struct ParticipantBody: Codable {
+    var type: String; var participant: WireParticipant; var change: ParticipantChange?; var reason: LeaveReason?
+}
+private struct ReasonBody: Codable { var type: String; var reason: LeaveReason }
+private struct ErrorBody: Codable { var type: String; var code: SignalErrorCode; var message: String }
 private struct Typed<T: Codable>: Codable {
     var type: String
     var body: T
@@ -287,10 +288,11 @@ extension ServerMessage {
         case "participantJoined": self = .participantJoined(try SignalJSON.decode(ParticipantBody.self, data).participant)
         case "participantLeft":
             let b = try SignalJSON.decode(ParticipantBody.self, data)
-            self = .participantLeft(b.participant, reason: b.reason ?? "left")
+            self = .participantLeft(b.participant, reason: b.reason ?? .left)
         case "participantUpdated":
             let b = try SignalJSON.decode(ParticipantBody.self, data)
-            self = .participantUpdated(b.participant, change: b.change ?? "")
+            guard let change = b.change else { throw .badFields("participantUpdated needs a change") }
+            self = .participantUpdated(b.participant, change: change)
         case "dominantSpeaker": self = .dominantSpeaker(pid: try SignalJSON.decode(PidBody.self, data).pid)
         case "chat": self = .chat(try SignalJSON.decode(Typed<ChatMessage>.self, data).body)
         case "lossReport":

@@ -8,8 +8,7 @@ public struct WireParticipant: Codable, Sendable, Equatable, Hashable {
     public var pid: String
     /// The RTP SSRC the server assigned to this participant's audio.
     public var ssrc: UInt32
-    /// `moderator` or `participant`.
-    public var role: String
+    public var role: ParticipantRole
     public var isAudioMuted: Bool
     public var isVideoPaused: Bool
     /// Milliseconds since the Unix epoch.
@@ -25,7 +24,7 @@ public struct WireParticipant: Codable, Sendable, Equatable, Hashable {
     /// `FRONT` or `REAR` (video sessions).
     public var cameraFacing: String = "FRONT"
 
-    public init(uid: String, name: String, avatar: String? = nil, pid: String, ssrc: UInt32, role: String,
+    public init(uid: String, name: String, avatar: String? = nil, pid: String, ssrc: UInt32, role: ParticipantRole,
                 isAudioMuted: Bool, isVideoPaused: Bool, joinedAt: Int64) {
         self.uid = uid
         self.name = name

@@ -104,7 +104,7 @@ public final class CallServer: @unchecked Sendable {
 
     /// Ends every call, stops both ports and waits for the threads. Idempotent.
     public func stop() {
-        rooms?.closeAll(reason: "server shutting down")
+        rooms?.closeAll(reason: .serverShuttingDown)
         rooms?.stopHeartbeat()
         // Give queued `left` messages a moment to flush before the sockets go.
         Thread.sleep(forTimeInterval: 0.05)
@@ -149,7 +149,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     public func webServer(_ server: WebServer, didOpen connection: UInt64, path: String, peer: String) {
         openSockets.add(1, ordering: .relaxed)
         guard path == "/v1/signal" else {
-            send(.error(code: "ERR_NOT_FOUND", message: "No WebSocket endpoint \(path); use /v1/signal."), to: connection)
+            send(.error(code: .notFound, message: "No WebSocket endpoint \(path); use /v1/signal."), to: connection)
             close(connection)
             return
         }

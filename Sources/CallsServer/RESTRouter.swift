@@ -100,7 +100,7 @@ struct RESTRouter: Sendable {
                 try requireAPIKey(r)
                 guard let u = b.uid else { throw ServerError.badRequest("uid is required with the apikey.") }
                 guard try store.user(uid: u) != nil else { throw ServerError.uidNotFound(u) }
-                guard b.role == nil || b.role == "moderator" || b.role == "participant" else {
+                guard b.role == nil || b.role.flatMap(ParticipantRole.init(rawValue:)) != nil else {
                     throw ServerError.badRequest("role must be moderator or participant.")
                 }
                 uid = u

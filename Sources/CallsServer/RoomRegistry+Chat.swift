@@ -5,20 +5,20 @@ extension RoomRegistry {
     func chat(_ room: Room, from pid: String, text raw: String, connection: UInt64) {
         guard var p = room.participants[pid] else { return }
         let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else { return fail(connection, "SIGNAL_BAD_MESSAGE", "A chat message needs text.", close: false) }
+        guard !text.isEmpty else { return fail(connection, .badMessage, "A chat message needs text.", close: false) }
         guard text.count <= limits.maxChatCharacters else {
-            return fail(connection, "ERR_MESSAGE_TOO_LONG", "Chat messages are at most \(limits.maxChatCharacters) characters.", close: false)
+            return fail(connection, .messageTooLong, "Chat messages are at most \(limits.maxChatCharacters) characters.", close: false)
         }
         guard p.chatLimiter.allow(now: monotonicNanoseconds()) else {
             room.participants[pid] = p
-            return fail(connection, "ERR_RATE_LIMITED", "Too many chat messages; wait a moment.", close: false)
+            return fail(connection, .rateLimited, "Too many chat messages; wait a moment.", close: false)
         }
         room.participants[pid] = p
         let now = epochMilliseconds()
         var id: Int64 = 0
         if let call = room.callID {
             do { id = try store.addChatMessage(callID: call, uid: p.wire.uid, pid: pid, name: p.wire.name, text: text, at: now) } catch {
-                return fail(connection, "ERR_STORAGE", "The message could not be kept.", close: false)
+                return fail(connection, .storage, "The message could not be kept.", close: false)
             }
         }
         broadcast(room, .chat(ChatMessage(id: id, pid: pid, uid: p.wire.uid, name: p.wire.name, text: text, sentAt: now)))

@@ -12,7 +12,7 @@ extension RoomRegistry {
         p.connection = nil
         let work = DispatchWorkItem { [weak self] in
             guard let self, let r = self.rooms[sid], r.participants[pid]?.connection == nil else { return }
-            self.leave(session: sid, pid: pid, reason: "disconnected", notifySelf: false)
+            self.leave(session: sid, pid: pid, reason: .disconnected, notifySelf: false)
         }
         p.grace = work
         room.participants[pid] = p
@@ -22,10 +22,10 @@ extension RoomRegistry {
 
     func resume(token: String, connection: UInt64) {
         guard byConnection[connection] == nil else {
-            return fail(connection, "SIGNAL_ALREADY_JOINED", "This connection has joined already.", close: false)
+            return fail(connection, .alreadyJoined, "This connection has joined already.", close: false)
         }
         guard let (sid, pid) = byResumeToken[token], let room = rooms[sid], var p = room.participants[pid] else {
-            return fail(connection, "ERR_RESUME_EXPIRED", "Nothing to resume: the grace period is over or the token is wrong.", close: true)
+            return fail(connection, .resumeExpired, "Nothing to resume: the grace period is over or the token is wrong.", close: true)
         }
         // A client may notice the drop before the server does: retire the old connection quietly.
         if let old = p.connection {
@@ -56,7 +56,7 @@ extension RoomRegistry {
         let work = DispatchWorkItem { [weak self] in
             guard let self, let r = self.rooms[sid], r.participants.count == 1, r.participants[pid] != nil else { return }
             self.log.info("idle timeout", ["session": sid, "pid": pid])
-            self.leave(session: sid, pid: pid, reason: "timedOut", notifySelf: true)
+            self.leave(session: sid, pid: pid, reason: .timedOut, notifySelf: true)
         }
         room.idleTimer = work
         queue.asyncAfter(deadline: .now() + .seconds(p.idleTimeoutSeconds), execute: work)

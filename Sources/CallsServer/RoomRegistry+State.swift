@@ -6,7 +6,7 @@ extension RoomRegistry {
 
     /// Changes one participant's state and broadcasts it to the room (them included), unless
     /// nothing changed.
-    func update(_ room: Room, _ pid: String, change: String, _ body: (inout WireParticipant) -> Void) {
+    func update(_ room: Room, _ pid: String, change: ParticipantChange, _ body: (inout WireParticipant) -> Void) {
         guard var p = room.participants[pid] else { return }
         let before = p.wire
         body(&p.wire)
@@ -16,8 +16,8 @@ extension RoomRegistry {
     }
 
     private func requireModerator(_ room: Room, _ pid: String, _ connection: UInt64) -> Bool {
-        guard room.participants[pid]?.wire.role == "moderator" else {
-            fail(connection, "ERR_NOT_MODERATOR", "Only the session's moderators may do that.", close: false)
+        guard room.participants[pid]?.wire.role == .moderator else {
+            fail(connection, .notModerator, "Only the session's moderators may do that.", close: false)
             return false
         }
         return true
@@ -26,25 +26,25 @@ extension RoomRegistry {
     func pin(_ room: Room, by pid: String, target: String?, connection: UInt64) {
         guard requireModerator(room, pid, connection) else { return }
         if let t = target, room.participants[t] == nil {
-            return fail(connection, "ERR_PARTICIPANT_NOT_FOUND", "No participant '\(t.prefix(40))' in this session.", close: false)
+            return fail(connection, .participantNotFound, "No participant '\(t.prefix(40))' in this session.", close: false)
         }
         for other in room.order where other != target && room.participants[other]?.wire.isPinned == true {
-            update(room, other, change: "unpinned") { $0.isPinned = false }
+            update(room, other, change: .unpinned) { $0.isPinned = false }
         }
-        if let t = target { update(room, t, change: "pinned") { $0.isPinned = true } }
+        if let t = target { update(room, t, change: .pinned) { $0.isPinned = true } }
     }
 
     func moderate(_ room: Room, by pid: String, target: String, connection: UInt64, action: ModerationAction) {
         guard requireModerator(room, pid, connection) else { return }
         guard room.participants[target] != nil else {
-            return fail(connection, "ERR_PARTICIPANT_NOT_FOUND", "No participant '\(target.prefix(40))' in this session.", close: false)
+            return fail(connection, .participantNotFound, "No participant '\(target.prefix(40))' in this session.", close: false)
         }
         switch action {
-        case .mute: update(room, target, change: "audioMuted") { $0.isAudioMuted = true }
-        case .pauseVideo: update(room, target, change: "videoPaused") { $0.isVideoPaused = true }
+        case .mute: update(room, target, change: .audioMuted) { $0.isAudioMuted = true }
+        case .pauseVideo: update(room, target, change: .videoPaused) { $0.isVideoPaused = true }
         case .remove:
             log.info("participant removed by moderator", ["session": room.sessionId, "pid": target, "by": pid])
-            leave(session: room.sessionId, pid: target, reason: "removed", notifySelf: true)
+            leave(session: room.sessionId, pid: target, reason: .removed, notifySelf: true)
         }
     }
 }

@@ -97,12 +97,12 @@ final class RoomRegistry: @unchecked Sendable {
     func rejected(_ error: SignalDecodeError, from connection: UInt64) {
         queue.async {
             guard self.admit(connection) else { return }
-            let (code, text): (String, String)
+            let (code, text): (SignalErrorCode, String)
             switch error {
-            case .unknownType(let t): (code, text) = ("SIGNAL_UNKNOWN_TYPE", "Unknown message type '\(t.prefix(40))'.")
-            case .notJSON: (code, text) = ("SIGNAL_BAD_MESSAGE", "The message is not a JSON object.")
-            case .missingType: (code, text) = ("SIGNAL_BAD_MESSAGE", "The message has no type.")
-            case .badFields: (code, text) = ("SIGNAL_BAD_MESSAGE", "The message's fields are not valid.")
+            case .unknownType(let t): (code, text) = (.unknownType, "Unknown message type '\(t.prefix(40))'.")
+            case .notJSON: (code, text) = (.badMessage, "The message is not a JSON object.")
+            case .missingType: (code, text) = (.badMessage, "The message has no type.")
+            case .badFields: (code, text) = (.badMessage, "The message's fields are not valid.")
             }
             self.outboxRef?.send(.error(code: code, message: text), to: connection)
         }
@@ -116,7 +116,7 @@ final class RoomRegistry: @unchecked Sendable {
     }
 
     /// Ends every call (server shutdown) with the current time.
-    func closeAll(reason: String) {
+    func closeAll(reason: LeaveReason) {
         queue.sync {
             for room in Array(rooms.values) {
                 for pid in room.order { leave(session: room.sessionId, pid: pid, reason: reason, notifySelf: true) }
@@ -131,7 +131,7 @@ final class RoomRegistry: @unchecked Sendable {
         var l = signalLimiters[connection] ?? RateLimiter(capacity: limits.signalBurst, perSecond: limits.signalPerSecond)
         let ok = l.allow(now: monotonicNanoseconds())
         signalLimiters[connection] = l
-        if !ok { outboxRef?.send(.error(code: "ERR_RATE_LIMITED", message: "Too many messages; slow down."), to: connection) }
+        if !ok { outboxRef?.send(.error(code: .rateLimited, message: "Too many messages; slow down."), to: connection) }
         return ok
     }
 
@@ -140,25 +140,22 @@ final class RoomRegistry: @unchecked Sendable {
         if case .resume(let token) = message { return resume(token: token, connection: connection) }
         if case .ping(let id) = message { return outboxRef?.send(.pong(id), to: connection) ?? () }
         guard let (sid, pid) = byConnection[connection], let room = rooms[sid], room.participants[pid] != nil else {
-            return fail(connection, "SIGNAL_NOT_JOINED", "Join a session first.", close: false)
+            return fail(connection, .notJoined, "Join a session first.", close: false)
         }
         switch message {
-        case .leave: leave(session: sid, pid: pid, reason: "left", notifySelf: true)
-        case .setAudioMuted(let v): update(room, pid, change: v ? "audioMuted" : "audioUnmuted") { $0.isAudioMuted = v }
-        case .setVideoPaused(let v): update(room, pid, change: v ? "videoPaused" : "videoResumed") { $0.isVideoPaused = v }
+        case .leave: leave(session: sid, pid: pid, reason: .left, notifySelf: true)
+        case .setAudioMuted(let v): update(room, pid, change: v ? .audioMuted : .audioUnmuted) { $0.isAudioMuted = v }
+        case .setVideoPaused(let v): update(room, pid, change: v ? .videoPaused : .videoResumed) { $0.isVideoPaused = v }
         case .setHandRaised(let v):
-            update(room, pid, change: v ? "handRaised" : "handLowered") { $0.raisedHandTimestamp = v ? ($0.raisedHandTimestamp ?? epochMilliseconds()) : nil }
-        case .setPresenting(let v): update(room, pid, change: v ? "presentingStarted" : "presentingStopped") { $0.isPresenting = v }
-        case .setRecording(let v): update(room, pid, change: v ? "recordingStarted" : "recordingStopped") { $0.isRecording = v }
+            update(room, pid, change: v ? .handRaised : .handLowered) { $0.raisedHandTimestamp = v ? ($0.raisedHandTimestamp ?? epochMilliseconds()) : nil }
+        case .setPresenting(let v): update(room, pid, change: v ? .presentingStarted : .presentingStopped) { $0.isPresenting = v }
+        case .setRecording(let v): update(room, pid, change: v ? .recordingStarted : .recordingStopped) { $0.isRecording = v }
         case .setCameraFacing(let v):
-            guard v == "FRONT" || v == "REAR" else { return fail(connection, "SIGNAL_BAD_MESSAGE", "cameraFacing is FRONT or REAR.", close: false) }
-            update(room, pid, change: "cameraFacingChanged") { $0.cameraFacing = v }
+            guard v == "FRONT" || v == "REAR" else { return fail(connection, .badMessage, "cameraFacing is FRONT or REAR.", close: false) }
+            update(room, pid, change: .cameraFacingChanged) { $0.cameraFacing = v }
         case .setSessionFeature(let feature, _):
-            let known = ["recording", "transcription", "streaming"]
-            guard known.contains(feature) else {
-                return fail(connection, "SIGNAL_BAD_MESSAGE", "Unknown feature '\(feature.prefix(40))'; known: \(known.joined(separator: ", ")).", close: false)
-            }
-            fail(connection, "ERR_FEATURE_UNAVAILABLE", "\(feature.capitalized) is not available on this server.", close: false)
+            // (An unknown feature does not decode: SIGNAL_BAD_MESSAGE.)
+            fail(connection, .featureUnavailable, "\(feature.title) is not available on this server.", close: false)
         case .pin(let target): pin(room, by: pid, target: target, connection: connection)
         case .muteParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .mute)
         case .pauseParticipantVideo(let target): moderate(room, by: pid, target: target, connection: connection, action: .pauseVideo)
@@ -175,59 +172,60 @@ final class RoomRegistry: @unchecked Sendable {
         }
     }
 
-    func fail(_ connection: UInt64, _ code: String, _ message: String, close: Bool) {
+    func fail(_ connection: UInt64, _ code: SignalErrorCode, _ message: String, close: Bool) {
         outboxRef?.send(.error(code: code, message: message), to: connection)
         if close { outboxRef?.close(connection) }
     }
 
     private func join(_ j: ClientMessage.Join, connection: UInt64) {
         guard byConnection[connection] == nil else {
-            return fail(connection, "SIGNAL_ALREADY_JOINED", "This connection has joined already.", close: false)
+            return fail(connection, .alreadyJoined, "This connection has joined already.", close: false)
         }
         guard j.v == signallingProtocolVersion else {
-            return fail(connection, "SIGNAL_UNSUPPORTED_VERSION", "Protocol version \(j.v) is not supported; use \(signallingProtocolVersion).", close: true)
+            return fail(connection, .unsupportedVersion, "Protocol version \(j.v) is not supported; use \(signallingProtocolVersion).", close: true)
         }
         let claims: CallTokenClaims
         do {
             claims = try signer.verify(j.callToken)
         } catch {
             let reason = error == .expired ? "The call token has expired." : "The call token is not valid."
-            return fail(connection, error == .expired ? "AUTH_ERR_TOKEN_EXPIRED" : "AUTH_ERR_TOKEN_INVALID", reason, close: true)
+            return fail(connection, error == .expired ? .tokenExpired : .tokenInvalid, reason, close: true)
         }
         guard claims.app == appID else {
-            return fail(connection, "AUTH_ERR_APPID_MISMATCH", "The call token was issued for another app.", close: true)
+            return fail(connection, .appIdMismatch, "The call token was issued for another app.", close: true)
         }
         if let s = j.sessionId, s != claims.sid {
-            return fail(connection, "AUTH_ERR_TOKEN_SESSION_MISMATCH", "The call token is for another session.", close: true)
+            return fail(connection, .tokenSessionMismatch, "The call token is for another session.", close: true)
         }
         if let t = j.idleTimeoutSeconds, t < 0 {
-            return fail(connection, "SIGNAL_BAD_MESSAGE", "idleTimeoutSeconds must be 0 or more.", close: true)
+            return fail(connection, .badMessage, "idleTimeoutSeconds must be 0 or more.", close: true)
         }
         let now = epochMilliseconds()
         let room = rooms[claims.sid] ?? makeRoom(claims.sid)
         guard room.participants.count < limits.maxParticipants else {
             if room.participants.isEmpty { removeRoom(room) }
-            return fail(connection, "ERR_ROOM_FULL", "The session already has \(limits.maxParticipants) participants.", close: true)
+            return fail(connection, .roomFull, "The session already has \(limits.maxParticipants) participants.", close: true)
         }
         var name = claims.sub
         do {
             if let u = try store.user(uid: claims.sub) { name = u.name }
             if room.callID == nil {
-                room.callID = try store.startCall(sessionId: claims.sid, type: j.sessionType == "video" ? "video" : "audio",
+                room.callID = try store.startCall(sessionId: claims.sid, type: j.sessionType == .video ? "video" : "audio",
                                                   mode: "meet", at: now)
             }
         } catch {
             log.error("store failed on join", ["session": claims.sid, "error": "\(error)"])
             if room.participants.isEmpty { removeRoom(room) }
-            return fail(connection, "ERR_STORAGE", "The server could not record the join.", close: true)
+            return fail(connection, .storage, "The server could not record the join.", close: true)
         }
         if let dn = j.displayName?.trimmingCharacters(in: .whitespacesAndNewlines), !dn.isEmpty { name = String(dn.prefix(100)) }
         let pid = Crypto.randomHex(6)
         var ssrc: UInt32 = 0
         repeat { ssrc = Crypto.randomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } } while ssrc == 0 || usedSSRCs.contains(ssrc)
         usedSSRCs.insert(ssrc)
-        let hasModerator = room.participants.values.contains { $0.wire.role == "moderator" }
-        let role = claims.role ?? (hasModerator ? "participant" : "moderator")
+        let hasModerator = room.participants.values.contains { $0.wire.role == .moderator }
+        // A token's role is the operator's word; otherwise the first in is the moderator.
+        let role = claims.role.flatMap(ParticipantRole.init(rawValue:)) ?? (hasModerator ? .participant : .moderator)
         let wire = WireParticipant(uid: claims.sub, name: name, pid: pid, ssrc: ssrc, role: role,
                                    isAudioMuted: j.audioMuted, isVideoPaused: j.videoPaused, joinedAt: now)
         var p = Participant(wire: wire, connection: connection, bindToken: Crypto.randomBytes(MediaBinding.tokenLength),
@@ -271,7 +269,7 @@ final class RoomRegistry: @unchecked Sendable {
     }
 
     /// Removes a participant: store, relay, broadcast; ends the call when the room empties.
-    func leave(session sid: String, pid: String, reason: String, notifySelf: Bool) {
+    func leave(session sid: String, pid: String, reason: LeaveReason, notifySelf: Bool) {
         guard let room = rooms[sid], let p = room.participants.removeValue(forKey: pid) else { return }
         room.order.removeAll { $0 == pid }
         p.grace?.cancel()
@@ -288,16 +286,16 @@ final class RoomRegistry: @unchecked Sendable {
         if let row = p.storeRowID { try? store.participantLeft(rowID: row, at: now) }
         publishRelayTable()
         broadcast(room, .participantLeft(p.wire, reason: reason))
-        log.info("participant left", ["session": sid, "uid": p.wire.uid, "pid": pid, "reason": reason])
+        log.info("participant left", ["session": sid, "uid": p.wire.uid, "pid": pid, "reason": reason.rawValue])
         if room.participants.isEmpty {
             if let id = room.callID { try? store.endCall(id: id, at: now) }
             removeRoom(room)
             log.info("call ended", ["session": sid])
             return
         }
-        if p.wire.role == "moderator" && !room.participants.values.contains(where: { $0.wire.role == "moderator" }),
+        if p.wire.role == .moderator && !room.participants.values.contains(where: { $0.wire.role == .moderator }),
            let heir = room.order.first {
-            update(room, heir, change: "roleChanged") { $0.role = "moderator" }
+            update(room, heir, change: .roleChanged) { $0.role = .moderator }
         }
         if room.dominant == pid { room.dominant = nil; broadcast(room, .dominantSpeaker(pid: nil)) }
         rescheduleIdleTimer(room)

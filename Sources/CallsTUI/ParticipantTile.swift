@@ -1,3 +1,4 @@
+import CallsCore
 import CometChatCallsSDK
 
 /// One participant as the call screen shows it: the server's state plus what this device
@@ -39,7 +40,7 @@ public struct ParticipantTile: Equatable, Sendable {
         isPinned = p.isPinned ?? isPinned
         isPresenting = p.isPresenting ?? isPresenting
         isRecording = p.isRecording ?? isRecording
-        if let r = p.role { isModerator = r == "moderator" }
+        if let r = p.role { isModerator = r == ParticipantRole.moderator.rawValue }
     }
 
     /// Speaking when louder than -40 dBFS and not muted.

@@ -34,12 +34,12 @@ extension CallSession {
 
     /// Asks the server to record. Until a server offers recording, an `.error` event
     /// (`ERR_FEATURE_UNAVAILABLE`) says so — never a silent no-op.
-    public func startRecording() { currentClient?.setSessionFeature("recording", enabled: true) ?? notActive() }
-    public func stopRecording() { currentClient?.setSessionFeature("recording", enabled: false) ?? notActive() }
-    public func startTranscription() { currentClient?.setSessionFeature("transcription", enabled: true) ?? notActive() }
-    public func stopTranscription() { currentClient?.setSessionFeature("transcription", enabled: false) ?? notActive() }
-    public func startStreaming() { currentClient?.setSessionFeature("streaming", enabled: true) ?? notActive() }
-    public func stopStreaming() { currentClient?.setSessionFeature("streaming", enabled: false) ?? notActive() }
+    public func startRecording() { currentClient?.setSessionFeature(.recording, enabled: true) ?? notActive() }
+    public func stopRecording() { currentClient?.setSessionFeature(.recording, enabled: false) ?? notActive() }
+    public func startTranscription() { currentClient?.setSessionFeature(.transcription, enabled: true) ?? notActive() }
+    public func stopTranscription() { currentClient?.setSessionFeature(.transcription, enabled: false) ?? notActive() }
+    public func startStreaming() { currentClient?.setSessionFeature(.streaming, enabled: true) ?? notActive() }
+    public func stopStreaming() { currentClient?.setSessionFeature(.streaming, enabled: false) ?? notActive() }
 
     /// Pins a participant (pid or uid) for the whole room — moderators only; others get an
     /// `ERR_NOT_MODERATOR` error event. `type` is accepted for compatibility and ignored.

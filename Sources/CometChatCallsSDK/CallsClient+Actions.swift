@@ -27,7 +27,7 @@ extension CallsClient {
     /// Sets which camera you use (`cameraFacingChanged` on confirmation).
     public func setCameraFacing(_ facing: CameraFacing) { request(.setCameraFacing(facing.rawValue)) }
     /// Asks the server for recording, transcription or streaming; refusals arrive as `.error` events.
-    public func setSessionFeature(_ feature: String, enabled: Bool) { request(.setSessionFeature(feature: feature, enabled: enabled)) }
+    public func setSessionFeature(_ feature: SessionFeature, enabled: Bool) { request(.setSessionFeature(feature: feature, enabled: enabled)) }
     /// Moderators: pin a participant (by pid or uid) for the room; nil unpins.
     public func pin(_ participantID: String?) { request(.pin(pid: participantID.map(resolvePID))) }
     /// Moderators: mute a participant (by pid or uid).

@@ -133,15 +133,15 @@ extension CallsClient {
             published.withLock { $0.chat.append(m); if $0.chat.count > 500 { $0.chat.removeFirst() } }
             emit(.chatMessage(m))
         case .left(let reason):
-            finish(reason: reason, emitLeft: reason != "timedOut")
-            if reason == "timedOut" { emit(.sessionTimedOut) }
+            finish(reason: reason.rawValue, emitLeft: reason != .timedOut)
+            if reason == .timedOut { emit(.sessionTimedOut) }
         case .error(let code, let message):
             if phase == .joining {
-                failJoin(CometChatCallException(errorCode: code, errorDescription: message))
-            } else if phase == .reconnecting && code == "ERR_RESUME_EXPIRED" {
+                failJoin(CometChatCallException(errorCode: code.rawValue, errorDescription: message))
+            } else if phase == .reconnecting && code == .resumeExpired {
                 giveUpReconnecting()
             } else {
-                emit(.error(code: code, message: message))
+                emit(.error(code: code.rawValue, message: message))
             }
         case .lossReport(let from, let loss):
             guard phase == .joined else { return }
@@ -187,34 +187,38 @@ extension CallsClient {
         lastQualities = now
     }
 
-    private func updatedSelf(_ w: WireParticipant, _ change: String) {
+    private func updatedSelf(_ w: WireParticipant, _ change: ParticipantChange) {
         me = w
         published.withLock { $0.muted = w.isAudioMuted }
         switch change {
-        case "audioMuted":
+        case .audioMuted:
             engine?.setMuted(true)  // also when a moderator muted us
             emit(.audioMuted)
-        case "audioUnmuted": emit(.audioUnMuted)
-        case "videoPaused": emit(.videoPaused)
-        case "videoResumed": emit(.videoResumed)
-        case "cameraFacingChanged": emit(.cameraFacingChanged(cameraFacing: CameraFacing(rawValue: w.cameraFacing) ?? .FRONT))
-        default:
+        case .audioUnmuted: emit(.audioUnMuted)
+        case .videoPaused: emit(.videoPaused)
+        case .videoResumed: emit(.videoResumed)
+        case .cameraFacingChanged: emit(.cameraFacingChanged(cameraFacing: CameraFacing(rawValue: w.cameraFacing) ?? .FRONT))
+        case .handRaised, .handLowered, .presentingStarted, .presentingStopped, .recordingStarted, .recordingStopped,
+             .pinned, .unpinned, .roleChanged:
             // Hand, screen share, recording, pin and role changes are participant events, you included.
             updatedOther(participant(w), change)
         }
     }
 
-    private func updatedOther(_ p: Participant, _ change: String) {
-        let events: [String: CallEvent] = [
-            "audioMuted": .participantAudioMuted(participant: p), "audioUnmuted": .participantAudioUnmuted(participant: p),
-            "videoPaused": .participantVideoPaused(participant: p), "videoResumed": .participantVideoResumed(participant: p),
-            "handRaised": .participantHandRaised(participant: p), "handLowered": .participantHandLowered(participant: p),
-            "presentingStarted": .participantStartedScreenShare(participant: p),
-            "presentingStopped": .participantStoppedScreenShare(participant: p),
-            "recordingStarted": .participantStartedRecording(participant: p),
-            "recordingStopped": .participantStoppedRecording(participant: p),
-        ]
-        if let e = events[change] { emit(e) } else if change == "pinned" || change == "unpinned" || change == "roleChanged" {
+    private func updatedOther(_ p: Participant, _ change: ParticipantChange) {
+        switch change {
+        case .audioMuted: emit(.participantAudioMuted(participant: p))
+        case .audioUnmuted: emit(.participantAudioUnmuted(participant: p))
+        case .videoPaused: emit(.participantVideoPaused(participant: p))
+        case .videoResumed: emit(.participantVideoResumed(participant: p))
+        case .handRaised: emit(.participantHandRaised(participant: p))
+        case .handLowered: emit(.participantHandLowered(participant: p))
+        case .presentingStarted: emit(.participantStartedScreenShare(participant: p))
+        case .presentingStopped: emit(.participantStoppedScreenShare(participant: p))
+        case .recordingStarted: emit(.participantStartedRecording(participant: p))
+        case .recordingStopped: emit(.participantStoppedRecording(participant: p))
+        // No callback of their own: the roster carries them.
+        case .pinned, .unpinned, .roleChanged, .cameraFacingChanged:
             emit(.participantListChanged(participants: published.withLock { $0.roster }))
         }
     }

@@ -275,7 +275,7 @@ public final class CallsClient: @unchecked Sendable {
         engine.setMuted(settings.startAudioMuted)
         socket.send(text: ClientMessage.join(.init(callToken: callToken, sessionId: expectedSessionID, displayName: settings.displayName,
                                                    audioMuted: settings.startAudioMuted, videoPaused: settings.startVideoPaused,
-                                                   sessionType: settings.sessionType == .voice ? "voice" : "video",
+                                                   sessionType: settings.sessionType == .voice ? .voice : .video,
                                                    idleTimeoutSeconds: max(0, settings.idleTimeoutPeriod))).json())
     }
 }

@@ -46,7 +46,7 @@ public struct Participant: Sendable, Equatable, Hashable {
         name = w.name
         avatar = w.avatar
         pid = w.pid
-        role = w.role
+        role = w.role.rawValue
         mid = sessionId
         state = joined ? "joined" : "left"
         isJoined = joined

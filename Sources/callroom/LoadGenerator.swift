@@ -102,7 +102,7 @@ final class LoadGenerator: @unchecked Sendable {
         sink.client = ws
         do { try ws.connect() } catch { throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "\(error)") }
         ws.send(text: ClientMessage.join(.init(callToken: token, sessionId: "load-room-\(r)", audioMuted: false,
-                                               sessionType: "voice", idleTimeoutSeconds: 0)).json())
+                                               sessionType: .voice, idleTimeoutSeconds: 0)).json())
         let deadline = Date().addingTimeInterval(10)
         var joined: ServerMessage.Joined?
         while joined == nil && Date() < deadline {

@@ -43,7 +43,7 @@ enum SDKSetup {
         request.setValue(apiKey, forHTTPHeaderField: "apikey")
         request.setValue(appID, forHTTPHeaderField: "appId")
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try? JSONSerialization.data(withJSONObject: ["sessionId": sessionID, "uid": uid, "role": "moderator"])
+        request.httpBody = try? JSONSerialization.data(withJSONObject: ["sessionId": sessionID, "uid": uid, "role": ParticipantRole.moderator.rawValue])
         do {
             let (data, response) = try await URLSession.shared.data(for: request)
             guard (response as? HTTPURLResponse)?.statusCode == 200 else {

@@ -4,13 +4,14 @@ import Testing
 
 @Suite("Signalling messages")
 struct SignalMessageTests {
-    let alice = WireParticipant(uid: "alice", name: "Alice", pid: "p1", ssrc: 42, role: "moderator",
+    let alice = WireParticipant(uid: "alice", name: "Alice", pid: "p1", ssrc: 42, role: .moderator,
                                 isAudioMuted: false, isVideoPaused: true, joinedAt: 1_700_000_000_000)
 
     @Test func clientMessagesRoundTrip() throws {
         let messages: [ClientMessage] = [
             .join(.init(callToken: "t.o.k", sessionId: "s", displayName: "A", audioMuted: true, videoPaused: false,
-                        sessionType: "voice", idleTimeoutSeconds: 0)),
+                        sessionType: .voice, idleTimeoutSeconds: 0)),
+            .setSessionFeature(feature: .recording, enabled: true), .setCameraFacing("REAR"),
             .resume(token: "r"), .setAudioMuted(true), .setAudioMuted(false), .setVideoPaused(true), .setHandRaised(true),
             .setPresenting(false), .setRecording(true), .pin(pid: "p"), .pin(pid: nil), .muteParticipant(pid: "p"),
             .pauseParticipantVideo(pid: "p"), .removeParticipant(pid: "p"), .chat(text: "hi \"there\""), .receiverReport([LossReport(ssrc: 9, lossPercent: 4.5)]), .leave, .ping(7),
@@ -27,13 +28,34 @@ struct SignalMessageTests {
                            resumeToken: "r", gracePeriodSeconds: 30, dominantSpeaker: "p1")),
             .dominantSpeaker(pid: "p1"), .dominantSpeaker(pid: nil), .lossReport(fromPid: "p2", lossPercent: 12),
             .chat(ChatMessage(id: 1, pid: "p1", uid: "alice", name: "Alice", text: "hello", sentAt: 5)),
-            .participantJoined(alice), .participantLeft(alice, reason: "left"),
-            .participantUpdated(alice, change: "audioMuted"), .left(reason: "bye"),
-            .error(code: "X", message: "why \"quoted\""), .pong(3),
-        ]
+            .participantJoined(alice), .participantLeft(alice, reason: .left), .participantLeft(alice, reason: .serverShuttingDown),
+            .participantUpdated(alice, change: .audioMuted), .left(reason: .removed),
+            .left(reason: LeaveReason(rawValue: "a reason from a newer server")),
+            .error(code: .notModerator, message: "why \"quoted\""), .error(code: SignalErrorCode(rawValue: "ERR_FROM_THE_FUTURE"), message: ""),
+            .pong(3),
+        ] + ParticipantChange.allCases.map { .participantUpdated(alice, change: $0) }
         for m in messages {
             #expect(try ServerMessage(json: Data(m.json().utf8)) == m)
         }
+    }
+
+    /// The typed values encode as the strings docs/protocol.md names (the wire is unchanged).
+    @Test func typedValuesKeepTheirWireSpelling() throws {
+        func object(_ s: String) throws -> [String: Any] { try #require(try JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any]) }
+        #expect(try object(ServerMessage.participantUpdated(alice, change: .presentingStarted).json())["change"] as? String == "presentingStarted")
+        #expect(try object(ServerMessage.left(reason: .serverShuttingDown).json())["reason"] as? String == "server shutting down")
+        #expect(try object(ServerMessage.error(code: .tokenExpired, message: "m").json())["code"] as? String == "AUTH_ERR_TOKEN_EXPIRED")
+        let p = try object(ServerMessage.participantJoined(alice).json())["participant"] as? [String: Any]
+        #expect(p?["role"] as? String == "moderator")
+        let j = try object(ClientMessage.join(.init(callToken: "x", sessionType: .video)).json())
+        #expect(j["sessionType"] as? String == "video")
+        #expect(try object(ClientMessage.setSessionFeature(feature: .transcription, enabled: true).json())["feature"] as? String == "transcription")
+        // Closed sets refuse what they do not know; open ones carry it.
+        #expect(throws: (any Error).self) { try ClientMessage(json: Data(#"{"type":"setSessionFeature","feature":"teleport","value":true}"#.utf8)) }
+        #expect(throws: (any Error).self) {
+            try ServerMessage(json: Data(#"{"type":"participantUpdated","change":"levitating","participant":{}}"#.utf8))
+        }
+        #expect(try ServerMessage(json: Data(#"{"type":"left","reason":"new"}"#.utf8)) == .left(reason: LeaveReason(rawValue: "new")))
     }
 
     @Test func wireShapeHasTypeField() throws {

@@ -18,14 +18,14 @@ final class RoomFeaturesTests: XCTestCase {
 
     func updated(_ p: SignalProbe, _ pid: String, _ change: String, timeout: TimeInterval = 3) -> WireParticipant? {
         if case .participantUpdated(let w, _)? = p.wait(timeout: timeout, {
-            if case .participantUpdated(let w, let c) = $0 { return w.pid == pid && c == change }
+            if case .participantUpdated(let w, let c) = $0 { return w.pid == pid && c.rawValue == change }
             return false
         }) { return w }
         return nil
     }
 
     func errorCode(_ p: SignalProbe, _ code: String) -> Bool {
-        p.wait { if case .error(code, _) = $0 { return true }; return false } != nil
+        p.wait { if case .error(let c, _) = $0 { return c.rawValue == code }; return false } != nil
     }
 
     func testStateFlagsAreHeldAndBroadcast() throws {
@@ -55,7 +55,7 @@ final class RoomFeaturesTests: XCTestCase {
         let (mod, jm) = try join("mo")
         let (p, jp) = try join("pat")
         let (q, jq) = try join("quin")
-        XCTAssertEqual(jm.you.role, "moderator")
+        XCTAssertEqual(jm.you.role, .moderator)
         p.send(.muteParticipant(pid: jq.you.pid))
         XCTAssertTrue(errorCode(p, "ERR_NOT_MODERATOR"))
         mod.send(.muteParticipant(pid: "nobody"))
@@ -71,12 +71,12 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertNotNil(updated(q, jp.you.pid, "unpinned"), "one pin at a time")
         XCTAssertNotNil(updated(q, jq.you.pid, "pinned"))
         mod.send(.removeParticipant(pid: jq.you.pid))
-        XCTAssertNotNil(q.wait { $0 == .left(reason: "removed") })
+        XCTAssertNotNil(q.wait { $0 == .left(reason: .removed) })
         XCTAssertTrue(q.waitClosed())
-        XCTAssertNotNil(p.wait { if case .participantLeft(let w, "removed") = $0 { return w.pid == jq.you.pid }; return false })
+        XCTAssertNotNil(p.wait { if case .participantLeft(let w, .removed) = $0 { return w.pid == jq.you.pid }; return false })
         // The moderator leaves: the next to have joined takes over.
         mod.send(.leave)
-        XCTAssertEqual(updated(p, jp.you.pid, "roleChanged")?.role, "moderator")
+        XCTAssertEqual(updated(p, jp.you.pid, "roleChanged")?.role, .moderator)
     }
 
     func testOneUserOnSeveralDevices() throws {
@@ -119,14 +119,14 @@ final class RoomFeaturesTests: XCTestCase {
 
     func testIdleTimeoutEndsALoneParticipant() throws {
         let (a, _) = try join("solo", idle: 1)
-        XCTAssertNotNil(a.wait(timeout: 4) { $0 == .left(reason: "timedOut") })
+        XCTAssertNotNil(a.wait(timeout: 4) { $0 == .left(reason: .timedOut) })
         XCTAssertTrue(a.waitClosed())
         // With company nobody times out; alone again, the timer starts over.
         let (b, _) = try join("pair1", session: "two", idle: 1)
         let (c, _) = try join("pair2", session: "two", idle: 0)
         XCTAssertNil(b.wait(timeout: 1.6) { if case .left = $0 { return true }; return false })
         c.send(.leave)
-        XCTAssertNotNil(b.wait(timeout: 4) { $0 == .left(reason: "timedOut") })
+        XCTAssertNotNil(b.wait(timeout: 4) { $0 == .left(reason: .timedOut) })
     }
 
     func testReconnectionWithinGraceKeepsTheParticipant() throws {
@@ -152,7 +152,7 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertTrue(errorCode(stale, "ERR_RESUME_EXPIRED"))
         // Dropped again and not back in time: an ordinary leave.
         a2.client.abort()
-        XCTAssertNotNil(b.wait(timeout: 4) { if case .participantLeft(let w, "disconnected") = $0 { return w.pid == ja.you.pid }; return false })
+        XCTAssertNotNil(b.wait(timeout: 4) { if case .participantLeft(let w, .disconnected) = $0 { return w.pid == ja.you.pid }; return false })
     }
 
     func testDominantSpeakerFollowsTheLoudestSender() throws {
@@ -185,7 +185,7 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertEqual(changes, 2, "hysteresis: one change per turn, no flapping")
         // A muted participant is never announced (packets still in flight, a client that sends anyway).
         a.send(.setAudioMuted(true))
-        XCTAssertNotNil(b.wait { if case .participantUpdated(let p, "audioMuted") = $0 { return p.pid == ja.you.pid }; return false })
+        XCTAssertNotNil(b.wait { if case .participantUpdated(let p, .audioMuted) = $0 { return p.pid == ja.you.pid }; return false })
         talk(loud: (sa, ja.you.ssrc), quiet: (sb, jb.you.ssrc), seconds: 1.2)
         Thread.sleep(forTimeInterval: 0.4)
         XCTAssertEqual(b.all.filter { $0 == .dominantSpeaker(pid: ja.you.pid) }.count, 1, "muted: not dominant again")
@@ -238,10 +238,10 @@ final class CallTokenRoleAndExpiryTests: XCTestCase {
         // The first to join is a participant; the operator's token makes the later joiner a moderator.
         let first = try SignalProbe(url: h.server.url)
         first.send(.join(.init(callToken: try h.callToken(uid: "pleb", session: "rt"))))
-        XCTAssertEqual(first.joined()?.you.role, "moderator", "first in with no moderator present")
+        XCTAssertEqual(first.joined()?.you.role, .moderator, "first in with no moderator present")
         let boss = try SignalProbe(url: h.server.url)
         boss.send(.join(.init(callToken: modToken)))
-        XCTAssertEqual(boss.joined()?.you.role, "moderator")
+        XCTAssertEqual(boss.joined()?.you.role, .moderator)
 
         let late = try h.callToken(uid: "pleb", session: "rt")
         Thread.sleep(forTimeInterval: 3.1)

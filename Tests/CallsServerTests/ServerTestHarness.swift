@@ -106,7 +106,7 @@ final class SignalProbe: WebSocketClientDelegate, @unchecked Sendable {
     }
 
     func error(timeout: TimeInterval = 5) -> String? {
-        if case .error(let code, _)? = wait(timeout: timeout, { if case .error = $0 { return true }; return false }) { return code }
+        if case .error(let code, _)? = wait(timeout: timeout, { if case .error = $0 { return true }; return false }) { return code.rawValue }
         return nil
     }
 

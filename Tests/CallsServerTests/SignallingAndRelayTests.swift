@@ -21,14 +21,14 @@ final class SignallingAndRelayTests: XCTestCase {
         XCTAssertEqual(ja.sessionId, "room")
         XCTAssertEqual(ja.you.uid, "alice")
         XCTAssertEqual(ja.you.name, "Alice")
-        XCTAssertEqual(ja.you.role, "moderator", "first to join moderates")
+        XCTAssertEqual(ja.you.role, .moderator, "first to join moderates")
         XCTAssertEqual(ja.participants.map(\.uid), ["alice"])
         XCTAssertEqual(ja.mediaPort, h.server.mediaPort)
         XCTAssertEqual(Hex.decode(ja.bindToken)?.count, 16)
 
         let (b, jb) = try join("bob", muted: true)
         XCTAssertEqual(jb.participants.map(\.uid), ["alice", "bob"])
-        XCTAssertEqual(jb.you.role, "participant")
+        XCTAssertEqual(jb.you.role, .participant)
         XCTAssertTrue(jb.you.isAudioMuted)
         XCTAssertNotEqual(ja.you.ssrc, jb.you.ssrc)
         XCTAssertNotNil(a.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false })
@@ -36,14 +36,14 @@ final class SignallingAndRelayTests: XCTestCase {
         a.send(.setAudioMuted(true))
         for probe in [a, b] {
             XCTAssertNotNil(probe.wait {
-                if case .participantUpdated(let p, "audioMuted") = $0 { return p.uid == "alice" && p.isAudioMuted }
+                if case .participantUpdated(let p, .audioMuted) = $0 { return p.uid == "alice" && p.isAudioMuted }
                 return false
             })
         }
         b.send(.leave)
         XCTAssertNotNil(b.wait { if case .left = $0 { return true }; return false })
         XCTAssertTrue(b.waitClosed())
-        XCTAssertNotNil(a.wait { if case .participantLeft(let p, "left") = $0 { return p.uid == "bob" }; return false })
+        XCTAssertNotNil(a.wait { if case .participantLeft(let p, .left) = $0 { return p.uid == "bob" }; return false })
 
         a.send(.ping(9))
         XCTAssertNotNil(a.wait { $0 == .pong(9) })
@@ -70,11 +70,11 @@ final class SignallingAndRelayTests: XCTestCase {
         p.send(.setAudioMuted(true))
         XCTAssertEqual(p.error(), "SIGNAL_NOT_JOINED")
         p.sendRaw(#"{"type":"dance"}"#)
-        XCTAssertNotNil(p.wait { if case .error("SIGNAL_UNKNOWN_TYPE", _) = $0 { return true }; return false })
+        XCTAssertNotNil(p.wait { if case .error(.unknownType, _) = $0 { return true }; return false })
         p.sendRaw("{{{")
-        XCTAssertNotNil(p.wait { if case .error("SIGNAL_BAD_MESSAGE", _) = $0 { return true }; return false })
+        XCTAssertNotNil(p.wait { if case .error(.badMessage, _) = $0 { return true }; return false })
         p.send(.join(.init(callToken: "not.a.token")))
-        XCTAssertNotNil(p.wait { if case .error("AUTH_ERR_TOKEN_INVALID", _) = $0 { return true }; return false })
+        XCTAssertNotNil(p.wait { if case .error(.tokenInvalid, _) = $0 { return true }; return false })
         XCTAssertTrue(p.waitClosed(), "a bad token closes the connection")
 
         let old = try SignalProbe(url: h.server.url)

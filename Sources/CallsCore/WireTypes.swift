@@ -1,0 +1,90 @@
+/// Typed values of the signalling wire, shared by the server and the SDK: each encodes as the
+/// string docs/protocol.md names, so the JSON is unchanged. Closed sets are enums (an unknown
+/// value is a malformed message); sets a newer server may extend (leave reasons, error codes)
+/// are open structs with the known values as constants. Values; any thread.
+
+/// A participant's role in a room.
+public enum ParticipantRole: String, Codable, Sendable, CaseIterable {
+    case moderator
+    case participant
+}
+
+/// What changed in a `participantUpdated` message.
+public enum ParticipantChange: String, Codable, Sendable, CaseIterable {
+    case audioMuted, audioUnmuted
+    case videoPaused, videoResumed
+    case handRaised, handLowered
+    case presentingStarted, presentingStopped
+    case recordingStarted, recordingStopped
+    case cameraFacingChanged
+    case pinned, unpinned
+    case roleChanged
+}
+
+/// The kind of session a client joins with (`join.sessionType`).
+public enum SignalSessionType: String, Codable, Sendable, CaseIterable {
+    case video
+    case voice
+}
+
+/// A server-side session feature (`setSessionFeature.feature`).
+public enum SessionFeature: String, Codable, Sendable, CaseIterable {
+    case recording
+    case transcription
+    case streaming
+
+    /// `Recording`, for messages.
+    public var title: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
+}
+
+/// Why a participant left (`participantLeft.reason`, `left.reason`).
+public struct LeaveReason: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { rawValue }
+
+    /// They sent `leave`.
+    public static let left = LeaveReason(rawValue: "left")
+    /// Their connection dropped and they did not resume within the grace period.
+    public static let disconnected = LeaveReason(rawValue: "disconnected")
+    /// A moderator removed them.
+    public static let removed = LeaveReason(rawValue: "removed")
+    /// Alone in the room for the idle timeout.
+    public static let timedOut = LeaveReason(rawValue: "timedOut")
+    /// The server stopped.
+    public static let serverShuttingDown = LeaveReason(rawValue: "server shutting down")
+}
+
+/// The code of a refused signalling request (`error.code`); docs/protocol.md lists them.
+public struct SignalErrorCode: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+    public var description: String { rawValue }
+
+    // The signalling protocol itself
+    public static let badMessage = SignalErrorCode(rawValue: "SIGNAL_BAD_MESSAGE")
+    public static let unknownType = SignalErrorCode(rawValue: "SIGNAL_UNKNOWN_TYPE")
+    public static let unsupportedVersion = SignalErrorCode(rawValue: "SIGNAL_UNSUPPORTED_VERSION")
+    public static let notJoined = SignalErrorCode(rawValue: "SIGNAL_NOT_JOINED")
+    public static let alreadyJoined = SignalErrorCode(rawValue: "SIGNAL_ALREADY_JOINED")
+    // The call token
+    public static let tokenInvalid = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_INVALID")
+    public static let tokenExpired = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_EXPIRED")
+    public static let appIdMismatch = SignalErrorCode(rawValue: "AUTH_ERR_APPID_MISMATCH")
+    public static let tokenSessionMismatch = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_SESSION_MISMATCH")
+    // Requests
+    public static let notFound = SignalErrorCode(rawValue: "ERR_NOT_FOUND")
+    public static let resumeExpired = SignalErrorCode(rawValue: "ERR_RESUME_EXPIRED")
+    public static let notModerator = SignalErrorCode(rawValue: "ERR_NOT_MODERATOR")
+    public static let participantNotFound = SignalErrorCode(rawValue: "ERR_PARTICIPANT_NOT_FOUND")
+    public static let featureUnavailable = SignalErrorCode(rawValue: "ERR_FEATURE_UNAVAILABLE")
+    public static let messageTooLong = SignalErrorCode(rawValue: "ERR_MESSAGE_TOO_LONG")
+    public static let rateLimited = SignalErrorCode(rawValue: "ERR_RATE_LIMITED")
+    public static let roomFull = SignalErrorCode(rawValue: "ERR_ROOM_FULL")
+    public static let storage = SignalErrorCode(rawValue: "ERR_STORAGE")
+    public static let unavailable = SignalErrorCode(rawValue: "ERR_UNAVAILABLE")
+}
