@@ -64,6 +64,7 @@ extension RoomRegistry {
 
     /// The relay reported a new loudest speaker for a room (nil key: nobody).
     func dominantSpeakerChanged(roomIndex: Int, key: UInt64?) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let sid = roomsByIndex[roomIndex], let room = rooms[sid] else { return }
         let pid = key.flatMap { k in room.participants.first(where: { $0.value.key == k })?.key }
         guard pid != room.dominant else { return }

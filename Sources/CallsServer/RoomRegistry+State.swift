@@ -1,3 +1,4 @@
+import Dispatch
 import CallsCore
 
 // MARK: Participant state and moderation (on the registry's queue)
@@ -7,6 +8,7 @@ extension RoomRegistry {
     /// Changes one participant's state and broadcasts it to the room (them included), unless
     /// nothing changed.
     func update(_ room: Room, _ pid: String, change: ParticipantChange, _ body: (inout WireParticipant) -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard var p = room.participants[pid] else { return }
         let before = p.wire
         body(&p.wire)

@@ -136,6 +136,8 @@ final class RoomRegistry: @unchecked Sendable {
     }
 
     private func handle(_ message: ClientMessage, from connection: UInt64) {
+
+        dispatchPrecondition(condition: .onQueue(queue))
         if case .join(let j) = message { return join(j, connection: connection) }
         if case .resume(let token) = message { return resume(token: token, connection: connection) }
         if case .ping(let id) = message { return outboxRef?.send(.pong(id), to: connection) ?? () }
@@ -173,11 +175,15 @@ final class RoomRegistry: @unchecked Sendable {
     }
 
     func fail(_ connection: UInt64, _ code: SignalErrorCode, _ message: String, close: Bool) {
+
+        dispatchPrecondition(condition: .onQueue(queue))
         outboxRef?.send(.error(code: code, message: message), to: connection)
         if close { outboxRef?.close(connection) }
     }
 
     private func join(_ j: ClientMessage.Join, connection: UInt64) {
+
+        dispatchPrecondition(condition: .onQueue(queue))
         guard byConnection[connection] == nil else {
             return fail(connection, .alreadyJoined, "This connection has joined already.", close: false)
         }
@@ -234,7 +240,13 @@ final class RoomRegistry: @unchecked Sendable {
                             chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), grace: nil)
         nextKey += 1
         if let callID = room.callID {
-            p.storeRowID = try? store.participantJoined(callID: callID, uid: wire.uid, pid: pid, name: name, at: now)
+            // The join is on disk before anyone hears of it, or it is refused.
+            do { p.storeRowID = try store.participantJoined(callID: callID, uid: wire.uid, pid: pid, name: name, at: now) } catch {
+                log.error("store failed on join", ["session": claims.sid, "error": "\(error)"])
+                usedSSRCs.remove(ssrc)
+                if room.participants.isEmpty { removeRoom(room) }
+                return fail(connection, .storage, "The server could not record the join.", close: true)
+            }
         }
         let others = room.roster
         room.participants[pid] = p
@@ -255,6 +267,8 @@ final class RoomRegistry: @unchecked Sendable {
     }
 
     private func makeRoom(_ sid: String) -> Room {
+
+        dispatchPrecondition(condition: .onQueue(queue))
         let r = Room(sessionId: sid, index: nextRoomIndex)
         nextRoomIndex += 1
         rooms[sid] = r
@@ -263,6 +277,8 @@ final class RoomRegistry: @unchecked Sendable {
     }
 
     private func removeRoom(_ room: Room) {
+
+        dispatchPrecondition(condition: .onQueue(queue))
         room.idleTimer?.cancel()
         rooms[room.sessionId] = nil
         roomsByIndex[room.index] = nil
@@ -270,6 +286,7 @@ final class RoomRegistry: @unchecked Sendable {
 
     /// Removes a participant: store, relay, broadcast; ends the call when the room empties.
     func leave(session sid: String, pid: String, reason: LeaveReason, notifySelf: Bool) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let room = rooms[sid], let p = room.participants.removeValue(forKey: pid) else { return }
         room.order.removeAll { $0 == pid }
         p.grace?.cancel()
@@ -283,12 +300,21 @@ final class RoomRegistry: @unchecked Sendable {
             }
         }
         let now = epochMilliseconds()
-        if let row = p.storeRowID { try? store.participantLeft(rowID: row, at: now) }
+        // A leave happens whatever the disk says; a failed write is logged and counted (store metrics).
+        if let row = p.storeRowID {
+            do { try store.participantLeft(rowID: row, at: now) } catch {
+                log.error("store failed on leave", ["session": sid, "pid": pid, "error": "\(error)"])
+            }
+        }
         publishRelayTable()
         broadcast(room, .participantLeft(p.wire, reason: reason))
         log.info("participant left", ["session": sid, "uid": p.wire.uid, "pid": pid, "reason": reason.rawValue])
         if room.participants.isEmpty {
-            if let id = room.callID { try? store.endCall(id: id, at: now) }
+            if let id = room.callID {
+                do { try store.endCall(id: id, at: now) } catch {
+                    log.error("store failed to end the call", ["session": sid, "error": "\(error)"])
+                }
+            }
             removeRoom(room)
             log.info("call ended", ["session": sid])
             return
@@ -302,10 +328,13 @@ final class RoomRegistry: @unchecked Sendable {
     }
 
     func broadcast(_ room: Room, _ message: ServerMessage) {
+
+        dispatchPrecondition(condition: .onQueue(queue))
         for p in room.participants.values { if let c = p.connection { outboxRef?.send(message, to: c) } }
     }
 
     func publishRelayTable() {
+        dispatchPrecondition(condition: .onQueue(queue))
         var t = RelayTable()
         for room in rooms.values {
             var keys: [UInt64] = []
@@ -320,6 +349,8 @@ final class RoomRegistry: @unchecked Sendable {
     }
 
     private func beat() {
+
+        dispatchPrecondition(condition: .onQueue(queue))
         let ids = rooms.values.compactMap(\.callID)
         do { try store.heartbeat(callIDs: ids, at: epochMilliseconds()) } catch {
             log.error("store heartbeat failed", ["error": "\(error)"])

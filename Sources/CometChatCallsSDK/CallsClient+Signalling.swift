@@ -72,6 +72,7 @@ extension CallsClient {
     }
 
     func handle(_ m: ServerMessage) {
+        dispatchPrecondition(condition: .onQueue(state))
         switch m {
         case .joined(let j):
             guard phase == .joining else { return }
@@ -178,6 +179,7 @@ extension CallsClient {
     /// Emits `connectionQualityChanged` for each participant whose quality moved since the last
     /// interval (not for the first measurement of a good connection). State queue.
     func announceQualityChanges() {
+        dispatchPrecondition(condition: .onQueue(state))
         let now = qualities()
         let roster = participants
         for (pid, q) in now where lastQualities[pid] != q {
@@ -270,6 +272,7 @@ extension CallsClient {
 
     /// Tears the session down once (stop media, close the socket, emit `sessionLeft`).
     func finish(reason: String, emitLeft: Bool) {
+        dispatchPrecondition(condition: .onQueue(state))
         guard [.joined, .leaving, .reconnecting].contains(phase) else { return }
         phase = .ended
         reportTimer?.cancel()

@@ -191,6 +191,24 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertEqual(b.all.filter { $0 == .dominantSpeaker(pid: ja.you.pid) }.count, 1, "muted: not dominant again")
     }
 
+    /// A join the store cannot record is refused (ERR_STORAGE) and nobody hears of it: the
+    /// promise is that an acknowledged join is on disk.
+    func testAJoinTheStoreCannotRecordIsRefused() throws {
+        let (a, _) = try join("ann", session: "disk")
+        // Another connection breaks the table joins are written to.
+        let db = try SQLiteDatabase(path: h.dir + "/callroom.sqlite")
+        try db.execute("DROP TABLE call_participants")
+        let p = try SignalProbe(url: h.server.url)
+        p.send(.join(.init(callToken: try h.callToken(uid: "bea", session: "disk"), sessionId: "disk")))
+        XCTAssertTrue(errorCode(p, "ERR_STORAGE"), "the join is refused")
+        XCTAssertNil(p.joined(timeout: 0.5))
+        XCTAssertTrue(p.waitClosed())
+        XCTAssertNil(a.wait(timeout: 0.5) { if case .participantJoined = $0 { return true }; return false }, "nobody hears of it")
+        // Leaving still works (the failed write is logged, the participant goes).
+        a.send(.leave)
+        XCTAssertNotNil(a.wait { if case .left = $0 { return true }; return false })
+    }
+
     func testSignallingFloodIsRateLimitedAndTheConnectionSurvives() throws {
         let (a, _) = try join("fast")
         for i in 0..<400 { a.send(.ping(i)) }
