@@ -26,6 +26,10 @@ public final class CallServer: @unchecked Sendable {
     private var web: WebServer?
     private var relay: MediaRelay?
     private var rooms: RoomRegistry?
+    /// Every inbound signalling message goes through here (set before the web server starts).
+    private var signals: (any SignalRouter)?
+    /// This process's node id: the `node` of every `ConnectionID` it holds.
+    public let nodeID = "node-" + Crypto.randomHex(4)
     private var router: RESTRouter?
     private var store: CallStore?
     private let restQueue = DispatchQueue(label: "callroom.rest", attributes: .concurrent)
@@ -89,6 +93,7 @@ public final class CallServer: @unchecked Sendable {
         let web = WebServer(host: configuration.host, delegate: self)
         rooms.attach(outbox: self)
         self.rooms = rooms
+        signals = LocalSignalRouter(outbox: self, limits: limits, handlers: [.room: rooms])
         self.relay = relay
         mediaPort = relay.port
         router = RESTRouter(store: store, keys: k, signer: signer, config: configuration, mediaPort: relay.port)
@@ -149,35 +154,37 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     public func webServer(_ server: WebServer, didOpen connection: UInt64, path: String, peer: String) {
         openSockets.add(1, ordering: .relaxed)
         guard path == "/v1/signal" else {
-            send(.error(code: .notFound, message: "No WebSocket endpoint \(path); use /v1/signal."), to: connection)
-            close(connection)
+            let id = ConnectionID(node: nodeID, local: connection)
+            send(.error(code: .notFound, message: "No WebSocket endpoint \(path); use /v1/signal."), to: id)
+            close(id)
             return
         }
     }
 
     public func webServer(_ server: WebServer, connection: UInt64, didReceive message: [UInt8], binary: Bool) {
-        guard let rooms else { return }
-        if binary {
-            rooms.rejected(.notJSON, from: connection)
-            return
-        }
+        guard let signals else { return }
+        let id = ConnectionID(node: nodeID, local: connection)
+        if binary { return signals.rejected(.notJSON, from: id) }
         do {
-            rooms.received(try ClientMessage(json: Data(message)), from: connection)
+            signals.received(try ClientMessage(json: Data(message)), from: id)
         } catch {
-            rooms.rejected(error, from: connection)
+            signals.rejected(error, from: id)
         }
     }
 
     public func webServer(_ server: WebServer, didClose connection: UInt64) {
         openSockets.subtract(1, ordering: .relaxed)
-        rooms?.connectionClosed(connection)
+        signals?.connectionClosed(ConnectionID(node: nodeID, local: connection))
     }
 
-    func send(_ message: ServerMessage, to connection: UInt64) {
-        web?.send(text: message.json(), to: connection)
+    /// Sends to a connection this node holds (a multi-node router forwards the others).
+    func send(_ message: ServerMessage, to connection: ConnectionID) {
+        guard connection.node == nodeID else { return log.warn("message for another node dropped", ["connection": "\(connection)"]) }
+        web?.send(text: message.json(), to: connection.local)
     }
 
-    func close(_ connection: UInt64) {
-        web?.close(connection)
+    func close(_ connection: ConnectionID) {
+        guard connection.node == nodeID else { return }
+        web?.close(connection.local)
     }
 }

@@ -2,7 +2,7 @@ import CallsCore
 
 // MARK: In-call chat (on the registry's queue)
 extension RoomRegistry {
-    func chat(_ room: Room, from pid: String, text raw: String, connection: UInt64) {
+    func chat(_ room: Room, from pid: String, text raw: String, connection: ConnectionID) {
         guard var p = room.participants[pid] else { return }
         let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { return fail(connection, .badMessage, "A chat message needs text.", close: false) }

@@ -6,7 +6,7 @@ import Foundation
 extension RoomRegistry {
     /// A signalling connection closed without `leave`: hold its participant for the grace
     /// period so a `resume` can take it back without peers seeing a leave and a join.
-    func connectionDropped(_ connection: UInt64) {
+    func connectionDropped(_ connection: ConnectionID) {
         guard let (sid, pid) = byConnection.removeValue(forKey: connection), let room = rooms[sid],
               var p = room.participants[pid] else { return }
         p.connection = nil
@@ -20,7 +20,7 @@ extension RoomRegistry {
         log.info("participant connection lost; holding", ["session": sid, "pid": pid, "grace_s": "\(Int(limits.gracePeriodSeconds))"])
     }
 
-    func resume(token: String, connection: UInt64) {
+    func resume(token: String, connection: ConnectionID) {
         guard byConnection[connection] == nil else {
             return fail(connection, .alreadyJoined, "This connection has joined already.", close: false)
         }

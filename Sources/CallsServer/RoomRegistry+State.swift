@@ -17,7 +17,7 @@ extension RoomRegistry {
         broadcast(room, .participantUpdated(p.wire, change: change))
     }
 
-    private func requireModerator(_ room: Room, _ pid: String, _ connection: UInt64) -> Bool {
+    private func requireModerator(_ room: Room, _ pid: String, _ connection: ConnectionID) -> Bool {
         guard room.participants[pid]?.wire.role == .moderator else {
             fail(connection, .notModerator, "Only the session's moderators may do that.", close: false)
             return false
@@ -25,7 +25,7 @@ extension RoomRegistry {
         return true
     }
 
-    func pin(_ room: Room, by pid: String, target: String?, connection: UInt64) {
+    func pin(_ room: Room, by pid: String, target: String?, connection: ConnectionID) {
         guard requireModerator(room, pid, connection) else { return }
         if let t = target, room.participants[t] == nil {
             return fail(connection, .participantNotFound, "No participant '\(t.prefix(40))' in this session.", close: false)
@@ -36,7 +36,7 @@ extension RoomRegistry {
         if let t = target { update(room, t, change: .pinned) { $0.isPinned = true } }
     }
 
-    func moderate(_ room: Room, by pid: String, target: String, connection: UInt64, action: ModerationAction) {
+    func moderate(_ room: Room, by pid: String, target: String, connection: ConnectionID, action: ModerationAction) {
         guard requireModerator(room, pid, connection) else { return }
         guard room.participants[target] != nil else {
             return fail(connection, .participantNotFound, "No participant '\(target.prefix(40))' in this session.", close: false)

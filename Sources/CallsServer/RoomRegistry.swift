@@ -9,11 +9,11 @@ import Foundation
 /// Store writes happen on this queue, so a committed join/leave precedes its broadcast.
 /// Facets: `+State` (participant state, moderation), `+Chat`, `+Presence` (reconnection,
 /// idle timeout, dominant speaker).
-final class RoomRegistry: @unchecked Sendable {
+final class RoomRegistry: SignalHandler, @unchecked Sendable {
     struct Participant {
         var wire: WireParticipant
         /// The signalling connection; nil while held after a drop (see `+Presence`).
-        var connection: UInt64?
+        var connection: ConnectionID?
         var bindToken: [UInt8]
         var resumeToken: String
         var key: UInt64
@@ -45,9 +45,8 @@ final class RoomRegistry: @unchecked Sendable {
     weak var outboxRef: (any SignalOutbox)?
     var rooms: [String: Room] = [:]
     /// Which participant each connection speaks for.
-    var byConnection: [UInt64: (session: String, pid: String)] = [:]
+    var byConnection: [ConnectionID: (session: String, pid: String)] = [:]
     var byResumeToken: [String: (session: String, pid: String)] = [:]
-    var signalLimiters: [UInt64: RateLimiter] = [:]
     var roomsByIndex: [Int: String] = [:]
     private var nextRoomIndex = 1
     private var nextKey: UInt64 = 1
@@ -87,32 +86,13 @@ final class RoomRegistry: @unchecked Sendable {
 
     // MARK: Entry points (any thread)
 
-    func received(_ message: ClientMessage, from connection: UInt64) {
-        queue.async {
-            guard self.admit(connection) else { return }
-            self.handle(message, from: connection)
-        }
+    /// A room-family message from the router (rate-limited there already).
+    func received(_ message: ClientMessage, from connection: ConnectionID) {
+        queue.async { self.handle(message, from: connection) }
     }
 
-    func rejected(_ error: SignalDecodeError, from connection: UInt64) {
-        queue.async {
-            guard self.admit(connection) else { return }
-            let (code, text): (SignalErrorCode, String)
-            switch error {
-            case .unknownType(let t): (code, text) = (.unknownType, "Unknown message type '\(t.prefix(40))'.")
-            case .notJSON: (code, text) = (.badMessage, "The message is not a JSON object.")
-            case .missingType: (code, text) = (.badMessage, "The message has no type.")
-            case .badFields: (code, text) = (.badMessage, "The message's fields are not valid.")
-            }
-            self.outboxRef?.send(.error(code: code, message: text), to: connection)
-        }
-    }
-
-    func connectionClosed(_ connection: UInt64) {
-        queue.async {
-            self.signalLimiters[connection] = nil
-            self.connectionDropped(connection)
-        }
+    func connectionClosed(_ connection: ConnectionID) {
+        queue.async { self.connectionDropped(connection) }
     }
 
     /// Ends every call (server shutdown) with the current time.
@@ -126,21 +106,10 @@ final class RoomRegistry: @unchecked Sendable {
 
     // MARK: Queue-confined handling
 
-    /// Per-connection signalling rate limit; the first refusal in a burst is reported.
-    private func admit(_ connection: UInt64) -> Bool {
-        var l = signalLimiters[connection] ?? RateLimiter(capacity: limits.signalBurst, perSecond: limits.signalPerSecond)
-        let ok = l.allow(now: monotonicNanoseconds())
-        signalLimiters[connection] = l
-        if !ok { outboxRef?.send(.error(code: .rateLimited, message: "Too many messages; slow down."), to: connection) }
-        return ok
-    }
-
-    private func handle(_ message: ClientMessage, from connection: UInt64) {
-
+    private func handle(_ message: ClientMessage, from connection: ConnectionID) {
         dispatchPrecondition(condition: .onQueue(queue))
         if case .join(let j) = message { return join(j, connection: connection) }
         if case .resume(let token) = message { return resume(token: token, connection: connection) }
-        if case .ping(let id) = message { return outboxRef?.send(.pong(id), to: connection) ?? () }
         guard let (sid, pid) = byConnection[connection], let room = rooms[sid], room.participants[pid] != nil else {
             return fail(connection, .notJoined, "Join a session first.", close: false)
         }
@@ -170,18 +139,19 @@ final class RoomRegistry: @unchecked Sendable {
                       sender.wire.pid != pid, let c = sender.connection else { continue }
                 outboxRef?.send(.lossReport(fromPid: pid, lossPercent: min(100, max(0, r.lossPercent))), to: c)
             }
-        case .join, .resume, .ping: break
+        case .join, .resume: break
+        case .ping: break  // (answered by the router)
         }
     }
 
-    func fail(_ connection: UInt64, _ code: SignalErrorCode, _ message: String, close: Bool) {
+    func fail(_ connection: ConnectionID, _ code: SignalErrorCode, _ message: String, close: Bool) {
 
         dispatchPrecondition(condition: .onQueue(queue))
         outboxRef?.send(.error(code: code, message: message), to: connection)
         if close { outboxRef?.close(connection) }
     }
 
-    private func join(_ j: ClientMessage.Join, connection: UInt64) {
+    private func join(_ j: ClientMessage.Join, connection: ConnectionID) {
 
         dispatchPrecondition(condition: .onQueue(queue))
         guard byConnection[connection] == nil else {

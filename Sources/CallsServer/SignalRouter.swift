@@ -1,0 +1,112 @@
+import CallsCore
+import Foundation
+
+/// A signalling connection anywhere in a deployment: the node that holds its socket and that
+/// node's own id for it. On a single node every connection carries this server's node id; a
+/// multi-node router (Redis, later) forwards by `node`. A value; any thread.
+public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+    public var node: String
+    public var local: UInt64
+    public init(node: String, local: UInt64) { self.node = node; self.local = local }
+    public var description: String { "\(node)/\(local)" }
+}
+
+/// The families of client messages; each has one handler behind the router.
+enum SignalFamily: Hashable, Sendable {
+    /// Joining, leaving and everything inside a room.
+    case room
+    /// Not about any room: keep-alives now; a user's presence and ringing calls next.
+    case presence
+}
+
+extension ClientMessage {
+    /// The family that handles this message.
+    var family: SignalFamily {
+        switch self {
+        case .ping: return .presence
+        case .join, .resume, .setAudioMuted, .setVideoPaused, .setHandRaised, .setPresenting, .setRecording, .setCameraFacing,
+             .setSessionFeature, .pin, .muteParticipant, .pauseParticipantVideo, .removeParticipant, .chat, .receiverReport, .leave:
+            return .room
+        }
+    }
+}
+
+/// Handles one family of signalling messages. Called from the router (any thread); the
+/// handler confines its own state (the room registry hops onto its queue).
+protocol SignalHandler: AnyObject, Sendable {
+    func received(_ message: ClientMessage, from connection: ConnectionID)
+    /// The connection closed; every handler hears it.
+    func connectionClosed(_ connection: ConnectionID)
+}
+
+/// Where every inbound signalling message goes: one seam between the transport and the
+/// components behind it, keyed by message family. `LocalSignalRouter` serves one node; a
+/// cluster router will wrap it (LiveKit's `pkg/routing` is the model).
+protocol SignalRouter: AnyObject, Sendable {
+    func received(_ message: ClientMessage, from connection: ConnectionID)
+    /// A frame that did not decode; answered with the matching error code.
+    func rejected(_ error: SignalDecodeError, from connection: ConnectionID)
+    func connectionClosed(_ connection: ConnectionID)
+}
+
+/// The single-node router: applies the per-connection signalling rate limit to every message,
+/// answers keep-alives itself, and hands each family to its handler.
+///
+/// Thread rules: any thread; its own state (rate limiters) is behind a lock.
+final class LocalSignalRouter: SignalRouter, @unchecked Sendable {
+    private let outbox: any SignalOutbox
+    private let handlers: [SignalFamily: any SignalHandler]
+    private let limits: RoomLimits
+    private let lock = NSLock()
+    private var limiters: [ConnectionID: RateLimiter] = [:]
+
+    init(outbox: any SignalOutbox, limits: RoomLimits, handlers: [SignalFamily: any SignalHandler]) {
+        self.outbox = outbox
+        self.limits = limits
+        self.handlers = handlers
+    }
+
+    func received(_ message: ClientMessage, from connection: ConnectionID) {
+        guard admit(connection) else { return }
+        switch message.family {
+        case .presence:
+            if case .ping(let id) = message { return outbox.send(.pong(id), to: connection) }
+        case .room:
+            break
+        }
+        guard let h = handlers[message.family] else {
+            return outbox.send(.error(code: .unknownType, message: "Nothing on this server handles that message."), to: connection)
+        }
+        h.received(message, from: connection)
+    }
+
+    func rejected(_ error: SignalDecodeError, from connection: ConnectionID) {
+        guard admit(connection) else { return }
+        let (code, text): (SignalErrorCode, String)
+        switch error {
+        case .unknownType(let t): (code, text) = (.unknownType, "Unknown message type '\(t.prefix(40))'.")
+        case .notJSON: (code, text) = (.badMessage, "The message is not a JSON object.")
+        case .missingType: (code, text) = (.badMessage, "The message has no type.")
+        case .badFields: (code, text) = (.badMessage, "The message's fields are not valid.")
+        }
+        outbox.send(.error(code: code, message: text), to: connection)
+    }
+
+    func connectionClosed(_ connection: ConnectionID) {
+        lock.withLock { limiters[connection] = nil }
+        var told = Set<ObjectIdentifier>()
+        for h in handlers.values where told.insert(ObjectIdentifier(h)).inserted { h.connectionClosed(connection) }
+    }
+
+    /// Per-connection signalling rate limit; each refusal is reported.
+    private func admit(_ connection: ConnectionID) -> Bool {
+        let ok = lock.withLock { () -> Bool in
+            var l = limiters[connection] ?? RateLimiter(capacity: limits.signalBurst, perSecond: limits.signalPerSecond)
+            let ok = l.allow(now: monotonicNanoseconds())
+            limiters[connection] = l
+            return ok
+        }
+        if !ok { outbox.send(.error(code: .rateLimited, message: "Too many messages; slow down."), to: connection) }
+        return ok
+    }
+}
