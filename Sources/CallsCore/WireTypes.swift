@@ -3,6 +3,16 @@
 /// value is a malformed message); sets a newer server may extend (leave reasons, error codes)
 /// are open structs with the known values as constants. Values; any thread.
 
+/// A string-valued wire type whose set a newer server may extend: the standard library's
+/// `RawRepresentable` coding makes it a plain JSON string.
+public protocol OpenWireValue: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible where RawValue == String {
+    init(rawValue: String)
+}
+
+extension OpenWireValue {
+    public var description: String { rawValue }
+}
+
 /// A participant's role in a room.
 public enum ParticipantRole: String, Codable, Sendable, CaseIterable {
     case moderator
@@ -38,12 +48,9 @@ public enum SessionFeature: String, Codable, Sendable, CaseIterable {
 }
 
 /// Why a participant left (`participantLeft.reason`, `left.reason`).
-public struct LeaveReason: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
+public struct LeaveReason: OpenWireValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
-    public var description: String { rawValue }
 
     /// They sent `leave`.
     public static let left = LeaveReason(rawValue: "left")
@@ -58,12 +65,9 @@ public struct LeaveReason: RawRepresentable, Codable, Hashable, Sendable, Custom
 }
 
 /// The code of a refused signalling request (`error.code`); docs/protocol.md lists them.
-public struct SignalErrorCode: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
+public struct SignalErrorCode: OpenWireValue {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
-    public var description: String { rawValue }
 
     // The signalling protocol itself
     public static let badMessage = SignalErrorCode(rawValue: "SIGNAL_BAD_MESSAGE")
