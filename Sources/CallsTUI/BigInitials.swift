@@ -25,7 +25,7 @@ enum BigInitials {
             guard let g = font[c] else { return nil }
             for r in 0..<rows { out[r] += (i > 0 ? " " : "") + g[r] }
         }
-        if glyphs == .unicode { return out }
+        if glyphs.isUnicode { return out }
         let (full, upper, lower) = (String(glyphs.block.full), String(glyphs.block.upper), String(glyphs.block.lower))
         return out.map { $0.replacingOccurrences(of: "█", with: full).replacingOccurrences(of: "▀", with: upper).replacingOccurrences(of: "▄", with: lower) }
     }

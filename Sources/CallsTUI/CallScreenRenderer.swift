@@ -224,10 +224,6 @@ public enum CallScreenRenderer {
             b.put(btn.label, x: btn.rect.x, y: btn.rect.y, style: style)
         }
     }
-
-    /// Splits `text` into lines of at most `width` cells (word-aware); continuation lines start
-    /// with `indent` spaces.
-    static func wrap(_ text: String, width: Int, indent: Int) -> [String] { TextWrap.wrap(text, width: width, indent: indent) }
 }
 
 extension Rect {

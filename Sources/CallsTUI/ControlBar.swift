@@ -36,7 +36,7 @@ public enum ControlBar {
     /// The visible buttons for the model, in display order.
     public static func specs(_ m: CallViewModel, glyphs g: GlyphSet) -> [Spec] {
         let s = m.settings
-        let unicode = g == .unicode
+        let unicode = g.isUnicode
         func sym(_ u: String, _ a: String) -> String { unicode ? u : a }
         var out: [Spec] = []
         if !s.hideToggleAudioButton {

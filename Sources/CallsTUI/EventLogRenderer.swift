@@ -4,8 +4,6 @@ import Foundation
 /// view that stays put while scrolled back with an "N new" marker) and the per-event counts.
 /// Pure; any thread.
 enum EventLogRenderer {
-    static func line(_ e: EventLog.Entry) -> String { e.line }
-
     static func draw(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         guard rect.width >= 10, rect.height >= 3 else { return }
         let g = b.glyphs
@@ -29,7 +27,7 @@ enum EventLogRenderer {
             while i >= 0 && lines.count < capacity {
                 let e = visible[i]
                 let selected = log.anchor != nil && i == bottom
-                let wrapped = TextWrap.wrap(line(e), width: inner.width, indent: 13)
+                let wrapped = TextWrap.wrap(e.line, width: inner.width, indent: 13)
                 if i != bottom && lines.count + wrapped.count > capacity { break }
                 let styled = wrapped.prefix(capacity).enumerated().map { ($0.element, CellStyle(reverse: selected, dim: $0.offset > 0 && !selected)) }
                 lines.insert(contentsOf: styled, at: 0)

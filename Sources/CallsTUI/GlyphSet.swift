@@ -1,6 +1,8 @@
 /// The characters the call screen draws with: Unicode in a UTF-8 locale, plain ASCII otherwise
 /// (LANG=C turns every non-ASCII character into '?', so none is used there). A value; any thread.
 public struct GlyphSet: Equatable, Sendable {
+    /// Whether these are the Unicode glyphs (else plain ASCII).
+    public let isUnicode: Bool
     public var separator: String
     public var dash: String
     public var ellipsis: String
@@ -26,16 +28,17 @@ public struct GlyphSet: Equatable, Sendable {
     /// Big-initials blocks: full, upper half, lower half.
     public var block: (full: Character, upper: Character, lower: Character)
 
-    public static func == (a: GlyphSet, b: GlyphSet) -> Bool { a.separator == b.separator && a.dash == b.dash }
+    /// The two sets differ in every glyph; which one it is decides equality.
+    public static func == (a: GlyphSet, b: GlyphSet) -> Bool { a.isUnicode == b.isUnicode }
 
     public static let unicode = GlyphSet(
-        separator: "·", dash: "—", ellipsis: "…", up: "↑", down: "↓", meterFull: "█", meterEmpty: "·",
+        isUnicode: true, separator: "·", dash: "—", ellipsis: "…", up: "↑", down: "↓", meterFull: "█", meterEmpty: "·",
         spark: ["▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"], selected: "●", unselected: "○",
         hand: "▲", muted: "✖", speaking: "♪", pinned: "◆", sharing: "▣", recording: "●", camOff: "▨",
         net: ("▂▄▆", "▂▄ ", "▂  "), box: ("─", "│", "┌", "┐", "└", "┘"), block: ("█", "▀", "▄"))
 
     public static let ascii = GlyphSet(
-        separator: "-", dash: "-", ellipsis: "~", up: "^", down: "v", meterFull: "#", meterEmpty: ".",
+        isUnicode: false, separator: "-", dash: "-", ellipsis: "~", up: "^", down: "v", meterFull: "#", meterEmpty: ".",
         spark: ["_", ".", ":", "-", "=", "+", "*", "#"], selected: "*", unselected: " ",
         hand: "^", muted: "x", speaking: ">", pinned: "@", sharing: "#", recording: "*", camOff: "%",
         net: ("|||", "|| ", "|  "), box: ("-", "|", "+", "+", "+", "+"), block: ("#", "\"", "_"))

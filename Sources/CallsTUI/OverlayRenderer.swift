@@ -39,7 +39,7 @@ enum OverlayRenderer {
             if !out.isEmpty { out.append("") }
             out.append(title)
             for (k, what) in keys {
-                let key = g == .unicode ? k : k.replacingOccurrences(of: "↑", with: "Up").replacingOccurrences(of: "↓", with: "Down")
+                let key = g.isUnicode ? k : k.replacingOccurrences(of: "↑", with: "Up").replacingOccurrences(of: "↓", with: "Down")
                 if width >= keyWidth + 12 {
                     let wrapped = TextWrap.wrap(what, width: width - keyWidth - 2)
                     for (i, l) in wrapped.enumerated() { out.append((i == 0 ? "  " + DisplayWidth.pad(key, to: keyWidth) : String(repeating: " ", count: keyWidth + 2)) + l) }
@@ -153,7 +153,7 @@ enum OverlayRenderer {
         lines.append("")
         lines.append("Last events:")
         let room = max(0, r.height - 2 - lines.count - 2)
-        lines += m.log.entries.suffix(room).map { "  " + EventLogRenderer.line($0) }
+        lines += m.log.entries.suffix(room).map { "  " + $0.line }
         lines.append("")
         lines.append("Press any key to exit.")
         b.box(r, title: "You left \(m.title)", style: CellStyle(fg: .cyan))

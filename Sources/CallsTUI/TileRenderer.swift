@@ -118,32 +118,27 @@ enum TileRenderer {
         let length = vertical ? strip.height : strip.width
         let step = vertical ? max(minTileHeight, min(7, strip.height / max(1, tiles.count))) : max(minTileWidth, strip.width / max(1, tiles.count))
         var fit = max(0, length / step)
-        var line: String?
         var shown = tiles
         if fit < tiles.count {
             // Keep one slot for the "+N more" line (a row, or 12 columns of the strip).
-            let reserve = vertical ? 1 : 12
-            fit = max(1, (length - reserve) / step)
-            let r = page(tiles.filter(\.isYou), tiles.filter { !$0.isYou }, capacity: fit, page: m.tilePage, g: b.glyphs)
-            shown = r.0
-            let hidden = tiles.count - shown.count
-            line = "+\(hidden) more"
+            fit = max(1, (length - (vertical ? 1 : 12)) / step)
+            shown = page(tiles.filter(\.isYou), tiles.filter { !$0.isYou }, capacity: fit, page: m.tilePage, g: b.glyphs).0
         }
         for (i, t) in shown.prefix(fit).enumerated() {
             let r = vertical ? Rect(x: strip.x, y: strip.y + i * step, width: strip.width, height: step)
                 : Rect(x: strip.x + i * step, y: strip.y, width: step, height: strip.height)
             drawTile(t, m, into: &b, rect: r)
         }
-        if let line {
-            let text = "\(line) [ ]"
-            if vertical {
-                b.put(text, x: strip.x + 1, y: strip.maxY - 1, style: CellStyle(bold: true), maxWidth: strip.width - 2)
-            } else {
-                let x = strip.x + fit * step + 1
-                b.put("+\(tiles.count - min(fit, shown.count))", x: x, y: strip.y + strip.height / 2 - 1, style: CellStyle(bold: true), maxWidth: strip.maxX - x)
-                b.put("more", x: x, y: strip.y + strip.height / 2, style: CellStyle(bold: true), maxWidth: strip.maxX - x)
-                b.put("[ ]", x: x, y: strip.y + strip.height / 2 + 1, style: CellStyle(dim: true), maxWidth: strip.maxX - x)
-            }
+        let hidden = tiles.count - min(fit, shown.count)
+        guard hidden > 0 else { return }
+        let bold = CellStyle(bold: true)
+        if vertical {
+            b.put("+\(hidden) more [ ]", x: strip.x + 1, y: strip.maxY - 1, style: bold, maxWidth: strip.width - 2)
+        } else {
+            let x = strip.x + fit * step + 1, mid = strip.y + strip.height / 2
+            b.put("+\(hidden)", x: x, y: mid - 1, style: bold, maxWidth: strip.maxX - x)
+            b.put("more", x: x, y: mid, style: bold, maxWidth: strip.maxX - x)
+            b.put("[ ]", x: x, y: mid + 1, style: CellStyle(dim: true), maxWidth: strip.maxX - x)
         }
     }
 
