@@ -1,10 +1,11 @@
 import CometChatCallsSDK
 
 /// The control bar: the buttons the session settings leave visible, in the documented order,
-/// each with its key, plus Help. Labels degrade with the width, in three steps:
-/// full (`[m] Mute`), short (`m Mute`), then key + symbol (`m✖`); past that, buttons are
-/// left out by priority (lowest first: camera, record, invite, layout, chat, people, hand,
-/// video, mute). Leave and Help are never left out; keys of buttons left out still work.
+/// each with its key, plus Help. Labels degrade with the width one button at a time, lowest
+/// priority first (camera, record, invite, layout, chat, people, hand, video, mute, help,
+/// leave): to the short word (`[c] Cam`); then the whole bar drops its brackets (`c Cam`) and
+/// labels go, in the same order, to key + symbol (`c⟲`); past that, buttons are left out in the
+/// same order. Leave and Help are never left out; keys of buttons left out still work.
 /// Pure; any thread.
 public enum ControlBar {
     /// A button's id: a built-in button, or Help.
@@ -30,8 +31,8 @@ public enum ControlBar {
         public var priority: Int
     }
 
-    /// Label steps, widest first.
-    public enum Style: Int, Sendable, CaseIterable { case full, short, symbol }
+    /// Label steps, widest first: `[m] Mute`, `[m] Mute` with the short word, `m Mute`, `m✖`.
+    public enum Style: Int, Sendable, CaseIterable { case full, bracketShort, short, symbol }
 
     /// The visible buttons for the model, in display order.
     public static func specs(_ m: CallViewModel, glyphs g: GlyphSet) -> [Spec] {
@@ -86,48 +87,53 @@ public enum ControlBar {
     static func label(_ s: Spec, _ style: Style) -> String {
         switch style {
         case .full: return "[\(s.key)] \(s.full)"
+        case .bracketShort: return "[\(s.key)] \(s.short)"
         case .short: return "\(s.key) \(s.short)"
         case .symbol: return "\(s.key)\(s.symbol)"
         }
     }
 
-    static func gap(_ style: Style) -> Int { style == .full ? 2 : 1 }
-
     /// The buttons laid out on a bar `width` cells wide at row `y`: the widest labels that fit,
     /// then fewer buttons by priority. Help sits at the right end.
     public static func layout(_ m: CallViewModel, width: Int, y: Int, glyphs: GlyphSet) -> [CallScreenRenderer.Button] {
         var specs = specs(m, glyphs: glyphs)
-        func total(_ list: [Spec], _ style: Style) -> Int {
-            list.reduce(0) { $0 + DisplayWidth.of(label($1, style)) } + gap(style) * max(0, list.count - 1) + 2
+        var styles = Array(repeating: Style.full, count: specs.count)
+        func total() -> Int {
+            zip(specs, styles).reduce(0) { $0 + DisplayWidth.of(label($1.0, $1.1)) } + barGap(styles) * max(0, specs.count - 1) + 2
         }
-        var style: Style = .full
-        while true {
-            if let fit = Style.allCases.first(where: { total(specs, $0) <= width }) { style = fit; break }
-            // Leave out the lowest-priority button that may go.
-            guard let drop = specs.enumerated().filter({ $0.element.priority > 1 }).max(by: { $0.element.priority < $1.element.priority }) else {
-                style = .symbol
-                break
-            }
-            specs.remove(at: drop.offset)
+        // One button at a time, lowest priority first, to its short word; then the whole bar
+        // without brackets (one look per bar), and again one at a time to key + symbol; only
+        // then are buttons left out (never Leave or Help).
+        let byPriority = specs.indices.sorted { specs[$0].priority > specs[$1].priority }
+        for i in byPriority where total() > width { styles[i] = .bracketShort }
+        if total() > width { styles = styles.map { _ in .short } }
+        for i in byPriority where total() > width { styles[i] = .symbol }
+        while total() > width, let drop = specs.indices.filter({ specs[$0].priority > 1 }).max(by: { specs[$0].priority < specs[$1].priority }) {
+            specs.remove(at: drop)
+            styles.remove(at: drop)
         }
+        let gap = barGap(styles)
         var out: [CallScreenRenderer.Button] = []
         var x = 1
-        let help = specs.last?.item == .help ? specs.removeLast() : nil
-        for s in specs {
+        for (s, style) in zip(specs, styles) where s.item != .help {
             let text = label(s, style)
             let w = DisplayWidth.of(text)
             guard x + w <= width else { break }
             out.append(CallScreenRenderer.Button(id: s.item.id, key: s.key, label: text, rect: Rect(x: x, y: y, width: w, height: 1)))
-            x += w + gap(style)
+            x += w + gap
         }
-        if let h = help {
-            let text = label(h, style == .symbol ? .symbol : style)
+        if let i = specs.firstIndex(where: { $0.item == .help }) {
+            let text = label(specs[i], styles[i])
             let w = DisplayWidth.of(text)
             let hx = max(x, width - 1 - w)
             if hx + w <= width {
-                out.append(CallScreenRenderer.Button(id: h.item.id, key: h.key, label: text, rect: Rect(x: hx, y: y, width: w, height: 1)))
+                out.append(CallScreenRenderer.Button(id: specs[i].item.id, key: specs[i].key, label: text, rect: Rect(x: hx, y: y, width: w, height: 1)))
             }
         }
         return out
     }
+
+    /// Two spaces between bracketed labels, one between bare ones.
+    static func barGap(_ styles: [Style]) -> Int { styles.allSatisfy { $0.rawValue <= Style.bracketShort.rawValue } ? 2 : 1 }
+
 }

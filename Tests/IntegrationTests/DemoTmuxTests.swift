@@ -25,9 +25,9 @@ final class DemoTmuxTests: XCTestCase {
         XCTAssertTrue(s.contains("Ada Lovelace"))
         XCTAssertTrue(s.contains("You (you)"))
         XCTAssertTrue(s.contains("3 participants"))
-        XCTAssertTrue(s.contains("m Mute"), s)
-        XCTAssertTrue(s.contains("l Leave"))
-        XCTAssertTrue(s.contains("? Help"))
+        XCTAssertTrue(s.contains("[m] Mute"), s)
+        XCTAssertTrue(s.contains("[l] Leave"))
+        XCTAssertTrue(s.contains("[?] Help"))
         XCTAssertTrue(s.contains("Event log"))
         XCTAssertTrue(s.contains("SessionStatus.onSessionJoined"))
         XCTAssertTrue(s.contains("ParticipantEvent.onParticipant"), "(long entries wrap)")
@@ -37,7 +37,7 @@ final class DemoTmuxTests: XCTestCase {
         _ = tmux(["send-keys", "-t", session, "m"])
         XCTAssertTrue(waitFor("YOU ARE MUTED"))
         s = screen()
-        XCTAssertTrue(s.contains("m Unmute"))
+        XCTAssertTrue(s.contains("[m] Unmute"))
         XCTAssertTrue(s.contains("ButtonClick.onToggleAudioButton"), "button callback logged before the action")
         XCTAssertTrue(s.contains("MediaEvents.onAudioMuted"))
 
@@ -47,7 +47,7 @@ final class DemoTmuxTests: XCTestCase {
         XCTAssertTrue(waitFor("Press any key to exit."), "the summary:\n\(screen())")
         _ = tmux(["send-keys", "-t", session, "Enter"])
         XCTAssertTrue(waitFor("DEMO-EXIT=0"), "leaving exits 0:\n\(screen())")
-        XCTAssertFalse(screen().contains("m Unmute"), "the call screen is gone: terminal restored")
+        XCTAssertFalse(screen().contains("[m] Unmute"), "the call screen is gone: terminal restored")
     }
 
     func testSIGTERMLeavesAndRestoresTheTerminal() throws {
