@@ -99,4 +99,24 @@ final class HeadlessCommandsTests: XCTestCase {
         talker.send("leave")
         XCTAssertEqual(talker.wait(), 0)
     }
+
+    /// `--impair loss=30`: the listener's quality for the talker drops to poor, as a
+    /// `onConnectionQualityChanged` line (what the call screen logs and shows on the tile).
+    func testImpairedJoinReportsTheQualityChange() throws {
+        let tmp = TemporaryDirectory("callroom-impair")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path)
+        func client(_ uid: String, _ extra: [String]) throws -> ManagedProcess {
+            let p = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "imp", "--server", callroomd.url, "--uid", uid, "--auth-key",
+                                                                        callroomd.authKey, "--output", "null", "--headless"] + extra)
+            XCTAssertNotNil(p.waitForLine { $0.contains("onSessionJoined") }, p.errorOutput)
+            return p
+        }
+        let talker = try client("talker", ["--input", "tone:440"])
+        let ear = try client("ear", ["--input", "null", "--impair", "loss=30,seed=3"])
+        let line = ear.waitForLine(timeout: 8) { $0.contains("onConnectionQualityChanged") && $0.contains("talker") }
+        XCTAssertNotNil(line, "quality event: \(ear.output.suffix(3))")
+        XCTAssertTrue(line?.contains("\"quality\":\"poor\"") == true, line ?? "")
+        for p in [ear, talker] { p.send("leave"); XCTAssertEqual(p.wait(), 0) }
+    }
 }
