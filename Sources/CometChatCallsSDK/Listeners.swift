@@ -1,3 +1,7 @@
+// The one declaration of every listener callback: scripts/gen-listeners.py derives the default
+// implementations, the `CallEvent` enum (listener, callback, delivery) and the terminal's
+// `ListenerBridge` from these protocols; a test checks the generated files are current.
+
 /// Session lifecycle callbacks. Every method has a default empty implementation; implement
 /// only those you need. Delivered on the SDK callback queue (main unless configured).
 public protocol SessionStatusListener: AnyObject {
@@ -9,14 +13,6 @@ public protocol SessionStatusListener: AnyObject {
     func onConnectionClosed()
 }
 
-public extension SessionStatusListener {
-    func onSessionJoined() {}
-    func onSessionLeft() {}
-    func onSessionTimedOut() {}
-    func onConnectionLost() {}
-    func onConnectionRestored() {}
-    func onConnectionClosed() {}
-}
 
 /// Your own media state, confirmed by the server. Delivered on the SDK callback queue.
 public protocol MediaEventsListener: AnyObject {
@@ -33,19 +29,6 @@ public protocol MediaEventsListener: AnyObject {
     func onCameraFacingChanged(cameraFacing: CameraFacing)
 }
 
-public extension MediaEventsListener {
-    func onAudioMuted() {}
-    func onAudioUnMuted() {}
-    func onVideoPaused() {}
-    func onVideoResumed() {}
-    func onRecordingStarted() {}
-    func onRecordingStopped() {}
-    func onStreamingStarted() {}
-    func onStreamingStopped() {}
-    func onAudioModeChanged(audioMode: AudioMode) {}
-    func onAudioModesChanged(audioModes: [AudioMode]) {}
-    func onCameraFacingChanged(cameraFacing: CameraFacing) {}
-}
 
 /// Other participants' arrivals, departures and state, with the full roster. Delivered on
 /// the SDK callback queue.
@@ -66,22 +49,6 @@ public protocol ParticipantEventListener: AnyObject {
     func onDominantSpeakerChanged(participant: Participant)
 }
 
-public extension ParticipantEventListener {
-    func onParticipantJoined(participant: Participant) {}
-    func onParticipantLeft(participant: Participant) {}
-    func onParticipantListChanged(participants: [Participant]) {}
-    func onParticipantAudioMuted(participant: Participant) {}
-    func onParticipantAudioUnmuted(participant: Participant) {}
-    func onParticipantVideoPaused(participant: Participant) {}
-    func onParticipantVideoResumed(participant: Participant) {}
-    func onParticipantHandRaised(participant: Participant) {}
-    func onParticipantHandLowered(participant: Participant) {}
-    func onParticipantStartedScreenShare(participant: Participant) {}
-    func onParticipantStoppedScreenShare(participant: Participant) {}
-    func onParticipantStartedRecording(participant: Participant) {}
-    func onParticipantStoppedRecording(participant: Participant) {}
-    func onDominantSpeakerChanged(participant: Participant) {}
-}
 
 /// Layout changes of the built-in call surface. Delivered on the SDK callback queue.
 public protocol LayoutListener: AnyObject {
@@ -92,13 +59,6 @@ public protocol LayoutListener: AnyObject {
     func onPictureInPictureLayoutDisabled()
 }
 
-public extension LayoutListener {
-    func onCallLayoutChanged(layoutType: LayoutType) {}
-    func onParticipantListVisible() {}
-    func onParticipantListHidden() {}
-    func onPictureInPictureLayoutEnabled() {}
-    func onPictureInPictureLayoutDisabled() {}
-}
 
 /// Clicks on the built-in control bar. Each fires before the SDK's own action and does not
 /// suppress it. Delivered on the SDK callback queue.
@@ -115,34 +75,18 @@ public protocol ButtonClickListener: AnyObject {
     func onRecordingToggleButtonClicked()
 }
 
-public extension ButtonClickListener {
-    func onLeaveSessionButtonClicked() {}
-    func onToggleAudioButtonClicked() {}
-    func onToggleVideoButtonClicked() {}
-    func onSwitchCameraButtonClicked() {}
-    func onRaiseHandButtonClicked() {}
-    func onShareInviteButtonClicked() {}
-    func onChangeLayoutButtonClicked() {}
-    func onParticipantListButtonClicked() {}
-    func onChatButtonClicked() {}
-    func onRecordingToggleButtonClicked() {}
-}
 
 /// CallRoom: what the five documented protocols have no callback for — refused or failed
 /// requests (never silent) and in-call chat. Delivered on the SDK callback queue.
 public protocol CallRoomListener: AnyObject {
-    /// A request was refused or failed: `code` is documented in docs/sdk.md.
+    /// A request was refused or failed (never silent): `code` is documented in docs/sdk.md.
     func onError(code: String, message: String)
+    /// An in-call chat message (you included).
     func onChatMessage(_ message: ChatEntry)
     /// An audio device was lost (the call continues on `null`) or came back.
     func onAudioNotice(_ notice: String)
-    /// A participant's connection quality changed (see `ConnectionQuality`).
+    /// How well a participant's audio gets through changed (you: as your receivers report it;
+    /// others: as you receive them). Measured every 2 s from receiver reports.
     func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality)
 }
 
-public extension CallRoomListener {
-    func onError(code: String, message: String) {}
-    func onChatMessage(_ message: ChatEntry) {}
-    func onAudioNotice(_ notice: String) {}
-    func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality) {}
-}
