@@ -14,7 +14,7 @@ extension RoomRegistry {
             return fail(connection, .rateLimited, "Too many chat messages; wait a moment.", close: false)
         }
         room.participants[pid] = p
-        let now = epochMilliseconds()
+        let now = scheduler.nowMilliseconds()
         var id: Int64 = 0
         if let call = room.callID {
             do { id = try store.addChatMessage(callID: call, uid: p.wire.uid, pid: pid, name: p.wire.name, text: text, at: now) } catch {

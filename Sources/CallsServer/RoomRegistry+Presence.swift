@@ -10,13 +10,11 @@ extension RoomRegistry {
         guard let (sid, pid) = byConnection.removeValue(forKey: connection), let room = rooms[sid],
               var p = room.participants[pid] else { return }
         p.connection = nil
-        let work = DispatchWorkItem { [weak self] in
+        p.grace = scheduler.schedule(after: limits.gracePeriodSeconds, on: queue) { [weak self] in
             guard let self, let r = self.rooms[sid], r.participants[pid]?.connection == nil else { return }
             self.leave(session: sid, pid: pid, reason: .disconnected, notifySelf: false)
         }
-        p.grace = work
         room.participants[pid] = p
-        queue.asyncAfter(deadline: .now() + limits.gracePeriodSeconds, execute: work)
         log.info("participant connection lost; holding", ["session": sid, "pid": pid, "grace_s": "\(Int(limits.gracePeriodSeconds))"])
     }
 
@@ -53,13 +51,11 @@ extension RoomRegistry {
         guard room.participants.count == 1, let pid = room.order.first, let p = room.participants[pid],
               p.idleTimeoutSeconds > 0 else { return }
         let sid = room.sessionId
-        let work = DispatchWorkItem { [weak self] in
+        room.idleTimer = scheduler.schedule(after: Double(p.idleTimeoutSeconds), on: queue) { [weak self] in
             guard let self, let r = self.rooms[sid], r.participants.count == 1, r.participants[pid] != nil else { return }
             self.log.info("idle timeout", ["session": sid, "pid": pid])
             self.leave(session: sid, pid: pid, reason: .timedOut, notifySelf: true)
         }
-        room.idleTimer = work
-        queue.asyncAfter(deadline: .now() + .seconds(p.idleTimeoutSeconds), execute: work)
     }
 
     /// The relay reported a new loudest speaker for a room (nil key: nobody).

@@ -20,7 +20,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         var storeRowID: Int64?
         var idleTimeoutSeconds: Int
         var chatLimiter: RateLimiter
-        var grace: DispatchWorkItem?
+        var grace: ScheduledWork?
     }
 
     final class Room {
@@ -29,7 +29,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         var callID: Int64?
         var participants: [String: Participant] = [:]  // by pid
         var order: [String] = []  // pids in join order
-        var idleTimer: DispatchWorkItem?
+        var idleTimer: ScheduledWork?
         var dominant: String?
         init(sessionId: String, index: Int) { self.sessionId = sessionId; self.index = index }
         var roster: [WireParticipant] { order.compactMap { participants[$0]?.wire } }
@@ -42,6 +42,8 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     let relay: MediaRelay
     let log: ServerLog
     let limits: RoomLimits
+    /// Time and timers (grace periods, idle timeouts): real, or virtual in tests.
+    let scheduler: any Scheduler
     weak var outboxRef: (any SignalOutbox)?
     var rooms: [String: Room] = [:]
     /// Which participant each connection speaks for.
@@ -53,7 +55,9 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     private var usedSSRCs: Set<UInt32> = []
     private var heartbeat: DispatchSourceTimer?
 
-    init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits()) {
+    init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits(),
+         scheduler: any Scheduler = DispatchScheduler.shared) {
+        self.scheduler = scheduler
         self.store = store
         self.signer = signer
         self.appID = appID
@@ -118,7 +122,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         case .setAudioMuted(let v): update(room, pid, change: v ? .audioMuted : .audioUnmuted) { $0.isAudioMuted = v }
         case .setVideoPaused(let v): update(room, pid, change: v ? .videoPaused : .videoResumed) { $0.isVideoPaused = v }
         case .setHandRaised(let v):
-            update(room, pid, change: v ? .handRaised : .handLowered) { $0.raisedHandTimestamp = v ? ($0.raisedHandTimestamp ?? epochMilliseconds()) : nil }
+            update(room, pid, change: v ? .handRaised : .handLowered) { $0.raisedHandTimestamp = v ? ($0.raisedHandTimestamp ?? scheduler.nowMilliseconds()) : nil }
         case .setPresenting(let v): update(room, pid, change: v ? .presentingStarted : .presentingStopped) { $0.isPresenting = v }
         case .setRecording(let v): update(room, pid, change: v ? .recordingStarted : .recordingStopped) { $0.isRecording = v }
         case .setCameraFacing(let v):
@@ -145,14 +149,12 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     }
 
     func fail(_ connection: ConnectionID, _ code: SignalErrorCode, _ message: String, close: Bool) {
-
         dispatchPrecondition(condition: .onQueue(queue))
         outboxRef?.send(.error(code: code, message: message), to: connection)
         if close { outboxRef?.close(connection) }
     }
 
     private func join(_ j: ClientMessage.Join, connection: ConnectionID) {
-
         dispatchPrecondition(condition: .onQueue(queue))
         guard byConnection[connection] == nil else {
             return fail(connection, .alreadyJoined, "This connection has joined already.", close: false)
@@ -162,7 +164,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         }
         let claims: CallTokenClaims
         do {
-            claims = try signer.verify(j.callToken)
+            claims = try signer.verify(j.callToken, now: scheduler.nowMilliseconds() / 1000)
         } catch {
             let reason = error == .expired ? "The call token has expired." : "The call token is not valid."
             return fail(connection, error == .expired ? .tokenExpired : .tokenInvalid, reason, close: true)
@@ -176,7 +178,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         if let t = j.idleTimeoutSeconds, t < 0 {
             return fail(connection, .badMessage, "idleTimeoutSeconds must be 0 or more.", close: true)
         }
-        let now = epochMilliseconds()
+        let now = scheduler.nowMilliseconds()
         let room = rooms[claims.sid] ?? makeRoom(claims.sid)
         guard room.participants.count < limits.maxParticipants else {
             if room.participants.isEmpty { removeRoom(room) }
@@ -237,7 +239,6 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     }
 
     private func makeRoom(_ sid: String) -> Room {
-
         dispatchPrecondition(condition: .onQueue(queue))
         let r = Room(sessionId: sid, index: nextRoomIndex)
         nextRoomIndex += 1
@@ -247,7 +248,6 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     }
 
     private func removeRoom(_ room: Room) {
-
         dispatchPrecondition(condition: .onQueue(queue))
         room.idleTimer?.cancel()
         rooms[room.sessionId] = nil
@@ -269,7 +269,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
                 outboxRef?.close(c)
             }
         }
-        let now = epochMilliseconds()
+        let now = scheduler.nowMilliseconds()
         // A leave happens whatever the disk says; a failed write is logged and counted (store metrics).
         if let row = p.storeRowID {
             do { try store.participantLeft(rowID: row, at: now) } catch {
@@ -298,7 +298,6 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     }
 
     func broadcast(_ room: Room, _ message: ServerMessage) {
-
         dispatchPrecondition(condition: .onQueue(queue))
         for p in room.participants.values { if let c = p.connection { outboxRef?.send(message, to: c) } }
     }
@@ -319,10 +318,9 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     }
 
     private func beat() {
-
         dispatchPrecondition(condition: .onQueue(queue))
         let ids = rooms.values.compactMap(\.callID)
-        do { try store.heartbeat(callIDs: ids, at: epochMilliseconds()) } catch {
+        do { try store.heartbeat(callIDs: ids, at: scheduler.nowMilliseconds()) } catch {
             log.error("store heartbeat failed", ["error": "\(error)"])
         }
     }

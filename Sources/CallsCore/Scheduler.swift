@@ -1,0 +1,79 @@
+import Foundation
+
+/// Time for logic that must run the same on a real clock and in tests: the current wall-clock
+/// time (epoch milliseconds, as the wire uses) and work scheduled on a queue after a delay.
+/// `DispatchScheduler` is the real one; `VirtualScheduler` lets tests move time by hand, so
+/// timeouts and grace periods are tested without sleeping.
+public protocol Scheduler: AnyObject, Sendable {
+    /// Milliseconds since the Unix epoch.
+    func nowMilliseconds() -> Int64
+    /// Runs `work` on `queue` after `seconds`, unless the returned work is cancelled first.
+    func schedule(after seconds: Double, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> ScheduledWork
+}
+
+/// A scheduled piece of work; `cancel()` stops it if it has not run. Any thread.
+public final class ScheduledWork: @unchecked Sendable {
+    private let lock = NSLock()
+    private var cancelled = false
+    public init() {}
+    public func cancel() { lock.withLock { cancelled = true } }
+    public var isCancelled: Bool { lock.withLock { cancelled } }
+}
+
+/// The real clock: `Date()` and `DispatchQueue.asyncAfter`.
+public final class DispatchScheduler: Scheduler {
+    public static let shared = DispatchScheduler()
+    public init() {}
+    public func nowMilliseconds() -> Int64 { epochMilliseconds() }
+    public func schedule(after seconds: Double, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> ScheduledWork {
+        let w = ScheduledWork()
+        queue.asyncAfter(deadline: .now() + max(0, seconds)) { if !w.isCancelled { work() } }
+        return w
+    }
+}
+
+/// A clock that moves only when told (`advance(by:)`), running what falls due in time order,
+/// each on its queue (synchronously: call `advance` from a thread other than those queues).
+///
+/// Thread rules: any thread; pending work is behind a lock.
+public final class VirtualScheduler: Scheduler, @unchecked Sendable {
+    private struct Pending { var due: Int64; var order: Int; var queue: DispatchQueue; var work: @Sendable () -> Void; var handle: ScheduledWork }
+    private let lock = NSLock()
+    private var now: Int64
+    private var pending: [Pending] = []
+    private var counter = 0
+
+    public init(startMilliseconds: Int64 = 1_700_000_000_000) { now = startMilliseconds }
+
+    public func nowMilliseconds() -> Int64 { lock.withLock { now } }
+
+    public func schedule(after seconds: Double, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> ScheduledWork {
+        let w = ScheduledWork()
+        lock.withLock {
+            counter += 1
+            pending.append(Pending(due: now + Int64((max(0, seconds) * 1000).rounded()), order: counter, queue: queue, work: work, handle: w))
+        }
+        return w
+    }
+
+    /// Work scheduled and not yet run or cancelled.
+    public var pendingCount: Int { lock.withLock { pending.filter { !$0.handle.isCancelled }.count } }
+
+    /// Moves time forward by `seconds`, running everything that falls due on the way.
+    public func advance(by seconds: Double) {
+        let target = lock.withLock { now + Int64((seconds * 1000).rounded()) }
+        while true {
+            let next: Pending? = lock.withLock {
+                pending.removeAll { $0.handle.isCancelled }
+                guard let i = pending.indices.filter({ pending[$0].due <= target })
+                    .min(by: { (pending[$0].due, pending[$0].order) < (pending[$1].due, pending[$1].order) }) else { return nil }
+                let p = pending.remove(at: i)
+                now = max(now, p.due)
+                return p
+            }
+            guard let p = next else { break }
+            if !p.handle.isCancelled { p.queue.sync { p.work() } }
+        }
+        lock.withLock { now = max(now, target) }
+    }
+}

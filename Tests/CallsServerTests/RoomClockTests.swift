@@ -1,0 +1,115 @@
+@testable import CallsServer
+import CallsCore
+import CallsSecurity
+import Foundation
+import XCTest
+
+/// The room registry on a virtual clock with a fake outbox: idle timeouts, grace periods and
+/// token expiry without sleeping (the registry's queue still runs; time only moves by hand).
+final class RoomClockTests: XCTestCase {
+    final class Outbox: SignalOutbox, @unchecked Sendable {
+        let lock = NSLock()
+        var sent: [(ServerMessage, ConnectionID)] = []
+        var closed: [ConnectionID] = []
+        func send(_ message: ServerMessage, to connection: ConnectionID) { lock.withLock { sent.append((message, connection)) } }
+        func close(_ connection: ConnectionID) { lock.withLock { closed.append(connection) } }
+        func to(_ c: ConnectionID) -> [ServerMessage] { lock.withLock { sent.filter { $0.1 == c }.map(\.0) } }
+    }
+
+    var dir: String!
+    var clock: VirtualScheduler!
+    var outbox: Outbox!
+    var registry: RoomRegistry!
+    var relay: MediaRelay!
+    let signer = CallTokenSigner(secret: Array(repeating: 7, count: 32))
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("crclock-\(UUID().uuidString.prefix(6))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        clock = VirtualScheduler()
+        outbox = Outbox()
+        relay = try MediaRelay(host: "127.0.0.1", port: 0)
+        var limits = RoomLimits()
+        limits.gracePeriodSeconds = 30
+        registry = RoomRegistry(store: try CallStore(path: dir + "/db.sqlite"), signer: signer, appID: "app", relay: relay,
+                                log: ServerLog(level: .error), limits: limits, scheduler: clock)
+        registry.attach(outbox: outbox)
+    }
+
+    override func tearDown() {
+        relay.close()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Sends a message as `connection` and waits for the registry's queue to handle it.
+    func send(_ m: ClientMessage, from c: ConnectionID) {
+        registry.received(m, from: c)
+        registry.queue.sync {}
+    }
+
+    func token(_ uid: String, session: String, ttl: Int64 = 600) -> String {
+        let now = clock.nowMilliseconds() / 1000
+        return signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now, exp: now + ttl))
+    }
+
+    func join(_ uid: String, _ c: ConnectionID, session: String = "room", idle: Int? = nil) throws -> ServerMessage.Joined {
+        send(.join(.init(callToken: token(uid, session: session), sessionId: session, idleTimeoutSeconds: idle)), from: c)
+        for m in outbox.to(c) { if case .joined(let j) = m { return j } }
+        throw XCTSkip("no joined for \(uid): \(outbox.to(c))")
+    }
+
+    let a = ConnectionID(node: "n", local: 1), b = ConnectionID(node: "n", local: 2), b2 = ConnectionID(node: "n", local: 3)
+
+    func testAloneForTheIdleTimeoutEndsTheSessionAndJoiningDisarmsIt() throws {
+        _ = try join("ann", a, idle: 60)
+        clock.advance(by: 59)
+        XCTAssertFalse(outbox.to(a).contains(.left(reason: .timedOut)), "not yet")
+        _ = try join("bea", b, idle: 60)
+        clock.advance(by: 120)
+        XCTAssertFalse(outbox.to(a).contains(.left(reason: .timedOut)), "two in the room: no timeout")
+        send(.leave, from: b)
+        clock.advance(by: 59.9)
+        XCTAssertFalse(outbox.to(a).contains(.left(reason: .timedOut)))
+        clock.advance(by: 0.2)
+        XCTAssertTrue(outbox.to(a).contains(.left(reason: .timedOut)), "alone again for 60 s: \(outbox.to(a).suffix(2))")
+        XCTAssertEqual(clock.pendingCount, 0, "nothing left scheduled")
+    }
+
+    func testADroppedConnectionIsHeldForTheGracePeriodThenLeaves() throws {
+        let ja = try join("ann", a)
+        let jb = try join("bea", b)
+        registry.connectionClosed(b)
+        registry.queue.sync {}
+        clock.advance(by: 29)
+        XCTAssertFalse(outbox.to(a).contains { if case .participantLeft = $0 { return true }; return false }, "held")
+        // Resumed in time on a new connection: nobody sees a leave.
+        send(.resume(token: try XCTUnwrap(jb.resumeToken)), from: b2)
+        XCTAssertTrue(outbox.to(b2).contains { if case .resumed = $0 { return true }; return false })
+        clock.advance(by: 60)
+        XCTAssertFalse(outbox.to(a).contains { if case .participantLeft = $0 { return true }; return false })
+        // Dropped again and not back: leaves as disconnected exactly at the end of the grace period.
+        registry.connectionClosed(b2)
+        registry.queue.sync {}
+        clock.advance(by: 29.9)
+        XCTAssertFalse(outbox.to(a).contains { if case .participantLeft = $0 { return true }; return false })
+        clock.advance(by: 0.2)
+        XCTAssertTrue(outbox.to(a).contains { if case .participantLeft(let p, .disconnected) = $0 { return p.pid == jb.you.pid }; return false })
+        _ = ja
+    }
+
+    func testAnExpiredTokenIsRefusedOnTheRegistrysClock() {
+        let t = token("ann", session: "room", ttl: 10)
+        clock.advance(by: 11)
+        send(.join(.init(callToken: t, sessionId: "room")), from: a)
+        XCTAssertTrue(outbox.to(a).contains { if case .error(.tokenExpired, _) = $0 { return true }; return false }, "\(outbox.to(a))")
+    }
+
+    func testTimestampsComeFromTheRegistrysClock() throws {
+        let ja = try join("ann", a)
+        XCTAssertEqual(ja.you.joinedAt, clock.nowMilliseconds())
+        clock.advance(by: 5)
+        send(.setHandRaised(true), from: a)
+        let hand = outbox.to(a).compactMap { m -> Int64? in if case .participantUpdated(let p, .handRaised) = m { return p.raisedHandTimestamp }; return nil }
+        XCTAssertEqual(hand, [clock.nowMilliseconds()])
+    }
+}
