@@ -71,40 +71,45 @@ public struct RTPPacket: Sendable, Equatable {
     }
 
     /// Parses wire bytes. Unknown header extensions are skipped; CSRCs and padding honoured.
-    public init(parsing bytes: some Collection<UInt8>) throws(RTPError) {
-        let b = Array(bytes)
-        guard b.count >= 12 else { throw .tooShort(b.count) }
-        guard b[0] >> 6 == 2 else { throw .badVersion(b[0] >> 6) }
-        let hasPadding = b[0] & 0x20 != 0
-        let hasExtension = b[0] & 0x10 != 0
-        let csrcCount = Int(b[0] & 0x0F)
-        marker = b[1] & 0x80 != 0
-        payloadType = b[1] & 0x7F
-        sequenceNumber = UInt16(b[2]) << 8 | UInt16(b[3])
-        timestamp = b.readBigEndianUInt32(at: 4)
-        ssrc = b.readBigEndianUInt32(at: 8)
+    /// Reads the header in place: the payload is the one copy made (the datagram buffer is
+    /// reused by the receive loop).
+    public init<C: RandomAccessCollection>(parsing b: C) throws(RTPError) where C.Element == UInt8, C.Index == Int {
+        let s = b.startIndex, count = b.count
+        guard count >= 12 else { throw .tooShort(count) }
+        guard b[s] >> 6 == 2 else { throw .badVersion(b[s] >> 6) }
+        let hasPadding = b[s] & 0x20 != 0
+        let hasExtension = b[s] & 0x10 != 0
+        let csrcCount = Int(b[s] & 0x0F)
+        func u32(_ i: Int) -> UInt32 {
+            UInt32(b[s + i]) << 24 | UInt32(b[s + i + 1]) << 16 | UInt32(b[s + i + 2]) << 8 | UInt32(b[s + i + 3])
+        }
+        marker = b[s + 1] & 0x80 != 0
+        payloadType = b[s + 1] & 0x7F
+        sequenceNumber = UInt16(b[s + 2]) << 8 | UInt16(b[s + 3])
+        timestamp = u32(4)
+        ssrc = u32(8)
         var offset = 12 + 4 * csrcCount
-        guard b.count >= offset else { throw .truncatedHeader }
+        guard count >= offset else { throw .truncatedHeader }
         audioLevel = nil
         if hasExtension {
-            guard b.count >= offset + 4 else { throw .truncatedHeader }
-            let profile = UInt16(b[offset]) << 8 | UInt16(b[offset + 1])
-            let words = Int(UInt16(b[offset + 2]) << 8 | UInt16(b[offset + 3]))
+            guard count >= offset + 4 else { throw .truncatedHeader }
+            let profile = UInt16(b[s + offset]) << 8 | UInt16(b[s + offset + 1])
+            let words = Int(UInt16(b[s + offset + 2]) << 8 | UInt16(b[s + offset + 3]))
             let extStart = offset + 4
             let extEnd = extStart + 4 * words
-            guard b.count >= extEnd else { throw .truncatedHeader }
+            guard count >= extEnd else { throw .truncatedHeader }
             if profile == 0xBEDE {
-                audioLevel = Self.audioLevel(inOneByteExtensions: b, from: extStart, to: extEnd)
+                audioLevel = Self.audioLevel(inOneByteExtensions: b, from: s + extStart, to: s + extEnd)
             }
             offset = extEnd
         }
-        var end = b.count
+        var end = count
         if hasPadding {
-            let pad = Int(b[b.count - 1])
+            let pad = Int(b[s + count - 1])
             guard pad > 0, end - pad >= offset else { throw .badPadding }
             end -= pad
         }
-        payload = Array(b[offset..<end])
+        payload = Array(b[(s + offset)..<(s + end)])
     }
 
     /// The RFC 6464 level in a datagram's one-byte header extensions (RFC 8285), read in place
@@ -169,9 +174,6 @@ extension Array where Element == UInt8 {
     }
     @inlinable mutating func appendBigEndian(_ v: UInt32) {
         append(UInt8(v >> 24)); append(UInt8((v >> 16) & 0xFF)); append(UInt8((v >> 8) & 0xFF)); append(UInt8(v & 0xFF))
-    }
-    @inlinable func readBigEndianUInt32(at i: Int) -> UInt32 {
-        UInt32(self[i]) << 24 | UInt32(self[i + 1]) << 16 | UInt32(self[i + 2]) << 8 | UInt32(self[i + 3])
     }
 }
 
