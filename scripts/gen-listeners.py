@@ -4,7 +4,7 @@
 The listener protocols in Sources/CometChatCallsSDK/Listeners.swift are the only place a
 callback is declared. From them this writes:
   Sources/CometChatCallsSDK/Listeners+Defaults.generated.swift  the empty default implementations
-  Sources/CometChatCallsSDK/CallEvent.generated.swift           the CallEvent enum, listener, callback, deliver
+  Sources/CometChatCallsSDK/CallEvent.generated.swift           the CallEvent enum, listener, callback, payload, deliver
   Sources/CallsTUI/ListenerBridge+Callbacks.generated.swift     ListenerBridge's conformances
 Usage: gen-listeners.py [--check]   (--check: exit 1 when a generated file is out of date)
 """
@@ -120,6 +120,20 @@ public enum CallEvent: Sendable, Equatable {"""]
     for _, methods in protocols:
         for m in methods:
             out.append(f"        case .{case_name(m['name'])}: return \"{m['name']}\"")
+    out.append("""        }
+    }
+
+    /// The callback's arguments as JSON values, keyed by their documented labels.
+    public var payload: [String: Any] {
+        switch self {""")
+    bare = [m for _, ms in protocols for m in ms if not m["params"]]
+    out.append("        case " + ", ".join("." + case_name(m["name"]) for m in bare) + ": return [:]")
+    for _, methods in protocols:
+        for m in methods:
+            if not m["params"]:
+                continue
+            values = ", ".join(f'"{n}": {n}.payloadValue' for _, n, _ in m["params"])
+            out.append(f"        case .{case_name(m['name'])}{binding(m)}: return [{values}]")
     out.append("""        }
     }
 

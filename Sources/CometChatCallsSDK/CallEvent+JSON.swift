@@ -1,4 +1,19 @@
+import CallsCore
 import Foundation
+
+/// A callback argument as a JSON value (what `CallEvent.payload`, generated, puts under its label).
+protocol EventPayloadValue { var payloadValue: Any { get } }
+
+extension Participant: EventPayloadValue { var payloadValue: Any { jsonObject } }
+extension String: EventPayloadValue { var payloadValue: Any { self } }
+extension AudioMode: EventPayloadValue { var payloadValue: Any { value } }
+extension LayoutType: EventPayloadValue { var payloadValue: Any { value } }
+extension CameraFacing: EventPayloadValue { var payloadValue: Any { rawValue } }
+extension ConnectionQuality: EventPayloadValue { var payloadValue: Any { rawValue } }
+extension Array: EventPayloadValue where Element: EventPayloadValue { var payloadValue: Any { map(\.payloadValue) } }
+extension ChatMessage: EventPayloadValue {
+    var payloadValue: Any { ["id": id, "pid": pid, "uid": uid, "name": name, "text": text, "sentAt": sentAt] }
+}
 
 extension Participant {
     /// The participant as a JSON object (fields that are nil are left out).
@@ -14,27 +29,6 @@ extension Participant {
 }
 
 extension CallEvent {
-    /// The callback's arguments as JSON values, keyed by their documented labels.
-    public var payload: [String: Any] {
-        switch self {
-        case .audioModeChanged(let m): return ["audioMode": m.value]
-        case .audioModesChanged(let ms): return ["audioModes": ms.map(\.value)]
-        case .cameraFacingChanged(let c): return ["cameraFacing": c.rawValue]
-        case .participantListChanged(let ps): return ["participants": ps.map(\.jsonObject)]
-        case .participantJoined(let p), .participantLeft(let p), .participantAudioMuted(let p), .participantAudioUnmuted(let p),
-             .participantVideoPaused(let p), .participantVideoResumed(let p), .participantHandRaised(let p),
-             .participantHandLowered(let p), .participantStartedScreenShare(let p), .participantStoppedScreenShare(let p),
-             .participantStartedRecording(let p), .participantStoppedRecording(let p), .dominantSpeakerChanged(let p):
-            return ["participant": p.jsonObject]
-        case .callLayoutChanged(let l): return ["layoutType": l.value]
-        case .error(let code, let message): return ["code": code, "message": message]
-        case .audioNotice(let n): return ["notice": n]
-        case .connectionQualityChanged(let p, let q): return ["participant": p.jsonObject, "quality": q.rawValue]
-        case .chatMessage(let m): return ["message": ["id": m.id, "pid": m.pid, "uid": m.uid, "name": m.name, "text": m.text, "sentAt": m.sentAt]]
-        default: return [:]
-        }
-    }
-
     /// One JSON object: `{"ts": ISO-8601, "listener": ..., "event": ..., <payload>}` on one line.
     public func jsonLine(at date: Date = Date()) -> String {
         var d = payload

@@ -134,6 +134,35 @@ public enum CallEvent: Sendable, Equatable {
         }
     }
 
+    /// The callback's arguments as JSON values, keyed by their documented labels.
+    public var payload: [String: Any] {
+        switch self {
+        case .sessionJoined, .sessionLeft, .sessionTimedOut, .connectionLost, .connectionRestored, .connectionClosed, .audioMuted, .audioUnMuted, .videoPaused, .videoResumed, .recordingStarted, .recordingStopped, .streamingStarted, .streamingStopped, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled, .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked: return [:]
+        case .audioModeChanged(let audioMode): return ["audioMode": audioMode.payloadValue]
+        case .audioModesChanged(let audioModes): return ["audioModes": audioModes.payloadValue]
+        case .cameraFacingChanged(let cameraFacing): return ["cameraFacing": cameraFacing.payloadValue]
+        case .participantJoined(let participant): return ["participant": participant.payloadValue]
+        case .participantLeft(let participant): return ["participant": participant.payloadValue]
+        case .participantListChanged(let participants): return ["participants": participants.payloadValue]
+        case .participantAudioMuted(let participant): return ["participant": participant.payloadValue]
+        case .participantAudioUnmuted(let participant): return ["participant": participant.payloadValue]
+        case .participantVideoPaused(let participant): return ["participant": participant.payloadValue]
+        case .participantVideoResumed(let participant): return ["participant": participant.payloadValue]
+        case .participantHandRaised(let participant): return ["participant": participant.payloadValue]
+        case .participantHandLowered(let participant): return ["participant": participant.payloadValue]
+        case .participantStartedScreenShare(let participant): return ["participant": participant.payloadValue]
+        case .participantStoppedScreenShare(let participant): return ["participant": participant.payloadValue]
+        case .participantStartedRecording(let participant): return ["participant": participant.payloadValue]
+        case .participantStoppedRecording(let participant): return ["participant": participant.payloadValue]
+        case .dominantSpeakerChanged(let participant): return ["participant": participant.payloadValue]
+        case .callLayoutChanged(let layoutType): return ["layoutType": layoutType.payloadValue]
+        case .error(let code, let message): return ["code": code.payloadValue, "message": message.payloadValue]
+        case .chatMessage(let message): return ["message": message.payloadValue]
+        case .audioNotice(let notice): return ["notice": notice.payloadValue]
+        case .connectionQualityChanged(let participant, let quality): return ["participant": participant.payloadValue, "quality": quality.payloadValue]
+        }
+    }
+
     /// Calls the matching method on each listener of the matching protocol.
     func deliver(to set: ListenerSet) {
         switch self {
