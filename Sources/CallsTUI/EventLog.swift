@@ -98,10 +98,11 @@ public struct EventLog: Equatable, Sendable {
     }
 
     /// Entries newer than the view while scrolled back (the "N new" marker).
-    public var newBelow: Int {
-        guard anchor != nil else { return 0 }
-        let v = visible
-        guard let i = bottomIndex(in: v) else { return 0 }
+    public var newBelow: Int { newBelow(in: visible) }
+
+    /// `newBelow` for an already filtered `visible` (one filter pass per frame).
+    func newBelow(in v: [Entry]) -> Int {
+        guard anchor != nil, let i = bottomIndex(in: v) else { return 0 }
         return v.count - 1 - i
     }
 

@@ -18,7 +18,7 @@ enum EventLogRenderer {
         b.box(rect, title: title, style: CellStyle(fg: .cyan))
         let inner = rect.inset(1)
         guard inner.height > 0 else { return }
-        let newBelow = log.newBelow
+        let newBelow = log.newBelow(in: visible)
         let capacity = inner.height - (newBelow > 0 ? 1 : 0)
         var lines: [(String, CellStyle)] = []
         if let bottom = log.bottomIndex(in: visible) {

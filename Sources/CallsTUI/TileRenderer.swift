@@ -47,15 +47,15 @@ enum TileRenderer {
     /// they do not fit.
     static func grid(count: Int, in area: Rect) -> (cols: Int, rows: Int)? {
         guard count > 0 else { return (1, 1) }
-        var best: (Int, Int, Double)?
+        var best: (cols: Int, rows: Int, score: Double)?
         for cols in 1...count {
             let rows = (count + cols - 1) / cols
             let w = area.width / cols, h = area.height / rows
             guard w >= minTileWidth, h >= minTileHeight else { continue }
             let score = min(Double(w) / 3.6, Double(h))
-            if best == nil || score > best!.2 + 0.01 { best = (cols, rows, score) }
+            if score > (best?.score ?? -1) + 0.01 { best = (cols, rows, score) }
         }
-        return best.map { ($0.0, $0.1) }
+        return best.map { ($0.cols, $0.rows) }
     }
 
     private static func place(_ tiles: [ParticipantTile], _ m: CallViewModel, _ plan: (cols: Int, rows: Int), into b: inout ScreenBuffer, area: Rect) {

@@ -7,18 +7,9 @@ import XCTest
 /// The room registry on a virtual clock with a fake outbox: idle timeouts, grace periods and
 /// token expiry without sleeping (the registry's queue still runs; time only moves by hand).
 final class RoomClockTests: XCTestCase {
-    final class Outbox: SignalOutbox, @unchecked Sendable {
-        let lock = NSLock()
-        var sent: [(ServerMessage, ConnectionID)] = []
-        var closed: [ConnectionID] = []
-        func send(_ message: ServerMessage, to connection: ConnectionID) { lock.withLock { sent.append((message, connection)) } }
-        func close(_ connection: ConnectionID) { lock.withLock { closed.append(connection) } }
-        func to(_ c: ConnectionID) -> [ServerMessage] { lock.withLock { sent.filter { $0.1 == c }.map(\.0) } }
-    }
-
     var dir: String!
     var clock: VirtualScheduler!
-    var outbox: Outbox!
+    var outbox: RecordingOutbox!
     var registry: RoomRegistry!
     var relay: MediaRelay!
     let signer = CallTokenSigner(secret: Array(repeating: 7, count: 32))
@@ -27,7 +18,7 @@ final class RoomClockTests: XCTestCase {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("crclock-\(UUID().uuidString.prefix(6))").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         clock = VirtualScheduler()
-        outbox = Outbox()
+        outbox = RecordingOutbox()
         relay = try MediaRelay(host: "127.0.0.1", port: 0)
         var limits = RoomLimits()
         limits.gracePeriodSeconds = 30

@@ -5,14 +5,6 @@ import XCTest
 
 /// The signal router on its own: a fake outbox and fake handlers, no sockets, no sleeps.
 final class SignalRouterTests: XCTestCase {
-    final class Outbox: SignalOutbox, @unchecked Sendable {
-        let lock = NSLock()
-        var sent: [(ServerMessage, ConnectionID)] = []
-        var closed: [ConnectionID] = []
-        func send(_ message: ServerMessage, to connection: ConnectionID) { lock.withLock { sent.append((message, connection)) } }
-        func close(_ connection: ConnectionID) { lock.withLock { closed.append(connection) } }
-    }
-
     final class Handler: SignalHandler, @unchecked Sendable {
         let lock = NSLock()
         var received: [(ClientMessage, ConnectionID)] = []
@@ -25,7 +17,7 @@ final class SignalRouterTests: XCTestCase {
     let b = ConnectionID(node: "n1", local: 2)
 
     func testRoomMessagesReachTheRoomHandlerAndPingsAreAnsweredByTheRouter() {
-        let out = Outbox(), rooms = Handler()
+        let out = RecordingOutbox(), rooms = Handler()
         let r = LocalSignalRouter(outbox: out, limits: RoomLimits(), handlers: [.room: rooms])
         r.received(.join(.init(callToken: "t")), from: a)
         r.received(.setAudioMuted(true), from: a)
@@ -37,14 +29,14 @@ final class SignalRouterTests: XCTestCase {
     }
 
     func testAFamilyWithoutAHandlerIsRefused() {
-        let out = Outbox()
+        let out = RecordingOutbox()
         let r = LocalSignalRouter(outbox: out, limits: RoomLimits(), handlers: [:])
         r.received(.leave, from: a)
         guard case .error(.unknownType, _)? = out.sent.first?.0 else { return XCTFail("\(out.sent)") }
     }
 
     func testTheRateLimitCoversEveryFamilyPerConnection() {
-        let out = Outbox(), rooms = Handler()
+        let out = RecordingOutbox(), rooms = Handler()
         var limits = RoomLimits()
         limits.signalBurst = 5
         limits.signalPerSecond = 0.001
@@ -62,7 +54,7 @@ final class SignalRouterTests: XCTestCase {
     }
 
     func testDecodeErrorsAndClosesGoToEveryHandlerOnce() {
-        let out = Outbox(), h = Handler()
+        let out = RecordingOutbox(), h = Handler()
         let r = LocalSignalRouter(outbox: out, limits: RoomLimits(), handlers: [.room: h, .presence: h])
         r.rejected(.unknownType("dance"), from: a)
         r.rejected(.notJSON, from: a)
