@@ -3,21 +3,27 @@
 # for each room shape given, one after another, each against a fresh server.
 #
 #   scripts/bench-relay.sh [--duration S] [--relay-threads N] [--pin] [--fast-path]
-#                          ROOMSxPER [ROOMSxPER ...]
+#                          [--join-concurrency C] [--callroomd PATH] ROOMSxPER [ROOMSxPER ...]
 #   e.g. scripts/bench-relay.sh 30x10 60x10 100x10
+#
+# --join-concurrency sets how many bots join at once (the join storm; default 16).
+# --callroomd runs another server binary (a before/after comparison against an older build).
 #
 # --pin runs the server on the last core alone (one relay thread unless --relay-threads says
 # otherwise) and the generator on the others, so neither steals the other's CPU.
 # --fast-path runs the relay with its eBPF kernel fast path (root; builds the program first).
 #
 # Prints, per shape, the generator's report (delivered, loss, jitter, relay delay, server CPU
-# per forwarded packet, memory per participant, generator and whole-machine CPU).
+# per forwarded packet, memory per participant, generator and whole-machine CPU), and the join
+# storm's signalling round trips and server CPU per join.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=10
 threads=""
 pin=""
 fast=""
+concurrency=16
+server_bin=""
 shapes=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -25,7 +31,10 @@ while [ $# -gt 0 ]; do
         --relay-threads) threads="--relay-threads ${2:?--relay-threads needs N}"; shift 2 ;;
         --pin) pin=1; shift ;;
         --fast-path) fast=1; shift ;;
-        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --join-concurrency) concurrency="${2:?--join-concurrency needs C}"; shift 2 ;;
+        --callroomd) server_bin="${2:?--callroomd needs a path}"; shift 2
+            [ -x "$server_bin" ] || { echo "bench-relay: '$server_bin' is not an executable" >&2; exit 2; } ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         [0-9]*x[0-9]*) [[ "$1" =~ ^[0-9]+x[0-9]+$ ]] || { echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2; }
             shapes+=("$1"); shift ;;
         *) echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2 ;;
@@ -45,6 +54,7 @@ if ! { swift build -c release --product callroomd && swift build -c release --pr
     cat "$work/build.log" >&2; exit 1
 fi
 bin="$(swift build -c release --show-bin-path)"
+[ -n "$server_bin" ] || server_bin="$bin/callroomd"
 server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
@@ -58,7 +68,7 @@ for shape in "${shapes[@]}"; do
     rooms="${shape%x*}"; per="${shape#*x}"
     rm -rf "$work/data"
     # shellcheck disable=SC2086
-    "${server_cpu[@]}" "$bin/callroomd" --config "$work/config.json" --listen 127.0.0.1:0 --data-dir "$work/data" \
+    "${server_cpu[@]}" "$server_bin" --config "$work/config.json" --listen 127.0.0.1:0 --data-dir "$work/data" \
         --auth-key bench-key --log-level warn $threads > "$work/server.out" 2> "$work/server.err" &
     server=$!
     for _ in $(seq 100); do grep -q listening "$work/server.out" && break; sleep 0.1; done
@@ -66,7 +76,7 @@ for shape in "${shapes[@]}"; do
     [ -n "$url" ] || { echo "bench-relay: callroomd did not start:" >&2; cat "$work/server.err" >&2; exit 1; }
     echo "== $rooms rooms x $per = $((rooms * per)) participants, ${duration} s"
     "${generator_cpu[@]}" "$bin/callroom" bots --server "$url" --auth-key bench-key --rooms "$rooms" --per-room "$per" \
-        --duration "$duration" --server-pid "$server" | sed 's/^/   /'
+        --duration "$duration" --join-concurrency "$concurrency" --server-pid "$server" | sed 's/^/   /'
     kill "$server"; wait "$server" 2>/dev/null || true
     server=""
 done

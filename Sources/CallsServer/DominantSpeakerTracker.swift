@@ -29,10 +29,12 @@ struct DominantSpeakerTracker {
         loudness[key] = l
     }
 
-    /// Forgets members that left.
-    mutating func retain(_ table: RelayTable) {
-        for k in loudness.keys where table.members[k] == nil { loudness[k] = nil }
-        for (room, key) in dominant where table.members[key] == nil { dominant[room] = nil }
+    /// Forgets members that left (a room's dominant speaker among them included).
+    mutating func forget(_ keys: [UInt64]) {
+        let gone = Set(keys)
+        for k in keys { loudness[k] = nil }
+        for (room, key) in dominant where gone.contains(key) { dominant[room] = nil }
+        for (room, c) in candidate where gone.contains(c.key) { candidate[room] = nil }
     }
 
     private func effective(_ key: UInt64, now: UInt64) -> Double {
@@ -45,6 +47,11 @@ struct DominantSpeakerTracker {
     mutating func evaluate(_ table: RelayTable, now: UInt64) -> [(Int, UInt64?)]? {
         guard now >= lastEvaluation, now - lastEvaluation >= periodNanoseconds else { return nil }
         lastEvaluation = now
+        // A worker may still report a level of a member that has just left: such entries go
+        // once they are long silent.
+        if loudness.count > 64 {
+            for (k, l) in loudness where l.last < now && now - l.last > 10 * staleNanoseconds { loudness[k] = nil }
+        }
         var changes: [(Int, UInt64?)] = []
         for (room, members) in table.rooms {
             var best: (key: UInt64, energy: Double)?

@@ -41,7 +41,8 @@ public final class RelayCounters: Sendable {
 ///  UDP ─┬─▶ worker 0 ─┐   recvmmsg ─┬─ "CRB1" bind ─▶ token in snapshot ─▶ shared bindings ─▶ "CRA1"
 ///       ├─▶ worker 1 ─┤             └─ RTP ─▶ addr→member ─▶ SSRC ─▶ sendmmsg to the room's others
 ///       └─▶ worker N ─┘
-///  room registry ──(new RelayTable)──▶ Mutex + generation ──▶ each worker adopts it between batches
+///  room registry ──(RelayPatch: one room)──▶ canonical table + an inbox per worker ──▶ each worker
+///                                             applies its inbox between batches (generation moved)
 /// ```
 /// Thread rules: `start`/`stop`/`close` from the owner; `update(_:)` from any thread (the
 /// registry's queue); everything else happens on the worker threads, which allocate nothing per
@@ -127,11 +128,9 @@ final class MediaRelay: @unchecked Sendable {
         for w in workers { w.socket.close() }
     }
 
-    /// Publishes a new membership snapshot. Safe from any thread.
-    func update(_ table: RelayTable) {
-        shared.pendingTable.withLock { $0 = table }
-        shared.tableGeneration.add(1, ordering: .releasing)
-    }
+    /// Applies one room's new membership (the cost of that room, not of the server). Safe from
+    /// any thread.
+    func apply(_ patch: RelayPatch) { shared.apply(patch) }
 
     /// The RFC 6464 level (0 loud … 127 silent) in a datagram's one-byte header extension, if any.
     /// Reads in place; allocates nothing.

@@ -51,6 +51,10 @@ struct MetricsReport {
         let ops = store.operations.load(ordering: .relaxed)
         r.counter("callroom_store_operations_total", "Store operations.", ops)
         r.counter("callroom_store_failures_total", "Store operations that failed.", store.failures.load(ordering: .relaxed))
+        r.counter("callroom_store_write_batches_total", "Transactions the store writer committed.", store.batches.load(ordering: .relaxed))
+        r.counter("callroom_store_write_requests_total", "Room writes committed in those batches.", store.batchedRequests.load(ordering: .relaxed))
+        r.counter("callroom_store_write_failures_total", "Room writes that failed (reported to the room, never swallowed).",
+                  store.requestFailures.load(ordering: .relaxed))
         r.lines += [
             "# HELP callroom_store_latency_seconds Store operation latency, lock wait included.",
             "# TYPE callroom_store_latency_seconds summary",

@@ -11,13 +11,23 @@ struct BindToken: Hashable, Sendable {
     }
 }
 
-/// An immutable snapshot of who may send media and to whom, built by the room registry on
-/// every membership change and swapped into the relay (which never locks on the hot path).
+/// Who may send media and to whom. The room registry describes each change as a `RelayPatch`
+/// (one room's new membership); the relay applies it to its canonical table and to each
+/// worker's own copy, so a change costs the size of its room, never the size of the server.
+/// A value; whoever holds one owns it.
 struct RelayTable: Sendable {
-    struct Member: Sendable {
+    struct Member: Sendable, Equatable {
         var key: UInt64
         var room: Int
         var ssrc: UInt32
+        var token: BindToken?
+
+        init(key: UInt64, room: Int, ssrc: UInt32, token: BindToken? = nil) {
+            self.key = key
+            self.room = room
+            self.ssrc = ssrc
+            self.token = token
+        }
     }
 
     var members: [UInt64: Member] = [:]
@@ -26,4 +36,32 @@ struct RelayTable: Sendable {
     var rooms: [Int: [UInt64]] = [:]
 
     static let empty = RelayTable()
+
+    /// Replaces one room's membership with the patch's. Returns the keys that left the room
+    /// (their bindings and levels are to be forgotten). Costs the room's old and new size.
+    @discardableResult
+    mutating func apply(_ patch: RelayPatch) -> [UInt64] {
+        let incoming = Set(patch.members.map(\.key))
+        var removed: [UInt64] = []
+        for k in rooms[patch.room] ?? [] {
+            if let t = members[k]?.token, byToken[t] == k { byToken[t] = nil }
+            if !incoming.contains(k) {
+                members[k] = nil
+                removed.append(k)
+            }
+        }
+        for m in patch.members {
+            members[m.key] = m
+            if let t = m.token { byToken[t] = m.key }
+        }
+        rooms[patch.room] = patch.members.isEmpty ? nil : patch.members.map(\.key)
+        return removed
+    }
+}
+
+/// One room's membership after a change (join, leave, resume with a new bind token); an empty
+/// list removes the room. What the room registry hands the relay.
+struct RelayPatch: Sendable, Equatable {
+    var room: Int
+    var members: [RelayTable.Member]
 }

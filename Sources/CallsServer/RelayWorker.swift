@@ -19,16 +19,15 @@ final class RelayWorker: @unchecked Sendable {
     private let sender = UDPBatchSender()
 
     private var table = RelayTable.empty
-    private var seenTable: UInt64 = 0
     private var bindings = RelayBindings()
-    private var seenBindings: UInt64 = 0
+    private var seenGeneration: UInt64 = 0
     /// Levels heard in the current batch, handed to the shared tracker once per batch.
     private var levels: [(key: UInt64, level: UInt8)] = []
     private var forwarded: UInt64 = 0
     private var forwardedBytes: UInt64 = 0
     private var sendFailed: UInt64 = 0
-    /// Worker 0: the table and bindings generations the kernel fast path was last synced to.
-    private var fastPathSynced: (table: UInt64, bindings: UInt64) = (.max, .max)
+    /// Worker 0: rooms whose fast-path maps are behind (nil: all of them).
+    private var fastPathDirty: Set<Int>? = nil
     private var lastHarvest: UInt64 = 0
 
     init(index: Int, socket: UDPSocket, shared: RelayShared) {
@@ -73,21 +72,28 @@ final class RelayWorker: @unchecked Sendable {
         }
     }
 
-    /// Adopts a newer membership snapshot or bindings table, if either moved.
+    /// Applies the membership and binding changes posted since the last look, if any (one
+    /// atomic load when nothing moved). Worker 0 notes which rooms the fast path must resync.
     private func refresh() {
-        let g = shared.tableGeneration.load(ordering: .acquiring)
-        if g != seenTable {
-            seenTable = g
-            table = shared.pendingTable.withLock { $0 }
-            let t = table
-            let dropped = shared.bindings.withLock { $0.retain(t) }
-            if dropped { shared.bindingsGeneration.add(1, ordering: .releasing) }
-            shared.speakers.withLock { $0.retain(t) }
+        let g = shared.generation.load(ordering: .acquiring)
+        guard g != seenGeneration else { return }
+        seenGeneration = g
+        let (changes, whole) = shared.takeChanges(worker: index)
+        if let (t, b) = whole {
+            table = t
+            bindings = RelayBindings(addressOf: b.addressOf, memberAt: b.memberAt)
+            fastPathDirty = nil
+            return
         }
-        let b = shared.bindingsGeneration.load(ordering: .acquiring)
-        if b != seenBindings {
-            seenBindings = b
-            bindings = shared.bindings.withLock { $0 }
+        for change in changes {
+            switch change {
+            case .patch(let p):
+                bindings.forget(table.apply(p))
+                if index == 0 { fastPathDirty?.insert(p.room) }
+            case .bound(let key, let address):
+                bindings.bind(key, to: address)
+                if index == 0, let room = table.members[key]?.room { fastPathDirty?.insert(room) }
+            }
         }
     }
 
@@ -159,12 +165,12 @@ final class RelayWorker: @unchecked Sendable {
         if ok < queued { sendFailed += UInt64(queued - ok) }
     }
 
-    /// Brings the fast path's maps up to date after a table change (leaves, moves), and every
+    /// Brings the fast path's maps up to date for the rooms that changed (leaves, moves), and every
     /// 50 ms adds its counts to the shared counters and its members' levels to the tracker.
     private func tendFastPath() {
-        if fastPathSynced != (seenTable, seenBindings) {
-            shared.syncFastPath()
-            fastPathSynced = (seenTable, seenBindings)
+        if fastPathDirty?.isEmpty != true {
+            shared.syncFastPath(rooms: fastPathDirty)
+            fastPathDirty = []
         }
         let now = monotonicNanoseconds()
         guard now &- lastHarvest >= 50_000_000 else { return }
@@ -200,30 +206,20 @@ final class RelayWorker: @unchecked Sendable {
 
     private func handleBind(_ datagram: UnsafeRawBufferPointer, from: SocketAddress) {
         let c = shared.counters
-        guard let req = MediaBinding.parseBind(datagram), let token = BindToken(req.token),
-              let key = table.byToken[token], let member = table.members[key], member.ssrc == req.ssrc else {
+        guard let req = MediaBinding.parseBind(datagram), let token = BindToken(req.token) else {
             c.droppedBadBind.add(1, ordering: .relaxed)
             return
         }
-        let now = monotonicNanoseconds()
-        let allowed = shared.bindings.withLock { b -> Bool in
-            var limiter = b.bindLimiters[from] ?? RateLimiter(capacity: 20, perSecond: 10)
-            let ok = limiter.allow(now: now)
-            b.bindLimiters[from] = limiter
-            guard ok else { return false }
-            if let old = b.addressOf[key], old != from { b.memberAt[old] = nil }
-            b.addressOf[key] = from
-            b.memberAt[from] = key
-            return true
-        }
-        guard allowed else {
+        switch shared.bind(token: token, ssrc: req.ssrc, from: from, now: monotonicNanoseconds()) {
+        case .badToken:
+            c.droppedBadBind.add(1, ordering: .relaxed)
+        case .rateLimited:
             c.droppedBindRateLimited.add(1, ordering: .relaxed)
-            return
+        case .bound(let member):
+            refresh()
+            shared.syncFastPath(rooms: [member.room])
+            c.binds.add(1, ordering: .relaxed)
+            socket.send(MediaBinding.encodeAck(ssrc: member.ssrc), to: from)
         }
-        shared.bindingsGeneration.add(1, ordering: .releasing)
-        refresh()
-        shared.syncFastPath(member: key)
-        c.binds.add(1, ordering: .relaxed)
-        socket.send(MediaBinding.encodeAck(ssrc: member.ssrc), to: from)
     }
 }

@@ -6,6 +6,11 @@ public final class StoreMetrics: Sendable {
     public let totalMicroseconds = Atomic<UInt64>(0)
     public let maxMicroseconds = Atomic<UInt64>(0)
     public let failures = Atomic<UInt64>(0)
+    /// Write batches committed by the store writer, the requests in them, and requests that
+    /// failed (alone, in their savepoint, or with their whole batch).
+    public let batches = Atomic<UInt64>(0)
+    public let batchedRequests = Atomic<UInt64>(0)
+    public let requestFailures = Atomic<UInt64>(0)
 
     init() {}
 

@@ -100,8 +100,16 @@ extension BotsCommand {
                 let gen = LoadGenerator(serverURL: url, appID: appID, authKey: key, rooms: rooms, perRoom: per)
                 let t0 = Date()
                 let rss0 = pid.flatMap(residentKiB)
+                let joinCPU0 = pid.flatMap(processCPUSeconds)
                 try await gen.joinAll(concurrency: concurrency)
                 Console.out(String(format: "callroom bots: %d bots in %d rooms joined in %.1f s", rooms * per, rooms, Date().timeIntervalSince(t0)))
+                let rtts = gen.bots.map(\.joinRoundTripMs).sorted()
+                var joinLine = String(format: "join_rtt_ms_p50=%.2f join_rtt_ms_p99=%.2f join_rtt_ms_max=%.2f (signalling: join sent, joined received)",
+                                      LoadGenerator.Report.quantile(rtts, 0.5), LoadGenerator.Report.quantile(rtts, 0.99), rtts.last ?? .nan)
+                if let c0 = joinCPU0, let c1 = pid.flatMap(processCPUSeconds) {
+                    joinLine += String(format: "; server_cpu_ms_per_join=%.3f (login, token, WebSocket, join, bind)", (c1 - c0) * 1000 / Double(rooms * per))
+                }
+                Console.out(joinLine)
                 let m0 = metrics(url), fast0 = m0?[fastPathRunSeconds] ?? 0
                 let cpu0 = pid.flatMap(processCPUSeconds).map { $0 + fast0 }, fwd0 = m0?[forwardedTotal].map { Int($0) }
                 let own0 = processCPUSeconds(getpid()), machine0 = machineBusySeconds()

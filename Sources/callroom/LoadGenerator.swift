@@ -23,16 +23,23 @@ final class LoadGenerator: @unchecked Sendable {
         var socket: UDPSocket?
         var signal: SignalSink?
         var joinedAt: UInt64 = 0
+        /// `join` sent → `joined` received, in milliseconds (the signalling round trip).
+        var joinRoundTripMs: Double = 0
     }
 
     /// Collects one bot's signalling messages.
     final class SignalSink: WebSocketClientDelegate, @unchecked Sendable {
         let joined = Mutex<ServerMessage.Joined?>(nil)
+        /// When `joined` arrived (monotonic nanoseconds, on the WebSocket's thread).
+        let joinedNanoseconds = Atomic<UInt64>(0)
         let closed = Atomic<Bool>(false)
         var client: WebSocketClient?
         func webSocketDidOpen(_ c: WebSocketClient) {}
         func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
-            if case .joined(let j)? = try? ServerMessage(json: Data(message)) { joined.withLock { $0 = j } }
+            if case .joined(let j)? = try? ServerMessage(json: Data(message)) {
+                joinedNanoseconds.store(monotonicNanoseconds(), ordering: .relaxed)
+                joined.withLock { $0 = j }
+            }
         }
         func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) { closed.store(true, ordering: .releasing) }
     }
@@ -101,6 +108,7 @@ final class LoadGenerator: @unchecked Sendable {
         let ws = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), delegate: sink)
         sink.client = ws
         do { try ws.connect() } catch { throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "\(error)") }
+        let joinSent = monotonicNanoseconds()
         ws.send(text: ClientMessage.join(.init(callToken: token, sessionId: "load-room-\(r)", audioMuted: false,
                                                sessionType: .voice, idleTimeoutSeconds: 0)).json())
         let deadline = Date().addingTimeInterval(10)
@@ -119,7 +127,8 @@ final class LoadGenerator: @unchecked Sendable {
             if udp.waitReadable(timeoutMs: 1000) {
                 var ack = [UInt8](repeating: 0, count: 64)
                 _ = ack.withUnsafeMutableBytes { udp.receive(into: $0) }
-                return (Bot(uid: uid, room: r, ssrc: j.you.ssrc, socket: udp, signal: sink), relay)
+                let rtt = Double(sink.joinedNanoseconds.load(ordering: .relaxed) &- joinSent) / 1e6
+                return (Bot(uid: uid, room: r, ssrc: j.you.ssrc, socket: udp, signal: sink, joinRoundTripMs: rtt), relay)
             }
         }
         throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid): no bind ack")
@@ -181,7 +190,9 @@ final class LoadGenerator: @unchecked Sendable {
         var jitterMs: [Double]
         var delayMs: [Double]
         var lossPercent: Double { expected == 0 ? 0 : max(0, 100 * Double(expected - delivered) / Double(expected)) }
-        func p(_ xs: [Double], _ q: Double) -> Double { xs.isEmpty ? .nan : xs[min(xs.count - 1, Int(Double(xs.count - 1) * q))] }
+        func p(_ xs: [Double], _ q: Double) -> Double { Self.quantile(xs, q) }
+        /// The q-quantile of sorted values (nearest rank below), NaN for none.
+        static func quantile(_ xs: [Double], _ q: Double) -> Double { xs.isEmpty ? .nan : xs[min(xs.count - 1, Int(Double(xs.count - 1) * q))] }
     }
 
     /// Sends one RTP packet from each of `group` every 20 ms until `seconds` have passed.

@@ -32,10 +32,16 @@ final class RoomClockTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    /// Sends a message as `connection` and waits for the registry's queue to handle it.
+    /// Sends a message as `connection` and waits until it is handled (store writes included).
     func send(_ m: ClientMessage, from c: ConnectionID) {
         registry.received(m, from: c)
-        registry.queue.sync {}
+        registry.settle()
+    }
+
+    /// Moves the virtual clock and lets what fell due reach the disk and the outbox.
+    func advance(by seconds: Double) {
+        clock.advance(by: seconds)
+        registry.settle()
     }
 
     func token(_ uid: String, session: String, ttl: Int64 = 600) -> String {
@@ -46,22 +52,23 @@ final class RoomClockTests: XCTestCase {
     func join(_ uid: String, _ c: ConnectionID, session: String = "room", idle: Int? = nil) throws -> ServerMessage.Joined {
         send(.join(.init(callToken: token(uid, session: session), sessionId: session, idleTimeoutSeconds: idle)), from: c)
         for m in outbox.to(c) { if case .joined(let j) = m { return j } }
-        throw XCTSkip("no joined for \(uid): \(outbox.to(c))")
+        XCTFail("no joined for \(uid): \(outbox.to(c))")
+        throw CancellationError()
     }
 
     let a = ConnectionID(node: "n", local: 1), b = ConnectionID(node: "n", local: 2), b2 = ConnectionID(node: "n", local: 3)
 
     func testAloneForTheIdleTimeoutEndsTheSessionAndJoiningDisarmsIt() throws {
         _ = try join("ann", a, idle: 60)
-        clock.advance(by: 59)
+        advance(by: 59)
         XCTAssertFalse(outbox.to(a).contains(.left(reason: .timedOut)), "not yet")
         _ = try join("bea", b, idle: 60)
-        clock.advance(by: 120)
+        advance(by: 120)
         XCTAssertFalse(outbox.to(a).contains(.left(reason: .timedOut)), "two in the room: no timeout")
         send(.leave, from: b)
-        clock.advance(by: 59.9)
+        advance(by: 59.9)
         XCTAssertFalse(outbox.to(a).contains(.left(reason: .timedOut)))
-        clock.advance(by: 0.2)
+        advance(by: 0.2)
         XCTAssertTrue(outbox.to(a).contains(.left(reason: .timedOut)), "alone again for 60 s: \(outbox.to(a).suffix(2))")
         XCTAssertEqual(clock.pendingCount, 0, "nothing left scheduled")
     }
@@ -70,27 +77,27 @@ final class RoomClockTests: XCTestCase {
         let ja = try join("ann", a)
         let jb = try join("bea", b)
         registry.connectionClosed(b)
-        registry.queue.sync {}
-        clock.advance(by: 29)
+        registry.settle()
+        advance(by: 29)
         XCTAssertFalse(outbox.to(a).contains { if case .participantLeft = $0 { return true }; return false }, "held")
         // Resumed in time on a new connection: nobody sees a leave.
         send(.resume(token: try XCTUnwrap(jb.resumeToken)), from: b2)
         XCTAssertTrue(outbox.to(b2).contains { if case .resumed = $0 { return true }; return false })
-        clock.advance(by: 60)
+        advance(by: 60)
         XCTAssertFalse(outbox.to(a).contains { if case .participantLeft = $0 { return true }; return false })
         // Dropped again and not back: leaves as disconnected exactly at the end of the grace period.
         registry.connectionClosed(b2)
-        registry.queue.sync {}
-        clock.advance(by: 29.9)
+        registry.settle()
+        advance(by: 29.9)
         XCTAssertFalse(outbox.to(a).contains { if case .participantLeft = $0 { return true }; return false })
-        clock.advance(by: 0.2)
+        advance(by: 0.2)
         XCTAssertTrue(outbox.to(a).contains { if case .participantLeft(let p, .disconnected) = $0 { return p.pid == jb.you.pid }; return false })
         _ = ja
     }
 
     func testAnExpiredTokenIsRefusedOnTheRegistrysClock() {
         let t = token("ann", session: "room", ttl: 10)
-        clock.advance(by: 11)
+        advance(by: 11)
         send(.join(.init(callToken: t, sessionId: "room")), from: a)
         XCTAssertTrue(outbox.to(a).contains { if case .error(.tokenExpired, _) = $0 { return true }; return false }, "\(outbox.to(a))")
     }
@@ -98,7 +105,7 @@ final class RoomClockTests: XCTestCase {
     func testTimestampsComeFromTheRegistrysClock() throws {
         let ja = try join("ann", a)
         XCTAssertEqual(ja.you.joinedAt, clock.nowMilliseconds())
-        clock.advance(by: 5)
+        advance(by: 5)
         send(.setHandRaised(true), from: a)
         let hand = outbox.to(a).compactMap { m -> Int64? in if case .participantUpdated(let p, .handRaised) = m { return p.raisedHandTimestamp }; return nil }
         XCTAssertEqual(hand, [clock.nowMilliseconds()])

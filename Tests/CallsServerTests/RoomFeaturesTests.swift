@@ -1,4 +1,5 @@
 import CallsCore
+import CallsSecurity
 import CallsServer
 import CallsTransport
 import XCTest
@@ -109,31 +110,22 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertTrue(errorCode(a, "SIGNAL_BAD_MESSAGE"))
         for i in 0..<8 { a.send(.chat(text: "spam \(i)")) }
         XCTAssertTrue(errorCode(a, "ERR_RATE_LIMITED"))
-        Thread.sleep(forTimeInterval: 0.2)
-        let sent = b.all.filter { if case .chat = $0 { return true }; return false }.count
-        XCTAssertEqual(sent, 5, "a burst of 5, then refused")
+        // The refusals are immediate; the five kept messages reach b once on disk.
+        let chats = { b.all.filter { if case .chat = $0 { return true }; return false }.count }
+        let deadline = Date().addingTimeInterval(5)
+        while chats() < 5 && Date() < deadline { _ = b.wait(timeout: 0.05) { _ in false } }
+        XCTAssertEqual(chats(), 5, "a burst of 5, then refused")
         let listed = h.request("GET", "/v3/calls/room/messages", headers: h.adminHeaders)
         XCTAssertEqual((listed.json["data"] as? [[String: Any]])?.first?["text"] as? String, "hello room")
         XCTAssertEqual(((listed.json["meta"] as? [String: Any])?["pagination"] as? [String: Any])?["total"] as? Int, 5)
     }
 
-    func testIdleTimeoutEndsALoneParticipant() throws {
-        let (a, _) = try join("solo", idle: 1)
-        XCTAssertNotNil(a.wait(timeout: 4) { $0 == .left(reason: .timedOut) })
-        XCTAssertTrue(a.waitClosed())
-        // With company nobody times out; alone again, the timer starts over.
-        let (b, _) = try join("pair1", session: "two", idle: 1)
-        let (c, _) = try join("pair2", session: "two", idle: 0)
-        XCTAssertNil(b.wait(timeout: 1.6) { if case .left = $0 { return true }; return false })
-        c.send(.leave)
-        XCTAssertNotNil(b.wait(timeout: 4) { $0 == .left(reason: .timedOut) })
-    }
-
     func testReconnectionWithinGraceKeepsTheParticipant() throws {
         let (a, ja) = try join("ria")
         let (b, _) = try join("rob")
+        // Resumed over a new connection, whether or not the server has noticed the drop yet
+        // (the grace period itself is tested on a virtual clock: RoomClockTests, RoomCoreTests).
         a.client.abort()
-        Thread.sleep(forTimeInterval: 0.3)
         let a2 = try SignalProbe(url: h.server.url)
         a2.send(.resume(token: try XCTUnwrap(ja.resumeToken)))
         guard case .resumed(let r)? = a2.wait({ if case .resumed = $0 { return true }; return false }) else { return XCTFail("not resumed") }
@@ -142,7 +134,6 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertNotEqual(r.bindToken, ja.bindToken, "a fresh media binding")
         XCTAssertNotEqual(r.resumeToken, ja.resumeToken)
         XCTAssertEqual(r.participants.count, 2)
-        Thread.sleep(forTimeInterval: 1.3)  // past the grace period: nothing happens, a2 holds it
         XCTAssertFalse(b.all.contains { if case .participantLeft = $0 { return true }; return false }, "no leave/join churn")
         a2.send(.ping(1))
         XCTAssertNotNil(a2.wait { $0 == .pong(1) })
@@ -183,12 +174,7 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertNotNil(a.wait { $0 == .dominantSpeaker(pid: jb.you.pid) })
         let changes = a.all.filter { if case .dominantSpeaker = $0 { return true }; return false }.count
         XCTAssertEqual(changes, 2, "hysteresis: one change per turn, no flapping")
-        // A muted participant is never announced (packets still in flight, a client that sends anyway).
-        a.send(.setAudioMuted(true))
-        XCTAssertNotNil(b.wait { if case .participantUpdated(let p, .audioMuted) = $0 { return p.pid == ja.you.pid }; return false })
-        talk(loud: (sa, ja.you.ssrc), quiet: (sb, jb.you.ssrc), seconds: 1.2)
-        Thread.sleep(forTimeInterval: 0.4)
-        XCTAssertEqual(b.all.filter { $0 == .dominantSpeaker(pid: ja.you.pid) }.count, 1, "muted: not dominant again")
+        // (A muted participant is never announced: RoomCoreTests, with the tracker's input.)
     }
 
     /// A join the store cannot record is refused (ERR_STORAGE) and nobody hears of it: the
@@ -213,9 +199,13 @@ final class RoomFeaturesTests: XCTestCase {
         let (a, _) = try join("fast")
         for i in 0..<400 { a.send(.ping(i)) }
         XCTAssertTrue(errorCode(a, "ERR_RATE_LIMITED"))
-        Thread.sleep(forTimeInterval: 1.0)
-        a.send(.ping(9999))
-        XCTAssertNotNil(a.wait { $0 == .pong(9999) })
+        // The bucket refills (50 a second): pings are answered again, on the same connection.
+        var answered = false
+        for k in 0..<40 where !answered {
+            a.send(.ping(10_000 + k))
+            answered = a.wait(timeout: 0.05) { $0 == .pong(10_000 + k) } != nil
+        }
+        XCTAssertTrue(answered)
     }
 
     func testBindFloodIsRateLimited() throws {
@@ -224,10 +214,9 @@ final class RoomFeaturesTests: XCTestCase {
         let s = try UDPSocket(host: "127.0.0.1", port: 0)
         let bind = MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? [])
         for _ in 0..<200 { s.send(bind, to: relay) }
-        Thread.sleep(forTimeInterval: 0.3)
         var acks = 0
         var buf = [UInt8](repeating: 0, count: 64)
-        while buf.withUnsafeMutableBytes({ s.receive(into: $0) }) != nil { acks += 1 }
+        while s.waitReadable(timeoutMs: 300), buf.withUnsafeMutableBytes({ s.receive(into: $0) }) != nil { acks += 1 }
         XCTAssertLessThanOrEqual(acks, 30, "acks are bounded (got \(acks))")
         XCTAssertGreaterThan(acks, 0)
         XCTAssertGreaterThan(h.server.relayCounters?.droppedBindRateLimited.load(ordering: .relaxed) ?? 0, 100)
@@ -235,7 +224,7 @@ final class RoomFeaturesTests: XCTestCase {
 }
 
 final class CallTokenRoleAndExpiryTests: XCTestCase {
-    func testOperatorTokensCarryRolesAndExpiredTokensAreRefused() throws {
+    func testOperatorTokensCarryRolesAndTheConfiguredLifetime() throws {
         // Claims count whole seconds, so a 1 s lifetime can end a millisecond after minting:
         // 2 s leaves every token here at least a second to be used.
         let h = try ServerHarness(configure: { $0.callTokenTTLSeconds = 2 })
@@ -261,11 +250,12 @@ final class CallTokenRoleAndExpiryTests: XCTestCase {
         boss.send(.join(.init(callToken: modToken)))
         XCTAssertEqual(boss.joined()?.you.role, .moderator)
 
+        // Tokens carry the configured lifetime; the rooms refuse one past it on their clock
+        // (RoomClockTests.testAnExpiredTokenIsRefusedOnTheRegistrysClock, no waiting).
         let late = try h.callToken(uid: "pleb", session: "rt")
-        Thread.sleep(forTimeInterval: 3.1)
-        let expired = try SignalProbe(url: h.server.url)
-        expired.send(.join(.init(callToken: late)))
-        XCTAssertEqual(expired.error(), "AUTH_ERR_TOKEN_EXPIRED")
-        XCTAssertTrue(expired.waitClosed())
+        let signer = CallTokenSigner(secret: Hex.decode(h.server.keys.tokenSecret) ?? [])
+        let claims = try signer.verify(late, now: epochMilliseconds() / 1000)
+        XCTAssertEqual(claims.exp - claims.iat, 2)
+        XCTAssertThrowsError(try signer.verify(late, now: claims.exp + 1))
     }
 }

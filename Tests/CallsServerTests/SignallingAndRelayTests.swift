@@ -131,8 +131,7 @@ final class SignallingAndRelayTests: XCTestCase {
             XCTAssertNotNil(s.receiveBytes())
         }
         b.send(.leave)
-        XCTAssertTrue(b.waitClosed())
-        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertTrue(b.waitClosed())  // the relay's patch precedes `left`
         sa.send(RTPPacket(sequenceNumber: 1, timestamp: 1, ssrc: ja.you.ssrc, payload: [5]).encoded(), to: relay)
         XCTAssertNil(sb.receiveBytes(timeoutMs: 200))
     }

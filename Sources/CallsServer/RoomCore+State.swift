@@ -1,15 +1,13 @@
-import Dispatch
 import CallsCore
 
-// MARK: Participant state and moderation (on the registry's queue)
-extension RoomRegistry {
+// MARK: Participant state and moderation
+extension RoomCore {
     enum ModerationAction { case mute, pauseVideo, remove }
 
-    /// Changes one participant's state and broadcasts it to the room (them included), unless
-    /// nothing changed.
+    /// Changes one admitted participant's state and broadcasts it to the room (them
+    /// included), unless nothing changed.
     func update(_ room: Room, _ pid: String, change: ParticipantChange, _ body: (inout WireParticipant) -> Void) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        guard var p = room.participants[pid] else { return }
+        guard var p = room.participants[pid], p.admitted else { return }
         let before = p.wire
         body(&p.wire)
         guard p.wire != before else { return }
@@ -25,11 +23,17 @@ extension RoomRegistry {
         return true
     }
 
+    private func admittedTarget(_ room: Room, _ target: String, _ connection: ConnectionID) -> Bool {
+        guard room.participants[target]?.admitted == true else {
+            fail(connection, .participantNotFound, "No participant '\(target.prefix(40))' in this session.", close: false)
+            return false
+        }
+        return true
+    }
+
     func pin(_ room: Room, by pid: String, target: String?, connection: ConnectionID) {
         guard requireModerator(room, pid, connection) else { return }
-        if let t = target, room.participants[t] == nil {
-            return fail(connection, .participantNotFound, "No participant '\(t.prefix(40))' in this session.", close: false)
-        }
+        if let t = target, !admittedTarget(room, t, connection) { return }
         for other in room.order where other != target && room.participants[other]?.wire.isPinned == true {
             update(room, other, change: .unpinned) { $0.isPinned = false }
         }
@@ -37,15 +41,12 @@ extension RoomRegistry {
     }
 
     func moderate(_ room: Room, by pid: String, target: String, connection: ConnectionID, action: ModerationAction) {
-        guard requireModerator(room, pid, connection) else { return }
-        guard room.participants[target] != nil else {
-            return fail(connection, .participantNotFound, "No participant '\(target.prefix(40))' in this session.", close: false)
-        }
+        guard requireModerator(room, pid, connection), admittedTarget(room, target, connection) else { return }
         switch action {
         case .mute: update(room, target, change: .audioMuted) { $0.isAudioMuted = true }
         case .pauseVideo: update(room, target, change: .videoPaused) { $0.isVideoPaused = true }
         case .remove:
-            log.info("participant removed by moderator", ["session": room.sessionId, "pid": target, "by": pid])
+            log(.info, "participant removed by moderator", ["session": room.sessionId, "pid": target, "by": pid])
             leave(session: room.sessionId, pid: target, reason: .removed, notifySelf: true)
         }
     }

@@ -1,0 +1,129 @@
+import CallsCore
+
+/// Row ids behind the rooms' references. Owned by the store writer (its queue only).
+struct StoreRefs: Sendable {
+    var calls: [CallRef: Int64] = [:]
+    var participants: [ParticipantRef: Int64] = [:]
+
+    /// Changes not yet committed, over committed refs: a value is a row id, or nil for
+    /// "removed". Small (one request's or one batch's), so nothing copies the whole map.
+    struct Overlay {
+        var calls: [CallRef: Int64?] = [:]
+        var participants: [ParticipantRef: Int64?] = [:]
+
+        mutating func merge(_ o: Overlay) {
+            calls.merge(o.calls) { $1 }
+            participants.merge(o.participants) { $1 }
+        }
+    }
+
+    mutating func merge(_ o: Overlay) {
+        for (k, v) in o.calls { calls[k] = v }
+        for (k, v) in o.participants { participants[k] = v }
+    }
+}
+
+/// Committed refs seen through the batch's and the request's uncommitted changes.
+private struct RefView {
+    var batch: StoreRefs.Overlay
+    var request = StoreRefs.Overlay()
+
+    func call(_ r: CallRef, _ committed: borrowing StoreRefs) -> Int64? {
+        if let v = request.calls[r] { return v }
+        if let v = batch.calls[r] { return v }
+        return committed.calls[r]
+    }
+
+    func participant(_ r: ParticipantRef, _ committed: borrowing StoreRefs) -> Int64? {
+        if let v = request.participants[r] { return v }
+        if let v = batch.participants[r] { return v }
+        return committed.participants[r]
+    }
+}
+
+extension CallStore {
+    /// Writes `requests` in one transaction, each inside its own savepoint: a failing request
+    /// is rolled back alone and reported; the others commit together (one fsync for the batch).
+    /// A failed commit fails them all. `refs` changes only by what committed.
+    func commit(_ requests: [StoreRequest], refs: inout StoreRefs) -> [StoreReceipt] {
+        guard !requests.isEmpty else { return [] }
+        var receipts: [StoreReceipt] = []
+        var batch = StoreRefs.Overlay()
+        do throws(SQLiteError) {
+            try locked { () throws(SQLiteError) in
+                try db.transaction { () throws(SQLiteError) in
+                    for r in requests {
+                        try db.execute("SAVEPOINT request")
+                        var view = RefView(batch: batch)
+                        do throws(SQLiteError) {
+                            let out = try apply(r.commands, committed: refs, refs: &view)
+                            try db.execute("RELEASE request")
+                            batch.merge(view.request)
+                            receipts.append(StoreReceipt(id: r.id, result: .success(out)))
+                        } catch {
+                            try db.execute("ROLLBACK TO request")
+                            try db.execute("RELEASE request")
+                            metrics.requestFailures.add(1, ordering: .relaxed)
+                            receipts.append(StoreReceipt(id: r.id, result: .failure(StoreFailure(description: error.description))))
+                        }
+                    }
+                }
+            }
+            refs.merge(batch)
+            metrics.batches.add(1, ordering: .relaxed)
+            metrics.batchedRequests.add(UInt64(requests.count), ordering: .relaxed)
+            return receipts
+        } catch {
+            metrics.requestFailures.add(UInt64(requests.count), ordering: .relaxed)
+            return requests.map { StoreReceipt(id: $0.id, result: .failure(StoreFailure(description: error.description))) }
+        }
+    }
+
+    /// One request's commands (inside the batch transaction, under the store lock).
+    private func apply(_ commands: [StoreCommand], committed: borrowing StoreRefs, refs: inout RefView) throws(SQLiteError) -> StoreReceipt.Output {
+        var out = StoreReceipt.Output()
+        for c in commands {
+            switch c {
+            case let .startCall(ref, sessionId, type, mode, now):
+                try db.execute("""
+                    INSERT INTO calls(session_id, type, mode, status, initiated_at, started_at, last_seen_at)
+                    VALUES (?, ?, ?, 'ongoing', ?, ?, ?)
+                    """, [.text(sessionId), .text(type), .text(mode), .int(now), .int(now), .int(now)])
+                refs.request.calls[ref] = db.lastInsertRowID
+            case let .participantJoined(ref, call, uid, pid, displayName, now):
+                guard let callID = refs.call(call, committed) else { throw SQLiteError.step(message: "the call was not recorded") }
+                var name = uid
+                if let d = displayName {
+                    name = d
+                } else if let stored = try db.query("SELECT name FROM users WHERE uid = ?", [.text(uid)]).first?.first?.text {
+                    name = stored
+                }
+                try db.execute("INSERT INTO call_participants(call_id, uid, pid, name, joined_at) VALUES (?, ?, ?, ?, ?)",
+                               [.int(callID), .text(uid), .text(pid), .text(name), .int(now)])
+                refs.request.participants[ref] = db.lastInsertRowID
+                out.name = name
+            case let .participantLeft(ref, now):
+                guard let row = refs.participant(ref, committed) else { continue }  // its join was not recorded
+                refs.request.participants[ref] = .some(nil)
+                try db.execute("UPDATE call_participants SET left_at = ? WHERE id = ? AND left_at IS NULL", [.int(now), .int(row)])
+            case let .chat(call, uid, pid, name, text, now):
+                guard let callID = refs.call(call, committed) else { throw SQLiteError.step(message: "the call was not recorded") }
+                try db.execute("INSERT INTO chat_messages(call_id, uid, pid, name, text, sent_at) VALUES (?, ?, ?, ?, ?, ?)",
+                               [.int(callID), .text(uid), .text(pid), .text(name), .text(text), .int(now)])
+                out.chatID = db.lastInsertRowID
+            case let .endCall(ref, now):
+                guard let id = refs.call(ref, committed) else { continue }
+                refs.request.calls[ref] = .some(nil)
+                try db.execute("UPDATE call_participants SET left_at = ? WHERE call_id = ? AND left_at IS NULL", [.int(now), .int(id)])
+                try db.execute("UPDATE calls SET status = 'ended', ended_at = ?, last_seen_at = ? WHERE id = ?",
+                               [.int(now), .int(now), .int(id)])
+            case let .heartbeat(calls, now):
+                for ref in calls {
+                    guard let id = refs.call(ref, committed) else { continue }
+                    try db.execute("UPDATE calls SET last_seen_at = ? WHERE id = ?", [.int(now), .int(id)])
+                }
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,313 @@
+import CallsCore
+import CallsSecurity
+import Foundation
+
+/// Every live room and participant, as pure logic: `handle(_:now:)` takes one input and
+/// returns the effects (messages, closes, durable writes, relay patches, timers, log lines)
+/// in the order they must happen. No I/O, no clock, no queue: the runner (`RoomRegistry`)
+/// does the effects, and tests drive the core with inputs and a time of their choosing.
+///
+/// The promise about the disk: a join is announced (to the joiner and the room) only after
+/// its row committed, a chat message is broadcast only once kept, and the `left` answer
+/// follows the committed leave; a failed write is reported (an error to the client, a log
+/// line, `callroom_store_write_failures_total`), never swallowed.
+///
+/// Thread rules: confined to its runner's queue (not thread-safe by itself).
+/// Facets: `+State` (participant state, moderation), `+Chat`, `+Presence` (reconnection,
+/// idle timeout, dominant speaker), `+Store` (receipts).
+final class RoomCore {
+    struct Participant {
+        var wire: WireParticipant
+        /// The signalling connection; nil while held after a drop (see `+Presence`).
+        var connection: ConnectionID?
+        var bindToken: [UInt8]
+        var resumeToken: String
+        /// The relay's member key.
+        var key: UInt64
+        var ref: ParticipantRef
+        var idleTimeoutSeconds: Int
+        var chatLimiter: RateLimiter
+        /// False until the join is on disk: counted for capacity and the moderator role, seen
+        /// by nobody, not in the relay.
+        var admitted: Bool
+    }
+
+    final class Room {
+        let sessionId: String
+        let index: Int
+        /// The call in the store; nil until the first join asks for it (again after a failure).
+        var call: CallRef?
+        var participants: [String: Participant] = [:]  // by pid, admitted or not
+        var order: [String] = []  // admitted pids in join order
+        var idleArmed = false
+        var dominant: String?
+        init(sessionId: String, index: Int) { self.sessionId = sessionId; self.index = index }
+        var roster: [WireParticipant] { order.compactMap { participants[$0]?.wire } }
+        var admitted: some Sequence<Participant> { order.lazy.compactMap { self.participants[$0] } }
+    }
+
+    /// A write whose receipt the core waits for, and what to do then.
+    enum PendingWrite {
+        case join(session: String, pid: String, startsCall: Bool)
+        case chat(session: String, pid: String, uid: String, name: String, text: String, at: Int64, connection: ConnectionID)
+        /// Answer `left` (and close) once the leave is on disk.
+        case leave(session: String, pid: String, notify: ConnectionID?, reason: LeaveReason)
+        /// Nobody waits; a failure is logged.
+        case background(String)
+    }
+
+    let signer: CallTokenSigner
+    let appID: String
+    let limits: RoomLimits
+    let mediaPort: Int
+    let identities: RoomIdentities
+
+    var rooms: [String: Room] = [:]
+    /// Which participant each connection speaks for (admitted or joining).
+    var byConnection: [ConnectionID: (session: String, pid: String)] = [:]
+    var byResumeToken: [String: (session: String, pid: String)] = [:]
+    var roomsByIndex: [Int: String] = [:]
+    var pendingWrites: [UInt64: PendingWrite] = [:]
+    private var nextRoomIndex = 1
+    private var nextKey: UInt64 = 1
+    private var nextRef: UInt64 = 1
+    private var nextRequest: UInt64 = 1
+    private var usedSSRCs: Set<UInt32> = []
+    /// The effects of the input being handled, and its time.
+    var effects: [RoomEffect] = []
+    var now: Int64 = 0
+
+    init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, identities: RoomIdentities = .random) {
+        self.signer = signer
+        self.appID = appID
+        self.limits = limits
+        self.mediaPort = mediaPort
+        self.identities = identities
+    }
+
+    var participantCount: Int { rooms.values.reduce(0) { $0 + $1.participants.count } }
+
+    /// Handles one input at `now` (epoch milliseconds); returns what must happen, in order.
+    func handle(_ input: RoomInput, now: Int64) -> [RoomEffect] {
+        self.now = now
+        effects = []
+        switch input {
+        case .message(let m, let c): received(m, from: c)
+        case .connectionClosed(let c): connectionDropped(c)
+        case .timerFired(let t): timerFired(t)
+        case .dominantSpeaker(let room, let key): dominantSpeakerChanged(roomIndex: room, key: key)
+        case .stored(let receipt): stored(receipt)
+        case .heartbeat:
+            let calls = rooms.values.compactMap(\.call)
+            if !calls.isEmpty { persist([.heartbeat(calls, at: now)], .background("heartbeat")) }
+        case .shutdown(let reason):
+            for room in Array(rooms.values) {
+                for pid in Array(room.participants.keys) { leave(session: room.sessionId, pid: pid, reason: reason, notifySelf: true) }
+            }
+        }
+        defer { effects = [] }
+        return effects
+    }
+
+    // MARK: Messages
+
+    private func received(_ message: ClientMessage, from connection: ConnectionID) {
+        if case .join(let j) = message { return join(j, connection: connection) }
+        if case .resume(let token) = message { return resume(token: token, connection: connection) }
+        guard let (sid, pid) = byConnection[connection], let room = rooms[sid], let me = room.participants[pid], me.admitted else {
+            return fail(connection, .notJoined, "Join a session first.", close: false)
+        }
+        switch message {
+        case .leave: leave(session: sid, pid: pid, reason: .left, notifySelf: true)
+        case .setAudioMuted(let v): update(room, pid, change: v ? .audioMuted : .audioUnmuted) { $0.isAudioMuted = v }
+        case .setVideoPaused(let v): update(room, pid, change: v ? .videoPaused : .videoResumed) { $0.isVideoPaused = v }
+        case .setHandRaised(let v):
+            let t = now
+            update(room, pid, change: v ? .handRaised : .handLowered) { $0.raisedHandTimestamp = v ? ($0.raisedHandTimestamp ?? t) : nil }
+        case .setPresenting(let v): update(room, pid, change: v ? .presentingStarted : .presentingStopped) { $0.isPresenting = v }
+        case .setRecording(let v): update(room, pid, change: v ? .recordingStarted : .recordingStopped) { $0.isRecording = v }
+        case .setCameraFacing(let v):
+            guard v == "FRONT" || v == "REAR" else { return fail(connection, .badMessage, "cameraFacing is FRONT or REAR.", close: false) }
+            update(room, pid, change: .cameraFacingChanged) { $0.cameraFacing = v }
+        case .setSessionFeature(let feature, _):
+            // (An unknown feature does not decode: SIGNAL_BAD_MESSAGE.)
+            fail(connection, .featureUnavailable, "\(feature.title) is not available on this server.", close: false)
+        case .pin(let target): pin(room, by: pid, target: target, connection: connection)
+        case .muteParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .mute)
+        case .pauseParticipantVideo(let target): moderate(room, by: pid, target: target, connection: connection, action: .pauseVideo)
+        case .removeParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .remove)
+        case .chat(let text): chat(room, from: pid, text: text, connection: connection)
+        case .receiverReport(let reports):
+            // Forward each report to the sender it is about (bounded: at most one per member).
+            for r in reports.prefix(limits.maxParticipants) {
+                guard r.lossPercent.isFinite, let sender = room.admitted.first(where: { $0.wire.ssrc == r.ssrc }),
+                      sender.wire.pid != pid, let c = sender.connection else { continue }
+                send(.lossReport(fromPid: pid, lossPercent: min(100, max(0, r.lossPercent))), to: c)
+            }
+        case .join, .resume: break
+        case .ping: break  // (answered by the router)
+        }
+    }
+
+    // MARK: Effects
+
+    func send(_ message: ServerMessage, to connection: ConnectionID) { effects.append(.send(message, to: connection)) }
+
+    func fail(_ connection: ConnectionID, _ code: SignalErrorCode, _ message: String, close: Bool) {
+        effects.append(.send(.error(code: code, message: message), to: connection))
+        if close { effects.append(.close(connection)) }
+    }
+
+    func log(_ level: ServerLog.Level, _ message: String, _ fields: [String: String]) { effects.append(.log(level, message, fields)) }
+
+    /// Sends to every admitted participant with a connection.
+    func broadcast(_ room: Room, _ message: ServerMessage) {
+        for p in room.admitted { if let c = p.connection { send(message, to: c) } }
+    }
+
+    func persist(_ commands: [StoreCommand], _ then: PendingWrite) {
+        let id = nextRequest
+        nextRequest += 1
+        pendingWrites[id] = then
+        effects.append(.persist(StoreRequest(id: id, commands: commands)))
+    }
+
+    /// The room's media membership: its admitted participants.
+    func patchRelay(_ room: Room) {
+        let members = room.admitted.map { RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, token: BindToken($0.bindToken)) }
+        effects.append(.relay(RelayPatch(room: room.index, members: members)))
+    }
+
+    func randomHex(_ n: Int) -> String { Hex.encode(identities.randomBytes(n)) }
+
+    // MARK: Join and leave
+
+    private func join(_ j: ClientMessage.Join, connection: ConnectionID) {
+        guard byConnection[connection] == nil else {
+            return fail(connection, .alreadyJoined, "This connection has joined already.", close: false)
+        }
+        guard j.v == signallingProtocolVersion else {
+            return fail(connection, .unsupportedVersion, "Protocol version \(j.v) is not supported; use \(signallingProtocolVersion).", close: true)
+        }
+        let claims: CallTokenClaims
+        do {
+            claims = try signer.verify(j.callToken, now: now / 1000)
+        } catch {
+            let reason = error == .expired ? "The call token has expired." : "The call token is not valid."
+            return fail(connection, error == .expired ? .tokenExpired : .tokenInvalid, reason, close: true)
+        }
+        guard claims.app == appID else {
+            return fail(connection, .appIdMismatch, "The call token was issued for another app.", close: true)
+        }
+        if let s = j.sessionId, s != claims.sid {
+            return fail(connection, .tokenSessionMismatch, "The call token is for another session.", close: true)
+        }
+        if let t = j.idleTimeoutSeconds, t < 0 {
+            return fail(connection, .badMessage, "idleTimeoutSeconds must be 0 or more.", close: true)
+        }
+        let room = rooms[claims.sid] ?? makeRoom(claims.sid)
+        guard room.participants.count < limits.maxParticipants else {
+            return fail(connection, .roomFull, "The session already has \(limits.maxParticipants) participants.", close: true)
+        }
+        var displayName: String?
+        if let dn = j.displayName?.trimmingCharacters(in: .whitespacesAndNewlines), !dn.isEmpty { displayName = String(dn.prefix(100)) }
+        let pid = randomHex(6)
+        var ssrc: UInt32 = 0
+        repeat { ssrc = identities.randomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } } while ssrc == 0 || usedSSRCs.contains(ssrc)
+        usedSSRCs.insert(ssrc)
+        let hasModerator = room.participants.values.contains { $0.wire.role == .moderator }
+        // A token's role is the operator's word; otherwise the first in is the moderator.
+        let role = claims.role.flatMap(ParticipantRole.init(rawValue:)) ?? (hasModerator ? .participant : .moderator)
+        let wire = WireParticipant(uid: claims.sub, name: displayName ?? claims.sub, pid: pid, ssrc: ssrc, role: role,
+                                   isAudioMuted: j.audioMuted, isVideoPaused: j.videoPaused, joinedAt: now)
+        let ref = ParticipantRef(value: nextRef)
+        nextRef += 1
+        let p = Participant(wire: wire, connection: connection, bindToken: identities.randomBytes(MediaBinding.tokenLength),
+                            resumeToken: randomHex(24), key: nextKey, ref: ref,
+                            idleTimeoutSeconds: j.idleTimeoutSeconds ?? limits.defaultIdleTimeoutSeconds,
+                            chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), admitted: false)
+        nextKey += 1
+        room.participants[pid] = p
+        byConnection[connection] = (claims.sid, pid)
+        // The join is on disk before anyone hears of it, or it is refused (`+Store`).
+        var commands: [StoreCommand] = []
+        let startsCall = room.call == nil
+        if startsCall {
+            let call = CallRef(value: nextRef)
+            nextRef += 1
+            room.call = call
+            commands.append(.startCall(call, sessionId: claims.sid, type: j.sessionType == .video ? "video" : "audio", mode: "meet", at: now))
+        }
+        if let call = room.call {
+            commands.append(.participantJoined(ref, call: call, uid: claims.sub, pid: pid, displayName: displayName, at: now))
+        }
+        persist(commands, .join(session: claims.sid, pid: pid, startsCall: startsCall))
+        cancelIdleTimer(room)  // not alone any more (or not yet)
+    }
+
+    /// The join's row committed: the participant enters the room.
+    func admit(session sid: String, pid: String, name: String?) {
+        guard let room = rooms[sid], var p = room.participants[pid], !p.admitted else { return }
+        if let name { p.wire.name = name }
+        p.admitted = true
+        room.participants[pid] = p
+        let others = room.roster
+        room.order.append(pid)
+        byResumeToken[p.resumeToken] = (sid, pid)
+        patchRelay(room)
+        if let c = p.connection { send(.joined(joinedPayload(room, p)), to: c) }
+        for o in others { if let c = room.participants[o.pid]?.connection { send(.participantJoined(p.wire), to: c) } }
+        rescheduleIdleTimer(room)
+        log(.info, "participant joined", ["session": sid, "uid": p.wire.uid, "pid": pid, "participants": "\(room.order.count)"])
+    }
+
+    func joinedPayload(_ room: Room, _ p: Participant) -> ServerMessage.Joined {
+        .init(sessionId: room.sessionId, you: p.wire, participants: room.roster, mediaPort: mediaPort,
+              bindToken: Hex.encode(p.bindToken), resumeToken: p.resumeToken,
+              gracePeriodSeconds: Int(limits.gracePeriodSeconds), dominantSpeaker: room.dominant)
+    }
+
+    private func makeRoom(_ sid: String) -> Room {
+        let r = Room(sessionId: sid, index: nextRoomIndex)
+        nextRoomIndex += 1
+        rooms[sid] = r
+        roomsByIndex[r.index] = sid
+        return r
+    }
+
+    /// Takes a participant out of its room at once (relay, peers); the store hears of it and
+    /// `left` follows the commit. An empty room ends its call and goes.
+    func leave(session sid: String, pid: String, reason: LeaveReason, notifySelf: Bool) {
+        guard let room = rooms[sid], let p = room.participants.removeValue(forKey: pid) else { return }
+        room.order.removeAll { $0 == pid }
+        effects.append(.cancel(.grace(session: sid, pid: pid)))
+        byResumeToken[p.resumeToken] = nil
+        usedSSRCs.remove(p.wire.ssrc)
+        if let c = p.connection { byConnection[c] = nil }
+        var commands: [StoreCommand] = [.participantLeft(p.ref, at: now)]
+        let empties = room.participants.isEmpty
+        if empties, let call = room.call { commands.append(.endCall(call, at: now)) }
+        persist(commands, .leave(session: sid, pid: pid, notify: notifySelf ? p.connection : nil, reason: reason))
+        if p.admitted {
+            patchRelay(room)
+            broadcast(room, .participantLeft(p.wire, reason: reason))
+            log(.info, "participant left", ["session": sid, "uid": p.wire.uid, "pid": pid, "reason": reason.rawValue])
+        }
+        if empties {
+            cancelIdleTimer(room)
+            rooms[sid] = nil
+            roomsByIndex[room.index] = nil
+            if p.admitted { log(.info, "call ended", ["session": sid]) }
+            return
+        }
+        if p.wire.role == .moderator && !room.participants.values.contains(where: { $0.wire.role == .moderator }) {
+            if let heir = room.order.first {
+                update(room, heir, change: .roleChanged) { $0.role = .moderator }
+            } else if let joining = room.participants.keys.min() {
+                room.participants[joining]?.wire.role = .moderator  // announced with its join
+            }
+        }
+        if room.dominant == pid { room.dominant = nil; broadcast(room, .dominantSpeaker(pid: nil)) }
+        rescheduleIdleTimer(room)
+    }
+}

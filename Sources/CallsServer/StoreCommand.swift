@@ -1,0 +1,44 @@
+/// A call as the rooms know it before (and after) the store gives it a row: the store writer
+/// maps each reference to its row id.
+struct CallRef: Hashable, Sendable { var value: UInt64 }
+
+/// A participant's row in a call, the same way.
+struct ParticipantRef: Hashable, Sendable { var value: UInt64 }
+
+/// One durable write the rooms ask for. Names are wire-independent (the calls table's values).
+enum StoreCommand: Sendable, Equatable {
+    case startCall(CallRef, sessionId: String, type: String, mode: String, at: Int64)
+    /// The participant's name is `displayName`, else the user's stored name, else the uid; the
+    /// receipt carries the name used.
+    case participantJoined(ParticipantRef, call: CallRef, uid: String, pid: String, displayName: String?, at: Int64)
+    case participantLeft(ParticipantRef, at: Int64)
+    /// The receipt carries the message's id.
+    case chat(call: CallRef, uid: String, pid: String, name: String, text: String, at: Int64)
+    case endCall(CallRef, at: Int64)
+    /// Marks calls as still live (a crash loses at most one heartbeat of end time).
+    case heartbeat([CallRef], at: Int64)
+}
+
+/// Commands that succeed or fail together (one savepoint in the writer's batch transaction).
+struct StoreRequest: Sendable, Equatable {
+    var id: UInt64
+    var commands: [StoreCommand]
+}
+
+/// What became of a request, once its batch committed (or failed).
+struct StoreReceipt: Sendable, Equatable {
+    struct Output: Sendable, Equatable {
+        /// The name a `participantJoined` recorded.
+        var name: String?
+        /// The id of a `chat` message.
+        var chatID: Int64?
+    }
+
+    var id: UInt64
+    var result: Result<Output, StoreFailure>
+}
+
+/// Why a request was not written (the SQLite error, for the log).
+struct StoreFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    var description: String
+}

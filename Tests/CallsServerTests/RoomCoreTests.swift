@@ -1,0 +1,248 @@
+@testable import CallsServer
+import CallsCore
+import CallsSecurity
+import XCTest
+
+/// The room core alone: inputs in, effects out, time given by the test. No store, no
+/// sockets, no queue, no sleeps; receipts are written by hand, so every ordering promise about
+/// the disk is checked step by step.
+final class RoomCoreTests: XCTestCase {
+    let signer = CallTokenSigner(secret: Array(repeating: 9, count: 32))
+    var core: RoomCore!
+    var now: Int64 = 1_700_000_000_000
+    let a = ConnectionID(node: "n", local: 1), b = ConnectionID(node: "n", local: 2), c = ConnectionID(node: "n", local: 3)
+
+    override func setUp() {
+        var limits = RoomLimits()
+        limits.gracePeriodSeconds = 30
+        limits.maxParticipants = 3
+        core = RoomCore(signer: signer, appID: "app", limits: limits, mediaPort: 4000)
+    }
+
+    func token(_ uid: String, _ session: String = "room", role: String? = nil) -> String {
+        signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now / 1000, exp: now / 1000 + 600, role: role))
+    }
+
+    func input(_ i: RoomInput) -> [RoomEffect] { core.handle(i, now: now) }
+    func message(_ m: ClientMessage, _ from: ConnectionID) -> [RoomEffect] { input(.message(m, from: from)) }
+
+    func requests(_ effects: [RoomEffect]) -> [StoreRequest] {
+        effects.compactMap { if case .persist(let r) = $0 { return r }; return nil }
+    }
+    func sent(_ effects: [RoomEffect], to target: ConnectionID) -> [ServerMessage] {
+        effects.compactMap { if case .send(let m, let t) = $0, t == target { return m }; return nil }
+    }
+    func ok(_ r: StoreRequest, name: String? = nil, chatID: Int64? = nil) -> [RoomEffect] {
+        input(.stored(StoreReceipt(id: r.id, result: .success(.init(name: name, chatID: chatID)))))
+    }
+    func failed(_ r: StoreRequest) -> [RoomEffect] {
+        input(.stored(StoreReceipt(id: r.id, result: .failure(StoreFailure(description: "disk full")))))
+    }
+
+    /// Joins and commits; returns the `joined` payload.
+    @discardableResult
+    func joined(_ uid: String, _ conn: ConnectionID, session: String = "room", name: String? = nil) throws -> ServerMessage.Joined {
+        let r = try XCTUnwrap(requests(message(.join(.init(callToken: token(uid, session), sessionId: session)), conn)).first)
+        for m in sent(ok(r, name: name ?? uid.capitalized), to: conn) { if case .joined(let j) = m { return j } }
+        XCTFail("no joined for \(uid)")
+        throw CancellationError()
+    }
+
+    func testAJoinIsAnnouncedOnlyAfterItsRowCommits() throws {
+        let effects = message(.join(.init(callToken: token("ann"), sessionId: "room", idleTimeoutSeconds: 60)), a)
+        XCTAssertTrue(sent(effects, to: a).isEmpty, "nothing is said before the disk has it: \(effects)")
+        XCTAssertFalse(effects.contains { if case .relay = $0 { return true }; return false }, "no media before the disk either")
+        let r = try XCTUnwrap(requests(effects).first)
+        guard case .startCall(let call, "room", "audio", "meet", now)? = r.commands.first,
+              case .participantJoined(_, call, "ann", _, nil, now)? = r.commands.last, r.commands.count == 2 else {
+            return XCTFail("one request: start the call and record the join, \(r.commands)")
+        }
+        let after = ok(r, name: "Ann Stored")
+        guard case .joined(let j)? = sent(after, to: a).first else { return XCTFail("\(after)") }
+        XCTAssertEqual(j.you.name, "Ann Stored", "the name the store resolved")
+        XCTAssertEqual(j.you.role, .moderator, "first in")
+        XCTAssertEqual(j.mediaPort, 4000)
+        XCTAssertTrue(after.contains(.relay(RelayPatch(room: 1, members: [.init(key: 1, room: 1, ssrc: j.you.ssrc, token: BindToken(Hex.decode(j.bindToken) ?? []))]))))
+        XCTAssertTrue(after.contains(.schedule(.idle(session: "room"), afterSeconds: 60)), "alone: the idle timer starts")
+    }
+
+    func testAJoinTheStoreRefusesIsAnErrorAndTheNextJoinStartsTheCallAgain() throws {
+        let r = try XCTUnwrap(requests(message(.join(.init(callToken: token("ann"))), a)).first)
+        let after = failed(r)
+        XCTAssertEqual(sent(after, to: a), [.error(code: .storage, message: "The server could not record the join.")])
+        XCTAssertTrue(after.contains(.close(a)))
+        XCTAssertTrue(after.contains { if case .log(.error, "store failed on join", _) = $0 { return true }; return false })
+        XCTAssertTrue(core.rooms.isEmpty, "the room went with its only (never announced) participant")
+        let again = try XCTUnwrap(requests(message(.join(.init(callToken: token("ann"))), b)).first)
+        guard case .startCall? = again.commands.first else { return XCTFail("the call is started again: \(again.commands)") }
+    }
+
+    func testPeersHearOfAJoinAfterItCommitsAndTheLeaverHearsLeftAfterItsLeaveCommits() throws {
+        let ja = try joined("ann", a)
+        let joining = message(.join(.init(callToken: token("bea"))), b)
+        XCTAssertTrue(joining.contains(.cancel(.idle(session: "room"))), "not alone any more (from the join on)")
+        let rb = try XCTUnwrap(requests(joining).first)
+        guard case .participantJoined? = rb.commands.first, rb.commands.count == 1 else { return XCTFail("the call exists: \(rb.commands)") }
+        let admitted = ok(rb, name: "Bea")
+        guard case .participantJoined(let w)? = sent(admitted, to: a).first else { return XCTFail("\(admitted)") }
+        XCTAssertEqual(w.name, "Bea")
+        XCTAssertEqual(w.role, .participant)
+        // b leaves: a hears at once, the media stops at once, b's `left` waits for the disk.
+        let leaving = message(.leave, b)
+        XCTAssertTrue(sent(leaving, to: a).contains { if case .participantLeft(let p, .left) = $0 { return p.name == "Bea" }; return false })
+        XCTAssertTrue(leaving.contains { if case .relay(let p) = $0 { return p.members.map(\.key) == [1] }; return false })
+        XCTAssertTrue(sent(leaving, to: b).isEmpty)
+        let rl = try XCTUnwrap(requests(leaving).first)
+        guard case .participantLeft(_, now)? = rl.commands.first, rl.commands.count == 1 else { return XCTFail("\(rl.commands)") }
+        let done = ok(rl)
+        XCTAssertEqual(sent(done, to: b), [.left(reason: .left)])
+        XCTAssertEqual(done.last, .close(b))
+        // The last one out ends the call in the same request as its leave.
+        let last = requests(message(.leave, a))
+        guard case .participantLeft? = last.first?.commands.first, case .endCall? = last.first?.commands.last else { return XCTFail("\(last)") }
+        XCTAssertTrue(core.rooms.isEmpty)
+        _ = ja
+    }
+
+    func testALeaveTheStoreRefusesStillLeavesAndIsLogged() throws {
+        try joined("ann", a)
+        let r = try XCTUnwrap(requests(message(.leave, a)).first)
+        let after = failed(r)
+        XCTAssertEqual(sent(after, to: a), [.left(reason: .left)])
+        XCTAssertTrue(after.contains { if case .log(.error, "store failed on leave", _) = $0 { return true }; return false })
+    }
+
+    func testChatIsBroadcastOnceKeptAndAFailedWriteIsReported() throws {
+        try joined("ann", a)
+        try joined("bea", b)
+        let r = try XCTUnwrap(requests(message(.chat(text: "  hi  "), a)).first)
+        guard case .chat(_, "ann", _, "Ann", "hi", now)? = r.commands.first else { return XCTFail("\(r.commands)") }
+        let kept = ok(r, chatID: 42)
+        for conn in [a, b] {
+            XCTAssertTrue(sent(kept, to: conn).contains { if case .chat(let m) = $0 { return m.id == 42 && m.text == "hi" }; return false })
+        }
+        let r2 = try XCTUnwrap(requests(message(.chat(text: "lost"), a)).first)
+        let lost = failed(r2)
+        XCTAssertEqual(sent(lost, to: a), [.error(code: .storage, message: "The message could not be kept.")])
+        XCTAssertTrue(sent(lost, to: b).isEmpty, "nobody sees a message that was not kept")
+    }
+
+    func testChatRateRefillsOnTheGivenClock() throws {
+        try joined("ann", a)
+        for _ in 0..<5 { XCTAssertEqual(requests(message(.chat(text: "x"), a)).count, 1) }
+        XCTAssertEqual(sent(message(.chat(text: "x"), a), to: a).first, .error(code: .rateLimited, message: "Too many chat messages; wait a moment."))
+        now += 1_000
+        XCTAssertEqual(requests(message(.chat(text: "x"), a)).count, 1, "one more a second")
+    }
+
+    func testAConnectionThatDropsWhileItsJoinIsBeingWrittenIsNeverAnnounced() throws {
+        try joined("ann", a)
+        let rb = try XCTUnwrap(requests(message(.join(.init(callToken: token("bea"))), b)).first)
+        let dropped = input(.connectionClosed(b))
+        let rl = try XCTUnwrap(requests(dropped).first, "its (future) row is closed")
+        guard case .participantLeft = rl.commands.first else { return XCTFail("\(rl.commands)") }
+        XCTAssertTrue(sent(dropped, to: a).isEmpty)
+        XCTAssertTrue(sent(ok(rb), to: a).isEmpty, "the late receipt changes nothing")
+        XCTAssertEqual(core.rooms["room"]?.order.count, 1)
+    }
+
+    func testAFullRoomCountsJoinsStillBeingWritten() throws {
+        try joined("ann", a)
+        _ = message(.join(.init(callToken: token("bea"))), b)
+        _ = message(.join(.init(callToken: token("cid"))), c)
+        let d = ConnectionID(node: "n", local: 4)
+        XCTAssertEqual(sent(message(.join(.init(callToken: token("dan"))), d), to: d).first,
+                       .error(code: .roomFull, message: "The session already has 3 participants."))
+    }
+
+    func testTheModeratorRoleIsHandedOnAndModerationIsChecked() throws {
+        let ja = try joined("ann", a)
+        let jb = try joined("bea", b)
+        XCTAssertEqual(sent(message(.muteParticipant(pid: ja.you.pid), b), to: b).first?.errorCode, .notModerator)
+        XCTAssertEqual(sent(message(.muteParticipant(pid: "nobody"), a), to: a).first?.errorCode, .participantNotFound)
+        let muted = message(.muteParticipant(pid: jb.you.pid), a)
+        XCTAssertTrue(sent(muted, to: b).contains { if case .participantUpdated(let p, .audioMuted) = $0 { return p.pid == jb.you.pid }; return false })
+        let left = message(.leave, a)
+        XCTAssertTrue(sent(left, to: b).contains { if case .participantUpdated(let p, .roleChanged) = $0 { return p.role == .moderator }; return false })
+    }
+
+    func testAModeratorLeavingWhileTheOnlyOtherIsJoiningHandsTheRoleToThem() throws {
+        try joined("ann", a)
+        let rb = try XCTUnwrap(requests(message(.join(.init(callToken: token("bea"))), b)).first)
+        _ = message(.leave, a)
+        guard case .joined(let jb)? = sent(ok(rb), to: b).first else { return XCTFail("bea joins") }
+        XCTAssertEqual(jb.you.role, .moderator, "a room never goes on without a moderator")
+    }
+
+    func testADroppedParticipantIsHeldAndResumedOnTimersTheCoreAsksFor() throws {
+        let ja = try joined("ann", a)
+        let jb = try joined("bea", b)
+        let drop = input(.connectionClosed(b))
+        XCTAssertTrue(drop.contains(.schedule(.grace(session: "room", pid: jb.you.pid), afterSeconds: 30)))
+        let back = message(.resume(token: try XCTUnwrap(jb.resumeToken)), c)
+        XCTAssertTrue(back.contains(.cancel(.grace(session: "room", pid: jb.you.pid))))
+        guard case .resumed(let r)? = sent(back, to: c).first else { return XCTFail("\(back)") }
+        XCTAssertNotEqual(r.bindToken, jb.bindToken)
+        XCTAssertTrue(back.contains { if case .relay(let p) = $0 { return p.members.contains { $0.token == BindToken(Hex.decode(r.bindToken) ?? []) } }; return false },
+                      "the relay learns the new bind token")
+        // A timer that fires after the resume changes nothing; dropped again, it ends the stay.
+        XCTAssertTrue(input(.timerFired(.grace(session: "room", pid: jb.you.pid))).isEmpty)
+        _ = input(.connectionClosed(c))
+        let gone = input(.timerFired(.grace(session: "room", pid: jb.you.pid)))
+        XCTAssertTrue(sent(gone, to: a).contains { if case .participantLeft(let p, .disconnected) = $0 { return p.pid == jb.you.pid }; return false })
+        XCTAssertTrue(sent(gone, to: c).isEmpty, "nobody to tell")
+        _ = ja
+    }
+
+    func testTheIdleTimerLeavesTheLoneParticipantWithTimedOut() throws {
+        try joined("ann", a)
+        let fired = input(.timerFired(.idle(session: "room")))
+        let r = try XCTUnwrap(requests(fired).first)
+        XCTAssertEqual(sent(ok(r), to: a), [.left(reason: .timedOut)])
+    }
+
+    func testEachChangePatchesOnlyItsOwnRoom() throws {
+        try joined("ann", a, session: "one")
+        let rb = try XCTUnwrap(requests(message(.join(.init(callToken: token("bea", "two"), sessionId: "two")), b)).first)
+        let patches = ok(rb).compactMap { if case .relay(let p) = $0 { return p }; return nil }
+        XCTAssertEqual(patches.map(\.room), [2], "room one is not touched")
+        XCTAssertEqual(patches.first?.members.count, 1)
+    }
+
+    func testShutdownTellsEveryoneAfterTheirLeavesCommit() throws {
+        try joined("ann", a)
+        try joined("bea", b)
+        let down = input(.shutdown(.serverShuttingDown))
+        XCTAssertTrue(sent(down, to: a).allSatisfy { if case .left = $0 { return false }; return true })
+        var told: [ServerMessage] = []
+        for r in requests(down) {
+            let after = ok(r)
+            told += sent(after, to: a) + sent(after, to: b)
+        }
+        XCTAssertEqual(told.filter { $0 == .left(reason: .serverShuttingDown) }.count, 2)
+        XCTAssertTrue(core.rooms.isEmpty)
+    }
+
+    func testTheLoudestAdmittedSpeakerIsAnnouncedButNeverAMutedOne() throws {
+        let ja = try joined("ann", a)
+        try joined("bea", b)
+        let key = try XCTUnwrap(core.rooms["room"]?.participants[ja.you.pid]?.key)
+        XCTAssertTrue(sent(input(.dominantSpeaker(room: 1, key: key)), to: b).contains(.dominantSpeaker(pid: ja.you.pid)))
+        XCTAssertTrue(input(.dominantSpeaker(room: 1, key: key)).isEmpty, "no change, no message")
+        _ = input(.dominantSpeaker(room: 1, key: nil))
+        _ = message(.setAudioMuted(true), a)
+        XCTAssertTrue(input(.dominantSpeaker(room: 1, key: key)).isEmpty, "muted: never dominant")
+        XCTAssertTrue(input(.dominantSpeaker(room: 7, key: key)).isEmpty, "another room's index")
+    }
+
+    func testHeartbeatNamesEveryLiveCall() throws {
+        try joined("ann", a, session: "one")
+        try joined("bea", b, session: "two")
+        guard case .heartbeat(let calls, now)? = requests(input(.heartbeat)).first?.commands.first else { return XCTFail() }
+        XCTAssertEqual(Set(calls).count, 2)
+    }
+}
+
+private extension ServerMessage {
+    var errorCode: SignalErrorCode? { if case .error(let c, _) = self { return c }; return nil }
+}
