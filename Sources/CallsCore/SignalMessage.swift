@@ -144,166 +144,85 @@ public enum SignalDecodeError: Error, Equatable, Sendable {
     case badFields(String)
 }
 
-// MARK: - JSON coding
+// MARK: - The wire: each message declared once
 
-private struct TypeProbe: Decodable { var type: String? }
-private struct Flag: Codable { var type: String; var value: Bool }
-private struct IdBody: Codable { var type: String; var id: Int }
-private struct TypeOnly: Codable { var type: String }
-private struct PidBody: Codable { var type: String; var pid: String? }
-private struct TextBody: Codable { var type: String; var text: String }
-private struct ReportsBody: Codable { var type: String; var reports: [LossReport] }
-private struct LossBody: Codable { var type: String; var pid: String; var lossPercent: Double }
-private struct TokenBody: Codable { var type: String; var resumeToken: String }
-private struct StringValue: Codable { var type: String; var value: String }
-private struct FeatureBody: Codable { var type: String; var feature: SessionFeature; var value: Bool }
-private struct ParticipantBody: Codable {
-    var type: String; var participant: WireParticipant; var change: ParticipantChange?; var reason: LeaveReason?
-}
-private struct ReasonBody: Codable { var type: String; var reason: LeaveReason }
-private struct ErrorBody: Codable { var type: String; var code: SignalErrorCode; var message: String }
-private struct Typed<T: Codable>: Codable {
-    var type: String
-    var body: T
-    init(type: String, body: T) { self.type = type; self.body = body }
-    enum K: String, CodingKey { case type }
-    init(from decoder: Decoder) throws {
-        type = try decoder.container(keyedBy: K.self).decode(String.self, forKey: .type)
-        body = try T(from: decoder)
-    }
-    func encode(to encoder: Encoder) throws {
-        try body.encode(to: encoder)
-        var c = encoder.container(keyedBy: K.self)
-        try c.encode(type, forKey: .type)
-    }
-}
-
-enum SignalJSON {
-    static func encode<T: Encodable>(_ v: T) -> String {
-        let enc = JSONEncoder()
-        enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding our own plain structs cannot fail.
-        guard let data = try? enc.encode(v) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    static func decode<T: Decodable>(_ t: T.Type, _ data: Data) throws(SignalDecodeError) -> T {
-        do { return try JSONDecoder().decode(t, from: data) } catch { throw .badFields(String(describing: error).prefix(200).description) }
-    }
-
-    static func type(of data: Data) throws(SignalDecodeError) -> String {
-        guard let probe = try? JSONDecoder().decode(TypeProbe.self, from: data) else { throw .notJSON }
-        guard let t = probe.type else { throw .missingType }
-        return t
-    }
-}
+/// Bodies that sit beside `type` in a message's JSON object.
+private struct Flag: Codable, Sendable { var value: Bool }
+private struct IdBody: Codable, Sendable { var id: Int }
+private struct Empty: Codable, Sendable {}
+private struct PidBody: Codable, Sendable { var pid: String? }
+private struct TextBody: Codable, Sendable { var text: String }
+private struct ReportsBody: Codable, Sendable { var reports: [LossReport] }
+private struct LossBody: Codable, Sendable { var pid: String; var lossPercent: Double }
+private struct ResumeBody: Codable, Sendable { var resumeToken: String }
+private struct StringValue: Codable, Sendable { var value: String }
+private struct FeatureBody: Codable, Sendable { var feature: SessionFeature; var value: Bool }
+private struct ParticipantBody: Codable, Sendable { var participant: WireParticipant; var change: ParticipantChange?; var reason: LeaveReason? }
+private struct ReasonBody: Codable, Sendable { var reason: LeaveReason }
+private struct ErrorBody: Codable, Sendable { var code: SignalErrorCode; var message: String }
 
 extension ClientMessage {
-    /// The flag messages and their wire types (`{"type": "...", "value": true}`).
-    private static let flags: [String: @Sendable (Bool) -> ClientMessage] = [
-        "setAudioMuted": { .setAudioMuted($0) }, "setVideoPaused": { .setVideoPaused($0) },
-        "setHandRaised": { .setHandRaised($0) }, "setPresenting": { .setPresenting($0) }, "setRecording": { .setRecording($0) },
-    ]
+    /// Every client message: its `type`, its body, and the case it is. A new message is one
+    /// line here (and its case above); `SignalMessageTests` checks every case is covered.
+    static let codec = WireCodec<ClientMessage>([
+        WireCase("join", Join.self, make: { .join($0) }, match: { if case .join(let j) = $0 { return j }; return nil }),
+        WireCase("resume", ResumeBody.self, make: { .resume(token: $0.resumeToken) },
+                 match: { if case .resume(let t) = $0 { return ResumeBody(resumeToken: t) }; return nil }),
+        WireCase("setAudioMuted", Flag.self, make: { .setAudioMuted($0.value) }, match: { if case .setAudioMuted(let v) = $0 { return Flag(value: v) }; return nil }),
+        WireCase("setVideoPaused", Flag.self, make: { .setVideoPaused($0.value) }, match: { if case .setVideoPaused(let v) = $0 { return Flag(value: v) }; return nil }),
+        WireCase("setHandRaised", Flag.self, make: { .setHandRaised($0.value) }, match: { if case .setHandRaised(let v) = $0 { return Flag(value: v) }; return nil }),
+        WireCase("setPresenting", Flag.self, make: { .setPresenting($0.value) }, match: { if case .setPresenting(let v) = $0 { return Flag(value: v) }; return nil }),
+        WireCase("setRecording", Flag.self, make: { .setRecording($0.value) }, match: { if case .setRecording(let v) = $0 { return Flag(value: v) }; return nil }),
+        WireCase("setCameraFacing", StringValue.self, make: { .setCameraFacing($0.value) },
+                 match: { if case .setCameraFacing(let v) = $0 { return StringValue(value: v) }; return nil }),
+        WireCase("setSessionFeature", FeatureBody.self, make: { .setSessionFeature(feature: $0.feature, enabled: $0.value) },
+                 match: { if case .setSessionFeature(let f, let v) = $0 { return FeatureBody(feature: f, value: v) }; return nil }),
+        WireCase("pin", PidBody.self, make: { .pin(pid: $0.pid) }, match: { if case .pin(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("muteParticipant", PidBody.self, make: { $0.pid.map { .muteParticipant(pid: $0) } },
+                 match: { if case .muteParticipant(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("pauseParticipantVideo", PidBody.self, make: { $0.pid.map { .pauseParticipantVideo(pid: $0) } },
+                 match: { if case .pauseParticipantVideo(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("removeParticipant", PidBody.self, make: { $0.pid.map { .removeParticipant(pid: $0) } },
+                 match: { if case .removeParticipant(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("chat", TextBody.self, make: { .chat(text: $0.text) }, match: { if case .chat(let t) = $0 { return TextBody(text: t) }; return nil }),
+        WireCase("receiverReport", ReportsBody.self, make: { .receiverReport($0.reports) },
+                 match: { if case .receiverReport(let r) = $0 { return ReportsBody(reports: r) }; return nil }),
+        WireCase("leave", Empty.self, make: { _ in .leave }, match: { if case .leave = $0 { return Empty() }; return nil }),
+        WireCase("ping", IdBody.self, make: { .ping($0.id) }, match: { if case .ping(let id) = $0 { return IdBody(id: id) }; return nil }),
+    ])
 
     /// The JSON text of this message.
-    public func json() -> String {
-        switch self {
-        case .join(let j): return SignalJSON.encode(Typed(type: "join", body: j))
-        case .resume(let t): return SignalJSON.encode(TokenBody(type: "resume", resumeToken: t))
-        case .setAudioMuted(let v): return SignalJSON.encode(Flag(type: "setAudioMuted", value: v))
-        case .setVideoPaused(let v): return SignalJSON.encode(Flag(type: "setVideoPaused", value: v))
-        case .setHandRaised(let v): return SignalJSON.encode(Flag(type: "setHandRaised", value: v))
-        case .setPresenting(let v): return SignalJSON.encode(Flag(type: "setPresenting", value: v))
-        case .setRecording(let v): return SignalJSON.encode(Flag(type: "setRecording", value: v))
-        case .setCameraFacing(let v): return SignalJSON.encode(StringValue(type: "setCameraFacing", value: v))
-        case .setSessionFeature(let f, let v): return SignalJSON.encode(FeatureBody(type: "setSessionFeature", feature: f, value: v))
-        case .pin(let pid): return SignalJSON.encode(PidBody(type: "pin", pid: pid))
-        case .muteParticipant(let pid): return SignalJSON.encode(PidBody(type: "muteParticipant", pid: pid))
-        case .pauseParticipantVideo(let pid): return SignalJSON.encode(PidBody(type: "pauseParticipantVideo", pid: pid))
-        case .removeParticipant(let pid): return SignalJSON.encode(PidBody(type: "removeParticipant", pid: pid))
-        case .chat(let text): return SignalJSON.encode(TextBody(type: "chat", text: text))
-        case .receiverReport(let r): return SignalJSON.encode(ReportsBody(type: "receiverReport", reports: r))
-        case .leave: return SignalJSON.encode(TypeOnly(type: "leave"))
-        case .ping(let id): return SignalJSON.encode(IdBody(type: "ping", id: id))
-        }
-    }
+    public func json() -> String { Self.codec.encode(self) }
 
     /// Decodes one JSON text frame.
-    public init(json data: Data) throws(SignalDecodeError) {
-        let type = try SignalJSON.type(of: data)
-        if let make = Self.flags[type] {
-            self = make(try SignalJSON.decode(Flag.self, data).value)
-            return
-        }
-        func pid() throws(SignalDecodeError) -> String {
-            guard let p = try SignalJSON.decode(PidBody.self, data).pid else { throw .badFields("pid is required") }
-            return p
-        }
-        switch type {
-        case "join": self = .join(try SignalJSON.decode(Typed<Join>.self, data).body)
-        case "resume": self = .resume(token: try SignalJSON.decode(TokenBody.self, data).resumeToken)
-        case "setCameraFacing": self = .setCameraFacing(try SignalJSON.decode(StringValue.self, data).value)
-        case "setSessionFeature":
-            let b = try SignalJSON.decode(FeatureBody.self, data)
-            self = .setSessionFeature(feature: b.feature, enabled: b.value)
-        case "pin": self = .pin(pid: try SignalJSON.decode(PidBody.self, data).pid)
-        case "muteParticipant": self = .muteParticipant(pid: try pid())
-        case "pauseParticipantVideo": self = .pauseParticipantVideo(pid: try pid())
-        case "removeParticipant": self = .removeParticipant(pid: try pid())
-        case "chat": self = .chat(text: try SignalJSON.decode(TextBody.self, data).text)
-        case "receiverReport": self = .receiverReport(try SignalJSON.decode(ReportsBody.self, data).reports)
-        case "leave": self = .leave
-        case "ping": self = .ping(try SignalJSON.decode(IdBody.self, data).id)
-        case let other: throw .unknownType(String(other.prefix(64)))
-        }
-    }
+    public init(json data: Data) throws(SignalDecodeError) { self = try Self.codec.decode(data) }
 }
 
 extension ServerMessage {
+    /// Every server message, declared once (as `ClientMessage.codec`).
+    static let codec = WireCodec<ServerMessage>([
+        WireCase("joined", Joined.self, make: { .joined($0) }, match: { if case .joined(let j) = $0 { return j }; return nil }),
+        WireCase("resumed", Joined.self, make: { .resumed($0) }, match: { if case .resumed(let j) = $0 { return j }; return nil }),
+        WireCase("participantJoined", ParticipantBody.self, make: { .participantJoined($0.participant) },
+                 match: { if case .participantJoined(let p) = $0 { return ParticipantBody(participant: p) }; return nil }),
+        WireCase("participantLeft", ParticipantBody.self, make: { .participantLeft($0.participant, reason: $0.reason ?? .left) },
+                 match: { if case .participantLeft(let p, let r) = $0 { return ParticipantBody(participant: p, reason: r) }; return nil }),
+        WireCase("participantUpdated", ParticipantBody.self, make: { b in b.change.map { .participantUpdated(b.participant, change: $0) } },
+                 match: { if case .participantUpdated(let p, let c) = $0 { return ParticipantBody(participant: p, change: c) }; return nil }),
+        WireCase("dominantSpeaker", PidBody.self, make: { .dominantSpeaker(pid: $0.pid) },
+                 match: { if case .dominantSpeaker(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("chat", ChatMessage.self, make: { .chat($0) }, match: { if case .chat(let m) = $0 { return m }; return nil }),
+        WireCase("lossReport", LossBody.self, make: { .lossReport(fromPid: $0.pid, lossPercent: $0.lossPercent) },
+                 match: { if case .lossReport(let p, let l) = $0 { return LossBody(pid: p, lossPercent: l) }; return nil }),
+        WireCase("left", ReasonBody.self, make: { .left(reason: $0.reason) }, match: { if case .left(let r) = $0 { return ReasonBody(reason: r) }; return nil }),
+        WireCase("error", ErrorBody.self, make: { .error(code: $0.code, message: $0.message) },
+                 match: { if case .error(let c, let m) = $0 { return ErrorBody(code: c, message: m) }; return nil }),
+        WireCase("pong", IdBody.self, make: { .pong($0.id) }, match: { if case .pong(let id) = $0 { return IdBody(id: id) }; return nil }),
+    ])
+
     /// The JSON text of this message.
-    public func json() -> String {
-        switch self {
-        case .joined(let j): return SignalJSON.encode(Typed(type: "joined", body: j))
-        case .resumed(let j): return SignalJSON.encode(Typed(type: "resumed", body: j))
-        case .participantJoined(let p):
-            return SignalJSON.encode(ParticipantBody(type: "participantJoined", participant: p))
-        case .participantLeft(let p, let reason):
-            return SignalJSON.encode(ParticipantBody(type: "participantLeft", participant: p, reason: reason))
-        case .participantUpdated(let p, let change):
-            return SignalJSON.encode(ParticipantBody(type: "participantUpdated", participant: p, change: change))
-        case .dominantSpeaker(let pid): return SignalJSON.encode(PidBody(type: "dominantSpeaker", pid: pid))
-        case .chat(let m): return SignalJSON.encode(Typed(type: "chat", body: m))
-        case .lossReport(let pid, let loss): return SignalJSON.encode(LossBody(type: "lossReport", pid: pid, lossPercent: loss))
-        case .left(let reason): return SignalJSON.encode(ReasonBody(type: "left", reason: reason))
-        case .error(let code, let message): return SignalJSON.encode(ErrorBody(type: "error", code: code, message: message))
-        case .pong(let id): return SignalJSON.encode(IdBody(type: "pong", id: id))
-        }
-    }
+    public func json() -> String { Self.codec.encode(self) }
 
     /// Decodes one JSON text frame.
-    public init(json data: Data) throws(SignalDecodeError) {
-        switch try SignalJSON.type(of: data) {
-        case "joined": self = .joined(try SignalJSON.decode(Typed<Joined>.self, data).body)
-        case "resumed": self = .resumed(try SignalJSON.decode(Typed<Joined>.self, data).body)
-        case "participantJoined": self = .participantJoined(try SignalJSON.decode(ParticipantBody.self, data).participant)
-        case "participantLeft":
-            let b = try SignalJSON.decode(ParticipantBody.self, data)
-            self = .participantLeft(b.participant, reason: b.reason ?? .left)
-        case "participantUpdated":
-            let b = try SignalJSON.decode(ParticipantBody.self, data)
-            guard let change = b.change else { throw .badFields("participantUpdated needs a change") }
-            self = .participantUpdated(b.participant, change: change)
-        case "dominantSpeaker": self = .dominantSpeaker(pid: try SignalJSON.decode(PidBody.self, data).pid)
-        case "chat": self = .chat(try SignalJSON.decode(Typed<ChatMessage>.self, data).body)
-        case "lossReport":
-            let b = try SignalJSON.decode(LossBody.self, data)
-            self = .lossReport(fromPid: b.pid, lossPercent: b.lossPercent)
-        case "left": self = .left(reason: try SignalJSON.decode(ReasonBody.self, data).reason)
-        case "error":
-            let b = try SignalJSON.decode(ErrorBody.self, data)
-            self = .error(code: b.code, message: b.message)
-        case "pong": self = .pong(try SignalJSON.decode(IdBody.self, data).id)
-        case let other: throw .unknownType(String(other.prefix(64)))
-        }
-    }
+    public init(json data: Data) throws(SignalDecodeError) { self = try Self.codec.decode(data) }
 }

@@ -1,14 +1,29 @@
-import CallsCore
+@testable import CallsCore
 import Foundation
 import Testing
 
 @Suite("Signalling messages")
 struct SignalMessageTests {
+    @Test func theWireTextIsExactlyWhatItWas() {
+        let lines = Self.clientSamples.map { $0.json() } + Self.serverSamples.map { $0.json() }
+        #expect(lines.count == WireGolden.lines.count)
+        for (got, want) in zip(lines, WireGolden.lines) { #expect(got == want) }
+    }
+
+    @Test func everyMessageCaseHasARowInItsCodec() {
+        // The samples cover every case of both enums; each must find its own row.
+        let client = Set(Self.clientSamples.compactMap { ClientMessage.codec.type(of: $0) })
+        let server = Set(Self.serverSamples.compactMap { ServerMessage.codec.type(of: $0) })
+        #expect(client == Set(ClientMessage.codec.cases.map(\.type)))
+        #expect(server == Set(ServerMessage.codec.cases.map(\.type)))
+        #expect(!Self.clientSamples.contains { $0.json() == "{}" } && !Self.serverSamples.contains { $0.json() == "{}" })
+    }
+
     let alice = WireParticipant(uid: "alice", name: "Alice", pid: "p1", ssrc: 42, role: .moderator,
                                 isAudioMuted: false, isVideoPaused: true, joinedAt: 1_700_000_000_000)
 
-    @Test func clientMessagesRoundTrip() throws {
-        let messages: [ClientMessage] = [
+    static var clientSamples: [ClientMessage] {
+        [
             .join(.init(callToken: "t.o.k", sessionId: "s", displayName: "A", audioMuted: true, videoPaused: false,
                         sessionType: .voice, idleTimeoutSeconds: 0)),
             .setSessionFeature(feature: .recording, enabled: true), .setCameraFacing("REAR"),
@@ -16,13 +31,18 @@ struct SignalMessageTests {
             .setPresenting(false), .setRecording(true), .pin(pid: "p"), .pin(pid: nil), .muteParticipant(pid: "p"),
             .pauseParticipantVideo(pid: "p"), .removeParticipant(pid: "p"), .chat(text: "hi \"there\""), .receiverReport([LossReport(ssrc: 9, lossPercent: 4.5)]), .leave, .ping(7),
         ]
-        for m in messages {
+    }
+
+    @Test func clientMessagesRoundTrip() throws {
+        for m in Self.clientSamples {
             #expect(try ClientMessage(json: Data(m.json().utf8)) == m)
         }
     }
 
-    @Test func serverMessagesRoundTrip() throws {
-        let messages: [ServerMessage] = [
+    static var serverSamples: [ServerMessage] {
+        let alice = WireParticipant(uid: "alice", name: "Alice", pid: "p1", ssrc: 42, role: .moderator,
+                                    isAudioMuted: false, isVideoPaused: true, joinedAt: 1_700_000_000_000)
+        return [
             .joined(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff")),
             .resumed(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff",
                            resumeToken: "r", gracePeriodSeconds: 30, dominantSpeaker: "p1")),
@@ -34,7 +54,10 @@ struct SignalMessageTests {
             .error(code: .notModerator, message: "why \"quoted\""), .error(code: SignalErrorCode(rawValue: "ERR_FROM_THE_FUTURE"), message: ""),
             .pong(3),
         ] + ParticipantChange.allCases.map { .participantUpdated(alice, change: $0) }
-        for m in messages {
+    }
+
+    @Test func serverMessagesRoundTrip() throws {
+        for m in Self.serverSamples {
             #expect(try ServerMessage(json: Data(m.json().utf8)) == m)
         }
     }
