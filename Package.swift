@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "CallsServer", targets: ["CallsServer"]),
         .executable(name: "callroom", targets: ["callroom"]),
         .executable(name: "callroomd", targets: ["callroomd"]),
+        // Measurement only: preloaded by benchmarks and tests to count allocations.
+        .library(name: "callroom-alloc-counter", type: .dynamic, targets: ["CallroomAllocCounter"]),
     ],
     targets: [
         // MARK: C libraries (system-library targets; see scripts/install-deps.sh)
@@ -25,6 +27,8 @@ let package = Package(
         .systemLibrary(name: "CBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
         // No pkgConfig: ncursesw.pc only adds -D flags SwiftPM prohibits (shim.h sets what it needs).
         .systemLibrary(name: "CNcurses", providers: [.apt(["libncurses-dev"])]),
+
+        .target(name: "CallroomAllocCounter"),
 
         // MARK: Swift libraries (arrows point down: nothing imports upward)
         .target(name: "CallsCore"),

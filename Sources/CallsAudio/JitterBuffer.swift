@@ -21,8 +21,13 @@ import CallsCore
 /// a second it drops one frame to shrink back (latency returns after a burst of jitter). A
 /// sender whose clock runs fast fills the queue and is trimmed the same way; one that runs
 /// slow drains it and is concealed — clock drift costs at most one frame per drift period.
-/// A value type; owned by one thread (the engine guards it with a lock shared with the receiver).
-public struct JitterBuffer: Sendable {
+/// Payloads live in preallocated slots (`slotCount` × `maxPayloadBytes`), so inserting and
+/// playing allocate nothing in steady state: `insert(…payload: UnsafeRawBufferPointer…)` copies
+/// into a free slot, `nextDecision()` names the slot to decode, and `payload(_:)` reads it.
+///
+/// Thread rules: owned by one thread at a time (`ReceiveMixer` guards it with its lock).
+public final class JitterBuffer: @unchecked Sendable {
+    /// A playout decision with the payload as an array (tests, and callers that may allocate).
     public enum Playout: Equatable, Sendable {
         case packet([UInt8])
         /// The expected packet is missing but the next one is here: decode it with FEC.
@@ -30,6 +35,18 @@ public struct JitterBuffer: Sendable {
         case concealed
         case silence
     }
+
+    /// A playout decision naming the slot to decode; the slot's bytes stay valid until the
+    /// next `nextDecision()` or `insert`.
+    public enum Decision: Equatable, Sendable {
+        case packet(slot: Int)
+        case recovered(fromNextSlot: Int)
+        case concealed
+        case silence
+    }
+
+    /// The largest payload a slot holds (an Opus packet is at most 1,275 bytes).
+    public static let maxPayloadBytes = 1500
 
     public struct Statistics: Equatable, Sendable {
         public var received = 0
@@ -58,31 +75,60 @@ public struct JitterBuffer: Sendable {
     /// RFC 3550 inter-arrival jitter estimate, in nanoseconds.
     public private(set) var jitterNanoseconds: Double = 0
     private var lastTransit: Double?
-    private var arrivals: [UInt16: UInt64] = [:]
     /// When the packet `next()` last returned as `.packet` arrived (monotonic ns), if known.
     public private(set) var lastPlayedArrival: UInt64?
     private var deepTicks = 0
     public private(set) var statistics = Statistics()
     public private(set) var isPlaying = false
-    private var slots: [UInt16: [UInt8]] = [:]
+    /// Queued packets: sequence number → slot.
+    private var slots: [UInt16: Int]
     private var nextSeq: UInt16 = 0
     private var concealRun = 0
+    /// Slot storage: bytes, lengths, arrival times, the free list, and the slot played last
+    /// (freed at the next decision, so its bytes can be decoded first).
+    public let slotCount: Int
+    private let bytes: UnsafeMutableRawBufferPointer
+    private var lengths: [Int]
+    private var arrivalOf: [UInt64]
+    private var free: [Int]
+    private var playedSlot: Int?
 
     /// - Parameters:
     ///   - targetFrames: frames buffered before playout starts (the jitter margin + one).
     ///   - maxFrames: beyond this depth the oldest frames are dropped.
     ///   - maxConcealFrames: consecutive concealed frames before returning to silence.
-    public init(targetFrames: Int = 2, maxFrames: Int = 15, maxConcealFrames: Int = 10, frameSamples: Int = 960) {
+    ///   - slotCount: packets held at once before the oldest are dropped (at least `maxFrames` + 2).
+    public init(targetFrames: Int = 2, maxFrames: Int = 15, maxConcealFrames: Int = 10, frameSamples: Int = 960, slotCount: Int = 64) {
         self.targetFrames = max(1, targetFrames)
         self.maxFrames = max(self.targetFrames + 1, maxFrames)
         self.maxConcealFrames = maxConcealFrames
         self.frameSamples = frameSamples
         adaptiveTarget = self.targetFrames
+        self.slotCount = max(self.maxFrames + 2, slotCount)
+        bytes = .allocate(byteCount: self.slotCount * Self.maxPayloadBytes, alignment: 8)
+        lengths = Array(repeating: 0, count: self.slotCount)
+        arrivalOf = Array(repeating: 0, count: self.slotCount)
+        free = Array((0..<self.slotCount).reversed())
+        slots = Dictionary(minimumCapacity: self.slotCount)
     }
+
+    deinit { bytes.deallocate() }
+
+    /// The bytes of a slot a decision named (valid until the next decision or insert).
+    public func payload(_ slot: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[(slot * Self.maxPayloadBytes)..<(slot * Self.maxPayloadBytes + lengths[slot])])
+    }
+
+    private func release(_ slot: Int) { free.append(slot) }
 
     /// Inserts a packet with its arrival time (monotonic ns) and RTP timestamp, updating the
     /// jitter estimate and the adaptive target.
-    public mutating func insert(sequence: UInt16, payload: [UInt8], arrival: UInt64, timestamp: UInt32) {
+    public func insert(sequence: UInt16, payload: [UInt8], arrival: UInt64, timestamp: UInt32) {
+        payload.withUnsafeBytes { insert(sequence: sequence, payload: $0, arrival: arrival, timestamp: timestamp) }
+    }
+
+    /// The same, copying the payload into a free slot (no allocation).
+    public func insert(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64, timestamp: UInt32) {
         let transit = Double(arrival) - Double(timestamp) * 1e9 / 48_000
         if let last = lastTransit {
             var d = abs(transit - last)
@@ -91,17 +137,20 @@ public struct JitterBuffer: Sendable {
             jitterNanoseconds += (d - jitterNanoseconds) / 16
         }
         lastTransit = transit
-        if arrivals.count > 4 * maxFrames { arrivals.removeAll(keepingCapacity: true) }
-        arrivals[sequence] = arrival
         let frameNs = Double(frameSamples) * 1e9 / 48_000
         adaptiveTarget = min(maxFrames - 1, max(targetFrames, Int((2 * jitterNanoseconds / frameNs).rounded(.up)) + 1))
-        insert(sequence: sequence, payload: payload)
+        store(sequence: sequence, payload: payload, arrival: arrival)
     }
 
     /// Frames currently queued.
     public var depth: Int { slots.count }
 
-    public mutating func insert(sequence: UInt16, payload: [UInt8]) {
+    /// Inserts without timing (no jitter estimate, no arrival time).
+    public func insert(sequence: UInt16, payload: [UInt8]) {
+        payload.withUnsafeBytes { store(sequence: sequence, payload: $0, arrival: nil) }
+    }
+
+    private func store(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64?) {
         statistics.received += 1
         if isPlaying {
             let d = SequenceNumber.distance(from: nextSeq, to: sequence)
@@ -112,10 +161,29 @@ public struct JitterBuffer: Sendable {
             }
         }
         if slots[sequence] != nil { statistics.duplicate += 1; return }
-        slots[sequence] = payload
+        guard payload.count <= Self.maxPayloadBytes else { statistics.overflowDropped += 1; return }
+        if free.isEmpty {
+            // Every slot is queued (a burst after a stall): the oldest goes, as on overflow.
+            guard let oldest = oldestSequence else { return }
+            drop(oldest)
+        }
+        guard let slot = free.popLast() else { return }
+        UnsafeMutableRawBufferPointer(rebasing: bytes[(slot * Self.maxPayloadBytes)...]).copyMemory(from: payload)
+        lengths[slot] = payload.count
+        arrivalOf[slot] = arrival ?? 0
+        slots[sequence] = slot
     }
 
-    private mutating func restart() {
+    /// Drops the queued packet `seq` as overflow.
+    private func drop(_ seq: UInt16) {
+        guard let slot = slots.removeValue(forKey: seq) else { return }
+        release(slot)
+        statistics.overflowDropped += 1
+        if isPlaying && SequenceNumber.distance(from: nextSeq, to: seq) >= 0 { nextSeq = seq &+ 1 }
+    }
+
+    private func restart() {
+        for slot in slots.values { release(slot) }
         slots.removeAll(keepingCapacity: true)
         isPlaying = false
         concealRun = 0
@@ -127,41 +195,52 @@ public struct JitterBuffer: Sendable {
         return slots.keys.min { SequenceNumber.distance(from: any, to: $0) < SequenceNumber.distance(from: any, to: $1) }
     }
 
-    /// The playout decision for the next frame.
-    public mutating func next() -> Playout {
+    /// The playout decision for the next frame, with the payload copied out.
+    public func next() -> Playout {
+        switch nextDecision() {
+        case .packet(let slot): return .packet(Array(payload(slot)))
+        case .recovered(let slot): return .recovered(fromNext: Array(payload(slot)))
+        case .concealed: return .concealed
+        case .silence: return .silence
+        }
+    }
+
+    /// The playout decision for the next frame (no allocation).
+    public func nextDecision() -> Decision {
+        if let s = playedSlot {
+            release(s)
+            playedSlot = nil
+        }
         if !isPlaying {
             guard slots.count >= adaptiveTarget, let oldest = oldestSequence else { return .silence }
             isPlaying = true
             nextSeq = oldest
             concealRun = 0
         }
-        while slots.count > maxFrames, let oldest = oldestSequence {
-            slots[oldest] = nil
-            statistics.overflowDropped += 1
-            if SequenceNumber.distance(from: nextSeq, to: oldest) >= 0 { nextSeq = oldest &+ 1 }
-        }
+        while slots.count > maxFrames, let oldest = oldestSequence { drop(oldest) }
         // Shrink back toward the target after sustained excess depth (25 ticks ≈ 0.5 s at 20 ms).
         deepTicks = slots.count > adaptiveTarget + 1 ? deepTicks + 1 : 0
-        if deepTicks >= 25, slots[nextSeq] != nil {
-            slots[nextSeq] = nil
+        if deepTicks >= 25, let slot = slots.removeValue(forKey: nextSeq) {
+            release(slot)
             nextSeq &+= 1
             statistics.shrunk += 1
             deepTicks = 0
         }
         lastPlayedArrival = nil
-        if let p = slots.removeValue(forKey: nextSeq) {
-            lastPlayedArrival = arrivals.removeValue(forKey: nextSeq)
+        if let slot = slots.removeValue(forKey: nextSeq) {
+            lastPlayedArrival = arrivalOf[slot] == 0 ? nil : arrivalOf[slot]
+            playedSlot = slot
             nextSeq &+= 1
             concealRun = 0
             statistics.played += 1
-            return .packet(p)
+            return .packet(slot: slot)
         }
         if let following = slots[nextSeq &+ 1] {
             nextSeq &+= 1
             concealRun = 0
             statistics.recovered += 1
             statistics.lost += 1
-            return .recovered(fromNext: following)
+            return .recovered(fromNextSlot: following)
         }
         concealRun += 1
         if concealRun > maxConcealFrames && slots.isEmpty {

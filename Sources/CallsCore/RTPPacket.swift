@@ -71,53 +71,26 @@ public struct RTPPacket: Sendable, Equatable {
     }
 
     /// Parses wire bytes. Unknown header extensions are skipped; CSRCs and padding honoured.
-    /// Reads the header in place: the payload is the one copy made (the datagram buffer is
-    /// reused by the receive loop).
+    /// Reads the header in place (`RTPHeader`): the payload is the one copy made (the datagram
+    /// buffer is reused by the receive loop).
     public init<C: RandomAccessCollection>(parsing b: C) throws(RTPError) where C.Element == UInt8, C.Index == Int {
-        let s = b.startIndex, count = b.count
-        guard count >= 12 else { throw .tooShort(count) }
-        guard b[s] >> 6 == 2 else { throw .badVersion(b[s] >> 6) }
-        let hasPadding = b[s] & 0x20 != 0
-        let hasExtension = b[s] & 0x10 != 0
-        let csrcCount = Int(b[s] & 0x0F)
-        func u32(_ i: Int) -> UInt32 {
-            UInt32(b[s + i]) << 24 | UInt32(b[s + i + 1]) << 16 | UInt32(b[s + i + 2]) << 8 | UInt32(b[s + i + 3])
-        }
-        marker = b[s + 1] & 0x80 != 0
-        payloadType = b[s + 1] & 0x7F
-        sequenceNumber = UInt16(b[s + 2]) << 8 | UInt16(b[s + 3])
-        timestamp = u32(4)
-        ssrc = u32(8)
-        var offset = 12 + 4 * csrcCount
-        guard count >= offset else { throw .truncatedHeader }
-        audioLevel = nil
-        if hasExtension {
-            guard count >= offset + 4 else { throw .truncatedHeader }
-            let profile = UInt16(b[s + offset]) << 8 | UInt16(b[s + offset + 1])
-            let words = Int(UInt16(b[s + offset + 2]) << 8 | UInt16(b[s + offset + 3]))
-            let extStart = offset + 4
-            let extEnd = extStart + 4 * words
-            guard count >= extEnd else { throw .truncatedHeader }
-            if profile == 0xBEDE {
-                audioLevel = Self.audioLevel(inOneByteExtensions: b, from: s + extStart, to: s + extEnd)
-            }
-            offset = extEnd
-        }
-        var end = count
-        if hasPadding {
-            let pad = Int(b[s + count - 1])
-            guard pad > 0, end - pad >= offset else { throw .badPadding }
-            end -= pad
-        }
-        payload = Array(b[(s + offset)..<(s + end)])
+        let h = try RTPHeader(parsing: b)
+        marker = h.marker
+        payloadType = h.payloadType
+        sequenceNumber = h.sequenceNumber
+        timestamp = h.timestamp
+        ssrc = h.ssrc
+        audioLevel = h.audioLevel
+        payload = Array(b[(b.startIndex + h.payloadRange.lowerBound)..<(b.startIndex + h.payloadRange.upperBound)])
     }
 
     /// The RFC 6464 level in a datagram's one-byte header extensions (RFC 8285), read in place
     /// without copying or allocating: the one parser for the client and the relay's hot path.
-    /// Nil when the packet has no such extension or its header is malformed.
+    /// Nil when the packet has no such extension or its header is malformed. Not generic, so
+    /// no caller pays for an unspecialised copy (which allocated, in debug builds).
     @inlinable
-    public static func audioLevel<C: RandomAccessCollection>(inDatagram d: C) -> AudioLevel? where C.Element == UInt8, C.Index == Int {
-        let s = d.startIndex
+    public static func audioLevel(inDatagram d: UnsafeRawBufferPointer) -> AudioLevel? {
+        let s = 0
         guard d.count >= 16, d[s] >> 6 == 2, d[s] & 0x10 != 0 else { return nil }
         let start = s + 12 + 4 * Int(d[s] & 0x0F)
         guard d.endIndex >= start + 4, d[start] == 0xBE, d[start + 1] == 0xDE else { return nil }
@@ -128,8 +101,7 @@ public struct RTPPacket: Sendable, Equatable {
 
     /// The audio level among one-byte header extensions in `b[start..<end]`.
     @inlinable
-    public static func audioLevel<C: RandomAccessCollection>(inOneByteExtensions b: C, from start: Int, to end: Int) -> AudioLevel?
-    where C.Element == UInt8, C.Index == Int {
+    public static func audioLevel(inOneByteExtensions b: UnsafeRawBufferPointer, from start: Int, to end: Int) -> AudioLevel? {
         var i = start
         while i < end {
             let byte = b[i]
@@ -149,6 +121,69 @@ public struct RTPPacket: Sendable, Equatable {
 }
 
 /// Why bytes could not be parsed as RTP.
+/// An RTP header read in place from a datagram, and where its payload lies: what the receive
+/// path needs without copying or allocating. The one RTP parser (`RTPPacket(parsing:)` uses it).
+public struct RTPHeader: Sendable, Equatable {
+    public var marker: Bool
+    public var payloadType: UInt8
+    public var sequenceNumber: UInt16
+    public var timestamp: UInt32
+    public var ssrc: UInt32
+    public var audioLevel: RTPPacket.AudioLevel?
+    /// Offsets of the payload in the parsed bytes (after CSRCs and extensions, before padding).
+    public var payloadRange: Range<Int>
+
+    /// Parses any byte collection (copied once if it is not contiguous).
+    public init<C: RandomAccessCollection>(parsing b: C) throws(RTPError) where C.Element == UInt8, C.Index == Int {
+        let parsed = b.withContiguousStorageIfAvailable { p in Result { () throws(RTPError) in try RTPHeader(parsing: UnsafeRawBufferPointer(p)) } }
+            ?? Array(b).withUnsafeBytes { bytes in Result { () throws(RTPError) in try RTPHeader(parsing: bytes) } }
+        self = try parsed.get()
+    }
+
+    /// Parses a datagram in place. Not generic, so it allocates nothing in any module that
+    /// calls it (an unspecialised generic parser made 22 allocations per packet).
+    public init(parsing b: UnsafeRawBufferPointer) throws(RTPError) {
+        let s = 0, count = b.count
+        guard count >= 12 else { throw .tooShort(count) }
+        guard b[s] >> 6 == 2 else { throw .badVersion(b[s] >> 6) }
+        let hasPadding = b[s] & 0x20 != 0
+        let hasExtension = b[s] & 0x10 != 0
+        let csrcCount = Int(b[s] & 0x0F)
+        marker = b[s + 1] & 0x80 != 0
+        payloadType = b[s + 1] & 0x7F
+        sequenceNumber = UInt16(b[s + 2]) << 8 | UInt16(b[s + 3])
+        timestamp = Self.u32(b, 4)
+        ssrc = Self.u32(b, 8)
+        var offset = 12 + 4 * csrcCount
+        guard count >= offset else { throw .truncatedHeader }
+        audioLevel = nil
+        if hasExtension {
+            guard count >= offset + 4 else { throw .truncatedHeader }
+            let profile = UInt16(b[s + offset]) << 8 | UInt16(b[s + offset + 1])
+            let words = Int(UInt16(b[s + offset + 2]) << 8 | UInt16(b[s + offset + 3]))
+            let extStart = offset + 4
+            let extEnd = extStart + 4 * words
+            guard count >= extEnd else { throw .truncatedHeader }
+            if profile == 0xBEDE {
+                audioLevel = RTPPacket.audioLevel(inOneByteExtensions: b, from: s + extStart, to: s + extEnd)
+            }
+            offset = extEnd
+        }
+        var end = count
+        if hasPadding {
+            let pad = Int(b[s + count - 1])
+            guard pad > 0, end - pad >= offset else { throw .badPadding }
+            end -= pad
+        }
+        payloadRange = offset..<end
+    }
+
+    /// A big-endian 32-bit word (a static function, not a closure: nothing captured, nothing allocated).
+    private static func u32(_ b: UnsafeRawBufferPointer, _ i: Int) -> UInt32 {
+        UInt32(b[i]) << 24 | UInt32(b[i + 1]) << 16 | UInt32(b[i + 2]) << 8 | UInt32(b[i + 3])
+    }
+}
+
 public enum RTPError: Error, Equatable, Sendable {
     case tooShort(Int)
     case badVersion(UInt8)

@@ -35,7 +35,7 @@ public final class CallServer: @unchecked Sendable {
     private let restQueue = DispatchQueue(label: "callroom.rest", attributes: .concurrent)
     private let openSockets = Atomic<Int>(0)
     private let httpRequests = Atomic<UInt64>(0)
-    private let restLimiters = Mutex<[String: RateLimiter]>([:])
+    private let restLimiters = Locked<[String: RateLimiter]>([:])
 
     public init(configuration: ServerConfiguration) {
         self.configuration = configuration

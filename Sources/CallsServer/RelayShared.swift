@@ -1,3 +1,4 @@
+import CallsCore
 import CallsTransport
 import Synchronization
 
@@ -62,21 +63,21 @@ struct RelayState: Sendable {
 final class RelayShared: Sendable {
     let counters: RelayCounters
     /// Membership and bindings; `generation` moves whenever a change is posted.
-    let state: Mutex<RelayState>
+    let state: Locked<RelayState>
     let generation = Atomic<UInt64>(0)
     /// Levels from every worker feed one tracker; worker 0 evaluates it.
-    let speakers = Mutex<DominantSpeakerTracker>(DominantSpeakerTracker())
+    let speakers = Locked<DominantSpeakerTracker>(DominantSpeakerTracker())
     let running = Atomic<Bool>(false)
     /// The kernel fast path, if attached. Whoever changes the bindings brings its maps in step
     /// (`syncFastPath`); worker 0 also harvests its counters and levels.
     /// Lock order: `fastPath` before `state`.
-    let fastPath = Mutex<RelayFastPath?>(nil)
+    let fastPath = Locked<RelayFastPath?>(nil)
     /// RTP older than this when a worker reads it is stale and dropped (0: never).
     let maxDelayNanoseconds: Int64
 
     init(workers: Int, maxDelayNanoseconds: Int64) {
         counters = RelayCounters(workers: workers)
-        state = Mutex(RelayState(workers: workers))
+        state = Locked(RelayState(workers: workers))
         self.maxDelayNanoseconds = maxDelayNanoseconds
     }
 

@@ -26,7 +26,7 @@ public enum WebServerError: Error, Equatable, Sendable {
 /// An HTTP/1.1 + WebSocket server on one TCP port, built on libwebsockets.
 ///
 /// ```
-///  any thread ──send/close/respond──▶ [outbox (Mutex)] ──lws_cancel_service──▶ service thread
+///  any thread ──send/close/respond──▶ [outbox (Locked)] ──lws_cancel_service──▶ service thread
 ///  service thread: lws_service ─▶ callbacks ─▶ delegate (HTTP request, WS open/message/close)
 /// ```
 /// Thread rules: `start()` and `stop()` from one owning thread; `send`, `close` and the
@@ -53,7 +53,7 @@ public final class WebServer: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     /// How other threads wake the service thread; retired before the context is destroyed.
     private let waker = ServiceWaker()
-    private let outbox = Mutex<[(UInt64, Outgoing)]>([])
+    private let outbox = Locked<[(UInt64, Outgoing)]>([])
     private let stopped = DispatchSemaphore(value: 0)
     private(set) public var port: Int = 0
 

@@ -41,7 +41,7 @@ public final class WebSocketClient: @unchecked Sendable {
     private var cStrings: [UnsafeMutablePointer<CChar>] = []
 
     private let running = Atomic<Bool>(false)
-    private let outbox = Mutex<[([UInt8], Bool)]>([])
+    private let outbox = Locked<[([UInt8], Bool)]>([])
     private let closeFlag = Atomic<Bool>(false)
     private let abortFlag = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)

@@ -49,7 +49,7 @@ public final class CallsClient: @unchecked Sendable {
     var lastQualities: [String: ConnectionQuality] = [:]
 
     /// Shared with other threads.
-    let published = Mutex<Published>(Published())
+    let published = Locked<Published>(Published())
     struct Published {
         var user: CallsUser?
         var roster: [Participant] = []

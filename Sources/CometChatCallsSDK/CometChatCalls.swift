@@ -1,3 +1,4 @@
+import CallsCore
 import Foundation
 import Synchronization
 
@@ -12,7 +13,7 @@ public final class CometChatCalls: @unchecked Sendable {
         var serverURL: URL?
         var client: CallsClient?
     }
-    static let state = Mutex<State>(State())
+    static let state = Locked<State>(State())
 
     private init() {}
 

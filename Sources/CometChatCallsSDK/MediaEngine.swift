@@ -8,9 +8,12 @@ import Synchronization
 ///
 /// ```
 ///  capture thread:  AudioInput.read ─▶ level ─▶ (muted? skip) ─▶ Opus encode ─▶ RTP+level ─▶ UDP ─▶ relay
-///  receive thread:  UDP ─▶ bind ack │ RTP ─▶ jitter buffer[ssrc]
-///  playback thread: jitter buffer[ssrc].next ─▶ Opus decode / FEC / PLC ─▶ level ─▶ Mixer+limiter ─▶ AudioOutput.write
+///  receive thread:  UDP ─▶ bind ack │ RTP header read in place ─▶ [impairment] ─▶ ReceiveMixer.insert
+///  playback thread: ReceiveMixer.mixNext (jitter buffers ─▶ decode / FEC / PLC ─▶ levels ─▶ gains ─▶ mix)
+///                   ─▶ test tone ─▶ echo canceller's far end ─▶ AudioOutput.write
 /// ```
+/// The engine keeps the transport, the threads and the devices; the receive chain is
+/// `ReceiveMixer` (CallsAudio), which allocates nothing per packet or frame in steady state.
 /// The input and output pace the two audio threads (a device clock or a `Pacer`).
 /// Thread rules: `start`/`stop` from the owner; `setMuted`, `levels`, `setActiveSSRCs`,
 /// `statistics` from any thread.
@@ -26,14 +29,14 @@ final class MediaEngine: @unchecked Sendable {
 
     let frameSamples: Int
     let frameMs: Int
-    private let inputBox: Mutex<any AudioInput>
+    private let inputBox: Locked<any AudioInput>
     private let hasOutput: Bool
-    private let outputBox: Mutex<(any AudioOutput)?>
+    private let outputBox: Locked<(any AudioOutput)?>
     private let socket: UDPSocket
     private let encoder: OpusEncoder
     private var relay = SocketAddress(ip: 0, port: 0)
     private var ssrc: UInt32 = 0
-    private let bindToken = Mutex<[UInt8]>([])
+    private let bindToken = Locked<[UInt8]>([])
 
     private let running = Atomic<Bool>(false)
     private let muted = Atomic<Bool>(false)
@@ -41,14 +44,15 @@ final class MediaEngine: @unchecked Sendable {
     private let framesCaptured = Atomic<Int>(0)
     private let packetsSent = Atomic<Int>(0)
     private let packetsReceived = Atomic<Int>(0)
-    private let buffers = Mutex<[UInt32: JitterBuffer]>([:])
-    /// Payload bytes received per sender (for bitrate in statistics views).
-    private let receivedBytes = Mutex<[UInt32: Int]>([:])
+    /// Jitter buffers, decoders, gains and levels of every sender, and the mix.
+    private let receiver: ReceiveMixer
     /// A local test tone mixed into playback (settings panel), and frames of it still to play.
-    private let testTone = Mutex<ToneInput?>(nil)
+    private let testTone = Locked<ToneInput?>(nil)
     private let testToneFrames = Atomic<Int>(0)
-    private let activeSSRCs = Mutex<Set<UInt32>?>(nil)
-    private let levelTable = Mutex<[UInt32: Float]>([:])
+    /// What we capture, after processing and before mute (the RTP level, our meter).
+    private let meter = LevelFilter()
+    /// Capture processing, probes and the meter, in order (baresip's `aufilt` chain).
+    private let filters: FilterChain
     private let threadsDone = DispatchSemaphore(value: 0)
     private var threadCount = 0
     private let jitterTargetFrames: Int
@@ -57,16 +61,14 @@ final class MediaEngine: @unchecked Sendable {
     private let processor: CaptureProcessor?
     private let pushToTalk = Atomic<Bool>(false)
     private let talking = Atomic<Bool>(false)
-    private let volumes = Mutex<[UInt32: Float]>([:])
     private let options: Options
     private let deviceFailures = Atomic<Int>(0)
     /// Times the playout frame boundary moved one period earlier (phase alignment).
     let phaseAdvances = Atomic<Int>(0)
     /// The loss percentage FEC is tuned for; set from receiver reports, applied by the capture thread.
     private let expectedLoss = Atomic<Int>(5)
-    private var lastReported: [UInt32: JitterBuffer.Statistics] = [:]
     /// Each sender's loss over the last report interval (percent), for connection quality.
-    private let recentLoss = Mutex<[UInt32: Double]>([:])
+    private let recentLoss = Locked<[UInt32: Double]>([:])
     /// Optional timing probe (benchmarks); called on the media threads, must not block.
     let probe: (any MediaProbe)?
 
@@ -98,12 +100,14 @@ final class MediaEngine: @unchecked Sendable {
         self.options = options
         self.impairment = impairment
         self.probe = probe
-        self.inputBox = Mutex(input)
+        self.inputBox = Locked(input)
         self.hasOutput = output != nil
-        self.outputBox = Mutex(output)
+        self.outputBox = Locked(output)
         self.frameMs = frameMs
         self.frameSamples = AudioFormat.samples(ms: frameMs)
         self.jitterTargetFrames = jitterTargetFrames
+        receiver = ReceiveMixer(frameSamples: AudioFormat.samples(ms: frameMs), jitterTargetFrames: jitterTargetFrames)
+        let processor: CaptureProcessor?
         do {
             socket = try UDPSocket(host: "0.0.0.0", port: 0)
             encoder = try OpusEncoder(frameMs: frameMs, bitrate: Int32(options.bitrate), complexity: Int32(options.complexity),
@@ -116,6 +120,9 @@ final class MediaEngine: @unchecked Sendable {
         } catch {
             throw .network("\(error)")
         }
+        self.processor = processor
+        let chain: [(any AudioFilter)?] = [processor, probe.map { ProbeFilter($0) }, meter]
+        filters = FilterChain(chain.compactMap { $0 })
     }
 
     /// Starts sending to and receiving from the relay at `relay`, bound by `bindToken`.
@@ -160,7 +167,7 @@ final class MediaEngine: @unchecked Sendable {
     }
 
     /// Playback gain for one sender (1 = as received, 0 = silent, up to 4).
-    func setVolume(_ gain: Float, ssrc: UInt32) { volumes.withLock { $0[ssrc] = min(4, max(0, gain)) } }
+    func setVolume(_ gain: Float, ssrc: UInt32) { receiver.setVolume(gain, ssrc: ssrc) }
 
     /// Binds again with a new token (after a signalling `resume`); media keeps flowing meanwhile.
     func rebind(token: [UInt8]) {
@@ -171,20 +178,20 @@ final class MediaEngine: @unchecked Sendable {
     var isMuted: Bool { muted.load(ordering: .acquiring) }
 
     /// Restricts playout to these senders (the roster); buffers of others are dropped.
-    func setActiveSSRCs(_ s: Set<UInt32>) {
-        activeSSRCs.withLock { $0 = s }
-        buffers.withLock { b in for k in b.keys where !s.contains(k) { b[k] = nil } }
-        levelTable.withLock { l in for k in l.keys where !s.contains(k) && k != ssrc { l[k] = nil } }
-    }
+    func setActiveSSRCs(_ s: Set<UInt32>) { receiver.setActive(s) }
 
     /// Latest level per SSRC in dBFS (our own SSRC: what we capture, before mute).
-    func levels() -> [UInt32: Float] { levelTable.withLock { $0 } }
+    func levels() -> [UInt32: Float] {
+        var l = receiver.levels()
+        if let db = meter.lastDBFS { l[ssrc] = db }
+        return l
+    }
 
     var statistics: Statistics {
         Statistics(framesCaptured: framesCaptured.load(ordering: .relaxed), packetsSent: packetsSent.load(ordering: .relaxed),
                    packetsReceived: packetsReceived.load(ordering: .relaxed), impairedDrops: impairedDrops.load(ordering: .relaxed),
                    bound: bound.load(ordering: .relaxed),
-                   jitter: buffers.withLock { $0.mapValues(\.statistics) })
+                   jitter: receiver.statistics())
     }
 
     // MARK: Threads
@@ -211,14 +218,12 @@ final class MediaEngine: @unchecked Sendable {
                 captureDeviceLost(error)
                 continue
             }
-            processor?.process(pcm)
+            filters.captured(pcm, FrameInfo(sequence: seq, at: monotonicNanoseconds()))
             let loss = Int32(expectedLoss.load(ordering: .relaxed))
             if loss != appliedLoss { encoder.setExpectedLoss(percent: loss); appliedLoss = loss }
-            probe?.captured(UnsafeBufferPointer(pcm), sequence: seq, at: monotonicNanoseconds())
             frame += 1
             framesCaptured.add(1, ordering: .relaxed)
-            let db = LevelMeter.rmsDBFS(UnsafeBufferPointer(pcm))
-            levelTable.withLock { $0[ssrc] = db }
+            let db = meter.lastDBFS ?? LevelMeter.silenceDBFS
             // Re-bind until acknowledged, then every 5 s to keep NAT bindings alive.
             let bindEvery = bound.load(ordering: .relaxed) ? 5000 / frameMs : 10
             if frame % bindEvery == 0 { sendBind() }
@@ -240,7 +245,8 @@ final class MediaEngine: @unchecked Sendable {
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
         defer { buf.deallocate() }
         var rng = SplitMix64(seed: impairment?.seed ?? 1)
-        var delayed: [(release: UInt64, packet: RTPPacket)] = []
+        // Impaired packets waiting for their release time (tests and `--loss/--jitter` only).
+        var delayed: [(release: UInt64, datagram: [UInt8])] = []
         while running.load(ordering: .acquiring) {
             var wait: Int32 = 50
             if let next = delayed.first?.release {
@@ -255,10 +261,9 @@ final class MediaEngine: @unchecked Sendable {
                         if ackSSRC == ssrc { bound.store(true, ordering: .releasing) }
                         continue
                     }
-                    guard hasOutput, let p = try? RTPPacket(parsing: d), p.ssrc != ssrc else { continue }
+                    guard hasOutput, let h = try? RTPHeader(parsing: d), h.ssrc != ssrc else { continue }
                     packetsReceived.add(1, ordering: .relaxed)
-                    if let active = activeSSRCs.withLock({ $0 }), !active.contains(p.ssrc) { continue }
-                    guard let imp = impairment else { deliver(p); continue }
+                    guard let imp = impairment else { deliver(h, d); continue }
                     // Impairment: drop, or hold for a random delay (which also reorders).
                     if Double.random(in: 0..<100, using: &rng) < imp.lossPercent {
                         impairedDrops.add(1, ordering: .relaxed)
@@ -267,26 +272,21 @@ final class MediaEngine: @unchecked Sendable {
                     let delay = UInt64(Double.random(in: 0...max(0, imp.jitterMs), using: &rng) * 1_000_000)
                     let release = monotonicNanoseconds() + delay
                     let i = delayed.firstIndex { $0.release > release } ?? delayed.count
-                    delayed.insert((release, p), at: i)
+                    delayed.insert((release, Array(d)), at: i)
                 }
             }
             let now = monotonicNanoseconds()
             while let first = delayed.first, first.release <= now {
                 delayed.removeFirst()
-                deliver(first.packet)
+                first.datagram.withUnsafeBytes { d in if let h = try? RTPHeader(parsing: d) { deliver(h, d) } }
             }
         }
     }
 
-    private func deliver(_ p: RTPPacket) {
-        probe?.received(ssrc: p.ssrc, sequence: p.sequenceNumber, at: monotonicNanoseconds())
-        let target = jitterTargetFrames, samples = frameSamples
+    private func deliver(_ h: RTPHeader, _ datagram: UnsafeRawBufferPointer) {
         let now = monotonicNanoseconds()
-        receivedBytes.withLock { $0[p.ssrc, default: 0] += p.payload.count }
-        buffers.withLock { b in
-            b[p.ssrc, default: JitterBuffer(targetFrames: target, frameSamples: samples)]
-                .insert(sequence: p.sequenceNumber, payload: p.payload, arrival: now, timestamp: p.timestamp)
-        }
+        guard receiver.insert(h, datagram: datagram, arrival: now) else { return }
+        probe?.received(ssrc: h.ssrc, sequence: h.sequenceNumber, at: now)
     }
 
     // MARK: Receiver reports (FEC tuning)
@@ -303,15 +303,7 @@ final class MediaEngine: @unchecked Sendable {
     /// stopped, e.g. muted) over packets expected.
     /// Called every couple of seconds by the client to build receiver reports.
     func lossSinceLastReport() -> [LossReport] {
-        let now = buffers.withLock { $0.mapValues(\.statistics) }
-        var out: [LossReport] = []
-        for (ssrc, s) in now {
-            let p = lastReported[ssrc] ?? JitterBuffer.Statistics()
-            let lost = s.lost - p.lost
-            let total = lost + (s.played - p.played)
-            if total > 0 { out.append(LossReport(ssrc: ssrc, lossPercent: 100 * Double(lost) / Double(total))) }
-        }
-        lastReported = now
+        let out = receiver.lossSinceLastReport()
         recentLoss.withLock { r in for rep in out { r[rep.ssrc] = rep.lossPercent } }
         return out
     }
@@ -321,9 +313,7 @@ final class MediaEngine: @unchecked Sendable {
 
     /// Per-sender receive figures: jitter-buffer counts, RFC 3550 jitter (ms) and payload bytes.
     func receiveFigures() -> [UInt32: (JitterBuffer.Statistics, Double, Int)] {
-        let bytes = receivedBytes.withLock { $0 }
-        return buffers.withLock { b in b.mapValues { ($0.statistics, $0.jitterNanoseconds / 1e6, 0) } }
-            .reduce(into: [:]) { out, kv in out[kv.key] = (kv.value.0, kv.value.1, bytes[kv.key] ?? 0) }
+        receiver.figures().mapValues { ($0.statistics, $0.jitterMs, $0.bytes) }
     }
 
     // MARK: Device loss and return
@@ -394,13 +384,9 @@ final class MediaEngine: @unchecked Sendable {
     }
 
     private func playbackLoop() {
-        let mixer = Mixer(frameSamples: frameSamples)
-        let pcm = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
         let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
-        defer { pcm.deallocate(); out.deallocate() }
-        var decoders: [UInt32: OpusDecoder] = [:]
-        var decisions: [(UInt32, JitterBuffer.Playout)] = []
-        decisions.reserveCapacity(64)
+        let tonePCM = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
+        defer { out.deallocate(); tonePCM.deallocate() }
         // Writes go out one device period at a time; a new frame is mixed when the last is out.
         let period = options.playbackPeriodMs.map { min(frameSamples, AudioFormat.samples(ms: $0)) } ?? frameSamples
         var offset = frameSamples
@@ -408,7 +394,12 @@ final class MediaEngine: @unchecked Sendable {
         var phase = PlayoutPhase(periodNanoseconds: UInt64(period) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
         while running.load(ordering: .acquiring) {
             if offset >= length {
-                let waited = mixNextFrame(into: out, mixer: mixer, pcm: pcm, decoders: &decoders, decisions: &decisions)
+                let waited = receiver.mixNext(into: out, now: monotonicNanoseconds()) { mixer in
+                    guard testToneFrames.load(ordering: .relaxed) > 0, let tone = testTone.withLock({ $0 }) else { return }
+                    testToneFrames.subtract(1, ordering: .relaxed)
+                    if (try? tone.read(tonePCM)) != nil { mixer.add(UnsafeBufferPointer(tonePCM), gain: 1) }
+                }
+                filters.played(UnsafeBufferPointer(out), FrameInfo(at: monotonicNanoseconds()))
                 offset = 0
                 // Packets that always wait a whole period or more: move the frame boundary one
                 // period earlier by playing this frame one period short (shorter periods only).
@@ -425,51 +416,6 @@ final class MediaEngine: @unchecked Sendable {
             }
             offset += n
         }
-    }
-
-    /// Decides, decodes and mixes one frame from every sender's jitter buffer into `out`.
-    /// Returns the shortest time any played packet waited in its buffer (nil: none played).
-    @discardableResult
-    private func mixNextFrame(into out: UnsafeMutableBufferPointer<Int16>, mixer: Mixer, pcm: UnsafeMutableBufferPointer<Int16>,
-                              decoders: inout [UInt32: OpusDecoder], decisions: inout [(UInt32, JitterBuffer.Playout)]) -> UInt64? {
-        decisions.removeAll(keepingCapacity: true)
-        let now = monotonicNanoseconds()
-        var waited: UInt64?
-        buffers.withLock { b in
-            for key in b.keys {
-                guard let d = b[key]?.next() else { continue }
-                decisions.append((key, d))
-                if let a = b[key]?.lastPlayedArrival, a <= now { waited = min(waited ?? .max, now - a) }
-            }
-        }
-        mixer.reset()
-        for (key, decision) in decisions {
-            let decoder: OpusDecoder
-            if let d = decoders[key] { decoder = d } else {
-                guard let d = try? OpusDecoder() else { continue }
-                decoders[key] = d
-                decoder = d
-            }
-            var n = 0
-            switch decision {
-            case .packet(let p): n = p.withUnsafeBufferPointer { decoder.decode($0, into: pcm) }
-            case .recovered(let next): n = next.withUnsafeBufferPointer { decoder.recover(from: $0, into: pcm) }
-            case .concealed: n = decoder.conceal(into: pcm)
-            case .silence: n = 0
-            }
-            let db: Float = n > 0 ? LevelMeter.rmsDBFS(UnsafeBufferPointer(rebasing: pcm[0..<n])) : LevelMeter.silenceDBFS
-            levelTable.withLock { $0[key] = db }
-            if n > 0 { mixer.add(UnsafeBufferPointer(rebasing: pcm[0..<n]), gain: volumes.withLock { $0[key] } ?? 1) }
-        }
-        for key in decoders.keys where !decisions.contains(where: { $0.0 == key }) { decoders[key] = nil }
-        if testToneFrames.load(ordering: .relaxed) > 0, let tone = testTone.withLock({ $0 }) {
-            testToneFrames.subtract(1, ordering: .relaxed)
-            if (try? tone.read(pcm)) != nil { mixer.add(UnsafeBufferPointer(pcm), gain: 1) }
-        }
-        mixer.render(into: out)
-        processor?.played(UnsafeBufferPointer(out))
-        probe?.played(UnsafeBufferPointer(out), at: monotonicNanoseconds())
-        return waited
     }
 }
 
@@ -506,6 +452,16 @@ public protocol MediaProbe: AnyObject, Sendable {
     func received(ssrc: UInt32, sequence: UInt16, at: UInt64)
     /// A mixed frame is about to be written to the output.
     func played(_ frame: UnsafeBufferPointer<Int16>, at: UInt64)
+}
+
+/// A `MediaProbe` as a link of the engine's filter chain.
+final class ProbeFilter: AudioFilter {
+    let probe: any MediaProbe
+    init(_ probe: any MediaProbe) { self.probe = probe }
+    func captured(_ frame: UnsafeMutableBufferPointer<Int16>, _ info: FrameInfo) {
+        probe.captured(UnsafeBufferPointer(frame), sequence: info.sequence, at: info.at)
+    }
+    func played(_ frame: UnsafeBufferPointer<Int16>, _ info: FrameInfo) { probe.played(frame, at: info.at) }
 }
 
 /// Why the media engine could not start.

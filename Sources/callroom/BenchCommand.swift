@@ -28,7 +28,9 @@ enum BenchCommand {
         render   time to lay out and draw one call-screen frame (120×40, levels moving every frame)
                  and how many cells a frame rewrites; last line render_us median=X
         cpu      Opus encode, decode and mixing cost per stream, as a share of one core, for a
-                 room of N speakers (you send 1 stream and receive N-1); last line client_cpu_pct=X
+                 room of N speakers (you send 1 stream and receive N-1), then the whole receive
+                 chain (RTP in, jitter buffers, decode, mix) per frame, with allocations per
+                 packet when run with LD_PRELOAD=libcallroom-alloc-counter.so; last line client_cpu_pct=X
         udp-floor  the kernel's cost of sending one datagram to each of N loopback sockets, the
                  relay's way (sendmmsg) and one sendto each: the floor under the relay's CPU per
                  forwarded packet; last line udp_floor_us_per_datagram sendmmsg=X sendto=Y
@@ -268,6 +270,7 @@ enum CPUBench {
         Console.out("callroom bench cpu: \(speakers) speakers, \(frames) frames of 20 ms, Opus 32 kb/s complexity 9 with FEC")
         Console.out(String(format: "per 20 ms frame: encode %.1f µs per sent stream, decode %.1f µs per received stream, mix %.1f µs", encUs, decUs, mixUs))
         Console.out(String(format: "share of one core: sent stream %.3f %%, each received stream %.3f %%", encUs / 200, decUs / 200))
+        ReceivePathBench.run(senders: speakers - 1, frames: frames, streams: Array(packets.prefix(max(1, speakers - 1))))
         Console.out(String(format: "client_cpu_pct=%.2f", perFrameUs / 20_000 * 100))
     }
 }

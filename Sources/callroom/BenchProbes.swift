@@ -33,7 +33,7 @@ final class MarkerInput: AudioInput, @unchecked Sendable {
     private let frameSamples: Int
     private var sample = 0
     private let closed = Atomic<Bool>(false)
-    let mouthTimes = Mutex<[UInt64]>([])
+    let mouthTimes = Locked<[UInt64]>([])
     static let interval = 19_200  // 400 ms
     static let burst = 2_400  // 50 ms
 
@@ -71,7 +71,7 @@ final class EarOutput: AudioOutput, @unchecked Sendable {
     private var detector = OnsetDetector()
     private let closed = Atomic<Bool>(false)
     private var lastWrite: UInt64 = 0
-    let earTimes = Mutex<[UInt64]>([])
+    let earTimes = Locked<[UInt64]>([])
     let stalls = Atomic<Int>(0)
     let frames = Atomic<Int>(0)
     let silentFrames = Atomic<Int>(0)

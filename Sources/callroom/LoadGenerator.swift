@@ -29,7 +29,7 @@ final class LoadGenerator: @unchecked Sendable {
 
     /// Collects one bot's signalling messages.
     final class SignalSink: WebSocketClientDelegate, @unchecked Sendable {
-        let joined = Mutex<ServerMessage.Joined?>(nil)
+        let joined = Locked<ServerMessage.Joined?>(nil)
         /// When `joined` arrived (monotonic nanoseconds, on the WebSocket's thread).
         let joinedNanoseconds = Atomic<UInt64>(0)
         let closed = Atomic<Bool>(false)
@@ -53,7 +53,7 @@ final class LoadGenerator: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     private let sent = Atomic<Int>(0)
     private let received = Atomic<Int>(0)
-    private let stats = Mutex<(delays: [Double], jitter: [Double])>(([], []))
+    private let stats = Locked<(delays: [Double], jitter: [Double])>(([], []))
 
     init(serverURL: URL, appID: String, authKey: String, rooms: Int, perRoom: Int) {
         self.serverURL = serverURL

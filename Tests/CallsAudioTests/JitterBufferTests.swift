@@ -7,7 +7,7 @@ struct JitterBufferTests {
     func p(_ s: UInt16) -> [UInt8] { [UInt8(s & 0xFF), UInt8(s >> 8)] }
 
     @Test func buffersToTargetThenPlaysInOrder() {
-        var jb = JitterBuffer(targetFrames: 2)
+        let jb = JitterBuffer(targetFrames: 2)
         jb.insert(sequence: 10, payload: p(10))
         #expect(jb.next() == .silence)
         jb.insert(sequence: 11, payload: p(11))
@@ -19,7 +19,7 @@ struct JitterBufferTests {
     }
 
     @Test func reordersPackets() {
-        var jb = JitterBuffer(targetFrames: 3)
+        let jb = JitterBuffer(targetFrames: 3)
         for s: UInt16 in [1, 3, 2] { jb.insert(sequence: s, payload: p(s)) }
         #expect(jb.next() == .packet(p(1)))
         #expect(jb.next() == .packet(p(2)))
@@ -27,7 +27,7 @@ struct JitterBufferTests {
     }
 
     @Test func singleLossIsRecoveredFromTheNextPacketsFEC() {
-        var jb = JitterBuffer(targetFrames: 2)
+        let jb = JitterBuffer(targetFrames: 2)
         for s: UInt16 in [1, 2, 4, 5] { jb.insert(sequence: s, payload: p(s)) }
         #expect(jb.next() == .packet(p(1)))
         #expect(jb.next() == .packet(p(2)))
@@ -39,7 +39,7 @@ struct JitterBufferTests {
     }
 
     @Test func burstLossIsConcealedThenRecovered() {
-        var jb = JitterBuffer(targetFrames: 2)
+        let jb = JitterBuffer(targetFrames: 2)
         for s: UInt16 in [1, 2, 6] { jb.insert(sequence: s, payload: p(s)) }
         #expect(jb.next() == .packet(p(1)))
         #expect(jb.next() == .packet(p(2)))
@@ -52,7 +52,7 @@ struct JitterBufferTests {
     }
 
     @Test func lateAndDuplicatePacketsAreDropped() {
-        var jb = JitterBuffer(targetFrames: 1)
+        let jb = JitterBuffer(targetFrames: 1)
         jb.insert(sequence: 5, payload: p(5))
         jb.insert(sequence: 5, payload: p(5))
         #expect(jb.statistics.duplicate == 1)
@@ -63,7 +63,7 @@ struct JitterBufferTests {
     }
 
     @Test func sequenceWrapAround() {
-        var jb = JitterBuffer(targetFrames: 2)
+        let jb = JitterBuffer(targetFrames: 2)
         for s: UInt16 in [65534, 65535, 0, 1] { jb.insert(sequence: s, payload: p(s)) }
         #expect(jb.next() == .packet(p(65534)))
         #expect(jb.next() == .packet(p(65535)))
@@ -72,14 +72,14 @@ struct JitterBufferTests {
     }
 
     @Test func startsFromOldestEvenAcrossWrap() {
-        var jb = JitterBuffer(targetFrames: 2)
+        let jb = JitterBuffer(targetFrames: 2)
         jb.insert(sequence: 0, payload: p(0))
         jb.insert(sequence: 65535, payload: p(65535))
         #expect(jb.next() == .packet(p(65535)))
     }
 
     @Test func overflowDropsOldestToBoundDelay() {
-        var jb = JitterBuffer(targetFrames: 2, maxFrames: 5)
+        let jb = JitterBuffer(targetFrames: 2, maxFrames: 5)
         for s: UInt16 in 1...12 { jb.insert(sequence: s, payload: p(s)) }
         let first = jb.next()
         #expect(first == .packet(p(8)), "keeps only the newest 5")
@@ -88,7 +88,7 @@ struct JitterBufferTests {
     }
 
     @Test func silenceAfterSenderStopsThenRebuffers() {
-        var jb = JitterBuffer(targetFrames: 2, maxConcealFrames: 3)
+        let jb = JitterBuffer(targetFrames: 2, maxConcealFrames: 3)
         jb.insert(sequence: 1, payload: p(1))
         jb.insert(sequence: 2, payload: p(2))
         #expect(jb.next() == .packet(p(1)))
@@ -107,7 +107,7 @@ struct JitterBufferTests {
     }
 
     @Test func farJumpRestartsTheStream() {
-        var jb = JitterBuffer(targetFrames: 1)
+        let jb = JitterBuffer(targetFrames: 1)
         jb.insert(sequence: 100, payload: p(100))
         #expect(jb.next() == .packet(p(100)))
         jb.insert(sequence: 30000, payload: p(30000))
@@ -122,7 +122,7 @@ struct JitterBufferAdaptationTests {
     let frameNs: UInt64 = 20_000_000
 
     @Test func steadyArrivalKeepsTheMinimumDepth() {
-        var jb = JitterBuffer(targetFrames: 1)
+        let jb = JitterBuffer(targetFrames: 1)
         for i in 0..<200 {
             jb.insert(sequence: UInt16(i), payload: [1], arrival: UInt64(i) * frameNs, timestamp: UInt32(i * 960))
             _ = jb.next()
@@ -133,7 +133,7 @@ struct JitterBufferAdaptationTests {
     }
 
     @Test func jitterRaisesTheTargetAndCalmShrinksTheQueueBack() {
-        var jb = JitterBuffer(targetFrames: 1, maxFrames: 30)
+        let jb = JitterBuffer(targetFrames: 1, maxFrames: 30)
         var rng = SplitMixForTests(seed: 3)
         var clock: UInt64 = 0
         // 0…40 ms of delay variation on each packet; the consumer ticks every 20 ms.
@@ -164,7 +164,7 @@ struct JitterBufferAdaptationTests {
 
     @Test func fastSenderClockIsTrimmedSlowOneConcealed() {
         // Sender 1 % fast: 101 packets per 100 ticks. The queue must stay bounded.
-        var fast = JitterBuffer(targetFrames: 2)
+        let fast = JitterBuffer(targetFrames: 2)
         var sent = 0
         for tick in 0..<3000 {
             while sent * 100 < tick * 101 {
@@ -176,7 +176,7 @@ struct JitterBufferAdaptationTests {
         #expect(fast.depth <= fast.adaptiveTarget + 3, "depth \(fast.depth) stays bounded")
         #expect(fast.statistics.shrunk + fast.statistics.overflowDropped > 10, "the surplus was dropped")
         // Sender 1 % slow: 99 packets per 100 ticks; the gaps are concealed, never a stall to silence.
-        var slow = JitterBuffer(targetFrames: 2)
+        let slow = JitterBuffer(targetFrames: 2)
         sent = 0
         var silences = 0
         for tick in 0..<3000 {

@@ -5,8 +5,8 @@ import XCTest
 /// The benchmark commands run and end with their machine-readable line (figures themselves are
 /// recorded in docs/benchmarks.md, not asserted: this machine is noisy).
 final class BenchCommandTests: XCTestCase {
-    func run(_ args: [String]) throws -> (Int32?, [String]) {
-        let p = try ManagedProcess(BuiltProducts.path("callroom"), ["bench"] + args)
+    func run(_ args: [String], environment: [String: String]? = nil) throws -> (Int32?, [String]) {
+        let p = try ManagedProcess(BuiltProducts.path("callroom"), ["bench"] + args, environment: environment)
         let status = p.wait(timeout: 60)
         Thread.sleep(forTimeInterval: 0.05)
         return (status, p.output)
@@ -43,11 +43,27 @@ final class BenchCommandTests: XCTestCase {
         let (s3, cpu) = try run(["cpu", "--speakers", "3", "--frames", "50"])
         XCTAssertEqual(s3, 0)
         XCTAssertTrue(cpu.last?.hasPrefix("client_cpu_pct=") == true, "\(cpu)")
+        XCTAssertTrue(cpu.contains { $0.hasPrefix("allocations: not counted") }, "no counter without the preload: \(cpu)")
         let (s5, floor) = try run(["udp-floor", "--destinations", "3", "--datagrams", "6000"])
         XCTAssertEqual(s5, 0)
         XCTAssertTrue(floor.last?.hasPrefix("udp_floor_us_per_datagram sendmmsg=") == true, "\(floor)")
         XCTAssertFalse(floor.last?.contains("nan") ?? true, "\(floor)")
         let (s4, _) = try run(["teleport"])
         XCTAssertEqual(s4, 2)
+    }
+
+    /// The receive chain allocates nothing per packet or per frame once a sender is known:
+    /// counted by the allocation counter library (every malloc-family call on the thread).
+    func testTheReceiveChainAllocatesNothingInSteadyState() throws {
+        let counter = BuiltProducts.path("libcallroom-alloc-counter.so")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: counter), "swift build builds the counter library")
+        let (status, out) = try run(["cpu", "--speakers", "6", "--frames", "200"], environment: ["LD_PRELOAD": counter])
+        XCTAssertEqual(status, 0, "\(out)")
+        let line = try XCTUnwrap(out.first { $0.hasPrefix("receive_allocs_per_packet=") }, "\(out)")
+        XCTAssertTrue(line.hasPrefix("receive_allocs_per_packet=0.000 playback_allocs_per_frame=0.000"), line)
+        // The counter counts: setting up five senders (buffers, decoders) allocates.
+        let setup = line.components(separatedBy: "; ").last?.split(separator: " ").first.flatMap { Int($0) } ?? 0
+        XCTAssertGreaterThan(setup, 5, line)
+        XCTAssertTrue(out.contains { $0.hasPrefix("receive path (5 streams)") }, "\(out)")
     }
 }

@@ -1,0 +1,201 @@
+import CallsCore
+import Synchronization
+
+/// Everything a listener does with a room's audio, from received RTP to one mixed frame: a
+/// jitter buffer, an Opus decoder, a gain and a level per sender, and the mixer (with its
+/// limiter). The client's playback uses it; the server's recorder will too.
+///
+/// ```
+///  receive thread:  insert(header, datagram) ─▶ lock ─▶ sender[ssrc].jitter buffer (payload copied into a slot)
+///  playback thread: mixNext ─▶ lock: every sender's decision, its payload copied to the sender's scratch
+///                   ─▶ (unlocked) decode / FEC / PLC ─▶ level ─▶ gain ─▶ Mixer + limiter ─▶ out
+/// ```
+/// Preallocated: after a sender's first packet, `insert` and `mixNext` allocate nothing, and
+/// each takes the lock once (per packet, per frame).
+///
+/// Thread rules: `insert` from one receiving thread, `mixNext` from one playback thread, the
+/// rest from any thread; shared state is behind one lock, and each sender's decoder and scratch
+/// are the playback thread's alone.
+public final class ReceiveMixer: @unchecked Sendable {
+    /// One sender's receive state.
+    final class Sender: @unchecked Sendable {
+        let ssrc: UInt32
+        /// Under the lock.
+        let buffer: JitterBuffer
+        var gain: Float
+        var bytesReceived = 0
+        var reported = JitterBuffer.Statistics()
+        /// The playback thread's: the decoder, and this frame's payload copied out of the buffer.
+        var decoder: OpusDecoder?
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: JitterBuffer.maxPayloadBytes, alignment: 8)
+        var scratchCount = 0
+        /// The last decoded frame's level (dBFS, as float bits): written by playback, read by anyone.
+        let level = Atomic<UInt32>(LevelMeter.silenceDBFS.bitPattern)
+
+        init(ssrc: UInt32, buffer: JitterBuffer, gain: Float) {
+            self.ssrc = ssrc
+            self.buffer = buffer
+            self.gain = gain
+        }
+
+        deinit { scratch.deallocate() }
+    }
+
+    private enum Step { case decode, recover, conceal, silence }
+
+    public let frameSamples: Int
+    public let maxSenders: Int
+    private let jitterTargetFrames: Int
+    private let lock = Locked(State())
+    private struct State {
+        var senders: [UInt32: Sender] = [:]
+        /// Only these senders are heard (the roster); nil: everyone.
+        var active: Set<UInt32>?
+        /// Gains set before (or after) a sender's first packet.
+        var gains: [UInt32: Float] = [:]
+        /// Packets refused because `maxSenders` were already heard.
+        var refused = 0
+    }
+
+    /// The playback thread's.
+    private let mixer: Mixer
+    private let pcm: UnsafeMutableBufferPointer<Int16>
+    private var steps: [(Sender, Step, Float)] = []
+
+    public init(frameSamples: Int, jitterTargetFrames: Int, maxSenders: Int = 64) {
+        self.frameSamples = frameSamples
+        self.jitterTargetFrames = jitterTargetFrames
+        self.maxSenders = max(1, maxSenders)
+        mixer = Mixer(frameSamples: frameSamples)
+        pcm = .allocate(capacity: frameSamples)
+        steps.reserveCapacity(self.maxSenders)
+        lock.withLock { $0.senders.reserveCapacity(self.maxSenders) }
+    }
+
+    deinit { pcm.deallocate() }
+
+    // MARK: Receive thread
+
+    /// Queues one received RTP packet (`header` parsed from `datagram`, which the caller
+    /// reuses). Returns false when the sender is not heard (not in the roster, or one too many).
+    @discardableResult
+    public func insert(_ header: RTPHeader, datagram: UnsafeRawBufferPointer, arrival: UInt64) -> Bool {
+        let payload = UnsafeRawBufferPointer(rebasing: datagram[header.payloadRange])
+        return lock.withLock { s -> Bool in
+            if let active = s.active, !active.contains(header.ssrc) { return false }
+            let sender: Sender
+            if let known = s.senders[header.ssrc] {
+                sender = known
+            } else {
+                guard s.senders.count < maxSenders else { s.refused += 1; return false }
+                sender = Sender(ssrc: header.ssrc, buffer: JitterBuffer(targetFrames: jitterTargetFrames, frameSamples: frameSamples),
+                                gain: s.gains[header.ssrc] ?? 1)
+                s.senders[header.ssrc] = sender
+            }
+            sender.bytesReceived += payload.count
+            sender.buffer.insert(sequence: header.sequenceNumber, payload: payload, arrival: arrival, timestamp: header.timestamp)
+            return true
+        }
+    }
+
+    // MARK: Playback thread
+
+    /// Decides, decodes and mixes the next frame from every sender into `out`; `extra` may add
+    /// local sources (a test tone) to the mixer before it renders. Returns the shortest time a
+    /// played packet waited in its buffer (nil: none played).
+    @discardableResult
+    public func mixNext(into out: UnsafeMutableBufferPointer<Int16>, now: UInt64, extra: (Mixer) -> Void = { _ in }) -> UInt64? {
+        steps.removeAll(keepingCapacity: true)
+        var waited: UInt64?
+        lock.withLock { s in
+            for sender in s.senders.values {
+                let step: Step
+                switch sender.buffer.nextDecision() {
+                case .packet(let slot): step = .decode; copy(sender.buffer.payload(slot), to: sender)
+                case .recovered(let slot): step = .recover; copy(sender.buffer.payload(slot), to: sender)
+                case .concealed: step = .conceal
+                case .silence: step = .silence
+                }
+                if let a = sender.buffer.lastPlayedArrival, a <= now { waited = min(waited ?? .max, now - a) }
+                steps.append((sender, step, sender.gain))
+            }
+        }
+        mixer.reset()
+        for i in steps.indices {
+            let (sender, step, gain) = steps[i]
+            if sender.decoder == nil { sender.decoder = try? OpusDecoder() }
+            guard let decoder = sender.decoder else { continue }
+            let packet = UnsafeBufferPointer(start: sender.scratch.baseAddress?.assumingMemoryBound(to: UInt8.self), count: sender.scratchCount)
+            let n: Int
+            switch step {
+            case .decode: n = decoder.decode(packet, into: pcm)
+            case .recover: n = decoder.recover(from: packet, into: pcm)
+            case .conceal: n = decoder.conceal(into: pcm)
+            case .silence: n = 0
+            }
+            let frame = UnsafeBufferPointer(rebasing: pcm[0..<n])
+            sender.level.store((n > 0 ? LevelMeter.rmsDBFS(frame) : LevelMeter.silenceDBFS).bitPattern, ordering: .relaxed)
+            if n > 0 { mixer.add(frame, gain: gain) }
+        }
+        steps.removeAll(keepingCapacity: true)
+        extra(mixer)
+        mixer.render(into: out)
+        return waited
+    }
+
+    private func copy(_ payload: UnsafeRawBufferPointer, to sender: Sender) {
+        sender.scratch.copyMemory(from: payload)
+        sender.scratchCount = payload.count
+    }
+
+    // MARK: Any thread
+
+    /// Restricts playout to these senders (the roster); the others' state is dropped.
+    public func setActive(_ ssrcs: Set<UInt32>) {
+        lock.withLock { s in
+            s.active = ssrcs
+            for k in s.senders.keys where !ssrcs.contains(k) { s.senders[k] = nil }
+        }
+    }
+
+    /// Playback gain for one sender (1 = as received, 0 = silent, up to 4).
+    public func setVolume(_ gain: Float, ssrc: UInt32) {
+        let g = min(4, max(0, gain))
+        lock.withLock { s in
+            s.gains[ssrc] = g
+            s.senders[ssrc]?.gain = g
+        }
+    }
+
+    /// The last played level of each sender (dBFS).
+    public func levels() -> [UInt32: Float] {
+        lock.withLock { s in s.senders.mapValues { Float(bitPattern: $0.level.load(ordering: .relaxed)) } }
+    }
+
+    /// Jitter-buffer counts per sender.
+    public func statistics() -> [UInt32: JitterBuffer.Statistics] { lock.withLock { s in s.senders.mapValues(\.buffer.statistics) } }
+
+    /// Per sender: jitter-buffer counts, RFC 3550 jitter (ms) and payload bytes received.
+    public func figures() -> [UInt32: (statistics: JitterBuffer.Statistics, jitterMs: Double, bytes: Int)] {
+        lock.withLock { s in s.senders.mapValues { ($0.buffer.statistics, $0.buffer.jitterNanoseconds / 1e6, $0.bytesReceived) } }
+    }
+
+    /// Loss per sender since the last call: packets lost on the network (not a sender that
+    /// stopped, e.g. muted) over packets expected.
+    public func lossSinceLastReport() -> [LossReport] {
+        lock.withLock { s in
+            var out: [LossReport] = []
+            for sender in s.senders.values {
+                let now = sender.buffer.statistics, before = sender.reported
+                let lost = now.lost - before.lost
+                let total = lost + (now.played - before.played)
+                if total > 0 { out.append(LossReport(ssrc: sender.ssrc, lossPercent: 100 * Double(lost) / Double(total))) }
+                sender.reported = now
+            }
+            return out
+        }
+    }
+
+    /// Packets refused because `maxSenders` senders were already heard.
+    public var refusedPackets: Int { lock.withLock { $0.refused } }
+}

@@ -1,0 +1,109 @@
+import CallsAudio
+import CallsCore
+import Foundation
+import Testing
+
+/// The receive chain on its own, with real Opus packets: mixing, the roster, gains, limits,
+/// loss reports, and the jitter buffer's preallocated slots.
+@Suite("Receive mixer")
+struct ReceiveMixerTests {
+    /// `frames` RTP datagrams of a tone from one sender.
+    func stream(ssrc: UInt32, hz: Double, frames: Int) throws -> [[UInt8]] {
+        let tone = ToneInput(frequency: hz, frameSamples: 960, amplitude: 0.5)
+        let encoder = try OpusEncoder(frameMs: 20)
+        var pcm = [Int16](repeating: 0, count: 960), payload = [UInt8](repeating: 0, count: 1500)
+        return try (0..<frames).map { f in
+            pcm.withUnsafeMutableBufferPointer { tone.fill($0) }
+            let n = try pcm.withUnsafeBufferPointer { p in try payload.withUnsafeMutableBufferPointer { try encoder.encode(p, into: $0) } }
+            return RTPPacket(sequenceNumber: UInt16(f), timestamp: UInt32(f * 960), ssrc: ssrc, payload: Array(payload.prefix(n))).encoded()
+        }
+    }
+
+    func insert(_ m: ReceiveMixer, _ datagram: [UInt8], at t: UInt64) -> Bool {
+        datagram.withUnsafeBytes { d in (try? RTPHeader(parsing: d)).map { m.insert($0, datagram: d, arrival: t) } ?? false }
+    }
+
+    /// Feeds frame `f` of each stream, mixes one frame; returns its RMS level.
+    func tick(_ m: ReceiveMixer, _ streams: [[[UInt8]]], _ f: Int) -> Float {
+        for s in streams { _ = insert(m, s[f], at: UInt64(f) * 20_000_000) }
+        var out = [Int16](repeating: 0, count: 960)
+        out.withUnsafeMutableBufferPointer { _ = m.mixNext(into: $0, now: UInt64(f) * 20_000_000 + 1) }
+        return out.withUnsafeBufferPointer { LevelMeter.rmsDBFS($0) }
+    }
+
+    @Test func twoSendersAreHeardTogetherAndTheRosterAndGainsApply() throws {
+        let a = try stream(ssrc: 1, hz: 300, frames: 60), b = try stream(ssrc: 2, hz: 700, frames: 60)
+        let m = ReceiveMixer(frameSamples: 960, jitterTargetFrames: 2)
+        var level: Float = -127
+        for f in 0..<20 { level = tick(m, [a, b], f) }
+        #expect(level > -12, "both tones, mixed: \(level)")
+        let levels = m.levels()
+        #expect(levels.count == 2 && levels.values.allSatisfy { $0 > -12 }, "\(levels)")
+        #expect(m.statistics()[1]?.played ?? 0 >= 15)
+        // Silence one by gain, drop the other from the roster: nothing left to hear.
+        m.setVolume(0, ssrc: 1)
+        m.setActive([1])
+        #expect(m.levels().keys.sorted() == [1])
+        #expect(!insert(m, b[20], at: 0), "not in the roster")
+        for f in 20..<30 { level = tick(m, [a], f) }
+        #expect(level < -90, "gain 0: silence, \(level)")
+        #expect(m.figures()[1]?.bytes ?? 0 > 1000)
+    }
+
+    @Test func sendersBeyondTheLimitAreRefusedAndCounted() throws {
+        let m = ReceiveMixer(frameSamples: 960, jitterTargetFrames: 2, maxSenders: 2)
+        for ssrc in UInt32(1)...3 { _ = insert(m, try stream(ssrc: ssrc, hz: 400, frames: 1)[0], at: 1) }
+        #expect(m.statistics().count == 2)
+        #expect(m.refusedPackets == 1)
+    }
+
+    @Test func lostPacketsShowInTheLossReport() throws {
+        let a = try stream(ssrc: 9, hz: 500, frames: 100)
+        let m = ReceiveMixer(frameSamples: 960, jitterTargetFrames: 2)
+        for f in 0..<100 {
+            if f % 10 != 5 { _ = insert(m, a[f], at: UInt64(f) * 20_000_000) }
+            var out = [Int16](repeating: 0, count: 960)
+            out.withUnsafeMutableBufferPointer { _ = m.mixNext(into: $0, now: UInt64(f) * 20_000_000 + 1) }
+        }
+        let report = m.lossSinceLastReport()
+        #expect(report.count == 1)
+        #expect(abs((report.first?.lossPercent ?? 0) - 10) < 3, "\(report)")
+        #expect(m.lossSinceLastReport().isEmpty, "nothing new since")
+    }
+
+    @Test func jitterBufferSlotsHoldTheBytesAndAFullBufferDropsTheOldest() {
+        let jb = JitterBuffer(targetFrames: 1, maxFrames: 4, slotCount: 6)
+        #expect(jb.slotCount == 6)
+        for seq in UInt16(0)..<8 { jb.insert(sequence: seq, payload: [UInt8(seq), 0xAB]) }
+        #expect(jb.depth == 6, "six slots")
+        #expect(jb.statistics.overflowDropped == 2, "the two oldest made room")
+        guard case .packet(let slot) = jb.nextDecision() else { Issue.record("a packet"); return }
+        #expect(Array(jb.payload(slot)) == [4, 0xAB], "bytes as inserted; 2 and 3 went to bring the queue to maxFrames")
+        #expect(jb.statistics.overflowDropped == 4)
+        jb.insert(sequence: 100, payload: [UInt8](repeating: 1, count: JitterBuffer.maxPayloadBytes + 1))
+        #expect(jb.statistics.overflowDropped == 5, "too large for a slot")
+        #expect(jb.depth == 3)
+    }
+}
+
+@Suite("Frame filters")
+struct FrameFilterTests {
+    final class Halve: AudioFilter, @unchecked Sendable {
+        var played = 0
+        func captured(_ frame: UnsafeMutableBufferPointer<Int16>, _ info: FrameInfo) { for i in frame.indices { frame[i] /= 2 } }
+        func played(_ frame: UnsafeBufferPointer<Int16>, _ info: FrameInfo) { played += 1 }
+    }
+
+    @Test func filtersRunInOrderAndTheMeterMeasuresWhatIsSent() {
+        let halve = Halve(), meter = LevelFilter(), before = LevelFilter()
+        let chain = FilterChain([before, halve, meter])
+        #expect(meter.lastDBFS == nil)
+        var frame = [Int16](repeating: 16_384, count: 960)
+        frame.withUnsafeMutableBufferPointer { chain.captured($0, FrameInfo(sequence: 1, at: 1)) }
+        #expect(frame[0] == 8_192, "changed in place")
+        let drop = (before.lastDBFS ?? 0) - (meter.lastDBFS ?? 0)
+        #expect(abs(drop - 6.02) < 0.05, "the meter after the filter sees half the amplitude: \(drop) dB")
+        frame.withUnsafeBufferPointer { chain.played($0, FrameInfo(at: 2)) }
+        #expect(halve.played == 1)
+    }
+}
