@@ -133,7 +133,7 @@ public final class CallServer: @unchecked Sendable {
 
 extension CallServer: WebServerDelegate, SignalOutbox {
     public func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
-        guard let router else { return respond(HTTPResponse(status: 503, json: #"{"error":{"code":"ERR_UNAVAILABLE","message":"Starting."}}"#)) }
+        guard let router else { return respond(HTTPResponse(status: 503, json: RESTErrorCode.unavailable.json("Starting."))) }
         httpRequests.add(1, ordering: .relaxed)
         let allowed = restLimiters.withLock { l -> Bool in
             if l.count > 10_000 { l.removeAll() }
@@ -143,7 +143,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
             return ok
         }
         guard allowed else {
-            return respond(HTTPResponse(status: 429, json: ServerError(429, "ERR_RATE_LIMITED", "Too many requests from this address.").json))
+            return respond(HTTPResponse(status: 429, json: ServerError(.rateLimited, "Too many requests from this address.").json))
         }
         if request.method == "GET" && request.path == "/metrics" {
             return restQueue.async { respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Array(self.metricsText().utf8))) }

@@ -22,141 +22,167 @@ struct RESTRouter: Sendable {
         }
     }
 
-    private func route(_ r: HTTPRequest) throws -> HTTPResponse {
-        let parts = r.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        func route(_ method: String, _ pattern: String) -> Bool {
-            guard r.method == method else { return false }
-            let pat = pattern.split(separator: "/").map(String.init)
-            return pat.count == parts.count && zip(pat, parts).allSatisfy { $0 == "*" || $0 == $1 }
+    /// One endpoint: a method, a path pattern (`*` matches one segment) and its handler, which
+    /// gets the path's segments. The table below is the only list of endpoints: a path that
+    /// matches some pattern under another method is answered 405, any other 404.
+    struct Route: Sendable {
+        enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
+        let method: Method
+        let pattern: [Substring]
+        let handle: @Sendable (RESTRouter, HTTPRequest, [String]) throws -> HTTPResponse
+
+        init(_ method: Method, _ pattern: String, _ handle: @escaping @Sendable (RESTRouter, HTTPRequest, [String]) throws -> HTTPResponse) {
+            self.method = method
+            self.pattern = pattern.split(separator: "/")
+            self.handle = handle
         }
-        switch true {
-        case route("GET", "healthz"):
-            return HTTPResponse(status: 200, json: #"{"status":"ok"}"#)
-        case route("GET", "v3/app"):
-            return ok(AppInfo(appId: keys.appId, region: config.region, mediaPort: mediaPort))
-        case route("POST", "v3/users"):
-            try requireAPIKey(r)
-            struct Body: Decodable { var uid: String; var name: String?; var avatar: String? }
-            let b: Body = try decode(r)
-            try validate(uid: b.uid)
-            guard let u = try store.createUser(uid: b.uid, name: clean(b.name) ?? b.uid, avatar: b.avatar) else {
-                throw ServerError(409, "ERR_UID_ALREADY_EXISTS", "A user with uid '\(b.uid)' exists already.")
-            }
-            return ok(u)
-        case route("GET", "v3/users"):
-            try requireAPIKey(r)
-            let (page, perPage) = try paging(r)
-            let p = try store.users(page: page, perPage: perPage)
-            return list(p.items, p)
-        case route("GET", "v3/users/*"):
-            try requireAPIKey(r)
-            guard let u = try store.user(uid: parts[2]) else { throw ServerError.uidNotFound(parts[2]) }
-            return ok(u)
-        case route("PUT", "v3/users/*"):
-            try requireAPIKey(r)
-            struct Body: Decodable { var name: String?; var avatar: String? }
-            let b: Body = try decode(r)
-            guard b.name != nil || b.avatar != nil else { throw ServerError.badRequest("Give name and/or avatar.") }
-            if let n = b.name, clean(n) == nil { throw ServerError.badRequest("The name is empty.") }
-            guard let u = try store.updateUser(uid: parts[2], name: clean(b.name), avatar: b.avatar.map { String($0.prefix(2048)) })
-            else { throw ServerError.uidNotFound(parts[2]) }
-            return ok(u)
-        case route("DELETE", "v3/users/*"):
-            try requireAPIKey(r)
-            guard try store.deleteUser(uid: parts[2]) else { throw ServerError.uidNotFound(parts[2]) }
-            return ok(["success": true])
-        case route("POST", "v3/users/*/auth_tokens"):
-            try requireAPIKey(r)
-            let uid = parts[2]
-            guard try store.user(uid: uid) != nil else { throw ServerError.uidNotFound(uid) }
-            let token = try store.createAuthToken(uid: uid)
-            return ok(AuthTokenBody(uid: uid, authToken: token, createdAt: epochMilliseconds() / 1000))
-        case route("GET", "v3/users/*/auth_tokens"):
-            try requireAPIKey(r)
-            guard try store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
-            return ok(try store.authTokens(uid: parts[2]))
-        case route("DELETE", "v3/users/*/auth_tokens"):
-            try requireAPIKey(r)
-            guard try store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
-            return ok(DeletedBody(success: true, deleted: try store.deleteAuthTokens(uid: parts[2])))
-        case route("DELETE", "v3/users/*/auth_tokens/*"):
-            try requireAPIKey(r)
-            guard try store.deleteAuthToken(uid: parts[2], token: parts[4]) else {
-                throw ServerError(404, "ERR_AUTH_TOKEN_NOT_FOUND", "No such auth token for '\(parts[2])'.")
-            }
-            return ok(DeletedBody(success: true, deleted: 1))
-        case route("POST", "v3/sdk/login"):
-            return try login(r)
-        case route("GET", "v3/me"):
-            return ok(try requireUser(r))
-        case route("POST", "v3.0/call_tokens"):
-            try requireAppID(r)
-            struct Body: Decodable { var sessionId: String; var uid: String?; var role: String? }
-            let b: Body = try decode(r)
-            let uid: String
-            var role: String?
-            if r.header("apikey") != nil {
-                // The operator (your backend) issues tokens for any user, optionally with a role.
-                try requireAPIKey(r)
-                guard let u = b.uid else { throw ServerError.badRequest("uid is required with the apikey.") }
-                guard try store.user(uid: u) != nil else { throw ServerError.uidNotFound(u) }
-                guard b.role == nil || b.role.flatMap(ParticipantRole.init(rawValue:)) != nil else {
-                    throw ServerError.badRequest("role must be moderator or participant.")
-                }
-                uid = u
-                role = b.role
-            } else {
-                uid = try requireUser(r).uid
-                guard b.role == nil else { throw ServerError(403, "ERR_ROLE_NOT_ALLOWED", "Only the operator (apikey) may grant a role.") }
-            }
-            try validate(sessionId: b.sessionId)
-            let now = Int64(Date().timeIntervalSince1970)
-            let token = signer.sign(CallTokenClaims(app: keys.appId, sub: uid, sid: b.sessionId, iat: now,
-                                                    exp: now + config.callTokenTTLSeconds, role: role))
-            return ok(["token": token])
-        case route("GET", "v3/calls"):
-            var f = try callFilter(r)
-            f.visibleTo = try callViewer(r)
-            let (page, perPage) = try paging(r)
-            let p = try store.calls(f, page: page, perPage: perPage)
-            return list(p.items.map { CallRecord($0) }, p)
-        case route("GET", "v3/calls/*/transcriptions"):
-            let viewer = try callViewer(r)
-            guard let call = try store.latestCall(sessionId: parts[2]),
-                  viewer == nil || call.participants.contains(where: { $0.uid == viewer }) else {
-                throw ServerError.sessionNotFound(parts[2])
-            }
-            let page = try intParam(r, "page", default: 1, range: 1...1_000_000)
-            let perPage = try intParam(r, "perPage", default: 100, range: 1...1000)
-            let p = try store.transcripts(sessionId: parts[2], page: page, perPage: perPage)
-            return list(p.items, p)
-        case route("GET", "v3/calls/*/messages"):
-            let viewer = try callViewer(r)
-            guard let call = try store.latestCall(sessionId: parts[2]),
-                  viewer == nil || call.participants.contains(where: { $0.uid == viewer }) else {
-                throw ServerError.sessionNotFound(parts[2])
-            }
-            let (page, perPage) = try paging(r)
-            let p = try store.chatMessages(sessionId: parts[2], page: page, perPage: perPage)
-            return list(p.items, p)
-        case route("GET", "v3/calls/*"):
-            let viewer = try callViewer(r)
-            guard let call = try store.latestCall(sessionId: parts[2]),
-                  viewer == nil || call.participants.contains(where: { $0.uid == viewer }) else {
-                throw ServerError.sessionNotFound(parts[2])
-            }
-            return ok(CallRecord(call))
-        default:
-            let known = ["healthz", "v3/app", "v3/users", "v3/users/*", "v3/users/*/auth_tokens", "v3/users/*/auth_tokens/*",
-                         "v3/sdk/login", "v3/me", "v3.0/call_tokens", "v3/calls", "v3/calls/*", "v3/calls/*/messages", "v3/calls/*/transcriptions"]
-            if known.contains(where: { p in ["GET", "POST", "PUT", "DELETE"].contains { m in route(m, p) } || matches(parts, p) }) { throw ServerError(405, "ERR_METHOD_NOT_ALLOWED", "\(r.method) is not allowed on \(r.path).") }
-            throw ServerError(404, "ERR_NOT_FOUND", "No endpoint \(r.method) \(r.path).")
+
+        func matches(_ parts: [String]) -> Bool {
+            pattern.count == parts.count && zip(pattern, parts).allSatisfy { $0 == "*" || $0 == $1 }
         }
     }
 
-    private func matches(_ parts: [String], _ pattern: String) -> Bool {
-        let pat = pattern.split(separator: "/").map(String.init)
-        return pat.count == parts.count && zip(pat, parts).allSatisfy { $0 == "*" || $0 == $1 }
+    static let routes: [Route] = [
+        Route(.get, "healthz") { _, _, _ in HTTPResponse(status: 200, json: #"{"status":"ok"}"#) },
+        Route(.get, "v3/app") { rt, _, _ in rt.ok(AppInfo(appId: rt.keys.appId, region: rt.config.region, mediaPort: rt.mediaPort)) },
+        Route(.post, "v3/users") { rt, r, _ in try rt.createUser(r) },
+        Route(.get, "v3/users") { rt, r, _ in
+            try rt.requireAPIKey(r)
+            let (page, perPage) = try rt.paging(r)
+            let p = try rt.store.users(page: page, perPage: perPage)
+            return rt.list(p.items, p)
+        },
+        Route(.get, "v3/users/*") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            guard let u = try rt.store.user(uid: parts[2]) else { throw ServerError.uidNotFound(parts[2]) }
+            return rt.ok(u)
+        },
+        Route(.put, "v3/users/*") { rt, r, parts in try rt.updateUser(r, uid: parts[2]) },
+        Route(.delete, "v3/users/*") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            guard try rt.store.deleteUser(uid: parts[2]) else { throw ServerError.uidNotFound(parts[2]) }
+            return rt.ok(["success": true])
+        },
+        Route(.post, "v3/users/*/auth_tokens") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            guard try rt.store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
+            let token = try rt.store.createAuthToken(uid: parts[2])
+            return rt.ok(AuthTokenBody(uid: parts[2], authToken: token, createdAt: epochMilliseconds() / 1000))
+        },
+        Route(.get, "v3/users/*/auth_tokens") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            guard try rt.store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
+            return rt.ok(try rt.store.authTokens(uid: parts[2]))
+        },
+        Route(.delete, "v3/users/*/auth_tokens") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            guard try rt.store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
+            return rt.ok(DeletedBody(success: true, deleted: try rt.store.deleteAuthTokens(uid: parts[2])))
+        },
+        Route(.delete, "v3/users/*/auth_tokens/*") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            guard try rt.store.deleteAuthToken(uid: parts[2], token: parts[4]) else {
+                throw ServerError(.authTokenNotFoundForUser, "No such auth token for '\(parts[2])'.")
+            }
+            return rt.ok(DeletedBody(success: true, deleted: 1))
+        },
+        Route(.post, "v3/sdk/login") { rt, r, _ in try rt.login(r) },
+        Route(.get, "v3/me") { rt, r, _ in rt.ok(try rt.requireUser(r)) },
+        Route(.post, "v3.0/call_tokens") { rt, r, _ in try rt.callToken(r) },
+        Route(.get, "v3/calls") { rt, r, _ in
+            var f = try rt.callFilter(r)
+            f.visibleTo = try rt.callViewer(r)
+            let (page, perPage) = try rt.paging(r)
+            let p = try rt.store.calls(f, page: page, perPage: perPage)
+            return rt.list(p.items.map { CallRecord($0) }, p)
+        },
+        Route(.get, "v3/calls/*/transcriptions") { rt, r, parts in
+            try rt.visibleCall(r, parts[2])
+            let page = try rt.intParam(r, "page", default: 1, range: 1...1_000_000)
+            let perPage = try rt.intParam(r, "perPage", default: 100, range: 1...1000)
+            let p = try rt.store.transcripts(sessionId: parts[2], page: page, perPage: perPage)
+            return rt.list(p.items, p)
+        },
+        Route(.get, "v3/calls/*/messages") { rt, r, parts in
+            try rt.visibleCall(r, parts[2])
+            let (page, perPage) = try rt.paging(r)
+            let p = try rt.store.chatMessages(sessionId: parts[2], page: page, perPage: perPage)
+            return rt.list(p.items, p)
+        },
+        Route(.get, "v3/calls/*") { rt, r, parts in rt.ok(CallRecord(try rt.visibleCall(r, parts[2]))) },
+    ]
+
+    private func route(_ r: HTTPRequest) throws -> HTTPResponse {
+        let parts = r.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        var pathKnown = false
+        for route in Self.routes where route.matches(parts) {
+            if route.method.rawValue == r.method { return try route.handle(self, r, parts) }
+            pathKnown = true
+        }
+        if pathKnown { throw ServerError(.methodNotAllowed, "\(r.method) is not allowed on \(r.path).") }
+        throw ServerError(.notFound, "No endpoint \(r.method) \(r.path).")
+    }
+
+    // MARK: Handlers
+
+    private func createUser(_ r: HTTPRequest) throws -> HTTPResponse {
+        try requireAPIKey(r)
+        struct Body: Decodable { var uid: String; var name: String?; var avatar: String? }
+        let b: Body = try decode(r)
+        try validate(uid: b.uid)
+        guard let u = try store.createUser(uid: b.uid, name: clean(b.name) ?? b.uid, avatar: b.avatar) else {
+            throw ServerError(.uidAlreadyExists, "A user with uid '\(b.uid)' exists already.")
+        }
+        return ok(u)
+    }
+
+    private func updateUser(_ r: HTTPRequest, uid: String) throws -> HTTPResponse {
+        try requireAPIKey(r)
+        struct Body: Decodable { var name: String?; var avatar: String? }
+        let b: Body = try decode(r)
+        guard b.name != nil || b.avatar != nil else { throw ServerError.badRequest("Give name and/or avatar.") }
+        if let n = b.name, clean(n) == nil { throw ServerError.badRequest("The name is empty.") }
+        guard let u = try store.updateUser(uid: uid, name: clean(b.name), avatar: b.avatar.map { String($0.prefix(2048)) })
+        else { throw ServerError.uidNotFound(uid) }
+        return ok(u)
+    }
+
+    private func callToken(_ r: HTTPRequest) throws -> HTTPResponse {
+        try requireAppID(r)
+        struct Body: Decodable { var sessionId: String; var uid: String?; var role: String? }
+        let b: Body = try decode(r)
+        let uid: String
+        var role: String?
+        if r.header("apikey") != nil {
+            // The operator (your backend) issues tokens for any user, optionally with a role.
+            try requireAPIKey(r)
+            guard let u = b.uid else { throw ServerError.badRequest("uid is required with the apikey.") }
+            guard try store.user(uid: u) != nil else { throw ServerError.uidNotFound(u) }
+            guard b.role == nil || b.role.flatMap(ParticipantRole.init(rawValue:)) != nil else {
+                throw ServerError.badRequest("role must be moderator or participant.")
+            }
+            uid = u
+            role = b.role
+        } else {
+            uid = try requireUser(r).uid
+            guard b.role == nil else { throw ServerError(.roleNotAllowed, "Only the operator (apikey) may grant a role.") }
+        }
+        try validate(sessionId: b.sessionId)
+        let now = Int64(Date().timeIntervalSince1970)
+        let token = signer.sign(CallTokenClaims(app: keys.appId, sub: uid, sid: b.sessionId, iat: now,
+                                                exp: now + config.callTokenTTLSeconds, role: role))
+        return ok(["token": token])
+    }
+
+    /// The latest call of `sessionId`, if the caller may see it (the operator, or a participant).
+    @discardableResult
+    private func visibleCall(_ r: HTTPRequest, _ sessionId: String) throws -> StoredCall {
+        let viewer = try callViewer(r)
+        guard let call = try store.latestCall(sessionId: sessionId),
+              viewer == nil || call.participants.contains(where: { $0.uid == viewer }) else {
+            throw ServerError.sessionNotFound(sessionId)
+        }
+        return call
     }
 
     private func login(_ r: HTTPRequest) throws -> HTTPResponse {
@@ -195,13 +221,13 @@ struct RESTRouter: Sendable {
 
     func validate(uid: String) throws {
         guard Self.isIdentifier(uid, max: 100) else {
-            throw ServerError(400, "ERR_UID_INVALID", "A uid is 1–100 characters of letters, digits, '_', '-', '.', '@'.")
+            throw ServerError(.uidInvalid, "A uid is 1–100 characters of letters, digits, '_', '-', '.', '@'.")
         }
     }
 
     func validate(sessionId: String) throws {
         guard Self.isIdentifier(sessionId, max: 128) else {
-            throw ServerError(400, "ERR_SESSION_ID_INVALID", "A session id is 1–128 characters of letters, digits, '_', '-', '.', '@', ':'.")
+            throw ServerError(.sessionIdInvalid, "A session id is 1–128 characters of letters, digits, '_', '-', '.', '@', ':'.")
         }
     }
 

@@ -1,3 +1,4 @@
+import CallsCore
 import Foundation
 
 /// The server's structured log, on stderr, as text or JSON lines. Never pass secrets in

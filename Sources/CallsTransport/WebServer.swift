@@ -303,7 +303,8 @@ public final class WebServer: @unchecked Sendable {
         guard !conn.dispatched else { return 0 }
         conn.dispatched = true
         if conn.bodyTooLarge {
-            conn.response = HTTPResponse(status: 413, json: #"{"error":{"code":"ERR_BODY_TOO_LARGE","message":"Request body exceeds \#(maxBodyBytes) bytes."}}"#)
+            conn.response = HTTPResponse(status: RESTErrorCode.bodyTooLarge.status,
+                                         json: RESTErrorCode.bodyTooLarge.json("Request body exceeds \(maxBodyBytes) bytes."))
             lws_callback_on_writable(conn.wsi)
             return 0
         }
@@ -311,7 +312,7 @@ public final class WebServer: @unchecked Sendable {
                                   body: conn.body, peer: conn.peer)
         conn.awaitingResponse = true
         guard let delegate else {
-            conn.response = HTTPResponse(status: 503, json: #"{"error":{"code":"ERR_UNAVAILABLE","message":"Shutting down."}}"#)
+            conn.response = HTTPResponse(status: RESTErrorCode.unavailable.status, json: RESTErrorCode.unavailable.json("Shutting down."))
             lws_callback_on_writable(conn.wsi)
             return 0
         }

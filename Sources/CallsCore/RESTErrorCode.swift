@@ -1,0 +1,71 @@
+/// The code of a refused REST request (`{"error":{"code","message"}}`) and the HTTP status it
+/// always comes with; docs/protocol.md lists them (and a test checks the two agree).
+public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
+    case emptyAPIKey = "AUTH_ERR_EMPTY_APIKEY"
+    case apiKeyNotFound = "AUTH_ERR_APIKEY_NOT_FOUND"
+    case emptyAuthToken = "AUTH_ERR_EMPTY_AUTH_TOKEN"
+    case authTokenNotFound = "AUTH_ERR_AUTH_TOKEN_NOT_FOUND"
+    case emptyAppID = "AUTH_ERR_EMPTY_APPID"
+    case appIDMismatch = "AUTH_ERR_APPID_MISMATCH"
+    case authKeyInvalid = "AUTH_ERR_AUTH_KEY_INVALID"
+    case badRequest = "ERR_BAD_REQUEST"
+    case uidInvalid = "ERR_UID_INVALID"
+    case sessionIdInvalid = "ERR_SESSION_ID_INVALID"
+    case uidNotFound = "ERR_UID_NOT_FOUND"
+    case uidAlreadyExists = "ERR_UID_ALREADY_EXISTS"
+    case authTokenNotFoundForUser = "ERR_AUTH_TOKEN_NOT_FOUND"
+    case roleNotAllowed = "ERR_ROLE_NOT_ALLOWED"
+    case rateLimited = "ERR_RATE_LIMITED"
+    case callSessionNotFound = "ERR_CALL_SESSION_NOT_FOUND"
+    case notFound = "ERR_NOT_FOUND"
+    case methodNotAllowed = "ERR_METHOD_NOT_ALLOWED"
+    case bodyTooLarge = "ERR_BODY_TOO_LARGE"
+    case unavailable = "ERR_UNAVAILABLE"
+    case storage = "ERR_STORAGE"
+
+    /// The HTTP status this code is sent with.
+    public var status: Int {
+        switch self {
+        case .emptyAPIKey, .apiKeyNotFound, .emptyAuthToken, .authTokenNotFound, .emptyAppID, .appIDMismatch, .authKeyInvalid: return 401
+        case .badRequest, .uidInvalid, .sessionIdInvalid: return 400
+        case .roleNotAllowed: return 403
+        case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound: return 404
+        case .methodNotAllowed: return 405
+        case .uidAlreadyExists: return 409
+        case .bodyTooLarge: return 413
+        case .rateLimited: return 429
+        case .storage: return 500
+        case .unavailable: return 503
+        }
+    }
+
+    /// The error body (`{"error":{"code","message"}}`).
+    public func json(_ message: String) -> String {
+        #"{"error":{"code":"\#(rawValue)","message":\#(JSONText.quote(message))}}"#
+    }
+}
+
+/// JSON text helpers for hand-built bodies (error bodies on paths that must not fail).
+public enum JSONText {
+    /// `s` as a JSON string literal.
+    public static func quote(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 {
+                    let hex = String(u.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
