@@ -29,10 +29,9 @@ final class StoreWriterTests: XCTestCase {
 
     override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
-    func testRequestsThatQueueWhileABatchCommitsShareTheNextTransaction() throws {
-        let call = CallRef(value: 1)
-        // Hold the store so the writer's first batch waits; everything submitted meanwhile
-        // must go in one more batch.
+    /// Holds the store's lock on another thread until the returned semaphore is signalled, so
+    /// the writer's first batch waits and what is submitted meanwhile queues up.
+    func holdStore() -> DispatchSemaphore {
         let release = DispatchSemaphore(value: 0), holding = DispatchSemaphore(value: 0)
         Thread.detachNewThread { [store] in
             try? store!.locked { () throws(SQLiteError) in
@@ -41,6 +40,13 @@ final class StoreWriterTests: XCTestCase {
             }
         }
         holding.wait()
+        return release
+    }
+
+    func testRequestsThatQueueWhileABatchCommitsShareTheNextTransaction() throws {
+        let call = CallRef(value: 1)
+        // Everything submitted while the store is held must go in one more batch.
+        let release = holdStore()
         writer.submit(StoreRequest(id: 0, commands: [.startCall(call, sessionId: "s", type: "audio", mode: "meet", at: 1)]))
         for i in 1...200 {
             writer.submit(StoreRequest(id: UInt64(i), commands: [.participantJoined(ParticipantRef(value: UInt64(i)), call: call, uid: "u\(i)",
@@ -59,14 +65,7 @@ final class StoreWriterTests: XCTestCase {
     func testAFailingRequestIsRolledBackAloneAndReported() throws {
         _ = try store.createUser(uid: "ann", name: "Ann Stored")
         let call = CallRef(value: 1), ann = ParticipantRef(value: 2), ghost = ParticipantRef(value: 3)
-        let release = DispatchSemaphore(value: 0), holding = DispatchSemaphore(value: 0)
-        Thread.detachNewThread { [store] in
-            try? store!.locked { () throws(SQLiteError) in
-                holding.signal()
-                release.wait()
-            }
-        }
-        holding.wait()
+        let release = holdStore()
         writer.submit(StoreRequest(id: 1, commands: [.startCall(call, sessionId: "s", type: "audio", mode: "meet", at: 10),
                                                      .participantJoined(ann, call: call, uid: "ann", pid: "pa", displayName: nil, at: 10)]))
         // Refers to a call nobody started: fails, and takes its first command with it.
