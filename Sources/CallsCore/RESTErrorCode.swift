@@ -17,6 +17,10 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     case roleNotAllowed = "ERR_ROLE_NOT_ALLOWED"
     case rateLimited = "ERR_RATE_LIMITED"
     case callSessionNotFound = "ERR_CALL_SESSION_NOT_FOUND"
+    case guidInvalid = "ERR_GUID_INVALID"
+    case guidNotFound = "ERR_GUID_NOT_FOUND"
+    case guidAlreadyExists = "ERR_GUID_ALREADY_EXISTS"
+    case notGroupOwner = "ERR_NOT_GROUP_OWNER"
     case notFound = "ERR_NOT_FOUND"
     case methodNotAllowed = "ERR_METHOD_NOT_ALLOWED"
     case bodyTooLarge = "ERR_BODY_TOO_LARGE"
@@ -27,11 +31,11 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     public var status: Int {
         switch self {
         case .emptyAPIKey, .apiKeyNotFound, .emptyAuthToken, .authTokenNotFound, .emptyAppID, .appIDMismatch, .authKeyInvalid: return 401
-        case .badRequest, .uidInvalid, .sessionIdInvalid: return 400
-        case .roleNotAllowed: return 403
-        case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound: return 404
+        case .badRequest, .uidInvalid, .sessionIdInvalid, .guidInvalid: return 400
+        case .roleNotAllowed, .notGroupOwner: return 403
+        case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound, .guidNotFound: return 404
         case .methodNotAllowed: return 405
-        case .uidAlreadyExists: return 409
+        case .uidAlreadyExists, .guidAlreadyExists: return 409
         case .bodyTooLarge: return 413
         case .rateLimited: return 429
         case .storage: return 500

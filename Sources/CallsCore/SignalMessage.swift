@@ -39,6 +39,17 @@ public enum ClientMessage: Sendable, Equatable {
     case leave
     /// Keep-alive; answered by `pong` with the same id.
     case ping(Int)
+    /// Presence: this connection is one of the user's online devices (the user's auth token);
+    /// answered by `welcome`, then every call ringing for them.
+    case hello(authToken: String)
+    /// Rings a user or a group.
+    case initiateCall(receiverId: String, receiverType: CallReceiverType, type: CallMediaType, timeoutSeconds: Int?)
+    /// A receiver answers.
+    case acceptCall(sessionId: String)
+    /// A receiver declines (`rejected` or `busy`), or the initiator gives up (`cancelled`).
+    case rejectCall(sessionId: String, status: CallStatus)
+    /// A participant ends an accepted call.
+    case endCall(sessionId: String)
 
     public struct Join: Codable, Sendable, Equatable {
         public var v: Int
@@ -107,6 +118,10 @@ public enum ServerMessage: Sendable, Equatable {
     /// A request was refused. `code` is one of the documented error codes.
     case error(code: SignalErrorCode, message: String)
     case pong(Int)
+    /// Presence accepted: who you are.
+    case welcome(uid: String, name: String)
+    /// Something happened to a ringing call (`event`); `reason` for `cancelled`.
+    case call(event: CallEventKind, call: WireCall, reason: CallCancelReason?)
 
     public struct Joined: Codable, Sendable, Equatable {
         public var sessionId: String
@@ -160,6 +175,12 @@ private struct FeatureBody: Codable, Sendable { var feature: SessionFeature; var
 private struct ParticipantBody: Codable, Sendable { var participant: WireParticipant; var change: ParticipantChange?; var reason: LeaveReason? }
 private struct ReasonBody: Codable, Sendable { var reason: LeaveReason }
 private struct ErrorBody: Codable, Sendable { var code: SignalErrorCode; var message: String }
+private struct HelloBody: Codable, Sendable { var authToken: String }
+private struct InitiateBody: Codable, Sendable { var receiverId: String; var receiverType: CallReceiverType; var callType: CallMediaType; var timeoutSeconds: Int? }
+private struct SessionBody: Codable, Sendable { var sessionId: String }
+private struct RejectBody: Codable, Sendable { var sessionId: String; var status: CallStatus }
+private struct WelcomeBody: Codable, Sendable { var uid: String; var name: String }
+private struct CallBody: Codable, Sendable { var event: CallEventKind; var call: WireCall; var reason: CallCancelReason? }
 
 extension ClientMessage {
     /// Every client message: its `type`, its body, and the case it is. A new message is one
@@ -189,6 +210,17 @@ extension ClientMessage {
                  match: { if case .receiverReport(let r) = $0 { return ReportsBody(reports: r) }; return nil }),
         WireCase("leave", Empty.self, make: { _ in .leave }, match: { if case .leave = $0 { return Empty() }; return nil }),
         WireCase("ping", IdBody.self, make: { .ping($0.id) }, match: { if case .ping(let id) = $0 { return IdBody(id: id) }; return nil }),
+        WireCase("hello", HelloBody.self, make: { .hello(authToken: $0.authToken) },
+                 match: { if case .hello(let t) = $0 { return HelloBody(authToken: t) }; return nil }),
+        WireCase("initiateCall", InitiateBody.self,
+                 make: { .initiateCall(receiverId: $0.receiverId, receiverType: $0.receiverType, type: $0.callType, timeoutSeconds: $0.timeoutSeconds) },
+                 match: { if case .initiateCall(let r, let rt, let t, let s) = $0 { return InitiateBody(receiverId: r, receiverType: rt, callType: t, timeoutSeconds: s) }; return nil }),
+        WireCase("acceptCall", SessionBody.self, make: { .acceptCall(sessionId: $0.sessionId) },
+                 match: { if case .acceptCall(let s) = $0 { return SessionBody(sessionId: s) }; return nil }),
+        WireCase("rejectCall", RejectBody.self, make: { .rejectCall(sessionId: $0.sessionId, status: $0.status) },
+                 match: { if case .rejectCall(let s, let st) = $0 { return RejectBody(sessionId: s, status: st) }; return nil }),
+        WireCase("endCall", SessionBody.self, make: { .endCall(sessionId: $0.sessionId) },
+                 match: { if case .endCall(let s) = $0 { return SessionBody(sessionId: s) }; return nil }),
     ])
 
     /// The JSON text of this message.
@@ -218,6 +250,10 @@ extension ServerMessage {
         WireCase("error", ErrorBody.self, make: { .error(code: $0.code, message: $0.message) },
                  match: { if case .error(let c, let m) = $0 { return ErrorBody(code: c, message: m) }; return nil }),
         WireCase("pong", IdBody.self, make: { .pong($0.id) }, match: { if case .pong(let id) = $0 { return IdBody(id: id) }; return nil }),
+        WireCase("welcome", WelcomeBody.self, make: { .welcome(uid: $0.uid, name: $0.name) },
+                 match: { if case .welcome(let u, let n) = $0 { return WelcomeBody(uid: u, name: n) }; return nil }),
+        WireCase("call", CallBody.self, make: { .call(event: $0.event, call: $0.call, reason: $0.reason) },
+                 match: { if case .call(let e, let c, let r) = $0 { return CallBody(event: e, call: c, reason: r) }; return nil }),
     ])
 
     /// The JSON text of this message.

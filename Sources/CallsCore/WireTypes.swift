@@ -91,4 +91,19 @@ public struct SignalErrorCode: OpenWireValue {
     public static let roomFull = SignalErrorCode(rawValue: "ERR_ROOM_FULL")
     public static let storage = SignalErrorCode(rawValue: "ERR_STORAGE")
     public static let unavailable = SignalErrorCode(rawValue: "ERR_UNAVAILABLE")
+    // Presence and ringing calls
+    /// `hello` came with an auth token the server does not know.
+    public static let authTokenInvalid = SignalErrorCode(rawValue: "AUTH_ERR_AUTH_TOKEN_NOT_FOUND")
+    /// A call message before `hello`.
+    public static let notOnline = SignalErrorCode(rawValue: "SIGNAL_HELLO_FIRST")
+    public static let callSelf = SignalErrorCode(rawValue: "ERR_CALL_SELF")
+    public static let receiverNotFound = SignalErrorCode(rawValue: "ERR_RECEIVER_NOT_FOUND")
+    public static let notGroupMember = SignalErrorCode(rawValue: "ERR_NOT_GROUP_MEMBER")
+    public static let callNotFound = SignalErrorCode(rawValue: "ERR_CALL_NOT_FOUND")
+    /// Only a receiver accepts or rejects, only the initiator cancels, only participants end.
+    public static let notAllowed = SignalErrorCode(rawValue: "ERR_CALL_ACTION_NOT_ALLOWED")
+    /// The call is no longer ringing for you (answered, rejected, cancelled, timed out, ended).
+    public static let callNotRinging = SignalErrorCode(rawValue: "ERR_CALL_NOT_RINGING")
+    /// You are in another call already (you cannot start a second).
+    public static let alreadyInCall = SignalErrorCode(rawValue: "ERR_ALREADY_IN_CALL")
 }

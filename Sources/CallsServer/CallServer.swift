@@ -26,6 +26,7 @@ public final class CallServer: @unchecked Sendable {
     private var web: WebServer?
     private var relay: MediaRelay?
     private var rooms: RoomRegistry?
+    private var calls: CallRegistry?
     /// Every inbound signalling message goes through here (set before the web server starts).
     private var signals: (any SignalRouter)?
     /// This process's node id: the `node` of every `ConnectionID` it holds.
@@ -90,10 +91,18 @@ public final class CallServer: @unchecked Sendable {
         limits.maxParticipants = configuration.maxParticipantsPerRoom
         limits.gracePeriodSeconds = configuration.gracePeriodSeconds
         let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits)
+        let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds)
+        do { try calls.restore() } catch {
+            relay.close()
+            throw .database(error.description)
+        }
         let web = WebServer(host: configuration.host, delegate: self)
         rooms.attach(outbox: self)
+        calls.attach(outbox: self)
+        rooms.onRoomEnded = { [weak calls] sid in calls?.roomEnded(sid) }
         self.rooms = rooms
-        signals = LocalSignalRouter(outbox: self, limits: limits, handlers: [.room: rooms])
+        self.calls = calls
+        signals = LocalSignalRouter(outbox: self, limits: limits, handlers: [.room: rooms, .presence: calls, .calls: calls])
         self.relay = relay
         mediaPort = relay.port
         router = RESTRouter(store: store, keys: k, signer: signer, config: configuration, mediaPort: relay.port)
@@ -111,6 +120,7 @@ public final class CallServer: @unchecked Sendable {
     public func stop() {
         rooms?.closeAll(reason: .serverShuttingDown)
         rooms?.stopHeartbeat()
+        calls?.settle()
         // Give queued `left` messages a moment to flush before the sockets go.
         Thread.sleep(forTimeInterval: 0.05)
         web?.stop()

@@ -85,6 +85,14 @@ extension CallStore {
         for c in commands {
             switch c {
             case let .startCall(ref, sessionId, type, mode, now):
+                // The room of an accepted ringing call records into that call's row.
+                if let ring = try db.query("""
+                    SELECT id FROM calls WHERE session_id = ? AND mode = 'call' AND ended_at IS NULL ORDER BY id DESC LIMIT 1
+                    """, [.text(sessionId)]).first?.first?.int {
+                    try db.execute("UPDATE calls SET last_seen_at = ? WHERE id = ?", [.int(now), .int(ring)])
+                    refs.request.calls[ref] = ring
+                    continue
+                }
                 try db.execute("""
                     INSERT INTO calls(session_id, type, mode, status, initiated_at, started_at, last_seen_at)
                     VALUES (?, ?, ?, 'ongoing', ?, ?, ?)
@@ -117,6 +125,37 @@ extension CallStore {
                 try db.execute("UPDATE call_participants SET left_at = ? WHERE call_id = ? AND left_at IS NULL", [.int(now), .int(id)])
                 try db.execute("UPDATE calls SET status = 'ended', ended_at = ?, last_seen_at = ? WHERE id = ?",
                                [.int(now), .int(now), .int(id)])
+            case let .ringStarted(call):
+                // (A receiver found busy makes a call that starts and ends `busy` in one step.)
+                try db.execute("""
+                    INSERT INTO calls(session_id, type, mode, status, initiated_at, ended_at, last_seen_at, initiator_uid, receiver_id,
+                        receiver_type, ring_timeout_s) VALUES (?, ?, 'call', ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, [.text(call.sessionId), .text(call.type.rawValue), .text(call.status.rawValue), .int(call.initiatedAt),
+                          call.endedAt.map { SQLiteValue.int($0) } ?? .null, .int(call.initiatedAt),
+                          .text(call.initiator.id), .text(call.receiver.id), .text(call.receiverType.rawValue), .int(Int64(call.timeoutSeconds))])
+                let id = db.lastInsertRowID
+                for m in call.members {
+                    try db.execute("INSERT INTO call_members(call_id, uid, outcome, updated_at) VALUES (?, ?, ?, ?)",
+                                   [.int(id), .text(m.uid), .text(m.outcome.rawValue), .int(call.initiatedAt)])
+                }
+            case let .ringStatus(sessionId, status, startedAt, endedAt):
+                let started: SQLiteValue = startedAt.map { SQLiteValue.int($0) } ?? .null
+                let ended: SQLiteValue = endedAt.map { SQLiteValue.int($0) } ?? .null
+                try db.execute("""
+                    UPDATE calls SET status = ?, started_at = COALESCE(?, started_at), ended_at = COALESCE(?, ended_at),
+                        last_seen_at = COALESCE(?, ?, last_seen_at) WHERE session_id = ? AND mode = 'call'
+                    """, [.text(status.rawValue), started, ended, ended, started, .text(sessionId)])
+                if endedAt != nil {
+                    try db.execute("""
+                        UPDATE call_participants SET left_at = ? WHERE left_at IS NULL
+                            AND call_id IN (SELECT id FROM calls WHERE session_id = ? AND mode = 'call')
+                        """, [ended, .text(sessionId)])
+                }
+            case let .ringMember(sessionId, uid, outcome, now):
+                try db.execute("""
+                    UPDATE call_members SET outcome = ?, updated_at = ?
+                    WHERE uid = ? AND call_id IN (SELECT id FROM calls WHERE session_id = ? AND mode = 'call')
+                    """, [.text(outcome.rawValue), .int(now), .text(uid), .text(sessionId)])
             case let .heartbeat(calls, now):
                 for ref in calls {
                     guard let id = refs.call(ref, committed) else { continue }

@@ -196,7 +196,11 @@ public final class CallStore: @unchecked Sendable {
     public func closeInterruptedCalls() throws(SQLiteError) -> Int {
         try locked { () throws(SQLiteError) in
             try db.transaction { () throws(SQLiteError) in
-                let open = try db.query("SELECT id, COALESCE(last_seen_at, started_at, initiated_at) FROM calls WHERE ended_at IS NULL")
+                // Calls still ringing are the ring registry's to restore (`ringingCalls`), not ended here.
+                let open = try db.query("""
+                    SELECT id, COALESCE(last_seen_at, started_at, initiated_at) FROM calls
+                    WHERE ended_at IS NULL AND NOT (mode = 'call' AND status = 'initiated')
+                    """)
                 for r in open {
                     guard let id = r[0].int, let end = r[1].int else { continue }
                     try db.execute("UPDATE call_participants SET left_at = MAX(joined_at, ?) WHERE call_id = ? AND left_at IS NULL",

@@ -110,6 +110,41 @@ struct RESTRouter: Sendable {
             return rt.list(p.items, p)
         },
         Route(.get, "v3/calls/*") { rt, r, parts in rt.ok(CallRecord(try rt.visibleCall(r, parts[2]))) },
+        Route(.post, "v3/groups") { rt, r, _ in try rt.createGroup(r) },
+        Route(.get, "v3/groups") { rt, r, _ in
+            let member = try rt.groupActor(r)
+            let (page, perPage) = try rt.paging(r)
+            let p = try rt.store.groups(member: member, page: page, perPage: perPage)
+            return rt.list(p.items, p)
+        },
+        Route(.get, "v3/groups/*") { rt, r, parts in
+            let actor = try rt.groupActor(r)
+            let g = try rt.existingGroup(parts[2])
+            guard actor == nil || g.members.contains(actor ?? "") else { throw ServerError.groupNotFound(parts[2]) }
+            return rt.ok(g)
+        },
+        Route(.delete, "v3/groups/*") { rt, r, parts in
+            try rt.requireGroupOwner(r, try rt.existingGroup(parts[2]))
+            _ = try rt.store.deleteGroup(guid: parts[2])
+            return rt.ok(["success": true])
+        },
+        Route(.post, "v3/groups/*/members") { rt, r, parts in
+            try rt.requireGroupOwner(r, try rt.existingGroup(parts[2]))
+            struct Body: Decodable { var uids: [String] }
+            let b: Body = try rt.decode(r)
+            guard !b.uids.isEmpty, b.uids.count <= 100 else { throw ServerError.badRequest("Give 1…100 uids.") }
+            for u in b.uids { guard try rt.store.user(uid: u) != nil else { throw ServerError.uidNotFound(u) } }
+            guard let g = try rt.store.addGroupMembers(guid: parts[2], uids: b.uids) else { throw ServerError.groupNotFound(parts[2]) }
+            return rt.ok(g)
+        },
+        Route(.delete, "v3/groups/*/members/*") { rt, r, parts in
+            let g = try rt.existingGroup(parts[2])
+            // Members may leave; the owner and the operator may remove anyone but the owner.
+            if try rt.groupActor(r) != parts[4] { try rt.requireGroupOwner(r, g) }
+            guard parts[4] != g.owner else { throw ServerError.badRequest("The owner cannot leave; delete the group instead.") }
+            guard try rt.store.removeGroupMember(guid: parts[2], uid: parts[4]) else { throw ServerError.uidNotFound(parts[4]) }
+            return rt.ok(try rt.existingGroup(parts[2]))
+        },
     ]
 
     private func route(_ r: HTTPRequest) throws -> HTTPResponse {
@@ -172,6 +207,38 @@ struct RESTRouter: Sendable {
         let token = signer.sign(CallTokenClaims(app: keys.appId, sub: uid, sid: b.sessionId, iat: now,
                                                 exp: now + config.callTokenTTLSeconds, role: role))
         return ok(["token": token])
+    }
+
+    private func createGroup(_ r: HTTPRequest) throws -> HTTPResponse {
+        struct Body: Decodable { var guid: String; var name: String?; var owner: String?; var members: [String]? }
+        let actor = try groupActor(r)
+        let b: Body = try decode(r)
+        guard Self.isIdentifier(b.guid, max: 100) else {
+            throw ServerError(.guidInvalid, "A guid is 1–100 characters of letters, digits, '_', '-', '.', '@', ':'.")
+        }
+        // A user creates groups they own; the operator names the owner.
+        guard let owner = actor ?? b.owner else { throw ServerError.badRequest("owner is required with the apikey.") }
+        let members = b.members ?? []
+        guard members.count <= 100 else { throw ServerError.badRequest("At most 100 members at once.") }
+        for u in [owner] + members { guard try store.user(uid: u) != nil else { throw ServerError.uidNotFound(u) } }
+        guard let g = try store.createGroup(guid: b.guid, name: clean(b.name) ?? b.guid, owner: owner, members: members) else {
+            throw ServerError(.guidAlreadyExists, "A group with guid '\(b.guid)' exists already.")
+        }
+        return ok(g)
+    }
+
+    /// nil for the operator (apikey), else the user (authToken) acting on groups.
+    func groupActor(_ r: HTTPRequest) throws -> String? { try callViewer(r) }
+
+    func existingGroup(_ guid: String) throws -> StoredGroup {
+        guard let g = try store.group(guid: guid) else { throw ServerError.groupNotFound(guid) }
+        return g
+    }
+
+    func requireGroupOwner(_ r: HTTPRequest, _ g: StoredGroup) throws {
+        guard let actor = try groupActor(r) else { return }
+        guard g.members.contains(actor) else { throw ServerError.groupNotFound(g.guid) }
+        guard actor == g.owner else { throw ServerError(.notGroupOwner, "Only the group's owner may do that.") }
     }
 
     /// The latest call of `sessionId`, if the caller may see it (the operator, or a participant).

@@ -145,7 +145,7 @@ final class RoomCore {
                 send(.lossReport(fromPid: pid, lossPercent: min(100, max(0, r.lossPercent))), to: c)
             }
         case .join, .resume: break
-        case .ping: break  // (answered by the router)
+        case .ping, .hello, .initiateCall, .acceptCall, .rejectCall, .endCall: break  // (other families: never routed here)
         }
     }
 
@@ -297,7 +297,10 @@ final class RoomCore {
             cancelIdleTimer(room)
             rooms[sid] = nil
             roomsByIndex[room.index] = nil
-            if p.admitted { log(.info, "call ended", ["session": sid]) }
+            if p.admitted {
+                log(.info, "call ended", ["session": sid])
+                effects.append(.roomEnded(session: sid))
+            }
             return
         }
         if p.wire.role == .moderator && !room.participants.values.contains(where: { $0.wire.role == .moderator }) {

@@ -35,6 +35,8 @@ enum RoomEffect: Sendable, Equatable {
     case schedule(RoomTimer, afterSeconds: Double)
     case cancel(RoomTimer)
     case log(ServerLog.Level, String, [String: String])
+    /// The room emptied and its call ended (a ringing call's room: the call is over).
+    case roomEnded(session: String)
 }
 
 /// Where the core's fresh ids and secrets come from (random; fixed in tests if they need).

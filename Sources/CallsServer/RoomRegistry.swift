@@ -27,9 +27,10 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     let scheduler: any Scheduler
     private var writer: StoreWriter!
     weak var outboxRef: (any SignalOutbox)?
+    /// Told (on `queue`) when a room empties; set before start.
+    var onRoomEnded: (@Sendable (String) -> Void)?
     /// Confined to `queue`.
-    private var timers: [RoomTimer: (token: TimerToken, work: ScheduledWork)] = [:]
-    private final class TimerToken: Sendable {}
+    private var timers: TimerTable<RoomTimer>!
     private var heartbeat: DispatchSourceTimer?
 
     init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits(),
@@ -39,6 +40,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         self.relay = relay
         self.log = log
         core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port)
+        timers = TimerTable(scheduler: scheduler, queue: queue)
         writer = StoreWriter(store: store) { [weak self] receipts in
             guard let self else { return }
             self.queue.async { for r in receipts { self.run(.stored(r)) } }
@@ -109,24 +111,10 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         case .persist(let request): writer.submit(request)
         case .relay(let patch): relay.apply(patch)
         case .schedule(let timer, let seconds):
-            timers[timer]?.work.cancel()
-            let token = TimerToken()
-            let work = scheduler.schedule(after: seconds, on: queue) { [weak self] in
-                // Only the timer's current scheduling fires (a replaced one may already be queued).
-                guard let self, self.timers[timer]?.token === token else { return }
-                self.timers[timer] = nil
-                self.run(.timerFired(timer))
-            }
-            timers[timer] = (token, work)
-        case .cancel(let timer):
-            timers.removeValue(forKey: timer)?.work.cancel()
-        case .log(let level, let message, let fields):
-            switch level {
-            case .debug: log.debug(message, fields)
-            case .info: log.info(message, fields)
-            case .warn: log.warn(message, fields)
-            case .error: log.error(message, fields)
-            }
+            timers.schedule(timer, after: seconds) { [weak self] t in self?.run(.timerFired(t)) }
+        case .cancel(let timer): timers.cancel(timer)
+        case .log(let level, let message, let fields): log.write(level, message, fields)
+        case .roomEnded(let sid): onRoomEnded?(sid)
         }
     }
 }

@@ -105,6 +105,9 @@ public final class SQLiteDatabase: @unchecked Sendable {
 
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
+    /// Rows the last INSERT, UPDATE or DELETE changed.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
     /// Runs `body` in one transaction (committed when it returns, rolled back when it throws).
     public func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
         try execute("BEGIN IMMEDIATE")

@@ -7,7 +7,7 @@ struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1]
+    static let all: [SchemaMigration] = [v1, v2]
 
     static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -40,6 +40,26 @@ struct SchemaMigration: Sendable {
         CREATE TABLE IF NOT EXISTS transcripts(id INTEGER PRIMARY KEY AUTOINCREMENT,
             call_id INTEGER NOT NULL REFERENCES calls(id), tid TEXT NOT NULL, start_time INTEGER NOT NULL,
             end_time INTEGER NOT NULL, url TEXT NOT NULL, meta TEXT)
+        """,
+    ])
+
+    /// Ringing calls (who called whom, each member's outcome) and groups.
+    static let v2 = SchemaMigration(version: 2, statements: [
+        "ALTER TABLE calls ADD COLUMN initiator_uid TEXT",
+        "ALTER TABLE calls ADD COLUMN receiver_id TEXT",
+        "ALTER TABLE calls ADD COLUMN receiver_type TEXT",
+        "ALTER TABLE calls ADD COLUMN ring_timeout_s INTEGER",
+        """
+        CREATE TABLE call_members(call_id INTEGER NOT NULL REFERENCES calls(id), uid TEXT NOT NULL,
+            outcome TEXT NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY(call_id, uid))
+        """,
+        """
+        CREATE TABLE groups(guid TEXT PRIMARY KEY, name TEXT NOT NULL, owner_uid TEXT NOT NULL,
+            created_at INTEGER NOT NULL)
+        """,
+        """
+        CREATE TABLE group_members(guid TEXT NOT NULL REFERENCES groups(guid) ON DELETE CASCADE,
+            uid TEXT NOT NULL, joined_at INTEGER NOT NULL, PRIMARY KEY(guid, uid))
         """,
     ])
 }

@@ -21,6 +21,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var maxParticipantsPerRoom: Int?
     public var region: String?
     public var storeHeartbeatSeconds: Int?
+    public var ringTimeoutSeconds: Int?
     public var restRequestsPerSecond: Int?
     public var relayThreads: Int?
     public var relayMaxDelayMs: Int?
@@ -28,7 +29,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -83,6 +84,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.maxParticipantsPerRoom = try int("maxParticipantsPerRoom")
         c.region = try string("region")
         c.storeHeartbeatSeconds = try int("storeHeartbeatSeconds")
+        c.ringTimeoutSeconds = try int("ringTimeoutSeconds")
         c.restRequestsPerSecond = try int("restRequestsPerSecond")
         c.relayThreads = try int("relayThreads")
         c.relayMaxDelayMs = try int("relayMaxDelayMs")

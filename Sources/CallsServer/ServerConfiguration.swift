@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var maxParticipantsPerRoom: Int
     /// How long a participant whose connection dropped is held for `resume` (seconds).
     public var gracePeriodSeconds: Double = 30
+    /// How long a ringing call rings before it is `unanswered`, unless the caller says (seconds).
+    public var ringTimeoutSeconds: Int = 45
     /// REST requests per second allowed from one peer address, with a burst of twice that.
     public var restRequestsPerSecond: Double = 100
     public var logFormat: ServerLog.Format

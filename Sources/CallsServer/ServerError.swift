@@ -26,5 +26,6 @@ public struct ServerError: Error, Equatable, Sendable {
     static func badRequest(_ m: String) -> ServerError { ServerError(.badRequest, m) }
     static func uidNotFound(_ uid: String) -> ServerError { ServerError(.uidNotFound, "No user with uid '\(uid)'.") }
     static func sessionNotFound(_ s: String) -> ServerError { ServerError(.callSessionNotFound, "No call with session id '\(s)'.") }
+    static func groupNotFound(_ g: String) -> ServerError { ServerError(.guidNotFound, "No group with guid '\(g.prefix(100))'.") }
     static let storage = ServerError(.storage, "The server could not read or write its database.")
 }

@@ -33,7 +33,8 @@ public final class ServerLog: Sendable {
     public func warn(_ m: String, _ f: [String: String] = [:]) { write(.warn, m, f) }
     public func error(_ m: String, _ f: [String: String] = [:]) { write(.error, m, f) }
 
-    private func write(_ l: Level, _ message: String, _ fields: [String: String]) {
+    /// One line at `l` (what the runners do with their cores' log effects).
+    public func write(_ l: Level, _ message: String, _ fields: [String: String]) {
         guard l >= level else { return }
         let ts = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
         let name = ["debug", "info", "warn", "error"][l.rawValue]

@@ -15,15 +15,18 @@ public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
 enum SignalFamily: Hashable, Sendable {
     /// Joining, leaving and everything inside a room.
     case room
-    /// Not about any room: keep-alives now; a user's presence and ringing calls next.
+    /// Not about any room: keep-alives, and a user's presence (`hello`).
     case presence
+    /// Ringing calls: initiate, accept, reject, end.
+    case calls
 }
 
 extension ClientMessage {
     /// The family that handles this message.
     var family: SignalFamily {
         switch self {
-        case .ping: return .presence
+        case .ping, .hello: return .presence
+        case .initiateCall, .acceptCall, .rejectCall, .endCall: return .calls
         case .join, .resume, .setAudioMuted, .setVideoPaused, .setHandRaised, .setPresenting, .setRecording, .setCameraFacing,
              .setSessionFeature, .pin, .muteParticipant, .pauseParticipantVideo, .removeParticipant, .chat, .receiverReport, .leave:
             return .room
@@ -71,7 +74,7 @@ final class LocalSignalRouter: SignalRouter, @unchecked Sendable {
         switch message.family {
         case .presence:
             if case .ping(let id) = message { return outbox.send(.pong(id), to: connection) }
-        case .room:
+        case .room, .calls:
             break
         }
         guard let h = handlers[message.family] else {

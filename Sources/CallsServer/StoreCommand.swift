@@ -1,3 +1,5 @@
+import CallsCore
+
 /// A call as the rooms know it before (and after) the store gives it a row: the store writer
 /// maps each reference to its row id.
 struct CallRef: Hashable, Sendable { var value: UInt64 }
@@ -17,6 +19,12 @@ enum StoreCommand: Sendable, Equatable {
     case endCall(CallRef, at: Int64)
     /// Marks calls as still live (a crash loses at most one heartbeat of end time).
     case heartbeat([CallRef], at: Int64)
+    /// A ringing call begins: its row (mode `call`, status `initiated`) and one row per member.
+    case ringStarted(WireCall)
+    /// A ringing call's status changed (with the time of that transition).
+    case ringStatus(sessionId: String, status: CallStatus, startedAt: Int64?, endedAt: Int64?)
+    /// One member's outcome.
+    case ringMember(sessionId: String, uid: String, outcome: CallMemberOutcome, at: Int64)
 }
 
 /// Commands that succeed or fail together (one savepoint in the writer's batch transaction).

@@ -152,6 +152,8 @@ extension CallsClient {
             engine?.setExpectedLoss(lossReports.values.map(\.0).max() ?? 0)
         case .pong(let id):
             if let sent = pingsSent.removeValue(forKey: id) { roundTripMs = Double(monotonicNanoseconds() - sent) / 1e6 }
+        case .welcome, .call:
+            break  // presence and ringing travel on the chat side's own connection (CometChatSDK)
         }
     }
 

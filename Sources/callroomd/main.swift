@@ -13,7 +13,7 @@ let usage = """
     OPTIONS:
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
-                              maxParticipantsPerRoom, region, storeHeartbeatSeconds,
+                              maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               relayFastPath, relayFastPathObject); flags given
                               here take precedence
@@ -81,6 +81,10 @@ if let r = file.region { config.region = r }
 if let r = file.restRequestsPerSecond {
     guard (1...1_000_000).contains(r) else { fail("restRequestsPerSecond must be 1…1000000") }
     config.restRequestsPerSecond = Double(r)
+}
+if let r = file.ringTimeoutSeconds {
+    guard (5...300).contains(r) else { fail("ringTimeoutSeconds must be 5…300") }
+    config.ringTimeoutSeconds = r
 }
 if let h = file.storeHeartbeatSeconds {
     guard (1...3600).contains(h) else { fail("storeHeartbeatSeconds must be 1…3600") }

@@ -30,8 +30,19 @@ struct SignalMessageTests {
             .resume(token: "r"), .setAudioMuted(true), .setAudioMuted(false), .setVideoPaused(true), .setHandRaised(true),
             .setPresenting(false), .setRecording(true), .pin(pid: "p"), .pin(pid: nil), .muteParticipant(pid: "p"),
             .pauseParticipantVideo(pid: "p"), .removeParticipant(pid: "p"), .chat(text: "hi \"there\""), .receiverReport([LossReport(ssrc: 9, lossPercent: 4.5)]), .leave, .ping(7),
-        ]
+        ] + ringClientSamples
     }
+
+    static let ringClientSamples: [ClientMessage] = [
+        .hello(authToken: "tok"), .initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil),
+        .initiateCall(receiverId: "team", receiverType: .group, type: .video, timeoutSeconds: 30),
+        .acceptCall(sessionId: "call_1"), .rejectCall(sessionId: "call_1", status: .busy), .endCall(sessionId: "call_1"),
+    ]
+
+    static let sampleCall = WireCall(sessionId: "call_1", initiator: .init(id: "ann", name: "Ann"), receiverType: .user,
+                                     receiver: .init(id: "bob", name: "Bob"), type: .video, status: .ongoing,
+                                     members: [.init(uid: "bob", name: "Bob", outcome: .accepted)], timeoutSeconds: 45,
+                                     initiatedAt: 1_700_000_000_000, startedAt: 1_700_000_003_000)
 
     @Test func clientMessagesRoundTrip() throws {
         for m in Self.clientSamples {
@@ -53,7 +64,10 @@ struct SignalMessageTests {
             .left(reason: LeaveReason(rawValue: "a reason from a newer server")),
             .error(code: .notModerator, message: "why \"quoted\""), .error(code: SignalErrorCode(rawValue: "ERR_FROM_THE_FUTURE"), message: ""),
             .pong(3),
-        ] + ParticipantChange.allCases.map { .participantUpdated(alice, change: $0) }
+        ] + ParticipantChange.allCases.map { .participantUpdated(alice, change: $0) } + [
+            .welcome(uid: "ann", name: "Ann"), .call(event: .accepted, call: sampleCall, reason: nil),
+            .call(event: .cancelled, call: sampleCall, reason: .answeredElsewhere),
+        ]
     }
 
     @Test func serverMessagesRoundTrip() throws {

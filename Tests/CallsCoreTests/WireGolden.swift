@@ -1,5 +1,7 @@
-/// The exact JSON text of `SignalMessageTests`' samples, recorded before the table-driven codec
-/// replaced the hand-written switches (issue #12): the wire must not change under a refactor.
+/// The exact JSON text of `SignalMessageTests`' samples, in order (client, then server). The
+/// room messages were recorded before the table-driven codec replaced the hand-written
+/// switches (issue #12); the presence and ringing messages (issue #13) when they were added.
+/// The wire must not change under a refactor.
 enum WireGolden {
     static let lines: [String] = [
         #"{"audioMuted":true,"callToken":"t.o.k","displayName":"A","idleTimeoutSeconds":0,"sessionId":"s","sessionType":"voice","type":"join","v":1,"videoPaused":false}"#,
@@ -21,6 +23,12 @@ enum WireGolden {
         #"{"reports":[{"lossPercent":4.5,"ssrc":9}],"type":"receiverReport"}"#,
         #"{"type":"leave"}"#,
         #"{"id":7,"type":"ping"}"#,
+        #"{"authToken":"tok","type":"hello"}"#,
+        #"{"callType":"audio","receiverId":"bob","receiverType":"user","type":"initiateCall"}"#,
+        #"{"callType":"video","receiverId":"team","receiverType":"group","timeoutSeconds":30,"type":"initiateCall"}"#,
+        #"{"sessionId":"call_1","type":"acceptCall"}"#,
+        #"{"sessionId":"call_1","status":"busy","type":"rejectCall"}"#,
+        #"{"sessionId":"call_1","type":"endCall"}"#,
         #"{"bindToken":"00ff","mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"sessionId":"s","type":"joined","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"bindToken":"00ff","dominantSpeaker":"p1","gracePeriodSeconds":30,"mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"resumeToken":"r","sessionId":"s","type":"resumed","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"pid":"p1","type":"dominantSpeaker"}"#,
@@ -50,5 +58,8 @@ enum WireGolden {
         #"{"change":"pinned","participant":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"},"type":"participantUpdated"}"#,
         #"{"change":"unpinned","participant":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"},"type":"participantUpdated"}"#,
         #"{"change":"roleChanged","participant":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"},"type":"participantUpdated"}"#,
+        #"{"name":"Ann","type":"welcome","uid":"ann"}"#,
+        #"{"call":{"initiatedAt":1700000000000,"initiator":{"id":"ann","name":"Ann"},"members":[{"name":"Bob","outcome":"accepted","uid":"bob"}],"receiver":{"id":"bob","name":"Bob"},"receiverType":"user","sessionId":"call_1","startedAt":1700000003000,"status":"ongoing","timeoutSeconds":45,"type":"video"},"event":"accepted","type":"call"}"#,
+        #"{"call":{"initiatedAt":1700000000000,"initiator":{"id":"ann","name":"Ann"},"members":[{"name":"Bob","outcome":"accepted","uid":"bob"}],"receiver":{"id":"bob","name":"Bob"},"receiverType":"user","sessionId":"call_1","startedAt":1700000003000,"status":"ongoing","timeoutSeconds":45,"type":"video"},"event":"cancelled","reason":"answeredElsewhere","type":"call"}"#,
     ]
 }

@@ -1,0 +1,114 @@
+import CallsCore
+import Foundation
+
+/// Runs presence and ringing calls: the queue `RingCore` is confined to, the timers, the
+/// store reads it needs (a `hello`'s auth token, a call's receiver) and its effects — messages
+/// through the `SignalOutbox`, writes through its own `StoreWriter`, transition events to
+/// `onEvent` (the webhooks issue delivers them).
+///
+/// Thread rules: entry points from any thread hop onto `queue`; the core, the timer table and
+/// the effects run only there (`dispatchPrecondition`). `onEvent` is set before start and is
+/// called on `queue`.
+final class CallRegistry: SignalHandler, @unchecked Sendable {
+    let queue = DispatchQueue(label: "callroom.calls")
+    let core: RingCore
+    let store: CallStore
+    let log: ServerLog
+    let scheduler: any Scheduler
+    private var writer: StoreWriter!
+    weak var outboxRef: (any SignalOutbox)?
+    /// Every transition once it is on disk.
+    var onEvent: (@Sendable (CallTrigger, WireCall) -> Void)?
+    private var timers: TimerTable<String>!
+
+    init(store: CallStore, log: ServerLog, defaultTimeoutSeconds: Int = 45, scheduler: any Scheduler = DispatchScheduler.shared) {
+        self.store = store
+        self.log = log
+        self.scheduler = scheduler
+        core = RingCore(defaultTimeoutSeconds: defaultTimeoutSeconds)
+        timers = TimerTable(scheduler: scheduler, queue: queue)
+        writer = StoreWriter(store: store) { [weak self] receipts in
+            guard let self else { return }
+            self.queue.async { for r in receipts { self.run(.stored(r)) } }
+        }
+    }
+
+    func attach(outbox: any SignalOutbox) { outboxRef = outbox }
+
+    /// Takes back the calls that were ringing when the server stopped (before any connection).
+    func restore() throws(SQLiteError) {
+        let list = try store.ringingCalls()
+        queue.sync { run(.restore(list)) }
+    }
+
+    // MARK: Entry points (any thread)
+
+    func received(_ message: ClientMessage, from connection: ConnectionID) {
+        queue.async { self.receive(message, from: connection) }
+    }
+
+    func connectionClosed(_ connection: ConnectionID) {
+        queue.async { self.run(.connectionClosed(connection)) }
+    }
+
+    /// The room of `sessionId` emptied (the room registry says so).
+    func roomEnded(_ sessionId: String) {
+        queue.async { self.run(.roomEnded(sessionId: sessionId)) }
+    }
+
+    /// Blocks until every write so far is on disk and its receipt handled (tests, shutdown).
+    func settle() {
+        repeat {
+            writer.waitUntilIdle()
+            queue.sync {}
+        } while queue.sync(execute: { core.pendingWrites }) > 0
+    }
+
+    // MARK: On the queue
+
+    private func receive(_ message: ClientMessage, from c: ConnectionID) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        switch message {
+        case .hello(let token):
+            // A store read on this queue (WAL: readers do not wait for the writer's fsync).
+            let user = (try? store.user(authToken: token)).flatMap { $0 }.map { RingUser(uid: $0.uid, name: $0.name) }
+            run(.hello(c, user))
+        case let .initiateCall(receiverId, receiverType, type, timeout):
+            run(.initiate(c, receiverId: receiverId, receiverType: receiverType, type: type, timeoutSeconds: timeout,
+                          receiver: lookUp(receiverId, receiverType)))
+        default:
+            run(.message(message, from: c))
+        }
+    }
+
+    private func lookUp(_ id: String, _ type: CallReceiverType) -> RingReceiver {
+        switch type {
+        case .user:
+            return RingReceiver(user: (try? store.user(uid: id)).flatMap { $0 }.map { RingUser(uid: $0.uid, name: $0.name) }, group: nil)
+        case .group:
+            guard let g = (try? store.group(guid: id)).flatMap({ $0 }) else { return RingReceiver(user: nil, group: nil) }
+            let members = g.members.map { uid in RingUser(uid: uid, name: (try? store.user(uid: uid))?.flatMap { $0 }?.name ?? uid) }
+            return RingReceiver(user: nil, group: (g.guid, g.name, members))
+        }
+    }
+
+    private func run(_ input: RingInput) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        for effect in core.handle(input, now: scheduler.nowMilliseconds()) { perform(effect) }
+    }
+
+    private func perform(_ effect: RingEffect) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        switch effect {
+        case .send(let m, let c): outboxRef?.send(m, to: c)
+        case .persist(let r): writer.submit(r)
+        case .schedule(let sid, let seconds):
+            timers.schedule(sid, after: seconds) { [weak self] sid in self?.run(.timedOut(sessionId: sid)) }
+        case .cancel(let sid): timers.cancel(sid)
+        case .event(let trigger, let call):
+            log.info("call \(trigger.rawValue)", ["session": call.sessionId, "status": call.status.rawValue])
+            onEvent?(trigger, call)
+        case .log(let level, let message, let fields): log.write(level, message, fields)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import CallsCore
+
+/// The server-side name of each call transition (`shared/reference/calls-api.md` §9): what the
+/// webhooks issue delivers. Emitted as `RingEffect.event` once the transition is on disk.
+enum CallTrigger: String, Sendable, CaseIterable {
+    case callInitiated = "call_initiated"
+    case callStarted = "call_started"
+    case callBusy = "call_busy"
+    case callCancelled = "call_cancelled"
+    case callRejected = "call_rejected"
+    case callUnanswered = "call_unanswered"
+    case callEnded = "call_ended"
+}
+
+/// Who a connection speaks for, as the runner read it from the store (`hello`).
+struct RingUser: Sendable, Equatable {
+    var uid: String
+    var name: String
+}
+
+/// The receiver of an `initiateCall`, as the runner read it from the store: nil fields when
+/// there is no such user or group.
+struct RingReceiver: Sendable, Equatable {
+    var user: RingUser?
+    var group: (guid: String, name: String, members: [RingUser])?
+
+    init(user: RingUser? = nil, group: (guid: String, name: String, members: [RingUser])? = nil) {
+        self.user = user
+        self.group = group
+    }
+
+    static func == (a: RingReceiver, b: RingReceiver) -> Bool {
+        a.user == b.user && a.group?.guid == b.group?.guid && a.group?.name == b.group?.name && a.group?.members == b.group?.members
+    }
+}
+
+/// What happens to ringing calls; the runner feeds these to `RingCore`.
+enum RingInput: Sendable {
+    /// `hello`, with the user the auth token belongs to (nil: unknown token).
+    case hello(ConnectionID, RingUser?)
+    /// `initiateCall`, with its receiver looked up.
+    case initiate(ConnectionID, receiverId: String, receiverType: CallReceiverType, type: CallMediaType, timeoutSeconds: Int?,
+                  receiver: RingReceiver)
+    /// `acceptCall`, `rejectCall`, `endCall`.
+    case message(ClientMessage, from: ConnectionID)
+    case connectionClosed(ConnectionID)
+    /// A call rang for its whole timeout.
+    case timedOut(sessionId: String)
+    case stored(StoreReceipt)
+    /// The room of an accepted call emptied (everyone left): the call is over.
+    case roomEnded(sessionId: String)
+    /// Calls that were ringing when the server stopped.
+    case restore([WireCall])
+}
+
+/// What the ring core asks the world to do, in order.
+enum RingEffect: Sendable, Equatable {
+    case send(ServerMessage, to: ConnectionID)
+    case persist(StoreRequest)
+    case schedule(sessionId: String, afterSeconds: Double)
+    case cancel(sessionId: String)
+    case event(CallTrigger, WireCall)
+    case log(ServerLog.Level, String, [String: String])
+}

@@ -1,0 +1,41 @@
+@testable import CallsServer
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// Groups over REST: who may create, see, change and delete them.
+final class RESTGroupsTests: XCTestCase {
+    func testGroupsAndTheirMembersWithOwnersMembersAndTheOperator() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let ann = ["authToken": try RingingTests.authToken(url: url, appId: app, authKey: key, uid: "ann")]
+        let bob = ["authToken": try RingingTests.authToken(url: url, appId: app, authKey: key, uid: "bob")]
+        _ = try RingingTests.authToken(url: url, appId: app, authKey: key, uid: "cat")
+
+        XCTAssertEqual(h.request("POST", "/v3/groups", headers: ann, body: #"{"guid":"bad guid!"}"#).errorCode, "ERR_GUID_INVALID")
+        XCTAssertEqual(h.request("POST", "/v3/groups", headers: ann, body: #"{"guid":"g","members":["ghost"]}"#).errorCode, "ERR_UID_NOT_FOUND")
+        let g = h.request("POST", "/v3/groups", headers: ann, body: #"{"guid":"g","name":"  Gee  ","members":["bob"]}"#)
+        XCTAssertEqual(g.data["name"] as? String, "Gee")
+        XCTAssertEqual(g.data["members"] as? [String], ["ann", "bob"])
+        XCTAssertEqual(h.request("POST", "/v3/groups", headers: ann, body: #"{"guid":"g"}"#).errorCode, "ERR_GUID_ALREADY_EXISTS")
+        XCTAssertEqual(h.request("POST", "/v3/groups", headers: h.adminHeaders, body: #"{"guid":"h"}"#).errorCode, "ERR_BAD_REQUEST", "the operator names an owner")
+        XCTAssertEqual(h.request("POST", "/v3/groups", headers: h.adminHeaders, body: #"{"guid":"h","owner":"cat"}"#).data["owner"] as? String, "cat")
+
+        // Members see their groups; others do not.
+        XCTAssertEqual((h.request("GET", "/v3/groups", headers: bob).json["data"] as? [[String: Any]])?.compactMap { $0["guid"] as? String }, ["g"])
+        XCTAssertEqual((h.request("GET", "/v3/groups", headers: h.adminHeaders).json["data"] as? [[String: Any]])?.count, 2)
+        XCTAssertEqual(h.request("GET", "/v3/groups/h", headers: bob).errorCode, "ERR_GUID_NOT_FOUND")
+        // Only the owner (or the operator) changes a group; a member may leave.
+        XCTAssertEqual(h.request("POST", "/v3/groups/g/members", headers: bob, body: #"{"uids":["cat"]}"#).errorCode, "ERR_NOT_GROUP_OWNER")
+        XCTAssertEqual(h.request("POST", "/v3/groups/g/members", headers: ann, body: #"{"uids":["cat"]}"#).data["members"] as? [String],
+                       ["ann", "bob", "cat"])
+        XCTAssertEqual(h.request("DELETE", "/v3/groups/g/members/cat", headers: bob).errorCode, "ERR_NOT_GROUP_OWNER")
+        XCTAssertEqual(h.request("DELETE", "/v3/groups/g/members/bob", headers: bob).data["members"] as? [String], ["ann", "cat"], "bob leaves")
+        XCTAssertEqual(h.request("DELETE", "/v3/groups/g/members/ann", headers: ann).errorCode, "ERR_BAD_REQUEST", "the owner cannot leave")
+        XCTAssertEqual(h.request("DELETE", "/v3/groups/g", headers: bob).errorCode, "ERR_GUID_NOT_FOUND", "no longer a member")
+        XCTAssertEqual(h.request("DELETE", "/v3/groups/g", headers: ann).data["success"] as? Bool, true)
+        XCTAssertEqual(h.request("GET", "/v3/groups/g", headers: h.adminHeaders).status, 404)
+        XCTAssertEqual(h.request("PUT", "/v3/groups/g", headers: h.adminHeaders).status, 405)
+    }
+}

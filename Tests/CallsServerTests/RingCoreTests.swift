@@ -1,0 +1,182 @@
+@testable import CallsServer
+import CallsCore
+import XCTest
+
+/// Ringing calls as pure logic: devices say hello, calls ring, receipts release what was
+/// decided. No store, no sockets, no sleeps; time and receipts are the test's.
+final class RingCoreTests: XCTestCase {
+    var core: RingCore!
+    var now: Int64 = 1_700_000_000_000
+    let ann = RingUser(uid: "ann", name: "Ann"), bob = RingUser(uid: "bob", name: "Bob"), cat = RingUser(uid: "cat", name: "Cat")
+    let a = ConnectionID(node: "n", local: 1), b1 = ConnectionID(node: "n", local: 2), b2 = ConnectionID(node: "n", local: 3)
+    let c = ConnectionID(node: "n", local: 4)
+
+    override func setUp() { core = RingCore(defaultTimeoutSeconds: 45) }
+
+    func input(_ i: RingInput) -> [RingEffect] { core.handle(i, now: now) }
+    func sent(_ e: [RingEffect], to target: ConnectionID) -> [ServerMessage] {
+        e.compactMap { if case .send(let m, let t) = $0, t == target { return m }; return nil }
+    }
+    func events(_ e: [RingEffect]) -> [CallEventKind] { e.compactMap { if case .send(.call(let k, _, _), _) = $0 { return k }; return nil } }
+    func triggers(_ e: [RingEffect]) -> [CallTrigger] { e.compactMap { if case .event(let t, _) = $0 { return t }; return nil } }
+    func request(_ e: [RingEffect]) throws -> StoreRequest { try XCTUnwrap(e.compactMap { if case .persist(let r) = $0 { return r }; return nil }.first, "\(e)") }
+    func ok(_ e: [RingEffect]) throws -> [RingEffect] { input(.stored(StoreReceipt(id: try request(e).id, result: .success(.init())))) }
+    func error(_ e: [RingEffect], to c: ConnectionID) -> SignalErrorCode? {
+        sent(e, to: c).compactMap { if case .error(let code, _) = $0 { return code }; return nil }.first
+    }
+    func online() {
+        _ = input(.hello(a, ann))
+        _ = input(.hello(b1, bob))
+        _ = input(.hello(b2, bob))
+        _ = input(.hello(c, cat))
+    }
+
+    /// Ann calls Bob; returns the session id once it rings.
+    func ringBob(timeout: Int? = nil) throws -> String {
+        let e = input(.initiate(a, receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: timeout, receiver: RingReceiver(user: bob)))
+        XCTAssertTrue(sent(e, to: b1).isEmpty, "nothing rings before the call is on disk")
+        let after = try ok(e)
+        guard case .call(.initiated, let call, nil)? = sent(after, to: a).first else { XCTFail("\(after)"); throw CancellationError() }
+        XCTAssertEqual(events(sent(after, to: b1).map { .send($0, to: b1) }), [.incoming])
+        XCTAssertEqual(events(sent(after, to: b2).map { .send($0, to: b2) }), [.incoming], "every device of the receiver rings")
+        XCTAssertTrue(after.contains(.schedule(sessionId: call.sessionId, afterSeconds: Double(timeout ?? 45))))
+        XCTAssertEqual(triggers(after), [.callInitiated])
+        return call.sessionId
+    }
+
+    func testHelloIsAnsweredAndAnUnknownTokenRefused() {
+        XCTAssertEqual(sent(input(.hello(a, ann)), to: a), [.welcome(uid: "ann", name: "Ann")])
+        XCTAssertEqual(error(input(.hello(b1, nil)), to: b1), .authTokenInvalid)
+        XCTAssertEqual(error(input(.message(.acceptCall(sessionId: "x"), from: b1)), to: b1), .notOnline)
+    }
+
+    func testTheFirstAcceptWinsAndTheOtherDeviceStopsRinging() throws {
+        online()
+        let sid = try ringBob()
+        let accepting = input(.message(.acceptCall(sessionId: sid), from: b2))
+        XCTAssertTrue(sent(accepting, to: a).isEmpty, "announced after the disk")
+        XCTAssertEqual(error(input(.message(.acceptCall(sessionId: sid), from: b1)), to: b1), .callNotRinging, "a second accept is refused at once")
+        let after = try ok(accepting)
+        XCTAssertEqual(events(after.filter { if case .send(_, a) = $0 { return true }; return false }), [.accepted])
+        XCTAssertEqual(sent(after, to: b1).first.flatMap { m -> CallCancelReason? in if case .call(.cancelled, _, let r) = m { return r }; return nil },
+                       CallCancelReason.answeredElsewhere)
+        XCTAssertTrue(after.contains(.event(.callStarted, core.calls[sid]!.call)))
+        // Either side ends it; both hear.
+        let ending = try ok(input(.message(.endCall(sessionId: sid), from: a)))
+        XCTAssertTrue(sent(ending, to: b2).contains { if case .call(.ended, let call, _) = $0 { return call.status == .ended }; return false })
+        XCTAssertEqual(triggers(ending), [.callEnded])
+        XCTAssertNil(core.calls[sid])
+        XCTAssertEqual(error(input(.message(.acceptCall(sessionId: sid), from: b1)), to: b1), .callNotFound)
+    }
+
+    func testRejectTellsTheCallerAndTheOtherDevices() throws {
+        online()
+        let sid = try ringBob()
+        XCTAssertEqual(error(input(.message(.rejectCall(sessionId: sid, status: .rejected), from: a)), to: a), .notAllowed, "the caller cancels, not rejects")
+        let after = try ok(input(.message(.rejectCall(sessionId: sid, status: .rejected), from: b1)))
+        XCTAssertEqual(sent(after, to: a).count, 1)
+        guard case .call(.rejected, let call, _)? = sent(after, to: a).first else { return XCTFail("\(after)") }
+        XCTAssertEqual(call.status, .rejected)
+        XCTAssertEqual(call.members.first?.outcome, .rejected)
+        XCTAssertTrue(sent(after, to: b2).contains { if case .call(.cancelled, _, .rejectedElsewhere) = $0 { return true }; return false })
+        XCTAssertEqual(triggers(after), [.callRejected])
+    }
+
+    func testAReceiverInAnotherCallIsBusyAndTheCallerMayNotStartASecondCall() throws {
+        online()
+        let sid = try ringBob()
+        _ = try ok(input(.message(.acceptCall(sessionId: sid), from: b1)))
+        // Cat calls Bob, who is in a call: busy at once, without ringing him.
+        let e = input(.initiate(c, receiverId: "bob", receiverType: .user, type: .video, timeoutSeconds: nil, receiver: RingReceiver(user: bob)))
+        let after = try ok(e)
+        XCTAssertEqual(events(after.filter { if case .send(_, c) = $0 { return true }; return false }), [.initiated, .busy])
+        XCTAssertTrue(sent(after, to: b1).isEmpty, "a busy receiver is not rung")
+        XCTAssertEqual(triggers(after), [.callInitiated, .callBusy])
+        XCTAssertEqual(error(input(.initiate(a, receiverId: "cat", receiverType: .user, type: .audio, timeoutSeconds: nil,
+                                              receiver: RingReceiver(user: cat))), to: a), .alreadyInCall)
+    }
+
+    func testTheCallerCancelsAndAcceptAfterwardsIsRefused() throws {
+        online()
+        let sid = try ringBob()
+        let after = try ok(input(.message(.rejectCall(sessionId: sid, status: .cancelled), from: a)))
+        XCTAssertTrue(after.contains(.cancel(sessionId: sid)) == false, "the timer was cancelled when decided, not at the receipt")
+        XCTAssertTrue(sent(after, to: b1).contains { if case .call(.cancelled, _, .cancelledByInitiator) = $0 { return true }; return false })
+        XCTAssertEqual(triggers(after), [.callCancelled])
+        XCTAssertEqual(error(input(.message(.acceptCall(sessionId: sid), from: b1)), to: b1), .callNotFound)
+    }
+
+    func testNobodyAnsweringInTimeIsUnanswered() throws {
+        online()
+        let sid = try ringBob(timeout: 20)
+        now += 20_000
+        let after = try ok(input(.timedOut(sessionId: sid)))
+        for d in [a, b1, b2] { XCTAssertTrue(sent(after, to: d).contains { if case .call(.unanswered, _, _) = $0 { return true }; return false }, "\(d)") }
+        XCTAssertEqual(triggers(after), [.callUnanswered])
+        XCTAssertEqual(error(input(.message(.acceptCall(sessionId: sid), from: b1)), to: b1), .callNotFound)
+    }
+
+    func testBadCallsGetClearErrors() {
+        online()
+        func initiate(_ id: String, _ t: CallReceiverType, _ r: RingReceiver, timeout: Int? = nil) -> SignalErrorCode? {
+            error(input(.initiate(a, receiverId: id, receiverType: t, type: .audio, timeoutSeconds: timeout, receiver: r)), to: a)
+        }
+        XCTAssertEqual(initiate("ann", .user, RingReceiver(user: ann)), .callSelf)
+        XCTAssertEqual(initiate("nobody", .user, RingReceiver()), .receiverNotFound)
+        XCTAssertEqual(initiate("g", .group, RingReceiver(group: ("g", "G", [bob, cat]))), .notGroupMember)
+        XCTAssertEqual(initiate("bob", .user, RingReceiver(user: bob), timeout: 1), .badMessage)
+        XCTAssertEqual(error(input(.message(.endCall(sessionId: "nope"), from: a)), to: a), .callNotFound)
+    }
+
+    func testAGroupRingsEveryoneAndIsOngoingFromTheFirstAccept() throws {
+        online()
+        let dan = RingUser(uid: "dan", name: "Dan"), d = ConnectionID(node: "n", local: 5)
+        _ = input(.hello(d, dan))
+        let e = input(.initiate(a, receiverId: "team", receiverType: .group, type: .audio, timeoutSeconds: 30,
+                                receiver: RingReceiver(group: ("team", "Team", [ann, bob, cat, dan]))))
+        let rung = try ok(e)
+        for conn in [b1, b2, c, d] { XCTAssertEqual(events(rung.filter { if case .send(_, conn) = $0 { return true }; return false }), [.incoming]) }
+        guard case .call(.initiated, let call, _)? = sent(rung, to: a).first else { return XCTFail() }
+        let sid = call.sessionId
+        _ = try ok(input(.message(.acceptCall(sessionId: sid), from: b1)))
+        XCTAssertEqual(core.calls[sid]?.call.status, .ongoing)
+        let catIn = try ok(input(.message(.acceptCall(sessionId: sid), from: c)))
+        XCTAssertTrue(sent(catIn, to: b1).contains { if case .call(.accepted, _, _) = $0 { return true }; return false }, "members already in hear who joins")
+        XCTAssertFalse(triggers(catIn).contains(.callStarted), "started once")
+        let danNo = try ok(input(.message(.rejectCall(sessionId: sid, status: .rejected), from: d)))
+        XCTAssertTrue(sent(danNo, to: a).isEmpty, "the call goes on: the caller is not told it was rejected")
+        let outcomes = Dictionary(uniqueKeysWithValues: (core.calls[sid]?.call.members ?? []).map { ($0.uid, $0.outcome) })
+        XCTAssertEqual(outcomes, ["bob": .accepted, "cat": .accepted, "dan": .rejected])
+        // A member leaving does not end it; the caller ending does.
+        _ = try ok(input(.message(.endCall(sessionId: sid), from: c)))
+        XCTAssertEqual(core.calls[sid]?.call.status, .ongoing)
+        let over = try ok(input(.message(.endCall(sessionId: sid), from: a)))
+        XCTAssertTrue(sent(over, to: b1).contains { if case .call(.ended, _, _) = $0 { return true }; return false })
+        XCTAssertNil(core.calls[sid])
+    }
+
+    func testRestoredCallsRingOnOrBecomeUnanswered() throws {
+        let fresh = WireCall(sessionId: "call_fresh", initiator: .init(id: "ann", name: "Ann"), receiverType: .user, receiver: .init(id: "bob", name: "Bob"),
+                             type: .audio, status: .initiated, members: [.init(uid: "bob", name: "Bob", outcome: .ringing)], timeoutSeconds: 45,
+                             initiatedAt: now - 15_000)
+        var stale = fresh
+        stale.sessionId = "call_stale"
+        stale.initiatedAt = now - 60_000
+        let e = input(.restore([fresh, stale]))
+        XCTAssertTrue(e.contains(.schedule(sessionId: "call_fresh", afterSeconds: 30)), "the rest of its timeout")
+        guard case .ringStatus("call_stale", .unanswered, nil, now)? = try request(e).commands.last else { return XCTFail("\(e)") }
+        _ = try ok(e)
+        XCTAssertNil(core.calls["call_stale"])
+        // Bob's device comes back: the fresh call rings on it.
+        XCTAssertEqual(events(input(.hello(b1, bob)).filter { if case .send(_, b1) = $0 { return true }; return false }), [.incoming])
+    }
+
+    func testAnAcceptedCallEndsWhenItsRoomEmpties() throws {
+        online()
+        let sid = try ringBob()
+        _ = try ok(input(.message(.acceptCall(sessionId: sid), from: b1)))
+        let over = input(.roomEnded(sessionId: sid))
+        XCTAssertEqual(triggers(over), [.callEnded])
+        XCTAssertTrue(sent(over, to: a).contains { if case .call(.ended, _, _) = $0 { return true }; return false })
+    }
+}
