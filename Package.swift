@@ -8,6 +8,7 @@ let package = Package(
     name: "CallRoom",
     products: [
         .library(name: "CometChatCallsSDK", targets: ["CometChatCallsSDK"]),
+        .library(name: "CometChatSDK", targets: ["CometChatSDK"]),
         .library(name: "CallsServer", targets: ["CallsServer"]),
         .executable(name: "callroom", targets: ["callroom"]),
         .executable(name: "callroomd", targets: ["callroomd"]),
@@ -37,6 +38,7 @@ let package = Package(
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite", "CBPF"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsTransport", "CallsAudio"]),
+        .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CNcurses"]),
 
         // MARK: Executables
@@ -46,6 +48,7 @@ let package = Package(
 
         // MARK: Examples
         .executableTarget(name: "CallsSDKExample", dependencies: ["CometChatCallsSDK"], path: "Examples/CallsSDKExample"),
+        .executableTarget(name: "RingingExample", dependencies: ["CometChatCallsSDK", "CometChatSDK"], path: "Examples/RingingExample"),
 
         // MARK: Tests
         .target(name: "CallRoomTestSupport", path: "Tests/CallRoomTestSupport"),
@@ -56,7 +59,7 @@ let package = Package(
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsTUI"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK"], exclude: ["Golden"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsServer", "CallsTransport", "CometChatCallsSDK",
-                                                         "CallRoomTestSupport", "callroom", "callroomd", "CallsSDKExample"]),
+                                                         "CallRoomTestSupport", "callroom", "callroomd", "CallsSDKExample", "RingingExample"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,13 +4,18 @@ import FoundationNetworking
 #endif
 
 /// Calls the CallRoom server's REST API over HTTP/1.1 (URLSession). Safe from any thread.
-struct RESTClient: Sendable {
+package struct RESTClient: Sendable {
     let baseURL: URL
     let appID: String
 
+    package init(baseURL: URL, appID: String) {
+        self.baseURL = baseURL
+        self.appID = appID
+    }
+
     /// Sends a request and decodes `{"data": T}`; maps `{"error": {...}}` and transport failures
     /// to `CometChatCallException`.
-    func call<T: Decodable & Sendable>(_ method: String, _ path: String, headers: [String: String] = [:],
+    package func call<T: Decodable & Sendable>(_ method: String, _ path: String, headers: [String: String] = [:],
                                        body: [String: String]? = nil, as: T.Type) async throws(CometChatCallException) -> T {
         guard let url = URL(string: path, relativeTo: baseURL) else {
             throw CometChatCallException(errorCode: CometChatCallException.apiError, errorDescription: "bad path \(path)")

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Search order: an explicit path, `./cometchat-settings.json`, then
 /// `$XDG_CONFIG_HOME/callroom/cometchat-settings.json` (`~/.config/callroom/…` when unset).
-enum SettingsFile {
+package enum SettingsFile {
     static let fileName = "cometchat-settings.json"
 
     static func searchPaths(explicit: String?) -> [String] {
@@ -15,7 +15,7 @@ enum SettingsFile {
         return [FileManager.default.currentDirectoryPath + "/" + fileName, config + "/callroom/" + fileName]
     }
 
-    static func load(path explicit: String? = nil) throws(CometChatCallException) -> CallAppSettings {
+    package static func load(path explicit: String? = nil) throws(CometChatCallException) -> CallAppSettings {
         let paths = searchPaths(explicit: explicit)
         guard let path = paths.first(where: { FileManager.default.fileExists(atPath: $0) }),
               let data = FileManager.default.contents(atPath: path) else {
