@@ -43,7 +43,7 @@ let package = Package(
 
         // MARK: Executables
         .executableTarget(name: "callroomd", dependencies: ["CallsServer"]),
-        .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CallsTUI", "CallsServer", "CallsAudio"],
+        .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CometChatSDK", "CallsTUI", "CallsServer", "CallsAudio"],
                           resources: []),
 
         // MARK: Examples

@@ -52,6 +52,16 @@ public enum CometChat {
         }
     }
 
+    /// Initialises from built settings (the calls SDK's `CallAppSettingsBuilder`).
+    public static func initialize(_ settings: CallAppSettings) throws(CometChatException) {
+        do throws(CometChatCallException) {
+            let url = try settings.resolvedServerURL()
+            state.withLock { $0.settings = settings; $0.serverURL = url }
+        } catch {
+            throw CometChatException(errorCode: error.errorCode, errorDescription: error.errorDescription)
+        }
+    }
+
     /// Logs in with the app's auth key (development servers may create the user).
     public static func login(UID: String, authKey: String, onSuccess: @escaping (User) -> Void, onError: @escaping (CometChatException) -> Void) {
         authenticate(onSuccess: onSuccess, onError: onError) { (rest) async throws(CometChatCallException) in

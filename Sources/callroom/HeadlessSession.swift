@@ -12,13 +12,13 @@ final class HeadlessSession {
     /// logs in, joins, and keeps the session running until it ends. `cleanup` runs before exit.
     static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
                     token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
-                    cleanup: (@MainActor () -> Void)? = nil) async {
+                    loggedIn: Bool = false, cleanup: (@MainActor () -> Void)? = nil) async {
         let runner = HeadlessSession()
         runner.onExit = cleanup
         runner.start()
         current = runner
         do throws(CometChatCallException) {
-            _ = try await SDKSetup.initAndLogin(options)
+            if !loggedIn { _ = try await SDKSetup.initAndLogin(options) }
             if let token {
                 try await CometChatCalls.joinSession(callToken: try await token(), callSetting: settings)
             } else {

@@ -9,6 +9,8 @@ let topUsage = """
     COMMANDS:
       demo      start a server in this process, join it with synthetic participants, show the call
       join      join a session on a CallRoom server
+      call      ring someone (or a group) and join the call when they answer
+      listen    stay online so calls ring here (answer, reject or busy)
       bots      fill a room on a server with synthetic participants
       devices   list audio devices (ALSA capture and playback)
       bench     measure latency, quality under loss, and CPU (see 'callroom bench --help')
@@ -21,6 +23,7 @@ let topUsage = """
 let argv = Array(CommandLine.arguments.dropFirst())
 switch argv.first {
 case "join": JoinCommand.run(Array(argv.dropFirst()))
+case "call", "listen": RingCommand.run(argv[0], Array(argv.dropFirst()))
 case "demo": DemoCommand.run(Array(argv.dropFirst()))
 case "devices": DevicesCommand.run(Array(argv.dropFirst()))
 case "bots": BotsCommand.run(Array(argv.dropFirst()))

@@ -1,0 +1,91 @@
+import CallsCore
+import CometChatCallsSDK
+import CometChatSDK
+import Foundation
+
+/// `callroom call RECEIVER …` and `callroom listen …`: ringing calls from the terminal.
+/// Headless, every `CometChatCallDelegate` callback and every request's result is one JSON
+/// line on stdout; once a call is accepted the session runs as `callroom join --headless`
+/// does (its listener callbacks too), and ending either side ends the call.
+enum RingCommand {
+    static let callUsage = """
+        USAGE: callroom call RECEIVER (--server URL | --settings FILE) --uid UID
+                             (--auth-key KEY | --auth-token TOKEN) [--app-id ID] [--group] [--video]
+                             [--timeout SECONDS] [--input SPEC] [--output SPEC] --headless
+
+        Rings RECEIVER (a uid, or a guid with --group) and, once someone answers, joins the call.
+
+        OPTIONS:
+          --group              RECEIVER is a group: every online member rings
+          --video              a video call (default audio)
+          --timeout SECONDS    how long it rings before it is unanswered (5…300, default 45)
+          --input/--output     audio endpoints, as for 'callroom join'
+          --headless           every callback as one JSON line on stdout; end of input (or
+                               SIGINT/SIGTERM) while ringing cancels, during the call leaves and ends it
+
+        Exit status: 0 after a call that connected and ended, 4 when it did not connect
+        (rejected, busy, unanswered, cancelled), 1 on failure, 2 on bad usage.
+
+        """
+
+    static let listenUsage = """
+        USAGE: callroom listen (--server URL | --settings FILE) --uid UID (--auth-key KEY | --auth-token TOKEN)
+                               [--app-id ID] [--auto-accept | --auto-reject | --busy] [--input SPEC] [--output SPEC] --headless
+
+        Stays online as UID: calls ring here. Every callback is one JSON line on stdout.
+
+        OPTIONS:
+          --auto-accept        answer the first call, join it, exit 0 when it ends
+          --auto-reject        reject every call
+          --busy               answer every call busy
+          (none)               print incoming calls until SIGINT/SIGTERM
+
+        """
+
+    /// Exit status when a call did not connect.
+    static let notConnected: Int32 = 4
+
+    static func run(_ command: String, _ arguments: [String]) -> Never {
+        let args: ArgumentScanner
+        do {
+            args = try ArgumentScanner(arguments, valued: ["server", "settings", "uid", "auth-key", "auth-token", "app-id", "timeout", "input", "output"],
+                                       boolean: ["headless", "help", "group", "video", "auto-accept", "auto-reject", "busy"])
+        } catch { Console.fail("\(error.message)\nRun 'callroom \(command) --help' for usage.") }
+        let calling = command == "call"
+        if args.has("help") { Console.out(calling ? callUsage : listenUsage); exit(ExitCode.ok) }
+        if calling {
+            guard args.positionals.count == 1 else { Console.fail("call needs exactly one RECEIVER\nRun 'callroom call --help' for usage.") }
+        } else {
+            guard args.positionals.isEmpty else { Console.fail("listen takes no arguments\nRun 'callroom listen --help' for usage.") }
+            guard [args.has("auto-accept"), args.has("auto-reject"), args.has("busy")].filter({ $0 }).count <= 1 else {
+                Console.fail("give at most one of --auto-accept, --auto-reject and --busy")
+            }
+        }
+        guard args.has("headless") else {
+            Console.fail("the ringing screens are not in this build yet: add --headless (the call screen opens with 'callroom join')")
+        }
+        guard (args["server"] == nil) != (args["settings"] == nil) else { Console.fail("give exactly one of --server and --settings") }
+        guard let uid = args["uid"] ?? (args["auth-token"] != nil ? "" : nil) else { Console.fail("--uid is required") }
+        guard (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }
+        let timeout = Int(args["timeout"] ?? "45") ?? 0
+        guard (5...300).contains(timeout) else { Console.fail("--timeout must be 5…300 seconds") }
+        let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
+        if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
+        let options = SDKSetup.Options(server: args["server"], settingsFile: args["settings"], appID: args["app-id"], uid: uid,
+                                       name: nil, authKey: args["auth-key"], authToken: args["auth-token"])
+        let settings = CometChatCalls.sessionSettingsBuilder.setAudioInput(input).setAudioOutput(output)
+        let answer: RingAgent.Answer = args.has("auto-accept") ? .accept : args.has("auto-reject") ? .reject : args.has("busy") ? .busy : .none
+        signal(SIGPIPE, SIG_IGN)
+        Task { @MainActor in
+            let agent = RingAgent(options: options, settings: settings, answer: answer)
+            if calling {
+                let call = Call(receiverId: args.positionals[0], callType: args.has("video") ? .video : .audio,
+                                receiverType: args.has("group") ? .group : .user)
+                await agent.call(call, timeout: timeout)
+            } else {
+                await agent.listen()
+            }
+        }
+        dispatchMain()
+    }
+}

@@ -1,0 +1,60 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// `callroom call` and `callroom listen`, headless, between two real processes and a real
+/// callroomd: every callback is a JSON line, an accepted call runs as a session, and hanging
+/// up (end of input) ends it for both.
+final class RingCommandTests: XCTestCase {
+    func events(_ p: ManagedProcess) -> [String] {
+        p.output.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["event"] as? String
+        }
+    }
+
+    func testCallAndListenConnectTalkAndHangUp() throws {
+        let tmp = TemporaryDirectory("callroom-ring")
+        defer { tmp.remove() }
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let common = ["--server", server.url, "--auth-key", server.authKey, "--output", "null", "--headless"]
+        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--auto-accept", "--input", "tone:300"] + common)
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
+        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "bob", "--uid", "ann", "--input", "tone:500"] + common)
+        XCTAssertNotNil(ann.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, ann.errorOutput + ann.output.joined(separator: "\n"))
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"onParticipantJoined""#) || $0.contains(#""event":"onSessionJoined""#) })
+        ann.closeInput()  // hang up
+        XCTAssertEqual(ann.wait(timeout: 10), 0, ann.errorOutput)
+        XCTAssertEqual(bob.wait(timeout: 10), 0, bob.errorOutput + bob.output.joined(separator: "\n"))
+        let a = events(ann), b = events(bob)
+        XCTAssertEqual(Array(a.prefix(3)), ["login", "initiateCall", "onOutgoingCallAccepted"], "\(a)")
+        XCTAssertTrue(a.contains("onSessionLeft"))
+        XCTAssertEqual(Array(b.prefix(4)), ["login", "listening", "onIncomingCallReceived", "acceptCall"], "\(b)")
+        XCTAssertTrue(b.contains("onCallEndedMessageReceived"), "the caller hanging up ended it for both: \(b)")
+        XCTAssertTrue(b.contains("onSessionLeft"))
+    }
+
+    func testABusyListenerAndBadUsage() throws {
+        let tmp = TemporaryDirectory("callroom-ring")
+        defer { tmp.remove() }
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let common = ["--server", server.url, "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"]
+        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--busy"] + common)
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
+        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "bob", "--uid", "ann", "--timeout", "10"] + common)
+        XCTAssertEqual(ann.wait(timeout: 15), 4, "did not connect: \(ann.output)")
+        XCTAssertTrue(ann.output.last?.contains(#""status":"busy""#) == true, "\(ann.output)")
+        XCTAssertTrue(events(bob).contains("rejectCall"))
+        bob.signal(SIGTERM)
+        XCTAssertEqual(bob.wait(timeout: 5), 0)
+        for bad in [["call"], ["call", "bob", "--uid", "x", "--server", server.url, "--auth-key", "k", "--timeout", "1", "--headless"],
+                    ["listen", "--auto-accept", "--busy", "--uid", "x", "--server", server.url, "--auth-key", "k", "--headless"]] {
+            let p = try ManagedProcess(BuiltProducts.path("callroom"), bad)
+            XCTAssertEqual(p.wait(timeout: 5), 2, "\(bad): \(p.errorOutput)")
+        }
+        let me = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "nobody", "--uid", "ann"] + common)
+        XCTAssertEqual(me.wait(timeout: 10), 1)
+        XCTAssertTrue(me.output.last?.contains("ERR_RECEIVER_NOT_FOUND") == true, "\(me.output)")
+    }
+}
