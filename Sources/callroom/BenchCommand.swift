@@ -15,6 +15,7 @@ enum BenchCommand {
                                       [--input FILE.wav] [--record OUT.wav]
                callroom bench cpu [--speakers N] [--frames N]
                callroom bench udp-floor [--destinations N] [--datagrams N]
+               callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
@@ -34,17 +35,22 @@ enum BenchCommand {
         udp-floor  the kernel's cost of sending one datagram to each of N loopback sockets, the
                  relay's way (sendmmsg) and one sendto each: the floor under the relay's CPU per
                  forwarded packet; last line udp_floor_us_per_datagram sendmmsg=X sendto=Y
+        ring     ringing over real signalling against a running callroomd: initiateCall → the
+                 callee's incoming and acceptCall → the caller's accepted, one call at a time
+                 (--calls, default 100); with --simultaneous N, N calls rung at once (2N users
+                 online), with the server's CPU and memory when --server-pid is given
 
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor"].contains(sub) else {
+        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring"].contains(sub) else {
             Console.out(usage)
             exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
         }
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams"],
+            args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
+                                                                        "server", "auth-key", "calls", "simultaneous", "server-pid"],
                                        boolean: ["help"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -57,6 +63,8 @@ enum BenchCommand {
         case "cpu":
             CPUBench.run(speakers: int("speakers", 10, 1...200), frames: int("frames", 500, 10...100_000))
             exit(ExitCode.ok)
+        case "ring":
+            RingBench.run(args)
         case "udp-floor":
             UDPFloorBench.run(destinations: int("destinations", 9, 1...64), datagrams: int("datagrams", 1_000_000, 1000...100_000_000))
             exit(ExitCode.ok)

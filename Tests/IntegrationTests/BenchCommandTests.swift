@@ -66,4 +66,18 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertGreaterThan(setup, 5, line)
         XCTAssertTrue(out.contains { $0.hasPrefix("receive path (5 streams)") }, "\(out)")
     }
+
+    func testRingPrintsRingAndAcceptLatencies() throws {
+        let tmp = TemporaryDirectory("callroom-benchring")
+        defer { tmp.remove() }
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let (status, out) = try run(["ring", "--server", server.url, "--auth-key", server.authKey, "--calls", "3", "--simultaneous", "5"])
+        XCTAssertEqual(status, 0, "\(out)")
+        XCTAssertTrue(out.contains { $0.hasPrefix("ring (initiateCall → incoming): p50 ") && $0.hasSuffix("(3)") }, "\(out)")
+        XCTAssertTrue(out.contains { $0.hasPrefix("accept (acceptCall → caller's accepted)") }, "\(out)")
+        XCTAssertTrue(out.contains { $0.hasPrefix("ring (all sent → each callee's incoming)") && $0.hasSuffix("(5)") }, "\(out)")
+        let (bad, _) = try run(["ring"])
+        XCTAssertEqual(bad, 2)
+    }
 }
