@@ -43,15 +43,20 @@ public struct CallRecord: Codable, Sendable, Equatable {
     public var hasRecording: Bool
     public var hasTranscription: Bool
     public var participants: [Participant]
+    /// Ringing calls: who placed it and whom it rang (a uid, or a guid); nil for meetings.
+    public var initiator: CallPartyWire?
+    public var receiver: CallPartyWire?
 
     public init(sessionId: String, type: String, mode: String, receiverType: String, status: String, initiatedAt: Int64,
                 startedAt: Int64?, endedAt: Int64?, totalParticipants: Int, totalDuration: String, totalDurationInMinutes: Double,
                 totalAudioMinutes: Double, totalVideoMinutes: Double, hasRecording: Bool, hasTranscription: Bool,
-                participants: [Participant]) {
+                participants: [Participant], initiator: CallPartyWire? = nil, receiver: CallPartyWire? = nil) {
         self.sessionId = sessionId; self.type = type; self.mode = mode; self.receiverType = receiverType; self.status = status
         self.initiatedAt = initiatedAt; self.startedAt = startedAt; self.endedAt = endedAt; self.totalParticipants = totalParticipants
         self.totalDuration = totalDuration; self.totalDurationInMinutes = totalDurationInMinutes; self.totalAudioMinutes = totalAudioMinutes
         self.totalVideoMinutes = totalVideoMinutes; self.hasRecording = hasRecording; self.hasTranscription = hasTranscription
         self.participants = participants
+        self.initiator = initiator
+        self.receiver = receiver
     }
 }

@@ -30,16 +30,28 @@ extension CallStore {
         var clauses: [String] = []
         var params: [SQLiteValue] = []
         if let v = f.type { clauses.append("c.type = ?"); params.append(.text(v)) }
-        if let v = f.status { clauses.append("c.status = ?"); params.append(.text(v)) }
-        if let v = f.sessionId { clauses.append("c.session_id = ?"); params.append(.text(v)) }
-        if let v = f.receiverType { clauses.append("c.mode = ?"); params.append(.text(v == "group" ? "meet" : "call")) }
+        if f.status == "missed" {
+            // Missed: a ringing call that never connected for its receivers.
+            clauses.append("c.mode = 'call' AND c.status IN ('unanswered', 'cancelled')")
+        } else if let v = f.status {
+            clauses.append("c.status = ?")
+            params.append(.text(v))
+        }
+        if let v = f.sessionId { clauses.append("(c.session_id = ? OR c.receiver_id = ?)"); params += [.text(v), .text(v)] }
+        if let v = f.receiverType {
+            clauses.append(v == "group" ? "(c.mode = 'meet' OR c.receiver_type = 'group')" : "(c.mode = 'call' AND COALESCE(c.receiver_type, 'user') = 'user')")
+        }
         // Recording and transcription arrive with their features; until then no call has either.
         if f.hasRecording == true || f.hasTranscription == true { clauses.append("0") }
         if let v = f.startedAt { clauses.append("c.started_at >= ?"); params.append(.int(v)) }
         if let v = f.endedAt { clauses.append("c.ended_at IS NOT NULL AND c.ended_at <= ?"); params.append(.int(v)) }
         for u in [f.uid, f.visibleTo].compactMap({ $0 }) {
-            clauses.append("EXISTS (SELECT 1 FROM call_participants p WHERE p.call_id = c.id AND p.uid = ?)")
-            params.append(.text(u))
+            // In it: joined its room, placed it, or was rung by it (missed calls included).
+            clauses.append("""
+                (EXISTS (SELECT 1 FROM call_participants p WHERE p.call_id = c.id AND p.uid = ?) OR c.initiator_uid = ?
+                 OR EXISTS (SELECT 1 FROM call_members m WHERE m.call_id = c.id AND m.uid = ?))
+                """)
+            params += [.text(u), .text(u), .text(u)]
         }
         if let n = f.participantsCount {
             clauses.append("(SELECT COUNT(DISTINCT p.uid) FROM call_participants p WHERE p.call_id = c.id) = ?")
@@ -59,7 +71,13 @@ extension CallStore {
     /// One call with its participants (caller holds the lock).
     func loadCall(id: Int64) throws(SQLiteError) -> StoredCall? {
         guard let r = try db.query("""
-            SELECT id, session_id, type, mode, status, initiated_at, started_at, ended_at FROM calls WHERE id = ?
+            SELECT c.id, c.session_id, c.type, c.mode, c.status, c.initiated_at, c.started_at, c.ended_at,
+                c.initiator_uid, COALESCE(iu.name, c.initiator_uid), c.receiver_type, c.receiver_id,
+                COALESCE(ru.name, g.name, c.receiver_id)
+            FROM calls c LEFT JOIN users iu ON iu.uid = c.initiator_uid
+                LEFT JOIN users ru ON c.receiver_type = 'user' AND ru.uid = c.receiver_id
+                LEFT JOIN groups g ON c.receiver_type = 'group' AND g.guid = c.receiver_id
+            WHERE c.id = ?
             """, [.int(id)]).first else { return nil }
         let ps = try db.query("""
             SELECT id, uid, pid, name, joined_at, left_at FROM call_participants WHERE call_id = ? ORDER BY id
@@ -67,9 +85,15 @@ extension CallStore {
             StoredCallParticipant(id: $0[0].int ?? 0, uid: $0[1].text ?? "", pid: $0[2].text ?? "",
                                   name: $0[3].text ?? "", joinedAt: $0[4].int ?? 0, leftAt: $0[5].int)
         }
-        return StoredCall(id: id, sessionId: r[1].text ?? "", type: r[2].text ?? "", mode: r[3].text ?? "",
-                          status: r[4].text ?? "", initiatedAt: r[5].int ?? 0, startedAt: r[6].int, endedAt: r[7].int,
-                          participants: ps)
+        var call = StoredCall(id: id, sessionId: r[1].text ?? "", type: r[2].text ?? "", mode: r[3].text ?? "",
+                              status: r[4].text ?? "", initiatedAt: r[5].int ?? 0, startedAt: r[6].int, endedAt: r[7].int,
+                              participants: ps)
+        if let i = r[8].text, let rid = r[11].text {
+            call.initiator = CallPartyWire(id: i, name: r[9].text ?? i)
+            call.receiverType = r[10].text.flatMap(CallReceiverType.init(rawValue:)) ?? .user
+            call.receiver = CallPartyWire(id: rid, name: r[12].text ?? rid)
+        }
+        return call
     }
 }
 

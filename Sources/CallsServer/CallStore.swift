@@ -21,6 +21,10 @@ public struct StoredCall: Sendable, Equatable {
     public var startedAt: Int64?
     public var endedAt: Int64?
     public var participants: [StoredCallParticipant]
+    /// Ringing calls: who called whom (`user` or `group`); nil for meetings.
+    public var initiator: CallPartyWire? = nil
+    public var receiver: CallPartyWire? = nil
+    public var receiverType: CallReceiverType? = nil
 }
 
 /// One join of one participant (device) to a call.

@@ -29,12 +29,12 @@ extension CallRecord {
         }
         let duration = (c.endedAt ?? now) - (c.startedAt ?? c.initiatedAt)
         let secs = max(0, duration / 1000)
-        self.init(sessionId: c.sessionId, type: c.type, mode: c.mode, receiverType: c.mode == "meet" ? "group" : "user",
+        self.init(sessionId: c.sessionId, type: c.type, mode: c.mode, receiverType: c.receiverType?.rawValue ?? (c.mode == "meet" ? "group" : "user"),
                   status: c.status, initiatedAt: c.initiatedAt, startedAt: c.startedAt, endedAt: c.endedAt,
                   totalParticipants: Set(c.participants.map(\.uid)).count,
                   totalDuration: String(format: "%02d:%02d:%02d", secs / 3600, (secs / 60) % 60, secs % 60),
                   totalDurationInMinutes: minutes(duration), totalAudioMinutes: ps.reduce(0) { $0 + $1.totalAudioMinutes },
                   totalVideoMinutes: ps.reduce(0) { $0 + $1.totalVideoMinutes }, hasRecording: false, hasTranscription: false,
-                  participants: ps)
+                  participants: ps, initiator: c.initiator, receiver: c.receiver)
     }
 }

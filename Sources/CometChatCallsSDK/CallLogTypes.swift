@@ -91,18 +91,22 @@ public final class CallLog: @unchecked Sendable {
         sessionID = b.sessionId
         mid = b.sessionId
         let first = b.participants.first
-        initiator = CallUser(uid: first?.uid ?? "", name: first?.name ?? "")
+        // A ringing call names its caller and receiver; a meeting's first joiner "placed" it.
+        let caller = b.initiator.map { (uid: $0.id, name: $0.name) } ?? (uid: first?.uid ?? "", name: first?.name ?? "")
+        initiator = CallUser(uid: caller.uid, name: caller.name)
         receiverType = b.receiverType == "user" ? .callUser : .callGroup
-        if receiverType == .callGroup {
+        if let r = b.receiver {
+            receiver = receiverType == .callGroup ? CallGroup(guid: r.id, name: r.name) : CallUser(uid: r.id, name: r.name)
+        } else if receiverType == .callGroup {
             receiver = CallGroup(guid: b.sessionId, name: b.sessionId)
         } else {
-            let other = b.participants.first { $0.uid != first?.uid }
+            let other = b.participants.first { $0.uid != caller.uid }
             receiver = CallUser(uid: other?.uid ?? "", name: other?.name ?? "")
         }
         type = b.type
         status = CallStatus(rawValue: b.status) ?? .ended
         mode = b.mode == "meet" ? .meet : .call
-        direction = viewer == nil || first?.uid == viewer ? .outgoing : .incoming
+        direction = viewer == nil || caller.uid == viewer ? .outgoing : .incoming
         initiatedAt = Int(b.initiatedAt / 1000)
         startedAt = b.startedAt.map { Int($0 / 1000) }
         endedAt = b.endedAt.map { Int($0 / 1000) }

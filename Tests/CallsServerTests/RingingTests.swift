@@ -105,6 +105,16 @@ final class RingingTests: XCTestCase {
         XCTAssertEqual(stranger.wait { if case .error(.authTokenInvalid, _) = $0 { return true }; return false } != nil, true)
         let statuses = (h.request("GET", "/v3/calls", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []).compactMap { $0["status"] as? String }
         XCTAssertEqual(statuses.sorted(), ["busy", "cancelled", "initiated", "rejected"], "\(statuses)")
+        // Bob's call logs: the calls that rang him (never joined), with who called whom.
+        let bobAuth = ["authToken": try Self.authToken(url: url, appId: app, authKey: key, uid: "bob")]
+        let mine = h.request("GET", "/v3/calls?receiverType=user", headers: bobAuth).json["data"] as? [[String: Any]] ?? []
+        XCTAssertEqual(mine.count, 4, "rung, calling, or busy-called: \(mine)")
+        let rejected = try XCTUnwrap(mine.first { $0["status"] as? String == "rejected" })
+        XCTAssertEqual((rejected["initiator"] as? [String: Any])?["id"] as? String, "ann")
+        XCTAssertEqual((rejected["receiver"] as? [String: Any])?["id"] as? String, "bob")
+        XCTAssertEqual(rejected["receiverType"] as? String, "user")
+        let missed = h.request("GET", "/v3/calls?status=missed", headers: bobAuth).json["data"] as? [[String: Any]] ?? []
+        XCTAssertEqual(missed.compactMap { $0["status"] as? String }, ["cancelled"])
     }
 
     func testAGroupRingsItsMembers() throws {
@@ -131,6 +141,10 @@ final class RingingTests: XCTestCase {
         let ended = try XCTUnwrap(call(bob, .ended))
         XCTAssertEqual(Dictionary(uniqueKeysWithValues: ended.members.map { ($0.uid, $0.outcome) }), ["bob": .accepted, "cat": .accepted, "dan": .rejected])
         XCTAssertEqual(h.request("GET", "/v3/calls/\(sid)", headers: h.adminHeaders).data["status"] as? String, "ended")
+        let logs = h.request("GET", "/v3/calls?guid=team", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []
+        XCTAssertEqual(logs.count, 1)
+        XCTAssertEqual(logs.first?["receiverType"] as? String, "group")
+        XCTAssertEqual((logs.first?["receiver"] as? [String: Any])?["name"] as? String, "The Team")
         // Not a member: refused.
         let eve = try Self.online(url: url, appId: app, authKey: key, uid: "eve")
         eve.send(.initiateCall(receiverId: "team", receiverType: .group, type: .audio, timeoutSeconds: nil))
