@@ -41,11 +41,7 @@ public final class CallScreenController {
         }
         bridge.register(on: session)
         self.bridge = bridge
-        let t = DispatchSource.makeTimerSource(queue: .main)
-        t.schedule(deadline: .now(), repeating: .milliseconds(1000 / refreshHz))
-        t.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.tick() } }
-        t.resume()
-        timer = t
+        timer = MainTimer.every(.milliseconds(1000 / refreshHz)) { [weak self] in self?.tick() }
         draw()
     }
 

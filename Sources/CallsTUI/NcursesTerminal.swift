@@ -25,14 +25,25 @@ public final class NcursesTerminal: TerminalDriver {
         let codeset = String(cString: nl_langinfo(nl_item(CODESET)))
         supportsUnicode = codeset.uppercased().replacingOccurrences(of: "-", with: "") == "UTF8"
         let term = ProcessInfo.processInfo.environment["TERM"] ?? ""
-        switch callroom_terminal_can_address_cursor() {
-        case -1: throw .unknownTerminal(term: term)
-        case 0: throw .cannotAddressCursor(term: term)
-        default: break
+        // ncurses starts once per process; a later screen (the ringing screen after a call)
+        // resumes it after `endwin` instead (the TERM check would free the live terminal).
+        let resuming = Self.started.load(ordering: .acquiring)
+        if !resuming {
+            switch callroom_terminal_can_address_cursor() {
+            case -1: throw .unknownTerminal(term: term)
+            case 0: throw .cannotAddressCursor(term: term)
+            default: break
+            }
         }
         // Before initscr: ncurses reads ESCDELAY then (set_escdelay also works after).
         setenv("ESCDELAY", "\(Self.escapeDelayMs)", 1)
-        initscr()
+        if resuming {
+            refresh()
+            clear()
+        } else {
+            initscr()
+            Self.started.store(true, ordering: .releasing)
+        }
         set_escdelay(Self.escapeDelayMs)
         active = true
         NcursesTerminal.hasAlternateScreen.store(callroom_terminal_has_alternate_screen() == 1, ordering: .relaxed)
@@ -146,6 +157,9 @@ public final class NcursesTerminal: TerminalDriver {
         return nil
     }
 
+    /// Rings the terminal bell (an incoming call).
+    public func bell() { if active { beep() } }
+
     public func copyToClipboard(_ text: String) {
         let seq = "\u{1b}]52;c;\(Data(text.utf8).base64EncodedString())\u{07}"
         FileHandle.standardOutput.write(Data(seq.utf8))
@@ -160,6 +174,7 @@ public final class NcursesTerminal: TerminalDriver {
     // MARK: Restoring on every exit path
 
     private static let hasAlternateScreen = Atomic<Bool>(true)
+    private static let started = Atomic<Bool>(false)
 
     private static func restore() {
         guard isendwin() == false else { return }

@@ -44,6 +44,8 @@ public protocol TerminalDriver: AnyObject {
     func shutdown()
     /// Puts text on the user's clipboard (OSC 52: works over SSH and in tmux with set-clipboard).
     func copyToClipboard(_ text: String)
+    /// Rings the terminal bell.
+    func bell()
 }
 
 /// An in-memory terminal for tests: keeps the last presented screen and a queue of input.
@@ -79,5 +81,8 @@ public final class MemoryTerminal: TerminalDriver {
     public func poll() -> TerminalInput? { input.isEmpty ? nil : input.removeFirst() }
     public private(set) var clipboard: String?
     public func copyToClipboard(_ text: String) { clipboard = text }
+    /// Times the bell rang.
+    public private(set) var bells = 0
+    public func bell() { bells += 1 }
     public func shutdown() { isShutDown = true }
 }

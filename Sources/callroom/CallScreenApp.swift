@@ -15,7 +15,8 @@ enum CallScreenApp {
     /// (the demo joins you as the moderator). `cleanup` runs before the process exits.
     static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
                     title: String, eventLog: String? = nil, token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
-                    cleanup: (@MainActor () -> Void)? = nil) async {
+                    loggedIn: Bool = false, cleanup: (@MainActor () -> Void)? = nil,
+                    finished: (@MainActor (Int32) -> Void)? = nil) async {
         // --event-log FILE: every callback also as a JSON line (opened before the screen takes over).
         if let path = eventLog {
             guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
@@ -36,13 +37,15 @@ enum CallScreenApp {
             let summary = c.summary
             c.stop()
             cleanup?()
+            // A caller that goes on (the ringing screen) gets the code; otherwise the summary, and exit.
+            if let finished { return finished(code) }
             Console.out(summary.lines.joined(separator: "\n"))
             exit(code)
         }
         installSignalHandlers { c.summarySeconds = 0; c.quit() }
         c.start()
         do throws(CometChatCallException) {
-            _ = try await SDKSetup.initAndLogin(options)
+            if !loggedIn { _ = try await SDKSetup.initAndLogin(options) }
             c.setStatus("joining…")
             if let token {
                 try await CometChatCalls.joinSession(callToken: try await token(), callSetting: settings, container: c)

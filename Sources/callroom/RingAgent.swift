@@ -1,11 +1,14 @@
 import CallsCore
+import CallsTUI
 import CometChatCallsSDK
 import CometChatSDK
 import Foundation
 
-/// The headless ringing client behind `callroom call` and `callroom listen`: logs in on both
-/// sides (chat: presence; calls: sessions), prints every call callback as a JSON line, answers
-/// as told, and joins an accepted call as `callroom join --headless` does.
+/// The ringing client behind `callroom call` and `callroom listen`: logs in on both sides
+/// (chat: presence; calls: sessions) and follows each call. Headless, every call callback is a
+/// JSON line and answers are automatic (`--auto-accept`, …); on the screen, `RingScreen` shows
+/// the idle, incoming and outgoing states and the keys answer, and an accepted call opens the
+/// call screen (after which `listen` returns to the idle screen).
 ///
 /// Thread rules: main queue only (the SDKs' callback queue).
 @MainActor
@@ -15,52 +18,75 @@ final class RingAgent: CometChatCallDelegate {
     private let options: SDKSetup.Options
     private let settings: SessionSettingsBuilder
     private let answer: Answer
-    private var current: String?
+    /// nil: headless.
+    private var screen: RingScreen?
+    private let listening: Bool
+    private var me: User?
+    /// The call this process is ringing, answering or in.
+    private var current: Call?
     private var joined = false
     private var signals: [DispatchSourceSignal] = []
     private static var retained: RingAgent?
 
-    init(options: SDKSetup.Options, settings: SessionSettingsBuilder, answer: Answer) {
+    init(options: SDKSetup.Options, settings: SessionSettingsBuilder, answer: Answer, screen: Bool, listening: Bool) throws(TerminalError) {
         self.options = options
         self.settings = settings
         self.answer = answer
+        self.listening = listening
+        if screen { self.screen = RingScreen(driver: try NcursesTerminal(), state: .connecting(options.uid)) }
         Self.retained = self
     }
 
     // MARK: Start
 
     private func login() async {
+        if let s = screen {
+            s.onAction = { [weak self] a in self?.act(a) }
+            s.start()
+        }
         do throws(CometChatCallException) {
             let user = try await SDKSetup.initAndLogin(options)
             guard let calls = CometChatCalls.appSettings else { throw CometChatCallException(errorCode: "INIT_ERROR", errorDescription: "not initialised") }
-            do { try CometChat.initialize(calls) } catch { Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure) }
+            do { try CometChat.initialize(calls) } catch { fail("\(error.errorCode): \(error.errorDescription)") }
             let token = user.authToken
             let online: Result<User, CometChatException> = await withCheckedContinuation { cont in
                 CometChat.login(authToken: token, onSuccess: { cont.resume(returning: .success($0)) },
                                 onError: { cont.resume(returning: .failure($0)) })
             }
             switch online {
-            case .success(let u): emit("login", ["uid": u.uid, "name": u.name])
-            case .failure(let e): Console.fail("\(e.errorCode): \(e.errorDescription)", code: ExitCode.failure)
+            case .success(let u):
+                me = u
+                emit("login", ["uid": u.uid, "name": u.name])
+            case .failure(let e): fail("\(e.errorCode): \(e.errorDescription)")
             }
         } catch {
-            Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
+            fail("\(error.errorCode): \(error.errorDescription)")
         }
         CometChat.addCallListener("callroom", self)
-        signals = SignalLeave.install({ [weak self] in self?.hangUp() }, giveUp: {})
+        signals = SignalLeave.install({ [weak self] in self?.hangUp() }, giveUp: { [weak self] in self?.screen?.stop() })
     }
 
     func call(_ call: Call, timeout: Int) async {
         await login()
+        let started = Date()
+        screen?.show(.outgoing(to: call.receiverUid, type: call.callType.rawValue, since: started))
         CometChat.initiateCall(call: call, timeout: timeout, onSuccess: { [weak self] outgoing in
-            self?.current = outgoing.sessionID
+            self?.current = outgoing
             self?.emit("initiateCall", call: outgoing)
+            let name = (outgoing.callReceiver as? User)?.name ?? (outgoing.callReceiver as? Group)?.name ?? outgoing.receiverUid
+            self?.screen?.show(.outgoing(to: name, type: outgoing.callType.rawValue, since: started))
         }, onError: { [weak self] e in self?.failed("initiateCall", e) })
     }
 
     func listen() async {
         await login()
         emit("listening", [:])
+        showIdle(note: nil)
+    }
+
+    private func showIdle(note: String?) {
+        guard let me else { return }
+        screen?.show(.idle(name: me.name, uid: me.uid, note: note))
     }
 
     // MARK: CometChatCallDelegate
@@ -73,28 +99,40 @@ final class RingAgent: CometChatCallDelegate {
     nonisolated func onOutgoingCallAccepted(acceptedCall: Call, error: CometChatException?) {
         MainActor.assumeIsolated {
             emit("onOutgoingCallAccepted", call: acceptedCall, listener: true)
-            join(acceptedCall.sessionID)
+            join(acceptedCall)
         }
     }
 
     nonisolated func onOutgoingCallRejected(rejectedCall: Call?, error: CometChatException?) {
         MainActor.assumeIsolated {
             emit("onOutgoingCallRejected", call: rejectedCall, listener: true)
-            exit(RingCommand.notConnected)
+            let who = rejectedCall?.receiverUid ?? "they"
+            let why: String
+            switch rejectedCall?.callStatus {
+            case .busy?: why = "\(who) is busy"
+            case .unanswered?: why = "\(who) did not answer"
+            default: why = "\(who) declined the call"
+            }
+            finishOutgoing(why, code: RingCommand.notConnected)
         }
     }
 
     nonisolated func onIncomingCallCancelled(canceledCall: Call?, error: CometChatException?) {
         MainActor.assumeIsolated {
             emit("onIncomingCallCancelled", call: canceledCall, listener: true)
-            if answer == .accept && current == canceledCall?.sessionID { exit(RingCommand.notConnected) }
+            guard canceledCall?.sessionID == current?.sessionID || current == nil else { return }
+            let from = canceledCall?.callInitiator?.name ?? "someone"
+            current = nil
+            if screen == nil, answer == .accept { exit(RingCommand.notConnected) }
+            let note = canceledCall?.memberOutcomes[me?.uid ?? ""] == "accepted" ? "answered on another device" : "missed call from \(from)"
+            showIdle(note: note)
         }
     }
 
     nonisolated func onCallEndedMessageReceived(endedCall: Call?, error: CometChatException?) {
         MainActor.assumeIsolated {
             emit("onCallEndedMessageReceived", call: endedCall, listener: true)
-            if joined { CallSession.shared.leaveSession() } else { exit(ExitCode.ok) }
+            if joined { CallSession.shared.leaveSession() } else if screen == nil { exit(ExitCode.ok) }
         }
     }
 
@@ -102,27 +140,76 @@ final class RingAgent: CometChatCallDelegate {
 
     private func incoming(_ call: Call) {
         emit("onIncomingCallReceived", call: call, listener: true)
+        if let screen {
+            guard current == nil else { return }  // already on a call: it keeps ringing elsewhere
+            current = call
+            let group = (call.callReceiver as? Group)?.name
+            screen.show(.incoming(from: call.callInitiator?.name ?? "?", type: call.callType.rawValue, group: group, since: Date()))
+            Notifier.ring("Incoming \(call.callType.rawValue) call from \(call.callInitiator?.name ?? "?")")
+            return
+        }
         switch answer {
         case .none: return
         case .accept:
             guard current == nil else { return }
-            current = call.sessionID
-            CometChat.acceptCall(sessionID: call.sessionID, onSuccess: { [weak self] accepted in
-                self?.emit("acceptCall", call: accepted)
-                self?.join(accepted.sessionID)
-            }, onError: { [weak self] e in self?.failed("acceptCall", e) })
+            current = call
+            accept(call)
         case .reject, .busy:
-            CometChat.rejectCall(sessionID: call.sessionID, status: answer == .busy ? .busy : .rejected, onSuccess: { [weak self] r in
-                self?.emit("rejectCall", call: r)
-            }, onError: { [weak self] e in self?.report("rejectCall", e) })
+            decline(call, busy: answer == .busy)
         }
     }
 
-    private func join(_ sessionID: String) {
+    private func accept(_ call: Call) {
+        CometChat.acceptCall(sessionID: call.sessionID, onSuccess: { [weak self] accepted in
+            self?.emit("acceptCall", call: accepted)
+            self?.join(accepted)
+        }, onError: { [weak self] e in
+            guard let self else { return }
+            if self.screen != nil {
+                self.current = nil
+                self.showIdle(note: "could not answer: \(e?.errorCode ?? "?")")
+            } else {
+                self.failed("acceptCall", e)
+            }
+        })
+    }
+
+    private func decline(_ call: Call, busy: Bool) {
+        CometChat.rejectCall(sessionID: call.sessionID, status: busy ? .busy : .rejected, onSuccess: { [weak self] r in
+            self?.emit("rejectCall", call: r)
+        }, onError: { [weak self] e in self?.report("rejectCall", e) })
+    }
+
+    /// A key (or a click) on the ringing screen.
+    private func act(_ a: RingScreen.Action) {
+        switch a {
+        case .accept: if let c = current { accept(c) }
+        case .reject, .busy:
+            if let c = current { decline(c, busy: a == .busy) }
+            current = nil
+            showIdle(note: a == .busy ? "answered busy" : "declined")
+        case .cancel, .quit: hangUp()
+        case .history: showHistory()
+        case .back: showIdle(note: nil)
+        }
+    }
+
+    private func join(_ call: Call) {
         guard !joined else { return }
         joined = true
-        let built = settings.setSessionType(.voice).build()
+        current = call
+        let sessionID = call.sessionID
+        let built = settings.setSessionType(call.callType == .video ? .video : .voice).build()
         let options = options
+        let peer = call.callInitiator.flatMap { ($0 as? User)?.uid == me?.uid ? nil : $0.name } ?? call.receiverUid
+        if let screen {
+            screen.stop()
+            Task { @MainActor in
+                await CallScreenApp.run(options: options, sessionID: sessionID, settings: built, title: "call with \(peer)", loggedIn: true,
+                                        cleanup: nil, finished: { [weak self] code in self?.callFinished(sessionID, peer: peer, code: code) })
+            }
+            return
+        }
         Task { @MainActor in
             // The session's callbacks are printed too; when it ends, so does the call.
             await HeadlessSession.run(options: options, sessionID: sessionID, settings: built, loggedIn: true, cleanup: { [weak self] in
@@ -131,26 +218,78 @@ final class RingAgent: CometChatCallDelegate {
         }
     }
 
-    /// Ends the call on the chat side after the session ended (blocks briefly: the process exits next).
+    /// The call screen closed: end the call; `listen` goes back to the ringing screen.
+    private func callFinished(_ sessionID: String, peer: String, code: Int32) {
+        joined = false
+        current = nil
+        CometChat.endCall(sessionID: sessionID, onSuccess: { _ in }, onError: { _ in })
+        guard listening else {
+            DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) { exit(code) }
+            return
+        }
+        do {
+            let s = RingScreen(driver: try NcursesTerminal(), state: .connecting(options.uid))
+            s.onAction = { [weak self] a in self?.act(a) }
+            screen = s
+            s.start()
+            showIdle(note: "call with \(peer) ended")
+        } catch {
+            Console.fail(error.message, code: ExitCode.usage)
+        }
+    }
+
+    /// Ends the call on the chat side after a headless session ended (the process exits next:
+    /// give the request a moment to leave).
     private func endCall(_ sessionID: String) {
-        guard CometChat.getActiveCall()?.sessionID == sessionID || current == sessionID else { return }
         let done = DispatchSemaphore(value: 0)
         CometChat.endCall(sessionID: sessionID, onSuccess: { _ in done.signal() }, onError: { _ in done.signal() })
-        // The handlers run on main, which this waits on: wait for the request only, not its answer.
         _ = done.wait(timeout: .now() + 0.2)
     }
 
-    /// SIGINT/SIGTERM: cancel a call still ringing, or leave (and so end) the one in progress.
+    /// Cancel (a call still ringing out), leave (the call in progress), or quit.
     private func hangUp() {
         if joined { return CallSession.shared.leaveSession() }
-        guard let sid = current else { exit(ExitCode.ok) }
-        CometChat.rejectCall(sessionID: sid, status: .cancelled, onSuccess: { [weak self] c in
-            self?.emit("rejectCall", call: c)
-            exit(RingCommand.notConnected)
-        }, onError: { _ in exit(RingCommand.notConnected) })
+        guard let c = current, !listening else {
+            screen?.stop()
+            exit(ExitCode.ok)
+        }
+        CometChat.rejectCall(sessionID: c.sessionID, status: .cancelled, onSuccess: { [weak self] r in
+            self?.emit("rejectCall", call: r)
+            self?.finishOutgoing("call cancelled", code: RingCommand.notConnected)
+        }, onError: { [weak self] _ in self?.finishOutgoing("call cancelled", code: RingCommand.notConnected) })
     }
 
-    // MARK: Output
+    /// An outgoing call that did not connect: say why (on the screen, for a moment), then exit.
+    private func finishOutgoing(_ why: String, code: Int32) {
+        guard let screen else { exit(code) }
+        screen.show(.outcome(why))
+        DispatchQueue.main.asyncAfter(deadline: .now() + 2) {
+            screen.stop()
+            Console.out("callroom: \(why)")
+            exit(code)
+        }
+    }
+
+    private func showHistory() {
+        let request = CallLogsRequest.CallLogsBuilder().set(limit: 30).build()
+        request.fetchNext(onSuccess: { [weak self] logs in
+            let lines = logs.map { log -> String in
+                let when = Date(timeIntervalSince1970: TimeInterval(log.initiatedAt))
+                let other = log.direction == .outgoing ? log.receiver.name : log.initiator.name
+                let arrow = log.direction == .outgoing ? "→" : "←"
+                return "\(Self.dateFormat.string(from: when))  \(arrow) \(other)  \(log.type)  \(log.status.rawValue)  \(log.totalDuration)"
+            }
+            self?.screen?.show(.history(lines))
+        }, onError: { [weak self] e in self?.showIdle(note: "history: \(e?.errorCode ?? "?")") })
+    }
+
+    private static let dateFormat: DateFormatter = {
+        let f = DateFormatter()
+        f.dateFormat = "yyyy-MM-dd HH:mm"
+        return f
+    }()
+
+    // MARK: Output (headless: JSON lines)
 
     private func emit(_ event: String, call: Call?, listener: Bool = false) {
         var d: [String: Any] = [:]
@@ -159,6 +298,7 @@ final class RingAgent: CometChatCallDelegate {
     }
 
     private func emit(_ event: String, _ fields: [String: Any], listener: Bool = false) {
+        guard screen == nil else { return }
         var d = fields
         d["ts"] = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
         d["event"] = event
@@ -173,7 +313,13 @@ final class RingAgent: CometChatCallDelegate {
 
     private func failed(_ event: String, _ e: CometChatException?) {
         report(event, e)
-        exit(ExitCode.failure)
+        fail("\(event): \(e?.errorCode ?? "?") \(e?.errorDescription ?? "")")
+    }
+
+    private func fail(_ message: String) -> Never {
+        screen?.stop()
+        if screen == nil { exit(ExitCode.failure) }
+        Console.fail(message, code: ExitCode.failure)
     }
 
     static func json(_ c: Call) -> [String: Any] {
@@ -182,5 +328,29 @@ final class RingAgent: CometChatCallDelegate {
         if let i = c.callInitiator as? User { d["initiator"] = ["uid": i.uid, "name": i.name] }
         if !c.memberOutcomes.isEmpty { d["members"] = c.memberOutcomes }
         return d
+    }
+}
+
+/// Tells the user a call rings when they may not be looking: a desktop notification where
+/// `notify-send` exists, a tmux message inside tmux (the screen itself rings the bell).
+enum Notifier {
+    static func ring(_ text: String) {
+        let env = ProcessInfo.processInfo.environment
+        if env["TMUX"] != nil { launch("tmux", ["display-message", text]) }
+        if env["DISPLAY"] != nil || env["WAYLAND_DISPLAY"] != nil || env["DBUS_SESSION_BUS_ADDRESS"] != nil {
+            launch("notify-send", ["--urgency=critical", "CallRoom", text])
+        }
+    }
+
+    private static func launch(_ tool: String, _ args: [String]) {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+            .map { "\($0)/\(tool)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let path else { return }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try? p.run()
     }
 }

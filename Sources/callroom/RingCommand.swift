@@ -1,4 +1,5 @@
 import CallsCore
+import CallsTUI
 import CometChatCallsSDK
 import CometChatSDK
 import Foundation
@@ -11,17 +12,19 @@ enum RingCommand {
     static let callUsage = """
         USAGE: callroom call RECEIVER (--server URL | --settings FILE) --uid UID
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID] [--group] [--video]
-                             [--timeout SECONDS] [--input SPEC] [--output SPEC] --headless
+                             [--timeout SECONDS] [--input SPEC] [--output SPEC] [--headless]
 
-        Rings RECEIVER (a uid, or a guid with --group) and, once someone answers, joins the call.
+        Rings RECEIVER (a uid, or a guid with --group) and, once someone answers, joins the call:
+        the screen shows who you are calling and for how long ([c] or Esc cancels), then the call
+        screen; if nobody answers it says why (declined, busy, no answer).
 
         OPTIONS:
           --group              RECEIVER is a group: every online member rings
           --video              a video call (default audio)
           --timeout SECONDS    how long it rings before it is unanswered (5…300, default 45)
           --input/--output     audio endpoints, as for 'callroom join'
-          --headless           every callback as one JSON line on stdout; end of input (or
-                               SIGINT/SIGTERM) while ringing cancels, during the call leaves and ends it
+          --headless           no screen: every callback as one JSON line on stdout; SIGINT/SIGTERM
+                               while ringing cancels; during the call, end of input leaves and ends it
 
         Exit status: 0 after a call that connected and ended, 4 when it did not connect
         (rejected, busy, unanswered, cancelled), 1 on failure, 2 on bad usage.
@@ -30,9 +33,13 @@ enum RingCommand {
 
     static let listenUsage = """
         USAGE: callroom listen (--server URL | --settings FILE) --uid UID (--auth-key KEY | --auth-token TOKEN)
-                               [--app-id ID] [--auto-accept | --auto-reject | --busy] [--input SPEC] [--output SPEC] --headless
+                               [--app-id ID] [--input SPEC] [--output SPEC] [--headless [--auto-accept | --auto-reject | --busy]]
 
-        Stays online as UID: calls ring here. Every callback is one JSON line on stdout.
+        Stays online as UID: calls ring here. The screen shows you online; an incoming call takes
+        over with the caller, the type and [a] Accept / [r] Reject / [b] Busy (and rings the bell,
+        a tmux message inside tmux, a desktop notification where notify-send works); accepting
+        opens the call screen, and leaving it returns here. [h] shows your call history, [q] quits.
+        Headless, every callback is one JSON line on stdout.
 
         OPTIONS:
           --auto-accept        answer the first call, join it, exit 0 when it ends
@@ -61,9 +68,6 @@ enum RingCommand {
                 Console.fail("give at most one of --auto-accept, --auto-reject and --busy")
             }
         }
-        guard args.has("headless") else {
-            Console.fail("the ringing screens are not in this build yet: add --headless (the call screen opens with 'callroom join')")
-        }
         guard (args["server"] == nil) != (args["settings"] == nil) else { Console.fail("give exactly one of --server and --settings") }
         guard let uid = args["uid"] ?? (args["auth-token"] != nil ? "" : nil) else { Console.fail("--uid is required") }
         guard (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }
@@ -76,8 +80,15 @@ enum RingCommand {
         let settings = CometChatCalls.sessionSettingsBuilder.setAudioInput(input).setAudioOutput(output)
         let answer: RingAgent.Answer = args.has("auto-accept") ? .accept : args.has("auto-reject") ? .reject : args.has("busy") ? .busy : .none
         signal(SIGPIPE, SIG_IGN)
+        let headless = args.has("headless")
+        if !headless && answer != .none { Console.fail("--auto-accept, --auto-reject and --busy are for --headless (on the screen, keys answer)") }
         Task { @MainActor in
-            let agent = RingAgent(options: options, settings: settings, answer: answer)
+            let agent: RingAgent
+            do throws(TerminalError) {
+                agent = try RingAgent(options: options, settings: settings, answer: answer, screen: !headless, listening: !calling)
+            } catch {
+                Console.fail(error.message, code: ExitCode.usage)
+            }
             if calling {
                 let call = Call(receiverId: args.positionals[0], callType: args.has("video") ? .video : .audio,
                                 receiverType: args.has("group") ? .group : .user)

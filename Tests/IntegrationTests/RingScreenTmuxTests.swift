@@ -1,0 +1,68 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// The ringing screens in a real terminal (tmux): `callroom listen` idle → an incoming call →
+/// Accept → the call screen → the caller hangs up → back to idle, history one key away; and
+/// `callroom call` saying why a call did not connect, at 40×12 under LANG=C. The other end is
+/// a headless `callroom` process.
+final class RingScreenTmuxTests: XCTestCase {
+    var tmp: TemporaryDirectory!
+    override func setUp() { tmp = TemporaryDirectory("callroom-ringtmux") }
+    override func tearDown() { tmp.remove() }
+
+    func testListenAnswersACallShowsTheCallScreenAndReturnsToIdle() throws {
+        let tmux = Tmux(session: "ring-\(UUID().uuidString.prefix(6))")
+        try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let auth = "--server \(server.url) --auth-key \(server.authKey) --output null"
+        XCTAssertTrue(tmux.start("LANG=C.UTF-8 \(BuiltProducts.path("callroom")) listen --uid bob \(auth) --input tone:300; echo RING-EXIT=$?; sleep 30",
+                                 width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("online as bob"), tmux.screen())
+        XCTAssertTrue(tmux.screen().contains("[h] History"))
+        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "bob", "--uid", "ann", "--server", server.url, "--auth-key", server.authKey,
+                                                                      "--input", "tone:500", "--output", "null", "--headless"])
+        XCTAssertTrue(tmux.waitFor("Incoming call"), tmux.screen())
+        XCTAssertTrue(tmux.screen().contains("[a] Accept   [r] Reject   [b] Busy"), tmux.screen())
+        XCTAssertTrue(tmux.screen().contains("audio call"))
+        tmux.keys("a")
+        XCTAssertTrue(tmux.waitFor("call with ann"), "the call screen: \(tmux.screen())")
+        XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
+        XCTAssertNotNil(ann.waitForLine { $0.contains(#""event":"onSessionJoined""#) })
+        ann.closeInput()  // the caller hangs up: the call ends for both
+        XCTAssertEqual(ann.wait(timeout: 10), 0)
+        XCTAssertTrue(tmux.waitFor("call with ann ended", timeout: 25), "back to idle after the summary: \(tmux.screen())")
+        tmux.keys("h")
+        XCTAssertTrue(tmux.waitFor("Call history"), tmux.screen())
+        XCTAssertTrue(tmux.screen().contains("← ann  audio  ended"), tmux.screen())
+        tmux.keys("Escape")
+        XCTAssertTrue(tmux.waitFor("online as bob"))
+        tmux.keys("q")
+        XCTAssertTrue(tmux.waitFor("RING-EXIT=0"), tmux.screen())
+    }
+
+    func testCallSaysWhyItDidNotConnectAtFortyByTwelveInASCII() throws {
+        let tmux = Tmux(session: "out-\(UUID().uuidString.prefix(6))")
+        try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let cat = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "cat", "--busy", "--server", server.url,
+                                                                      "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"])
+        defer { cat.signal(SIGTERM) }
+        XCTAssertNotNil(cat.waitForLine { $0.contains(#""event":"listening""#) })
+        XCTAssertTrue(tmux.start("LC_ALL=C LANG=C NO_COLOR=1 \(BuiltProducts.path("callroom")) call cat --uid dan --server \(server.url) --auth-key \(server.authKey) --input null --output null; echo RING-EXIT=$?; sleep 30",
+                                 width: 40, height: 12))
+        // The outcome on the screen (an ASCII frame under LANG=C) for a moment, then on the shell.
+        let deadline = Date().addingTimeInterval(15)
+        var framed = ""
+        while Date() < deadline {
+            let s = tmux.screen()
+            if s.contains("+ CallRoom") && s.contains("cat is busy") { framed = s; break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTAssertFalse(framed.isEmpty, "the framed outcome: \(tmux.screen())")
+        XCTAssertTrue(tmux.waitFor("RING-EXIT=4"), tmux.screen())
+        XCTAssertTrue(tmux.screen().contains("callroom: cat is busy"), "said on the shell too")
+    }
+}
