@@ -16,7 +16,8 @@ let topUsage = """
       bench     measure latency, quality under loss, and CPU (see 'callroom bench --help')
       --version print the version
 
-    Run 'callroom <command> --help' for a command's options.
+    With credentials and no command ('callroom --server URL --uid UID --auth-key KEY') it runs
+    'callroom listen'. Run 'callroom <command> --help' for a command's options.
 
     """
 
@@ -24,6 +25,9 @@ let argv = Array(CommandLine.arguments.dropFirst())
 switch argv.first {
 case "join": JoinCommand.run(Array(argv.dropFirst()))
 case "call", "listen": RingCommand.run(argv[0], Array(argv.dropFirst()))
+case let flag? where flag.hasPrefix("--") && flag != "--help" && flag != "--version":
+    // Credentials and no command: stay online (`callroom listen`).
+    RingCommand.run("listen", argv)
 case "demo": DemoCommand.run(Array(argv.dropFirst()))
 case "devices": DevicesCommand.run(Array(argv.dropFirst()))
 case "bots": BotsCommand.run(Array(argv.dropFirst()))

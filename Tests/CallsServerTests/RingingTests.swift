@@ -117,6 +117,33 @@ final class RingingTests: XCTestCase {
         XCTAssertEqual(missed.compactMap { $0["status"] as? String }, ["cancelled"])
     }
 
+    func testUnansweredByTimeoutAndEndedByTheReceiver() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let ann = try Self.online(url: url, appId: app, authKey: key, uid: "ann")
+        let bob = try Self.online(url: url, appId: app, authKey: key, uid: "bob")
+        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: 5))
+        let rang = try XCTUnwrap(call(bob, .incoming)?.sessionId)
+        XCTAssertEqual(call(ann, .unanswered)?.status, .unanswered, "nobody answered in 5 s")
+        XCTAssertEqual(call(bob, .unanswered)?.members.first?.outcome, .unanswered)
+        bob.send(.acceptCall(sessionId: rang))
+        XCTAssertEqual(bob.error(), "ERR_CALL_NOT_FOUND", "too late")
+        // The receiver ends an accepted call: both hear it.
+        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
+        let second = try XCTUnwrap(call(bob, .incoming, except: rang)?.sessionId)
+        bob.send(.acceptCall(sessionId: second))
+        XCTAssertNotNil(call(ann, .accepted, except: rang))
+        bob.send(.endCall(sessionId: second))
+        XCTAssertEqual(call(ann, .ended)?.sessionId, second)
+        let cat = try Self.online(url: url, appId: app, authKey: key, uid: "cat")
+        cat.send(.endCall(sessionId: second))
+        XCTAssertEqual(cat.error(), "ERR_CALL_NOT_FOUND")
+        let statuses = Dictionary(uniqueKeysWithValues: [rang, second].map { sid in
+            (sid, h.request("GET", "/v3/calls/\(sid)", headers: h.adminHeaders).data["status"] as? String ?? "?") })
+        XCTAssertEqual(statuses, [rang: "unanswered", second: "ended"])
+    }
+
     func testAGroupRingsItsMembers() throws {
         let h = try ServerHarness()
         defer { h.stop(); h.removeData() }
@@ -182,5 +209,16 @@ final class RingingTests: XCTestCase {
         dan.send(.acceptCall(sessionId: longer))
         XCTAssertEqual(call(ann, .accepted)?.sessionId, longer)
         XCTAssertEqual(status(longer), "ongoing")
+
+        // Killed again after the accept: the restart ends the call (at its last heartbeat) and
+        // nothing rings.
+        server.process.signal(SIGKILL)
+        _ = server.process.wait()
+        server = try CallroomdProcess(dataDir: dir, extra: ["--log-level", "error"])
+        XCTAssertEqual(status(longer), "ended")
+        let after = BlockingHTTP.request("GET", server.url + "/v3/calls/\(longer)", headers: ["apikey": apiKey]).data
+        XCTAssertNotNil(after["endedAt"] as? Int64)
+        let danAgain = try Self.online(url: server.url, appId: app, authKey: key, uid: "dan")
+        XCTAssertNil(danAgain.wait(timeout: 0.5) { if case .call(.incoming, _, _) = $0 { return true }; return false })
     }
 }
