@@ -1,4 +1,5 @@
 import CallsCore
+import CometChatCallsSDK
 import Foundation
 
 /// Someone or something a call is between: a `User` or a `Group`.
@@ -101,4 +102,10 @@ extension CometChatCallDelegate {
     public func onOutgoingCallRejected(rejectedCall: Call?, error: CometChatException?) {}
     public func onIncomingCallCancelled(canceledCall: Call?, error: CometChatException?) {}
     public func onCallEndedMessageReceived(endedCall: Call?, error: CometChatException?) {}
+}
+
+extension CometChat.CallType {
+    /// The calls SDK's session type for this call: `.audio` → `.voice`, `.video` → `.video`
+    /// (`CometChatCalls.sessionSettingsBuilder.setSessionType(call.callType.sessionType)`).
+    public var sessionType: SessionType { self == .video ? .video : .voice }
 }

@@ -1,3 +1,4 @@
+import CallsCore
 import CometChatCallsSDK
 import Foundation
 
@@ -16,6 +17,8 @@ final class BotDirector {
     let count: Int
     let scenario: Scenario
     private(set) var bots: [Int: CallsClient] = [:]
+    /// Each bot's online device for ringing (made on its first ring action).
+    private var devices: [Int: SignalDevice] = [:]
     private var stopped = false
 
     init(serverURL: URL, appID: String, authKey: String, sessionID: String, count: Int, scenario: Scenario) {
@@ -48,10 +51,11 @@ final class BotDirector {
         return "tone:\(220 + 110 * ((bot - 1) % 6)):700:500"
     }
 
-    /// Joins the bots that start in the room and schedules the timeline.
-    func start() async {
+    /// Joins the bots that start in the room (the director's session, or `session`: the room of
+    /// a call bot 1 placed) and schedules the timeline.
+    func start(in session: String? = nil) async {
         let absent = scenario.startsAbsent
-        for bot in 1...max(1, count) where !absent.contains(bot) { await join(bot) }
+        for bot in 1...max(1, count) where !absent.contains(bot) { await join(bot, session: session) }
         schedule(offset: 0)
     }
 
@@ -68,8 +72,10 @@ final class BotDirector {
         }
     }
 
-    private func join(_ bot: Int) async {
+    /// Joins `bot` to the director's session, or to `session` (the room of a call it is in).
+    func join(_ bot: Int, session: String? = nil) async {
         guard bots[bot] == nil, !stopped else { return }
+        let sessionID = session ?? self.sessionID
         let client = CallsClient(serverURL: serverURL, appID: appID, eventQueue: DispatchQueue(label: "callroom.bot\(bot)")) { _ in }
         let settings = SessionSettingsBuilder().setSessionType(.video).setAudioInput(input(bot)).setAudioOutput("none").build()
         do {
@@ -81,9 +87,38 @@ final class BotDirector {
         }
     }
 
+    /// The bot's online device (logged in as the bot, said hello).
+    func device(_ bot: Int) async -> SignalDevice? {
+        if let d = devices[bot] { return d }
+        do {
+            let d = try await SignalDevice.online(serverURL, appID, authKey, "bot-\(bot)", name: name(bot))
+            devices[bot] = d
+            return d
+        } catch {
+            Console.err("callroom: synthetic participant \(name(bot)) is not online: \(error.message)")
+            return nil
+        }
+    }
+
+    /// A ringing action on the bot's own device: the call it last received or placed.
+    private func ring(_ step: Scenario.Step) async {
+        guard let d = await device(step.bot) else { return }
+        let calls = d.messages.compactMap { m -> (CallEventKind, WireCall)? in if case .call(let k, let c, _) = m { return (k, c) }; return nil }
+        let last = { (kinds: Set<CallEventKind>) in calls.last { kinds.contains($0.0) }?.1.sessionId }
+        switch step.action {
+        case "call": d.send(.initiateCall(receiverId: step.text ?? "", receiverType: .user, type: .audio, timeoutSeconds: nil))
+        case "accept": if let s = last([.incoming]) { d.send(.acceptCall(sessionId: s)) }
+        case "reject": if let s = last([.incoming]) { d.send(.rejectCall(sessionId: s, status: .rejected)) }
+        case "cancel": if let s = last([.initiated]) { d.send(.rejectCall(sessionId: s, status: .cancelled)) }
+        case "end": if let s = last([.accepted]) { d.send(.endCall(sessionId: s)) }
+        default: break
+        }
+    }
+
     private func perform(_ step: Scenario.Step) {
         guard !stopped else { return }
         if step.action == "join" { Task { await join(step.bot) }; return }
+        if ["call", "accept", "reject", "cancel", "end"].contains(step.action) { Task { await ring(step) }; return }
         guard let c = bots[step.bot] else { return }
         switch step.action {
         case "leave":
@@ -107,6 +142,8 @@ final class BotDirector {
     /// Stops the timeline and takes every bot out of the room.
     func stop() async {
         stopped = true
+        for d in devices.values { d.close() }
+        devices = [:]
         for c in bots.values { await c.leave() }
         bots = [:]
     }

@@ -1,5 +1,6 @@
 import CallsCore
 import CallsServer
+import CallsTUI
 import CometChatCallsSDK
 import Foundation
 
@@ -9,7 +10,7 @@ enum DemoCommand {
     static let usage = """
         USAGE: callroom demo [--bots N] [--scenario NAME|FILE] [--seed N] [--input SPEC] [--output SPEC]
                              [--name NAME] [--layout L] [--show LIST] [--hide LIST] [--event-log FILE]
-                             [--headless]
+                             [--ring] [--headless]
 
         Starts a CallRoom server inside this process (loopback, temporary data directory), joins
         N synthetic participants that speak (bundled speech clips), runs a scenario through them,
@@ -29,15 +30,18 @@ enum DemoCommand {
                             the demo shows chat, invite and record)
           --hide LIST       hide these
           --event-log FILE  also write every listener callback to FILE as JSON lines
+          --ring            a synthetic participant (Ada) calls you: the ringing screen, then the call
+                            with the others once you accept ([a]); ending the call returns to idle
           --headless        no screen: print every listener callback as JSON lines, read commands
-                            (mute, unmute, leave) from stdin, as 'callroom join --headless'
+                            (mute, unmute, leave) from stdin, as 'callroom join --headless' (with
+                            --ring: the call is answered at once)
 
         """
 
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["bots", "input", "output", "name", "layout", "event-log", "scenario", "seed", "show", "hide"], boolean: ["headless", "help"])
+            args = try ArgumentScanner(arguments, valued: ["bots", "input", "output", "name", "layout", "event-log", "scenario", "seed", "show", "hide"], boolean: ["headless", "help", "ring"])
         } catch { Console.fail("\(error.message)\nRun 'callroom demo --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
         if let extra = args.positionals.first { Console.fail("unexpected argument '\(extra)'") }
@@ -77,6 +81,11 @@ enum DemoCommand {
             try await SDKSetup.moderatorToken(server: serverURL, apiKey: apiKey, appID: appID, uid: "you", sessionID: sessionID)
         }
         signal(SIGPIPE, SIG_IGN)
+        if args.has("ring") {
+            Task { @MainActor in await ring(server: server, dataDir: dataDir, options: options, settings: builder, bots: bots, scenario: scenario,
+                                            headless: headless) }
+            dispatchMain()
+        }
         Task { @MainActor in
             let runtime = DemoRuntime(server: server, dataDir: dataDir)
             await runtime.startBots(count: bots, sessionID: sessionID, scenario: scenario)
@@ -88,6 +97,41 @@ enum DemoCommand {
             }
         }
         dispatchMain()
+    }
+}
+
+extension DemoCommand {
+    /// `--ring`: you, online on the ringing screen; Ada (bot 1) calls you; once you accept, the
+    /// bots join the call's room and run the scenario there.
+    @MainActor
+    static func ring(server: CallServer, dataDir: String, options: SDKSetup.Options, settings: SessionSettingsBuilder, bots: Int,
+                     scenario: Scenario, headless: Bool) async {
+        let runtime = DemoRuntime(server: server, dataDir: dataDir)
+        guard let url = URL(string: server.url) else { return }
+        let director = BotDirector(serverURL: url, appID: server.keys.appId, authKey: server.keys.authKey, sessionID: "demo-room",
+                                   count: max(1, bots), scenario: scenario)
+        let agent: RingAgent
+        do throws(TerminalError) {
+            agent = try RingAgent(options: options, settings: settings, answer: headless ? .accept : .none, screen: !headless, listening: true)
+        } catch {
+            runtime.shutdown()
+            Console.fail(error.message, code: ExitCode.usage)
+        }
+        runtime.director = director
+        agent.onExit = { runtime.shutdown() }
+        await agent.listen(ready: {
+            Task { @MainActor in
+                guard let ada = await director.device(1) else { return }
+                ada.send(.initiateCall(receiverId: "you", receiverType: .user, type: .video, timeoutSeconds: 60))
+                // Wait (off the main queue) for your answer, then bring everyone into the call.
+                let answered = await Task.detached { () -> String? in
+                    guard case (.call(_, let c, _), _)? = ada.wait(timeout: 65, { if case .call(.accepted, _, _) = $0 { return true }; return false })
+                    else { return nil }
+                    return c.sessionId
+                }.value
+                if let sid = answered { await director.start(in: sid) }
+            }
+        })
     }
 }
 
@@ -103,7 +147,8 @@ final class DemoRuntime {
         self.dataDir = dataDir
     }
 
-    private(set) var director: BotDirector?
+    /// The synthetic participants (held here: their timeline refers to them weakly).
+    var director: BotDirector?
 
     /// Joins `count` synthetic participants and starts the scenario.
     func startBots(count: Int, sessionID: String, scenario: Scenario) async {

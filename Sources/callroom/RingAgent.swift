@@ -27,6 +27,8 @@ final class RingAgent: CometChatCallDelegate {
     private var joined = false
     private var signals: [DispatchSourceSignal] = []
     private static var retained: RingAgent?
+    /// Runs before the process exits on quit (the demo stops its server).
+    var onExit: (@MainActor () -> Void)?
 
     init(options: SDKSetup.Options, settings: SessionSettingsBuilder, answer: Answer, screen: Bool, listening: Bool) throws(TerminalError) {
         self.options = options
@@ -63,7 +65,7 @@ final class RingAgent: CometChatCallDelegate {
             fail("\(error.errorCode): \(error.errorDescription)")
         }
         CometChat.addCallListener("callroom", self)
-        signals = SignalLeave.install({ [weak self] in self?.hangUp() }, giveUp: { [weak self] in self?.screen?.stop() })
+        signals = SignalLeave.install({ [weak self] in self?.hangUp() }, giveUp: { [weak self] in self?.screen?.stop(); self?.onExit?() })
     }
 
     func call(_ call: Call, timeout: Int) async {
@@ -78,8 +80,10 @@ final class RingAgent: CometChatCallDelegate {
         }, onError: { [weak self] e in self?.failed("initiateCall", e) })
     }
 
-    func listen() async {
+    /// Stays online; `ready` runs once logged in (the demo's caller dials then).
+    func listen(ready: (@MainActor () -> Void)? = nil) async {
         await login()
+        ready?()
         emit("listening", [:])
         showIdle(note: nil)
     }
@@ -214,6 +218,7 @@ final class RingAgent: CometChatCallDelegate {
             // The session's callbacks are printed too; when it ends, so does the call.
             await HeadlessSession.run(options: options, sessionID: sessionID, settings: built, loggedIn: true, cleanup: { [weak self] in
                 self?.endCall(sessionID)
+                self?.onExit?()
             })
         }
     }
@@ -251,6 +256,7 @@ final class RingAgent: CometChatCallDelegate {
         if joined { return CallSession.shared.leaveSession() }
         guard let c = current, !listening else {
             screen?.stop()
+            onExit?()
             exit(ExitCode.ok)
         }
         CometChat.rejectCall(sessionID: c.sessionID, status: .cancelled, onSuccess: { [weak self] r in

@@ -16,31 +16,6 @@ import FoundationNetworking
 /// - all at once (`--simultaneous`): N callers ring N callees together (2N users online);
 ///   latency of every ring, and the server's CPU and memory for it (with `--server-pid`).
 enum RingBench {
-    /// One online device: records every message with its arrival time.
-    final class Device: WebSocketClientDelegate, @unchecked Sendable {
-        private let lock = NSLock()
-        private var received: [(ServerMessage, UInt64)] = []
-        var client: WebSocketClient!
-        func webSocketDidOpen(_ c: WebSocketClient) {}
-        func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
-            let now = monotonicNanoseconds()
-            guard let m = try? ServerMessage(json: Data(message)) else { return }
-            lock.withLock { received.append((m, now)) }
-        }
-        func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) {}
-        func send(_ m: ClientMessage) { client.send(text: m.json()) }
-
-        /// The first message matching `match`, with its arrival time, waiting up to `timeout` s.
-        func wait(timeout: Double = 10, _ match: (ServerMessage) -> Bool) -> (ServerMessage, UInt64)? {
-            let end = Date().addingTimeInterval(timeout)
-            repeat {
-                if let hit = lock.withLock({ received.first { match($0.0) } }) { return hit }
-                usleep(500)
-            } while Date() < end
-            return nil
-        }
-    }
-
     static func run(_ args: ArgumentScanner) -> Never {
         guard let server = args["server"], let key = args["auth-key"], let url = URL(string: server.contains("://") ? server : "http://" + server) else {
             Console.fail("bench ring needs --server URL and --auth-key KEY")
@@ -121,30 +96,14 @@ enum RingBench {
         return String(format: "%@: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d)", what, q(0.5), q(0.99), s.last ?? .nan, s.count)
     }
 
-    struct BenchError: Error { let message: String; init(_ m: String) { message = m } }
+    typealias Device = SignalDevice
+    typealias BenchError = SignalDevice.Failure
 
     static func appID(_ url: URL) async throws(BenchError) -> String {
         do { return try await SDKSetup.fetchAppID(server: url) } catch { throw BenchError("\(error.errorCode): \(error.errorDescription)") }
     }
 
-    /// Logs `uid` in over REST and says hello on a fresh signalling connection.
     static func online(_ url: URL, _ app: String, _ key: String, _ uid: String) async throws(BenchError) -> Device {
-        var req = URLRequest(url: url.appendingPathComponent("v3/sdk/login"))
-        req.httpMethod = "POST"
-        req.setValue(app, forHTTPHeaderField: "appId")
-        req.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        req.httpBody = try? JSONSerialization.data(withJSONObject: ["uid": uid, "authKey": key])
-        struct Login: Decodable { struct D: Decodable { var authToken: String }; var data: D }
-        let token: String
-        do {
-            let (data, _) = try await URLSession.shared.data(for: req)
-            token = try JSONDecoder().decode(Login.self, from: data).data.authToken
-        } catch { throw BenchError("login \(uid): \(error)") }
-        let d = Device()
-        d.client = WebSocketClient(url: url.appendingPathComponent("v1/signal"), delegate: d)
-        do { try d.client.connect() } catch { throw BenchError("connect: \(error)") }
-        d.send(.hello(authToken: token))
-        guard d.wait({ if case .welcome = $0 { return true }; return false }) != nil else { throw BenchError("no welcome for \(uid)") }
-        return d
+        try await SignalDevice.online(url, app, key, uid)
     }
 }

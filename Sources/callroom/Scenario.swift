@@ -11,7 +11,9 @@ import Foundation
 /// at 9   3 leave
 /// ```
 /// Actions: join, leave, mute, unmute, pause-video, resume-video, raise-hand, lower-hand,
-/// share-start, share-stop, record-start, record-stop, chat TEXT…. A bot whose first action is
+/// share-start, share-stop, record-start, record-stop, chat TEXT…; ringing: call USER, accept,
+/// reject, cancel, end (the bot's own online device: the call it last received or placed).
+/// A bot whose first action is
 /// `join` starts outside the room. `random` (with a seed) generates a minute of everything.
 struct Scenario: Equatable {
     struct Step: Equatable {
@@ -22,7 +24,8 @@ struct Scenario: Equatable {
     }
 
     static let actions: Set<String> = ["join", "leave", "mute", "unmute", "pause-video", "resume-video", "raise-hand", "lower-hand",
-                                       "share-start", "share-stop", "record-start", "record-stop", "chat"]
+                                       "share-start", "share-stop", "record-start", "record-stop", "chat",
+                                       "call", "accept", "reject", "cancel", "end"]
 
     var steps: [Step]
     var repeatEvery: Double?
@@ -52,6 +55,7 @@ struct Scenario: Equatable {
                 guard actions.contains(w[3]) else { throw bad("unknown action '\(w[3])'") }
                 let text = w.count > 4 ? w[4...].joined(separator: " ") : nil
                 if w[3] == "chat" && text == nil { throw bad("chat needs text") }
+                if w[3] == "call" && (text == nil || w.count != 5) { throw bad("call needs one USER (a uid; 'you' in the demo)") }
                 steps.append(Step(at: t, bot: bot, action: w[3], text: text))
             default:
                 throw bad("expected 'at' or 'repeat', not '\(w[0])'")

@@ -22,8 +22,8 @@ final class RingingTests: XCTestCase {
     }
 
     /// The first `call` message of `kind` (for a session other than `except`).
-    func call(_ p: SignalProbe, _ kind: CallEventKind, except: String? = nil) -> WireCall? {
-        if case .call(_, let c, _)? = p.wait({ if case .call(kind, let c, _) = $0 { return c.sessionId != except }; return false }) { return c }
+    func call(_ p: SignalProbe, _ kind: CallEventKind, except: String? = nil, timeout: TimeInterval = 5) -> WireCall? {
+        if case .call(_, let c, _)? = p.wait(timeout: timeout, { if case .call(kind, let c, _) = $0 { return c.sessionId != except }; return false }) { return c }
         return nil
     }
 
@@ -125,7 +125,7 @@ final class RingingTests: XCTestCase {
         let bob = try Self.online(url: url, appId: app, authKey: key, uid: "bob")
         ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: 5))
         let rang = try XCTUnwrap(call(bob, .incoming)?.sessionId)
-        XCTAssertEqual(call(ann, .unanswered)?.status, .unanswered, "nobody answered in 5 s")
+        XCTAssertEqual(call(ann, .unanswered, timeout: 15)?.status, .unanswered, "nobody answered in 5 s")
         XCTAssertEqual(call(bob, .unanswered)?.members.first?.outcome, .unanswered)
         bob.send(.acceptCall(sessionId: rang))
         XCTAssertEqual(bob.error(), "ERR_CALL_NOT_FOUND", "too late")

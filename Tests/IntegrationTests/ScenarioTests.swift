@@ -39,6 +39,31 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(demo.wait(), 0)
     }
 
+    /// `demo --ring`: Ada calls you (answered at once, headless), the bots join the call's room
+    /// and the scenario runs there, ringing actions included: bot 2 calls you while you are in the
+    /// call (busy) and, later, hangs up its own call attempt.
+    func testTheRingDemoCallsYouAndRunsTheScenarioInTheCall() throws {
+        let tmp = TemporaryDirectory("callroom-ringdemo")
+        defer { tmp.remove() }
+        let file = tmp.file("ring.scn")
+        try """
+        at 0.5 1 raise-hand
+        at 1.0 2 call you
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let demo = try ManagedProcess(BuiltProducts.path("callroom"), ["demo", "--ring", "--headless", "--bots", "2", "--scenario", file,
+                                                                       "--input", "null", "--output", "null"])
+        XCTAssertNotNil(demo.waitForLine(timeout: 15) { $0.contains(#""event":"onIncomingCallReceived""#) && $0.contains("Ada Lovelace") },
+                        demo.errorOutput + demo.output.joined(separator: "\n"))
+        XCTAssertNotNil(demo.waitForLine(timeout: 15) { $0.contains(#""event":"onParticipantHandRaised""#) && $0.contains("bot-1") },
+                        "the scenario runs in the call: \(demo.output.suffix(5))")
+        XCTAssertTrue(demo.output.contains { $0.contains(#""event":"acceptCall""#) })
+        // Bot 2 rings you while you are in the call: you are busy, so nothing rings here.
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertEqual(demo.output.filter { $0.contains(#""event":"onIncomingCallReceived""#) }.count, 1)
+        demo.send("leave")
+        XCTAssertEqual(demo.wait(timeout: 10), 0, demo.errorOutput)
+    }
+
     func testBadScenarioIsRefusedWithItsLineNumber() throws {
         let tmp = TemporaryDirectory("callroom-scn")
         defer { tmp.remove() }
@@ -50,6 +75,10 @@ final class ScenarioTests: XCTestCase {
         let missing = try ManagedProcess(BuiltProducts.path("callroom"), ["demo", "--headless", "--scenario", "no-such"])
         XCTAssertEqual(missing.wait(), 2)
         XCTAssertTrue(missing.errorOutput.contains("no scenario 'no-such'"))
+        try "at 1 2 call\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let noUser = try ManagedProcess(BuiltProducts.path("callroom"), ["demo", "--headless", "--scenario", file])
+        XCTAssertEqual(noUser.wait(), 2)
+        XCTAssertTrue(noUser.errorOutput.contains("bad.scn:1: call needs one USER"), noUser.errorOutput)
     }
 
     func testBotsCommandPopulatesARoomOnARunningServer() throws {
