@@ -17,6 +17,7 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
     }
 
     struct Pending {
+        var id: UInt64
         var expect: Expect
         var done: @Sendable (Result<ServerMessage, CometChatException>) -> Void
     }
@@ -25,6 +26,7 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
     private let url: URL
     private var client: WebSocketClient?
     private var pending: [Pending] = []
+    private var nextID: UInt64 = 1
     /// Told of every `call` message that no request was waiting for (on `queue`).
     var onCall: (@Sendable (CallEventKind, WireCall, CallCancelReason?) -> Void)?
     var onClosed: (@Sendable () -> Void)?
@@ -56,19 +58,19 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
             guard let ws = self.client else {
                 return done(.failure(CometChatException(errorCode: CometChatException.notLoggedIn, errorDescription: "Not logged in (no connection).")))
             }
-            self.pending.append(Pending(expect: expect, done: done))
+            let id = self.nextID
+            self.nextID += 1
+            self.pending.append(Pending(id: id, expect: expect, done: done))
             ws.send(text: message.json())
             // A request the server never answers (a lost connection) fails rather than hangs.
-            self.queue.asyncAfter(deadline: .now() + 15) { [weak self] in self?.expire(message.json()) }
+            self.queue.asyncAfter(deadline: .now() + 15) { [weak self] in self?.expire(id) }
         }
     }
 
-    private func expire(_ what: String) {
+    private func expire(_ id: UInt64) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !pending.isEmpty else { return }
-        let p = pending.removeFirst()
-        p.done(.failure(CometChatException(errorCode: CometChatException.timedOut, errorDescription: "No answer from the server in 15 s.")))
-        _ = what
+        guard let i = pending.firstIndex(where: { $0.id == id }) else { return }  // answered already
+        pending.remove(at: i).done(.failure(CometChatException(errorCode: CometChatException.timedOut, errorDescription: "No answer from the server in 15 s.")))
     }
 
     // MARK: WebSocket (any thread → queue)
