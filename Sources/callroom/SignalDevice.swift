@@ -17,8 +17,16 @@ final class SignalDevice: WebSocketClientDelegate, @unchecked Sendable {
     private var received: [(ServerMessage, UInt64)] = []
     private(set) var client: WebSocketClient!
     let uid: String
+    /// The auth token the device logged in with (REST calls as this user).
+    private(set) var authToken = ""
+    private let server: URL
+    private let appID: String
 
-    private init(uid: String) { self.uid = uid }
+    private init(uid: String, server: URL, appID: String) {
+        self.uid = uid
+        self.server = server
+        self.appID = appID
+    }
 
     func webSocketDidOpen(_ c: WebSocketClient) {}
     func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
@@ -44,6 +52,44 @@ final class SignalDevice: WebSocketClientDelegate, @unchecked Sendable {
         return nil
     }
 
+    /// Joins the room `session` as this user on a second connection (a call token over REST,
+    /// then `join`: leaving a room closes its connection, so presence keeps its own) and binds a
+    /// fresh UDP socket to the relay.
+    func joinRoom(_ session: String) async throws(Failure) -> (room: SignalDevice, socket: UDPSocket, relay: SocketAddress, ssrc: UInt32) {
+        var req = URLRequest(url: server.appendingPathComponent("v3.0/call_tokens"))
+        req.httpMethod = "POST"
+        req.setValue(appID, forHTTPHeaderField: "appId")
+        req.setValue(authToken, forHTTPHeaderField: "authToken")
+        req.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        req.httpBody = try? JSONSerialization.data(withJSONObject: ["sessionId": session])
+        struct Token: Decodable { struct D: Decodable { var token: String }; var data: D }
+        let callToken: String
+        do {
+            let (data, _) = try await URLSession.shared.data(for: req)
+            callToken = try JSONDecoder().decode(Token.self, from: data).data.token
+        } catch { throw Failure("call token for \(uid): \(error)") }
+        let room = SignalDevice(uid: uid, server: server, appID: appID)
+        room.authToken = authToken
+        room.client = WebSocketClient(url: server.appendingPathComponent("v1/signal"), delegate: room)
+        do { try room.client.connect() } catch { throw Failure("connect: \(error)") }
+        room.send(.join(.init(callToken: callToken, sessionId: session, idleTimeoutSeconds: 0)))
+        guard case (.joined(let j), _)? = room.wait(timeout: 10, { if case .joined(let j) = $0 { return j.sessionId == session }; return false }),
+              let relay = SocketAddress.resolve(host: server.host ?? "127.0.0.1", port: j.mediaPort) else {
+            throw Failure("\(uid) could not join \(session)")
+        }
+        let udp: UDPSocket
+        do { udp = try UDPSocket(host: "0.0.0.0", port: 0) } catch { throw Failure("udp: \(error)") }
+        for _ in 0..<3 {
+            udp.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+            if udp.waitReadable(timeoutMs: 1000) {
+                var ack = [UInt8](repeating: 0, count: 64)
+                _ = ack.withUnsafeMutableBytes { udp.receive(into: $0) }
+                return (room, udp, relay, j.you.ssrc)
+            }
+        }
+        throw Failure("\(uid): no bind acknowledgement")
+    }
+
     /// Logs `uid` in over REST (the auth key; a dev server creates the user, named `name`) and
     /// says hello on a fresh signalling connection.
     static func online(_ url: URL, _ app: String, _ key: String, _ uid: String, name: String? = nil) async throws(Failure) -> SignalDevice {
@@ -60,7 +106,8 @@ final class SignalDevice: WebSocketClientDelegate, @unchecked Sendable {
             let (data, _) = try await URLSession.shared.data(for: req)
             token = try JSONDecoder().decode(Login.self, from: data).data.authToken
         } catch { throw Failure("login \(uid): \(error)") }
-        let d = SignalDevice(uid: uid)
+        let d = SignalDevice(uid: uid, server: url, appID: app)
+        d.authToken = token
         d.client = WebSocketClient(url: url.appendingPathComponent("v1/signal"), delegate: d)
         do { try d.client.connect() } catch { throw Failure("connect: \(error)") }
         d.send(.hello(authToken: token))

@@ -76,6 +76,7 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertEqual(status, 0, "\(out)")
         XCTAssertTrue(out.contains { $0.hasPrefix("ring (initiateCall → incoming): p50 ") && $0.hasSuffix("(3)") }, "\(out)")
         XCTAssertTrue(out.contains { $0.hasPrefix("accept (acceptCall → caller's accepted)") }, "\(out)")
+        XCTAssertTrue(out.contains { $0.hasPrefix("accept → both in the room hearing each other") && $0.hasSuffix("(3)") }, "\(out)")
         XCTAssertTrue(out.contains { $0.hasPrefix("ring (all sent → each callee's incoming)") && $0.hasSuffix("(5)") }, "\(out)")
         let (bad, _) = try run(["ring"])
         XCTAssertEqual(bad, 2)
