@@ -63,7 +63,8 @@ final class CallController: CometChatCallDelegate, SessionStatusListener {
         case "accept":
             CometChat.acceptCall(sessionID: call.sessionID, onSuccess: { accepted in
                 say("acceptCall succeeded: status=\(accepted.callStatus.rawValue)")
-                self.join(accepted.sessionID)
+                say("getActiveCall: \(CometChat.getActiveCall()?.sessionID ?? "none")")
+                self.join(accepted)
             }, onError: { self.fail("acceptCall", $0?.errorCode) })
         case "busy", "reject":
             CometChat.rejectCall(sessionID: call.sessionID, status: argument == "busy" ? .busy : .rejected, onSuccess: { rejected in
@@ -77,7 +78,7 @@ final class CallController: CometChatCallDelegate, SessionStatusListener {
 
     func onOutgoingCallAccepted(acceptedCall: Call, error: CometChatException?) {
         say("onOutgoingCallAccepted status=\(acceptedCall.callStatus.rawValue)")
-        join(acceptedCall.sessionID)
+        join(acceptedCall)
     }
 
     func onOutgoingCallRejected(rejectedCall: Call?, error: CometChatException?) {
@@ -92,14 +93,17 @@ final class CallController: CometChatCallDelegate, SessionStatusListener {
 
     func onCallEndedMessageReceived(endedCall: Call?, error: CometChatException?) {
         say("onCallEndedMessageReceived status=\(endedCall?.callStatus.rawValue ?? "?")")
+        say("getActiveCall: \(CometChat.getActiveCall()?.sessionID ?? "none")")
         CallSession.shared.leaveSession()
     }
 
     // MARK: The session both ends join
-    func join(_ session: String) {
+    func join(_ call: Call) {
+        let session = call.sessionID
         sessionID = session
         CallSession.shared.addSessionStatusListener(self)
-        let settings = CometChatCalls.sessionSettingsBuilder.setSessionType(.voice).setAudioInput("tone:440").setAudioOutput("null").build()
+        // Call.callType maps to the calls SDK's SessionType (.audio → .voice).
+        let settings = CometChatCalls.sessionSettingsBuilder.setSessionType(call.callType.sessionType).setAudioInput("tone:440").setAudioOutput("null").build()
         CometChatCalls.generateToken(sessionID: session, onSuccess: { token in
             guard let token else { return }
             CometChatCalls.joinSession(callToken: token, callSetting: settings, container: nil, onSuccess: { id in

@@ -57,4 +57,35 @@ final class RingCommandTests: XCTestCase {
         XCTAssertEqual(me.wait(timeout: 10), 1)
         XCTAssertTrue(me.output.last?.contains("ERR_RECEIVER_NOT_FOUND") == true, "\(me.output)")
     }
+
+    func testAGroupCallFromTheTerminal() throws {
+        let tmp = TemporaryDirectory("callroom-ringgroup")
+        defer { tmp.remove() }
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let common = ["--server", server.url, "--auth-key", server.authKey, "--input", "tone:400", "--output", "null", "--headless"]
+        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--auto-accept"] + common)
+        let cat = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "cat", "--auto-accept"] + common)
+        let dan = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "dan", "--auto-reject"] + common)
+        defer { dan.signal(SIGTERM) }
+        for p in [bob, cat, dan] { XCTAssertNotNil(p.waitForLine { $0.contains(#""event":"listening""#) }, p.errorOutput) }
+        // (ann exists once she has logged in; the operator makes the group)
+        _ = BlockingHTTP.request("POST", server.url + "/v3/sdk/login", headers: ["appId": server.appId],
+                                 body: #"{"uid":"ann","authKey":"\#(server.authKey)"}"#)
+        let g = BlockingHTTP.request("POST", server.url + "/v3/groups", headers: ["apikey": server.apiKey],
+                                     body: #"{"guid":"team","name":"Team","owner":"ann","members":["bob","cat","dan"]}"#)
+        XCTAssertEqual(g.status, 200, "\(g.json)")
+        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "team", "--group", "--uid", "ann"] + common)
+        XCTAssertNotNil(ann.waitForLine { $0.contains(#""event":"onOutgoingCallAccepted""#) }, ann.errorOutput + ann.output.joined(separator: "\n"))
+        for p in [bob, cat] { XCTAssertNotNil(p.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, p.errorOutput) }
+        XCTAssertNotNil(dan.waitForLine { $0.contains(#""event":"rejectCall""#) })
+        XCTAssertNotNil(ann.waitForLine { $0.contains(#""event":"onParticipantListChanged""#) && $0.contains(#""uid":"cat""#) && $0.contains(#""uid":"bob""#) },
+                        "all three in the call's room")
+        ann.closeInput()  // the caller ends it for everyone
+        XCTAssertEqual(ann.wait(timeout: 10), 0)
+        for p in [bob, cat] {
+            XCTAssertEqual(p.wait(timeout: 10), 0, p.errorOutput)
+            XCTAssertTrue(events(p).contains("onCallEndedMessageReceived"), "\(events(p))")
+        }
+    }
 }

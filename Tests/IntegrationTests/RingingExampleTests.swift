@@ -47,6 +47,8 @@ final class RingingExampleTests: XCTestCase {
         XCTAssertTrue(b.contains("acceptCall succeeded: status=ongoing"), "\(b)")
         XCTAssertTrue(b.contains("onSessionJoined \(session)"), "the same session on both ends: \(b)")
         XCTAssertTrue(b.contains("onCallEndedMessageReceived status=ended"), "\(b)")
+        XCTAssertEqual(b.filter { $0.hasPrefix("getActiveCall: ") }, ["getActiveCall: \(session)", "getActiveCall: none"],
+                       "the active call while in it, none once ended")
         // One call in the logs, with both in it.
         let call = BlockingHTTP.request("GET", s.url + "/v3/calls/\(session)", headers: ["apikey": s.apiKey]).data
         XCTAssertEqual(call["status"] as? String, "ended")
