@@ -56,22 +56,10 @@ final class SignalDevice: WebSocketClientDelegate, @unchecked Sendable {
     /// then `join`: leaving a room closes its connection, so presence keeps its own) and binds a
     /// fresh UDP socket to the relay.
     func joinRoom(_ session: String) async throws(Failure) -> (room: SignalDevice, socket: UDPSocket, relay: SocketAddress, ssrc: UInt32) {
-        var req = URLRequest(url: server.appendingPathComponent("v3.0/call_tokens"))
-        req.httpMethod = "POST"
-        req.setValue(appID, forHTTPHeaderField: "appId")
-        req.setValue(authToken, forHTTPHeaderField: "authToken")
-        req.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        req.httpBody = try? JSONSerialization.data(withJSONObject: ["sessionId": session])
         struct Token: Decodable { struct D: Decodable { var token: String }; var data: D }
-        let callToken: String
-        do {
-            let (data, _) = try await URLSession.shared.data(for: req)
-            callToken = try JSONDecoder().decode(Token.self, from: data).data.token
-        } catch { throw Failure("call token for \(uid): \(error)") }
-        let room = SignalDevice(uid: uid, server: server, appID: appID)
-        room.authToken = authToken
-        room.client = WebSocketClient(url: server.appendingPathComponent("v1/signal"), delegate: room)
-        do { try room.client.connect() } catch { throw Failure("connect: \(error)") }
+        let callToken = try await Self.post(server.appendingPathComponent("v3.0/call_tokens"), appID: appID, headers: ["authToken": authToken],
+                                            body: ["sessionId": session], as: Token.self, what: "call token for \(uid)").data.token
+        let room = try Self.connect(uid: uid, server: server, appID: appID, authToken: authToken)
         room.send(.join(.init(callToken: callToken, sessionId: session, idleTimeoutSeconds: 0)))
         guard case (.joined(let j), _)? = room.wait(timeout: 10, { if case .joined(let j) = $0 { return j.sessionId == session }; return false }),
               let relay = SocketAddress.resolve(host: server.host ?? "127.0.0.1", port: j.mediaPort) else {
@@ -93,25 +81,38 @@ final class SignalDevice: WebSocketClientDelegate, @unchecked Sendable {
     /// Logs `uid` in over REST (the auth key; a dev server creates the user, named `name`) and
     /// says hello on a fresh signalling connection.
     static func online(_ url: URL, _ app: String, _ key: String, _ uid: String, name: String? = nil) async throws(Failure) -> SignalDevice {
-        var req = URLRequest(url: url.appendingPathComponent("v3/sdk/login"))
-        req.httpMethod = "POST"
-        req.setValue(app, forHTTPHeaderField: "appId")
-        req.setValue("application/json", forHTTPHeaderField: "Content-Type")
         var body = ["uid": uid, "authKey": key]
         if let name { body["name"] = name }
-        req.httpBody = try? JSONSerialization.data(withJSONObject: body)
         struct Login: Decodable { struct D: Decodable { var authToken: String }; var data: D }
-        let token: String
-        do {
-            let (data, _) = try await URLSession.shared.data(for: req)
-            token = try JSONDecoder().decode(Login.self, from: data).data.authToken
-        } catch { throw Failure("login \(uid): \(error)") }
-        let d = SignalDevice(uid: uid, server: url, appID: app)
-        d.authToken = token
-        d.client = WebSocketClient(url: url.appendingPathComponent("v1/signal"), delegate: d)
-        do { try d.client.connect() } catch { throw Failure("connect: \(error)") }
+        let token = try await post(url.appendingPathComponent("v3/sdk/login"), appID: app, headers: [:], body: body, as: Login.self,
+                                   what: "login \(uid)").data.authToken
+        let d = try connect(uid: uid, server: url, appID: app, authToken: token)
         d.send(.hello(authToken: token))
         guard d.wait(timeout: 10, { if case .welcome = $0 { return true }; return false }) != nil else { throw Failure("no welcome for \(uid)") }
         return d
+    }
+
+    /// A fresh signalling connection as `uid`.
+    private static func connect(uid: String, server: URL, appID: String, authToken: String) throws(Failure) -> SignalDevice {
+        let d = SignalDevice(uid: uid, server: server, appID: appID)
+        d.authToken = authToken
+        d.client = WebSocketClient(url: server.appendingPathComponent("v1/signal"), delegate: d)
+        do { try d.client.connect() } catch { throw Failure("connect: \(error)") }
+        return d
+    }
+
+    /// A JSON POST with the app id; decodes the answer as `T`.
+    private static func post<T: Decodable>(_ url: URL, appID: String, headers: [String: String], body: [String: String], as: T.Type,
+                                           what: String) async throws(Failure) -> T {
+        var req = URLRequest(url: url)
+        req.httpMethod = "POST"
+        req.setValue(appID, forHTTPHeaderField: "appId")
+        req.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        for (k, v) in headers { req.setValue(v, forHTTPHeaderField: k) }
+        req.httpBody = try? JSONSerialization.data(withJSONObject: body)
+        do {
+            let (data, _) = try await URLSession.shared.data(for: req)
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch { throw Failure("\(what): \(error)") }
     }
 }
