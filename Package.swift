@@ -24,6 +24,7 @@ let package = Package(
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSocketBatch"),
         .systemLibrary(name: "CBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
         // No pkgConfig: ncursesw.pc only adds -D flags SwiftPM prohibits (shim.h sets what it needs).
@@ -36,7 +37,7 @@ let package = Package(
         .target(name: "CallsSecurity", dependencies: ["CallsCore", "COpenSSL"]),
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
-        .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite", "CBPF"]),
+        .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite", "CBPF", "CCurl"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsTransport", "CallsAudio"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CNcurses"]),

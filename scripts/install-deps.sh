@@ -12,6 +12,7 @@ packages=(
   libspeexdsp-dev     # resampling
   libsndfile1-dev     # WAV files
   libssl-dev          # HMAC, SHA-256, random
+  libcurl4-openssl-dev # outbound HTTP: webhooks (and push)
   libsqlite3-dev      # the server's store
   libncurses-dev      # the terminal UI (ncursesw)
   libbpf-dev          # the relay's eBPF fast path: loading and maps

@@ -21,6 +21,7 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     case guidNotFound = "ERR_GUID_NOT_FOUND"
     case guidAlreadyExists = "ERR_GUID_ALREADY_EXISTS"
     case notGroupOwner = "ERR_NOT_GROUP_OWNER"
+    case deliveryNotFound = "ERR_DELIVERY_NOT_FOUND"
     case notFound = "ERR_NOT_FOUND"
     case methodNotAllowed = "ERR_METHOD_NOT_ALLOWED"
     case bodyTooLarge = "ERR_BODY_TOO_LARGE"
@@ -33,7 +34,7 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
         case .emptyAPIKey, .apiKeyNotFound, .emptyAuthToken, .authTokenNotFound, .emptyAppID, .appIDMismatch, .authKeyInvalid: return 401
         case .badRequest, .uidInvalid, .sessionIdInvalid, .guidInvalid: return 400
         case .roleNotAllowed, .notGroupOwner: return 403
-        case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound, .guidNotFound: return 404
+        case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound, .guidNotFound, .deliveryNotFound: return 404
         case .methodNotAllowed: return 405
         case .uidAlreadyExists, .guidAlreadyExists: return 409
         case .bodyTooLarge: return 413

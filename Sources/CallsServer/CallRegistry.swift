@@ -21,11 +21,12 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
     var onEvent: (@Sendable (CallTrigger, WireCall) -> Void)?
     private var timers: TimerTable<String>!
 
-    init(store: CallStore, log: ServerLog, defaultTimeoutSeconds: Int = 45, scheduler: any Scheduler = DispatchScheduler.shared) {
+    init(store: CallStore, log: ServerLog, defaultTimeoutSeconds: Int = 45, outbox: WebhookOutbox = .none,
+         scheduler: any Scheduler = DispatchScheduler.shared) {
         self.store = store
         self.log = log
         self.scheduler = scheduler
-        core = RingCore(defaultTimeoutSeconds: defaultTimeoutSeconds)
+        core = RingCore(defaultTimeoutSeconds: defaultTimeoutSeconds, outbox: outbox)
         timers = TimerTable(scheduler: scheduler, queue: queue)
         writer = StoreWriter(store: store) { [weak self] receipts in
             guard let self else { return }

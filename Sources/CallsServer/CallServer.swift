@@ -27,6 +27,7 @@ public final class CallServer: @unchecked Sendable {
     private var relay: MediaRelay?
     private var rooms: RoomRegistry?
     private var calls: CallRegistry?
+    private var webhooks: WebhookDeliverer?
     /// Every inbound signalling message goes through here (set before the web server starts).
     private var signals: (any SignalRouter)?
     /// This process's node id: the `node` of every `ConnectionID` it holds.
@@ -91,11 +92,16 @@ public final class CallServer: @unchecked Sendable {
         limits.maxParticipants = configuration.maxParticipantsPerRoom
         limits.gracePeriodSeconds = configuration.gracePeriodSeconds
         let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits)
-        let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds)
+        let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds,
+                                 outbox: WebhookOutbox(webhooks: configuration.webhooks, appID: k.appId, region: configuration.region))
         do { try calls.restore() } catch {
             relay.close()
             throw .database(error.description)
         }
+        let deliverer = WebhookDeliverer(store: store, webhooks: configuration.webhooks, maxAttempts: configuration.webhookMaxAttempts, log: log)
+        // Each transition's event follows the commit of its outbox rows: send them now.
+        calls.onEvent = { [weak deliverer] _, _ in deliverer?.poke() }
+        webhooks = deliverer
         let web = WebServer(host: configuration.host, delegate: self)
         rooms.attach(outbox: self)
         calls.attach(outbox: self)
@@ -112,6 +118,8 @@ public final class CallServer: @unchecked Sendable {
         }
         self.web = web
         relay.start()
+        // Deliveries left from an earlier run go out too (the outbox is in the store).
+        if !configuration.webhooks.isEmpty { webhooks?.start() }
         rooms.startHeartbeat(every: configuration.storeHeartbeatSeconds)
         log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "data_dir": dir])
     }
@@ -121,6 +129,7 @@ public final class CallServer: @unchecked Sendable {
         rooms?.closeAll(reason: .serverShuttingDown)
         rooms?.stopHeartbeat()
         calls?.settle()
+        webhooks?.stop()
         // Give queued `left` messages a moment to flush before the sockets go.
         Thread.sleep(forTimeInterval: 0.05)
         web?.stop()
@@ -134,8 +143,11 @@ public final class CallServer: @unchecked Sendable {
         guard let rooms, let relay, let store else { return "" }
         return MetricsReport.render(rooms: rooms.roomCount, participants: rooms.participantCount,
                                     connections: openSockets.load(ordering: .relaxed), relay: relay.counters,
-                                    store: store.metrics, httpRequests: httpRequests.load(ordering: .relaxed))
+                                    store: store.metrics, httpRequests: httpRequests.load(ordering: .relaxed), webhooks: webhooks?.counters)
     }
+
+    /// Webhook delivery counters.
+    public var webhookCounters: WebhookCounters? { webhooks?.counters }
 
     /// Relay counters (packets received, forwarded, dropped by reason).
     public var relayCounters: RelayCounters? { relay?.counters }

@@ -156,6 +156,14 @@ extension CallStore {
                     UPDATE call_members SET outcome = ?, updated_at = ?
                     WHERE uid = ? AND call_id IN (SELECT id FROM calls WHERE session_id = ? AND mode = 'call')
                     """, [.text(outcome.rawValue), .int(now), .text(uid), .text(sessionId)])
+            case .outbox(let rows):
+                for r in rows {
+                    try db.execute("""
+                        INSERT INTO webhook_deliveries(delivery_id, webhook_id, url, session_id, trigger, body, created_at, next_attempt_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """, [.text(r.deliveryId), .text(r.webhookId), .text(r.url), .text(r.sessionId), .text(r.trigger), .text(r.body),
+                              .int(r.at), .int(r.at)])
+                }
             case let .heartbeat(calls, now):
                 for ref in calls {
                     guard let id = refs.call(ref, committed) else { continue }

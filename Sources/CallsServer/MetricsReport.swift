@@ -17,7 +17,7 @@ struct MetricsReport {
     var text: String { lines.joined(separator: "\n") + "\n" }
 
     static func render(rooms: Int, participants: Int, connections: Int, relay: RelayCounters, store: StoreMetrics,
-                       httpRequests: UInt64) -> String {
+                       httpRequests: UInt64, webhooks: WebhookCounters? = nil) -> String {
         var r = MetricsReport()
         r.gauge("callroom_rooms", "Rooms with at least one participant.", rooms)
         r.gauge("callroom_participants", "Participants in all rooms.", participants)
@@ -64,6 +64,12 @@ struct MetricsReport {
             "# TYPE callroom_store_latency_max_seconds gauge",
             "callroom_store_latency_max_seconds \(Double(store.maxMicroseconds.load(ordering: .relaxed)) / 1e6)",
         ]
+        if let w = webhooks {
+            r.counter("callroom_webhook_deliveries_total", "Webhook deliveries acknowledged (2xx).", w.delivered.load(ordering: .relaxed))
+            r.counter("callroom_webhook_failed_attempts_total", "Webhook attempts that failed (non-2xx, timeout, unreachable).",
+                      w.failedAttempts.load(ordering: .relaxed))
+            r.counter("callroom_webhook_dead_letters_total", "Webhook deliveries given up after the last attempt.", w.deadLettered.load(ordering: .relaxed))
+        }
         return r.text
     }
 }

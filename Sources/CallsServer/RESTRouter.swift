@@ -110,6 +110,23 @@ struct RESTRouter: Sendable {
             return rt.list(p.items, p)
         },
         Route(.get, "v3/calls/*") { rt, r, parts in rt.ok(CallRecord(try rt.visibleCall(r, parts[2]))) },
+        Route(.get, "v3/webhooks/deliveries") { rt, r, _ in
+            try rt.requireAPIKey(r)
+            let status = r.query["status"]
+            guard status == nil || ["pending", "delivered", "dead"].contains(status ?? "") else {
+                throw ServerError.badRequest("status is pending, delivered or dead.")
+            }
+            let (page, perPage) = try rt.paging(r)
+            let p = try rt.store.deliveries(status: status, page: page, perPage: perPage)
+            return rt.list(p.items, p)
+        },
+        Route(.post, "v3/webhooks/deliveries/*/retry") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            guard try rt.store.retryDelivery(deliveryId: parts[3], at: epochMilliseconds()) else {
+                throw ServerError(.deliveryNotFound, "No webhook delivery '\(parts[3].prefix(100))'.")
+            }
+            return rt.ok(["success": true])
+        },
         Route(.post, "v3/groups") { rt, r, _ in try rt.createGroup(r) },
         Route(.get, "v3/groups") { rt, r, _ in
             let member = try rt.groupActor(r)

@@ -50,6 +50,8 @@ final class RingCore {
 
     let defaultTimeoutSeconds: Int
     let identities: RoomIdentities
+    /// Who hears of each transition (written with it).
+    let outbox: WebhookOutbox
     private(set) var calls: [String: Ring] = [:]
     private(set) var devices: [String: Set<ConnectionID>] = [:]
     private var users: [ConnectionID: RingUser] = [:]
@@ -58,9 +60,16 @@ final class RingCore {
     private var effects: [RingEffect] = []
     private var now: Int64 = 0
 
-    init(defaultTimeoutSeconds: Int = 45, identities: RoomIdentities = .random) {
+    init(defaultTimeoutSeconds: Int = 45, identities: RoomIdentities = .random, outbox: WebhookOutbox = .none) {
         self.defaultTimeoutSeconds = defaultTimeoutSeconds
         self.identities = identities
+        self.outbox = outbox
+    }
+
+    /// The webhook deliveries of a transition, for its store request.
+    private func hooks(_ trigger: CallTrigger, _ call: WireCall) -> [StoreCommand] {
+        let rows = outbox.rows(trigger, call, at: now) { "dlv_" + Hex.encode(identities.randomBytes(10)) }
+        return rows.isEmpty ? [] : [.outbox(rows)]
     }
 
     var pendingWrites: Int { pending.count }
@@ -85,7 +94,10 @@ final class RingCore {
         case .stored(let receipt): stored(receipt)
         case .roomEnded(let sid):
             guard let ring = calls[sid], ring.call.status == .ongoing else { break }
-            finish(ring, status: .ended, trigger: .callEnded, persist: [])
+            // The room already wrote the end; the webhooks are what is left to record.
+            ring.call.status = .ended
+            ring.call.endedAt = now
+            finish(ring, status: .ended, trigger: .callEnded, persist: hooks(.callEnded, ring.call))
         case .restore(let list): restore(list)
         }
         defer { effects = [] }
@@ -173,7 +185,7 @@ final class RingCore {
         let ring = Ring(call)
         ring.initiatorDevice = c
         calls[call.sessionId] = ring
-        persist([.ringStarted(call)], .started(sessionId: call.sessionId))
+        persist([.ringStarted(call)] + hooks(.callInitiated, call) + (busy ? hooks(.callBusy, call) : []), .started(sessionId: call.sessionId))
     }
 
     // MARK: Answers
@@ -210,6 +222,7 @@ final class RingCore {
             r.call.status = .ongoing
             r.call.startedAt = now
             commands.append(.ringStatus(sessionId: sid, status: .ongoing, startedAt: now, endedAt: nil))
+            commands += hooks(.callStarted, r.call)
             if r.call.receiverType == .user { effects.append(.cancel(sessionId: sid)) }
         }
         persist(commands, .accepted(sessionId: sid, uid: me.uid, device: c, first: first))
@@ -227,7 +240,8 @@ final class RingCore {
             r.call.endedAt = now
             effects.append(.cancel(sessionId: sid))
             persist([.ringStatus(sessionId: sid, status: .cancelled, startedAt: nil, endedAt: now)]
-                    + members.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) }, .cancelled(sessionId: sid))
+                    + members.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) } + hooks(.callCancelled, r.call),
+                    .cancelled(sessionId: sid))
         case .rejected, .busy:
             guard let outcome = r.outcome(me.uid) else { return fail(c, .notAllowed, "Only someone the call rings may reject it.") }
             guard outcome == .ringing, !r.call.status.isFinal else {
@@ -244,6 +258,7 @@ final class RingCore {
                 r.call.endedAt = now
                 effects.append(.cancel(sessionId: sid))
                 commands.append(.ringStatus(sessionId: sid, status: r.call.status, startedAt: nil, endedAt: now))
+                commands += hooks(r.call.status == .busy ? .callBusy : .callRejected, r.call)
             }
             persist(commands, .declined(sessionId: sid, uid: me.uid, device: c, status: status, callOver: over))
         default:
@@ -264,7 +279,8 @@ final class RingCore {
             let ringing = r.ringing
             for m in ringing { r.set(m, .cancelled) }
             persist([.ringStatus(sessionId: sid, status: .ended, startedAt: nil, endedAt: now)]
-                    + ringing.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) }, .ended(sessionId: sid, by: me.uid, callOver: true))
+                    + ringing.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) } + hooks(.callEnded, r.call),
+                    .ended(sessionId: sid, by: me.uid, callOver: true))
         } else {
             r.set(me.uid, .left)
             persist([.ringMember(sessionId: sid, uid: me.uid, outcome: .left, at: now)], .ended(sessionId: sid, by: me.uid, callOver: false))
@@ -281,6 +297,7 @@ final class RingCore {
             r.call.status = .unanswered
             r.call.endedAt = now
             commands.append(.ringStatus(sessionId: sid, status: .unanswered, startedAt: nil, endedAt: now))
+            commands += hooks(.callUnanswered, r.call)
         }
         guard !commands.isEmpty else { return }
         persist(commands, .unanswered(sessionId: sid, callOver: over, members: members))

@@ -7,7 +7,7 @@ struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1, v2]
+    static let all: [SchemaMigration] = [v1, v2, v3]
 
     static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -61,5 +61,18 @@ struct SchemaMigration: Sendable {
         CREATE TABLE group_members(guid TEXT NOT NULL REFERENCES groups(guid) ON DELETE CASCADE,
             uid TEXT NOT NULL, joined_at INTEGER NOT NULL, PRIMARY KEY(guid, uid))
         """,
+    ])
+
+    /// The webhook outbox: one row per event per webhook, written with the transition.
+    static let v3 = SchemaMigration(version: 3, statements: [
+        """
+        CREATE TABLE webhook_deliveries(id INTEGER PRIMARY KEY AUTOINCREMENT, delivery_id TEXT NOT NULL UNIQUE,
+            webhook_id TEXT NOT NULL, url TEXT NOT NULL, session_id TEXT NOT NULL, trigger TEXT NOT NULL, body TEXT NOT NULL,
+            created_at INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending', last_status INTEGER, last_error TEXT, delivered_at INTEGER)
+        """,
+        "CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt_at)",
+        // A session's earlier pending delivery (per-session order) is an index look-up, not a scan.
+        "CREATE INDEX webhook_deliveries_order ON webhook_deliveries(webhook_id, session_id, status, id)",
     ])
 }

@@ -22,6 +22,15 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var region: String?
     public var storeHeartbeatSeconds: Int?
     public var ringTimeoutSeconds: Int?
+    public var webhooks: [WebhookConfig]?
+    public var webhookMaxAttempts: Int?
+
+    /// Every trigger a webhook may ask for (calls-api.md §9).
+    public static let webhookTriggers: Set<String> = [
+        "call_initiated", "call_started", "call_participant_joined", "call_participant_left", "call_ended", "call_busy",
+        "call_cancelled", "call_rejected", "call_unanswered", "meeting_started", "meeting_participant_joined",
+        "meeting_participant_left", "meeting_ended", "recording_generated",
+    ]
     public var restRequestsPerSecond: Int?
     public var relayThreads: Int?
     public var relayMaxDelayMs: Int?
@@ -29,7 +38,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -85,6 +94,35 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.region = try string("region")
         c.storeHeartbeatSeconds = try int("storeHeartbeatSeconds")
         c.ringTimeoutSeconds = try int("ringTimeoutSeconds")
+        c.webhookMaxAttempts = try int("webhookMaxAttempts")
+        if let v = obj["webhooks"] {
+            guard let list = v as? [[String: Any]] else { throw Invalid(message: "\(path): 'webhooks' must be a list of objects") }
+            var hooks: [WebhookConfig] = []
+            for (i, h) in list.enumerated() {
+                let at = "\(path): webhooks[\(i)]"
+                guard let url = h["url"] as? String, url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                    throw Invalid(message: "\(at).url must be an http:// or https:// URL")
+                }
+                guard let secret = h["secret"] as? String, secret.count >= 16 else {
+                    throw Invalid(message: "\(at).secret must be a string of at least 16 characters")
+                }
+                let id = (h["id"] as? String) ?? "webhook-\(i + 1)"
+                var triggers: Set<String>?
+                if let t = h["triggers"] {
+                    guard let names = t as? [String], !names.isEmpty else { throw Invalid(message: "\(at).triggers must be a non-empty list of names") }
+                    if let bad = names.first(where: { !webhookTriggers.contains($0) }) {
+                        throw Invalid(message: "\(at).triggers: unknown trigger '\(bad)' (known: \(webhookTriggers.sorted().joined(separator: ", ")))")
+                    }
+                    triggers = Set(names)
+                }
+                if let extra = h.keys.sorted().first(where: { !["id", "url", "secret", "triggers"].contains($0) }) {
+                    throw Invalid(message: "\(at): unknown key '\(extra)'")
+                }
+                guard !hooks.contains(where: { $0.id == id }) else { throw Invalid(message: "\(at).id '\(id)' is used twice") }
+                hooks.append(WebhookConfig(id: id, url: url, secret: secret, triggers: triggers))
+            }
+            c.webhooks = hooks
+        }
         c.restRequestsPerSecond = try int("restRequestsPerSecond")
         c.relayThreads = try int("relayThreads")
         c.relayMaxDelayMs = try int("relayMaxDelayMs")

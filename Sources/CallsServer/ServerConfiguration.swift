@@ -22,6 +22,9 @@ public struct ServerConfiguration: Sendable {
     public var maxParticipantsPerRoom: Int
     /// How long a participant whose connection dropped is held for `resume` (seconds).
     public var gracePeriodSeconds: Double = 30
+    /// Webhook receivers (docs/operations.md) and how many attempts a delivery gets.
+    public var webhooks: [WebhookConfig] = []
+    public var webhookMaxAttempts: Int = 8
     /// How long a ringing call rings before it is `unanswered`, unless the caller says (seconds).
     public var ringTimeoutSeconds: Int = 45
     /// REST requests per second allowed from one peer address, with a burst of twice that.

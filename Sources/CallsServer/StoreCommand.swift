@@ -25,6 +25,9 @@ enum StoreCommand: Sendable, Equatable {
     case ringStatus(sessionId: String, status: CallStatus, startedAt: Int64?, endedAt: Int64?)
     /// One member's outcome.
     case ringMember(sessionId: String, uid: String, outcome: CallMemberOutcome, at: Int64)
+    /// Webhook deliveries of this transition (in its transaction: none is lost, none is sent
+    /// for a transition that did not commit).
+    case outbox([OutboxRow])
 }
 
 /// Commands that succeed or fail together (one savepoint in the writer's batch transaction).

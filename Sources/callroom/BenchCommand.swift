@@ -16,6 +16,7 @@ enum BenchCommand {
                callroom bench cpu [--speakers N] [--frames N]
                callroom bench udp-floor [--destinations N] [--datagrams N]
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
+               callroom bench webhooks [--calls N] [--outage-calls N]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
@@ -39,18 +40,21 @@ enum BenchCommand {
                  callee's incoming and acceptCall → the caller's accepted, one call at a time
                  (--calls, default 100); with --simultaneous N, N calls rung at once (2N users
                  online), with the server's CPU and memory when --server-pid is given
+        webhooks   webhook delivery through an in-process server to an in-process receiver: transition
+                 → arrival delay and events/s for --calls (two events each); with --outage-calls, the
+                 time a backlog takes to drain after the receiver comes back
 
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring"].contains(sub) else {
+        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks"].contains(sub) else {
             Console.out(usage)
             exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
         }
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
-                                                                        "server", "auth-key", "calls", "simultaneous", "server-pid"],
+                                                                        "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls"],
                                        boolean: ["help"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -65,6 +69,8 @@ enum BenchCommand {
             exit(ExitCode.ok)
         case "ring":
             RingBench.run(args)
+        case "webhooks":
+            WebhookBench.run(calls: int("calls", 200, 1...100_000), outageCalls: int("outage-calls", 0, 0...100_000))
         case "udp-floor":
             UDPFloorBench.run(destinations: int("destinations", 9, 1...64), datagrams: int("datagrams", 1_000_000, 1000...100_000_000))
             exit(ExitCode.ok)

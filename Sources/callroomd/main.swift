@@ -14,6 +14,7 @@ let usage = """
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
+                              webhooks, webhookMaxAttempts,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               relayFastPath, relayFastPathObject); flags given
                               here take precedence
@@ -81,6 +82,11 @@ if let r = file.region { config.region = r }
 if let r = file.restRequestsPerSecond {
     guard (1...1_000_000).contains(r) else { fail("restRequestsPerSecond must be 1…1000000") }
     config.restRequestsPerSecond = Double(r)
+}
+if let w = file.webhooks { config.webhooks = w }
+if let n = file.webhookMaxAttempts {
+    guard (1...100).contains(n) else { fail("webhookMaxAttempts must be 1…100") }
+    config.webhookMaxAttempts = n
 }
 if let r = file.ringTimeoutSeconds {
     guard (5...300).contains(r) else { fail("ringTimeoutSeconds must be 5…300") }

@@ -1,9 +1,30 @@
 import CallsCore
-import CallsServer
+@testable import CallsServer
 import CallsTransport
 import XCTest
 
 final class ConfigAndMetricsTests: XCTestCase {
+    func testWebhookConfiguration() throws {
+        let c = try ServerConfigFile.parse(Data(#"{"webhooks":[{"id":"a","url":"https://h/x","secret":"0123456789abcdef","triggers":["call_ended"]},{"url":"http://h/y","secret":"0123456789abcdefg"}],"webhookMaxAttempts":3}"#.utf8))
+        XCTAssertEqual(c.webhooks, [WebhookConfig(id: "a", url: "https://h/x", secret: "0123456789abcdef", triggers: ["call_ended"]),
+                                    WebhookConfig(id: "webhook-2", url: "http://h/y", secret: "0123456789abcdefg")])
+        XCTAssertEqual(c.webhookMaxAttempts, 3)
+        for (bad, why) in [(#"{"webhooks":{}}"#, "must be a list"), (#"{"webhooks":[{"url":"ftp://h","secret":"0123456789abcdef"}]}"#, "url must be"),
+                           (#"{"webhooks":[{"url":"http://h","secret":"short"}]}"#, "at least 16"),
+                           (#"{"webhooks":[{"url":"http://h","secret":"0123456789abcdef","triggers":["call_exploded"]}]}"#, "unknown trigger 'call_exploded'"),
+                           (#"{"webhooks":[{"url":"http://h","secret":"0123456789abcdef","hdrs":1}]}"#, "unknown key 'hdrs'"),
+                           (#"{"webhooks":[{"id":"x","url":"http://h","secret":"0123456789abcdef"},{"id":"x","url":"http://i","secret":"0123456789abcdef"}]}"#, "used twice")] {
+            XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad) {
+                XCTAssertTrue(($0 as? ServerConfigFile.Invalid)?.message.contains(why) == true, "\($0)")
+            }
+        }
+        // The delay before each retry doubles (jittered in its upper half) and stops growing at 60 s.
+        XCTAssertEqual(WebhookDeliverer.backoffMs(afterAttempts: 1, random: 0), 500)
+        XCTAssertEqual(WebhookDeliverer.backoffMs(afterAttempts: 1, random: 1), 1000)
+        XCTAssertEqual(WebhookDeliverer.backoffMs(afterAttempts: 4, random: 1), 8000)
+        XCTAssertEqual(WebhookDeliverer.backoffMs(afterAttempts: 30, random: 1), 60_000)
+    }
+
     func testConfigFileParsing() throws {
         let c = try ServerConfigFile.parse(Data(#"{"listen":"0.0.0.0:1","mediaPort":2,"autoCreateUsers":false,"logFormat":"json","relayThreads":3,"relayMaxDelayMs":150}"#.utf8))
         XCTAssertEqual(c.listen, "0.0.0.0:1")

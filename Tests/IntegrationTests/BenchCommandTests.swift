@@ -81,4 +81,11 @@ final class BenchCommandTests: XCTestCase {
         let (bad, _) = try run(["ring"])
         XCTAssertEqual(bad, 2)
     }
+
+    func testWebhooksBenchDeliversEverythingAndDrainsABacklog() throws {
+        let (status, out) = try run(["webhooks", "--calls", "6", "--outage-calls", "4"])
+        XCTAssertEqual(status, 0, "\(out)")
+        XCTAssertTrue(out.contains { $0.hasPrefix("delivered 12 of 12; transition → receiver p50 ") }, "\(out)")
+        XCTAssertTrue(out.contains { $0.hasPrefix("backlog of 8 events") && $0.hasSuffix("(8 delivered)") }, "\(out)")
+    }
 }

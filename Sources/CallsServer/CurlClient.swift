@@ -1,0 +1,74 @@
+import CCurl
+import Foundation
+
+/// Why an outbound request failed before an HTTP status came back.
+struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// libcurl's code (`CURLE_OPERATION_TIMEDOUT` is 28).
+    var code: Int
+    var message: String
+    var description: String { "curl error \(code): \(message)" }
+    var isTimeout: Bool { code == Int(CURLE_OPERATION_TIMEDOUT.rawValue) }
+}
+
+/// Outbound HTTP through libcurl: one easy handle, reused (keep-alive, HTTP/2 when a TLS server
+/// offers it), owned by this object and freed with it.
+///
+/// Thread rules: one thread at a time (its owner's; libcurl handles are not shared).
+final class CurlClient {
+    struct Response: Sendable, Equatable {
+        var status: Int
+        var body: [UInt8]
+    }
+
+    /// `curl_global_init` once per process, before any handle (Swift runs a static's initialiser once).
+    private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    private let handle: UnsafeMutableRawPointer
+
+    /// Collects a response body (libcurl's write callback appends here).
+    private final class Sink { var bytes: [UInt8] = [] }
+
+    init() throws(CurlError) {
+        guard Self.globalInit, let h = curl_easy_init() else { throw CurlError(code: -1, message: "curl_easy_init failed") }
+        handle = h
+    }
+
+    deinit { curl_easy_cleanup(handle) }
+
+    /// POSTs `body` to `url` with `headers` ("Name: value"), waiting at most `timeoutMs` for the
+    /// whole exchange. Redirects are not followed (a webhook must answer itself).
+    func post(_ url: String, headers: [String], body: [UInt8], timeoutMs: Int) -> Result<Response, CurlError> {
+        curl_easy_reset(handle)
+        let sink = Sink()
+        var list: UnsafeMutablePointer<curl_slist>?
+        for h in headers { list = curl_slist_append(list, h) }
+        defer { curl_slist_free_all(list) }
+        let code: CURLcode = body.withUnsafeBytes { raw in
+            _ = callroom_curl_set_string(handle, CURLOPT_URL, url)
+            _ = callroom_curl_set_long(handle, CURLOPT_POST, 1)
+            _ = callroom_curl_set_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress))
+            _ = callroom_curl_set_long(handle, CURLOPT_POSTFIELDSIZE, raw.count)
+            _ = callroom_curl_set_slist(handle, CURLOPT_HTTPHEADER, list)
+            _ = callroom_curl_set_long(handle, CURLOPT_TIMEOUT_MS, timeoutMs)
+            _ = callroom_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMs, 5000))
+            _ = callroom_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
+            _ = callroom_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 0)
+            _ = callroom_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            _ = callroom_curl_set_write(handle) { data, size, count, user in
+                guard let data, let user else { return 0 }
+                let sink = Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue()
+                let n = size * count
+                if sink.bytes.count < 1 << 20 {
+                    sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n).prefix((1 << 20) - sink.bytes.count))
+                }
+                return n
+            }
+            _ = callroom_curl_set_pointer(handle, CURLOPT_WRITEDATA, Unmanaged.passUnretained(sink).toOpaque())
+            return curl_easy_perform(handle)
+        }
+        guard code == CURLE_OK else {
+            return .failure(CurlError(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))
+        }
+        return .success(Response(status: callroom_curl_response_code(handle), body: sink.bytes))
+    }
+}

@@ -1,0 +1,124 @@
+import CallsCore
+import Foundation
+import Synchronization
+
+/// Counters of webhook delivery, for `/metrics`. Any thread.
+public final class WebhookCounters: Sendable {
+    public let delivered = Atomic<UInt64>(0)
+    public let failedAttempts = Atomic<UInt64>(0)
+    public let deadLettered = Atomic<UInt64>(0)
+    init() {}
+}
+
+/// Sends the webhook outbox: each due delivery is POSTed with its signature headers (5 s
+/// timeout); a 2xx marks it delivered, anything else (or a timeout) is retried with exponential
+/// backoff and jitter, and after `maxAttempts` it is a dead letter (listable, re-sendable). A
+/// session's deliveries to one webhook go in order. Everything is in the store, so a restart
+/// (even `kill -9`) resumes where it was: each delivery id is delivered at least once.
+///
+/// Thread rules: `start`/`stop` from the owner; the loop runs on its own thread, which alone
+/// owns the libcurl handle. Signalling and media never wait for it.
+final class WebhookDeliverer: @unchecked Sendable {
+    private let store: CallStore
+    private let webhooks: [String: WebhookConfig]
+    private let maxAttempts: Int
+    private let log: ServerLog
+    private let running = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    let counters = WebhookCounters()
+    /// Test hook: time (epoch ms). Production: the wall clock.
+    var now: @Sendable () -> Int64 = { epochMilliseconds() }
+
+    init(store: CallStore, webhooks: [WebhookConfig], maxAttempts: Int, log: ServerLog) {
+        self.store = store
+        self.webhooks = Dictionary(webhooks.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        self.maxAttempts = max(1, maxAttempts)
+        self.log = log
+    }
+
+    func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let t = Thread { [self] in
+            loop()
+            stopped.signal()
+        }
+        t.name = "callroom.webhooks"
+        t.start()
+    }
+
+    /// Stops after the attempt in progress (at most one 5 s timeout).
+    func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        wake.signal()
+        stopped.wait()
+    }
+
+    /// Looks at the outbox now (new rows were written).
+    func poke() { wake.signal() }
+
+    /// The delay before attempt `n + 1` after `n` failed: 1 s, 2 s, 4 s … capped at 60 s, with
+    /// the upper half jittered so retries of many deliveries spread out.
+    static func backoffMs(afterAttempts n: Int, random: Double = Double.random(in: 0...1)) -> Int64 {
+        let base = min(60_000.0, 1000 * pow(2, Double(max(0, n - 1))))
+        return Int64(base / 2 + base / 2 * random)
+    }
+
+    private func loop() {
+        let client: CurlClient
+        do { client = try CurlClient() } catch {
+            log.error("webhooks off: \(error)", [:])
+            return
+        }
+        while running.load(ordering: .acquiring) {
+            let due = (try? store.dueDeliveries(now: now(), limit: 50)) ?? []
+            for d in due where running.load(ordering: .acquiring) { attempt(d, client) }
+            if due.isEmpty { _ = wake.wait(timeout: .now() + 0.1) }
+        }
+    }
+
+    private func attempt(_ d: StoredDelivery, _ client: CurlClient) {
+        guard let hook = webhooks[d.webhookId] else {
+            // The webhook left the configuration: nothing can sign or send it any more.
+            try? store.recordAttempt(id: d.id, status: "dead", httpStatus: nil, error: "webhook '\(d.webhookId)' is not configured",
+                                     next: nil, at: now())
+            counters.deadLettered.add(1, ordering: .relaxed)
+            return
+        }
+        let ts = now() / 1000
+        let headers = [
+            "Content-Type: application/json",
+            "X-CometChat-Signature: \(WebhookOutbox.signature(secret: hook.secret, body: d.body))",
+            "X-CallRoom-Signature: \(WebhookOutbox.timestampedSignature(secret: hook.secret, timestamp: ts, body: d.body))",
+            "X-CallRoom-Delivery-Id: \(d.deliveryId)",
+            "X-CallRoom-Timestamp: \(ts)",
+            "X-CallRoom-Attempt: \(d.attempts + 1)",
+            "User-Agent: callroomd/\(CallRoomVersion.string)",
+        ]
+        let result = client.post(d.url, headers: headers, body: Array(d.body.utf8), timeoutMs: 5000)
+        let at = now()
+        switch result {
+        case .success(let r) where (200..<300).contains(r.status):
+            try? store.recordAttempt(id: d.id, status: "delivered", httpStatus: r.status, error: nil, next: nil, at: at)
+            counters.delivered.add(1, ordering: .relaxed)
+            // The receiver is back: what waits in backoff for it goes now, not at its retry time.
+            if d.attempts > 0 { try? store.expediteDeliveries(webhookId: d.webhookId, at: at) }
+        case .success(let r):
+            failed(d, httpStatus: r.status, error: "HTTP \(r.status)", at: at)
+        case .failure(let e):
+            failed(d, httpStatus: nil, error: e.description, at: at)
+        }
+    }
+
+    private func failed(_ d: StoredDelivery, httpStatus: Int?, error: String, at: Int64) {
+        counters.failedAttempts.add(1, ordering: .relaxed)
+        if d.attempts + 1 >= maxAttempts {
+            try? store.recordAttempt(id: d.id, status: "dead", httpStatus: httpStatus, error: error, next: nil, at: at)
+            counters.deadLettered.add(1, ordering: .relaxed)
+            log.warn("webhook delivery dead-lettered", ["delivery": d.deliveryId, "webhook": d.webhookId, "error": error])
+        } else {
+            try? store.recordAttempt(id: d.id, status: "pending", httpStatus: httpStatus, error: error,
+                                     next: at + Self.backoffMs(afterAttempts: d.attempts + 1), at: at)
+        }
+    }
+}

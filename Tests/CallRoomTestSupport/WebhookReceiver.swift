@@ -1,0 +1,69 @@
+import Foundation
+
+/// A real HTTP server (Python's http.server, in a child process) that records every webhook it
+/// receives — headers and raw body, one JSON line each — and answers with the statuses it is
+/// given in turn (then 200). Tests verify signatures and ordering against what arrived.
+public final class WebhookReceiver {
+    public let port: Int
+    private let process: ManagedProcess
+    private let log: String
+
+    private static let script = #"""
+    import http.server, json, sys
+    log, statuses = sys.argv[1], [int(s) for s in sys.argv[2].split(",") if s]
+    port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            code = statuses.pop(0) if statuses else 200
+            with open(log, "a") as f:
+                f.write(json.dumps({"headers": {k.lower(): v for k, v in self.headers.items()}, "body": body.decode(), "answered": code}) + "\n")
+            self.send_response(code); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"ok")
+        def log_message(self, *a): pass
+    s = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
+    print(s.server_address[1], flush=True)
+    s.serve_forever()
+    """#
+
+    /// Starts on a free port (or `port`), answering `statuses` first.
+    public init(log: String, statuses: [Int] = [], port: Int? = nil) throws {
+        self.log = log
+        FileManager.default.createFile(atPath: log, contents: nil)
+        var args = ["python3", "-c", Self.script, log, statuses.map(String.init).joined(separator: ",")]
+        if let port { args.append("\(port)") }
+        process = try ManagedProcess("/usr/bin/env", args)
+        guard let line = process.waitForLine(timeout: 10, { Int($0) != nil }), let p = Int(line) else {
+            throw Failed(description: "receiver did not start: \(process.errorOutput)")
+        }
+        self.port = p
+    }
+
+    public struct Failed: Error, CustomStringConvertible { public let description: String }
+
+    public var url: String { "http://127.0.0.1:\(port)/hook" }
+
+    /// Every request so far: lowercased headers, the raw body, the status it was answered.
+    public var received: [(headers: [String: String], body: String, answered: Int)] {
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let h = o["headers"] as? [String: String], let b = o["body"] as? String else { return nil }
+            return (h, b, o["answered"] as? Int ?? 0)
+        }
+    }
+
+    /// Waits until `n` requests have arrived.
+    public func waitFor(_ n: Int, timeout: TimeInterval = 15) -> Bool {
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            if received.count >= n { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
+    public func stop() {
+        process.signal(SIGTERM)
+        _ = process.wait(timeout: 5)
+    }
+}

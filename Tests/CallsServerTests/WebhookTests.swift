@@ -1,0 +1,137 @@
+@testable import CallsServer
+import CallRoomTestSupport
+import CallsCore
+import CallsSecurity
+import Foundation
+import XCTest
+
+/// Webhooks against a real HTTP receiver: signed, in order, retried until acknowledged, and
+/// durable across `kill -9`.
+final class WebhookTests: XCTestCase {
+    let secret = "s3cret-s3cret-s3cret"
+
+    func testTransitionsAreDeliveredSignedInOrderAndRetriedUntilAcknowledged() throws {
+        let tmp = TemporaryDirectory("callroom-hooks")
+        defer { tmp.remove() }
+        // The first delivery attempt fails (500): it is retried, with the same id and bytes.
+        let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"), statuses: [500])
+        defer { receiver.stop() }
+        let h = try ServerHarness { $0.webhooks = [WebhookConfig(id: "main", url: receiver.url, secret: self.secret)] }
+        defer { h.stop(); h.removeData() }
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let ann = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
+        let bob = try RingingTests.online(url: url, appId: app, authKey: key, uid: "bob")
+        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
+        guard case .call(_, let call, _)? = bob.wait({ if case .call(.incoming, _, _) = $0 { return true }; return false }) else { return XCTFail() }
+        bob.send(.rejectCall(sessionId: call.sessionId, status: .rejected))
+        XCTAssertTrue(receiver.waitFor(3), "two events, one of them twice: \(receiver.received.map(\.answered))")
+        let got = receiver.received
+        XCTAssertEqual(got.map(\.answered), [500, 200, 200])
+        XCTAssertEqual(got[0].headers["x-callroom-delivery-id"], got[1].headers["x-callroom-delivery-id"], "a retry keeps its delivery id")
+        XCTAssertEqual(got[0].body, got[1].body, "and its bytes")
+        XCTAssertEqual(got[1].headers["x-callroom-attempt"], "2")
+        var triggers: [String] = []
+        for r in got.dropFirst() {
+            XCTAssertEqual(r.headers["x-cometchat-signature"], Hex.encode(Crypto.hmacSHA256(key: Array(secret.utf8), message: Array(r.body.utf8))),
+                           "HMAC-SHA256 of the raw body")
+            let ts = try XCTUnwrap(r.headers["x-callroom-timestamp"])
+            XCTAssertEqual(r.headers["x-callroom-signature"],
+                           Hex.encode(Crypto.hmacSHA256(key: Array(secret.utf8), message: Array("\(ts).\(r.body)".utf8))))
+            let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any])
+            XCTAssertEqual(o["appId"] as? String, app)
+            XCTAssertEqual(o["webhook"] as? String, "main")
+            XCTAssertEqual(o["type"] as? String, "call")
+            let data = try XCTUnwrap(o["data"] as? [String: Any])
+            XCTAssertEqual(data["sessionId"] as? String, call.sessionId)
+            XCTAssertEqual((data["initiator"] as? [String: Any])?["uid"] as? String, "ann")
+            XCTAssertEqual((data["receiver"] as? [String: Any])?["uid"] as? String, "bob")
+            triggers.append(o["trigger"] as? String ?? "?")
+        }
+        XCTAssertEqual(triggers, ["call_initiated", "call_rejected"], "in the order they happened")
+        // Listed over REST; counted in /metrics.
+        let listed = h.request("GET", "/v3/webhooks/deliveries?status=delivered", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []
+        XCTAssertEqual(listed.count, 2)
+        XCTAssertEqual(listed.last?["attempts"] as? Int, 2)
+        XCTAssertTrue(h.server.metricsText().contains("callroom_webhook_deliveries_total 2"))
+        XCTAssertTrue(h.server.metricsText().contains("callroom_webhook_failed_attempts_total 1"))
+    }
+
+    func testADeadLetterCanBeResentAndTriggersFilter() throws {
+        let tmp = TemporaryDirectory("callroom-hooks")
+        defer { tmp.remove() }
+        let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"), statuses: [503, 503])
+        defer { receiver.stop() }
+        let h = try ServerHarness {
+            $0.webhooks = [WebhookConfig(id: "busy-only", url: receiver.url, secret: self.secret, triggers: ["call_busy"])]
+            $0.webhookMaxAttempts = 2
+        }
+        defer { h.stop(); h.removeData() }
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let ann = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
+        _ = try RingingTests.online(url: url, appId: app, authKey: key, uid: "bob")
+        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
+        guard case .call(_, let call, _)? = ann.wait({ if case .call(.initiated, _, _) = $0 { return true }; return false }) else { return XCTFail() }
+        ann.send(.rejectCall(sessionId: call.sessionId, status: .cancelled))
+        // Only call_busy is wanted: nothing is queued for this call.
+        _ = ann.wait { if case .call(.cancelled, _, _) = $0 { return true }; return false }
+        XCTAssertEqual((h.request("GET", "/v3/webhooks/deliveries", headers: h.adminHeaders).json["data"] as? [[String: Any]])?.count, 0)
+        // A busy call is: after two failed attempts it is a dead letter, re-sent by the operator.
+        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
+        _ = ann.wait { if case .call(.initiated, let c, _) = $0 { return c.sessionId != call.sessionId }; return false }
+        let cat = try RingingTests.online(url: url, appId: app, authKey: key, uid: "cat")
+        cat.send(.initiateCall(receiverId: "ann", receiverType: .user, type: .audio, timeoutSeconds: nil))  // ann is calling: busy
+        XCTAssertTrue(receiver.waitFor(2))
+        var dead: [[String: Any]] = []
+        let end = Date().addingTimeInterval(5)
+        repeat {
+            dead = h.request("GET", "/v3/webhooks/deliveries?status=dead", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []
+        } while dead.isEmpty && Date() < end
+        let id = try XCTUnwrap(dead.first?["deliveryId"] as? String, "dead-lettered after 2 attempts")
+        XCTAssertEqual(h.request("POST", "/v3/webhooks/deliveries/\(id)/retry", headers: h.adminHeaders).data["success"] as? Bool, true)
+        XCTAssertTrue(receiver.waitFor(3))
+        XCTAssertEqual(receiver.received.last?.answered, 200)
+        XCTAssertEqual(receiver.received.last?.headers["x-callroom-delivery-id"], id)
+        XCTAssertEqual(h.request("POST", "/v3/webhooks/deliveries/nope/retry", headers: h.adminHeaders).errorCode, "ERR_DELIVERY_NOT_FOUND")
+    }
+
+    /// `kill -9` with a backlog (the receiver is down): after the restart every event is delivered.
+    func testABacklogSurvivesKill9() throws {
+        let tmp = TemporaryDirectory("callroom-hooks")
+        defer { tmp.remove() }
+        // A port nobody listens on yet.
+        let probe = try WebhookReceiver(log: tmp.file("probe.jsonl"))
+        let port = probe.port
+        probe.stop()
+        let config = tmp.file("config.json")
+        try #"{"webhooks": [{"id": "main", "url": "http://127.0.0.1:\#(port)/hook", "secret": "\#(secret)"}]}"#
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        var server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--config", config, "--log-level", "error"])
+        let (app, key) = (server.appId, server.authKey)
+        let ann = try RingingTests.online(url: server.url, appId: app, authKey: key, uid: "ann")
+        let bob = try RingingTests.online(url: server.url, appId: app, authKey: key, uid: "bob")
+        var sessions: [String] = []
+        for _ in 0..<3 {
+            ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
+            guard case .call(_, let c, _)? = bob.wait({ if case .call(.incoming, let c, _) = $0 { return !sessions.contains(c.sessionId) }; return false })
+            else { return XCTFail("no incoming") }
+            sessions.append(c.sessionId)
+            ann.send(.rejectCall(sessionId: c.sessionId, status: .cancelled))
+            _ = ann.wait { if case .call(.cancelled, let x, _) = $0 { return x.sessionId == c.sessionId }; return false }
+        }
+        server.process.signal(SIGKILL)
+        _ = server.process.wait()
+        let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"), port: port)
+        defer { receiver.stop() }
+        server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--config", config, "--log-level", "error"])
+        defer { _ = server.stop() }
+        XCTAssertTrue(receiver.waitFor(6, timeout: 20), "3 calls × (initiated, cancelled): \(receiver.received.count)")
+        let ids = Set(receiver.received.compactMap { $0.headers["x-callroom-delivery-id"] })
+        XCTAssertEqual(ids.count, 6, "every delivery id, none lost")
+        for sid in sessions {
+            let triggers = receiver.received.filter { $0.body.contains(sid) }.compactMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.body.utf8)) as? [String: Any])?["trigger"] as? String
+            }
+            XCTAssertEqual(Array(triggers.prefix(2)), ["call_initiated", "call_cancelled"], "per-session order")
+        }
+    }
+}
