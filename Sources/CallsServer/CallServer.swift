@@ -91,9 +91,9 @@ public final class CallServer: @unchecked Sendable {
         var limits = RoomLimits()
         limits.maxParticipants = configuration.maxParticipantsPerRoom
         limits.gracePeriodSeconds = configuration.gracePeriodSeconds
-        let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits)
-        let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds,
-                                 outbox: WebhookOutbox(webhooks: configuration.webhooks, appID: k.appId, region: configuration.region))
+        let hooks = WebhookOutbox(webhooks: configuration.webhooks, appID: k.appId, region: configuration.region)
+        let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits, outbox: hooks)
+        let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks)
         do { try calls.restore() } catch {
             relay.close()
             throw .database(error.description)
@@ -101,6 +101,7 @@ public final class CallServer: @unchecked Sendable {
         let deliverer = WebhookDeliverer(store: store, webhooks: configuration.webhooks, maxAttempts: configuration.webhookMaxAttempts, log: log)
         // Each transition's event follows the commit of its outbox rows: send them now.
         calls.onEvent = { [weak deliverer] _, _ in deliverer?.poke() }
+        rooms.onCommitted = { [weak deliverer] in deliverer?.poke() }
         webhooks = deliverer
         let web = WebServer(host: configuration.host, delegate: self)
         rooms.attach(outbox: self)

@@ -157,13 +157,30 @@ extension CallStore {
                     WHERE uid = ? AND call_id IN (SELECT id FROM calls WHERE session_id = ? AND mode = 'call')
                     """, [.text(outcome.rawValue), .int(now), .text(uid), .text(sessionId)])
             case .outbox(let rows):
-                for r in rows {
-                    try db.execute("""
-                        INSERT INTO webhook_deliveries(delivery_id, webhook_id, url, session_id, trigger, body, created_at, next_attempt_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        """, [.text(r.deliveryId), .text(r.webhookId), .text(r.url), .text(r.sessionId), .text(r.trigger), .text(r.body),
-                              .int(r.at), .int(r.at)])
+                try insertOutbox(rows)
+            case .roomHook(let hook):
+                guard let callID = refs.call(hook.call, committed),
+                      let mode = try db.query("SELECT mode FROM calls WHERE id = ?", [.int(callID)]).first?.first?.text else { continue }
+                let ringing = mode == "call"
+                let trigger: String
+                switch (hook.kind, ringing) {
+                case (.started, false): trigger = "meeting_started"
+                case (.ended, false): trigger = "meeting_ended"
+                case (.joined, false): trigger = "meeting_participant_joined"
+                case (.left, false): trigger = "meeting_participant_left"
+                case (.joined, true): trigger = "call_participant_joined"
+                case (.left, true): trigger = "call_participant_left"
+                case (.started, true), (.ended, true): continue  // the ring registry sends call_started / call_ended
                 }
+                var participant: WebhookOutbox.RoomData.Participant?
+                if let uid = hook.uid, let pid = hook.pid {
+                    // No row: the join was never recorded, so nobody heard of it joining or leaving.
+                    guard let name = try db.query("SELECT name FROM call_participants WHERE call_id = ? AND pid = ? ORDER BY id DESC LIMIT 1",
+                                                  [.int(callID), .text(pid)]).first?.first?.text else { continue }
+                    participant = .init(uid: uid, pid: pid, name: name)
+                }
+                try insertOutbox(hook.outbox.roomRows(trigger, type: ringing ? "call" : "meet",
+                                                      data: .init(sessionId: hook.sessionId, participant: participant, at: hook.at), at: hook.at))
             case let .heartbeat(calls, now):
                 for ref in calls {
                     guard let id = refs.call(ref, committed) else { continue }
@@ -172,5 +189,16 @@ extension CallStore {
             }
         }
         return out
+    }
+
+    /// Queues webhook deliveries (inside the batch transaction).
+    private func insertOutbox(_ rows: [OutboxRow]) throws(SQLiteError) {
+        for r in rows {
+            try db.execute("""
+                INSERT INTO webhook_deliveries(delivery_id, webhook_id, url, session_id, trigger, body, created_at, next_attempt_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.text(r.deliveryId), .text(r.webhookId), .text(r.url), .text(r.sessionId), .text(r.trigger), .text(r.body),
+                      .int(r.at), .int(r.at)])
+        }
     }
 }

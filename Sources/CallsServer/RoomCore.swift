@@ -61,6 +61,8 @@ final class RoomCore {
     let limits: RoomLimits
     let mediaPort: Int
     let identities: RoomIdentities
+    /// Webhooks for room events (the writer names each trigger); none configured: no rows.
+    let outbox: WebhookOutbox
 
     var rooms: [String: Room] = [:]
     /// Which participant each connection speaks for (admitted or joining).
@@ -77,12 +79,19 @@ final class RoomCore {
     var effects: [RoomEffect] = []
     var now: Int64 = 0
 
-    init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, identities: RoomIdentities = .random) {
+    init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, identities: RoomIdentities = .random,
+         outbox: WebhookOutbox = .none) {
         self.signer = signer
         self.appID = appID
         self.limits = limits
         self.mediaPort = mediaPort
         self.identities = identities
+        self.outbox = outbox
+    }
+
+    /// A room event's webhook command, when any webhook is configured.
+    func hook(_ kind: RoomHook.Kind, _ call: CallRef, _ sid: String, uid: String? = nil, pid: String? = nil) -> [StoreCommand] {
+        outbox.webhooks.isEmpty ? [] : [.roomHook(RoomHook(kind: kind, call: call, sessionId: sid, uid: uid, pid: pid, at: now, outbox: outbox))]
     }
 
     var participantCount: Int { rooms.values.reduce(0) { $0 + $1.participants.count } }
@@ -237,9 +246,11 @@ final class RoomCore {
             nextRef += 1
             room.call = call
             commands.append(.startCall(call, sessionId: claims.sid, type: j.sessionType == .video ? "video" : "audio", mode: "meet", at: now))
+            commands += hook(.started, call, claims.sid)
         }
         if let call = room.call {
             commands.append(.participantJoined(ref, call: call, uid: claims.sub, pid: pid, displayName: displayName, at: now))
+            commands += hook(.joined, call, claims.sid, uid: claims.sub, pid: pid)
         }
         persist(commands, .join(session: claims.sid, pid: pid, startsCall: startsCall))
         cancelIdleTimer(room)  // not alone any more (or not yet)
@@ -285,8 +296,9 @@ final class RoomCore {
         usedSSRCs.remove(p.wire.ssrc)
         if let c = p.connection { byConnection[c] = nil }
         var commands: [StoreCommand] = [.participantLeft(p.ref, at: now)]
+        if let call = room.call { commands += hook(.left, call, sid, uid: p.wire.uid, pid: pid) }
         let empties = room.participants.isEmpty
-        if empties, let call = room.call { commands.append(.endCall(call, at: now)) }
+        if empties, let call = room.call { commands += hook(.ended, call, sid) + [.endCall(call, at: now)] }
         persist(commands, .leave(session: sid, pid: pid, notify: notifySelf ? p.connection : nil, reason: reason))
         if p.admitted {
             patchRelay(room)

@@ -33,16 +33,21 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     private var timers: TimerTable<RoomTimer>!
     private var heartbeat: DispatchSourceTimer?
 
+    /// Told (on the writer's queue) after each batch of writes commits: the webhook deliverer
+    /// looks at the outbox then. Set before start.
+    var onCommitted: (@Sendable () -> Void)?
+
     init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits(),
-         scheduler: any Scheduler = DispatchScheduler.shared) {
+         outbox: WebhookOutbox = .none, scheduler: any Scheduler = DispatchScheduler.shared) {
         self.scheduler = scheduler
         self.store = store
         self.relay = relay
         self.log = log
-        core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port)
+        core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, outbox: outbox)
         timers = TimerTable(scheduler: scheduler, queue: queue)
         writer = StoreWriter(store: store) { [weak self] receipts in
             guard let self else { return }
+            self.onCommitted?()
             self.queue.async { for r in receipts { self.run(.stored(r)) } }
         }
     }

@@ -28,6 +28,22 @@ enum StoreCommand: Sendable, Equatable {
     /// Webhook deliveries of this transition (in its transaction: none is lost, none is sent
     /// for a transition that did not commit).
     case outbox([OutboxRow])
+    /// Webhook deliveries of a room event; the writer names the trigger from the call's mode
+    /// (`meeting_*` for a meeting, `call_participant_*` in a ringing call's room) and the
+    /// participant's name from this request's join.
+    case roomHook(RoomHook)
+}
+
+/// A room event for webhooks (`StoreCommand.roomHook`).
+struct RoomHook: Sendable, Equatable {
+    enum Kind: String, Sendable { case started, joined, left, ended }
+    var kind: Kind
+    var call: CallRef
+    var sessionId: String
+    var uid: String?
+    var pid: String?
+    var at: Int64
+    var outbox: WebhookOutbox
 }
 
 /// Commands that succeed or fail together (one savepoint in the writer's batch transaction).

@@ -35,7 +35,7 @@ struct OutboxRow: Sendable, Equatable {
 
 /// Builds the outbox rows of one transition: `{trigger, data, appId, region, webhook, type}`
 /// per webhook that wants the trigger. A value; any thread.
-struct WebhookOutbox: Sendable {
+struct WebhookOutbox: Sendable, Equatable {
     var webhooks: [WebhookConfig]
     var appID: String
     var region: String
@@ -83,6 +83,35 @@ struct WebhookOutbox: Sendable {
             guard let json = try? enc.encode(body) else { return nil }
             return OutboxRow(deliveryId: deliveryIds(), webhookId: w.id, url: w.url, sessionId: call.sessionId, trigger: trigger.rawValue,
                              body: String(decoding: json, as: UTF8.self), at: now)
+        }
+    }
+
+    /// A room event as webhook `data`.
+    struct RoomData: Encodable {
+        struct Participant: Encodable { var uid: String; var pid: String; var name: String }
+        var sessionId: String
+        var participant: Participant?
+        var at: Int64
+    }
+
+    struct RoomBody: Encodable {
+        var trigger: String
+        var data: RoomData
+        var appId: String
+        var region: String
+        var webhook: String
+        var type: String
+    }
+
+    /// The outbox rows of a room event under `trigger` (a meeting's or a ringing call's room).
+    func roomRows(_ trigger: String, type: String, data: RoomData, at now: Int64) -> [OutboxRow] {
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return webhooks.filter { $0.triggers?.contains(trigger) ?? true }.compactMap { w in
+            let body = RoomBody(trigger: trigger, data: data, appId: appID, region: region, webhook: w.id, type: type)
+            guard let json = try? enc.encode(body) else { return nil }
+            return OutboxRow(deliveryId: "dlv_" + Crypto.randomHex(10), webhookId: w.id, url: w.url, sessionId: data.sessionId,
+                             trigger: trigger, body: String(decoding: json, as: UTF8.self), at: now)
         }
     }
 

@@ -56,6 +56,52 @@ final class WebhookTests: XCTestCase {
         XCTAssertTrue(h.server.metricsText().contains("callroom_webhook_failed_attempts_total 1"))
     }
 
+    func testMeetingsAndARingingCallsRoomSendTheirOwnTriggers() throws {
+        let tmp = TemporaryDirectory("callroom-hooks")
+        defer { tmp.remove() }
+        let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"))
+        defer { receiver.stop() }
+        let h = try ServerHarness { $0.webhooks = [WebhookConfig(id: "main", url: receiver.url, secret: self.secret)] }
+        defer { h.stop(); h.removeData() }
+        // A meeting: two join, both leave.
+        let a = try SignalProbe(url: h.server.url), b = try SignalProbe(url: h.server.url)
+        a.send(.join(.init(callToken: try h.callToken(uid: "ann", session: "standup"), displayName: "Ann A.")))
+        XCTAssertNotNil(a.joined())
+        b.send(.join(.init(callToken: try h.callToken(uid: "bob", session: "standup"))))
+        XCTAssertNotNil(b.joined())
+        a.send(.leave)
+        XCTAssertTrue(a.waitClosed())
+        b.send(.leave)
+        XCTAssertTrue(b.waitClosed())
+        XCTAssertTrue(receiver.waitFor(6), "\(receiver.received.count)")
+        let events = receiver.received.compactMap { r -> (String, String?)? in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any] else { return nil }
+            let p = (o["data"] as? [String: Any])?["participant"] as? [String: Any]
+            return (o["trigger"] as? String ?? "?", p?["name"] as? String)
+        }
+        XCTAssertEqual(events.map(\.0), ["meeting_started", "meeting_participant_joined", "meeting_participant_joined",
+                                        "meeting_participant_left", "meeting_participant_left", "meeting_ended"])
+        XCTAssertEqual(events[1].1, "Ann A.", "the name the join recorded")
+        XCTAssertTrue(receiver.received.allSatisfy { $0.body.contains(#""type":"meet""#) })
+        // A ringing call's room: call_participant_* (call_started / call_ended come from the ring registry).
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let ann = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
+        let bob = try RingingTests.online(url: url, appId: app, authKey: key, uid: "bob")
+        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
+        guard case .call(_, let call, _)? = bob.wait({ if case .call(.incoming, _, _) = $0 { return true }; return false }) else { return XCTFail() }
+        bob.send(.acceptCall(sessionId: call.sessionId))
+        _ = ann.wait { if case .call(.accepted, _, _) = $0 { return true }; return false }
+        let room = try SignalProbe(url: url)
+        room.send(.join(.init(callToken: try h.callToken(uid: "ann", session: call.sessionId), sessionId: call.sessionId)))
+        XCTAssertNotNil(room.joined())
+        room.send(.leave)
+        XCTAssertTrue(receiver.waitFor(11), "\(receiver.received.count)")
+        let ring = receiver.received.dropFirst(6).compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.body.utf8)) as? [String: Any])?["trigger"] as? String
+        }
+        XCTAssertEqual(ring, ["call_initiated", "call_started", "call_participant_joined", "call_participant_left", "call_ended"])
+    }
+
     func testADeadLetterCanBeResentAndTriggersFilter() throws {
         let tmp = TemporaryDirectory("callroom-hooks")
         defer { tmp.remove() }
