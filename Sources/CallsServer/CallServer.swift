@@ -32,7 +32,8 @@ public final class CallServer: @unchecked Sendable {
     private var signals: (any SignalRouter)?
     /// This process's node id: the `node` of every `ConnectionID` it holds.
     public let nodeID = "node-" + Crypto.randomHex(4)
-    private var router: RESTRouter?
+    /// Set once the port is known (the web thread reads it: behind a lock).
+    private let routerBox = Locked<RESTRouter?>(nil)
     private var store: CallStore?
     private let restQueue = DispatchQueue(label: "callroom.rest", attributes: .concurrent)
     private let openSockets = Atomic<Int>(0)
@@ -112,11 +113,14 @@ public final class CallServer: @unchecked Sendable {
         signals = LocalSignalRouter(outbox: self, limits: limits, handlers: [.room: rooms, .presence: calls, .calls: calls])
         self.relay = relay
         mediaPort = relay.port
-        router = RESTRouter(store: store, keys: k, signer: signer, config: configuration, mediaPort: relay.port)
         do { port = try web.start(port: configuration.port) } catch {
             relay.close()
             throw .cannotListen("\(configuration.host):\(configuration.port)")
         }
+        // (Created once the port is known: invite links need the address. Until then: 503.)
+        let router = RESTRouter(store: store, keys: k, signer: signer, config: configuration, mediaPort: relay.port,
+                                publicURL: configuration.publicURL ?? url)
+        routerBox.withLock { $0 = router }
         self.web = web
         relay.start()
         // Deliveries left from an earlier run go out too (the outbox is in the store).
@@ -156,7 +160,7 @@ public final class CallServer: @unchecked Sendable {
 
 extension CallServer: WebServerDelegate, SignalOutbox {
     public func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
-        guard let router else { return respond(HTTPResponse(status: 503, json: RESTErrorCode.unavailable.json("Starting."))) }
+        guard let router = routerBox.withLock({ $0 }) else { return respond(HTTPResponse(status: 503, json: RESTErrorCode.unavailable.json("Starting."))) }
         httpRequests.add(1, ordering: .relaxed)
         let allowed = restLimiters.withLock { l -> Bool in
             if l.count > 10_000 { l.removeAll() }

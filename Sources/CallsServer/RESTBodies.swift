@@ -3,7 +3,7 @@ import Foundation
 
 // MARK: Response bodies
 
-struct AppInfo: Encodable { var appId: String; var region: String; var mediaPort: Int }
+struct AppInfo: Encodable { var appId: String; var region: String; var mediaPort: Int; var publicURL: String }
 struct AuthTokenBody: Encodable { var uid: String; var authToken: String; var createdAt: Int64 }
 struct LoginBody: Encodable { var uid: String; var name: String; var avatar: String?; var authToken: String }
 

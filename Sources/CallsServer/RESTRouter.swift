@@ -11,6 +11,8 @@ struct RESTRouter: Sendable {
     let signer: CallTokenSigner
     let config: ServerConfiguration
     let mediaPort: Int
+    /// Where people reach this server (`publicURL`, else the listening address): invite links.
+    let publicURL: String
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
         do {
@@ -44,7 +46,22 @@ struct RESTRouter: Sendable {
 
     static let routes: [Route] = [
         Route(.get, "healthz") { _, _, _ in HTTPResponse(status: 200, json: #"{"status":"ok"}"#) },
-        Route(.get, "v3/app") { rt, _, _ in rt.ok(AppInfo(appId: rt.keys.appId, region: rt.config.region, mediaPort: rt.mediaPort)) },
+        Route(.get, "v3/app") { rt, _, _ in
+            rt.ok(AppInfo(appId: rt.keys.appId, region: rt.config.region, mediaPort: rt.mediaPort, publicURL: rt.publicURL))
+        },
+        Route(.get, "call/*") { rt, _, parts in
+            guard isIdentifier(parts[1], max: 128) else { throw ServerError(.sessionIdInvalid, "Not a session id.") }
+            let call = try rt.store.latestCall(sessionId: parts[1])
+            let present = call.map { c in c.endedAt == nil ? c.participants.filter { $0.leftAt == nil }.map(\.name) : [] } ?? []
+            let html = InvitePage.html(sessionId: parts[1], publicURL: rt.publicURL, present: present, status: call?.status)
+            return HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: Array(html.utf8))
+        },
+        Route(.get, ".well-known/apple-app-site-association") { rt, _, _ in
+            HTTPResponse(status: 200, contentType: "application/json", body: Array(InvitePage.appleAppSiteAssociation(appIDs: rt.config.appleAppIDs).utf8))
+        },
+        Route(.get, ".well-known/assetlinks.json") { rt, _, _ in
+            HTTPResponse(status: 200, contentType: "application/json", body: Array(InvitePage.assetLinks(packages: rt.config.androidApps).utf8))
+        },
         Route(.post, "v3/users") { rt, r, _ in try rt.createUser(r) },
         Route(.get, "v3/users") { rt, r, _ in
             try rt.requireAPIKey(r)

@@ -23,6 +23,9 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var storeHeartbeatSeconds: Int?
     public var ringTimeoutSeconds: Int?
     public var webhooks: [WebhookConfig]?
+    public var publicURL: String?
+    public var appleAppIDs: [String]?
+    public var androidApps: [AndroidApp]?
     public var webhookMaxAttempts: Int?
 
     /// Every trigger a webhook may ask for (calls-api.md §9).
@@ -38,7 +41,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "publicURL", "appLinks",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -95,6 +98,28 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.storeHeartbeatSeconds = try int("storeHeartbeatSeconds")
         c.ringTimeoutSeconds = try int("ringTimeoutSeconds")
         c.webhookMaxAttempts = try int("webhookMaxAttempts")
+        if let u = try string("publicURL") {
+            guard (u.hasPrefix("http://") || u.hasPrefix("https://")), URL(string: u)?.host != nil, !u.hasSuffix("/") else {
+                throw Invalid(message: "\(path): 'publicURL' must be http(s)://HOST[:PORT][/PATH] without a trailing slash")
+            }
+            c.publicURL = u
+        }
+        if let v = obj["appLinks"] {
+            guard let o = v as? [String: Any] else { throw Invalid(message: "\(path): 'appLinks' must be an object") }
+            if let a = o["apple"] {
+                guard let ids = a as? [String] else { throw Invalid(message: "\(path): appLinks.apple must be a list of TEAMID.bundle ids") }
+                c.appleAppIDs = ids
+            }
+            if let a = o["android"] {
+                guard let apps = a as? [[String: Any]] else { throw Invalid(message: "\(path): appLinks.android must be a list of objects") }
+                c.androidApps = try apps.enumerated().map { (i, app) throws(Invalid) in
+                    guard let name = app["package"] as? String, let fp = app["sha256"] as? [String] else {
+                        throw Invalid(message: "\(path): appLinks.android[\(i)] needs package and sha256 (a list)")
+                    }
+                    return AndroidApp(name: name, fingerprints: fp)
+                }
+            }
+        }
         if let v = obj["webhooks"] {
             guard let list = v as? [[String: Any]] else { throw Invalid(message: "\(path): 'webhooks' must be a list of objects") }
             var hooks: [WebhookConfig] = []

@@ -22,6 +22,11 @@ public struct ServerConfiguration: Sendable {
     public var maxParticipantsPerRoom: Int
     /// How long a participant whose connection dropped is held for `resume` (seconds).
     public var gracePeriodSeconds: Double = 30
+    /// The address people reach this server at (invite links use it); nil: the listening address.
+    public var publicURL: String?
+    /// Apps that open `/call/*` links: Apple app ids (`TEAMID.bundle`) and Android packages.
+    public var appleAppIDs: [String] = []
+    public var androidApps: [AndroidApp] = []
     /// Webhook receivers (docs/operations.md) and how many attempts a delivery gets.
     public var webhooks: [WebhookConfig] = []
     public var webhookMaxAttempts: Int = 8

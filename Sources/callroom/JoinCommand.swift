@@ -7,12 +7,14 @@ import Foundation
 /// `callroom join SESSION_ID …`
 enum JoinCommand {
     static let usage = """
-        USAGE: callroom join SESSION_ID (--server URL | --settings FILE) --uid UID [--name NAME]
+        USAGE: callroom join SESSION_ID|INVITE_LINK (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC]
                              [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
 
-        Joins a session on a CallRoom server and shows the call screen.
+        Joins a session on a CallRoom server and shows the call screen. An invite link
+        (https://HOST/call/SESSION, as the invite button copies it) gives the server too;
+        callroom://call/SESSION gives the session.
 
         OPTIONS:
           --server URL         the callroomd base URL (http://HOST:PORT)
@@ -58,15 +60,22 @@ enum JoinCommand {
             Console.out(usage + MainActor.assumeIsolated { HeadlessCommands.helpText })
             exit(ExitCode.ok)
         }
-        guard args.positionals.count == 1, let session = args.positionals.first else {
+        guard args.positionals.count == 1, let target = args.positionals.first else {
             Console.fail("join needs exactly one SESSION_ID\nRun 'callroom join --help' for usage.")
         }
-        guard (args["server"] == nil) != (args["settings"] == nil) else { Console.fail("give exactly one of --server and --settings") }
+        // An invite link names both: https://HOST/call/SESSION (callroom://call/SESSION needs --server).
+        var session = target, linkServer: String?
+        if let link = InviteLink(target) {
+            session = link.session
+            linkServer = link.server
+        }
+        let server = args["server"] ?? (args["settings"] == nil ? linkServer : nil)
+        guard (server == nil) != (args["settings"] == nil) else { Console.fail("give exactly one of --server and --settings (or an https invite link)") }
         guard let uid = args["uid"] ?? (args["auth-token"] != nil ? "" : nil) else { Console.fail("--uid is required") }
         guard (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }
         let frameMs = Int(args["frame-ms"] ?? "20") ?? 0
         guard frameMs == 10 || frameMs == 20 else { Console.fail("--frame-ms must be 10 or 20") }
-        let options = SDKSetup.Options(server: args["server"], settingsFile: args["settings"], appID: args["app-id"], uid: uid,
+        let options = SDKSetup.Options(server: server, settingsFile: args["settings"], appID: args["app-id"], uid: uid,
                                        name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
         let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
@@ -110,5 +119,28 @@ enum JoinCommand {
             }
         }
         dispatchMain()
+    }
+}
+
+/// An invite link: `http(s)://HOST[:PORT][/PREFIX]/call/SESSION` (server and session) or
+/// `callroom://call/SESSION` (the session only).
+struct InviteLink: Equatable {
+    var server: String?
+    var session: String
+
+    init?(_ text: String) {
+        guard let url = URL(string: text), let scheme = url.scheme else { return nil }
+        let parts = url.path.split(separator: "/").map(String.init)
+        if scheme == "callroom" {
+            // callroom://call/SESSION: "call" is the host.
+            guard url.host == "call", parts.count == 1 else { return nil }
+            server = nil
+            session = parts[0]
+            return
+        }
+        guard scheme == "http" || scheme == "https", let host = url.host, parts.count >= 2, parts[parts.count - 2] == "call" else { return nil }
+        let prefix = parts.dropLast(2).map { "/" + $0 }.joined()
+        server = "\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")\(prefix)"
+        session = parts[parts.count - 1]
     }
 }

@@ -14,7 +14,7 @@ let usage = """
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
-                              webhooks, webhookMaxAttempts,
+                              webhooks, webhookMaxAttempts, publicURL, appLinks,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               relayFastPath, relayFastPathObject); flags given
                               here take precedence
@@ -84,6 +84,9 @@ if let r = file.restRequestsPerSecond {
     config.restRequestsPerSecond = Double(r)
 }
 if let w = file.webhooks { config.webhooks = w }
+if let u = file.publicURL { config.publicURL = u }
+if let a = file.appleAppIDs { config.appleAppIDs = a }
+if let a = file.androidApps { config.androidApps = a }
 if let n = file.webhookMaxAttempts {
     guard (1...100).contains(n) else { fail("webhookMaxAttempts must be 1…100") }
     config.webhookMaxAttempts = n

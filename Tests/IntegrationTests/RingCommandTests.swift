@@ -88,4 +88,19 @@ final class RingCommandTests: XCTestCase {
             XCTAssertTrue(events(p).contains("onCallEndedMessageReceived"), "\(events(p))")
         }
     }
+
+    func testJoinOpensAnInviteLink() throws {
+        let tmp = TemporaryDirectory("callroom-invite")
+        defer { tmp.remove() }
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let zed = try ManagedProcess(BuiltProducts.path("callroom"), ["join", server.url + "/call/linkroom", "--uid", "zed", "--auth-key", server.authKey,
+                                                                      "--input", "null", "--output", "null", "--headless"])
+        XCTAssertNotNil(zed.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, zed.errorOutput)
+        XCTAssertTrue(BlockingHTTP.request("GET", server.url + "/call/linkroom").text.contains("zed"), "the invite page lists who is in")
+        zed.closeInput()
+        XCTAssertEqual(zed.wait(timeout: 10), 0)
+        let noServer = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "callroom://call/linkroom", "--uid", "zed", "--auth-key", "k", "--headless"])
+        XCTAssertEqual(noServer.wait(timeout: 5), 2, "callroom:// names the session only: --server is needed")
+    }
 }

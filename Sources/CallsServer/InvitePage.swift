@@ -1,0 +1,70 @@
+import CallsCore
+import Foundation
+
+/// An Android app that opens `/call/*` links: its package and signing-certificate SHA-256s.
+public struct AndroidApp: Sendable, Equatable {
+    public var name: String
+    public var fingerprints: [String]
+    public init(name: String, fingerprints: [String]) { self.name = name; self.fingerprints = fingerprints }
+}
+
+/// The invite link's page and the app-link files (issue #14): what `GET /call/{sessionId}`,
+/// `/.well-known/apple-app-site-association` and `/.well-known/assetlinks.json` answer. Plain
+/// HTML (no script), every value escaped. A value; any thread.
+struct InvitePage {
+    /// `&`, `<`, `>`, `"` and `'` as entities: nothing a name contains can become markup.
+    static func escape(_ s: String) -> String {
+        var out = ""
+        for c in s {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    /// The page: which call, who is in it now, and how to join from a terminal or the app.
+    static func html(sessionId: String, publicURL: String, present: [String], status: String?) -> String {
+        let sid = escape(sessionId)
+        let link = escape(publicURL + "/call/" + sessionId)
+        let who = present.isEmpty ? "<p>Nobody is in the call right now.</p>"
+            : "<p>In the call now (\(present.count)):</p><ul>" + present.map { "<li>\(escape($0))</li>" }.joined() + "</ul>"
+        let state = status.map { "<p>Status: \(escape($0))</p>" } ?? ""
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Join \(sid) · CallRoom</title></head>
+            <body>
+            <h1>Join the call \(sid)</h1>
+            \(state)\(who)
+            <h2>From a terminal</h2>
+            <pre>callroom join \(link) --uid YOUR_UID --auth-key KEY</pre>
+            <h2>From the app</h2>
+            <p><a href="callroom://call/\(escape(sessionId))">Open in CallRoom</a> · <a href="\(link)">\(link)</a></p>
+            </body></html>
+            """
+    }
+
+    /// `apple-app-site-association`: the apps that open `/call/*` links.
+    static func appleAppSiteAssociation(appIDs: [String]) -> String {
+        let details = appIDs.map { ["appIDs": [$0], "components": [["/": "/call/*"]]] as [String: Any] }
+        let o: [String: Any] = ["applinks": ["details": details]]
+        return String(decoding: (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8),
+                      as: UTF8.self)
+    }
+
+    /// `assetlinks.json`: the Android apps (package, certificate fingerprints) that open them.
+    static func assetLinks(packages: [AndroidApp]) -> String {
+        let list = packages.map { p -> [String: Any] in
+            ["relation": ["delegate_permission/common.handle_all_urls"],
+             "target": ["namespace": "android_app", "package_name": p.name, "sha256_cert_fingerprints": p.fingerprints]]
+        }
+        return String(decoding: (try? JSONSerialization.data(withJSONObject: list, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("[]".utf8),
+                      as: UTF8.self)
+    }
+}

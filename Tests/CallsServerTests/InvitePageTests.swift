@@ -1,0 +1,40 @@
+@testable import CallsServer
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// The invite page and the app-link files over real HTTP.
+final class InvitePageTests: XCTestCase {
+    func testTheInvitePageNamesTheCallAndWhoIsInItEscaped() throws {
+        let h = try ServerHarness {
+            $0.publicURL = "https://calls.example.com"
+            $0.appleAppIDs = ["TEAM.com.example.calls"]
+            $0.androidApps = [AndroidApp(name: "com.example.calls", fingerprints: ["AB:CD"])]
+        }
+        defer { h.stop(); h.removeData() }
+        let p = try SignalProbe(url: h.server.url)
+        p.send(.join(.init(callToken: try h.callToken(uid: "mallory", session: "standup"), displayName: "<script>alert(1)</script> & co")))
+        XCTAssertNotNil(p.joined())
+        let page = BlockingHTTP.request("GET", h.server.url + "/call/standup")
+        XCTAssertEqual(page.status, 200)
+        let html = page.text
+        XCTAssertTrue(html.contains("Join the call standup"), html)
+        XCTAssertTrue(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; co"), "escaped: \(html)")
+        XCTAssertFalse(html.contains("<script>"))
+        XCTAssertTrue(html.contains("callroom join https://calls.example.com/call/standup"), "the public link, not loopback")
+        XCTAssertTrue(html.contains(#"href="callroom://call/standup""#))
+        XCTAssertEqual(h.request("GET", "/v3/app").data["publicURL"] as? String, "https://calls.example.com")
+        p.send(.leave)
+        XCTAssertTrue(p.waitClosed())
+        XCTAssertTrue(BlockingHTTP.request("GET", h.server.url + "/call/standup").text.contains("Nobody is in the call"))
+        XCTAssertEqual(BlockingHTTP.request("GET", h.server.url + "/call/bad%20id!").status, 400)
+
+        let aasa = h.request("GET", "/.well-known/apple-app-site-association")
+        XCTAssertEqual(aasa.status, 200)
+        let details = ((aasa.json["applinks"] as? [String: Any])?["details"] as? [[String: Any]])?.first
+        XCTAssertEqual(details?["appIDs"] as? [String], ["TEAM.com.example.calls"])
+        XCTAssertEqual((details?["components"] as? [[String: String]])?.first?["/"], "/call/*")
+        let links = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(BlockingHTTP.request("GET", h.server.url + "/.well-known/assetlinks.json").text.utf8)) as? [[String: Any]])
+        XCTAssertEqual((links.first?["target"] as? [String: Any])?["package_name"] as? String, "com.example.calls")
+    }
+}
