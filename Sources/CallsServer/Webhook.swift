@@ -59,9 +59,10 @@ struct WebhookOutbox: Sendable, Equatable {
         var endedAt: Int64?
     }
 
-    struct Body: Encodable {
+    /// `{trigger, data, appId, region, webhook, type}`: the body of every delivery.
+    struct Body<Payload: Encodable>: Encodable {
         var trigger: String
-        var data: CallData
+        var data: Payload
         var appId: String
         var region: String
         var webhook: String
@@ -94,21 +95,12 @@ struct WebhookOutbox: Sendable, Equatable {
         var at: Int64
     }
 
-    struct RoomBody: Encodable {
-        var trigger: String
-        var data: RoomData
-        var appId: String
-        var region: String
-        var webhook: String
-        var type: String
-    }
-
     /// The outbox rows of a room event under `trigger` (a meeting's or a ringing call's room).
     func roomRows(_ trigger: String, type: String, data: RoomData, at now: Int64) -> [OutboxRow] {
         let enc = JSONEncoder()
         enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return webhooks.filter { $0.triggers?.contains(trigger) ?? true }.compactMap { w in
-            let body = RoomBody(trigger: trigger, data: data, appId: appID, region: region, webhook: w.id, type: type)
+            let body = Body(trigger: trigger, data: data, appId: appID, region: region, webhook: w.id, type: type)
             guard let json = try? enc.encode(body) else { return nil }
             return OutboxRow(deliveryId: "dlv_" + Crypto.randomHex(10), webhookId: w.id, url: w.url, sessionId: data.sessionId,
                              trigger: trigger, body: String(decoding: json, as: UTF8.self), at: now)
