@@ -58,12 +58,7 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
     }
 
     /// Blocks until every write so far is on disk and its receipt handled (tests, shutdown).
-    func settle() {
-        repeat {
-            writer.waitUntilIdle()
-            queue.sync {}
-        } while queue.sync(execute: { core.pendingWrites }) > 0
-    }
+    func settle() { writer.settle(runner: queue) { core.pendingWrites > 0 } }
 
     // MARK: On the queue
 

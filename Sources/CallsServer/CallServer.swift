@@ -148,7 +148,8 @@ public final class CallServer: @unchecked Sendable {
         guard let rooms, let relay, let store else { return "" }
         return MetricsReport.render(rooms: rooms.roomCount, participants: rooms.participantCount,
                                     connections: openSockets.load(ordering: .relaxed), relay: relay.counters,
-                                    store: store.metrics, httpRequests: httpRequests.load(ordering: .relaxed), webhooks: webhooks?.counters)
+                                    store: store.metrics, httpRequests: httpRequests.load(ordering: .relaxed),
+                                    webhooks: configuration.webhooks.isEmpty ? nil : webhooks?.counters)
     }
 
     /// Webhook delivery counters.

@@ -108,15 +108,6 @@ public struct StoredChatMessage: Sendable, Equatable, Codable {
 }
 
 extension CallStore {
-    /// Keeps a chat message with its call; returns its id.
-    public func addChatMessage(callID: Int64, uid: String, pid: String, name: String, text: String, at now: Int64) throws(SQLiteError) -> Int64 {
-        try locked { () throws(SQLiteError) in
-            try db.execute("INSERT INTO chat_messages(call_id, uid, pid, name, text, sent_at) VALUES (?, ?, ?, ?, ?, ?)",
-                           [.int(callID), .text(uid), .text(pid), .text(name), .text(text), .int(now)])
-            return db.lastInsertRowID
-        }
-    }
-
     /// The chat of the latest call of `sessionId`, oldest first.
     public func chatMessages(sessionId: String, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredChatMessage> {
         try locked { () throws(SQLiteError) in

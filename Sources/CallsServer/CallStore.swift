@@ -150,50 +150,8 @@ public final class CallStore: @unchecked Sendable {
 
     // MARK: Calls
 
-    /// Records the start of a call for `sessionId` and returns its row id.
-    public func startCall(sessionId: String, type: String, mode: String, at now: Int64) throws(SQLiteError) -> Int64 {
-        try locked { () throws(SQLiteError) in
-            try db.execute("""
-                INSERT INTO calls(session_id, type, mode, status, initiated_at, started_at, last_seen_at)
-                VALUES (?, ?, ?, 'ongoing', ?, ?, ?)
-                """, [.text(sessionId), .text(type), .text(mode), .int(now), .int(now), .int(now)])
-            return db.lastInsertRowID
-        }
-    }
-
-    public func endCall(id: Int64, at now: Int64) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) in
-                try db.execute("UPDATE call_participants SET left_at = ? WHERE call_id = ? AND left_at IS NULL", [.int(now), .int(id)])
-                try db.execute("UPDATE calls SET status = 'ended', ended_at = ?, last_seen_at = ? WHERE id = ?",
-                               [.int(now), .int(now), .int(id)])
-            }
-        }
-    }
-
-    public func participantJoined(callID: Int64, uid: String, pid: String, name: String, at now: Int64) throws(SQLiteError) -> Int64 {
-        try locked { () throws(SQLiteError) in
-            try db.execute("INSERT INTO call_participants(call_id, uid, pid, name, joined_at) VALUES (?, ?, ?, ?, ?)",
-                           [.int(callID), .text(uid), .text(pid), .text(name), .int(now)])
-            return db.lastInsertRowID
-        }
-    }
-
-    public func participantLeft(rowID: Int64, at now: Int64) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
-            try db.execute("UPDATE call_participants SET left_at = ? WHERE id = ? AND left_at IS NULL", [.int(now), .int(rowID)])
-        }
-    }
-
-    /// Marks live calls as still live at `now`, so a crash loses at most one heartbeat of end time.
-    public func heartbeat(callIDs: [Int64], at now: Int64) throws(SQLiteError) {
-        guard !callIDs.isEmpty else { return }
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) in
-                for id in callIDs { try db.execute("UPDATE calls SET last_seen_at = ? WHERE id = ?", [.int(now), .int(id)]) }
-            }
-        }
-    }
+    // Calls, participants and chat are written by the rooms' `StoreWriter` (`commit`, in
+    // CallStore+Batch.swift): the one place that SQL lives.
 
     /// Closes calls left open by a crash, using the last heartbeat as the end time. Returns how many.
     @discardableResult

@@ -94,12 +94,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
 
     /// Blocks until the store writer is idle and every receipt it produced has been handled
     /// (tests use it after each input; shutdown uses it once).
-    func settle() {
-        repeat {
-            writer.waitUntilIdle()
-            queue.sync {}
-        } while !queue.sync(execute: { core.pendingWrites.isEmpty })
-    }
+    func settle() { writer.settle(runner: queue) { !core.pendingWrites.isEmpty } }
 
     // MARK: The effect loop (on the queue)
 

@@ -43,6 +43,15 @@ final class StoreWriter: @unchecked Sendable {
         }
     }
 
+    /// Blocks until every write so far is on disk and the runner on `queue` (which hands the
+    /// receipts to its core) has handled them all: `hasPending` is asked on `queue`.
+    func settle(runner queue: DispatchQueue, hasPending: () -> Bool) {
+        repeat {
+            waitUntilIdle()
+            queue.sync {}
+        } while queue.sync(execute: hasPending)
+    }
+
     private func drain() {
         dispatchPrecondition(condition: .onQueue(queue))
         while true {

@@ -17,7 +17,7 @@ public struct WebhookConfig: Sendable, Equatable {
         self.triggers = triggers
     }
 
-    func wants(_ trigger: CallTrigger) -> Bool { triggers?.contains(trigger.rawValue) ?? true }
+    func wants(_ trigger: String) -> Bool { triggers?.contains(trigger) ?? true }
 }
 
 /// One queued delivery of one event to one webhook: written in the same transaction as the
@@ -69,6 +69,7 @@ struct WebhookOutbox: Sendable, Equatable {
         var type: String
     }
 
+    /// The outbox rows of a call transition.
     func rows(_ trigger: CallTrigger, _ call: WireCall, at now: Int64, deliveryIds: () -> String) -> [OutboxRow] {
         let data = CallData(
             sessionId: call.sessionId, initiator: .init(uid: call.initiator.id, guid: nil, name: call.initiator.name),
@@ -77,14 +78,7 @@ struct WebhookOutbox: Sendable, Equatable {
             receiverType: call.receiverType.rawValue, type: call.type.rawValue, status: call.status.rawValue,
             members: call.members.map { .init(uid: $0.uid, name: $0.name, outcome: $0.outcome.rawValue) },
             initiatedAt: call.initiatedAt, startedAt: call.startedAt, endedAt: call.endedAt)
-        let enc = JSONEncoder()
-        enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return webhooks.filter { $0.wants(trigger) }.compactMap { w in
-            let body = Body(trigger: trigger.rawValue, data: data, appId: appID, region: region, webhook: w.id, type: "call")
-            guard let json = try? enc.encode(body) else { return nil }
-            return OutboxRow(deliveryId: deliveryIds(), webhookId: w.id, url: w.url, sessionId: call.sessionId, trigger: trigger.rawValue,
-                             body: String(decoding: json, as: UTF8.self), at: now)
-        }
+        return rows(trigger.rawValue, type: "call", sessionId: call.sessionId, data: data, at: now, deliveryIds: deliveryIds)
     }
 
     /// A room event as webhook `data`.
@@ -97,13 +91,20 @@ struct WebhookOutbox: Sendable, Equatable {
 
     /// The outbox rows of a room event under `trigger` (a meeting's or a ringing call's room).
     func roomRows(_ trigger: String, type: String, data: RoomData, at now: Int64) -> [OutboxRow] {
+        rows(trigger, type: type, sessionId: data.sessionId, data: data, at: now) { "dlv_" + Crypto.randomHex(10) }
+    }
+
+    /// One row per webhook that wants `trigger`, each body encoded once (those bytes are sent
+    /// and signed on every attempt).
+    private func rows<Payload: Encodable>(_ trigger: String, type: String, sessionId: String, data: Payload, at now: Int64,
+                                          deliveryIds: () -> String) -> [OutboxRow] {
         let enc = JSONEncoder()
         enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return webhooks.filter { $0.triggers?.contains(trigger) ?? true }.compactMap { w in
+        return webhooks.filter { $0.wants(trigger) }.compactMap { w in
             let body = Body(trigger: trigger, data: data, appId: appID, region: region, webhook: w.id, type: type)
             guard let json = try? enc.encode(body) else { return nil }
-            return OutboxRow(deliveryId: "dlv_" + Crypto.randomHex(10), webhookId: w.id, url: w.url, sessionId: data.sessionId,
-                             trigger: trigger, body: String(decoding: json, as: UTF8.self), at: now)
+            return OutboxRow(deliveryId: deliveryIds(), webhookId: w.id, url: w.url, sessionId: sessionId, trigger: trigger,
+                             body: String(decoding: json, as: UTF8.self), at: now)
         }
     }
 

@@ -27,8 +27,6 @@ final class WebhookDeliverer: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     let counters = WebhookCounters()
-    /// Test hook: time (epoch ms). Production: the wall clock.
-    var now: @Sendable () -> Int64 = { epochMilliseconds() }
 
     init(store: CallStore, webhooks: [WebhookConfig], maxAttempts: Int, log: ServerLog) {
         self.store = store
@@ -71,7 +69,7 @@ final class WebhookDeliverer: @unchecked Sendable {
             return
         }
         while running.load(ordering: .acquiring) {
-            let due = (try? store.dueDeliveries(now: now(), limit: 50)) ?? []
+            let due = (try? store.dueDeliveries(now: epochMilliseconds(), limit: 50)) ?? []
             for d in due where running.load(ordering: .acquiring) { attempt(d, client) }
             if due.isEmpty { _ = wake.wait(timeout: .now() + 0.1) }
         }
@@ -81,11 +79,11 @@ final class WebhookDeliverer: @unchecked Sendable {
         guard let hook = webhooks[d.webhookId] else {
             // The webhook left the configuration: nothing can sign or send it any more.
             try? store.recordAttempt(id: d.id, status: "dead", httpStatus: nil, error: "webhook '\(d.webhookId)' is not configured",
-                                     next: nil, at: now())
+                                     next: nil, at: epochMilliseconds())
             counters.deadLettered.add(1, ordering: .relaxed)
             return
         }
-        let ts = now() / 1000
+        let ts = epochMilliseconds() / 1000
         let headers = [
             "Content-Type: application/json",
             "X-CometChat-Signature: \(WebhookOutbox.signature(secret: hook.secret, body: d.body))",
@@ -96,7 +94,7 @@ final class WebhookDeliverer: @unchecked Sendable {
             "User-Agent: callroomd/\(CallRoomVersion.string)",
         ]
         let result = client.post(d.url, headers: headers, body: Array(d.body.utf8), timeoutMs: 5000)
-        let at = now()
+        let at = epochMilliseconds()
         switch result {
         case .success(let r) where (200..<300).contains(r.status):
             try? store.recordAttempt(id: d.id, status: "delivered", httpStatus: r.status, error: nil, next: nil, at: at)

@@ -28,8 +28,7 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
     private var pending: [Pending] = []
     private var nextID: UInt64 = 1
     /// Told of every `call` message that no request was waiting for (on `queue`).
-    var onCall: (@Sendable (CallEventKind, WireCall, CallCancelReason?) -> Void)?
-    var onClosed: (@Sendable () -> Void)?
+    var onCall: (@Sendable (CallEventKind, WireCall) -> Void)?
 
     init(url: URL) { self.url = url }
 
@@ -89,7 +88,6 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
             for p in waiting {
                 p.done(.failure(CometChatException(errorCode: CometChatException.networkError, errorDescription: "The connection closed.")))
             }
-            self.onClosed?()
         }
     }
 
@@ -103,7 +101,7 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
             if let i = pending.firstIndex(where: { if case .welcome = $0.expect { return true }; return false }) {
                 pending.remove(at: i).done(.success(m))
             }
-        case .call(let kind, let call, let reason):
+        case .call(let kind, let call, _):
             if let i = pending.firstIndex(where: { p in
                 switch p.expect {
                 case .initiated: return kind == .initiated
@@ -114,7 +112,7 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
                 pending.remove(at: i).done(.success(m))
                 return
             }
-            onCall?(kind, call, reason)
+            onCall?(kind, call)
         default:
             break
         }

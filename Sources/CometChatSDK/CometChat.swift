@@ -111,7 +111,7 @@ public enum CometChat {
             do throws(CometChatCallException) {
                 let (user, token) = try await body(rest)
                 let connection = ChatConnection(url: url)
-                connection.onCall = { kind, call, reason in dispatch(kind, call, reason) }
+                connection.onCall = { kind, call in dispatch(kind, call) }
                 connection.open(authToken: token) { result in
                     switch result {
                     case .success:
@@ -205,7 +205,7 @@ public enum CometChat {
     // MARK: Events to listeners
 
     /// A `call` message nobody was waiting for: tell the listeners (on the connection's queue).
-    static func dispatch(_ kind: CallEventKind, _ wire: WireCall, _ reason: CallCancelReason?) {
+    static func dispatch(_ kind: CallEventKind, _ wire: WireCall) {
         let call = Call(wire)
         let (me, listeners, queue) = state.withLock { s -> (String?, [any CometChatCallDelegate], DispatchQueue) in
             if kind == .accepted, s.user.map({ $0.uid == wire.initiator.id }) == true { s.activeCall = call }
@@ -227,7 +227,6 @@ public enum CometChat {
                 case .initiated: break
                 }
             }
-            _ = reason
         }
     }
 }

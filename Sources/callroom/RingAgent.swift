@@ -243,12 +243,12 @@ final class RingAgent: CometChatCallDelegate {
         }
     }
 
-    /// Ends the call on the chat side after a headless session ended (the process exits next:
-    /// give the request a moment to leave).
+    /// Ends the call on the chat side after a headless session ended. The process exits next and
+    /// the answer would come on main (this thread), so nothing waits for it: the request is
+    /// given 0.2 s to leave the socket.
     private func endCall(_ sessionID: String) {
-        let done = DispatchSemaphore(value: 0)
-        CometChat.endCall(sessionID: sessionID, onSuccess: { _ in done.signal() }, onError: { _ in done.signal() })
-        _ = done.wait(timeout: .now() + 0.2)
+        CometChat.endCall(sessionID: sessionID, onSuccess: { _ in }, onError: { _ in })
+        Thread.sleep(forTimeInterval: 0.2)
     }
 
     /// Cancel (a call still ringing out), leave (the call in progress), or quit.

@@ -28,7 +28,7 @@ enum RingBench {
         Task {
             do throws(BenchError) {
                 let app = try await appID(url)
-                let (caller, callee) = (try await online(url, app, key, "ring-caller"), try await online(url, app, key, "ring-callee"))
+                let (caller, callee) = (try await SignalDevice.online(url, app, key, "ring-caller"), try await SignalDevice.online(url, app, key, "ring-callee"))
                 var ring: [Double] = [], accept: [Double] = [], flowing: [Double] = []
                 var seen = Set<String>()
                 for _ in 0..<calls {
@@ -82,10 +82,10 @@ enum RingBench {
     }
 
     static func simultaneous(_ url: URL, _ app: String, _ key: String, _ n: Int, _ pid: Int32?) async throws(BenchError) {
-        var callers: [Device] = [], callees: [Device] = []
+        var callers: [SignalDevice] = [], callees: [SignalDevice] = []
         for i in 0..<n {
-            callers.append(try await online(url, app, key, "ring-a\(i)"))
-            callees.append(try await online(url, app, key, "ring-b\(i)"))
+            callers.append(try await SignalDevice.online(url, app, key, "ring-a\(i)"))
+            callees.append(try await SignalDevice.online(url, app, key, "ring-b\(i)"))
         }
         let rss0 = pid.flatMap(BotsCommand.residentKiB), cpu0 = pid.flatMap(BotsCommand.processCPUSeconds)
         let t0 = monotonicNanoseconds()
@@ -141,14 +141,9 @@ enum RingBench {
         return monotonicNanoseconds()
     }
 
-    typealias Device = SignalDevice
     typealias BenchError = SignalDevice.Failure
 
     static func appID(_ url: URL) async throws(BenchError) -> String {
         do { return try await SDKSetup.fetchAppID(server: url) } catch { throw BenchError("\(error.errorCode): \(error.errorDescription)") }
-    }
-
-    static func online(_ url: URL, _ app: String, _ key: String, _ uid: String) async throws(BenchError) -> Device {
-        try await SignalDevice.online(url, app, key, uid)
     }
 }

@@ -1,4 +1,4 @@
-import CallsServer
+@testable import CallsServer
 import XCTest
 
 final class CallStoreTests: XCTestCase {
@@ -8,12 +8,18 @@ final class CallStoreTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/db.sqlite"
         do {
+            // Written the way the rooms write (the store writer's batches).
             let s = try CallStore(path: path)
-            let call = try s.startCall(sessionId: "s", type: "audio", mode: "meet", at: 1000)
-            let a = try s.participantJoined(callID: call, uid: "a", pid: "pa", name: "A", at: 1000)
-            _ = try s.participantJoined(callID: call, uid: "b", pid: "pb", name: "B", at: 2000)
-            try s.participantLeft(rowID: a, at: 3000)
-            try s.heartbeat(callIDs: [call], at: 5000)
+            let call = CallRef(value: 1), a = ParticipantRef(value: 2), b = ParticipantRef(value: 3)
+            var refs = StoreRefs()
+            let receipts = s.commit([
+                StoreRequest(id: 1, commands: [.startCall(call, sessionId: "s", type: "audio", mode: "meet", at: 1000),
+                                               .participantJoined(a, call: call, uid: "a", pid: "pa", displayName: "A", at: 1000)]),
+                StoreRequest(id: 2, commands: [.participantJoined(b, call: call, uid: "b", pid: "pb", displayName: "B", at: 2000)]),
+                StoreRequest(id: 3, commands: [.participantLeft(a, at: 3000)]),
+                StoreRequest(id: 4, commands: [.heartbeat([call], at: 5000)]),
+            ], refs: &refs)
+            XCTAssertTrue(receipts.allSatisfy { if case .success = $0.result { return true }; return false }, "\(receipts)")
             // The process "dies" here: nothing closes the call.
         }
         let s = try CallStore(path: path)
