@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+bash scripts/install-python-deps.sh
 bash scripts/build-bpf.sh
 swift build --build-tests
 exec swift test --skip-build "$@"

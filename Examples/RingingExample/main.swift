@@ -5,6 +5,9 @@
 //
 // Usage: RingingExample SETTINGS_FILE UID AUTH_KEY call RECEIVER_UID [SECONDS]
 //        RingingExample SETTINGS_FILE UID AUTH_KEY answer accept|reject|busy
+// With VOIP_TOKEN=HEX in the environment, the answering side registers that PushKit token after
+// logging in (as an iOS app does in pushRegistry(_:didUpdate:for:)), and removes it after a
+// reject (as on didInvalidatePushTokenFor).
 import CometChatCallsSDK
 import CometChatSDK
 import Foundation
@@ -35,11 +38,21 @@ final class CallController: CometChatCallDelegate, SessionStatusListener {
                 CometChatCalls.initFromSettings(path: settingsFile, onSuccess: { _ in
                     CometChatCalls.login(UID: self.uid, authKey: self.authKey, onSuccess: { _ in
                         CometChat.addCallListener("example", self)
-                        if self.role == "call" { self.placeCall() } else { say("waiting for a call") }
+                        if self.role == "call" { self.placeCall() } else { self.registerVoIPToken { say("waiting for a call") } }
                     }, onError: { self.fail("calls login", $0.errorCode) })
                 }, onError: { self.fail("calls init", $0?.errorCode) })
             }, onError: { self.fail("chat login", $0.errorCode) })
         }, onError: { self.fail("chat init", $0?.errorCode) })
+    }
+
+    let voipToken = ProcessInfo.processInfo.environment["VOIP_TOKEN"]
+
+    func registerVoIPToken(then: @escaping () -> Void) {
+        guard let token = voipToken else { return then() }
+        CometChat.registerTokenForPushNotification(token: token) { _ in
+            say("VoIP token registered")
+            then()
+        } onError: { self.fail("registerTokenForPushNotification", $0?.errorCode) }
     }
 
     func placeCall() {
@@ -69,7 +82,11 @@ final class CallController: CometChatCallDelegate, SessionStatusListener {
         case "busy", "reject":
             CometChat.rejectCall(sessionID: call.sessionID, status: argument == "busy" ? .busy : .rejected, onSuccess: { rejected in
                 say("rejectCall succeeded: status=\(rejected.callStatus.rawValue)")
-                exit(0)
+                guard let token = self.voipToken else { exit(0) }
+                CometChat.unregisterTokenForPushNotification(token: token) { _ in
+                    say("VoIP token removed")
+                    exit(0)
+                } onError: { self.fail("unregisterTokenForPushNotification", $0?.errorCode) }
             }, onError: { self.fail("rejectCall", $0?.errorCode) })
         default:
             fail("answer", argument)

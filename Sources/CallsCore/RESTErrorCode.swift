@@ -22,6 +22,9 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     case guidAlreadyExists = "ERR_GUID_ALREADY_EXISTS"
     case notGroupOwner = "ERR_NOT_GROUP_OWNER"
     case deliveryNotFound = "ERR_DELIVERY_NOT_FOUND"
+    case pushTokenInvalid = "ERR_PUSH_TOKEN_INVALID"
+    case pushTokenNotFound = "ERR_PUSH_TOKEN_NOT_FOUND"
+    case forbidden = "ERR_FORBIDDEN"
     case notFound = "ERR_NOT_FOUND"
     case methodNotAllowed = "ERR_METHOD_NOT_ALLOWED"
     case bodyTooLarge = "ERR_BODY_TOO_LARGE"
@@ -32,9 +35,9 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     public var status: Int {
         switch self {
         case .emptyAPIKey, .apiKeyNotFound, .emptyAuthToken, .authTokenNotFound, .emptyAppID, .appIDMismatch, .authKeyInvalid: return 401
-        case .badRequest, .uidInvalid, .sessionIdInvalid, .guidInvalid: return 400
-        case .roleNotAllowed, .notGroupOwner: return 403
-        case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound, .guidNotFound, .deliveryNotFound: return 404
+        case .badRequest, .uidInvalid, .sessionIdInvalid, .guidInvalid, .pushTokenInvalid: return 400
+        case .roleNotAllowed, .notGroupOwner, .forbidden: return 403
+        case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound, .guidNotFound, .deliveryNotFound, .pushTokenNotFound: return 404
         case .methodNotAllowed: return 405
         case .uidAlreadyExists, .guidAlreadyExists: return 409
         case .bodyTooLarge: return 413

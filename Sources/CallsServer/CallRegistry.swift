@@ -22,11 +22,11 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
     private var timers: TimerTable<String>!
 
     init(store: CallStore, log: ServerLog, defaultTimeoutSeconds: Int = 45, outbox: WebhookOutbox = .none,
-         scheduler: any Scheduler = DispatchScheduler.shared) {
+         pushPlatforms: [PushPlatform] = [], scheduler: any Scheduler = DispatchScheduler.shared) {
         self.store = store
         self.log = log
         self.scheduler = scheduler
-        core = RingCore(defaultTimeoutSeconds: defaultTimeoutSeconds, outbox: outbox)
+        core = RingCore(defaultTimeoutSeconds: defaultTimeoutSeconds, outbox: outbox, pushPlatforms: pushPlatforms)
         timers = TimerTable(scheduler: scheduler, queue: queue)
         writer = StoreWriter(store: store) { [weak self] receipts in
             guard let self else { return }

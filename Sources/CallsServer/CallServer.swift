@@ -28,6 +28,7 @@ public final class CallServer: @unchecked Sendable {
     private var rooms: RoomRegistry?
     private var calls: CallRegistry?
     private var webhooks: WebhookDeliverer?
+    private var pushSender: PushSender?
     /// Every inbound signalling message goes through here (set before the web server starts).
     private var signals: (any SignalRouter)?
     /// This process's node id: the `node` of every `ConnectionID` it holds.
@@ -61,6 +62,8 @@ public final class CallServer: @unchecked Sendable {
         if let v = configuration.authKey { k.authKey = v }
         keys = k
         generatedKeys = generated
+        // Before any port is bound: a bad key file stops the start with nothing to undo.
+        let providers = try pushProviders()
         let store: CallStore
         do {
             store = try CallStore(path: (dir as NSString).appendingPathComponent("callroom.sqlite"))
@@ -94,14 +97,20 @@ public final class CallServer: @unchecked Sendable {
         limits.gracePeriodSeconds = configuration.gracePeriodSeconds
         let hooks = WebhookOutbox(webhooks: configuration.webhooks, appID: k.appId, region: configuration.region)
         let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits, outbox: hooks)
-        let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks)
+        let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks,
+                                 pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue })
         do { try calls.restore() } catch {
             relay.close()
             throw .database(error.description)
         }
         let deliverer = WebhookDeliverer(store: store, webhooks: configuration.webhooks, maxAttempts: configuration.webhookMaxAttempts, log: log)
         // Each transition's event follows the commit of its outbox rows: send them now.
-        calls.onEvent = { [weak deliverer] _, _ in deliverer?.poke() }
+        let pushes = providers.isEmpty ? nil : PushSender(store: store, providers: providers, log: log)
+        calls.onEvent = { [weak deliverer, weak pushes] _, _ in
+            deliverer?.poke()
+            pushes?.poke()
+        }
+        pushSender = pushes
         rooms.onCommitted = { [weak deliverer] in deliverer?.poke() }
         webhooks = deliverer
         let web = WebServer(host: configuration.host, delegate: self)
@@ -125,6 +134,7 @@ public final class CallServer: @unchecked Sendable {
         relay.start()
         // Deliveries left from an earlier run go out too (the outbox is in the store).
         if !configuration.webhooks.isEmpty { webhooks?.start() }
+        pushSender?.start()
         rooms.startHeartbeat(every: configuration.storeHeartbeatSeconds)
         log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "data_dir": dir])
     }
@@ -135,6 +145,7 @@ public final class CallServer: @unchecked Sendable {
         rooms?.stopHeartbeat()
         calls?.settle()
         webhooks?.stop()
+        pushSender?.stop()
         // Give queued `left` messages a moment to flush before the sockets go.
         Thread.sleep(forTimeInterval: 0.05)
         web?.stop()
@@ -149,8 +160,34 @@ public final class CallServer: @unchecked Sendable {
         return MetricsReport.render(rooms: rooms.roomCount, participants: rooms.participantCount,
                                     connections: openSockets.load(ordering: .relaxed), relay: relay.counters,
                                     store: store.metrics, httpRequests: httpRequests.load(ordering: .relaxed),
-                                    webhooks: configuration.webhooks.isEmpty ? nil : webhooks?.counters)
+                                    webhooks: configuration.webhooks.isEmpty ? nil : webhooks?.counters, push: pushSender?.counters)
     }
+
+    /// The push services configured, keys loaded (a key file readable by others, or one that
+    /// does not parse, stops the start: the message names the file, never its content).
+    private func pushProviders() throws(ServerStartError) -> [PushPlatform: any PushProvider] {
+        var out: [PushPlatform: any PushProvider] = [:]
+        do {
+            if let c = configuration.apns {
+                let p = try APNsProvider(config: c, signer: APNsProvider.signer(c), log: log)
+                out[.apnsVoip] = p
+                log.info("APNs VoIP push on", ["endpoint": c.endpoint, "key_id": c.keyId, "team_id": c.teamId])
+            }
+            if let c = configuration.fcm {
+                let account = try ServiceAccount.load(c.serviceAccountFile)
+                out[.fcm] = try FCMProvider(config: c, account: account, log: log)
+                log.info("FCM push on", ["endpoint": c.endpoint, "project": account.projectId])
+            }
+        } catch let e as PushKeyError {
+            throw .pushKey(e.message)
+        } catch {
+            throw .pushKey("push: \(error)")
+        }
+        return out
+    }
+
+    /// Push counters (nil when no push service is configured).
+    public var pushCounters: PushCounters? { pushSender?.counters }
 
     /// Webhook delivery counters.
     public var webhookCounters: WebhookCounters? { webhooks?.counters }

@@ -158,6 +158,8 @@ extension CallStore {
                     """, [.text(outcome.rawValue), .int(now), .text(uid), .text(sessionId)])
             case .outbox(let rows):
                 try insertOutbox(rows)
+            case .push(let events):
+                for e in events { try insertPushes(e) }
             case .roomHook(let hook):
                 guard let callID = refs.call(hook.call, committed),
                       let mode = try db.query("SELECT mode FROM calls WHERE id = ?", [.int(callID)]).first?.first?.text else { continue }

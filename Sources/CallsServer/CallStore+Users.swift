@@ -48,6 +48,7 @@ extension CallStore {
             try db.transaction { () throws(SQLiteError) in
                 guard try !db.query("SELECT 1 FROM users WHERE uid = ?", [.text(uid)]).isEmpty else { return false }
                 try db.execute("DELETE FROM auth_tokens WHERE uid = ?", [.text(uid)])
+                try db.execute("DELETE FROM push_tokens WHERE uid = ?", [.text(uid)])
                 try db.execute("DELETE FROM users WHERE uid = ?", [.text(uid)])
                 return true
             }

@@ -10,33 +10,53 @@ struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     var isTimeout: Bool { code == Int(CURLE_OPERATION_TIMEDOUT.rawValue) }
 }
 
-/// Outbound HTTP through libcurl: one easy handle, reused (keep-alive, HTTP/2 when a TLS server
-/// offers it), owned by this object and freed with it.
+/// Outbound HTTP through libcurl: one easy handle, reused (keep-alive; HTTP/2 when a TLS server
+/// offers it, multiplexed on one connection), owned by this object and freed with it.
 ///
 /// Thread rules: one thread at a time (its owner's; libcurl handles are not shared).
 final class CurlClient {
     struct Response: Sendable, Equatable {
         var status: Int
+        /// Response headers, names lower-cased (the last value of a repeated name).
+        var headers: [String: String]
         var body: [UInt8]
+        /// 2 for HTTP/2, 1 for HTTP/1.x.
+        var httpMajorVersion: Int
+    }
+
+    /// Which HTTP versions a request may use.
+    enum Version: Sendable {
+        /// HTTP/2 over TLS when the server offers it (ALPN), else HTTP/1.1 (webhooks).
+        case http2OverTLS
+        /// HTTP/2 only: a server that does not speak it is an error (APNs requires HTTP/2).
+        case http2Required
     }
 
     /// `curl_global_init` once per process, before any handle (Swift runs a static's initialiser once).
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     private let handle: UnsafeMutableRawPointer
+    /// A PEM bundle of CAs to trust instead of the system store (stand-ins in tests, private CAs).
+    private let caFile: String?
+    private let version: Version
 
-    /// Collects a response body (libcurl's write callback appends here).
-    private final class Sink { var bytes: [UInt8] = [] }
+    /// Collects a response (libcurl's write and header callbacks append here).
+    private final class Sink {
+        var bytes: [UInt8] = []
+        var headers: [String: String] = [:]
+    }
 
-    init() throws(CurlError) {
+    init(caFile: String? = nil, version: Version = .http2OverTLS) throws(CurlError) {
         guard Self.globalInit, let h = curl_easy_init() else { throw CurlError(code: -1, message: "curl_easy_init failed") }
         handle = h
+        self.caFile = caFile
+        self.version = version
     }
 
     deinit { curl_easy_cleanup(handle) }
 
     /// POSTs `body` to `url` with `headers` ("Name: value"), waiting at most `timeoutMs` for the
-    /// whole exchange. Redirects are not followed (a webhook must answer itself).
+    /// whole exchange. Redirects are not followed (a webhook or a push service must answer itself).
     func post(_ url: String, headers: [String], body: [UInt8], timeoutMs: Int) -> Result<Response, CurlError> {
         curl_easy_reset(handle)
         let sink = Sink()
@@ -53,7 +73,11 @@ final class CurlClient {
             _ = callroom_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMs, 5000))
             _ = callroom_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
             _ = callroom_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 0)
-            _ = callroom_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            switch version {
+            case .http2OverTLS: _ = callroom_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            case .http2Required: _ = callroom_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_0))
+            }
+            if let caFile { _ = callroom_curl_set_string(handle, CURLOPT_CAINFO, caFile) }
             _ = callroom_curl_set_write(handle) { data, size, count, user in
                 guard let data, let user else { return 0 }
                 let sink = Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue()
@@ -64,11 +88,25 @@ final class CurlClient {
                 return n
             }
             _ = callroom_curl_set_pointer(handle, CURLOPT_WRITEDATA, Unmanaged.passUnretained(sink).toOpaque())
+            _ = callroom_curl_set_header(handle) { data, size, count, user in
+                guard let data, let user else { return 0 }
+                let sink = Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue()
+                let n = size * count
+                let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
+                if let colon = line.firstIndex(of: ":"), sink.headers.count < 100 {
+                    let name = line[..<colon].lowercased()
+                    sink.headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+                }
+                return n
+            }
+            _ = callroom_curl_set_pointer(handle, CURLOPT_HEADERDATA, Unmanaged.passUnretained(sink).toOpaque())
             return curl_easy_perform(handle)
         }
         guard code == CURLE_OK else {
             return .failure(CurlError(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))
         }
-        return .success(Response(status: callroom_curl_response_code(handle), body: sink.bytes))
+        let v = callroom_curl_http_version(handle)
+        return .success(Response(status: callroom_curl_response_code(handle), headers: sink.headers, body: sink.bytes,
+                                 httpMajorVersion: v == Int(CURL_HTTP_VERSION_2_0) ? 2 : v == Int(CURL_HTTP_VERSION_3) ? 3 : 1))
     }
 }

@@ -17,7 +17,7 @@ struct MetricsReport {
     var text: String { lines.joined(separator: "\n") + "\n" }
 
     static func render(rooms: Int, participants: Int, connections: Int, relay: RelayCounters, store: StoreMetrics,
-                       httpRequests: UInt64, webhooks: WebhookCounters? = nil) -> String {
+                       httpRequests: UInt64, webhooks: WebhookCounters? = nil, push: PushCounters? = nil) -> String {
         var r = MetricsReport()
         r.gauge("callroom_rooms", "Rooms with at least one participant.", rooms)
         r.gauge("callroom_participants", "Participants in all rooms.", participants)
@@ -69,6 +69,15 @@ struct MetricsReport {
             r.counter("callroom_webhook_failed_attempts_total", "Webhook attempts that failed (non-2xx, timeout, unreachable).",
                       w.failedAttempts.load(ordering: .relaxed))
             r.counter("callroom_webhook_dead_letters_total", "Webhook deliveries given up after the last attempt.", w.deadLettered.load(ordering: .relaxed))
+        }
+        if let p = push {
+            r.counter("callroom_push_sent_total", "Pushes the push service accepted, by service.",
+                      [("service=\"apns\"", p.sentAPNs.load(ordering: .relaxed)), ("service=\"fcm\"", p.sentFCM.load(ordering: .relaxed))])
+            r.counter("callroom_push_failed_total", "Pushes refused for good (bad token, bad request, not configured).", p.failed.load(ordering: .relaxed))
+            r.counter("callroom_push_retries_total", "Push attempts to be retried (throttled, service down, timeout).", p.retried.load(ordering: .relaxed))
+            r.counter("callroom_push_expired_total", "Pushes not sent within their 30 s lifetime.", p.expired.load(ordering: .relaxed))
+            r.counter("callroom_push_tokens_purged_total", "Device tokens removed because the service said they are dead.",
+                      p.tokensPurged.load(ordering: .relaxed))
         }
         return r.text
     }

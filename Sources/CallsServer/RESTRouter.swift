@@ -103,6 +103,26 @@ struct RESTRouter: Sendable {
             }
             return rt.ok(DeletedBody(success: true, deleted: 1))
         },
+        Route(.post, "v3/users/*/push_tokens") { rt, r, parts in try rt.registerPushToken(r, uid: parts[2]) },
+        Route(.get, "v3/users/*/push_tokens") { rt, r, parts in
+            try rt.requirePushActor(r, uid: parts[2])
+            return rt.ok(try rt.store.pushTokens(uid: parts[2]))
+        },
+        Route(.delete, "v3/users/*/push_tokens") { rt, r, parts in try rt.deletePushTokens(r, uid: parts[2], token: r.query["token"]) },
+        Route(.delete, "v3/users/*/push_tokens/*") { rt, r, parts in try rt.deletePushTokens(r, uid: parts[2], token: parts[4]) },
+        Route(.get, "v3/push/deliveries") { rt, r, _ in
+            try rt.requireAPIKey(r)
+            let status = try r.query["status"].map { s in
+                guard let v = StoredPush.Status(rawValue: s) else {
+                    throw ServerError.badRequest("status is one of \(StoredPush.Status.allCases.map(\.rawValue).joined(separator: ", ")).")
+                }
+                return v
+            }
+            if let sid = r.query["sessionId"] { try rt.validate(sessionId: sid) }
+            let (page, perPage) = try rt.paging(r)
+            let p = try rt.store.pushDeliveries(status: status, sessionId: r.query["sessionId"], page: page, perPage: perPage)
+            return rt.list(p.items, p)
+        },
         Route(.post, "v3/sdk/login") { rt, r, _ in try rt.login(r) },
         Route(.get, "v3/me") { rt, r, _ in rt.ok(try rt.requireUser(r)) },
         Route(.post, "v3.0/call_tokens") { rt, r, _ in try rt.callToken(r) },

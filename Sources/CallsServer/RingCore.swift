@@ -52,6 +52,8 @@ final class RingCore {
     let identities: RoomIdentities
     /// Who hears of each transition (written with it).
     let outbox: WebhookOutbox
+    /// Push services configured: ringing pushes the members' phones through them (none: no pushes).
+    let pushPlatforms: [PushPlatform]
     private(set) var calls: [String: Ring] = [:]
     private(set) var devices: [String: Set<ConnectionID>] = [:]
     private var users: [ConnectionID: RingUser] = [:]
@@ -60,10 +62,22 @@ final class RingCore {
     private var effects: [RingEffect] = []
     private var now: Int64 = 0
 
-    init(defaultTimeoutSeconds: Int = 45, identities: RoomIdentities = .random, outbox: WebhookOutbox = .none) {
+    init(defaultTimeoutSeconds: Int = 45, identities: RoomIdentities = .random, outbox: WebhookOutbox = .none,
+         pushPlatforms: [PushPlatform] = []) {
         self.defaultTimeoutSeconds = defaultTimeoutSeconds
         self.identities = identities
         self.outbox = outbox
+        self.pushPlatforms = pushPlatforms
+    }
+
+    /// Pushes to the phones of `uids` (an incoming call, or its end), for the transition's request.
+    private func pushes(_ action: PushEvent.Action, _ reason: PushEvent.Reason?, to uids: [String], _ call: WireCall) -> [StoreCommand] {
+        guard !pushPlatforms.isEmpty, !uids.isEmpty else { return [] }
+        return [.push(uids.map {
+            PushEvent(action: action, reason: reason, sessionId: call.sessionId, uid: $0, caller: call.initiator, callType: call.type,
+                      receiverType: call.receiverType, guid: call.receiverType == .group ? call.receiver.id : nil, at: now,
+                      platforms: pushPlatforms)
+        })]
     }
 
     /// The webhook deliveries of a transition, for its store request.
@@ -185,7 +199,8 @@ final class RingCore {
         let ring = Ring(call)
         ring.initiatorDevice = c
         calls[call.sessionId] = ring
-        persist([.ringStarted(call)] + hooks(.callInitiated, call) + (busy ? hooks(.callBusy, call) : []), .started(sessionId: call.sessionId))
+        persist([.ringStarted(call)] + hooks(.callInitiated, call) + (busy ? hooks(.callBusy, call) : [])
+                + pushes(.initiated, nil, to: ring.ringing, call), .started(sessionId: call.sessionId))
     }
 
     // MARK: Answers
@@ -217,7 +232,9 @@ final class RingCore {
         let first = r.call.status == .initiated
         r.set(me.uid, .accepted)  // at once: a second accept (another device) is refused
         r.answeredOn[me.uid] = c
+        // The user's phones stop ringing (the call was answered on this device).
         var commands: [StoreCommand] = [.ringMember(sessionId: sid, uid: me.uid, outcome: .accepted, at: now)]
+            + pushes(.ended, .answered, to: [me.uid], r.call)
         if first {
             r.call.status = .ongoing
             r.call.startedAt = now
@@ -240,7 +257,8 @@ final class RingCore {
             r.call.endedAt = now
             effects.append(.cancel(sessionId: sid))
             persist([.ringStatus(sessionId: sid, status: .cancelled, startedAt: nil, endedAt: now)]
-                    + members.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) } + hooks(.callCancelled, r.call),
+                    + members.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) } + hooks(.callCancelled, r.call)
+                    + pushes(.ended, .cancelled, to: members, r.call),
                     .cancelled(sessionId: sid))
         case .rejected, .busy:
             guard let outcome = r.outcome(me.uid) else { return fail(c, .notAllowed, "Only someone the call rings may reject it.") }
@@ -251,6 +269,7 @@ final class RingCore {
             // The call is over when nobody rings any more and nobody accepted.
             let over = r.ringing.isEmpty && r.accepted.isEmpty
             var commands: [StoreCommand] = [.ringMember(sessionId: sid, uid: me.uid, outcome: status == .busy ? .busy : .rejected, at: now)]
+                + pushes(.ended, .declined, to: [me.uid], r.call)
             if over {
                 // A group ends `rejected` unless every member said busy.
                 let allBusy = r.call.members.allSatisfy { $0.outcome == .busy }
@@ -279,7 +298,8 @@ final class RingCore {
             let ringing = r.ringing
             for m in ringing { r.set(m, .cancelled) }
             persist([.ringStatus(sessionId: sid, status: .ended, startedAt: nil, endedAt: now)]
-                    + ringing.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) } + hooks(.callEnded, r.call),
+                    + ringing.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) } + hooks(.callEnded, r.call)
+                    + pushes(.ended, .ended, to: ringing, r.call),
                     .ended(sessionId: sid, by: me.uid, callOver: true))
         } else {
             r.set(me.uid, .left)
@@ -293,6 +313,7 @@ final class RingCore {
         for m in members { r.set(m, .unanswered) }
         let over = r.call.status == .initiated
         var commands: [StoreCommand] = members.map { .ringMember(sessionId: sid, uid: $0, outcome: .unanswered, at: now) }
+            + pushes(.ended, .unanswered, to: members, r.call)
         if over {
             r.call.status = .unanswered
             r.call.endedAt = now

@@ -7,7 +7,7 @@ struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1, v2, v3]
+    static let all: [SchemaMigration] = [v1, v2, v3, v4]
 
     static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -74,5 +74,23 @@ struct SchemaMigration: Sendable {
         "CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt_at)",
         // A session's earlier pending delivery (per-session order) is an index look-up, not a scan.
         "CREATE INDEX webhook_deliveries_order ON webhook_deliveries(webhook_id, session_id, status, id)",
+    ])
+
+    /// Push tokens per user and the push outbox (one row per push per token).
+    static let v4 = SchemaMigration(version: 4, statements: [
+        """
+        CREATE TABLE push_tokens(platform TEXT NOT NULL, token TEXT NOT NULL, uid TEXT NOT NULL, app_bundle_id TEXT,
+            created_at INTEGER NOT NULL, PRIMARY KEY(platform, token))
+        """,
+        "CREATE INDEX push_tokens_uid ON push_tokens(uid)",
+        """
+        CREATE TABLE push_deliveries(id INTEGER PRIMARY KEY AUTOINCREMENT, push_id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,
+            uid TEXT NOT NULL, platform TEXT NOT NULL, token TEXT NOT NULL, topic TEXT, action TEXT NOT NULL, body TEXT NOT NULL,
+            created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL, status TEXT NOT NULL DEFAULT 'pending', last_status INTEGER, last_reason TEXT,
+            provider_id TEXT, sent_at INTEGER)
+        """,
+        "CREATE INDEX push_deliveries_due ON push_deliveries(status, next_attempt_at)",
+        "CREATE INDEX push_deliveries_token ON push_deliveries(session_id, token, status)",
     ])
 }

@@ -27,6 +27,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var appleAppIDs: [String]?
     public var androidApps: [AndroidApp]?
     public var webhookMaxAttempts: Int?
+    public var apns: APNsConfig?
+    public var fcm: FCMConfig?
 
     /// Every trigger a webhook may ask for (calls-api.md §9).
     public static let webhookTriggers: Set<String> = [
@@ -41,7 +43,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "publicURL", "appLinks",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "publicURL", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -148,11 +150,80 @@ public struct ServerConfigFile: Sendable, Equatable {
             }
             c.webhooks = hooks
         }
+        c.apns = try parseAPNs(obj["apns"], path: path)
+        c.fcm = try parseFCM(obj["fcm"], path: path)
         c.restRequestsPerSecond = try int("restRequestsPerSecond")
         c.relayThreads = try int("relayThreads")
         c.relayMaxDelayMs = try int("relayMaxDelayMs")
         c.relayFastPath = try string("relayFastPath")
         c.relayFastPathObject = try string("relayFastPathObject")
         return c
+    }
+
+    /// `{"keyFile", "keyId", "teamId", "bundleId"?, "environment"?: "production"|"sandbox", "endpoint"?, "caFile"?}`.
+    private static func parseAPNs(_ v: Any?, path: String) throws(Invalid) -> APNsConfig? {
+        guard let v else { return nil }
+        guard let o = v as? [String: Any] else { throw Invalid(message: "\(path): 'apns' must be an object") }
+        try onlyKeys(o, ["keyFile", "keyId", "teamId", "bundleId", "environment", "endpoint", "caFile"], at: "\(path): apns")
+        func appleId(_ k: String) throws(Invalid) -> String {
+            guard let s = o[k] as? String, s.count == 10, s.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isUppercase) }) else {
+                throw Invalid(message: "\(path): apns.\(k) must be Apple's 10-character id (A-Z, 0-9)")
+            }
+            return s
+        }
+        guard let keyFile = o["keyFile"] as? String, !keyFile.isEmpty else { throw Invalid(message: "\(path): apns.keyFile must name the .p8 file") }
+        var c = APNsConfig(keyFile: keyFile, keyId: try appleId("keyId"), teamId: try appleId("teamId"))
+        if let b = o["bundleId"] {
+            guard let id = b as? String, isBundleId(id) else { throw Invalid(message: "\(path): apns.bundleId must be a bundle id (com.example.app)") }
+            c.bundleId = id
+        }
+        switch o["environment"] as? String {
+        case nil, "production": c.endpoint = APNsConfig.production
+        case "sandbox": c.endpoint = APNsConfig.sandbox
+        default: throw Invalid(message: "\(path): apns.environment is production or sandbox")
+        }
+        if let e = o["endpoint"] { c.endpoint = try httpsEndpoint(e, at: "\(path): apns.endpoint") }
+        if let f = o["caFile"] {
+            guard let f = f as? String, !f.isEmpty else { throw Invalid(message: "\(path): apns.caFile must be a path") }
+            c.caFile = f
+        }
+        return c
+    }
+
+    /// `{"serviceAccountFile", "endpoint"?, "caFile"?}`.
+    private static func parseFCM(_ v: Any?, path: String) throws(Invalid) -> FCMConfig? {
+        guard let v else { return nil }
+        guard let o = v as? [String: Any] else { throw Invalid(message: "\(path): 'fcm' must be an object") }
+        try onlyKeys(o, ["serviceAccountFile", "endpoint", "caFile"], at: "\(path): fcm")
+        guard let file = o["serviceAccountFile"] as? String, !file.isEmpty else {
+            throw Invalid(message: "\(path): fcm.serviceAccountFile must name the service account's JSON key file")
+        }
+        var c = FCMConfig(serviceAccountFile: file)
+        if let e = o["endpoint"] { c.endpoint = try httpsEndpoint(e, at: "\(path): fcm.endpoint") }
+        if let f = o["caFile"] {
+            guard let f = f as? String, !f.isEmpty else { throw Invalid(message: "\(path): fcm.caFile must be a path") }
+            c.caFile = f
+        }
+        return c
+    }
+
+    private static func onlyKeys(_ o: [String: Any], _ known: [String], at: String) throws(Invalid) {
+        if let extra = o.keys.sorted().first(where: { !known.contains($0) }) {
+            throw Invalid(message: "\(at): unknown key '\(extra)' (known: \(known.joined(separator: ", ")))")
+        }
+    }
+
+    /// Push services speak only TLS: `https://HOST[:PORT]`, no path.
+    private static func httpsEndpoint(_ v: Any, at: String) throws(Invalid) -> String {
+        guard let s = v as? String, s.hasPrefix("https://"), let u = URL(string: s), u.host != nil, u.path.isEmpty || u.path == "/" else {
+            throw Invalid(message: "\(at) must be https://HOST[:PORT]")
+        }
+        return s.hasSuffix("/") ? String(s.dropLast()) : s
+    }
+
+    /// A reverse-DNS app id: letters, digits, `-` and `.`, at least two parts.
+    static func isBundleId(_ s: String) -> Bool {
+        s.count <= 155 && s.split(separator: ".", omittingEmptySubsequences: false).count >= 2
+            && s.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") } }
     }
 }

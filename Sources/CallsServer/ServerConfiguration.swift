@@ -30,6 +30,9 @@ public struct ServerConfiguration: Sendable {
     /// Webhook receivers (docs/operations.md) and how many attempts a delivery gets.
     public var webhooks: [WebhookConfig] = []
     public var webhookMaxAttempts: Int = 8
+    /// Push services for ringing phones (docs/operations.md); nil: not configured.
+    public var apns: APNsConfig?
+    public var fcm: FCMConfig?
     /// How long a ringing call rings before it is `unanswered`, unless the caller says (seconds).
     public var ringTimeoutSeconds: Int = 45
     /// REST requests per second allowed from one peer address, with a burst of twice that.
@@ -83,6 +86,8 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     case cannotListen(String)
     case cannotBindMedia(String)
     case fastPath(String)
+    /// A push key file is missing, malformed or readable by others.
+    case pushKey(String)
 
     public var description: String {
         switch self {
@@ -93,6 +98,7 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
         case .cannotListen(let m): return "cannot listen on \(m)"
         case .cannotBindMedia(let m): return "cannot bind the UDP media port: \(m)"
         case .fastPath(let m): return "relay fast path: \(m)"
+        case .pushKey(let m): return m
         }
     }
 }

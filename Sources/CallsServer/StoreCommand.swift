@@ -32,6 +32,8 @@ enum StoreCommand: Sendable, Equatable {
     /// (`meeting_*` for a meeting, `call_participant_*` in a ringing call's room) and the
     /// participant's name from this request's join.
     case roomHook(RoomHook)
+    /// Pushes to users' phones (one row per registered token; in this transaction, like webhooks).
+    case push([PushEvent])
 }
 
 /// A room event for webhooks (`StoreCommand.roomHook`).

@@ -14,7 +14,7 @@ let usage = """
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
-                              webhooks, webhookMaxAttempts, publicURL, appLinks,
+                              webhooks, webhookMaxAttempts, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               relayFastPath, relayFastPathObject); flags given
                               here take precedence
@@ -84,6 +84,8 @@ if let r = file.restRequestsPerSecond {
     config.restRequestsPerSecond = Double(r)
 }
 if let w = file.webhooks { config.webhooks = w }
+config.apns = file.apns
+config.fcm = file.fcm
 if let u = file.publicURL { config.publicURL = u }
 if let a = file.appleAppIDs { config.appleAppIDs = a }
 if let a = file.androidApps { config.androidApps = a }

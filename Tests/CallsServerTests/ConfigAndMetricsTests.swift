@@ -25,6 +25,25 @@ final class ConfigAndMetricsTests: XCTestCase {
         XCTAssertEqual(WebhookDeliverer.backoffMs(afterAttempts: 30, random: 1), 60_000)
     }
 
+    func testPushConfiguration() throws {
+        let c = try ServerConfigFile.parse(Data(#"{"apns":{"keyFile":"/k.p8","keyId":"ABC123DEFG","teamId":"DEF123GHIJ","bundleId":"com.example.app","environment":"sandbox"},"fcm":{"serviceAccountFile":"/sa.json","endpoint":"https://127.0.0.1:9/"}}"#.utf8))
+        XCTAssertEqual(c.apns, APNsConfig(keyFile: "/k.p8", keyId: "ABC123DEFG", teamId: "DEF123GHIJ", bundleId: "com.example.app", endpoint: APNsConfig.sandbox))
+        XCTAssertEqual(c.fcm, FCMConfig(serviceAccountFile: "/sa.json", endpoint: "https://127.0.0.1:9"))
+        XCTAssertEqual(try ServerConfigFile.parse(Data(#"{"apns":{"keyFile":"/k","keyId":"ABC123DEFG","teamId":"DEF123GHIJ"}}"#.utf8)).apns?.endpoint,
+                       "https://api.push.apple.com", "production by default")
+        for (bad, why) in [(#"{"apns":[]}"#, "'apns' must be an object"), (#"{"apns":{"keyFile":"/k","keyId":"short","teamId":"DEF123GHIJ"}}"#, "apns.keyId"),
+                           (#"{"apns":{"keyId":"ABC123DEFG","teamId":"DEF123GHIJ"}}"#, "apns.keyFile"),
+                           (#"{"apns":{"keyFile":"/k","keyId":"ABC123DEFG","teamId":"DEF123GHIJ","environment":"staging"}}"#, "production or sandbox"),
+                           (#"{"apns":{"keyFile":"/k","keyId":"ABC123DEFG","teamId":"DEF123GHIJ","endpoint":"http://x"}}"#, "https://HOST"),
+                           (#"{"apns":{"keyFile":"/k","keyId":"ABC123DEFG","teamId":"DEF123GHIJ","bundleId":"nodots"}}"#, "bundle id"),
+                           (#"{"apns":{"keyFile":"/k","keyId":"ABC123DEFG","teamId":"DEF123GHIJ","cert":"x"}}"#, "unknown key 'cert'"),
+                           (#"{"fcm":{}}"#, "serviceAccountFile")] {
+            XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad) {
+                XCTAssertTrue(($0 as? ServerConfigFile.Invalid)?.message.contains(why) == true, "\($0)")
+            }
+        }
+    }
+
     func testConfigFileParsing() throws {
         let c = try ServerConfigFile.parse(Data(#"{"listen":"0.0.0.0:1","mediaPort":2,"autoCreateUsers":false,"logFormat":"json","relayThreads":3,"relayMaxDelayMs":150}"#.utf8))
         XCTAssertEqual(c.listen, "0.0.0.0:1")

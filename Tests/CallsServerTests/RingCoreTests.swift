@@ -179,4 +179,58 @@ final class RingCoreTests: XCTestCase {
         XCTAssertEqual(triggers(over), [.callEnded])
         XCTAssertTrue(sent(over, to: a).contains { if case .call(.ended, _, _) = $0 { return true }; return false })
     }
+
+    /// With a push service configured, ringing pushes each ringing member's phones in the
+    /// transition's own request, and every way the ringing stops pushes its end.
+    func testPushesAreWrittenWithTheTransitions() throws {
+        core = RingCore(defaultTimeoutSeconds: 45, pushPlatforms: [.apnsVoip, .fcm])
+        online()
+        func pushes(_ e: [RingEffect]) throws -> [PushEvent] {
+            try request(e).commands.flatMap { c -> [PushEvent] in if case .push(let p) = c { return p }; return [] }
+        }
+        let ringing = input(.initiate(a, receiverId: "bob", receiverType: .user, type: .video, timeoutSeconds: nil, receiver: RingReceiver(user: bob)))
+        let ring = try pushes(ringing)
+        XCTAssertEqual(ring.map(\.uid), ["bob"])
+        XCTAssertEqual(ring.first?.action, .initiated)
+        XCTAssertEqual(ring.first?.fields["callerName"], "Ann")
+        XCTAssertEqual(ring.first?.fields["callType"], "video")
+        XCTAssertEqual(ring.first?.platforms, [.apnsVoip, .fcm])
+        let sid = try XCTUnwrap(ring.first?.sessionId)
+        _ = try ok(ringing)
+        let cancel = input(.message(.rejectCall(sessionId: sid, status: .cancelled), from: a))
+        XCTAssertEqual(try pushes(cancel).map { "\($0.uid) \($0.action) \($0.reason?.rawValue ?? "")" }, ["bob ended cancelled"])
+        _ = try ok(cancel)
+        // Answered on a device: that user's phones stop.
+        let sid2 = try ringBob()
+        let accept = input(.message(.acceptCall(sessionId: sid2), from: b1))
+        XCTAssertEqual(try pushes(accept).map { "\($0.uid) \($0.reason?.rawValue ?? "")" }, ["bob answered"])
+        _ = try ok(accept)
+        _ = try ok(input(.message(.endCall(sessionId: sid2), from: a)))
+        // Rang out.
+        let sid3 = try ringBob()
+        now += 45_000
+        XCTAssertEqual(try pushes(input(.timedOut(sessionId: sid3))).map { "\($0.uid) \($0.reason?.rawValue ?? "")" }, ["bob unanswered"])
+        // Without a push service, nothing.
+        core = RingCore(defaultTimeoutSeconds: 45)
+        online()
+        let plain = input(.initiate(a, receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil, receiver: RingReceiver(user: bob)))
+        XCTAssertEqual(try pushes(plain), [])
+    }
+
+    /// Payloads: APNs carries the fields beside `aps`; FCM a data message of strings, high
+    /// priority, TTL 30 s.
+    func testPushPayloads() throws {
+        let e = PushEvent(action: .ended, reason: .cancelled, sessionId: "call_1", uid: "bob", caller: CallPartyWire(id: "ann", name: "Ann \"A\""),
+                          callType: .audio, receiverType: .user, guid: nil, at: 1_000, platforms: [.apnsVoip])
+        let apns = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(e.apnsBody.utf8)) as? [String: Any])
+        XCTAssertEqual(apns["callerName"] as? String, "Ann \"A\"")
+        XCTAssertEqual(apns["reason"] as? String, "cancelled")
+        XCTAssertEqual(apns["timestamp"] as? String, "1000")
+        XCTAssertEqual((apns["aps"] as? [String: Any])?.count, 0)
+        let fcm = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(e.fcmBody(token: "t").utf8)) as? [String: Any])
+        let m = try XCTUnwrap(fcm["message"] as? [String: Any])
+        XCTAssertEqual(m["token"] as? String, "t")
+        XCTAssertEqual((m["data"] as? [String: String])?["callAction"], "ended")
+        XCTAssertEqual(m["android"] as? [String: String], ["priority": "high", "ttl": "30s"])
+    }
 }

@@ -13,8 +13,8 @@ final class RingingExampleTests: XCTestCase {
         let apiKey: String
     }
 
-    func start(_ tmp: TemporaryDirectory) throws -> Server {
-        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.file("data")])
+    func start(_ tmp: TemporaryDirectory, extra: [String] = []) throws -> Server {
+        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.file("data")] + extra)
         let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on") })
         let words = line.split(separator: " ").map(String.init)
         let host = words[3].replacingOccurrences(of: "http://", with: "")
@@ -24,8 +24,8 @@ final class RingingExampleTests: XCTestCase {
         return Server(process: server, settings: settings, authKey: key("authKey"), url: words[3], apiKey: key("apiKey"))
     }
 
-    func example(_ s: Server, _ args: [String]) throws -> ManagedProcess {
-        try ManagedProcess(BuiltProducts.path("RingingExample"), [s.settings] + args)
+    func example(_ s: Server, _ args: [String], environment: [String: String]? = nil) throws -> ManagedProcess {
+        try ManagedProcess(BuiltProducts.path("RingingExample"), [s.settings] + args, environment: environment)
     }
 
     func testACallAcceptedTalkedAndEndedBetweenTwoApps() throws {
@@ -71,5 +71,35 @@ final class RingingExampleTests: XCTestCase {
             XCTAssertTrue(ann.output.contains("onOutgoingCallRejected status=\(status)"), "\(ann.output)")
             XCTAssertTrue(bob.output.contains("rejectCall succeeded: status=\(status)"), "\(bob.output)")
         }
+    }
+
+    /// The app registers its PushKit token with `CometChat.registerTokenForPushNotification`; the
+    /// call then rings that token through APNs (the stand-in), the reject stops it, and the app
+    /// removes the token again.
+    func testARegisteredVoIPTokenIsPushedAndRemoved() throws {
+        let tmp = TemporaryDirectory("callroom-ringing")
+        defer { tmp.remove() }
+        let standIn = try PushStandIn(dir: tmp.file("push"))
+        defer { standIn.stop() }
+        let config = tmp.file("config.json")
+        try #"{"apns": {"keyFile": "\#(standIn.apnsKeyFile)", "keyId": "\#(standIn.keyId)", "teamId": "\#(standIn.teamId)", "bundleId": "\#(standIn.bundle)", "endpoint": "\#(standIn.endpoint)", "caFile": "\#(standIn.caFile)"}}"#
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let s = try start(tmp, extra: ["--config", config])
+        defer { s.process.signal(SIGTERM); _ = s.process.wait() }
+        let token = String(repeating: "5e", count: 32)
+        let bob = try example(s, ["bob", s.authKey, "answer", "reject"], environment: ["VOIP_TOKEN": token])
+        XCTAssertNotNil(bob.waitForLine { $0 == "waiting for a call" }, bob.errorOutput + bob.output.joined(separator: "\n"))
+        XCTAssertTrue(bob.output.contains("VoIP token registered"))
+        let ann = try example(s, ["ann", s.authKey, "call", "bob"])
+        XCTAssertEqual(ann.wait(timeout: 15), 0, ann.errorOutput)
+        XCTAssertEqual(bob.wait(timeout: 10), 0, bob.errorOutput)
+        XCTAssertTrue(bob.output.contains("VoIP token removed"), "\(bob.output)")
+        let pushes = standIn.waitFor(2, service: "apns")
+        XCTAssertEqual(pushes.map(\.status), [200, 200], "\(pushes.map { $0.reason ?? "" })")
+        XCTAssertEqual(pushes.map(\.path), ["/3/device/\(token)", "/3/device/\(token)"])
+        XCTAssertTrue(pushes[0].body.contains(#""callAction":"initiated""#))
+        XCTAssertTrue(pushes[1].body.contains(#""reason":"declined""#))
+        let left = BlockingHTTP.request("GET", s.url + "/v3/users/bob/push_tokens", headers: ["apikey": s.apiKey]).json["data"] as? [Any]
+        XCTAssertEqual(left?.count, 0, "removed by the app")
     }
 }

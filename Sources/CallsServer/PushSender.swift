@@ -1,0 +1,96 @@
+import CallsCore
+import Foundation
+import Synchronization
+
+/// Counters of push sending, for `/metrics`. Any thread.
+public final class PushCounters: Sendable {
+    public let sentAPNs = Atomic<UInt64>(0)
+    public let sentFCM = Atomic<UInt64>(0)
+    public let failed = Atomic<UInt64>(0)
+    public let retried = Atomic<UInt64>(0)
+    public let expired = Atomic<UInt64>(0)
+    public let tokensPurged = Atomic<UInt64>(0)
+    init() {}
+}
+
+/// Sends the push outbox (`push_deliveries`, written with the ringing transitions): each due
+/// push goes to its service (APNs for `apns_voip`, FCM for `fcm`); a push the service refuses
+/// for good is `failed` (and a dead token purged), one it asks to retry is tried again with
+/// backoff until its 30 s lifetime is over (`expired`: a phone ringing later would ring for a
+/// call that is over). An `ended` push whose `initiated` push was never sent sends neither.
+///
+/// Thread rules: `start`/`stop` from the owner; the loop runs on its own thread, which alone
+/// uses the providers (and their libcurl handles). Signalling never waits for it.
+final class PushSender: @unchecked Sendable {
+    private let store: CallStore
+    private let providers: [PushPlatform: any PushProvider]
+    private let log: ServerLog
+    private let running = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    let counters = PushCounters()
+
+    init(store: CallStore, providers: [PushPlatform: any PushProvider], log: ServerLog) {
+        self.store = store
+        self.providers = providers
+        self.log = log
+    }
+
+    func start() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let t = Thread { [self] in
+            while running.load(ordering: .acquiring) {
+                let due = (try? store.duePushes(now: epochMilliseconds(), limit: 50)) ?? []
+                for p in due where running.load(ordering: .acquiring) { attempt(p) }
+                if due.isEmpty { _ = wake.wait(timeout: .now() + 0.1) }
+            }
+            stopped.signal()
+        }
+        t.name = "callroom.push"
+        t.start()
+    }
+
+    /// Stops after the push in progress (at most two 5 s timeouts).
+    func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        wake.signal()
+        stopped.wait()
+    }
+
+    /// Looks at the outbox now (new rows were committed).
+    func poke() { wake.signal() }
+
+    private func attempt(_ p: StoredPush) {
+        let now = epochMilliseconds()
+        if now >= p.expiresAt {
+            try? store.recordPush(id: p.id, status: .expired, httpStatus: nil, reason: p.lastReason, providerId: nil, next: nil, at: now)
+            counters.expired.add(1, ordering: .relaxed)
+            return
+        }
+        if p.action == PushEvent.Action.ended.rawValue, (try? store.supersedeUnsentRing(p)) == true { return }
+        guard let provider = providers[p.platform] else {
+            try? store.recordPush(id: p.id, status: .failed, httpStatus: nil, reason: "\(p.platform.rawValue) is not configured", providerId: nil,
+                                  next: nil, at: now)
+            counters.failed.add(1, ordering: .relaxed)
+            return
+        }
+        let outcome = provider.send(p, now: now)
+        let at = epochMilliseconds()
+        switch outcome {
+        case let .sent(status, providerId):
+            try? store.recordPush(id: p.id, status: .sent, httpStatus: status, reason: nil, providerId: providerId, next: nil, at: at)
+            if p.platform == .fcm { counters.sentFCM.add(1, ordering: .relaxed) } else { counters.sentAPNs.add(1, ordering: .relaxed) }
+        case let .retry(status, reason, afterMs):
+            let delay = afterMs ?? WebhookDeliverer.backoffMs(afterAttempts: p.attempts + 1) / 4
+            try? store.recordPush(id: p.id, status: .pending, httpStatus: status, reason: reason, providerId: nil, next: at + delay, at: at)
+            counters.retried.add(1, ordering: .relaxed)
+        case let .failed(status, reason, purge):
+            try? store.recordPush(id: p.id, status: .failed, httpStatus: status, reason: reason, providerId: nil, next: nil, at: at)
+            counters.failed.add(1, ordering: .relaxed)
+            if purge, (try? store.purgePushToken(platform: p.platform, token: p.token)) == true {
+                counters.tokensPurged.add(1, ordering: .relaxed)
+                log.info("push token purged", ["uid": p.uid, "platform": p.platform.rawValue, "reason": reason])
+            }
+        }
+    }
+}
