@@ -25,6 +25,10 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     case pushTokenInvalid = "ERR_PUSH_TOKEN_INVALID"
     case pushTokenNotFound = "ERR_PUSH_TOKEN_NOT_FOUND"
     case forbidden = "ERR_FORBIDDEN"
+    case webhookInvalid = "ERR_WEBHOOK_INVALID"
+    case webhookNotFound = "ERR_WEBHOOK_NOT_FOUND"
+    case webhookAlreadyExists = "ERR_WEBHOOK_ALREADY_EXISTS"
+    case webhookInConfig = "ERR_WEBHOOK_IN_CONFIG"
     case notFound = "ERR_NOT_FOUND"
     case methodNotAllowed = "ERR_METHOD_NOT_ALLOWED"
     case bodyTooLarge = "ERR_BODY_TOO_LARGE"
@@ -35,11 +39,11 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     public var status: Int {
         switch self {
         case .emptyAPIKey, .apiKeyNotFound, .emptyAuthToken, .authTokenNotFound, .emptyAppID, .appIDMismatch, .authKeyInvalid: return 401
-        case .badRequest, .uidInvalid, .sessionIdInvalid, .guidInvalid, .pushTokenInvalid: return 400
+        case .badRequest, .uidInvalid, .sessionIdInvalid, .guidInvalid, .pushTokenInvalid, .webhookInvalid: return 400
         case .roleNotAllowed, .notGroupOwner, .forbidden: return 403
-        case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound, .guidNotFound, .deliveryNotFound, .pushTokenNotFound: return 404
+        case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound, .guidNotFound, .deliveryNotFound, .pushTokenNotFound, .webhookNotFound: return 404
         case .methodNotAllowed: return 405
-        case .uidAlreadyExists, .guidAlreadyExists: return 409
+        case .uidAlreadyExists, .guidAlreadyExists, .webhookAlreadyExists, .webhookInConfig: return 409
         case .bodyTooLarge: return 413
         case .rateLimited: return 429
         case .storage: return 500

@@ -95,7 +95,8 @@ public final class CallServer: @unchecked Sendable {
         var limits = RoomLimits()
         limits.maxParticipants = configuration.maxParticipantsPerRoom
         limits.gracePeriodSeconds = configuration.gracePeriodSeconds
-        let hooks = WebhookOutbox(webhooks: configuration.webhooks, appID: k.appId, region: configuration.region)
+        let directory = WebhookDirectory(fixed: configuration.webhooks, added: Self.added(store, beside: configuration.webhooks))
+        let hooks = WebhookOutbox(directory: directory, appID: k.appId, region: configuration.region)
         let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits, outbox: hooks)
         let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks,
                                  pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue })
@@ -103,7 +104,8 @@ public final class CallServer: @unchecked Sendable {
             relay.close()
             throw .database(error.description)
         }
-        let deliverer = WebhookDeliverer(store: store, webhooks: configuration.webhooks, maxAttempts: configuration.webhookMaxAttempts, log: log)
+        let deliverer = WebhookDeliverer(store: store, webhooks: directory, maxAttempts: configuration.webhookMaxAttempts,
+                                         queueLimit: configuration.webhookQueueLimit, log: log)
         // Each transition's event follows the commit of its outbox rows: send them now.
         let pushes = providers.isEmpty ? nil : PushSender(store: store, providers: providers, log: log)
         calls.onEvent = { [weak deliverer, weak pushes] _, _ in
@@ -128,12 +130,17 @@ public final class CallServer: @unchecked Sendable {
         }
         // (Created once the port is known: invite links need the address. Until then: 503.)
         let router = RESTRouter(store: store, keys: k, signer: signer, config: configuration, mediaPort: relay.port,
-                                publicURL: configuration.publicURL ?? url)
+                                publicURL: configuration.publicURL ?? url, webhooks: directory) { [weak deliverer, log, fixed = configuration.webhooks] in
+            // A webhook was added, changed or removed over REST: sign and send with the new set.
+            directory.setAdded(Self.added(store, beside: fixed))
+            deliverer?.start()
+            log.info("webhooks changed", ["count": "\(directory.all.count)"])
+        }
         routerBox.withLock { $0 = router }
         self.web = web
         relay.start()
         // Deliveries left from an earlier run go out too (the outbox is in the store).
-        if !configuration.webhooks.isEmpty { webhooks?.start() }
+        if !directory.isEmpty { webhooks?.start() }
         pushSender?.start()
         rooms.startHeartbeat(every: configuration.storeHeartbeatSeconds)
         log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "data_dir": dir])
@@ -160,7 +167,7 @@ public final class CallServer: @unchecked Sendable {
         return MetricsReport.render(rooms: rooms.roomCount, participants: rooms.participantCount,
                                     connections: openSockets.load(ordering: .relaxed), relay: relay.counters,
                                     store: store.metrics, httpRequests: httpRequests.load(ordering: .relaxed),
-                                    webhooks: configuration.webhooks.isEmpty ? nil : webhooks?.counters, push: pushSender?.counters)
+                                    webhooks: webhooksInUse ? webhooks?.counters : nil, push: pushSender?.counters)
     }
 
     /// The push services configured, keys loaded (a key file readable by others, or one that
@@ -185,6 +192,14 @@ public final class CallServer: @unchecked Sendable {
         }
         return out
     }
+
+    /// The REST-added webhooks (a config-file id takes precedence over the same id in the store).
+    private static func added(_ store: CallStore, beside fixed: [WebhookConfig]) -> [WebhookConfig] {
+        ((try? store.addedWebhooks()) ?? []).filter { w in !fixed.contains { $0.id == w.id } }
+    }
+
+    /// Whether any webhook is (or was, since start) configured: its counters are in /metrics.
+    private var webhooksInUse: Bool { webhooks?.isRunning ?? false }
 
     /// Push counters (nil when no push service is configured).
     public var pushCounters: PushCounters? { pushSender?.counters }

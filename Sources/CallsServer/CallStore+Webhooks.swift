@@ -1,4 +1,5 @@
 import CallsCore
+import Foundation
 
 /// A webhook delivery as the deliverer and the REST listing see it.
 public struct StoredDelivery: Sendable, Equatable, Codable {
@@ -12,7 +13,7 @@ public struct StoredDelivery: Sendable, Equatable, Codable {
     public var createdAt: Int64
     public var attempts: Int
     public var nextAttemptAt: Int64
-    /// `pending`, `delivered` or `dead`.
+    /// `pending`, `delivered`, `dead` or `dropped` (the webhook's queue was full).
     public var status: String
     public var lastStatus: Int?
     public var lastError: String?
@@ -84,6 +85,63 @@ extension CallStore {
             try db.execute("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE delivery_id = ?",
                            [.int(now), .text(deliveryId)])
             return db.changes > 0
+        }
+    }
+
+    // MARK: Webhooks added over REST
+
+    /// The webhooks added over REST, oldest first.
+    func addedWebhooks() throws(SQLiteError) -> [WebhookConfig] {
+        try locked { () throws(SQLiteError) in
+            try db.query("SELECT id, url, secret, triggers FROM webhooks ORDER BY created_at, id").map { r in
+                let triggers = r[3].text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }.map(Set.init)
+                return WebhookConfig(id: r[0].text ?? "", url: r[1].text ?? "", secret: r[2].text ?? "", triggers: triggers)
+            }
+        }
+    }
+
+    /// Adds (`replace` false: false when the id exists) or replaces (false when it does not) one.
+    func saveWebhook(_ w: WebhookConfig, replace: Bool, at now: Int64) throws(SQLiteError) -> Bool {
+        try locked { () throws(SQLiteError) in
+            let triggers: SQLiteValue = w.triggers.map { t in .text(String(decoding: (try? JSONEncoder().encode(t.sorted())) ?? Data("[]".utf8), as: UTF8.self)) } ?? .null
+            if replace {
+                try db.execute("UPDATE webhooks SET url = ?, secret = ?, triggers = ? WHERE id = ?", [.text(w.url), .text(w.secret), triggers, .text(w.id)])
+            } else {
+                try db.execute("INSERT OR IGNORE INTO webhooks(id, url, secret, triggers, created_at) VALUES (?, ?, ?, ?, ?)",
+                               [.text(w.id), .text(w.url), .text(w.secret), triggers, .int(now)])
+            }
+            return db.changes > 0
+        }
+    }
+
+    func deleteWebhook(id: String) throws(SQLiteError) -> Bool {
+        try locked { () throws(SQLiteError) in
+            try db.execute("DELETE FROM webhooks WHERE id = ?", [.text(id)])
+            return db.changes > 0
+        }
+    }
+
+    // MARK: The queue bound
+
+    /// Undelivered deliveries per webhook.
+    func pendingDeliveryCounts() throws(SQLiteError) -> [String: Int] {
+        try locked { () throws(SQLiteError) in
+            var out: [String: Int] = [:]
+            for r in try db.query("SELECT webhook_id, COUNT(*) FROM webhook_deliveries WHERE status = 'pending' GROUP BY webhook_id") {
+                out[r[0].text ?? ""] = Int(r[1].int ?? 0)
+            }
+            return out
+        }
+    }
+
+    /// Marks the oldest `count` pending deliveries of a webhook `dropped`. Returns how many.
+    func dropOldestDeliveries(webhookId: String, count: Int) throws(SQLiteError) -> Int {
+        try locked { () throws(SQLiteError) in
+            try db.execute("""
+                UPDATE webhook_deliveries SET status = 'dropped', last_error = 'queue full: dropped oldest'
+                WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' ORDER BY id LIMIT ?)
+                """, [.text(webhookId), .int(Int64(count))])
+            return db.changes
         }
     }
 }

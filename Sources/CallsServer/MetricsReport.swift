@@ -69,6 +69,8 @@ struct MetricsReport {
             r.counter("callroom_webhook_failed_attempts_total", "Webhook attempts that failed (non-2xx, timeout, unreachable).",
                       w.failedAttempts.load(ordering: .relaxed))
             r.counter("callroom_webhook_dead_letters_total", "Webhook deliveries given up after the last attempt.", w.deadLettered.load(ordering: .relaxed))
+            r.counter("callroom_webhook_dropped_total", "Undelivered webhook events dropped because the webhook's queue was full.",
+                      w.dropped.load(ordering: .relaxed))
         }
         if let p = push {
             r.counter("callroom_push_sent_total", "Pushes the push service accepted, by service.",

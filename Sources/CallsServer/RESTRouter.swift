@@ -13,6 +13,9 @@ struct RESTRouter: Sendable {
     let mediaPort: Int
     /// Where people reach this server (`publicURL`, else the listening address): invite links.
     let publicURL: String
+    /// The webhooks in force, and what to do after REST changed the stored ones.
+    let webhooks: WebhookDirectory
+    let webhooksChanged: @Sendable () -> Void
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
         do {
@@ -150,8 +153,8 @@ struct RESTRouter: Sendable {
         Route(.get, "v3/webhooks/deliveries") { rt, r, _ in
             try rt.requireAPIKey(r)
             let status = r.query["status"]
-            guard status == nil || ["pending", "delivered", "dead"].contains(status ?? "") else {
-                throw ServerError.badRequest("status is pending, delivered or dead.")
+            guard status == nil || ["pending", "delivered", "dead", "dropped"].contains(status ?? "") else {
+                throw ServerError.badRequest("status is pending, delivered, dead or dropped.")
             }
             let (page, perPage) = try rt.paging(r)
             let p = try rt.store.deliveries(status: status, page: page, perPage: perPage)
@@ -162,6 +165,19 @@ struct RESTRouter: Sendable {
             guard try rt.store.retryDelivery(deliveryId: parts[3], at: epochMilliseconds()) else {
                 throw ServerError(.deliveryNotFound, "No webhook delivery '\(parts[3].prefix(100))'.")
             }
+            return rt.ok(["success": true])
+        },
+        Route(.get, "v3/webhooks") { rt, r, _ in
+            try rt.requireAPIKey(r)
+            return rt.ok(rt.webhooks.all.map { WebhookBody($0, source: rt.webhooks.isFixed($0.id) ? .config : .api) })
+        },
+        Route(.post, "v3/webhooks") { rt, r, _ in try rt.saveWebhook(r, id: nil) },
+        Route(.put, "v3/webhooks/*") { rt, r, parts in try rt.saveWebhook(r, id: parts[2]) },
+        Route(.delete, "v3/webhooks/*") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            if rt.webhooks.isFixed(parts[2]) { throw ServerError(.webhookInConfig, "Webhook '\(parts[2])' is defined in the config file; change it there.") }
+            guard try rt.store.deleteWebhook(id: parts[2]) else { throw ServerError(.webhookNotFound, "No webhook '\(parts[2].prefix(64))'.") }
+            rt.webhooksChanged()
             return rt.ok(["success": true])
         },
         Route(.post, "v3/groups") { rt, r, _ in try rt.createGroup(r) },

@@ -91,7 +91,7 @@ final class RoomCore {
 
     /// A room event's webhook command, when any webhook is configured.
     func hook(_ kind: RoomHook.Kind, _ call: CallRef, _ sid: String, uid: String? = nil, pid: String? = nil) -> [StoreCommand] {
-        outbox.webhooks.isEmpty ? [] : [.roomHook(RoomHook(kind: kind, call: call, sessionId: sid, uid: uid, pid: pid, at: now, outbox: outbox))]
+        outbox.isEmpty ? [] : [.roomHook(RoomHook(kind: kind, call: call, sessionId: sid, uid: uid, pid: pid, at: now, outbox: outbox))]
     }
 
     var participantCount: Int { rooms.values.reduce(0) { $0 + $1.participants.count } }

@@ -7,7 +7,7 @@ struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1, v2, v3, v4]
+    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5]
 
     static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -92,5 +92,15 @@ struct SchemaMigration: Sendable {
         """,
         "CREATE INDEX push_deliveries_due ON push_deliveries(status, next_attempt_at)",
         "CREATE INDEX push_deliveries_token ON push_deliveries(session_id, token, status)",
+    ])
+
+    /// Webhooks added over REST (beside the config file's), and the per-webhook pending count
+    /// the queue bound reads.
+    static let v5 = SchemaMigration(version: 5, statements: [
+        """
+        CREATE TABLE webhooks(id TEXT PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL, triggers TEXT,
+            created_at INTEGER NOT NULL)
+        """,
+        "CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(webhook_id, status, id)",
     ])
 }

@@ -27,6 +27,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var appleAppIDs: [String]?
     public var androidApps: [AndroidApp]?
     public var webhookMaxAttempts: Int?
+    public var webhookQueueLimit: Int?
     public var apns: APNsConfig?
     public var fcm: FCMConfig?
 
@@ -43,7 +44,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "publicURL", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -100,6 +101,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.storeHeartbeatSeconds = try int("storeHeartbeatSeconds")
         c.ringTimeoutSeconds = try int("ringTimeoutSeconds")
         c.webhookMaxAttempts = try int("webhookMaxAttempts")
+        c.webhookQueueLimit = try int("webhookQueueLimit")
         if let u = try string("publicURL") {
             guard (u.hasPrefix("http://") || u.hasPrefix("https://")), URL(string: u)?.host != nil, !u.hasSuffix("/") else {
                 throw Invalid(message: "\(path): 'publicURL' must be http(s)://HOST[:PORT][/PATH] without a trailing slash")
@@ -127,26 +129,16 @@ public struct ServerConfigFile: Sendable, Equatable {
             var hooks: [WebhookConfig] = []
             for (i, h) in list.enumerated() {
                 let at = "\(path): webhooks[\(i)]"
-                guard let url = h["url"] as? String, url.hasPrefix("http://") || url.hasPrefix("https://") else {
-                    throw Invalid(message: "\(at).url must be an http:// or https:// URL")
-                }
-                guard let secret = h["secret"] as? String, secret.count >= 16 else {
-                    throw Invalid(message: "\(at).secret must be a string of at least 16 characters")
-                }
-                let id = (h["id"] as? String) ?? "webhook-\(i + 1)"
-                var triggers: Set<String>?
-                if let t = h["triggers"] {
-                    guard let names = t as? [String], !names.isEmpty else { throw Invalid(message: "\(at).triggers must be a non-empty list of names") }
-                    if let bad = names.first(where: { !webhookTriggers.contains($0) }) {
-                        throw Invalid(message: "\(at).triggers: unknown trigger '\(bad)' (known: \(webhookTriggers.sorted().joined(separator: ", ")))")
-                    }
-                    triggers = Set(names)
-                }
                 if let extra = h.keys.sorted().first(where: { !["id", "url", "secret", "triggers"].contains($0) }) {
                     throw Invalid(message: "\(at): unknown key '\(extra)'")
                 }
+                if h["triggers"] != nil && !(h["triggers"] is [String]) { throw Invalid(message: "\(at).triggers must be a non-empty list of names") }
+                let id = (h["id"] as? String) ?? "webhook-\(i + 1)"
+                let hook: WebhookConfig
+                do { hook = try WebhookConfig.validated(id: id, url: h["url"] as? String, secret: h["secret"] as? String, triggers: h["triggers"] as? [String]) }
+                catch { throw Invalid(message: "\(at).\(error.message)") }
                 guard !hooks.contains(where: { $0.id == id }) else { throw Invalid(message: "\(at).id '\(id)' is used twice") }
-                hooks.append(WebhookConfig(id: id, url: url, secret: secret, triggers: triggers))
+                hooks.append(hook)
             }
             c.webhooks = hooks
         }

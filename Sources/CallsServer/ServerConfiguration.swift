@@ -30,6 +30,8 @@ public struct ServerConfiguration: Sendable {
     /// Webhook receivers (docs/operations.md) and how many attempts a delivery gets.
     public var webhooks: [WebhookConfig] = []
     public var webhookMaxAttempts: Int = 8
+    /// Undelivered events kept per webhook; past it the oldest are dropped (logged, counted).
+    public var webhookQueueLimit: Int = 100_000
     /// Push services for ringing phones (docs/operations.md); nil: not configured.
     public var apns: APNsConfig?
     public var fcm: FCMConfig?

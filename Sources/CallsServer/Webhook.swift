@@ -18,6 +18,52 @@ public struct WebhookConfig: Sendable, Equatable {
     }
 
     func wants(_ trigger: String) -> Bool { triggers?.contains(trigger) ?? true }
+
+    /// Why a webhook was refused (config file or REST): the message names the field.
+    struct Invalid: Error, Equatable, Sendable { var message: String }
+
+    /// A webhook from untrusted fields: an http(s) URL, a secret of at least 16 characters,
+    /// known trigger names (nil: all), an id of letters, digits, `_-.` (≤ 64).
+    static func validated(id: String, url: String?, secret: String?, triggers: [String]?) throws(Invalid) -> WebhookConfig {
+        guard !id.isEmpty, id.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-.".contains($0)) }) else {
+            throw Invalid(message: "id must be 1–64 letters, digits, '_', '-', '.'")
+        }
+        guard let url, url.hasPrefix("http://") || url.hasPrefix("https://"), URL(string: url)?.host != nil else {
+            throw Invalid(message: "url must be an http:// or https:// URL")
+        }
+        guard let secret, secret.count >= 16 else { throw Invalid(message: "secret must be a string of at least 16 characters") }
+        var set: Set<String>?
+        if let names = triggers {
+            guard !names.isEmpty else { throw Invalid(message: "triggers must be a non-empty list of names") }
+            if let bad = names.first(where: { !ServerConfigFile.webhookTriggers.contains($0) }) {
+                throw Invalid(message: "triggers: unknown trigger '\(bad)' (known: \(ServerConfigFile.webhookTriggers.sorted().joined(separator: ", ")))")
+            }
+            set = Set(names)
+        }
+        return WebhookConfig(id: id, url: url, secret: secret, triggers: set)
+    }
+}
+
+/// The webhooks in force: those of the config file (fixed) and those added over REST (kept in
+/// the store, changed without a restart). Read when a transition's outbox rows are built and
+/// when a delivery is signed.
+///
+/// Thread rules: any thread (a lock).
+final class WebhookDirectory: Sendable {
+    private let state: Locked<(fixed: [WebhookConfig], added: [WebhookConfig])>
+
+    init(fixed: [WebhookConfig] = [], added: [WebhookConfig] = []) {
+        state = Locked((fixed, added))
+    }
+
+    /// Every webhook, the config file's first.
+    var all: [WebhookConfig] { state.withLock { $0.fixed + $0.added } }
+    var isEmpty: Bool { state.withLock { $0.fixed.isEmpty && $0.added.isEmpty } }
+    func webhook(_ id: String) -> WebhookConfig? { state.withLock { s in s.fixed.first { $0.id == id } ?? s.added.first { $0.id == id } } }
+    func isFixed(_ id: String) -> Bool { state.withLock { s in s.fixed.contains { $0.id == id } } }
+
+    /// Replaces the REST-added webhooks (after the store changed).
+    func setAdded(_ hooks: [WebhookConfig]) { state.withLock { $0.added = hooks } }
 }
 
 /// One queued delivery of one event to one webhook: written in the same transaction as the
@@ -36,11 +82,17 @@ struct OutboxRow: Sendable, Equatable {
 /// Builds the outbox rows of one transition: `{trigger, data, appId, region, webhook, type}`
 /// per webhook that wants the trigger. A value; any thread.
 struct WebhookOutbox: Sendable, Equatable {
-    var webhooks: [WebhookConfig]
+    var directory: WebhookDirectory
     var appID: String
     var region: String
 
-    static let none = WebhookOutbox(webhooks: [], appID: "", region: "")
+    static let none = WebhookOutbox(directory: WebhookDirectory(), appID: "", region: "")
+
+    var isEmpty: Bool { directory.isEmpty }
+
+    static func == (a: WebhookOutbox, b: WebhookOutbox) -> Bool {
+        a.directory === b.directory && a.appID == b.appID && a.region == b.region
+    }
 
     /// The call as webhook `data`: ids, the initiator and receiver `{uid|guid, name}`, every
     /// member's outcome, the timestamps (ms).
@@ -100,7 +152,7 @@ struct WebhookOutbox: Sendable, Equatable {
                                           deliveryIds: () -> String) -> [OutboxRow] {
         let enc = JSONEncoder()
         enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return webhooks.filter { $0.wants(trigger) }.compactMap { w in
+        return directory.all.filter { $0.wants(trigger) }.compactMap { w in
             let body = Body(trigger: trigger, data: data, appId: appID, region: region, webhook: w.id, type: type)
             guard let json = try? enc.encode(body) else { return nil }
             return OutboxRow(deliveryId: deliveryIds(), webhookId: w.id, url: w.url, sessionId: sessionId, trigger: trigger,

@@ -7,6 +7,8 @@ public final class WebhookCounters: Sendable {
     public let delivered = Atomic<UInt64>(0)
     public let failedAttempts = Atomic<UInt64>(0)
     public let deadLettered = Atomic<UInt64>(0)
+    /// Undelivered events dropped because their webhook's queue was full.
+    public let dropped = Atomic<UInt64>(0)
     init() {}
 }
 
@@ -14,24 +16,29 @@ public final class WebhookCounters: Sendable {
 /// timeout); a 2xx marks it delivered, anything else (or a timeout) is retried with exponential
 /// backoff and jitter, and after `maxAttempts` it is a dead letter (listable, re-sendable). A
 /// session's deliveries to one webhook go in order. Everything is in the store, so a restart
-/// (even `kill -9`) resumes where it was: each delivery id is delivered at least once.
+/// (even `kill -9`) resumes where it was: each delivery id is delivered at least once. The
+/// queue per webhook is bounded (`queueLimit`, checked every second): past it the oldest
+/// undelivered events are marked `dropped`, counted and logged.
 ///
 /// Thread rules: `start`/`stop` from the owner; the loop runs on its own thread, which alone
 /// owns the libcurl handle. Signalling and media never wait for it.
 final class WebhookDeliverer: @unchecked Sendable {
     private let store: CallStore
-    private let webhooks: [String: WebhookConfig]
+    private let webhooks: WebhookDirectory
     private let maxAttempts: Int
+    private let queueLimit: Int
+    private var boundCheckedAt: Int64 = 0
     private let log: ServerLog
     private let running = Atomic<Bool>(false)
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     let counters = WebhookCounters()
 
-    init(store: CallStore, webhooks: [WebhookConfig], maxAttempts: Int, log: ServerLog) {
+    init(store: CallStore, webhooks: WebhookDirectory, maxAttempts: Int, queueLimit: Int = 100_000, log: ServerLog) {
         self.store = store
-        self.webhooks = Dictionary(webhooks.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        self.webhooks = webhooks
         self.maxAttempts = max(1, maxAttempts)
+        self.queueLimit = max(1, queueLimit)
         self.log = log
     }
 
@@ -52,6 +59,8 @@ final class WebhookDeliverer: @unchecked Sendable {
         stopped.wait()
     }
 
+    var isRunning: Bool { running.load(ordering: .acquiring) }
+
     /// Looks at the outbox now (new rows were written).
     func poke() { wake.signal() }
 
@@ -69,14 +78,28 @@ final class WebhookDeliverer: @unchecked Sendable {
             return
         }
         while running.load(ordering: .acquiring) {
+            enforceBound()
             let due = (try? store.dueDeliveries(now: epochMilliseconds(), limit: 50)) ?? []
             for d in due where running.load(ordering: .acquiring) { attempt(d, client) }
             if due.isEmpty { _ = wake.wait(timeout: .now() + 0.1) }
         }
     }
 
+    /// At most once a second: drops the oldest undelivered events of a webhook over the bound.
+    private func enforceBound() {
+        let now = epochMilliseconds()
+        guard now - boundCheckedAt >= 1000 else { return }
+        boundCheckedAt = now
+        for (id, n) in (try? store.pendingDeliveryCounts()) ?? [:] where n > queueLimit {
+            let dropped = (try? store.dropOldestDeliveries(webhookId: id, count: n - queueLimit)) ?? 0
+            guard dropped > 0 else { continue }
+            counters.dropped.add(UInt64(dropped), ordering: .relaxed)
+            log.warn("webhook queue full: dropped the oldest undelivered events", ["webhook": id, "dropped": "\(dropped)", "limit": "\(queueLimit)"])
+        }
+    }
+
     private func attempt(_ d: StoredDelivery, _ client: CurlClient) {
-        guard let hook = webhooks[d.webhookId] else {
+        guard let hook = webhooks.webhook(d.webhookId) else {
             // The webhook left the configuration: nothing can sign or send it any more.
             try? store.recordAttempt(id: d.id, status: "dead", httpStatus: nil, error: "webhook '\(d.webhookId)' is not configured",
                                      next: nil, at: epochMilliseconds())

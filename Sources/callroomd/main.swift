@@ -14,7 +14,7 @@ let usage = """
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
-                              webhooks, webhookMaxAttempts, publicURL, appLinks, apns, fcm,
+                              webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               relayFastPath, relayFastPathObject); flags given
                               here take precedence
@@ -89,6 +89,10 @@ config.fcm = file.fcm
 if let u = file.publicURL { config.publicURL = u }
 if let a = file.appleAppIDs { config.appleAppIDs = a }
 if let a = file.androidApps { config.androidApps = a }
+if let n = file.webhookQueueLimit {
+    guard (10...10_000_000).contains(n) else { fail("webhookQueueLimit must be 10…10000000") }
+    config.webhookQueueLimit = n
+}
 if let n = file.webhookMaxAttempts {
     guard (1...100).contains(n) else { fail("webhookMaxAttempts must be 1…100") }
     config.webhookMaxAttempts = n

@@ -180,4 +180,119 @@ final class WebhookTests: XCTestCase {
             XCTAssertEqual(Array(triggers.prefix(2)), ["call_initiated", "call_cancelled"], "per-session order")
         }
     }
+
+    /// Rings Bob and cancels it, `n` times: two events (initiated, cancelled) each.
+    private func ringAndCancel(_ ann: SignalProbe, _ bob: SignalProbe, times n: Int) -> [String] {
+        var sessions: [String] = []
+        for _ in 0..<n {
+            ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
+            guard case .call(_, let c, _)? = bob.wait({ if case .call(.incoming, let c, _) = $0 { return !sessions.contains(c.sessionId) }; return false })
+            else { XCTFail("no incoming"); return sessions }
+            sessions.append(c.sessionId)
+            ann.send(.rejectCall(sessionId: c.sessionId, status: .cancelled))
+            _ = ann.wait { if case .call(.cancelled, let x, _) = $0 { return x.sessionId == c.sessionId }; return false }
+        }
+        return sessions
+    }
+
+    private func trigger(_ body: String) -> String? {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["trigger"] as? String
+    }
+
+    /// The operator adds, changes and removes webhooks over REST, without a restart; the config
+    /// file's stay as they are.
+    func testWebhooksAreManagedOverRESTWithoutARestart() throws {
+        let tmp = TemporaryDirectory("callroom-hooks")
+        defer { tmp.remove() }
+        let fixed = try WebhookReceiver(log: tmp.file("fixed.jsonl"))
+        defer { fixed.stop() }
+        let ops = try WebhookReceiver(log: tmp.file("ops.jsonl"))
+        defer { ops.stop() }
+        let dir = tmp.file("data")
+        var h = try ServerHarness(dataDir: dir) { $0.webhooks = [WebhookConfig(id: "fixed", url: fixed.url, secret: self.secret, triggers: ["call_ended"])] }
+        let admin = h.adminHeaders
+        let listed = h.request("GET", "/v3/webhooks", headers: admin)
+        XCTAssertEqual((listed.json["data"] as? [[String: Any]])?.map { $0["source"] as? String }, ["config"])
+        XCTAssertFalse(listed.text.contains(secret), "secrets are never shown")
+        for (body, code) in [(#"{"url":"ftp://x","secret":"0123456789abcdef"}"#, "ERR_WEBHOOK_INVALID"),
+                             (#"{"url":"http://x","secret":"short"}"#, "ERR_WEBHOOK_INVALID"),
+                             (#"{"url":"http://x","secret":"0123456789abcdef","triggers":["call_exploded"]}"#, "ERR_WEBHOOK_INVALID"),
+                             (#"{"id":"bad id","url":"http://x","secret":"0123456789abcdef"}"#, "ERR_WEBHOOK_INVALID"),
+                             (#"{"id":"fixed","url":"http://x","secret":"0123456789abcdef"}"#, "ERR_WEBHOOK_IN_CONFIG")] {
+            XCTAssertEqual(h.request("POST", "/v3/webhooks", headers: admin, body: body).errorCode, code, body)
+        }
+        XCTAssertEqual(h.request("POST", "/v3/webhooks", body: #"{"url":"http://x","secret":"0123456789abcdef"}"#).errorCode, "AUTH_ERR_EMPTY_APIKEY")
+        let added = h.request("POST", "/v3/webhooks", headers: admin, body: #"{"id":"ops","url":"\#(ops.url)","secret":"ops-secret-0123456789"}"#)
+        XCTAssertEqual(added.data["source"] as? String, "api", "\(added)")
+        XCTAssertEqual(h.request("POST", "/v3/webhooks", headers: admin, body: #"{"id":"ops","url":"\#(ops.url)","secret":"ops-secret-0123456789"}"#).errorCode,
+                       "ERR_WEBHOOK_ALREADY_EXISTS")
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        var ann = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
+        var bob = try RingingTests.online(url: url, appId: app, authKey: key, uid: "bob")
+        _ = ringAndCancel(ann, bob, times: 1)
+        XCTAssertTrue(ops.waitFor(2))
+        XCTAssertEqual(ops.received.map { trigger($0.body) }, ["call_initiated", "call_cancelled"])
+        XCTAssertEqual(ops.received[0].headers["x-cometchat-signature"],
+                       Hex.encode(Crypto.hmacSHA256(key: Array("ops-secret-0123456789".utf8), message: Array(ops.received[0].body.utf8))))
+        // Replaced whole: new secret, one trigger.
+        XCTAssertEqual(h.request("PUT", "/v3/webhooks/ops", headers: admin,
+                                 body: #"{"url":"\#(ops.url)","secret":"new-secret-0123456789","triggers":["call_initiated"]}"#).status, 200)
+        XCTAssertEqual(h.request("PUT", "/v3/webhooks/nope", headers: admin, body: #"{"url":"http://x","secret":"0123456789abcdef"}"#).errorCode,
+                       "ERR_WEBHOOK_NOT_FOUND")
+        _ = ringAndCancel(ann, bob, times: 1)
+        XCTAssertTrue(ops.waitFor(3))
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(ops.received.count, 3, "call_cancelled is no longer wanted")
+        XCTAssertEqual(ops.received[2].headers["x-cometchat-signature"],
+                       Hex.encode(Crypto.hmacSHA256(key: Array("new-secret-0123456789".utf8), message: Array(ops.received[2].body.utf8))))
+        // Kept across a restart.
+        h.stop()
+        h = try ServerHarness(dataDir: dir) { $0.webhooks = [WebhookConfig(id: "fixed", url: fixed.url, secret: self.secret, triggers: ["call_ended"])] }
+        defer { h.stop(); h.removeData() }
+        let after = (h.request("GET", "/v3/webhooks", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? [])
+        XCTAssertEqual(after.map { $0["id"] as? String }, ["fixed", "ops"])
+        XCTAssertEqual(after.last?["triggers"] as? [String], ["call_initiated"])
+        // Removed: nothing more; the config file's cannot be removed here.
+        XCTAssertEqual(h.request("DELETE", "/v3/webhooks/fixed", headers: h.adminHeaders).errorCode, "ERR_WEBHOOK_IN_CONFIG")
+        XCTAssertEqual(h.request("DELETE", "/v3/webhooks/ops", headers: h.adminHeaders).status, 200)
+        XCTAssertEqual(h.request("DELETE", "/v3/webhooks/ops", headers: h.adminHeaders).errorCode, "ERR_WEBHOOK_NOT_FOUND")
+        ann = try RingingTests.online(url: h.server.url, appId: app, authKey: key, uid: "ann")
+        bob = try RingingTests.online(url: h.server.url, appId: app, authKey: key, uid: "bob")
+        _ = ringAndCancel(ann, bob, times: 1)
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertEqual(ops.received.count, 3)
+        XCTAssertEqual(fixed.received.count, 0, "the fixed one wants only call_ended")
+    }
+
+    /// A dead receiver never grows the queue past its bound: the oldest are dropped, counted, listed.
+    func testTheQueuePerWebhookIsBoundedByDroppingTheOldest() throws {
+        let tmp = TemporaryDirectory("callroom-hooks")
+        defer { tmp.remove() }
+        let probe = try WebhookReceiver(log: tmp.file("probe.jsonl"))
+        let port = probe.port
+        probe.stop()
+        let h = try ServerHarness {
+            $0.webhooks = [WebhookConfig(id: "down", url: "http://127.0.0.1:\(port)/hook", secret: self.secret)]
+            $0.webhookQueueLimit = 10
+            $0.webhookMaxAttempts = 100
+        }
+        defer { h.stop(); h.removeData() }
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let ann = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
+        let bob = try RingingTests.online(url: url, appId: app, authKey: key, uid: "bob")
+        let sessions = ringAndCancel(ann, bob, times: 8)
+        XCTAssertEqual(sessions.count, 8)
+        var dropped: [[String: Any]] = []
+        let end = Date().addingTimeInterval(5)
+        repeat {
+            Thread.sleep(forTimeInterval: 0.1)
+            dropped = h.request("GET", "/v3/webhooks/deliveries?status=dropped&perPage=100", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []
+        } while dropped.count < 6 && Date() < end
+        XCTAssertEqual(dropped.count, 6, "16 events, a bound of 10")
+        let pending = h.request("GET", "/v3/webhooks/deliveries?status=pending&perPage=100", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []
+        XCTAssertEqual(pending.count, 10)
+        let oldestKept = pending.compactMap { $0["id"] as? Int }.min() ?? 0
+        XCTAssertTrue(dropped.allSatisfy { ($0["id"] as? Int ?? .max) < oldestKept }, "the oldest went")
+        XCTAssertTrue(h.server.metricsText().contains("callroom_webhook_dropped_total 6"))
+    }
 }
