@@ -49,6 +49,12 @@ static inline int callroom_terminal_has_alternate_screen(void) {
     return s != NULL && s != (char *)-1;
 }
 
+/* 1 when the running terminal's terminfo has string capability `name` (e.g. Ms: OSC 52). */
+static inline int callroom_terminal_has_string_capability(const char *name) {
+    char *s = tigetstr(name);
+    return s != NULL && s != (char *)-1;
+}
+
 /* wcwidth(3) in a UTF-8 locale whatever the process locale is: the cells a terminal gives a
    code point (2 for East Asian wide, 0 for combining marks, -1 for controls). */
 static inline int callroom_wcwidth(unsigned int codepoint) {

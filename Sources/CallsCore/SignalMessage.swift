@@ -137,8 +137,10 @@ public enum ServerMessage: Sendable, Equatable {
         public var gracePeriodSeconds: Int?
         /// The current dominant speaker, if any.
         public var dominantSpeaker: String?
+        /// The session's invite link at the server's public URL (absent: the address the client used).
+        public var inviteLink: String?
         public init(sessionId: String, you: WireParticipant, participants: [WireParticipant], mediaPort: Int, bindToken: String,
-                    resumeToken: String? = nil, gracePeriodSeconds: Int? = nil, dominantSpeaker: String? = nil) {
+                    resumeToken: String? = nil, gracePeriodSeconds: Int? = nil, dominantSpeaker: String? = nil, inviteLink: String? = nil) {
             self.sessionId = sessionId
             self.you = you
             self.participants = participants
@@ -147,6 +149,7 @@ public enum ServerMessage: Sendable, Equatable {
             self.resumeToken = resumeToken
             self.gracePeriodSeconds = gracePeriodSeconds
             self.dominantSpeaker = dominantSpeaker
+            self.inviteLink = inviteLink
         }
     }
 }

@@ -97,7 +97,8 @@ public final class CallServer: @unchecked Sendable {
         limits.gracePeriodSeconds = configuration.gracePeriodSeconds
         let directory = WebhookDirectory(fixed: configuration.webhooks, added: Self.added(store, beside: configuration.webhooks))
         let hooks = WebhookOutbox(directory: directory, appID: k.appId, region: configuration.region)
-        let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits, outbox: hooks)
+        let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits, outbox: hooks,
+                                 publicURL: configuration.publicURL)
         let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks,
                                  pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue })
         do { try calls.restore() } catch {

@@ -28,10 +28,15 @@ struct InvitePage {
         return out
     }
 
+    /// `PUBLIC_URL/call/SESSION` (the session id percent-encoded as a path segment).
+    static func link(publicURL: String, sessionId: String) -> String {
+        publicURL + "/call/" + (sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? sessionId)
+    }
+
     /// The page: which call, who is in it now, and how to join from a terminal or the app.
     static func html(sessionId: String, publicURL: String, present: [String], status: String?) -> String {
         let sid = escape(sessionId)
-        let link = escape(publicURL + "/call/" + sessionId)
+        let link = escape(link(publicURL: publicURL, sessionId: sessionId))
         let who = present.isEmpty ? "<p>Nobody is in the call right now.</p>"
             : "<p>In the call now (\(present.count)):</p><ul>" + present.map { "<li>\(escape($0))</li>" }.joined() + "</ul>"
         let state = status.map { "<p>Status: \(escape($0))</p>" } ?? ""

@@ -60,6 +60,8 @@ final class RoomCore {
     let appID: String
     let limits: RoomLimits
     let mediaPort: Int
+    /// The configured public URL: invite links in `joined` use it (nil: clients use their own address).
+    let publicURL: String?
     let identities: RoomIdentities
     /// Webhooks for room events (the writer names each trigger); none configured: no rows.
     let outbox: WebhookOutbox
@@ -79,12 +81,13 @@ final class RoomCore {
     var effects: [RoomEffect] = []
     var now: Int64 = 0
 
-    init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, identities: RoomIdentities = .random,
+    init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, publicURL: String? = nil, identities: RoomIdentities = .random,
          outbox: WebhookOutbox = .none) {
         self.signer = signer
         self.appID = appID
         self.limits = limits
         self.mediaPort = mediaPort
+        self.publicURL = publicURL
         self.identities = identities
         self.outbox = outbox
     }
@@ -275,7 +278,8 @@ final class RoomCore {
     func joinedPayload(_ room: Room, _ p: Participant) -> ServerMessage.Joined {
         .init(sessionId: room.sessionId, you: p.wire, participants: room.roster, mediaPort: mediaPort,
               bindToken: Hex.encode(p.bindToken), resumeToken: p.resumeToken,
-              gracePeriodSeconds: Int(limits.gracePeriodSeconds), dominantSpeaker: room.dominant)
+              gracePeriodSeconds: Int(limits.gracePeriodSeconds), dominantSpeaker: room.dominant,
+              inviteLink: publicURL.map { InvitePage.link(publicURL: $0, sessionId: room.sessionId) })
     }
 
     private func makeRoom(_ sid: String) -> Room {

@@ -38,12 +38,12 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     var onCommitted: (@Sendable () -> Void)?
 
     init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits(),
-         outbox: WebhookOutbox = .none, scheduler: any Scheduler = DispatchScheduler.shared) {
+         outbox: WebhookOutbox = .none, publicURL: String? = nil, scheduler: any Scheduler = DispatchScheduler.shared) {
         self.scheduler = scheduler
         self.store = store
         self.relay = relay
         self.log = log
-        core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, outbox: outbox)
+        core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, publicURL: publicURL, outbox: outbox)
         timers = TimerTable(scheduler: scheduler, queue: queue)
         writer = StoreWriter(store: store) { [weak self] receipts in
             guard let self else { return }

@@ -186,8 +186,8 @@ extension CallScreenController {
         case .chat: model.panel = model.panel == .chat ? .log : .chat
         case .shareInvite:
             guard let link = session.inviteLink else { return model.toast("No invite link yet (not in a session)", kind: .error) }
-            model.toast("Invite link copied: \(link)", seconds: 8)
-            driver.copyToClipboard(link)
+            let outcome = driver.copyToClipboard(link)
+            model.toast(outcome.inviteToast(link), seconds: outcome == .unavailable ? 15 : 8)
         default: break
         }
     }

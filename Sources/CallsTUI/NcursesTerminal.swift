@@ -160,9 +160,10 @@ public final class NcursesTerminal: TerminalDriver {
     /// Rings the terminal bell (an incoming call).
     public func bell() { if active { beep() } }
 
-    public func copyToClipboard(_ text: String) {
-        let seq = "\u{1b}]52;c;\(Data(text.utf8).base64EncodedString())\u{07}"
-        FileHandle.standardOutput.write(Data(seq.utf8))
+    public func copyToClipboard(_ text: String) -> ClipboardOutcome {
+        Clipboard(terminalDeclaresOSC52: active && callroom_terminal_has_string_capability("Ms") == 1) { seq in
+            FileHandle.standardOutput.write(Data(seq.utf8))
+        }.copy(text)
     }
 
     public func shutdown() {

@@ -42,8 +42,8 @@ public protocol TerminalDriver: AnyObject {
     func poll() -> TerminalInput?
     /// Restores the terminal. Idempotent; safe to call on every exit path.
     func shutdown()
-    /// Puts text on the user's clipboard (OSC 52: works over SSH and in tmux with set-clipboard).
-    func copyToClipboard(_ text: String)
+    /// Puts text on the best clipboard reachable (`Clipboard`) and says where it went.
+    func copyToClipboard(_ text: String) -> ClipboardOutcome
     /// Rings the terminal bell.
     func bell()
 }
@@ -80,7 +80,12 @@ public final class MemoryTerminal: TerminalDriver {
 
     public func poll() -> TerminalInput? { input.isEmpty ? nil : input.removeFirst() }
     public private(set) var clipboard: String?
-    public func copyToClipboard(_ text: String) { clipboard = text }
+    /// What `copyToClipboard` reports (a test decides).
+    public var clipboardOutcome: ClipboardOutcome = .terminal
+    public func copyToClipboard(_ text: String) -> ClipboardOutcome {
+        clipboard = text
+        return clipboardOutcome
+    }
     /// Times the bell rang.
     public private(set) var bells = 0
     public func bell() { bells += 1 }

@@ -59,9 +59,7 @@ extension CallSession {
         }
     }
 
-    /// The session's invite link (`<server>/call/<sessionId>`), for the share-invite button.
-    public var inviteLink: String? {
-        guard let c = currentClient, let sid = c.participants.first?.mid else { return nil }
-        return c.serverURL.appendingPathComponent("call").appendingPathComponent(sid).absoluteString
-    }
+    /// The session's invite link (`<publicURL>/call/<sessionId>`, the server's public URL when
+    /// it has one), for the share-invite button.
+    public var inviteLink: String? { currentClient?.inviteLink }
 }

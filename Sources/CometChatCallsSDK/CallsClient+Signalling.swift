@@ -88,6 +88,7 @@ extension CallsClient {
                 $0.active = true
                 $0.localPID = j.you.pid
                 $0.muted = j.you.isAudioMuted
+                $0.inviteLink = j.inviteLink ?? self.serverURL.appendingPathComponent("call").appendingPathComponent(j.sessionId).absoluteString
                 $0.notices = pendingNotices
             }
             engine?.start(relay: relay, ssrc: j.you.ssrc, bindToken: token)

@@ -58,6 +58,8 @@ public final class CallsClient: @unchecked Sendable {
         var muted = false
         var notices: [String] = []
         var chat: [ChatMessage] = []
+        /// The server's invite link for the session (its public URL), if it sent one.
+        var inviteLink: String?
     }
 
     enum Phase { case idle, joining, joined, reconnecting, leaving, ended }
@@ -87,6 +89,11 @@ public final class CallsClient: @unchecked Sendable {
     /// Your participant id in the current session.
     public var localParticipantID: String? { published.withLock { $0.localPID } }
     public var isSessionActive: Bool { published.withLock { $0.active } }
+    /// The session's invite link: the server's public URL when it has one, else the address
+    /// this client reached it at. nil outside a session.
+    public var inviteLink: String? {
+        published.withLock { $0.active ? $0.inviteLink : nil }
+    }
     public var isAudioMuted: Bool { published.withLock { $0.muted } }
     /// The session's chat so far (newest last, at most 500).
     public var chatMessages: [ChatEntry] { published.withLock { $0.chat } }

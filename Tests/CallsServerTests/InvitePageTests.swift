@@ -14,7 +14,7 @@ final class InvitePageTests: XCTestCase {
         defer { h.stop(); h.removeData() }
         let p = try SignalProbe(url: h.server.url)
         p.send(.join(.init(callToken: try h.callToken(uid: "mallory", session: "standup"), displayName: "<script>alert(1)</script> & co")))
-        XCTAssertNotNil(p.joined())
+        XCTAssertEqual(p.joined()?.inviteLink, "https://calls.example.com/call/standup", "joined carries the public link for the invite button")
         let page = BlockingHTTP.request("GET", h.server.url + "/call/standup")
         XCTAssertEqual(page.status, 200)
         let html = page.text

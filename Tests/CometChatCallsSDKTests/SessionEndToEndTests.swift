@@ -120,6 +120,8 @@ final class SessionEndToEndTests: XCTestCase {
         XCTAssertTrue(CallSession.shared.isCallSessionActive())
         XCTAssertTrue(rec.waitFor("onSessionJoined"))
         XCTAssertEqual(rec.lastRoster.map(\.uid), ["alice"])
+        // No public URL configured: the invite link is the address this client reached.
+        XCTAssertEqual(CallSession.shared.inviteLink, server.url + "/call/e2e")
 
         // A second participant arrives, with real payloads.
         let listenerBot = try await bot("bob", output: "null")

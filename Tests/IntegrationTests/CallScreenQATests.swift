@@ -176,6 +176,12 @@ final class CallScreenQATests: XCTestCase {
             expectExactly(1, callback, "click on \(label)")
             if let effect { expectExactly(1, effect, "click on \(label)") }
             if label == "[t] Chat" { keys("Escape") }
+            if label == "[s] Invite" {
+                // Inside tmux the link goes to tmux's buffer (verified by tmux), and the toast says so.
+                expectScreen("Invite link copied (tmux buffer", "the copy reports where it went")
+                let buffer = tmux(["show-buffer"]).1
+                XCTAssertTrue(buffer.hasPrefix("http://127.0.0.1:") && buffer.contains("/call/"), "the link is in tmux's buffer: \(buffer)")
+            }
         }
         XCTAssertTrue(eventLog().contains { $0.contains("onCallLayoutChanged") && $0.contains("SPOTLIGHT") }, "one layout step, not two")
         expectScreen("Participants (3)", "the list is open")
