@@ -35,15 +35,17 @@ extension CallStore {
 
     /// Deliveries due at `now`, oldest first, at most one per (webhook, session) and only the
     /// oldest pending one of each: a session's events reach a receiver in order.
-    func dueDeliveries(now: Int64, limit: Int) throws(SQLiteError) -> [StoredDelivery] {
-        try locked { () throws(SQLiteError) in
+    /// `excluding`: webhooks paused now (their rows are not even read).
+    func dueDeliveries(now: Int64, limit: Int, excluding: [String] = []) throws(SQLiteError) -> [StoredDelivery] {
+        let skip = excluding.isEmpty ? "" : "AND d.webhook_id NOT IN (\(excluding.map { _ in "?" }.joined(separator: ", ")))"
+        return try locked { () throws(SQLiteError) in
             try db.query("""
                 SELECT \(Self.deliveryColumns) FROM webhook_deliveries d
-                WHERE d.status = 'pending' AND d.next_attempt_at <= ?
+                WHERE d.status = 'pending' AND d.next_attempt_at <= ? \(skip)
                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.status = 'pending' AND e.webhook_id = d.webhook_id
                                   AND e.session_id = d.session_id AND e.id < d.id)
                 ORDER BY d.id LIMIT ?
-                """, [.int(now), .int(Int64(limit))]).map(Self.delivery)
+                """, [.int(now)] + excluding.map { .text($0) } + [.int(Int64(limit))]).map(Self.delivery)
         }
     }
 

@@ -30,11 +30,25 @@ struct PushEvent: Sendable, Equatable {
 
     /// The fields every payload carries, all strings (FCM data messages allow nothing else).
     var fields: [String: String] {
-        var f = ["callAction": action.rawValue, "sessionId": sessionId, "callerUid": caller.id, "callerName": caller.name,
+        var f = ["callAction": action.rawValue, "sessionId": sessionId, "callerUid": caller.id, "callerName": Self.clipped(caller.name, bytes: 512),
                  "callType": callType.rawValue, "receiverType": receiverType.rawValue, "timestamp": String(at)]
         if let reason { f["reason"] = reason.rawValue }
         if let guid { f["guid"] = guid }
         return f
+    }
+
+    /// `s` cut at a character boundary to at most `bytes` of UTF-8 (a name never makes a push
+    /// too large for the 4 KB limit).
+    static func clipped(_ s: String, bytes: Int) -> String {
+        guard s.utf8.count > bytes else { return s }
+        var out = "", used = 0
+        for ch in s {
+            let n = ch.utf8.count
+            if used + n > bytes - 3 { break }
+            out.append(ch)
+            used += n
+        }
+        return out + "…"
     }
 
     /// The APNs body: the fields at the top level (PushKit hands the app the whole dictionary),

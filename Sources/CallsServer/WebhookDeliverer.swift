@@ -18,7 +18,10 @@ public final class WebhookCounters: Sendable {
 /// session's deliveries to one webhook go in order. Everything is in the store, so a restart
 /// (even `kill -9`) resumes where it was: each delivery id is delivered at least once. The
 /// queue per webhook is bounded (`queueLimit`, checked every second): past it the oldest
-/// undelivered events are marked `dropped`, counted and logged.
+/// undelivered events are marked `dropped`, counted and logged. A receiver that fails is paused
+/// as a whole (`Pause`): while it is, none of its deliveries is attempted, so a dead receiver
+/// with a backlog sees one request every few seconds, not every delivery's retries; the first
+/// delivery due after the pause probes it, and its success sends everything waiting at once.
 ///
 /// Thread rules: `start`/`stop` from the owner; the loop runs on its own thread, which alone
 /// owns the libcurl handle. Signalling and media never wait for it.
@@ -28,6 +31,12 @@ final class WebhookDeliverer: @unchecked Sendable {
     private let maxAttempts: Int
     private let queueLimit: Int
     private var boundCheckedAt: Int64 = 0
+    /// Receivers failing now: consecutive failures and until when nothing is sent to them.
+    /// Loop thread only.
+    private struct Pause { var failures: Int; var until: Int64 }
+    private var paused: [String: Pause] = [:]
+    /// The longest pause: how soon a receiver that came back is noticed (with a backlog due).
+    static let maxPauseMs: Int64 = 5000
     private let log: ServerLog
     private let running = Atomic<Bool>(false)
     private let wake = DispatchSemaphore(value: 0)
@@ -79,8 +88,13 @@ final class WebhookDeliverer: @unchecked Sendable {
         }
         while running.load(ordering: .acquiring) {
             enforceBound()
-            let due = (try? store.dueDeliveries(now: epochMilliseconds(), limit: 50)) ?? []
-            for d in due where running.load(ordering: .acquiring) { attempt(d, client) }
+            let now = epochMilliseconds()
+            let skip = paused.filter { $0.value.until > now }.map(\.key)
+            let due = (try? store.dueDeliveries(now: now, limit: 50, excluding: skip)) ?? []
+            for d in due where running.load(ordering: .acquiring) {
+                if let p = paused[d.webhookId], p.until > epochMilliseconds() { continue }
+                attempt(d, client)
+            }
             if due.isEmpty { _ = wake.wait(timeout: .now() + 0.1) }
         }
     }
@@ -123,6 +137,9 @@ final class WebhookDeliverer: @unchecked Sendable {
             try? store.recordAttempt(id: d.id, status: "delivered", httpStatus: r.status, error: nil, next: nil, at: at)
             counters.delivered.add(1, ordering: .relaxed)
             // The receiver is back: what waits in backoff for it goes now, not at its retry time.
+            if let p = paused.removeValue(forKey: d.webhookId) {
+                log.info("webhook receiver answers again", ["webhook": d.webhookId, "failed_attempts": "\(p.failures)"])
+            }
             if d.attempts > 0 { try? store.expediteDeliveries(webhookId: d.webhookId, at: at) }
         case .success(let r):
             failed(d, httpStatus: r.status, error: "HTTP \(r.status)", at: at)
@@ -133,6 +150,11 @@ final class WebhookDeliverer: @unchecked Sendable {
 
     private func failed(_ d: StoredDelivery, httpStatus: Int?, error: String, at: Int64) {
         counters.failedAttempts.add(1, ordering: .relaxed)
+        var p = paused[d.webhookId] ?? Pause(failures: 0, until: 0)
+        if p.failures == 0 { log.warn("webhook receiver failing: pausing its deliveries", ["webhook": d.webhookId, "error": error]) }
+        p.failures += 1
+        p.until = at + min(Self.maxPauseMs, Self.backoffMs(afterAttempts: p.failures))
+        paused[d.webhookId] = p
         if d.attempts + 1 >= maxAttempts {
             try? store.recordAttempt(id: d.id, status: "dead", httpStatus: httpStatus, error: error, next: nil, at: at)
             counters.deadLettered.add(1, ordering: .relaxed)

@@ -16,7 +16,7 @@ enum BenchCommand {
                callroom bench cpu [--speakers N] [--frames N]
                callroom bench udp-floor [--destinations N] [--datagrams N]
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
-               callroom bench webhooks [--calls N] [--outage-calls N]
+               callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
@@ -42,7 +42,8 @@ enum BenchCommand {
                  online), with the server's CPU and memory when --server-pid is given
         webhooks   webhook delivery through an in-process server to an in-process receiver: transition
                  → arrival delay and events/s for --calls (two events each); with --outage-calls, the
-                 time a backlog takes to drain after the receiver comes back
+                 time a backlog takes to drain after the receiver comes back (an outage of at least
+                 --outage-seconds) and how many requests the dead receiver got
 
         """
 
@@ -54,7 +55,7 @@ enum BenchCommand {
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
-                                                                        "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls"],
+                                                                        "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds"],
                                        boolean: ["help"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -70,7 +71,8 @@ enum BenchCommand {
         case "ring":
             RingBench.run(args)
         case "webhooks":
-            WebhookBench.run(calls: int("calls", 200, 1...100_000), outageCalls: int("outage-calls", 0, 0...100_000))
+            WebhookBench.run(calls: int("calls", 200, 1...100_000), outageCalls: int("outage-calls", 0, 0...100_000),
+                             outageSeconds: int("outage-seconds", 0, 0...3600))
         case "udp-floor":
             UDPFloorBench.run(destinations: int("destinations", 9, 1...64), datagrams: int("datagrams", 1_000_000, 1000...100_000_000))
             exit(ExitCode.ok)

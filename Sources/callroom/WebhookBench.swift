@@ -4,20 +4,26 @@ import CallsTransport
 import Foundation
 import Synchronization
 
-/// `callroom bench webhooks [--calls N] [--outage-calls N]`: webhook delivery in one process — an
+/// `callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]`: webhook delivery in one process — an
 /// in-process callroomd (temporary data directory) whose webhook is an in-process receiver (the
 /// same libwebsockets HTTP server), and callers over real signalling. Each call is rung and
 /// cancelled (two events). Reports the delay from each transition (its time in `data`) to its
 /// arrival, and the rate sustained; then, with the receiver down, queues `--outage-calls` calls'
-/// events and measures how long the backlog takes to drain once the receiver is back.
+/// events (the outage lasting at least `--outage-seconds`) and measures how long the backlog
+/// takes to drain once the receiver is back, and how many requests the dead receiver got.
 enum WebhookBench {
     /// Records arrivals: (transition time ms from the body, arrival ms).
     final class Receiver: WebServerDelegate, @unchecked Sendable {
         let arrivals = Mutex<[(Int64, Int64)]>([])
         let up = Atomic<Bool>(true)
+        /// Requests answered 503 (the receiver was down).
+        let refused = Atomic<Int>(0)
         func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
             let now = epochMilliseconds()
-            guard up.load(ordering: .relaxed) else { return respond(HTTPResponse(status: 503, body: [])) }
+            guard up.load(ordering: .relaxed) else {
+                refused.add(1, ordering: .relaxed)
+                return respond(HTTPResponse(status: 503, body: []))
+            }
             if let o = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any], let d = o["data"] as? [String: Any] {
                 let t = (o["trigger"] as? String == "call_initiated" ? d["initiatedAt"] : d["endedAt"]) as? Int64 ?? now
                 arrivals.withLock { $0.append((t, now)) }
@@ -30,7 +36,7 @@ enum WebhookBench {
         var count: Int { arrivals.withLock { $0.count } }
     }
 
-    static func run(calls: Int, outageCalls: Int) -> Never {
+    static func run(calls: Int, outageCalls: Int, outageSeconds: Int = 0) -> Never {
         let receiver = Receiver()
         let web = WebServer(host: "127.0.0.1", delegate: receiver)
         let port: Int
@@ -90,13 +96,18 @@ enum WebhookBench {
                 guard outageCalls > 0 else { exit(ExitCode.ok) }
                 receiver.up.store(false, ordering: .relaxed)
                 let before = receiver.count
+                let down = epochMilliseconds()
                 ring(outageCalls)
                 usleep(1_000_000)
+                while epochMilliseconds() - down < Int64(outageSeconds) * 1000 { usleep(50_000) }
                 receiver.up.store(true, ordering: .relaxed)
                 let t2 = epochMilliseconds()
+                let refused = receiver.refused.load(ordering: .relaxed)
                 while receiver.count < before + 2 * outageCalls && epochMilliseconds() - t2 < 300_000 { usleep(10_000) }
                 let t3 = epochMilliseconds()
-                Console.out(String(format: "backlog of %d events (receiver answering 503, retried with backoff) drained in %.1f s after it came back (%d delivered)",
+                Console.out(String(format: "outage %.1f s: %d events queued; the dead receiver got %d requests (answered 503)",
+                                   Double(t2 - down) / 1000, 2 * outageCalls, refused))
+                Console.out(String(format: "backlog of %d events drained in %.1f s after the receiver came back (%d delivered)",
                                    2 * outageCalls, Double(t3 - t2) / 1000, receiver.count - before))
                 exit(ExitCode.ok)
             } catch {

@@ -293,4 +293,25 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(Base64URL.decode(parts[2])?.count, 64, "JOSE r‖s, not DER")
         XCTAssertThrowsError(try JWTSigner(pem: (try? String(contentsOfFile: standIn.apnsKeyFile, encoding: .utf8)) ?? "", algorithm: .rs256))
     }
+
+    /// Anything over 4 KB is refused before it is sent (and logged), never cut by the service.
+    func testAPayloadOverFourKilobytesIsNotSent() throws {
+        let tmp = TemporaryDirectory("callroom-push")
+        defer { tmp.remove() }
+        let standIn = try PushStandIn(dir: tmp.path)
+        defer { standIn.stop() }
+        let config = APNsConfig(keyFile: standIn.apnsKeyFile, keyId: standIn.keyId, teamId: standIn.teamId, endpoint: standIn.endpoint,
+                                caFile: standIn.caFile)
+        let provider = try APNsProvider(config: config, signer: APNsProvider.signer(config), log: ServerLog(format: .text, level: .error))
+        let now = epochMilliseconds()
+        var push = StoredPush(id: 1, pushId: UUID().uuidString.lowercased(), sessionId: "call_x", uid: "bob", platform: .apnsVoip,
+                              token: Self.voipToken, topic: "com.example.callroom.voip", action: "initiated",
+                              body: #"{"aps":{},"pad":"\#(String(repeating: "x", count: 4100))"}"#, createdAt: now, expiresAt: now + 30_000,
+                              attempts: 0, nextAttemptAt: now, status: .pending)
+        guard case .failed(nil, let reason, false) = provider.send(push, now: now) else { return XCTFail("sent a 4 KB+ payload") }
+        XCTAssertTrue(reason.hasPrefix("PayloadTooLarge"), reason)
+        XCTAssertEqual(standIn.requests.count, 0, "nothing reached the service")
+        push.body = #"{"aps":{},"sessionId":"call_x"}"#
+        XCTAssertEqual(provider.send(push, now: now), .sent(status: 200, providerId: push.pushId))
+    }
 }

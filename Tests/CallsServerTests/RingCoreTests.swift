@@ -232,5 +232,10 @@ final class RingCoreTests: XCTestCase {
         XCTAssertEqual(m["token"] as? String, "t")
         XCTAssertEqual((m["data"] as? [String: String])?["callAction"], "ended")
         XCTAssertEqual(m["android"] as? [String: String], ["priority": "high", "ttl": "30s"])
+        // A very long name is cut (at a character) so the push stays under APNs' 4 KB.
+        var long = e
+        long.caller.name = String(repeating: "👩‍👩‍👧‍👦", count: 2000)
+        XCTAssertLessThan(long.apnsBody.utf8.count, 1200)
+        XCTAssertTrue(long.fields["callerName"]?.hasSuffix("👩‍👩‍👧‍👦…") == true)
     }
 }

@@ -295,4 +295,31 @@ final class WebhookTests: XCTestCase {
         XCTAssertTrue(dropped.allSatisfy { ($0["id"] as? Int ?? .max) < oldestKept }, "the oldest went")
         XCTAssertTrue(h.server.metricsText().contains("callroom_webhook_dropped_total 6"))
     }
+
+    /// A failing receiver is paused as a whole: a backlog does not turn into one failed request
+    /// per delivery per retry, and all of it goes once the receiver answers.
+    func testAFailingReceiverIsPausedNotHammered() throws {
+        let tmp = TemporaryDirectory("callroom-hooks")
+        defer { tmp.remove() }
+        let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"), downSeconds: 3)
+        defer { receiver.stop() }
+        let h = try ServerHarness {
+            $0.webhooks = [WebhookConfig(id: "flaky", url: receiver.url, secret: self.secret)]
+            $0.webhookMaxAttempts = 100
+        }
+        defer { h.stop(); h.removeData() }
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let ann = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
+        let bob = try RingingTests.online(url: url, appId: app, authKey: key, uid: "bob")
+        XCTAssertEqual(ringAndCancel(ann, bob, times: 10).count, 10)
+        let end = Date().addingTimeInterval(15)
+        while receiver.received.filter({ $0.answered == 200 }).count < 20 && Date() < end { Thread.sleep(forTimeInterval: 0.05) }
+        let got = receiver.received
+        let refused = got.filter { $0.answered == 503 }.count
+        XCTAssertEqual(got.filter { $0.answered == 200 }.count, 20, "every event delivered once it answered")
+        XCTAssertGreaterThan(refused, 0)
+        XCTAssertLessThanOrEqual(refused, 6, "about one probe per pause over 3 s, not one per delivery (20 queued)")
+        let delivered = got.filter { $0.answered == 200 }.compactMap { trigger($0.body) }
+        XCTAssertEqual(delivered.filter { $0 == "call_initiated" }.count, 10)
+    }
 }
