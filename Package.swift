@@ -35,9 +35,9 @@ let package = Package(
         // MARK: Swift libraries (arrows point down: nothing imports upward)
         .target(name: "CallsCore"),
         .target(name: "CallsSecurity", dependencies: ["CallsCore", "COpenSSL"]),
-        .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch"]),
+        .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch", "CCurl"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
-        .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite", "CBPF", "CCurl"]),
+        .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite", "CBPF"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsTransport", "CallsAudio"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CNcurses"]),

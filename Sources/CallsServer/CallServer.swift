@@ -47,15 +47,92 @@ public final class CallServer: @unchecked Sendable {
         self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
     }
 
-    /// The base URL clients use (`http://host:port`).
-    public var url: String { "http://\(configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host):\(port)" }
+    /// The base URL clients use (`http://host:port`, `https://` with TLS).
+    public var url: String {
+        "\(tlsFiles == nil ? "http" : "https")://\(configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host):\(port)"
+    }
+
+    /// The TLS files served (nil: plain HTTP) and the certificate's SHA-256 fingerprint.
+    public private(set) var tlsFiles: TLSFiles?
+    public private(set) var tlsFingerprint: String?
+    /// True when this start made the self-signed certificate (print its fingerprint).
+    public private(set) var generatedCertificate = false
+
+    /// Resolves TLS: the given files (checked: they parse and belong together), or the
+    /// self-signed development certificate, or none — which only loopback (or `allowPlainHTTP`) may use.
+    private func tls(dataDir: String) throws(ServerStartError) -> TLSFiles? {
+        var files: TLSFiles?
+        if configuration.tlsCertificate != nil || configuration.tlsPrivateKey != nil {
+            guard let c = configuration.tlsCertificate, let k = configuration.tlsPrivateKey else {
+                throw .tls("give both --tls-cert and --tls-key")
+            }
+            files = TLSFiles(certificate: c, privateKey: k)
+        } else if configuration.tlsSelfSigned {
+            let d = (dataDir as NSString).appendingPathComponent("tls")
+            let f = TLSFiles(certificate: d + "/cert.pem", privateKey: d + "/key.pem")
+            if !FileManager.default.fileExists(atPath: f.certificate) || !FileManager.default.fileExists(atPath: f.privateKey) {
+                let host = configuration.host
+                let isIP = host.allSatisfy { $0.isNumber || $0 == "." } || host.contains(":")
+                let names = ["localhost"] + (isIP || host == "localhost" ? [] : [host])
+                let ips = ["127.0.0.1"] + (isIP && host != "127.0.0.1" && host != "0.0.0.0" ? [host] : [])
+                let id: TLSIdentity
+                do { id = try SelfSignedCertificate.generate(commonName: names.last ?? "localhost", dnsNames: names, ipAddresses: ips) } catch {
+                    throw .tls(error.message)
+                }
+                guard PrivateFiles.directory(d), PrivateFiles.write(Data(id.privateKeyPEM.utf8), to: f.privateKey),
+                      PrivateFiles.write(Data(id.certificatePEM.utf8), to: f.certificate, mode: 0o644) else { throw .cannotWrite(d) }
+                generatedCertificate = true
+            }
+            files = f
+        }
+        guard let files else {
+            let loopback = ["127.0.0.1", "::1", "localhost"].contains(configuration.host) || configuration.host.hasPrefix("127.")
+            guard loopback || configuration.allowPlainHTTP else {
+                throw .tls("refusing plain HTTP on \(configuration.host): tokens and keys would cross the network in the clear. "
+                           + "Give --tls-cert and --tls-key (or --tls-self-signed for a test), or --allow-plain-http behind a TLS proxy")
+            }
+            return nil
+        }
+        tlsFingerprint = try Self.checkTLS(files)
+        tlsFiles = files
+        return files
+    }
+
+    private static func checkTLS(_ f: TLSFiles) throws(ServerStartError) -> String {
+        guard let cert = FileManager.default.contents(atPath: f.certificate) else { throw .tls("cannot read the TLS certificate \(f.certificate)") }
+        guard let key = FileManager.default.contents(atPath: f.privateKey) else { throw .tls("cannot read the TLS key \(f.privateKey)") }
+        do {
+            return try SelfSignedCertificate.check(certificatePEM: String(decoding: cert, as: UTF8.self), privateKeyPEM: String(decoding: key, as: UTF8.self))
+        } catch {
+            throw .tls("TLS \(f.certificate) / \(f.privateKey): \(error.message)")
+        }
+    }
+
+    /// Loads the TLS files again (SIGHUP after a renewal): new connections get the new
+    /// certificate, calls in progress keep theirs. A pair that does not load is refused and the
+    /// old one stays. Returns the new fingerprint.
+    @discardableResult
+    public func reloadTLS() -> Result<String, ServerStartError> {
+        guard let files = tlsFiles, let web else { return .failure(.tls("TLS is not on")) }
+        let fp: String
+        do { fp = try Self.checkTLS(files) } catch {
+            log.error("TLS reload refused; keeping the old certificate", ["error": error.description])
+            return .failure(error)
+        }
+        guard web.reloadCertificates() else {
+            log.error("TLS reload failed; keeping the old certificate", [:])
+            return .failure(.tls("libwebsockets did not take the new certificate"))
+        }
+        tlsFingerprint = fp
+        log.info("TLS certificate reloaded", ["sha256": fp])
+        return .success(fp)
+    }
 
     /// Opens the data directory, binds both ports and starts serving.
     public func start() throws(ServerStartError) {
         let dir = configuration.dataDir
-        do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) } catch {
-            throw .cannotCreateDataDir(dir)
-        }
+        guard PrivateFiles.directory(dir) else { throw .cannotCreateDataDir(dir) }
+        let tlsFiles = try tls(dataDir: dir)
         var (k, generated) = try ServerKeys.loadOrCreate(dataDir: dir)
         if let v = configuration.appId { k.appId = v }
         if let v = configuration.apiKey { k.apiKey = v }
@@ -65,8 +142,10 @@ public final class CallServer: @unchecked Sendable {
         // Before any port is bound: a bad key file stops the start with nothing to undo.
         let providers = try pushProviders()
         let store: CallStore
+        let dbPath = (dir as NSString).appendingPathComponent("callroom.sqlite")
+        guard PrivateFiles.create(dbPath) else { throw .cannotWrite(dbPath) }
         do {
-            store = try CallStore(path: (dir as NSString).appendingPathComponent("callroom.sqlite"))
+            store = try CallStore(path: dbPath)
             let closed = try store.closeInterruptedCalls()
             if closed > 0 { log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)"]) }
         } catch {
@@ -116,7 +195,7 @@ public final class CallServer: @unchecked Sendable {
         pushSender = pushes
         rooms.onCommitted = { [weak deliverer] in deliverer?.poke() }
         webhooks = deliverer
-        let web = WebServer(host: configuration.host, delegate: self)
+        let web = WebServer(host: configuration.host, tls: tlsFiles, delegate: self)
         rooms.attach(outbox: self)
         calls.attach(outbox: self)
         rooms.onRoomEnded = { [weak calls] sid in calls?.roomEnded(sid) }

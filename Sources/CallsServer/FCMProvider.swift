@@ -1,4 +1,5 @@
 import CallsCore
+import CallsTransport
 import CallsSecurity
 import Foundation
 

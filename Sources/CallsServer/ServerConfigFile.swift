@@ -28,6 +28,10 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var androidApps: [AndroidApp]?
     public var webhookMaxAttempts: Int?
     public var webhookQueueLimit: Int?
+    public var tlsCert: String?
+    public var tlsKey: String?
+    public var tlsSelfSigned: Bool?
+    public var allowPlainHTTP: Bool?
     public var apns: APNsConfig?
     public var fcm: FCMConfig?
 
@@ -44,7 +48,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -95,6 +99,13 @@ public struct ServerConfigFile: Sendable, Equatable {
             c.autoCreateUsers = b
         }
         c.logFormat = try string("logFormat")
+        c.tlsCert = try string("tlsCert")
+        c.tlsKey = try string("tlsKey")
+        for k in ["tlsSelfSigned", "allowPlainHTTP"] {
+            guard let v = obj[k] else { continue }
+            guard isBoolean(v), let b = v as? Bool else { throw Invalid(message: "\(path): '\(k)' must be true or false") }
+            if k == "tlsSelfSigned" { c.tlsSelfSigned = b } else { c.allowPlainHTTP = b }
+        }
         c.logLevel = try string("logLevel")
         c.maxParticipantsPerRoom = try int("maxParticipantsPerRoom")
         c.region = try string("region")

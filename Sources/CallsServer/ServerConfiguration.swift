@@ -22,6 +22,16 @@ public struct ServerConfiguration: Sendable {
     public var maxParticipantsPerRoom: Int
     /// How long a participant whose connection dropped is held for `resume` (seconds).
     public var gracePeriodSeconds: Double = 30
+    /// TLS for REST and signalling: the certificate chain and key (PEM), reloaded on SIGHUP.
+    public var tlsCertificate: String?
+    public var tlsPrivateKey: String?
+    /// Development TLS: a self-signed certificate made once into `DATA_DIR/tls/` (its
+    /// fingerprint is printed); used when no certificate is given.
+    public var tlsSelfSigned = false
+    /// Serve plain HTTP on an address other than loopback (refused otherwise: tokens and keys
+    /// would cross the network in the clear).
+    public var allowPlainHTTP = false
+
     /// The address people reach this server at (invite links use it); nil: the listening address.
     public var publicURL: String?
     /// Apps that open `/call/*` links: Apple app ids (`TEAMID.bundle`) and Android packages.
@@ -90,6 +100,8 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     case fastPath(String)
     /// A push key file is missing, malformed or readable by others.
     case pushKey(String)
+    /// TLS: a certificate or key that does not load, or plain HTTP on a non-loopback address.
+    case tls(String)
 
     public var description: String {
         switch self {
@@ -101,6 +113,7 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
         case .cannotBindMedia(let m): return "cannot bind the UDP media port: \(m)"
         case .fastPath(let m): return "relay fast path: \(m)"
         case .pushKey(let m): return m
+        case .tls(let m): return m
         }
     }
 }

@@ -31,8 +31,7 @@ public struct ServerKeys: Codable, Sendable, Equatable {
         let keys = generate()
         let enc = JSONEncoder()
         enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? enc.encode(keys),
-              FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+        guard let data = try? enc.encode(keys), PrivateFiles.write(data, to: path) else {
             throw .cannotWrite(path)
         }
         return (keys, true)

@@ -23,6 +23,17 @@ public enum WebServerError: Error, Equatable, Sendable {
     case cannotStartThread
 }
 
+/// The PEM files a TLS listener serves (OpenSSL through libwebsockets): the certificate chain
+/// and its private key.
+public struct TLSFiles: Sendable, Equatable {
+    public var certificate: String
+    public var privateKey: String
+    public init(certificate: String, privateKey: String) {
+        self.certificate = certificate
+        self.privateKey = privateKey
+    }
+}
+
 /// An HTTP/1.1 + WebSocket server on one TCP port, built on libwebsockets.
 ///
 /// ```
@@ -36,6 +47,8 @@ public final class WebServer: @unchecked Sendable {
     public static let capturedHeaders = ["apikey", "authtoken", "appid", "content-type", "onbehalfof"]
 
     public let host: String
+    /// nil: plain HTTP and WebSocket; else HTTPS and WSS only.
+    public let tls: TLSFiles?
     public let maxBodyBytes: Int
     public let maxMessageBytes: Int
     private weak var delegateRef: (any WebServerDelegate)?
@@ -47,7 +60,14 @@ public final class WebServer: @unchecked Sendable {
     private var protocols: UnsafeMutablePointer<lws_protocols>?
     private var protocolName: UnsafeMutablePointer<CChar>?
     private var ifaceName: UnsafeMutablePointer<CChar>?
+    private var certPath: UnsafeMutablePointer<CChar>?
+    private var keyPath: UnsafeMutablePointer<CChar>?
+    /// The one protocol a TLS listener offers (ALPN).
+    private var alpn: UnsafeMutablePointer<CChar>?
     private var thread: Thread?
+    /// A certificate reload asked for (any thread) and its result (the service thread).
+    private let reloadRequest = Locked<DispatchSemaphore?>(nil)
+    private let reloadResult = Locked<Bool>(false)
 
     private let nextID = Atomic<UInt64>(1)
     private let running = Atomic<Bool>(false)
@@ -92,9 +112,10 @@ public final class WebServer: @unchecked Sendable {
     ///   - host: the interface address to listen on (`127.0.0.1`, `0.0.0.0`).
     ///   - maxBodyBytes: larger HTTP bodies are refused with 413.
     ///   - maxMessageBytes: larger WebSocket messages close the connection with 1009.
-    public init(host: String, maxBodyBytes: Int = 64 * 1024, maxMessageBytes: Int = 64 * 1024,
+    public init(host: String, tls: TLSFiles? = nil, maxBodyBytes: Int = 64 * 1024, maxMessageBytes: Int = 64 * 1024,
                 delegate: any WebServerDelegate) {
         self.host = host
+        self.tls = tls
         self.maxBodyBytes = maxBodyBytes
         self.maxMessageBytes = maxMessageBytes
         self.delegateRef = delegate
@@ -104,6 +125,9 @@ public final class WebServer: @unchecked Sendable {
         protocols?.deallocate()
         free(protocolName)
         free(ifaceName)
+        free(certPath)
+        free(keyPath)
+        free(alpn)
     }
 
     /// Binds and starts serving; returns the bound TCP port (useful with port 0).
@@ -129,6 +153,17 @@ public final class WebServer: @unchecked Sendable {
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.timeout_secs = 20
         info.max_http_header_data = 8192
+        if let tls {
+            certPath = strdup(tls.certificate)
+            keyPath = strdup(tls.privateKey)
+            info.options |= callroom_lws_opt_ssl_global_init
+            info.ssl_cert_filepath = UnsafePointer(certPath)
+            info.ssl_private_key_filepath = UnsafePointer(keyPath)
+            // HTTP/1.1 only: the API's own headers (appId, authToken, apikey) are read as HTTP/1
+            // custom headers, which libwebsockets does not give for HTTP/2 streams.
+            alpn = strdup("http/1.1")
+            info.alpn = UnsafePointer(alpn)
+        }
         guard let ctx = lws_create_context(&info) else {
             throw .cannotCreateContext(host: host, port: requested)
         }
@@ -142,6 +177,39 @@ public final class WebServer: @unchecked Sendable {
         t.start()
         thread = t
         return port
+    }
+
+    /// Loads the certificate and key files again (they were replaced: a renewal) for new
+    /// connections; open ones keep theirs. False when the files do not load (the old ones stay).
+    /// Any thread; waits for the service thread.
+    public func reloadCertificates() -> Bool {
+        guard let tls, running.load(ordering: .acquiring) else { return false }
+        // Read here: a bad pair is refused before libwebsockets sees it.
+        guard let cert = FileManager.default.contents(atPath: tls.certificate), let key = FileManager.default.contents(atPath: tls.privateKey),
+              !cert.isEmpty, !key.isEmpty else { return false }
+        let done = DispatchSemaphore(value: 0)
+        reloadRequest.withLock { $0 = done }
+        reloadPEM.withLock { $0 = (cert, key) }
+        waker.wake()
+        guard done.wait(timeout: .now() + 5) == .success else { return false }
+        return reloadResult.withLock { $0 }
+    }
+
+    private let reloadPEM = Locked<(Data, Data)?>(nil)
+
+    private func performReload() {
+        guard let done = reloadRequest.withLock({ r -> DispatchSemaphore? in let d = r; r = nil; return d }) else { return }
+        var ok = false
+        if let ctx = context, let (cert, key) = reloadPEM.withLock({ p -> (Data, Data)? in let v = p; p = nil; return v }) {
+            ok = cert.withUnsafeBytes { c in
+                key.withUnsafeBytes { k in
+                    lws_tls_cert_updated(ctx, certPath, keyPath, c.baseAddress?.assumingMemoryBound(to: CChar.self), c.count,
+                                         k.baseAddress?.assumingMemoryBound(to: CChar.self), k.count) == 0
+                }
+            }
+        }
+        reloadResult.withLock { $0 = ok }
+        done.signal()
     }
 
     /// Stops serving, closes every connection and waits for the service thread to finish.
@@ -191,6 +259,7 @@ public final class WebServer: @unchecked Sendable {
                             data: UnsafeMutableRawPointer?, len: Int) -> Int32 {
         switch reason {
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+            performReload()
             drainOutbox()
             return 0
         case LWS_CALLBACK_HTTP:

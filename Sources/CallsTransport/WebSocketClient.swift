@@ -48,9 +48,13 @@ public final class WebSocketClient: @unchecked Sendable {
     /// How other threads wake the service thread; retired before the context is destroyed.
     private let waker = ServiceWaker()
 
-    public init(url: URL, subprotocol: String = signallingSubprotocol, maxMessageBytes: Int = 1 << 20,
+    /// How a `wss://` (or `https://`) server's certificate is checked.
+    public let trust: TLSTrust
+
+    public init(url: URL, subprotocol: String = signallingSubprotocol, maxMessageBytes: Int = 1 << 20, trust: TLSTrust = .system,
                 delegate: any WebSocketClientDelegate) {
         self.url = url
+        self.trust = trust
         self.subprotocol = subprotocol
         self.maxMessageBytes = maxMessageBytes
         self.delegateRef = delegate
@@ -69,9 +73,10 @@ public final class WebSocketClient: @unchecked Sendable {
 
     /// Starts connecting; the delegate hears `webSocketDidOpen` or `didCloseWith`.
     public func connect() throws(WebSocketClientError) {
-        guard let scheme = url.scheme, scheme == "ws" || scheme == "http", let host = url.host else {
+        guard let scheme = url.scheme, ["ws", "http", "wss", "https"].contains(scheme), let host = url.host else {
             throw .badURL(url.absoluteString)
         }
+        let secure = scheme == "wss" || scheme == "https"
         callroom_lws_quiet(1)
         let protos = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
         protos.initialize(repeating: lws_protocols(), count: 2)
@@ -86,19 +91,23 @@ public final class WebSocketClient: @unchecked Sendable {
         info.gid = -1
         info.uid = -1
         info.user = Unmanaged.passUnretained(self).toOpaque()
+        if secure {
+            info.options |= callroom_lws_opt_ssl_global_init
+            info.client_ssl_ca_filepath = cString(trust.bundle)
+        }
         guard let ctx = lws_create_context(&info) else { throw .cannotCreateContext }
         context = ctx
 
         var cc = lws_client_connect_info()
         cc.context = ctx
         cc.address = cString(host)
-        cc.port = Int32(url.port ?? 80)
+        cc.port = Int32(url.port ?? (secure ? 443 : 80))
         let path = url.path.isEmpty ? "/" : url.path
         cc.path = cString(path)
         cc.host = cString(host)
         cc.origin = cString(host)
         cc.protocol = cString(subprotocol)
-        cc.ssl_connection = 0
+        cc.ssl_connection = secure ? callroom_lccscf_use_ssl | (trust.insecure ? callroom_lccscf_insecure : 0) : 0
         guard let w = lws_client_connect_via_info(&cc) else {
             lws_context_destroy(ctx)
             context = nil

@@ -1,11 +1,21 @@
+import CallsTransport
 import Foundation
 
 /// App-level settings for `CometChatCalls(callsAppSettings:onSuccess:onError:)`. A value.
 public struct CallAppSettings: Sendable {
     public var appID: String
     public var region: String
-    /// The CallRoom server: `host:port` or a URL (`http://host:port`). Empty: see `resolvedServerURL`.
+    /// The CallRoom server: `host:port` or a URL (`http://host:port`, `https://host[:port]`).
+    /// Empty: see `resolvedServerURL`.
     public var host: String
+    /// CallRoom: a PEM CA bundle the server's TLS certificate is checked against (nil: the
+    /// system's CAs).
+    public var caFile: String? = nil
+    /// CallRoom: do not check the server's TLS certificate at all (test servers only).
+    public var insecureTLS: Bool = false
+
+    /// How TLS servers are checked.
+    package var trust: TLSTrust { TLSTrust(caFile: caFile, insecure: insecureTLS) }
     /// Where every listener callback and completion handler is delivered (default: main).
     public var callbackQueue: DispatchQueue
 
@@ -16,9 +26,9 @@ public struct CallAppSettings: Sendable {
         if h.isEmpty { h = ProcessInfo.processInfo.environment["CALLROOM_HOST"] ?? "" }
         if h.isEmpty { h = "http://127.0.0.1:7880" }
         if !h.contains("://") { h = "http://" + h }
-        guard let url = URL(string: h), url.scheme == "http", url.host != nil else {
+        guard let url = URL(string: h), url.scheme == "http" || url.scheme == "https", url.host != nil else {
             throw CometChatCallException(errorCode: CometChatCallException.hostInvalid,
-                                         errorDescription: "'\(host)' is not a server address (use host:port or http://host:port)")
+                                         errorDescription: "'\(host)' is not a server address (use host:port, http://host:port or https://host[:port])")
         }
         return url
     }
@@ -37,6 +47,10 @@ public struct CallAppSettingsBuilder: Sendable {
     public func set(host: String) -> CallAppSettingsBuilder { var b = self; b.settings.host = host; return b }
     /// CallRoom: the queue callbacks are delivered on (default main).
     public func set(callbackQueue: DispatchQueue) -> CallAppSettingsBuilder { var b = self; b.settings.callbackQueue = callbackQueue; return b }
+    /// CallRoom: trust the CAs in this PEM file for an `https://` server (else the system's).
+    public func set(caFile: String?) -> CallAppSettingsBuilder { var b = self; b.settings.caFile = caFile; return b }
+    /// CallRoom: skip TLS certificate checks (a test server; never in production).
+    public func set(insecureTLS: Bool) -> CallAppSettingsBuilder { var b = self; b.settings.insecureTLS = insecureTLS; return b }
 
     @available(*, deprecated, renamed: "set(appID:)")
     public func setAppId(_ appID: String) -> CallAppSettingsBuilder { set(appID: appID) }

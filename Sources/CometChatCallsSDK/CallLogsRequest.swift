@@ -88,7 +88,7 @@ public final class CallLogsRequest: @unchecked Sendable {
         let qs = q.sorted { $0.key < $1.key }
             .map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? $0.value)" }
             .joined(separator: "&")
-        let rest = RESTClient(baseURL: c.serverURL, appID: c.appID)
+        let rest = RESTClient(baseURL: c.serverURL, appID: c.appID, trust: c.trust)
         let bodies = try await rest.call("GET", "/v3/calls?\(qs)", headers: ["authToken": user.authToken], as: [CallRecord].self)
         let logs = bodies.map { CallLog($0, viewer: user.uid) }
         guard let d = direction else { return logs }

@@ -256,7 +256,7 @@ extension CallsClient {
         guard phase == .reconnecting, let token = resumeToken else { return }
         dropSocket()
         let link = SignalLink(client: self)
-        let socket = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), delegate: link)
+        let socket = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), trust: trust, delegate: link)
         self.link = link
         self.socket = socket
         do { try socket.connect() } catch { return scheduleReconnect() }

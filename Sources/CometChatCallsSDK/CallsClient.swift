@@ -12,6 +12,8 @@ import Synchronization
 /// on the `eventQueue` given at creation. State is confined to an internal serial queue.
 public final class CallsClient: @unchecked Sendable {
     public let serverURL: URL
+    /// How an `https://` server's certificate is checked.
+    public let trust: TLSTrust
     public let appID: String
     private let rest: RESTClient
     private let eventQueue: DispatchQueue
@@ -69,11 +71,12 @@ public final class CallsClient: @unchecked Sendable {
     ///   - eventQueue: where `onEvent` runs (serially, in order).
     /// - Parameter mediaProbe: CallRoom diagnostics: timing hooks on the media threads (benchmarks).
     public init(serverURL: URL, appID: String, eventQueue: DispatchQueue = .main, mediaProbe: (any MediaProbe)? = nil,
-                onEvent: @escaping @Sendable (CallEvent) -> Void) {
+                trust: TLSTrust = .system, onEvent: @escaping @Sendable (CallEvent) -> Void) {
         self.mediaProbe = mediaProbe
         self.serverURL = serverURL
+        self.trust = trust
         self.appID = appID
-        self.rest = RESTClient(baseURL: serverURL, appID: appID)
+        self.rest = RESTClient(baseURL: serverURL, appID: appID, trust: trust)
         self.eventQueue = eventQueue
         self.onEvent = onEvent
     }
@@ -268,7 +271,7 @@ public final class CallsClient: @unchecked Sendable {
         }
         let wsURL = serverURL.appendingPathComponent("v1/signal")
         let link = SignalLink(client: self)
-        let socket = WebSocketClient(url: wsURL, delegate: link)
+        let socket = WebSocketClient(url: wsURL, trust: trust, delegate: link)
         do { try socket.connect() } catch {
             return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.networkError,
                                                                         errorDescription: "cannot connect to \(wsURL): \(error)"))

@@ -37,7 +37,7 @@ extension CometChatCalls {
     public static func login(UID: String, apiKey: String) async throws(CometChatCallException) -> CallsUser {
         let (c, _) = try requireClient()
         struct Token: Decodable, Sendable { var authToken: String }
-        let rest = RESTClient(baseURL: c.serverURL, appID: c.appID)
+        let rest = RESTClient(baseURL: c.serverURL, appID: c.appID, trust: c.trust)
         let t = try await rest.call("POST", "/v3/users/\(UID)/auth_tokens", headers: ["apikey": apiKey], as: Token.self)
         return try await c.login(authToken: t.authToken)
     }

@@ -78,7 +78,7 @@ public final class CometChatCalls: @unchecked Sendable {
         }
         let url = try settings.resolvedServerURL()
         let session = CallSession.shared
-        let client = CallsClient(serverURL: url, appID: settings.appID, eventQueue: settings.callbackQueue) { event in
+        let client = CallsClient(serverURL: url, appID: settings.appID, eventQueue: settings.callbackQueue, trust: settings.trust) { event in
             session.dispatch(event)
         }
         let ok = state.withLock { s -> Bool in

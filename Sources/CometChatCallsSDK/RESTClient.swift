@@ -1,16 +1,17 @@
+import CallsTransport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
-/// Calls the CallRoom server's REST API over HTTP/1.1 (URLSession). Safe from any thread.
+/// Calls the CallRoom server's REST API over HTTP/1.1, or HTTPS verified with `trust` (libcurl,
+/// one handle per request, run off the caller's thread). Safe from any thread.
 package struct RESTClient: Sendable {
     let baseURL: URL
     let appID: String
+    let trust: TLSTrust
 
-    package init(baseURL: URL, appID: String) {
+    package init(baseURL: URL, appID: String, trust: TLSTrust = .system) {
         self.baseURL = baseURL
         self.appID = appID
+        self.trust = trust
     }
 
     /// Sends a request and decodes `{"data": T}`; maps `{"error": {...}}` and transport failures
@@ -20,23 +21,26 @@ package struct RESTClient: Sendable {
         guard let url = URL(string: path, relativeTo: baseURL) else {
             throw CometChatCallException(errorCode: CometChatCallException.apiError, errorDescription: "bad path \(path)")
         }
-        var req = URLRequest(url: url, timeoutInterval: 10)
-        req.httpMethod = method
-        req.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        req.setValue(appID, forHTTPHeaderField: "appId")
-        for (k, v) in headers { req.setValue(v, forHTTPHeaderField: k) }
-        if let body { req.httpBody = try? JSONSerialization.data(withJSONObject: body) }
+        var lines = ["Content-Type: application/json", "appId: \(appID)"]
+        for (k, v) in headers.sorted(by: { $0.key < $1.key }) { lines.append("\(k): \(v)") }
+        let payload = body.flatMap { try? JSONSerialization.data(withJSONObject: $0) }.map { Array($0) }
+        let (trust, base, target, requestHeaders) = (self.trust, baseURL.absoluteString, url.absoluteString, lines)
         let result: Result<(Data, Int), CometChatCallException> = await withCheckedContinuation { cont in
-            let task = URLSession.shared.dataTask(with: req) { data, response, error in
-                if let error {
-                    cont.resume(returning: .failure(CometChatCallException(
-                        errorCode: CometChatCallException.networkError,
-                        errorDescription: "cannot reach \(baseURL.absoluteString): \(error.localizedDescription)")))
-                    return
+            DispatchQueue.global().async {
+                let outcome: Result<CurlClient.Response, CurlError>
+                do throws(CurlError) {
+                    outcome = try CurlClient(trust: trust, version: .http2OverTLS).request(method, target, headers: requestHeaders, body: payload, timeoutMs: 10_000)
+                } catch { outcome = .failure(error) }
+                switch outcome {
+                case .success(let r): cont.resume(returning: .success((Data(r.body), r.status)))
+                case .failure(let e):
+                    let why = e.isCertificateProblem
+                        ? "the server's TLS certificate is not trusted (\(e.message)); give the CA file (--ca-file), or --insecure for a test server"
+                        : e.message
+                    cont.resume(returning: .failure(CometChatCallException(errorCode: CometChatCallException.networkError,
+                                                                           errorDescription: "cannot reach \(base): \(why)")))
                 }
-                cont.resume(returning: .success((data ?? Data(), (response as? HTTPURLResponse)?.statusCode ?? 0)))
             }
-            task.resume()
         }
         let (data, status) = try result.get()
         guard let env = try? JSONDecoder().decode(RESTEnvelope<T>.self, from: data) else {

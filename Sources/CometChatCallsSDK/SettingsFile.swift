@@ -1,7 +1,8 @@
 import Foundation
 
 /// Reads `cometchat-settings.json`:
-/// `{"appId": "...", "region": "...", "callsSDK": {"host": "", "adminHost": "", "clientHost": "", "callsHost": ""}}`.
+/// `{"appId": "...", "region": "...", "callsSDK": {"host": "", "adminHost": "", "clientHost": "", "callsHost": ""}}`
+/// (CallRoom adds `callsSDK.caFile` and `callsSDK.insecure` for `https://` servers).
 ///
 /// Search order: an explicit path, `./cometchat-settings.json`, then
 /// `$XDG_CONFIG_HOME/callroom/cometchat-settings.json` (`~/.config/callroom/…` when unset).
@@ -39,13 +40,27 @@ package enum SettingsFile {
                                          errorDescription: "\(path) has no region.")
         }
         var host = ""
+        var caFile: String?
+        var insecure = false
         if let calls = root["callsSDK"] {
             guard let c = calls as? [String: Any] else {
                 throw CometChatCallException(errorCode: CometChatCallException.settingsFileInvalid,
                                              errorDescription: "\(path): callsSDK must be an object.")
             }
             host = (c["host"] as? String) ?? ""
+            if let f = c["caFile"] {
+                guard let f = f as? String, !f.isEmpty else {
+                    throw CometChatCallException(errorCode: CometChatCallException.settingsFileInvalid, errorDescription: "\(path): callsSDK.caFile must be a path.")
+                }
+                caFile = f
+            }
+            if let v = c["insecure"] {
+                guard let b = v as? Bool else {
+                    throw CometChatCallException(errorCode: CometChatCallException.settingsFileInvalid, errorDescription: "\(path): callsSDK.insecure must be true or false.")
+                }
+                insecure = b
+            }
         }
-        return CallAppSettingsBuilder().set(appID: appId).set(region: region).set(host: host).build()
+        return CallAppSettingsBuilder().set(appID: appId).set(region: region).set(host: host).set(caFile: caFile).set(insecureTLS: insecure).build()
     }
 }

@@ -51,7 +51,7 @@ public final class TranscriptsRequest: @unchecked Sendable {
         guard !sessionId.isEmpty, let sid = sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else {
             throw CometChatCallException(errorCode: CometChatCallException.sessionIDError, errorDescription: "Set a session id.")
         }
-        let rest = RESTClient(baseURL: c.serverURL, appID: c.appID)
+        let rest = RESTClient(baseURL: c.serverURL, appID: c.appID, trust: c.trust)
         return try await rest.call("GET", "/v3/calls/\(sid)/transcriptions?page=\(p)&perPage=\(limit)",
                                    headers: ["authToken": user.authToken], as: [Transcript].self)
     }

@@ -30,12 +30,17 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
     /// Told of every `call` message that no request was waiting for (on `queue`).
     var onCall: (@Sendable (CallEventKind, WireCall) -> Void)?
 
-    init(url: URL) { self.url = url }
+    let trust: TLSTrust
+
+    init(url: URL, trust: TLSTrust = .system) {
+        self.url = url
+        self.trust = trust
+    }
 
     /// Connects and says hello; `done` gets the `welcome` (or why not).
     func open(authToken: String, done: @escaping @Sendable (Result<ServerMessage, CometChatException>) -> Void) {
         queue.async {
-            let ws = WebSocketClient(url: self.url.appendingPathComponent("v1/signal"), delegate: self)
+            let ws = WebSocketClient(url: self.url.appendingPathComponent("v1/signal"), trust: self.trust, delegate: self)
             self.client = ws
             do { try ws.connect() } catch {
                 return done(.failure(CometChatException(errorCode: CometChatException.networkError, errorDescription: "cannot connect to \(self.url): \(error)")))

@@ -51,7 +51,7 @@ extension CometChat {
         guard let url, let settings, let user, let auth else {
             return deliver { box.failure(CometChatException(errorCode: CometChatException.notLoggedIn, errorDescription: "Log in first (CometChat.login).")) }
         }
-        let rest = RESTClient(baseURL: url, appID: settings.appID)
+        let rest = RESTClient(baseURL: url, appID: settings.appID, trust: settings.trust)
         Task {
             do throws(CometChatCallException) {
                 let result = try await body(rest, user.uid, auth)

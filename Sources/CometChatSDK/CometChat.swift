@@ -1,3 +1,4 @@
+import CallsTransport
 import CallsCore
 import CometChatCallsSDK
 import Foundation
@@ -106,11 +107,11 @@ public enum CometChat {
         guard let url, let settings else {
             return deliver { box.failure(CometChatException(errorCode: CometChatException.notInitialized, errorDescription: "Call CometChat.initFromSettings first.")) }
         }
-        let rest = RESTClient(baseURL: url, appID: settings.appID)
+        let rest = RESTClient(baseURL: url, appID: settings.appID, trust: settings.trust)
         Task {
             do throws(CometChatCallException) {
                 let (user, token) = try await body(rest)
-                let connection = ChatConnection(url: url)
+                let connection = ChatConnection(url: url, trust: settings.trust)
                 connection.onCall = { kind, call in dispatch(kind, call) }
                 connection.open(authToken: token) { result in
                     switch result {

@@ -11,19 +11,21 @@ enum JoinCommand {
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC]
                              [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
+                             [--ca-file FILE | --insecure]
 
         Joins a session on a CallRoom server and shows the call screen. An invite link
         (https://HOST/call/SESSION, as the invite button copies it) gives the server too;
         callroom://call/SESSION gives the session.
 
         OPTIONS:
-          --server URL         the callroomd base URL (http://HOST:PORT)
+          --server URL         the callroomd base URL (http://HOST:PORT or https://HOST[:PORT])
           --settings FILE      a cometchat-settings.json instead of --server (callsSDK.host is the server)
           --uid UID            your user id
           --name NAME          your display name
           --auth-key KEY       log in with the app's auth key (development)
           --auth-token TOKEN   log in with an auth token from your backend
           --app-id ID          the app id (default: asked from the server)
+        \(SDKSetup.tlsUsage)
           --input SPEC         microphone: alsa:NAME (default alsa:default), file:PATH.wav, tone:HZ, null
           --output SPEC        speaker: alsa:NAME (default alsa:default), file:PATH.wav, null
           --frame-ms N         audio frame length, 10 or 20 (default 20)
@@ -52,9 +54,9 @@ enum JoinCommand {
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
+            args = try ArgumentScanner(arguments, valued: ["ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
                                                            "input", "output", "frame-ms", "impair", "capture", "event-log", "show", "hide"],
-                                       boolean: ["headless", "help"])
+                                       boolean: ["insecure", "headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
             Console.out(usage + MainActor.assumeIsolated { HeadlessCommands.helpText })
@@ -75,8 +77,9 @@ enum JoinCommand {
         guard (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }
         let frameMs = Int(args["frame-ms"] ?? "20") ?? 0
         guard frameMs == 10 || frameMs == 20 else { Console.fail("--frame-ms must be 10 or 20") }
-        let options = SDKSetup.Options(server: server, settingsFile: args["settings"], appID: args["app-id"], uid: uid,
+        var options = SDKSetup.Options(server: server, settingsFile: args["settings"], appID: args["app-id"], uid: uid,
                                        name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
+        options.readTLS(args)
         let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
         let headless = args.has("headless")

@@ -12,7 +12,7 @@ enum RingCommand {
     static let callUsage = """
         USAGE: callroom call RECEIVER (--server URL | --settings FILE) --uid UID
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID] [--group] [--video]
-                             [--timeout SECONDS] [--input SPEC] [--output SPEC] [--headless]
+                             [--timeout SECONDS] [--input SPEC] [--output SPEC] [--headless] [--ca-file FILE | --insecure]
 
         Rings RECEIVER (a uid, or a guid with --group) and, once someone answers, joins the call:
         the screen shows who you are calling and for how long ([c] or Esc cancels), then the call
@@ -20,6 +20,7 @@ enum RingCommand {
 
         OPTIONS:
           --group              RECEIVER is a group: every online member rings
+        \(SDKSetup.tlsUsage)
           --video              a video call (default audio)
           --timeout SECONDS    how long it rings before it is unanswered (5…300, default 45)
           --input/--output     audio endpoints, as for 'callroom join'
@@ -34,6 +35,7 @@ enum RingCommand {
     static let listenUsage = """
         USAGE: callroom listen (--server URL | --settings FILE) --uid UID (--auth-key KEY | --auth-token TOKEN)
                                [--app-id ID] [--input SPEC] [--output SPEC] [--headless [--auto-accept | --auto-reject | --busy]]
+                               [--ca-file FILE | --insecure]
 
         Stays online as UID: calls ring here. The screen shows you online; an incoming call takes
         over with the caller, the type and [a] Accept / [r] Reject / [b] Busy (and rings the bell,
@@ -46,6 +48,7 @@ enum RingCommand {
           --auto-reject        reject every call
           --busy               answer every call busy
           (none)               print incoming calls until SIGINT/SIGTERM
+        \(SDKSetup.tlsUsage)
 
         """
 
@@ -55,8 +58,8 @@ enum RingCommand {
     static func run(_ command: String, _ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["server", "settings", "uid", "auth-key", "auth-token", "app-id", "timeout", "input", "output"],
-                                       boolean: ["headless", "help", "group", "video", "auto-accept", "auto-reject", "busy"])
+            args = try ArgumentScanner(arguments, valued: ["ca-file", "server", "settings", "uid", "auth-key", "auth-token", "app-id", "timeout", "input", "output"],
+                                       boolean: ["insecure", "headless", "help", "group", "video", "auto-accept", "auto-reject", "busy"])
         } catch { Console.fail("\(error.message)\nRun 'callroom \(command) --help' for usage.") }
         let calling = command == "call"
         if args.has("help") { Console.out(calling ? callUsage : listenUsage); exit(ExitCode.ok) }
@@ -75,8 +78,9 @@ enum RingCommand {
         guard (5...300).contains(timeout) else { Console.fail("--timeout must be 5…300 seconds") }
         let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
-        let options = SDKSetup.Options(server: args["server"], settingsFile: args["settings"], appID: args["app-id"], uid: uid,
+        var options = SDKSetup.Options(server: args["server"], settingsFile: args["settings"], appID: args["app-id"], uid: uid,
                                        name: nil, authKey: args["auth-key"], authToken: args["auth-token"])
+        options.readTLS(args)
         let settings = CometChatCalls.sessionSettingsBuilder.setAudioInput(input).setAudioOutput(output)
         let answer: RingAgent.Answer = args.has("auto-accept") ? .accept : args.has("auto-reject") ? .reject : args.has("busy") ? .busy : .none
         signal(SIGPIPE, SIG_IGN)

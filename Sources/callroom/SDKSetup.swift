@@ -1,9 +1,7 @@
 import CallsCore
+import CallsTransport
 import CometChatCallsSDK
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Initialises the SDK and logs in the way `callroom join` and `callroom demo` need:
 /// through the documented public API only.
@@ -16,45 +14,43 @@ enum SDKSetup {
         var name: String?
         var authKey: String?
         var authToken: String?
+        /// `--ca-file` / `--insecure` for an https:// server.
+        var caFile: String? = nil
+        var insecure = false
+        var trust: TLSTrust { TLSTrust(caFile: caFile, insecure: insecure) }
+
+        /// Reads `--ca-file FILE` and `--insecure` (the scanner must know both).
+        mutating func readTLS(_ args: ArgumentScanner) {
+            caFile = args["ca-file"]
+            insecure = args.has("insecure")
+            if let f = caFile, !FileManager.default.isReadableFile(atPath: f) { Console.fail("--ca-file \(f) cannot be read") }
+        }
     }
 
+    /// The two TLS options every command that talks to a server takes.
+    static let tlsUsage = """
+          --ca-file FILE       trust the CAs in this PEM file for an https:// server (e.g. a
+                               development server's DATA_DIR/tls/cert.pem); default: the system's
+          --insecure           do not check an https:// server's certificate (test servers only)
+        """
+
     /// Reads the server's public app id (`GET /v3/app`) when the user did not give one.
-    static func fetchAppID(server: URL) async throws(CometChatCallException) -> String {
-        struct Body: Decodable { var data: App }
-        struct App: Decodable { var appId: String }
-        do {
-            let (data, _) = try await URLSession.shared.data(from: server.appendingPathComponent("v3/app"))
-            return try JSONDecoder().decode(Body.self, from: data).data.appId
-        } catch {
-            throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "cannot reach \(server.absoluteString): \(error.localizedDescription)")
-        }
+    static func fetchAppID(server: URL, trust: TLSTrust = .system) async throws(CometChatCallException) -> String {
+        struct App: Decodable, Sendable { var appId: String }
+        return try await RESTClient(baseURL: server, appID: "", trust: trust).call("GET", "/v3/app", as: App.self).appId
     }
 
     /// A call token with the moderator role for `uid`, issued by the operator (`apikey`):
     /// what a backend does for a meeting's host. The user must exist (log in first).
-    static func moderatorToken(server: String, apiKey: String, appID: String, uid: String, sessionID: String) async throws(CometChatCallException) -> String {
-        struct Body: Decodable { var data: Token }
-        struct Token: Decodable { var token: String }
-        guard let url = URL(string: server)?.appendingPathComponent("v3.0/call_tokens") else {
+    static func moderatorToken(server: String, apiKey: String, appID: String, uid: String, sessionID: String,
+                               trust: TLSTrust = .system) async throws(CometChatCallException) -> String {
+        struct Token: Decodable, Sendable { var token: String }
+        guard let url = URL(string: server) else {
             throw CometChatCallException(errorCode: "HOST_INVALID", errorDescription: "'\(server)' is not a server URL")
         }
-        var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.setValue(apiKey, forHTTPHeaderField: "apikey")
-        request.setValue(appID, forHTTPHeaderField: "appId")
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try? JSONSerialization.data(withJSONObject: ["sessionId": sessionID, "uid": uid, "role": ParticipantRole.moderator.rawValue])
-        do {
-            let (data, response) = try await URLSession.shared.data(for: request)
-            guard (response as? HTTPURLResponse)?.statusCode == 200 else {
-                throw CometChatCallException(errorCode: "API_ERROR", errorDescription: String(decoding: data, as: UTF8.self))
-            }
-            return try JSONDecoder().decode(Body.self, from: data).data.token
-        } catch let e as CometChatCallException {
-            throw e
-        } catch {
-            throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "cannot reach \(server): \(error.localizedDescription)")
-        }
+        return try await RESTClient(baseURL: url, appID: appID, trust: trust).call(
+            "POST", "/v3.0/call_tokens", headers: ["apikey": apiKey],
+            body: ["sessionId": sessionID, "uid": uid, "role": ParticipantRole.moderator.rawValue], as: Token.self).token
     }
 
     static func initAndLogin(_ o: Options) async throws(CometChatCallException) -> CallsUser {
@@ -67,8 +63,9 @@ enum SDKSetup {
                 throw CometChatCallException(errorCode: "HOST_INVALID", errorDescription: "'\(o.server ?? "")' is not a server URL")
             }
             let appID: String
-            if let a = o.appID { appID = a } else { appID = try await fetchAppID(server: url) }
-            try CometChatCalls.initialize(CallAppSettingsBuilder().set(appID: appID).set(region: "local").set(host: s).build())
+            if let a = o.appID { appID = a } else { appID = try await fetchAppID(server: url, trust: o.trust) }
+            try CometChatCalls.initialize(CallAppSettingsBuilder().set(appID: appID).set(region: "local").set(host: s)
+                .set(caFile: o.caFile).set(insecureTLS: o.insecure).build())
         }
         if let token = o.authToken { return try await CometChatCalls.login(authToken: token) }
         guard let key = o.authKey else {

@@ -8,7 +8,8 @@ let usage = """
     USAGE: callroomd [--config FILE] [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR]
                      [--app-id ID] [--api-key KEY] [--auth-key KEY] [--no-auto-create-users]
                      [--log-format text|json] [--log-level debug|info|warn|error] [--relay-threads N]
-                     [--relay-fast-path off|auto|on]
+                     [--relay-fast-path off|auto|on] [--tls-cert FILE --tls-key FILE | --tls-self-signed]
+                     [--allow-plain-http]
 
     OPTIONS:
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
@@ -16,7 +17,8 @@ let usage = """
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
-                              relayFastPath, relayFastPathObject); flags given
+                              relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
+                              allowPlainHTTP); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -32,12 +34,19 @@ let usage = """
       --relay-fast-path MODE  the relay's eBPF kernel fast path: off (default), auto (use it
                               if it loads, else say why and go on) or on (refuse to start
                               without it); needs root, Linux ≥ 6.6, scripts/build-bpf.sh
+      --tls-cert FILE         serve HTTPS and WSS with this PEM certificate chain …
+      --tls-key FILE          … and its PEM private key (both reloaded on SIGHUP, calls stay up)
+      --tls-self-signed       development TLS: make a self-signed certificate once into DIR/tls/
+                              and print its SHA-256 fingerprint (clients: --ca-file DIR/tls/cert.pem)
+      --allow-plain-http      serve plain HTTP on an address other than loopback (behind a TLS
+                              proxy); without TLS only loopback is allowed
       --version               print the version
       -h, --help              show this help
 
-    On start it prints one line: callroomd listening on http://HOST:PORT media udp://HOST:PORT
-    Keys not given are generated on first start, saved in DIR/keys.json and printed once.
-    SIGINT or SIGTERM ends every call and shuts down cleanly (exit status 0).
+    On start it prints one line: callroomd listening on http(s)://HOST:PORT media udp://HOST:PORT
+    Keys not given are generated on first start, saved in DIR/keys.json (0600, DIR 0700) and printed once.
+    SIGINT or SIGTERM ends every call and shuts down cleanly (exit status 0). SIGHUP reloads the
+    TLS certificate and key.
 
     """
 
@@ -49,8 +58,9 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 let args: ArgumentScanner
 do {
     args = try ArgumentScanner(CommandLine.arguments.dropFirst(),
-                               valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads", "relay-fast-path"],
-                               boolean: ["no-auto-create-users", "help", "version"])
+                               valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads", "relay-fast-path",
+                                        "tls-cert", "tls-key"],
+                               boolean: ["no-auto-create-users", "help", "version", "tls-self-signed", "allow-plain-http"])
 } catch {
     fail("\(error.message)\nRun 'callroomd --help' for usage.")
 }
@@ -78,6 +88,10 @@ config.appId = pick("app-id", file.appId)
 config.apiKey = pick("api-key", file.apiKey)
 config.authKey = pick("auth-key", file.authKey)
 config.autoCreateUsers = args.has("no-auto-create-users") ? false : (file.autoCreateUsers ?? true)
+config.tlsCertificate = pick("tls-cert", file.tlsCert)
+config.tlsPrivateKey = pick("tls-key", file.tlsKey)
+config.tlsSelfSigned = args.has("tls-self-signed") || (file.tlsSelfSigned ?? false)
+config.allowPlainHTTP = args.has("allow-plain-http") || (file.allowPlainHTTP ?? false)
 if let r = file.region { config.region = r }
 if let r = file.restRequestsPerSecond {
     guard (1...1_000_000).contains(r) else { fail("restRequestsPerSecond must be 1…1000000") }
@@ -142,12 +156,20 @@ if server.generatedKeys {
     say("  apiKey  \(server.keys.apiKey)")
     say("  authKey \(server.keys.authKey)")
 }
+if let fp = server.tlsFingerprint, let files = server.tlsFiles {
+    say("callroomd TLS certificate \(files.certificate)\(server.generatedCertificate ? " (self-signed, made now)" : "") sha256 \(fp)")
+}
 say("callroomd listening on \(server.url) media udp://\(config.host):\(server.mediaPort) appId \(server.keys.appId)")
 
 signal(SIGINT, SIG_IGN)
 signal(SIGTERM, SIG_IGN)
 signal(SIGPIPE, SIG_IGN)
+signal(SIGHUP, SIG_IGN)
 var signalSources: [DispatchSourceSignal] = []
+let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
+reload.setEventHandler { server.reloadTLS() }
+reload.resume()
+signalSources.append(reload)
 for sig in [SIGINT, SIGTERM] {
     let src = DispatchSource.makeSignalSource(signal: sig, queue: .main)
     src.setEventHandler {

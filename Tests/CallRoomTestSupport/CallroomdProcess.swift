@@ -7,13 +7,15 @@ public final class CallroomdProcess {
     public let appId: String
     public let apiKey: String
     public let authKey: String
+    /// Everything it printed on stdout so far.
+    public var output: [String] { process.output }
 
     public struct StartFailed: Error, CustomStringConvertible { public var description: String }
 
     /// Starts `callroomd --listen LISTEN --data-dir DIR` plus `extra` arguments.
     public init(dataDir: String, listen: String = "127.0.0.1:0", extra: [String] = []) throws {
         process = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", listen, "--data-dir", dataDir] + extra)
-        guard let line = process.waitForLine(timeout: 15, { $0.hasPrefix("callroomd listening on http://") }) else {
+        guard let line = process.waitForLine(timeout: 15, { $0.hasPrefix("callroomd listening on http") }) else {
             throw StartFailed(description: "callroomd did not start: \(process.errorOutput)")
         }
         let words = line.split(separator: " ").map(String.init)

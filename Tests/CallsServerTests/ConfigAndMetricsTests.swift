@@ -44,6 +44,17 @@ final class ConfigAndMetricsTests: XCTestCase {
         }
     }
 
+    func testTLSConfiguration() throws {
+        let c = try ServerConfigFile.parse(Data(#"{"tlsCert":"/c.pem","tlsKey":"/k.pem","tlsSelfSigned":false,"allowPlainHTTP":true}"#.utf8))
+        XCTAssertEqual(c.tlsCert, "/c.pem")
+        XCTAssertEqual(c.tlsKey, "/k.pem")
+        XCTAssertEqual(c.tlsSelfSigned, false)
+        XCTAssertEqual(c.allowPlainHTTP, true)
+        XCTAssertThrowsError(try ServerConfigFile.parse(Data(#"{"tlsSelfSigned":"yes"}"#.utf8))) {
+            XCTAssertTrue(($0 as? ServerConfigFile.Invalid)?.message.contains("'tlsSelfSigned' must be true or false") == true, "\($0)")
+        }
+    }
+
     func testConfigFileParsing() throws {
         let c = try ServerConfigFile.parse(Data(#"{"listen":"0.0.0.0:1","mediaPort":2,"autoCreateUsers":false,"logFormat":"json","relayThreads":3,"relayMaxDelayMs":150}"#.utf8))
         XCTAssertEqual(c.listen, "0.0.0.0:1")

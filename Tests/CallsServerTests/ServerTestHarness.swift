@@ -43,15 +43,20 @@ final class ServerHarness {
 
     /// The same against any server (an out-of-process `callroomd` too).
     static func callToken(url: String, appId: String, authKey: String, uid: String, session: String,
-                          name: String? = nil) throws -> String {
+                          name: String? = nil, trust: TLSTrust? = nil) throws -> String {
         var body = #"{"uid":"\#(uid)","authKey":"\#(authKey)""#
         if let name { body += #","name":"\#(name)""# }
         body += "}"
-        let login = BlockingHTTP.request("POST", url + "/v3/sdk/login", headers: ["appId": appId], body: body)
-        let auth = try XCTUnwrap(login.data["authToken"] as? String)
-        let t = BlockingHTTP.request("POST", url + "/v3.0/call_tokens", headers: ["appId": appId, "authToken": auth],
-                                     body: #"{"sessionId":"\#(session)"}"#)
-        return try XCTUnwrap(t.data["token"] as? String)
+        func post(_ path: String, _ headers: [String: String], _ body: String) -> [String: Any] {
+            guard let trust else { return BlockingHTTP.request("POST", url + path, headers: headers, body: body).data }
+            // HTTPS with a chosen trust: libcurl (URLSession on Linux cannot take a CA file).
+            guard let client = try? CurlClient(trust: trust),
+                  case .success(let r) = client.post(url + path, headers: headers.map { "\($0.key): \($0.value)" } + ["Content-Type: application/json"],
+                                                     body: Array(body.utf8), timeoutMs: 5000) else { return [:] }
+            return ((try? JSONSerialization.jsonObject(with: Data(r.body))) as? [String: Any])?["data"] as? [String: Any] ?? [:]
+        }
+        let auth = try XCTUnwrap(post("/v3/sdk/login", ["appId": appId], body)["authToken"] as? String)
+        return try XCTUnwrap(post("/v3.0/call_tokens", ["appId": appId, "authToken": auth], #"{"sessionId":"\#(session)"}"#)["token"] as? String)
     }
 }
 
@@ -63,8 +68,8 @@ final class SignalProbe: WebSocketClientDelegate, @unchecked Sendable {
     private(set) var closed = false
     private(set) var client: WebSocketClient!
 
-    init(url: String) throws {
-        client = WebSocketClient(url: URL(string: url + "/v1/signal")!, delegate: self)
+    init(url: String, trust: TLSTrust = .system) throws {
+        client = WebSocketClient(url: URL(string: url + "/v1/signal")!, trust: trust, delegate: self)
         try client.connect()
     }
 

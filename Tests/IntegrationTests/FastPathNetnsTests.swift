@@ -43,7 +43,8 @@ final class FastPathNetnsTests: XCTestCase {
         try #"{"relayFastPath": "on", "relayFastPathObject": "\#(object)", "restRequestsPerSecond": 10000}"#
             .write(toFile: tmp.file("config.json"), atomically: true, encoding: .utf8)
         let callroomd = try CallroomdProcess(dataDir: tmp.file("data"), listen: "10.203.77.1:0",
-                                             extra: ["--config", tmp.file("config.json"), "--log-level", "error"])
+                                             // Plain HTTP off loopback must be asked for (the namespace is the test's own).
+                                             extra: ["--config", tmp.file("config.json"), "--log-level", "error", "--allow-plain-http"])
         defer { _ = callroomd.stop() }
         let load = try ManagedProcess("/usr/sbin/ip", ["netns", "exec", namespace, BuiltProducts.path("callroom"), "bots",
                                                        "--server", callroomd.url, "--auth-key", callroomd.authKey,

@@ -2,30 +2,35 @@ import CCurl
 import Foundation
 
 /// Why an outbound request failed before an HTTP status came back.
-struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     /// libcurl's code (`CURLE_OPERATION_TIMEDOUT` is 28).
-    var code: Int
-    var message: String
-    var description: String { "curl error \(code): \(message)" }
-    var isTimeout: Bool { code == Int(CURLE_OPERATION_TIMEDOUT.rawValue) }
+    package var code: Int
+    package var message: String
+    package var description: String { "curl error \(code): \(message)" }
+    package var isTimeout: Bool { code == Int(CURLE_OPERATION_TIMEDOUT.rawValue) }
+    /// The server's certificate was not trusted (or its name did not match).
+    package var isCertificateProblem: Bool {
+        code == Int(CURLE_PEER_FAILED_VERIFICATION.rawValue) || code == Int(CURLE_SSL_CACERT_BADFILE.rawValue)
+    }
 }
 
 /// Outbound HTTP through libcurl: one easy handle, reused (keep-alive; HTTP/2 when a TLS server
-/// offers it, multiplexed on one connection), owned by this object and freed with it.
+/// offers it, multiplexed on one connection), owned by this object and freed with it. TLS
+/// servers are verified against the system's CAs, a given CA file, or (`insecure`) not at all.
 ///
 /// Thread rules: one thread at a time (its owner's; libcurl handles are not shared).
-final class CurlClient {
-    struct Response: Sendable, Equatable {
-        var status: Int
+package final class CurlClient {
+    package struct Response: Sendable, Equatable {
+        package var status: Int
         /// Response headers, names lower-cased (the last value of a repeated name).
-        var headers: [String: String]
-        var body: [UInt8]
+        package var headers: [String: String]
+        package var body: [UInt8]
         /// 2 for HTTP/2, 1 for HTTP/1.x.
-        var httpMajorVersion: Int
+        package var httpMajorVersion: Int
     }
 
     /// Which HTTP versions a request may use.
-    enum Version: Sendable {
+    package enum Version: Sendable {
         /// HTTP/2 over TLS when the server offers it (ALPN), else HTTP/1.1 (webhooks).
         case http2OverTLS
         /// HTTP/2 only: a server that does not speak it is an error (APNs requires HTTP/2).
@@ -38,6 +43,7 @@ final class CurlClient {
     private let handle: UnsafeMutableRawPointer
     /// A PEM bundle of CAs to trust instead of the system store (stand-ins in tests, private CAs).
     private let caFile: String?
+    private let insecure: Bool
     private let version: Version
 
     /// Collects a response (libcurl's write and header callbacks append here).
@@ -46,28 +52,42 @@ final class CurlClient {
         var headers: [String: String] = [:]
     }
 
-    init(caFile: String? = nil, version: Version = .http2OverTLS) throws(CurlError) {
+    package init(caFile: String? = nil, insecure: Bool = false, version: Version = .http2OverTLS) throws(CurlError) {
         guard Self.globalInit, let h = curl_easy_init() else { throw CurlError(code: -1, message: "curl_easy_init failed") }
         handle = h
         self.caFile = caFile
+        self.insecure = insecure
         self.version = version
+    }
+
+    package convenience init(trust: TLSTrust, version: Version = .http2OverTLS) throws(CurlError) {
+        try self.init(caFile: trust.caFile, insecure: trust.insecure, version: version)
     }
 
     deinit { curl_easy_cleanup(handle) }
 
     /// POSTs `body` to `url` with `headers` ("Name: value"), waiting at most `timeoutMs` for the
     /// whole exchange. Redirects are not followed (a webhook or a push service must answer itself).
-    func post(_ url: String, headers: [String], body: [UInt8], timeoutMs: Int) -> Result<Response, CurlError> {
+    package func post(_ url: String, headers: [String], body: [UInt8], timeoutMs: Int) -> Result<Response, CurlError> {
+        request("POST", url, headers: headers, body: body, timeoutMs: timeoutMs)
+    }
+
+    /// Any method; `body` nil sends none.
+    package func request(_ method: String, _ url: String, headers: [String], body: [UInt8]?, timeoutMs: Int) -> Result<Response, CurlError> {
         curl_easy_reset(handle)
         let sink = Sink()
         var list: UnsafeMutablePointer<curl_slist>?
         for h in headers { list = curl_slist_append(list, h) }
         defer { curl_slist_free_all(list) }
-        let code: CURLcode = body.withUnsafeBytes { raw in
+        let payload = body ?? []
+        let code: CURLcode = payload.withUnsafeBytes { raw in
             _ = callroom_curl_set_string(handle, CURLOPT_URL, url)
-            _ = callroom_curl_set_long(handle, CURLOPT_POST, 1)
-            _ = callroom_curl_set_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress))
-            _ = callroom_curl_set_long(handle, CURLOPT_POSTFIELDSIZE, raw.count)
+            if body != nil {
+                _ = callroom_curl_set_long(handle, CURLOPT_POST, 1)
+                _ = callroom_curl_set_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress))
+                _ = callroom_curl_set_long(handle, CURLOPT_POSTFIELDSIZE, raw.count)
+            }
+            if method != "POST" && !(method == "GET" && body == nil) { _ = callroom_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, method) }
             _ = callroom_curl_set_slist(handle, CURLOPT_HTTPHEADER, list)
             _ = callroom_curl_set_long(handle, CURLOPT_TIMEOUT_MS, timeoutMs)
             _ = callroom_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMs, 5000))
@@ -78,6 +98,10 @@ final class CurlClient {
             case .http2Required: _ = callroom_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_0))
             }
             if let caFile { _ = callroom_curl_set_string(handle, CURLOPT_CAINFO, caFile) }
+            if insecure {
+                _ = callroom_curl_set_long(handle, CURLOPT_SSL_VERIFYPEER, 0)
+                _ = callroom_curl_set_long(handle, CURLOPT_SSL_VERIFYHOST, 0)
+            }
             _ = callroom_curl_set_write(handle) { data, size, count, user in
                 guard let data, let user else { return 0 }
                 let sink = Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue()
