@@ -8,6 +8,7 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     case emptyAppID = "AUTH_ERR_EMPTY_APPID"
     case appIDMismatch = "AUTH_ERR_APPID_MISMATCH"
     case authKeyInvalid = "AUTH_ERR_AUTH_KEY_INVALID"
+    case authKeyLoginDisabled = "AUTH_ERR_AUTH_KEY_DISABLED"
     case badRequest = "ERR_BAD_REQUEST"
     case uidInvalid = "ERR_UID_INVALID"
     case sessionIdInvalid = "ERR_SESSION_ID_INVALID"
@@ -40,7 +41,7 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
         switch self {
         case .emptyAPIKey, .apiKeyNotFound, .emptyAuthToken, .authTokenNotFound, .emptyAppID, .appIDMismatch, .authKeyInvalid: return 401
         case .badRequest, .uidInvalid, .sessionIdInvalid, .guidInvalid, .pushTokenInvalid, .webhookInvalid: return 400
-        case .roleNotAllowed, .notGroupOwner, .forbidden: return 403
+        case .roleNotAllowed, .notGroupOwner, .forbidden, .authKeyLoginDisabled: return 403
         case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound, .guidNotFound, .deliveryNotFound, .pushTokenNotFound, .webhookNotFound: return 404
         case .methodNotAllowed: return 405
         case .uidAlreadyExists, .guidAlreadyExists, .webhookAlreadyExists, .webhookInConfig: return 409

@@ -326,6 +326,9 @@ struct RESTRouter: Sendable {
         try requireAppID(r)
         struct Body: Decodable { var uid: String; var authKey: String; var name: String? }
         let b: Body = try decode(r)
+        guard config.authKeyLogin else {
+            throw ServerError(.authKeyLoginDisabled, "Login with the auth key is disabled on this server: log in with an auth token from your backend (POST /v3/users/{uid}/auth_tokens).")
+        }
         guard Crypto.constantTimeEqual(Array(b.authKey.utf8), Array(keys.authKey.utf8)) else { throw ServerError.authKeyInvalid }
         try validate(uid: b.uid)
         var user = try store.user(uid: b.uid)
@@ -375,10 +378,9 @@ struct RESTRouter: Sendable {
         }
     }
 
-    func clean(_ s: String?) -> String? {
-        guard let t = s?.trimmingCharacters(in: .whitespacesAndNewlines), !t.isEmpty else { return nil }
-        return String(t.prefix(100))
-    }
+    /// A name as others' screens will show it (`DisplayText.name`: no control characters or
+    /// terminal escapes, no bidi overrides); nil when nothing printable is left.
+    func clean(_ s: String?) -> String? { s.flatMap { DisplayText.name($0) } }
 
     func decode<T: Decodable>(_ r: HTTPRequest) throws -> T {
         guard !r.body.isEmpty else { throw ServerError.badRequest("A JSON body is required.") }

@@ -5,7 +5,7 @@ extension RoomCore {
     /// Checks and keeps a chat message; it is broadcast once kept (`+Store`).
     func chat(_ room: Room, from pid: String, text raw: String, connection: ConnectionID) {
         guard var p = room.participants[pid] else { return }
-        let text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = DisplayText.message(raw).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { return fail(connection, .badMessage, "A chat message needs text.", close: false) }
         guard text.count <= limits.maxChatCharacters else {
             return fail(connection, .messageTooLong, "Chat messages are at most \(limits.maxChatCharacters) characters.", close: false)

@@ -222,7 +222,7 @@ final class RoomCore {
             return fail(connection, .roomFull, "The session already has \(limits.maxParticipants) participants.", close: true)
         }
         var displayName: String?
-        if let dn = j.displayName?.trimmingCharacters(in: .whitespacesAndNewlines), !dn.isEmpty { displayName = String(dn.prefix(100)) }
+        if let dn = j.displayName { displayName = DisplayText.name(dn) }
         let pid = randomHex(6)
         var ssrc: UInt32 = 0
         repeat { ssrc = identities.randomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } } while ssrc == 0 || usedSSRCs.contains(ssrc)

@@ -32,6 +32,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var tlsKey: String?
     public var tlsSelfSigned: Bool?
     public var allowPlainHTTP: Bool?
+    public var authKeyLogin: Bool?
+    public var production: Bool?
     public var apns: APNsConfig?
     public var fcm: FCMConfig?
 
@@ -48,7 +50,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -101,10 +103,15 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.logFormat = try string("logFormat")
         c.tlsCert = try string("tlsCert")
         c.tlsKey = try string("tlsKey")
-        for k in ["tlsSelfSigned", "allowPlainHTTP"] {
+        for k in ["tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production"] {
             guard let v = obj[k] else { continue }
             guard isBoolean(v), let b = v as? Bool else { throw Invalid(message: "\(path): '\(k)' must be true or false") }
-            if k == "tlsSelfSigned" { c.tlsSelfSigned = b } else { c.allowPlainHTTP = b }
+            switch k {
+            case "tlsSelfSigned": c.tlsSelfSigned = b
+            case "allowPlainHTTP": c.allowPlainHTTP = b
+            case "authKeyLogin": c.authKeyLogin = b
+            default: c.production = b
+            }
         }
         c.logLevel = try string("logLevel")
         c.maxParticipantsPerRoom = try int("maxParticipantsPerRoom")

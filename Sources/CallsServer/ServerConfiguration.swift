@@ -15,6 +15,9 @@ public struct ServerConfiguration: Sendable {
     public var authKey: String?
     /// Whether `login(UID:authKey:)` creates a user that does not exist (a dev-server default).
     public var autoCreateUsers: Bool
+    /// Whether the shared auth key logs in at all (`POST /v3/sdk/login`). Off in production
+    /// (`--production`): only auth tokens your backend issues work, as the vendor advises.
+    public var authKeyLogin = true
     /// Region name reported to clients.
     public var region: String
     /// Call token lifetime.

@@ -1,3 +1,4 @@
+import CallsCore
 /// A text style: colour and attributes of a cell.
 public struct CellStyle: Hashable, Sendable {
     public enum Color: Int, Sendable { case normal = 0, red, green, yellow, blue, magenta, cyan, white }
@@ -113,7 +114,9 @@ public struct ScreenBuffer: Equatable, Sendable {
         var lastX = -1
         var lastWidth = 0
         var joined = false
-        for u in shown.unicodeScalars {
+        for var u in shown.unicodeScalars {
+            // Never hand the terminal a control character (ESC would start a sequence): show it.
+            if DisplayText.isUnsafe(u) { u = unicode ? "\u{FFFD}" : "?" }
             if !unicode {
                 if DisplayWidth.extends(u) || u.value == 0x200D { continue }
                 // Punctuation the UI uses has an ASCII spelling; anything else the locale cannot show is '?'.

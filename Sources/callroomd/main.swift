@@ -9,7 +9,8 @@ let usage = """
                      [--app-id ID] [--api-key KEY] [--auth-key KEY] [--no-auto-create-users]
                      [--log-format text|json] [--log-level debug|info|warn|error] [--relay-threads N]
                      [--relay-fast-path off|auto|on] [--tls-cert FILE --tls-key FILE | --tls-self-signed]
-                     [--allow-plain-http]
+                     [--allow-plain-http] [--production] [--no-auth-key-login]
+                     [--api-key-file FILE] [--auth-key-file FILE]
 
     OPTIONS:
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
@@ -18,15 +19,21 @@ let usage = """
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
-                              allowPlainHTTP); flags given
+                              allowPlainHTTP, authKeyLogin, production); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
       --data-dir DIR          database and keys (default ./callroom-data)
       --app-id ID             override the stored app id
-      --api-key KEY           override the stored REST admin key
-      --auth-key KEY          override the stored client auth key
+      --api-key KEY           override the stored REST admin key (visible in ps: prefer the
+                              file or $CALLROOM_API_KEY)
+      --auth-key KEY          override the stored client auth key (likewise; $CALLROOM_AUTH_KEY)
+      --api-key-file FILE     read the REST admin key from FILE (first line)
+      --auth-key-file FILE    read the client auth key from FILE (first line)
       --no-auto-create-users  login with the auth key no longer creates missing users
+      --no-auth-key-login     the auth key no longer logs anyone in: only auth tokens from your
+                              backend (POST /v3/users/{uid}/auth_tokens) work
+      --production            both of the above (no auth-key login, no auto-created users)
       --log-format FORMAT     text (default) or json, on stderr
       --log-level LEVEL       debug, info (default), warn or error
       --relay-threads N       UDP relay worker threads sharing the media port, 1…64
@@ -59,8 +66,9 @@ let args: ArgumentScanner
 do {
     args = try ArgumentScanner(CommandLine.arguments.dropFirst(),
                                valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads", "relay-fast-path",
-                                        "tls-cert", "tls-key"],
-                               boolean: ["no-auto-create-users", "help", "version", "tls-self-signed", "allow-plain-http"])
+                                        "tls-cert", "tls-key", "api-key-file", "auth-key-file"],
+                               boolean: ["no-auto-create-users", "help", "version", "tls-self-signed", "allow-plain-http", "production",
+                                         "no-auth-key-login"])
 } catch {
     fail("\(error.message)\nRun 'callroomd --help' for usage.")
 }
@@ -85,9 +93,24 @@ if let m = pick("media-port", file.mediaPort.map(String.init)) {
     config.mediaPort = p
 }
 config.appId = pick("app-id", file.appId)
-config.apiKey = pick("api-key", file.apiKey)
-config.authKey = pick("auth-key", file.authKey)
-config.autoCreateUsers = args.has("no-auto-create-users") ? false : (file.autoCreateUsers ?? true)
+/// A secret: the flag, else its file (first line), else the environment, else the config file.
+func secret(_ flag: String, env: String, _ fromFile: String?) -> String? {
+    if let v = args[flag] { return v }
+    if let path = args[flag + "-file"] {
+        guard let data = FileManager.default.contents(atPath: path),
+              let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init), !line.isEmpty else {
+            fail("--\(flag)-file \(path) cannot be read or is empty")
+        }
+        return line.trimmingCharacters(in: .whitespaces)
+    }
+    if let v = ProcessInfo.processInfo.environment[env], !v.isEmpty { return v }
+    return fromFile
+}
+config.apiKey = secret("api-key", env: "CALLROOM_API_KEY", file.apiKey)
+config.authKey = secret("auth-key", env: "CALLROOM_AUTH_KEY", file.authKey)
+let production = args.has("production") || (file.production ?? false)
+config.autoCreateUsers = args.has("no-auto-create-users") || production ? false : (file.autoCreateUsers ?? true)
+config.authKeyLogin = args.has("no-auth-key-login") || production ? false : (file.authKeyLogin ?? true)
 config.tlsCertificate = pick("tls-cert", file.tlsCert)
 config.tlsPrivateKey = pick("tls-key", file.tlsKey)
 config.tlsSelfSigned = args.has("tls-self-signed") || (file.tlsSelfSigned ?? false)

@@ -78,6 +78,7 @@ public final class ManagedProcess: @unchecked Sendable {
     }
 
     public func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+    public var pid: Int32 { process.processIdentifier }
 }
 
 /// Where the package's built executables are (next to the test bundle).

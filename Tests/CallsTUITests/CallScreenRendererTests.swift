@@ -392,6 +392,22 @@ final class CallScreenRendererTests: XCTestCase {
         }
     }
 
+    /// A name carrying a terminal escape (a participant's own choice) never reaches the terminal
+    /// as one: the cell shows a replacement character, in a UTF-8 locale and in LANG=C.
+    func testControlCharactersAreNeverWrittenToTheTerminal() {
+        for unicode in [true, false] {
+            var b = ScreenBuffer(width: 30, height: 1, unicode: unicode)
+            b.put("Mal\u{1B}]52;c;cm0gLXJm\u{07}ory é", x: 0, y: 0)
+            let line = b.lines[0]
+            XCTAssertFalse(line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "no control character: \(line.debugDescription)")
+            XCTAssertTrue(line.hasPrefix(unicode ? "Mal\u{FFFD}]52;c;" : "Mal?]52;c;"), line.debugDescription)
+        }
+        var m = Fixture.model(count: 2, names: ["Ada Lovelace", "Grace Hopper"])
+        m.apply(.participantJoined(participant: participant("u9", "Eve\u{1B}[2J\u{1B}[H")), localPID: "pid-you")
+        let s = CallScreenRenderer.render(m, width: 80, height: 24)
+        XCTAssertFalse(s.lines.joined().unicodeScalars.contains { $0.value == 0x1B }, "the call screen prints no ESC from a name")
+    }
+
     func testWordAwareWrapping() {
         XCTAssertEqual(TextWrap.wrap("12:00:00.000 Media.onAudioMuted", width: 40, indent: 13), ["12:00:00.000 Media.onAudioMuted"])
         let w = TextWrap.wrap("12:00:00.000 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)", width: 40, indent: 13)
