@@ -62,6 +62,8 @@ public struct LeaveReason: OpenWireValue {
     public static let timedOut = LeaveReason(rawValue: "timedOut")
     /// The server stopped.
     public static let serverShuttingDown = LeaveReason(rawValue: "server shutting down")
+    /// The operator deleted the user or revoked their tokens.
+    public static let revoked = LeaveReason(rawValue: "revoked")
 }
 
 /// The code of a refused signalling request (`error.code`); docs/protocol.md lists them.
@@ -78,6 +80,8 @@ public struct SignalErrorCode: OpenWireValue {
     // The call token
     public static let tokenInvalid = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_INVALID")
     public static let tokenExpired = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_EXPIRED")
+    /// The call token's user was deleted or had their tokens revoked after it was issued.
+    public static let tokenRevoked = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_REVOKED")
     public static let appIdMismatch = SignalErrorCode(rawValue: "AUTH_ERR_APPID_MISMATCH")
     public static let tokenSessionMismatch = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_SESSION_MISMATCH")
     // Requests

@@ -15,15 +15,24 @@ public struct CallTokenClaims: Codable, Sendable, Equatable {
     public var exp: Int64
     /// Optional role (`moderator`) granted to the holder.
     public var role: String?
+    /// The token's own id (`jti`, 16 random bytes in hex): logs and revocation name it.
+    public var jti: String?
+    /// Who may accept it (`aud`): `callroom:<appId>`, the signalling of this app's server.
+    public var aud: String?
 
-    public init(app: String, sub: String, sid: String, iat: Int64, exp: Int64, role: String? = nil) {
+    public init(app: String, sub: String, sid: String, iat: Int64, exp: Int64, role: String? = nil, jti: String? = nil, aud: String? = nil) {
         self.app = app
         self.sub = sub
         self.sid = sid
         self.iat = iat
         self.exp = exp
         self.role = role
+        self.jti = jti
+        self.aud = aud
     }
+
+    /// The audience a server of app `appId` accepts.
+    public static func audience(appId: String) -> String { "callroom:" + appId }
 }
 
 /// Why a call token was refused.
@@ -32,6 +41,8 @@ public enum CallTokenError: Error, Equatable, Sendable {
     case unsupportedAlgorithm
     case badSignature
     case expired
+    /// Not meant for this server (`aud` missing or another's).
+    case wrongAudience
 }
 
 /// Signs and verifies call tokens with one server secret. Immutable; safe from any thread.
@@ -52,8 +63,8 @@ public struct CallTokenSigner: Sendable {
         return input + "." + Base64URL.encode(sig)
     }
 
-    /// Verifies the signature and expiry and returns the claims.
-    public func verify(_ token: String, now: Int64 = Int64(Date().timeIntervalSince1970)) throws(CallTokenError) -> CallTokenClaims {
+    /// Verifies the signature, expiry and (when given) audience, and returns the claims.
+    public func verify(_ token: String, now: Int64 = Int64(Date().timeIntervalSince1970), audience: String? = nil) throws(CallTokenError) -> CallTokenClaims {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerBytes = Base64URL.decode(String(parts[0])),
@@ -66,6 +77,7 @@ public struct CallTokenSigner: Sendable {
         guard Crypto.constantTimeEqual(expected, sig) else { throw .badSignature }
         guard let claims = try? JSONDecoder().decode(CallTokenClaims.self, from: Data(payloadBytes)) else { throw .malformed }
         guard claims.exp > now else { throw .expired }
+        if let audience, claims.aud != audience { throw .wrongAudience }
         return claims
     }
 }

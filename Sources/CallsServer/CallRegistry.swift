@@ -20,6 +20,8 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
     /// Every transition once it is on disk.
     var onEvent: (@Sendable (CallTrigger, WireCall) -> Void)?
     private var timers: TimerTable<String>!
+    /// Auth tokens older than this do not say hello (nil: no limit).
+    var authTokenTTLSeconds: Int64?
 
     init(store: CallStore, log: ServerLog, defaultTimeoutSeconds: Int = 45, outbox: WebhookOutbox = .none,
          pushPlatforms: [PushPlatform] = [], scheduler: any Scheduler = DispatchScheduler.shared) {
@@ -52,6 +54,9 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
         queue.async { self.run(.connectionClosed(connection)) }
     }
 
+    /// `uid`'s tokens were revoked: their devices go offline.
+    func revoke(uid: String) { queue.async { self.run(.revoked(uid: uid)) } }
+
     /// The room of `sessionId` emptied (the room registry says so).
     func roomEnded(_ sessionId: String) {
         queue.async { self.run(.roomEnded(sessionId: sessionId)) }
@@ -67,7 +72,7 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
         switch message {
         case .hello(let token):
             // A store read on this queue (WAL: readers do not wait for the writer's fsync).
-            let user = (try? store.user(authToken: token)).flatMap { $0 }.map { RingUser(uid: $0.uid, name: $0.name) }
+            let user = (try? store.user(authToken: token, maxAgeSeconds: authTokenTTLSeconds)).flatMap { $0 }.map { RingUser(uid: $0.uid, name: $0.name) }
             run(.hello(c, user))
         case let .initiateCall(receiverId, receiverType, type, timeout):
             run(.initiate(c, receiverId: receiverId, receiverType: receiverType, type: type, timeoutSeconds: timeout,
@@ -97,6 +102,7 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         switch effect {
         case .send(let m, let c): outboxRef?.send(m, to: c)
+        case .close(let c): outboxRef?.close(c)
         case .persist(let r): writer.submit(r)
         case .schedule(let sid, let seconds):
             timers.schedule(sid, after: seconds) { [weak self] sid in self?.run(.timedOut(sessionId: sid)) }

@@ -176,10 +176,16 @@ public final class CallServer: @unchecked Sendable {
         limits.gracePeriodSeconds = configuration.gracePeriodSeconds
         let directory = WebhookDirectory(fixed: configuration.webhooks, added: Self.added(store, beside: configuration.webhooks))
         let hooks = WebhookOutbox(directory: directory, appID: k.appId, region: configuration.region)
+        let revocations: TokenRevocations
+        do { revocations = TokenRevocations(try store.tokenRevocations()) } catch {
+            relay.close()
+            throw .database(error.description)
+        }
         let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits, outbox: hooks,
-                                 publicURL: configuration.publicURL)
+                                 publicURL: configuration.publicURL, revocations: revocations)
         let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks,
                                  pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue })
+        calls.authTokenTTLSeconds = configuration.authTokenTTLSeconds
         do { try calls.restore() } catch {
             relay.close()
             throw .database(error.description)
@@ -210,12 +216,21 @@ public final class CallServer: @unchecked Sendable {
         }
         // (Created once the port is known: invite links need the address. Until then: 503.)
         let router = RESTRouter(store: store, keys: k, signer: signer, config: configuration, mediaPort: relay.port,
-                                publicURL: configuration.publicURL ?? url, webhooks: directory) { [weak deliverer, log, fixed = configuration.webhooks] in
+                                publicURL: configuration.publicURL ?? url, webhooks: directory,
+                                webhooksChanged: { [weak deliverer, log, fixed = configuration.webhooks] in
             // A webhook was added, changed or removed over REST: sign and send with the new set.
             directory.setAdded(Self.added(store, beside: fixed))
             deliverer?.start()
             log.info("webhooks changed", ["count": "\(directory.all.count)"])
-        }
+        }, revoke: { [weak rooms, weak calls, log] uid in
+            // Seconds: a token issued in the revoking second is refused too (iat has no finer grain).
+            let notBefore = epochMilliseconds() / 1000 + 1
+            try store.revokeTokens(uid: uid, notBefore: notBefore)
+            revocations.revoke(uid: uid, before: notBefore)
+            rooms?.revoke(uid: uid)
+            calls?.revoke(uid: uid)
+            log.info("tokens revoked: sessions ended", ["uid": uid])
+        })
         routerBox.withLock { $0 = router }
         self.web = web
         relay.start()

@@ -138,13 +138,33 @@ public final class CallStore: @unchecked Sendable {
         return token
     }
 
-    /// The user an auth token belongs to, or nil.
-    public func user(authToken: String) throws(SQLiteError) -> StoredUser? {
-        try locked { () throws(SQLiteError) in
+    /// The user an auth token belongs to, or nil (also when it is older than `maxAgeSeconds`).
+    public func user(authToken: String, maxAgeSeconds: Int64? = nil) throws(SQLiteError) -> StoredUser? {
+        let oldest = maxAgeSeconds.map { epochMilliseconds() - $0 * 1000 } ?? 0
+        return try locked { () throws(SQLiteError) in
             try db.query("""
                 SELECT u.uid, u.name, u.avatar, u.created_at FROM auth_tokens t JOIN users u ON u.uid = t.uid
-                WHERE t.token_hash = ?
-                """, [.text(Crypto.sha256Hex(authToken))]).first.map(Self.user)
+                WHERE t.token_hash = ? AND t.created_at >= ?
+                """, [.text(Crypto.sha256Hex(authToken)), .int(oldest)]).first.map(Self.user)
+        }
+    }
+
+    /// Records that `uid`'s call tokens issued before `notBefore` (seconds) no longer count.
+    func revokeTokens(uid: String, notBefore: Int64) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try db.execute("""
+                INSERT INTO token_revocations(uid, not_before) VALUES (?, ?)
+                ON CONFLICT(uid) DO UPDATE SET not_before = max(not_before, excluded.not_before)
+                """, [.text(uid), .int(notBefore)])
+        }
+    }
+
+    /// Every revocation (loaded at start).
+    func tokenRevocations() throws(SQLiteError) -> [String: Int64] {
+        try locked { () throws(SQLiteError) in
+            var out: [String: Int64] = [:]
+            for r in try db.query("SELECT uid, not_before FROM token_revocations") { out[r[0].text ?? ""] = r[1].int ?? 0 }
+            return out
         }
     }
 

@@ -16,6 +16,8 @@ struct RESTRouter: Sendable {
     /// The webhooks in force, and what to do after REST changed the stored ones.
     let webhooks: WebhookDirectory
     let webhooksChanged: @Sendable () -> Void
+    /// Ends `uid`'s sessions and refuses their earlier call tokens (deleted, or tokens revoked).
+    let revoke: @Sendable (String) throws -> Void
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
         do {
@@ -81,6 +83,7 @@ struct RESTRouter: Sendable {
         Route(.delete, "v3/users/*") { rt, r, parts in
             try rt.requireAPIKey(r)
             guard try rt.store.deleteUser(uid: parts[2]) else { throw ServerError.uidNotFound(parts[2]) }
+            try rt.revoke(parts[2])
             return rt.ok(["success": true])
         },
         Route(.post, "v3/users/*/auth_tokens") { rt, r, parts in
@@ -97,7 +100,10 @@ struct RESTRouter: Sendable {
         Route(.delete, "v3/users/*/auth_tokens") { rt, r, parts in
             try rt.requireAPIKey(r)
             guard try rt.store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
-            return rt.ok(DeletedBody(success: true, deleted: try rt.store.deleteAuthTokens(uid: parts[2])))
+            let deleted = try rt.store.deleteAuthTokens(uid: parts[2])
+            // Every token gone: so are the sessions and call tokens they gave.
+            try rt.revoke(parts[2])
+            return rt.ok(DeletedBody(success: true, deleted: deleted))
         },
         Route(.delete, "v3/users/*/auth_tokens/*") { rt, r, parts in
             try rt.requireAPIKey(r)
@@ -275,7 +281,8 @@ struct RESTRouter: Sendable {
         try validate(sessionId: b.sessionId)
         let now = Int64(Date().timeIntervalSince1970)
         let token = signer.sign(CallTokenClaims(app: keys.appId, sub: uid, sid: b.sessionId, iat: now,
-                                                exp: now + config.callTokenTTLSeconds, role: role))
+                                                exp: now + config.callTokenTTLSeconds, role: role, jti: Crypto.randomHex(16),
+                                                aud: CallTokenClaims.audience(appId: keys.appId)))
         return ok(["token": token])
     }
 
@@ -355,7 +362,7 @@ struct RESTRouter: Sendable {
 
     func requireUser(_ r: HTTPRequest) throws -> StoredUser {
         guard let t = r.header("authtoken"), !t.isEmpty else { throw ServerError.emptyAuthToken }
-        guard let u = try store.user(authToken: t) else { throw ServerError.authTokenNotFound }
+        guard let u = try store.user(authToken: t, maxAgeSeconds: config.authTokenTTLSeconds) else { throw ServerError.authTokenNotFound }
         return u
     }
 

@@ -113,6 +113,12 @@ final class RingCore {
             ring.call.endedAt = now
             finish(ring, status: .ended, trigger: .callEnded, persist: hooks(.callEnded, ring.call))
         case .restore(let list): restore(list)
+        case .revoked(let uid):
+            for d in devices[uid] ?? [] {
+                users[d] = nil
+                effects.append(.close(d))
+            }
+            devices[uid] = nil
         }
         defer { effects = [] }
         return effects

@@ -51,11 +51,15 @@ enum RingInput: Sendable {
     case roomEnded(sessionId: String)
     /// Calls that were ringing when the server stopped.
     case restore([WireCall])
+    /// A user's tokens were revoked: their devices go offline (connections closed).
+    case revoked(uid: String)
 }
 
 /// What the ring core asks the world to do, in order.
 enum RingEffect: Sendable, Equatable {
     case send(ServerMessage, to: ConnectionID)
+    /// Closes a connection (its user's tokens were revoked).
+    case close(ConnectionID)
     case persist(StoreRequest)
     case schedule(sessionId: String, afterSeconds: Double)
     case cancel(sessionId: String)

@@ -62,6 +62,8 @@ final class RoomCore {
     let mediaPort: Int
     /// The configured public URL: invite links in `joined` use it (nil: clients use their own address).
     let publicURL: String?
+    /// Users whose earlier tokens no longer count (shared with the REST router, which revokes).
+    let revocations: TokenRevocations
     let identities: RoomIdentities
     /// Webhooks for room events (the writer names each trigger); none configured: no rows.
     let outbox: WebhookOutbox
@@ -81,13 +83,15 @@ final class RoomCore {
     var effects: [RoomEffect] = []
     var now: Int64 = 0
 
-    init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, publicURL: String? = nil, identities: RoomIdentities = .random,
+    init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, publicURL: String? = nil,
+         revocations: TokenRevocations = TokenRevocations(), identities: RoomIdentities = .random,
          outbox: WebhookOutbox = .none) {
         self.signer = signer
         self.appID = appID
         self.limits = limits
         self.mediaPort = mediaPort
         self.publicURL = publicURL
+        self.revocations = revocations
         self.identities = identities
         self.outbox = outbox
     }
@@ -115,6 +119,13 @@ final class RoomCore {
         case .shutdown(let reason):
             for room in Array(rooms.values) {
                 for pid in Array(room.participants.keys) { leave(session: room.sessionId, pid: pid, reason: reason, notifySelf: true) }
+            }
+        case .revoked(let uid):
+            for room in Array(rooms.values) {
+                for (pid, p) in room.participants where p.wire.uid == uid {
+                    log(.info, "participant removed: tokens revoked", ["session": room.sessionId, "uid": uid, "pid": pid])
+                    leave(session: room.sessionId, pid: pid, reason: .revoked, notifySelf: true)
+                }
             }
         }
         defer { effects = [] }
@@ -203,10 +214,14 @@ final class RoomCore {
         }
         let claims: CallTokenClaims
         do {
-            claims = try signer.verify(j.callToken, now: now / 1000)
+            claims = try signer.verify(j.callToken, now: now / 1000, audience: CallTokenClaims.audience(appId: appID))
         } catch {
-            let reason = error == .expired ? "The call token has expired." : "The call token is not valid."
+            let reason = error == .expired ? "The call token has expired."
+                : error == .wrongAudience ? "The call token is not for this server." : "The call token is not valid."
             return fail(connection, error == .expired ? .tokenExpired : .tokenInvalid, reason, close: true)
+        }
+        guard revocations.allows(claims) else {
+            return fail(connection, .tokenRevoked, "The call token was revoked (the user was deleted or their tokens revoked).", close: true)
         }
         guard claims.app == appID else {
             return fail(connection, .appIdMismatch, "The call token was issued for another app.", close: true)

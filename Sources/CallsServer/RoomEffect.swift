@@ -14,6 +14,8 @@ enum RoomInput: Sendable {
     case heartbeat
     /// Everyone leaves (server shutdown).
     case shutdown(LeaveReason)
+    /// A user's tokens were revoked (or the user deleted): they leave every room.
+    case revoked(uid: String)
 }
 
 /// A timer the core asks for; scheduling one that is pending replaces it.

@@ -38,12 +38,14 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     var onCommitted: (@Sendable () -> Void)?
 
     init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits(),
-         outbox: WebhookOutbox = .none, publicURL: String? = nil, scheduler: any Scheduler = DispatchScheduler.shared) {
+         outbox: WebhookOutbox = .none, publicURL: String? = nil, revocations: TokenRevocations = TokenRevocations(),
+         scheduler: any Scheduler = DispatchScheduler.shared) {
         self.scheduler = scheduler
         self.store = store
         self.relay = relay
         self.log = log
-        core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, publicURL: publicURL, outbox: outbox)
+        core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, publicURL: publicURL, revocations: revocations,
+                        outbox: outbox)
         timers = TimerTable(scheduler: scheduler, queue: queue)
         writer = StoreWriter(store: store) { [weak self] receipts in
             guard let self else { return }
@@ -87,6 +89,9 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
 
     /// Ends every call (server shutdown) and returns once every leave is on disk and its
     /// `left` handed to the outbox.
+    /// `uid`'s tokens were revoked: they leave every room now (any thread).
+    func revoke(uid: String) { queue.async { self.run(.revoked(uid: uid)) } }
+
     func closeAll(reason: LeaveReason) {
         queue.sync { run(.shutdown(reason)) }
         settle()

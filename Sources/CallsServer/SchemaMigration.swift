@@ -7,7 +7,7 @@ struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5]
+    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6]
 
     static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -102,5 +102,10 @@ struct SchemaMigration: Sendable {
             created_at INTEGER NOT NULL)
         """,
         "CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(webhook_id, status, id)",
+    ])
+
+    /// Revoked call tokens: per user, tokens issued before `not_before` (seconds) are refused.
+    static let v6 = SchemaMigration(version: 6, statements: [
+        "CREATE TABLE token_revocations(uid TEXT PRIMARY KEY, not_before INTEGER NOT NULL)",
     ])
 }

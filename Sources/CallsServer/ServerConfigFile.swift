@@ -33,6 +33,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var tlsSelfSigned: Bool?
     public var allowPlainHTTP: Bool?
     public var authKeyLogin: Bool?
+    public var authTokenTTLSeconds: Int?
     public var production: Bool?
     public var apns: APNsConfig?
     public var fcm: FCMConfig?
@@ -50,7 +51,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -120,6 +121,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.ringTimeoutSeconds = try int("ringTimeoutSeconds")
         c.webhookMaxAttempts = try int("webhookMaxAttempts")
         c.webhookQueueLimit = try int("webhookQueueLimit")
+        c.authTokenTTLSeconds = try int("authTokenTTLSeconds")
         if let u = try string("publicURL") {
             guard (u.hasPrefix("http://") || u.hasPrefix("https://")), URL(string: u)?.host != nil, !u.hasSuffix("/") else {
                 throw Invalid(message: "\(path): 'publicURL' must be http(s)://HOST[:PORT][/PATH] without a trailing slash")

@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var region: String
     /// Call token lifetime.
     public var callTokenTTLSeconds: Int64
+    /// Auth token lifetime (nil: until revoked, as the reference API has it).
+    public var authTokenTTLSeconds: Int64?
     public var maxParticipantsPerRoom: Int
     /// How long a participant whose connection dropped is held for `resume` (seconds).
     public var gracePeriodSeconds: Double = 30

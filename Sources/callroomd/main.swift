@@ -19,7 +19,7 @@ let usage = """
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
-                              allowPlainHTTP, authKeyLogin, production); flags given
+                              allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -111,6 +111,10 @@ config.authKey = secret("auth-key", env: "CALLROOM_AUTH_KEY", file.authKey)
 let production = args.has("production") || (file.production ?? false)
 config.autoCreateUsers = args.has("no-auto-create-users") || production ? false : (file.autoCreateUsers ?? true)
 config.authKeyLogin = args.has("no-auth-key-login") || production ? false : (file.authKeyLogin ?? true)
+if let t = file.authTokenTTLSeconds {
+    guard (60...31_536_000).contains(t) else { fail("authTokenTTLSeconds must be 60…31536000 (a minute to a year)") }
+    config.authTokenTTLSeconds = Int64(t)
+}
 config.tlsCertificate = pick("tls-cert", file.tlsCert)
 config.tlsPrivateKey = pick("tls-key", file.tlsKey)
 config.tlsSelfSigned = args.has("tls-self-signed") || (file.tlsSelfSigned ?? false)

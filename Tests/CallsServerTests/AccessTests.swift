@@ -1,6 +1,7 @@
 @testable import CallsServer
 import CallRoomTestSupport
 import CallsCore
+import CallsSecurity
 import Foundation
 import XCTest
 
@@ -60,5 +61,87 @@ final class AccessTests: XCTestCase {
         a.send(.chat(text: "hi\u{1B}[2J\nthere"))
         guard case .chat(let m)? = a.wait({ if case .chat = $0 { return true }; return false }) else { return XCTFail("no chat") }
         XCTAssertEqual(m.text, "hi[2J\nthere")
+    }
+}
+
+/// Revocation: deleting a user, or revoking all their auth tokens, ends their sessions and
+/// refuses the call tokens they were given; auth tokens can expire; call tokens name their audience.
+final class RevocationTests: XCTestCase {
+    func testDeletingAUserEndsTheirSessionsAndRefusesTheirOldCallTokens() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let annToken = try h.callToken(uid: "ann", session: "revoke")
+        let ann = try SignalProbe(url: url), bob = try SignalProbe(url: url)
+        ann.send(.join(.init(callToken: annToken)))
+        XCTAssertNotNil(ann.joined())
+        bob.send(.join(.init(callToken: try h.callToken(uid: "bob", session: "revoke"))))
+        XCTAssertNotNil(bob.joined())
+        let phone = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
+        XCTAssertEqual(h.request("DELETE", "/v3/users/ann", headers: h.adminHeaders).status, 200)
+        // Their session ends at once, everyone hears why; their presence goes offline.
+        XCTAssertNotNil(ann.wait { if case .left(.revoked) = $0 { return true }; return false }, "told they were removed")
+        XCTAssertTrue(ann.waitClosed())
+        XCTAssertNotNil(bob.wait { if case .participantLeft(let p, .revoked) = $0 { return p.uid == "ann" }; return false })
+        XCTAssertTrue(phone.waitClosed(), "the presence connection is closed too")
+        // The attack: rejoining with the old call token (valid for 24 h). Refused.
+        let again = try SignalProbe(url: url)
+        again.send(.join(.init(callToken: annToken)))
+        XCTAssertEqual(again.error(), "AUTH_ERR_TOKEN_REVOKED")
+        // A new ann (the uid reused later) is a new user with new tokens.
+        Thread.sleep(forTimeInterval: 1.1)
+        let fresh = try SignalProbe(url: url)
+        fresh.send(.join(.init(callToken: try h.callToken(uid: "ann", session: "revoke"))))
+        XCTAssertNotNil(fresh.joined())
+    }
+
+    func testRevokingEveryAuthTokenEndsSessionsAndSurvivesARestart() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crs-revoke-\(UUID().uuidString.prefix(8))").path
+        var h = try ServerHarness(dataDir: dir)
+        let old = try h.callToken(uid: "cat", session: "tokens")
+        let cat = try SignalProbe(url: h.server.url)
+        cat.send(.join(.init(callToken: old)))
+        XCTAssertNotNil(cat.joined())
+        XCTAssertEqual(h.request("DELETE", "/v3/users/cat/auth_tokens", headers: h.adminHeaders).status, 200)
+        XCTAssertNotNil(cat.wait { if case .left(.revoked) = $0 { return true }; return false })
+        h.stop()
+        h = try ServerHarness(dataDir: dir)
+        defer { h.stop(); h.removeData() }
+        let again = try SignalProbe(url: h.server.url)
+        again.send(.join(.init(callToken: old)))
+        XCTAssertEqual(again.error(), "AUTH_ERR_TOKEN_REVOKED", "kept across a restart")
+    }
+
+    func testCallTokensCarryAnIdAndTheirAudience() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let token = try h.callToken(uid: "dan", session: "aud")
+        let claims = try CallTokenSigner(secret: Hex.decode(h.server.keys.tokenSecret) ?? []).verify(token)
+        XCTAssertEqual(claims.aud, "callroom:\(h.server.keys.appId)")
+        XCTAssertEqual(claims.jti?.count, 32)
+        XCTAssertNotEqual(try CallTokenSigner(secret: Hex.decode(h.server.keys.tokenSecret) ?? []).verify(try h.callToken(uid: "dan", session: "aud")).jti,
+                          claims.jti, "each token its own id")
+        // Signed with the right secret but for no audience (or another): not for this server.
+        let now = Int64(Date().timeIntervalSince1970)
+        let signer = CallTokenSigner(secret: Hex.decode(h.server.keys.tokenSecret) ?? [])
+        for aud in [nil, "callroom:another-app"] {
+            let p = try SignalProbe(url: h.server.url)
+            p.send(.join(.init(callToken: signer.sign(CallTokenClaims(app: h.server.keys.appId, sub: "dan", sid: "aud", iat: now, exp: now + 60,
+                                                                      jti: "x", aud: aud)))))
+            XCTAssertEqual(p.error(), "AUTH_ERR_TOKEN_INVALID", "\(aud ?? "no audience")")
+        }
+    }
+
+    /// Auth tokens older than the configured lifetime no longer authenticate (store logic, no sleep).
+    func testAuthTokensExpireAfterTheirLifetime() throws {
+        let dir = TemporaryDirectory("callroom-ttl")
+        defer { dir.remove() }
+        let store = try CallStore(path: dir.file("db.sqlite"))
+        _ = try store.createUser(uid: "eve", name: "Eve")
+        let old = try store.createAuthToken(uid: "eve", now: epochMilliseconds() - 3_600_000)
+        let new = try store.createAuthToken(uid: "eve")
+        XCTAssertNil(try store.user(authToken: old, maxAgeSeconds: 1800), "an hour old, a lifetime of 30 minutes")
+        XCTAssertEqual(try store.user(authToken: new, maxAgeSeconds: 1800)?.uid, "eve")
+        XCTAssertEqual(try store.user(authToken: old)?.uid, "eve", "no lifetime: until revoked")
     }
 }

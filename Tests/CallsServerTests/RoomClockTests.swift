@@ -46,7 +46,7 @@ final class RoomClockTests: XCTestCase {
 
     func token(_ uid: String, session: String, ttl: Int64 = 600) -> String {
         let now = clock.nowMilliseconds() / 1000
-        return signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now, exp: now + ttl))
+        return signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now, exp: now + ttl, jti: "t", aud: "callroom:app"))
     }
 
     func join(_ uid: String, _ c: ConnectionID, session: String = "room", idle: Int? = nil) throws -> ServerMessage.Joined {

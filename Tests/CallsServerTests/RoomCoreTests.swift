@@ -20,7 +20,7 @@ final class RoomCoreTests: XCTestCase {
     }
 
     func token(_ uid: String, _ session: String = "room", role: String? = nil) -> String {
-        signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now / 1000, exp: now / 1000 + 600, role: role))
+        signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now / 1000, exp: now / 1000 + 600, role: role, jti: "t", aud: "callroom:app"))
     }
 
     func input(_ i: RoomInput) -> [RoomEffect] { core.handle(i, now: now) }

@@ -1,0 +1,24 @@
+import CallsCore
+import CallsSecurity
+
+/// Which call tokens no longer count: for each user whose tokens were revoked (or who was
+/// deleted), the time before which their tokens were issued. Kept in the store
+/// (`token_revocations`) and loaded at start; the rooms read it on every join.
+///
+/// Thread rules: any thread (a lock).
+final class TokenRevocations: Sendable {
+    private let notBefore: Locked<[String: Int64]>
+
+    init(_ initial: [String: Int64] = [:]) { notBefore = Locked(initial) }
+
+    /// Tokens of `uid` issued before `seconds` are refused from now on.
+    func revoke(uid: String, before seconds: Int64) {
+        notBefore.withLock { $0[uid] = max($0[uid] ?? 0, seconds) }
+    }
+
+    /// Whether a verified token still counts.
+    func allows(_ claims: CallTokenClaims) -> Bool {
+        guard let nb = notBefore.withLock({ $0[claims.sub] }) else { return true }
+        return claims.iat >= nb
+    }
+}
