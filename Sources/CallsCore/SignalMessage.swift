@@ -62,8 +62,12 @@ public enum ClientMessage: Sendable, Equatable {
         public var sessionType: SignalSessionType
         /// Seconds alone in the room before the server ends your session; 0 never. Default 300.
         public var idleTimeoutSeconds: Int?
+        /// The room's passcode, when the operator set one.
+        public var passcode: String?
         public init(v: Int = signallingProtocolVersion, callToken: String, sessionId: String? = nil, displayName: String? = nil,
-                    audioMuted: Bool = false, videoPaused: Bool = false, sessionType: SignalSessionType = .voice, idleTimeoutSeconds: Int? = nil) {
+                    audioMuted: Bool = false, videoPaused: Bool = false, sessionType: SignalSessionType = .voice, idleTimeoutSeconds: Int? = nil,
+                    passcode: String? = nil) {
+            self.passcode = passcode
             self.v = v
             self.callToken = callToken
             self.sessionId = sessionId

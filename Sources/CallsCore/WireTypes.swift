@@ -82,6 +82,14 @@ public struct SignalErrorCode: OpenWireValue {
     public static let tokenExpired = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_EXPIRED")
     /// The call token's user was deleted or had their tokens revoked after it was issued.
     public static let tokenRevoked = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_REVOKED")
+    /// A moderator removed this token's holder from the session: the token does not come back in.
+    public static let removedFromSession = SignalErrorCode(rawValue: "ERR_REMOVED_FROM_SESSION")
+    /// Someone is in the session with this call token already (one token, one participant).
+    public static let tokenInUse = SignalErrorCode(rawValue: "ERR_TOKEN_IN_USE")
+    /// The room has an allow-list without this uid.
+    public static let notOnAllowList = SignalErrorCode(rawValue: "ERR_NOT_ALLOWED_IN_ROOM")
+    /// The room has a passcode: missing or wrong.
+    public static let passcodeWrong = SignalErrorCode(rawValue: "ERR_PASSCODE")
     public static let appIdMismatch = SignalErrorCode(rawValue: "AUTH_ERR_APPID_MISMATCH")
     public static let tokenSessionMismatch = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_SESSION_MISMATCH")
     // Requests

@@ -177,12 +177,16 @@ public final class CallServer: @unchecked Sendable {
         let directory = WebhookDirectory(fixed: configuration.webhooks, added: Self.added(store, beside: configuration.webhooks))
         let hooks = WebhookOutbox(directory: directory, appID: k.appId, region: configuration.region)
         let revocations: TokenRevocations
-        do { revocations = TokenRevocations(try store.tokenRevocations()) } catch {
+        let roomRules: RoomRulesDirectory
+        do {
+            revocations = TokenRevocations(try store.tokenRevocations())
+            roomRules = RoomRulesDirectory(defaultModeration: configuration.firstJoinerModerator ? .firstJoiner : .operator, rules: try store.allRoomRules())
+        } catch {
             relay.close()
             throw .database(error.description)
         }
         let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits, outbox: hooks,
-                                 publicURL: configuration.publicURL, revocations: revocations)
+                                 publicURL: configuration.publicURL, revocations: revocations, roomRules: roomRules)
         let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks,
                                  pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue })
         calls.authTokenTTLSeconds = configuration.authTokenTTLSeconds
@@ -216,7 +220,7 @@ public final class CallServer: @unchecked Sendable {
         }
         // (Created once the port is known: invite links need the address. Until then: 503.)
         let router = RESTRouter(store: store, keys: k, signer: signer, config: configuration, mediaPort: relay.port,
-                                publicURL: configuration.publicURL ?? url, webhooks: directory,
+                                publicURL: configuration.publicURL ?? url, webhooks: directory, roomRules: roomRules,
                                 webhooksChanged: { [weak deliverer, log, fixed = configuration.webhooks] in
             // A webhook was added, changed or removed over REST: sign and send with the new set.
             directory.setAdded(Self.added(store, beside: fixed))

@@ -159,6 +159,31 @@ public final class CallStore: @unchecked Sendable {
         }
     }
 
+    /// Sets (nil: removes) a room's rules.
+    func setRoomRules(_ sessionId: String, _ rules: RoomRules?) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            if let rules, let json = try? JSONEncoder().encode(rules) {
+                try db.execute("""
+                    INSERT INTO room_rules(session_id, rules, updated_at) VALUES (?, ?, ?)
+                    ON CONFLICT(session_id) DO UPDATE SET rules = excluded.rules, updated_at = excluded.updated_at
+                    """, [.text(sessionId), .text(String(decoding: json, as: UTF8.self)), .int(epochMilliseconds())])
+            } else {
+                try db.execute("DELETE FROM room_rules WHERE session_id = ?", [.text(sessionId)])
+            }
+        }
+    }
+
+    /// Every room's rules (loaded at start).
+    func allRoomRules() throws(SQLiteError) -> [String: RoomRules] {
+        try locked { () throws(SQLiteError) in
+            var out: [String: RoomRules] = [:]
+            for r in try db.query("SELECT session_id, rules FROM room_rules") {
+                if let id = r[0].text, let text = r[1].text, let rules = try? JSONDecoder().decode(RoomRules.self, from: Data(text.utf8)) { out[id] = rules }
+            }
+            return out
+        }
+    }
+
     /// Every revocation (loaded at start).
     func tokenRevocations() throws(SQLiteError) -> [String: Int64] {
         try locked { () throws(SQLiteError) in

@@ -13,8 +13,11 @@ struct RESTRouter: Sendable {
     let mediaPort: Int
     /// Where people reach this server (`publicURL`, else the listening address): invite links.
     let publicURL: String
-    /// The webhooks in force, and what to do after REST changed the stored ones.
+    /// The webhooks in force.
     let webhooks: WebhookDirectory
+    /// The rooms' rules (the core reads them on each join).
+    let roomRules: RoomRulesDirectory
+    /// What to do after REST changed the stored webhooks.
     let webhooksChanged: @Sendable () -> Void
     /// Ends `uid`'s sessions and refuses their earlier call tokens (deleted, or tokens revoked).
     let revoke: @Sendable (String) throws -> Void
@@ -184,6 +187,19 @@ struct RESTRouter: Sendable {
             if rt.webhooks.isFixed(parts[2]) { throw ServerError(.webhookInConfig, "Webhook '\(parts[2])' is defined in the config file; change it there.") }
             guard try rt.store.deleteWebhook(id: parts[2]) else { throw ServerError(.webhookNotFound, "No webhook '\(parts[2].prefix(64))'.") }
             rt.webhooksChanged()
+            return rt.ok(["success": true])
+        },
+        Route(.get, "v3/rooms/*") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            try rt.validate(sessionId: parts[2])
+            return rt.ok(RoomRulesBody(parts[2], rt.roomRules.rules(parts[2]), default: rt.roomRules.defaultModeration))
+        },
+        Route(.put, "v3/rooms/*") { rt, r, parts in try rt.setRoomRules(r, sessionId: parts[2]) },
+        Route(.delete, "v3/rooms/*") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            try rt.validate(sessionId: parts[2])
+            try rt.store.setRoomRules(parts[2], nil)
+            rt.roomRules.set(parts[2], nil)
             return rt.ok(["success": true])
         },
         Route(.post, "v3/groups") { rt, r, _ in try rt.createGroup(r) },

@@ -47,6 +47,8 @@ extension RoomCore {
         case .pauseVideo: update(room, target, change: .videoPaused) { $0.isVideoPaused = true }
         case .remove:
             log(.info, "participant removed by moderator", ["session": room.sessionId, "pid": target, "by": pid])
+            // Their token stays out of this session until it expires.
+            if let t = room.participants[target] { removedTokens[room.sessionId, default: [:]][t.tokenID] = t.tokenExpires }
             leave(session: room.sessionId, pid: target, reason: .removed, notifySelf: true)
         }
     }

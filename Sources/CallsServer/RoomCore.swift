@@ -30,6 +30,11 @@ final class RoomCore {
         /// False until the join is on disk: counted for capacity and the moderator role, seen
         /// by nobody, not in the relay.
         var admitted: Bool
+        /// The call token it joined with (`jti`): removed tokens stay out, one token one participant.
+        var tokenID: String = ""
+        var tokenExpires: Int64 = 0
+        /// The operator set this role in the call token: succession never changes it.
+        var roleFromToken = false
     }
 
     final class Room {
@@ -64,6 +69,11 @@ final class RoomCore {
     let publicURL: String?
     /// Users whose earlier tokens no longer count (shared with the REST router, which revokes).
     let revocations: TokenRevocations
+    /// The operator's rules per room (moderation, passcode, allow-list); shared with REST.
+    let roomRules: RoomRulesDirectory
+    /// Tokens a moderator removed, per session, until they expire (seconds): they stay out even
+    /// after the room empties and starts again.
+    var removedTokens: [String: [String: Int64]] = [:]
     let identities: RoomIdentities
     /// Webhooks for room events (the writer names each trigger); none configured: no rows.
     let outbox: WebhookOutbox
@@ -84,7 +94,8 @@ final class RoomCore {
     var now: Int64 = 0
 
     init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, publicURL: String? = nil,
-         revocations: TokenRevocations = TokenRevocations(), identities: RoomIdentities = .random,
+         revocations: TokenRevocations = TokenRevocations(), roomRules: RoomRulesDirectory = RoomRulesDirectory(defaultModeration: .firstJoiner),
+         identities: RoomIdentities = .random,
          outbox: WebhookOutbox = .none) {
         self.signer = signer
         self.appID = appID
@@ -92,6 +103,7 @@ final class RoomCore {
         self.mediaPort = mediaPort
         self.publicURL = publicURL
         self.revocations = revocations
+        self.roomRules = roomRules
         self.identities = identities
         self.outbox = outbox
     }
@@ -223,6 +235,21 @@ final class RoomCore {
         guard revocations.allows(claims) else {
             return fail(connection, .tokenRevoked, "The call token was revoked (the user was deleted or their tokens revoked).", close: true)
         }
+        let tokenID = claims.jti ?? Hex.encode(Array(j.callToken.utf8.suffix(16)))
+        removedTokens[claims.sid] = removedTokens[claims.sid]?.filter { $0.value > now / 1000 }
+        if removedTokens[claims.sid]?[tokenID] != nil {
+            return fail(connection, .removedFromSession, "A moderator removed you from this session; this call token does not come back in.", close: true)
+        }
+        let rules = roomRules.rules(claims.sid)
+        if let allowed = rules?.allowedUids, !allowed.contains(claims.sub) {
+            return fail(connection, .notOnAllowList, "This session admits only the people on its list.", close: true)
+        }
+        if let rules, !rules.passcodeMatches(j.passcode) {
+            return fail(connection, .passcodeWrong, j.passcode == nil ? "This session needs a passcode." : "The passcode is not right.", close: true)
+        }
+        if rooms[claims.sid]?.participants.values.contains(where: { $0.tokenID == tokenID }) == true {
+            return fail(connection, .tokenInUse, "Someone is in this session with this call token already; each participant needs their own.", close: true)
+        }
         guard claims.app == appID else {
             return fail(connection, .appIdMismatch, "The call token was issued for another app.", close: true)
         }
@@ -243,8 +270,10 @@ final class RoomCore {
         repeat { ssrc = identities.randomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } } while ssrc == 0 || usedSSRCs.contains(ssrc)
         usedSSRCs.insert(ssrc)
         let hasModerator = room.participants.values.contains { $0.wire.role == .moderator }
-        // A token's role is the operator's word; otherwise the first in is the moderator.
-        let role = claims.role.flatMap(ParticipantRole.init(rawValue:)) ?? (hasModerator ? .participant : .moderator)
+        // A token's role is the operator's word; otherwise, where the room says so, the first in moderates.
+        let tokenRole = claims.role.flatMap(ParticipantRole.init(rawValue:))
+        let firstJoiner = roomRules.moderation(claims.sid) == .firstJoiner
+        let role = tokenRole ?? (hasModerator || !firstJoiner ? .participant : .moderator)
         let wire = WireParticipant(uid: claims.sub, name: displayName ?? claims.sub, pid: pid, ssrc: ssrc, role: role,
                                    isAudioMuted: j.audioMuted, isVideoPaused: j.videoPaused, joinedAt: now)
         let ref = ParticipantRef(value: nextRef)
@@ -252,7 +281,8 @@ final class RoomCore {
         let p = Participant(wire: wire, connection: connection, bindToken: identities.randomBytes(MediaBinding.tokenLength),
                             resumeToken: randomHex(24), key: nextKey, ref: ref,
                             idleTimeoutSeconds: j.idleTimeoutSeconds ?? limits.defaultIdleTimeoutSeconds,
-                            chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), admitted: false)
+                            chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), admitted: false,
+                            tokenID: tokenID, tokenExpires: claims.exp, roleFromToken: tokenRole != nil)
         nextKey += 1
         room.participants[pid] = p
         byConnection[connection] = (claims.sid, pid)
@@ -334,10 +364,12 @@ final class RoomCore {
             }
             return
         }
-        if p.wire.role == .moderator && !room.participants.values.contains(where: { $0.wire.role == .moderator }) {
-            if let heir = room.order.first {
+        // Succession, only where the first joiner moderates, and never over a role the operator set.
+        if p.wire.role == .moderator && roomRules.moderation(sid) == .firstJoiner
+            && !room.participants.values.contains(where: { $0.wire.role == .moderator }) {
+            if let heir = room.order.first(where: { room.participants[$0]?.roleFromToken == false }) {
                 update(room, heir, change: .roleChanged) { $0.role = .moderator }
-            } else if let joining = room.participants.keys.min() {
+            } else if let joining = room.participants.filter({ !$0.value.roleFromToken }).keys.min() {
                 room.participants[joining]?.wire.role = .moderator  // announced with its join
             }
         }

@@ -39,13 +39,14 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
 
     init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits(),
          outbox: WebhookOutbox = .none, publicURL: String? = nil, revocations: TokenRevocations = TokenRevocations(),
+         roomRules: RoomRulesDirectory = RoomRulesDirectory(defaultModeration: .firstJoiner),
          scheduler: any Scheduler = DispatchScheduler.shared) {
         self.scheduler = scheduler
         self.store = store
         self.relay = relay
         self.log = log
         core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, publicURL: publicURL, revocations: revocations,
-                        outbox: outbox)
+                        roomRules: roomRules, outbox: outbox)
         timers = TimerTable(scheduler: scheduler, queue: queue)
         writer = StoreWriter(store: store) { [weak self] receipts in
             guard let self else { return }

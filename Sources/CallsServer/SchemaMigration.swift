@@ -7,7 +7,7 @@ struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6]
+    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7]
 
     static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -107,5 +107,10 @@ struct SchemaMigration: Sendable {
     /// Revoked call tokens: per user, tokens issued before `not_before` (seconds) are refused.
     static let v6 = SchemaMigration(version: 6, statements: [
         "CREATE TABLE token_revocations(uid TEXT PRIMARY KEY, not_before INTEGER NOT NULL)",
+    ])
+
+    /// The operator's rules per room (JSON of `RoomRules`: moderation, passcode hash, allow-list).
+    static let v7 = SchemaMigration(version: 7, statements: [
+        "CREATE TABLE room_rules(session_id TEXT PRIMARY KEY, rules TEXT NOT NULL, updated_at INTEGER NOT NULL)",
     ])
 }

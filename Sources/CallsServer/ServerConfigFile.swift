@@ -34,6 +34,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var allowPlainHTTP: Bool?
     public var authKeyLogin: Bool?
     public var authTokenTTLSeconds: Int?
+    public var firstJoinerModerator: Bool?
     public var production: Bool?
     public var apns: APNsConfig?
     public var fcm: FCMConfig?
@@ -51,7 +52,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -104,13 +105,14 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.logFormat = try string("logFormat")
         c.tlsCert = try string("tlsCert")
         c.tlsKey = try string("tlsKey")
-        for k in ["tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production"] {
+        for k in ["tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "firstJoinerModerator"] {
             guard let v = obj[k] else { continue }
             guard isBoolean(v), let b = v as? Bool else { throw Invalid(message: "\(path): '\(k)' must be true or false") }
             switch k {
             case "tlsSelfSigned": c.tlsSelfSigned = b
             case "allowPlainHTTP": c.allowPlainHTTP = b
             case "authKeyLogin": c.authKeyLogin = b
+            case "firstJoinerModerator": c.firstJoinerModerator = b
             default: c.production = b
             }
         }

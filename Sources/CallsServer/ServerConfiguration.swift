@@ -18,6 +18,9 @@ public struct ServerConfiguration: Sendable {
     /// Whether the shared auth key logs in at all (`POST /v3/sdk/login`). Off in production
     /// (`--production`): only auth tokens your backend issues work, as the vendor advises.
     public var authKeyLogin = true
+    /// Whether, in a room without rules, the first one in moderates (and the longest present
+    /// one when the moderator leaves). Off in production: only call-token roles count.
+    public var firstJoinerModerator = true
     /// Region name reported to clients.
     public var region: String
     /// Call token lifetime.

@@ -286,7 +286,7 @@ public final class CallsClient: @unchecked Sendable {
         socket.send(text: ClientMessage.join(.init(callToken: callToken, sessionId: expectedSessionID, displayName: settings.displayName,
                                                    audioMuted: settings.startAudioMuted, videoPaused: settings.startVideoPaused,
                                                    sessionType: settings.sessionType == .voice ? .voice : .video,
-                                                   idleTimeoutSeconds: max(0, settings.idleTimeoutPeriod))).json())
+                                                   idleTimeoutSeconds: max(0, settings.idleTimeoutPeriod), passcode: settings.passcode)).json())
     }
 }
 

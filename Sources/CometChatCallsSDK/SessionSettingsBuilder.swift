@@ -19,6 +19,8 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var layout: LayoutType = .tile
         /// Seconds alone before the session ends; 0 disables.
         public var idleTimeoutPeriod: Int = 300
+        /// CallRoom: the room's passcode, when the operator set one.
+        public var passcode: String? = nil
         /// Join with the microphone muted.
         public var startAudioMuted: Bool = false
         /// Join with video paused.
@@ -92,6 +94,8 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     @discardableResult public func setLayout(_ value: LayoutType) -> SessionSettingsBuilder { settings.layout = value; return self }
     /// Seconds alone before the session ends; 0 disables. Default: `300`.
     @discardableResult public func setIdleTimeoutPeriod(_ value: Int) -> SessionSettingsBuilder { settings.idleTimeoutPeriod = value; return self }
+    /// CallRoom: the room's passcode (`PUT /v3/rooms/{sessionId}`). Default: none.
+    @discardableResult public func setPasscode(_ value: String?) -> SessionSettingsBuilder { settings.passcode = value; return self }
     /// Join with the microphone muted. Default: `false`.
     @discardableResult public func startAudioMuted(_ value: Bool) -> SessionSettingsBuilder { settings.startAudioMuted = value; return self }
     /// Join with video paused. Default: `false`.

@@ -11,7 +11,7 @@ enum JoinCommand {
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC]
                              [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
-                             [--ca-file FILE | --insecure]
+                             [--ca-file FILE | --insecure] [--passcode CODE]
 
         Joins a session on a CallRoom server and shows the call screen. An invite link
         (https://HOST/call/SESSION, as the invite button copies it) gives the server too;
@@ -22,6 +22,7 @@ enum JoinCommand {
           --settings FILE      a cometchat-settings.json instead of --server (callsSDK.host is the server)
           --uid UID            your user id
           --name NAME          your display name
+          --passcode CODE      the session's passcode, when its operator set one
           --auth-key KEY       log in with the app's auth key (development)
           --auth-token TOKEN   log in with an auth token from your backend
           --app-id ID          the app id (default: asked from the server)
@@ -54,7 +55,7 @@ enum JoinCommand {
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
+            args = try ArgumentScanner(arguments, valued: ["passcode", "ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
                                                            "input", "output", "frame-ms", "impair", "capture", "event-log", "show", "hide"],
                                        boolean: ["insecure", "headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
@@ -92,6 +93,7 @@ enum JoinCommand {
         if !headless { settings.hideChatButton(false).hideShareInviteButton(false) }
         do { try SurfaceFlags.apply(show: args["show"], hide: args["hide"], to: settings) } catch { Console.fail(error.message) }
         if let n = args["name"] { settings.setDisplayName(n) }
+        if let p = args["passcode"] { settings.setPasscode(p) }
         if let list = args["capture"] {
             var p = CaptureProcessing()
             for item in list.split(separator: ",") {

@@ -19,7 +19,8 @@ let usage = """
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
-                              allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds); flags given
+                              allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
+                              firstJoinerModerator); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -33,7 +34,8 @@ let usage = """
       --no-auto-create-users  login with the auth key no longer creates missing users
       --no-auth-key-login     the auth key no longer logs anyone in: only auth tokens from your
                               backend (POST /v3/users/{uid}/auth_tokens) work
-      --production            both of the above (no auth-key login, no auto-created users)
+      --production            both of the above (no auth-key login, no auto-created users), and
+                              in rooms without rules only call-token roles moderate
       --log-format FORMAT     text (default) or json, on stderr
       --log-level LEVEL       debug, info (default), warn or error
       --relay-threads N       UDP relay worker threads sharing the media port, 1…64
@@ -111,6 +113,7 @@ config.authKey = secret("auth-key", env: "CALLROOM_AUTH_KEY", file.authKey)
 let production = args.has("production") || (file.production ?? false)
 config.autoCreateUsers = args.has("no-auto-create-users") || production ? false : (file.autoCreateUsers ?? true)
 config.authKeyLogin = args.has("no-auth-key-login") || production ? false : (file.authKeyLogin ?? true)
+config.firstJoinerModerator = production ? (file.firstJoinerModerator ?? false) : (file.firstJoinerModerator ?? true)
 if let t = file.authTokenTTLSeconds {
     guard (60...31_536_000).contains(t) else { fail("authTokenTTLSeconds must be 60…31536000 (a minute to a year)") }
     config.authTokenTTLSeconds = Int64(t)

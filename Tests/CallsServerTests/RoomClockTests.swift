@@ -7,6 +7,13 @@ import XCTest
 /// The room registry on a virtual clock with a fake outbox: idle timeouts, grace periods and
 /// token expiry without sleeping (the registry's queue still runs; time only moves by hand).
 final class RoomClockTests: XCTestCase {
+    /// A fresh `jti` for each token (one token is one participant).
+    nonisolated(unsafe) static var tokenCounter = 0
+    static func nextTokenID() -> String {
+        tokenCounter += 1
+        return "t\(tokenCounter)"
+    }
+
     var dir: String!
     var clock: VirtualScheduler!
     var outbox: RecordingOutbox!
@@ -46,7 +53,7 @@ final class RoomClockTests: XCTestCase {
 
     func token(_ uid: String, session: String, ttl: Int64 = 600) -> String {
         let now = clock.nowMilliseconds() / 1000
-        return signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now, exp: now + ttl, jti: "t", aud: "callroom:app"))
+        return signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now, exp: now + ttl, jti: Self.nextTokenID(), aud: "callroom:app"))
     }
 
     func join(_ uid: String, _ c: ConnectionID, session: String = "room", idle: Int? = nil) throws -> ServerMessage.Joined {

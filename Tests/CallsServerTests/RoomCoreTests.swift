@@ -7,6 +7,13 @@ import XCTest
 /// sockets, no queue, no sleeps; receipts are written by hand, so every ordering promise about
 /// the disk is checked step by step.
 final class RoomCoreTests: XCTestCase {
+    /// A fresh `jti` for each token (one token is one participant).
+    nonisolated(unsafe) static var tokenCounter = 0
+    static func nextTokenID() -> String {
+        tokenCounter += 1
+        return "t\(tokenCounter)"
+    }
+
     let signer = CallTokenSigner(secret: Array(repeating: 9, count: 32))
     var core: RoomCore!
     var now: Int64 = 1_700_000_000_000
@@ -20,7 +27,7 @@ final class RoomCoreTests: XCTestCase {
     }
 
     func token(_ uid: String, _ session: String = "room", role: String? = nil) -> String {
-        signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now / 1000, exp: now / 1000 + 600, role: role, jti: "t", aud: "callroom:app"))
+        signer.sign(CallTokenClaims(app: "app", sub: uid, sid: session, iat: now / 1000, exp: now / 1000 + 600, role: role, jti: Self.nextTokenID(), aud: "callroom:app"))
     }
 
     func input(_ i: RoomInput) -> [RoomEffect] { core.handle(i, now: now) }

@@ -1,0 +1,46 @@
+import CallsCore
+import CallsTransport
+import Foundation
+
+/// A room's rules as `GET/PUT /v3/rooms/{sessionId}` show them: never the passcode.
+struct RoomRulesBody: Encodable {
+    var sessionId: String
+    var moderation: RoomRules.Moderation
+    var hasPasscode: Bool
+    var allowedUids: [String]?
+
+    init(_ sessionId: String, _ rules: RoomRules?, default moderation: RoomRules.Moderation) {
+        self.sessionId = sessionId
+        self.moderation = rules?.moderation ?? moderation
+        hasPasscode = rules?.hasPasscode ?? false
+        allowedUids = rules?.allowedUids
+    }
+}
+
+// MARK: Room rules (`/v3/rooms/{sessionId}`, the operator's)
+extension RESTRouter {
+    /// Replaces the room's rules whole: `{moderation?, passcode?, allowedUids?}`.
+    func setRoomRules(_ r: HTTPRequest, sessionId: String) throws -> HTTPResponse {
+        try requireAPIKey(r)
+        try validate(sessionId: sessionId)
+        struct Body: Decodable { var moderation: String?; var passcode: String?; var allowedUids: [String]? }
+        let b: Body = try decode(r)
+        var rules = RoomRules()
+        if let m = b.moderation {
+            guard let v = RoomRules.Moderation(rawValue: m) else { throw ServerError.badRequest("moderation is firstJoiner or operator.") }
+            rules.moderation = v
+        }
+        if let p = b.passcode {
+            guard (4...128).contains(p.count) else { throw ServerError.badRequest("A passcode is 4–128 characters.") }
+            rules.setPasscode(p)
+        }
+        if let uids = b.allowedUids {
+            guard uids.count <= 10_000 else { throw ServerError.badRequest("At most 10,000 uids.") }
+            for u in uids { try validate(uid: u) }
+            rules.allowedUids = uids
+        }
+        try store.setRoomRules(sessionId, rules)
+        roomRules.set(sessionId, rules)
+        return ok(RoomRulesBody(sessionId, rules, default: roomRules.defaultModeration))
+    }
+}

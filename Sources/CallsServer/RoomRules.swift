@@ -1,0 +1,57 @@
+import CallsCore
+import CallsSecurity
+import Foundation
+
+/// What the operator says about one room (`PUT /v3/rooms/{sessionId}`): who becomes moderator,
+/// a passcode, an allow-list of uids. A value.
+public struct RoomRules: Sendable, Equatable, Codable {
+    /// `firstJoiner`: the first one in (and, when the moderator leaves, the longest present one
+    /// whose role the operator did not set) moderates; `operator`: only roles in call tokens.
+    public enum Moderation: String, Sendable, Codable { case firstJoiner, `operator` }
+
+    public var moderation: Moderation?
+    /// SHA-256 of salt ‖ passcode (hex), and the salt; the passcode itself is never kept.
+    var passcodeHash: String?
+    var passcodeSalt: String?
+    /// nil: anyone with a call token; else only these uids.
+    public var allowedUids: [String]?
+
+    public var hasPasscode: Bool { passcodeHash != nil }
+
+    public init(moderation: Moderation? = nil, passcode: String? = nil, allowedUids: [String]? = nil) {
+        self.moderation = moderation
+        self.allowedUids = allowedUids
+        if let passcode { setPasscode(passcode) }
+    }
+
+    mutating func setPasscode(_ passcode: String) {
+        let salt = Crypto.randomHex(16)
+        passcodeSalt = salt
+        passcodeHash = Crypto.sha256Hex(salt + passcode)
+    }
+
+    /// Whether `given` is the room's passcode (constant time).
+    func passcodeMatches(_ given: String?) -> Bool {
+        guard let hash = passcodeHash, let salt = passcodeSalt else { return true }
+        guard let given else { return false }
+        return Crypto.constantTimeEqual(Array(Crypto.sha256Hex(salt + given).utf8), Array(hash.utf8))
+    }
+}
+
+/// The rules of every room that has some (shared by the REST router, which changes them, and
+/// the room core, which reads them on each join), and the server's default moderation.
+///
+/// Thread rules: any thread (a lock).
+final class RoomRulesDirectory: Sendable {
+    let defaultModeration: RoomRules.Moderation
+    private let rules: Locked<[String: RoomRules]>
+
+    init(defaultModeration: RoomRules.Moderation, rules: [String: RoomRules] = [:]) {
+        self.defaultModeration = defaultModeration
+        self.rules = Locked(rules)
+    }
+
+    func rules(_ sessionId: String) -> RoomRules? { rules.withLock { $0[sessionId] } }
+    func set(_ sessionId: String, _ r: RoomRules?) { rules.withLock { $0[sessionId] = r } }
+    func moderation(_ sessionId: String) -> RoomRules.Moderation { rules(sessionId)?.moderation ?? defaultModeration }
+}

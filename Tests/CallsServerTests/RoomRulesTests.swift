@@ -1,0 +1,88 @@
+@testable import CallsServer
+import CallRoomTestSupport
+import CallsCore
+import Foundation
+import XCTest
+
+/// Rooms' access rules (issue #15), each attack reproduced: a removed participant rejoining with
+/// the same token, one token filling a room, an operator's role overridden, anyone walking in.
+final class RoomRulesTests: XCTestCase {
+    /// A call token issued by the operator (apikey), with `role`.
+    private func operatorToken(_ h: ServerHarness, uid: String, session: String, role: String) throws -> String {
+        _ = try h.callToken(uid: uid, session: session)  // the user exists
+        let t = h.request("POST", "/v3.0/call_tokens", headers: ["appId": h.server.keys.appId, "apikey": h.server.keys.apiKey],
+                          body: #"{"sessionId":"\#(session)","uid":"\#(uid)","role":"\#(role)"}"#)
+        return try XCTUnwrap(t.data["token"] as? String, "\(t)")
+    }
+
+    private func join(_ h: ServerHarness, _ token: String, passcode: String? = nil) throws -> SignalProbe {
+        let p = try SignalProbe(url: h.server.url)
+        p.send(.join(.init(callToken: token, passcode: passcode)))
+        return p
+    }
+
+    func testARemovedParticipantStaysOutAndOneTokenIsOneParticipant() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let mod = try join(h, try h.callToken(uid: "mod", session: "rules"))
+        XCTAssertEqual(mod.joined()?.you.role, .moderator, "first in, where the room says so (the dev default)")
+        let eveToken = try h.callToken(uid: "eve", session: "rules")
+        let eve = try join(h, eveToken)
+        let evePID = try XCTUnwrap(eve.joined()?.you.pid)
+        // The attack: one token, many participants (a room filled from one token).
+        XCTAssertEqual(try join(h, eveToken).error(), "ERR_TOKEN_IN_USE")
+        mod.send(.removeParticipant(pid: evePID))
+        XCTAssertNotNil(eve.wait { if case .left(.removed) = $0 { return true }; return false })
+        // The attack: back in at once with the same token. Refused, also once the room restarts.
+        XCTAssertEqual(try join(h, eveToken).error(), "ERR_REMOVED_FROM_SESSION")
+        mod.send(.leave)
+        XCTAssertTrue(mod.waitClosed())
+        XCTAssertEqual(try join(h, eveToken).error(), "ERR_REMOVED_FROM_SESSION", "the ban outlives the room")
+    }
+
+    func testAnOperatorsRoleIsNeverOverridden() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let boss = try join(h, try operatorToken(h, uid: "boss", session: "roles", role: "moderator"))
+        XCTAssertEqual(boss.joined()?.you.role, .moderator)
+        let guest = try join(h, try operatorToken(h, uid: "guest", session: "roles", role: "participant"))
+        XCTAssertEqual(guest.joined()?.you.role, .participant)
+        let user = try join(h, try h.callToken(uid: "user", session: "roles"))
+        XCTAssertEqual(user.joined()?.you.role, .participant)
+        // The moderator leaves: the guest (operator said participant) joined first but is passed over.
+        boss.send(.leave)
+        XCTAssertNotNil(user.wait { if case .participantUpdated(let p, change: .roleChanged) = $0 { return p.uid == "user" && p.role == .moderator }; return false },
+                        "the longest present participant whose role the operator did not set")
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertFalse(guest.all.contains { if case .participantUpdated(let p, change: .roleChanged) = $0 { return p.uid == "guest" }; return false },
+                       "\(guest.all)")
+    }
+
+    func testOperatorModerationAllowListAndPasscode() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let set = h.request("PUT", "/v3/rooms/board", headers: h.adminHeaders,
+                            body: #"{"moderation":"operator","passcode":"s3cret-code","allowedUids":["ann","ben"]}"#)
+        XCTAssertEqual(set.data["hasPasscode"] as? Bool, true, "\(set)")
+        XCTAssertFalse(set.text.contains("s3cret-code"), "the passcode is never shown")
+        XCTAssertEqual(h.request("GET", "/v3/rooms/board", headers: h.adminHeaders).data["allowedUids"] as? [String], ["ann", "ben"])
+        XCTAssertEqual(h.request("PUT", "/v3/rooms/board", headers: h.adminHeaders, body: #"{"moderation":"chaos"}"#).errorCode, "ERR_BAD_REQUEST")
+        XCTAssertEqual(h.request("PUT", "/v3/rooms/board", body: #"{}"#).errorCode, "AUTH_ERR_EMPTY_APIKEY")
+        // Not on the list; no passcode; the wrong one: refused. The right one: in, and not moderator.
+        XCTAssertEqual(try join(h, try h.callToken(uid: "mallory", session: "board"), passcode: "s3cret-code").error(), "ERR_NOT_ALLOWED_IN_ROOM")
+        XCTAssertEqual(try join(h, try h.callToken(uid: "ann", session: "board")).error(), "ERR_PASSCODE")
+        XCTAssertEqual(try join(h, try h.callToken(uid: "ann", session: "board"), passcode: "guess").error(), "ERR_PASSCODE")
+        let ann = try join(h, try h.callToken(uid: "ann", session: "board"), passcode: "s3cret-code")
+        XCTAssertEqual(ann.joined()?.you.role, .participant, "operator moderation: the first in is no moderator")
+        // Rules go: anyone with a token joins again.
+        XCTAssertEqual(h.request("DELETE", "/v3/rooms/board", headers: h.adminHeaders).status, 200)
+        XCTAssertNotNil(try join(h, try h.callToken(uid: "mallory", session: "board")).joined())
+    }
+
+    func testProductionDefaultIsOperatorModeration() throws {
+        let h = try ServerHarness { $0.firstJoinerModerator = false }
+        defer { h.stop(); h.removeData() }
+        XCTAssertEqual(try join(h, try h.callToken(uid: "first", session: "prod")).joined()?.you.role, .participant)
+        XCTAssertEqual(h.request("GET", "/v3/rooms/prod", headers: h.adminHeaders).data["moderation"] as? String, "operator")
+    }
+}
