@@ -90,6 +90,12 @@ public struct SignalErrorCode: OpenWireValue {
     public static let notOnAllowList = SignalErrorCode(rawValue: "ERR_NOT_ALLOWED_IN_ROOM")
     /// The room has a passcode: missing or wrong.
     public static let passcodeWrong = SignalErrorCode(rawValue: "ERR_PASSCODE")
+    /// Too many open WebSockets from this address.
+    public static let tooManyConnections = SignalErrorCode(rawValue: "ERR_TOO_MANY_CONNECTIONS")
+    /// The server's (or this user's) limit of rooms at once.
+    public static let tooManyRooms = SignalErrorCode(rawValue: "ERR_TOO_MANY_ROOMS")
+    /// The connection sent no join, hello or resume in time.
+    public static let joinTimeout = SignalErrorCode(rawValue: "ERR_JOIN_TIMEOUT")
     public static let appIdMismatch = SignalErrorCode(rawValue: "AUTH_ERR_APPID_MISMATCH")
     public static let tokenSessionMismatch = SignalErrorCode(rawValue: "AUTH_ERR_TOKEN_SESSION_MISMATCH")
     // Requests

@@ -39,11 +39,17 @@ public final class CallServer: @unchecked Sendable {
     private let restQueue = DispatchQueue(label: "callroom.rest", attributes: .concurrent)
     private let openSockets = Atomic<Int>(0)
     private let httpRequests = Atomic<UInt64>(0)
-    private let restLimiters = Locked<[String: RateLimiter]>([:])
+    private let restLimiters: Locked<PeerLimiter>
+    /// Counts and logs every refusal (REST auth, rate limits, signalling auth, room rules …).
+    let refusals: Refusals
+    /// Open WebSockets: their peer, and whether they have said join/hello/resume yet.
+    private let sockets = Locked<(peer: [UInt64: String], perAddress: [String: Int], claimed: Set<UInt64>)>(([:], [:], []))
 
     public init(configuration: ServerConfiguration) {
         self.configuration = configuration
         self.log = ServerLog(format: configuration.logFormat, level: configuration.logLevel)
+        restLimiters = Locked(PeerLimiter(capacity: configuration.restRequestsPerSecond * 2, perSecond: configuration.restRequestsPerSecond))
+        refusals = Refusals(log: log)
         self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
     }
 
@@ -174,6 +180,8 @@ public final class CallServer: @unchecked Sendable {
         var limits = RoomLimits()
         limits.maxParticipants = configuration.maxParticipantsPerRoom
         limits.gracePeriodSeconds = configuration.gracePeriodSeconds
+        limits.maxRooms = configuration.maxRooms
+        limits.maxRoomsPerUser = configuration.maxRoomsPerUser
         let directory = WebhookDirectory(fixed: configuration.webhooks, added: Self.added(store, beside: configuration.webhooks))
         let hooks = WebhookOutbox(directory: directory, appID: k.appId, region: configuration.region)
         let revocations: TokenRevocations
@@ -266,7 +274,8 @@ public final class CallServer: @unchecked Sendable {
         return MetricsReport.render(rooms: rooms.roomCount, participants: rooms.participantCount,
                                     connections: openSockets.load(ordering: .relaxed), relay: relay.counters,
                                     store: store.metrics, httpRequests: httpRequests.load(ordering: .relaxed),
-                                    webhooks: webhooksInUse ? webhooks?.counters : nil, push: pushSender?.counters)
+                                    webhooks: webhooksInUse ? webhooks?.counters : nil, push: pushSender?.counters,
+                                    refusals: refusals.all.map { ($0.0.rawValue, $0.1) })
     }
 
     /// The push services configured, keys loaded (a key file readable by others, or one that
@@ -300,6 +309,19 @@ public final class CallServer: @unchecked Sendable {
     /// Whether any webhook is (or was, since start) configured: its counters are in /metrics.
     private var webhooksInUse: Bool { webhooks?.isRunning ?? false }
 
+    static func isLoopback(_ peer: String) -> Bool { peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.") }
+
+    /// Which signalling errors are refusals worth counting (and logging once a minute per peer).
+    static func refusalCause(_ code: SignalErrorCode) -> RefusalCause? {
+        switch code {
+        case .tokenInvalid, .tokenExpired, .tokenRevoked, .appIdMismatch, .tokenSessionMismatch, .authTokenInvalid: return .signalAuth
+        case .removedFromSession, .tokenInUse, .notOnAllowList, .passcodeWrong, .roomFull: return .roomAccess
+        case .notModerator: return .moderation
+        case .rateLimited: return .signalRate
+        default: return nil
+        }
+    }
+
     /// Push counters (nil when no push service is configured).
     public var pushCounters: PushCounters? { pushSender?.counters }
 
@@ -314,29 +336,52 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     public func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         guard let router = routerBox.withLock({ $0 }) else { return respond(HTTPResponse(status: 503, json: RESTErrorCode.unavailable.json("Starting."))) }
         httpRequests.add(1, ordering: .relaxed)
-        let allowed = restLimiters.withLock { l -> Bool in
-            if l.count > 10_000 { l.removeAll() }
-            var b = l[request.peer] ?? RateLimiter(capacity: configuration.restRequestsPerSecond * 2, perSecond: configuration.restRequestsPerSecond)
-            let ok = b.allow(now: monotonicNanoseconds())
-            l[request.peer] = b
-            return ok
-        }
+        let allowed = restLimiters.withLock { $0.allow(request.peer, now: monotonicNanoseconds()) }
         guard allowed else {
+            refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(request.path)")
             return respond(HTTPResponse(status: 429, json: ServerError(.rateLimited, "Too many requests from this address.").json))
         }
         if request.method == "GET" && request.path == "/metrics" {
             return restQueue.async { respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Array(self.metricsText().utf8))) }
         }
-        restQueue.async { respond(router.handle(request)) }
+        restQueue.async { [refusals] in
+            let response = router.handle(request)
+            if response.status == 401 || response.status == 403 {
+                refusals.refused(.restAuth, peer: request.peer, detail: "\(request.method) \(request.path) → \(response.status)")
+            }
+            respond(response)
+        }
     }
 
     public func webServer(_ server: WebServer, didOpen connection: UInt64, path: String, peer: String) {
         openSockets.add(1, ordering: .relaxed)
+        let id = ConnectionID(node: nodeID, local: connection)
+        let limit = configuration.maxConnectionsPerAddress
+        let over = sockets.withLock { s -> Bool in
+            s.peer[connection] = peer
+            s.perAddress[peer, default: 0] += 1
+            // Loopback is the operator's own (load generators, a TLS proxy in front): limit at the proxy.
+            return s.perAddress[peer, default: 0] > limit && !(configuration.connectionLimitExemptsLoopback && Self.isLoopback(peer))
+        }
         guard path == "/v1/signal" else {
-            let id = ConnectionID(node: nodeID, local: connection)
             send(.error(code: .notFound, message: "No WebSocket endpoint \(path); use /v1/signal."), to: id)
             close(id)
             return
+        }
+        if over {
+            refusals.refused(.connectionsPerAddress, peer: peer, detail: "over \(limit) open WebSockets")
+            send(.error(code: .tooManyConnections, message: "Too many connections from this address (at most \(limit))."), to: id)
+            close(id)
+            return
+        }
+        // A connection that never joins (or says hello, or resumes) does not stay.
+        DispatchQueue.global().asyncAfter(deadline: .now() + configuration.joinTimeoutSeconds) { [weak self] in
+            guard let self else { return }
+            let idle = self.sockets.withLock { $0.peer[connection] != nil && !$0.claimed.contains(connection) }
+            guard idle else { return }
+            self.refusals.refused(.idleConnection, peer: peer, detail: "no join within \(Int(self.configuration.joinTimeoutSeconds)) s")
+            self.send(.error(code: .joinTimeout, message: "No join, hello or resume within \(Int(self.configuration.joinTimeoutSeconds)) s."), to: id)
+            self.close(id)
         }
     }
 
@@ -345,7 +390,12 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         let id = ConnectionID(node: nodeID, local: connection)
         if binary { return signals.rejected(.notJSON, from: id) }
         do {
-            signals.received(try ClientMessage(json: Data(message)), from: id)
+            let m = try ClientMessage(json: Data(message))
+            switch m {
+            case .join, .hello, .resume: sockets.withLock { _ = $0.claimed.insert(connection) }
+            default: break
+            }
+            signals.received(m, from: id)
         } catch {
             signals.rejected(error, from: id)
         }
@@ -353,12 +403,22 @@ extension CallServer: WebServerDelegate, SignalOutbox {
 
     public func webServer(_ server: WebServer, didClose connection: UInt64) {
         openSockets.subtract(1, ordering: .relaxed)
+        sockets.withLock { s in
+            s.claimed.remove(connection)
+            if let peer = s.peer.removeValue(forKey: connection) {
+                s.perAddress[peer, default: 1] -= 1
+                if s.perAddress[peer] ?? 0 <= 0 { s.perAddress[peer] = nil }
+            }
+        }
         signals?.connectionClosed(ConnectionID(node: nodeID, local: connection))
     }
 
     /// Sends to a connection this node holds (a multi-node router forwards the others).
     func send(_ message: ServerMessage, to connection: ConnectionID) {
         guard connection.node == nodeID else { return log.warn("message for another node dropped", ["connection": "\(connection)"]) }
+        if case .error(let code, let text) = message, let cause = Self.refusalCause(code) {
+            refusals.refused(cause, peer: sockets.withLock { $0.peer[connection.local] } ?? "?", detail: "\(code.rawValue): \(text)")
+        }
         web?.send(text: message.json(), to: connection.local)
     }
 

@@ -17,7 +17,8 @@ struct MetricsReport {
     var text: String { lines.joined(separator: "\n") + "\n" }
 
     static func render(rooms: Int, participants: Int, connections: Int, relay: RelayCounters, store: StoreMetrics,
-                       httpRequests: UInt64, webhooks: WebhookCounters? = nil, push: PushCounters? = nil) -> String {
+                       httpRequests: UInt64, webhooks: WebhookCounters? = nil, push: PushCounters? = nil,
+                       refusals: [(String, UInt64)] = []) -> String {
         var r = MetricsReport()
         r.gauge("callroom_rooms", "Rooms with at least one participant.", rooms)
         r.gauge("callroom_participants", "Participants in all rooms.", participants)
@@ -71,6 +72,10 @@ struct MetricsReport {
             r.counter("callroom_webhook_dead_letters_total", "Webhook deliveries given up after the last attempt.", w.deadLettered.load(ordering: .relaxed))
             r.counter("callroom_webhook_dropped_total", "Undelivered webhook events dropped because the webhook's queue was full.",
                       w.dropped.load(ordering: .relaxed))
+        }
+        if !refusals.isEmpty {
+            r.counter("callroom_refused_total", "Requests refused, by cause (auth, rate limits, room rules, moderation, idle or excess connections).",
+                      refusals.map { ("cause=\"\($0.0)\"", $0.1) })
         }
         if let p = push {
             r.counter("callroom_push_sent_total", "Pushes the push service accepted, by service.",

@@ -12,6 +12,12 @@ struct RateLimiter: Sendable {
         tokens = capacity
     }
 
+    /// The tokens it would have at `now` (without taking one).
+    func available(now: UInt64) -> Double {
+        guard last != 0 && now > last else { return tokens }
+        return min(capacity, tokens + Double(now - last) / 1e9 * perSecond)
+    }
+
     /// Takes one token if there is one.
     mutating func allow(now: UInt64) -> Bool {
         if last != 0 && now > last {

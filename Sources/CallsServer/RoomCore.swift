@@ -259,6 +259,13 @@ final class RoomCore {
         if let t = j.idleTimeoutSeconds, t < 0 {
             return fail(connection, .badMessage, "idleTimeoutSeconds must be 0 or more.", close: true)
         }
+        if rooms[claims.sid] == nil && rooms.count >= limits.maxRooms {
+            return fail(connection, .tooManyRooms, "The server has \(limits.maxRooms) rooms open; try later.", close: true)
+        }
+        if rooms[claims.sid]?.participants.values.contains(where: { $0.wire.uid == claims.sub }) != true,
+           rooms.values.lazy.filter({ $0.participants.values.contains { $0.wire.uid == claims.sub } }).count >= limits.maxRoomsPerUser {
+            return fail(connection, .tooManyRooms, "You are in \(limits.maxRoomsPerUser) rooms already; leave one first.", close: true)
+        }
         let room = rooms[claims.sid] ?? makeRoom(claims.sid)
         guard room.participants.count < limits.maxParticipants else {
             return fail(connection, .roomFull, "The session already has \(limits.maxParticipants) participants.", close: true)

@@ -14,6 +14,9 @@ public struct RoomLimits: Sendable, Equatable {
     public var gracePeriodSeconds = 30.0
     /// Idle timeout when the client does not say (seconds; 0 = never).
     public var defaultIdleTimeoutSeconds = 300
+    /// Rooms at once on this server, and rooms one user may be in at once (`ERR_TOO_MANY_ROOMS`).
+    public var maxRooms = 10_000
+    public var maxRoomsPerUser = 10
 
     public init() {}
 }

@@ -35,6 +35,10 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var authKeyLogin: Bool?
     public var authTokenTTLSeconds: Int?
     public var firstJoinerModerator: Bool?
+    public var maxRooms: Int?
+    public var maxRoomsPerUser: Int?
+    public var maxConnectionsPerAddress: Int?
+    public var joinTimeoutSeconds: Int?
     public var production: Bool?
     public var apns: APNsConfig?
     public var fcm: FCMConfig?
@@ -52,7 +56,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -124,6 +128,10 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.webhookMaxAttempts = try int("webhookMaxAttempts")
         c.webhookQueueLimit = try int("webhookQueueLimit")
         c.authTokenTTLSeconds = try int("authTokenTTLSeconds")
+        c.maxRooms = try int("maxRooms")
+        c.maxRoomsPerUser = try int("maxRoomsPerUser")
+        c.maxConnectionsPerAddress = try int("maxConnectionsPerAddress")
+        c.joinTimeoutSeconds = try int("joinTimeoutSeconds")
         if let u = try string("publicURL") {
             guard (u.hasPrefix("http://") || u.hasPrefix("https://")), URL(string: u)?.host != nil, !u.hasSuffix("/") else {
                 throw Invalid(message: "\(path): 'publicURL' must be http(s)://HOST[:PORT][/PATH] without a trailing slash")

@@ -57,6 +57,16 @@ public struct ServerConfiguration: Sendable {
     public var ringTimeoutSeconds: Int = 45
     /// REST requests per second allowed from one peer address, with a burst of twice that.
     public var restRequestsPerSecond: Double = 100
+    /// Rooms at once, and rooms one user may be in at once (`ERR_TOO_MANY_ROOMS`).
+    public var maxRooms = 10_000
+    public var maxRoomsPerUser = 10
+    /// Open WebSockets per peer address (`ERR_TOO_MANY_CONNECTIONS` past it).
+    public var maxConnectionsPerAddress = 64
+    /// Loopback peers are not held to `maxConnectionsPerAddress` (load generators; a TLS proxy in
+    /// front makes every client loopback: limit there).
+    public var connectionLimitExemptsLoopback = true
+    /// A WebSocket that has not sent `join`, `hello` or `resume` within this is closed (seconds).
+    public var joinTimeoutSeconds: Double = 10
     public var logFormat: ServerLog.Format
     /// How often live calls are stamped in the store; a crash loses at most this much end time.
     public var storeHeartbeatSeconds: Double = 5

@@ -20,7 +20,8 @@ let usage = """
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
-                              firstJoinerModerator); flags given
+                              firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
+                              joinTimeoutSeconds); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -114,6 +115,17 @@ let production = args.has("production") || (file.production ?? false)
 config.autoCreateUsers = args.has("no-auto-create-users") || production ? false : (file.autoCreateUsers ?? true)
 config.authKeyLogin = args.has("no-auth-key-login") || production ? false : (file.authKeyLogin ?? true)
 config.firstJoinerModerator = production ? (file.firstJoinerModerator ?? false) : (file.firstJoinerModerator ?? true)
+for (key, value, range) in [("maxRooms", file.maxRooms, 1...1_000_000), ("maxRoomsPerUser", file.maxRoomsPerUser, 1...10_000),
+                             ("maxConnectionsPerAddress", file.maxConnectionsPerAddress, 1...100_000), ("joinTimeoutSeconds", file.joinTimeoutSeconds, 1...3600)] {
+    guard let v = value else { continue }
+    guard range.contains(v) else { fail("\(key) must be \(range.lowerBound)…\(range.upperBound)") }
+    switch key {
+    case "maxRooms": config.maxRooms = v
+    case "maxRoomsPerUser": config.maxRoomsPerUser = v
+    case "maxConnectionsPerAddress": config.maxConnectionsPerAddress = v
+    default: config.joinTimeoutSeconds = Double(v)
+    }
+}
 if let t = file.authTokenTTLSeconds {
     guard (60...31_536_000).contains(t) else { fail("authTokenTTLSeconds must be 60…31536000 (a minute to a year)") }
     config.authTokenTTLSeconds = Int64(t)

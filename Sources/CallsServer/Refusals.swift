@@ -1,0 +1,54 @@
+import CallsCore
+import Foundation
+
+/// Why a request was refused, for `/metrics` and the log.
+enum RefusalCause: String, Sendable, CaseIterable {
+    /// REST: a missing or wrong key or token (401/403).
+    case restAuth = "rest_auth"
+    /// REST: over the per-address rate.
+    case rateLimited = "rate_limited"
+    /// Signalling: a call or auth token refused (invalid, expired, revoked, not for this server).
+    case signalAuth = "signal_auth"
+    /// Signalling: a room's rules said no (removed, allow-list, passcode, token in use, full).
+    case roomAccess = "room_access"
+    /// Signalling: a moderator action by someone who is not one.
+    case moderation
+    /// Signalling: over the per-connection message rate.
+    case signalRate = "signal_rate"
+    /// A WebSocket that never joined within the timeout.
+    case idleConnection = "idle_connection"
+    /// Too many WebSockets from one address.
+    case connectionsPerAddress = "connections_per_address"
+}
+
+/// Counts every refusal and logs it once per cause per peer per interval (so 1,500 refusals
+/// from one attacker are one line a minute, and a second peer is its own line).
+///
+/// Thread rules: any thread (a lock).
+final class Refusals: Sendable {
+    private let counts = Locked<[RefusalCause: UInt64]>([:])
+    private let lastLogged = Locked<[String: UInt64]>([:])
+    private let log: ServerLog
+    let intervalNanoseconds: UInt64
+
+    init(log: ServerLog, intervalSeconds: Double = 60) {
+        self.log = log
+        intervalNanoseconds = UInt64(intervalSeconds * 1e9)
+    }
+
+    func refused(_ cause: RefusalCause, peer: String, detail: String) {
+        counts.withLock { $0[cause, default: 0] += 1 }
+        let now = monotonicNanoseconds()
+        let key = cause.rawValue + "|" + peer
+        let due = lastLogged.withLock { l -> Bool in
+            if l.count > 100_000 { l = l.filter { now &- $0.value < intervalNanoseconds } }
+            if let t = l[key], now &- t < intervalNanoseconds { return false }
+            l[key] = now
+            return true
+        }
+        if due { log.warn("refused", ["cause": cause.rawValue, "peer": peer, "detail": detail]) }
+    }
+
+    func count(_ cause: RefusalCause) -> UInt64 { counts.withLock { $0[cause] ?? 0 } }
+    var all: [(RefusalCause, UInt64)] { RefusalCause.allCases.map { ($0, count($0)) } }
+}

@@ -1,0 +1,92 @@
+@testable import CallsServer
+import CallRoomTestSupport
+import CallsCore
+import Foundation
+import XCTest
+
+/// Issue #15's abuse findings, each reproduced: sockets held forever without joining, a rate
+/// limiter reset by spraying addresses, refusals that left no trace, rooms without limits.
+final class AbuseTests: XCTestCase {
+    func testAConnectionThatNeverJoinsIsClosedAndCounted() throws {
+        let h = try ServerHarness { $0.joinTimeoutSeconds = 0.5 }
+        defer { h.stop(); h.removeData() }
+        let idle = try SignalProbe(url: h.server.url)
+        let member = try SignalProbe(url: h.server.url)
+        member.send(.join(.init(callToken: try h.callToken(uid: "ann", session: "idle"))))
+        XCTAssertNotNil(member.joined())
+        XCTAssertTrue(idle.waitClosed(timeout: 3), "held forever before")
+        XCTAssertTrue(idle.all.contains { if case .error(.joinTimeout, _) = $0 { return true }; return false })
+        Thread.sleep(forTimeInterval: 0.6)
+        XCTAssertFalse(member.closed, "a joined connection stays")
+        XCTAssertTrue(h.server.metricsText().contains(#"callroom_refused_total{cause="idle_connection"} 1"#), h.server.metricsText())
+    }
+
+    func testOpenWebSocketsArePerAddressBounded() throws {
+        let h = try ServerHarness {
+            $0.maxConnectionsPerAddress = 3
+            $0.connectionLimitExemptsLoopback = false
+        }
+        defer { h.stop(); h.removeData() }
+        let held = try (0..<3).map { _ in try SignalProbe(url: h.server.url) }
+        let extra = try SignalProbe(url: h.server.url)
+        XCTAssertTrue(extra.waitClosed(), "the fourth from one address is closed")
+        XCTAssertTrue(extra.all.contains { if case .error(.tooManyConnections, _) = $0 { return true }; return false })
+        XCTAssertFalse(held.contains { $0.closed })
+        held[0].client.disconnect()
+        Thread.sleep(forTimeInterval: 0.2)
+        let again = try SignalProbe(url: h.server.url)
+        again.send(.join(.init(callToken: try h.callToken(uid: "ann", session: "cap"))))
+        XCTAssertNotNil(again.joined(), "a slot freed is a slot")
+    }
+
+    /// The attack: exhaust one address's bucket, then make requests from 10,000+ others — the
+    /// old table was wiped past 10,000 peers and the exhausted address refilled.
+    func testSprayingAddressesDoesNotRefillAnExhaustedOne() {
+        var l = PeerLimiter(capacity: 2, perSecond: 1, maxPeers: 1000)
+        let t0: UInt64 = 1_000_000_000
+        XCTAssertTrue(l.allow("203.0.113.7", now: t0))
+        XCTAssertTrue(l.allow("203.0.113.7", now: t0))
+        XCTAssertFalse(l.allow("203.0.113.7", now: t0))
+        for i in 0..<20_000 { _ = l.allow("10.\(i / 65536).\(i / 256 % 256).\(i % 256)", now: t0 + UInt64(i)) }
+        XCTAssertLessThanOrEqual(l.count, 1000, "the table stays bounded")
+        XCTAssertFalse(l.allow("203.0.113.7", now: t0 + 20_000), "still exhausted")
+        XCTAssertTrue(l.allow("203.0.113.7", now: t0 + 1_100_000_000), "and refills with time, as a bucket does")
+    }
+
+    /// Every refusal is counted; the log has one line per cause per peer per minute.
+    func testRefusalsAreCountedAndLoggedOncePerCausePerPeer() throws {
+        let tmp = TemporaryDirectory("callroom-abuse")
+        defer { tmp.remove() }
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "warn"])
+        defer { _ = server.stop() }
+        for _ in 0..<40 { _ = BlockingHTTP.request("GET", server.url + "/v3/users", headers: ["apikey": "wrong"]) }
+        for _ in 0..<5 {
+            let p = try SignalProbe(url: server.url)
+            p.send(.join(.init(callToken: "not-a-token")))
+            XCTAssertEqual(p.error(), "AUTH_ERR_TOKEN_INVALID")
+        }
+        let metrics = BlockingHTTP.request("GET", server.url + "/metrics").text
+        XCTAssertTrue(metrics.contains(#"callroom_refused_total{cause="rest_auth"} 40"#), metrics)
+        XCTAssertTrue(metrics.contains(#"callroom_refused_total{cause="signal_auth"} 5"#), metrics)
+        Thread.sleep(forTimeInterval: 0.2)
+        let lines = server.process.errorOutput.split(separator: "\n").filter { $0.contains("refused") }
+        XCTAssertEqual(lines.filter { $0.contains("rest_auth") }.count, 1, "40 refusals, one line: \(lines)")
+        XCTAssertEqual(lines.filter { $0.contains("signal_auth") }.count, 1)
+        XCTAssertTrue(lines.allSatisfy { $0.contains("127.0.0.1") }, "the line names the peer")
+    }
+
+    func testRoomsAreLimitedPerServerAndPerUser() throws {
+        let h = try ServerHarness { $0.maxRooms = 2; $0.maxRoomsPerUser = 1 }
+        defer { h.stop(); h.removeData() }
+        func join(_ uid: String, _ session: String) throws -> SignalProbe {
+            let p = try SignalProbe(url: h.server.url)
+            p.send(.join(.init(callToken: try h.callToken(uid: uid, session: session))))
+            return p
+        }
+        XCTAssertNotNil(try join("ann", "one").joined())
+        XCTAssertEqual(try join("ann", "two").error(), "ERR_TOO_MANY_ROOMS", "one room at a time for ann")
+        XCTAssertNotNil(try join("ben", "two").joined())
+        XCTAssertEqual(try join("cat", "three").error(), "ERR_TOO_MANY_ROOMS", "two rooms on this server")
+        XCTAssertNotNil(try join("cat", "one").joined(), "an open room still takes people")
+    }
+}
