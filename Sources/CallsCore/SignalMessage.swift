@@ -143,8 +143,13 @@ public enum ServerMessage: Sendable, Equatable {
         public var dominantSpeaker: String?
         /// The session's invite link at the server's public URL (absent: the address the client used).
         public var inviteLink: String?
+        /// The media relay's host to send to (`mediaPublicAddress`: NAT, several interfaces);
+        /// absent: the host the client reached signalling at.
+        public var mediaHost: String?
         public init(sessionId: String, you: WireParticipant, participants: [WireParticipant], mediaPort: Int, bindToken: String,
-                    resumeToken: String? = nil, gracePeriodSeconds: Int? = nil, dominantSpeaker: String? = nil, inviteLink: String? = nil) {
+                    resumeToken: String? = nil, gracePeriodSeconds: Int? = nil, dominantSpeaker: String? = nil, inviteLink: String? = nil,
+                    mediaHost: String? = nil) {
+            self.mediaHost = mediaHost
             self.sessionId = sessionId
             self.you = you
             self.participants = participants

@@ -147,6 +147,7 @@ public final class CallServer: @unchecked Sendable {
         generatedKeys = generated
         // Before any port is bound: a bad key file stops the start with nothing to undo.
         let providers = try pushProviders()
+        let mediaPublic = try Self.mediaAddress(configuration.mediaPublicAddress)
         let store: CallStore
         let dbPath = (dir as NSString).appendingPathComponent("callroom.sqlite")
         guard PrivateFiles.create(dbPath) else { throw .cannotWrite(dbPath) }
@@ -194,7 +195,8 @@ public final class CallServer: @unchecked Sendable {
             throw .database(error.description)
         }
         let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits, outbox: hooks,
-                                 publicURL: configuration.publicURL, revocations: revocations, roomRules: roomRules)
+                                 publicURL: configuration.publicURL, mediaPublicAddress: mediaPublic,
+                                 revocations: revocations, roomRules: roomRules)
         let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks,
                                  pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue })
         calls.authTokenTTLSeconds = configuration.authTokenTTLSeconds
@@ -308,6 +310,16 @@ public final class CallServer: @unchecked Sendable {
 
     /// Whether any webhook is (or was, since start) configured: its counters are in /metrics.
     private var webhooksInUse: Bool { webhooks?.isRunning ?? false }
+
+    /// `HOST` or `HOST:PORT` (an IPv6 host in brackets).
+    static func mediaAddress(_ s: String?) throws(ServerStartError) -> (host: String, port: Int?)? {
+        guard let s else { return nil }
+        if let (h, p) = try? ArgumentScanner.hostPort(s), (1...65535).contains(p) { return (h, p) }
+        guard !s.isEmpty, !s.contains("/"), !s.contains(" "), s.split(separator: ":").count <= 1 || s.hasPrefix("[") else {
+            throw .badSetting("mediaPublicAddress must be HOST or HOST:PORT, not '\(s)'")
+        }
+        return (s.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), nil)
+    }
 
     static func isLoopback(_ peer: String) -> Bool { peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.") }
 

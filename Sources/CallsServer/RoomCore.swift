@@ -67,6 +67,9 @@ final class RoomCore {
     let mediaPort: Int
     /// The configured public URL: invite links in `joined` use it (nil: clients use their own address).
     let publicURL: String?
+    /// Where clients send media (`mediaPublicAddress`): host, and the port when it differs.
+    let mediaHost: String?
+    let mediaPublicPort: Int?
     /// Users whose earlier tokens no longer count (shared with the REST router, which revokes).
     let revocations: TokenRevocations
     /// The operator's rules per room (moderation, passcode, allow-list); shared with REST.
@@ -94,6 +97,7 @@ final class RoomCore {
     var now: Int64 = 0
 
     init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, publicURL: String? = nil,
+         mediaHost: String? = nil, mediaPublicPort: Int? = nil,
          revocations: TokenRevocations = TokenRevocations(), roomRules: RoomRulesDirectory = RoomRulesDirectory(defaultModeration: .firstJoiner),
          identities: RoomIdentities = .random,
          outbox: WebhookOutbox = .none) {
@@ -102,6 +106,8 @@ final class RoomCore {
         self.limits = limits
         self.mediaPort = mediaPort
         self.publicURL = publicURL
+        self.mediaHost = mediaHost
+        self.mediaPublicPort = mediaPublicPort
         self.revocations = revocations
         self.roomRules = roomRules
         self.identities = identities
@@ -328,10 +334,10 @@ final class RoomCore {
     }
 
     func joinedPayload(_ room: Room, _ p: Participant) -> ServerMessage.Joined {
-        .init(sessionId: room.sessionId, you: p.wire, participants: room.roster, mediaPort: mediaPort,
+        .init(sessionId: room.sessionId, you: p.wire, participants: room.roster, mediaPort: mediaPublicPort ?? mediaPort,
               bindToken: Hex.encode(p.bindToken), resumeToken: p.resumeToken,
               gracePeriodSeconds: Int(limits.gracePeriodSeconds), dominantSpeaker: room.dominant,
-              inviteLink: publicURL.map { InvitePage.link(publicURL: $0, sessionId: room.sessionId) })
+              inviteLink: publicURL.map { InvitePage.link(publicURL: $0, sessionId: room.sessionId) }, mediaHost: mediaHost)
     }
 
     private func makeRoom(_ sid: String) -> Room {

@@ -38,14 +38,16 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     var onCommitted: (@Sendable () -> Void)?
 
     init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits(),
-         outbox: WebhookOutbox = .none, publicURL: String? = nil, revocations: TokenRevocations = TokenRevocations(),
+         outbox: WebhookOutbox = .none, publicURL: String? = nil, mediaPublicAddress: (host: String, port: Int?)? = nil,
+         revocations: TokenRevocations = TokenRevocations(),
          roomRules: RoomRulesDirectory = RoomRulesDirectory(defaultModeration: .firstJoiner),
          scheduler: any Scheduler = DispatchScheduler.shared) {
         self.scheduler = scheduler
         self.store = store
         self.relay = relay
         self.log = log
-        core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, publicURL: publicURL, revocations: revocations,
+        core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, publicURL: publicURL,
+                        mediaHost: mediaPublicAddress?.host, mediaPublicPort: mediaPublicAddress?.port, revocations: revocations,
                         roomRules: roomRules, outbox: outbox)
         timers = TimerTable(scheduler: scheduler, queue: queue)
         writer = StoreWriter(store: store) { [weak self] receipts in

@@ -36,6 +36,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var authTokenTTLSeconds: Int?
     public var firstJoinerModerator: Bool?
     public var maxRooms: Int?
+    public var mediaPublicAddress: String?
     public var maxRoomsPerUser: Int?
     public var maxConnectionsPerAddress: Int?
     public var joinTimeoutSeconds: Int?
@@ -56,7 +57,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
                                            "relayFastPath", "relayFastPathObject"]
 
@@ -129,6 +130,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.webhookQueueLimit = try int("webhookQueueLimit")
         c.authTokenTTLSeconds = try int("authTokenTTLSeconds")
         c.maxRooms = try int("maxRooms")
+        c.mediaPublicAddress = try string("mediaPublicAddress")
         c.maxRoomsPerUser = try int("maxRoomsPerUser")
         c.maxConnectionsPerAddress = try int("maxConnectionsPerAddress")
         c.joinTimeoutSeconds = try int("joinTimeoutSeconds")

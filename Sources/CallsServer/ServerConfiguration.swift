@@ -40,6 +40,10 @@ public struct ServerConfiguration: Sendable {
     /// would cross the network in the clear).
     public var allowPlainHTTP = false
 
+    /// The media relay's address as clients must reach it (`HOST` or `HOST:PORT`: behind NAT, or
+    /// with several interfaces); sent in `joined`. nil: clients use the signalling host.
+    public var mediaPublicAddress: String?
+
     /// The address people reach this server at (invite links use it); nil: the listening address.
     public var publicURL: String?
     /// Apps that open `/call/*` links: Apple app ids (`TEAMID.bundle`) and Android packages.
@@ -120,6 +124,8 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     case pushKey(String)
     /// TLS: a certificate or key that does not load, or plain HTTP on a non-loopback address.
     case tls(String)
+    /// A setting that cannot be used as given (the message says which).
+    case badSetting(String)
 
     public var description: String {
         switch self {
@@ -132,6 +138,7 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
         case .fastPath(let m): return "relay fast path: \(m)"
         case .pushKey(let m): return m
         case .tls(let m): return m
+        case .badSetting(let m): return m
         }
     }
 }

@@ -64,6 +64,14 @@ public final class WebServer: @unchecked Sendable {
     private var keyPath: UnsafeMutablePointer<CChar>?
     /// The one protocol a TLS listener offers (ALPN).
     private var alpn: UnsafeMutablePointer<CChar>?
+    /// The server's half of the heartbeat: libwebsockets pings a connection idle for 10 s and
+    /// hangs up one that stays silent for 25 s (a client that vanished without a FIN).
+    private let idlePolicy: UnsafeMutablePointer<lws_retry_bo_t> = {
+        let p = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
+        p.initialize(to: lws_retry_bo_t(retry_ms_table: nil, retry_ms_table_count: 0, conceal_count: 0,
+                                        secs_since_valid_ping: 10, secs_since_valid_hangup: 25, jitter_percent: 0))
+        return p
+    }()
     private var thread: Thread?
     /// A certificate reload asked for (any thread) and its result (the service thread).
     private let reloadRequest = Locked<DispatchSemaphore?>(nil)
@@ -128,6 +136,7 @@ public final class WebServer: @unchecked Sendable {
         free(certPath)
         free(keyPath)
         free(alpn)
+        idlePolicy.deallocate()
     }
 
     /// Binds and starts serving; returns the bound TCP port (useful with port 0).
@@ -153,6 +162,7 @@ public final class WebServer: @unchecked Sendable {
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.timeout_secs = 20
         info.max_http_header_data = 8192
+        info.retry_and_idle_policy = UnsafePointer(idlePolicy)
         if let tls {
             certPath = strdup(tls.certificate)
             keyPath = strdup(tls.privateKey)

@@ -73,11 +73,12 @@ extension CallsClient {
 
     func handle(_ m: ServerMessage) {
         dispatchPrecondition(condition: .onQueue(state))
+        lastHeardAt = monotonicNanoseconds()
         switch m {
         case .joined(let j):
             guard phase == .joining else { return }
             adopt(j)
-            let host = serverURL.host ?? "127.0.0.1"
+            let host = j.mediaHost ?? serverURL.host ?? "127.0.0.1"
             guard let relay = SocketAddress.resolve(host: host, port: j.mediaPort), let token = Hex.decode(j.bindToken) else {
                 return failJoin(CometChatCallException(errorCode: CometChatCallException.networkError,
                                                        errorDescription: "cannot resolve media relay \(host):\(j.mediaPort)"))
@@ -165,6 +166,12 @@ extension CallsClient {
         t.schedule(deadline: .now() + 2, repeating: 2)
         t.setEventHandler { [weak self] in
             guard let self, self.phase == .joined else { return }
+            // The heartbeat: pings every 2 s are answered; 5 s of silence is a dead or stalled
+            // server (a TCP connection can stay "open" to a stopped process for minutes).
+            if self.lastHeardAt != 0, monotonicNanoseconds() - self.lastHeardAt > Self.serverSilenceNanoseconds {
+                self.dropSocket()
+                return self.connectionLost()
+            }
             // A ping per report interval measures the round trip to the server (signalling).
             self.pingCounter += 1
             self.pingsSent = self.pingsSent.filter { $0.key > self.pingCounter - 5 }
@@ -261,6 +268,13 @@ extension CallsClient {
         self.socket = socket
         do { try socket.connect() } catch { return scheduleReconnect() }
         socket.send(text: ClientMessage.resume(token: token).json())
+        // A server that accepts the connection but never answers (stopped) does not hold us:
+        // this attempt ends after 3 s and the next is tried, until the grace period is over.
+        state.asyncAfter(deadline: .now() + 3) { [weak self, weak link] in
+            guard let self, self.phase == .reconnecting, let link, link === self.link else { return }
+            self.dropSocket()
+            self.scheduleReconnect()
+        }
     }
 
     private func giveUpReconnecting() {

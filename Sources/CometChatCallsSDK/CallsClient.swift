@@ -44,6 +44,10 @@ public final class CallsClient: @unchecked Sendable {
     /// Pings in flight (id → send time, monotonic ns) and the last measured round trip.
     var pingsSent: [Int: UInt64] = [:]
     var pingCounter = 0
+    /// When the server was last heard from (any message), monotonic ns; the heartbeat compares.
+    var lastHeardAt: UInt64 = 0
+    /// Silence from the server longer than this means it is gone or stalled (`connectionLost`).
+    static let serverSilenceNanoseconds: UInt64 = 5_000_000_000
     var roundTripMs: Double?
     /// The speaker output, kept open while another audio mode plays (state queue).
     var parkedSpeaker: (any AudioOutput)?

@@ -21,7 +21,7 @@ let usage = """
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
-                              joinTimeoutSeconds); flags given
+                              joinTimeoutSeconds, mediaPublicAddress); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -140,6 +140,7 @@ if let r = file.restRequestsPerSecond {
     config.restRequestsPerSecond = Double(r)
 }
 if let w = file.webhooks { config.webhooks = w }
+config.mediaPublicAddress = file.mediaPublicAddress
 config.apns = file.apns
 config.fcm = file.fcm
 if let u = file.publicURL { config.publicURL = u }

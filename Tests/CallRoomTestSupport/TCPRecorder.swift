@@ -12,6 +12,10 @@ public final class TCPRecorder: @unchecked Sendable {
     private let lock = NSLock()
     private var captured: [UInt8] = []
     private var running = true
+    private var paused = false
+
+    /// While paused nothing is forwarded either way (a stalled server: connections open, silent).
+    public func pause(_ on: Bool) { lock.withLock { paused = on } }
 
     public init(forwardingTo targetPort: Int) throws {
         target = targetPort
@@ -66,6 +70,10 @@ public final class TCPRecorder: @unchecked Sendable {
         var fds = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
         var buf = [UInt8](repeating: 0, count: 65_536)
         while lock.withLock({ running }) {
+            if lock.withLock({ paused }) {
+                Thread.sleep(forTimeInterval: 0.02)
+                continue
+            }
             guard poll(&fds, 2, 200) >= 0 else { return }
             for (i, f) in fds.enumerated() where f.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
                 let n = read(f.fd, &buf, buf.count)

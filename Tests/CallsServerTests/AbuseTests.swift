@@ -27,7 +27,13 @@ final class AbuseTests: XCTestCase {
             $0.connectionLimitExemptsLoopback = false
         }
         defer { h.stop(); h.removeData() }
-        let held = try (0..<3).map { _ in try SignalProbe(url: h.server.url) }
+        // One at a time, each known open (a pong) before the next: the fourth is the one over.
+        let held = try (0..<3).map { i -> SignalProbe in
+            let p = try SignalProbe(url: h.server.url)
+            p.send(.ping(i))
+            XCTAssertNotNil(p.wait { if case .pong(i) = $0 { return true }; return false })
+            return p
+        }
         let extra = try SignalProbe(url: h.server.url)
         XCTAssertTrue(extra.waitClosed(), "the fourth from one address is closed")
         XCTAssertTrue(extra.all.contains { if case .error(.tooManyConnections, _) = $0 { return true }; return false })

@@ -37,4 +37,23 @@ final class InvitePageTests: XCTestCase {
         let links = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(BlockingHTTP.request("GET", h.server.url + "/.well-known/assetlinks.json").text.utf8)) as? [[String: Any]])
         XCTAssertEqual((links.first?["target"] as? [String: Any])?["package_name"] as? String, "com.example.calls")
     }
+
+    /// `mediaPublicAddress`: clients are told where to send media instead of guessing the signalling host.
+    func testJoinedAdvertisesTheMediaPublicAddress() throws {
+        let h = try ServerHarness { $0.mediaPublicAddress = "203.0.113.9:40000" }
+        defer { h.stop(); h.removeData() }
+        let p = try SignalProbe(url: h.server.url)
+        p.send(.join(.init(callToken: try h.callToken(uid: "ann", session: "nat"))))
+        let j = try XCTUnwrap(p.joined())
+        XCTAssertEqual(j.mediaHost, "203.0.113.9")
+        XCTAssertEqual(j.mediaPort, 40000)
+        let plain = try ServerHarness()
+        defer { plain.stop(); plain.removeData() }
+        let q = try SignalProbe(url: plain.server.url)
+        q.send(.join(.init(callToken: try plain.callToken(uid: "ann", session: "lan"))))
+        XCTAssertNil(try XCTUnwrap(q.joined()).mediaHost, "not configured: the client uses the signalling host")
+        var bad = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: plain.dir + "-bad")
+        bad.mediaPublicAddress = "not a host/x"
+        XCTAssertThrowsError(try CallServer(configuration: bad).start()) { XCTAssertTrue("\($0)".contains("mediaPublicAddress")) }
+    }
 }

@@ -1,0 +1,71 @@
+import CallRoomTestSupport
+import CallsServer
+@testable import CometChatCallsSDK
+import Foundation
+import XCTest
+
+/// The signalling heartbeat: a server that stops answering (a stalled process, a dead path: the
+/// TCP connection stays "open") is noticed within seconds; a stall shorter than the grace period
+/// resumes, a longer one ends the session instead of hanging forever "reconnecting".
+final class HeartbeatTests: XCTestCase {
+    final class Log: @unchecked Sendable {
+        let lock = NSLock()
+        var events: [(CallEvent, Date)] = []
+        func add(_ e: CallEvent) { lock.lock(); events.append((e, Date())); lock.unlock() }
+        func first(_ e: CallEvent) -> Date? { lock.lock(); defer { lock.unlock() }; return events.first { $0.0 == e }?.1 }
+        func wait(_ e: CallEvent, timeout: TimeInterval) -> Date? {
+            let end = Date().addingTimeInterval(timeout)
+            while Date() < end { if let d = first(e) { return d }; Thread.sleep(forTimeInterval: 0.02) }
+            return nil
+        }
+    }
+
+    private func start(grace: Double) throws -> (CallServer, String) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-hb-\(UUID().uuidString.prefix(6))").path
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
+        c.logLevel = .error
+        c.gracePeriodSeconds = grace
+        let server = CallServer(configuration: c)
+        try server.start()
+        return (server, dir)
+    }
+
+    private func joinThrough(_ recorder: TCPRecorder, _ server: CallServer, log: Log) async throws -> CallsClient {
+        let url = try XCTUnwrap(URL(string: "http://127.0.0.1:\(recorder.port)"))
+        let client = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "hb")) { log.add($0) }
+        _ = try await client.login(uid: "ada", authKey: server.keys.authKey)
+        try await client.join(callToken: try await client.generateToken(sessionID: "hb"), sessionID: "hb",
+                              settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null").build())
+        return client
+    }
+
+    func testAStalledServerIsNoticedAndAShortStallResumes() async throws {
+        let (server, dir) = try start(grace: 20)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let recorder = try TCPRecorder(forwardingTo: server.port)
+        defer { recorder.stop() }
+        let log = Log()
+        let client = try await joinThrough(recorder, server, log: log)
+        let stalled = Date()
+        recorder.pause(true)
+        let lost = try XCTUnwrap(log.wait(.connectionLost, timeout: 10), "never noticed (it used to hang)")
+        XCTAssertLessThan(lost.timeIntervalSince(stalled), 7.5, "noticed within the 5 s heartbeat (+ one 2 s tick)")
+        recorder.pause(false)
+        XCTAssertNotNil(log.wait(.connectionRestored, timeout: 10), "the stall ended within the grace period: resumed")
+        XCTAssertTrue(client.isSessionActive)
+        await client.leave()
+    }
+
+    func testAStallLongerThanTheGracePeriodEndsTheSession() async throws {
+        let (server, dir) = try start(grace: 2)
+        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let recorder = try TCPRecorder(forwardingTo: server.port)
+        defer { recorder.stop() }
+        let log = Log()
+        let client = try await joinThrough(recorder, server, log: log)
+        recorder.pause(true)
+        XCTAssertNotNil(log.wait(.connectionLost, timeout: 10))
+        XCTAssertNotNil(log.wait(.connectionClosed, timeout: 10), "gave up after the grace period instead of reconnecting forever")
+        XCTAssertFalse(client.isSessionActive)
+    }
+}
