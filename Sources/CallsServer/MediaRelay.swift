@@ -17,6 +17,8 @@ public final class RelayCounters: Sendable {
     public let droppedSendFailed = Atomic<UInt64>(0)
     public let droppedBindRateLimited = Atomic<UInt64>(0)
     public let droppedStale = Atomic<UInt64>(0)
+    /// From a member a moderator muted: never forwarded, whatever the client does.
+    public let droppedMuted = Atomic<UInt64>(0)
     /// Packets the kernel fast path forwarded (also counted in `forwarded`), and its run time.
     public let fastPathForwarded = Atomic<UInt64>(0)
     public let fastPathRunNanoseconds = Atomic<UInt64>(0)

@@ -39,6 +39,7 @@ struct MetricsReport {
             ("reason=\"send_failed\"", relay.droppedSendFailed.load(ordering: .relaxed)),
             ("reason=\"bind_rate_limited\"", relay.droppedBindRateLimited.load(ordering: .relaxed)),
             ("reason=\"stale\"", relay.droppedStale.load(ordering: .relaxed)),
+            ("reason=\"muted\"", relay.droppedMuted.load(ordering: .relaxed)),
         ])
         r.counter("callroom_relay_fastpath_packets_forwarded_total", "RTP packets the kernel fast path forwarded (included in the forwarded total).",
                   relay.fastPathForwarded.load(ordering: .relaxed))

@@ -79,7 +79,10 @@ final class RelayFastPath: @unchecked Sendable {
         if want.count > Int(CR_MAX_ROOM) { want = [] }
         var wanted: [UInt64: SocketAddress] = [:]
         for w in want { wanted[w.key] = w.address }
-        for k in roomKeys[room] ?? [] where wanted[k] != members[k]?.address { removeMember(k) }
+        // A muted member stays a destination but is no sender here: its packets go up to the
+        // socket relay, which drops them.
+        let sending = Set(want.map(\.key).filter { table.members[$0]?.muted != true })
+        for k in roomKeys[room] ?? [] where wanted[k] != members[k]?.address || !sending.contains(k) { removeMember(k) }
         let list = want.map(\.address)
         if list.isEmpty {
             if rooms.removeValue(forKey: room) != nil { _ = callroom_bpf_delete_room(&bpf, UInt32(truncatingIfNeeded: room)) }
@@ -89,7 +92,7 @@ final class RelayFastPath: @unchecked Sendable {
             rooms[room] = list
         }
         // Members last: a sender enters the fast path only once its room's list is in place.
-        for w in want {
+        for w in want where sending.contains(w.key) {
             if let old = members[w.key], old.room == room, old.ssrc == w.ssrc { continue }
             guard let slot = members[w.key]?.slot ?? takeSlot() else { continue }  // 65,536 members: the rest stay with the workers
             guard callroom_bpf_set_member(&bpf, w.address.ip, w.address.port.bigEndian, UInt32(truncatingIfNeeded: room),

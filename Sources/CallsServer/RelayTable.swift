@@ -21,12 +21,15 @@ struct RelayTable: Sendable {
         var room: Int
         var ssrc: UInt32
         var token: BindToken?
+        /// A moderator muted it: it still receives, but nothing it sends is forwarded.
+        var muted: Bool
 
-        init(key: UInt64, room: Int, ssrc: UInt32, token: BindToken? = nil) {
+        init(key: UInt64, room: Int, ssrc: UInt32, token: BindToken? = nil, muted: Bool = false) {
             self.key = key
             self.room = room
             self.ssrc = ssrc
             self.token = token
+            self.muted = muted
         }
     }
 

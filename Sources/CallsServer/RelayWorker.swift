@@ -141,6 +141,10 @@ final class RelayWorker: @unchecked Sendable {
             c.droppedSSRCMismatch.add(1, ordering: .relaxed)
             return
         }
+        guard !member.muted else {
+            c.droppedMuted.add(1, ordering: .relaxed)
+            return
+        }
         if let level = MediaRelay.audioLevel(datagram) { levels.append((key, level)) }
         guard let others = table.rooms[member.room] else { return }
         // One sendmmsg per datagram for all its destinations (batches of 64).

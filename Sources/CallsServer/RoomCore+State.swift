@@ -43,7 +43,11 @@ extension RoomCore {
     func moderate(_ room: Room, by pid: String, target: String, connection: ConnectionID, action: ModerationAction) {
         guard requireModerator(room, pid, connection), admittedTarget(room, target, connection) else { return }
         switch action {
-        case .mute: update(room, target, change: .audioMuted) { $0.isAudioMuted = true }
+        case .mute:
+            update(room, target, change: .audioMuted) { $0.isAudioMuted = true }
+            // Enforced, not asked: the relay stops forwarding them, whether their client obeys or not.
+            room.participants[target]?.serverMuted = true
+            patchRelay(room)
         case .pauseVideo: update(room, target, change: .videoPaused) { $0.isVideoPaused = true }
         case .remove:
             log(.info, "participant removed by moderator", ["session": room.sessionId, "pid": target, "by": pid])

@@ -35,6 +35,8 @@ final class RoomCore {
         var tokenExpires: Int64 = 0
         /// The operator set this role in the call token: succession never changes it.
         var roleFromToken = false
+        /// A moderator muted it: the relay forwards nothing it sends until it unmutes itself.
+        var serverMuted = false
     }
 
     final class Room {
@@ -160,7 +162,13 @@ final class RoomCore {
         }
         switch message {
         case .leave: leave(session: sid, pid: pid, reason: .left, notifySelf: true)
-        case .setAudioMuted(let v): update(room, pid, change: v ? .audioMuted : .audioUnmuted) { $0.isAudioMuted = v }
+        case .setAudioMuted(let v):
+            update(room, pid, change: v ? .audioMuted : .audioUnmuted) { $0.isAudioMuted = v }
+            // Unmuting yourself (everyone sees it) lifts a moderator's mute at the relay.
+            if !v, room.participants[pid]?.serverMuted == true {
+                room.participants[pid]?.serverMuted = false
+                patchRelay(room)
+            }
         case .setVideoPaused(let v): update(room, pid, change: v ? .videoPaused : .videoResumed) { $0.isVideoPaused = v }
         case .setHandRaised(let v):
             let t = now
@@ -215,7 +223,9 @@ final class RoomCore {
 
     /// The room's media membership: its admitted participants.
     func patchRelay(_ room: Room) {
-        let members = room.admitted.map { RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, token: BindToken($0.bindToken)) }
+        let members = room.admitted.map {
+            RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, token: BindToken($0.bindToken), muted: $0.serverMuted)
+        }
         effects.append(.relay(RelayPatch(room: room.index, members: members)))
     }
 

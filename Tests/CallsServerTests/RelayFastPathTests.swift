@@ -125,6 +125,28 @@ final class RelayFastPathTests: XCTestCase {
         withExtendedLifetime([a, b, c, other, p, q]) {}
     }
 
+    /// A moderator's mute holds in the kernel too: the muted member is taken out of the
+    /// program's senders, so its packets reach the workers, which drop them.
+    func testAMutedMemberIsNotForwardedByTheKernel() throws {
+        let h = try ServerHarness { $0.relayFastPath = .on; $0.relayFastPathObject = Self.object }
+        defer { h.stop(); h.removeData() }
+        let counters = try XCTUnwrap(h.server.relayCounters)
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
+        let mod = try h.joinAndBind("mod", session: "mute"), loud = try h.joinAndBind("loud", session: "mute")
+        Thread.sleep(forTimeInterval: 0.2)
+        func packet(_ n: UInt16) -> [UInt8] { RTPPacket(sequenceNumber: n, timestamp: UInt32(n) * 960, ssrc: loud.joined.you.ssrc, payload: [3]).encoded() }
+        loud.socket.send(packet(1), to: relay)
+        XCTAssertEqual(mod.socket.receiveBytes(), packet(1))
+        waitFor("forwarded by the kernel") { counters.fastPathForwarded.load(ordering: .relaxed) == 1 }
+        mod.probe.send(.muteParticipant(pid: loud.joined.you.pid))
+        XCTAssertNotNil(loud.probe.wait { if case .participantUpdated(_, change: .audioMuted) = $0 { return true }; return false })
+        Thread.sleep(forTimeInterval: 0.2)  // worker 0 syncs the maps within 50 ms
+        loud.socket.send(packet(2), to: relay)
+        XCTAssertNil(mod.socket.receiveBytes(timeoutMs: 300), "not forwarded, by the kernel or the workers")
+        waitFor("the workers saw it and dropped it") { counters.droppedMuted.load(ordering: .relaxed) == 1 }
+        XCTAssertEqual(counters.fastPathForwarded.load(ordering: .relaxed), 1)
+    }
+
     func testAKilledServerLeavesNothingInTheKernel() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crs-fp-\(UUID().uuidString.prefix(8))").path
         defer { try? FileManager.default.removeItem(atPath: dir) }

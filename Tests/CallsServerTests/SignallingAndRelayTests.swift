@@ -135,4 +135,39 @@ final class SignallingAndRelayTests: XCTestCase {
         sa.send(RTPPacket(sequenceNumber: 1, timestamp: 1, ssrc: ja.you.ssrc, payload: [5]).encoded(), to: relay)
         XCTAssertNil(sb.receiveBytes(timeoutMs: 200))
     }
+
+    /// The attack: a client a moderator muted keeps sending (it ignores `participantUpdated`),
+    /// and everyone still hears it. The relay now drops what it sends until it unmutes itself.
+    func testAModeratorsMuteIsEnforcedByTheRelay() throws {
+        let (a, ja) = try join("alice")  // first in: moderator
+        let (b, jb) = try join("bob")
+        XCTAssertEqual(ja.you.role, .moderator)
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
+        let sa = try UDPSocket(host: "127.0.0.1", port: 0)
+        let sb = try UDPSocket(host: "127.0.0.1", port: 0)
+        for (s, j) in [(sa, ja), (sb, jb)] {
+            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
+            XCTAssertNotNil(s.receiveBytes())
+        }
+        func packet(_ n: UInt16) -> [UInt8] { RTPPacket(sequenceNumber: n, timestamp: UInt32(n) * 960, ssrc: jb.you.ssrc, payload: [9]).encoded() }
+        sb.send(packet(1), to: relay)
+        XCTAssertEqual(sa.receiveBytes(), packet(1), "heard before the mute")
+        a.send(.muteParticipant(pid: jb.you.pid))
+        XCTAssertNotNil(b.wait { if case .participantUpdated(let p, change: .audioMuted) = $0 { return p.pid == jb.you.pid }; return false })
+        Thread.sleep(forTimeInterval: 0.1)  // the relay's workers apply the patch between batches
+        sb.send(packet(2), to: relay)
+        sb.send(packet(3), to: relay)
+        XCTAssertNil(sa.receiveBytes(timeoutMs: 300), "a muted client that keeps sending is not heard")
+        XCTAssertEqual(h.server.relayCounters?.droppedMuted.load(ordering: .relaxed), 2)
+        XCTAssertTrue(h.server.metricsText().contains(#"callroom_relay_packets_dropped_total{reason="muted"} 2"#))
+        // It still hears the room.
+        sa.send(RTPPacket(sequenceNumber: 1, timestamp: 960, ssrc: ja.you.ssrc, payload: [1]).encoded(), to: relay)
+        XCTAssertNotNil(sb.receiveBytes(), "muted, not deafened")
+        // Unmuting itself (everyone sees it) lifts the mute at the relay.
+        b.send(.setAudioMuted(false))
+        XCTAssertNotNil(a.wait { if case .participantUpdated(let p, change: .audioUnmuted) = $0 { return p.pid == jb.you.pid }; return false })
+        Thread.sleep(forTimeInterval: 0.1)
+        sb.send(packet(4), to: relay)
+        XCTAssertEqual(sa.receiveBytes(), packet(4))
+    }
 }
