@@ -17,6 +17,7 @@ enum BenchCommand {
                callroom bench udp-floor [--destinations N] [--datagrams N]
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
                callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]
+               callroom bench join --server URL --auth-key KEY [--joins N] [--ca-file FILE | --insecure]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
@@ -44,19 +45,22 @@ enum BenchCommand {
                  → arrival delay and events/s for --calls (two events each); with --outage-calls, the
                  time a backlog takes to drain after the receiver comes back (an outage of at least
                  --outage-seconds) and how many requests the dead receiver got
+        join       what joining costs a new client, one at a time (--joins, default 50): login, call
+                 token, signalling connect + join; over https:// each pays its TLS handshake
 
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks"].contains(sub) else {
+        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join"].contains(sub) else {
             Console.out(usage)
             exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
         }
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
-                                                                        "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds"],
-                                       boolean: ["help"])
+                                                                        "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds",
+                                                                        "joins", "ca-file"],
+                                       boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
         func int(_ k: String, _ d: Int, _ r: ClosedRange<Int>) -> Int {
@@ -70,6 +74,8 @@ enum BenchCommand {
             exit(ExitCode.ok)
         case "ring":
             RingBench.run(args)
+        case "join":
+            JoinBench.run(args)
         case "webhooks":
             WebhookBench.run(calls: int("calls", 200, 1...100_000), outageCalls: int("outage-calls", 0, 0...100_000),
                              outageSeconds: int("outage-seconds", 0, 0...3600))
