@@ -65,20 +65,12 @@ public enum SelfSignedCertificate {
     /// Checks that `certificatePEM` and `privateKeyPEM` parse and belong together; returns the
     /// certificate's fingerprint. Messages never contain the key.
     public static func check(certificatePEM: String, privateKeyPEM: String) throws(CertificateError) -> String {
-        let certBytes = Array(certificatePEM.utf8), keyBytes = Array(privateKeyPEM.utf8)
-        let cert: OpaquePointer? = certBytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_X509(bio, nil, nil, nil)
-        }
-        guard let cert else { ERR_clear_error(); throw CertificateError(message: "the certificate is not PEM") }
+        let cert = try readCertificate(certificatePEM)
         defer { X509_free(cert) }
-        let key: OpaquePointer? = keyBytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+        guard let key = withBIO(privateKeyPEM, { PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else {
+            ERR_clear_error()
+            throw CertificateError(message: "the private key is not PEM (or is encrypted)")
         }
-        guard let key else { ERR_clear_error(); throw CertificateError(message: "the private key is not PEM (or is encrypted)") }
         defer { EVP_PKEY_free(key) }
         guard X509_check_private_key(cert, key) == 1 else { ERR_clear_error(); throw CertificateError(message: "the private key does not match the certificate") }
         return try fingerprint(cert)
@@ -86,18 +78,28 @@ public enum SelfSignedCertificate {
 
     /// The SHA-256 fingerprint of the first certificate in `pem`.
     public static func fingerprint(pem: String) throws(CertificateError) -> String {
-        let bytes = Array(pem.utf8)
-        let cert: OpaquePointer? = bytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_X509(bio, nil, nil, nil)
-        }
-        guard let cert else {
-            ERR_clear_error()
-            throw CertificateError(message: "not a PEM certificate")
-        }
+        let cert = try readCertificate(pem)
         defer { X509_free(cert) }
         return try fingerprint(cert)
+    }
+
+    /// The first certificate in `pem` (the caller frees it).
+    private static func readCertificate(_ pem: String) throws(CertificateError) -> OpaquePointer {
+        guard let cert = withBIO(pem, { PEM_read_bio_X509($0, nil, nil, nil) }) else {
+            ERR_clear_error()
+            throw CertificateError(message: "the certificate is not PEM")
+        }
+        return cert
+    }
+
+    /// Runs `read` on a read-only memory BIO over `text`'s bytes, freed afterwards.
+    private static func withBIO(_ text: String, _ read: (OpaquePointer) -> OpaquePointer?) -> OpaquePointer? {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { raw in
+            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return read(bio)
+        }
     }
 
     private static func fingerprint(_ x: OpaquePointer) throws(CertificateError) -> String {

@@ -25,9 +25,7 @@ final class PushSender: @unchecked Sendable {
     private let store: CallStore
     private let providers: [PushPlatform: any PushProvider]
     private let log: ServerLog
-    private let running = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
-    private let stopped = DispatchSemaphore(value: 0)
+    private let thread = OutboxThread(name: "callroom.push")
     let counters = PushCounters()
 
     init(store: CallStore, providers: [PushPlatform: any PushProvider], log: ServerLog) {
@@ -37,28 +35,20 @@ final class PushSender: @unchecked Sendable {
     }
 
     func start() {
-        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let t = Thread { [self] in
-            while running.load(ordering: .acquiring) {
+        thread.start { [self] in
+            while thread.isRunning {
                 let due = (try? store.duePushes(now: epochMilliseconds(), limit: 50)) ?? []
-                for p in due where running.load(ordering: .acquiring) { attempt(p) }
-                if due.isEmpty { _ = wake.wait(timeout: .now() + 0.1) }
+                for p in due where thread.isRunning { attempt(p) }
+                if due.isEmpty { thread.idle() }
             }
-            stopped.signal()
         }
-        t.name = "callroom.push"
-        t.start()
     }
 
     /// Stops after the push in progress (at most two 5 s timeouts).
-    func stop() {
-        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        wake.signal()
-        stopped.wait()
-    }
+    func stop() { thread.stop() }
 
     /// Looks at the outbox now (new rows were committed).
-    func poke() { wake.signal() }
+    func poke() { thread.poke() }
 
     private func attempt(_ p: StoredPush) {
         let now = epochMilliseconds()

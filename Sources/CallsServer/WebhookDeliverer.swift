@@ -39,9 +39,7 @@ final class WebhookDeliverer: @unchecked Sendable {
     /// The longest pause: how soon a receiver that came back is noticed (with a backlog due).
     static let maxPauseMs: Int64 = 5000
     private let log: ServerLog
-    private let running = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
-    private let stopped = DispatchSemaphore(value: 0)
+    private let thread = OutboxThread(name: "callroom.webhooks")
     let counters = WebhookCounters()
 
     init(store: CallStore, webhooks: WebhookDirectory, maxAttempts: Int, queueLimit: Int = 100_000, log: ServerLog) {
@@ -52,27 +50,15 @@ final class WebhookDeliverer: @unchecked Sendable {
         self.log = log
     }
 
-    func start() {
-        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let t = Thread { [self] in
-            loop()
-            stopped.signal()
-        }
-        t.name = "callroom.webhooks"
-        t.start()
-    }
+    func start() { thread.start { [self] in loop() } }
 
     /// Stops after the attempt in progress (at most one 5 s timeout).
-    func stop() {
-        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        wake.signal()
-        stopped.wait()
-    }
+    func stop() { thread.stop() }
 
-    var isRunning: Bool { running.load(ordering: .acquiring) }
+    var isRunning: Bool { thread.isRunning }
 
     /// Looks at the outbox now (new rows were written).
-    func poke() { wake.signal() }
+    func poke() { thread.poke() }
 
     /// The delay before attempt `n + 1` after `n` failed: 1 s, 2 s, 4 s … capped at 60 s, with
     /// the upper half jittered so retries of many deliveries spread out.
@@ -87,16 +73,16 @@ final class WebhookDeliverer: @unchecked Sendable {
             log.error("webhooks off: \(error)", [:])
             return
         }
-        while running.load(ordering: .acquiring) {
+        while thread.isRunning {
             enforceBound()
             let now = epochMilliseconds()
             let skip = paused.filter { $0.value.until > now }.map(\.key)
             let due = (try? store.dueDeliveries(now: now, limit: 50, excluding: skip)) ?? []
-            for d in due where running.load(ordering: .acquiring) {
+            for d in due where thread.isRunning {
                 if let p = paused[d.webhookId], p.until > epochMilliseconds() { continue }
                 attempt(d, client)
             }
-            if due.isEmpty { _ = wake.wait(timeout: .now() + 0.1) }
+            if due.isEmpty { thread.idle() }
         }
     }
 
