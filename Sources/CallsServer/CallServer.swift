@@ -137,7 +137,13 @@ public final class CallServer: @unchecked Sendable {
     /// Opens the data directory, binds both ports and starts serving.
     public func start() throws(ServerStartError) {
         let dir = configuration.dataDir
+        var before = stat()
+        let wasOpen = stat(dir, &before) == 0 && before.st_mode & 0o077 != 0
         guard PrivateFiles.directory(dir) else { throw .cannotCreateDataDir(dir) }
+        if wasOpen {
+            log.warn("the data directory was open to others: made it private (0700)",
+                     ["data_dir": dir, "was": String(before.st_mode & 0o777, radix: 8)])
+        }
         let tlsFiles = try tls(dataDir: dir)
         var (k, generated) = try ServerKeys.loadOrCreate(dataDir: dir)
         if let v = configuration.appId { k.appId = v }

@@ -52,6 +52,17 @@ final class TLSTests: XCTestCase {
         XCTAssertEqual(mode(h.dir + "/tls"), 0o700)
     }
 
+    /// An existing data directory others can enter is made private at start.
+    func testAnOpenDataDirectoryIsMadePrivate() throws {
+        let dir = TemporaryDirectory("callroom-tls")
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.file("data"), withIntermediateDirectories: true)
+        chmod(dir.file("data"), 0o755)
+        let h = try ServerHarness(dataDir: dir.file("data"))
+        defer { h.stop() }
+        XCTAssertEqual(mode(dir.file("data")), 0o700)
+    }
+
     func testPlainHTTPIsRefusedOffLoopbackUnlessAskedFor() throws {
         let dir = TemporaryDirectory("callroom-tls")
         defer { dir.remove() }
