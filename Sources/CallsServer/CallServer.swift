@@ -92,8 +92,7 @@ public final class CallServer: @unchecked Sendable {
             files = f
         }
         guard let files else {
-            let loopback = ["127.0.0.1", "::1", "localhost"].contains(configuration.host) || configuration.host.hasPrefix("127.")
-            guard loopback || configuration.allowPlainHTTP else {
+            guard Self.isLoopback(configuration.host) || configuration.allowPlainHTTP else {
                 throw .tls("refusing plain HTTP on \(configuration.host): tokens and keys would cross the network in the clear. "
                            + "Give --tls-cert and --tls-key (or --tls-self-signed for a test), or --allow-plain-http behind a TLS proxy")
             }
@@ -327,7 +326,10 @@ public final class CallServer: @unchecked Sendable {
         return (s.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), nil)
     }
 
-    static func isLoopback(_ peer: String) -> Bool { peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.") }
+    /// A loopback address (or name): a listen host, or a peer as libwebsockets reports it.
+    static func isLoopback(_ host: String) -> Bool {
+        host.hasPrefix("127.") || host == "::1" || host.hasPrefix("::ffff:127.") || host == "localhost"
+    }
 
     /// Which signalling errors are refusals worth counting (and logging once a minute per peer).
     static func refusalCause(_ code: SignalErrorCode) -> RefusalCause? {

@@ -96,6 +96,12 @@ if let m = pick("media-port", file.mediaPort.map(String.init)) {
     config.mediaPort = p
 }
 config.appId = pick("app-id", file.appId)
+/// A config-file integer within `range`, else an exit naming the key and the range.
+func bounded(_ key: String, _ value: Int?, _ range: ClosedRange<Int>, _ note: String = "") -> Int? {
+    guard let v = value else { return nil }
+    guard range.contains(v) else { fail("\(key) must be \(range.lowerBound)…\(range.upperBound)\(note)") }
+    return v
+}
 /// A secret: the flag, else its file (first line), else the environment, else the config file.
 func secret(_ flag: String, env: String, _ fromFile: String?) -> String? {
     if let v = args[flag] { return v }
@@ -115,30 +121,17 @@ let production = args.has("production") || (file.production ?? false)
 config.autoCreateUsers = args.has("no-auto-create-users") || production ? false : (file.autoCreateUsers ?? true)
 config.authKeyLogin = args.has("no-auth-key-login") || production ? false : (file.authKeyLogin ?? true)
 config.firstJoinerModerator = production ? (file.firstJoinerModerator ?? false) : (file.firstJoinerModerator ?? true)
-for (key, value, range) in [("maxRooms", file.maxRooms, 1...1_000_000), ("maxRoomsPerUser", file.maxRoomsPerUser, 1...10_000),
-                             ("maxConnectionsPerAddress", file.maxConnectionsPerAddress, 1...100_000), ("joinTimeoutSeconds", file.joinTimeoutSeconds, 1...3600)] {
-    guard let v = value else { continue }
-    guard range.contains(v) else { fail("\(key) must be \(range.lowerBound)…\(range.upperBound)") }
-    switch key {
-    case "maxRooms": config.maxRooms = v
-    case "maxRoomsPerUser": config.maxRoomsPerUser = v
-    case "maxConnectionsPerAddress": config.maxConnectionsPerAddress = v
-    default: config.joinTimeoutSeconds = Double(v)
-    }
-}
-if let t = file.authTokenTTLSeconds {
-    guard (60...31_536_000).contains(t) else { fail("authTokenTTLSeconds must be 60…31536000 (a minute to a year)") }
-    config.authTokenTTLSeconds = Int64(t)
-}
+if let n = bounded("maxRooms", file.maxRooms, 1...1_000_000) { config.maxRooms = n }
+if let n = bounded("maxRoomsPerUser", file.maxRoomsPerUser, 1...10_000) { config.maxRoomsPerUser = n }
+if let n = bounded("maxConnectionsPerAddress", file.maxConnectionsPerAddress, 1...100_000) { config.maxConnectionsPerAddress = n }
+if let n = bounded("joinTimeoutSeconds", file.joinTimeoutSeconds, 1...3600) { config.joinTimeoutSeconds = Double(n) }
+if let t = bounded("authTokenTTLSeconds", file.authTokenTTLSeconds, 60...31_536_000, " (a minute to a year)") { config.authTokenTTLSeconds = Int64(t) }
 config.tlsCertificate = pick("tls-cert", file.tlsCert)
 config.tlsPrivateKey = pick("tls-key", file.tlsKey)
 config.tlsSelfSigned = args.has("tls-self-signed") || (file.tlsSelfSigned ?? false)
 config.allowPlainHTTP = args.has("allow-plain-http") || (file.allowPlainHTTP ?? false)
 if let r = file.region { config.region = r }
-if let r = file.restRequestsPerSecond {
-    guard (1...1_000_000).contains(r) else { fail("restRequestsPerSecond must be 1…1000000") }
-    config.restRequestsPerSecond = Double(r)
-}
+if let r = bounded("restRequestsPerSecond", file.restRequestsPerSecond, 1...1_000_000) { config.restRequestsPerSecond = Double(r) }
 if let w = file.webhooks { config.webhooks = w }
 config.mediaPublicAddress = file.mediaPublicAddress
 config.apns = file.apns
@@ -146,22 +139,10 @@ config.fcm = file.fcm
 if let u = file.publicURL { config.publicURL = u }
 if let a = file.appleAppIDs { config.appleAppIDs = a }
 if let a = file.androidApps { config.androidApps = a }
-if let n = file.webhookQueueLimit {
-    guard (10...10_000_000).contains(n) else { fail("webhookQueueLimit must be 10…10000000") }
-    config.webhookQueueLimit = n
-}
-if let n = file.webhookMaxAttempts {
-    guard (1...100).contains(n) else { fail("webhookMaxAttempts must be 1…100") }
-    config.webhookMaxAttempts = n
-}
-if let r = file.ringTimeoutSeconds {
-    guard (5...300).contains(r) else { fail("ringTimeoutSeconds must be 5…300") }
-    config.ringTimeoutSeconds = r
-}
-if let h = file.storeHeartbeatSeconds {
-    guard (1...3600).contains(h) else { fail("storeHeartbeatSeconds must be 1…3600") }
-    config.storeHeartbeatSeconds = Double(h)
-}
+if let n = bounded("webhookQueueLimit", file.webhookQueueLimit, 10...10_000_000) { config.webhookQueueLimit = n }
+if let n = bounded("webhookMaxAttempts", file.webhookMaxAttempts, 1...100) { config.webhookMaxAttempts = n }
+if let r = bounded("ringTimeoutSeconds", file.ringTimeoutSeconds, 5...300) { config.ringTimeoutSeconds = r }
+if let h = bounded("storeHeartbeatSeconds", file.storeHeartbeatSeconds, 1...3600) { config.storeHeartbeatSeconds = Double(h) }
 if let t = pick("relay-threads", file.relayThreads.map(String.init)) {
     guard let n = Int(t), (1...64).contains(n) else { fail("relay threads must be 1…64") }
     config.relayThreads = n
@@ -171,14 +152,8 @@ if let m = pick("relay-fast-path", file.relayFastPath) {
     config.relayFastPath = v
 }
 config.relayFastPathObject = file.relayFastPathObject
-if let d = file.relayMaxDelayMs {
-    guard (0...10_000).contains(d) else { fail("relayMaxDelayMs must be 0…10000 (0: no limit)") }
-    config.relayMaxDelayMs = d
-}
-if let n = file.maxParticipantsPerRoom {
-    guard (1...10_000).contains(n) else { fail("maxParticipantsPerRoom must be 1…10000") }
-    config.maxParticipantsPerRoom = n
-}
+if let d = bounded("relayMaxDelayMs", file.relayMaxDelayMs, 0...10_000, " (0: no limit)") { config.relayMaxDelayMs = d }
+if let n = bounded("maxParticipantsPerRoom", file.maxParticipantsPerRoom, 1...10_000) { config.maxParticipantsPerRoom = n }
 if let f = pick("log-format", file.logFormat) {
     guard let v = ServerLog.Format(rawValue: f) else { fail("log format must be text or json") }
     config.logFormat = v
