@@ -23,15 +23,14 @@ final class TLSJoinTests: XCTestCase {
         defer { tmp.remove() }
         // The attack, reproduced: plain HTTP leaks every credential.
         let plain = try CallroomdProcess(dataDir: tmp.file("plain"))
+        defer { _ = plain.stop() }
         let plainRecorder = try TCPRecorder(forwardingTo: Int(plain.url.split(separator: ":").last ?? "") ?? 0)
-        let plainOut = try joinThrough(plainRecorder, scheme: "http", key: plain.authKey, extra: [])
+        defer { plainRecorder.stop() }
+        _ = try joinThrough(plainRecorder, scheme: "http", key: plain.authKey, extra: [])
         XCTAssertTrue(plainRecorder.saw(plain.authKey), "plain HTTP carries the auth key in the clear")
         XCTAssertTrue(plainRecorder.saw("\"authToken\""))
         XCTAssertTrue(plainRecorder.saw("\"bindToken\""))
         XCTAssertTrue(plainRecorder.saw("\"resumeToken\""))
-        plainRecorder.stop()
-        _ = plain.stop()
-        _ = plainOut
 
         // The fix: TLS. The same join through the same kind of relay shows none of it.
         let secure = try CallroomdProcess(dataDir: tmp.file("tls"), extra: ["--tls-self-signed"])
