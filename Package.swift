@@ -25,6 +25,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "CSocketBatch"),
         .systemLibrary(name: "CBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
         // No pkgConfig: ncursesw.pc only adds -D flags SwiftPM prohibits (shim.h sets what it needs).
@@ -34,11 +35,11 @@ let package = Package(
 
         // MARK: Swift libraries (arrows point down: nothing imports upward)
         .target(name: "CallsCore"),
-        .target(name: "CallsSecurity", dependencies: ["CallsCore", "COpenSSL"]),
+        .target(name: "CallsSecurity", dependencies: ["CallsCore", "COpenSSL", "CSRTP"]),
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch", "CCurl"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CSQLite", "CBPF"]),
-        .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsTransport", "CallsAudio"]),
+        .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CNcurses"]),
 

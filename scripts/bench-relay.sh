@@ -3,11 +3,13 @@
 # for each room shape given, one after another, each against a fresh server.
 #
 #   scripts/bench-relay.sh [--duration S] [--relay-threads N] [--pin] [--fast-path]
-#                          [--join-concurrency C] [--callroomd PATH] ROOMSxPER [ROOMSxPER ...]
+#                          [--join-concurrency C] [--callroomd PATH] [--srtp] ROOMSxPER [ROOMSxPER ...]
 #   e.g. scripts/bench-relay.sh 30x10 60x10 100x10
 #
 # --join-concurrency sets how many bots join at once (the join storm; default 16).
 # --callroomd runs another server binary (a before/after comparison against an older build).
+# --srtp makes the bots protect every packet with their SRTP key, as real clients do (17 bytes
+# more per packet: the relay's cost with encrypted media).
 #
 # --pin runs the server on the last core alone (one relay thread unless --relay-threads says
 # otherwise) and the generator on the others, so neither steals the other's CPU.
@@ -24,6 +26,7 @@ pin=""
 fast=""
 concurrency=16
 server_bin=""
+srtp=""
 shapes=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -34,7 +37,8 @@ while [ $# -gt 0 ]; do
         --join-concurrency) concurrency="${2:?--join-concurrency needs C}"; shift 2 ;;
         --callroomd) server_bin="${2:?--callroomd needs a path}"; shift 2
             [ -x "$server_bin" ] || { echo "bench-relay: '$server_bin' is not an executable" >&2; exit 2; } ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --srtp) srtp="--srtp"; shift ;;
+        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         [0-9]*x[0-9]*) [[ "$1" =~ ^[0-9]+x[0-9]+$ ]] || { echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2; }
             shapes+=("$1"); shift ;;
         *) echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2 ;;
@@ -76,7 +80,7 @@ for shape in "${shapes[@]}"; do
     [ -n "$url" ] || { echo "bench-relay: callroomd did not start:" >&2; cat "$work/server.err" >&2; exit 1; }
     echo "== $rooms rooms x $per = $((rooms * per)) participants, ${duration} s"
     "${generator_cpu[@]}" "$bin/callroom" bots --server "$url" --auth-key bench-key --rooms "$rooms" --per-room "$per" \
-        --duration "$duration" --join-concurrency "$concurrency" --server-pid "$server" | sed 's/^/   /'
+        --duration "$duration" --join-concurrency "$concurrency" --server-pid "$server" $srtp | sed 's/^/   /'
     kill "$server"; wait "$server" 2>/dev/null || true
     server=""
 done

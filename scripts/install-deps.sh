@@ -14,6 +14,7 @@ packages=(
   libssl-dev          # HMAC, SHA-256, random
   libcurl4-openssl-dev # outbound HTTP: webhooks (and push)
   libsqlite3-dev      # the server's store
+  libsrtp2-dev        # SRTP: encrypted, authenticated media
   libncurses-dev      # the terminal UI (ncursesw)
   libbpf-dev          # the relay's eBPF fast path: loading and maps
   tmux                # terminal UI tests

@@ -117,6 +117,9 @@ public enum ServerMessage: Sendable, Equatable {
     case chat(ChatMessage)
     /// A receiver reported losing this share of your packets (tunes your FEC).
     case lossReport(fromPid: String, lossPercent: Double)
+    /// Senders' SRTP keys changed: a member joined (its key), or one left (everyone's new epoch,
+    /// your own included: switch to it shortly, receivers hold both meanwhile).
+    case mediaKeys([WireMediaKey])
     /// You left (or were made to leave); the server closes the connection after this.
     case left(reason: LeaveReason)
     /// A request was refused. `code` is one of the documented error codes.
@@ -146,10 +149,15 @@ public enum ServerMessage: Sendable, Equatable {
         /// The media relay's host to send to (`mediaPublicAddress`: NAT, several interfaces);
         /// absent: the host the client reached signalling at.
         public var mediaHost: String?
+        /// How media is protected, your own sending key and every admitted member's.
+        public var srtpProfile: SRTPProfile?
+        public var mediaKeys: [WireMediaKey]?
         public init(sessionId: String, you: WireParticipant, participants: [WireParticipant], mediaPort: Int, bindToken: String,
                     resumeToken: String? = nil, gracePeriodSeconds: Int? = nil, dominantSpeaker: String? = nil, inviteLink: String? = nil,
-                    mediaHost: String? = nil) {
+                    mediaHost: String? = nil, srtpProfile: SRTPProfile? = nil, mediaKeys: [WireMediaKey]? = nil) {
             self.mediaHost = mediaHost
+            self.srtpProfile = srtpProfile
+            self.mediaKeys = mediaKeys
             self.sessionId = sessionId
             self.you = you
             self.participants = participants
@@ -181,6 +189,7 @@ private struct PidBody: Codable, Sendable { var pid: String? }
 private struct TextBody: Codable, Sendable { var text: String }
 private struct ReportsBody: Codable, Sendable { var reports: [LossReport] }
 private struct LossBody: Codable, Sendable { var pid: String; var lossPercent: Double }
+private struct KeysBody: Codable, Sendable { var keys: [WireMediaKey] }
 private struct ResumeBody: Codable, Sendable { var resumeToken: String }
 private struct StringValue: Codable, Sendable { var value: String }
 private struct FeatureBody: Codable, Sendable { var feature: SessionFeature; var value: Bool }
@@ -258,6 +267,7 @@ extension ServerMessage {
         WireCase("chat", ChatMessage.self, make: { .chat($0) }, match: { if case .chat(let m) = $0 { return m }; return nil }),
         WireCase("lossReport", LossBody.self, make: { .lossReport(fromPid: $0.pid, lossPercent: $0.lossPercent) },
                  match: { if case .lossReport(let p, let l) = $0 { return LossBody(pid: p, lossPercent: l) }; return nil }),
+        WireCase("mediaKeys", KeysBody.self, make: { .mediaKeys($0.keys) }, match: { if case .mediaKeys(let k) = $0 { return KeysBody(keys: k) }; return nil }),
         WireCase("left", ReasonBody.self, make: { .left(reason: $0.reason) }, match: { if case .left(let r) = $0 { return ReasonBody(reason: r) }; return nil }),
         WireCase("error", ErrorBody.self, make: { .error(code: $0.code, message: $0.message) },
                  match: { if case .error(let c, let m) = $0 { return ErrorBody(code: c, message: m) }; return nil }),

@@ -125,3 +125,28 @@ public struct SignalErrorCode: OpenWireValue {
     /// You are in another call already (you cannot start a second).
     public static let alreadyInCall = SignalErrorCode(rawValue: "ERR_ALREADY_IN_CALL")
 }
+
+/// The SRTP protection profile a room's media uses: AES-128-GCM (RFC 7714) with a 16-byte tag,
+/// the key epoch as a one-byte MKI. The whole RTP header, with its RFC 6464 level extension, is
+/// authenticated and left readable, so the relay forwards and ranks speakers without any key.
+public enum SRTPProfile: String, Codable, Sendable, Equatable, CaseIterable {
+    case aeadAES128GCM = "AEAD_AES_128_GCM"
+
+    /// Key ‖ salt bytes of a master key.
+    public var masterKeyLength: Int { 28 }
+    /// Bytes protection adds to each packet: the 16-byte tag and the 1-byte MKI.
+    public var overhead: Int { 17 }
+}
+
+/// One sender's SRTP master key as the server hands it to the room's members over the
+/// (TLS) signalling connection: every member gets every other member's current key, and a new
+/// epoch for everyone when a member leaves (a leaver cannot read what is said after it left).
+public struct WireMediaKey: Codable, Sendable, Equatable {
+    /// The sender's SSRC.
+    public var ssrc: UInt32
+    /// 0…255, carried in each packet as the MKI; rises by one at each rotation (wrapping).
+    public var epoch: UInt8
+    /// Base64url (no padding) of the master key and salt (`SRTPProfile.masterKeyLength` bytes).
+    public var key: String
+    public init(ssrc: UInt32, epoch: UInt8, key: String) { self.ssrc = ssrc; self.epoch = epoch; self.key = key }
+}

@@ -166,7 +166,8 @@ public final class CallServer: @unchecked Sendable {
         self.store = store
         let relay: MediaRelay
         do { relay = try MediaRelay(host: configuration.host, port: configuration.mediaPort, threads: configuration.relayThreads,
-                                   maxDelayMs: configuration.relayMaxDelayMs) } catch {
+                                   maxDelayMs: configuration.relayMaxDelayMs, consentIntervalMs: configuration.mediaConsentIntervalMs,
+                                   consentTimeoutMs: configuration.mediaConsentTimeoutMs) } catch {
             throw .cannotBindMedia("\(configuration.host):\(configuration.mediaPort) (\(error))")
         }
         if configuration.relayFastPath != .off {

@@ -16,6 +16,10 @@ public final class RelayCounters: Sendable {
     public let droppedSSRCMismatch = Atomic<UInt64>(0)
     public let droppedSendFailed = Atomic<UInt64>(0)
     public let droppedBindRateLimited = Atomic<UInt64>(0)
+    /// Consent responses that answered no challenge sent to their address, or with a wrong MAC.
+    public let droppedBadConsent = Atomic<UInt64>(0)
+    /// Bound addresses that stopped answering consent challenges and were unbound.
+    public let consentExpired = Atomic<UInt64>(0)
     public let droppedStale = Atomic<UInt64>(0)
     /// From a member a moderator muted: never forwarded, whatever the client does.
     public let droppedMuted = Atomic<UInt64>(0)
@@ -40,7 +44,7 @@ public final class RelayCounters: Sendable {
 ///
 /// ```
 ///                 SO_REUSEPORT group on one UDP port (the kernel hashes each sender to one socket)
-///  UDP ─┬─▶ worker 0 ─┐   recvmmsg ─┬─ "CRB1" bind ─▶ token in snapshot ─▶ shared bindings ─▶ "CRA1"
+///  UDP ─┬─▶ worker 0 ─┐   recvmmsg ─┬─ "CRB2" bind ─▶ proof ─▶ "CRC1" challenge ┄ "CRR1" answer ─▶ shared bindings ─▶ "CRA1"
 ///       ├─▶ worker 1 ─┤             └─ RTP ─▶ addr→member ─▶ SSRC ─▶ sendmmsg to the room's others
 ///       └─▶ worker N ─┘
 ///  room registry ──(RelayPatch: one room)──▶ canonical table + an inbox per worker ──▶ each worker
@@ -71,9 +75,11 @@ final class MediaRelay: @unchecked Sendable {
     /// the port is first claimed without `SO_REUSEPORT`, so a port another process holds is
     /// refused rather than silently shared. RTP that waited in a socket longer than
     /// `maxDelayMs` (0: no limit) is dropped instead of forwarded.
-    init(host: String, port: Int, threads: Int = 1, maxDelayMs: Int = 0) throws(UDPSocketError) {
+    init(host: String, port: Int, threads: Int = 1, maxDelayMs: Int = 0,
+         consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000) throws(UDPSocketError) {
         let n = max(1, min(threads, 64))
-        shared = RelayShared(workers: n, maxDelayNanoseconds: Int64(max(0, maxDelayMs)) * 1_000_000)
+        shared = RelayShared(workers: n, maxDelayNanoseconds: Int64(max(0, maxDelayMs)) * 1_000_000,
+                             consentIntervalMs: consentIntervalMs, consentTimeoutMs: consentTimeoutMs)
         var sockets: [UDPSocket] = []
         if n == 1 {
             sockets = [try UDPSocket(host: host, port: port)]

@@ -40,7 +40,10 @@ struct MetricsReport {
             ("reason=\"bind_rate_limited\"", relay.droppedBindRateLimited.load(ordering: .relaxed)),
             ("reason=\"stale\"", relay.droppedStale.load(ordering: .relaxed)),
             ("reason=\"muted\"", relay.droppedMuted.load(ordering: .relaxed)),
+            ("reason=\"bad_consent\"", relay.droppedBadConsent.load(ordering: .relaxed)),
         ])
+        r.counter("callroom_relay_consent_expired_total", "Bound addresses unbound because they stopped answering consent challenges.",
+                  relay.consentExpired.load(ordering: .relaxed))
         r.counter("callroom_relay_fastpath_packets_forwarded_total", "RTP packets the kernel fast path forwarded (included in the forwarded total).",
                   relay.fastPathForwarded.load(ordering: .relaxed))
         r.lines += [

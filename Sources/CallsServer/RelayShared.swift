@@ -1,4 +1,5 @@
 import CallsCore
+import CallsSecurity
 import CallsTransport
 import Synchronization
 
@@ -9,6 +10,17 @@ struct RelayBindings: Sendable {
     var addressOf: [UInt64: SocketAddress] = [:]
     var memberAt: [SocketAddress: UInt64] = [:]
     var bindLimiters: [SocketAddress: RateLimiter] = [:]
+    /// Consent (canonical copy only): when each bound member last answered a challenge, when
+    /// it was last challenged, and the challenges awaiting an answer by the address they went to.
+    var consentAt: [UInt64: UInt64] = [:]
+    var challengedAt: [UInt64: UInt64] = [:]
+    var challenges: [SocketAddress: PendingChallenge] = [:]
+
+    struct PendingChallenge: Sendable {
+        var key: UInt64
+        var nonce: [UInt8]
+        var sentAt: UInt64
+    }
 
     mutating func bind(_ key: UInt64, to address: SocketAddress) {
         if let old = addressOf[key], old != address { memberAt[old] = nil }
@@ -16,11 +28,16 @@ struct RelayBindings: Sendable {
         memberAt[address] = key
     }
 
+    /// Stops media to and from a member's address (its consent lapsed); it may bind again.
+    mutating func unbind(_ key: UInt64) {
+        if let a = addressOf.removeValue(forKey: key), memberAt[a] == key { memberAt[a] = nil }
+        consentAt[key] = nil
+        challengedAt[key] = nil
+    }
+
     /// Drops the bindings of members that left.
     mutating func forget(_ keys: [UInt64]) {
-        for k in keys {
-            if let a = addressOf.removeValue(forKey: k), memberAt[a] == k { memberAt[a] = nil }
-        }
+        for k in keys { unbind(k) }
     }
 }
 
@@ -28,6 +45,7 @@ struct RelayBindings: Sendable {
 enum RelayChange: Sendable {
     case patch(RelayPatch)
     case bound(key: UInt64, address: SocketAddress)
+    case unbound(key: UInt64)
 }
 
 /// The relay's canonical membership and bindings, and what each worker has yet to apply.
@@ -74,11 +92,17 @@ final class RelayShared: Sendable {
     let fastPath = Locked<RelayFastPath?>(nil)
     /// RTP older than this when a worker reads it is stale and dropped (0: never).
     let maxDelayNanoseconds: Int64
+    /// A bound address is challenged this often, and unbound when it has not answered for
+    /// `consentTimeout` (RFC 7675's 5 s and 30 s by default).
+    let consentIntervalNanoseconds: UInt64
+    let consentTimeoutNanoseconds: UInt64
 
-    init(workers: Int, maxDelayNanoseconds: Int64) {
+    init(workers: Int, maxDelayNanoseconds: Int64, consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000) {
         counters = RelayCounters(workers: workers)
         state = Locked(RelayState(workers: workers))
         self.maxDelayNanoseconds = maxDelayNanoseconds
+        consentIntervalNanoseconds = UInt64(max(100, consentIntervalMs)) * 1_000_000
+        consentTimeoutNanoseconds = UInt64(max(consentIntervalMs + 100, consentTimeoutMs)) * 1_000_000
     }
 
     /// Applies one room's new membership (any thread; the room registry's).
@@ -93,25 +117,83 @@ final class RelayShared: Sendable {
         generation.add(1, ordering: .releasing)
     }
 
-    /// Records a bind from `address` for the member holding `token` with `ssrc`, if the token
-    /// is current and the source is within its bind rate. Returns the member, or why not.
-    func bind(token: BindToken, ssrc: UInt32, from address: SocketAddress, now: UInt64) -> BindOutcome {
-        let outcome = state.withLock { s -> BindOutcome in
-            guard let key = s.table.byToken[token], let member = s.table.members[key], member.ssrc == ssrc else { return .badToken }
+    /// A bind from `address`: if its proof is its member's and the source is within its bind
+    /// rate, the challenge to send back there (the same one again within a second, so a
+    /// client re-sending its bind does not invalidate the answer in flight). Nothing is bound
+    /// until the challenge is answered (`consent`).
+    func challenge(_ bind: MediaBinding.Bind, from address: SocketAddress, now: UInt64) -> ChallengeOutcome {
+        state.withLock { s -> ChallengeOutcome in
+            guard let key = s.table.bySSRC[bind.ssrc], let member = s.table.members[key],
+                  member.consent?.verifies(bind) == true else { return .badProof }
             var limiter = s.bindings.bindLimiters[address] ?? RateLimiter(capacity: 20, perSecond: 10)
             let ok = limiter.allow(now: now)
             if s.bindings.bindLimiters.count > 10_000 { s.bindings.bindLimiters.removeAll(keepingCapacity: true) }
             s.bindings.bindLimiters[address] = limiter
             guard ok else { return .rateLimited }
-            s.bindings.bind(key, to: address)
-            s.post(.bound(key: key, address: address))
+            if let c = s.bindings.challenges[address], c.key == key, now &- c.sentAt < 1_000_000_000 {
+                return .challenge(MediaBinding.encodeChallenge(.init(ssrc: bind.ssrc, nonce: c.nonce)))
+            }
+            let nonce = Crypto.randomBytes(MediaBinding.nonceLength)
+            s.bindings.challenges[address] = .init(key: key, nonce: nonce, sentAt: now)
+            return .challenge(MediaBinding.encodeChallenge(.init(ssrc: bind.ssrc, nonce: nonce)))
+        }
+    }
+
+    enum ChallengeOutcome { case challenge([UInt8]), badProof, rateLimited }
+
+    /// A consent response from `address`: when it answers the challenge sent there, in time,
+    /// with its member's MAC, media flows to and from that address (a new address replaces
+    /// the old only now) and its consent is fresh again.
+    func consent(_ response: MediaBinding.Response, from address: SocketAddress, now: UInt64) -> ConsentOutcome {
+        let outcome = state.withLock { s -> ConsentOutcome in
+            guard let c = s.bindings.challenges[address], now &- c.sentAt <= consentTimeoutNanoseconds,
+                  let member = s.table.members[c.key], member.consent?.verifies(response, nonce: c.nonce) == true else { return .refused }
+            s.bindings.challenges[address] = nil
+            s.bindings.consentAt[c.key] = now
+            if s.bindings.addressOf[c.key] == address { return .refreshed(member) }
+            s.bindings.bind(c.key, to: address)
+            s.bindings.challengedAt[c.key] = now
+            s.post(.bound(key: c.key, address: address))
             return .bound(member)
         }
         if case .bound = outcome { generation.add(1, ordering: .releasing) }
         return outcome
     }
 
-    enum BindOutcome { case bound(RelayTable.Member), badToken, rateLimited }
+    enum ConsentOutcome { case bound(RelayTable.Member), refreshed(RelayTable.Member), refused }
+
+    /// Consent freshness, once a second from worker 0: the challenges due (each bound address
+    /// every interval), and the members whose address stopped answering — unbound here, their
+    /// rooms returned so the fast path drops them too.
+    func tendConsent(now: UInt64) -> (challenges: [(SocketAddress, [UInt8])], expired: Int, rooms: Set<Int>) {
+        let result = state.withLock { s -> ([(SocketAddress, [UInt8])], Int, Set<Int>) in
+            var due: [(SocketAddress, [UInt8])] = []
+            var expired: [UInt64] = []
+            for (key, address) in s.bindings.addressOf {
+                let answered = s.bindings.consentAt[key] ?? 0
+                if now &- answered > consentTimeoutNanoseconds {
+                    expired.append(key)
+                } else if now &- max(s.bindings.challengedAt[key] ?? 0, answered) >= consentIntervalNanoseconds, let m = s.table.members[key] {
+                    let nonce = Crypto.randomBytes(MediaBinding.nonceLength)
+                    s.bindings.challenges[address] = .init(key: key, nonce: nonce, sentAt: now)
+                    s.bindings.challengedAt[key] = now
+                    due.append((address, MediaBinding.encodeChallenge(.init(ssrc: m.ssrc, nonce: nonce))))
+                }
+            }
+            var rooms = Set<Int>()
+            for key in expired {
+                if let r = s.table.members[key]?.room { rooms.insert(r) }
+                s.bindings.unbind(key)
+                s.post(.unbound(key: key))
+            }
+            if s.bindings.challenges.count > 1024 {
+                s.bindings.challenges = s.bindings.challenges.filter { now &- $0.value.sentAt <= consentTimeoutNanoseconds }
+            }
+            return (due, expired.count, rooms)
+        }
+        if result.1 > 0 { generation.add(1, ordering: .releasing) }
+        return result
+    }
 
     /// Takes worker `index`'s pending changes; `resync` when it must copy the whole state
     /// (`table`, `bindings`) instead.

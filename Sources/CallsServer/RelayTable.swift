@@ -1,15 +1,4 @@
-/// A 16-byte media bind token, hashable for table look-ups.
-struct BindToken: Hashable, Sendable {
-    var hi: UInt64
-    var lo: UInt64
-
-    init?(_ bytes: some Collection<UInt8>) {
-        let b = Array(bytes)
-        guard b.count == 16 else { return nil }
-        hi = b[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
-        lo = b[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
-    }
-}
+import CallsSecurity
 
 /// Who may send media and to whom. The room registry describes each change as a `RelayPatch`
 /// (one room's new membership); the relay applies it to its canonical table and to each
@@ -20,21 +9,23 @@ struct RelayTable: Sendable {
         var key: UInt64
         var room: Int
         var ssrc: UInt32
-        var token: BindToken?
+        /// Checks its binds and consent responses (from its bind token); nil: it cannot bind.
+        var consent: MediaConsent?
         /// A moderator muted it: it still receives, but nothing it sends is forwarded.
         var muted: Bool
 
-        init(key: UInt64, room: Int, ssrc: UInt32, token: BindToken? = nil, muted: Bool = false) {
+        init(key: UInt64, room: Int, ssrc: UInt32, consent: MediaConsent? = nil, muted: Bool = false) {
             self.key = key
             self.room = room
             self.ssrc = ssrc
-            self.token = token
+            self.consent = consent
             self.muted = muted
         }
     }
 
     var members: [UInt64: Member] = [:]
-    var byToken: [BindToken: UInt64] = [:]
+    /// Member keys by SSRC (unique on the server): where a bind finds its member.
+    var bySSRC: [UInt32: UInt64] = [:]
     /// Member keys per room index.
     var rooms: [Int: [UInt64]] = [:]
 
@@ -47,7 +38,7 @@ struct RelayTable: Sendable {
         let incoming = Set(patch.members.map(\.key))
         var removed: [UInt64] = []
         for k in rooms[patch.room] ?? [] {
-            if let t = members[k]?.token, byToken[t] == k { byToken[t] = nil }
+            if let m = members[k], bySSRC[m.ssrc] == k { bySSRC[m.ssrc] = nil }
             if !incoming.contains(k) {
                 members[k] = nil
                 removed.append(k)
@@ -55,7 +46,7 @@ struct RelayTable: Sendable {
         }
         for m in patch.members {
             members[m.key] = m
-            if let t = m.token { byToken[t] = m.key }
+            bySSRC[m.ssrc] = m.key
         }
         rooms[patch.room] = patch.members.isEmpty ? nil : patch.members.map(\.key)
         return removed

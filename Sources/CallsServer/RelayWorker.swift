@@ -29,6 +29,7 @@ final class RelayWorker: @unchecked Sendable {
     /// Worker 0: rooms whose fast-path maps are behind (nil: all of them).
     private var fastPathDirty: Set<Int>? = nil
     private var lastHarvest: UInt64 = 0
+    private var lastConsentCheck: UInt64 = 0
 
     init(index: Int, socket: UDPSocket, shared: RelayShared) {
         self.index = index
@@ -43,6 +44,7 @@ final class RelayWorker: @unchecked Sendable {
         while shared.running.load(ordering: .acquiring) {
             refresh()
             if index == 0 {
+                tendConsent()
                 tendFastPath()
                 evaluateSpeakers()
             }
@@ -92,6 +94,9 @@ final class RelayWorker: @unchecked Sendable {
                 if index == 0 { fastPathDirty?.insert(p.room) }
             case .bound(let key, let address):
                 bindings.bind(key, to: address)
+                if index == 0, let room = table.members[key]?.room { fastPathDirty?.insert(room) }
+            case .unbound(let key):
+                bindings.unbind(key)
                 if index == 0, let room = table.members[key]?.room { fastPathDirty?.insert(room) }
             }
         }
@@ -208,22 +213,49 @@ final class RelayWorker: @unchecked Sendable {
         }
     }
 
+    /// Binds and consent (`MediaBinding`): a bind is answered with a challenge; only a right
+    /// answer from the address the challenge went to binds it (and is acknowledged).
     private func handleBind(_ datagram: UnsafeRawBufferPointer, from: SocketAddress) {
         let c = shared.counters
-        guard let req = MediaBinding.parseBind(datagram), let token = BindToken(req.token) else {
+        let now = monotonicNanoseconds()
+        if let bind = MediaBinding.parseBind(datagram) {
+            switch shared.challenge(bind, from: from, now: now) {
+            case .challenge(let bytes): socket.send(bytes, to: from)
+            case .badProof: c.droppedBadBind.add(1, ordering: .relaxed)
+            case .rateLimited: c.droppedBindRateLimited.add(1, ordering: .relaxed)
+            }
+            return
+        }
+        guard let response = MediaBinding.parseResponse(datagram) else {
             c.droppedBadBind.add(1, ordering: .relaxed)
             return
         }
-        switch shared.bind(token: token, ssrc: req.ssrc, from: from, now: monotonicNanoseconds()) {
-        case .badToken:
-            c.droppedBadBind.add(1, ordering: .relaxed)
-        case .rateLimited:
-            c.droppedBindRateLimited.add(1, ordering: .relaxed)
+        switch shared.consent(response, from: from, now: now) {
+        case .refused:
+            c.droppedBadConsent.add(1, ordering: .relaxed)
+        case .refreshed(let member):
+            socket.send(MediaBinding.encodeAck(ssrc: member.ssrc), to: from)
         case .bound(let member):
             refresh()
             shared.syncFastPath(rooms: [member.room])
             c.binds.add(1, ordering: .relaxed)
             socket.send(MediaBinding.encodeAck(ssrc: member.ssrc), to: from)
         }
+    }
+
+    /// Worker 0, once a second (or a quarter of a shorter consent interval): challenges the
+    /// bound addresses that are due, and stops media to those that stopped answering (here and
+    /// in the fast path).
+    private func tendConsent() {
+        let now = monotonicNanoseconds()
+        let period = min(1_000_000_000, shared.consentIntervalNanoseconds / 4)
+        guard now &- lastConsentCheck >= period || lastConsentCheck == 0 else { return }
+        lastConsentCheck = now
+        let (due, expired, rooms) = shared.tendConsent(now: now)
+        for (address, bytes) in due { socket.send(bytes, to: address) }
+        guard expired > 0 else { return }
+        shared.counters.consentExpired.add(UInt64(expired), ordering: .relaxed)
+        refresh()
+        shared.syncFastPath(rooms: rooms)
     }
 }

@@ -37,6 +37,11 @@ final class RoomCore {
         var roleFromToken = false
         /// A moderator muted it: the relay forwards nothing it sends until it unmutes itself.
         var serverMuted = false
+        /// Its SRTP master key and epoch (handed to every member; renewed when anyone leaves).
+        var mediaKey: [UInt8] = []
+        var keyEpoch: UInt8 = 0
+
+        var wireKey: WireMediaKey { WireMediaKey(ssrc: wire.ssrc, epoch: keyEpoch, key: Base64URL.encode(mediaKey)) }
     }
 
     final class Room {
@@ -224,7 +229,7 @@ final class RoomCore {
     /// The room's media membership: its admitted participants.
     func patchRelay(_ room: Room) {
         let members = room.admitted.map {
-            RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, token: BindToken($0.bindToken), muted: $0.serverMuted)
+            RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, consent: MediaConsent(ssrc: $0.wire.ssrc, token: $0.bindToken), muted: $0.serverMuted)
         }
         effects.append(.relay(RelayPatch(room: room.index, members: members)))
     }
@@ -305,7 +310,8 @@ final class RoomCore {
                             resumeToken: randomHex(24), key: nextKey, ref: ref,
                             idleTimeoutSeconds: j.idleTimeoutSeconds ?? limits.defaultIdleTimeoutSeconds,
                             chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), admitted: false,
-                            tokenID: tokenID, tokenExpires: claims.exp, roleFromToken: tokenRole != nil)
+                            tokenID: tokenID, tokenExpires: claims.exp, roleFromToken: tokenRole != nil,
+                            mediaKey: identities.randomBytes(SRTPProfile.aeadAES128GCM.masterKeyLength))
         nextKey += 1
         room.participants[pid] = p
         byConnection[connection] = (claims.sid, pid)
@@ -338,16 +344,32 @@ final class RoomCore {
         byResumeToken[p.resumeToken] = (sid, pid)
         patchRelay(room)
         if let c = p.connection { send(.joined(joinedPayload(room, p)), to: c) }
-        for o in others { if let c = room.participants[o.pid]?.connection { send(.participantJoined(p.wire), to: c) } }
+        for o in others {
+            guard let c = room.participants[o.pid]?.connection else { continue }
+            send(.mediaKeys([p.wireKey]), to: c)  // before the roster change: its first packets verify
+            send(.participantJoined(p.wire), to: c)
+        }
         rescheduleIdleTimer(room)
         log(.info, "participant joined", ["session": sid, "uid": p.wire.uid, "pid": pid, "participants": "\(room.order.count)"])
+    }
+
+    /// A member left: every remaining sender gets a new key (the next epoch) and every member
+    /// the new set, so what is said from now on is unreadable with anything the leaver held.
+    func rotateMediaKeys(_ room: Room) {
+        guard !room.participants.isEmpty else { return }
+        for pid in Array(room.participants.keys) {
+            room.participants[pid]?.mediaKey = identities.randomBytes(SRTPProfile.aeadAES128GCM.masterKeyLength)
+            room.participants[pid]?.keyEpoch &+= 1
+        }
+        broadcast(room, .mediaKeys(room.admitted.map(\.wireKey)))
     }
 
     func joinedPayload(_ room: Room, _ p: Participant) -> ServerMessage.Joined {
         .init(sessionId: room.sessionId, you: p.wire, participants: room.roster, mediaPort: mediaPublicPort ?? mediaPort,
               bindToken: Hex.encode(p.bindToken), resumeToken: p.resumeToken,
               gracePeriodSeconds: Int(limits.gracePeriodSeconds), dominantSpeaker: room.dominant,
-              inviteLink: publicURL.map { InvitePage.link(publicURL: $0, sessionId: room.sessionId) }, mediaHost: mediaHost)
+              inviteLink: publicURL.map { InvitePage.link(publicURL: $0, sessionId: room.sessionId) }, mediaHost: mediaHost,
+              srtpProfile: .aeadAES128GCM, mediaKeys: [p.wireKey] + room.admitted.filter { $0.key != p.key }.map(\.wireKey))
     }
 
     private func makeRoom(_ sid: String) -> Room {
@@ -375,6 +397,7 @@ final class RoomCore {
         if p.admitted {
             patchRelay(room)
             broadcast(room, .participantLeft(p.wire, reason: reason))
+            rotateMediaKeys(room)
             log(.info, "participant left", ["session": sid, "uid": p.wire.uid, "pid": pid, "reason": reason.rawValue])
         }
         if empties {

@@ -53,12 +53,14 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var restRequestsPerSecond: Int?
     public var relayThreads: Int?
     public var relayMaxDelayMs: Int?
+    public var mediaConsentIntervalMs: Int?
+    public var mediaConsentTimeoutMs: Int?
     public var relayFastPath: String?
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
-                                           "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs",
+                                           "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs",
                                            "relayFastPath", "relayFastPathObject"]
 
     /// Why a config file was refused (the message names the file and the key).
@@ -179,6 +181,8 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.restRequestsPerSecond = try int("restRequestsPerSecond")
         c.relayThreads = try int("relayThreads")
         c.relayMaxDelayMs = try int("relayMaxDelayMs")
+        c.mediaConsentIntervalMs = try int("mediaConsentIntervalMs")
+        c.mediaConsentTimeoutMs = try int("mediaConsentTimeoutMs")
         c.relayFastPath = try string("relayFastPath")
         c.relayFastPathObject = try string("relayFastPathObject")
         return c

@@ -80,6 +80,10 @@ public struct ServerConfiguration: Sendable {
     /// RTP that waited longer than this in the relay's socket (the relay is overloaded) is
     /// dropped rather than forwarded late; 0 forwards everything however late.
     public var relayMaxDelayMs: Int = 200
+    /// Media consent (RFC 7675's model): each bound address is challenged this often, and media
+    /// to it stops when it has not answered for `mediaConsentTimeoutMs`.
+    public var mediaConsentIntervalMs: Int = 5000
+    public var mediaConsentTimeoutMs: Int = 30_000
     /// The relay's kernel fast path (eBPF, docs/operations.md): off, auto (use it when it loads,
     /// else log why and go on without) or on (refuse to start without it).
     public var relayFastPath: RelayFastPathMode = .off

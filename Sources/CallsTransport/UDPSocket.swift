@@ -128,6 +128,15 @@ public final class UDPSocket: @unchecked Sendable {
         return poll(&p, 1, timeoutMs) > 0
     }
 
+    /// Waits up to `timeoutMs` for one datagram and returns a copy of it (control paths: binds,
+    /// handshakes; it allocates). Nil on timeout.
+    public func receiveCopy(timeoutMs: Int32) -> [UInt8]? {
+        guard waitReadable(timeoutMs: timeoutMs) else { return nil }
+        var buf = [UInt8](repeating: 0, count: 2048)
+        guard let r = buf.withUnsafeMutableBytes({ receive(into: $0) }) else { return nil }
+        return Array(buf.prefix(r.count))
+    }
+
     /// Receives one datagram into `buffer` without blocking. Nil when none is waiting.
     public func receive(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, from: SocketAddress)? {
         var sin = sockaddr_in()

@@ -83,6 +83,9 @@ extension CallsClient {
                 return failJoin(CometChatCallException(errorCode: CometChatCallException.networkError,
                                                        errorDescription: "cannot resolve media relay \(host):\(j.mediaPort)"))
             }
+            do { try engine?.start(relay: relay, ssrc: j.you.ssrc, bindToken: token, keys: j.mediaKeys ?? []) } catch {
+                return failJoin(CometChatCallException(errorCode: CometChatCallException.networkError, errorDescription: "\(error)"))
+            }
             phase = .joined
             let roster = publishRoster()
             published.withLock {
@@ -92,7 +95,6 @@ extension CallsClient {
                 $0.inviteLink = j.inviteLink ?? self.serverURL.appendingPathComponent("call").appendingPathComponent(j.sessionId).absoluteString
                 $0.notices = pendingNotices
             }
-            engine?.start(relay: relay, ssrc: j.you.ssrc, bindToken: token)
             startReceiverReports()
             emit(.sessionJoined)
             emit(.participantListChanged(participants: roster))
@@ -106,6 +108,7 @@ extension CallsClient {
             reconnectAttempt = 0
             reconnectDeadline = nil
             if let token = Hex.decode(j.bindToken) { engine?.rebind(token: token) }
+            engine?.updateKeys(j.mediaKeys ?? [])  // keys may have rotated while we were away
             let roster = publishRoster()
             emit(.connectionRestored)
             if before != rosterOrder { emit(.participantListChanged(participants: roster)) }
@@ -119,6 +122,7 @@ extension CallsClient {
         case .participantLeft(let w, _):
             guard phase == .joined || phase == .leaving, rosterByPID.removeValue(forKey: w.pid) != nil else { return }
             rosterOrder.removeAll { $0 == w.pid }
+            engine?.forgetSender(w.ssrc)
             let roster = publishRoster()
             emit(.participantLeft(participant: participant(w, joined: false)))
             emit(.participantListChanged(participants: roster))
@@ -152,6 +156,9 @@ extension CallsClient {
             lossReports[from] = (loss, now)
             lossReports = lossReports.filter { now.timeIntervalSince($0.value.1) < 6 }
             engine?.setExpectedLoss(lossReports.values.map(\.0).max() ?? 0)
+        case .mediaKeys(let keys):
+            guard phase == .joined || phase == .leaving else { return }
+            engine?.updateKeys(keys)
         case .pong(let id):
             if let sent = pingsSent.removeValue(forKey: id) { roundTripMs = Double(monotonicNanoseconds() - sent) / 1e6 }
         case .welcome, .call:

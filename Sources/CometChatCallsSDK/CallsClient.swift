@@ -122,6 +122,10 @@ public final class CallsClient: @unchecked Sendable {
     /// Media statistics for tests and benchmarks.
     var mediaStatistics: MediaEngine.Statistics? { state.sync { engine?.statistics } }
 
+    /// The UDP port media leaves from, and the SRTP key epochs held for a sender (tests).
+    var mediaLocalPort: UInt16? { state.sync { engine?.localAddress.port } }
+    func mediaKeyEpochs(of ssrc: UInt32) -> [UInt8] { state.sync { engine?.keyEpochs(of: ssrc) ?? [] } }
+
     /// CallRoom diagnostics: the loss percentage your encoder's FEC is tuned for now (from the
     /// worst receiver's reports).
     public var fecExpectedLossPercent: Int? { state.sync { engine?.expectedLossPercent } }

@@ -1,5 +1,6 @@
 import CallsAudio
 import CallsCore
+import CallsSecurity
 import CallsTransport
 import Foundation
 import Synchronization
@@ -7,8 +8,9 @@ import Synchronization
 /// The client's media pipeline for one joined session.
 ///
 /// ```
-///  capture thread:  AudioInput.read ─▶ level ─▶ (muted? skip) ─▶ Opus encode ─▶ RTP+level ─▶ UDP ─▶ relay
-///  receive thread:  UDP ─▶ bind ack │ RTP header read in place ─▶ [impairment] ─▶ ReceiveMixer.insert
+///  capture thread:  AudioInput.read ─▶ level ─▶ (muted? skip) ─▶ Opus encode ─▶ RTP+level ─▶ SRTP protect ─▶ UDP ─▶ relay
+///  receive thread:  UDP ─▶ consent challenge → answer │ bind ack │ SRTP unprotect (in place) ─▶ RTP header
+///                   ─▶ [impairment] ─▶ ReceiveMixer.insert
 ///  playback thread: ReceiveMixer.mixNext (jitter buffers ─▶ decode / FEC / PLC ─▶ levels ─▶ gains ─▶ mix)
 ///                   ─▶ test tone ─▶ echo canceller's far end ─▶ AudioOutput.write
 /// ```
@@ -24,6 +26,8 @@ final class MediaEngine: @unchecked Sendable {
         var packetsReceived = 0
         var impairedDrops = 0
         var bound = false
+        /// Packets that failed SRTP (forged, tampered with, replayed, or from a sender without a key).
+        var srtpRejected = 0
         var jitter: [UInt32: JitterBuffer.Statistics] = [:]
     }
 
@@ -36,7 +40,14 @@ final class MediaEngine: @unchecked Sendable {
     private let encoder: OpusEncoder
     private var relay = SocketAddress(ip: 0, port: 0)
     private var ssrc: UInt32 = 0
-    private let bindToken = Locked<[UInt8]>([])
+    private let consent = Locked<MediaConsent?>(nil)
+    /// SRTP: our sending key (switched to a new epoch `keySwitchDelay` after it arrives, so
+    /// receivers hold it first) and every other sender's keys.
+    private let srtpSender = Locked<SRTPSender?>(nil)
+    private let pendingSendKey = Locked<(key: SRTPKey, at: UInt64)?>(nil)
+    private let srtpReceiver: SRTPReceiver
+    private let srtpRejected = Atomic<Int>(0)
+    static let keySwitchDelayNanoseconds: UInt64 = 250_000_000
 
     private let running = Atomic<Bool>(false)
     private let muted = Atomic<Bool>(false)
@@ -109,6 +120,7 @@ final class MediaEngine: @unchecked Sendable {
         receiver = ReceiveMixer(frameSamples: AudioFormat.samples(ms: frameMs), jitterTargetFrames: jitterTargetFrames)
         let processor: CaptureProcessor?
         do {
+            srtpReceiver = try SRTPReceiver()
             socket = try UDPSocket(host: "0.0.0.0", port: 0)
             encoder = try OpusEncoder(frameMs: frameMs, bitrate: Int32(options.bitrate), complexity: Int32(options.complexity),
                                       profile: options.profile)
@@ -117,6 +129,8 @@ final class MediaEngine: @unchecked Sendable {
                 : try CaptureProcessor(frameSamples: AudioFormat.samples(ms: frameMs), options: options.processing)
         } catch let e as AudioError {
             throw .audio(e)
+        } catch let e as SRTPError {
+            throw .network("SRTP: \(e)")
         } catch {
             throw .network("\(error)")
         }
@@ -125,11 +139,19 @@ final class MediaEngine: @unchecked Sendable {
         filters = FilterChain(chain.compactMap { $0 })
     }
 
-    /// Starts sending to and receiving from the relay at `relay`, bound by `bindToken`.
-    func start(relay: SocketAddress, ssrc: UInt32, bindToken: [UInt8]) {
+    /// Starts sending to and receiving from the relay at `relay`, bound by `bindToken`, media
+    /// protected with `keys` (ours, whose SSRC is `ssrc`, and the other members').
+    func start(relay: SocketAddress, ssrc: UInt32, bindToken: [UInt8], keys: [WireMediaKey]) throws(MediaEngineError) {
+        guard let own = keys.first(where: { $0.ssrc == ssrc }), let key = Self.key(own) else {
+            throw .network("the server sent no media key for this participant")
+        }
+        let sender: SRTPSender
+        do { sender = try SRTPSender(ssrc: ssrc, key: key) } catch { throw .network("SRTP: \(error)") }
+        srtpSender.withLock { $0 = sender }
         self.relay = relay
         self.ssrc = ssrc
-        self.bindToken.withLock { $0 = bindToken }
+        consent.withLock { $0 = MediaConsent(ssrc: ssrc, token: bindToken) }
+        updateKeys(keys)
         running.store(true, ordering: .releasing)
         spawn("callroom.capture") { $0.captureLoop() }
         spawn("callroom.receive") { $0.receiveLoop() }
@@ -171,9 +193,39 @@ final class MediaEngine: @unchecked Sendable {
 
     /// Binds again with a new token (after a signalling `resume`); media keeps flowing meanwhile.
     func rebind(token: [UInt8]) {
-        bindToken.withLock { $0 = token }
+        consent.withLock { $0 = MediaConsent(ssrc: ssrc, token: token) }
         bound.store(false, ordering: .releasing)
         sendBind()
+    }
+
+    /// Installs senders' keys from the signalling (any thread): others' at once (their
+    /// previous epoch stays valid), our own new epoch after `keySwitchDelay`.
+    func updateKeys(_ keys: [WireMediaKey]) {
+        for w in keys {
+            guard let key = Self.key(w) else { continue }
+            if w.ssrc == ssrc {
+                guard srtpSender.withLock({ $0?.epoch }) != key.epoch else { continue }
+                pendingSendKey.withLock { $0 = (key, monotonicNanoseconds() + Self.keySwitchDelayNanoseconds) }
+            } else {
+                try? srtpReceiver.setKey(key, for: w.ssrc)
+            }
+        }
+    }
+
+    /// Where our media leaves from.
+    var localAddress: SocketAddress { socket.localAddress }
+
+    /// A sender left: its packets no longer verify.
+    func forgetSender(_ ssrc: UInt32) { srtpReceiver.remove(ssrc) }
+
+    /// The epochs held for a sender (ours: the one we send with).
+    func keyEpochs(of s: UInt32) -> [UInt8] {
+        s == ssrc ? srtpSender.withLock { $0.map { [$0.epoch] } ?? [] } : srtpReceiver.epochs(of: s)
+    }
+
+    static func key(_ w: WireMediaKey) -> SRTPKey? {
+        guard let m = Base64URL.decode(w.key), m.count == SRTPProfile.aeadAES128GCM.masterKeyLength else { return nil }
+        return SRTPKey(epoch: w.epoch, material: m)
     }
     var isMuted: Bool { muted.load(ordering: .acquiring) }
 
@@ -190,14 +242,15 @@ final class MediaEngine: @unchecked Sendable {
     var statistics: Statistics {
         Statistics(framesCaptured: framesCaptured.load(ordering: .relaxed), packetsSent: packetsSent.load(ordering: .relaxed),
                    packetsReceived: packetsReceived.load(ordering: .relaxed), impairedDrops: impairedDrops.load(ordering: .relaxed),
-                   bound: bound.load(ordering: .relaxed),
+                   bound: bound.load(ordering: .relaxed), srtpRejected: srtpRejected.load(ordering: .relaxed),
                    jitter: receiver.statistics())
     }
 
     // MARK: Threads
 
     private func sendBind() {
-        socket.send(MediaBinding.encodeBind(ssrc: ssrc, token: bindToken.withLock { $0 }), to: relay)
+        guard let c = consent.withLock({ $0 }) else { return }
+        socket.send(c.bindDatagram, to: relay)
     }
 
     private func captureLoop() {
@@ -233,7 +286,13 @@ final class MediaEngine: @unchecked Sendable {
             let h = RTPPacket.writeHeader(into: packet, sequenceNumber: seq, timestamp: timestamp, ssrc: ssrc, audioLevel: level)
             let payload = UnsafeMutableBufferPointer<UInt8>(rebasing: packet.bindMemory(to: UInt8.self)[h...])
             guard let n = try? encoder.encode(UnsafeBufferPointer(pcm), into: payload) else { continue }
-            if socket.send(UnsafeRawBufferPointer(rebasing: packet[0..<(h + n)]), to: relay) {
+            if let due = pendingSendKey.withLock({ p -> SRTPKey? in
+                guard let k = p, monotonicNanoseconds() >= k.at else { return nil }
+                p = nil
+                return k.key
+            }) { try? srtpSender.withLock { $0 }?.rekey(due) }
+            guard let sender = srtpSender.withLock({ $0 }), let length = try? sender.protect(packet, length: h + n) else { continue }
+            if socket.send(UnsafeRawBufferPointer(rebasing: packet[0..<length]), to: relay) {
                 packetsSent.add(1, ordering: .relaxed)
                 probe?.sent(sequence: seq, at: monotonicNanoseconds())
             }
@@ -256,12 +315,23 @@ final class MediaEngine: @unchecked Sendable {
             if socket.waitReadable(timeoutMs: wait) {
                 while let (n, from) = socket.receive(into: buf) {
                     guard from == relay else { continue }
-                    let d = UnsafeRawBufferPointer(rebasing: buf[0..<n])
-                    if let ackSSRC = MediaBinding.parseAck(d) {
-                        if ackSSRC == ssrc { bound.store(true, ordering: .releasing) }
+                    let raw = UnsafeRawBufferPointer(rebasing: buf[0..<n])
+                    if MediaBinding.isControl(raw) {
+                        if let ackSSRC = MediaBinding.parseAck(raw) {
+                            if ackSSRC == ssrc { bound.store(true, ordering: .releasing) }
+                        } else if let answer = consent.withLock({ $0 })?.answer(raw) {
+                            socket.send(answer, to: relay)
+                        }
                         continue
                     }
-                    guard hasOutput, let h = try? RTPHeader(parsing: d), h.ssrc != ssrc else { continue }
+                    guard hasOutput else { continue }
+                    let length: Int
+                    do { length = try srtpReceiver.unprotect(buf, length: n) } catch {
+                        srtpRejected.add(1, ordering: .relaxed)
+                        continue
+                    }
+                    let d = UnsafeRawBufferPointer(rebasing: buf[0..<length])
+                    guard let h = try? RTPHeader(parsing: d), h.ssrc != ssrc else { continue }
                     packetsReceived.add(1, ordering: .relaxed)
                     guard let imp = impairment else { deliver(h, d); continue }
                     // Impairment: drop, or hold for a random delay (which also reorders).

@@ -8,7 +8,7 @@ enum BotsCommand {
         USAGE: callroom bots --server URL --session ID --auth-key KEY [--app-id ID] [--count N]
                              [--scenario NAME|FILE] [--seed N] [--duration SECONDS]
                callroom bots --server URL --auth-key KEY --rooms R --per-room N --duration S
-                             [--app-id ID] [--server-pid PID] [--join-concurrency N]
+                             [--app-id ID] [--server-pid PID] [--join-concurrency N] [--srtp]
 
         Joins N synthetic participants (default 3) to SESSION on the server, speaking bundled
         speech clips and running the scenario (default: random from --seed). Runs until
@@ -19,7 +19,9 @@ enum BotsCommand {
         everything the relay forwards; it reports delivered packets, loss, arrival jitter and
         relay delay; with --server-pid also the server's CPU time per forwarded packet and
         memory per participant, and the generator's and the whole machine's CPU time (both
-        share this machine's cores with the server). Last line:
+        share this machine's cores with the server). With --srtp every packet is protected
+        with the bot's SRTP key (AES-128-GCM, as real clients send; 17 bytes larger), to
+        compare the relay's cost with and without. Last line:
           delivered=N loss_pct=X jitter_ms_p50=Y relay_delay_ms_p99=Z
 
         """
@@ -29,7 +31,7 @@ enum BotsCommand {
         do {
             args = try ArgumentScanner(arguments, valued: ["server", "session", "auth-key", "app-id", "count", "scenario", "seed", "duration",
                                                            "rooms", "per-room", "server-pid", "join-concurrency"],
-                                       boolean: ["help"])
+                                       boolean: ["help", "srtp"])
         } catch { Console.fail("\(error.message)\nRun 'callroom bots --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
         if args["rooms"] != nil { runLoad(args) }
@@ -97,7 +99,7 @@ extension BotsCommand {
             var appID = args["app-id"] ?? ""
             do throws(CometChatCallException) {
                 if appID.isEmpty { appID = try await SDKSetup.fetchAppID(server: url) }
-                let gen = LoadGenerator(serverURL: url, appID: appID, authKey: key, rooms: rooms, perRoom: per)
+                let gen = LoadGenerator(serverURL: url, appID: appID, authKey: key, rooms: rooms, perRoom: per, srtp: args.has("srtp"))
                 let t0 = Date()
                 let rss0 = pid.flatMap(residentKiB)
                 let joinCPU0 = pid.flatMap(processCPUSeconds)

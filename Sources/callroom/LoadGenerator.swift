@@ -1,5 +1,6 @@
 import CallsAudio
 import CallsCore
+import CallsSecurity
 import CallsTransport
 import CometChatCallsSDK
 import Foundation
@@ -25,6 +26,11 @@ final class LoadGenerator: @unchecked Sendable {
         var joinedAt: UInt64 = 0
         /// `join` sent → `joined` received, in milliseconds (the signalling round trip).
         var joinRoundTripMs: Double = 0
+        /// Answers the relay's consent challenges (a bot that stopped would be unbound).
+        var consent: MediaConsent?
+        /// Its SRTP key from `joined`, and (with `--srtp`) the sender protecting its packets.
+        var key: WireMediaKey?
+        var srtp: SRTPSender?
     }
 
     /// Collects one bot's signalling messages.
@@ -49,13 +55,17 @@ final class LoadGenerator: @unchecked Sendable {
     let authKey: String
     let rooms: Int
     let perRoom: Int
+    let srtp: Bool
     private(set) var bots: [Bot] = []
     private let running = Atomic<Bool>(false)
     private let sent = Atomic<Int>(0)
     private let received = Atomic<Int>(0)
     private let stats = Locked<(delays: [Double], jitter: [Double])>(([], []))
 
-    init(serverURL: URL, appID: String, authKey: String, rooms: Int, perRoom: Int) {
+    /// With `srtp`, every packet is protected with the bot's key (real libsrtp, AES-128-GCM),
+    /// so the relay forwards what real clients send: 17 bytes larger.
+    init(serverURL: URL, appID: String, authKey: String, rooms: Int, perRoom: Int, srtp: Bool = false) {
+        self.srtp = srtp
         self.serverURL = serverURL
         self.appID = appID
         self.authKey = authKey
@@ -94,6 +104,15 @@ final class LoadGenerator: @unchecked Sendable {
         }
         done.sort { $0.0 < $1.0 }
         bots = done.map(\.1)
+        if srtp {
+            for i in bots.indices {
+                guard let w = bots[i].key, let m = Base64URL.decode(w.key),
+                      let s = try? SRTPSender(ssrc: bots[i].ssrc, key: SRTPKey(epoch: w.epoch, material: m)) else {
+                    throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(bots[i].uid): no usable media key")
+                }
+                bots[i].srtp = s
+            }
+        }
         if let relay = done.first?.2 { relayAddress = relay }
     }
 
@@ -122,16 +141,13 @@ final class LoadGenerator: @unchecked Sendable {
             throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid) could not join")
         }
         // A bind (or its ack) lost under load is retried, as a real client would.
-        for _ in 0..<3 {
-            udp.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            if udp.waitReadable(timeoutMs: 1000) {
-                var ack = [UInt8](repeating: 0, count: 64)
-                _ = ack.withUnsafeMutableBytes { udp.receive(into: $0) }
-                let rtt = Double(sink.joinedNanoseconds.load(ordering: .relaxed) &- joinSent) / 1e6
-                return (Bot(uid: uid, room: r, ssrc: j.you.ssrc, socket: udp, signal: sink, joinRoundTripMs: rtt), relay)
-            }
+        let consent = MediaConsent(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? [])
+        guard consent.handshake(send: { udp.send($0, to: relay) }, receive: { udp.receiveCopy(timeoutMs: $0) }) else {
+            throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid): no bind ack")
         }
-        throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid): no bind ack")
+        let rtt = Double(sink.joinedNanoseconds.load(ordering: .relaxed) &- joinSent) / 1e6
+        return (Bot(uid: uid, room: r, ssrc: j.you.ssrc, socket: udp, signal: sink, joinRoundTripMs: rtt, consent: consent,
+                    key: j.mediaKeys?.first { $0.ssrc == j.you.ssrc }), relay)
     }
 
     private var relayAddress = SocketAddress(ip: 0, port: 0)
@@ -217,7 +233,8 @@ final class LoadGenerator: @unchecked Sendable {
                     for k in 27..<32 { p[k] = 0 }
                     h = 32
                     for (k, byte) in payload.enumerated() { p[h + k] = byte }
-                    return h + payload.count
+                    guard let s = b.srtp else { return h + payload.count }
+                    return (try? s.protect(p, length: h + payload.count)) ?? 0
                 }
                 if packet.withUnsafeBytes({ b.socket?.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: relayAddress) ?? false }) {
                     sent.add(1, ordering: .relaxed)
@@ -245,6 +262,10 @@ final class LoadGenerator: @unchecked Sendable {
                 while true {
                     let n = batch.receive(on: sockets[r].fd)
                     guard n > 0 else { break }
+                    for i in 0..<n where MediaBinding.isControl(batch.datagram(i)) {
+                        count -= 1  // a consent challenge, not media: answered, not counted
+                        if let answer = bots[r].consent?.answer(batch.datagram(i)) { sockets[r].send(answer, to: relayAddress) }
+                    }
                     count += n
                     guard sampled else { continue }
                     let now = monotonicNanoseconds()

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsSecurity
 import CallsTransport
 import Foundation
 #if canImport(FoundationNetworking)
@@ -67,15 +68,11 @@ final class SignalDevice: WebSocketClientDelegate, @unchecked Sendable {
         }
         let udp: UDPSocket
         do { udp = try UDPSocket(host: "0.0.0.0", port: 0) } catch { throw Failure("udp: \(error)") }
-        for _ in 0..<3 {
-            udp.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            if udp.waitReadable(timeoutMs: 1000) {
-                var ack = [UInt8](repeating: 0, count: 64)
-                _ = ack.withUnsafeMutableBytes { udp.receive(into: $0) }
-                return (room, udp, relay, j.you.ssrc)
-            }
+        guard MediaConsent(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []).handshake(
+            send: { udp.send($0, to: relay) }, receive: { udp.receiveCopy(timeoutMs: $0) }) else {
+            throw Failure("\(uid): no bind acknowledgement")
         }
-        throw Failure("\(uid): no bind acknowledgement")
+        return (room, udp, relay, j.you.ssrc)
     }
 
     /// Logs `uid` in over REST (the auth key; a dev server creates the user, named `name`) and

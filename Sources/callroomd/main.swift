@@ -18,6 +18,7 @@ let usage = """
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
+                              mediaConsentIntervalMs, mediaConsentTimeoutMs,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
@@ -153,6 +154,11 @@ if let m = pick("relay-fast-path", file.relayFastPath) {
 }
 config.relayFastPathObject = file.relayFastPathObject
 if let d = bounded("relayMaxDelayMs", file.relayMaxDelayMs, 0...10_000, " (0: no limit)") { config.relayMaxDelayMs = d }
+if let d = bounded("mediaConsentIntervalMs", file.mediaConsentIntervalMs, 200...60_000) { config.mediaConsentIntervalMs = d }
+if let d = bounded("mediaConsentTimeoutMs", file.mediaConsentTimeoutMs, 1000...600_000) { config.mediaConsentTimeoutMs = d }
+if config.mediaConsentTimeoutMs <= config.mediaConsentIntervalMs {
+    fail("mediaConsentTimeoutMs (\(config.mediaConsentTimeoutMs)) must be longer than mediaConsentIntervalMs (\(config.mediaConsentIntervalMs))")
+}
 if let n = bounded("maxParticipantsPerRoom", file.maxParticipantsPerRoom, 1...10_000) { config.maxParticipantsPerRoom = n }
 if let f = pick("log-format", file.logFormat) {
     guard let v = ServerLog.Format(rawValue: f) else { fail("log format must be text or json") }

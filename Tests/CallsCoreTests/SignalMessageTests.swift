@@ -67,6 +67,7 @@ struct SignalMessageTests {
         ] + ParticipantChange.allCases.map { .participantUpdated(alice, change: $0) } + [
             .welcome(uid: "ann", name: "Ann"), .call(event: .accepted, call: sampleCall, reason: nil),
             .call(event: .cancelled, call: sampleCall, reason: .answeredElsewhere),
+            .mediaKeys([WireMediaKey(ssrc: 42, epoch: 3, key: "a2V5")]),
         ]
     }
 
@@ -113,16 +114,24 @@ struct SignalMessageTests {
     }
 
     @Test func bindDatagramsRoundTripAndRejectGarbage() {
-        let token = Array(UInt8(0)..<16)
-        let bind = MediaBinding.encodeBind(ssrc: 0xA1B2C3D4, token: token)
+        let proof = Array(UInt8(0)..<16), nonce = Array(UInt8(100)..<116), mac = Array(UInt8(200)..<216)
+        let bind = MediaBinding.encodeBind(.init(ssrc: 0xA1B2C3D4, proof: proof))
         #expect(bind.count == MediaBinding.bindLength)
         #expect(bind[0] >> 6 != 2, "never looks like RTP")
-        let req = bind.withUnsafeBytes { MediaBinding.parseBind($0) }
-        #expect(req == MediaBinding.Request(ssrc: 0xA1B2C3D4, token: token))
+        #expect(bind.withUnsafeBytes { MediaBinding.parseBind($0) } == MediaBinding.Bind(ssrc: 0xA1B2C3D4, proof: proof))
         #expect(bind.dropLast().withUnsafeBytes { MediaBinding.parseBind(UnsafeRawBufferPointer(rebasing: $0[...])) } == nil)
+        let challenge = MediaBinding.encodeChallenge(.init(ssrc: 7, nonce: nonce))
+        #expect(challenge.count == MediaBinding.challengeLength)
+        #expect(challenge.count <= bind.count, "a challenge never amplifies its bind")
+        #expect(challenge.withUnsafeBytes { MediaBinding.parseChallenge($0) } == MediaBinding.Challenge(ssrc: 7, nonce: nonce))
+        let response = MediaBinding.encodeResponse(.init(ssrc: 7, nonce: nonce, mac: mac))
+        #expect(response.count == MediaBinding.responseLength)
+        #expect(response.withUnsafeBytes { MediaBinding.parseResponse($0) } == MediaBinding.Response(ssrc: 7, nonce: nonce, mac: mac))
+        #expect(response.withUnsafeBytes { MediaBinding.parseChallenge($0) } == nil)
         let ack = MediaBinding.encodeAck(ssrc: 5)
         #expect(ack.withUnsafeBytes { MediaBinding.parseAck($0) } == 5)
         #expect(bind.withUnsafeBytes { MediaBinding.parseAck($0) } == nil)
+        #expect(challenge.withUnsafeBytes { MediaBinding.parseBind($0) } == nil, "same length, other magic")
     }
 
     @Test func hexRoundTrip() {

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsSecurity
 @testable import CallsServer
 import CallsTransport
 import XCTest
@@ -80,8 +81,7 @@ final class ConfigAndMetricsTests: XCTestCase {
         let j = try XCTUnwrap(p.joined())
         let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
         let s = try UDPSocket(host: "127.0.0.1", port: 0)
-        s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-        XCTAssertTrue(s.waitReadable(timeoutMs: 1000))
+        XCTAssertTrue(s.bindMedia(j, relay: relay))
         s.send([0x80, 0, 1], to: relay)  // malformed
         Thread.sleep(forTimeInterval: 0.1)
         let text = h.server.metricsText()

@@ -63,7 +63,7 @@ final class RelayFastPathTests: XCTestCase {
         }
         XCTAssertEqual(counters.forwarded.load(ordering: .relaxed), 2, "and /metrics counts them as forwarded")
         XCTAssertEqual(counters.forwardedBytes.load(ordering: .relaxed), UInt64(2 * packet.count), "bytes of RTP, as the workers count them")
-        XCTAssertEqual(counters.receivedPerWorker.reduce(0, +), 4, "the workers saw only the four binds")
+        XCTAssertEqual(counters.receivedPerWorker.reduce(0, +), 8, "the workers saw only the four binds and their consent answers")
 
         // What the program does not vouch for still reaches the workers: a spoofed SSRC is dropped there.
         a.socket.send(RTPPacket(sequenceNumber: 8, timestamp: 1, ssrc: b.joined.you.ssrc, payload: [0]).encoded(), to: relay)

@@ -28,10 +28,10 @@ final class RelayWorkersTests: XCTestCase {
         while counters.forwarded.load(ordering: .relaxed) < 12 * 11 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertEqual(counters.forwarded.load(ordering: .relaxed), 12 * 11)
         XCTAssertEqual(counters.binds.load(ordering: .relaxed), 12)
-        // The kernel spread the 12 senders over the 4 sockets (each sent a bind and one packet).
+        // The kernel spread the 12 senders over the 4 sockets (each sent a bind, its consent answer and one packet).
         let perWorker = counters.receivedPerWorker
         XCTAssertEqual(perWorker.count, 4)
-        XCTAssertEqual(perWorker.reduce(0, +), 24, "\(perWorker)")
+        XCTAssertEqual(perWorker.reduce(0, +), 36, "\(perWorker)")
         XCTAssertGreaterThan(perWorker.filter { $0 > 0 }.count, 1, "more than one worker received: \(perWorker)")
         XCTAssertTrue(h.server.metricsText().contains(#"callroom_relay_worker_packets_received_total{worker="3"}"#))
     }

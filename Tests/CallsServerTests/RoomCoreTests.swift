@@ -69,7 +69,7 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertEqual(j.you.name, "Ann Stored", "the name the store resolved")
         XCTAssertEqual(j.you.role, .moderator, "first in")
         XCTAssertEqual(j.mediaPort, 4000)
-        XCTAssertTrue(after.contains(.relay(RelayPatch(room: 1, members: [.init(key: 1, room: 1, ssrc: j.you.ssrc, token: BindToken(Hex.decode(j.bindToken) ?? []))]))))
+        XCTAssertTrue(after.contains(.relay(RelayPatch(room: 1, members: [.init(key: 1, room: 1, ssrc: j.you.ssrc, consent: MediaConsent(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []))]))))
         XCTAssertTrue(after.contains(.schedule(.idle(session: "room"), afterSeconds: 60)), "alone: the idle timer starts")
     }
 
@@ -91,7 +91,8 @@ final class RoomCoreTests: XCTestCase {
         let rb = try XCTUnwrap(requests(joining).first)
         guard case .participantJoined? = rb.commands.first, rb.commands.count == 1 else { return XCTFail("the call exists: \(rb.commands)") }
         let admitted = ok(rb, name: "Bea")
-        guard case .participantJoined(let w)? = sent(admitted, to: a).first else { return XCTFail("\(admitted)") }
+        guard case .participantJoined(let w)? = sent(admitted, to: a).first(where: { if case .participantJoined = $0 { return true }; return false })
+        else { return XCTFail("\(admitted)") }
         XCTAssertEqual(w.name, "Bea")
         XCTAssertEqual(w.role, .participant)
         // b leaves: a hears at once, the media stops at once, b's `left` waits for the disk.
@@ -190,7 +191,7 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertTrue(back.contains(.cancel(.grace(session: "room", pid: jb.you.pid))))
         guard case .resumed(let r)? = sent(back, to: c).first else { return XCTFail("\(back)") }
         XCTAssertNotEqual(r.bindToken, jb.bindToken)
-        XCTAssertTrue(back.contains { if case .relay(let p) = $0 { return p.members.contains { $0.token == BindToken(Hex.decode(r.bindToken) ?? []) } }; return false },
+        XCTAssertTrue(back.contains { if case .relay(let p) = $0 { return p.members.contains { $0.consent == MediaConsent(ssrc: r.you.ssrc, token: Hex.decode(r.bindToken) ?? []) } }; return false },
                       "the relay learns the new bind token")
         // A timer that fires after the resume changes nothing; dropped again, it ends the stay.
         XCTAssertTrue(input(.timerFired(.grace(session: "room", pid: jb.you.pid))).isEmpty)
@@ -240,6 +241,35 @@ final class RoomCoreTests: XCTestCase {
         _ = message(.setAudioMuted(true), a)
         XCTAssertTrue(input(.dominantSpeaker(room: 1, key: key)).isEmpty, "muted: never dominant")
         XCTAssertTrue(input(.dominantSpeaker(room: 7, key: key)).isEmpty, "another room's index")
+    }
+
+    /// SRTP keys: the joiner gets its own and everyone's; the room gets the joiner's before its
+    /// roster change; a leave gives every remaining sender a new epoch and a new key.
+    func testMediaKeysAreHandedOutAndRotatedWhenAMemberLeaves() throws {
+        let ja = try joined("ann", a)
+        XCTAssertEqual(ja.srtpProfile, .aeadAES128GCM)
+        XCTAssertEqual(ja.mediaKeys?.map(\.ssrc), [ja.you.ssrc], "alone: its own key")
+        let annKey = try XCTUnwrap(ja.mediaKeys?.first)
+        XCTAssertEqual(Base64URL.decode(annKey.key)?.count, 28)
+        let r = try XCTUnwrap(requests(message(.join(.init(callToken: token("bea"))), b)).first)
+        let admitted = ok(r)
+        guard case .joined(let jb)? = sent(admitted, to: b).first else { return XCTFail("\(admitted)") }
+        XCTAssertEqual(Set(jb.mediaKeys?.map(\.ssrc) ?? []), [ja.you.ssrc, jb.you.ssrc])
+        XCTAssertEqual(jb.mediaKeys?.first?.ssrc, jb.you.ssrc, "its own key first")
+        XCTAssertTrue(jb.mediaKeys?.contains(annKey) == true, "ann's current key")
+        let toAnn = sent(admitted, to: a)
+        guard case .mediaKeys(let k)? = toAnn.first, case .participantJoined? = toAnn.dropFirst().first else { return XCTFail("\(toAnn)") }
+        XCTAssertEqual(k, [try XCTUnwrap(jb.mediaKeys?.first)])
+        _ = try joined("cy", c)
+        let leave = message(.leave, c)
+        let rotated = sent(leave, to: a).compactMap { if case .mediaKeys(let k) = $0 { return k }; return nil }
+        XCTAssertEqual(rotated.count, 1, "one rotation: \(sent(leave, to: a))")
+        let keys = try XCTUnwrap(rotated.first)
+        XCTAssertEqual(Set(keys.map(\.ssrc)), [ja.you.ssrc, jb.you.ssrc], "the leaver's key is gone")
+        XCTAssertTrue(keys.allSatisfy { $0.epoch == 1 }, "\(keys)")
+        XCTAssertFalse(keys.contains { $0.key == annKey.key }, "new key material")
+        XCTAssertEqual(sent(leave, to: b).filter { if case .mediaKeys = $0 { return true }; return false }.count, 1)
+        XCTAssertTrue(sent(leave, to: c).allSatisfy { if case .mediaKeys = $0 { return false }; return true }, "the leaver learns nothing new")
     }
 
     func testHeartbeatNamesEveryLiveCall() throws {

@@ -1,5 +1,6 @@
 import CallRoomTestSupport
 import CallsCore
+import CallsSecurity
 import CallsServer
 import CallsTransport
 import Foundation
@@ -142,8 +143,7 @@ struct BoundParticipant {
         let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
         let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
         let s = try UDPSocket(host: "127.0.0.1", port: 0)
-        s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-        XCTAssertEqual(s.receiveBytes()?.count, MediaBinding.ackLength, "\(uid) bound")
+        XCTAssertTrue(s.bindMedia(j, relay: relay), "\(uid) bound")
         return BoundParticipant(probe: probe, socket: s, joined: j, relay: relay)
     }
 }
@@ -171,4 +171,11 @@ extension UDPSocket {
 
     /// The next datagram's bytes, or nil after `timeoutMs`.
     func receiveBytes(timeoutMs: Int32 = 1000) -> [UInt8]? { receiveDatagram(timeoutMs: timeoutMs)?.bytes }
+
+    /// Binds this socket for the participant `j` describes: bind, answer the consent challenge,
+    /// acknowledged (tests only).
+    func bindMedia(_ j: ServerMessage.Joined, relay: SocketAddress) -> Bool {
+        MediaConsent(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []).handshake(
+            send: { self.send($0, to: relay) }, receive: { self.receiveBytes(timeoutMs: $0) })
+    }
 }

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsSecurity
 import CallsServer
 import CallsTransport
 import XCTest
@@ -94,8 +95,7 @@ final class SignallingAndRelayTests: XCTestCase {
         let sb = try UDPSocket(host: "127.0.0.1", port: 0)
         let sc = try UDPSocket(host: "127.0.0.1", port: 0)
         for (s, j) in [(sa, ja), (sb, jb), (sc, jc)] {
-            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            XCTAssertEqual(s.receiveBytes()?.count, MediaBinding.ackLength, "bind acknowledged")
+            XCTAssertTrue(s.bindMedia(j, relay: relay), "bind acknowledged")
         }
         let packet = RTPPacket(sequenceNumber: 1, timestamp: 960, ssrc: ja.you.ssrc,
                                audioLevel: .init(level: 20, voiceActivity: true), payload: [1, 2, 3]).encoded()
@@ -109,10 +109,10 @@ final class SignallingAndRelayTests: XCTestCase {
         sa.send(RTPPacket(sequenceNumber: 2, timestamp: 1, ssrc: jb.you.ssrc, payload: [0]).encoded(), to: relay)
         let stranger = try UDPSocket(host: "127.0.0.1", port: 0)
         stranger.send(packet, to: relay)
-        stranger.send(MediaBinding.encodeBind(ssrc: ja.you.ssrc, token: [UInt8](repeating: 0, count: 16)), to: relay)
+        stranger.send(MediaConsent(ssrc: ja.you.ssrc, token: [UInt8](repeating: 0, count: 16)).bindDatagram, to: relay)
         stranger.send([0x80, 1, 2], to: relay)
         XCTAssertNil(sb.receiveBytes(timeoutMs: 200))
-        XCTAssertNil(stranger.receiveBytes(timeoutMs: 100), "no ack for a bad bind")
+        XCTAssertNil(stranger.receiveBytes(timeoutMs: 100), "no challenge (nor ack) for a bad bind")
         XCTAssertEqual(counters.droppedSSRCMismatch.load(ordering: .relaxed), 1)
         XCTAssertEqual(counters.droppedUnbound.load(ordering: .relaxed), 1)
         XCTAssertEqual(counters.droppedBadBind.load(ordering: .relaxed), 1)
@@ -127,8 +127,7 @@ final class SignallingAndRelayTests: XCTestCase {
         let sa = try UDPSocket(host: "127.0.0.1", port: 0)
         let sb = try UDPSocket(host: "127.0.0.1", port: 0)
         for (s, j) in [(sa, ja), (sb, jb)] {
-            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            XCTAssertNotNil(s.receiveBytes())
+            XCTAssertTrue(s.bindMedia(j, relay: relay))
         }
         b.send(.leave)
         XCTAssertTrue(b.waitClosed())  // the relay's patch precedes `left`
@@ -146,8 +145,7 @@ final class SignallingAndRelayTests: XCTestCase {
         let sa = try UDPSocket(host: "127.0.0.1", port: 0)
         let sb = try UDPSocket(host: "127.0.0.1", port: 0)
         for (s, j) in [(sa, ja), (sb, jb)] {
-            s.send(MediaBinding.encodeBind(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []), to: relay)
-            XCTAssertNotNil(s.receiveBytes())
+            XCTAssertTrue(s.bindMedia(j, relay: relay))
         }
         func packet(_ n: UInt16) -> [UInt8] { RTPPacket(sequenceNumber: n, timestamp: UInt32(n) * 960, ssrc: jb.you.ssrc, payload: [9]).encoded() }
         sb.send(packet(1), to: relay)

@@ -1,5 +1,6 @@
 import CallsAudio
 import CallsCore
+import CallsSecurity
 import CallsTransport
 @testable import CometChatCallsSDK
 import Foundation
@@ -34,7 +35,8 @@ final class DeviceLossTests: XCTestCase {
         o.onNotice = { n in notices.withLock { $0.append(n) } }
         let engine = try MediaEngine(input: UnpluggedInput(), output: nil, options: o)
         let sink = try UDPSocket(host: "127.0.0.1", port: 0)
-        engine.start(relay: sink.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16))
+        try engine.start(relay: sink.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16),
+                         keys: [WireMediaKey(ssrc: 1, epoch: 0, key: Base64URL.encode([UInt8](repeating: 7, count: 28)))])
         defer { engine.stop() }
         let deadline = Date().addingTimeInterval(5)
         while notices.withLock({ $0.count }) < 2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
@@ -70,7 +72,8 @@ final class PlaybackPeriodTests: XCTestCase {
         o.playbackPeriodMs = 5
         let engine = try MediaEngine(input: NullInput(frameSamples: 960), output: out, options: o)
         let sink = try UDPSocket(host: "127.0.0.1", port: 0)
-        engine.start(relay: sink.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16))
+        try engine.start(relay: sink.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16),
+                         keys: [WireMediaKey(ssrc: 1, epoch: 0, key: Base64URL.encode([UInt8](repeating: 7, count: 28)))])
         Thread.sleep(forTimeInterval: 0.3)
         engine.stop()
         let sizes = out.sizes.withLock { $0 }

@@ -1,0 +1,76 @@
+import CallRoomTestSupport
+import CallsCore
+import CallsServer
+@testable import CometChatCallsSDK
+import Foundation
+import XCTest
+
+/// SRTP end to end through a real server: what the relay forwards without a key, what a
+/// receiver refuses, and a key rotation when a member leaves.
+final class MediaEncryptionTests: XCTestCase {
+    func ssrc(of c: CallsClient, seenBy other: CallsClient) throws -> UInt32 {
+        let pid = try XCTUnwrap(c.localParticipantID)
+        return try XCTUnwrap(other.participants.first { $0.pid == pid }?.ssrc)
+    }
+
+    /// The attack: RTP forged from a participant's own address (so the relay, which checks the
+    /// source and the SSRC, forwards it). Before SRTP the listener decoded whatever came; now
+    /// every forged packet fails authentication and the real stream plays on.
+    func testRTPSpoofedFromABoundAddressIsRefusedByEveryReceiver() async throws {
+        try XCTSkipUnless(SpoofedUDP.isAvailable, "raw sockets need root: the spoofing attack cannot be reproduced here")
+        let t = try TestServer()
+        defer { t.stop() }
+        let listener = try await t.joinedClient("lis", session: "spoof", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build())
+        let speaker = try await t.joinedClient("spk", session: "spoof", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("none").build())
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        let victimSSRC = try ssrc(of: speaker, seenBy: listener)
+        let port = try XCTUnwrap(speaker.mediaLocalPort)
+        let before = try XCTUnwrap(listener.mediaStatistics)
+        XCTAssertEqual(before.srtpRejected, 0, "the genuine stream verifies")
+        XCTAssertGreaterThan(before.packetsReceived, 20)
+        let forwardedBefore = t.server.relayCounters?.forwarded.load(ordering: .relaxed) ?? 0
+        for i in 0..<50 {
+            var packet = RTPPacket(sequenceNumber: UInt16(40_000 + i), timestamp: UInt32(i) * 960, ssrc: victimSSRC,
+                                   audioLevel: .init(level: 0, voiceActivity: true), payload: [UInt8](repeating: 0xFC, count: 80)).encoded()
+            packet += [UInt8](repeating: 0, count: 17)  // the size of a real MKI and tag
+            try SpoofedUDP.send(packet, fromPort: port, toPort: UInt16(t.server.mediaPort))
+        }
+        try await Task.sleep(nanoseconds: 600_000_000)
+        let after = try XCTUnwrap(listener.mediaStatistics)
+        XCTAssertGreaterThan((t.server.relayCounters?.forwarded.load(ordering: .relaxed) ?? 0) - forwardedBefore, 50,
+                             "the relay forwards them: it cannot tell (it holds no key)")
+        XCTAssertEqual(after.srtpRejected, 50, "every forged packet is refused")
+        XCTAssertGreaterThan(after.packetsReceived - before.packetsReceived, 20, "the real stream keeps playing")
+        await speaker.leave()
+        await listener.leave()
+    }
+
+    func testKeysRotateWhenAMemberLeavesAndTheCallCarriesOn() async throws {
+        let t = try TestServer()
+        defer { t.stop() }
+        let speaker = try await t.joinedClient("spk", session: "rotate", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("none").build())
+        let stayer = try await t.joinedClient("stay", session: "rotate", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build())
+        let leaver = try await t.joinedClient("gone", session: "rotate", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build())
+        try await Task.sleep(nanoseconds: 800_000_000)
+        let s = try ssrc(of: speaker, seenBy: stayer)
+        XCTAssertEqual(stayer.mediaKeyEpochs(of: s), [0])
+        XCTAssertEqual(leaver.mediaKeyEpochs(of: s), [0])
+        XCTAssertEqual(speaker.mediaKeyEpochs(of: s), [0])
+        await leaver.leave()
+        try await Task.sleep(nanoseconds: 700_000_000)
+        XCTAssertEqual(stayer.mediaKeyEpochs(of: s), [0, 1], "the new epoch, the old one kept for packets in flight")
+        XCTAssertEqual(speaker.mediaKeyEpochs(of: s), [1], "the speaker switched after the others had the key")
+        let before = try XCTUnwrap(stayer.mediaStatistics)
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        let after = try XCTUnwrap(stayer.mediaStatistics)
+        XCTAssertEqual(after.srtpRejected, 0, "nothing was lost to the rotation")
+        XCTAssertGreaterThan(after.packetsReceived - before.packetsReceived, 40, "50 packets a second go on under the new key")
+        await speaker.leave()
+        await stayer.leave()
+    }
+}
