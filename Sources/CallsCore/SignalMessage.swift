@@ -35,6 +35,9 @@ public enum ClientMessage: Sendable, Equatable {
     case chat(text: String)
     /// Receiver report: the share of each sender's packets this client lost recently.
     case receiverReport([LossReport])
+    /// UDP to the relay is blocked: carry this participant's media over this connection (binary
+    /// frames, one SRTP packet each, both ways) instead; false goes back to UDP.
+    case setMediaOverSignalling(Bool)
     /// Leaves the room; the server answers `left` and closes.
     case leave
     /// Keep-alive; answered by `pong` with the same id.
@@ -229,6 +232,8 @@ extension ClientMessage {
         WireCase("chat", TextBody.self, make: { .chat(text: $0.text) }, match: { if case .chat(let t) = $0 { return TextBody(text: t) }; return nil }),
         WireCase("receiverReport", ReportsBody.self, make: { .receiverReport($0.reports) },
                  match: { if case .receiverReport(let r) = $0 { return ReportsBody(reports: r) }; return nil }),
+        WireCase("setMediaOverSignalling", Flag.self, make: { .setMediaOverSignalling($0.value) },
+                 match: { if case .setMediaOverSignalling(let v) = $0 { return Flag(value: v) }; return nil }),
         WireCase("leave", Empty.self, make: { _ in .leave }, match: { if case .leave = $0 { return Empty() }; return nil }),
         WireCase("ping", IdBody.self, make: { .ping($0.id) }, match: { if case .ping(let id) = $0 { return IdBody(id: id) }; return nil }),
         WireCase("hello", HelloBody.self, make: { .hello(authToken: $0.authToken) },

@@ -210,6 +210,14 @@ public final class SRTPReceiver: @unchecked Sendable {
         }
     }
 
+    /// Forgets every sender.
+    public func removeAll() {
+        state.withLock { s in
+            for ssrc in s.keys.keys { _ = srtp_remove_stream(s.session, ssrc.bigEndian) }
+            s.keys = [:]
+        }
+    }
+
     /// Verifies and decrypts the SRTP packet in `buffer[0..<length]` in place. Returns the RTP
     /// length (MKI and tag removed).
     public func unprotect(_ buffer: UnsafeMutableRawBufferPointer, length: Int) throws(SRTPError) -> Int {

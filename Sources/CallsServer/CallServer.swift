@@ -253,6 +253,8 @@ public final class CallServer: @unchecked Sendable {
         })
         routerBox.withLock { $0 = router }
         self.web = web
+        // Media over signalling (UDP blocked): the relay's copies go out as binary frames.
+        relay.setTunnelSink { [weak web] connection, bytes in web?.send(bytes, binary: true, to: connection) }
         relay.start()
         // Deliveries left from an earlier run go out too (the outbox is in the store).
         if !directory.isEmpty { webhooks?.start() }
@@ -409,7 +411,8 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     public func webServer(_ server: WebServer, connection: UInt64, didReceive message: [UInt8], binary: Bool) {
         guard let signals else { return }
         let id = ConnectionID(node: nodeID, local: connection)
-        if binary { return signals.rejected(.notJSON, from: id) }
+        // A binary frame is one media packet of a member whose UDP is blocked.
+        if binary { return relay?.receiveTunnelled(message, from: connection) ?? () }
         do {
             let m = try ClientMessage(json: Data(message))
             switch m {

@@ -85,6 +85,13 @@ extension CallStore {
         for c in commands {
             switch c {
             case let .startCall(ref, sessionId, type, mode, now):
+                // A call an unclean shutdown cut continues when its session is joined again soon.
+                if let cut = reopenable.removeValue(forKey: sessionId), now <= cut.until {
+                    try db.execute("UPDATE calls SET status = 'ongoing', ended_at = NULL, last_seen_at = ? WHERE id = ?",
+                                   [.int(now), .int(cut.id)])
+                    refs.request.calls[ref] = cut.id
+                    continue
+                }
                 // The room of an accepted ringing call records into that call's row.
                 if let ring = try db.query("""
                     SELECT id FROM calls WHERE session_id = ? AND mode = 'call' AND ended_at IS NULL ORDER BY id DESC LIMIT 1

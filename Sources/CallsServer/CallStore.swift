@@ -43,6 +43,11 @@ public struct StoredCallParticipant: Sendable, Equatable {
 public final class CallStore: @unchecked Sendable {
     let db: SQLiteDatabase
     private let lock = NSLock()
+    /// Calls an unclean shutdown cut, by session: the first join of that session within
+    /// `reopenWindowMilliseconds` of the restart continues the same call (clients rejoin after a
+    /// restart; the call log shows one call, not two). Under the lock.
+    var reopenable: [String: (id: Int64, until: Int64)] = [:]
+    static let reopenWindowMilliseconds: Int64 = 120_000
     /// Operation counts and latency, for `/metrics`.
     public let metrics = StoreMetrics()
     /// The schema this build writes (the last migration's version).
@@ -198,18 +203,20 @@ public final class CallStore: @unchecked Sendable {
     // Calls, participants and chat are written by the rooms' `StoreWriter` (`commit`, in
     // CallStore+Batch.swift): the one place that SQL lives.
 
-    /// Closes calls left open by a crash, using the last heartbeat as the end time. Returns how many.
+    /// Closes calls left open by a crash, using the last heartbeat as the end time, and notes
+    /// them as reopenable (`reopenable`) until `now` + the window. Returns how many.
     @discardableResult
-    public func closeInterruptedCalls() throws(SQLiteError) -> Int {
+    public func closeInterruptedCalls(now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws(SQLiteError) -> Int {
         try locked { () throws(SQLiteError) in
             try db.transaction { () throws(SQLiteError) in
                 // Calls still ringing are the ring registry's to restore (`ringingCalls`), not ended here.
                 let open = try db.query("""
-                    SELECT id, COALESCE(last_seen_at, started_at, initiated_at) FROM calls
+                    SELECT id, COALESCE(last_seen_at, started_at, initiated_at), session_id FROM calls
                     WHERE ended_at IS NULL AND NOT (mode = 'call' AND status = 'initiated')
                     """)
                 for r in open {
                     guard let id = r[0].int, let end = r[1].int else { continue }
+                    if let sid = r[2].text { reopenable[sid] = (id, now + Self.reopenWindowMilliseconds) }
                     try db.execute("UPDATE call_participants SET left_at = MAX(joined_at, ?) WHERE call_id = ? AND left_at IS NULL",
                                    [.int(end), .int(id)])
                     try db.execute("UPDATE calls SET status = 'ended', ended_at = ? WHERE id = ?", [.int(end), .int(id)])

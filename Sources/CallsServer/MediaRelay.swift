@@ -20,6 +20,10 @@ public final class RelayCounters: Sendable {
     public let droppedBadConsent = Atomic<UInt64>(0)
     /// Bound addresses that stopped answering consent challenges and were unbound.
     public let consentExpired = Atomic<UInt64>(0)
+    /// Packets received over signalling connections (members whose UDP is blocked), and
+    /// copies sent to such members.
+    public let tunnelled = Atomic<UInt64>(0)
+    public let tunnelledOut = Atomic<UInt64>(0)
     public let droppedStale = Atomic<UInt64>(0)
     /// From a member a moderator muted: never forwarded, whatever the client does.
     public let droppedMuted = Atomic<UInt64>(0)
@@ -139,6 +143,17 @@ final class MediaRelay: @unchecked Sendable {
     /// Applies one room's new membership (the cost of that room, not of the server). Safe from
     /// any thread.
     func apply(_ patch: RelayPatch) { shared.apply(patch) }
+
+    /// Media over signalling: `sink` sends one packet to a connection (binary frame). Before `start()`.
+    func setTunnelSink(_ sink: @escaping @Sendable (UInt64, [UInt8]) -> Void) {
+        shared.tunnelSink.withLock { $0 = sink }
+        shared.tunnelSocket.withLock { $0 = workers[0].socket }
+    }
+
+    /// A packet a member sent over its signalling connection (the web server's thread).
+    func receiveTunnelled(_ datagram: [UInt8], from connection: UInt64) {
+        shared.receiveTunnelled(datagram, from: connection, now: monotonicNanoseconds())
+    }
 
     /// The RFC 6464 level (0 loud … 127 silent) in a datagram's one-byte header extension, if any.
     /// Reads in place; allocates nothing.

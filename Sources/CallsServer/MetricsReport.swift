@@ -42,6 +42,10 @@ struct MetricsReport {
             ("reason=\"muted\"", relay.droppedMuted.load(ordering: .relaxed)),
             ("reason=\"bad_consent\"", relay.droppedBadConsent.load(ordering: .relaxed)),
         ])
+        r.counter("callroom_relay_tunnelled_packets_total", "Media over signalling (UDP blocked): packets received that way, and copies sent that way.", [
+            ("direction=\"in\"", relay.tunnelled.load(ordering: .relaxed)),
+            ("direction=\"out\"", relay.tunnelledOut.load(ordering: .relaxed)),
+        ])
         r.counter("callroom_relay_consent_expired_total", "Bound addresses unbound because they stopped answering consent challenges.",
                   relay.consentExpired.load(ordering: .relaxed))
         r.counter("callroom_relay_fastpath_packets_forwarded_total", "RTP packets the kernel fast path forwarded (included in the forwarded total).",

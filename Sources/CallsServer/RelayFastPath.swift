@@ -81,7 +81,10 @@ final class RelayFastPath: @unchecked Sendable {
         for w in want { wanted[w.key] = w.address }
         // A muted member stays a destination but is no sender here: its packets go up to the
         // socket relay, which drops them.
-        let sending = Set(want.map(\.key).filter { table.members[$0]?.muted != true })
+        // Nor does anyone in a room with a member whose media goes over signalling: the kernel
+        // cannot reach a WebSocket, so the workers forward that room.
+        let tunnelled = (table.rooms[room] ?? []).contains { table.members[$0]?.tunnel != nil }
+        let sending = tunnelled ? [] : Set(want.map(\.key).filter { table.members[$0]?.muted != true })
         for k in roomKeys[room] ?? [] where wanted[k] != members[k]?.address || !sending.contains(k) { removeMember(k) }
         let list = want.map(\.address)
         if list.isEmpty {

@@ -105,11 +105,19 @@ final class RelayShared: Sendable {
         consentTimeoutNanoseconds = UInt64(max(consentIntervalMs + 100, consentTimeoutMs)) * 1_000_000
     }
 
+    /// Media over signalling: hands one packet to a member's signalling connection (the web
+    /// server's send; set by the server before the relay starts), and the UDP socket packets
+    /// from such members leave by.
+    let tunnelSink = Locked<(@Sendable (UInt64, [UInt8]) -> Void)?>(nil)
+    let tunnelSocket = Locked<UDPSocket?>(nil)
+
     /// Applies one room's new membership (any thread; the room registry's).
     func apply(_ patch: RelayPatch) {
         let removed = state.withLock { s -> [UInt64] in
             let removed = s.table.apply(patch)
             s.bindings.forget(removed)
+            // A member whose media goes over signalling gets nothing by UDP.
+            for m in patch.members where m.tunnel != nil { s.bindings.unbind(m.key) }
             s.post(.patch(patch))
             return removed
         }
@@ -147,7 +155,8 @@ final class RelayShared: Sendable {
     func consent(_ response: MediaBinding.Response, from address: SocketAddress, now: UInt64) -> ConsentOutcome {
         let outcome = state.withLock { s -> ConsentOutcome in
             guard let c = s.bindings.challenges[address], now &- c.sentAt <= consentTimeoutNanoseconds,
-                  let member = s.table.members[c.key], member.consent?.verifies(response, nonce: c.nonce) == true else { return .refused }
+                  let member = s.table.members[c.key], member.tunnel == nil,
+                  member.consent?.verifies(response, nonce: c.nonce) == true else { return .refused }
             s.bindings.challenges[address] = nil
             s.bindings.consentAt[c.key] = now
             if s.bindings.addressOf[c.key] == address { return .refreshed(member) }
@@ -193,6 +202,57 @@ final class RelayShared: Sendable {
         }
         if result.1 > 0 { generation.add(1, ordering: .releasing) }
         return result
+    }
+
+    /// One RTP packet that came over signalling connection `connection` (the web server's
+    /// thread): forwarded as if it had come by UDP — to the room's UDP members from the relay's
+    /// socket, to its other over-signalling members by their connections — after the same
+    /// checks (a member of a room, its SSRC, not muted). Returns false when dropped.
+    @discardableResult
+    func receiveTunnelled(_ datagram: [UInt8], from connection: UInt64, now: UInt64) -> Bool {
+        guard datagram.count >= 12, datagram[0] >> 6 == 2 else {
+            counters.droppedMalformed.add(1, ordering: .relaxed)
+            return false
+        }
+        let ssrc = UInt32(datagram[8]) << 24 | UInt32(datagram[9]) << 16 | UInt32(datagram[10]) << 8 | UInt32(datagram[11])
+        let plan = state.withLock { s -> (key: UInt64, udp: [SocketAddress], tunnels: [UInt64])? in
+            guard let key = s.table.byTunnel[connection], let m = s.table.members[key] else { return nil }
+            guard m.ssrc == ssrc else {
+                counters.droppedSSRCMismatch.add(1, ordering: .relaxed)
+                return (key, [], [])
+            }
+            guard !m.muted else {
+                counters.droppedMuted.add(1, ordering: .relaxed)
+                return (key, [], [])
+            }
+            var udp: [SocketAddress] = [], tunnels: [UInt64] = []
+            for other in s.table.rooms[m.room] ?? [] where other != key {
+                if let t = s.table.members[other]?.tunnel { tunnels.append(t) } else if let a = s.bindings.addressOf[other] { udp.append(a) }
+            }
+            return (key, udp, tunnels)
+        }
+        guard let plan else {
+            counters.droppedUnbound.add(1, ordering: .relaxed)
+            return false
+        }
+        counters.received.add(1, ordering: .relaxed)
+        counters.receivedBytes.add(UInt64(datagram.count), ordering: .relaxed)
+        if let level = datagram.withUnsafeBytes({ MediaRelay.audioLevel($0) }) {
+            speakers.withLock { $0.heard(plan.key, level: level, now: now) }
+        }
+        var sent = 0
+        if !plan.udp.isEmpty, let socket = tunnelSocket.withLock({ $0 }) {
+            for a in plan.udp where socket.send(datagram, to: a) { sent += 1 }
+        }
+        if !plan.tunnels.isEmpty, let sink = tunnelSink.withLock({ $0 }) {
+            for t in plan.tunnels { sink(t, datagram) }
+            sent += plan.tunnels.count
+            counters.tunnelledOut.add(UInt64(plan.tunnels.count), ordering: .relaxed)
+        }
+        counters.forwarded.add(UInt64(sent), ordering: .relaxed)
+        counters.forwardedBytes.add(UInt64(sent * datagram.count), ordering: .relaxed)
+        counters.tunnelled.add(1, ordering: .relaxed)
+        return true
     }
 
     /// Takes worker `index`'s pending changes; `resync` when it must copy the whole state

@@ -13,19 +13,25 @@ struct RelayTable: Sendable {
         var consent: MediaConsent?
         /// A moderator muted it: it still receives, but nothing it sends is forwarded.
         var muted: Bool
+        /// Its media goes over its signalling connection (this id on the node's web server),
+        /// not UDP: it sends binary frames, and gets the room's packets the same way.
+        var tunnel: UInt64?
 
-        init(key: UInt64, room: Int, ssrc: UInt32, consent: MediaConsent? = nil, muted: Bool = false) {
+        init(key: UInt64, room: Int, ssrc: UInt32, consent: MediaConsent? = nil, muted: Bool = false, tunnel: UInt64? = nil) {
             self.key = key
             self.room = room
             self.ssrc = ssrc
             self.consent = consent
             self.muted = muted
+            self.tunnel = tunnel
         }
     }
 
     var members: [UInt64: Member] = [:]
     /// Member keys by SSRC (unique on the server): where a bind finds its member.
     var bySSRC: [UInt32: UInt64] = [:]
+    /// Member keys by their signalling connection, for members whose media goes over it.
+    var byTunnel: [UInt64: UInt64] = [:]
     /// Member keys per room index.
     var rooms: [Int: [UInt64]] = [:]
 
@@ -39,6 +45,7 @@ struct RelayTable: Sendable {
         var removed: [UInt64] = []
         for k in rooms[patch.room] ?? [] {
             if let m = members[k], bySSRC[m.ssrc] == k { bySSRC[m.ssrc] = nil }
+            if let t = members[k]?.tunnel, byTunnel[t] == k { byTunnel[t] = nil }
             if !incoming.contains(k) {
                 members[k] = nil
                 removed.append(k)
@@ -47,6 +54,7 @@ struct RelayTable: Sendable {
         for m in patch.members {
             members[m.key] = m
             bySSRC[m.ssrc] = m.key
+            if let t = m.tunnel { byTunnel[t] = m.key }
         }
         rooms[patch.room] = patch.members.isEmpty ? nil : patch.members.map(\.key)
         return removed

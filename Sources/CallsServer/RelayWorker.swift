@@ -30,6 +30,8 @@ final class RelayWorker: @unchecked Sendable {
     private var fastPathDirty: Set<Int>? = nil
     private var lastHarvest: UInt64 = 0
     private var lastConsentCheck: UInt64 = 0
+    /// Destinations of the datagram being forwarded that take media over signalling.
+    private var tunnelTargets: [UInt64] = []
 
     init(index: Int, socket: UDPSocket, shared: RelayShared) {
         self.index = index
@@ -155,7 +157,11 @@ final class RelayWorker: @unchecked Sendable {
         // One sendmmsg per datagram for all its destinations (batches of 64).
         var queued = 0
         for other in others where other != key {
-            guard let addr = bindings.addressOf[other] else { continue }
+            guard let addr = bindings.addressOf[other] else {
+                // Not bound by UDP: perhaps its media goes over signalling (looked up only then).
+                if let t = table.members[other]?.tunnel { tunnelTargets.append(t) }
+                continue
+            }
             if !sender.add(addr) {
                 flush(datagram, queued: queued)
                 queued = 0
@@ -164,6 +170,18 @@ final class RelayWorker: @unchecked Sendable {
             queued += 1
         }
         flush(datagram, queued: queued)
+        if !tunnelTargets.isEmpty { tunnel(datagram) }
+    }
+
+    /// Hands a copy to each over-signalling destination's connection (the fallback path copies).
+    private func tunnel(_ datagram: UnsafeRawBufferPointer) {
+        defer { tunnelTargets.removeAll(keepingCapacity: true) }
+        guard let sink = shared.tunnelSink.withLock({ $0 }) else { return }
+        let copy = Array(datagram)
+        for t in tunnelTargets { sink(t, copy) }
+        forwarded += UInt64(tunnelTargets.count)
+        forwardedBytes += UInt64(tunnelTargets.count * copy.count)
+        shared.counters.tunnelledOut.add(UInt64(tunnelTargets.count), ordering: .relaxed)
     }
 
     private func flush(_ datagram: UnsafeRawBufferPointer, queued: Int) {

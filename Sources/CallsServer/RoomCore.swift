@@ -40,6 +40,8 @@ final class RoomCore {
         /// Its SRTP master key and epoch (handed to every member; renewed when anyone leaves).
         var mediaKey: [UInt8] = []
         var keyEpoch: UInt8 = 0
+        /// Its media travels over its signalling connection (UDP is blocked for it).
+        var mediaOverSignalling = false
 
         var wireKey: WireMediaKey { WireMediaKey(ssrc: wire.ssrc, epoch: keyEpoch, key: Base64URL.encode(mediaKey)) }
     }
@@ -198,6 +200,11 @@ final class RoomCore {
                       sender.wire.pid != pid, let c = sender.connection else { continue }
                 send(.lossReport(fromPid: pid, lossPercent: min(100, max(0, r.lossPercent))), to: c)
             }
+        case .setMediaOverSignalling(let v):
+            guard room.participants[pid]?.mediaOverSignalling != v else { return }
+            room.participants[pid]?.mediaOverSignalling = v
+            patchRelay(room)
+            log(.info, v ? "media over signalling (UDP blocked)" : "media back on UDP", ["session": sid, "pid": pid])
         case .join, .resume: break
         case .ping, .hello, .initiateCall, .acceptCall, .rejectCall, .endCall: break  // (other families: never routed here)
         }
@@ -229,7 +236,8 @@ final class RoomCore {
     /// The room's media membership: its admitted participants.
     func patchRelay(_ room: Room) {
         let members = room.admitted.map {
-            RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, consent: MediaConsent(ssrc: $0.wire.ssrc, token: $0.bindToken), muted: $0.serverMuted)
+            RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, consent: MediaConsent(ssrc: $0.wire.ssrc, token: $0.bindToken),
+                              muted: $0.serverMuted, tunnel: $0.mediaOverSignalling ? $0.connection?.local : nil)
         }
         effects.append(.relay(RelayPatch(room: room.index, members: members)))
     }

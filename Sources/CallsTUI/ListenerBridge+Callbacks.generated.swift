@@ -59,4 +59,6 @@ extension ListenerBridge {
     public func onChatMessage(_ message: ChatEntry) { handler(.chatMessage(message)) }
     public func onAudioNotice(_ notice: String) { handler(.audioNotice(notice)) }
     public func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality) { handler(.connectionQualityChanged(participant: participant, quality: quality)) }
+    public func onSessionRejoined(participant: Participant) { handler(.sessionRejoined(participant: participant)) }
+    public func onMediaTransportChanged(transport: MediaTransport) { handler(.mediaTransportChanged(transport: transport)) }
 }

@@ -10,6 +10,7 @@ extension AudioMode: EventPayloadValue { var payloadValue: Any { value } }
 extension LayoutType: EventPayloadValue { var payloadValue: Any { value } }
 extension CameraFacing: EventPayloadValue { var payloadValue: Any { rawValue } }
 extension ConnectionQuality: EventPayloadValue { var payloadValue: Any { rawValue } }
+extension MediaTransport: EventPayloadValue { var payloadValue: Any { rawValue } }
 extension Array: EventPayloadValue where Element: EventPayloadValue { var payloadValue: Any { map(\.payloadValue) } }
 extension ChatMessage: EventPayloadValue {
     var payloadValue: Any { ["id": id, "pid": pid, "uid": uid, "name": name, "text": text, "sentAt": sentAt] }

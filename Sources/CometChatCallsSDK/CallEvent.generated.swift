@@ -65,6 +65,14 @@ public enum CallEvent: Sendable, Equatable {
     /// How well a participant's audio gets through changed (you: as your receivers report it;
     /// others: as you receive them). Measured every 2 s from receiver reports.
     case connectionQualityChanged(participant: Participant, quality: ConnectionQuality)
+    /// The server had lost your session (it restarted): the SDK joined it again with a fresh
+    /// call token and you are `participant` now (a new id; peers saw you leave and join).
+    /// Follows `onConnectionRestored`; `CallsClient.sessionRejoinCount` counts these.
+    case sessionRejoined(participant: Participant)
+    /// Media changed path: `.signalling` when no UDP reached the relay within 2.5 s of joining
+    /// (a firewall that lets only HTTPS through) — the call goes on over the signalling
+    /// connection; an audio notice says so too.
+    case mediaTransportChanged(transport: MediaTransport)
 
     /// The listener protocol this event belongs to (`CallRoom` for CallRoom's own).
     public var listener: String {
@@ -74,7 +82,7 @@ public enum CallEvent: Sendable, Equatable {
         case .participantJoined, .participantLeft, .participantListChanged, .participantAudioMuted, .participantAudioUnmuted, .participantVideoPaused, .participantVideoResumed, .participantHandRaised, .participantHandLowered, .participantStartedScreenShare, .participantStoppedScreenShare, .participantStartedRecording, .participantStoppedRecording, .dominantSpeakerChanged: return "ParticipantEventListener"
         case .callLayoutChanged, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled: return "LayoutListener"
         case .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked: return "ButtonClickListener"
-        case .error, .chatMessage, .audioNotice, .connectionQualityChanged: return "CallRoom"
+        case .error, .chatMessage, .audioNotice, .connectionQualityChanged, .sessionRejoined, .mediaTransportChanged: return "CallRoom"
         }
     }
 
@@ -131,6 +139,8 @@ public enum CallEvent: Sendable, Equatable {
         case .chatMessage: return "onChatMessage"
         case .audioNotice: return "onAudioNotice"
         case .connectionQualityChanged: return "onConnectionQualityChanged"
+        case .sessionRejoined: return "onSessionRejoined"
+        case .mediaTransportChanged: return "onMediaTransportChanged"
         }
     }
 
@@ -160,6 +170,8 @@ public enum CallEvent: Sendable, Equatable {
         case .chatMessage(let message): return ["message": message.payloadValue]
         case .audioNotice(let notice): return ["notice": notice.payloadValue]
         case .connectionQualityChanged(let participant, let quality): return ["participant": participant.payloadValue, "quality": quality.payloadValue]
+        case .sessionRejoined(let participant): return ["participant": participant.payloadValue]
+        case .mediaTransportChanged(let transport): return ["transport": transport.payloadValue]
         }
     }
 
@@ -216,6 +228,8 @@ public enum CallEvent: Sendable, Equatable {
         case .chatMessage(let message): set.callRoom.forEach { $0.onChatMessage(message) }
         case .audioNotice(let notice): set.callRoom.forEach { $0.onAudioNotice(notice) }
         case .connectionQualityChanged(let participant, let quality): set.callRoom.forEach { $0.onConnectionQualityChanged(participant: participant, quality: quality) }
+        case .sessionRejoined(let participant): set.callRoom.forEach { $0.onSessionRejoined(participant: participant) }
+        case .mediaTransportChanged(let transport): set.callRoom.forEach { $0.onMediaTransportChanged(transport: transport) }
         }
     }
 }

@@ -149,6 +149,14 @@ extension CallsClient {
     }
 }
 
+/// CallRoom: how this session's media travels.
+public enum MediaTransport: String, Sendable, Equatable {
+    /// UDP to the server's media relay (the normal path).
+    case udp
+    /// Over the signalling connection (TLS when the server has it): UDP to the relay is blocked.
+    case signalling
+}
+
 /// CallRoom: how well a participant's audio is getting through.
 public enum ConnectionQuality: String, Sendable, Equatable {
     /// Under 2 % of packets lost recently.

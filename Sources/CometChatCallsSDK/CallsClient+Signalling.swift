@@ -12,6 +12,25 @@ extension CallsClient {
         }
     }
 
+    /// A binary frame: one SRTP packet of media over signalling (the WebSocket's thread; no
+    /// hop to the state queue per packet — one from an old connection is verified like any).
+    func receivedMedia(_ bytes: [UInt8], from link: SignalLink) {
+        mediaPath.withLock { $0.engine }?.receiveTunnelled(bytes)
+    }
+
+    /// No UDP got through to the relay: media goes over the signalling connection from now on.
+    func udpBlocked() {
+        dispatchPrecondition(condition: .onQueue(state))
+        guard phase == .joined || phase == .reconnecting, !mediaOverSignalling, let engine else { return }
+        mediaOverSignalling = true
+        engine.setTunnel { [weak self] bytes in self?.mediaPath.withLock { $0.socket }?.send(bytes, binary: true) }
+        socket?.send(text: ClientMessage.setMediaOverSignalling(true).json())
+        let notice = "No UDP reached the media relay within 2.5 s (blocked?): media now goes over the signalling connection"
+        published.withLock { $0.notices.append(notice) }
+        emit(.audioNotice(notice))
+        emit(.mediaTransportChanged(transport: .signalling))
+    }
+
     func closed(_ error: WebSocketClientError?, from link: SignalLink) {
         state.async {
             guard link === self.link else { return }
@@ -22,6 +41,9 @@ extension CallsClient {
             case .joined:
                 self.connectionLost()
             case .reconnecting:
+                // The server closes a connection whose resume it refused: a rejoin is coming.
+                if self.rejoining && self.rejoinLink !== link { return }
+                self.rejoining = false
                 self.scheduleReconnect()
             case .leaving:
                 self.finish(reason: "left", emitLeft: true)
@@ -75,6 +97,8 @@ extension CallsClient {
         dispatchPrecondition(condition: .onQueue(state))
         lastHeardAt = monotonicNanoseconds()
         switch m {
+        case .joined(let j) where phase == .reconnecting && rejoining:
+            rejoined(j)
         case .joined(let j):
             guard phase == .joining else { return }
             adopt(j)
@@ -109,6 +133,7 @@ extension CallsClient {
             reconnectDeadline = nil
             if let token = Hex.decode(j.bindToken) { engine?.rebind(token: token) }
             engine?.updateKeys(j.mediaKeys ?? [])  // keys may have rotated while we were away
+            if mediaOverSignalling { socket?.send(text: ClientMessage.setMediaOverSignalling(true).json()) }
             let roster = publishRoster()
             emit(.connectionRestored)
             if before != rosterOrder { emit(.participantListChanged(participants: roster)) }
@@ -145,7 +170,11 @@ extension CallsClient {
         case .error(let code, let message):
             if phase == .joining {
                 failJoin(CometChatCallException(errorCode: code.rawValue, errorDescription: message))
-            } else if phase == .reconnecting && code == .resumeExpired {
+            } else if phase == .reconnecting && code == .resumeExpired && !rejoining {
+                rejoin()
+            } else if phase == .reconnecting && rejoining {
+                rejoining = false
+                emit(.error(code: code.rawValue, message: "rejoining failed: \(message)"))
                 giveUpReconnecting()
             } else {
                 emit(.error(code: code.rawValue, message: message))
@@ -261,13 +290,14 @@ extension CallsClient {
     func scheduleReconnect() {
         guard phase == .reconnecting else { return }
         guard let deadline = reconnectDeadline, Date() < deadline else { return giveUpReconnecting() }
-        let delay = min(2.0, 0.25 * pow(2, Double(reconnectAttempt)))
+        // At most 1 s between attempts: a restarted server is found within a second of being back.
+        let delay = min(1.0, 0.25 * pow(2, Double(reconnectAttempt)))
         reconnectAttempt += 1
         state.asyncAfter(deadline: .now() + delay) { [weak self] in self?.attemptResume() }
     }
 
     private func attemptResume() {
-        guard phase == .reconnecting, let token = resumeToken else { return }
+        guard phase == .reconnecting, !rejoining, let token = resumeToken else { return }
         dropSocket()
         let link = SignalLink(client: self)
         let socket = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), trust: trust, delegate: link)
@@ -282,6 +312,75 @@ extension CallsClient {
             self.dropSocket()
             self.scheduleReconnect()
         }
+    }
+
+    /// The server no longer knows our session (it restarted, or the grace period passed there):
+    /// join it again with a fresh call token on this connection, keeping devices and threads.
+    private func rejoin() {
+        guard phase == .reconnecting, !sessionID.isEmpty else { return giveUpReconnecting() }
+        rejoining = true
+        let session = sessionID, s = settings, link = self.link
+        Task { [weak self] in
+            guard let self else { return }
+            let token: String
+            do throws(CometChatCallException) { token = try await self.generateToken(sessionID: session) } catch {
+                let code = error.errorCode, text = error.errorDescription
+                self.state.async {
+                    guard self.phase == .reconnecting else { return }
+                    self.rejoining = false
+                    self.emit(.error(code: code, message: "rejoining failed: \(text)"))
+                    self.giveUpReconnecting()
+                }
+                return
+            }
+            self.state.async {
+                guard self.phase == .reconnecting, self.rejoining else { return }
+                // The server closes the connection that failed to resume: join on a fresh one.
+                if link !== self.link || self.socket == nil { return self.scheduleReconnect() }
+                self.dropSocket()
+                let link = SignalLink(client: self)
+                let socket = WebSocketClient(url: self.serverURL.appendingPathComponent("v1/signal"), trust: self.trust, delegate: link)
+                self.link = link
+                self.socket = socket
+                self.rejoinLink = link
+                do { try socket.connect() } catch { self.rejoining = false; return self.scheduleReconnect() }
+                socket.send(text: ClientMessage.join(.init(callToken: token, sessionId: session, displayName: s.displayName,
+                                                           audioMuted: self.engine?.isMuted ?? s.startAudioMuted, videoPaused: s.startVideoPaused,
+                                                           sessionType: s.sessionType == .voice ? .voice : .video,
+                                                           idleTimeoutSeconds: max(0, s.idleTimeoutPeriod), passcode: s.passcode)).json())
+                self.state.asyncAfter(deadline: .now() + 5) { [weak self, weak link] in
+                    guard let self, self.phase == .reconnecting, self.rejoining, let link, link === self.link else { return }
+                    self.rejoining = false
+                    self.dropSocket()
+                    self.scheduleReconnect()
+                }
+            }
+        }
+    }
+
+    /// The rejoin was admitted: the engine moves to the new participant; peers saw us leave
+    /// (when the old server's state went) and join again.
+    private func rejoined(_ j: ServerMessage.Joined) {
+        rejoining = false
+        let host = j.mediaHost ?? serverURL.host ?? "127.0.0.1"
+        guard let relay = SocketAddress.resolve(host: host, port: j.mediaPort), let token = Hex.decode(j.bindToken) else {
+            emit(.error(code: CometChatCallException.networkError, message: "cannot resolve media relay \(host):\(j.mediaPort)"))
+            return giveUpReconnecting()
+        }
+        do { try engine?.retarget(relay: relay, ssrc: j.you.ssrc, bindToken: token, keys: j.mediaKeys ?? []) } catch {
+            emit(.error(code: CometChatCallException.networkError, message: "\(error)"))
+            return giveUpReconnecting()
+        }
+        adopt(j)
+        phase = .joined
+        reconnectAttempt = 0
+        reconnectDeadline = nil
+        if mediaOverSignalling { socket?.send(text: ClientMessage.setMediaOverSignalling(true).json()) }
+        let roster = publishRoster()
+        published.withLock { $0.localPID = j.you.pid; $0.rejoins += 1 }
+        emit(.connectionRestored)
+        emit(.sessionRejoined(participant: participant(j.you)))
+        emit(.participantListChanged(participants: roster))
     }
 
     private func giveUpReconnecting() {

@@ -23,9 +23,11 @@ public final class CallsClient: @unchecked Sendable {
 
     // Confined to `state`
     var phase: Phase = .idle
-    var socket: WebSocketClient?
+    var socket: WebSocketClient? { didSet { mediaPath.withLock { $0.socket = socket } } }
     var link: SignalLink?
-    var engine: MediaEngine?
+    var engine: MediaEngine? { didSet { mediaPath.withLock { $0.engine = engine } } }
+    /// Media goes over the signalling connection (UDP to the relay is blocked).
+    var mediaOverSignalling = false
     var sessionID = ""
     var me: WireParticipant?
     var rosterOrder: [String] = []
@@ -38,6 +40,11 @@ public final class CallsClient: @unchecked Sendable {
     var gracePeriodSeconds = 30
     var reconnectDeadline: Date?
     var reconnectAttempt = 0
+    /// A rejoin is under way: the server lost our session (it restarted), so we join again with
+    /// a fresh call token on the reconnect connection. Confined to `state`.
+    var rejoining = false
+    /// The connection the rejoin runs on (a close of the refused one is expected, not a failure).
+    weak var rejoinLink: SignalLink?
     var dominantPID: String?
     var reportTimer: DispatchSourceTimer?
     var lossReports: [String: (Double, Date)] = [:]
@@ -54,6 +61,10 @@ public final class CallsClient: @unchecked Sendable {
     /// Connection quality per pid at the last report interval (for change events).
     var lastQualities: [String: ConnectionQuality] = [:]
 
+    /// The current socket and engine, for media over signalling: the capture thread sends on
+    /// the socket, the WebSocket's thread hands binary frames to the engine (no queue hop).
+    let mediaPath = Locked<(socket: WebSocketClient?, engine: MediaEngine?)>((nil, nil))
+
     /// Shared with other threads.
     let published = Locked<Published>(Published())
     struct Published {
@@ -66,7 +77,15 @@ public final class CallsClient: @unchecked Sendable {
         var chat: [ChatMessage] = []
         /// The server's invite link for the session (its public URL), if it sent one.
         var inviteLink: String?
+        /// How many times this session came back by rejoining (the server had lost it) rather
+        /// than resuming.
+        var rejoins = 0
     }
+
+    /// CallRoom: how many times the current session was restored by joining again with a fresh
+    /// call token because the server had lost it (a restart), rather than resumed (the flag that
+    /// goes with `onConnectionRestored`; `onSessionRejoined` fires too).
+    public var sessionRejoinCount: Int { published.withLock { $0.rejoins } }
 
     enum Phase { case idle, joining, joined, reconnecting, leaving, ended }
 
@@ -233,6 +252,7 @@ public final class CallsClient: @unchecked Sendable {
                                                                         errorDescription: "A session is already active."))
         }
         self.settings = settings
+        mediaOverSignalling = false
         // Open audio first: a bad endpoint fails the join before anyone sees us arrive.
         let frameSamples = AudioFormat.samples(ms: settings.audioFrameMs)
         var notices: [String] = []
@@ -271,6 +291,10 @@ public final class CallsClient: @unchecked Sendable {
                 self?.published.withLock { $0.notices.append(notice) }
                 self?.emit(.audioNotice(notice))
             }
+            o.onUDPBlocked = { [weak self] in
+                guard let self else { return }
+                self.state.async { self.udpBlocked() }
+            }
             engine = try MediaEngine(input: input, output: output, options: o, probe: mediaProbe)
         } catch let e as AudioError {
             return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: e.description))
@@ -304,7 +328,9 @@ final class SignalLink: WebSocketClientDelegate, @unchecked Sendable {
     weak var client: CallsClient?
     init(client: CallsClient) { self.client = client }
     func webSocketDidOpen(_ c: WebSocketClient) {}
-    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) { client?.received(message, from: self) }
+    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
+        if binary { client?.receivedMedia(message, from: self) } else { client?.received(message, from: self) }
+    }
     func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) { client?.closed(error, from: self) }
 }
 

@@ -66,4 +66,6 @@ public extension CallRoomListener {
     func onChatMessage(_ message: ChatEntry) {}
     func onAudioNotice(_ notice: String) {}
     func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality) {}
+    func onSessionRejoined(participant: Participant) {}
+    func onMediaTransportChanged(transport: MediaTransport) {}
 }

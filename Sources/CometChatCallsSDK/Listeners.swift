@@ -88,5 +88,13 @@ public protocol CallRoomListener: AnyObject {
     /// How well a participant's audio gets through changed (you: as your receivers report it;
     /// others: as you receive them). Measured every 2 s from receiver reports.
     func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality)
+    /// The server had lost your session (it restarted): the SDK joined it again with a fresh
+    /// call token and you are `participant` now (a new id; peers saw you leave and join).
+    /// Follows `onConnectionRestored`; `CallsClient.sessionRejoinCount` counts these.
+    func onSessionRejoined(participant: Participant)
+    /// Media changed path: `.signalling` when no UDP reached the relay within 2.5 s of joining
+    /// (a firewall that lets only HTTPS through) — the call goes on over the signalling
+    /// connection; an audio notice says so too.
+    func onMediaTransportChanged(transport: MediaTransport)
 }
 

@@ -38,8 +38,15 @@ final class MediaEngine: @unchecked Sendable {
     private let outputBox: Locked<(any AudioOutput)?>
     private let socket: UDPSocket
     private let encoder: OpusEncoder
-    private var relay = SocketAddress(ip: 0, port: 0)
-    private var ssrc: UInt32 = 0
+    /// Where media goes and our SSRC: set by `start`, changed by `retarget` (a rejoin after the
+    /// server restarted), read by the media threads.
+    private let relayPacked = Atomic<UInt64>(0)
+    private let ssrcValue = Atomic<UInt32>(0)
+    private var relay: SocketAddress {
+        let v = relayPacked.load(ordering: .acquiring)
+        return SocketAddress(ip: UInt32(truncatingIfNeeded: v >> 16), port: UInt16(truncatingIfNeeded: v))
+    }
+    private var ssrc: UInt32 { ssrcValue.load(ordering: .acquiring) }
     private let consent = Locked<MediaConsent?>(nil)
     /// SRTP: our sending key (switched to a new epoch `keySwitchDelay` after it arrives, so
     /// receivers hold it first) and every other sender's keys.
@@ -47,6 +54,9 @@ final class MediaEngine: @unchecked Sendable {
     private let pendingSendKey = Locked<(key: SRTPKey, at: UInt64)?>(nil)
     private let srtpReceiver: SRTPReceiver
     private let srtpRejected = Atomic<Int>(0)
+    /// Media over the signalling connection (UDP blocked): where protected packets go instead
+    /// of the UDP socket. Set from the client's state queue, read by the capture thread.
+    private let tunnel = Locked<(@Sendable ([UInt8]) -> Void)?>(nil)
     static let keySwitchDelayNanoseconds: UInt64 = 250_000_000
 
     private let running = Atomic<Bool>(false)
@@ -104,6 +114,10 @@ final class MediaEngine: @unchecked Sendable {
         var retrySeconds: Double = 2
         /// Told (on a media thread) when a device is lost or comes back.
         var onNotice: (@Sendable (String) -> Void)?
+        /// Told once (on the capture thread) when no bind was acknowledged within
+        /// `udpBlockedAfterMs` of starting: UDP to the relay is blocked.
+        var onUDPBlocked: (@Sendable () -> Void)?
+        var udpBlockedAfterMs = 2500
     }
 
     init(input: any AudioInput, output: (any AudioOutput)?, options: Options, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
@@ -148,8 +162,8 @@ final class MediaEngine: @unchecked Sendable {
         let sender: SRTPSender
         do { sender = try SRTPSender(ssrc: ssrc, key: key) } catch { throw .network("SRTP: \(error)") }
         srtpSender.withLock { $0 = sender }
-        self.relay = relay
-        self.ssrc = ssrc
+        relayPacked.store(UInt64(relay.ip) << 16 | UInt64(relay.port), ordering: .releasing)
+        ssrcValue.store(ssrc, ordering: .releasing)
         consent.withLock { $0 = MediaConsent(ssrc: ssrc, token: bindToken) }
         updateKeys(keys)
         running.store(true, ordering: .releasing)
@@ -198,6 +212,26 @@ final class MediaEngine: @unchecked Sendable {
         sendBind()
     }
 
+    /// Moves a running engine to a new participant (a rejoin after the server lost our session:
+    /// new SSRC, bind token, keys, perhaps a new relay port). Devices and threads carry on; the
+    /// other senders' old keys are dropped (the restarted server made new ones).
+    func retarget(relay: SocketAddress, ssrc newSSRC: UInt32, bindToken: [UInt8], keys: [WireMediaKey]) throws(MediaEngineError) {
+        guard let own = keys.first(where: { $0.ssrc == newSSRC }), let key = Self.key(own) else {
+            throw .network("the server sent no media key for this participant")
+        }
+        let sender: SRTPSender
+        do { sender = try SRTPSender(ssrc: newSSRC, key: key) } catch { throw .network("SRTP: \(error)") }
+        pendingSendKey.withLock { $0 = nil }
+        srtpSender.withLock { $0 = sender }
+        srtpReceiver.removeAll()
+        relayPacked.store(UInt64(relay.ip) << 16 | UInt64(relay.port), ordering: .releasing)
+        ssrcValue.store(newSSRC, ordering: .releasing)
+        consent.withLock { $0 = MediaConsent(ssrc: newSSRC, token: bindToken) }
+        updateKeys(keys)
+        bound.store(false, ordering: .releasing)
+        sendBind()
+    }
+
     /// Installs senders' keys from the signalling (any thread): others' at once (their
     /// previous epoch stays valid), our own new epoch after `keySwitchDelay`.
     func updateKeys(_ keys: [WireMediaKey]) {
@@ -214,6 +248,29 @@ final class MediaEngine: @unchecked Sendable {
 
     /// Where our media leaves from.
     var localAddress: SocketAddress { socket.localAddress }
+
+    /// Sends media over `send` (binary frames on the signalling connection) instead of UDP,
+    /// or back over UDP (nil).
+    func setTunnel(_ send: (@Sendable ([UInt8]) -> Void)?) { tunnel.withLock { $0 = send } }
+    var isTunnelled: Bool { tunnel.withLock { $0 != nil } }
+
+    /// One SRTP packet that came over the signalling connection (its thread): verified,
+    /// decrypted and delivered like one from the relay's UDP socket.
+    func receiveTunnelled(_ bytes: [UInt8]) {
+        guard hasOutput, bytes.count <= 2048 else { return }
+        var b = bytes
+        let length = b.withUnsafeMutableBytes { raw in Result { () throws(SRTPError) in try srtpReceiver.unprotect(raw, length: bytes.count) } }
+        guard case .success(let n) = length else {
+            srtpRejected.add(1, ordering: .relaxed)
+            return
+        }
+        b.withUnsafeBytes { raw in
+            let d = UnsafeRawBufferPointer(rebasing: raw[0..<n])
+            guard let h = try? RTPHeader(parsing: d), h.ssrc != ssrc else { return }
+            packetsReceived.add(1, ordering: .relaxed)
+            deliver(h, d)
+        }
+    }
 
     /// A sender left: its packets no longer verify.
     func forgetSender(_ ssrc: UInt32) { srtpReceiver.remove(ssrc) }
@@ -261,6 +318,8 @@ final class MediaEngine: @unchecked Sendable {
         var appliedLoss: Int32 = 5
         var timestamp = UInt32.random(in: 0...UInt32.max)
         var frame = 0
+        var udpBlockedReported = false
+        let started = monotonicNanoseconds()
         sendBind()
         while running.load(ordering: .acquiring) {
             let input = inputBox.withLock { $0 }
@@ -280,6 +339,11 @@ final class MediaEngine: @unchecked Sendable {
             // Re-bind until acknowledged, then every 5 s to keep NAT bindings alive.
             let bindEvery = bound.load(ordering: .relaxed) ? 5000 / frameMs : 10
             if frame % bindEvery == 0 { sendBind() }
+            if !udpBlockedReported, !bound.load(ordering: .relaxed),
+               monotonicNanoseconds() - started > UInt64(options.udpBlockedAfterMs) * 1_000_000 {
+                udpBlockedReported = true
+                options.onUDPBlocked?()
+            }
             timestamp &+= UInt32(frameSamples)
             guard isTransmitting else { continue }
             let level = RTPPacket.AudioLevel(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: LevelMeter.isVoice(dbfs: db))
@@ -292,7 +356,11 @@ final class MediaEngine: @unchecked Sendable {
                 return k.key
             }) { try? srtpSender.withLock { $0 }?.rekey(due) }
             guard let sender = srtpSender.withLock({ $0 }), let length = try? sender.protect(packet, length: h + n) else { continue }
-            if socket.send(UnsafeRawBufferPointer(rebasing: packet[0..<length]), to: relay) {
+            if let t = tunnel.withLock({ $0 }) {
+                t(Array(UnsafeRawBufferPointer(rebasing: packet[0..<length])))
+                packetsSent.add(1, ordering: .relaxed)
+                probe?.sent(sequence: seq, at: monotonicNanoseconds())
+            } else if socket.send(UnsafeRawBufferPointer(rebasing: packet[0..<length]), to: relay) {
                 packetsSent.add(1, ordering: .relaxed)
                 probe?.sent(sequence: seq, at: monotonicNanoseconds())
             }

@@ -29,6 +29,7 @@ enum WireGolden {
         #"{"sessionId":"call_1","type":"acceptCall"}"#,
         #"{"sessionId":"call_1","status":"busy","type":"rejectCall"}"#,
         #"{"sessionId":"call_1","type":"endCall"}"#,
+        #"{"type":"setMediaOverSignalling","value":true}"#,
         #"{"bindToken":"00ff","mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"sessionId":"s","type":"joined","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"bindToken":"00ff","dominantSpeaker":"p1","gracePeriodSeconds":30,"mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"resumeToken":"r","sessionId":"s","type":"resumed","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"pid":"p1","type":"dominantSpeaker"}"#,

@@ -84,25 +84,45 @@ final class ServerOperationsTests: XCTestCase {
             XCTAssertNotNil(c.waitForLine { $0.contains("onConnectionLost") }, "the client notices the server is gone and retries")
         }
 
-        // Restarted on the same address: the clients' resume attempts are refused (the held
-        // participants died with the old process), so they close the session and exit 3.
+        // Restarted on the same address: the held participants died with the old process, so
+        // the resumes are refused and the clients join again with fresh call tokens, by
+        // themselves, within 2 s of the server being back — into the same call.
         let port = url.split(separator: ":").last.map(String.init) ?? "0"
         let (again, url2, _) = try startServer(["--config", config, "--listen", "127.0.0.1:\(port)"])
-        for c in clients {
-            XCTAssertNotNil(c.waitForLine(timeout: 15) { $0.contains("onConnectionClosed") }, c.errorOutput)
-            XCTAssertEqual(c.wait(), 3, "connection lost exits 3")
-        }
+        let back = Date()
         defer { again.signal(SIGTERM); _ = again.wait() }
-        let apiKey = try XCTUnwrap(try keys()["apiKey"])
-        let call = try XCTUnwrap(get(url2 + "/v3/calls/crash", headers: ["apikey": apiKey])["data"] as? [String: Any])
-        XCTAssertEqual(call["status"] as? String, "ended")
-        let ended = try XCTUnwrap(call["endedAt"] as? Int64)
-        XCTAssertGreaterThanOrEqual(ended, joinedBy + 1000, "ended at a heartbeat after the join")
-        XCTAssertLessThanOrEqual(ended, killedAt + 100, "not later than the crash")
-        let ps = try XCTUnwrap(call["participants"] as? [[String: Any]])
-        XCTAssertEqual(ps.compactMap { $0["uid"] as? String }, ["kim", "lou"])
-        XCTAssertEqual(ps.compactMap { $0["leftAt"] as? Int64 }, [ended, ended])
+        for c in clients {
+            XCTAssertNotNil(c.waitForLine(timeout: 10) { $0.contains("onSessionRejoined") }, c.errorOutput)
+            let took = Date().timeIntervalSince(back)
+            XCTAssertLessThan(took, 2.0, "rejoined \(String(format: "%.2f", took)) s after the server was back")
+            XCTAssertTrue(c.output.contains { $0.contains("onConnectionRestored") }, "restored, with the rejoin flag (onSessionRejoined)")
+            XCTAssertFalse(c.output.contains { $0.contains("onConnectionClosed") })
+        }
         XCTAssertTrue(again.errorOutput.contains("closed calls left open by an unclean shutdown"))
+        let apiKey = try XCTUnwrap(try keys()["apiKey"])
+        let calls = try XCTUnwrap(get(url2 + "/v3/calls?sessionId=crash", headers: ["apikey": apiKey])["data"] as? [[String: Any]])
+        XCTAssertEqual(calls.count, 1, "one call in the log, not two: \(calls)")
+        let call = try XCTUnwrap(get(url2 + "/v3/calls/crash", headers: ["apikey": apiKey])["data"] as? [String: Any])
+        XCTAssertEqual(call["status"] as? String, "ongoing", "the call goes on")
+        XCTAssertNil(call["endedAt"] as? Int64)
+        let ps = try XCTUnwrap(call["participants"] as? [[String: Any]])
+        XCTAssertEqual(ps.compactMap { $0["uid"] as? String }.sorted(), ["kim", "kim", "lou", "lou"], "each before and after the restart")
+        // Before the crash: left at the last heartbeat, not later than the crash.
+        let cut = ps.compactMap { $0["leftAt"] as? Int64 }
+        XCTAssertEqual(cut.count, 2, "\(ps)")
+        for ended in cut {
+            XCTAssertGreaterThanOrEqual(ended, joinedBy + 1000, "ended at a heartbeat after the join")
+            XCTAssertLessThanOrEqual(ended, killedAt + 100, "not later than the crash")
+        }
+        // Media flows again (the new process counts from zero), then both leave and the call ends.
+        Thread.sleep(forTimeInterval: 1)
+        let metrics = BlockingHTTP.request("GET", url2 + "/metrics").text
+        let forwarded = metrics.split(separator: "\n").first { $0.hasPrefix("callroom_relay_packets_forwarded_total ") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+        XCTAssertGreaterThan(forwarded, 50, "the rejoined clients' media goes through the restarted relay")
+        for c in clients { c.signal(SIGTERM); XCTAssertEqual(c.wait(), 0, c.errorOutput) }
+        let done = try XCTUnwrap(get(url2 + "/v3/calls/crash", headers: ["apikey": apiKey])["data"] as? [String: Any])
+        XCTAssertEqual(done["status"] as? String, "ended")
         // Users created before the crash are still there.
         XCTAssertEqual((get(url2 + "/v3/users/kim", headers: ["apikey": apiKey])["data"] as? [String: Any])?["uid"] as? String, "kim")
     }
