@@ -52,6 +52,9 @@ public final class UDPBatchReceiver: @unchecked Sendable {
     }
 
     /// The bytes of datagram `i` (< `count`).
+    /// The length of datagram `i` (< `count`), from its message header.
+    @inline(__always) public func length(_ i: Int) -> Int { min(Int(messages[i].msg_len), datagramCapacity) }
+
     public func datagram(_ i: Int) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: buffers + i * datagramCapacity,
                                count: min(Int(messages[i].msg_len), datagramCapacity))

@@ -262,9 +262,13 @@ final class LoadGenerator: @unchecked Sendable {
                 while true {
                     let n = batch.receive(on: sockets[r].fd)
                     guard n > 0 else { break }
-                    for i in 0..<n where MediaBinding.isControl(batch.datagram(i)) {
-                        count -= 1  // a consent challenge, not media: answered, not counted
-                        if let answer = bots[r].consent?.answer(batch.datagram(i)) { sockets[r].send(answer, to: relayAddress) }
+                    // A consent challenge (24 bytes; RTP here is 32 or more): answered, not counted.
+                    // The length is in the message header already: media bytes are not touched.
+                    for i in 0..<n where batch.length(i) == MediaBinding.challengeLength {
+                        let d = batch.datagram(i)
+                        guard MediaBinding.isControl(d) else { continue }
+                        count -= 1
+                        if let answer = bots[r].consent?.answer(d) { sockets[r].send(answer, to: relayAddress) }
                     }
                     count += n
                     guard sampled else { continue }
