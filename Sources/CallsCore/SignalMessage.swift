@@ -27,6 +27,9 @@ public enum ClientMessage: Sendable, Equatable {
     case pin(pid: String?)
     /// Moderators: mute someone else's microphone.
     case muteParticipant(pid: String)
+    /// Moderators: let someone they muted unmute themselves (rooms whose `moderatorMute` is
+    /// `untilAllowed`; elsewhere they may anyway).
+    case allowUnmute(pid: String)
     /// Moderators: pause someone else's video.
     case pauseParticipantVideo(pid: String)
     /// Moderators: remove someone from the room.
@@ -225,6 +228,8 @@ extension ClientMessage {
         WireCase("pin", PidBody.self, make: { .pin(pid: $0.pid) }, match: { if case .pin(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("muteParticipant", PidBody.self, make: { $0.pid.map { .muteParticipant(pid: $0) } },
                  match: { if case .muteParticipant(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("allowUnmute", PidBody.self, make: { $0.pid.map { .allowUnmute(pid: $0) } },
+                 match: { if case .allowUnmute(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("pauseParticipantVideo", PidBody.self, make: { $0.pid.map { .pauseParticipantVideo(pid: $0) } },
                  match: { if case .pauseParticipantVideo(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("removeParticipant", PidBody.self, make: { $0.pid.map { .removeParticipant(pid: $0) } },

@@ -23,6 +23,9 @@ public struct WireParticipant: Codable, Sendable, Equatable, Hashable {
     public var isRecording: Bool = false
     /// `FRONT` or `REAR` (video sessions).
     public var cameraFacing: String = "FRONT"
+    /// True while a moderator's mute holds (the room's `moderatorMute` is `untilAllowed` and no
+    /// moderator has allowed an unmute yet); absent otherwise.
+    public var mutedByModerator: Bool? = nil
 
     public init(uid: String, name: String, avatar: String? = nil, pid: String, ssrc: UInt32, role: ParticipantRole,
                 isAudioMuted: Bool, isVideoPaused: Bool, joinedAt: Int64) {

@@ -29,6 +29,8 @@ public enum ParticipantChange: String, Codable, Sendable, CaseIterable {
     case cameraFacingChanged
     case pinned, unpinned
     case roleChanged
+    /// A moderator let a participant they muted unmute themselves again (`allowUnmute`).
+    case unmuteAllowed
 }
 
 /// The kind of session a client joins with (`join.sessionType`).
@@ -102,6 +104,8 @@ public struct SignalErrorCode: OpenWireValue {
     public static let notFound = SignalErrorCode(rawValue: "ERR_NOT_FOUND")
     public static let resumeExpired = SignalErrorCode(rawValue: "ERR_RESUME_EXPIRED")
     public static let notModerator = SignalErrorCode(rawValue: "ERR_NOT_MODERATOR")
+    /// Unmuting yourself after a moderator muted you, in a room where a moderator must allow it.
+    public static let mutedByModerator = SignalErrorCode(rawValue: "ERR_MUTED_BY_MODERATOR")
     public static let participantNotFound = SignalErrorCode(rawValue: "ERR_PARTICIPANT_NOT_FOUND")
     public static let featureUnavailable = SignalErrorCode(rawValue: "ERR_FEATURE_UNAVAILABLE")
     public static let messageTooLong = SignalErrorCode(rawValue: "ERR_MESSAGE_TOO_LONG")

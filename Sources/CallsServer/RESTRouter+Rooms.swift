@@ -8,27 +8,33 @@ struct RoomRulesBody: Encodable {
     var moderation: RoomRules.Moderation
     var hasPasscode: Bool
     var allowedUids: [String]?
+    var moderatorMute: RoomRules.ModeratorMute
 
     init(_ sessionId: String, _ rules: RoomRules?, default moderation: RoomRules.Moderation) {
         self.sessionId = sessionId
         self.moderation = rules?.moderation ?? moderation
         hasPasscode = rules?.hasPasscode ?? false
         allowedUids = rules?.allowedUids
+        moderatorMute = rules?.moderatorMute ?? .selfUnmute
     }
 }
 
 // MARK: Room rules (`/v3/rooms/{sessionId}`, the operator's)
 extension RESTRouter {
-    /// Replaces the room's rules whole: `{moderation?, passcode?, allowedUids?}`.
+    /// Replaces the room's rules whole: `{moderation?, passcode?, allowedUids?, moderatorMute?}`.
     func setRoomRules(_ r: HTTPRequest, sessionId: String) throws -> HTTPResponse {
         try requireAPIKey(r)
         try validate(sessionId: sessionId)
-        struct Body: Decodable { var moderation: String?; var passcode: String?; var allowedUids: [String]? }
+        struct Body: Decodable { var moderation: String?; var passcode: String?; var allowedUids: [String]?; var moderatorMute: String? }
         let b: Body = try decode(r)
         var rules = RoomRules()
         if let m = b.moderation {
             guard let v = RoomRules.Moderation(rawValue: m) else { throw ServerError.badRequest("moderation is firstJoiner or operator.") }
             rules.moderation = v
+        }
+        if let m = b.moderatorMute {
+            guard let v = RoomRules.ModeratorMute(rawValue: m) else { throw ServerError.badRequest("moderatorMute is selfUnmute or untilAllowed.") }
+            rules.moderatorMute = v
         }
         if let p = b.passcode {
             guard (4...128).contains(p.count) else { throw ServerError.badRequest("A passcode is 4–128 characters.") }

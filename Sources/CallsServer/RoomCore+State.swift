@@ -2,7 +2,7 @@ import CallsCore
 
 // MARK: Participant state and moderation
 extension RoomCore {
-    enum ModerationAction { case mute, pauseVideo, remove }
+    enum ModerationAction { case mute, pauseVideo, remove, allowUnmute }
 
     /// Changes one admitted participant's state and broadcasts it to the room (them
     /// included), unless nothing changed.
@@ -44,10 +44,16 @@ extension RoomCore {
         guard requireModerator(room, pid, connection), admittedTarget(room, target, connection) else { return }
         switch action {
         case .mute:
-            update(room, target, change: .audioMuted) { $0.isAudioMuted = true }
+            let holds = roomRules.moderatorMute(room.sessionId) == .untilAllowed
+            update(room, target, change: .audioMuted) { $0.isAudioMuted = true; if holds { $0.mutedByModerator = true } }
             // Enforced, not asked: the relay stops forwarding them, whether their client obeys or not.
             room.participants[target]?.serverMuted = true
+            if holds { room.participants[target]?.unmuteHeld = true }
             patchRelay(room)
+        case .allowUnmute:
+            guard room.participants[target]?.unmuteHeld == true else { return }
+            room.participants[target]?.unmuteHeld = false
+            update(room, target, change: .unmuteAllowed) { $0.mutedByModerator = nil }
         case .pauseVideo: update(room, target, change: .videoPaused) { $0.isVideoPaused = true }
         case .remove:
             log(.info, "participant removed by moderator", ["session": room.sessionId, "pid": target, "by": pid])

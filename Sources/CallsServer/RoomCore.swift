@@ -37,6 +37,8 @@ final class RoomCore {
         var roleFromToken = false
         /// A moderator muted it: the relay forwards nothing it sends until it unmutes itself.
         var serverMuted = false
+        /// …and, where the room says `untilAllowed`, it may not until a moderator allows it.
+        var unmuteHeld = false
         /// Its SRTP master key and epoch (handed to every member; renewed when anyone leaves).
         var mediaKey: [UInt8] = []
         var keyEpoch: UInt8 = 0
@@ -170,6 +172,9 @@ final class RoomCore {
         switch message {
         case .leave: leave(session: sid, pid: pid, reason: .left, notifySelf: true)
         case .setAudioMuted(let v):
+            if !v, room.participants[pid]?.unmuteHeld == true {
+                return fail(connection, .mutedByModerator, "A moderator muted you; a moderator must allow you to unmute.", close: false)
+            }
             update(room, pid, change: v ? .audioMuted : .audioUnmuted) { $0.isAudioMuted = v }
             // Unmuting yourself (everyone sees it) lifts a moderator's mute at the relay.
             if !v, room.participants[pid]?.serverMuted == true {
@@ -191,6 +196,7 @@ final class RoomCore {
         case .pin(let target): pin(room, by: pid, target: target, connection: connection)
         case .muteParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .mute)
         case .pauseParticipantVideo(let target): moderate(room, by: pid, target: target, connection: connection, action: .pauseVideo)
+        case .allowUnmute(let target): moderate(room, by: pid, target: target, connection: connection, action: .allowUnmute)
         case .removeParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .remove)
         case .chat(let text): chat(room, from: pid, text: text, connection: connection)
         case .receiverReport(let reports):

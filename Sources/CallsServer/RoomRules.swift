@@ -9,7 +9,13 @@ public struct RoomRules: Sendable, Equatable, Codable {
     /// whose role the operator did not set) moderates; `operator`: only roles in call tokens.
     public enum Moderation: String, Sendable, Codable { case firstJoiner, `operator` }
 
+    /// After a moderator mutes someone: `selfUnmute` — they may unmute themselves (the vendor
+    /// SDK's behaviour, the default); `untilAllowed` — their own unmute is refused
+    /// (`ERR_MUTED_BY_MODERATOR`) until a moderator allows it (`allowUnmute`).
+    public enum ModeratorMute: String, Sendable, Codable { case selfUnmute, untilAllowed }
+
     public var moderation: Moderation?
+    public var moderatorMute: ModeratorMute?
     /// SHA-256 of salt ‖ passcode (hex), and the salt; the passcode itself is never kept.
     var passcodeHash: String?
     var passcodeSalt: String?
@@ -18,8 +24,9 @@ public struct RoomRules: Sendable, Equatable, Codable {
 
     public var hasPasscode: Bool { passcodeHash != nil }
 
-    public init(moderation: Moderation? = nil, passcode: String? = nil, allowedUids: [String]? = nil) {
+    public init(moderation: Moderation? = nil, passcode: String? = nil, allowedUids: [String]? = nil, moderatorMute: ModeratorMute? = nil) {
         self.moderation = moderation
+        self.moderatorMute = moderatorMute
         self.allowedUids = allowedUids
         if let passcode { setPasscode(passcode) }
     }
@@ -54,4 +61,5 @@ final class RoomRulesDirectory: Sendable {
     func rules(_ sessionId: String) -> RoomRules? { rules.withLock { $0[sessionId] } }
     func set(_ sessionId: String, _ r: RoomRules?) { rules.withLock { $0[sessionId] = r } }
     func moderation(_ sessionId: String) -> RoomRules.Moderation { rules(sessionId)?.moderation ?? defaultModeration }
+    func moderatorMute(_ sessionId: String) -> RoomRules.ModeratorMute { rules(sessionId)?.moderatorMute ?? .selfUnmute }
 }

@@ -48,6 +48,9 @@ extension CallSession {
     public func unpinParticipant() { currentClient?.pin(nil) ?? notActive() }
     /// Mutes a participant (pid or uid) — moderators only.
     public func muteParticipant(participantId: String) { currentClient?.muteParticipant(participantId) ?? notActive() }
+    /// CallRoom: lets a participant you muted unmute themselves (pid or uid) — moderators only;
+    /// needed where the room holds a moderator's mute (`moderatorMute: untilAllowed`).
+    public func allowParticipantToUnmute(participantId: String) { currentClient?.allowUnmute(participantId) ?? notActive() }
     /// Pauses a participant's video (pid or uid) — moderators only.
     public func pauseParticipantVideo(participantId: String) { currentClient?.pauseParticipantVideo(participantId) ?? notActive() }
 

@@ -32,6 +32,9 @@ extension CallsClient {
     public func pin(_ participantID: String?) { request(.pin(pid: participantID.map(resolvePID))) }
     /// Moderators: mute a participant (by pid or uid).
     public func muteParticipant(_ participantID: String) { request(.muteParticipant(pid: resolvePID(participantID))) }
+    /// CallRoom: lets a participant you muted unmute themselves again (moderators; rooms whose
+    /// rules hold a moderator's mute, `moderatorMute: untilAllowed`).
+    public func allowUnmute(_ participantID: String) { request(.allowUnmute(pid: resolvePID(participantID))) }
     /// Moderators: pause a participant's video (by pid or uid).
     public func pauseParticipantVideo(_ participantID: String) { request(.pauseParticipantVideo(pid: resolvePID(participantID))) }
     /// Moderators: remove a participant (by pid or uid).

@@ -177,6 +177,8 @@ extension CallsClient {
                 emit(.error(code: code.rawValue, message: "rejoining failed: \(message)"))
                 giveUpReconnecting()
             } else {
+                // Our unmute was refused: the microphone goes back to muted here too.
+                if code == .mutedByModerator { engine?.setMuted(true); published.withLock { $0.muted = true } }
                 emit(.error(code: code.rawValue, message: message))
             }
         case .lossReport(let from, let loss):
@@ -247,7 +249,7 @@ extension CallsClient {
         case .videoResumed: emit(.videoResumed)
         case .cameraFacingChanged: emit(.cameraFacingChanged(cameraFacing: CameraFacing(rawValue: w.cameraFacing) ?? .FRONT))
         case .handRaised, .handLowered, .presentingStarted, .presentingStopped, .recordingStarted, .recordingStopped,
-             .pinned, .unpinned, .roleChanged:
+             .pinned, .unpinned, .roleChanged, .unmuteAllowed:
             // Hand, screen share, recording, pin and role changes are participant events, you included.
             updatedOther(participant(w), change)
         }
@@ -266,7 +268,7 @@ extension CallsClient {
         case .recordingStarted: emit(.participantStartedRecording(participant: p))
         case .recordingStopped: emit(.participantStoppedRecording(participant: p))
         // No callback of their own: the roster carries them.
-        case .pinned, .unpinned, .roleChanged, .cameraFacingChanged:
+        case .pinned, .unpinned, .roleChanged, .cameraFacingChanged, .unmuteAllowed:
             emit(.participantListChanged(participants: published.withLock { $0.roster }))
         }
     }

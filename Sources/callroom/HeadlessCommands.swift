@@ -40,6 +40,9 @@ enum HeadlessCommands {
             Command(name: "pin-participant", arity: .one("ID"), help: "pin a participant (pid or uid; moderators)") { a in s.pinParticipant(participantId: a[0]) },
             Command(name: "unpin-participant", arity: .none, help: "remove the pin (moderators)") { _ in s.unpinParticipant() },
             Command(name: "mute-participant", arity: .one("ID"), help: "mute a participant (moderators)") { a in s.muteParticipant(participantId: a[0]) },
+            Command(name: "allow-unmute", arity: .one("ID"), help: "let a participant you muted unmute (moderators)") { a in
+                s.allowParticipantToUnmute(participantId: a[0])
+            },
             Command(name: "pause-participant-video", arity: .one("ID"), help: "pause a participant's video (moderators)") { a in s.pauseParticipantVideo(participantId: a[0]) },
             Command(name: "remove-participant", arity: .one("ID"), help: "remove a participant (moderators)") { a in s.removeParticipant(participantId: a[0]) },
             Command(name: "enable-picture-in-picture-layout", arity: .none, help: "compact layout (short: enable-picture-in-picture)") { _ in s.enablePictureInPictureLayout() },

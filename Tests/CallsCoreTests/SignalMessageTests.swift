@@ -37,7 +37,7 @@ struct SignalMessageTests {
         .hello(authToken: "tok"), .initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil),
         .initiateCall(receiverId: "team", receiverType: .group, type: .video, timeoutSeconds: 30),
         .acceptCall(sessionId: "call_1"), .rejectCall(sessionId: "call_1", status: .busy), .endCall(sessionId: "call_1"),
-        .setMediaOverSignalling(true),
+        .setMediaOverSignalling(true), .allowUnmute(pid: "p"),
     ]
 
     static let sampleCall = WireCall(sessionId: "call_1", initiator: .init(id: "ann", name: "Ann"), receiverType: .user,

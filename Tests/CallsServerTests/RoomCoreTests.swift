@@ -272,6 +272,37 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertTrue(sent(leave, to: c).allSatisfy { if case .mediaKeys = $0 { return false }; return true }, "the leaver learns nothing new")
     }
 
+    /// Where the room holds a moderator's mute, the muted participant's own unmute is refused
+    /// (the relay keeps dropping them) until a moderator allows it; elsewhere it lifts the mute.
+    func testAModeratorsMuteHoldsUntilAModeratorAllowsAnUnmute() throws {
+        let rules = RoomRulesDirectory(defaultModeration: .firstJoiner, rules: ["room": RoomRules(moderatorMute: .untilAllowed)])
+        var limits = RoomLimits()
+        limits.maxParticipants = 3
+        core = RoomCore(signer: signer, appID: "app", limits: limits, mediaPort: 4000, roomRules: rules)
+        let ja = try joined("ann", a)  // moderator
+        let jb = try joined("bea", b)
+        func relayMuted(_ e: [RoomEffect]) -> Bool? {
+            e.lazy.compactMap { if case .relay(let p) = $0 { return p.members.first { $0.ssrc == jb.you.ssrc }?.muted }; return nil }.first
+        }
+        let muted = message(.muteParticipant(pid: jb.you.pid), a)
+        XCTAssertEqual(relayMuted(muted), true)
+        guard case .participantUpdated(let w, .audioMuted)? = sent(muted, to: b).first else { return XCTFail("\(muted)") }
+        XCTAssertEqual(w.mutedByModerator, true, "everyone sees the mute holds")
+        let refused = message(.setAudioMuted(false), b)
+        XCTAssertEqual(sent(refused, to: b).first?.errorCode, .mutedByModerator)
+        XCTAssertTrue(sent(refused, to: a).isEmpty, "nothing changed for the room")
+        XCTAssertNil(relayMuted(refused), "the relay still drops them")
+        XCTAssertEqual(sent(message(.allowUnmute(pid: jb.you.pid), b), to: b).first?.errorCode, .notModerator, "not by themselves")
+        let allowed = message(.allowUnmute(pid: jb.you.pid), a)
+        guard case .participantUpdated(let w2, .unmuteAllowed)? = sent(allowed, to: b).first else { return XCTFail("\(allowed)") }
+        XCTAssertNil(w2.mutedByModerator)
+        XCTAssertTrue(w2.isAudioMuted, "allowed, not unmuted: they unmute themselves")
+        let unmuted = message(.setAudioMuted(false), b)
+        guard case .participantUpdated(_, .audioUnmuted)? = sent(unmuted, to: a).first else { return XCTFail("\(unmuted)") }
+        XCTAssertEqual(relayMuted(unmuted), false, "and the relay forwards them again")
+        _ = ja
+    }
+
     func testHeartbeatNamesEveryLiveCall() throws {
         try joined("ann", a, session: "one")
         try joined("bea", b, session: "two")

@@ -67,6 +67,10 @@ final class RoomRulesTests: XCTestCase {
         XCTAssertFalse(set.text.contains("s3cret-code"), "the passcode is never shown")
         XCTAssertEqual(h.request("GET", "/v3/rooms/board", headers: h.adminHeaders).data["allowedUids"] as? [String], ["ann", "ben"])
         XCTAssertEqual(h.request("PUT", "/v3/rooms/board", headers: h.adminHeaders, body: #"{"moderation":"chaos"}"#).errorCode, "ERR_BAD_REQUEST")
+        XCTAssertEqual(h.request("PUT", "/v3/rooms/held", headers: h.adminHeaders, body: #"{"moderatorMute":"forever"}"#).errorCode, "ERR_BAD_REQUEST")
+        XCTAssertEqual(h.request("GET", "/v3/rooms/board", headers: h.adminHeaders).data["moderatorMute"] as? String, "selfUnmute", "the default")
+        XCTAssertEqual(h.request("PUT", "/v3/rooms/held", headers: h.adminHeaders, body: #"{"moderatorMute":"untilAllowed"}"#)
+            .data["moderatorMute"] as? String, "untilAllowed")
         XCTAssertEqual(h.request("PUT", "/v3/rooms/board", body: #"{}"#).errorCode, "AUTH_ERR_EMPTY_APIKEY")
         // Not on the list; no passcode; the wrong one: refused. The right one: in, and not moderator.
         XCTAssertEqual(try join(h, try h.callToken(uid: "mallory", session: "board"), passcode: "s3cret-code").error(), "ERR_NOT_ALLOWED_IN_ROOM")
