@@ -74,3 +74,34 @@ final class MediaEncryptionTests: XCTestCase {
         await stayer.leave()
     }
 }
+
+/// Media over the signalling connection, in one process (so ThreadSanitizer sees the capture
+/// thread sending on the WebSocket, the WebSocket threads handing frames to the engine, and the
+/// server's web thread forwarding through the relay): the server advertises a media address
+/// nothing listens on, so no bind is ever answered and both clients fall back.
+final class MediaOverSignallingTests: XCTestCase {
+    func testBothClientsFallBackAndHearEachOther() async throws {
+        let t = try TestServer { $0.mediaPublicAddress = "127.0.0.2" }  // the relay is bound to 127.0.0.1 only
+        defer { t.stop() }
+        let events = EventRecorder()
+        let listener = try await t.joinedClient("lis", session: "tunnel", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build(), onEvent: { events.add($0) })
+        let speaker = try await t.joinedClient("spk", session: "tunnel", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("none").build())
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        XCTAssertTrue(events.all.contains { if case .mediaTransportChanged(.signalling) = $0 { return true }; return false },
+                      "\(events.all.map(\.callback))")
+        XCTAssertTrue(listener.audioNotices.contains { $0.contains("signalling connection") }, "\(listener.audioNotices)")
+        let before = try XCTUnwrap(listener.mediaStatistics)
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        let after = try XCTUnwrap(listener.mediaStatistics)
+        XCTAssertFalse(after.bound, "never bound by UDP")
+        XCTAssertGreaterThan(after.packetsReceived - before.packetsReceived, 40, "50 packets a second over the WebSocket")
+        XCTAssertEqual(after.srtpRejected, 0)
+        let counters = try XCTUnwrap(t.server.relayCounters)
+        XCTAssertGreaterThan(counters.tunnelled.load(ordering: .relaxed), 100)
+        XCTAssertGreaterThan(counters.tunnelledOut.load(ordering: .relaxed), 100)
+        await speaker.leave()
+        await listener.leave()
+    }
+}
