@@ -61,7 +61,7 @@ enum SRTPLibrary {
     static let ready: Bool = srtp_init() == srtp_err_status_ok
 
     /// Builds the policy for one SSRC holding `keys` (MKI = each key's epoch) and hands it to `body`.
-    static func withPolicy<R>(profile: SRTPProfile, ssrc: UInt32, inbound: Bool, keys: [SRTPKey],
+    static func withPolicy<R>(profile: SRTPProfile, ssrc: UInt32, keys: [SRTPKey],
                               _ body: (UnsafePointer<srtp_policy_t>) -> R) -> R {
         var policy = srtp_policy_t()
         profile.apply(to: &policy)
@@ -96,7 +96,7 @@ enum SRTPLibrary {
         }
         policy.keys = list
         policy.num_master_keys = UInt(keys.count)
-        _ = inbound  // the SSRC is specific: libsrtp learns the direction from first use
+        // The SSRC is specific: libsrtp learns each stream's direction from its first use.
         return withUnsafePointer(to: &policy) { body($0) }
     }
 }
@@ -116,7 +116,7 @@ public final class SRTPSender: @unchecked Sendable {
             throw .badKeyLength(expected: profile.masterKeyLength, got: key.material.count)
         }
         var session: OpaquePointer?
-        let status = SRTPLibrary.withPolicy(profile: profile, ssrc: ssrc, inbound: false, keys: [key]) { srtp_create(&session, $0) }
+        let status = SRTPLibrary.withPolicy(profile: profile, ssrc: ssrc, keys: [key]) { srtp_create(&session, $0) }
         guard status == srtp_err_status_ok, let session else { throw SRTPError(status: status, call: "srtp_create") }
         self.profile = profile
         self.ssrc = ssrc
@@ -134,7 +134,7 @@ public final class SRTPSender: @unchecked Sendable {
             throw .badKeyLength(expected: profile.masterKeyLength, got: key.material.count)
         }
         let status = state.withLock { s -> srtp_err_status_t in
-            let st = SRTPLibrary.withPolicy(profile: profile, ssrc: ssrc, inbound: false, keys: [key]) { srtp_update_stream(s.session, $0) }
+            let st = SRTPLibrary.withPolicy(profile: profile, ssrc: ssrc, keys: [key]) { srtp_update_stream(s.session, $0) }
             if st == srtp_err_status_ok { s.epoch = key.epoch }
             return st
         }
@@ -189,17 +189,17 @@ public final class SRTPReceiver: @unchecked Sendable {
         guard key.material.count == profile.masterKeyLength else {
             throw .badKeyLength(expected: profile.masterKeyLength, got: key.material.count)
         }
-        let status = state.withLock { s -> srtp_err_status_t in
+        let (status, call) = state.withLock { s -> (srtp_err_status_t, String) in
             let held = s.keys[ssrc] ?? []
-            if held.contains(key) { return srtp_err_status_ok }
+            if held.contains(key) { return (srtp_err_status_ok, "") }
             let next = Array((held.filter { $0.epoch != key.epoch } + [key]).suffix(2))
-            let st = SRTPLibrary.withPolicy(profile: profile, ssrc: ssrc, inbound: true, keys: next) { p in
+            let st = SRTPLibrary.withPolicy(profile: profile, ssrc: ssrc, keys: next) { p in
                 held.isEmpty ? srtp_add_stream(s.session, p) : srtp_update_stream(s.session, p)
             }
             if st == srtp_err_status_ok { s.keys[ssrc] = next }
-            return st
+            return (st, held.isEmpty ? "srtp_add_stream" : "srtp_update_stream")
         }
-        guard status == srtp_err_status_ok else { throw SRTPError(status: status, call: "srtp_add_stream") }
+        guard status == srtp_err_status_ok else { throw SRTPError(status: status, call: call) }
     }
 
     /// Forgets sender `ssrc` (it left): its packets no longer verify.
