@@ -15,6 +15,9 @@ packages=(
   libcurl4-openssl-dev # outbound HTTP: webhooks (and push)
   libsqlite3-dev      # the server's store
   libsrtp2-dev        # SRTP: encrypted, authenticated media
+  libogg-dev          # recordings: Ogg Opus per participant (RFC 7845)
+  libopusenc-dev      # recordings: the mixed room as Ogg Opus
+  opus-tools          # tests: opusinfo/opusdec check every recording from outside
   libncurses-dev      # the terminal UI (ncursesw)
   libbpf-dev          # the relay's eBPF fast path: loading and maps
   tmux                # terminal UI tests
