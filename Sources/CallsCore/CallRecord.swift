@@ -23,6 +23,36 @@ public struct CallRecord: Codable, Sendable, Equatable {
         }
     }
 
+    /// A recording of the call: the mixed room at `recordingURL`, and a file per participant.
+    public struct Recording: Codable, Sendable, Equatable {
+        public struct File: Codable, Sendable, Equatable {
+            public var name: String
+            /// `mixed` or `participant`.
+            public var kind: String
+            public var uid: String?
+            public var pid: String?
+            public var url: String
+            /// Seconds.
+            public var duration: Double
+            public var bytes: Int64
+            public init(name: String, kind: String, uid: String?, pid: String?, url: String, duration: Double, bytes: Int64) {
+                self.name = name; self.kind = kind; self.uid = uid; self.pid = pid; self.url = url; self.duration = duration; self.bytes = bytes
+            }
+        }
+        public var rid: String
+        public var recordingURL: String
+        public var startTime: Int64
+        /// Nil while it records.
+        public var endTime: Int64?
+        /// Seconds.
+        public var duration: Double
+        public var files: [File]
+        public init(rid: String, recordingURL: String, startTime: Int64, endTime: Int64?, duration: Double, files: [File]) {
+            self.rid = rid; self.recordingURL = recordingURL; self.startTime = startTime; self.endTime = endTime
+            self.duration = duration; self.files = files
+        }
+    }
+
     public var sessionId: String
     /// `audio` or `video`.
     public var type: String
@@ -41,6 +71,7 @@ public struct CallRecord: Codable, Sendable, Equatable {
     public var totalAudioMinutes: Double
     public var totalVideoMinutes: Double
     public var hasRecording: Bool
+    public var recordings: [Recording] = []
     public var hasTranscription: Bool
     public var participants: [Participant]
     /// Ringing calls: who placed it and whom it rang (a uid, or a guid); nil for meetings.

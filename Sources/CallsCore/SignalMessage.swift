@@ -123,6 +123,9 @@ public enum ServerMessage: Sendable, Equatable {
     case chat(ChatMessage)
     /// A receiver reported losing this share of your packets (tunes your FEC).
     case lossReport(fromPid: String, lossPercent: Double)
+    /// The server's recording of the room started (`active`, `by` the moderator who asked) or
+    /// stopped; `rid` names it in the call log.
+    case recording(active: Bool, by: String?, rid: String?)
     /// Senders' SRTP keys changed: a member joined (its key), or one left (everyone's new epoch,
     /// your own included: switch to it shortly, receivers hold both meanwhile).
     case mediaKeys([WireMediaKey])
@@ -196,6 +199,7 @@ private struct TextBody: Codable, Sendable { var text: String }
 private struct ReportsBody: Codable, Sendable { var reports: [LossReport] }
 private struct LossBody: Codable, Sendable { var pid: String; var lossPercent: Double }
 private struct KeysBody: Codable, Sendable { var keys: [WireMediaKey] }
+private struct RecordingBody: Codable, Sendable { var active: Bool; var pid: String?; var rid: String? }
 private struct ResumeBody: Codable, Sendable { var resumeToken: String }
 private struct StringValue: Codable, Sendable { var value: String }
 private struct FeatureBody: Codable, Sendable { var feature: SessionFeature; var value: Bool }
@@ -277,6 +281,8 @@ extension ServerMessage {
         WireCase("chat", ChatMessage.self, make: { .chat($0) }, match: { if case .chat(let m) = $0 { return m }; return nil }),
         WireCase("lossReport", LossBody.self, make: { .lossReport(fromPid: $0.pid, lossPercent: $0.lossPercent) },
                  match: { if case .lossReport(let p, let l) = $0 { return LossBody(pid: p, lossPercent: l) }; return nil }),
+        WireCase("recording", RecordingBody.self, make: { .recording(active: $0.active, by: $0.pid, rid: $0.rid) },
+                 match: { if case .recording(let a, let p, let r) = $0 { return RecordingBody(active: a, pid: p, rid: r) }; return nil }),
         WireCase("mediaKeys", KeysBody.self, make: { .mediaKeys($0.keys) }, match: { if case .mediaKeys(let k) = $0 { return KeysBody(keys: k) }; return nil }),
         WireCase("left", ReasonBody.self, make: { .left(reason: $0.reason) }, match: { if case .left(let r) = $0 { return ReasonBody(reason: r) }; return nil }),
         WireCase("error", ErrorBody.self, make: { .error(code: $0.code, message: $0.message) },

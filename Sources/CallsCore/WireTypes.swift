@@ -66,6 +66,8 @@ public struct LeaveReason: OpenWireValue {
     public static let serverShuttingDown = LeaveReason(rawValue: "server shutting down")
     /// The operator deleted the user or revoked their tokens.
     public static let revoked = LeaveReason(rawValue: "revoked")
+    /// (The server's recorder) a moderator stopped the recording, or the room emptied.
+    public static let recordingStopped = LeaveReason(rawValue: "recording stopped")
 }
 
 /// The code of a refused signalling request (`error.code`); docs/protocol.md lists them.
@@ -106,6 +108,12 @@ public struct SignalErrorCode: OpenWireValue {
     public static let notModerator = SignalErrorCode(rawValue: "ERR_NOT_MODERATOR")
     /// Unmuting yourself after a moderator muted you, in a room where a moderator must allow it.
     public static let mutedByModerator = SignalErrorCode(rawValue: "ERR_MUTED_BY_MODERATOR")
+    /// Starting a recording while one runs (or starts).
+    public static let alreadyRecording = SignalErrorCode(rawValue: "ERR_ALREADY_RECORDING")
+    /// Stopping a recording when none runs.
+    public static let notRecording = SignalErrorCode(rawValue: "ERR_NOT_RECORDING")
+    /// The recorder could not start (or stopped on its own: a full disk).
+    public static let recordingFailed = SignalErrorCode(rawValue: "ERR_RECORDING_FAILED")
     public static let participantNotFound = SignalErrorCode(rawValue: "ERR_PARTICIPANT_NOT_FOUND")
     public static let featureUnavailable = SignalErrorCode(rawValue: "ERR_FEATURE_UNAVAILABLE")
     public static let messageTooLong = SignalErrorCode(rawValue: "ERR_MESSAGE_TOO_LONG")

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsRecording
 import CallsSecurity
 import CallsTransport
 import Foundation
@@ -25,6 +26,8 @@ public final class CallServer: @unchecked Sendable {
 
     private var web: WebServer?
     private var relay: MediaRelay?
+    /// Recorders running now, by recording id (each removes itself when it has finished).
+    private let recorders = Locked<[String: RoomRecorder]>([:])
     private var rooms: RoomRegistry?
     private var calls: CallRegistry?
     private var webhooks: WebhookDeliverer?
@@ -160,6 +163,7 @@ public final class CallServer: @unchecked Sendable {
             store = try CallStore(path: dbPath)
             let closed = try store.closeInterruptedCalls()
             if closed > 0 { log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)"]) }
+            Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log)
         } catch {
             throw .database(error.description)
         }
@@ -253,6 +257,27 @@ public final class CallServer: @unchecked Sendable {
         })
         routerBox.withLock { $0 = router }
         self.web = web
+        // The server's recorder joins its rooms over its own signalling, media from the relay.
+        let relayHost = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
+        let recorderRelay = SocketAddress(host: relayHost, port: relay.port)
+        let signalling = URL(string: (tlsFiles == nil ? "ws" : "wss") + "://\(relayHost):\(port)/v1/signal")
+        let publicBase = configuration.publicURL ?? url
+        rooms.setRecorderLauncher { [weak self, store, log, hooks, dir] sid, rid, token in
+            guard let self, let signalling, let recorderRelay else { return }
+            let config = RoomRecorder.Config(signallingURL: signalling, trust: TLSTrust(caFile: nil, insecure: true), relay: recorderRelay,
+                                             sessionId: sid, rid: rid, callToken: token,
+                                             dir: (dir as NSString).appendingPathComponent("recordings/\(rid)"), publicURL: publicBase)
+            do {
+                let r = try RoomRecorder(config: config, store: store, log: log, outbox: hooks) { [weak self] done in
+                    self?.recorders.withLock { $0[done.config.rid] = nil }
+                }
+                self.recorders.withLock { $0[rid] = r }
+                try r.start()
+            } catch {
+                self.recorders.withLock { $0[rid] = nil }
+                log.error("recorder could not start", ["session": sid, "rid": rid, "error": "\(error)"])
+            }
+        }
         // Media over signalling (UDP blocked): the relay's copies go out as binary frames.
         relay.setTunnelSink { [weak web] connection, bytes in web?.send(bytes, binary: true, to: connection) }
         relay.start()
@@ -266,6 +291,8 @@ public final class CallServer: @unchecked Sendable {
     /// Ends every call, stops both ports and waits for the threads. Idempotent.
     public func stop() {
         rooms?.closeAll(reason: .serverShuttingDown)
+        // Recorders finish their files and rows before the store and sockets go.
+        for r in recorders.withLock({ Array($0.values) }) { r.stop() }
         rooms?.stopHeartbeat()
         calls?.settle()
         webhooks?.stop()
@@ -450,4 +477,27 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         guard connection.node == nodeID else { return }
         web?.close(connection.local)
     }
+
+    /// Recordings a crash cut: every file's last page marked as the end (a torn page dropped),
+    /// and the row finished with what the files hold.
+    static func finaliseInterruptedRecordings(_ store: CallStore, dataDir: String, log: ServerLog) {
+        guard let open = try? store.unfinishedRecordings(), !open.isEmpty else { return }
+        for r in open {
+            let dir = (dataDir as NSString).appendingPathComponent("recordings/\(r.rid)")
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+            var files: [StoredRecordingFile] = []
+            for name in names.sorted() where name.hasSuffix(".opus") {
+                let path = dir + "/" + name
+                guard let s = try? OggOpusFile.finalise(path) else { continue }
+                let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                let mixed = name == "mixed.opus"
+                files.append(StoredRecordingFile(name: name, kind: mixed ? "mixed" : "participant", uid: nil,
+                                                 pid: mixed ? nil : String(name.dropLast(5)), durationMs: Int64(s.seconds * 1000), bytes: Int64(bytes)))
+            }
+            let ended = r.startedAt + (files.map(\.durationMs).max() ?? 0)
+            try? store.recordingFinished(rid: r.rid, endedAt: ended, files: files)
+            log.warn("finalised a recording an unclean shutdown cut", ["rid": r.rid, "files": "\(files.count)"])
+        }
+    }
+
 }

@@ -84,6 +84,10 @@ extension CallStore {
         var out = StoreReceipt.Output()
         for c in commands {
             switch c {
+            case let .recordingStarted(rid, call, sessionId, now):
+                guard let callID = refs.call(call, committed) else { throw SQLiteError.step(message: "the call was not recorded") }
+                try db.execute("INSERT INTO recordings(rid, call_id, session_id, started_at) VALUES (?, ?, ?, ?)",
+                               [.text(rid), .int(callID), .text(sessionId), .int(now)])
             case let .startCall(ref, sessionId, type, mode, now):
                 // A call an unclean shutdown cut continues when its session is joined again soon.
                 if let cut = reopenable.removeValue(forKey: sessionId), now <= cut.until {
@@ -201,7 +205,7 @@ extension CallStore {
     }
 
     /// Queues webhook deliveries (inside the batch transaction).
-    private func insertOutbox(_ rows: [OutboxRow]) throws(SQLiteError) {
+    func insertOutbox(_ rows: [OutboxRow]) throws(SQLiteError) {
         for r in rows {
             try db.execute("""
                 INSERT INTO webhook_deliveries(delivery_id, webhook_id, url, session_id, trigger, body, created_at, next_attempt_at)

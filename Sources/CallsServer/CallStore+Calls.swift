@@ -88,6 +88,17 @@ extension CallStore {
         var call = StoredCall(id: id, sessionId: r[1].text ?? "", type: r[2].text ?? "", mode: r[3].text ?? "",
                               status: r[4].text ?? "", initiatedAt: r[5].int ?? 0, startedAt: r[6].int, endedAt: r[7].int,
                               participants: ps)
+        for row in try db.query("SELECT rid, session_id, started_at, ended_at, duration_ms FROM recordings WHERE call_id = ? ORDER BY started_at",
+                                [.int(id)]) {
+            let rid = row[0].text ?? ""
+            let files = try db.query("SELECT name, kind, uid, pid, duration_ms, bytes FROM recording_files WHERE rid = ? ORDER BY kind, name",
+                                     [.text(rid)]).map {
+                StoredRecordingFile(name: $0[0].text ?? "", kind: $0[1].text ?? "", uid: $0[2].text, pid: $0[3].text,
+                                    durationMs: $0[4].int ?? 0, bytes: $0[5].int ?? 0)
+            }
+            call.recordings.append(StoredRecording(rid: rid, sessionId: row[1].text ?? "", startedAt: row[2].int ?? 0, endedAt: row[3].int,
+                                                   durationMs: row[4].int, files: files))
+        }
         if let i = r[8].text, let rid = r[11].text {
             call.initiator = CallPartyWire(id: i, name: r[9].text ?? i)
             call.receiverType = r[10].text.flatMap(CallReceiverType.init(rawValue:)) ?? .user
@@ -147,3 +158,42 @@ extension CallStore {
         }
     }
 }
+
+// MARK: Recordings
+extension CallStore {
+    /// The recorder finished: the recording's end and its files (replacing any listed before).
+    func recordingFinished(rid: String, endedAt: Int64, files: [StoredRecordingFile], outbox: [OutboxRow] = []) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try db.transaction { () throws(SQLiteError) in
+                try insertOutbox(outbox)
+                let duration = files.map(\.durationMs).max() ?? 0
+                try db.execute("UPDATE recordings SET ended_at = ?, duration_ms = ?, bytes = ? WHERE rid = ?",
+                               [.int(endedAt), .int(duration), .int(files.reduce(0) { $0 + $1.bytes }), .text(rid)])
+                try db.execute("DELETE FROM recording_files WHERE rid = ?", [.text(rid)])
+                for f in files {
+                    try db.execute("""
+                        INSERT INTO recording_files(rid, name, kind, uid, pid, duration_ms, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """, [.text(rid), .text(f.name), .text(f.kind), f.uid.map { .text($0) } ?? .null, f.pid.map { .text($0) } ?? .null,
+                              .int(f.durationMs), .int(f.bytes)])
+                }
+            }
+        }
+    }
+
+    /// Recordings a crash left without an end (finalised at start).
+    public func unfinishedRecordings() throws(SQLiteError) -> [(rid: String, startedAt: Int64)] {
+        try locked { () throws(SQLiteError) in
+            try db.query("SELECT rid, started_at FROM recordings WHERE ended_at IS NULL").map { ($0[0].text ?? "", $0[1].int ?? 0) }
+        }
+    }
+
+    /// One recording of `sessionId` (nil: no such recording of that session).
+    public func recording(sessionId: String, rid: String) throws(SQLiteError) -> StoredRecording? {
+        try locked { () throws(SQLiteError) in
+            guard let row = try db.query("SELECT call_id FROM recordings WHERE rid = ? AND session_id = ?", [.text(rid), .text(sessionId)]).first,
+                  let callID = row[0].int, let call = try loadCall(id: callID) else { return nil }
+            return call.recordings.first { $0.rid == rid }
+        }
+    }
+}
+

@@ -25,6 +25,32 @@ public struct StoredCall: Sendable, Equatable {
     public var initiator: CallPartyWire? = nil
     public var receiver: CallPartyWire? = nil
     public var receiverType: CallReceiverType? = nil
+    /// The server's recordings of the call.
+    public var recordings: [StoredRecording] = []
+}
+
+/// A recording of a call and its files (under `DATA/recordings/{rid}/`).
+public struct StoredRecording: Sendable, Equatable {
+    public var rid: String
+    public var sessionId: String
+    public var startedAt: Int64
+    public var endedAt: Int64?
+    public var durationMs: Int64?
+    public var files: [StoredRecordingFile]
+}
+
+public struct StoredRecordingFile: Sendable, Equatable {
+    /// `mixed.opus`, or `{pid}.opus` for one participant.
+    public var name: String
+    /// `mixed` or `participant`.
+    public var kind: String
+    public var uid: String?
+    public var pid: String?
+    public var durationMs: Int64
+    public var bytes: Int64
+    public init(name: String, kind: String, uid: String?, pid: String?, durationMs: Int64, bytes: Int64) {
+        self.name = name; self.kind = kind; self.uid = uid; self.pid = pid; self.durationMs = durationMs; self.bytes = bytes
+    }
 }
 
 /// One join of one participant (device) to a call.

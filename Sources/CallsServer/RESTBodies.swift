@@ -17,8 +17,9 @@ struct ListBody<T: Encodable>: Encodable {
 }
 
 extension CallRecord {
-    /// The REST view of a stored call; an ongoing call counts up to `now`.
-    init(_ c: StoredCall, now: Int64 = epochMilliseconds()) {
+    /// The REST view of a stored call; an ongoing call counts up to `now`; recordings' URLs
+    /// start with `baseURL` (the server's public URL).
+    init(_ c: StoredCall, now: Int64 = epochMilliseconds(), baseURL: String = "") {
         func minutes(_ ms: Int64) -> Double { (Double(max(0, ms)) / 60_000 * 100).rounded() / 100 }
         let isVideo = c.type == "video"
         let ps = c.participants.map { p -> CallRecord.Participant in
@@ -36,5 +37,14 @@ extension CallRecord {
                   totalDurationInMinutes: minutes(duration), totalAudioMinutes: ps.reduce(0) { $0 + $1.totalAudioMinutes },
                   totalVideoMinutes: ps.reduce(0) { $0 + $1.totalVideoMinutes }, hasRecording: false, hasTranscription: false,
                   participants: ps, initiator: c.initiator, receiver: c.receiver)
+        recordings = c.recordings.map { r in
+            let url = RoomRecorder.url(baseURL, c.sessionId, r.rid)
+            return Recording(rid: r.rid, recordingURL: url, startTime: r.startedAt, endTime: r.endedAt,
+                             duration: Double(r.durationMs ?? 0) / 1000,
+                             files: r.files.map { .init(name: $0.name, kind: $0.kind, uid: $0.uid, pid: $0.pid,
+                                                       url: $0.kind == "mixed" ? url : url + "/" + ($0.pid ?? $0.name),
+                                                       duration: Double($0.durationMs) / 1000, bytes: $0.bytes) })
+        }
+        hasRecording = !recordings.isEmpty
     }
 }

@@ -143,7 +143,7 @@ struct RESTRouter: Sendable {
             f.visibleTo = try rt.callViewer(r)
             let (page, perPage) = try rt.paging(r)
             let p = try rt.store.calls(f, page: page, perPage: perPage)
-            return rt.list(p.items.map { CallRecord($0) }, p)
+            return rt.list(p.items.map { CallRecord($0, baseURL: rt.publicURL) }, p)
         },
         Route(.get, "v3/calls/*/transcriptions") { rt, r, parts in
             try rt.visibleCall(r, parts[2])
@@ -158,7 +158,9 @@ struct RESTRouter: Sendable {
             let p = try rt.store.chatMessages(sessionId: parts[2], page: page, perPage: perPage)
             return rt.list(p.items, p)
         },
-        Route(.get, "v3/calls/*") { rt, r, parts in rt.ok(CallRecord(try rt.visibleCall(r, parts[2]))) },
+        Route(.get, "v3/calls/*/recordings/*") { rt, r, parts in try rt.recordingFile(r, sessionId: parts[2], rid: parts[4], pid: nil) },
+        Route(.get, "v3/calls/*/recordings/*/*") { rt, r, parts in try rt.recordingFile(r, sessionId: parts[2], rid: parts[4], pid: parts[5]) },
+        Route(.get, "v3/calls/*") { rt, r, parts in rt.ok(CallRecord(try rt.visibleCall(r, parts[2]), baseURL: rt.publicURL)) },
         Route(.get, "v3/webhooks/deliveries") { rt, r, _ in
             try rt.requireAPIKey(r)
             let status = r.query["status"]
@@ -336,7 +338,7 @@ struct RESTRouter: Sendable {
 
     /// The latest call of `sessionId`, if the caller may see it (the operator, or a participant).
     @discardableResult
-    private func visibleCall(_ r: HTTPRequest, _ sessionId: String) throws -> StoredCall {
+    func visibleCall(_ r: HTTPRequest, _ sessionId: String) throws -> StoredCall {
         let viewer = try callViewer(r)
         guard let call = try store.latestCall(sessionId: sessionId),
               viewer == nil || call.participants.contains(where: { $0.uid == viewer }) else {

@@ -57,6 +57,8 @@ final class RoomCore {
         var order: [String] = []  // admitted pids in join order
         var idleArmed = false
         var dominant: String?
+        /// The server's recording of the room, its recorder once joined (`+Recording`).
+        var recording: Recording?
         init(sessionId: String, index: Int) { self.sessionId = sessionId; self.index = index }
         var roster: [WireParticipant] { order.compactMap { participants[$0]?.wire } }
         var admitted: some Sequence<Participant> { order.lazy.compactMap { self.participants[$0] } }
@@ -100,9 +102,12 @@ final class RoomCore {
     var pendingWrites: [UInt64: PendingWrite] = [:]
     private var nextRoomIndex = 1
     private var nextKey: UInt64 = 1
+    /// Recorders' connections (they are not in `byConnection`: no participant of the roster).
+    var recorderConnections: [ConnectionID: String] = [:]
+    func nextRecorderKey() -> UInt64 { defer { nextKey += 1 }; return nextKey }
     private var nextRef: UInt64 = 1
     private var nextRequest: UInt64 = 1
-    private var usedSSRCs: Set<UInt32> = []
+    var usedSSRCs: Set<UInt32> = []
     /// The effects of the input being handled, and its time.
     var effects: [RoomEffect] = []
     var now: Int64 = 0
@@ -190,6 +195,8 @@ final class RoomCore {
         case .setCameraFacing(let v):
             guard v == "FRONT" || v == "REAR" else { return fail(connection, .badMessage, "cameraFacing is FRONT or REAR.", close: false) }
             update(room, pid, change: .cameraFacingChanged) { $0.cameraFacing = v }
+        case .setSessionFeature(.recording, let on):
+            if on { startRecording(room, by: pid, connection: connection) } else { stopRecording(room, by: pid, connection: connection) }
         case .setSessionFeature(let feature, _):
             // (An unknown feature does not decode: SIGNAL_BAD_MESSAGE.)
             fail(connection, .featureUnavailable, "\(feature.title) is not available on this server.", close: false)
@@ -228,8 +235,10 @@ final class RoomCore {
     func log(_ level: ServerLog.Level, _ message: String, _ fields: [String: String]) { effects.append(.log(level, message, fields)) }
 
     /// Sends to every admitted participant with a connection.
+    /// To every admitted participant, and the room's recorder (which follows the roster and keys).
     func broadcast(_ room: Room, _ message: ServerMessage) {
         for p in room.admitted { if let c = p.connection { send(message, to: c) } }
+        if let c = room.recording?.recorder?.connection { send(message, to: c) }
     }
 
     func persist(_ commands: [StoreCommand], _ then: PendingWrite) {
@@ -241,7 +250,7 @@ final class RoomCore {
 
     /// The room's media membership: its admitted participants.
     func patchRelay(_ room: Room) {
-        let members = room.admitted.map {
+        let members = (Array(room.admitted) + (room.recording?.recorder.map { [$0] } ?? [])).map {
             RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, consent: MediaConsent(ssrc: $0.wire.ssrc, token: $0.bindToken),
                               muted: $0.serverMuted, tunnel: $0.mediaOverSignalling ? $0.connection?.local : nil)
         }
@@ -270,6 +279,7 @@ final class RoomCore {
         guard revocations.allows(claims) else {
             return fail(connection, .tokenRevoked, "The call token was revoked (the user was deleted or their tokens revoked).", close: true)
         }
+        if claims.role == Self.recorderRole { return joinRecorder(claims, connection: connection) }
         let tokenID = claims.jti ?? Hex.encode(Array(j.callToken.utf8.suffix(16)))
         removedTokens[claims.sid] = removedTokens[claims.sid]?.filter { $0.value > now / 1000 }
         if removedTokens[claims.sid]?[tokenID] != nil {
@@ -358,8 +368,8 @@ final class RoomCore {
         byResumeToken[p.resumeToken] = (sid, pid)
         patchRelay(room)
         if let c = p.connection { send(.joined(joinedPayload(room, p)), to: c) }
-        for o in others {
-            guard let c = room.participants[o.pid]?.connection else { continue }
+        let recorder = room.recording?.recorder?.connection
+        for c in others.compactMap({ room.participants[$0.pid]?.connection }) + (recorder.map { [$0] } ?? []) {
             send(.mediaKeys([p.wireKey]), to: c)  // before the roster change: its first packets verify
             send(.participantJoined(p.wire), to: c)
         }
@@ -406,6 +416,7 @@ final class RoomCore {
         var commands: [StoreCommand] = [.participantLeft(p.ref, at: now)]
         if let call = room.call { commands += hook(.left, call, sid, uid: p.wire.uid, pid: pid) }
         let empties = room.participants.isEmpty
+        if empties { endRecording(room, reason: .recordingStopped) }  // nobody left to record
         if empties, let call = room.call { commands += hook(.ended, call, sid) + [.endCall(call, at: now)] }
         persist(commands, .leave(session: sid, pid: pid, notify: notifySelf ? p.connection : nil, reason: reason))
         if p.admitted {

@@ -24,6 +24,8 @@ enum RoomTimer: Hashable, Sendable {
     case grace(session: String, pid: String)
     /// A participant alone in the room.
     case idle(session: String)
+    /// A recorder that has not joined by now failed to start.
+    case recorderStart(session: String)
 }
 
 /// What the core asks the world to do, in order. The runner does it; tests read it.
@@ -39,6 +41,8 @@ enum RoomEffect: Sendable, Equatable {
     case log(ServerLog.Level, String, [String: String])
     /// The room emptied and its call ended (a ringing call's room: the call is over).
     case roomEnded(session: String)
+    /// Start the server's recorder for a room: it joins with this call token (role `recorder`).
+    case startRecorder(session: String, rid: String, callToken: String)
 }
 
 /// Where the core's fresh ids and secrets come from (random; fixed in tests if they need).

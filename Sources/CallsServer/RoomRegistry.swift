@@ -106,6 +106,14 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
 
     // MARK: The effect loop (on the queue)
 
+    /// Starts the server's recorder for a room (on the queue; it must only hand off).
+    private var recorderLauncher: (@Sendable (_ session: String, _ rid: String, _ callToken: String) -> Void)?
+
+    /// Sets how recorders start (the server, once it listens).
+    func setRecorderLauncher(_ launch: @escaping @Sendable (_ session: String, _ rid: String, _ callToken: String) -> Void) {
+        queue.sync { recorderLauncher = launch }
+    }
+
     private func run(_ input: RoomInput) {
         dispatchPrecondition(condition: .onQueue(queue))
         for effect in core.handle(input, now: scheduler.nowMilliseconds()) { perform(effect) }
@@ -123,6 +131,11 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         case .cancel(let timer): timers.cancel(timer)
         case .log(let level, let message, let fields): log.write(level, message, fields)
         case .roomEnded(let sid): onRoomEnded?(sid)
+        case .startRecorder(let sid, let rid, let token):
+            guard let launch = recorderLauncher else {
+                return log.warn("recording requested but this server cannot record", ["session": sid, "rid": rid])
+            }
+            launch(sid, rid, token)
         }
     }
 }

@@ -7,7 +7,7 @@ struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7]
+    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8]
 
     static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -112,5 +112,18 @@ struct SchemaMigration: Sendable {
     /// The operator's rules per room (JSON of `RoomRules`: moderation, passcode hash, allow-list).
     static let v7 = SchemaMigration(version: 7, statements: [
         "CREATE TABLE room_rules(session_id TEXT PRIMARY KEY, rules TEXT NOT NULL, updated_at INTEGER NOT NULL)",
+    ])
+
+    /// Recordings of calls (the server's recorder) and their files (the mixed room, one per participant).
+    static let v8 = SchemaMigration(version: 8, statements: [
+        """
+        CREATE TABLE recordings(rid TEXT PRIMARY KEY, call_id INTEGER NOT NULL REFERENCES calls(id), session_id TEXT NOT NULL,
+            started_at INTEGER NOT NULL, ended_at INTEGER, duration_ms INTEGER, bytes INTEGER)
+        """,
+        "CREATE INDEX recordings_call ON recordings(call_id)",
+        """
+        CREATE TABLE recording_files(rid TEXT NOT NULL REFERENCES recordings(rid), name TEXT NOT NULL, kind TEXT NOT NULL,
+            uid TEXT, pid TEXT, duration_ms INTEGER NOT NULL, bytes INTEGER NOT NULL, PRIMARY KEY(rid, name))
+        """,
     ])
 }

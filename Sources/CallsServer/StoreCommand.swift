@@ -34,6 +34,8 @@ enum StoreCommand: Sendable, Equatable {
     case roomHook(RoomHook)
     /// Pushes to users' phones (one row per registered token; in this transaction, like webhooks).
     case push([PushEvent])
+    /// The server's recorder joined the call: its recording's row (files come when it finishes).
+    case recordingStarted(rid: String, call: CallRef, sessionId: String, at: Int64)
 }
 
 /// A room event for webhooks (`StoreCommand.roomHook`).

@@ -141,6 +141,21 @@ struct WebhookOutbox: Sendable, Equatable {
         var at: Int64
     }
 
+    /// A finished recording as webhook `data` (`recording_generated`).
+    struct RecordingData: Encodable {
+        var sessionId: String
+        var rid: String
+        var recordingURL: String
+        var startTime: Int64
+        var endTime: Int64
+        /// Seconds.
+        var duration: Double
+    }
+
+    func recordingRows(_ data: RecordingData, at now: Int64) -> [OutboxRow] {
+        rows("recording_generated", type: "meet", sessionId: data.sessionId, data: data, at: now) { "dlv_" + Crypto.randomHex(10) }
+    }
+
     /// The outbox rows of a room event under `trigger` (a meeting's or a ringing call's room).
     func roomRows(_ trigger: String, type: String, data: RoomData, at now: Int64) -> [OutboxRow] {
         rows(trigger, type: type, sessionId: data.sessionId, data: data, at: now) { "dlv_" + Crypto.randomHex(10) }

@@ -138,7 +138,7 @@ public enum CallScreenRenderer {
         if !m.settings.hideSessionTimer { items.append((timer(m), base)) }
         items.append(("\(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")", base))
         if m.isMuted { items.append(("YOU ARE MUTED", CellStyle(fg: .red, bold: true, reverse: true))) }
-        if m.tiles.contains(where: \.isRecording) && !m.settings.hideRecordingStatusIndicator {
+        if m.isRecording && !m.settings.hideRecordingStatusIndicator {
             items.append(("\(g.recording) REC", CellStyle(fg: .red, bold: true, reverse: true)))
         }
         let hands = m.handQueue

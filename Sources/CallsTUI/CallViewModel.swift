@@ -20,6 +20,10 @@ public struct CallViewModel: Equatable, Sendable {
     public var now: Date = Date()
     public var tiles: [Tile] = []
     public var isMuted = false
+    /// The server is recording the session (`onRecordingStarted` … `onRecordingStopped`).
+    public var serverRecording = false
+    /// Recording shows in the header (and the button says stop): the server's, or anyone's own.
+    public var isRecording: Bool { serverRecording || tiles.contains(where: \.isRecording) }
     public var log = EventLog()
     /// Standing notices (no sound card, a device lost), newest last; none is dropped.
     public var notices: [String] = []
@@ -188,6 +192,8 @@ public struct CallViewModel: Equatable, Sendable {
         case .error(let code, let message): toast("\(code): \(message)", kind: .error, seconds: 6)
         case .audioMuted: isMuted = true
         case .audioUnMuted: isMuted = false
+        case .recordingStarted: serverRecording = true; toast("Recording started")
+        case .recordingStopped: serverRecording = false; toast("Recording stopped")
         case .participantListChanged(let ps):
             let old = Dictionary(tiles.map { ($0.pid, $0) }, uniquingKeysWith: { a, _ in a })
             tiles = ps.map { p in

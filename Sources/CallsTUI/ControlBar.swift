@@ -71,7 +71,7 @@ public enum ControlBar {
             out.append(Spec(item: .builtIn(.shareInvite), key: "s", full: "Invite", short: "Inv", symbol: sym("⇪", ">"), priority: 9))
         }
         if !s.hideRecordingButton {
-            let recording = m.tiles.contains(where: \.isRecording)
+            let recording = m.isRecording
             out.append(Spec(item: .builtIn(.recordingToggle), key: "r", full: recording ? "Stop rec" : "Record", short: "Rec",
                             symbol: sym("●", "*"), priority: 10))
         }

@@ -29,11 +29,14 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var contentType: String
     public var body: [UInt8]
+    /// More response headers (lower-case names), e.g. `content-range`.
+    public var headers: [(name: String, value: String)] = []
 
-    public init(status: Int, contentType: String = "application/json", body: [UInt8]) {
+    public init(status: Int, contentType: String = "application/json", body: [UInt8], headers: [(name: String, value: String)] = []) {
         self.status = status
         self.contentType = contentType
         self.body = body
+        self.headers = headers
     }
 
     public init(status: Int, json: String) {

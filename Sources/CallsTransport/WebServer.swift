@@ -371,6 +371,7 @@ public final class WebServer: @unchecked Sendable {
         conn.peer = Self.peer(wsi)
         var headers: [String: String] = [:]
         if let ct = Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE) { headers["content-type"] = ct }
+        if let range = Self.copyHeader(wsi, WSI_TOKEN_HTTP_RANGE) { headers["range"] = range }
         for name in Self.capturedHeaders where name != "content-type" {
             if let v = Self.customHeader(wsi, name) { headers[name] = v }
         }
@@ -433,6 +434,10 @@ public final class WebServer: @unchecked Sendable {
                 if lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType,
                                                lws_filepos_t(response.body.count), &p, end) != 0 { return false }
                 if lws_add_http_header_by_name(wsi, "cache-control:", "no-store", 8, &p, end) != 0 { return false }
+                for h in response.headers {
+                    let v = Array(h.value.utf8)
+                    if lws_add_http_header_by_name(wsi, h.name + ":", v, Int32(v.count), &p, end) != 0 { return false }
+                }
                 return lws_finalize_write_http_header(wsi, start, &p, end) == 0
             }
             guard ok else { return -1 }

@@ -54,7 +54,7 @@ extension CallSession {
                 self.setChatButtonUnreadCount(0)
             case .recordingToggle:
                 self.dispatch(.recordingToggleButtonClicked)
-                if self.localParticipant?.isRecording == true { self.stopRecording() } else { self.startRecording() }
+                if self.currentClient?.isServerRecording == true { self.stopRecording() } else { self.startRecording() }
             }
         }
     }

@@ -130,7 +130,10 @@ public final class CallLog: @unchecked Sendable {
             return x
         }
         hasRecording = b.hasRecording
-        recordings = []
+        recordings = b.recordings.map {
+            Recording(rid: $0.rid, recordingURL: $0.recordingURL, startTime: Int($0.startTime / 1000),
+                      endTime: Int(($0.endTime ?? 0) / 1000), duration: $0.duration)
+        }
         hasTranscription = b.hasTranscription
     }
 }

@@ -187,6 +187,11 @@ extension CallsClient {
             lossReports[from] = (loss, now)
             lossReports = lossReports.filter { now.timeIntervalSince($0.value.1) < 6 }
             engine?.setExpectedLoss(lossReports.values.map(\.0).max() ?? 0)
+        case .recording(let active, let by, _):
+            guard phase == .joined else { return }
+            published.withLock { $0.serverRecording = active }
+            emit(active ? .recordingStarted : .recordingStopped)
+            if active, let by, let w = rosterByPID[by] { emit(.participantStartedRecording(participant: participant(w))) }
         case .mediaKeys(let keys):
             guard phase == .joined || phase == .leaving else { return }
             engine?.updateKeys(keys)

@@ -80,7 +80,12 @@ public final class CallsClient: @unchecked Sendable {
         /// How many times this session came back by rejoining (the server had lost it) rather
         /// than resuming.
         var rejoins = 0
+        /// The server is recording the session.
+        var serverRecording = false
     }
+
+    /// CallRoom: whether the server is recording this session now.
+    public var isServerRecording: Bool { published.withLock { $0.serverRecording } }
 
     /// CallRoom: how many times the current session was restored by joining again with a fresh
     /// call token because the server had lost it (a restart), rather than resumed (the flag that

@@ -10,6 +10,9 @@ public enum BlockingHTTP {
         public var json: [String: Any]
         /// The answer's body as text (for non-JSON answers such as /metrics).
         public var text = ""
+        /// The raw body and the response headers (binary answers: recordings).
+        public var body = Data()
+        public var headers: [String: String] = [:]
         public var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
         public var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
     }
@@ -24,7 +27,11 @@ public enum BlockingHTTP {
         nonisolated(unsafe) var reply = Reply(status: 0, json: [:])
         URLSession.shared.dataTask(with: req) { d, r, _ in
             let json = d.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
-            reply = Reply(status: (r as? HTTPURLResponse)?.statusCode ?? 0, json: json, text: d.map { String(decoding: $0, as: UTF8.self) } ?? "")
+            let http = r as? HTTPURLResponse
+            var headers: [String: String] = [:]
+            for (k, v) in http?.allHeaderFields ?? [:] { if let k = k as? String, let v = v as? String { headers[k.lowercased()] = v } }
+            reply = Reply(status: http?.statusCode ?? 0, json: json, text: d.map { String(decoding: $0, as: UTF8.self) } ?? "",
+                          body: d ?? Data(), headers: headers)
             sem.signal()
         }.resume()
         sem.wait()

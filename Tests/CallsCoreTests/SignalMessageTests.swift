@@ -69,6 +69,7 @@ struct SignalMessageTests {
             .welcome(uid: "ann", name: "Ann"), .call(event: .accepted, call: sampleCall, reason: nil),
             .call(event: .cancelled, call: sampleCall, reason: .answeredElsewhere),
             .mediaKeys([WireMediaKey(ssrc: 42, epoch: 3, key: "a2V5")]),
+            .recording(active: true, by: "p1", rid: "rec_1"), .recording(active: false, by: nil, rid: "rec_1"),
         ]
     }
 

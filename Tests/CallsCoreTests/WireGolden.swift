@@ -65,5 +65,7 @@ enum WireGolden {
         #"{"call":{"initiatedAt":1700000000000,"initiator":{"id":"ann","name":"Ann"},"members":[{"name":"Bob","outcome":"accepted","uid":"bob"}],"receiver":{"id":"bob","name":"Bob"},"receiverType":"user","sessionId":"call_1","startedAt":1700000003000,"status":"ongoing","timeoutSeconds":45,"type":"video"},"event":"accepted","type":"call"}"#,
         #"{"call":{"initiatedAt":1700000000000,"initiator":{"id":"ann","name":"Ann"},"members":[{"name":"Bob","outcome":"accepted","uid":"bob"}],"receiver":{"id":"bob","name":"Bob"},"receiverType":"user","sessionId":"call_1","startedAt":1700000003000,"status":"ongoing","timeoutSeconds":45,"type":"video"},"event":"cancelled","reason":"answeredElsewhere","type":"call"}"#,
         #"{"keys":[{"epoch":3,"key":"a2V5","ssrc":42}],"type":"mediaKeys"}"#,
+        #"{"active":true,"pid":"p1","rid":"rec_1","type":"recording"}"#,
+        #"{"active":false,"rid":"rec_1","type":"recording"}"#,
     ]
 }

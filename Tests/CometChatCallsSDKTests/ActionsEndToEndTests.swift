@@ -107,7 +107,8 @@ final class ActionsEndToEndTests: XCTestCase {
     func testServerFeaturesReportUnavailabilityNeverSilently() async throws {
         try await startCall()
         let s = CallSession.shared
-        for (action, name) in [(s.startRecording, "Recording"), (s.stopRecording, "Recording"), (s.startTranscription, "Transcription"),
+        // (Recording is real now: RecordingTests.)
+        for (action, name) in [(s.startTranscription, "Transcription"),
                                (s.stopTranscription, "Transcription"), (s.startStreaming, "Streaming"), (s.stopStreaming, "Streaming")] {
             mine.clear()
             action()
@@ -186,7 +187,7 @@ final class ActionsEndToEndTests: XCTestCase {
             (.participantList, .participantListButtonClicked, .participantListVisible),
             (.shareInvite, .shareInviteButtonClicked, nil),
             (.chat, .chatButtonClicked, nil),
-            (.recordingToggle, .recordingToggleButtonClicked, .error(code: "ERR_FEATURE_UNAVAILABLE", message: "Recording is not available on this server.")),
+            (.recordingToggle, .recordingToggleButtonClicked, .recordingStarted),
         ]
         for (button, clicked, effect) in expectations {
             mine.clear()
@@ -220,7 +221,7 @@ final class ActionsEndToEndTests: XCTestCase {
         XCTAssertTrue(CallSession.shared.isAudioMuted)
         XCTAssertEqual(CallSession.shared.layout, .sidebar, "setLayout")
         XCTAssertTrue(CallSession.shared.isPictureInPictureLayoutEnabled, "enableIOSPictureInPicture: compact layout on Linux")
-        mine.wait("auto recording refused") { if case .error(_, let m) = $0 { return m.contains("Recording") }; return false }
+        mine.wait("enableAutoStartRecording: the moderator's session records from the start") { $0 == .recordingStarted }
         mine.wait("auto transcription refused") { if case .error(_, let m) = $0 { return m.contains("Transcription") }; return false }
     }
 

@@ -121,7 +121,11 @@ final class CallScreenQATests: XCTestCase {
         expectScreen("Event log", "chat closed")
 
         keys("r")
-        expectScreen("ERR_FEATURE_UNAVAILABLE", "a refused request shows as a toast")
+        expectEvent("onRecordingStarted", "", "the moderator's r starts the server's recording")
+        expectScreen("REC", "the header shows the recording")
+        keys("r")
+        expectEvent("onRecordingStopped", "", "and r again stops it")
+        expectScreen("Recording stopped", "a toast says so")
 
         // Esc closes at once (ncurses' default would wait a second for the rest of a sequence).
         keys("?")
@@ -169,7 +173,7 @@ final class CallScreenQATests: XCTestCase {
             ("[p] People", "onParticipantListButtonClicked", "onParticipantListVisible"),
             ("[t] Chat", "onChatButtonClicked", nil),
             ("[s] Invite", "onShareInviteButtonClicked", nil),
-            ("[r] Record", "onRecordingToggleButtonClicked", nil),
+            ("[r] Record", "onRecordingToggleButtonClicked", "onRecordingStarted"),
         ]
         for (label, callback, effect) in buttons {
             clickLabel(label)
@@ -185,7 +189,7 @@ final class CallScreenQATests: XCTestCase {
         }
         XCTAssertTrue(eventLog().contains { $0.contains("onCallLayoutChanged") && $0.contains("SPOTLIGHT") }, "one layout step, not two")
         expectScreen("Participants (3)", "the list is open")
-        expectScreen("ERR_FEATURE_UNAVAILABLE", "record is refused visibly")
+        expectScreen("REC", "the click started the recording: the header says so")
         clickLabel("[?] Help")
         expectScreen("Keys · Esc or ? closes", "help by mouse")
         clickLabel("[?] Help")

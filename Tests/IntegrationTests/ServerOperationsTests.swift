@@ -126,4 +126,50 @@ final class ServerOperationsTests: XCTestCase {
         // Users created before the crash are still there.
         XCTAssertEqual((get(url2 + "/v3/users/kim", headers: ["apikey": apiKey])["data"] as? [String: Any])?["uid"] as? String, "kim")
     }
+
+    /// A recording cut by `kill -9`: its files hold everything up to their last flushed second,
+    /// and the restarted server finalises them (end-of-stream marked, the row finished) before
+    /// anyone asks.
+    func testARecordingCutByKillNineIsFinalisedAtRestart() throws {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/opusinfo"), "needs opus-tools (scripts/install-deps.sh)")
+        let config = tmp.file("callroomd.json")
+        try #"{"dataDir":"\#(tmp.file("data"))","storeHeartbeatSeconds":1}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let (server, url, _) = try startServer(["--config", config, "--listen", "127.0.0.1:0"])
+        let authKey = try XCTUnwrap(try keys()["authKey"])
+        var clients: [ManagedProcess] = []
+        for (uid, tone) in [("kim", 300), ("lou", 500)] {
+            let c = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "taped", "--server", url, "--uid", uid, "--auth-key", authKey,
+                                                                        "--input", "tone:\(tone)", "--output", "null", "--headless"])
+            XCTAssertNotNil(c.waitForLine { $0.contains("onSessionJoined") }, c.errorOutput)
+            clients.append(c)
+        }
+        defer { for c in clients { c.signal(SIGKILL); _ = c.wait() } }
+        clients[0].send("start-recording")  // kim joined first: the moderator
+        XCTAssertNotNil(clients[1].waitForLine { $0.contains("onRecordingStarted") }, clients[1].output.suffix(3).joined())
+        Thread.sleep(forTimeInterval: 3)
+        server.signal(SIGKILL)
+        XCTAssertNotNil(server.wait())
+        let apiKey = try XCTUnwrap(try keys()["apiKey"])
+        let port = url.split(separator: ":").last.map(String.init) ?? "0"
+        let (again, url2, _) = try startServer(["--config", config, "--listen", "127.0.0.1:\(port)"])
+        defer { again.signal(SIGTERM); _ = again.wait() }
+        XCTAssertTrue(again.errorOutput.contains("finalised a recording an unclean shutdown cut"), again.errorOutput)
+        let call = try XCTUnwrap(get(url2 + "/v3/calls/taped", headers: ["apikey": apiKey])["data"] as? [String: Any])
+        XCTAssertEqual(call["hasRecording"] as? Bool, true)
+        let rec = try XCTUnwrap((call["recordings"] as? [[String: Any]])?.first, "\(call)")
+        XCTAssertNotNil(rec["endTime"] as? NSNumber, "finished at restart")
+        let files = try XCTUnwrap(rec["files"] as? [[String: Any]])
+        XCTAssertEqual(files.count, 3, "the mixed room and both participants: \(files)")
+        for f in files {
+            let seconds = try XCTUnwrap(f["duration"] as? Double)
+            XCTAssertGreaterThanOrEqual(seconds, 1.5, "up to its last flushed second of the ~3 s: \(f)")
+            let body = BlockingHTTP.request("GET", try XCTUnwrap(f["url"] as? String), headers: ["apikey": apiKey]).body
+            let path = tmp.file("got-\(f["name"] as? String ?? "x")")
+            try body.write(to: URL(fileURLWithPath: path))
+            let info = try ManagedProcess("/usr/bin/opusinfo", [path])
+            XCTAssertEqual(info.wait(timeout: 20), 0, info.output.joined(separator: "\n"))
+            XCTAssertFalse(info.output.joined().lowercased().contains("warning"), info.output.joined(separator: "\n"))
+        }
+    }
 }
+

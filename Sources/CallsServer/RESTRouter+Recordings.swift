@@ -1,0 +1,65 @@
+import CallsCore
+import CallsTransport
+import Foundation
+
+// MARK: Recordings (`/v3/calls/{sessionId}/recordings/{rid}[/{pid}]`)
+extension RESTRouter {
+    /// The mixed recording (no `pid`) or one participant's, as `audio/ogg`, to the operator
+    /// (apikey) or a participant of the call (authToken); `Range: bytes=…` answered with 206.
+    func recordingFile(_ r: HTTPRequest, sessionId: String, rid: String, pid: String?) throws -> HTTPResponse {
+        try validate(sessionId: sessionId)
+        let viewer = try callViewer(r)
+        let call = try? visibleCall(r, sessionId)
+        // The call it belongs to must be visible to the viewer (the operator sees every call).
+        guard let rec = try call?.recordings.first(where: { $0.rid == rid })
+            ?? (viewer == nil ? store.recording(sessionId: sessionId, rid: rid) : nil) else {
+            throw ServerError(.notFound, "No recording '\(rid.prefix(40))' of session '\(sessionId.prefix(80))'.")
+        }
+        // Only names the store holds: never a path from the request.
+        let name = pid.map { "\($0).opus" } ?? "mixed.opus"
+        guard rec.files.contains(where: { $0.name == name }) else {
+            throw ServerError(.notFound, rec.endedAt == nil ? "The recording is still going; its files come when it stops."
+                                                           : "No file '\(name.prefix(60))' in recording '\(rid.prefix(40))'.")
+        }
+        let path = (config.dataDir as NSString).appendingPathComponent("recordings/\(rid)/\(name)")
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ServerError(.notFound, "The file of recording '\(rid.prefix(40))' is gone (retention?).")
+        }
+        let bytes = [UInt8](data)
+        var headers: [(name: String, value: String)] = [("accept-ranges", "bytes"),
+                                                        ("content-disposition", "inline; filename=\"\(rid)-\(name)\"")]
+        guard let spec = r.header("range") else { return HTTPResponse(status: 200, contentType: "audio/ogg", body: bytes, headers: headers) }
+        guard let range = Self.byteRange(spec, total: bytes.count) else {
+            headers.append(("content-range", "bytes */\(bytes.count)"))
+            return HTTPResponse(status: 416, json: RESTErrorCode.badRequest.json("Range '\(spec.prefix(60))' is not satisfiable (\(bytes.count) bytes)."))
+                .adding(headers)
+        }
+        headers.append(("content-range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(bytes.count)"))
+        return HTTPResponse(status: 206, contentType: "audio/ogg", body: Array(bytes[range]), headers: headers)
+    }
+
+    /// `bytes=a-b`, `bytes=a-` or `bytes=-n` (one range) within `total`; nil when not satisfiable.
+    static func byteRange(_ spec: String, total: Int) -> Range<Int>? {
+        let s = spec.trimmingCharacters(in: .whitespaces)
+        guard s.hasPrefix("bytes="), !s.contains(","), total > 0 else { return nil }
+        let parts = s.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let a = parts[0].trimmingCharacters(in: .whitespaces), b = parts[1].trimmingCharacters(in: .whitespaces)
+        if a.isEmpty {
+            guard let n = Int(b), n > 0 else { return nil }
+            return max(0, total - n)..<total
+        }
+        guard let start = Int(a), start >= 0, start < total else { return nil }
+        if b.isEmpty { return start..<total }
+        guard let end = Int(b), end >= start else { return nil }
+        return start..<min(total, end + 1)
+    }
+}
+
+extension HTTPResponse {
+    func adding(_ more: [(name: String, value: String)]) -> HTTPResponse {
+        var r = self
+        r.headers += more
+        return r
+    }
+}

@@ -1,0 +1,256 @@
+import CallsAudio
+import CallsCore
+import CallsRecording
+import CallsSecurity
+import CallsTransport
+import Foundation
+import Synchronization
+
+/// The server's recorder for one room: a member of the room like any client — it joins over the
+/// server's own signalling (a call token with role `recorder`, which keeps it out of the roster),
+/// binds a UDP socket to the relay with the consent handshake (so the socket relay and the kernel
+/// fast path both deliver to it), holds the room's SRTP keys, and never sends media.
+///
+/// ```
+///  signalling (WebSocket thread): joined / mediaKeys / roster / left ──▶ keys, names, stop
+///  receive thread:  UDP ─▶ consent answer │ SRTP unprotect ─▶ per sender: OggOpusWriter (packets as they came)
+///                                                          └▶ ReceiveMixer.insert
+///  mix thread:      every 20 ms: ReceiveMixer.mixNext ─▶ OggOpusMixWriter (libopusenc)
+/// ```
+/// Files go to `dir` (`mixed.opus`, `{pid}.opus`), 0600; when it stops (a moderator, the room
+/// emptying, the server stopping) every file is finished and the recording's row written, with
+/// `recording_generated` for webhooks.
+///
+/// Thread rules: `start`/`stop` from any thread; the rest is confined to the threads above,
+/// sharing `Locked` state.
+final class RoomRecorder: WebSocketClientDelegate, @unchecked Sendable {
+    struct Config: Sendable {
+        var signallingURL: URL
+        var trust: TLSTrust
+        var relay: SocketAddress
+        var sessionId: String
+        var rid: String
+        var callToken: String
+        var dir: String
+        var publicURL: String
+    }
+
+    let config: Config
+    private let store: CallStore
+    private let log: ServerLog
+    private let outbox: WebhookOutbox
+    private let onFinished: @Sendable (RoomRecorder) -> Void
+    private var client: WebSocketClient?
+    private let socket: UDPSocket
+    private let receiver: SRTPReceiver
+    private let mixer = ReceiveMixer(frameSamples: 960, jitterTargetFrames: 3)
+    private let running = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let threadsDone = DispatchSemaphore(value: 0)
+    private var threads = 0
+
+    private struct State {
+        var consent: MediaConsent?
+        var ssrc: UInt32 = 0
+        /// Who each sender is (from `joined` and the roster messages).
+        var names: [UInt32: (uid: String, pid: String)] = [:]
+        var writers: [UInt32: OggOpusWriter] = [:]
+        var mix: OggOpusMixWriter?
+        var failure: String?
+    }
+    private let state = Locked(State())
+
+    init(config: Config, store: CallStore, log: ServerLog, outbox: WebhookOutbox,
+         onFinished: @escaping @Sendable (RoomRecorder) -> Void) throws {
+        self.config = config
+        self.store = store
+        self.log = log
+        self.outbox = outbox
+        self.onFinished = onFinished
+        socket = try UDPSocket(host: "127.0.0.1", port: 0)
+        receiver = try SRTPReceiver()
+    }
+
+    /// Creates the directory and joins the room.
+    func start() throws {
+        try FileManager.default.createDirectory(atPath: config.dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let c = WebSocketClient(url: config.signallingURL, trust: config.trust, delegate: self)
+        client = c
+        try c.connect()
+    }
+
+    /// Stops (idempotent): threads end, files are finished, the row is written.
+    func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        running.store(false, ordering: .releasing)
+        for _ in 0..<threads { threadsDone.wait() }
+        socket.close()
+        client?.disconnect()
+        finishFiles()
+        onFinished(self)
+    }
+
+    // MARK: Signalling (the WebSocket's thread)
+
+    func webSocketDidOpen(_ c: WebSocketClient) {
+        c.send(text: ClientMessage.join(.init(callToken: config.callToken, sessionId: config.sessionId, audioMuted: true,
+                                              videoPaused: true, sessionType: .voice, idleTimeoutSeconds: 0)).json())
+    }
+
+    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
+        guard !binary, let m = try? ServerMessage(json: Data(message)) else { return }
+        switch m {
+        case .joined(let j):
+            guard let token = Hex.decode(j.bindToken) else { return fail("no bind token in joined") }
+            state.withLock { s in
+                s.consent = MediaConsent(ssrc: j.you.ssrc, token: token)
+                s.ssrc = j.you.ssrc
+                for p in j.participants { s.names[p.ssrc] = (p.uid, p.pid) }
+            }
+            install(j.mediaKeys ?? [])
+            do {
+                let mix = try OggOpusMixWriter(path: config.dir + "/mixed.opus", tags: ["title": config.sessionId, "recording": config.rid])
+                state.withLock { $0.mix = mix }
+            } catch { return fail("\(error)") }
+            running.store(true, ordering: .releasing)
+            spawn("callroom.recorder.receive") { $0.receiveLoop() }
+            spawn("callroom.recorder.mix") { $0.mixLoop() }
+            log.info("recorder joined", ["session": config.sessionId, "rid": config.rid])
+        case .mediaKeys(let keys):
+            install(keys)
+        case .participantJoined(let w):
+            state.withLock { $0.names[w.ssrc] = (w.uid, w.pid) }
+        case .left:
+            DispatchQueue.global().async { self.stop() }
+        case .error(let code, let message):
+            fail("\(code.rawValue): \(message)")
+        default:
+            break
+        }
+    }
+
+    func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) {
+        DispatchQueue.global().async { self.stop() }
+    }
+
+    private func install(_ keys: [WireMediaKey]) {
+        for w in keys {
+            guard let m = Base64URL.decode(w.key), m.count == SRTPProfile.aeadAES128GCM.masterKeyLength else { continue }
+            try? receiver.setKey(SRTPKey(epoch: w.epoch, material: m), for: w.ssrc)
+        }
+    }
+
+    private func fail(_ why: String) {
+        state.withLock { $0.failure = $0.failure ?? why }
+        log.error("recorder failed", ["session": config.sessionId, "rid": config.rid, "error": why])
+        DispatchQueue.global().async { self.stop() }
+    }
+
+    // MARK: Media
+
+    private func spawn(_ name: String, _ body: @escaping @Sendable (RoomRecorder) -> Void) {
+        threads += 1
+        let t = Thread { [self] in
+            body(self)
+            self.threadsDone.signal()
+        }
+        t.name = name
+        t.start()
+    }
+
+    private func receiveLoop() {
+        guard let consent = state.withLock({ $0.consent }) else { return }
+        let relay = config.relay
+        guard consent.handshake(send: { socket.send($0, to: relay) }, receive: { socket.receiveCopy(timeoutMs: $0) }) else {
+            return fail("the relay did not acknowledge the recorder's bind")
+        }
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
+        defer { buf.deallocate() }
+        while running.load(ordering: .acquiring) {
+            guard socket.waitReadable(timeoutMs: 50) else { continue }
+            while let (n, from) = socket.receive(into: buf) {
+                guard from == relay else { continue }
+                let raw = UnsafeRawBufferPointer(rebasing: buf[0..<n])
+                if MediaBinding.isControl(raw) {
+                    if let answer = consent.answer(raw) { socket.send(answer, to: relay) }
+                    continue
+                }
+                guard let length = try? receiver.unprotect(buf, length: n) else { continue }
+                let d = UnsafeRawBufferPointer(rebasing: buf[0..<length])
+                guard let h = try? RTPHeader(parsing: d) else { continue }
+                record(h, d)
+                _ = mixer.insert(h, datagram: d, arrival: monotonicNanoseconds())
+            }
+        }
+    }
+
+    /// The packet as it came, into its sender's file (opened at its first packet).
+    private func record(_ h: RTPHeader, _ d: UnsafeRawBufferPointer) {
+        let payload = UnsafeBufferPointer(rebasing: d.bindMemory(to: UInt8.self)[h.payloadRange])
+        let error = state.withLock { s -> String? in
+            if s.writers[h.ssrc] == nil {
+                let who = s.names[h.ssrc]
+                let name = who?.pid ?? String(h.ssrc, radix: 16)
+                do {
+                    s.writers[h.ssrc] = try OggOpusWriter(path: config.dir + "/\(name).opus", serial: Int32(bitPattern: h.ssrc),
+                                                          tags: ["artist": who?.uid ?? "", "title": config.sessionId])
+                } catch { return "\(error)" }
+            }
+            do { try s.writers[h.ssrc]?.append(payload, timestamp: h.timestamp) } catch { return "\(error)" }
+            return nil
+        }
+        if let error { fail(error) }
+    }
+
+    private func mixLoop() {
+        var pacer = Pacer(periodNanoseconds: 20_000_000)
+        var pcm = [Int16](repeating: 0, count: 960)
+        while running.load(ordering: .acquiring) {
+            pacer.wait()
+            pcm.withUnsafeMutableBufferPointer { _ = mixer.mixNext(into: $0, now: monotonicNanoseconds()) }
+            let error = state.withLock { s -> String? in
+                do { try pcm.withUnsafeBufferPointer { p throws(RecordingError) in try s.mix?.write(p) } } catch { return "\(error)" }
+                return nil
+            }
+            if let error { return fail(error) }
+        }
+    }
+
+    // MARK: The end
+
+    private func finishFiles() {
+        let (writers, mix, names, failure) = state.withLock { s in
+            let r = (s.writers, s.mix, s.names, s.failure)
+            s.writers = [:]
+            s.mix = nil
+            return r
+        }
+        try? mix?.finish()
+        for w in writers.values { try? w.finish() }
+        var files: [StoredRecordingFile] = []
+        func add(_ path: String, kind: String, uid: String?, pid: String?) {
+            guard let s = try? OggOpusFile.finalise(path) else { return }
+            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            files.append(StoredRecordingFile(name: (path as NSString).lastPathComponent, kind: kind, uid: uid, pid: pid,
+                                             durationMs: Int64(s.seconds * 1000), bytes: Int64(bytes)))
+        }
+        if mix != nil { add(config.dir + "/mixed.opus", kind: "mixed", uid: nil, pid: nil) }
+        for (ssrc, w) in writers { add(w.path, kind: "participant", uid: names[ssrc]?.uid, pid: names[ssrc]?.pid) }
+        let now = epochMilliseconds()
+        let duration = files.map(\.durationMs).max() ?? 0
+        let rows = outbox.recordingRows(.init(sessionId: config.sessionId, rid: config.rid,
+                                              recordingURL: Self.url(config.publicURL, config.sessionId, config.rid),
+                                              startTime: now - duration, endTime: now, duration: Double(duration) / 1000), at: now)
+        do { try store.recordingFinished(rid: config.rid, endedAt: now, files: files, outbox: rows) } catch {
+            log.error("store failed on recording end", ["rid": config.rid, "error": error.description])
+        }
+        log.info("recording finished", ["session": config.sessionId, "rid": config.rid, "files": "\(files.count)",
+                                        "seconds": "\(duration / 1000)", "error": failure ?? ""])
+    }
+
+    /// Where the mixed file is served.
+    static func url(_ publicURL: String, _ sessionId: String, _ rid: String) -> String {
+        let s = sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? sessionId
+        return publicURL + "/v3/calls/\(s)/recordings/\(rid)"
+    }
+}

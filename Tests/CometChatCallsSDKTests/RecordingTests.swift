@@ -1,0 +1,98 @@
+import CallRoomTestSupport
+import CallsCore
+import CallsServer
+@testable import CometChatCallsSDK
+import Foundation
+import XCTest
+
+/// The server's recorder end to end: a moderator starts and stops it from the SDK, everyone
+/// hears of it, the call log lists the recording, and its files — the mixed room and one per
+/// participant — are served with Range and read by opusinfo/opusdec from outside.
+final class RecordingTests: XCTestCase {
+    func testAModeratorRecordsTheRoomAndItsFilesAreServed() async throws {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/opusinfo"), "needs opus-tools (scripts/install-deps.sh)")
+        // A webhook for recording_generated (its receiver need not answer: the outbox row is what is checked).
+        let t = try TestServer { $0.webhooks = [WebhookConfig(id: "rec", url: "http://127.0.0.1:9/hook", secret: "s3cret", triggers: ["recording_generated"])] }
+        defer { t.stop() }
+        let modEvents = EventRecorder(), guestEvents = EventRecorder()
+        let mod = try await t.joinedClient("mod", session: "rec", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
+        let guest = try await t.joinedClient("guest", session: "rec", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:660").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
+        func waitFor(_ what: String, _ events: EventRecorder, _ match: @escaping (CallEvent) -> Bool) async throws {
+            for _ in 0..<100 where !events.all.contains(where: match) { try await Task.sleep(nanoseconds: 50_000_000) }
+            XCTAssertTrue(events.all.contains(where: match), "\(what): \(events.all.map(\.callback))")
+        }
+        guest.setSessionFeature(.recording, enabled: true)
+        try await waitFor("a participant may not record", guestEvents) { if case .error("ERR_NOT_MODERATOR", _) = $0 { return true }; return false }
+        mod.setSessionFeature(.recording, enabled: true)
+        try await waitFor("onRecordingStarted (guest)", guestEvents) { $0 == .recordingStarted }
+        try await waitFor("onRecordingStarted (moderator)", modEvents) { $0 == .recordingStarted }
+        try await waitFor("who started it", guestEvents) { if case .participantStartedRecording(let p) = $0 { return p.uid == "mod" }; return false }
+        XCTAssertTrue(guest.isServerRecording)
+        XCTAssertEqual(guest.participants.count, 2, "the recorder is no participant")
+        mod.setSessionFeature(.recording, enabled: true)
+        try await waitFor("one recording at a time", modEvents) { if case .error("ERR_ALREADY_RECORDING", _) = $0 { return true }; return false }
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        mod.setSessionFeature(.recording, enabled: false)
+        try await waitFor("onRecordingStopped", guestEvents) { $0 == .recordingStopped }
+
+        // The call log lists it once the recorder has finished its files.
+        let admin = ["apikey": t.server.keys.apiKey]
+        var rec: [String: Any] = [:]
+        for _ in 0..<50 {
+            let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/rec", headers: admin).data
+            if let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber, (r["files"] as? [Any])?.count == 3 { rec = r; break }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        let files = try XCTUnwrap(rec["files"] as? [[String: Any]], "\(rec)")
+        XCTAssertEqual(Set(files.compactMap { $0["kind"] as? String }), ["mixed", "participant"])
+        let duration = try XCTUnwrap(rec["duration"] as? Double)
+        XCTAssertEqual(duration, 3.0, accuracy: 0.7, "about the 3 s recorded")
+        let url = try XCTUnwrap(rec["recordingURL"] as? String)
+        // recording_generated is queued for the webhook, naming the recording and where to get it.
+        let deliveries = BlockingHTTP.request("GET", t.server.url + "/v3/webhooks/deliveries", headers: admin).json["data"] as? [[String: Any]]
+        let hook = try XCTUnwrap(deliveries?.first { $0["trigger"] as? String == "recording_generated" }?["body"] as? String, "\(deliveries ?? [])")
+        let rid = try XCTUnwrap(rec["rid"] as? String)
+        XCTAssertTrue(hook.contains(#""trigger":"recording_generated""#) && hook.contains(rid), hook)
+        XCTAssertTrue(hook.contains(url.replacingOccurrences(of: "/", with: "\\/")) || hook.contains(url), hook)
+
+        // The mixed file, fetched as a participant of the call; opusinfo agrees on its length.
+        let login = BlockingHTTP.request("POST", t.server.url + "/v3/sdk/login", headers: ["appId": t.appId],
+                                         body: #"{"uid":"guest","authKey":"\#(t.authKey)"}"#)
+        let token = try XCTUnwrap(login.data["authToken"] as? String)
+        let mixed = BlockingHTTP.request("GET", url, headers: ["authToken": token, "appId": t.appId])
+        XCTAssertEqual(mixed.status, 200)
+        XCTAssertEqual(mixed.headers["content-type"], "audio/ogg")
+        let dir = TemporaryDirectory("callroom-rec-sdk")
+        defer { dir.remove() }
+        try mixed.body.write(to: URL(fileURLWithPath: dir.file("mixed.opus")))
+        let info = try ManagedProcess("/usr/bin/opusinfo", [dir.file("mixed.opus")])
+        XCTAssertEqual(info.wait(timeout: 20), 0, info.output.joined(separator: "\n"))
+        // Range.
+        let part = BlockingHTTP.request("GET", url, headers: ["authToken": token, "appId": t.appId, "Range": "bytes=0-99"])
+        XCTAssertEqual(part.status, 206)
+        XCTAssertEqual(part.body, mixed.body.prefix(100))
+        XCTAssertEqual(part.headers["content-range"], "bytes 0-99/\(mixed.body.count)")
+        XCTAssertEqual(BlockingHTTP.request("GET", url, headers: ["authToken": token, "appId": t.appId, "Range": "bytes=\(mixed.body.count)-"]).status, 416)
+        // Each participant's own file holds their own tone.
+        for (uid, tone, other) in [("mod", 440.0, 660.0), ("guest", 660.0, 440.0)] {
+            let f = try XCTUnwrap(files.first { $0["uid"] as? String == uid }, "\(files)")
+            let body = BlockingHTTP.request("GET", try XCTUnwrap(f["url"] as? String), headers: admin).body
+            let path = dir.file("\(uid).opus")
+            try body.write(to: URL(fileURLWithPath: path))
+            let dec = try ManagedProcess("/usr/bin/opusdec", ["--quiet", "--rate", "48000", path, path + ".wav"])
+            XCTAssertEqual(dec.wait(timeout: 20), 0, dec.errorOutput)
+            let windows = SignalAnalysis.windows(try XCTUnwrap(SignalAnalysis.readWAV(path + ".wav")).samples, size: 4800)
+            let heard = windows.filter { SignalAnalysis.toneDominanceDB($0, frequency: tone, others: [other]) > 20 }.count
+            XCTAssertGreaterThan(heard, windows.count / 2, "\(uid)'s file is \(Int(tone)) Hz: \(heard) of \(windows.count)")
+        }
+        // Someone who was not in the call sees nothing.
+        let stranger = BlockingHTTP.request("POST", t.server.url + "/v3/sdk/login", headers: ["appId": t.appId],
+                                            body: #"{"uid":"stranger","authKey":"\#(t.authKey)"}"#)
+        let st = try XCTUnwrap(stranger.data["authToken"] as? String)
+        XCTAssertEqual(BlockingHTTP.request("GET", url, headers: ["authToken": st, "appId": t.appId]).status, 404)
+        await guest.leave()
+        await mod.leave()
+    }
+}
