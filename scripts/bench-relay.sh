@@ -3,13 +3,14 @@
 # for each room shape given, one after another, each against a fresh server.
 #
 #   scripts/bench-relay.sh [--duration S] [--relay-threads N] [--pin] [--fast-path]
-#                          [--join-concurrency C] [--callroomd PATH] [--srtp] ROOMSxPER [ROOMSxPER ...]
+#                          [--join-concurrency C] [--callroomd PATH] [--srtp] [--record] ROOMSxPER [ROOMSxPER ...]
 #   e.g. scripts/bench-relay.sh 30x10 60x10 100x10
 #
 # --join-concurrency sets how many bots join at once (the join storm; default 16).
 # --callroomd runs another server binary (a before/after comparison against an older build).
 # --srtp makes the bots protect every packet with their SRTP key, as real clients do (17 bytes
-# more per packet: the relay's cost with encrypted media).
+# more per packet: the relay's cost with encrypted media). --record records every room (its
+# moderator bot asks; implies --srtp) and prints the recordings' bytes per recorded minute.
 #
 # --pin runs the server on the last core alone (one relay thread unless --relay-threads says
 # otherwise) and the generator on the others, so neither steals the other's CPU.
@@ -27,6 +28,7 @@ fast=""
 concurrency=16
 server_bin=""
 srtp=""
+record=""
 shapes=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -38,7 +40,8 @@ while [ $# -gt 0 ]; do
         --callroomd) server_bin="${2:?--callroomd needs a path}"; shift 2
             [ -x "$server_bin" ] || { echo "bench-relay: '$server_bin' is not an executable" >&2; exit 2; } ;;
         --srtp) srtp="--srtp"; shift ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --record) srtp="--record"; record=1; shift ;;
+        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         [0-9]*x[0-9]*) [[ "$1" =~ ^[0-9]+x[0-9]+$ ]] || { echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2; }
             shapes+=("$1"); shift ;;
         *) echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2 ;;
@@ -83,4 +86,9 @@ for shape in "${shapes[@]}"; do
         --duration "$duration" --join-concurrency "$concurrency" --server-pid "$server" $srtp | sed 's/^/   /'
     kill "$server"; wait "$server" 2>/dev/null || true
     server=""
+    if [ -n "$record" ] && [ -d "$work/data/recordings" ]; then
+        files="$(find "$work/data/recordings" -name '*.opus' | wc -l)"
+        bytes="$(du -sb "$work/data/recordings" | cut -f1)"
+        echo "   recordings: $files files, $bytes bytes; $((bytes * 60 / duration / (files > 0 ? files : 1))) bytes per file per recorded minute"
+    fi
 done

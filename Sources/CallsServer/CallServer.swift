@@ -486,7 +486,12 @@ extension CallServer: WebServerDelegate, SignalOutbox {
             let dir = (dataDir as NSString).appendingPathComponent("recordings/\(r.rid)")
             let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
             var files: [StoredRecordingFile] = []
-            for name in names.sorted() where name.hasSuffix(".opus") {
+            // The mix is made when a recording stops: a cut one gets it now, from its participants' files.
+            let tracks = names.filter { $0.hasSuffix(".opus") && $0 != "mixed.opus" }.map { dir + "/" + $0 }
+            for t in tracks { _ = try? OggOpusFile.finalise(t) }
+            if !tracks.isEmpty, !names.contains("mixed.opus") { _ = try? OggOpusMixdown.mix(tracks.sorted(), into: dir + "/mixed.opus") }
+            let all = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? names
+            for name in all.sorted() where name.hasSuffix(".opus") {
                 let path = dir + "/" + name
                 guard let s = try? OggOpusFile.finalise(path) else { continue }
                 let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0

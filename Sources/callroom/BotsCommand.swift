@@ -8,7 +8,7 @@ enum BotsCommand {
         USAGE: callroom bots --server URL --session ID --auth-key KEY [--app-id ID] [--count N]
                              [--scenario NAME|FILE] [--seed N] [--duration SECONDS]
                callroom bots --server URL --auth-key KEY --rooms R --per-room N --duration S
-                             [--app-id ID] [--server-pid PID] [--join-concurrency N] [--srtp]
+                             [--app-id ID] [--server-pid PID] [--join-concurrency N] [--srtp] [--record]
 
         Joins N synthetic participants (default 3) to SESSION on the server, speaking bundled
         speech clips and running the scenario (default: random from --seed). Runs until
@@ -21,7 +21,8 @@ enum BotsCommand {
         memory per participant, and the generator's and the whole machine's CPU time (both
         share this machine's cores with the server). With --srtp every packet is protected
         with the bot's SRTP key (AES-128-GCM, as real clients send; 17 bytes larger), to
-        compare the relay's cost with and without. Last line:
+        compare the relay's cost with and without. --record (implies --srtp) has each room's
+        moderator bot ask the server to record the room before the run. Last line:
           delivered=N loss_pct=X jitter_ms_p50=Y relay_delay_ms_p99=Z
 
         """
@@ -31,7 +32,7 @@ enum BotsCommand {
         do {
             args = try ArgumentScanner(arguments, valued: ["server", "session", "auth-key", "app-id", "count", "scenario", "seed", "duration",
                                                            "rooms", "per-room", "server-pid", "join-concurrency"],
-                                       boolean: ["help", "srtp"])
+                                       boolean: ["help", "srtp", "record"])
         } catch { Console.fail("\(error.message)\nRun 'callroom bots --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
         if args["rooms"] != nil { runLoad(args) }
@@ -99,7 +100,8 @@ extension BotsCommand {
             var appID = args["app-id"] ?? ""
             do throws(CometChatCallException) {
                 if appID.isEmpty { appID = try await SDKSetup.fetchAppID(server: url) }
-                let gen = LoadGenerator(serverURL: url, appID: appID, authKey: key, rooms: rooms, perRoom: per, srtp: args.has("srtp"))
+                let gen = LoadGenerator(serverURL: url, appID: appID, authKey: key, rooms: rooms, perRoom: per,
+                                        srtp: args.has("srtp") || args.has("record"))
                 let t0 = Date()
                 let rss0 = pid.flatMap(residentKiB)
                 let joinCPU0 = pid.flatMap(processCPUSeconds)
@@ -112,6 +114,11 @@ extension BotsCommand {
                     joinLine += String(format: "; server_cpu_ms_per_join=%.3f (login, token, WebSocket, join, bind)", (c1 - c0) * 1000 / Double(rooms * per))
                 }
                 Console.out(joinLine)
+                if args.has("record") {
+                    let n = gen.startRecordings()
+                    try? await Task.sleep(nanoseconds: 1_500_000_000)  // the recorders join and bind
+                    Console.out("asked the server to record \(n) rooms")
+                }
                 let m0 = metrics(url), fast0 = m0?[fastPathRunSeconds] ?? 0
                 let cpu0 = pid.flatMap(processCPUSeconds).map { $0 + fast0 }, fwd0 = m0?[forwardedTotal].map { Int($0) }
                 let own0 = processCPUSeconds(getpid()), machine0 = machineBusySeconds()

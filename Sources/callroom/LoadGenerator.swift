@@ -152,6 +152,18 @@ final class LoadGenerator: @unchecked Sendable {
 
     private var relayAddress = SocketAddress(ip: 0, port: 0)
 
+    /// Asks the server to record every room (its moderator bot sends the request); returns how
+    /// many rooms asked. The recorder needs SRTP packets to read: use with `srtp`.
+    func startRecordings() -> Int {
+        var asked = Set<Int>()
+        for b in bots where !asked.contains(b.room) {
+            guard let j = b.signal?.joined.withLock({ $0 }), j.you.role == .moderator else { continue }
+            b.signal?.client?.send(text: ClientMessage.setSessionFeature(feature: .recording, enabled: true).json())
+            asked.insert(b.room)
+        }
+        return asked.count
+    }
+
     /// Sends and receives for `seconds`, then reports.
     func run(seconds: Double) -> Report {
         // Real Opus frames of a tone, encoded once.

@@ -161,3 +161,29 @@ final class OggOpusRecordingTests: XCTestCase {
         XCTAssertEqual(try opusinfo(path).status, 0)
     }
 }
+
+extension OggOpusRecordingTests {
+    func testTheMixdownPlacesEachParticipantWhereTheyStarted() throws {
+        let a = dir.file("a.opus"), b = dir.file("b.opus")
+        let wa = try OggOpusWriter(path: a, serial: 1, tags: [OggOpusMixdown.offsetTag: "0"])
+        for (i, p) in try tonePackets(100, frequency: 440).enumerated() { try wa.append(p, timestamp: UInt32(i * 960)) }
+        try wa.finish()
+        let wb = try OggOpusWriter(path: b, serial: 2, tags: [OggOpusMixdown.offsetTag: "1000"])  // joined a second later
+        for (i, p) in try tonePackets(100, frequency: 660).enumerated() { try wb.append(p, timestamp: 77 &+ UInt32(i * 960)) }
+        try wb.finish()
+        let mixed = dir.file("mixed.opus")
+        let seconds = try OggOpusMixdown.mix([a, b], into: mixed)
+        XCTAssertEqual(seconds, 3.0, accuracy: 0.03)
+        let info = try opusinfo(mixed)
+        XCTAssertEqual(info.status, 0, info.text)
+        XCTAssertEqual(try XCTUnwrap(info.seconds, info.text), 3.0, accuracy: 0.05)
+        let w = SignalAnalysis.windows(try decode(mixed), size: 4800)
+        func has(_ f: Double, _ r: Range<Int>) -> Int { r.filter { SignalAnalysis.tonePower(w[$0], frequency: f) > 1e-4 }.count }
+        XCTAssertGreaterThanOrEqual(has(440, 1..<9), 7, "a alone first")
+        XCTAssertLessThanOrEqual(has(660, 1..<9), 1, "b not yet")
+        XCTAssertGreaterThanOrEqual(has(440, 11..<19), 7, "both in the middle")
+        XCTAssertGreaterThanOrEqual(has(660, 11..<19), 7)
+        XCTAssertLessThanOrEqual(has(440, 21..<29), 1, "a gone")
+        XCTAssertGreaterThanOrEqual(has(660, 21..<29), 7, "b alone last")
+    }
+}

@@ -1,0 +1,127 @@
+import CallsAudio
+import COgg
+import Foundation
+
+/// The mixed room recording, made after the call from the participants' files (the way
+/// recording services composite): each `{pid}.opus` is decoded (libopus) from where it started
+/// in the recording (its `START_OFFSET_MS` tag), the tracks are summed with a limiter (`Mixer`),
+/// and the sum is encoded by libopusenc (`OggOpusMixWriter`). Doing it after the call keeps the
+/// live cost of recording a room to writing packets, and mixes every packet the recorder got
+/// rather than what a live jitter buffer would have played.
+///
+/// Stateless; safe from any thread (each call works on its own files).
+public enum OggOpusMixdown {
+    /// The tag `OggOpusWriter` files carry: where the track starts in the recording (ms).
+    public static let offsetTag = "START_OFFSET_MS"
+
+    /// Mixes `tracks` into a new file at `output`. Returns its length in seconds.
+    @discardableResult
+    public static func mix(_ tracks: [String], into output: String) throws(RecordingError) -> Double {
+        var readers: [TrackReader] = []
+        for path in tracks { readers.append(try TrackReader(path: path)) }
+        let writer = try OggOpusMixWriter(path: output, tags: ["title": "mix"])
+        let mixer = Mixer(frameSamples: 960)
+        var block = [Int16](repeating: 0, count: 960)
+        var track = [Int16](repeating: 0, count: 960)
+        var written = 0
+        let total = readers.map(\.endSample).max() ?? 0
+        while written < total {
+            mixer.reset()
+            for r in readers {
+                track.withUnsafeMutableBufferPointer { r.read(960, at: written, into: $0) }
+                track.withUnsafeBufferPointer { mixer.add($0, gain: 1) }
+            }
+            block.withUnsafeMutableBufferPointer { mixer.render(into: $0) }
+            try block.withUnsafeBufferPointer { p throws(RecordingError) in try writer.write(p) }
+            written += 960
+        }
+        try writer.finish()
+        return Double(written) / 48_000
+    }
+
+    /// One participant's file, decoded on demand and placed at its offset.
+    final class TrackReader {
+        private var packets: [[UInt8]] = []
+        private var next = 0
+        private let decoder: OpusDecoder
+        private var pending: [Int16] = []
+        /// The recording sample where this track's audio (after pre-skip) begins.
+        let startSample: Int
+        private var skip: Int
+        private var position: Int
+        let endSample: Int
+
+        init(path: String) throws(RecordingError) {
+            guard let data = FileManager.default.contents(atPath: path) else { throw .cannotRead(path: path, errno: ENOENT) }
+            var sync = ogg_sync_state(), stream = ogg_stream_state()
+            ogg_sync_init(&sync)
+            defer { ogg_sync_clear(&sync) }
+            data.withUnsafeBytes { raw in
+                if let src = raw.baseAddress, raw.count > 0, let dst = ogg_sync_buffer(&sync, raw.count) {
+                    memcpy(dst, src, raw.count)
+                    ogg_sync_wrote(&sync, raw.count)
+                }
+            }
+            var page = ogg_page(), packet = ogg_packet(), started = false, all: [[UInt8]] = []
+            while ogg_sync_pageout(&sync, &page) == 1 {
+                if !started { ogg_stream_init(&stream, ogg_page_serialno(&page)); started = true }
+                ogg_stream_pagein(&stream, &page)
+                while ogg_stream_packetout(&stream, &packet) == 1 {
+                    all.append(Array(UnsafeBufferPointer(start: packet.packet, count: packet.bytes)))
+                }
+            }
+            if started { ogg_stream_clear(&stream) }
+            guard all.count >= 2, all[0].starts(with: Array("OpusHead".utf8)), all[0].count >= 19 else { throw .notOggOpus(path: path) }
+            let preSkip = Int(all[0][10]) | Int(all[0][11]) << 8
+            var offsetMs = 0
+            if let tags = String(bytes: all[1], encoding: .utf8) ?? Optional(String(decoding: all[1], as: UTF8.self)),
+               let r = tags.range(of: OggOpusMixdown.offsetTag + "=") {
+                offsetMs = Int(tags[r.upperBound...].prefix { $0.isNumber }) ?? 0
+            }
+            packets = Array(all.dropFirst(2))
+            do { decoder = try OpusDecoder() } catch { throw .library("\(error)") }
+            startSample = offsetMs * 48
+            skip = preSkip
+            position = startSample
+            var samples = 0
+            for p in packets { samples += p.withUnsafeBufferPointer { Int(opus_packet_samples($0)) } }
+            endSample = startSample + max(0, samples - preSkip)
+        }
+
+        /// Fills `out` with the track's samples for recording samples `at ..< at+count` (silence
+        /// before it starts and after it ends).
+        func read(_ count: Int, at: Int, into out: UnsafeMutableBufferPointer<Int16>) {
+            var i = 0
+            while i < count {
+                let t = at + i
+                if t < startSample || (next >= packets.count && pending.isEmpty) { out[i] = 0; i += 1; continue }
+                if pending.isEmpty { decodeNext(); continue }
+                out[i] = pending.removeFirst()
+                position += 1
+                i += 1
+            }
+        }
+
+        private func decodeNext() {
+            guard next < packets.count else { return }
+            var pcm = [Int16](repeating: 0, count: 5760)
+            let n = packets[next].withUnsafeBufferPointer { p in pcm.withUnsafeMutableBufferPointer { decoder.decode(p, into: $0) } }
+            next += 1
+            var frame = Array(pcm.prefix(n))
+            if skip > 0 {
+                let s = min(skip, frame.count)
+                frame.removeFirst(s)
+                skip -= s
+            }
+            pending += frame
+        }
+    }
+}
+
+import COpus
+
+/// Samples in one Opus packet at 48 kHz (0 when it is not one).
+func opus_packet_samples(_ p: UnsafeBufferPointer<UInt8>) -> Int32 {
+    guard let b = p.baseAddress, p.count > 0 else { return 0 }
+    return max(0, opus_packet_get_nb_samples(b, Int32(p.count), 48_000))
+}
