@@ -58,17 +58,22 @@ public enum OggOpusFile {
 
     private struct Page { var offset: Int; var header: [UInt8]; var body: [UInt8] }
 
-    private static func scan(_ path: String) throws(RecordingError) -> (Summary, Page?) {
-        guard let data = FileManager.default.contents(atPath: path) else { throw .cannotRead(path: path, errno: errno == 0 ? ENOENT : errno) }
-        var sync = ogg_sync_state()
-        ogg_sync_init(&sync)
-        defer { ogg_sync_clear(&sync) }
+    /// Hands a whole file's bytes to libogg's page parser.
+    static func feed(_ data: Data, to sync: inout ogg_sync_state) {
         data.withUnsafeBytes { raw in
             if let src = raw.baseAddress, raw.count > 0, let dst = ogg_sync_buffer(&sync, raw.count) {
                 memcpy(dst, src, raw.count)
                 ogg_sync_wrote(&sync, raw.count)
             }
         }
+    }
+
+    private static func scan(_ path: String) throws(RecordingError) -> (Summary, Page?) {
+        guard let data = FileManager.default.contents(atPath: path) else { throw .cannotRead(path: path, errno: errno == 0 ? ENOENT : errno) }
+        var sync = ogg_sync_state()
+        ogg_sync_init(&sync)
+        defer { ogg_sync_clear(&sync) }
+        feed(data, to: &sync)
         var summary = Summary(serial: 0, preSkip: 0, lastGranule: 0, pages: 0, ended: false, validBytes: 0)
         var position = 0
         var last: Page?

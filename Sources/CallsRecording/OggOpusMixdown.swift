@@ -56,12 +56,7 @@ public enum OggOpusMixdown {
             var sync = ogg_sync_state(), stream = ogg_stream_state()
             ogg_sync_init(&sync)
             defer { ogg_sync_clear(&sync) }
-            data.withUnsafeBytes { raw in
-                if let src = raw.baseAddress, raw.count > 0, let dst = ogg_sync_buffer(&sync, raw.count) {
-                    memcpy(dst, src, raw.count)
-                    ogg_sync_wrote(&sync, raw.count)
-                }
-            }
+            OggOpusFile.feed(data, to: &sync)
             var page = ogg_page(), packet = ogg_packet(), started = false, all: [[UInt8]] = []
             while ogg_sync_pageout(&sync, &page) == 1 {
                 if !started { ogg_stream_init(&stream, ogg_page_serialno(&page)); started = true }

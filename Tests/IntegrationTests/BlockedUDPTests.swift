@@ -11,31 +11,14 @@ import XCTest
 /// each hears the other. Needs root and iproute2 (the kernel here has no tc actions or
 /// netfilter tables to drop UDP with).
 final class BlockedUDPTests: XCTestCase {
-    let namespace = "crudp\(getpid() % 100_000)"
-    var hostSide: String { "cru\(getpid() % 100_000)" }
-
-    func run(_ tool: String, _ args: [String]) throws -> Int32? {
-        try ManagedProcess(tool, args).wait(timeout: 10)
-    }
+    let ns = VethNamespace(name: "crudp\(getpid() % 100_000)", hostSide: "cru\(getpid() % 100_000)", peerSide: "crudp", prefix: "10.203.78")
 
     override func setUpWithError() throws {
-        try XCTSkipUnless(getuid() == 0, "needs root (network namespaces, tc)")
-        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip"), "needs iproute2")
-        _ = try run("/usr/sbin/ip", ["netns", "del", namespace])
-        for step in [["netns", "add", namespace],
-                     ["link", "add", hostSide, "type", "veth", "peer", "name", "crudp", "netns", namespace],
-                     ["addr", "add", "10.203.78.1/30", "dev", hostSide],
-                     ["link", "set", hostSide, "up"],
-                     ["-n", namespace, "addr", "add", "10.203.78.2/30", "dev", "crudp"],
-                     ["-n", namespace, "link", "set", "crudp", "up"],
-                     ["-n", namespace, "link", "set", "lo", "up"]] {
-            XCTAssertEqual(try run("/usr/sbin/ip", step), 0, "ip \(step.joined(separator: " "))")
-        }
+        try XCTSkipUnless(VethNamespace.isAvailable, "needs root and iproute2 (network namespaces)")
+        if let failed = try ns.create() { XCTFail(failed) }
     }
 
-    override func tearDownWithError() throws {
-        _ = try? run("/usr/sbin/ip", ["netns", "del", namespace])
-    }
+    override func tearDown() { ns.remove() }
 
     func testABlockedClientFallsBackToTheSignallingConnectionAndBothAreHeard() throws {
         let tmp = TemporaryDirectory("callroom-udp")
@@ -46,10 +29,10 @@ final class BlockedUDPTests: XCTestCase {
         defer { _ = server.stop() }
         let port = try XCTUnwrap(server.url.split(separator: ":").last)
         func client(_ uid: String, tone: Int, heard: String, blocked: Bool) throws -> ManagedProcess {
-            let url = blocked ? "http://10.203.78.1:\(port)" : "http://127.0.0.1:\(port)"
+            let url = blocked ? "http://\(ns.hostIP):\(port)" : "http://127.0.0.1:\(port)"
             let args = ["join", "fw", "--server", url, "--uid", uid, "--auth-key", server.authKey,
                         "--input", "tone:\(tone)", "--output", "file:\(heard)", "--headless"]
-            return blocked ? try ManagedProcess("/usr/sbin/ip", ["netns", "exec", namespace, BuiltProducts.path("callroom")] + args)
+            return blocked ? try ns.exec(BuiltProducts.path("callroom"), args)
                 : try ManagedProcess(BuiltProducts.path("callroom"), args)
         }
         let openWAV = tmp.file("open.wav"), blockedWAV = tmp.file("blocked.wav")

@@ -7,34 +7,16 @@ import XCTest
 /// addresses swapped and its IP addresses, ports and checksums rewritten (on loopback the
 /// addresses never change). Needs root, iproute2 and the built program (scripts/test.sh).
 final class FastPathNetnsTests: XCTestCase {
-    let namespace = "crtest\(getpid() % 100_000)"
-    var hostSide: String { "crh\(getpid() % 100_000)" }
-
-    func ip(_ args: [String]) throws -> Int32? {
-        let p = try ManagedProcess("/usr/sbin/ip", args)
-        return p.wait(timeout: 10)
-    }
+    let ns = VethNamespace(name: "crtest\(getpid() % 100_000)", hostSide: "crh\(getpid() % 100_000)", peerSide: "crpeer", prefix: "10.203.77")
 
     override func setUpWithError() throws {
-        try XCTSkipUnless(getuid() == 0, "needs root (network namespaces, eBPF)")
-        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip"), "needs iproute2")
+        try XCTSkipUnless(VethNamespace.isAvailable, "needs root and iproute2 (network namespaces, eBPF)")
         let object = BuiltProducts.packageRoot + "/.build/bpf/relay_fastpath.bpf.o"
         try XCTSkipUnless(FileManager.default.fileExists(atPath: object), "run scripts/build-bpf.sh first")
-        _ = try ip(["netns", "del", namespace])
-        for step in [["netns", "add", namespace],
-                     ["link", "add", hostSide, "type", "veth", "peer", "name", "crpeer", "netns", namespace],
-                     ["addr", "add", "10.203.77.1/30", "dev", hostSide],
-                     ["link", "set", hostSide, "up"],
-                     ["-n", namespace, "addr", "add", "10.203.77.2/30", "dev", "crpeer"],
-                     ["-n", namespace, "link", "set", "crpeer", "up"],
-                     ["-n", namespace, "link", "set", "lo", "up"]] {
-            XCTAssertEqual(try ip(step), 0, "ip \(step.joined(separator: " "))")
-        }
+        if let failed = try ns.create() { XCTFail(failed) }
     }
 
-    override func tearDownWithError() throws {
-        _ = try? ip(["netns", "del", namespace])  // takes the veth pair with it
-    }
+    override func tearDownWithError() throws { ns.remove() }  // takes the veth pair with it
 
     func testBotsInAnotherNamespaceAreServedByTheKernel() throws {
         let tmp = TemporaryDirectory("callroom-netns")
@@ -42,11 +24,11 @@ final class FastPathNetnsTests: XCTestCase {
         let object = BuiltProducts.packageRoot + "/.build/bpf/relay_fastpath.bpf.o"
         try #"{"relayFastPath": "on", "relayFastPathObject": "\#(object)", "restRequestsPerSecond": 10000}"#
             .write(toFile: tmp.file("config.json"), atomically: true, encoding: .utf8)
-        let callroomd = try CallroomdProcess(dataDir: tmp.file("data"), listen: "10.203.77.1:0",
+        let callroomd = try CallroomdProcess(dataDir: tmp.file("data"), listen: "\(ns.hostIP):0",
                                              // Plain HTTP off loopback must be asked for (the namespace is the test's own).
                                              extra: ["--config", tmp.file("config.json"), "--log-level", "error", "--allow-plain-http"])
         defer { _ = callroomd.stop() }
-        let load = try ManagedProcess("/usr/sbin/ip", ["netns", "exec", namespace, BuiltProducts.path("callroom"), "bots",
+        let load = try ns.exec(BuiltProducts.path("callroom"), ["bots",
                                                        "--server", callroomd.url, "--auth-key", callroomd.authKey,
                                                        "--rooms", "2", "--per-room", "3", "--duration", "2",
                                                        "--server-pid", "\(callroomd.process.process.processIdentifier)"])
