@@ -28,6 +28,8 @@ public final class CallServer: @unchecked Sendable {
     private var relay: MediaRelay?
     /// Recorders running now, by recording id (each removes itself when it has finished).
     private let recorders = Locked<[String: RoomRecorder]>([:])
+    /// Deletes recordings past their retention, hourly (with a retention configured).
+    private var retentionTimer: DispatchSourceTimer?
     private var rooms: RoomRegistry?
     private var calls: CallRegistry?
     private var webhooks: WebhookDeliverer?
@@ -262,8 +264,14 @@ public final class CallServer: @unchecked Sendable {
         let recorderRelay = SocketAddress(host: relayHost, port: relay.port)
         let signalling = URL(string: (tlsFiles == nil ? "ws" : "wss") + "://\(relayHost):\(port)/v1/signal")
         let publicBase = configuration.publicURL ?? url
-        rooms.setRecorderLauncher { [weak self, store, log, hooks, dir] sid, rid, token in
+        let quotaBytes = Int64(configuration.recordingQuotaMB) * 1_000_000
+        rooms.setRecorderLauncher { [weak self, weak rooms, store, log, hooks, dir] sid, rid, token in
             guard let self, let signalling, let recorderRelay else { return }
+            if quotaBytes > 0, case let used = Self.recordingBytes(dataDir: dir), used >= quotaBytes {
+                log.warn("recording refused: quota full", ["session": sid, "used_mb": "\(used / 1_000_000)", "quota_mb": "\(quotaBytes / 1_000_000)"])
+                rooms?.recorderFailed(session: sid, rid: rid, reason: "The server's recording quota is full (\(used / 1_000_000) of \(quotaBytes / 1_000_000) MB).")
+                return
+            }
             let config = RoomRecorder.Config(signallingURL: signalling, trust: TLSTrust(caFile: nil, insecure: true), relay: recorderRelay,
                                              sessionId: sid, rid: rid, callToken: token,
                                              dir: (dir as NSString).appendingPathComponent("recordings/\(rid)"), publicURL: publicBase)
@@ -276,11 +284,19 @@ public final class CallServer: @unchecked Sendable {
             } catch {
                 self.recorders.withLock { $0[rid] = nil }
                 log.error("recorder could not start", ["session": sid, "rid": rid, "error": "\(error)"])
+                rooms?.recorderFailed(session: sid, rid: rid, reason: "The recorder could not start: \(error)")
             }
         }
         // Media over signalling (UDP blocked): the relay's copies go out as binary frames.
         relay.setTunnelSink { [weak web] connection, bytes in web?.send(bytes, binary: true, to: connection) }
         relay.start()
+        if configuration.recordingRetentionDays > 0 {
+            let t = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
+            t.schedule(deadline: .now(), repeating: .seconds(3600))
+            t.setEventHandler { [weak self] in self?.sweepRecordings() }
+            t.resume()
+            retentionTimer = t
+        }
         // Deliveries left from an earlier run go out too (the outbox is in the store).
         if !directory.isEmpty { webhooks?.start() }
         pushSender?.start()
@@ -290,6 +306,8 @@ public final class CallServer: @unchecked Sendable {
 
     /// Ends every call, stops both ports and waits for the threads. Idempotent.
     public func stop() {
+        retentionTimer?.cancel()
+        retentionTimer = nil
         rooms?.closeAll(reason: .serverShuttingDown)
         // Recorders finish their files and rows before the store and sockets go.
         for r in recorders.withLock({ Array($0.values) }) { r.stop() }
@@ -476,6 +494,32 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     func close(_ connection: ConnectionID) {
         guard connection.node == nodeID else { return }
         web?.close(connection.local)
+    }
+
+    /// Bytes the recordings take on disk.
+    static func recordingBytes(dataDir: String) -> Int64 {
+        let root = (dataDir as NSString).appendingPathComponent("recordings")
+        guard let e = FileManager.default.enumerator(atPath: root) else { return 0 }
+        var total: Int64 = 0
+        while let name = e.nextObject() as? String {
+            if let size = try? FileManager.default.attributesOfItem(atPath: root + "/" + name)[.size] as? Int64 { total += size }
+            else if let size = try? FileManager.default.attributesOfItem(atPath: root + "/" + name)[.size] as? Int { total += Int64(size) }
+        }
+        return total
+    }
+
+    /// Deletes the recordings that ended more than `recordingRetentionDays` before `now`
+    /// (files and rows); returns how many. At start, then hourly.
+    @discardableResult
+    public func sweepRecordings(now: Int64 = epochMilliseconds()) -> Int {
+        guard configuration.recordingRetentionDays > 0, let store else { return 0 }
+        let before = now - Int64(configuration.recordingRetentionDays) * 86_400_000
+        guard let expired = try? store.deleteRecordings(endedBefore: before) else { return 0 }
+        for rid in expired {
+            try? FileManager.default.removeItem(atPath: (configuration.dataDir as NSString).appendingPathComponent("recordings/\(rid)"))
+        }
+        if !expired.isEmpty { log.info("recordings past retention deleted", ["count": "\(expired.count)"]) }
+        return expired.count
     }
 
     /// Recordings a crash cut: every file's last page marked as the end (a torn page dropped),

@@ -180,6 +180,20 @@ extension CallStore {
         }
     }
 
+    /// Deletes the rows of recordings that ended before `before`; returns their ids.
+    func deleteRecordings(endedBefore before: Int64) throws(SQLiteError) -> [String] {
+        try locked { () throws(SQLiteError) in
+            try db.transaction { () throws(SQLiteError) -> [String] in
+                let rids = try db.query("SELECT rid FROM recordings WHERE ended_at IS NOT NULL AND ended_at < ?", [.int(before)]).compactMap { $0[0].text }
+                for rid in rids {
+                    try db.execute("DELETE FROM recording_files WHERE rid = ?", [.text(rid)])
+                    try db.execute("DELETE FROM recordings WHERE rid = ?", [.text(rid)])
+                }
+                return rids
+            }
+        }
+    }
+
     /// Recordings a crash left without an end (finalised at start).
     public func unfinishedRecordings() throws(SQLiteError) -> [(rid: String, startedAt: Int64)] {
         try locked { () throws(SQLiteError) in

@@ -147,6 +147,10 @@ final class RoomCore {
         case .timerFired(let t): timerFired(t)
         case .dominantSpeaker(let room, let key): dominantSpeakerChanged(roomIndex: room, key: key)
         case .stored(let receipt): stored(receipt)
+        case .recorderFailed(let sid, let rid, let reason):
+            if let room = rooms[sid], room.recording?.rid == rid, room.recording?.recorder == nil {
+                endRecording(room, reason: .recordingStopped, failed: reason)
+            }
         case .heartbeat:
             let calls = rooms.values.compactMap(\.call)
             if !calls.isEmpty { persist([.heartbeat(calls, at: now)], .background("heartbeat")) }

@@ -16,6 +16,8 @@ enum RoomInput: Sendable {
     case shutdown(LeaveReason)
     /// A user's tokens were revoked (or the user deleted): they leave every room.
     case revoked(uid: String)
+    /// The server could not start a room's recorder (a full quota, a directory it cannot make).
+    case recorderFailed(session: String, rid: String, reason: String)
 }
 
 /// A timer the core asks for; scheduling one that is pending replaces it.

@@ -109,6 +109,11 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     /// Starts the server's recorder for a room (on the queue; it must only hand off).
     private var recorderLauncher: (@Sendable (_ session: String, _ rid: String, _ callToken: String) -> Void)?
 
+    /// A recorder could not start (any thread).
+    func recorderFailed(session: String, rid: String, reason: String) {
+        queue.async { self.run(.recorderFailed(session: session, rid: rid, reason: reason)) }
+    }
+
     /// Sets how recorders start (the server, once it listens).
     func setRecorderLauncher(_ launch: @escaping @Sendable (_ session: String, _ rid: String, _ callToken: String) -> Void) {
         queue.sync { recorderLauncher = launch }

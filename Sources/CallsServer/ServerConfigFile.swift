@@ -53,6 +53,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var restRequestsPerSecond: Int?
     public var relayThreads: Int?
     public var relayMaxDelayMs: Int?
+    public var recordingRetentionDays: Int?
+    public var recordingQuotaMB: Int?
     public var mediaConsentIntervalMs: Int?
     public var mediaConsentTimeoutMs: Int?
     public var relayFastPath: String?
@@ -60,7 +62,7 @@ public struct ServerConfigFile: Sendable, Equatable {
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
-                                           "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs",
+                                           "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject"]
 
     /// Why a config file was refused (the message names the file and the key).
@@ -181,6 +183,8 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.restRequestsPerSecond = try int("restRequestsPerSecond")
         c.relayThreads = try int("relayThreads")
         c.relayMaxDelayMs = try int("relayMaxDelayMs")
+        c.recordingRetentionDays = try int("recordingRetentionDays")
+        c.recordingQuotaMB = try int("recordingQuotaMB")
         c.mediaConsentIntervalMs = try int("mediaConsentIntervalMs")
         c.mediaConsentTimeoutMs = try int("mediaConsentTimeoutMs")
         c.relayFastPath = try string("relayFastPath")

@@ -82,6 +82,10 @@ public struct ServerConfiguration: Sendable {
     public var relayMaxDelayMs: Int = 200
     /// Media consent (RFC 7675's model): each bound address is challenged this often, and media
     /// to it stops when it has not answered for `mediaConsentTimeoutMs`.
+    /// Recordings are deleted this many days after they ended (0: kept until you delete them).
+    public var recordingRetentionDays: Int = 0
+    /// No new recording starts while the recordings take this many MB (0: no limit).
+    public var recordingQuotaMB: Int = 0
     public var mediaConsentIntervalMs: Int = 5000
     public var mediaConsentTimeoutMs: Int = 30_000
     /// The relay's kernel fast path (eBPF, docs/operations.md): off, auto (use it when it loads,

@@ -136,11 +136,12 @@ public enum CallScreenRenderer {
         let base = CellStyle(bold: true, reverse: true)
         var items: [(String, CellStyle)] = [(m.title, base)]
         if !m.settings.hideSessionTimer { items.append((timer(m), base)) }
-        items.append(("\(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")", base))
-        if m.isMuted { items.append(("YOU ARE MUTED", CellStyle(fg: .red, bold: true, reverse: true))) }
+        // Being recorded is what everyone must see first, then whether you are heard.
         if m.isRecording && !m.settings.hideRecordingStatusIndicator {
             items.append(("\(g.recording) REC", CellStyle(fg: .red, bold: true, reverse: true)))
         }
+        if m.isMuted { items.append(("YOU ARE MUTED", CellStyle(fg: .red, bold: true, reverse: true))) }
+        items.append(("\(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")", base))
         let hands = m.handQueue
         if !hands.isEmpty {
             items.append(("\(g.hand) " + hands.map { $0.isYou ? "you" : $0.name }.joined(separator: ", "), CellStyle(fg: .magenta, bold: true, reverse: true)))

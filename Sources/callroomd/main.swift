@@ -18,7 +18,7 @@ let usage = """
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
-                              mediaConsentIntervalMs, mediaConsentTimeoutMs,
+                              mediaConsentIntervalMs, mediaConsentTimeoutMs, recordingRetentionDays, recordingQuotaMB,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
@@ -154,6 +154,8 @@ if let m = pick("relay-fast-path", file.relayFastPath) {
 }
 config.relayFastPathObject = file.relayFastPathObject
 if let d = bounded("relayMaxDelayMs", file.relayMaxDelayMs, 0...10_000, " (0: no limit)") { config.relayMaxDelayMs = d }
+if let d = bounded("recordingRetentionDays", file.recordingRetentionDays, 0...36_500, " (0: keep)") { config.recordingRetentionDays = d }
+if let d = bounded("recordingQuotaMB", file.recordingQuotaMB, 0...100_000_000, " (0: no limit)") { config.recordingQuotaMB = d }
 if let d = bounded("mediaConsentIntervalMs", file.mediaConsentIntervalMs, 200...60_000) { config.mediaConsentIntervalMs = d }
 if let d = bounded("mediaConsentTimeoutMs", file.mediaConsentTimeoutMs, 1000...600_000) { config.mediaConsentTimeoutMs = d }
 if config.mediaConsentTimeoutMs <= config.mediaConsentIntervalMs {

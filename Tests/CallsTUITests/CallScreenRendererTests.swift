@@ -344,6 +344,20 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertTrue(narrow.contains("(+1 in the log)"), narrow)
     }
 
+    func testTheServersRecordingShowsInTheHeaderUnlessHidden() {
+        var m = model(count: 2)
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).lines[0].contains("REC"))
+        m.apply(.recordingStarted, localPID: nil)
+        XCTAssertTrue(m.isRecording)
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 80, height: 24).lines[0].contains("REC"), "the server records: the header says so")
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 40, height: 12).lines[0].contains("REC"), "at 40x12 too")
+        m.settings.hideRecordingStatusIndicator = true
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).lines[0].contains("REC"), "hideRecordingStatusIndicator")
+        m.settings.hideRecordingStatusIndicator = false
+        m.apply(.recordingStopped, localPID: nil)
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).lines[0].contains("REC"))
+    }
+
     func testToastsShowOverPanels() {
         var m = model(count: 2)
         m.participantListVisible = true

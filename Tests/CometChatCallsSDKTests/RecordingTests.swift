@@ -96,3 +96,59 @@ final class RecordingTests: XCTestCase {
         await mod.leave()
     }
 }
+
+/// Storage limits: a full quota refuses a recording at once, with the reason; recordings past
+/// their retention are deleted, files and call-log entries both.
+final class RecordingLimitsTests: XCTestCase {
+    func moderator(_ t: TestServer, _ events: EventRecorder) async throws -> CallsClient {
+        try await t.joinedClient("boss", session: "kept", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { events.add($0) })
+    }
+
+    func testAFullQuotaRefusesARecordingAtOnce() async throws {
+        let t = try TestServer { $0.recordingQuotaMB = 1 }
+        defer { t.stop() }
+        // 2 MB of earlier recordings already.
+        let old = t.dir + "/recordings/rec_old"
+        try FileManager.default.createDirectory(atPath: old, withIntermediateDirectories: true)
+        try Data(count: 2_000_000).write(to: URL(fileURLWithPath: old + "/mixed.opus"))
+        let events = EventRecorder()
+        let boss = try await moderator(t, events)
+        let asked = Date()
+        boss.setSessionFeature(.recording, enabled: true)
+        for _ in 0..<60 where !events.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) {
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        let refusal = events.all.compactMap { e -> String? in if case .error("ERR_RECORDING_FAILED", let m) = e { return m }; return nil }.first
+        XCTAssertTrue(refusal?.contains("quota") == true, "\(events.all.map(\.callback))")
+        XCTAssertLessThan(Date().timeIntervalSince(asked), 2, "at once, not after the start timeout")
+        XCTAssertFalse(boss.isServerRecording)
+        await boss.leave()
+    }
+
+    func testRecordingsPastTheirRetentionAreDeleted() async throws {
+        let t = try TestServer { $0.recordingRetentionDays = 7 }
+        defer { t.stop() }
+        let events = EventRecorder()
+        let boss = try await moderator(t, events)
+        boss.setSessionFeature(.recording, enabled: true)
+        for _ in 0..<60 where !events.all.contains(.recordingStarted) { try await Task.sleep(nanoseconds: 50_000_000) }
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        boss.setSessionFeature(.recording, enabled: false)
+        let admin = ["apikey": t.server.keys.apiKey]
+        var rid: String?
+        for _ in 0..<50 where rid == nil {
+            let r = (BlockingHTTP.request("GET", t.server.url + "/v3/calls/kept", headers: admin).data["recordings"] as? [[String: Any]])?.first
+            if r?["endTime"] is NSNumber { rid = r?["rid"] as? String } else { try await Task.sleep(nanoseconds: 100_000_000) }
+        }
+        let id = try XCTUnwrap(rid)
+        XCTAssertEqual(t.server.sweepRecordings(), 0, "a fresh recording stays")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: t.dir + "/recordings/\(id)"))
+        XCTAssertEqual(t.server.sweepRecordings(now: epochMilliseconds() + 8 * 86_400_000), 1, "eight days on, it goes")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: t.dir + "/recordings/\(id)"))
+        let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/kept", headers: admin).data
+        XCTAssertEqual(call["hasRecording"] as? Bool, false)
+        XCTAssertEqual(BlockingHTTP.request("GET", t.server.url + "/v3/calls/kept/recordings/\(id)", headers: admin).status, 404)
+        await boss.leave()
+    }
+}

@@ -41,7 +41,7 @@ final class ServerOperationsTests: XCTestCase {
                                                                          "--input", "null", "--output", "null", "--headless"])
         XCTAssertNotNil(client.waitForLine { $0.contains("onSessionJoined") }, client.errorOutput)
         client.send("leave")
-        XCTAssertEqual(client.wait(), 0)
+        XCTAssertEqual(client.wait(), 0, "a clean leave exits 0 (a signal's number means it crashed): \(client.errorOutput.suffix(2000))")
         server.signal(SIGTERM)
         XCTAssertEqual(server.wait(), 0)
         let logs = server.errorOutput
