@@ -47,8 +47,10 @@ final class RoomRecorder: WebSocketClientDelegate, @unchecked Sendable {
     private let startedAt = Atomic<UInt64>(0)
     private let running = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
+    private let finishing = Atomic<Bool>(false)
     private let threadsDone = DispatchSemaphore(value: 0)
-    private var threads = 0
+    /// Threads started (under `state`'s lock with the check that the recorder is not stopping).
+    private let threads = Atomic<Int>(0)
 
     private struct State {
         var consent: MediaConsent?
@@ -81,9 +83,14 @@ final class RoomRecorder: WebSocketClientDelegate, @unchecked Sendable {
 
     /// Stops (idempotent): threads end, files are finished, the row is written.
     func stop() {
-        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        running.store(false, ordering: .releasing)
-        for _ in 0..<threads { threadsDone.wait() }
+        // Under the lock `spawn` takes: no thread starts once this has read the count.
+        let started = state.withLock { _ -> Int in
+            _ = stopped.exchange(true, ordering: .acquiringAndReleasing)
+            running.store(false, ordering: .releasing)
+            return threads.load(ordering: .acquiring)
+        }
+        guard !finishing.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for _ in 0..<started { threadsDone.wait() }
         socket.close()
         client?.disconnect()
         finishFiles()
@@ -109,6 +116,7 @@ final class RoomRecorder: WebSocketClientDelegate, @unchecked Sendable {
             }
             install(j.mediaKeys ?? [])
             startedAt.store(monotonicNanoseconds(), ordering: .releasing)
+            guard !stopped.load(ordering: .acquiring) else { return }
             running.store(true, ordering: .releasing)
             spawn("callroom.recorder.receive") { $0.receiveLoop() }
             log.info("recorder joined", ["session": config.sessionId, "rid": config.rid])
@@ -145,7 +153,12 @@ final class RoomRecorder: WebSocketClientDelegate, @unchecked Sendable {
     // MARK: Media
 
     private func spawn(_ name: String, _ body: @escaping @Sendable (RoomRecorder) -> Void) {
-        threads += 1
+        let go = state.withLock { _ -> Bool in
+            guard !stopped.load(ordering: .acquiring) else { return false }
+            threads.add(1, ordering: .releasing)
+            return true
+        }
+        guard go else { return }
         let t = Thread { [self] in
             body(self)
             self.threadsDone.signal()
