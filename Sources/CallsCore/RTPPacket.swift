@@ -99,6 +99,12 @@ public struct RTPPacket: Sendable, Equatable {
         return audioLevel(inOneByteExtensions: d, from: start + 4, to: end)
     }
 
+    /// The SSRC of a datagram at least 12 bytes long, read in place (the relay's hot path).
+    @inlinable
+    public static func ssrc(inDatagram d: UnsafeRawBufferPointer) -> UInt32 {
+        UInt32(d[8]) << 24 | UInt32(d[9]) << 16 | UInt32(d[10]) << 8 | UInt32(d[11])
+    }
+
     /// The audio level among one-byte header extensions in `b[start..<end]`.
     @inlinable
     public static func audioLevel(inOneByteExtensions b: UnsafeRawBufferPointer, from start: Int, to end: Int) -> AudioLevel? {

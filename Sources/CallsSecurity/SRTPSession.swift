@@ -7,6 +7,12 @@ public struct SRTPKey: Sendable, Equatable {
     public var epoch: UInt8
     public var material: [UInt8]
     public init(epoch: UInt8, material: [UInt8]) { self.epoch = epoch; self.material = material }
+
+    /// A key as the signalling carries it; nil when it is not base64url of a master key.
+    public init?(_ wire: WireMediaKey, profile: SRTPProfile = .aeadAES128GCM) {
+        guard let m = Base64URL.decode(wire.key), m.count == profile.masterKeyLength else { return nil }
+        self.init(epoch: wire.epoch, material: m)
+    }
 }
 
 /// Why libsrtp refused a key, or a packet.

@@ -502,8 +502,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         guard let e = FileManager.default.enumerator(atPath: root) else { return 0 }
         var total: Int64 = 0
         while let name = e.nextObject() as? String {
-            if let size = try? FileManager.default.attributesOfItem(atPath: root + "/" + name)[.size] as? Int64 { total += size }
-            else if let size = try? FileManager.default.attributesOfItem(atPath: root + "/" + name)[.size] as? Int { total += Int64(size) }
+            total += (try? FileManager.default.attributesOfItem(atPath: root + "/" + name)[.size] as? NSNumber)?.int64Value ?? 0
         }
         return total
     }
@@ -531,18 +530,12 @@ extension CallServer: WebServerDelegate, SignalOutbox {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
             var files: [StoredRecordingFile] = []
             // The mix is made when a recording stops: a cut one gets it now, from its participants' files.
-            let tracks = names.filter { $0.hasSuffix(".opus") && $0 != "mixed.opus" }.map { dir + "/" + $0 }
-            for t in tracks { _ = try? OggOpusFile.finalise(t) }
-            if !tracks.isEmpty, !names.contains("mixed.opus") { _ = try? OggOpusMixdown.mix(tracks.sorted(), into: dir + "/mixed.opus") }
-            let all = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? names
-            for name in all.sorted() where name.hasSuffix(".opus") {
-                let path = dir + "/" + name
-                guard let s = try? OggOpusFile.finalise(path) else { continue }
-                let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-                let mixed = name == "mixed.opus"
-                files.append(StoredRecordingFile(name: name, kind: mixed ? "mixed" : "participant", uid: nil,
-                                                 pid: mixed ? nil : String(name.dropLast(5)), durationMs: Int64(s.seconds * 1000), bytes: Int64(bytes)))
+            let tracks = names.filter { $0.hasSuffix(".opus") && $0 != "mixed.opus" }.sorted()
+            for t in tracks {
+                if let f = StoredRecordingFile.finalised(dir + "/" + t, kind: "participant", uid: nil, pid: String(t.dropLast(5))) { files.append(f) }
             }
+            if !files.isEmpty, !names.contains("mixed.opus") { _ = try? OggOpusMixdown.mix(tracks.map { dir + "/" + $0 }, into: dir + "/mixed.opus") }
+            if let f = StoredRecordingFile.finalised(dir + "/mixed.opus", kind: "mixed", uid: nil, pid: nil) { files.insert(f, at: 0) }
             let ended = r.startedAt + (files.map(\.durationMs).max() ?? 0)
             try? store.recordingFinished(rid: r.rid, endedAt: ended, files: files)
             log.warn("finalised a recording an unclean shutdown cut", ["rid": r.rid, "files": "\(files.count)"])

@@ -22,6 +22,17 @@ struct RelayBindings: Sendable {
         var sentAt: UInt64
     }
 
+    /// Sends `address` a fresh challenge for `key` (or, within a second, the one in flight, so a
+    /// re-sent bind does not invalidate the answer on its way): the datagram to send.
+    mutating func challenge(_ key: UInt64, ssrc: UInt32, at address: SocketAddress, now: UInt64) -> [UInt8] {
+        if let c = challenges[address], c.key == key, now &- c.sentAt < 1_000_000_000 {
+            return MediaBinding.encodeChallenge(.init(ssrc: ssrc, nonce: c.nonce))
+        }
+        let nonce = Crypto.randomBytes(MediaBinding.nonceLength)
+        challenges[address] = PendingChallenge(key: key, nonce: nonce, sentAt: now)
+        return MediaBinding.encodeChallenge(.init(ssrc: ssrc, nonce: nonce))
+    }
+
     mutating func bind(_ key: UInt64, to address: SocketAddress) {
         if let old = addressOf[key], old != address { memberAt[old] = nil }
         addressOf[key] = address
@@ -138,12 +149,7 @@ final class RelayShared: Sendable {
             if s.bindings.bindLimiters.count > 10_000 { s.bindings.bindLimiters.removeAll(keepingCapacity: true) }
             s.bindings.bindLimiters[address] = limiter
             guard ok else { return .rateLimited }
-            if let c = s.bindings.challenges[address], c.key == key, now &- c.sentAt < 1_000_000_000 {
-                return .challenge(MediaBinding.encodeChallenge(.init(ssrc: bind.ssrc, nonce: c.nonce)))
-            }
-            let nonce = Crypto.randomBytes(MediaBinding.nonceLength)
-            s.bindings.challenges[address] = .init(key: key, nonce: nonce, sentAt: now)
-            return .challenge(MediaBinding.encodeChallenge(.init(ssrc: bind.ssrc, nonce: nonce)))
+            return .challenge(s.bindings.challenge(key, ssrc: bind.ssrc, at: address, now: now))
         }
     }
 
@@ -183,10 +189,8 @@ final class RelayShared: Sendable {
                 if now &- answered > consentTimeoutNanoseconds {
                     expired.append(key)
                 } else if now &- max(s.bindings.challengedAt[key] ?? 0, answered) >= consentIntervalNanoseconds, let m = s.table.members[key] {
-                    let nonce = Crypto.randomBytes(MediaBinding.nonceLength)
-                    s.bindings.challenges[address] = .init(key: key, nonce: nonce, sentAt: now)
                     s.bindings.challengedAt[key] = now
-                    due.append((address, MediaBinding.encodeChallenge(.init(ssrc: m.ssrc, nonce: nonce))))
+                    due.append((address, s.bindings.challenge(key, ssrc: m.ssrc, at: address, now: now)))
                 }
             }
             var rooms = Set<Int>()
@@ -214,7 +218,7 @@ final class RelayShared: Sendable {
             counters.droppedMalformed.add(1, ordering: .relaxed)
             return false
         }
-        let ssrc = UInt32(datagram[8]) << 24 | UInt32(datagram[9]) << 16 | UInt32(datagram[10]) << 8 | UInt32(datagram[11])
+        let ssrc = datagram.withUnsafeBytes { RTPPacket.ssrc(inDatagram: $0) }
         let plan = state.withLock { s -> (key: UInt64, udp: [SocketAddress], tunnels: [UInt64])? in
             guard let key = s.table.byTunnel[connection], let m = s.table.members[key] else { return nil }
             guard m.ssrc == ssrc else {

@@ -143,8 +143,7 @@ final class RelayWorker: @unchecked Sendable {
             c.droppedUnbound.add(1, ordering: .relaxed)
             return
         }
-        let ssrc = UInt32(datagram[8]) << 24 | UInt32(datagram[9]) << 16 | UInt32(datagram[10]) << 8 | UInt32(datagram[11])
-        guard ssrc == member.ssrc else {
+        guard RTPPacket.ssrc(inDatagram: datagram) == member.ssrc else {
             c.droppedSSRCMismatch.add(1, ordering: .relaxed)
             return
         }

@@ -67,10 +67,7 @@ extension RoomCore {
         guard let room = rooms[claims.sid], var rec = room.recording, rec.recorder == nil, claims.jti == rec.rid else {
             return fail(connection, .notRecording, "No recording is starting in this session.", close: true)
         }
-        var ssrc: UInt32 = 0
-        repeat { ssrc = identities.randomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } } while ssrc == 0 || usedSSRCs.contains(ssrc)
-        usedSSRCs.insert(ssrc)
-        let wire = WireParticipant(uid: Self.recorderUID, name: "Recorder", pid: randomHex(6), ssrc: ssrc, role: .participant,
+        let wire = WireParticipant(uid: Self.recorderUID, name: "Recorder", pid: randomHex(6), ssrc: allocateSSRC(), role: .participant,
                                    isAudioMuted: true, isVideoPaused: true, joinedAt: now)
         let p = Participant(wire: wire, connection: connection, bindToken: identities.randomBytes(MediaBinding.tokenLength),
                             resumeToken: randomHex(24), key: nextRecorderKey(), ref: ParticipantRef(value: 0), idleTimeoutSeconds: 0,

@@ -263,6 +263,14 @@ final class RoomCore {
 
     func randomHex(_ n: Int) -> String { Hex.encode(identities.randomBytes(n)) }
 
+    /// A fresh SSRC no one on this server sends with (reserved until released on leave).
+    func allocateSSRC() -> UInt32 {
+        var ssrc: UInt32 = 0
+        repeat { ssrc = identities.randomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } } while ssrc == 0 || usedSSRCs.contains(ssrc)
+        usedSSRCs.insert(ssrc)
+        return ssrc
+    }
+
     // MARK: Join and leave
 
     private func join(_ j: ClientMessage.Join, connection: ConnectionID) {
@@ -322,9 +330,7 @@ final class RoomCore {
         var displayName: String?
         if let dn = j.displayName { displayName = DisplayText.name(dn) }
         let pid = randomHex(6)
-        var ssrc: UInt32 = 0
-        repeat { ssrc = identities.randomBytes(4).reduce(0) { $0 << 8 | UInt32($1) } } while ssrc == 0 || usedSSRCs.contains(ssrc)
-        usedSSRCs.insert(ssrc)
+        let ssrc = allocateSSRC()
         let hasModerator = room.participants.values.contains { $0.wire.role == .moderator }
         // A token's role is the operator's word; otherwise, where the room says so, the first in moderates.
         let tokenRole = claims.role.flatMap(ParticipantRole.init(rawValue:))

@@ -139,8 +139,8 @@ final class RoomRecorder: WebSocketClientDelegate, @unchecked Sendable {
 
     private func install(_ keys: [WireMediaKey]) {
         for w in keys {
-            guard let m = Base64URL.decode(w.key), m.count == SRTPProfile.aeadAES128GCM.masterKeyLength else { continue }
-            try? receiver.setKey(SRTPKey(epoch: w.epoch, material: m), for: w.ssrc)
+            guard let key = SRTPKey(w) else { continue }
+            try? receiver.setKey(key, for: w.ssrc)
         }
     }
 
@@ -232,14 +232,10 @@ final class RoomRecorder: WebSocketClientDelegate, @unchecked Sendable {
             }
         }
         var files: [StoredRecordingFile] = []
-        func add(_ path: String, kind: String, uid: String?, pid: String?) {
-            guard let s = try? OggOpusFile.finalise(path) else { return }
-            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-            files.append(StoredRecordingFile(name: (path as NSString).lastPathComponent, kind: kind, uid: uid, pid: pid,
-                                             durationMs: Int64(s.seconds * 1000), bytes: Int64(bytes)))
+        if let f = StoredRecordingFile.finalised(mixed, kind: "mixed", uid: nil, pid: nil) { files.append(f) }
+        for (ssrc, w) in writers {
+            if let f = StoredRecordingFile.finalised(w.path, kind: "participant", uid: names[ssrc]?.uid, pid: names[ssrc]?.pid) { files.append(f) }
         }
-        if FileManager.default.fileExists(atPath: mixed) { add(mixed, kind: "mixed", uid: nil, pid: nil) }
-        for (ssrc, w) in writers { add(w.path, kind: "participant", uid: names[ssrc]?.uid, pid: names[ssrc]?.pid) }
         let now = epochMilliseconds()
         let duration = files.map(\.durationMs).max() ?? 0
         let rows = outbox.recordingRows(.init(sessionId: config.sessionId, rid: config.rid,
@@ -256,5 +252,16 @@ final class RoomRecorder: WebSocketClientDelegate, @unchecked Sendable {
     static func url(_ publicURL: String, _ sessionId: String, _ rid: String) -> String {
         let s = sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? sessionId
         return publicURL + "/v3/calls/\(s)/recordings/\(rid)"
+    }
+}
+
+extension StoredRecordingFile {
+    /// A recording's file once finished: finalised (`OggOpusFile.finalise`: an end marked if a
+    /// crash left none), with its length and size. Nil when it is missing or not Ogg Opus.
+    static func finalised(_ path: String, kind: String, uid: String?, pid: String?) -> StoredRecordingFile? {
+        guard let s = try? OggOpusFile.finalise(path) else { return nil }
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+        return StoredRecordingFile(name: (path as NSString).lastPathComponent, kind: kind, uid: uid, pid: pid,
+                                   durationMs: Int64(s.seconds * 1000), bytes: bytes)
     }
 }

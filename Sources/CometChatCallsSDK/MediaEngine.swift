@@ -156,11 +156,7 @@ final class MediaEngine: @unchecked Sendable {
     /// Starts sending to and receiving from the relay at `relay`, bound by `bindToken`, media
     /// protected with `keys` (ours, whose SSRC is `ssrc`, and the other members').
     func start(relay: SocketAddress, ssrc: UInt32, bindToken: [UInt8], keys: [WireMediaKey]) throws(MediaEngineError) {
-        guard let own = keys.first(where: { $0.ssrc == ssrc }), let key = Self.key(own) else {
-            throw .network("the server sent no media key for this participant")
-        }
-        let sender: SRTPSender
-        do { sender = try SRTPSender(ssrc: ssrc, key: key) } catch { throw .network("SRTP: \(error)") }
+        let sender = try Self.sender(ssrc: ssrc, keys: keys)
         srtpSender.withLock { $0 = sender }
         relayPacked.store(UInt64(relay.ip) << 16 | UInt64(relay.port), ordering: .releasing)
         ssrcValue.store(ssrc, ordering: .releasing)
@@ -216,11 +212,7 @@ final class MediaEngine: @unchecked Sendable {
     /// new SSRC, bind token, keys, perhaps a new relay port). Devices and threads carry on; the
     /// other senders' old keys are dropped (the restarted server made new ones).
     func retarget(relay: SocketAddress, ssrc newSSRC: UInt32, bindToken: [UInt8], keys: [WireMediaKey]) throws(MediaEngineError) {
-        guard let own = keys.first(where: { $0.ssrc == newSSRC }), let key = Self.key(own) else {
-            throw .network("the server sent no media key for this participant")
-        }
-        let sender: SRTPSender
-        do { sender = try SRTPSender(ssrc: newSSRC, key: key) } catch { throw .network("SRTP: \(error)") }
+        let sender = try Self.sender(ssrc: newSSRC, keys: keys)
         pendingSendKey.withLock { $0 = nil }
         srtpSender.withLock { $0 = sender }
         srtpReceiver.removeAll()
@@ -232,11 +224,19 @@ final class MediaEngine: @unchecked Sendable {
         sendBind()
     }
 
+    /// Our SRTP sender, from our own key among `keys`.
+    private static func sender(ssrc: UInt32, keys: [WireMediaKey]) throws(MediaEngineError) -> SRTPSender {
+        guard let own = keys.first(where: { $0.ssrc == ssrc }), let key = SRTPKey(own) else {
+            throw .network("the server sent no media key for this participant")
+        }
+        do { return try SRTPSender(ssrc: ssrc, key: key) } catch { throw .network("SRTP: \(error)") }
+    }
+
     /// Installs senders' keys from the signalling (any thread): others' at once (their
     /// previous epoch stays valid), our own new epoch after `keySwitchDelay`.
     func updateKeys(_ keys: [WireMediaKey]) {
         for w in keys {
-            guard let key = Self.key(w) else { continue }
+            guard let key = SRTPKey(w) else { continue }
             if w.ssrc == ssrc {
                 guard srtpSender.withLock({ $0?.epoch }) != key.epoch else { continue }
                 pendingSendKey.withLock { $0 = (key, monotonicNanoseconds() + Self.keySwitchDelayNanoseconds) }
@@ -280,10 +280,6 @@ final class MediaEngine: @unchecked Sendable {
         s == ssrc ? srtpSender.withLock { $0.map { [$0.epoch] } ?? [] } : srtpReceiver.epochs(of: s)
     }
 
-    static func key(_ w: WireMediaKey) -> SRTPKey? {
-        guard let m = Base64URL.decode(w.key), m.count == SRTPProfile.aeadAES128GCM.masterKeyLength else { return nil }
-        return SRTPKey(epoch: w.epoch, material: m)
-    }
     var isMuted: Bool { muted.load(ordering: .acquiring) }
 
     /// Restricts playout to these senders (the roster); buffers of others are dropped.

@@ -106,8 +106,7 @@ final class LoadGenerator: @unchecked Sendable {
         bots = done.map(\.1)
         if srtp {
             for i in bots.indices {
-                guard let w = bots[i].key, let m = Base64URL.decode(w.key),
-                      let s = try? SRTPSender(ssrc: bots[i].ssrc, key: SRTPKey(epoch: w.epoch, material: m)) else {
+                guard let w = bots[i].key, let key = SRTPKey(w), let s = try? SRTPSender(ssrc: bots[i].ssrc, key: key) else {
                     throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(bots[i].uid): no usable media key")
                 }
                 bots[i].srtp = s
@@ -291,7 +290,7 @@ final class LoadGenerator: @unchecked Sendable {
                         var sentAt: UInt64 = 0
                         for k in 0..<8 { sentAt = sentAt << 8 | UInt64(d[19 + k]) }
                         if sentAt > 0 && sentAt <= now { delays.append(Double(now - sentAt) / 1e6) }
-                        let ssrc = UInt32(d[8]) << 24 | UInt32(d[9]) << 16 | UInt32(d[10]) << 8 | UInt32(d[11])
+                        let ssrc = RTPPacket.ssrc(inDatagram: d)
                         let ts = UInt32(d[4]) << 24 | UInt32(d[5]) << 16 | UInt32(d[6]) << 8 | UInt32(d[7])
                         let key = UInt64(r) << 32 | UInt64(ssrc)
                         if let last = lastArrival[key] {
