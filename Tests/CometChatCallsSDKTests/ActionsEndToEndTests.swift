@@ -85,6 +85,9 @@ final class ActionsEndToEndTests: XCTestCase {
         peer.wait { if case .participantVideoResumed = $0 { return true }; return false }
         s.switchCamera()
         XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .REAR)))
+        // The change reaches Bob through the server, so it lands a round trip later than Alice's own event.
+        let deadline = Date().addingTimeInterval(5)
+        while bob.participants.first(where: { $0.uid == "alice" })?.cameraFacing != .REAR, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
         XCTAssertEqual(bob.participants.first { $0.uid == "alice" }?.cameraFacing, .REAR, "camera facing goes through the server")
         s.switchCamera()
         XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .FRONT)))
