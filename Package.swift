@@ -28,6 +28,9 @@ let package = Package(
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "COgg", pkgConfig: "ogg", providers: [.apt(["libogg-dev"])]),
         .systemLibrary(name: "COpusEnc", pkgConfig: "libopusenc", providers: [.apt(["libopusenc-dev"])]),
+        .systemLibrary(name: "CPocketSphinx", pkgConfig: "pocketsphinx", providers: [.apt(["libpocketsphinx-dev", "pocketsphinx-en-us"])]),
+        // No pkgConfig: shout.pc adds -pthread, which SwiftPM prohibits (the modulemap links it).
+        .systemLibrary(name: "CShout", providers: [.apt(["libshout-dev"])]),
         .systemLibrary(name: "CSocketBatch"),
         .systemLibrary(name: "CBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
         // No pkgConfig: ncursesw.pc only adds -D flags SwiftPM prohibits (shim.h sets what it needs).
@@ -41,14 +44,16 @@ let package = Package(
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch", "CCurl"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus"]),
-        .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CSQLite", "CBPF"]),
+        .target(name: "CallsCaptions", dependencies: ["CallsCore", "CallsAudio", "CPocketSphinx"]),
+        .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CallsCaptions",
+                                                    "CShout", "CSQLite", "CBPF"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CNcurses"]),
 
         // MARK: Executables
         .executableTarget(name: "callroomd", dependencies: ["CallsServer"]),
-        .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CometChatSDK", "CallsTUI", "CallsServer", "CallsAudio"],
+        .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CometChatSDK", "CallsTUI", "CallsServer", "CallsAudio", "CallsCaptions"],
                           resources: []),
 
         // MARK: Examples
@@ -59,7 +64,7 @@ let package = Package(
         .target(name: "CallRoomTestSupport", path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity"]),
-        .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
+        .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallRoomTestSupport", "callroomd"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsTUI", "CallRoomTestSupport"]),

@@ -18,6 +18,10 @@ packages=(
   libogg-dev          # recordings: Ogg Opus per participant (RFC 7845)
   libopusenc-dev      # recordings: the mixed room as Ogg Opus
   opus-tools          # tests: opusinfo/opusdec check every recording from outside
+  libpocketsphinx-dev # captions: the offline speech recogniser
+  pocketsphinx-en-us  # captions: its en-US model
+  libshout-dev        # live streaming to Icecast
+  icecast2            # tests: a real Icecast server for the live stream
   libncurses-dev      # the terminal UI (ncursesw)
   libbpf-dev          # the relay's eBPF fast path: loading and maps
   tmux                # terminal UI tests
@@ -49,5 +53,5 @@ fi
 
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

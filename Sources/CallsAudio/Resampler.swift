@@ -22,6 +22,16 @@ public final class Resampler: @unchecked Sendable {
 
     deinit { speex_resampler_destroy(state) }
 
+    /// Converts one block into `output` without allocating; returns the samples written
+    /// (`output` should hold `input.count * outputRate / inputRate + 16`).
+    public func process(_ input: UnsafeBufferPointer<Int16>, into output: UnsafeMutableBufferPointer<Int16>) -> Int {
+        guard let i = input.baseAddress, let o = output.baseAddress else { return 0 }
+        var inLen = spx_uint32_t(input.count)
+        var outLen = spx_uint32_t(output.count)
+        _ = speex_resampler_process_int(state, 0, i, &inLen, o, &outLen)
+        return Int(outLen)
+    }
+
     /// Converts a whole buffer (allocates the output; not for real-time threads).
     public func process(_ input: [Int16]) -> [Int16] {
         var out = [Int16](repeating: 0, count: input.count * outputRate / inputRate + 64)

@@ -73,6 +73,7 @@ public struct CallRecord: Codable, Sendable, Equatable {
     public var hasRecording: Bool
     public var recordings: [Recording] = []
     public var hasTranscription: Bool
+    public var transcriptions: [TranscriptRecord] = []
     public var participants: [Participant]
     /// Ringing calls: who placed it and whom it rang (a uid, or a guid); nil for meetings.
     public var initiator: CallPartyWire?

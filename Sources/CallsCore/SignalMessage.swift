@@ -21,8 +21,12 @@ public enum ClientMessage: Sendable, Equatable {
     case setRecording(Bool)
     /// `FRONT` or `REAR`.
     case setCameraFacing(String)
-    /// Asks for a server-side session feature on or off.
-    case setSessionFeature(feature: SessionFeature, enabled: Bool)
+    /// Asks for a server-side session feature on or off (`language`: transcription's, BCP 47).
+    case setSessionFeature(feature: SessionFeature, enabled: Bool, language: String? = nil)
+    /// The server's transcriber: a caption to broadcast (refused from anyone else).
+    case caption(WireCaption)
+    /// The server's streamer: the stream's state changed (refused from anyone else).
+    case streamStatus(state: StreamState, detail: String?)
     /// Moderators: pin a participant for the whole room (nil unpins).
     case pin(pid: String?)
     /// Moderators: mute someone else's microphone.
@@ -126,6 +130,12 @@ public enum ServerMessage: Sendable, Equatable {
     /// The server's recording of the room started (`active`, `by` the moderator who asked) or
     /// stopped; `rid` names it in the call log.
     case recording(active: Bool, by: String?, rid: String?)
+    /// The server's transcription of the room started or stopped; captions follow while active.
+    case transcription(active: Bool, by: String?, tid: String?, language: String?)
+    /// A caption from the transcription (partial or final).
+    case caption(WireCaption)
+    /// The room's live stream: on air, reconnecting (`detail` says why), stopped.
+    case streaming(state: StreamState, by: String?, detail: String?)
     /// Senders' SRTP keys changed: a member joined (its key), or one left (everyone's new epoch,
     /// your own included: switch to it shortly, receivers hold both meanwhile).
     case mediaKeys([WireMediaKey])
@@ -202,7 +212,10 @@ private struct KeysBody: Codable, Sendable { var keys: [WireMediaKey] }
 private struct RecordingBody: Codable, Sendable { var active: Bool; var pid: String?; var rid: String? }
 private struct ResumeBody: Codable, Sendable { var resumeToken: String }
 private struct StringValue: Codable, Sendable { var value: String }
-private struct FeatureBody: Codable, Sendable { var feature: SessionFeature; var value: Bool }
+private struct FeatureBody: Codable, Sendable { var feature: SessionFeature; var value: Bool; var language: String? }
+private struct TranscriptionBody: Codable, Sendable { var active: Bool; var pid: String?; var tid: String?; var language: String? }
+private struct CaptionBody: Codable, Sendable { var caption: WireCaption }
+private struct StreamBody: Codable, Sendable { var state: StreamState; var pid: String?; var detail: String? }
 private struct ParticipantBody: Codable, Sendable { var participant: WireParticipant; var change: ParticipantChange?; var reason: LeaveReason? }
 private struct ReasonBody: Codable, Sendable { var reason: LeaveReason }
 private struct ErrorBody: Codable, Sendable { var code: SignalErrorCode; var message: String }
@@ -227,8 +240,11 @@ extension ClientMessage {
         WireCase("setRecording", Flag.self, make: { .setRecording($0.value) }, match: { if case .setRecording(let v) = $0 { return Flag(value: v) }; return nil }),
         WireCase("setCameraFacing", StringValue.self, make: { .setCameraFacing($0.value) },
                  match: { if case .setCameraFacing(let v) = $0 { return StringValue(value: v) }; return nil }),
-        WireCase("setSessionFeature", FeatureBody.self, make: { .setSessionFeature(feature: $0.feature, enabled: $0.value) },
-                 match: { if case .setSessionFeature(let f, let v) = $0 { return FeatureBody(feature: f, value: v) }; return nil }),
+        WireCase("setSessionFeature", FeatureBody.self, make: { .setSessionFeature(feature: $0.feature, enabled: $0.value, language: $0.language) },
+                 match: { if case .setSessionFeature(let f, let v, let l) = $0 { return FeatureBody(feature: f, value: v, language: l) }; return nil }),
+        WireCase("caption", CaptionBody.self, make: { .caption($0.caption) }, match: { if case .caption(let c) = $0 { return CaptionBody(caption: c) }; return nil }),
+        WireCase("streamStatus", StreamBody.self, make: { .streamStatus(state: $0.state, detail: $0.detail) },
+                 match: { if case .streamStatus(let s, let d) = $0 { return StreamBody(state: s, detail: d) }; return nil }),
         WireCase("pin", PidBody.self, make: { .pin(pid: $0.pid) }, match: { if case .pin(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("muteParticipant", PidBody.self, make: { $0.pid.map { .muteParticipant(pid: $0) } },
                  match: { if case .muteParticipant(let p) = $0 { return PidBody(pid: p) }; return nil }),
@@ -283,6 +299,11 @@ extension ServerMessage {
                  match: { if case .lossReport(let p, let l) = $0 { return LossBody(pid: p, lossPercent: l) }; return nil }),
         WireCase("recording", RecordingBody.self, make: { .recording(active: $0.active, by: $0.pid, rid: $0.rid) },
                  match: { if case .recording(let a, let p, let r) = $0 { return RecordingBody(active: a, pid: p, rid: r) }; return nil }),
+        WireCase("transcription", TranscriptionBody.self, make: { .transcription(active: $0.active, by: $0.pid, tid: $0.tid, language: $0.language) },
+                 match: { if case .transcription(let a, let p, let t, let l) = $0 { return TranscriptionBody(active: a, pid: p, tid: t, language: l) }; return nil }),
+        WireCase("caption", CaptionBody.self, make: { .caption($0.caption) }, match: { if case .caption(let c) = $0 { return CaptionBody(caption: c) }; return nil }),
+        WireCase("streaming", StreamBody.self, make: { .streaming(state: $0.state, by: $0.pid, detail: $0.detail) },
+                 match: { if case .streaming(let s, let p, let d) = $0 { return StreamBody(state: s, pid: p, detail: d) }; return nil }),
         WireCase("mediaKeys", KeysBody.self, make: { .mediaKeys($0.keys) }, match: { if case .mediaKeys(let k) = $0 { return KeysBody(keys: k) }; return nil }),
         WireCase("left", ReasonBody.self, make: { .left(reason: $0.reason) }, match: { if case .left(let r) = $0 { return ReasonBody(reason: r) }; return nil }),
         WireCase("error", ErrorBody.self, make: { .error(code: $0.code, message: $0.message) },

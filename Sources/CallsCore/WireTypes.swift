@@ -68,6 +68,8 @@ public struct LeaveReason: OpenWireValue {
     public static let revoked = LeaveReason(rawValue: "revoked")
     /// (The server's recorder) a moderator stopped the recording, or the room emptied.
     public static let recordingStopped = LeaveReason(rawValue: "recording stopped")
+    /// A server member's feature (transcription, streaming) was stopped.
+    public static let featureStopped = LeaveReason(rawValue: "feature stopped")
 }
 
 /// The code of a refused signalling request (`error.code`); docs/protocol.md lists them.
@@ -114,6 +116,17 @@ public struct SignalErrorCode: OpenWireValue {
     public static let notRecording = SignalErrorCode(rawValue: "ERR_NOT_RECORDING")
     /// The recorder could not start (or stopped on its own: a full disk).
     public static let recordingFailed = SignalErrorCode(rawValue: "ERR_RECORDING_FAILED")
+    /// Starting a transcription while one runs; stopping one when none runs; the transcriber failed.
+    public static let alreadyTranscribing = SignalErrorCode(rawValue: "ERR_ALREADY_TRANSCRIBING")
+    public static let notTranscribing = SignalErrorCode(rawValue: "ERR_NOT_TRANSCRIBING")
+    public static let transcriptionFailed = SignalErrorCode(rawValue: "ERR_TRANSCRIPTION_FAILED")
+    /// No caption model for the language asked for (the message lists those there are).
+    public static let languageUnavailable = SignalErrorCode(rawValue: "ERR_LANGUAGE_UNAVAILABLE")
+    /// Starting a stream while one runs; stopping one when none runs; the streamer failed (the
+    /// Icecast server refused the credentials, or stayed away longer than the retry budget).
+    public static let alreadyStreaming = SignalErrorCode(rawValue: "ERR_ALREADY_STREAMING")
+    public static let notStreaming = SignalErrorCode(rawValue: "ERR_NOT_STREAMING")
+    public static let streamingFailed = SignalErrorCode(rawValue: "ERR_STREAMING_FAILED")
     public static let participantNotFound = SignalErrorCode(rawValue: "ERR_PARTICIPANT_NOT_FOUND")
     public static let featureUnavailable = SignalErrorCode(rawValue: "ERR_FEATURE_UNAVAILABLE")
     public static let messageTooLong = SignalErrorCode(rawValue: "ERR_MESSAGE_TOO_LONG")
@@ -161,4 +174,32 @@ public struct WireMediaKey: Codable, Sendable, Equatable {
     /// Base64url (no padding) of the master key and salt (`SRTPProfile.masterKeyLength` bytes).
     public var key: String
     public init(ssrc: UInt32, epoch: UInt8, key: String) { self.ssrc = ssrc; self.epoch = epoch; self.key = key }
+}
+
+/// A caption: one speaker's partial guess (`final` false, replaced by the next with the same
+/// `pid` and `id`) or an utterance's final text. `start`/`end` are milliseconds from the
+/// transcription's start. The server's transcriber sends these; the server broadcasts them.
+public struct WireCaption: Codable, Sendable, Equatable {
+    public var tid: String
+    public var pid: String
+    public var uid: String
+    public var name: String
+    /// The utterance's number for this speaker (from 1).
+    public var id: Int
+    public var text: String
+    public var final: Bool
+    public var start: Int64
+    public var end: Int64
+    public init(tid: String, pid: String, uid: String, name: String, id: Int, text: String, final: Bool, start: Int64, end: Int64) {
+        self.tid = tid; self.pid = pid; self.uid = uid; self.name = name; self.id = id; self.text = text; self.final = final
+        self.start = start; self.end = end
+    }
+}
+
+/// Where the room's live stream is (`streaming.state`): on air, reconnecting to the Icecast
+/// server after it dropped, or stopped.
+public enum StreamState: String, Codable, Sendable, CaseIterable {
+    case live
+    case reconnecting
+    case stopped
 }

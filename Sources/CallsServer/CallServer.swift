@@ -1,3 +1,4 @@
+import CallsCaptions
 import CallsCore
 import CallsRecording
 import CallsSecurity
@@ -26,8 +27,11 @@ public final class CallServer: @unchecked Sendable {
 
     private var web: WebServer?
     private var relay: MediaRelay?
-    /// Recorders running now, by recording id (each removes itself when it has finished).
-    private let recorders = Locked<[String: RoomRecorder]>([:])
+    /// Server members running now (recorders, transcribers, streamers), by their feature's id
+    /// (each removes itself when it has finished).
+    private let members = Locked<[String: ServerMember]>([:])
+    /// The recognisers every transcriber shares.
+    let recognizers: RecognizerPool
     /// Deletes recordings past their retention, hourly (with a retention configured).
     private var retentionTimer: DispatchSourceTimer?
     private var rooms: RoomRegistry?
@@ -56,6 +60,7 @@ public final class CallServer: @unchecked Sendable {
         restLimiters = Locked(PeerLimiter(capacity: configuration.restRequestsPerSecond * 2, perSecond: configuration.restRequestsPerSecond))
         refusals = Refusals(log: log)
         self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
+        recognizers = RecognizerPool(engine: PocketSphinxEngine(modelRoot: configuration.captionModelDir), capacity: configuration.captionDecoders)
     }
 
     /// The base URL clients use (`http://host:port`, `https://` with TLS).
@@ -166,6 +171,7 @@ public final class CallServer: @unchecked Sendable {
             let closed = try store.closeInterruptedCalls()
             if closed > 0 { log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)"]) }
             Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log)
+            Self.finaliseInterruptedTranscripts(store, dataDir: dir, log: log)
         } catch {
             throw .database(error.description)
         }
@@ -265,26 +271,48 @@ public final class CallServer: @unchecked Sendable {
         let signalling = URL(string: (tlsFiles == nil ? "ws" : "wss") + "://\(relayHost):\(port)/v1/signal")
         let publicBase = configuration.publicURL ?? url
         let quotaBytes = Int64(configuration.recordingQuotaMB) * 1_000_000
-        rooms.setRecorderLauncher { [weak self, weak rooms, store, log, hooks, dir] sid, rid, token in
+        let pool = recognizers
+        rooms.setMemberLauncher { [weak self, weak rooms, store, log, hooks, dir] launch in
             guard let self, let signalling, let recorderRelay else { return }
-            if quotaBytes > 0, case let used = Self.recordingBytes(dataDir: dir), used >= quotaBytes {
-                log.warn("recording refused: quota full", ["session": sid, "used_mb": "\(used / 1_000_000)", "quota_mb": "\(quotaBytes / 1_000_000)"])
-                rooms?.recorderFailed(session: sid, rid: rid, reason: "The server's recording quota is full (\(used / 1_000_000) of \(quotaBytes / 1_000_000) MB).")
-                return
-            }
-            let config = RoomRecorder.Config(signallingURL: signalling, trust: TLSTrust(caFile: nil, insecure: true), relay: recorderRelay,
-                                             sessionId: sid, rid: rid, callToken: token,
-                                             dir: (dir as NSString).appendingPathComponent("recordings/\(rid)"), publicURL: publicBase)
+            let sink: any ServerMemberSink
             do {
-                let r = try RoomRecorder(config: config, store: store, log: log, outbox: hooks) { [weak self] done in
-                    self?.recorders.withLock { $0[done.config.rid] = nil }
+                switch launch.feature {
+                case .recording:
+                    if quotaBytes > 0, case let used = Self.recordingBytes(dataDir: dir), used >= quotaBytes {
+                        log.warn("recording refused: quota full", ["session": launch.session, "used_mb": "\(used / 1_000_000)", "quota_mb": "\(quotaBytes / 1_000_000)"])
+                        return rooms?.memberFailed(launch, reason: "The server's recording quota is full (\(used / 1_000_000) of \(quotaBytes / 1_000_000) MB).") ?? ()
+                    }
+                    sink = try RoomRecorder(config: .init(sessionId: launch.session, rid: launch.id,
+                                                          dir: (dir as NSString).appendingPathComponent("recordings/\(launch.id)"), publicURL: publicBase),
+                                            store: store, log: log, outbox: hooks)
+                case .transcription:
+                    let language = launch.language ?? "en-US"
+                    do { try pool.check(language: language) } catch {
+                        return rooms?.memberFailed(launch, code: .languageUnavailable, reason: "Transcription is not available in \(language): \(error).") ?? ()
+                    }
+                    sink = try RoomTranscriber(config: .init(sessionId: launch.session, tid: launch.id, language: language,
+                                                             dir: (dir as NSString).appendingPathComponent("transcripts")),
+                                               pool: pool, store: store, log: log)
+                case .streaming:
+                    return rooms?.memberFailed(launch, code: .featureUnavailable, reason: "Streaming is not available on this server.") ?? ()
                 }
-                self.recorders.withLock { $0[rid] = r }
-                try r.start()
             } catch {
-                self.recorders.withLock { $0[rid] = nil }
-                log.error("recorder could not start", ["session": sid, "rid": rid, "error": "\(error)"])
-                rooms?.recorderFailed(session: sid, rid: rid, reason: "The recorder could not start: \(error)")
+                log.error("\(launch.feature.rawValue) could not start", ["session": launch.session, "id": launch.id, "error": "\(error)"])
+                return rooms?.memberFailed(launch, reason: "The \(launch.feature.noun) could not start: \(error)") ?? ()
+            }
+            let config = ServerMember.Config(signallingURL: signalling, trust: TLSTrust(caFile: nil, insecure: true), relay: recorderRelay,
+                                             sessionId: launch.session, id: launch.id, callToken: launch.callToken, feature: launch.feature)
+            do {
+                let m = try ServerMember(config: config, sink: sink, log: log) { [weak self] done in
+                    self?.members.withLock { $0[done.config.id] = nil }
+                }
+                (sink as? RoomTranscriber)?.member = m
+                self.members.withLock { $0[launch.id] = m }
+                try m.start()
+            } catch {
+                self.members.withLock { $0[launch.id] = nil }
+                log.error("\(launch.feature.rawValue) could not start", ["session": launch.session, "id": launch.id, "error": "\(error)"])
+                rooms?.memberFailed(launch, reason: "The \(launch.feature.noun) could not start: \(error)")
             }
         }
         // Media over signalling (UDP blocked): the relay's copies go out as binary frames.
@@ -309,8 +337,8 @@ public final class CallServer: @unchecked Sendable {
         retentionTimer?.cancel()
         retentionTimer = nil
         rooms?.closeAll(reason: .serverShuttingDown)
-        // Recorders finish their files and rows before the store and sockets go.
-        for r in recorders.withLock({ Array($0.values) }) { r.stop() }
+        // Server members finish their files and rows before the store and sockets go.
+        for m in members.withLock({ Array($0.values) }) { m.stop() }
         rooms?.stopHeartbeat()
         calls?.settle()
         webhooks?.stop()
@@ -519,6 +547,22 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         }
         if !expired.isEmpty { log.info("recordings past retention deleted", ["count": "\(expired.count)"]) }
         return expired.count
+    }
+
+    /// Transcripts a crash cut: the JSON document written from the lines (every caption up to
+    /// the last), the row finished.
+    static func finaliseInterruptedTranscripts(_ store: CallStore, dataDir: String, log: ServerLog) {
+        guard let open = try? store.unfinishedTranscripts(), !open.isEmpty else { return }
+        for t in open {
+            let lines = (dataDir as NSString).appendingPathComponent("transcripts/\(t.tid).jsonl")
+            let doc = try? TranscriptWriter.finalise(linesPath: lines)
+            let segments = doc?.segments ?? []
+            let ended = t.startedAt + Int64(((segments.map(\.end).max() ?? 0) * 1000).rounded())
+            let url = RoomTranscriber.path(t.sessionId, t.tid)
+            try? store.transcriptionFinished(tid: t.tid, endedAt: max(ended, t.startedAt + 1), url: url,
+                                             meta: RoomTranscriber.meta(doc?.language ?? "en-US", doc?.engine ?? "pocketsphinx", segments.count, url))
+            log.warn("finalised a transcript an unclean shutdown cut", ["tid": t.tid, "segments": "\(segments.count)"])
+        }
     }
 
     /// Recordings a crash cut: every file's last page marked as the end (a torn page dropped),

@@ -1,3 +1,4 @@
+import Foundation
 import CallsCore
 
 /// Row ids behind the rooms' references. Owned by the store writer (its queue only).
@@ -88,6 +89,11 @@ extension CallStore {
                 guard let callID = refs.call(call, committed) else { throw SQLiteError.step(message: "the call was not recorded") }
                 try db.execute("INSERT INTO recordings(rid, call_id, session_id, started_at) VALUES (?, ?, ?, ?)",
                                [.text(rid), .int(callID), .text(sessionId), .int(now)])
+            case let .transcriptionStarted(tid, call, language, now):
+                guard let callID = refs.call(call, committed) else { throw SQLiteError.step(message: "the call was not recorded") }
+                let meta = (try? String(decoding: JSONEncoder().encode(["language": language]), as: UTF8.self)) ?? "{}"
+                try db.execute("INSERT INTO transcripts(call_id, tid, start_time, end_time, url, meta) VALUES (?, ?, ?, 0, '', ?)",
+                               [.int(callID), .text(tid), .int(now), .text(meta)])
             case let .startCall(ref, sessionId, type, mode, now):
                 // A call an unclean shutdown cut continues when its session is joined again soon.
                 if let cut = reopenable.removeValue(forKey: sessionId), now <= cut.until {

@@ -41,8 +41,8 @@ extension CallStore {
         if let v = f.receiverType {
             clauses.append(v == "group" ? "(c.mode = 'meet' OR c.receiver_type = 'group')" : "(c.mode = 'call' AND COALESCE(c.receiver_type, 'user') = 'user')")
         }
-        // Recording and transcription arrive with their features; until then no call has either.
-        if f.hasRecording == true || f.hasTranscription == true { clauses.append("0") }
+        if let v = f.hasRecording { clauses.append((v ? "" : "NOT ") + "EXISTS (SELECT 1 FROM recordings r WHERE r.call_id = c.id)") }
+        if let v = f.hasTranscription { clauses.append((v ? "" : "NOT ") + "EXISTS (SELECT 1 FROM transcripts t WHERE t.call_id = c.id)") }
         if let v = f.startedAt { clauses.append("c.started_at >= ?"); params.append(.int(v)) }
         if let v = f.endedAt { clauses.append("c.ended_at IS NOT NULL AND c.ended_at <= ?"); params.append(.int(v)) }
         for u in [f.uid, f.visibleTo].compactMap({ $0 }) {
@@ -99,6 +99,7 @@ extension CallStore {
             call.recordings.append(StoredRecording(rid: rid, sessionId: row[1].text ?? "", startedAt: row[2].int ?? 0, endedAt: row[3].int,
                                                    durationMs: row[4].int, files: files))
         }
+        call.transcripts = try transcriptRows(callID: id, sessionId: call.sessionId, limit: 1000, offset: 0)
         if let i = r[8].text, let rid = r[11].text {
             call.initiator = CallPartyWire(id: i, name: r[9].text ?? i)
             call.receiverType = r[10].text.flatMap(CallReceiverType.init(rawValue:)) ?? .user
@@ -149,12 +150,44 @@ extension CallStore {
                 return Page(items: [], total: 0, page: page, perPage: perPage)
             }
             let total = Int(try db.query("SELECT COUNT(*) FROM transcripts WHERE call_id = ?", [.int(call)]).first?.first?.int ?? 0)
-            let rows = try db.query("SELECT tid, start_time, end_time, url, meta FROM transcripts WHERE call_id = ? ORDER BY id LIMIT ? OFFSET ?",
-                                    [.int(call), .int(Int64(perPage)), .int(Int64((page - 1) * perPage))])
-            return Page(items: rows.map {
-                StoredTranscript(tid: $0[0].text ?? "", mid: sessionId, roomName: sessionId, startTime: $0[1].int ?? 0,
-                                 endTime: $0[2].int ?? 0, url: $0[3].text ?? "", metaData: $0[4].text)
-            }, total: total, page: page, perPage: perPage)
+            return Page(items: try transcriptRows(callID: call, sessionId: sessionId, limit: perPage, offset: (page - 1) * perPage),
+                        total: total, page: page, perPage: perPage)
+        }
+    }
+
+    /// (Under the lock.)
+    private func transcriptRows(callID: Int64, sessionId: String, limit: Int, offset: Int) throws(SQLiteError) -> [StoredTranscript] {
+        try db.query("SELECT tid, start_time, end_time, url, meta FROM transcripts WHERE call_id = ? ORDER BY id LIMIT ? OFFSET ?",
+                     [.int(callID), .int(Int64(limit)), .int(Int64(offset))]).map {
+            StoredTranscript(tid: $0[0].text ?? "", mid: sessionId, roomName: sessionId, startTime: $0[1].int ?? 0,
+                             endTime: $0[2].int ?? 0, url: $0[3].text ?? "", metaData: $0[4].text)
+        }
+    }
+
+    /// The transcriber finished (or a crash-cut transcript was finalised): its end, URL and metadata.
+    func transcriptionFinished(tid: String, endedAt: Int64, url: String, meta: String) throws(SQLiteError) {
+        try locked { () throws(SQLiteError) in
+            try db.execute("UPDATE transcripts SET end_time = ?, url = ?, meta = ? WHERE tid = ?", [.int(endedAt), .text(url), .text(meta), .text(tid)])
+        }
+    }
+
+    /// Transcripts a crash left without an end (finalised at start), with their session.
+    func unfinishedTranscripts() throws(SQLiteError) -> [(tid: String, sessionId: String, startedAt: Int64)] {
+        try locked { () throws(SQLiteError) in
+            try db.query("SELECT t.tid, c.session_id, t.start_time FROM transcripts t JOIN calls c ON c.id = t.call_id WHERE t.end_time = 0")
+                .map { ($0[0].text ?? "", $0[1].text ?? "", $0[2].int ?? 0) }
+        }
+    }
+
+    /// One transcript of a call of `sessionId` (any call, not only the latest).
+    func transcript(sessionId: String, tid: String) throws(SQLiteError) -> (StoredTranscript, callID: Int64)? {
+        try locked { () throws(SQLiteError) in
+            guard let row = try db.query("""
+                SELECT t.tid, t.start_time, t.end_time, t.url, t.meta, t.call_id FROM transcripts t JOIN calls c ON c.id = t.call_id
+                WHERE t.tid = ? AND c.session_id = ?
+                """, [.text(tid), .text(sessionId)]).first else { return nil }
+            return (StoredTranscript(tid: row[0].text ?? "", mid: sessionId, roomName: sessionId, startTime: row[1].int ?? 0,
+                                     endTime: row[2].int ?? 0, url: row[3].text ?? "", metaData: row[4].text), row[5].int ?? 0)
         }
     }
 }

@@ -27,6 +27,8 @@ public struct StoredCall: Sendable, Equatable {
     public var receiverType: CallReceiverType? = nil
     /// The server's recordings of the call.
     public var recordings: [StoredRecording] = []
+    /// The server's transcripts of the call (finished ones have an `endTime`).
+    public var transcripts: [StoredTranscript] = []
 }
 
 /// A recording of a call and its files (under `DATA/recordings/{rid}/`).
@@ -250,6 +252,11 @@ public final class CallStore: @unchecked Sendable {
                 return open.count
             }
         }
+    }
+
+    /// A call by its row id, with its participants.
+    func call(id: Int64) throws(SQLiteError) -> StoredCall? {
+        try locked { () throws(SQLiteError) in try loadCall(id: id) }
     }
 
     /// The most recent call of `sessionId`, with its participants.

@@ -46,5 +46,7 @@ extension CallRecord {
                                                        duration: Double($0.durationMs) / 1000, bytes: $0.bytes) })
         }
         hasRecording = !recordings.isEmpty
+        transcriptions = c.transcripts.map { $0.served(baseURL) }
+        hasTranscription = !transcriptions.isEmpty
     }
 }

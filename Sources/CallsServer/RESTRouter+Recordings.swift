@@ -1,8 +1,9 @@
+import CallsCaptions
 import CallsCore
 import CallsTransport
 import Foundation
 
-// MARK: Recordings (`/v3/calls/{sessionId}/recordings/{rid}[/{pid}]`)
+// MARK: Recordings (`/v3/calls/{sessionId}/recordings/{rid}[/{pid}]`) and transcripts (`…/transcriptions/{tid}[.vtt|.json]`)
 extension RESTRouter {
     /// The mixed recording (no `pid`) or one participant's, as `audio/ogg`, to the operator
     /// (apikey) or a participant of the call (authToken); `Range: bytes=…` answered with 206.
@@ -36,6 +37,41 @@ extension RESTRouter {
         }
         headers.append(("content-range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(bytes.count)"))
         return HTTPResponse(status: 206, contentType: "audio/ogg", body: Array(bytes[range]), headers: headers)
+    }
+
+    /// A transcript: `{tid}` or `{tid}.json` (the JSON document), `{tid}.vtt` (WebVTT), to the
+    /// operator or a participant of its call. A transcript still being made is served as far
+    /// as it goes (the WebVTT file grows with each caption; the JSON is built from the lines).
+    func transcriptFile(_ r: HTTPRequest, sessionId: String, name: String) throws -> HTTPResponse {
+        try validate(sessionId: sessionId)
+        let viewer = try callViewer(r)
+        let isVTT = name.hasSuffix(".vtt")
+        let tid = isVTT ? String(name.dropLast(4)) : name.hasSuffix(".json") ? String(name.dropLast(5)) : name
+        guard tid.hasPrefix("tr_"), tid.count <= 40, tid.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }),
+              let (t, callID) = try store.transcript(sessionId: sessionId, tid: tid) else {
+            throw ServerError(.notFound, "No transcript '\(name.prefix(40))' of session '\(sessionId.prefix(80))'.")
+        }
+        if let viewer {
+            guard let call = try store.call(id: callID), call.participants.contains(where: { $0.uid == viewer }) else {
+                throw ServerError(.notFound, "No transcript '\(name.prefix(40))' of session '\(sessionId.prefix(80))'.")
+            }
+        }
+        let dir = (config.dataDir as NSString).appendingPathComponent("transcripts")
+        if isVTT {
+            guard let data = FileManager.default.contents(atPath: dir + "/\(tid).vtt") else {
+                throw ServerError(.notFound, "The transcript '\(tid)' is gone (retention?).")
+            }
+            return HTTPResponse(status: 200, contentType: "text/vtt; charset=utf-8", body: [UInt8](data))
+        }
+        let json = t.endTime > 0 ? FileManager.default.contents(atPath: dir + "/\(tid).json") : nil
+        guard let body = try json ?? (try? TranscriptWriter.document(linesPath: dir + "/\(tid).jsonl")).map({ doc -> Data in
+            let enc = JSONEncoder()
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            return try enc.encode(doc)
+        }) else {
+            throw ServerError(.notFound, "The transcript '\(tid)' is gone (retention?).")
+        }
+        return HTTPResponse(status: 200, contentType: "application/json", body: [UInt8](body))
     }
 
     /// `bytes=a-b`, `bytes=a-` or `bytes=-n` (one range) within `total`; nil when not satisfiable.

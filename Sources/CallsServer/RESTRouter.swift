@@ -150,8 +150,9 @@ struct RESTRouter: Sendable {
             let page = try rt.intParam(r, "page", default: 1, range: 1...1_000_000)
             let perPage = try rt.intParam(r, "perPage", default: 100, range: 1...1000)
             let p = try rt.store.transcripts(sessionId: parts[2], page: page, perPage: perPage)
-            return rt.list(p.items, p)
+            return rt.list(p.items.map { $0.served(rt.publicURL) }, p)
         },
+        Route(.get, "v3/calls/*/transcriptions/*") { rt, r, parts in try rt.transcriptFile(r, sessionId: parts[2], name: parts[4]) },
         Route(.get, "v3/calls/*/messages") { rt, r, parts in
             try rt.visibleCall(r, parts[2])
             let (page, perPage) = try rt.paging(r)

@@ -6,7 +6,7 @@ extension RoomCore {
     /// period so a `resume` can take it back without peers seeing a leave and a join. One
     /// still joining (its row not yet on disk) simply goes: nobody has heard of it.
     func connectionDropped(_ connection: ConnectionID) {
-        if recorderDropped(connection) { return }
+        if memberDropped(connection) { return }
         guard let (sid, pid) = byConnection.removeValue(forKey: connection), let room = rooms[sid],
               var p = room.participants[pid] else { return }
         p.connection = nil
@@ -46,8 +46,8 @@ extension RoomCore {
         case .grace(let sid, let pid):
             guard let r = rooms[sid], let p = r.participants[pid], p.connection == nil else { return }
             leave(session: sid, pid: pid, reason: .disconnected, notifySelf: false)
-        case .recorderStart(let sid):
-            recorderStartTimedOut(sid)
+        case .memberStart(let sid, let f):
+            memberStartTimedOut(sid, f)
         case .idle(let sid):
             guard let r = rooms[sid], r.idleArmed else { return }
             r.idleArmed = false

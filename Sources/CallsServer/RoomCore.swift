@@ -57,8 +57,10 @@ final class RoomCore {
         var order: [String] = []  // admitted pids in join order
         var idleArmed = false
         var dominant: String?
-        /// The server's recording of the room, its recorder once joined (`+Recording`).
-        var recording: Recording?
+        /// Features run by server members (recording, transcription, streaming; `+ServerMembers`).
+        var runs: [SessionFeature: FeatureRun] = [:]
+        /// The server's members of the room, in a fixed order.
+        var members: [Participant] { SessionFeature.allCases.compactMap { runs[$0]?.member } }
         init(sessionId: String, index: Int) { self.sessionId = sessionId; self.index = index }
         var roster: [WireParticipant] { order.compactMap { participants[$0]?.wire } }
         var admitted: some Sequence<Participant> { order.lazy.compactMap { self.participants[$0] } }
@@ -103,8 +105,8 @@ final class RoomCore {
     private var nextRoomIndex = 1
     private var nextKey: UInt64 = 1
     /// Recorders' connections (they are not in `byConnection`: no participant of the roster).
-    var recorderConnections: [ConnectionID: String] = [:]
-    func nextRecorderKey() -> UInt64 { defer { nextKey += 1 }; return nextKey }
+    var memberConnections: [ConnectionID: (session: String, feature: SessionFeature)] = [:]
+    func nextMemberKey() -> UInt64 { defer { nextKey += 1 }; return nextKey }
     private var nextRef: UInt64 = 1
     private var nextRequest: UInt64 = 1
     var usedSSRCs: Set<UInt32> = []
@@ -147,10 +149,8 @@ final class RoomCore {
         case .timerFired(let t): timerFired(t)
         case .dominantSpeaker(let room, let key): dominantSpeakerChanged(roomIndex: room, key: key)
         case .stored(let receipt): stored(receipt)
-        case .recorderFailed(let sid, let rid, let reason):
-            if let room = rooms[sid], room.recording?.rid == rid, room.recording?.recorder == nil {
-                endRecording(room, reason: .recordingStopped, failed: reason)
-            }
+        case .memberFailed(let sid, let f, let id, let code, let reason):
+            memberFailed(session: sid, feature: f, id: id, code: code, reason: reason)
         case .heartbeat:
             let calls = rooms.values.compactMap(\.call)
             if !calls.isEmpty { persist([.heartbeat(calls, at: now)], .background("heartbeat")) }
@@ -175,6 +175,7 @@ final class RoomCore {
     private func received(_ message: ClientMessage, from connection: ConnectionID) {
         if case .join(let j) = message { return join(j, connection: connection) }
         if case .resume(let token) = message { return resume(token: token, connection: connection) }
+        if memberMessage(message, from: connection) { return }
         guard let (sid, pid) = byConnection[connection], let room = rooms[sid], let me = room.participants[pid], me.admitted else {
             return fail(connection, .notJoined, "Join a session first.", close: false)
         }
@@ -199,11 +200,11 @@ final class RoomCore {
         case .setCameraFacing(let v):
             guard v == "FRONT" || v == "REAR" else { return fail(connection, .badMessage, "cameraFacing is FRONT or REAR.", close: false) }
             update(room, pid, change: .cameraFacingChanged) { $0.cameraFacing = v }
-        case .setSessionFeature(.recording, let on):
-            if on { startRecording(room, by: pid, connection: connection) } else { stopRecording(room, by: pid, connection: connection) }
-        case .setSessionFeature(let feature, _):
+        case .setSessionFeature(let feature, let on, let language):
             // (An unknown feature does not decode: SIGNAL_BAD_MESSAGE.)
-            fail(connection, .featureUnavailable, "\(feature.title) is not available on this server.", close: false)
+            setFeature(room, feature, on: on, language: language, by: pid, connection: connection)
+        case .caption, .streamStatus:
+            fail(connection, .badMessage, "Only the server's own members send that.", close: false)
         case .pin(let target): pin(room, by: pid, target: target, connection: connection)
         case .muteParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .mute)
         case .pauseParticipantVideo(let target): moderate(room, by: pid, target: target, connection: connection, action: .pauseVideo)
@@ -239,10 +240,10 @@ final class RoomCore {
     func log(_ level: ServerLog.Level, _ message: String, _ fields: [String: String]) { effects.append(.log(level, message, fields)) }
 
     /// Sends to every admitted participant with a connection.
-    /// To every admitted participant, and the room's recorder (which follows the roster and keys).
+    /// To every admitted participant, and the room's server members (which follow the roster and keys).
     func broadcast(_ room: Room, _ message: ServerMessage) {
         for p in room.admitted { if let c = p.connection { send(message, to: c) } }
-        if let c = room.recording?.recorder?.connection { send(message, to: c) }
+        for m in room.members { if let c = m.connection { send(message, to: c) } }
     }
 
     func persist(_ commands: [StoreCommand], _ then: PendingWrite) {
@@ -254,7 +255,7 @@ final class RoomCore {
 
     /// The room's media membership: its admitted participants.
     func patchRelay(_ room: Room) {
-        let members = (Array(room.admitted) + (room.recording?.recorder.map { [$0] } ?? [])).map {
+        let members = (Array(room.admitted) + room.members).map {
             RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, consent: MediaConsent(ssrc: $0.wire.ssrc, token: $0.bindToken),
                               muted: $0.serverMuted, tunnel: $0.mediaOverSignalling ? $0.connection?.local : nil)
         }
@@ -291,7 +292,7 @@ final class RoomCore {
         guard revocations.allows(claims) else {
             return fail(connection, .tokenRevoked, "The call token was revoked (the user was deleted or their tokens revoked).", close: true)
         }
-        if claims.role == Self.recorderRole { return joinRecorder(claims, connection: connection) }
+        if let f = Self.feature(ofRole: claims.role) { return joinMember(f, claims, connection: connection) }
         let tokenID = claims.jti ?? Hex.encode(Array(j.callToken.utf8.suffix(16)))
         removedTokens[claims.sid] = removedTokens[claims.sid]?.filter { $0.value > now / 1000 }
         if removedTokens[claims.sid]?[tokenID] != nil {
@@ -378,8 +379,7 @@ final class RoomCore {
         byResumeToken[p.resumeToken] = (sid, pid)
         patchRelay(room)
         if let c = p.connection { send(.joined(joinedPayload(room, p)), to: c) }
-        let recorder = room.recording?.recorder?.connection
-        for c in others.compactMap({ room.participants[$0.pid]?.connection }) + (recorder.map { [$0] } ?? []) {
+        for c in others.compactMap({ room.participants[$0.pid]?.connection }) + room.members.compactMap(\.connection) {
             send(.mediaKeys([p.wireKey]), to: c)  // before the roster change: its first packets verify
             send(.participantJoined(p.wire), to: c)
         }
@@ -426,7 +426,7 @@ final class RoomCore {
         var commands: [StoreCommand] = [.participantLeft(p.ref, at: now)]
         if let call = room.call { commands += hook(.left, call, sid, uid: p.wire.uid, pid: pid) }
         let empties = room.participants.isEmpty
-        if empties { endRecording(room, reason: .recordingStopped) }  // nobody left to record
+        if empties { endFeatures(room) }  // nobody left to record, transcribe or stream
         if empties, let call = room.call { commands += hook(.ended, call, sid) + [.endCall(call, at: now)] }
         persist(commands, .leave(session: sid, pid: pid, notify: notifySelf ? p.connection : nil, reason: reason))
         if p.admitted {

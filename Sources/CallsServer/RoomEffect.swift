@@ -16,8 +16,8 @@ enum RoomInput: Sendable {
     case shutdown(LeaveReason)
     /// A user's tokens were revoked (or the user deleted): they leave every room.
     case revoked(uid: String)
-    /// The server could not start a room's recorder (a full quota, a directory it cannot make).
-    case recorderFailed(session: String, rid: String, reason: String)
+    /// The server could not start a room's member (a full quota, no model for the language).
+    case memberFailed(session: String, feature: SessionFeature, id: String, code: SignalErrorCode?, reason: String)
 }
 
 /// A timer the core asks for; scheduling one that is pending replaces it.
@@ -26,8 +26,8 @@ enum RoomTimer: Hashable, Sendable {
     case grace(session: String, pid: String)
     /// A participant alone in the room.
     case idle(session: String)
-    /// A recorder that has not joined by now failed to start.
-    case recorderStart(session: String)
+    /// A server member that has not joined by now failed to start.
+    case memberStart(session: String, feature: SessionFeature)
 }
 
 /// What the core asks the world to do, in order. The runner does it; tests read it.
@@ -43,12 +43,22 @@ enum RoomEffect: Sendable, Equatable {
     case log(ServerLog.Level, String, [String: String])
     /// The room emptied and its call ended (a ringing call's room: the call is over).
     case roomEnded(session: String)
-    /// Start the server's recorder for a room: it joins with this call token (role `recorder`).
-    case startRecorder(session: String, rid: String, callToken: String)
+    /// Start a server member for a room: it joins with this call token (its feature's role).
+    case startMember(MemberLaunch)
 }
 
 /// Where the core's fresh ids and secrets come from (random; fixed in tests if they need).
 struct RoomIdentities: Sendable {
     var randomBytes: @Sendable (Int) -> [UInt8]
     static let random = RoomIdentities(randomBytes: { Crypto.randomBytes($0) })
+}
+
+/// What a server member needs to start: its feature, room, id (`rec_…`, `tr_…`, `st_…`), call
+/// token, and transcription's language.
+struct MemberLaunch: Sendable, Equatable {
+    var feature: SessionFeature
+    var session: String
+    var id: String
+    var callToken: String
+    var language: String?
 }

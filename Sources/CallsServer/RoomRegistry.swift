@@ -106,17 +106,18 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
 
     // MARK: The effect loop (on the queue)
 
-    /// Starts the server's recorder for a room (on the queue; it must only hand off).
-    private var recorderLauncher: (@Sendable (_ session: String, _ rid: String, _ callToken: String) -> Void)?
+    /// Starts a server member for a room (on the queue; it must only hand off).
+    private var memberLauncher: (@Sendable (MemberLaunch) -> Void)?
 
-    /// A recorder could not start (any thread).
-    func recorderFailed(session: String, rid: String, reason: String) {
-        queue.async { self.run(.recorderFailed(session: session, rid: rid, reason: reason)) }
+    /// A member could not start (any thread); `code` when the failure has its own (a language
+    /// with no model).
+    func memberFailed(_ launch: MemberLaunch, code: SignalErrorCode? = nil, reason: String) {
+        queue.async { self.run(.memberFailed(session: launch.session, feature: launch.feature, id: launch.id, code: code, reason: reason)) }
     }
 
-    /// Sets how recorders start (the server, once it listens).
-    func setRecorderLauncher(_ launch: @escaping @Sendable (_ session: String, _ rid: String, _ callToken: String) -> Void) {
-        queue.sync { recorderLauncher = launch }
+    /// Sets how members start (the server, once it listens).
+    func setMemberLauncher(_ launch: @escaping @Sendable (MemberLaunch) -> Void) {
+        queue.sync { memberLauncher = launch }
     }
 
     private func run(_ input: RoomInput) {
@@ -136,11 +137,11 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         case .cancel(let timer): timers.cancel(timer)
         case .log(let level, let message, let fields): log.write(level, message, fields)
         case .roomEnded(let sid): onRoomEnded?(sid)
-        case .startRecorder(let sid, let rid, let token):
-            guard let launch = recorderLauncher else {
-                return log.warn("recording requested but this server cannot record", ["session": sid, "rid": rid])
+        case .startMember(let m):
+            guard let launch = memberLauncher else {
+                return log.warn("\(m.feature.rawValue) requested but this server runs no members", ["session": m.session, "id": m.id])
             }
-            launch(sid, rid, token)
+            launch(m)
         }
     }
 }

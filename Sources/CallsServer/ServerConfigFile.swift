@@ -55,6 +55,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayMaxDelayMs: Int?
     public var recordingRetentionDays: Int?
     public var recordingQuotaMB: Int?
+    public var captionModelDir: String?
+    public var captionDecoders: Int?
     public var mediaConsentIntervalMs: Int?
     public var mediaConsentTimeoutMs: Int?
     public var relayFastPath: String?
@@ -63,7 +65,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
-                                           "relayFastPath", "relayFastPathObject"]
+                                           "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders"]
 
     /// Why a config file was refused (the message names the file and the key).
     public struct Invalid: Error, Equatable, Sendable, CustomStringConvertible {
@@ -185,6 +187,8 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.relayMaxDelayMs = try int("relayMaxDelayMs")
         c.recordingRetentionDays = try int("recordingRetentionDays")
         c.recordingQuotaMB = try int("recordingQuotaMB")
+        c.captionModelDir = try string("captionModelDir")
+        c.captionDecoders = try int("captionDecoders")
         c.mediaConsentIntervalMs = try int("mediaConsentIntervalMs")
         c.mediaConsentTimeoutMs = try int("mediaConsentTimeoutMs")
         c.relayFastPath = try string("relayFastPath")

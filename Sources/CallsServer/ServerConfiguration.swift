@@ -86,6 +86,12 @@ public struct ServerConfiguration: Sendable {
     public var recordingRetentionDays: Int = 0
     /// No new recording starts while the recordings take this many MB (0: no limit).
     public var recordingQuotaMB: Int = 0
+    /// Where the caption models are (PocketSphinx's layout: `{dir}/en-us/…`; Debian
+    /// `pocketsphinx-en-us` installs en-US under the default).
+    public var captionModelDir: String = "/usr/share/pocketsphinx/model"
+    /// Recognisers shared by every transcription on the server (each ≈ 95 MB; a speaker holds
+    /// one while talking, others wait their turn): about one per core.
+    public var captionDecoders: Int = 2
     public var mediaConsentIntervalMs: Int = 5000
     public var mediaConsentTimeoutMs: Int = 30_000
     /// The relay's kernel fast path (eBPF, docs/operations.md): off, auto (use it when it loads,

@@ -28,7 +28,8 @@ extension ClientMessage {
         case .ping, .hello: return .presence
         case .initiateCall, .acceptCall, .rejectCall, .endCall: return .calls
         case .join, .resume, .setAudioMuted, .setVideoPaused, .setHandRaised, .setPresenting, .setRecording, .setCameraFacing,
-             .setSessionFeature, .pin, .muteParticipant, .allowUnmute, .pauseParticipantVideo, .removeParticipant, .chat, .receiverReport, .setMediaOverSignalling, .leave:
+             .setSessionFeature, .pin, .muteParticipant, .allowUnmute, .pauseParticipantVideo, .removeParticipant, .chat, .receiverReport, .setMediaOverSignalling, .leave,
+             .caption, .streamStatus:
             return .room
         }
     }

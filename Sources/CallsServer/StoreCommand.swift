@@ -36,6 +36,8 @@ enum StoreCommand: Sendable, Equatable {
     case push([PushEvent])
     /// The server's recorder joined the call: its recording's row (files come when it finishes).
     case recordingStarted(rid: String, call: CallRef, sessionId: String, at: Int64)
+    /// The server's transcriber joined the call: its transcript's row (the end comes when it finishes).
+    case transcriptionStarted(tid: String, call: CallRef, language: String, at: Int64)
 }
 
 /// A room event for webhooks (`StoreCommand.roomHook`).

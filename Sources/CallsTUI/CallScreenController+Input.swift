@@ -162,7 +162,7 @@ extension CallScreenController {
     /// The name of a built-in button the settings hide whose key is `key`.
     private func hiddenButtonName(_ key: Unicode.Scalar) -> String? {
         let names: [Unicode.Scalar: String] = ["m": "mute", "v": "video", "c": "camera", "h": "raise hand", "y": "layout", "p": "participant list",
-                                               "t": "chat", "s": "share invite", "r": "record"]
+                                               "t": "chat", "s": "share invite", "r": "record", "a": "captions", "g": "transcription"]
         return names[key]
     }
 
@@ -184,6 +184,9 @@ extension CallScreenController {
         session.click(button)
         switch button {
         case .chat: model.panel = model.panel == .chat ? .log : .chat
+        case .closedCaptions:
+            model.captionsHidden.toggle()
+            if !model.captionsHidden && model.transcriptionLanguage == nil { model.toast("Captions on: asking the server to transcribe…") }
         case .shareInvite:
             guard let link = session.inviteLink else { return model.toast("No invite link yet (not in a session)", kind: .error) }
             let outcome = driver.copyToClipboard(link)

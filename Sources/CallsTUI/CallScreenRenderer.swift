@@ -1,4 +1,5 @@
 import CometChatCallsSDK
+import CallsCore
 import Foundation
 
 /// Draws the call screen: header, participant tiles, a side panel (event log, participants,
@@ -100,6 +101,7 @@ public enum CallScreenRenderer {
                 }
             }
         }
+        drawCaptions(model, into: &b, rect: l.tiles)
         if let c = l.controls { drawControls(model, l.buttons, into: &b, rect: c) }
         switch model.overlay {
         case .help: OverlayRenderer.drawHelp(model, into: &b, area: l.tiles.union(l.panel))
@@ -197,6 +199,26 @@ public enum CallScreenRenderer {
         case .tile: TileRenderer.drawGrid(m, into: &b, area: area)
         case .spotlight: TileRenderer.drawSpotlight(m, into: &b, area: area)
         case .sidebar: TileRenderer.drawSidebar(m, into: &b, area: area)
+        }
+    }
+
+    /// Captions over the bottom of the tile area: `Name: text`, the newest speaker lowest, a
+    /// long caption showing its end (what is being said now); partial ones dim.
+    private static func drawCaptions(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
+        let shown = m.visibleCaptions(at: m.now)
+        guard !shown.isEmpty, rect.height >= 3, rect.width >= 12 else { return }
+        for (i, c) in shown.reversed().enumerated() {
+            let y = rect.maxY - 1 - i
+            guard y > rect.y else { break }
+            let name = DisplayText.name(c.name) ?? c.uid
+            let room = rect.width - 4 - DisplayWidth.of(name) - 2
+            guard room > 4 else { continue }
+            var text = DisplayText.name(c.text, limit: 2000) ?? ""
+            while DisplayWidth.of(text) > room, !text.isEmpty { text.removeFirst() }
+            let line = name + ": " + text
+            let style = CellStyle(bold: c.final, reverse: true)
+            b.fill(Rect(x: rect.x + 1, y: y, width: min(rect.width - 2, DisplayWidth.of(line) + 2), height: 1), style: style)
+            b.put(line, x: rect.x + 2, y: y, style: style, maxWidth: rect.width - 4)
         }
     }
 

@@ -24,6 +24,20 @@ public struct CallViewModel: Equatable, Sendable {
     public var serverRecording = false
     /// Recording shows in the header (and the button says stop): the server's, or anyone's own.
     public var isRecording: Bool { serverRecording || tiles.contains(where: \.isRecording) }
+    /// The server is transcribing (its language), and the latest caption of each speaker, most
+    /// recent last (`onCaptionReceived`; a final one stays `captionSeconds`).
+    public var transcriptionLanguage: String?
+    public var captions: [Caption] = []
+    public var captionTimes: [String: Date] = [:]
+    public static let captionSeconds: TimeInterval = 6
+    /// The viewer turned captions off (the CC button); they show by default while the server transcribes.
+    public var captionsHidden = false
+    public var captionsShown: Bool { transcriptionLanguage != nil && !captionsHidden }
+    /// Captions to draw now: the newest two speakers', finals only while fresh.
+    public func visibleCaptions(at time: Date) -> [Caption] {
+        guard captionsShown else { return [] }
+        return Array(captions.filter { !$0.final || time.timeIntervalSince(captionTimes[$0.pid] ?? .distantPast) < Self.captionSeconds }.suffix(2))
+    }
     public var log = EventLog()
     /// Standing notices (no sound card, a device lost), newest last; none is dropped.
     public var notices: [String] = []
@@ -194,6 +208,18 @@ public struct CallViewModel: Equatable, Sendable {
         case .audioUnMuted: isMuted = false
         case .recordingStarted: serverRecording = true; toast("Recording started")
         case .recordingStopped: serverRecording = false; toast("Recording stopped")
+        case .transcriptionStarted(let language):
+            transcriptionLanguage = language
+            toast("Transcription started (\(language))" + (settings.hideClosedCaptionButton ? "" : ": a hides captions"))
+        case .transcriptionStopped:
+            transcriptionLanguage = nil
+            captions = []
+            toast("Transcription stopped")
+        case .captionReceived(let c):
+            captions.removeAll { $0.pid == c.pid }
+            captions.append(c)
+            captionTimes[c.pid] = time
+            if captions.count > 8 { captions.removeFirst() }
         case .participantListChanged(let ps):
             let old = Dictionary(tiles.map { ($0.pid, $0) }, uniquingKeysWith: { a, _ in a })
             tiles = ps.map { p in

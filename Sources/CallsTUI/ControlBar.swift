@@ -75,6 +75,15 @@ public enum ControlBar {
             out.append(Spec(item: .builtIn(.recordingToggle), key: "r", full: recording ? "Stop rec" : "Record", short: "Rec",
                             symbol: sym("●", "*"), priority: 10))
         }
+        if !s.hideClosedCaptionButton {
+            out.append(Spec(item: .builtIn(.closedCaptions), key: "a", full: m.captionsShown ? "Captions off" : "Captions", short: "CC",
+                            symbol: sym("㏄", "C"), priority: 12))
+        }
+        if !s.hideTranscriptionButton {
+            let on = m.transcriptionLanguage != nil
+            out.append(Spec(item: .builtIn(.transcriptionToggle), key: "g", full: on ? "Stop transcript" : "Transcribe", short: "Tx",
+                            symbol: sym("✎", "T"), priority: 13))
+        }
         if !s.hideLeaveSessionButton {
             let confirm = m.pending == .leave
             out.append(Spec(item: .builtIn(.leaveSession), key: "l", full: confirm ? "Leave?" : "Leave",

@@ -61,4 +61,9 @@ extension ListenerBridge {
     public func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality) { handler(.connectionQualityChanged(participant: participant, quality: quality)) }
     public func onSessionRejoined(participant: Participant) { handler(.sessionRejoined(participant: participant)) }
     public func onMediaTransportChanged(transport: MediaTransport) { handler(.mediaTransportChanged(transport: transport)) }
+    public func onTranscriptionStarted(language: String) { handler(.transcriptionStarted(language: language)) }
+    public func onTranscriptionStopped() { handler(.transcriptionStopped) }
+    public func onCaptionReceived(_ caption: Caption) { handler(.captionReceived(caption)) }
+    public func onStreamingReconnecting(reason: String) { handler(.streamingReconnecting(reason: reason)) }
+    public func onStreamingReconnected() { handler(.streamingReconnected) }
 }

@@ -12,6 +12,11 @@ public enum BuiltInButton: String, Sendable, CaseIterable {
     case participantList
     case chat
     case recordingToggle
+    /// CallRoom: closed captions. The front end shows or hides them; when the server is not
+    /// transcribing yet, the click asks it to (moderators). No listener callback is documented.
+    case closedCaptions
+    /// CallRoom: starts or stops the server's transcription (moderators).
+    case transcriptionToggle
 }
 
 extension CallSession {
@@ -19,7 +24,8 @@ extension CallSession {
     /// leave; mute/unmute; pause/resume video; switch camera; raise/lower hand; share invite
     /// (callback only: the front end shows `inviteLink`); cycle the layout; show/hide the
     /// participant list; chat (callback only: the front end opens its chat panel and clears the
-    /// badge); start/stop recording. Call from any thread.
+    /// badge); start/stop recording; captions (transcription started if it is not running: the
+    /// front end shows or hides them); start/stop transcription. Call from any thread.
     public func click(_ button: BuiltInButton) {
         let queue = CometChatCalls.callbackQueue
         queue.async {
@@ -55,6 +61,10 @@ extension CallSession {
             case .recordingToggle:
                 self.dispatch(.recordingToggleButtonClicked)
                 if self.currentClient?.isServerRecording == true { self.stopRecording() } else { self.startRecording() }
+            case .closedCaptions:
+                if self.currentClient?.isServerTranscribing == false { self.startTranscription() }
+            case .transcriptionToggle:
+                if self.currentClient?.isServerTranscribing == true { self.stopTranscription() } else { self.startTranscription() }
             }
         }
     }

@@ -12,6 +12,9 @@ extension CameraFacing: EventPayloadValue { var payloadValue: Any { rawValue } }
 extension ConnectionQuality: EventPayloadValue { var payloadValue: Any { rawValue } }
 extension MediaTransport: EventPayloadValue { var payloadValue: Any { rawValue } }
 extension Array: EventPayloadValue where Element: EventPayloadValue { var payloadValue: Any { map(\.payloadValue) } }
+extension WireCaption: EventPayloadValue {
+    var payloadValue: Any { ["tid": tid, "pid": pid, "uid": uid, "name": name, "id": id, "text": text, "final": final, "start": start, "end": end] }
+}
 extension ChatMessage: EventPayloadValue {
     var payloadValue: Any { ["id": id, "pid": pid, "uid": uid, "name": name, "text": text, "sentAt": sentAt] }
 }

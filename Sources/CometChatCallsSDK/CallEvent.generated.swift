@@ -73,6 +73,18 @@ public enum CallEvent: Sendable, Equatable {
     /// (a firewall that lets only HTTPS through) — the call goes on over the signalling
     /// connection; an audio notice says so too.
     case mediaTransportChanged(transport: MediaTransport)
+    /// The server started transcribing the session (captions follow), in `language`.
+    case transcriptionStarted(language: String)
+    /// The server stopped transcribing.
+    case transcriptionStopped
+    /// A caption of one speaker: partial (`final` false; the next with the same `pid` and `id`
+    /// replaces it) or the final text of what they said.
+    case captionReceived(Caption)
+    /// The room's live stream lost its Icecast server and is reconnecting (`reason` says why);
+    /// `onStreamingReconnected` when it is back on air, `onStreamingStopped` if it gives up.
+    case streamingReconnecting(reason: String)
+    /// The live stream is back on air after a reconnect.
+    case streamingReconnected
 
     /// The listener protocol this event belongs to (`CallRoom` for CallRoom's own).
     public var listener: String {
@@ -82,7 +94,7 @@ public enum CallEvent: Sendable, Equatable {
         case .participantJoined, .participantLeft, .participantListChanged, .participantAudioMuted, .participantAudioUnmuted, .participantVideoPaused, .participantVideoResumed, .participantHandRaised, .participantHandLowered, .participantStartedScreenShare, .participantStoppedScreenShare, .participantStartedRecording, .participantStoppedRecording, .dominantSpeakerChanged: return "ParticipantEventListener"
         case .callLayoutChanged, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled: return "LayoutListener"
         case .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked: return "ButtonClickListener"
-        case .error, .chatMessage, .audioNotice, .connectionQualityChanged, .sessionRejoined, .mediaTransportChanged: return "CallRoom"
+        case .error, .chatMessage, .audioNotice, .connectionQualityChanged, .sessionRejoined, .mediaTransportChanged, .transcriptionStarted, .transcriptionStopped, .captionReceived, .streamingReconnecting, .streamingReconnected: return "CallRoom"
         }
     }
 
@@ -141,13 +153,18 @@ public enum CallEvent: Sendable, Equatable {
         case .connectionQualityChanged: return "onConnectionQualityChanged"
         case .sessionRejoined: return "onSessionRejoined"
         case .mediaTransportChanged: return "onMediaTransportChanged"
+        case .transcriptionStarted: return "onTranscriptionStarted"
+        case .transcriptionStopped: return "onTranscriptionStopped"
+        case .captionReceived: return "onCaptionReceived"
+        case .streamingReconnecting: return "onStreamingReconnecting"
+        case .streamingReconnected: return "onStreamingReconnected"
         }
     }
 
     /// The callback's arguments as JSON values, keyed by their documented labels.
     public var payload: [String: Any] {
         switch self {
-        case .sessionJoined, .sessionLeft, .sessionTimedOut, .connectionLost, .connectionRestored, .connectionClosed, .audioMuted, .audioUnMuted, .videoPaused, .videoResumed, .recordingStarted, .recordingStopped, .streamingStarted, .streamingStopped, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled, .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked: return [:]
+        case .sessionJoined, .sessionLeft, .sessionTimedOut, .connectionLost, .connectionRestored, .connectionClosed, .audioMuted, .audioUnMuted, .videoPaused, .videoResumed, .recordingStarted, .recordingStopped, .streamingStarted, .streamingStopped, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled, .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked, .transcriptionStopped, .streamingReconnected: return [:]
         case .audioModeChanged(let audioMode): return ["audioMode": audioMode.payloadValue]
         case .audioModesChanged(let audioModes): return ["audioModes": audioModes.payloadValue]
         case .cameraFacingChanged(let cameraFacing): return ["cameraFacing": cameraFacing.payloadValue]
@@ -172,6 +189,9 @@ public enum CallEvent: Sendable, Equatable {
         case .connectionQualityChanged(let participant, let quality): return ["participant": participant.payloadValue, "quality": quality.payloadValue]
         case .sessionRejoined(let participant): return ["participant": participant.payloadValue]
         case .mediaTransportChanged(let transport): return ["transport": transport.payloadValue]
+        case .transcriptionStarted(let language): return ["language": language.payloadValue]
+        case .captionReceived(let caption): return ["caption": caption.payloadValue]
+        case .streamingReconnecting(let reason): return ["reason": reason.payloadValue]
         }
     }
 
@@ -230,6 +250,11 @@ public enum CallEvent: Sendable, Equatable {
         case .connectionQualityChanged(let participant, let quality): set.callRoom.forEach { $0.onConnectionQualityChanged(participant: participant, quality: quality) }
         case .sessionRejoined(let participant): set.callRoom.forEach { $0.onSessionRejoined(participant: participant) }
         case .mediaTransportChanged(let transport): set.callRoom.forEach { $0.onMediaTransportChanged(transport: transport) }
+        case .transcriptionStarted(let language): set.callRoom.forEach { $0.onTranscriptionStarted(language: language) }
+        case .transcriptionStopped: set.callRoom.forEach { $0.onTranscriptionStopped() }
+        case .captionReceived(let caption): set.callRoom.forEach { $0.onCaptionReceived(caption) }
+        case .streamingReconnecting(let reason): set.callRoom.forEach { $0.onStreamingReconnecting(reason: reason) }
+        case .streamingReconnected: set.callRoom.forEach { $0.onStreamingReconnected() }
         }
     }
 }

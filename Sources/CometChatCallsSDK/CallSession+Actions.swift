@@ -36,6 +36,8 @@ extension CallSession {
     /// (`ERR_FEATURE_UNAVAILABLE`) says so — never a silent no-op.
     public func startRecording() { currentClient?.setSessionFeature(.recording, enabled: true) ?? notActive() }
     public func stopRecording() { currentClient?.setSessionFeature(.recording, enabled: false) ?? notActive() }
+    /// Transcribes in the session's `setCaptionLanguage` (moderators; `ERR_LANGUAGE_UNAVAILABLE`
+    /// names the languages the server has models for).
     public func startTranscription() { currentClient?.setSessionFeature(.transcription, enabled: true) ?? notActive() }
     public func stopTranscription() { currentClient?.setSessionFeature(.transcription, enabled: false) ?? notActive() }
     public func startStreaming() { currentClient?.setSessionFeature(.streaming, enabled: true) ?? notActive() }

@@ -26,8 +26,14 @@ extension CallsClient {
     public func setRecording(_ recording: Bool) { request(.setRecording(recording)) }
     /// Sets which camera you use (`cameraFacingChanged` on confirmation).
     public func setCameraFacing(_ facing: CameraFacing) { request(.setCameraFacing(facing.rawValue)) }
-    /// Asks the server for recording, transcription or streaming; refusals arrive as `.error` events.
-    public func setSessionFeature(_ feature: SessionFeature, enabled: Bool) { request(.setSessionFeature(feature: feature, enabled: enabled)) }
+    /// Asks the server for recording, transcription or streaming; refusals arrive as `.error`
+    /// events. Transcription runs in `language` (default: the session's `setCaptionLanguage`).
+    public func setSessionFeature(_ feature: SessionFeature, enabled: Bool, language: String? = nil) {
+        state.async {
+            let lang = feature == .transcription && enabled ? (language ?? self.settings.captionLanguage) : nil
+            self.request(.setSessionFeature(feature: feature, enabled: enabled, language: lang))
+        }
+    }
     /// Moderators: pin a participant (by pid or uid) for the room; nil unpins.
     public func pin(_ participantID: String?) { request(.pin(pid: participantID.map(resolvePID))) }
     /// Moderators: mute a participant (by pid or uid).

@@ -192,6 +192,26 @@ extension CallsClient {
             published.withLock { $0.serverRecording = active }
             emit(active ? .recordingStarted : .recordingStopped)
             if active, let by, let w = rosterByPID[by] { emit(.participantStartedRecording(participant: participant(w))) }
+        case .transcription(let active, _, _, let language):
+            guard phase == .joined else { return }
+            published.withLock { $0.transcriptionLanguage = active ? (language ?? "en-US") : nil }
+            emit(active ? .transcriptionStarted(language: language ?? "en-US") : .transcriptionStopped)
+        case .caption(let c):
+            guard phase == .joined else { return }
+            emit(.captionReceived(c))
+        case .streaming(let s, _, let detail):
+            guard phase == .joined else { return }
+            let before = published.withLock { p -> StreamState? in
+                defer { p.stream = s == .stopped ? nil : s }
+                return p.stream
+            }
+            switch s {
+            case .live where before == nil: emit(.streamingStarted)
+            case .live: emit(.streamingReconnected)
+            case .reconnecting: emit(.streamingReconnecting(reason: detail ?? "the streaming server dropped"))
+            case .stopped where before != nil: emit(.streamingStopped)
+            case .stopped: break
+            }
         case .mediaKeys(let keys):
             guard phase == .joined || phase == .leaving else { return }
             engine?.updateKeys(keys)

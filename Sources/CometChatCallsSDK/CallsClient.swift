@@ -82,10 +82,19 @@ public final class CallsClient: @unchecked Sendable {
         var rejoins = 0
         /// The server is recording the session.
         var serverRecording = false
+        /// The server is transcribing it (captions arrive), in this language.
+        var transcriptionLanguage: String?
+        /// The room's live stream (nil: none).
+        var stream: StreamState?
     }
 
     /// CallRoom: whether the server is recording this session now.
     public var isServerRecording: Bool { published.withLock { $0.serverRecording } }
+    /// CallRoom: whether the server is transcribing this session now (captions arrive as
+    /// `onCaptionReceived`).
+    public var isServerTranscribing: Bool { published.withLock { $0.transcriptionLanguage != nil } }
+    /// CallRoom: the room's live stream to Icecast: `.live`, `.reconnecting`, or nil (none).
+    public var streamState: StreamState? { published.withLock { $0.stream } }
 
     /// CallRoom: how many times the current session was restored by joining again with a fresh
     /// call token because the server had lost it (a restart), rather than resumed (the flag that

@@ -68,4 +68,9 @@ public extension CallRoomListener {
     func onConnectionQualityChanged(participant: Participant, quality: ConnectionQuality) {}
     func onSessionRejoined(participant: Participant) {}
     func onMediaTransportChanged(transport: MediaTransport) {}
+    func onTranscriptionStarted(language: String) {}
+    func onTranscriptionStopped() {}
+    func onCaptionReceived(_ caption: Caption) {}
+    func onStreamingReconnecting(reason: String) {}
+    func onStreamingReconnected() {}
 }

@@ -96,5 +96,17 @@ public protocol CallRoomListener: AnyObject {
     /// (a firewall that lets only HTTPS through) — the call goes on over the signalling
     /// connection; an audio notice says so too.
     func onMediaTransportChanged(transport: MediaTransport)
+    /// The server started transcribing the session (captions follow), in `language`.
+    func onTranscriptionStarted(language: String)
+    /// The server stopped transcribing.
+    func onTranscriptionStopped()
+    /// A caption of one speaker: partial (`final` false; the next with the same `pid` and `id`
+    /// replaces it) or the final text of what they said.
+    func onCaptionReceived(_ caption: Caption)
+    /// The room's live stream lost its Icecast server and is reconnecting (`reason` says why);
+    /// `onStreamingReconnected` when it is back on air, `onStreamingStopped` if it gives up.
+    func onStreamingReconnecting(reason: String)
+    /// The live stream is back on air after a reconnect.
+    func onStreamingReconnected()
 }
 

@@ -66,3 +66,6 @@ public struct Participant: Sendable, Equatable, Hashable {
 
 /// CallRoom: one in-call chat message, as the server relays it. A value; any thread.
 public typealias ChatEntry = ChatMessage
+/// CallRoom: a caption from the server's transcription (`onCaptionReceived`): `pid`/`uid`/`name` of
+/// the speaker, `id` of their utterance, `text`, `final`, `start`/`end` in ms from the transcription's start.
+public typealias Caption = WireCaption

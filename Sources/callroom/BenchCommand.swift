@@ -18,6 +18,7 @@ enum BenchCommand {
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
                callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]
                callroom bench join --server URL --auth-key KEY [--joins N] [--ca-file FILE | --insecure]
+               callroom bench captions [--language en-US] [--model-dir DIR]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
@@ -47,11 +48,14 @@ enum BenchCommand {
                  --outage-seconds) and how many requests the dead receiver got
         join       what joining costs a new client, one at a time (--joins, default 50): login, call
                  token, signalling connect + join; over https:// each pays its TLS handshake
+        captions   the server's captions on the bundled speech clips (known text) after Opus:
+                 word error rate, real-time factor of recognition, and how long after speech
+                 ends the final caption is out; last line captions wer=X rtf=Y final_after_speech_ms=Z
 
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join"].contains(sub) else {
+        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join", "captions"].contains(sub) else {
             Console.out(usage)
             exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
         }
@@ -59,7 +63,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds",
-                                                                        "joins", "ca-file"],
+                                                                        "joins", "ca-file", "language", "model-dir"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -76,6 +80,9 @@ enum BenchCommand {
             RingBench.run(args)
         case "join":
             JoinBench.run(args)
+        case "captions":
+            CaptionBench.run(language: args["language"] ?? "en-US", modelRoot: args["model-dir"])
+            exit(ExitCode.ok)
         case "webhooks":
             WebhookBench.run(calls: int("calls", 200, 1...100_000), outageCalls: int("outage-calls", 0, 0...100_000),
                              outageSeconds: int("outage-seconds", 0, 0...3600))

@@ -19,6 +19,7 @@ let usage = """
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               mediaConsentIntervalMs, mediaConsentTimeoutMs, recordingRetentionDays, recordingQuotaMB,
+                              captionModelDir, captionDecoders,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
@@ -156,6 +157,12 @@ config.relayFastPathObject = file.relayFastPathObject
 if let d = bounded("relayMaxDelayMs", file.relayMaxDelayMs, 0...10_000, " (0: no limit)") { config.relayMaxDelayMs = d }
 if let d = bounded("recordingRetentionDays", file.recordingRetentionDays, 0...36_500, " (0: keep)") { config.recordingRetentionDays = d }
 if let d = bounded("recordingQuotaMB", file.recordingQuotaMB, 0...100_000_000, " (0: no limit)") { config.recordingQuotaMB = d }
+if let d = file.captionModelDir {
+    var isDir: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: d, isDirectory: &isDir), isDir.boolValue else { fail("captionModelDir \(d) is not a directory") }
+    config.captionModelDir = d
+}
+if let n = bounded("captionDecoders", file.captionDecoders, 1...64) { config.captionDecoders = n }
 if let d = bounded("mediaConsentIntervalMs", file.mediaConsentIntervalMs, 200...60_000) { config.mediaConsentIntervalMs = d }
 if let d = bounded("mediaConsentTimeoutMs", file.mediaConsentTimeoutMs, 1000...600_000) { config.mediaConsentTimeoutMs = d }
 if config.mediaConsentTimeoutMs <= config.mediaConsentIntervalMs {

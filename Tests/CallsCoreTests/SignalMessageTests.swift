@@ -38,7 +38,12 @@ struct SignalMessageTests {
         .initiateCall(receiverId: "team", receiverType: .group, type: .video, timeoutSeconds: 30),
         .acceptCall(sessionId: "call_1"), .rejectCall(sessionId: "call_1", status: .busy), .endCall(sessionId: "call_1"),
         .setMediaOverSignalling(true), .allowUnmute(pid: "p"),
+        .setSessionFeature(feature: .transcription, enabled: true, language: "en-US"),
+        .caption(sampleCaption), .streamStatus(state: .reconnecting, detail: "connection refused"),
     ]
+
+    static let sampleCaption = WireCaption(tid: "tr_1", pid: "p1", uid: "alice", name: "Alice", id: 2, text: "hello there",
+                                           final: true, start: 1200, end: 2400)
 
     static let sampleCall = WireCall(sessionId: "call_1", initiator: .init(id: "ann", name: "Ann"), receiverType: .user,
                                      receiver: .init(id: "bob", name: "Bob"), type: .video, status: .ongoing,
@@ -70,6 +75,8 @@ struct SignalMessageTests {
             .call(event: .cancelled, call: sampleCall, reason: .answeredElsewhere),
             .mediaKeys([WireMediaKey(ssrc: 42, epoch: 3, key: "a2V5")]),
             .recording(active: true, by: "p1", rid: "rec_1"), .recording(active: false, by: nil, rid: "rec_1"),
+            .transcription(active: true, by: "p1", tid: "tr_1", language: "en-US"), .transcription(active: false, by: nil, tid: "tr_1", language: "en-US"),
+            .caption(sampleCaption), .streaming(state: .live, by: "p1", detail: nil), .streaming(state: .reconnecting, by: "p1", detail: "icecast dropped"),
         ]
     }
 

@@ -31,6 +31,9 @@ enum WireGolden {
         #"{"sessionId":"call_1","type":"endCall"}"#,
         #"{"type":"setMediaOverSignalling","value":true}"#,
         #"{"pid":"p","type":"allowUnmute"}"#,
+        #"{"feature":"transcription","language":"en-US","type":"setSessionFeature","value":true}"#,
+        #"{"caption":{"end":2400,"final":true,"id":2,"name":"Alice","pid":"p1","start":1200,"text":"hello there","tid":"tr_1","uid":"alice"},"type":"caption"}"#,
+        #"{"detail":"connection refused","state":"reconnecting","type":"streamStatus"}"#,
         #"{"bindToken":"00ff","mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"sessionId":"s","type":"joined","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"bindToken":"00ff","dominantSpeaker":"p1","gracePeriodSeconds":30,"mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"resumeToken":"r","sessionId":"s","type":"resumed","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"pid":"p1","type":"dominantSpeaker"}"#,
@@ -67,5 +70,10 @@ enum WireGolden {
         #"{"keys":[{"epoch":3,"key":"a2V5","ssrc":42}],"type":"mediaKeys"}"#,
         #"{"active":true,"pid":"p1","rid":"rec_1","type":"recording"}"#,
         #"{"active":false,"rid":"rec_1","type":"recording"}"#,
+        #"{"active":true,"language":"en-US","pid":"p1","tid":"tr_1","type":"transcription"}"#,
+        #"{"active":false,"language":"en-US","tid":"tr_1","type":"transcription"}"#,
+        #"{"caption":{"end":2400,"final":true,"id":2,"name":"Alice","pid":"p1","start":1200,"text":"hello there","tid":"tr_1","uid":"alice"},"type":"caption"}"#,
+        #"{"pid":"p1","state":"live","type":"streaming"}"#,
+        #"{"detail":"icecast dropped","pid":"p1","state":"reconnecting","type":"streaming"}"#,
     ]
 }

@@ -531,3 +531,56 @@ final class CallScreenRendererTests: XCTestCase {
         }
     }
 }
+
+extension CallScreenRendererTests {
+    func testCaptionsShowOverTheTilesWhileTheServerTranscribes() {
+        var m = model(count: 2)
+        m.now = Date()
+        let pid = m.tiles[1].pid
+        func caption(_ text: String, final: Bool, id: Int = 1) -> CallEvent {
+            .captionReceived(Caption(tid: "tr_1", pid: pid, uid: "u", name: "Grace", id: id, text: text, final: final, start: 0, end: 900))
+        }
+        m.apply(caption("before anyone asked", final: true), localPID: nil)
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).text.contains("before anyone"), "no transcription: no captions")
+        m.apply(.transcriptionStarted(language: "en-US"), localPID: nil, at: m.now)
+        m.apply(caption("the compiler pass", final: false), localPID: nil, at: m.now)
+        var s = CallScreenRenderer.render(m, width: 80, height: 24)
+        let tiles = CallScreenRenderer.layout(for: m, width: 80, height: 24).tiles
+        XCTAssertTrue(s.lines[tiles.maxY - 1].contains("Grace: the compiler pass"), "on the tiles' last row:\n\(s.text)")
+        m.apply(caption("the compiler passes every test now", final: true), localPID: nil, at: m.now)
+        s = CallScreenRenderer.render(m, width: 80, height: 24)
+        XCTAssertTrue(s.text.contains("Grace: the compiler passes every test now"))
+        XCTAssertFalse(s.text.contains("Grace: the compiler pass\n"), "the final replaced the partial")
+        // A long caption shows its end (what is being said now), in a narrow terminal too.
+        m.apply(caption(String(repeating: "word ", count: 30) + "latest", final: false, id: 2), localPID: nil, at: m.now)
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 40, height: 12).text.contains("latest"))
+        // The viewer turns them off (CC); a final one fades after a while.
+        m.captionsHidden = true
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).text.contains("latest"))
+        m.captionsHidden = false
+        m.apply(caption("done", final: true, id: 2), localPID: nil, at: m.now)
+        m.now = m.now.addingTimeInterval(CallViewModel.captionSeconds + 1)
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).text.contains("Grace:"), "faded")
+        m.apply(.transcriptionStopped, localPID: nil)
+        XCTAssertTrue(m.captions.isEmpty)
+    }
+
+    func testTheCaptionAndTranscriptionButtonsFollowTheirHideSettings() {
+        var m = model(count: 2)
+        func ids() -> [String] { ControlBar.specs(m, glyphs: .unicode).map(\.item.id) }
+        XCTAssertFalse(ids().contains("closedCaptions"), "hidden by default, as documented")
+        XCTAssertFalse(ids().contains("transcriptionToggle"))
+        m.settings.hideClosedCaptionButton = false
+        m.settings.hideTranscriptionButton = false
+        XCTAssertTrue(ids().contains("closedCaptions") && ids().contains("transcriptionToggle"))
+        XCTAssertEqual(ControlBar.specs(m, glyphs: .unicode).first { $0.item.id == "transcriptionToggle" }?.full, "Transcribe")
+        m.apply(.transcriptionStarted(language: "en-US"), localPID: nil)
+        XCTAssertEqual(ControlBar.specs(m, glyphs: .unicode).first { $0.item.id == "transcriptionToggle" }?.full, "Stop transcript")
+        XCTAssertEqual(ControlBar.specs(m, glyphs: .unicode).first { $0.item.id == "closedCaptions" }?.full, "Captions off")
+        // Every width still lays the bar out (buttons drop by priority, Leave and Help stay).
+        for w in [40, 80, 120] {
+            let b = ControlBar.layout(m, width: w, y: 0, glyphs: .ascii)
+            XCTAssertTrue(b.contains { $0.id == "leaveSession" } && b.contains { $0.id == "help" }, "\(w): \(b.map(\.label))")
+        }
+    }
+}

@@ -107,16 +107,15 @@ final class ActionsEndToEndTests: XCTestCase {
         peer.wait("peer's dominant speaker") { if case .dominantSpeakerChanged(let p) = $0 { return p.uid == "alice" }; return false }
     }
 
-    func testServerFeaturesReportUnavailabilityNeverSilently() async throws {
+    func testServerFeaturesRefuseWhatTheyCannotDoNeverSilently() async throws {
         try await startCall()
         let s = CallSession.shared
-        // (Recording is real now: RecordingTests.)
-        for (action, name) in [(s.startTranscription, "Transcription"),
-                               (s.stopTranscription, "Transcription"), (s.startStreaming, "Streaming"), (s.stopStreaming, "Streaming")] {
+        // (Each works for real: RecordingTests, TranscriptionTests, StreamingTests.)
+        for (action, code) in [(s.stopRecording, "ERR_NOT_RECORDING"), (s.stopTranscription, "ERR_NOT_TRANSCRIBING"),
+                               (s.stopStreaming, "ERR_NOT_STREAMING")] {
             mine.clear()
             action()
-            let e = mine.wait { if case .error("ERR_FEATURE_UNAVAILABLE", _) = $0 { return true }; return false }
-            if case .error(_, let message)? = e { XCTAssertTrue(message.contains(name), message) }
+            mine.wait(code) { if case .error(code, _) = $0 { return true }; return false }
         }
     }
 
@@ -225,7 +224,7 @@ final class ActionsEndToEndTests: XCTestCase {
         XCTAssertEqual(CallSession.shared.layout, .sidebar, "setLayout")
         XCTAssertTrue(CallSession.shared.isPictureInPictureLayoutEnabled, "enableIOSPictureInPicture: compact layout on Linux")
         mine.wait("enableAutoStartRecording: the moderator's session records from the start") { $0 == .recordingStarted }
-        mine.wait("auto transcription refused") { if case .error(_, let m) = $0 { return m.contains("Transcription") }; return false }
+        mine.wait("enableAutoStartTranscription: transcribed from the start, in the caption language") { $0 == .transcriptionStarted(language: "en-US") }
     }
 
     func testIdleTimeoutSetting() async throws {
@@ -293,7 +292,7 @@ extension ActionsEndToEndTests {
         try await startCall()
         CallSession.shared.leaveSession()
         XCTAssertTrue(mine.has(.sessionLeft))
-        // No transcription on this server yet: a real, empty answer — not an error.
+        // Nobody transcribed this call: a real, empty answer — not an error.
         let none = try await TranscriptsRequest.TranscriptsBuilder().set(sessionId: "acts").set(limit: 10).build().fetchNext()
         XCTAssertEqual(none, [])
         do {

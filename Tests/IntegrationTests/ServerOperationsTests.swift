@@ -171,5 +171,41 @@ final class ServerOperationsTests: XCTestCase {
             XCTAssertFalse(info.output.joined().lowercased().contains("warning"), info.output.joined(separator: "\n"))
         }
     }
+
+    /// A transcription cut by `kill -9`: every caption up to the last is in the WebVTT file and
+    /// its lines, and the restarted server writes the JSON and finishes the row.
+    func testATranscriptCutByKillNineIsFinalisedAtRestart() throws {
+        try XCTSkipUnless(FileManager.default.fileExists(atPath: "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin"), "needs pocketsphinx-en-us")
+        let config = tmp.file("callroomd.json")
+        try #"{"dataDir":"\#(tmp.file("data"))","storeHeartbeatSeconds":1}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let (server, url, _) = try startServer(["--config", config, "--listen", "127.0.0.1:0"])
+        let authKey = try XCTUnwrap(try keys()["authKey"])
+        let c = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "minutes", "--server", url, "--uid", "ada", "--auth-key", authKey,
+                                                                    "--input", "file:" + BuiltProducts.packageRoot + "/Resources/clips/ada.wav",
+                                                                    "--output", "null", "--headless"])
+        defer { c.signal(SIGKILL); _ = c.wait() }
+        XCTAssertNotNil(c.waitForLine { $0.contains("onSessionJoined") }, c.errorOutput)
+        c.send("start-transcription")
+        XCTAssertNotNil(c.waitForLine(timeout: 30) { $0.contains("onCaptionReceived") && $0.contains(#""final":true"#) && !$0.contains(#""text":"""#) },
+                        c.output.suffix(3).joined())
+        server.signal(SIGKILL)
+        XCTAssertNotNil(server.wait())
+        let apiKey = try XCTUnwrap(try keys()["apiKey"])
+        let port = url.split(separator: ":").last.map(String.init) ?? "0"
+        let (again, url2, _) = try startServer(["--config", config, "--listen", "127.0.0.1:\(port)"])
+        defer { again.signal(SIGTERM); _ = again.wait() }
+        XCTAssertTrue(again.errorOutput.contains("finalised a transcript an unclean shutdown cut"), again.errorOutput)
+        let list = try XCTUnwrap(get(url2 + "/v3/calls/minutes/transcriptions", headers: ["apikey": apiKey])["data"] as? [[String: Any]])
+        let t = try XCTUnwrap(list.first, "\(list)")
+        XCTAssertGreaterThan((t["endTime"] as? NSNumber)?.int64Value ?? 0, 0, "finished at restart")
+        let link = try XCTUnwrap(t["url"] as? String)
+        XCTAssertTrue(link.hasPrefix(url2), link)
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: BlockingHTTP.request("GET", link, headers: ["apikey": apiKey]).body) as? [String: Any])
+        let segments = try XCTUnwrap(doc["segments"] as? [[String: Any]])
+        XCTAssertGreaterThanOrEqual(segments.count, 1, "\(doc)")
+        XCTAssertEqual((segments.first?["speaker"] as? [String: Any])?["uid"] as? String, "ada")
+        let vtt = String(decoding: BlockingHTTP.request("GET", link + ".vtt", headers: ["apikey": apiKey]).body, as: UTF8.self)
+        XCTAssertTrue(vtt.hasPrefix("WEBVTT") && vtt.contains(segments.first?["text"] as? String ?? "?"), vtt)
+    }
 }
 

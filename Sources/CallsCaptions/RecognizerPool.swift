@@ -1,0 +1,67 @@
+import CallsCore
+
+/// A few recognisers shared by every captioned speaker on the server.
+///
+/// A decoder is heavy (PocketSphinx: ≈ 95 MB, 0.4 s to load) and a speaker only needs one
+/// while they are talking, so a speaker leases one for an utterance and gives it back at its
+/// end. At most `capacity` exist per language (made on first need, kept warm); a speaker who
+/// starts talking when all are busy waits, their audio buffered (`SpeakerCaptioner`).
+///
+/// Thread rules: any thread (a lock).
+public final class RecognizerPool: Sendable {
+    public let engine: SpeechRecognizerEngine
+    public let capacity: Int
+    private struct State {
+        var idle: [String: [SpeechRecognizer]] = [:]
+        var made: [String: Int] = [:]
+        var leased = 0
+    }
+    private let state = Locked(State())
+
+    public init(engine: SpeechRecognizerEngine, capacity: Int) {
+        self.engine = engine
+        self.capacity = max(1, capacity)
+    }
+
+    /// Checks a language has a model (without loading one).
+    public func check(language: String) throws(CaptionError) {
+        let available = engine.languages()
+        guard available.contains(where: { $0.lowercased() == language.lowercased() }) else {
+            throw .noModel(language: language, available: available)
+        }
+    }
+
+    /// A recogniser for `language`, or nil when `capacity` are busy. Loads one when none is idle
+    /// (slow: call it off any latency-critical thread).
+    public func lease(language: String) throws(CaptionError) -> SpeechRecognizer? {
+        let key = language.lowercased()
+        enum Take { case have(SpeechRecognizer), make, busy }
+        let take = state.withLock { s -> Take in
+            if let r = s.idle[key]?.popLast() { s.leased += 1; return .have(r) }
+            guard s.made[key, default: 0] < capacity else { return .busy }
+            s.made[key, default: 0] += 1
+            s.leased += 1
+            return .make
+        }
+        switch take {
+        case .have(let r): return r
+        case .busy: return nil
+        case .make:
+            do { return try engine.make(language: language) } catch {
+                state.withLock { $0.made[key, default: 1] -= 1; $0.leased -= 1 }
+                throw error
+            }
+        }
+    }
+
+    /// Gives a recogniser back.
+    public func giveBack(_ r: SpeechRecognizer) {
+        state.withLock { s in
+            s.idle[r.language.lowercased(), default: []].append(r)
+            s.leased -= 1
+        }
+    }
+
+    /// Recognisers leased now (for metrics and tests).
+    public var leased: Int { state.withLock { $0.leased } }
+}

@@ -1,0 +1,163 @@
+import CallsAudio
+import CallsCore
+
+/// One caption of one speaker: a partial guess (replaced by the next one with the same `id`)
+/// or the final text of an utterance. Times are milliseconds on the transcript's timeline.
+public struct CaptionSegment: Sendable, Equatable {
+    public var id: Int
+    public var text: String
+    public var isFinal: Bool
+    public var startMs: Int64
+    public var endMs: Int64
+    public init(id: Int, text: String, isFinal: Bool, startMs: Int64, endMs: Int64) {
+        self.id = id; self.text = text; self.isFinal = isFinal; self.startMs = startMs; self.endMs = endMs
+    }
+}
+
+/// Tuning of the captioner (defaults measured on the bundled clips: see docs/benchmarks.md).
+public struct CaptionTiming: Sendable, Equatable {
+    /// Audio kept from before speech starts (the sender's voice flag trails the first phoneme).
+    public var preRollMs: Int64 = 300
+    /// Silence that ends an utterance.
+    public var hangoverMs: Int64 = 600
+    /// An utterance longer than this is cut (its caption made final) so captions keep flowing.
+    public var maxUtteranceMs: Int64 = 12_000
+    /// How often a partial caption is refreshed while someone talks.
+    public var partialEveryMs: Int64 = 500
+    public init() {}
+}
+
+/// Turns one speaker's decoded audio into captions: speech is found from the sender's voice
+/// flag (RFC 6464, or the frame's energy when a packet has none), resampled to 16 kHz with
+/// SpeexDSP, and recognised an utterance at a time with a recogniser leased from the pool —
+/// partial captions every `partialEveryMs`, a final one when the speaker pauses.
+///
+/// No clock of its own: `frame(…, atMs:)` and `tick(nowMs:)` carry time, so tests run it on a
+/// virtual clock. Thread rules: one thread at a time (the transcriber's thread). Recognition runs
+/// inside `frame`, on that thread.
+public final class SpeakerCaptioner {
+    public let language: String
+    private let pool: RecognizerPool
+    private let timing: CaptionTiming
+    private let emit: (CaptionSegment) -> Void
+    private let resampler: Resampler
+    private var scratch = [Int16](repeating: 0, count: 400)
+
+    /// 16 kHz audio of the last `preRollMs` (idle) or of an utterance waiting for a recogniser.
+    private var buffered: [Int16] = []
+    private var recognizer: SpeechRecognizer?
+    private var utterance: (id: Int, startMs: Int64)?
+    private var lastVoiceMs: Int64 = 0
+    private var lastFrameMs: Int64 = 0
+    private var lastPartialMs: Int64 = 0
+    private var lastPartial = ""
+    private var nextID = 1
+    /// Utterances dropped because no recogniser came free in time, and recogniser failures.
+    public private(set) var dropped = 0
+    public private(set) var failures: [String] = []
+
+    public init(language: String, pool: RecognizerPool, timing: CaptionTiming = CaptionTiming(),
+                emit: @escaping (CaptionSegment) -> Void) throws(CaptionError) {
+        self.language = language
+        self.pool = pool
+        self.timing = timing
+        self.emit = emit
+        do { resampler = try Resampler(from: AudioFormat.sampleRate, to: 16_000, quality: 3) } catch {
+            throw .recognizer("cannot resample to 16 kHz: \(error)")
+        }
+    }
+
+    /// Whether an utterance is open now.
+    public var isSpeaking: Bool { utterance != nil }
+
+    /// One decoded 48 kHz frame that starts at `atMs`; `voice` is the sender's voice flag.
+    public func frame(_ pcm: UnsafeBufferPointer<Int16>, voice: Bool?, atMs: Int64) {
+        let isVoice = voice ?? LevelMeter.isVoice(dbfs: LevelMeter.rmsDBFS(pcm))
+        let frameMs = Int64(pcm.count * 1000 / AudioFormat.sampleRate)
+        if scratch.count < pcm.count / 3 + 16 { scratch = [Int16](repeating: 0, count: pcm.count / 3 + 16) }
+        let n = scratch.withUnsafeMutableBufferPointer { resampler.process(pcm, into: $0) }
+        lastFrameMs = atMs + frameMs
+        if isVoice { lastVoiceMs = atMs + frameMs }
+        if utterance == nil {
+            guard isVoice else {
+                buffered.append(contentsOf: scratch[0..<n])
+                let keep = Int(timing.preRollMs) * 16
+                if buffered.count > keep { buffered.removeFirst(buffered.count - keep) }
+                return
+            }
+            utterance = (nextID, max(0, atMs - Int64(buffered.count / 16)))
+            nextID += 1
+            lastPartialMs = atMs
+            lastPartial = ""
+        }
+        scratch.withUnsafeBufferPointer { feed(UnsafeBufferPointer(rebasing: $0[0..<n])) }
+        tick(nowMs: atMs + frameMs)
+    }
+
+    /// Time passes without audio (packets stop in DTX and when a speaker leaves): ends an
+    /// utterance after the hangover, refreshes the partial caption.
+    public func tick(nowMs: Int64) {
+        guard let u = utterance else { return }
+        if nowMs - lastVoiceMs >= timing.hangoverMs { return finishUtterance(endMs: lastVoiceMs) }
+        if nowMs - u.startMs >= timing.maxUtteranceMs { return finishUtterance(endMs: min(nowMs, lastFrameMs)) }
+        if recognizer == nil { attachRecognizer() }
+        if let r = recognizer, nowMs - lastPartialMs >= timing.partialEveryMs {
+            lastPartialMs = nowMs
+            let text = r.partial()
+            if !text.isEmpty, text != lastPartial {
+                lastPartial = text
+                emit(CaptionSegment(id: u.id, text: text, isFinal: false, startMs: u.startMs, endMs: nowMs))
+            }
+        }
+    }
+
+    /// The speaker left or the transcription stops: the open utterance is made final.
+    public func finish(nowMs: Int64) {
+        if utterance != nil { finishUtterance(endMs: min(nowMs, max(lastVoiceMs, lastFrameMs))) }
+    }
+
+    // MARK: Utterances
+
+    private func feed(_ samples: UnsafeBufferPointer<Int16>) {
+        if recognizer == nil { attachRecognizer() }
+        guard let r = recognizer else {
+            buffered.append(contentsOf: samples)
+            return
+        }
+        do { try r.feed(samples) } catch { failures.append(error.description) }
+    }
+
+    /// Leases a recogniser and gives it the audio buffered so far.
+    private func attachRecognizer() {
+        guard utterance != nil, recognizer == nil else { return }
+        do {
+            guard let r = try pool.lease(language: language) else { return }
+            try r.begin()
+            recognizer = r
+            let pending = buffered
+            buffered.removeAll(keepingCapacity: true)
+            try pending.withUnsafeBufferPointer { p throws(CaptionError) in try r.feed(p) }
+        } catch {
+            failures.append(error.description)
+        }
+    }
+
+    private func finishUtterance(endMs: Int64) {
+        guard let u = utterance else { return }
+        utterance = nil
+        if recognizer == nil { attachRecognizer() }
+        var text = ""
+        if let r = recognizer {
+            do { text = try r.end() } catch { failures.append(error.description) }
+            pool.giveBack(r)
+            recognizer = nil
+        } else {
+            dropped += 1  // every recogniser stayed busy for the whole utterance
+        }
+        buffered.removeAll(keepingCapacity: true)
+        if !text.isEmpty || !lastPartial.isEmpty {
+            emit(CaptionSegment(id: u.id, text: text, isFinal: true, startMs: u.startMs, endMs: max(endMs, u.startMs)))
+        }
+        lastPartial = ""
+    }
+}

@@ -1,0 +1,166 @@
+import CallsAudio
+import CallsCaptions
+import CallsCore
+import Foundation
+
+/// The server's transcriber for one room: a `ServerMember`'s sink that decodes each speaker
+/// (libopus), captions them (`SpeakerCaptioner`: SpeexDSP to 16 kHz, a recogniser leased from
+/// the server's `RecognizerPool`), sends every partial and final caption to the server to
+/// broadcast, and writes the transcript (`TranscriptWriter`: WebVTT and JSON lines as it goes,
+/// the JSON document when it stops).
+///
+/// ```
+///  receive thread: SRTP unprotect ─▶ per speaker: Opus decode ─▶ SpeakerCaptioner ─▶ caption ─▶ signalling ─▶ the room
+///                                                                                 └▶ final  ─▶ {tid}.vtt, {tid}.jsonl
+///  at the end:     {tid}.json, the row (end, URL, segments)
+/// ```
+/// Each speaker's time is their RTP clock, anchored where their first packet arrived, so
+/// captions keep the speech's timing through the relay's batching and DTX gaps.
+///
+/// Thread rules: `received`/`tick` on the member's receive thread, `finished` on the stopping
+/// thread after it; `member` is set once, before the member starts.
+final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
+    struct Config: Sendable {
+        var sessionId: String
+        var tid: String
+        var language: String
+        var dir: String
+    }
+
+    let config: Config
+    private let pool: RecognizerPool
+    private let store: CallStore
+    private let log: ServerLog
+    private let writer: TranscriptWriter
+    private let startedAt = epochMilliseconds()
+    /// Set before the member starts; captions go out through it.
+    weak var member: ServerMember?
+
+    private final class Speaker {
+        let who: ServerMember.Speaker
+        let decoder: OpusDecoder
+        let captioner: SpeakerCaptioner
+        var anchorMs: Int64 = 0
+        var firstTimestamp: UInt32 = 0
+        var pcm = [Int16](repeating: 0, count: 5760)
+        var reportedFailures = 0
+        init(who: ServerMember.Speaker, decoder: OpusDecoder, captioner: SpeakerCaptioner) {
+            self.who = who; self.decoder = decoder; self.captioner = captioner
+        }
+        /// The speaker's media time of an RTP timestamp (ms on the transcript's timeline).
+        func timeMs(_ ts: UInt32) -> Int64 { anchorMs + Int64(ts &- firstTimestamp) / 48 }
+    }
+    /// Confined to the receive thread (then to the stopping thread, after it ended).
+    private var speakers: [UInt32: Speaker] = [:]
+
+    init(config: Config, pool: RecognizerPool, store: CallStore, log: ServerLog) throws {
+        self.config = config
+        self.pool = pool
+        self.store = store
+        self.log = log
+        try FileManager.default.createDirectory(atPath: config.dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        writer = try TranscriptWriter(dir: config.dir, tid: config.tid, sessionId: config.sessionId, language: config.language,
+                                      engine: pool.engine.name, startedAt: startedAt)
+    }
+
+    func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
+        guard let s = try speaker(h, who, atMs: atMs) else { return }
+        var t = s.timeMs(h.timestamp)
+        if abs(t - atMs) > 3000 {  // the sender restarted its clock (a rejoin): anchor again
+            s.anchorMs = atMs
+            s.firstTimestamp = h.timestamp
+            t = atMs
+        }
+        let n = s.pcm.withUnsafeMutableBufferPointer { s.decoder.decode(payload, into: $0) }
+        guard n > 0 else { return }
+        s.pcm.withUnsafeBufferPointer { s.captioner.frame(UnsafeBufferPointer(rebasing: $0[0..<n]), voice: h.audioLevel?.voiceActivity, atMs: t) }
+        try checkFailures(s)
+    }
+
+    func tick(nowMs: Int64) throws(ServerMemberFailure) {
+        for s in speakers.values {
+            s.captioner.tick(nowMs: nowMs)
+            try checkFailures(s)
+        }
+    }
+
+    func finished(failure: String?) {
+        let end = member?.nowMs() ?? 0
+        for s in speakers.values { s.captioner.finish(nowMs: end) }
+        let now = epochMilliseconds()
+        var segments = writer.count
+        do { segments = try writer.finish().segments.count } catch {
+            log.error("transcript could not be finished", ["tid": config.tid, "error": "\(error)"])
+        }
+        let url = Self.path(config.sessionId, config.tid)
+        do { try store.transcriptionFinished(tid: config.tid, endedAt: now, url: url, meta: Self.meta(config.language, pool.engine.name, segments, url)) } catch {
+            log.error("store failed on transcription end", ["tid": config.tid, "error": error.description])
+        }
+        log.info("transcription finished", ["session": config.sessionId, "tid": config.tid, "segments": "\(segments)", "error": failure ?? ""])
+    }
+
+    // MARK: Pieces
+
+    private func speaker(_ h: RTPHeader, _ who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) -> Speaker? {
+        if let s = speakers[h.ssrc] { return s }
+        guard let who else { return nil }  // not in the roster yet: its name comes with its join
+        let tid = config.tid
+        do {
+            let decoder = try OpusDecoder()
+            let captioner = try SpeakerCaptioner(language: config.language, pool: pool) { [weak self] c in
+                self?.caption(c, who, tid)
+            }
+            let s = Speaker(who: who, decoder: decoder, captioner: captioner)
+            s.anchorMs = atMs
+            s.firstTimestamp = h.timestamp
+            speakers[h.ssrc] = s
+            return s
+        } catch {
+            throw ServerMemberFailure(reason: "cannot caption \(who.pid): \(error)")
+        }
+    }
+
+    private func caption(_ c: CaptionSegment, _ who: ServerMember.Speaker, _ tid: String) {
+        member?.send(.caption(WireCaption(tid: tid, pid: who.pid, uid: who.uid, name: who.name, id: c.id, text: c.text,
+                                          final: c.isFinal, start: c.startMs, end: c.endMs)))
+        guard c.isFinal, !c.text.isEmpty else { return }
+        let seg = TranscriptSegment(speaker: .init(uid: who.uid, pid: who.pid, name: who.name),
+                                    start: Double(c.startMs) / 1000, end: Double(c.endMs) / 1000, text: c.text)
+        do { try writer.append(seg) } catch {
+            log.error("transcript write failed", ["tid": tid, "error": "\(error)"])
+        }
+    }
+
+    /// A recogniser failure is logged once; the captions go on for the other utterances.
+    private func checkFailures(_ s: Speaker) throws(ServerMemberFailure) {
+        let failures = s.captioner.failures
+        guard failures.count > s.reportedFailures else { return }
+        if s.reportedFailures == 0 { log.error("recogniser failed", ["tid": config.tid, "pid": s.who.pid, "error": failures.last ?? ""]) }
+        s.reportedFailures = failures.count
+    }
+
+    /// Where the transcript is served (its JSON; `.vtt` for WebVTT), under the server's URL:
+    /// stored as this path, answered with the public URL in front (`StoredTranscript.served`).
+    static func path(_ sessionId: String, _ tid: String) -> String {
+        let s = sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? sessionId
+        return "/v3/calls/\(s)/transcriptions/\(tid)"
+    }
+
+    /// The row's `metaData`: language, engine, segment count and the WebVTT URL.
+    static func meta(_ language: String, _ engine: String, _ segments: Int, _ path: String) -> String {
+        struct Meta: Encodable { var language: String; var engine: String; var segments: Int; var vtt: String }
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: enc.encode(Meta(language: language, engine: engine, segments: segments, vtt: path + ".vtt")), as: UTF8.self)) ?? "{}"
+    }
+}
+
+extension StoredTranscript {
+    /// As REST answers it: `url` with the server's public URL in front (the row keeps the path,
+    /// so a changed address or port never leaves stale links).
+    func served(_ publicURL: String) -> StoredTranscript {
+        var t = self
+        if t.url.hasPrefix("/") { t.url = publicURL + t.url }
+        return t
+    }
+}

@@ -1,0 +1,231 @@
+import CallsCore
+import CallsSecurity
+import CallsTransport
+import Foundation
+import Synchronization
+
+/// What a server member does with a room's media: the recorder, the transcriber, the streamer.
+protocol ServerMemberSink: AnyObject, Sendable {
+    /// One verified, decrypted packet from `speaker` (nil: a sender not in the roster yet), at
+    /// `atMs` (milliseconds since the member joined). On the member's receive thread.
+    func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from speaker: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure)
+    /// Every ≈ 20 ms after a batch of packets (receive thread): time-driven work.
+    func tick(nowMs: Int64) throws(ServerMemberFailure)
+    /// The member has stopped: its threads are done; finish files and rows (the stopping thread).
+    func finished(failure: String?)
+}
+
+extension ServerMemberSink {
+    func tick(nowMs: Int64) throws(ServerMemberFailure) {}
+}
+
+/// A sink could not go on (a full disk, a recogniser that failed): the member stops.
+struct ServerMemberFailure: Error { var reason: String }
+
+/// A member of a room run by the server (for recording, transcription, streaming): it joins
+/// over the server's own signalling like any client (a call token with the feature's role,
+/// which keeps it out of the roster), binds a UDP socket to the relay with the consent
+/// handshake (so the socket relay and the kernel fast path both deliver to it), holds the
+/// room's SRTP keys, never sends media, and hands every packet to its sink.
+///
+/// ```
+///  signalling (WebSocket thread): joined / mediaKeys / roster / left ──▶ keys, names, stop
+///  receive thread:  UDP ─▶ consent answer │ SRTP unprotect ─▶ sink.received │ every 20 ms sink.tick
+///  stop:            threads end ─▶ socket, signalling closed ─▶ sink.finished
+/// ```
+/// Thread rules: `start`/`stop`/`send` from any thread; the rest is confined to the threads
+/// above, sharing `Locked` state.
+final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
+    struct Config: Sendable {
+        var signallingURL: URL
+        var trust: TLSTrust
+        var relay: SocketAddress
+        var sessionId: String
+        /// The feature run's id (`rec_…`, `tr_…`, `st_…`).
+        var id: String
+        var callToken: String
+        var feature: SessionFeature
+    }
+
+    /// Who sends with an SSRC (from `joined` and the roster).
+    struct Speaker: Sendable, Equatable {
+        var uid: String
+        var pid: String
+        var name: String
+    }
+
+    let config: Config
+    private let log: ServerLog
+    private let onFinished: @Sendable (ServerMember) -> Void
+    private var client: WebSocketClient?
+    private let socket: UDPSocket
+    private let receiver: SRTPReceiver
+    /// When the member joined (monotonic ns): `atMs` counts from here.
+    private let startedAt = Atomic<UInt64>(0)
+    private let running = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let finishing = Atomic<Bool>(false)
+    private let threadsDone = DispatchSemaphore(value: 0)
+    /// Threads started (under `state`'s lock with the check that the member is not stopping).
+    private let threads = Atomic<Int>(0)
+
+    private struct State {
+        var consent: MediaConsent?
+        var names: [UInt32: Speaker] = [:]
+        var failure: String?
+        var sink: (any ServerMemberSink)?
+    }
+    private let state: Locked<State>
+
+    init(config: Config, sink: any ServerMemberSink, log: ServerLog, onFinished: @escaping @Sendable (ServerMember) -> Void) throws {
+        self.config = config
+        self.log = log
+        self.onFinished = onFinished
+        state = Locked(State(sink: sink))
+        socket = try UDPSocket(host: "127.0.0.1", port: 0)
+        receiver = try SRTPReceiver()
+    }
+
+    /// Joins the room.
+    func start() throws {
+        let c = WebSocketClient(url: config.signallingURL, trust: config.trust, delegate: self)
+        client = c
+        try c.connect()
+    }
+
+    /// Stops (idempotent): threads end, the sink finishes.
+    func stop() {
+        // Under the lock `spawn` takes: no thread starts once this has read the count.
+        let started = state.withLock { _ -> Int in
+            _ = stopped.exchange(true, ordering: .acquiringAndReleasing)
+            running.store(false, ordering: .releasing)
+            return threads.load(ordering: .acquiring)
+        }
+        guard !finishing.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for _ in 0..<started { threadsDone.wait() }
+        socket.close()
+        client?.disconnect()
+        let (sink, failure) = state.withLock { s in
+            defer { s.sink = nil }
+            return (s.sink, s.failure)
+        }
+        sink?.finished(failure: failure)
+        onFinished(self)
+    }
+
+    /// A message to the server over this member's signalling (captions, stream status).
+    func send(_ m: ClientMessage) { client?.send(text: m.json()) }
+
+    /// Milliseconds since the member joined.
+    func nowMs() -> Int64 { Int64((monotonicNanoseconds() &- startedAt.load(ordering: .acquiring)) / 1_000_000) }
+
+    /// Who sends with `ssrc`.
+    func speaker(_ ssrc: UInt32) -> Speaker? { state.withLock { $0.names[ssrc] } }
+
+    /// Stops with a reason (logged, and kept for the sink).
+    func fail(_ why: String) {
+        state.withLock { $0.failure = $0.failure ?? why }
+        log.error("server member failed", ["feature": config.feature.rawValue, "session": config.sessionId, "id": config.id, "error": why])
+        DispatchQueue.global().async { self.stop() }
+    }
+
+    // MARK: Signalling (the WebSocket's thread)
+
+    func webSocketDidOpen(_ c: WebSocketClient) {
+        c.send(text: ClientMessage.join(.init(callToken: config.callToken, sessionId: config.sessionId, audioMuted: true,
+                                              videoPaused: true, sessionType: .voice, idleTimeoutSeconds: 0)).json())
+    }
+
+    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
+        guard !binary, let m = try? ServerMessage(json: Data(message)) else { return }
+        switch m {
+        case .joined(let j):
+            guard let token = Hex.decode(j.bindToken) else { return fail("no bind token in joined") }
+            state.withLock { s in
+                s.consent = MediaConsent(ssrc: j.you.ssrc, token: token)
+                for p in j.participants { s.names[p.ssrc] = Speaker(uid: p.uid, pid: p.pid, name: p.name) }
+            }
+            install(j.mediaKeys ?? [])
+            startedAt.store(monotonicNanoseconds(), ordering: .releasing)
+            guard !stopped.load(ordering: .acquiring) else { return }
+            running.store(true, ordering: .releasing)
+            spawn("callroom.\(config.feature.rawValue).receive") { $0.receiveLoop() }
+            log.info("server member joined", ["feature": config.feature.rawValue, "session": config.sessionId, "id": config.id])
+        case .mediaKeys(let keys):
+            install(keys)
+        case .participantJoined(let w):
+            state.withLock { $0.names[w.ssrc] = Speaker(uid: w.uid, pid: w.pid, name: w.name) }
+        case .participantUpdated(let w, _):
+            state.withLock { $0.names[w.ssrc] = Speaker(uid: w.uid, pid: w.pid, name: w.name) }
+        case .left:
+            DispatchQueue.global().async { self.stop() }
+        case .error(let code, let message):
+            fail("\(code.rawValue): \(message)")
+        default:
+            break
+        }
+    }
+
+    func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) {
+        DispatchQueue.global().async { self.stop() }
+    }
+
+    private func install(_ keys: [WireMediaKey]) {
+        for w in keys {
+            guard let key = SRTPKey(w) else { continue }
+            try? receiver.setKey(key, for: w.ssrc)
+        }
+    }
+
+    // MARK: Media
+
+    private func spawn(_ name: String, _ body: @escaping @Sendable (ServerMember) -> Void) {
+        let go = state.withLock { _ -> Bool in
+            guard !stopped.load(ordering: .acquiring) else { return false }
+            threads.add(1, ordering: .releasing)
+            return true
+        }
+        guard go else { return }
+        let t = Thread { [self] in
+            body(self)
+            self.threadsDone.signal()
+        }
+        t.name = name
+        t.start()
+    }
+
+    private func receiveLoop() {
+        guard let (consent, sink) = state.withLock({ s in s.consent.flatMap { c in s.sink.map { (c, $0) } } }) else { return }
+        let relay = config.relay
+        guard consent.handshake(send: { socket.send($0, to: relay) }, receive: { socket.receiveCopy(timeoutMs: $0) }) else {
+            return fail("the relay did not acknowledge the \(config.feature.rawValue) member's bind")
+        }
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
+        defer { buf.deallocate() }
+        do {
+            while running.load(ordering: .acquiring) {
+                if socket.waitReadable(timeoutMs: 20) {
+                    while let (n, from) = socket.receive(into: buf) {
+                        guard from == relay else { continue }
+                        let raw = UnsafeRawBufferPointer(rebasing: buf[0..<n])
+                        if MediaBinding.isControl(raw) {
+                            if let answer = consent.answer(raw) { socket.send(answer, to: relay) }
+                            continue
+                        }
+                        guard let length = try? receiver.unprotect(buf, length: n) else { continue }
+                        let d = UnsafeRawBufferPointer(rebasing: buf[0..<length])
+                        guard let h = try? RTPHeader(parsing: d) else { continue }
+                        let payload = UnsafeBufferPointer(rebasing: d.bindMemory(to: UInt8.self)[h.payloadRange])
+                        try sink.received(h, payload: payload, from: speaker(h.ssrc), atMs: nowMs())
+                    }
+                }
+                try sink.tick(nowMs: nowMs())
+                // No member needs low latency: let 20 ms of packets gather before the next
+                // wake-up (a wake-up per packet was most of the recorder's cost: context switches).
+                usleep(20_000)
+            }
+        } catch {
+            fail(error.reason)
+        }
+    }
+}

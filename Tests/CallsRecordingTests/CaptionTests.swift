@@ -1,0 +1,199 @@
+import CallRoomTestSupport
+import CallsAudio
+@testable import CallsCaptions
+import Foundation
+import XCTest
+
+/// A recogniser that hears how much audio it was given: "ms N" (N = milliseconds at 16 kHz).
+final class CountingRecognizer: SpeechRecognizer, @unchecked Sendable {
+    let language = "en-US"
+    var samples = 0
+    var begun = 0
+    func begin() throws(CaptionError) { samples = 0; begun += 1 }
+    func feed(_ s: UnsafeBufferPointer<Int16>) throws(CaptionError) { samples += s.count }
+    func partial() -> String { samples > 0 ? "ms \(samples / 16)" : "" }
+    func end() throws(CaptionError) -> String { "ms \(samples / 16)" }
+}
+
+struct CountingEngine: SpeechRecognizerEngine {
+    let name = "counting"
+    func languages() -> [String] { ["en-US"] }
+    func make(language: String) throws(CaptionError) -> SpeechRecognizer {
+        guard language.lowercased() == "en-us" else { throw .noModel(language: language, available: languages()) }
+        return CountingRecognizer()
+    }
+}
+
+/// The captioner's segmentation, partials and sharing of recognisers, on a virtual clock (time
+/// is the frames' own), and PocketSphinx on a bundled clip.
+final class CaptionTests: XCTestCase {
+    let speech = [Int16](repeating: 0, count: 960).enumerated().map { Int16(8000 * sin(Double($0.offset) * 0.2)) }
+    let silence = [Int16](repeating: 0, count: 960)
+
+    /// Feeds `pattern` (true: a voiced 20 ms frame) from `startMs`; returns the time after it.
+    @discardableResult
+    func play(_ c: SpeakerCaptioner, _ pattern: [Bool], from startMs: Int64 = 0) -> Int64 {
+        var t = startMs
+        for v in pattern {
+            (v ? speech : silence).withUnsafeBufferPointer { c.frame($0, voice: v, atMs: t) }
+            t += 20
+        }
+        return t
+    }
+    func frames(_ ms: Int, _ voice: Bool) -> [Bool] { [Bool](repeating: voice, count: ms / 20) }
+
+    func testAnUtteranceGetsPartialsThenOneFinalWhenTheSpeakerPauses() throws {
+        var got: [CaptionSegment] = []
+        let c = try SpeakerCaptioner(language: "en-US", pool: RecognizerPool(engine: CountingEngine(), capacity: 1)) { got.append($0) }
+        play(c, frames(1000, false) + frames(2000, true) + frames(1000, false))
+        let finals = got.filter(\.isFinal)
+        XCTAssertEqual(finals.count, 1, "\(got)")
+        let f = try XCTUnwrap(finals.first)
+        // It starts 300 ms before the first voiced frame (the pre-roll) and ends with the last.
+        XCTAssertEqual(f.startMs, 700)
+        XCTAssertEqual(f.endMs, 3000)
+        // The recogniser got the pre-roll, the speech and the hangover: 300 + 2000 + 600 ms.
+        XCTAssertEqual(Double(f.text.dropFirst(3)) ?? 0, 2900, accuracy: 5)
+        let partials = got.filter { !$0.isFinal }
+        XCTAssertEqual(partials.count, 5, "a partial every 500 ms while the utterance is open (2 s + 600 ms hangover): \(partials)")
+        XCTAssertTrue(partials.allSatisfy { $0.id == f.id && $0.startMs == f.startMs })
+        XCTAssertEqual(partials.map(\.endMs), partials.map(\.endMs).sorted())
+        XCTAssertFalse(c.isSpeaking)
+    }
+
+    func testAShortPauseKeepsOneUtteranceALongOneMakesTwo() throws {
+        var got: [CaptionSegment] = []
+        let c = try SpeakerCaptioner(language: "en-US", pool: RecognizerPool(engine: CountingEngine(), capacity: 1)) { if $0.isFinal { got.append($0) } }
+        play(c, frames(1000, true) + frames(400, false) + frames(1000, true) + frames(800, false) + frames(1000, true) + frames(1000, false))
+        XCTAssertEqual(got.map(\.id), [1, 2], "400 ms is within the 600 ms hangover, 800 ms is not: \(got)")
+        // The second starts with what pre-roll there was after the first ended (200 ms).
+        XCTAssertEqual(got.map(\.startMs), [0, 3000])
+    }
+
+    func testALongUtteranceIsCutSoCaptionsKeepFlowing() throws {
+        var got: [CaptionSegment] = []
+        var timing = CaptionTiming()
+        timing.maxUtteranceMs = 5000
+        let c = try SpeakerCaptioner(language: "en-US", pool: RecognizerPool(engine: CountingEngine(), capacity: 1), timing: timing) {
+            if $0.isFinal { got.append($0) }
+        }
+        play(c, frames(12_000, true) + frames(1000, false))
+        XCTAssertEqual(got.count, 3, "\(got)")
+        XCTAssertEqual(got.first?.endMs, 5000)
+        XCTAssertEqual(got.map(\.id), [1, 2, 3])
+    }
+
+    func testPacketsThatStopEndTheUtteranceOnTheClock() throws {
+        var got: [CaptionSegment] = []
+        let c = try SpeakerCaptioner(language: "en-US", pool: RecognizerPool(engine: CountingEngine(), capacity: 1)) { if $0.isFinal { got.append($0) } }
+        let t = play(c, frames(1000, true))  // then DTX: no packets at all
+        c.tick(nowMs: t + 300)
+        XCTAssertTrue(got.isEmpty)
+        c.tick(nowMs: t + 700)
+        XCTAssertEqual(got.count, 1)
+        XCTAssertEqual(got.first?.endMs, 1000)
+    }
+
+    func testASpeakerWaitsForABusyRecognizerAndLosesNothing() throws {
+        let pool = RecognizerPool(engine: CountingEngine(), capacity: 1)
+        var a: [CaptionSegment] = [], b: [CaptionSegment] = []
+        let ca = try SpeakerCaptioner(language: "en-US", pool: pool) { if $0.isFinal { a.append($0) } }
+        let cb = try SpeakerCaptioner(language: "en-US", pool: pool) { if $0.isFinal { b.append($0) } }
+        // Both talk at once for 2 s: A holds the only recogniser, B's audio waits.
+        var t: Int64 = 0
+        for i in 0..<150 {
+            let v = i < 100
+            (v ? speech : silence).withUnsafeBufferPointer { ca.frame($0, voice: v, atMs: t) }
+            (v ? speech : silence).withUnsafeBufferPointer { cb.frame($0, voice: v, atMs: t) }
+            t += 20
+        }
+        // 2000 ms of speech + 600 of hangover each (less the resampler's few samples of delay).
+        func ms(_ s: [CaptionSegment]) -> [Int] { s.compactMap { Int($0.text.dropFirst(3)) } }
+        XCTAssertEqual(ms(a).count, 1)
+        XCTAssertEqual(ms(b).count, 1, "B's utterance, once A gave the recogniser back")
+        XCTAssertEqual(Double(ms(a).first ?? 0), 2600, accuracy: 5)
+        XCTAssertEqual(Double(ms(b).first ?? 0), 2600, accuracy: 5, "none of B's audio was lost while it waited")
+        XCTAssertEqual(pool.leased, 0)
+        XCTAssertEqual(ca.dropped + cb.dropped, 0)
+    }
+
+    func testALanguageWithNoModelIsAClearError() throws {
+        let pool = RecognizerPool(engine: PocketSphinxEngine(), capacity: 1)
+        XCTAssertThrowsError(try pool.check(language: "fr-FR")) { e in
+            guard case CaptionError.noModel("fr-FR", let available) = e else { return XCTFail("\(e)") }
+            XCTAssertTrue(available.contains("en-US") || available.isEmpty)
+            XCTAssertTrue("\(e)".contains("fr-FR"))
+        }
+        let empty = TemporaryDirectory("callroom-models")
+        defer { empty.remove() }
+        XCTAssertEqual(PocketSphinxEngine(modelRoot: empty.path).languages(), [])
+        XCTAssertThrowsError(try PocketSphinxEngine(modelRoot: empty.path).make(language: "en-US"))
+    }
+
+    func testPocketSphinxHearsABundledClip() throws {
+        let engine = PocketSphinxEngine()
+        try XCTSkipUnless(engine.languages().contains("en-US"), "needs pocketsphinx-en-us (scripts/install-deps.sh)")
+        let root = BuiltProducts.packageRoot + "/Resources/clips/"
+        let table = try String(contentsOfFile: root + "transcripts.tsv", encoding: .utf8)
+        let said = try XCTUnwrap(table.split(separator: "\n").first { $0.hasPrefix("claude\t") }?.split(separator: "\t").last.map(String.init))
+        let pcm = try SoundFile.readMono48k(path: root + "claude.wav")
+        var finals: [String] = []
+        let c = try SpeakerCaptioner(language: "en-US", pool: RecognizerPool(engine: engine, capacity: 1)) { if $0.isFinal { finals.append($0.text) } }
+        var t: Int64 = 0
+        for i in stride(from: 0, to: pcm.count + 48_000, by: 960) {
+            let frame = (0..<960).map { i + $0 < pcm.count ? pcm[i + $0] : 0 }
+            frame.withUnsafeBufferPointer { c.frame($0, voice: nil, atMs: t) }
+            t += 20
+        }
+        let heard = finals.joined(separator: " ")
+        let wer = WordErrorRate.rate(reference: said, hypothesis: heard)
+        // Synthetic speech is hard for a model trained on people (docs/benchmarks.md: about 0.8
+        // word error rate on these clips), so the bar is that it heard the clip's long words;
+        // silence, noise or the wrong sample rate give none of them.
+        let long = Set(WordErrorRate.words(said).filter { $0.count >= 5 })
+        XCTAssertGreaterThanOrEqual(long.intersection(WordErrorRate.words(heard)).count, 2, "heard \"\(heard)\" for \"\(said)\"")
+        XCTAssertLessThan(wer, 0.95, heard)
+    }
+
+    func testWordErrorRateCountsEdits() {
+        XCTAssertEqual(WordErrorRate.rate(reference: "the cat sat", hypothesis: "the cat sat"), 0)
+        XCTAssertEqual(WordErrorRate.errors(reference: "The cat, sat!", hypothesis: "a cat sat down").errors, 2)  // 1 sub + 1 ins
+        XCTAssertEqual(WordErrorRate.rate(reference: "one two three four", hypothesis: ""), 1)
+    }
+
+    func testTheTranscriptIsWrittenAsItGoesAndSurvivesACrash() throws {
+        let dir = TemporaryDirectory("callroom-transcript")
+        defer { dir.remove() }
+        let w = try TranscriptWriter(dir: dir.path, tid: "tr_1", sessionId: "standup", language: "en-US", engine: "counting", startedAt: 5)
+        let ada = TranscriptSegment.Speaker(uid: "ada", pid: "p1", name: "Ada <b>L</b>")
+        try w.append(TranscriptSegment(speaker: ada, start: 1.2, end: 3.45, text: "good morning"))
+        try w.append(TranscriptSegment(speaker: ada, start: 3661.0, end: 3662.5, text: "an hour --> later"))
+        // Written through: the WebVTT file holds both cues before any finish.
+        let vtt = try String(contentsOfFile: w.vttPath, encoding: .utf8)
+        XCTAssertEqual(vtt, """
+            WEBVTT - standup
+
+            1
+            00:00:01.200 --> 00:00:03.450
+            <v Ada ‹b›L‹/b›>good morning
+
+            2
+            01:01:01.000 --> 01:01:02.500
+            <v Ada ‹b›L‹/b›>an hour --› later
+
+            """ + "\n")
+        // A crash (no finish) that tore a last line: finalise keeps every whole one.
+        let lines = dir.file("tr_1.jsonl")
+        let h = try XCTUnwrap(FileHandle(forWritingAtPath: lines))
+        h.seekToEndOfFile()
+        h.write(Data(#"{"speaker":{"uid":"ada","#.utf8))
+        try h.close()
+        let doc = try TranscriptWriter.finalise(linesPath: lines)
+        XCTAssertEqual(doc.segments.map(\.text), ["good morning", "an hour --> later"])
+        XCTAssertEqual(doc.startedAt, 5)
+        let json = try JSONDecoder().decode(TranscriptDocument.self, from: Data(contentsOf: URL(fileURLWithPath: w.jsonPath)))
+        XCTAssertEqual(json, doc)
+        let mode = try FileManager.default.attributesOfItem(atPath: w.vttPath)[.posixPermissions] as? Int
+        XCTAssertEqual(mode, 0o600)
+    }
+}

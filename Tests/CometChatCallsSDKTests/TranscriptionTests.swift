@@ -1,0 +1,121 @@
+import CallRoomTestSupport
+import CallsCaptions
+import CallsCore
+import CallsServer
+@testable import CometChatCallsSDK
+import Foundation
+import XCTest
+
+/// The server's transcription end to end: a moderator speaks a bundled clip (its text is
+/// known), starts transcription from the SDK, everyone gets partial and final captions of what
+/// was said with the speaker's name, and the transcript is stored as WebVTT and JSON and served
+/// (call log, `/transcriptions`, `TranscriptsRequest`) to the call's participants only.
+final class TranscriptionTests: XCTestCase {
+    static let clip = "kat"
+
+    func reference() throws -> String {
+        let table = try String(contentsOfFile: BuiltProducts.packageRoot + "/Resources/clips/transcripts.tsv", encoding: .utf8)
+        return try XCTUnwrap(table.split(separator: "\n").first { $0.hasPrefix(Self.clip + "\t") }?.split(separator: "\t").last.map(String.init))
+    }
+
+    func testCaptionsReachTheRoomAndTheTranscriptIsStored() async throws {
+        try XCTSkipUnless(FileManager.default.fileExists(atPath: "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin"),
+                          "needs pocketsphinx-en-us (scripts/install-deps.sh)")
+        let t = try TestServer()
+        defer { t.stop() }
+        let modEvents = EventRecorder(), guestEvents = EventRecorder()
+        let mod = try await t.joinedClient("mod", session: "cc", settings: SessionSettingsBuilder()
+            .setAudioInput("file:" + BuiltProducts.packageRoot + "/Resources/clips/\(Self.clip).wav").setAudioOutput("null").build(),
+                                           name: "Katherine", onEvent: { modEvents.add($0) })
+        let guest = try await t.joinedClient("guest", session: "cc", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
+        func waitFor(_ what: String, _ events: EventRecorder, seconds: Double = 5, _ match: @escaping (CallEvent) -> Bool) async throws {
+            for _ in 0..<Int(seconds * 20) where !events.all.contains(where: match) { try await Task.sleep(nanoseconds: 50_000_000) }
+            XCTAssertTrue(events.all.contains(where: match), "\(what): \(events.all.map(\.callback))")
+        }
+        guest.setSessionFeature(.transcription, enabled: true)
+        try await waitFor("a participant may not transcribe", guestEvents) { if case .error("ERR_NOT_MODERATOR", _) = $0 { return true }; return false }
+        mod.setSessionFeature(.transcription, enabled: true, language: "fr-FR")
+        try await waitFor("a language with no model", modEvents) {
+            if case .error("ERR_LANGUAGE_UNAVAILABLE", let m) = $0 { return m.contains("fr-FR") && m.contains("en-US") }; return false
+        }
+        XCTAssertFalse(guest.isServerTranscribing)
+        mod.setSessionFeature(.transcription, enabled: true)  // the session's caption language: en-US
+        try await waitFor("onTranscriptionStarted (guest)", guestEvents) { $0 == .transcriptionStarted(language: "en-US") }
+        XCTAssertTrue(guest.isServerTranscribing)
+        XCTAssertEqual(guest.participants.count, 2, "the transcriber is no participant")
+        mod.setSessionFeature(.transcription, enabled: true)
+        try await waitFor("one transcription at a time", modEvents) { if case .error("ERR_ALREADY_TRANSCRIBING", _) = $0 { return true }; return false }
+
+        // The clip loops: within two of its turns the guest has final captions of it.
+        let modPID = try XCTUnwrap(mod.localParticipantID)
+        func captions() -> [Caption] { guestEvents.all.compactMap { if case .captionReceived(let c) = $0 { return c }; return nil } }
+        for _ in 0..<400 where captions().filter({ $0.final && !$0.text.isEmpty }).count < 2 { try await Task.sleep(nanoseconds: 50_000_000) }
+        let finals = captions().filter { $0.final && !$0.text.isEmpty }
+        XCTAssertGreaterThanOrEqual(finals.count, 1, "final captions: \(captions())")
+        let c = try XCTUnwrap(finals.first)
+        XCTAssertEqual(c.pid, modPID)
+        XCTAssertEqual(c.uid, "mod")
+        XCTAssertEqual(c.name, "Katherine")
+        XCTAssertGreaterThan(c.end, c.start)
+        XCTAssertTrue(captions().contains { !$0.final && $0.id == c.id }, "partials before the final: \(captions())")
+        // What was recognised is what was said (PocketSphinx on synthetic speech is no stenographer:
+        // docs/benchmarks.md has its word error rate; here, a good share of the clip's words).
+        let said = Set(WordErrorRate.words(try reference()))
+        let heard = Set(finals.flatMap { WordErrorRate.words($0.text) })
+        XCTAssertGreaterThanOrEqual(said.intersection(heard).count, 4, "heard \(finals.map(\.text)) for \(said)")
+        XCTAssertTrue(modEvents.all.contains { if case .captionReceived(let x) = $0 { return x.pid == modPID }; return false }, "the speaker sees their own captions")
+
+        mod.setSessionFeature(.transcription, enabled: false)
+        try await waitFor("onTranscriptionStopped", guestEvents) { $0 == .transcriptionStopped }
+        XCTAssertFalse(guest.isServerTranscribing)
+
+        // The call log and /transcriptions list it once the transcriber has written it.
+        let admin = ["apikey": t.server.keys.apiKey]
+        var list: [[String: Any]] = []
+        for _ in 0..<50 {
+            list = BlockingHTTP.request("GET", t.server.url + "/v3/calls/cc/transcriptions", headers: admin).json["data"] as? [[String: Any]] ?? []
+            if let e = list.first?["endTime"] as? NSNumber, e.int64Value > 0 { break }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        let tr = try XCTUnwrap(list.first, "\(list)")
+        let tid = try XCTUnwrap(tr["tid"] as? String)
+        let url = try XCTUnwrap(tr["url"] as? String)
+        XCTAssertTrue(url.hasSuffix("/v3/calls/cc/transcriptions/\(tid)"), url)
+        let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/cc", headers: admin).data
+        XCTAssertEqual(call["hasTranscription"] as? Bool, true)
+        XCTAssertEqual((call["transcriptions"] as? [[String: Any]])?.first?["tid"] as? String, tid)
+        let filtered = BlockingHTTP.request("GET", t.server.url + "/v3/calls?hasTranscription=true", headers: admin).json["data"] as? [[String: Any]]
+        XCTAssertEqual(filtered?.compactMap { $0["sessionId"] as? String }, ["cc"])
+        XCTAssertEqual((BlockingHTTP.request("GET", t.server.url + "/v3/calls?hasTranscription=false", headers: admin).json["data"] as? [Any])?.count, 0)
+
+        // JSON (speaker, start, end, text) and WebVTT, to a participant of the call.
+        let login = BlockingHTTP.request("POST", t.server.url + "/v3/sdk/login", headers: ["appId": t.appId],
+                                         body: #"{"uid":"guest","authKey":"\#(t.authKey)"}"#)
+        let token = try XCTUnwrap(login.data["authToken"] as? String)
+        let json = BlockingHTTP.request("GET", url, headers: ["authToken": token, "appId": t.appId])
+        XCTAssertEqual(json.status, 200)
+        let doc = try JSONDecoder().decode(TranscriptDocument.self, from: json.body)
+        XCTAssertEqual(doc.tid, tid)
+        XCTAssertEqual(doc.language, "en-US")
+        XCTAssertEqual(doc.engine, "pocketsphinx")
+        let first = try XCTUnwrap(doc.segments.first)
+        XCTAssertEqual(first.speaker, .init(uid: "mod", pid: modPID, name: "Katherine"))
+        XCTAssertLessThan(first.start, first.end)
+        XCTAssertEqual(Array(doc.segments.map(\.text).prefix(finals.count)), Array(finals.map(\.text).prefix(doc.segments.count)), "the transcript holds the final captions")
+        let vtt = BlockingHTTP.request("GET", url + ".vtt", headers: ["authToken": token, "appId": t.appId])
+        XCTAssertEqual(vtt.status, 200)
+        XCTAssertEqual(vtt.headers["content-type"], "text/vtt; charset=utf-8")
+        let text = String(decoding: vtt.body, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("WEBVTT"), text)
+        XCTAssertTrue(text.contains(" --> ") && text.contains("<v Katherine>" + first.text), text)
+        // The SDK's TranscriptsRequest reads the same list.
+        let stranger = BlockingHTTP.request("POST", t.server.url + "/v3/sdk/login", headers: ["appId": t.appId],
+                                            body: #"{"uid":"stranger","authKey":"\#(t.authKey)"}"#)
+        let st = try XCTUnwrap(stranger.data["authToken"] as? String)
+        XCTAssertEqual(BlockingHTTP.request("GET", url, headers: ["authToken": st, "appId": t.appId]).status, 404, "not a participant")
+        XCTAssertEqual(BlockingHTTP.request("GET", url + "x.vtt", headers: admin).status, 404)
+        await guest.leave()
+        await mod.leave()
+    }
+}
