@@ -21,8 +21,9 @@ public enum ClientMessage: Sendable, Equatable {
     case setRecording(Bool)
     /// `FRONT` or `REAR`.
     case setCameraFacing(String)
-    /// Asks for a server-side session feature on or off (`language`: transcription's, BCP 47).
-    case setSessionFeature(feature: SessionFeature, enabled: Bool, language: String? = nil)
+    /// Asks for a server-side session feature on or off (`language`: transcription's, BCP 47;
+    /// `target`: streaming's Icecast URL, where the server allows sessions to choose).
+    case setSessionFeature(feature: SessionFeature, enabled: Bool, language: String? = nil, target: String? = nil)
     /// The server's transcriber: a caption to broadcast (refused from anyone else).
     case caption(WireCaption)
     /// The server's streamer: the stream's state changed (refused from anyone else).
@@ -171,9 +172,14 @@ public enum ServerMessage: Sendable, Equatable {
         /// How media is protected, your own sending key and every admitted member's.
         public var srtpProfile: SRTPProfile?
         public var mediaKeys: [WireMediaKey]?
+        /// The session features this server offers (`setSessionFeature`): recording always,
+        /// transcription when it has a caption model, streaming when it has an Icecast target.
+        public var features: [SessionFeature]?
         public init(sessionId: String, you: WireParticipant, participants: [WireParticipant], mediaPort: Int, bindToken: String,
                     resumeToken: String? = nil, gracePeriodSeconds: Int? = nil, dominantSpeaker: String? = nil, inviteLink: String? = nil,
-                    mediaHost: String? = nil, srtpProfile: SRTPProfile? = nil, mediaKeys: [WireMediaKey]? = nil) {
+                    mediaHost: String? = nil, srtpProfile: SRTPProfile? = nil, mediaKeys: [WireMediaKey]? = nil,
+                    features: [SessionFeature]? = nil) {
+            self.features = features
             self.mediaHost = mediaHost
             self.srtpProfile = srtpProfile
             self.mediaKeys = mediaKeys
@@ -212,7 +218,7 @@ private struct KeysBody: Codable, Sendable { var keys: [WireMediaKey] }
 private struct RecordingBody: Codable, Sendable { var active: Bool; var pid: String?; var rid: String? }
 private struct ResumeBody: Codable, Sendable { var resumeToken: String }
 private struct StringValue: Codable, Sendable { var value: String }
-private struct FeatureBody: Codable, Sendable { var feature: SessionFeature; var value: Bool; var language: String? }
+private struct FeatureBody: Codable, Sendable { var feature: SessionFeature; var value: Bool; var language: String?; var target: String? }
 private struct TranscriptionBody: Codable, Sendable { var active: Bool; var pid: String?; var tid: String?; var language: String? }
 private struct CaptionBody: Codable, Sendable { var caption: WireCaption }
 private struct StreamBody: Codable, Sendable { var state: StreamState; var pid: String?; var detail: String? }
@@ -240,8 +246,8 @@ extension ClientMessage {
         WireCase("setRecording", Flag.self, make: { .setRecording($0.value) }, match: { if case .setRecording(let v) = $0 { return Flag(value: v) }; return nil }),
         WireCase("setCameraFacing", StringValue.self, make: { .setCameraFacing($0.value) },
                  match: { if case .setCameraFacing(let v) = $0 { return StringValue(value: v) }; return nil }),
-        WireCase("setSessionFeature", FeatureBody.self, make: { .setSessionFeature(feature: $0.feature, enabled: $0.value, language: $0.language) },
-                 match: { if case .setSessionFeature(let f, let v, let l) = $0 { return FeatureBody(feature: f, value: v, language: l) }; return nil }),
+        WireCase("setSessionFeature", FeatureBody.self, make: { .setSessionFeature(feature: $0.feature, enabled: $0.value, language: $0.language, target: $0.target) },
+                 match: { if case .setSessionFeature(let f, let v, let l, let t) = $0 { return FeatureBody(feature: f, value: v, language: l, target: t) }; return nil }),
         WireCase("caption", CaptionBody.self, make: { .caption($0.caption) }, match: { if case .caption(let c) = $0 { return CaptionBody(caption: c) }; return nil }),
         WireCase("streamStatus", StreamBody.self, make: { .streamStatus(state: $0.state, detail: $0.detail) },
                  match: { if case .streamStatus(let s, let d) = $0 { return StreamBody(state: s, detail: d) }; return nil }),

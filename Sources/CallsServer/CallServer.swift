@@ -272,7 +272,10 @@ public final class CallServer: @unchecked Sendable {
         let publicBase = configuration.publicURL ?? url
         let quotaBytes = Int64(configuration.recordingQuotaMB) * 1_000_000
         let pool = recognizers
-        rooms.setMemberLauncher { [weak self, weak rooms, store, log, hooks, dir] launch in
+        var offered: Set<SessionFeature> = [.recording]
+        if !pool.engine.languages().isEmpty { offered.insert(.transcription) }
+        if configuration.streamingURL != nil { offered.insert(.streaming) }
+        rooms.setMemberLauncher(offering: offered) { [weak self, weak rooms, store, log, hooks, dir] launch in
             guard let self, let signalling, let recorderRelay else { return }
             let sink: any ServerMemberSink
             do {
@@ -294,7 +297,20 @@ public final class CallServer: @unchecked Sendable {
                                                              dir: (dir as NSString).appendingPathComponent("transcripts")),
                                                pool: pool, store: store, log: log)
                 case .streaming:
-                    return rooms?.memberFailed(launch, code: .featureUnavailable, reason: "Streaming is not available on this server.") ?? ()
+                    guard let template = launch.target ?? configuration.streamingURL else {
+                        return rooms?.memberFailed(launch, code: .featureUnavailable,
+                                                   reason: "Streaming is not available on this server (no streamingURL in its configuration).") ?? ()
+                    }
+                    guard launch.target == nil || configuration.streamingAllowSessionURLs else {
+                        return rooms?.memberFailed(launch, code: .streamingFailed,
+                                                   reason: "This server streams only to its configured Icecast server (streamingAllowSessionURLs is off).") ?? ()
+                    }
+                    let target: IcecastTarget
+                    do { target = try IcecastTarget(url: template, sessionId: launch.session) } catch {
+                        return rooms?.memberFailed(launch, code: .streamingFailed, reason: "The stream's target is not usable: \(error).") ?? ()
+                    }
+                    sink = try RoomStreamer(config: .init(sessionId: launch.session, id: launch.id, target: target,
+                                                          reconnectSeconds: configuration.streamingReconnectSeconds), log: log)
                 }
             } catch {
                 log.error("\(launch.feature.rawValue) could not start", ["session": launch.session, "id": launch.id, "error": "\(error)"])
@@ -302,17 +318,28 @@ public final class CallServer: @unchecked Sendable {
             }
             let config = ServerMember.Config(signallingURL: signalling, trust: TLSTrust(caFile: nil, insecure: true), relay: recorderRelay,
                                              sessionId: launch.session, id: launch.id, callToken: launch.callToken, feature: launch.feature)
-            do {
-                let m = try ServerMember(config: config, sink: sink, log: log) { [weak self] done in
-                    self?.members.withLock { $0[done.config.id] = nil }
+            // Off the rooms' queue: a stream first connects to Icecast (a refusal is the moderator's error).
+            DispatchQueue.global().async { [weak self, weak rooms] in
+                guard let self else { return }
+                if let streamer = sink as? RoomStreamer {
+                    do { try streamer.connect() } catch {
+                        log.warn("stream refused", ["session": launch.session, "id": launch.id, "error": "\(error)"])
+                        return rooms?.memberFailed(launch, code: .streamingFailed, reason: "The live stream could not start: \(error).") ?? ()
+                    }
                 }
-                (sink as? RoomTranscriber)?.member = m
-                self.members.withLock { $0[launch.id] = m }
-                try m.start()
-            } catch {
-                self.members.withLock { $0[launch.id] = nil }
-                log.error("\(launch.feature.rawValue) could not start", ["session": launch.session, "id": launch.id, "error": "\(error)"])
-                rooms?.memberFailed(launch, reason: "The \(launch.feature.noun) could not start: \(error)")
+                do {
+                    let m = try ServerMember(config: config, sink: sink, log: log) { [weak self] done in
+                        self?.members.withLock { $0[done.config.id] = nil }
+                    }
+                    (sink as? RoomTranscriber)?.member = m
+                    (sink as? RoomStreamer)?.member = m
+                    self.members.withLock { $0[launch.id] = m }
+                    try m.start()
+                } catch {
+                    self.members.withLock { $0[launch.id] = nil }
+                    log.error("\(launch.feature.rawValue) could not start", ["session": launch.session, "id": launch.id, "error": "\(error)"])
+                    rooms?.memberFailed(launch, reason: "The \(launch.feature.noun) could not start: \(error)")
+                }
             }
         }
         // Media over signalling (UDP blocked): the relay's copies go out as binary frames.

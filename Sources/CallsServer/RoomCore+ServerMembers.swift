@@ -37,7 +37,7 @@ extension RoomCore {
         }
     }
 
-    func setFeature(_ room: Room, _ f: SessionFeature, on: Bool, language: String?, by pid: String, connection: ConnectionID) {
+    func setFeature(_ room: Room, _ f: SessionFeature, on: Bool, language: String?, target: String?, by pid: String, connection: ConnectionID) {
         guard room.participants[pid]?.wire.role == .moderator else {
             return fail(connection, .notModerator, "Only the session's moderators may \(on ? "start" : "stop") \(f.noun).", close: false)
         }
@@ -55,12 +55,15 @@ extension RoomCore {
             }
             lang = l
         }
+        if let target, f != .streaming || target.count > 2000 {
+            return fail(connection, .badMessage, "target is streaming's Icecast URL (at most 2000 characters).", close: false)
+        }
         let prefix = f == .recording ? "rec_" : f == .transcription ? "tr_" : "st_"
         let id = prefix + randomHex(8)
         room.runs[f] = FeatureRun(feature: f, id: id, by: pid, startedAt: now, language: lang)
         let claims = CallTokenClaims(app: appID, sub: Self.memberUID, sid: room.sessionId, iat: now / 1000, exp: now / 1000 + 300,
                                      role: Self.memberRole(f), jti: id, aud: CallTokenClaims.audience(appId: appID))
-        effects.append(.startMember(.init(feature: f, session: room.sessionId, id: id, callToken: signer.sign(claims), language: lang)))
+        effects.append(.startMember(.init(feature: f, session: room.sessionId, id: id, callToken: signer.sign(claims), language: lang, target: target)))
         effects.append(.schedule(.memberStart(session: room.sessionId, feature: f), afterSeconds: 10))
         log(.info, "\(f.rawValue) requested", ["session": room.sessionId, "id": id, "by": pid])
     }

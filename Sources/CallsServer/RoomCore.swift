@@ -70,8 +70,9 @@ final class RoomCore {
     enum PendingWrite {
         case join(session: String, pid: String, startsCall: Bool)
         case chat(session: String, pid: String, uid: String, name: String, text: String, at: Int64, connection: ConnectionID)
-        /// Answer `left` (and close) once the leave is on disk.
-        case leave(session: String, pid: String, notify: ConnectionID?, reason: LeaveReason)
+        /// Answer `left` (and close) once the leave is on disk; a leave that emptied the room
+        /// ends it then (so the ring registry's `call_ended` follows the room's own rows and hooks).
+        case leave(session: String, pid: String, notify: ConnectionID?, reason: LeaveReason, endsRoom: Bool)
         /// Nobody waits; a failure is logged.
         case background(String)
     }
@@ -106,6 +107,8 @@ final class RoomCore {
     private var nextKey: UInt64 = 1
     /// Recorders' connections (they are not in `byConnection`: no participant of the roster).
     var memberConnections: [ConnectionID: (session: String, feature: SessionFeature)] = [:]
+    /// What `joined.features` announces (the server sets it before it listens).
+    var offeredFeatures: Set<SessionFeature> = [.recording]
     func nextMemberKey() -> UInt64 { defer { nextKey += 1 }; return nextKey }
     private var nextRef: UInt64 = 1
     private var nextRequest: UInt64 = 1
@@ -200,9 +203,9 @@ final class RoomCore {
         case .setCameraFacing(let v):
             guard v == "FRONT" || v == "REAR" else { return fail(connection, .badMessage, "cameraFacing is FRONT or REAR.", close: false) }
             update(room, pid, change: .cameraFacingChanged) { $0.cameraFacing = v }
-        case .setSessionFeature(let feature, let on, let language):
+        case .setSessionFeature(let feature, let on, let language, let target):
             // (An unknown feature does not decode: SIGNAL_BAD_MESSAGE.)
-            setFeature(room, feature, on: on, language: language, by: pid, connection: connection)
+            setFeature(room, feature, on: on, language: language, target: target, by: pid, connection: connection)
         case .caption, .streamStatus:
             fail(connection, .badMessage, "Only the server's own members send that.", close: false)
         case .pin(let target): pin(room, by: pid, target: target, connection: connection)
@@ -378,7 +381,11 @@ final class RoomCore {
         room.order.append(pid)
         byResumeToken[p.resumeToken] = (sid, pid)
         patchRelay(room)
-        if let c = p.connection { send(.joined(joinedPayload(room, p)), to: c) }
+        if let c = p.connection {
+            send(.joined(joinedPayload(room, p)), to: c)
+            // A late joiner hears what already runs: the recording, the captions, the stream.
+            for f in SessionFeature.allCases { if let run = room.runs[f], run.member != nil { send(Self.stateMessage(f, active: true, run: run), to: c) } }
+        }
         for c in others.compactMap({ room.participants[$0.pid]?.connection }) + room.members.compactMap(\.connection) {
             send(.mediaKeys([p.wireKey]), to: c)  // before the roster change: its first packets verify
             send(.participantJoined(p.wire), to: c)
@@ -403,7 +410,8 @@ final class RoomCore {
               bindToken: Hex.encode(p.bindToken), resumeToken: p.resumeToken,
               gracePeriodSeconds: Int(limits.gracePeriodSeconds), dominantSpeaker: room.dominant,
               inviteLink: publicURL.map { InvitePage.link(publicURL: $0, sessionId: room.sessionId) }, mediaHost: mediaHost,
-              srtpProfile: .aeadAES128GCM, mediaKeys: [p.wireKey] + room.admitted.filter { $0.key != p.key }.map(\.wireKey))
+              srtpProfile: .aeadAES128GCM, mediaKeys: [p.wireKey] + room.admitted.filter { $0.key != p.key }.map(\.wireKey),
+              features: SessionFeature.allCases.filter(offeredFeatures.contains))
     }
 
     private func makeRoom(_ sid: String) -> Room {
@@ -428,7 +436,7 @@ final class RoomCore {
         let empties = room.participants.isEmpty
         if empties { endFeatures(room) }  // nobody left to record, transcribe or stream
         if empties, let call = room.call { commands += hook(.ended, call, sid) + [.endCall(call, at: now)] }
-        persist(commands, .leave(session: sid, pid: pid, notify: notifySelf ? p.connection : nil, reason: reason))
+        persist(commands, .leave(session: sid, pid: pid, notify: notifySelf ? p.connection : nil, reason: reason, endsRoom: empties && p.admitted))
         if p.admitted {
             patchRelay(room)
             broadcast(room, .participantLeft(p.wire, reason: reason))
@@ -439,10 +447,7 @@ final class RoomCore {
             cancelIdleTimer(room)
             rooms[sid] = nil
             roomsByIndex[room.index] = nil
-            if p.admitted {
-                log(.info, "call ended", ["session": sid])
-                effects.append(.roomEnded(session: sid))
-            }
+            if p.admitted { log(.info, "call ended", ["session": sid]) }
             return
         }
         // Succession, only where the first joiner moderates, and never over a role the operator set.

@@ -61,4 +61,6 @@ struct MemberLaunch: Sendable, Equatable {
     var id: String
     var callToken: String
     var language: String?
+    /// Streaming: the session's own Icecast URL, when its settings gave one.
+    var target: String?
 }

@@ -115,9 +115,12 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         queue.async { self.run(.memberFailed(session: launch.session, feature: launch.feature, id: launch.id, code: code, reason: reason)) }
     }
 
-    /// Sets how members start (the server, once it listens).
-    func setMemberLauncher(_ launch: @escaping @Sendable (MemberLaunch) -> Void) {
-        queue.sync { memberLauncher = launch }
+    /// Sets how members start and which features they offer (the server, once it listens).
+    func setMemberLauncher(offering features: Set<SessionFeature>, _ launch: @escaping @Sendable (MemberLaunch) -> Void) {
+        queue.sync {
+            memberLauncher = launch
+            core.offeredFeatures = features
+        }
     }
 
     private func run(_ input: RoomInput) {

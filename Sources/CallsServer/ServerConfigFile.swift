@@ -57,6 +57,9 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var recordingQuotaMB: Int?
     public var captionModelDir: String?
     public var captionDecoders: Int?
+    public var streamingURL: String?
+    public var streamingAllowSessionURLs: Bool?
+    public var streamingReconnectSeconds: Int?
     public var mediaConsentIntervalMs: Int?
     public var mediaConsentTimeoutMs: Int?
     public var relayFastPath: String?
@@ -65,7 +68,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
-                                           "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders"]
+                                           "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
+                                           "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
 
     /// Why a config file was refused (the message names the file and the key).
     public struct Invalid: Error, Equatable, Sendable, CustomStringConvertible {
@@ -116,7 +120,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.logFormat = try string("logFormat")
         c.tlsCert = try string("tlsCert")
         c.tlsKey = try string("tlsKey")
-        for k in ["tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "firstJoinerModerator"] {
+        for k in ["tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "firstJoinerModerator", "streamingAllowSessionURLs"] {
             guard let v = obj[k] else { continue }
             guard isBoolean(v), let b = v as? Bool else { throw Invalid(message: "\(path): '\(k)' must be true or false") }
             switch k {
@@ -124,6 +128,7 @@ public struct ServerConfigFile: Sendable, Equatable {
             case "allowPlainHTTP": c.allowPlainHTTP = b
             case "authKeyLogin": c.authKeyLogin = b
             case "firstJoinerModerator": c.firstJoinerModerator = b
+            case "streamingAllowSessionURLs": c.streamingAllowSessionURLs = b
             default: c.production = b
             }
         }
@@ -189,6 +194,8 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.recordingQuotaMB = try int("recordingQuotaMB")
         c.captionModelDir = try string("captionModelDir")
         c.captionDecoders = try int("captionDecoders")
+        c.streamingURL = try string("streamingURL")
+        c.streamingReconnectSeconds = try int("streamingReconnectSeconds")
         c.mediaConsentIntervalMs = try int("mediaConsentIntervalMs")
         c.mediaConsentTimeoutMs = try int("mediaConsentTimeoutMs")
         c.relayFastPath = try string("relayFastPath")

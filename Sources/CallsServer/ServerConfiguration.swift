@@ -92,6 +92,15 @@ public struct ServerConfiguration: Sendable {
     /// Recognisers shared by every transcription on the server (each ≈ 95 MB; a speaker holds
     /// one while talking, others wait their turn): about one per core.
     public var captionDecoders: Int = 2
+    /// Where `startStreaming` sends a room's live mix: an Icecast source URL,
+    /// `http://source:PASSWORD@HOST:PORT/MOUNT` (`{sessionId}` in the mount is the room's id);
+    /// nil: streaming is unavailable.
+    public var streamingURL: String?
+    /// Whether a session's settings may name their own Icecast URL (off: a moderator could point
+    /// the server at any host).
+    public var streamingAllowSessionURLs = false
+    /// How long a dropped stream keeps trying to reconnect before it stops.
+    public var streamingReconnectSeconds: Double = 60
     public var mediaConsentIntervalMs: Int = 5000
     public var mediaConsentTimeoutMs: Int = 30_000
     /// The relay's kernel fast path (eBPF, docs/operations.md): off, auto (use it when it loads,

@@ -162,7 +162,7 @@ extension CallScreenController {
     /// The name of a built-in button the settings hide whose key is `key`.
     private func hiddenButtonName(_ key: Unicode.Scalar) -> String? {
         let names: [Unicode.Scalar: String] = ["m": "mute", "v": "video", "c": "camera", "h": "raise hand", "y": "layout", "p": "participant list",
-                                               "t": "chat", "s": "share invite", "r": "record", "a": "captions", "g": "transcription"]
+                                               "t": "chat", "s": "share invite", "r": "record", "a": "captions", "g": "transcription", "b": "live stream"]
         return names[key]
     }
 

@@ -76,6 +76,7 @@ public final class CallScreenController {
         if case .sessionLeft = e { refreshMedia() }
         model.now = Date()
         model.apply(e, localPID: session.localParticipantID, at: model.now)
+        if case .sessionJoined = e { model.serverFeatures = session.offeredFeatures }
         // The chat badge is the SDK's (`setChatButtonUnreadCount`): keep both in step.
         if case .chatMessage = e, model.chatUnread != session.chatButtonUnreadCount { session.setChatButtonUnreadCount(model.chatUnread) }
         dirty = true

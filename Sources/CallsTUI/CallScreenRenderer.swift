@@ -142,6 +142,9 @@ public enum CallScreenRenderer {
         if m.isRecording && !m.settings.hideRecordingStatusIndicator {
             items.append(("\(g.recording) REC", CellStyle(fg: .red, bold: true, reverse: true)))
         }
+        if let s = m.streamState, !m.settings.hideStreamingStatusIndicator {
+            items.append((s == .live ? "\(g.recording) LIVE" : "LIVE reconnecting…", CellStyle(fg: s == .live ? .red : .yellow, bold: true, reverse: true)))
+        }
         if m.isMuted { items.append(("YOU ARE MUTED", CellStyle(fg: .red, bold: true, reverse: true))) }
         items.append(("\(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")", base))
         let hands = m.handQueue

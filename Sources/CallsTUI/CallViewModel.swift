@@ -1,3 +1,4 @@
+import CallsCore
 import CometChatCallsSDK
 import Foundation
 
@@ -27,6 +28,10 @@ public struct CallViewModel: Equatable, Sendable {
     /// The server is transcribing (its language), and the latest caption of each speaker, most
     /// recent last (`onCaptionReceived`; a final one stays `captionSeconds`).
     public var transcriptionLanguage: String?
+    /// The room's live stream (`onStreamingStarted` … `onStreamingStopped`).
+    public var streamState: StreamState?
+    /// What the server offers (`joined.features`): a button for a feature it lacks is not shown.
+    public var serverFeatures: Set<SessionFeature> = [.recording, .transcription]
     public var captions: [Caption] = []
     public var captionTimes: [String: Date] = [:]
     public static let captionSeconds: TimeInterval = 6
@@ -208,6 +213,10 @@ public struct CallViewModel: Equatable, Sendable {
         case .audioUnMuted: isMuted = false
         case .recordingStarted: serverRecording = true; toast("Recording started")
         case .recordingStopped: serverRecording = false; toast("Recording stopped")
+        case .streamingStarted: streamState = .live; toast("Live stream started")
+        case .streamingReconnecting(let reason): streamState = .reconnecting; toast("Live stream reconnecting: \(reason)", kind: .error, seconds: 6)
+        case .streamingReconnected: streamState = .live; toast("Live stream back on air")
+        case .streamingStopped: streamState = nil; toast("Live stream stopped")
         case .transcriptionStarted(let language):
             transcriptionLanguage = language
             toast("Transcription started (\(language))" + (settings.hideClosedCaptionButton ? "" : ": a hides captions"))

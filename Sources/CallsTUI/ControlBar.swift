@@ -1,3 +1,4 @@
+import CallsCore
 import CometChatCallsSDK
 
 /// The control bar: the buttons the session settings leave visible, in the documented order,
@@ -75,11 +76,15 @@ public enum ControlBar {
             out.append(Spec(item: .builtIn(.recordingToggle), key: "r", full: recording ? "Stop rec" : "Record", short: "Rec",
                             symbol: sym("●", "*"), priority: 10))
         }
-        if !s.hideClosedCaptionButton {
+        if !s.hideStreamingButton && m.serverFeatures.contains(.streaming) {
+            out.append(Spec(item: .builtIn(.streamingToggle), key: "b", full: m.streamState == nil ? "Go live" : "End live", short: "Live",
+                            symbol: sym("◉", "O"), priority: 14))
+        }
+        if !s.hideClosedCaptionButton && m.serverFeatures.contains(.transcription) {
             out.append(Spec(item: .builtIn(.closedCaptions), key: "a", full: m.captionsShown ? "Captions off" : "Captions", short: "CC",
                             symbol: sym("㏄", "C"), priority: 12))
         }
-        if !s.hideTranscriptionButton {
+        if !s.hideTranscriptionButton && m.serverFeatures.contains(.transcription) {
             let on = m.transcriptionLanguage != nil
             out.append(Spec(item: .builtIn(.transcriptionToggle), key: "g", full: on ? "Stop transcript" : "Transcribe", short: "Tx",
                             symbol: sym("✎", "T"), priority: 13))

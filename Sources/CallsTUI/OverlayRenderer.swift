@@ -11,6 +11,7 @@ enum OverlayRenderer {
             ("h", "raise / lower your hand"), ("y", "next layout (tile, spotlight, sidebar)"), ("[ ]", "previous / next page of tiles"),
             ("p", "participant list"), ("t", "chat (type, Enter sends, Esc closes)"), ("s", "share the invite link (copied)"),
             ("r", "start / stop recording"), ("a", "captions on / off (starts transcription)"), ("g", "start / stop transcription"),
+            ("b", "start / stop the live stream (Icecast)"),
             ("w", "picture-in-picture"), ("o", "audio settings (digit picks a mode)"),
             ("i", "statistics per participant"), ("l, q", "leave (press again to confirm)"), ("Ctrl-C", "leave at once"),
             ("?", "this help"), ("Esc", "close a panel or overlay"),

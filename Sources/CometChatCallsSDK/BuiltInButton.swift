@@ -17,6 +17,8 @@ public enum BuiltInButton: String, Sendable, CaseIterable {
     case closedCaptions
     /// CallRoom: starts or stops the server's transcription (moderators).
     case transcriptionToggle
+    /// CallRoom: starts or stops the room's live stream to Icecast (moderators).
+    case streamingToggle
 }
 
 extension CallSession {
@@ -65,6 +67,8 @@ extension CallSession {
                 if self.currentClient?.isServerTranscribing == false { self.startTranscription() }
             case .transcriptionToggle:
                 if self.currentClient?.isServerTranscribing == true { self.stopTranscription() } else { self.startTranscription() }
+            case .streamingToggle:
+                if self.currentClient?.streamState != nil { self.stopStreaming() } else { self.startStreaming() }
             }
         }
     }

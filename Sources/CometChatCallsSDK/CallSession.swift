@@ -1,3 +1,4 @@
+import CallsCore
 import Foundation
 import Synchronization
 
@@ -96,6 +97,8 @@ public final class CallSession: @unchecked Sendable {
 
     /// True while you are in a session.
     public func isCallSessionActive() -> Bool { currentClient?.isSessionActive ?? false }
+    /// CallRoom: the session features the server offers (empty until joined). Any thread.
+    public var offeredFeatures: Set<SessionFeature> { currentClient?.offeredFeatures ?? [] }
 
     /// Leaves the session; `onSessionLeft` fires when the server confirms.
     public func leaveSession() {

@@ -31,7 +31,8 @@ extension CallsClient {
     public func setSessionFeature(_ feature: SessionFeature, enabled: Bool, language: String? = nil) {
         state.async {
             let lang = feature == .transcription && enabled ? (language ?? self.settings.captionLanguage) : nil
-            self.request(.setSessionFeature(feature: feature, enabled: enabled, language: lang))
+            let target = feature == .streaming && enabled ? self.settings.streamingURL : nil
+            self.request(.setSessionFeature(feature: feature, enabled: enabled, language: lang, target: target))
         }
     }
     /// Moderators: pin a participant (by pid or uid) for the room; nil unpins.

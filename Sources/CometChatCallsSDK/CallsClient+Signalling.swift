@@ -118,6 +118,7 @@ extension CallsClient {
                 $0.muted = j.you.isAudioMuted
                 $0.inviteLink = j.inviteLink ?? self.serverURL.appendingPathComponent("call").appendingPathComponent(j.sessionId).absoluteString
                 $0.notices = pendingNotices
+                $0.features = Set(j.features ?? [])
             }
             startReceiverReports()
             emit(.sessionJoined)

@@ -86,6 +86,8 @@ public final class CallsClient: @unchecked Sendable {
         var transcriptionLanguage: String?
         /// The room's live stream (nil: none).
         var stream: StreamState?
+        /// The session features the server offers (from `joined`).
+        var features: Set<SessionFeature> = []
     }
 
     /// CallRoom: whether the server is recording this session now.
@@ -93,6 +95,9 @@ public final class CallsClient: @unchecked Sendable {
     /// CallRoom: whether the server is transcribing this session now (captions arrive as
     /// `onCaptionReceived`).
     public var isServerTranscribing: Bool { published.withLock { $0.transcriptionLanguage != nil } }
+    /// CallRoom: the session features the server offers (recording; transcription when it has
+    /// a caption model; streaming when it has an Icecast server), known once joined.
+    public var offeredFeatures: Set<SessionFeature> { published.withLock { $0.features } }
     /// CallRoom: the room's live stream to Icecast: `.live`, `.reconnecting`, or nil (none).
     public var streamState: StreamState? { published.withLock { $0.stream } }
 

@@ -35,6 +35,9 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var autoStartTranscription: Bool = false
         /// Caption language (BCP 47).
         public var captionLanguage: String = "en-US"
+        /// CallRoom: the Icecast source URL `startStreaming` sends the room to (nil: the server's
+        /// configured one; servers accept a session's own only with `streamingAllowSessionURLs`).
+        public var streamingURL: String?
         /// On Linux: start in the compact picture-in-picture layout.
         public var enableIOSPictureInPicture: Bool = false
         public var hideControlPanel: Bool = false
@@ -108,6 +111,10 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     @discardableResult public func enableAutoStartRecording(_ value: Bool) -> SessionSettingsBuilder { settings.autoStartRecording = value; return self }
     /// Start transcription on join. Default: `false`.
     @discardableResult public func enableAutoStartTranscription(_ value: Bool) -> SessionSettingsBuilder { settings.autoStartTranscription = value; return self }
+    /// CallRoom: where `startStreaming` sends the room's live mix,
+    /// `http://source:PASSWORD@HOST:PORT/MOUNT` (sent over the signalling connection: use TLS).
+    /// Default: nil (the server's own `streamingURL`).
+    @discardableResult public func setStreamingURL(_ value: String?) -> SessionSettingsBuilder { settings.streamingURL = value; return self }
     /// Caption language (BCP 47). Default: `"en-US"`.
     @discardableResult public func setCaptionLanguage(_ value: String) -> SessionSettingsBuilder { settings.captionLanguage = value; return self }
     /// On Linux: start in the compact picture-in-picture layout. Default: `false`.

@@ -1,5 +1,6 @@
 import CallsCore
 import CallsServer
+import CallsRecording
 import Foundation
 
 let usage = """
@@ -19,7 +20,8 @@ let usage = """
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               mediaConsentIntervalMs, mediaConsentTimeoutMs, recordingRetentionDays, recordingQuotaMB,
-                              captionModelDir, captionDecoders,
+                              captionModelDir, captionDecoders, streamingURL, streamingAllowSessionURLs,
+                              streamingReconnectSeconds,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
@@ -163,6 +165,12 @@ if let d = file.captionModelDir {
     config.captionModelDir = d
 }
 if let n = bounded("captionDecoders", file.captionDecoders, 1...64) { config.captionDecoders = n }
+if let u = file.streamingURL {
+    do { _ = try IcecastTarget(url: u, sessionId: "check") } catch { fail("streamingURL: \(error)") }
+    config.streamingURL = u
+}
+config.streamingAllowSessionURLs = file.streamingAllowSessionURLs ?? false
+if let n = bounded("streamingReconnectSeconds", file.streamingReconnectSeconds, 0...3600) { config.streamingReconnectSeconds = Double(n) }
 if let d = bounded("mediaConsentIntervalMs", file.mediaConsentIntervalMs, 200...60_000) { config.mediaConsentIntervalMs = d }
 if let d = bounded("mediaConsentTimeoutMs", file.mediaConsentTimeoutMs, 1000...600_000) { config.mediaConsentTimeoutMs = d }
 if config.mediaConsentTimeoutMs <= config.mediaConsentIntervalMs {

@@ -12,6 +12,10 @@ public final class ManagedProcess: @unchecked Sendable {
     private var lines: [String] = []
     private var errText = Data()
 
+    /// Each pipe reached end of file (set by its reader).
+    private var stdoutEnded = false
+    private var stderrEnded = false
+
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -21,7 +25,15 @@ public final class ManagedProcess: @unchecked Sendable {
         process.standardError = stderrPipe
         stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
             let d = h.availableData
-            guard let self, !d.isEmpty else { return }
+            guard let self else { return }
+            guard !d.isEmpty else {  // end of file: the process closed its stdout (it exited)
+                h.readabilityHandler = nil
+                self.lock.withLock {
+                    if !self.buffer.isEmpty { self.lines.append(String(decoding: self.buffer, as: UTF8.self)); self.buffer.removeAll() }
+                    self.stdoutEnded = true
+                }
+                return
+            }
             self.lock.lock()
             self.buffer.append(d)
             while let nl = self.buffer.firstIndex(of: 0x0A) {
@@ -32,7 +44,12 @@ public final class ManagedProcess: @unchecked Sendable {
         }
         stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
             let d = h.availableData
-            guard let self, !d.isEmpty else { return }
+            guard let self else { return }
+            guard !d.isEmpty else {
+                h.readabilityHandler = nil
+                self.lock.withLock { self.stderrEnded = true }
+                return
+            }
             self.lock.lock()
             self.errText.append(d)
             self.lock.unlock()
@@ -70,11 +87,15 @@ public final class ManagedProcess: @unchecked Sendable {
 
     public func closeInput() { try? stdinPipe.fileHandleForWriting.close() }
 
-    /// Waits for exit; returns the status, or nil on timeout.
+    /// Waits for exit; returns the status, or nil on timeout. After an exit, also waits (up to
+    /// 2 s) until its output has been read to the end, so `output` holds every line it printed.
     public func wait(timeout: TimeInterval = 10) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        return process.isRunning ? nil : process.terminationStatus
+        guard !process.isRunning else { return nil }
+        let drained = Date().addingTimeInterval(2)
+        while !lock.withLock({ stdoutEnded && stderrEnded }) && Date() < drained { Thread.sleep(forTimeInterval: 0.005) }
+        return process.terminationStatus
     }
 
     public func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }

@@ -584,3 +584,24 @@ extension CallScreenRendererTests {
         }
     }
 }
+
+extension CallScreenRendererTests {
+    func testTheLiveStreamShowsInTheHeaderAndItsButtonOnlyWhereTheServerStreams() {
+        var m = model(count: 2)
+        func ids() -> [String] { ControlBar.specs(m, glyphs: .unicode).map(\.item.id) }
+        XCTAssertFalse(ids().contains("streamingToggle"), "a server without Icecast offers no live stream: no button")
+        m.serverFeatures.insert(.streaming)
+        XCTAssertTrue(ids().contains("streamingToggle"), "hideStreamingButton is false by default")
+        m.settings.hideStreamingButton = true
+        XCTAssertFalse(ids().contains("streamingToggle"))
+        m.apply(.streamingStarted, localPID: nil)
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 80, height: 24).lines[0].contains("LIVE"))
+        m.apply(.streamingReconnecting(reason: "connection reset"), localPID: nil)
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 40).lines[0].contains("LIVE reconnecting"))
+        m.settings.hideStreamingStatusIndicator = true
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 120, height: 40).lines[0].contains("LIVE"), "hideStreamingStatusIndicator")
+        m.settings.hideStreamingStatusIndicator = false
+        m.apply(.streamingStopped, localPID: nil)
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).lines[0].contains("LIVE"))
+    }
+}

@@ -61,6 +61,7 @@ final class EventRecorder: @unchecked Sendable {
     private var list: [CallEvent] = []
     func add(_ e: CallEvent) { lock.lock(); list.append(e); lock.unlock() }
     var all: [CallEvent] { lock.lock(); defer { lock.unlock() }; return list }
+    func clear() { lock.lock(); list.removeAll(); lock.unlock() }
 }
 
 /// Level and WAV reading for these tests.

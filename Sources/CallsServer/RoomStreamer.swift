@@ -1,0 +1,163 @@
+import CallsCore
+import CallsRecording
+import Foundation
+import Synchronization
+
+/// The server's live stream of one room to Icecast: a `ServerMember`'s sink that mixes the
+/// room as it is said (`LiveMix`: decode, place by RTP clock, sum 200 ms behind), encodes the
+/// mix as Ogg Opus (`OggOpusEncoder`, libopusenc) and sends the pages to an Icecast mount
+/// (`IcecastSource`, libshout) from a sender thread of its own.
+///
+/// ```
+///  receive thread: SRTP unprotect ─▶ LiveMix ─▶ every 20 ms: mix ─▶ OggOpusEncoder ─▶ pages ─┐
+///  sender thread:  pages ─▶ libshout ─▶ Icecast        (dropped: reconnect, a new Ogg stream) ◀┘
+/// ```
+/// The first connection is made before the member joins (`connect`), so a refused password is
+/// the moderator's error at once and `streaming: live` is true when the room hears it. When
+/// Icecast drops, the room hears `reconnecting` (with why); the sender tries every second (up
+/// to 5 s apart) for `reconnectSeconds`, then gives up: the stream stops and the moderator is
+/// told. Each reconnection starts a fresh Ogg stream (new headers), as a new source must.
+///
+/// Thread rules: `connect` before the member starts (any thread); `received`/`tick` on the
+/// member's receive thread; the sender thread owns the `IcecastSource`; `finished` on the
+/// stopping thread; shared state behind a lock.
+final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
+    struct Config: Sendable {
+        var sessionId: String
+        var id: String
+        var target: IcecastTarget
+        var reconnectSeconds: Double
+    }
+
+    let config: Config
+    private let log: ServerLog
+    /// Set before the member starts; status goes out through it.
+    weak var member: ServerMember?
+    private let source: IcecastSource
+    private let mix = LiveMix(delayMs: 200)
+    /// Confined to the receive thread (then the stopping thread).
+    private var encoder: OggOpusEncoder?
+
+    private struct Shared {
+        var pages: [UInt8] = []
+        /// The sender reconnected: the next pages must start a new Ogg stream.
+        var restart = false
+        var failure: String?
+        var senderRunning = true
+    }
+    private let shared = Locked(Shared())
+    private let senderDone = DispatchSemaphore(value: 0)
+    private var senderStarted = false
+
+    init(config: Config, log: ServerLog) throws {
+        self.config = config
+        self.log = log
+        source = try IcecastSource(target: config.target, name: "CallRoom: \(config.sessionId)")
+    }
+
+    /// The first connection (before joining): throws what Icecast said.
+    func connect() throws(StreamError) {
+        try source.connect(timeout: 5)
+        log.info("stream connected", ["session": config.sessionId, "id": config.id, "target": config.target.description])
+    }
+
+    // MARK: Receive thread
+
+    func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
+        mix.packet(ssrc: h.ssrc, timestamp: h.timestamp, payload: payload, atMs: atMs)
+    }
+
+    func tick(nowMs: Int64) throws(ServerMemberFailure) {
+        if !senderStarted {
+            senderStarted = true
+            let t = Thread { [self] in
+                sendLoop()
+                senderDone.signal()
+            }
+            t.name = "callroom.streaming.send"
+            t.start()
+        }
+        let (restart, failure) = shared.withLock { s in
+            defer { s.restart = false }
+            return (s.restart, s.failure)
+        }
+        if let failure { throw ServerMemberFailure(reason: failure) }
+        if restart || encoder == nil {
+            // A new source connection takes a new Ogg stream: a fresh encoder writes its headers first.
+            encoder = try? OggOpusEncoder(bitrate: 48_000, muxingDelayMs: 200, tags: ["title": config.sessionId, "encoder": "callroomd"]) { [shared] page in
+                shared.withLock { $0.pages.append(contentsOf: page) }
+                return nil
+            }
+        }
+        guard let encoder else { throw ServerMemberFailure(reason: "the stream's Opus encoder could not start") }
+        var failed: String?
+        mix.render(untilMs: nowMs) { block in
+            do { try encoder.write(block, name: config.target.mount) } catch { failed = "\(error)" }
+        }
+        if let failed { throw ServerMemberFailure(reason: "the stream's encoder failed: \(failed)") }
+    }
+
+    // MARK: Sender thread
+
+    private func sendLoop() {
+        var droppedAt: Date?
+        var wait = 1.0
+        var nextTry = Date()
+        while shared.withLock({ $0.senderRunning }) {
+            if source.isConnected {
+                let pages = shared.withLock { s -> [UInt8] in
+                    defer { s.pages.removeAll(keepingCapacity: true) }
+                    return s.pages
+                }
+                do {
+                    try source.send(pages)
+                } catch {
+                    droppedAt = Date()
+                    wait = 1
+                    nextTry = Date().addingTimeInterval(wait)
+                    log.warn("stream dropped; reconnecting", ["session": config.sessionId, "error": "\(error)"])
+                    member?.send(.streamStatus(state: .reconnecting, detail: "\(error)"))
+                }
+            } else if Date() >= nextTry {
+                do {
+                    try source.connect(timeout: 3)
+                    // Pages made while it was away belong to the old stream: a new one starts now.
+                    shared.withLock { s in
+                        s.pages.removeAll()
+                        s.restart = true
+                    }
+                    let away = droppedAt.map { Date().timeIntervalSince($0) } ?? 0
+                    droppedAt = nil
+                    log.info("stream reconnected", ["session": config.sessionId, "after_s": String(format: "%.1f", away)])
+                    member?.send(.streamStatus(state: .live, detail: nil))
+                } catch {
+                    shared.withLock { $0.pages.removeAll() }
+                    if let d = droppedAt, Date().timeIntervalSince(d) > config.reconnectSeconds {
+                        shared.withLock { $0.failure = "the Icecast server stayed away for \(Int(config.reconnectSeconds)) s (\(error))" }
+                        return
+                    }
+                    wait = min(5, wait * 1.5)
+                    nextTry = Date().addingTimeInterval(wait)
+                }
+            }
+            usleep(20_000)
+        }
+    }
+
+    // MARK: The end
+
+    func finished(failure: String?) {
+        if let encoder {
+            try? encoder.finish(name: config.target.mount)  // the last pages: the end of the Ogg stream
+            self.encoder = nil
+        }
+        if senderStarted {
+            // Let the sender flush the last pages (a moment), then stop it.
+            for _ in 0..<25 where shared.withLock({ !$0.pages.isEmpty && $0.failure == nil }) && source.isConnected { usleep(20_000) }
+            shared.withLock { $0.senderRunning = false }
+            senderDone.wait()
+        }
+        source.close()
+        log.info("stream stopped", ["session": config.sessionId, "id": config.id, "error": failure ?? ""])
+    }
+}

@@ -1,0 +1,135 @@
+import CallRoomTestSupport
+import CallsCore
+import CallsServer
+@testable import CometChatCallsSDK
+import Foundation
+import XCTest
+
+/// The live stream end to end against a real Icecast (Debian `icecast2`, started here): a
+/// moderator starts it from the SDK, a player on the mount gets Ogg Opus that opusinfo accepts
+/// and that holds the room's sound; Icecast crashing and coming back is said to the room and
+/// the stream resumes with fresh headers; bad credentials and unconfigured servers are clear
+/// errors.
+final class StreamingTests: XCTestCase {
+    func waitFor(_ what: String, _ events: EventRecorder, seconds: Double = 5, _ match: @escaping (CallEvent) -> Bool) async throws {
+        for _ in 0..<Int(seconds * 20) where !events.all.contains(where: match) { try await Task.sleep(nanoseconds: 50_000_000) }
+        XCTAssertTrue(events.all.contains(where: match), "\(what): \(events.all.map(\.callback))")
+    }
+
+    /// The stream a player hears for `seconds`, checked by opusinfo and decoded by opusdec.
+    func heard(_ ice: IcecastServer, _ mount: String, seconds: Double, dir: TemporaryDirectory, name: String) throws -> [Int16] {
+        let (status, body) = ice.listen(mount: mount, seconds: seconds)
+        XCTAssertTrue(status.contains("200"), "the mount answers a player: \(status)")
+        XCTAssertGreaterThan(body.count, 4000, "\(seconds) s of stream")
+        let path = dir.file(name + ".opus")
+        try body.write(to: URL(fileURLWithPath: path))
+        let info = try ManagedProcess("/usr/bin/opusinfo", [path])
+        _ = info.wait(timeout: 20)
+        // A player joins mid-stream: opusinfo warns of the pages before it (and exits 1 for
+        // that), "normal for live streams"; anything else is a fault.
+        let report = info.output
+        XCTAssertTrue(report.contains { $0.contains("type opus") } && report.contains { $0.contains("Playback length") }, report.joined(separator: "\n"))
+        let faults = report.filter { $0.contains("WARNING") && !$0.contains("normal for live streams") && !$0.contains("discontinuity in stream") }
+        XCTAssertEqual(faults, [], report.joined(separator: "\n"))
+        let dec = try ManagedProcess("/usr/bin/opusdec", ["--quiet", "--rate", "48000", path, path + ".wav"])
+        XCTAssertEqual(dec.wait(timeout: 20), 0, dec.errorOutput)
+        return try XCTUnwrap(SignalAnalysis.readWAV(path + ".wav")).samples
+    }
+
+    func testAModeratorStreamsTheRoomToIcecastAndItSurvivesIcecastRestarting() async throws {
+        try XCTSkipUnless(IcecastServer.isInstalled && FileManager.default.isExecutableFile(atPath: "/usr/bin/opusinfo"),
+                          "needs icecast2 and opus-tools (scripts/install-deps.sh)")
+        let ice = try IcecastServer()
+        try ice.start()
+        let t = try TestServer {
+            $0.streamingURL = "http://source:\(ice.password)@127.0.0.1:\(ice.port)/{sessionId}.opus"
+            $0.streamingReconnectSeconds = 30
+        }
+        defer { t.stop() }
+        let dir = TemporaryDirectory("callroom-stream")
+        defer { dir.remove() }
+        let modEvents = EventRecorder(), guestEvents = EventRecorder()
+        let mod = try await t.joinedClient("mod", session: "onair", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
+        let guest = try await t.joinedClient("guest", session: "onair", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
+        guest.setSessionFeature(.streaming, enabled: true)
+        try await waitFor("a participant may not stream", guestEvents) { if case .error("ERR_NOT_MODERATOR", _) = $0 { return true }; return false }
+        mod.setSessionFeature(.streaming, enabled: true)
+        try await waitFor("onStreamingStarted (guest)", guestEvents) { $0 == .streamingStarted }
+        XCTAssertEqual(guest.streamState, .live)
+        for _ in 0..<60 where ice.mounts().isEmpty { try await Task.sleep(nanoseconds: 50_000_000) }
+        XCTAssertEqual(ice.mounts(), ["/onair.opus"])
+        XCTAssertEqual(guest.participants.count, 2, "the streamer is no participant")
+        mod.setSessionFeature(.streaming, enabled: true)
+        try await waitFor("one stream at a time", modEvents) { if case .error("ERR_ALREADY_STREAMING", _) = $0 { return true }; return false }
+
+        // A player hears the room: the moderator's 440 Hz tone.
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        let first = try heard(ice, "/onair.opus", seconds: 4, dir: dir, name: "first")
+        let windows = SignalAnalysis.windows(first, size: 4800)
+        let toned = windows.filter { SignalAnalysis.toneDominanceDB($0, frequency: 440, others: [660, 1000]) > 20 }.count
+        XCTAssertGreaterThan(toned, windows.count / 2, "the stream is the room's sound: \(toned) of \(windows.count) windows are the tone")
+
+        // Icecast crashes: the room hears the stream is reconnecting, then back on air.
+        ice.kill()
+        try await waitFor("onStreamingReconnecting", guestEvents, seconds: 10) { if case .streamingReconnecting = $0 { return true }; return false }
+        XCTAssertEqual(guest.streamState, .reconnecting)
+        try ice.start()
+        try await waitFor("onStreamingReconnected", guestEvents, seconds: 15) { $0 == .streamingReconnected }
+        XCTAssertEqual(guest.streamState, .live)
+        try await Task.sleep(nanoseconds: 500_000_000)
+        // A new Ogg stream with its own headers: a player that joins now can decode it.
+        let second = try heard(ice, "/onair.opus", seconds: 3, dir: dir, name: "second")
+        XCTAssertGreaterThan(second.count, 48_000, "more than a second of audio after the reconnect")
+
+        mod.setSessionFeature(.streaming, enabled: false)
+        try await waitFor("onStreamingStopped", guestEvents) { $0 == .streamingStopped }
+        XCTAssertNil(guest.streamState)
+        for _ in 0..<40 where !ice.mounts().isEmpty { try await Task.sleep(nanoseconds: 50_000_000) }
+        XCTAssertEqual(ice.mounts(), [], "the mount ends with the stream")
+        await guest.leave()
+        await mod.leave()
+    }
+
+    func testRefusedCredentialsAndUnconfiguredServersAreClearErrors() async throws {
+        try XCTSkipUnless(IcecastServer.isInstalled, "needs icecast2 (scripts/install-deps.sh)")
+        let ice = try IcecastServer()
+        try ice.start()
+        // A wrong source password: the moderator is told at once; nobody hears "started".
+        let wrong = try TestServer { $0.streamingURL = "http://source:not-it@127.0.0.1:\(ice.port)/x.opus" }
+        defer { wrong.stop() }
+        let events = EventRecorder()
+        let mod = try await wrong.joinedClient("mod", session: "nope", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("null").setStreamingURL("http://source:x@127.0.0.1:9/y.opus").build(), onEvent: { events.add($0) })
+        // A session's own URL is refused unless the server allows it.
+        mod.setSessionFeature(.streaming, enabled: true)
+        try await waitFor("a session URL needs streamingAllowSessionURLs", events) {
+            if case .error("ERR_STREAMING_FAILED", let m) = $0 { return m.contains("configured Icecast") }; return false
+        }
+        await mod.leave()
+        let plain = try await wrong.joinedClient("mod", session: "nope2", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { events.add($0) })
+        events.clear()
+        plain.setSessionFeature(.streaming, enabled: true)
+        try await waitFor("refused credentials", events) {
+            if case .error("ERR_STREAMING_FAILED", let m) = $0 { return m.contains("refused") }; return false
+        }
+        XCTAssertFalse(events.all.contains(.streamingStarted))
+        XCTAssertNil(plain.streamState)
+        XCTAssertEqual(ice.mounts(), [])
+        await plain.leave()
+
+        // No streamingURL at all.
+        let none = try TestServer()
+        defer { none.stop() }
+        let e2 = EventRecorder()
+        let c = try await none.joinedClient("mod", session: "quiet", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build(), onEvent: { e2.add($0) })
+        c.setSessionFeature(.streaming, enabled: true)
+        try await waitFor("no Icecast configured", e2) {
+            if case .error("ERR_FEATURE_UNAVAILABLE", let m) = $0 { return m.contains("streamingURL") }; return false
+        }
+        await c.leave()
+    }
+}
