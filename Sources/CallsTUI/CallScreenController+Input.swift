@@ -185,8 +185,13 @@ extension CallScreenController {
         switch button {
         case .chat: model.panel = model.panel == .chat ? .log : .chat
         case .closedCaptions:
-            model.captionsHidden.toggle()
-            if !model.captionsHidden && model.transcriptionLanguage == nil { model.toast("Captions on: asking the server to transcribe…") }
+            // Not transcribing yet: the click asked the server to (captions show when it starts).
+            if model.transcriptionLanguage == nil {
+                model.captionsHidden = false
+                model.toast("Captions: asking the server to transcribe…")
+            } else {
+                model.captionsHidden.toggle()
+            }
         case .shareInvite:
             guard let link = session.inviteLink else { return model.toast("No invite link yet (not in a session)", kind: .error) }
             let outcome = driver.copyToClipboard(link)

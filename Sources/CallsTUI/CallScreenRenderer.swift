@@ -205,13 +205,13 @@ public enum CallScreenRenderer {
         }
     }
 
-    /// Captions over the bottom of the tile area: `Name: text`, the newest speaker lowest, a
+    /// Captions over the bottom of the tile area (above its border): `Name: text`, the newest speaker lowest, a
     /// long caption showing its end (what is being said now); partial ones dim.
     private static func drawCaptions(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         let shown = m.visibleCaptions(at: m.now)
-        guard !shown.isEmpty, rect.height >= 3, rect.width >= 12 else { return }
+        guard !shown.isEmpty, rect.height >= 4, rect.width >= 12 else { return }
         for (i, c) in shown.reversed().enumerated() {
-            let y = rect.maxY - 1 - i
+            let y = rect.maxY - 2 - i  // above the tiles' bottom border
             guard y > rect.y else { break }
             let name = DisplayText.name(c.name) ?? c.uid
             let room = rect.width - 4 - DisplayWidth.of(name) - 2

@@ -27,7 +27,7 @@ enum DemoCommand {
           --name NAME       your display name (default "You")
           --layout L        TILE, SPOTLIGHT or SIDEBAR (default TILE)
           --show LIST       show these parts of the call screen (as 'callroom join --help' lists;
-                            the demo shows chat, invite and record)
+                            the demo shows chat, invite, record and captions)
           --hide LIST       hide these
           --event-log FILE  also write every listener callback to FILE as JSON lines
           --ring            a synthetic participant (Ada) calls you: the ringing screen, then the call
@@ -60,6 +60,7 @@ enum DemoCommand {
             .hideChatButton(false)
             .hideShareInviteButton(false)
             .hideRecordingButton(false)
+            .hideClosedCaptionButton(false)
             .setDisplayName(args["name"] ?? "You")
             .setAudioInput(input)
             .setAudioOutput(output)
