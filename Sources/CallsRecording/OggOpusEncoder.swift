@@ -21,8 +21,11 @@ public final class OggOpusEncoder {
     private var encoder: OpaquePointer?
 
     /// `bitrate` in bits a second; a page is out at least every `muxingDelayMs` (libopusenc
-    /// waits up to 1 s by default), and audio is encoded within 100 ms of coming in.
-    public init(bitrate: Int32 = 32_000, muxingDelayMs: Int32 = 1000, tags: [String: String] = [:], output: @escaping Output) throws(RecordingError) {
+    /// waits up to 1 s by default), and audio is encoded within 100 ms of coming in. `voice`
+    /// tells Opus the signal is speech (it leans to SILK); a second encoding of decoded Opus is
+    /// better left to choose (measured: docs/benchmarks.md).
+    public init(bitrate: Int32 = 32_000, voice: Bool = true, muxingDelayMs: Int32 = 1000, tags: [String: String] = [:],
+                output: @escaping Output) throws(RecordingError) {
         sink = Sink(output)
         guard let comments = ope_comments_create() else { throw .library("ope_comments_create failed") }
         defer { ope_comments_destroy(comments) }
@@ -43,7 +46,7 @@ public final class OggOpusEncoder {
         }
         encoder = enc
         _ = callroom_ope_set_bitrate(enc, bitrate)
-        _ = callroom_ope_set_signal_voice(enc)
+        if voice { _ = callroom_ope_set_signal_voice(enc) }
         _ = callroom_ope_set_decision_delay(enc, 4_800)
         _ = callroom_ope_set_muxing_delay(enc, muxingDelayMs * 48)
     }

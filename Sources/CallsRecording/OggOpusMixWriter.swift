@@ -16,12 +16,12 @@ public final class OggOpusMixWriter {
     private var closed = false
 
     /// Creates the file (0600, failing if it exists); `bitrate` in bits a second.
-    public init(path: String, bitrate: Int32 = 32_000, tags: [String: String] = [:]) throws(RecordingError) {
+    public init(path: String, bitrate: Int32 = 32_000, voice: Bool = true, tags: [String: String] = [:]) throws(RecordingError) {
         self.path = path
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .cannotCreate(path: path, errno: errno) }
         self.fd = fd
-        do { encoder = try OggOpusEncoder(bitrate: bitrate, muxingDelayMs: 1000, tags: tags) { writeAll(fd, $0) } } catch {
+        do { encoder = try OggOpusEncoder(bitrate: bitrate, voice: voice, muxingDelayMs: 1000, tags: tags) { writeAll(fd, $0) } } catch {
             close(fd)
             throw error
         }

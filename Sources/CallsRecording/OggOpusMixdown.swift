@@ -13,13 +13,18 @@ import Foundation
 public enum OggOpusMixdown {
     /// The tag `OggOpusWriter` files carry: where the track starts in the recording (ms).
     public static let offsetTag = "START_OFFSET_MS"
+    /// The mix is a second encoding of speech that was Opus already. Measured against what a
+    /// participant heard (scripts/bench-recording-pesq.sh, PESQ-WB): 32 kb/s with the voice
+    /// hint cost 0.43, 64 kb/s with it 0.38; without the hint libopus keeps more of the first
+    /// encoding: 96 kb/s is what the mix uses (docs/benchmarks.md has the table).
+    public static let bitrate: Int32 = 96_000
 
     /// Mixes `tracks` into a new file at `output`. Returns its length in seconds.
     @discardableResult
     public static func mix(_ tracks: [String], into output: String) throws(RecordingError) -> Double {
         var readers: [TrackReader] = []
         for path in tracks { readers.append(try TrackReader(path: path)) }
-        let writer = try OggOpusMixWriter(path: output, tags: ["title": "mix"])
+        let writer = try OggOpusMixWriter(path: output, bitrate: OggOpusMixdown.bitrate, voice: false, tags: ["title": "mix"])
         let mixer = Mixer(frameSamples: 960)
         var block = [Int16](repeating: 0, count: 960)
         var track = [Int16](repeating: 0, count: 960)
