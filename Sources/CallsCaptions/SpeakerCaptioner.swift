@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CallsAudio
 import CallsCore
 
@@ -52,7 +55,12 @@ public final class SpeakerCaptioner {
     private var lastPartialMs: Int64 = 0
     private var lastPartial = ""
     private var nextID = 1
-    /// Utterances dropped because no recogniser came free in time, and recogniser failures.
+    /// Utterances that ended while every recogniser was busy: recognised, in order, as soon as
+    /// one frees (on a later frame or tick), so a busy server captions late, not never.
+    private var waiting: [(id: Int, startMs: Int64, endMs: Int64, samples: [Int16])] = []
+    /// At most this much speech waits (oldest dropped past it: `dropped` counts them).
+    public static let maxWaitingSamples = 16_000 * 60
+    /// Utterances dropped because too much was waiting, and recogniser failures.
     public private(set) var dropped = 0
     public private(set) var failures: [String] = []
 
@@ -97,6 +105,7 @@ public final class SpeakerCaptioner {
     /// Time passes without audio (packets stop in DTX and when a speaker leaves): ends an
     /// utterance after the hangover, refreshes the partial caption.
     public func tick(nowMs: Int64) {
+        if !waiting.isEmpty { recogniseWaiting() }
         guard let u = utterance else { return }
         if nowMs - lastVoiceMs >= timing.hangoverMs { return finishUtterance(endMs: lastVoiceMs) }
         if nowMs - u.startMs >= timing.maxUtteranceMs { return finishUtterance(endMs: min(nowMs, lastFrameMs)) }
@@ -111,9 +120,34 @@ public final class SpeakerCaptioner {
         }
     }
 
-    /// The speaker left or the transcription stops: the open utterance is made final.
+    /// The speaker left or the transcription stops: the open utterance is made final, and what
+    /// waits for a recogniser is recognised now (waiting for one, briefly, if it must).
     public func finish(nowMs: Int64) {
         if utterance != nil { finishUtterance(endMs: min(nowMs, max(lastVoiceMs, lastFrameMs))) }
+        for _ in 0..<200 where !waiting.isEmpty {
+            recogniseWaiting()
+            if !waiting.isEmpty { usleep(10_000) }
+        }
+        dropped += waiting.count
+        waiting.removeAll()
+    }
+
+    /// Utterances waiting, oldest first, while a recogniser can be had.
+    private func recogniseWaiting() {
+        while let w = waiting.first {
+            do {
+                guard let r = try pool.lease(language: language) else { return }
+                waiting.removeFirst()
+                try r.begin()
+                try w.samples.withUnsafeBufferPointer { p throws(CaptionError) in try r.feed(p) }
+                let text = try r.end()
+                pool.giveBack(r)
+                if !text.isEmpty { emit(CaptionSegment(id: w.id, text: text, isFinal: true, startMs: w.startMs, endMs: w.endMs)) }
+            } catch {
+                failures.append(error.description)
+                waiting.removeFirst()
+            }
+        }
     }
 
     // MARK: Utterances
@@ -147,15 +181,22 @@ public final class SpeakerCaptioner {
         utterance = nil
         if recognizer == nil { attachRecognizer() }
         var text = ""
+        var queued = false
         if let r = recognizer {
             do { text = try r.end() } catch { failures.append(error.description) }
             pool.giveBack(r)
             recognizer = nil
         } else {
-            dropped += 1  // every recogniser stayed busy for the whole utterance
+            // Every recogniser stayed busy for the whole utterance: it waits its turn.
+            waiting.append((u.id, u.startMs, max(endMs, u.startMs), buffered))
+            queued = true
+            while waiting.reduce(0, { $0 + $1.samples.count }) > Self.maxWaitingSamples {
+                waiting.removeFirst()
+                dropped += 1
+            }
         }
         buffered.removeAll(keepingCapacity: true)
-        if !text.isEmpty || !lastPartial.isEmpty {
+        if !queued && (!text.isEmpty || !lastPartial.isEmpty) {  // (a queued one's final comes when it is recognised)
             emit(CaptionSegment(id: u.id, text: text, isFinal: true, startMs: u.startMs, endMs: max(endMs, u.startMs)))
         }
         lastPartial = ""

@@ -57,6 +57,7 @@ public struct EventLog: Equatable, Sendable {
              .participantStartedRecording(let p), .participantStoppedRecording(let p), .dominantSpeakerChanged(let p):
             uid = p.uid
         case .chatMessage(let m): uid = m.uid
+        case .captionReceived(let c): uid = c.uid
         default: uid = nil
         }
         let short = e.listener.replacingOccurrences(of: "Listener", with: "")

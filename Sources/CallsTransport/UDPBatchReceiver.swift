@@ -60,6 +60,11 @@ public final class UDPBatchReceiver: @unchecked Sendable {
                                count: min(Int(messages[i].msg_len), datagramCapacity))
     }
 
+    /// Datagram `i`'s whole slot, writable (in-place SRTP unprotect); its length is `length(i)`.
+    public func mutableDatagram(_ i: Int) -> UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(start: buffers + i * datagramCapacity, count: datagramCapacity)
+    }
+
     /// When datagram `i` (< `count`) reached the socket, in `CLOCK_REALTIME` nanoseconds
     /// (compare with `UDPBatchReceiver.realtimeNanoseconds()`); 0 without timestamps.
     public func arrivalNanoseconds(_ i: Int) -> Int64 { Int64(callroom_message_timestamp_ns(messages + i)) }

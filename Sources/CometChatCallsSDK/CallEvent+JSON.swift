@@ -60,6 +60,9 @@ extension CallEvent {
         case .callLayoutChanged(let l): return l.value
         case .error(let code, let message): return "\(code): \(message)"
         case .chatMessage(let m): return "\(m.name): \(m.text)"
+        case .captionReceived(let c): return "\(c.name)\(c.final ? "" : " …"): \(c.text)"
+        case .transcriptionStarted(let l): return l
+        case .streamingReconnecting(let reason): return reason
         case .audioNotice(let n): return n
         case .connectionQualityChanged(let p, let q): return "\(p.name ?? "?") (\(p.uid ?? "?")) \(q.rawValue)"
         default: return ""

@@ -117,6 +117,25 @@ final class CaptionTests: XCTestCase {
         XCTAssertEqual(ca.dropped + cb.dropped, 0)
     }
 
+    func testAnUtteranceThatEndsWhileEveryRecognizerIsBusyIsCaptionedWhenOneFrees() throws {
+        let pool = RecognizerPool(engine: CountingEngine(), capacity: 1)
+        let held = try XCTUnwrap(try pool.lease(language: "en-US"))  // another room's speaker, talking on
+        var got: [CaptionSegment] = []
+        let c = try SpeakerCaptioner(language: "en-US", pool: pool) { got.append($0) }
+        let t = play(c, frames(1000, true) + frames(1000, false))
+        XCTAssertEqual(got, [], "no recogniser: no partial, and the final waits")
+        c.tick(nowMs: t + 500)
+        XCTAssertEqual(got, [])
+        pool.giveBack(held)
+        c.tick(nowMs: t + 1000)
+        XCTAssertEqual(got.count, 1, "\(got)")
+        XCTAssertEqual(got.first?.isFinal, true)
+        XCTAssertEqual(Double(got.first?.text.dropFirst(3) ?? "") ?? 0, 1600, accuracy: 5, "all of it: 1000 ms of speech + the 600 ms hangover")
+        XCTAssertEqual(got.first?.endMs, 1000)
+        XCTAssertEqual(c.dropped, 0)
+        XCTAssertEqual(pool.leased, 0)
+    }
+
     func testALanguageWithNoModelIsAClearError() throws {
         let pool = RecognizerPool(engine: PocketSphinxEngine(), capacity: 1)
         XCTAssertThrowsError(try pool.check(language: "fr-FR")) { e in

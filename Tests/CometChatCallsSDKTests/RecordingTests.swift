@@ -152,3 +152,62 @@ final class RecordingLimitsTests: XCTestCase {
         await boss.leave()
     }
 }
+
+/// A full disk under a running recording, end to end: the recorder stops cleanly, the
+/// moderator is told, the room hears the recording stopped, and what fitted is kept, finalised
+/// and served.
+final class RecordingFullDiskTests: XCTestCase {
+    func testAFullDiskStopsTheRecordingTellsTheModeratorAndKeepsWhatWasWritten() async throws {
+        try XCTSkipUnless(getuid() == 0, "needs root to mount a small tmpfs")
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/opusinfo"), "needs opus-tools (scripts/install-deps.sh)")
+        let dir = TemporaryDirectory("callroom-full")
+        defer { dir.remove() }
+        let data = dir.file("data")
+        try FileManager.default.createDirectory(atPath: data + "/recordings", withIntermediateDirectories: true)
+        // 96 KiB for recordings: two participants at ≈ 4 KB/s fill it in about 10 s.
+        let m = try ManagedProcess("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=96k", "tmpfs", data + "/recordings"])
+        try XCTSkipUnless(m.wait(timeout: 10) == 0, "cannot mount a tmpfs here: \(m.errorOutput)")
+        defer { _ = try? ManagedProcess("/usr/bin/umount", ["-l", data + "/recordings"]).wait(timeout: 10) }
+        let t = try TestServer { $0.dataDir = data }
+        defer { t.stop() }
+        let modEvents = EventRecorder(), guestEvents = EventRecorder()
+        let mod = try await t.joinedClient("mod", session: "full", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
+        let guest = try await t.joinedClient("guest", session: "full", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:660").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
+        mod.setSessionFeature(.recording, enabled: true)
+        for _ in 0..<100 where !guestEvents.all.contains(.recordingStarted) { try await Task.sleep(nanoseconds: 50_000_000) }
+        XCTAssertTrue(guestEvents.all.contains(.recordingStarted))
+        // The disk fills: the moderator hears why, everyone that it stopped.
+        for _ in 0..<600 where !modEvents.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) {
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        XCTAssertTrue(modEvents.all.contains { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false },
+                      "\(modEvents.all.map(\.callback))")
+        for _ in 0..<100 where !guestEvents.all.contains(.recordingStopped) { try await Task.sleep(nanoseconds: 50_000_000) }
+        XCTAssertTrue(guestEvents.all.contains(.recordingStopped))
+        XCTAssertFalse(guest.isServerRecording)
+        // What fitted is in the call log, finished, and plays.
+        let admin = ["apikey": t.server.keys.apiKey]
+        var files: [[String: Any]] = []
+        for _ in 0..<100 {
+            let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/full", headers: admin).data
+            if let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber { files = r["files"] as? [[String: Any]] ?? []; break }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        let tracks = files.filter { $0["kind"] as? String == "participant" }
+        XCTAssertEqual(tracks.count, 2, "both participants' files: \(files)")
+        for f in tracks {
+            XCTAssertGreaterThan(f["duration"] as? Double ?? 0, 2, "seconds of it kept: \(f)")
+            let body = BlockingHTTP.request("GET", try XCTUnwrap(f["url"] as? String), headers: admin).body
+            let path = dir.file("got-\(f["pid"] as? String ?? "x").opus")
+            try body.write(to: URL(fileURLWithPath: path))
+            let info = try ManagedProcess("/usr/bin/opusinfo", [path])
+            XCTAssertEqual(info.wait(timeout: 20), 0, info.output.joined(separator: "\n"))
+        }
+        // The call goes on, and the moderator may record again once there is room.
+        XCTAssertTrue(mod.isSessionActive)
+        await guest.leave()
+        await mod.leave()
+    }
+}

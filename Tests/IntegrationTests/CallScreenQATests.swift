@@ -155,8 +155,9 @@ final class CallScreenQATests: XCTestCase {
     /// Every control-bar button clicked with real xterm SGR mouse reports through a tmux client:
     /// exactly one action per click.
     func testEveryButtonClickedWithTheMouseActsOnce() throws {
-        try startDemo(width: 140, height: 34)
-        let client = try TmuxClient(t, width: 140, height: 34)
+        // Wide enough for every label of the demo's bar in full.
+        try startDemo(width: 170, height: 34)
+        let client = try TmuxClient(t, width: 170, height: 34)
         func clickLabel(_ label: String, file: StaticString = #filePath, line: UInt = #line) {
             let rows = screen().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             guard let bar = rows.last(where: { $0.contains(label) }), let r = bar.range(of: label), let y = rows.lastIndex(of: bar) else {
@@ -174,6 +175,8 @@ final class CallScreenQATests: XCTestCase {
             ("[t] Chat", "onChatButtonClicked", nil),
             ("[s] Invite", "onShareInviteButtonClicked", nil),
             ("[r] Record", "onRecordingToggleButtonClicked", "onRecordingStarted"),
+            // No documented callback for captions: the click starts the server's transcription.
+            ("[a] Captions", "onTranscriptionStarted", nil),
         ]
         for (label, callback, effect) in buttons {
             clickLabel(label)
