@@ -540,27 +540,31 @@ extension CallScreenRendererTests {
         func caption(_ text: String, final: Bool, id: Int = 1) -> CallEvent {
             .captionReceived(Caption(tid: "tr_1", pid: pid, uid: "u", name: "Grace", id: id, text: text, final: final, start: 0, end: 900))
         }
+        // Only the tiles' rows: the event log (below them at these widths) lists captions too.
+        func overTiles(_ w: Int, _ h: Int) -> String {
+            let r = CallScreenRenderer.layout(for: m, width: w, height: h).tiles
+            return CallScreenRenderer.render(m, width: w, height: h).lines[r.y..<r.maxY].joined(separator: "\n")
+        }
         m.apply(caption("before anyone asked", final: true), localPID: nil)
-        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).text.contains("before anyone"), "no transcription: no captions")
+        XCTAssertFalse(overTiles(80, 24).contains("before anyone"), "no transcription: no captions")
         m.apply(.transcriptionStarted(language: "en-US"), localPID: nil, at: m.now)
         m.apply(caption("the compiler pass", final: false), localPID: nil, at: m.now)
-        var s = CallScreenRenderer.render(m, width: 80, height: 24)
+        let s = CallScreenRenderer.render(m, width: 80, height: 24)
         let tiles = CallScreenRenderer.layout(for: m, width: 80, height: 24).tiles
         XCTAssertTrue(s.lines[tiles.maxY - 2].contains("Grace: the compiler pass"), "just above the tiles' bottom border:\n\(s.text)")
         m.apply(caption("the compiler passes every test now", final: true), localPID: nil, at: m.now)
-        s = CallScreenRenderer.render(m, width: 80, height: 24)
-        XCTAssertTrue(s.text.contains("Grace: the compiler passes every test now"))
-        XCTAssertFalse(s.text.contains("Grace: the compiler pass\n"), "the final replaced the partial")
+        XCTAssertTrue(overTiles(80, 24).contains("Grace: the compiler passes every test now"))
+        XCTAssertFalse(overTiles(80, 24).contains("Grace: the compiler pass "), "the final replaced the partial")
         // A long caption shows its end (what is being said now), in a narrow terminal too.
         m.apply(caption(String(repeating: "word ", count: 30) + "latest", final: false, id: 2), localPID: nil, at: m.now)
-        XCTAssertTrue(CallScreenRenderer.render(m, width: 40, height: 12).text.contains("latest"))
+        XCTAssertTrue(overTiles(40, 12).contains("latest"))
         // The viewer turns them off (CC); a final one fades after a while.
         m.captionsHidden = true
-        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).text.contains("latest"))
+        XCTAssertFalse(overTiles(80, 24).contains("latest"))
         m.captionsHidden = false
         m.apply(caption("done", final: true, id: 2), localPID: nil, at: m.now)
         m.now = m.now.addingTimeInterval(CallViewModel.captionSeconds + 1)
-        XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).text.contains("Grace:"), "faded")
+        XCTAssertFalse(overTiles(80, 24).contains("Grace:"), "faded")
         m.apply(.transcriptionStopped, localPID: nil)
         XCTAssertTrue(m.captions.isEmpty)
     }
