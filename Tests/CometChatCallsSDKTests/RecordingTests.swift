@@ -19,10 +19,6 @@ final class RecordingTests: XCTestCase {
             .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
         let guest = try await t.joinedClient("guest", session: "rec", settings: SessionSettingsBuilder()
             .setAudioInput("tone:660").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
-        func waitFor(_ what: String, _ events: EventRecorder, _ match: @escaping (CallEvent) -> Bool) async throws {
-            for _ in 0..<100 where !events.all.contains(where: match) { try await Task.sleep(nanoseconds: 50_000_000) }
-            XCTAssertTrue(events.all.contains(where: match), "\(what): \(events.all.map(\.callback))")
-        }
         guest.setSessionFeature(.recording, enabled: true)
         try await waitFor("a participant may not record", guestEvents) { if case .error("ERR_NOT_MODERATOR", _) = $0 { return true }; return false }
         mod.setSessionFeature(.recording, enabled: true)

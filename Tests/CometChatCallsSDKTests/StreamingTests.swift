@@ -11,11 +11,6 @@ import XCTest
 /// the stream resumes with fresh headers; bad credentials and unconfigured servers are clear
 /// errors.
 final class StreamingTests: XCTestCase {
-    func waitFor(_ what: String, _ events: EventRecorder, seconds: Double = 5, _ match: @escaping (CallEvent) -> Bool) async throws {
-        for _ in 0..<Int(seconds * 20) where !events.all.contains(where: match) { try await Task.sleep(nanoseconds: 50_000_000) }
-        XCTAssertTrue(events.all.contains(where: match), "\(what): \(events.all.map(\.callback))")
-    }
-
     /// The stream a player hears for `seconds`, checked by opusinfo and decoded by opusdec.
     func heard(_ ice: IcecastServer, _ mount: String, seconds: Double, dir: TemporaryDirectory, name: String) throws -> [Int16] {
         let (status, body) = ice.listen(mount: mount, seconds: seconds)

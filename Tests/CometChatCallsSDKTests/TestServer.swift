@@ -1,6 +1,7 @@
 import CallsServer
 @testable import CometChatCallsSDK
 import Foundation
+import XCTest
 
 /// An in-process `CallServer` on loopback with a temporary data directory, for SDK tests.
 final class TestServer {
@@ -38,5 +39,15 @@ final class TestServer {
     func stop() {
         server.stop()
         try? FileManager.default.removeItem(atPath: dir)
+    }
+}
+
+extension XCTestCase {
+    /// Waits (every 50 ms, up to `seconds`) until `events` holds one that matches; fails with
+    /// `what` and every callback seen when none came.
+    func waitFor(_ what: String, _ events: EventRecorder, seconds: Double = 5, file: StaticString = #filePath, line: UInt = #line,
+                 _ match: @escaping (CallEvent) -> Bool) async throws {
+        for _ in 0..<Int(seconds * 20) where !events.all.contains(where: match) { try await Task.sleep(nanoseconds: 50_000_000) }
+        XCTAssertTrue(events.all.contains(where: match), "\(what): \(events.all.map(\.callback))", file: file, line: line)
     }
 }

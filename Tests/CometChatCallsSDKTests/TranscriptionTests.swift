@@ -29,10 +29,6 @@ final class TranscriptionTests: XCTestCase {
                                            name: "Katherine", onEvent: { modEvents.add($0) })
         let guest = try await t.joinedClient("guest", session: "cc", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
-        func waitFor(_ what: String, _ events: EventRecorder, seconds: Double = 5, _ match: @escaping (CallEvent) -> Bool) async throws {
-            for _ in 0..<Int(seconds * 20) where !events.all.contains(where: match) { try await Task.sleep(nanoseconds: 50_000_000) }
-            XCTAssertTrue(events.all.contains(where: match), "\(what): \(events.all.map(\.callback))")
-        }
         guest.setSessionFeature(.transcription, enabled: true)
         try await waitFor("a participant may not transcribe", guestEvents) { if case .error("ERR_NOT_MODERATOR", _) = $0 { return true }; return false }
         mod.setSessionFeature(.transcription, enabled: true, language: "fr-FR")

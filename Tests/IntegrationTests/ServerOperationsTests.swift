@@ -24,6 +24,15 @@ final class ServerOperationsTests: XCTestCase {
         BlockingHTTP.request("GET", url, headers: headers).json
     }
 
+    /// `kill -9` of `server`, then a new one on the same port with `config`; its URL.
+    func killAndRestart(_ server: ManagedProcess, config: String, url: String) throws -> (ManagedProcess, url: String) {
+        server.signal(SIGKILL)
+        XCTAssertNotNil(server.wait())
+        let port = url.split(separator: ":").last.map(String.init) ?? "0"
+        let (again, url2, _) = try startServer(["--config", config, "--listen", "127.0.0.1:\(port)"])
+        return (again, url2)
+    }
+
     func keys() throws -> [String: String] {
         let d = try XCTUnwrap(FileManager.default.contents(atPath: tmp.file("data/keys.json")))
         return try XCTUnwrap(JSONSerialization.jsonObject(with: d) as? [String: String])
@@ -147,12 +156,9 @@ final class ServerOperationsTests: XCTestCase {
         clients[0].send("start-recording")  // kim joined first: the moderator
         XCTAssertNotNil(clients[1].waitForLine { $0.contains("onRecordingStarted") }, clients[1].output.suffix(3).joined())
         Thread.sleep(forTimeInterval: 3)
-        server.signal(SIGKILL)
-        XCTAssertNotNil(server.wait())
-        let apiKey = try XCTUnwrap(try keys()["apiKey"])
-        let port = url.split(separator: ":").last.map(String.init) ?? "0"
-        let (again, url2, _) = try startServer(["--config", config, "--listen", "127.0.0.1:\(port)"])
+        let (again, url2) = try killAndRestart(server, config: config, url: url)
         defer { again.signal(SIGTERM); _ = again.wait() }
+        let apiKey = try XCTUnwrap(try keys()["apiKey"])
         XCTAssertTrue(again.errorOutput.contains("finalised a recording an unclean shutdown cut"), again.errorOutput)
         let call = try XCTUnwrap(get(url2 + "/v3/calls/taped", headers: ["apikey": apiKey])["data"] as? [String: Any])
         XCTAssertEqual(call["hasRecording"] as? Bool, true)
@@ -188,12 +194,9 @@ final class ServerOperationsTests: XCTestCase {
         c.send("start-transcription")
         XCTAssertNotNil(c.waitForLine(timeout: 30) { $0.contains("onCaptionReceived") && $0.contains(#""final":true"#) && !$0.contains(#""text":"""#) },
                         c.output.suffix(3).joined())
-        server.signal(SIGKILL)
-        XCTAssertNotNil(server.wait())
-        let apiKey = try XCTUnwrap(try keys()["apiKey"])
-        let port = url.split(separator: ":").last.map(String.init) ?? "0"
-        let (again, url2, _) = try startServer(["--config", config, "--listen", "127.0.0.1:\(port)"])
+        let (again, url2) = try killAndRestart(server, config: config, url: url)
         defer { again.signal(SIGTERM); _ = again.wait() }
+        let apiKey = try XCTUnwrap(try keys()["apiKey"])
         XCTAssertTrue(again.errorOutput.contains("finalised a transcript an unclean shutdown cut"), again.errorOutput)
         let list = try XCTUnwrap(get(url2 + "/v3/calls/minutes/transcriptions", headers: ["apikey": apiKey])["data"] as? [[String: Any]])
         let t = try XCTUnwrap(list.first, "\(list)")
