@@ -28,6 +28,9 @@ public enum ClientMessage: Sendable, Equatable {
     case caption(WireCaption)
     /// The server's streamer: the stream's state changed (refused from anyone else).
     case streamStatus(state: StreamState, detail: String?)
+    /// A server member stops on its own (a full disk, Icecast gone for good): why, for the
+    /// moderator's error (refused from anyone else). Its connection closes next.
+    case memberStopped(reason: String)
     /// Moderators: pin a participant for the whole room (nil unpins).
     case pin(pid: String?)
     /// Moderators: mute someone else's microphone.
@@ -221,6 +224,7 @@ private struct StringValue: Codable, Sendable { var value: String }
 private struct FeatureBody: Codable, Sendable { var feature: SessionFeature; var value: Bool; var language: String?; var target: String? }
 private struct TranscriptionBody: Codable, Sendable { var active: Bool; var pid: String?; var tid: String?; var language: String? }
 private struct CaptionBody: Codable, Sendable { var caption: WireCaption }
+private struct ReasonText: Codable, Sendable { var reason: String }
 private struct StreamBody: Codable, Sendable { var state: StreamState; var pid: String?; var detail: String? }
 private struct ParticipantBody: Codable, Sendable { var participant: WireParticipant; var change: ParticipantChange?; var reason: LeaveReason? }
 private struct ReasonBody: Codable, Sendable { var reason: LeaveReason }
@@ -251,6 +255,8 @@ extension ClientMessage {
         WireCase("caption", CaptionBody.self, make: { .caption($0.caption) }, match: { if case .caption(let c) = $0 { return CaptionBody(caption: c) }; return nil }),
         WireCase("streamStatus", StreamBody.self, make: { .streamStatus(state: $0.state, detail: $0.detail) },
                  match: { if case .streamStatus(let s, let d) = $0 { return StreamBody(state: s, detail: d) }; return nil }),
+        WireCase("memberStopped", ReasonText.self, make: { .memberStopped(reason: $0.reason) },
+                 match: { if case .memberStopped(let r) = $0 { return ReasonText(reason: r) }; return nil }),
         WireCase("pin", PidBody.self, make: { .pin(pid: $0.pid) }, match: { if case .pin(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("muteParticipant", PidBody.self, make: { $0.pid.map { .muteParticipant(pid: $0) } },
                  match: { if case .muteParticipant(let p) = $0 { return PidBody(pid: p) }; return nil }),

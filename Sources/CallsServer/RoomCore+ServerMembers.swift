@@ -15,6 +15,8 @@ extension RoomCore {
         /// Transcription's language.
         var language: String?
         var member: Participant?
+        /// Why the member stopped on its own (`memberStopped`), for the moderator's error.
+        var failure: String?
     }
 
     /// The call-token role of each feature's member (the server mints these; REST never does).
@@ -147,6 +149,8 @@ extension RoomCore {
         case (.streaming, .streamStatus(let state, let detail)):
             guard state != .stopped else { return true }
             broadcast(room, .streaming(state: state, by: run.by, detail: detail.map { String($0.prefix(300)) }))
+        case (_, .memberStopped(let reason)):
+            room.runs[f]?.failure = DisplayText.name(reason, limit: 300)
         default:
             break  // (a member's join is handled before this; anything else it sends is ignored)
         }
@@ -158,8 +162,8 @@ extension RoomCore {
         guard let (sid, f) = memberConnections.removeValue(forKey: connection) else { return false }
         if let room = rooms[sid], room.runs[f]?.member?.connection == connection {
             room.runs[f]?.member?.connection = nil
-            endFeature(room, f, reason: .featureStopped,
-                       failed: (Self.codes(f).failed, "The \(f.noun) stopped: the server's \(Self.memberRole(f)) ended (see the server log)."))
+            let why = room.runs[f]?.failure.map { ": \($0)." } ?? ": the server's \(Self.memberRole(f)) ended (see the server log)."
+            endFeature(room, f, reason: .featureStopped, failed: (Self.codes(f).failed, "The \(f.noun) stopped" + why))
         }
         return true
     }

@@ -206,7 +206,7 @@ final class RoomCore {
         case .setSessionFeature(let feature, let on, let language, let target):
             // (An unknown feature does not decode: SIGNAL_BAD_MESSAGE.)
             setFeature(room, feature, on: on, language: language, target: target, by: pid, connection: connection)
-        case .caption, .streamStatus:
+        case .caption, .streamStatus, .memberStopped:
             fail(connection, .badMessage, "Only the server's own members send that.", close: false)
         case .pin(let target): pin(room, by: pid, target: target, connection: connection)
         case .muteParticipant(let target): moderate(room, by: pid, target: target, connection: connection, action: .mute)

@@ -124,7 +124,12 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
 
     /// Stops with a reason (logged, and kept for the sink).
     func fail(_ why: String) {
-        state.withLock { $0.failure = $0.failure ?? why }
+        let first = state.withLock { s -> Bool in
+            defer { s.failure = s.failure ?? why }
+            return s.failure == nil
+        }
+        // The moderator hears why (before the connection closes).
+        if first { send(.memberStopped(reason: why)) }
         log.error("server member failed", ["feature": config.feature.rawValue, "session": config.sessionId, "id": config.id, "error": why])
         DispatchQueue.global().async { self.stop() }
     }

@@ -40,6 +40,7 @@ struct SignalMessageTests {
         .setMediaOverSignalling(true), .allowUnmute(pid: "p"),
         .setSessionFeature(feature: .transcription, enabled: true, language: "en-US"),
         .caption(sampleCaption), .streamStatus(state: .reconnecting, detail: "connection refused"),
+        .memberStopped(reason: "disk full"),
     ]
 
     static let sampleCaption = WireCaption(tid: "tr_1", pid: "p1", uid: "alice", name: "Alice", id: 2, text: "hello there",
