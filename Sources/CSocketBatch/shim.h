@@ -107,6 +107,12 @@ static inline int callroom_epoll_add(int ep, int fd, uint64_t tag) {
     return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+static inline int callroom_epoll_del(int ep, int fd) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    return epoll_ctl(ep, EPOLL_CTL_DEL, fd, &ev);
+}
+
 /* Waits up to timeout_ms; writes the tags of up to max readable descriptors. Returns how many. */
 static inline int callroom_epoll_wait(int ep, uint64_t *tags, int max, int timeout_ms) {
     struct epoll_event evs[256];

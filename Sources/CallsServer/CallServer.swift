@@ -32,6 +32,8 @@ public final class CallServer: @unchecked Sendable {
     private let members = Locked<[String: ServerMember]>([:])
     /// The recognisers every transcriber shares.
     let recognizers: RecognizerPool
+    /// The receive thread of every recorder and streamer.
+    private let memberHub = ServerMemberHub()
     /// Deletes recordings past their retention, hourly (with a retention configured).
     private var retentionTimer: DispatchSourceTimer?
     private var rooms: RoomRegistry?
@@ -328,7 +330,7 @@ public final class CallServer: @unchecked Sendable {
                     }
                 }
                 do {
-                    let m = try ServerMember(config: config, sink: sink, log: log) { [weak self] done in
+                    let m = try ServerMember(config: config, sink: sink, hub: self.memberHub, log: log) { [weak self] done in
                         self?.members.withLock { $0[done.config.id] = nil }
                     }
                     (sink as? RoomTranscriber)?.member = m
@@ -366,6 +368,7 @@ public final class CallServer: @unchecked Sendable {
         rooms?.closeAll(reason: .serverShuttingDown)
         // Server members finish their files and rows before the store and sockets go.
         for m in members.withLock({ Array($0.values) }) { m.stop() }
+        memberHub?.stop()
         rooms?.stopHeartbeat()
         calls?.settle()
         webhooks?.stop()

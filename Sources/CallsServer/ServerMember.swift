@@ -33,8 +33,9 @@ struct ServerMemberFailure: Error { var reason: String }
 ///  receive thread:  UDP ─▶ consent answer │ SRTP unprotect ─▶ sink.received │ every 20 ms sink.tick
 ///  stop:            threads end ─▶ socket, signalling closed ─▶ sink.finished
 /// ```
-/// Thread rules: `start`/`stop`/`send` from any thread; the rest is confined to the threads
-/// above, sharing `Locked` state.
+/// Thread rules: `start`/`stop`/`send` from any thread; media runs on the receive thread —
+/// the `ServerMemberHub`'s for recorders and streamers, the member's own for transcribers — and
+/// `stop` waits until it no longer does; state shared through `Locked`.
 final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
     struct Config: Sendable {
         var signallingURL: URL
@@ -74,11 +75,20 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         var names: [UInt32: Speaker] = [:]
         var failure: String?
         var sink: (any ServerMemberSink)?
+        /// Its tag in the hub, once the hub receives for it.
+        var hubTag: UInt64?
     }
     private let state: Locked<State>
 
-    init(config: Config, sink: any ServerMemberSink, log: ServerLog, onFinished: @escaping @Sendable (ServerMember) -> Void) throws {
+    /// Receives for recorders and streamers (nil: every member has its own thread).
+    private let hub: ServerMemberHub?
+    /// recvmmsg: a wake-up takes everything 20 ms gathered in a call or two, not one each.
+    private let batch = UDPBatchReceiver(capacity: 64)
+
+    init(config: Config, sink: any ServerMemberSink, hub: ServerMemberHub?, log: ServerLog,
+         onFinished: @escaping @Sendable (ServerMember) -> Void) throws {
         self.config = config
+        self.hub = hub
         self.log = log
         self.onFinished = onFinished
         state = Locked(State(sink: sink))
@@ -103,6 +113,8 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         }
         guard !finishing.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for _ in 0..<started { threadsDone.wait() }
+        // Out of the hub before the socket closes (the hub lets go of it first).
+        if let tag = state.withLock({ $0.hubTag }) { hub?.remove(tag, fd: socket.fd) }
         socket.close()
         client?.disconnect()
         let (sink, failure) = state.withLock { s in
@@ -199,42 +211,67 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         t.start()
     }
 
+    /// The bind handshake, then either the hub's care (recorders, streamers) or a loop of its
+    /// own (transcribers: recognition runs in `received`).
     private func receiveLoop() {
-        guard let (consent, sink) = state.withLock({ s in s.consent.flatMap { c in s.sink.map { (c, $0) } } }) else { return }
+        guard let consent = state.withLock({ $0.consent }) else { return }
         let relay = config.relay
         guard consent.handshake(send: { socket.send($0, to: relay) }, receive: { socket.receiveCopy(timeoutMs: $0) }) else {
             return fail("the relay did not acknowledge the \(config.feature.rawValue) member's bind")
         }
-        // recvmmsg: a wake-up takes everything 20 ms gathered in a call or two, not one each.
-        let batch = UDPBatchReceiver(capacity: 64)
+        if let hub, config.feature != .transcription {
+            // Registered under the lock `stop` takes: a member stopping now is never added.
+            let added = state.withLock { s -> Bool in
+                guard !stopped.load(ordering: .acquiring), let tag = hub.add(self, fd: socket.fd) else { return false }
+                s.hubTag = tag
+                return true
+            }
+            if added { return }
+        }
+        while running.load(ordering: .acquiring) {
+            if socket.waitReadable(timeoutMs: 20) { pump() }
+            tickFromHub()
+            // No member needs low latency: let 20 ms of packets gather before the next
+            // wake-up (a wake-up per packet was most of the recorder's cost: context switches).
+            usleep(20_000)
+        }
+    }
+
+    /// Takes what the socket holds (recvmmsg batches): consent answered, media to the sink.
+    /// On the hub's thread or the member's own.
+    func pump() {
+        guard running.load(ordering: .acquiring), let (consent, sink) = state.withLock({ s in s.consent.flatMap { c in s.sink.map { (c, $0) } } }) else { return }
+        let relay = config.relay
         do {
-            while running.load(ordering: .acquiring) {
-                if socket.waitReadable(timeoutMs: 20) {
-                    while case let count = batch.receive(on: socket.fd), count > 0 {
-                        let at = nowMs()
-                        for i in 0..<count {
-                            guard batch.source(i) == relay else { continue }
-                            let raw = batch.datagram(i)
-                            if MediaBinding.isControl(raw) {
-                                if let answer = consent.answer(raw) { socket.send(answer, to: relay) }
-                                continue
-                            }
-                            let buf = batch.mutableDatagram(i)
-                            guard let length = try? receiver.unprotect(buf, length: batch.length(i)) else { continue }
-                            let d = UnsafeRawBufferPointer(rebasing: buf[0..<length])
-                            guard let h = try? RTPHeader(parsing: d) else { continue }
-                            let payload = UnsafeBufferPointer(rebasing: d.bindMemory(to: UInt8.self)[h.payloadRange])
-                            try sink.received(h, payload: payload, from: speaker(h.ssrc), atMs: at)
-                        }
-                        if count < batch.capacity { break }
+            while case let count = batch.receive(on: socket.fd), count > 0 {
+                let at = nowMs()
+                for i in 0..<count {
+                    guard batch.source(i) == relay else { continue }
+                    let raw = batch.datagram(i)
+                    if MediaBinding.isControl(raw) {
+                        if let answer = consent.answer(raw) { socket.send(answer, to: relay) }
+                        continue
                     }
+                    let buf = batch.mutableDatagram(i)
+                    guard let length = try? receiver.unprotect(buf, length: batch.length(i)) else { continue }
+                    let d = UnsafeRawBufferPointer(rebasing: buf[0..<length])
+                    guard let h = try? RTPHeader(parsing: d) else { continue }
+                    let payload = UnsafeBufferPointer(rebasing: d.bindMemory(to: UInt8.self)[h.payloadRange])
+                    try sink.received(h, payload: payload, from: speaker(h.ssrc), atMs: at)
                 }
-                try sink.tick(nowMs: nowMs())
-                // No member needs low latency: let 20 ms of packets gather before the next
-                // wake-up (a wake-up per packet was most of the recorder's cost: context switches).
-                usleep(20_000)
+                if count < batch.capacity { break }
             }
         } catch {
+            running.store(false, ordering: .releasing)
+            fail(error.reason)
+        }
+    }
+
+    /// The sink's time-driven work (every ≈ 20 ms).
+    func tickFromHub() {
+        guard running.load(ordering: .acquiring), let sink = state.withLock({ $0.sink }) else { return }
+        do { try sink.tick(nowMs: nowMs()) } catch {
+            running.store(false, ordering: .releasing)
             fail(error.reason)
         }
     }

@@ -26,6 +26,10 @@ public final class ReadinessPoller: @unchecked Sendable {
     @discardableResult
     public func add(_ fd: Int32, tag: UInt64) -> Bool { callroom_epoll_add(ep, fd, tag) == 0 }
 
+    /// Stops watching `fd` (before closing it).
+    @discardableResult
+    public func remove(_ fd: Int32) -> Bool { callroom_epoll_del(ep, fd) == 0 }
+
     /// Waits up to `timeoutMs` and calls `body` with the tag of each readable descriptor.
     public func wait(timeoutMs: Int32, _ body: (UInt64) -> Void) {
         let n = Int(callroom_epoll_wait(ep, tags, Int32(capacity), timeoutMs))
