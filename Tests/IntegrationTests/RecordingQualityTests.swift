@@ -17,8 +17,13 @@ final class RecordingQualityTests: XCTestCase {
             last.split(separator: " ").first { $0.hasPrefix(key + "=") }.flatMap { Double($0.dropFirst(key.count + 1)) }
         }
         let heard = try XCTUnwrap(value("heard_pesq_wb"), last)
+        let track = try XCTUnwrap(value("speaker_file_pesq_wb"), last)
         let mixed = try XCTUnwrap(value("mixed_recording_pesq_wb"), last)
-        XCTAssertGreaterThan(heard, 3.5, "the call itself sounds right: \(last)")
+        // The speaker's own file is their packets as sent: timing-free, a clean call's score
+        // (4.06 measured). What the listener heard depends on its playout on a busy machine
+        // (debug clients under the whole suite scored 3.2–4.1), so the mix is held to both.
+        XCTAssertGreaterThan(track, 3.8, "the recorded packets are the call's: \(last)")
+        XCTAssertGreaterThanOrEqual(mixed, track - 0.3, "the mix's second encoding costs little: \(last)")
         XCTAssertGreaterThanOrEqual(mixed, heard - 0.3, last)
     }
 }
