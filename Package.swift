@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallRoomTestSupport", "callroomd"]),
-        .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsTUI", "CallRoomTestSupport"]),
+        .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK"], exclude: ["Golden"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsServer", "CallsTransport", "CometChatCallsSDK",
                                                          "CallRoomTestSupport", "callroom", "callroomd", "CallsSDKExample", "RingingExample"]),

@@ -1,3 +1,4 @@
+import CallsCore
 import CShout
 import Foundation
 
@@ -105,6 +106,13 @@ public final class IcecastSource {
 
     /// Connects (the HTTP source request and its answer), waiting at most `timeout` seconds.
     public func connect(timeout: TimeInterval) throws(StreamError) {
+        // libshout waits for its connect with select(2): a descriptor past FD_SETSIZE (1024)
+        // aborts the process (glibc's fortify check). A busy server has that many; so the
+        // socket is given a low number held for it (`LowDescriptors`), or the stream refused.
+        guard LowDescriptors.release() else {
+            throw .unreachable("this server has more than \(FD_SETSIZE) descriptors open and libshout cannot use a higher one")
+        }
+        defer { LowDescriptors.reserve() }
         let deadline = Date().addingTimeInterval(timeout)
         var r = shout_open(shout)
         while r == SHOUTERR_BUSY || r == SHOUTERR_RETRY {
@@ -166,5 +174,39 @@ public final class IcecastSource {
         guard connected else { return }
         shout_close(shout)
         connected = false
+    }
+}
+
+/// A few low file descriptors held (open on /dev/null) from early on, for libshout: it passes
+/// its socket to select(2), which only takes descriptors under FD_SETSIZE. Releasing one just
+/// before libshout opens its socket gives that socket the lowest free number (POSIX). Any thread.
+public enum LowDescriptors {
+    private static let held = Locked<[Int32]>([])
+    public static let count = 8
+
+    /// Holds up to `count` low descriptors (call early, e.g. when a server starts). Idempotent.
+    public static func reserve() {
+        held.withLock { h in
+            while h.count < count {
+                let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { return }
+                guard fd < FD_SETSIZE else { close(fd); return }
+                h.append(fd)
+            }
+        }
+    }
+
+    /// Frees one (the lowest held) for the socket about to open; false when none is held and
+    /// the lowest free descriptor is past FD_SETSIZE.
+    static func release() -> Bool {
+        let fd = held.withLock { h -> Int32? in
+            guard let lowest = h.min() else { return nil }
+            h.removeAll { $0 == lowest }
+            return lowest
+        }
+        if let fd { close(fd); return true }
+        let probe = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { if probe >= 0 { close(probe) } }
+        return probe >= 0 && probe < FD_SETSIZE
     }
 }

@@ -63,6 +63,8 @@ public final class CallServer: @unchecked Sendable {
         refusals = Refusals(log: log)
         self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
         recognizers = RecognizerPool(engine: PocketSphinxEngine(modelRoot: configuration.captionModelDir), capacity: configuration.captionDecoders)
+        // Low descriptors for libshout's select(2), taken while they are free.
+        LowDescriptors.reserve()
     }
 
     /// The base URL clients use (`http://host:port`, `https://` with TLS).

@@ -1,6 +1,7 @@
 import CallRoomTestSupport
 import CallsCore
 import CallsServer
+import CallsRecording
 @testable import CometChatCallsSDK
 import Foundation
 import XCTest
@@ -126,5 +127,35 @@ final class StreamingTests: XCTestCase {
             if case .error("ERR_FEATURE_UNAVAILABLE", let m) = $0 { return m.contains("streamingURL") }; return false
         }
         await c.leave()
+    }
+}
+
+/// libshout waits for its connect with select(2), which aborts the process for a descriptor
+/// past FD_SETSIZE: a busy server must still stream (its socket gets a low descriptor held for it).
+final class StreamingDescriptorTests: XCTestCase {
+    func testAServerWithMoreThanFDSetSizeDescriptorsOpenStillStreams() throws {
+        try XCTSkipUnless(IcecastServer.isInstalled, "needs icecast2 (scripts/install-deps.sh)")
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        try XCTSkipUnless(limit.rlim_cur > 1300, "the descriptor limit here is \(limit.rlim_cur)")
+        let ice = try IcecastServer()
+        try ice.start()
+        LowDescriptors.reserve()  // (a server does this when it starts)
+        var fds: [Int32] = []
+        defer { for fd in fds { close(fd) } }
+        while fds.last.map({ $0 < 1200 }) ?? true {
+            let fd = open("/dev/null", O_RDONLY)
+            guard fd >= 0 else { break }
+            fds.append(fd)
+        }
+        XCTAssertGreaterThan(fds.last ?? 0, Int32(FD_SETSIZE), "descriptors past FD_SETSIZE are in use")
+        let source = try IcecastSource(target: IcecastTarget(url: "http://source:\(ice.password)@127.0.0.1:\(ice.port)/busy.opus"), name: "busy")
+        try source.connect(timeout: 5)  // aborted the process before the low descriptors
+        XCTAssertTrue(source.isConnected)
+        source.close()
+        // And again (a reconnect takes one the same way).
+        try source.connect(timeout: 5)
+        XCTAssertTrue(source.isConnected)
+        source.close()
     }
 }
