@@ -1,4 +1,5 @@
 import CallsAudio
+import CallsCore
 
 /// The room's live mix for a stream: each speaker's Opus packets are decoded (libopus) and
 /// placed on one timeline by their RTP clock (anchored where their first packet arrived), then
@@ -17,8 +18,7 @@ public final class LiveMix {
 
     private final class Speaker {
         let decoder: OpusDecoder
-        var anchorSample: Int64 = 0
-        var firstTimestamp: UInt32 = 0
+        var clock = RTPClockAnchor(toleranceMs: 1000)
         /// Decoded frames by their first sample on the timeline.
         var frames: [(start: Int64, pcm: [Int16])] = []
         var lastHeardMs: Int64 = 0
@@ -43,16 +43,9 @@ public final class LiveMix {
         if let have = speakers[ssrc] { s = have } else {
             guard let d = try? OpusDecoder() else { return }
             s = Speaker(decoder: d)
-            s.anchorSample = atMs * 48
-            s.firstTimestamp = timestamp
             speakers[ssrc] = s
         }
-        var start = s.anchorSample + Int64(Int32(bitPattern: timestamp &- s.firstTimestamp))
-        if abs(start - atMs * 48) > 48_000 {  // its clock jumped (a rejoin): anchor again
-            s.anchorSample = atMs * 48
-            s.firstTimestamp = timestamp
-            start = s.anchorSample
-        }
+        let start = s.clock.sample(of: timestamp, arrivedAtMs: atMs)
         s.lastHeardMs = atMs
         let n = scratch.withUnsafeMutableBufferPointer { s.decoder.decode(payload, into: $0) }
         guard n > 0 else { return }

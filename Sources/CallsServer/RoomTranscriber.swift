@@ -14,8 +14,8 @@ import Foundation
 ///                                                                                 └▶ final  ─▶ {tid}.vtt, {tid}.jsonl
 ///  at the end:     {tid}.json, the row (end, URL, segments)
 /// ```
-/// Each speaker's time is their RTP clock, anchored where their first packet arrived, so
-/// captions keep the speech's timing through the relay's batching and DTX gaps.
+/// Each speaker's time is their RTP clock (`RTPClockAnchor`), so captions keep the speech's
+/// timing through the relay's batching and DTX gaps.
 ///
 /// Thread rules: `received`/`tick` on the member's receive thread, `finished` on the stopping
 /// thread after it; `member` is set once, before the member starts.
@@ -33,22 +33,23 @@ final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
     private let log: ServerLog
     private let writer: TranscriptWriter
     private let startedAt = epochMilliseconds()
-    /// Set before the member starts; captions go out through it.
-    weak var member: ServerMember?
+    /// Set before the member starts (`attach`); captions go out through it.
+    private weak var member: ServerMember?
+    func attach(_ member: ServerMember) { self.member = member }
+    /// Recognition runs in `received`: a thread of its own.
+    let sharesReceiveThread = false
 
     private final class Speaker {
         let who: ServerMember.Speaker
         let decoder: OpusDecoder
         let captioner: SpeakerCaptioner
-        var anchorMs: Int64 = 0
-        var firstTimestamp: UInt32 = 0
+        /// The speaker's RTP clock on the transcript's timeline.
+        var clock = RTPClockAnchor(toleranceMs: 3000)
         var pcm = [Int16](repeating: 0, count: 5760)
         var reportedFailures = 0
         init(who: ServerMember.Speaker, decoder: OpusDecoder, captioner: SpeakerCaptioner) {
             self.who = who; self.decoder = decoder; self.captioner = captioner
         }
-        /// The speaker's media time of an RTP timestamp (ms on the transcript's timeline).
-        func timeMs(_ ts: UInt32) -> Int64 { anchorMs + Int64(ts &- firstTimestamp) / 48 }
     }
     /// Confined to the receive thread (then to the stopping thread, after it ended).
     private var speakers: [UInt32: Speaker] = [:]
@@ -64,13 +65,8 @@ final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
     }
 
     func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
-        guard let s = try speaker(h, who, atMs: atMs) else { return }
-        var t = s.timeMs(h.timestamp)
-        if abs(t - atMs) > 3000 {  // the sender restarted its clock (a rejoin): anchor again
-            s.anchorMs = atMs
-            s.firstTimestamp = h.timestamp
-            t = atMs
-        }
+        guard let s = try speaker(who, ssrc: h.ssrc) else { return }
+        let t = s.clock.sample(of: h.timestamp, arrivedAtMs: atMs) / 48
         let n = s.pcm.withUnsafeMutableBufferPointer { s.decoder.decode(payload, into: $0) }
         guard n > 0 else { return }
         s.pcm.withUnsafeBufferPointer { s.captioner.frame(UnsafeBufferPointer(rebasing: $0[0..<n]), voice: h.audioLevel?.voiceActivity, atMs: t) }
@@ -101,8 +97,8 @@ final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
 
     // MARK: Pieces
 
-    private func speaker(_ h: RTPHeader, _ who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) -> Speaker? {
-        if let s = speakers[h.ssrc] { return s }
+    private func speaker(_ who: ServerMember.Speaker?, ssrc: UInt32) throws(ServerMemberFailure) -> Speaker? {
+        if let s = speakers[ssrc] { return s }
         guard let who else { return nil }  // not in the roster yet: its name comes with its join
         let tid = config.tid
         do {
@@ -111,9 +107,7 @@ final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
                 self?.caption(c, who, tid)
             }
             let s = Speaker(who: who, decoder: decoder, captioner: captioner)
-            s.anchorMs = atMs
-            s.firstTimestamp = h.timestamp
-            speakers[h.ssrc] = s
+            speakers[ssrc] = s
             return s
         } catch {
             throw ServerMemberFailure(reason: "cannot caption \(who.pid): \(error)")
