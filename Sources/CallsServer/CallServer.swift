@@ -335,8 +335,6 @@ public final class CallServer: @unchecked Sendable {
                     let m = try ServerMember(config: config, sink: sink, hub: self.memberHub, log: log) { [weak self] done in
                         self?.members.withLock { $0[done.config.id] = nil }
                     }
-                    (sink as? RoomTranscriber)?.member = m
-                    (sink as? RoomStreamer)?.member = m
                     self.members.withLock { $0[launch.id] = m }
                     try m.start()
                 } catch {

@@ -31,8 +31,9 @@ final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
 
     let config: Config
     private let log: ServerLog
-    /// Set before the member starts; status goes out through it.
-    weak var member: ServerMember?
+    /// Set before the member starts (`attach`); status goes out through it.
+    private weak var member: ServerMember?
+    func attach(_ member: ServerMember) { self.member = member }
     private let source: IcecastSource
     private let mix = LiveMix(delayMs: 200)
     /// Confined to the receive thread (then the stopping thread).

@@ -13,10 +13,17 @@ protocol ServerMemberSink: AnyObject, Sendable {
     func tick(nowMs: Int64) throws(ServerMemberFailure)
     /// The member has stopped: its threads are done; finish files and rows (the stopping thread).
     func finished(failure: String?)
+    /// The member it serves, before it starts (sinks that send through it keep it, weakly).
+    func attach(_ member: ServerMember)
+    /// Whether its media can share the `ServerMemberHub`'s thread (false: work in `received`
+    /// too heavy to hold up other rooms — recognition).
+    var sharesReceiveThread: Bool { get }
 }
 
 extension ServerMemberSink {
     func tick(nowMs: Int64) throws(ServerMemberFailure) {}
+    func attach(_ member: ServerMember) {}
+    var sharesReceiveThread: Bool { true }
 }
 
 /// A sink could not go on (a full disk, a recogniser that failed): the member stops.
@@ -94,6 +101,7 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         state = Locked(State(sink: sink))
         socket = try UDPSocket(host: "127.0.0.1", port: 0)
         receiver = try SRTPReceiver()
+        sink.attach(self)
     }
 
     /// Joins the room.
@@ -219,7 +227,7 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         guard consent.handshake(send: { socket.send($0, to: relay) }, receive: { socket.receiveCopy(timeoutMs: $0) }) else {
             return fail("the relay did not acknowledge the \(config.feature.rawValue) member's bind")
         }
-        if let hub, config.feature != .transcription {
+        if let hub, state.withLock({ $0.sink?.sharesReceiveThread ?? false }) {
             // Registered under the lock `stop` takes: a member stopping now is never added.
             let added = state.withLock { s -> Bool in
                 guard !stopped.load(ordering: .acquiring), let tag = hub.add(self, fd: socket.fd) else { return false }
