@@ -31,6 +31,11 @@ let package = Package(
         .systemLibrary(name: "CPocketSphinx", pkgConfig: "pocketsphinx", providers: [.apt(["libpocketsphinx-dev", "pocketsphinx-en-us"])]),
         // No pkgConfig: shout.pc adds -pthread, which SwiftPM prohibits (the modulemap links it).
         .systemLibrary(name: "CShout", providers: [.apt(["libshout-dev"])]),
+        .systemLibrary(name: "CVpx", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
+        .systemLibrary(name: "CChafa", pkgConfig: "chafa", providers: [.apt(["libchafa-dev"])]),
+        // No pkgConfig: Debian's libyuv-dev ships no .pc file.
+        .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
+        .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),
         .systemLibrary(name: "CSocketBatch"),
         .systemLibrary(name: "CBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
         // No pkgConfig: ncursesw.pc only adds -D flags SwiftPM prohibits (shim.h sets what it needs).
@@ -45,11 +50,12 @@ let package = Package(
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout"]),
         .target(name: "CallsCaptions", dependencies: ["CallsCore", "CallsAudio", "CPocketSphinx"]),
+        .target(name: "CallsVideo", dependencies: ["CallsCore", "CVpx", "CChafa", "CYuv", "CV4L2"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CallsCaptions",
                                                     "CSQLite", "CBPF"]),
-        .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio"]),
+        .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsVideo"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
-        .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CNcurses"]),
+        .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CallsVideo", "CNcurses"]),
 
         // MARK: Executables
         .executableTarget(name: "callroomd", dependencies: ["CallsServer", "CallsRecording"]),
@@ -65,6 +71,7 @@ let package = Package(
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
+        .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallRoomTestSupport", "callroomd"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),

@@ -22,6 +22,10 @@ packages=(
   pocketsphinx-en-us  # captions: its en-US model
   libshout-dev        # live streaming to Icecast
   icecast2            # tests: a real Icecast server for the live stream
+  libvpx-dev          # video: VP8 encoder and decoder
+  libv4l-dev          # video: cameras (libv4l2 converts their formats)
+  libyuv-dev          # video: scaling and colour conversion
+  libchafa-dev        # video: pictures as terminal characters
   libncurses-dev      # the terminal UI (ncursesw)
   libbpf-dev          # the relay's eBPF fast path: loading and maps
   tmux                # terminal UI tests

@@ -46,6 +46,11 @@ public enum ClientMessage: Sendable, Equatable {
     case chat(text: String)
     /// Receiver report: the share of each sender's packets this client lost recently.
     case receiverReport([LossReport])
+    /// The participants whose video this client shows (its visible tiles): the relay forwards a
+    /// sender's video only to those that subscribed to it. Replaces the previous set.
+    case subscribeVideo(pids: [String])
+    /// A keyframe is needed from `pid`'s video (frames were lost, or its decoder failed).
+    case requestKeyframe(pid: String)
     /// UDP to the relay is blocked: carry this participant's media over this connection (binary
     /// frames, one SRTP packet each, both ways) instead; false goes back to UDP.
     case setMediaOverSignalling(Bool)
@@ -99,7 +104,11 @@ public struct LossReport: Codable, Sendable, Equatable {
     public var ssrc: UInt32
     /// 0…100.
     public var lossPercent: Double
-    public init(ssrc: UInt32, lossPercent: Double) { self.ssrc = ssrc; self.lossPercent = lossPercent }
+    /// Video reports: the frames a second this receiver decoded from the sender.
+    public var framesPerSecond: Double? = nil
+    public init(ssrc: UInt32, lossPercent: Double, framesPerSecond: Double? = nil) {
+        self.ssrc = ssrc; self.lossPercent = lossPercent; self.framesPerSecond = framesPerSecond
+    }
 }
 
 /// A chat message as the server relays it.
@@ -131,6 +140,10 @@ public enum ServerMessage: Sendable, Equatable {
     case chat(ChatMessage)
     /// A receiver reported losing this share of your packets (tunes your FEC).
     case lossReport(fromPid: String, lossPercent: Double)
+    /// Send a keyframe of your video: `fromPid` subscribed to it or lost frames of it.
+    case keyframeRequest(fromPid: String)
+    /// A receiver's loss and frame rate of your video (adapts your bitrate and frame rate).
+    case videoReport(fromPid: String, lossPercent: Double, framesPerSecond: Double)
     /// The server's recording of the room started (`active`, `by` the moderator who asked) or
     /// stopped; `rid` names it in the call log.
     case recording(active: Bool, by: String?, rid: String?)
@@ -216,6 +229,8 @@ private struct Empty: Codable, Sendable {}
 private struct PidBody: Codable, Sendable { var pid: String? }
 private struct TextBody: Codable, Sendable { var text: String }
 private struct ReportsBody: Codable, Sendable { var reports: [LossReport] }
+private struct PidsBody: Codable, Sendable { var pids: [String] }
+private struct VideoReportBody: Codable, Sendable { var pid: String; var lossPercent: Double; var framesPerSecond: Double }
 private struct LossBody: Codable, Sendable { var pid: String; var lossPercent: Double }
 private struct KeysBody: Codable, Sendable { var keys: [WireMediaKey] }
 private struct RecordingBody: Codable, Sendable { var active: Bool; var pid: String?; var rid: String? }
@@ -269,6 +284,10 @@ extension ClientMessage {
         WireCase("chat", TextBody.self, make: { .chat(text: $0.text) }, match: { if case .chat(let t) = $0 { return TextBody(text: t) }; return nil }),
         WireCase("receiverReport", ReportsBody.self, make: { .receiverReport($0.reports) },
                  match: { if case .receiverReport(let r) = $0 { return ReportsBody(reports: r) }; return nil }),
+        WireCase("subscribeVideo", PidsBody.self, make: { .subscribeVideo(pids: $0.pids) },
+                 match: { if case .subscribeVideo(let p) = $0 { return PidsBody(pids: p) }; return nil }),
+        WireCase("requestKeyframe", PidBody.self, make: { $0.pid.map { .requestKeyframe(pid: $0) } },
+                 match: { if case .requestKeyframe(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("setMediaOverSignalling", Flag.self, make: { .setMediaOverSignalling($0.value) },
                  match: { if case .setMediaOverSignalling(let v) = $0 { return Flag(value: v) }; return nil }),
         WireCase("leave", Empty.self, make: { _ in .leave }, match: { if case .leave = $0 { return Empty() }; return nil }),
@@ -309,6 +328,10 @@ extension ServerMessage {
         WireCase("chat", ChatMessage.self, make: { .chat($0) }, match: { if case .chat(let m) = $0 { return m }; return nil }),
         WireCase("lossReport", LossBody.self, make: { .lossReport(fromPid: $0.pid, lossPercent: $0.lossPercent) },
                  match: { if case .lossReport(let p, let l) = $0 { return LossBody(pid: p, lossPercent: l) }; return nil }),
+        WireCase("keyframeRequest", PidBody.self, make: { $0.pid.map { .keyframeRequest(fromPid: $0) } },
+                 match: { if case .keyframeRequest(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("videoReport", VideoReportBody.self, make: { .videoReport(fromPid: $0.pid, lossPercent: $0.lossPercent, framesPerSecond: $0.framesPerSecond) },
+                 match: { if case .videoReport(let p, let l, let f) = $0 { return VideoReportBody(pid: p, lossPercent: l, framesPerSecond: f) }; return nil }),
         WireCase("recording", RecordingBody.self, make: { .recording(active: $0.active, by: $0.pid, rid: $0.rid) },
                  match: { if case .recording(let a, let p, let r) = $0 { return RecordingBody(active: a, pid: p, rid: r) }; return nil }),
         WireCase("transcription", TranscriptionBody.self, make: { .transcription(active: $0.active, by: $0.pid, tid: $0.tid, language: $0.language) },

@@ -8,6 +8,8 @@ public struct WireParticipant: Codable, Sendable, Equatable, Hashable {
     public var pid: String
     /// The RTP SSRC the server assigned to this participant's audio.
     public var ssrc: UInt32
+    /// The RTP SSRC of its video (VP8); absent for members that send none (the server's own).
+    public var videoSsrc: UInt32? = nil
     public var role: ParticipantRole
     public var isAudioMuted: Bool
     public var isVideoPaused: Bool

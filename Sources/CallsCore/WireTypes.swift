@@ -173,7 +173,11 @@ public struct WireMediaKey: Codable, Sendable, Equatable {
     public var epoch: UInt8
     /// Base64url (no padding) of the master key and salt (`SRTPProfile.masterKeyLength` bytes).
     public var key: String
-    public init(ssrc: UInt32, epoch: UInt8, key: String) { self.ssrc = ssrc; self.epoch = epoch; self.key = key }
+    /// The sender's video SSRC, protected with the same key (SRTP keeps the SSRCs' streams apart).
+    public var videoSsrc: UInt32? = nil
+    public init(ssrc: UInt32, epoch: UInt8, key: String, videoSsrc: UInt32? = nil) {
+        self.ssrc = ssrc; self.epoch = epoch; self.key = key; self.videoSsrc = videoSsrc
+    }
 }
 
 /// A caption: one speaker's partial guess (`final` false, replaced by the next with the same

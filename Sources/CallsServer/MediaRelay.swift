@@ -27,6 +27,11 @@ public final class RelayCounters: Sendable {
     public let droppedStale = Atomic<UInt64>(0)
     /// From a member a moderator muted: never forwarded, whatever the client does.
     public let droppedMuted = Atomic<UInt64>(0)
+    /// Video: copies forwarded (included in `forwarded`), copies withheld from members that did
+    /// not subscribe to the sender (its tile is not on their screen), packets of paused video.
+    public let videoForwarded = Atomic<UInt64>(0)
+    public let videoWithheld = Atomic<UInt64>(0)
+    public let droppedVideoPaused = Atomic<UInt64>(0)
     /// Packets the kernel fast path forwarded (also counted in `forwarded`), and its run time.
     public let fastPathForwarded = Atomic<UInt64>(0)
     public let fastPathRunNanoseconds = Atomic<UInt64>(0)

@@ -40,11 +40,16 @@ struct MetricsReport {
             ("reason=\"bind_rate_limited\"", relay.droppedBindRateLimited.load(ordering: .relaxed)),
             ("reason=\"stale\"", relay.droppedStale.load(ordering: .relaxed)),
             ("reason=\"muted\"", relay.droppedMuted.load(ordering: .relaxed)),
+            ("reason=\"video_paused\"", relay.droppedVideoPaused.load(ordering: .relaxed)),
             ("reason=\"bad_consent\"", relay.droppedBadConsent.load(ordering: .relaxed)),
         ])
         r.counter("callroom_relay_tunnelled_packets_total", "Media over signalling (UDP blocked): packets received that way, and copies sent that way.", [
             ("direction=\"in\"", relay.tunnelled.load(ordering: .relaxed)),
             ("direction=\"out\"", relay.tunnelledOut.load(ordering: .relaxed)),
+        ])
+        r.counter("callroom_relay_video_copies_total", "Video packet copies: forwarded to subscribers, withheld from members not showing the sender.", [
+            ("outcome=\"forwarded\"", relay.videoForwarded.load(ordering: .relaxed)),
+            ("outcome=\"withheld\"", relay.videoWithheld.load(ordering: .relaxed)),
         ])
         r.counter("callroom_relay_consent_expired_total", "Bound addresses unbound because they stopped answering consent challenges.",
                   relay.consentExpired.load(ordering: .relaxed))

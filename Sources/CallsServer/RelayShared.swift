@@ -221,16 +221,22 @@ final class RelayShared: Sendable {
         let ssrc = datagram.withUnsafeBytes { RTPPacket.ssrc(inDatagram: $0) }
         let plan = state.withLock { s -> (key: UInt64, udp: [SocketAddress], tunnels: [UInt64])? in
             guard let key = s.table.byTunnel[connection], let m = s.table.members[key] else { return nil }
-            guard m.ssrc == ssrc else {
+            guard let kind = m.stream(of: ssrc) else {
                 counters.droppedSSRCMismatch.add(1, ordering: .relaxed)
                 return (key, [], [])
             }
-            guard !m.muted else {
+            if kind == .audio, m.muted {
                 counters.droppedMuted.add(1, ordering: .relaxed)
+                return (key, [], [])
+            }
+            if kind == .video, m.videoPaused {
+                counters.droppedVideoPaused.add(1, ordering: .relaxed)
                 return (key, [], [])
             }
             var udp: [SocketAddress] = [], tunnels: [UInt64] = []
             for other in s.table.rooms[m.room] ?? [] where other != key {
+                guard m.sendsTo(other, kind) else { counters.videoWithheld.add(1, ordering: .relaxed); continue }
+                if kind == .video { counters.videoForwarded.add(1, ordering: .relaxed) }
                 if let t = s.table.members[other]?.tunnel { tunnels.append(t) } else if let a = s.bindings.addressOf[other] { udp.append(a) }
             }
             return (key, udp, tunnels)

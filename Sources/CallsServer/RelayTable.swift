@@ -16,6 +16,11 @@ struct RelayTable: Sendable {
         /// Its media goes over its signalling connection (this id on the node's web server),
         /// not UDP: it sends binary frames, and gets the room's packets the same way.
         var tunnel: UInt64?
+        /// Its video SSRC (0: it has none) and whether its video is paused (none forwarded).
+        var videoSSRC: UInt32 = 0
+        var videoPaused = false
+        /// The members whose screens show its video (they subscribed): the only ones it goes to.
+        var videoSubscribers: Set<UInt64> = []
 
         init(key: UInt64, room: Int, ssrc: UInt32, consent: MediaConsent? = nil, muted: Bool = false, tunnel: UInt64? = nil) {
             self.key = key
@@ -24,6 +29,18 @@ struct RelayTable: Sendable {
             self.consent = consent
             self.muted = muted
             self.tunnel = tunnel
+        }
+
+        /// What a packet with `packetSSRC` from this member is: its audio, its video, or neither.
+        func stream(of packetSSRC: UInt32) -> MediaStreamKind? {
+            if packetSSRC == ssrc { return .audio }
+            if videoSSRC != 0 && packetSSRC == videoSSRC { return .video }
+            return nil
+        }
+
+        /// Whether its packet of `kind` goes to member `other` (of the same room).
+        @inline(__always) func sendsTo(_ other: UInt64, _ kind: MediaStreamKind) -> Bool {
+            kind == .audio || videoSubscribers.contains(other)
         }
     }
 
@@ -60,6 +77,9 @@ struct RelayTable: Sendable {
         return removed
     }
 }
+
+/// A member's two streams: audio goes to the whole room, video only to its subscribers.
+enum MediaStreamKind: Sendable { case audio, video }
 
 /// One room's membership after a change (join, leave, resume with a new bind token); an empty
 /// list removes the room. What the room registry hands the relay.

@@ -26,6 +26,8 @@ final class RelayWorker: @unchecked Sendable {
     private var forwarded: UInt64 = 0
     private var forwardedBytes: UInt64 = 0
     private var sendFailed: UInt64 = 0
+    private var videoForwarded: UInt64 = 0
+    private var videoWithheld: UInt64 = 0
     /// Worker 0: rooms whose fast-path maps are behind (nil: all of them).
     private var fastPathDirty: Set<Int>? = nil
     private var lastHarvest: UInt64 = 0
@@ -120,6 +122,12 @@ final class RelayWorker: @unchecked Sendable {
             c.droppedSendFailed.add(sendFailed, ordering: .relaxed)
             sendFailed = 0
         }
+        if videoForwarded > 0 || videoWithheld > 0 {
+            c.videoForwarded.add(videoForwarded, ordering: .relaxed)
+            c.videoWithheld.add(videoWithheld, ordering: .relaxed)
+            videoForwarded = 0
+            videoWithheld = 0
+        }
         if !levels.isEmpty {
             let now = monotonicNanoseconds()
             shared.speakers.withLock { tracker in
@@ -143,19 +151,26 @@ final class RelayWorker: @unchecked Sendable {
             c.droppedUnbound.add(1, ordering: .relaxed)
             return
         }
-        guard RTPPacket.ssrc(inDatagram: datagram) == member.ssrc else {
+        guard let kind = member.stream(of: RTPPacket.ssrc(inDatagram: datagram)) else {
             c.droppedSSRCMismatch.add(1, ordering: .relaxed)
             return
         }
-        guard !member.muted else {
+        // A moderator's mute holds the microphone; pausing holds the camera.
+        if kind == .audio, member.muted {
             c.droppedMuted.add(1, ordering: .relaxed)
             return
         }
-        if let level = MediaRelay.audioLevel(datagram) { levels.append((key, level)) }
+        if kind == .video, member.videoPaused {
+            c.droppedVideoPaused.add(1, ordering: .relaxed)
+            return
+        }
+        if kind == .audio, let level = MediaRelay.audioLevel(datagram) { levels.append((key, level)) }
         guard let others = table.rooms[member.room] else { return }
         // One sendmmsg per datagram for all its destinations (batches of 64).
         var queued = 0
         for other in others where other != key {
+            guard member.sendsTo(other, kind) else { videoWithheld += 1; continue }
+            if kind == .video { videoForwarded += 1 }
             guard let addr = bindings.addressOf[other] else {
                 // Not bound by UDP: perhaps its media goes over signalling (looked up only then).
                 if let t = table.members[other]?.tunnel { tunnelTargets.append(t) }

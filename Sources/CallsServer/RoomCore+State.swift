@@ -13,6 +13,8 @@ extension RoomCore {
         guard p.wire != before else { return }
         room.participants[pid] = p
         broadcast(room, .participantUpdated(p.wire, change: change))
+        // The relay stops (and restarts) forwarding a paused camera.
+        if p.wire.isVideoPaused != before.isVideoPaused { patchRelay(room) }
     }
 
     private func requireModerator(_ room: Room, _ pid: String, _ connection: ConnectionID) -> Bool {

@@ -44,8 +44,10 @@ final class RoomCore {
         var keyEpoch: UInt8 = 0
         /// Its media travels over its signalling connection (UDP is blocked for it).
         var mediaOverSignalling = false
+        /// The pids whose video it shows (`subscribeVideo`): the relay sends it only theirs.
+        var videoSubscriptions: Set<String> = []
 
-        var wireKey: WireMediaKey { WireMediaKey(ssrc: wire.ssrc, epoch: keyEpoch, key: Base64URL.encode(mediaKey)) }
+        var wireKey: WireMediaKey { WireMediaKey(ssrc: wire.ssrc, epoch: keyEpoch, key: Base64URL.encode(mediaKey), videoSsrc: wire.videoSsrc) }
     }
 
     final class Room {
@@ -216,11 +218,19 @@ final class RoomCore {
         case .chat(let text): chat(room, from: pid, text: text, connection: connection)
         case .receiverReport(let reports):
             // Forward each report to the sender it is about (bounded: at most one per member).
-            for r in reports.prefix(limits.maxParticipants) {
-                guard r.lossPercent.isFinite, let sender = room.admitted.first(where: { $0.wire.ssrc == r.ssrc }),
+            for r in reports.prefix(2 * limits.maxParticipants) {
+                guard r.lossPercent.isFinite, let sender = room.admitted.first(where: { $0.wire.ssrc == r.ssrc || $0.wire.videoSsrc == r.ssrc }),
                       sender.wire.pid != pid, let c = sender.connection else { continue }
-                send(.lossReport(fromPid: pid, lossPercent: min(100, max(0, r.lossPercent))), to: c)
+                let loss = min(100, max(0, r.lossPercent))
+                if r.ssrc == sender.wire.ssrc {
+                    send(.lossReport(fromPid: pid, lossPercent: loss), to: c)
+                } else {
+                    let fps = r.framesPerSecond.map { $0.isFinite ? min(120, max(0, $0)) : 0 } ?? 0
+                    send(.videoReport(fromPid: pid, lossPercent: loss, framesPerSecond: fps), to: c)
+                }
             }
+        case .subscribeVideo(let pids): subscribeVideo(room, pid, pids, connection: connection)
+        case .requestKeyframe(let target): requestKeyframe(room, from: pid, of: target)
         case .setMediaOverSignalling(let v):
             guard room.participants[pid]?.mediaOverSignalling != v else { return }
             room.participants[pid]?.mediaOverSignalling = v
@@ -256,11 +266,19 @@ final class RoomCore {
         effects.append(.persist(StoreRequest(id: id, commands: commands)))
     }
 
-    /// The room's media membership: its admitted participants.
+    /// The room's media membership: its admitted participants, each video going to those
+    /// whose subscriptions name it.
     func patchRelay(_ room: Room) {
-        let members = (Array(room.admitted) + room.members).map {
-            RelayTable.Member(key: $0.key, room: room.index, ssrc: $0.wire.ssrc, consent: MediaConsent(ssrc: $0.wire.ssrc, token: $0.bindToken),
-                              muted: $0.serverMuted, tunnel: $0.mediaOverSignalling ? $0.connection?.local : nil)
+        let admitted = Array(room.admitted)
+        var subscribers: [String: Set<UInt64>] = [:]
+        for p in admitted { for s in p.videoSubscriptions { subscribers[s, default: []].insert(p.key) } }
+        let members = (admitted + room.members).map { p -> RelayTable.Member in
+            var m = RelayTable.Member(key: p.key, room: room.index, ssrc: p.wire.ssrc, consent: MediaConsent(ssrc: p.wire.ssrc, token: p.bindToken),
+                                      muted: p.serverMuted, tunnel: p.mediaOverSignalling ? p.connection?.local : nil)
+            m.videoSSRC = p.wire.videoSsrc ?? 0
+            m.videoPaused = p.wire.isVideoPaused
+            m.videoSubscribers = subscribers[p.wire.pid] ?? []
+            return m
         }
         effects.append(.relay(RelayPatch(room: room.index, members: members)))
     }
@@ -340,8 +358,9 @@ final class RoomCore {
         let tokenRole = claims.role.flatMap(ParticipantRole.init(rawValue:))
         let firstJoiner = roomRules.moderation(claims.sid) == .firstJoiner
         let role = tokenRole ?? (hasModerator || !firstJoiner ? .participant : .moderator)
-        let wire = WireParticipant(uid: claims.sub, name: displayName ?? claims.sub, pid: pid, ssrc: ssrc, role: role,
+        var wire = WireParticipant(uid: claims.sub, name: displayName ?? claims.sub, pid: pid, ssrc: ssrc, role: role,
                                    isAudioMuted: j.audioMuted, isVideoPaused: j.videoPaused, joinedAt: now)
+        wire.videoSsrc = allocateSSRC()
         let ref = ParticipantRef(value: nextRef)
         nextRef += 1
         let p = Participant(wire: wire, connection: connection, bindToken: identities.randomBytes(MediaBinding.tokenLength),
@@ -430,6 +449,7 @@ final class RoomCore {
         effects.append(.cancel(.grace(session: sid, pid: pid)))
         byResumeToken[p.resumeToken] = nil
         usedSSRCs.remove(p.wire.ssrc)
+        if let v = p.wire.videoSsrc { usedSSRCs.remove(v) }
         if let c = p.connection { byConnection[c] = nil }
         var commands: [StoreCommand] = [.participantLeft(p.ref, at: now)]
         if let call = room.call { commands += hook(.left, call, sid, uid: p.wire.uid, pid: pid) }

@@ -17,7 +17,11 @@ extension CallsClient {
     }
 
     /// Pauses or resumes your video (server state; `videoPaused`/`videoResumed` on confirmation).
-    public func setVideoPaused(_ paused: Bool) { request(.setVideoPaused(paused)) }
+    /// The camera stops at once (pausing); the server's confirmation resumes it.
+    public func setVideoPaused(_ paused: Bool) {
+        if paused { state.async { self.engine?.video?.setPaused(true) } }
+        request(.setVideoPaused(paused))
+    }
     /// Raises or lowers your hand; the server stamps the time so hands have an order.
     public func setHandRaised(_ raised: Bool) { request(.setHandRaised(raised)) }
     /// Screen share state.

@@ -121,6 +121,8 @@ extension CallsClient {
                 $0.features = Set(j.features ?? [])
             }
             startReceiverReports()
+            sentVideoSubscriptions = nil
+            sendVideoSubscriptions()
             emit(.sessionJoined)
             emit(.participantListChanged(participants: roster))
             joinContinuation?.resume()
@@ -136,6 +138,7 @@ extension CallsClient {
             engine?.updateKeys(j.mediaKeys ?? [])  // keys may have rotated while we were away
             if mediaOverSignalling { socket?.send(text: ClientMessage.setMediaOverSignalling(true).json()) }
             let roster = publishRoster()
+            sendVideoSubscriptions(force: true)  // a resumed participant kept them; a new connection re-states them
             emit(.connectionRestored)
             if before != rosterOrder { emit(.participantListChanged(participants: roster)) }
         case .participantJoined(let w):
@@ -143,13 +146,15 @@ extension CallsClient {
             if rosterByPID[w.pid] == nil { rosterOrder.append(w.pid) }
             rosterByPID[w.pid] = w
             let roster = publishRoster()
+            sendVideoSubscriptions()
             emit(.participantJoined(participant: participant(w)))
             emit(.participantListChanged(participants: roster))
         case .participantLeft(let w, _):
             guard phase == .joined || phase == .leaving, rosterByPID.removeValue(forKey: w.pid) != nil else { return }
             rosterOrder.removeAll { $0 == w.pid }
-            engine?.forgetSender(w.ssrc)
+            engine?.forgetSender(w.ssrc, videoSSRC: w.videoSsrc)
             let roster = publishRoster()
+            sendVideoSubscriptions()
             emit(.participantLeft(participant: participant(w, joined: false)))
             emit(.participantListChanged(participants: roster))
         case .participantUpdated(let w, let change):
@@ -188,6 +193,12 @@ extension CallsClient {
             lossReports[from] = (loss, now)
             lossReports = lossReports.filter { now.timeIntervalSince($0.value.1) < 6 }
             engine?.setExpectedLoss(lossReports.values.map(\.0).max() ?? 0)
+        case .keyframeRequest:
+            guard phase == .joined else { return }
+            engine?.video?.requestKeyframe()
+        case .videoReport(let from, let loss, _):
+            guard phase == .joined else { return }
+            engine?.video?.report(from: from, lossPercent: loss)
         case .recording(let active, let by, _):
             guard phase == .joined else { return }
             published.withLock { $0.serverRecording = active }
@@ -241,7 +252,8 @@ extension CallsClient {
             self.pingsSent = self.pingsSent.filter { $0.key > self.pingCounter - 5 }
             self.pingsSent[self.pingCounter] = monotonicNanoseconds()
             self.socket?.send(text: ClientMessage.ping(self.pingCounter).json())
-            if let reports = self.engine?.lossSinceLastReport(), !reports.isEmpty {
+            let video = self.engine?.video?.reportSinceLast(seconds: 2) ?? []
+            if let reports = self.engine.map({ $0.lossSinceLastReport() + video }), !reports.isEmpty {
                 self.socket?.send(text: ClientMessage.receiverReport(reports).json())
             }
             self.announceQualityChanges()
@@ -271,9 +283,15 @@ extension CallsClient {
             engine?.setMuted(true)  // also when a moderator muted us
             emit(.audioMuted)
         case .audioUnmuted: emit(.audioUnMuted)
-        case .videoPaused: emit(.videoPaused)
-        case .videoResumed: emit(.videoResumed)
-        case .cameraFacingChanged: emit(.cameraFacingChanged(cameraFacing: CameraFacing(rawValue: w.cameraFacing) ?? .FRONT))
+        case .videoPaused:
+            engine?.video?.setPaused(true)  // also when a moderator paused us
+            emit(.videoPaused)
+        case .videoResumed:
+            engine?.video?.setPaused(false)
+            emit(.videoResumed)
+        case .cameraFacingChanged:
+            engine?.video?.switchFacing(w.cameraFacing == "REAR" ? .rear : .front)
+            emit(.cameraFacingChanged(cameraFacing: CameraFacing(rawValue: w.cameraFacing) ?? .FRONT))
         case .handRaised, .handLowered, .presentingStarted, .presentingStopped, .recordingStarted, .recordingStopped,
              .pinned, .unpinned, .roleChanged, .unmuteAllowed:
             // Hand, screen share, recording, pin and role changes are participant events, you included.
@@ -406,6 +424,7 @@ extension CallsClient {
         if mediaOverSignalling { socket?.send(text: ClientMessage.setMediaOverSignalling(true).json()) }
         let roster = publishRoster()
         published.withLock { $0.localPID = j.you.pid; $0.rejoins += 1 }
+        sendVideoSubscriptions(force: true)
         emit(.connectionRestored)
         emit(.sessionRejoined(participant: participant(j.you)))
         emit(.participantListChanged(participants: roster))

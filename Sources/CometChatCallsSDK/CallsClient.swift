@@ -1,6 +1,7 @@
 import CallsAudio
 import CallsCore
 import CallsTransport
+import CallsVideo
 import Foundation
 import Synchronization
 
@@ -43,6 +44,9 @@ public final class CallsClient: @unchecked Sendable {
     /// A rejoin is under way: the server lost our session (it restarted), so we join again with
     /// a fresh call token on the reconnect connection. Confined to `state`.
     var rejoining = false
+    /// Whose video we show (sent as `subscribeVideo`); nil: everyone's, up to `autoVideoSubscriptions`.
+    var videoSubscriptions: [String]?
+    var sentVideoSubscriptions: [String]?
     /// The connection the rejoin runs on (a close of the refused one is expected, not a failure).
     weak var rejoinLink: SignalLink?
     var dominantPID: String?
@@ -314,9 +318,18 @@ public final class CallsClient: @unchecked Sendable {
                 guard let self else { return }
                 self.state.async { self.udpBlocked() }
             }
+            o.video = try videoOptions(settings)
+            o.onKeyframeNeeded = { [weak self] ssrc in
+                guard let self else { return }
+                self.state.async { self.askForKeyframe(videoSSRC: ssrc) }
+            }
             engine = try MediaEngine(input: input, output: output, options: o, probe: mediaProbe)
         } catch let e as AudioError {
             return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: e.description))
+        } catch MediaEngineError.video(let e) {
+            return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.videoError, errorDescription: e.description))
+        } catch let e as VideoError {
+            return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.videoError, errorDescription: e.description))
         } catch {
             return continuation.resume(throwing: CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: "\(error)"))
         }

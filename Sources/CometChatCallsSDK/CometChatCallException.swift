@@ -24,5 +24,6 @@ public final class CometChatCallException: Error, @unchecked Sendable, CustomStr
     static let networkError = "NETWORK_ERROR"
     static let alreadyInSession = "SESSION_ALREADY_ACTIVE"
     static let audioError = "AUDIO_ERROR"
+    static let videoError = "VIDEO_ERROR"
     static let hostInvalid = "HOST_INVALID"
 }

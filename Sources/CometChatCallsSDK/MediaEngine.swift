@@ -2,6 +2,7 @@ import CallsAudio
 import CallsCore
 import CallsSecurity
 import CallsTransport
+import CallsVideo
 import Foundation
 import Synchronization
 
@@ -92,6 +93,8 @@ final class MediaEngine: @unchecked Sendable {
     private let recentLoss = Locked<[UInt32: Double]>([:])
     /// Optional timing probe (benchmarks); called on the media threads, must not block.
     let probe: (any MediaProbe)?
+    /// Our camera out and everyone's video in (video sessions with a source; nil otherwise).
+    private(set) var video: VideoEngine?
 
     /// - Parameters:
     ///   - output: nil to receive nothing (synthetic participants that only speak).
@@ -118,6 +121,10 @@ final class MediaEngine: @unchecked Sendable {
         /// `udpBlockedAfterMs` of starting: UDP to the relay is blocked.
         var onUDPBlocked: (@Sendable () -> Void)?
         var udpBlockedAfterMs = 2500
+        /// Video (nil: a voice session, or no source).
+        var video: VideoEngine.Options?
+        /// Told (receive thread) when a sender's video needs a keyframe (its SSRC).
+        var onKeyframeNeeded: (@Sendable (UInt32) -> Void)?
     }
 
     init(input: any AudioInput, output: (any AudioOutput)?, options: Options, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
@@ -151,6 +158,25 @@ final class MediaEngine: @unchecked Sendable {
         self.processor = processor
         let chain: [(any AudioFilter)?] = [processor, probe.map { ProbeFilter($0) }, meter]
         filters = FilterChain(chain.compactMap { $0 })
+        if let v = options.video {
+            let keyframes = options.onKeyframeNeeded
+            do {
+                video = try VideoEngine(options: v, transmit: { [weak self] p in self?.transmit(p) ?? false },
+                                        onKeyframeNeeded: { keyframes?($0) })
+            } catch {
+                throw .video(error)
+            }
+        }
+    }
+
+    /// Sends one protected packet to the relay, or over signalling when UDP is blocked (any
+    /// media thread: the capture and video threads share the socket).
+    private func transmit(_ p: UnsafeRawBufferPointer) -> Bool {
+        if let t = tunnel.withLock({ $0 }) {
+            t(Array(p))
+            return true
+        }
+        return socket.send(p, to: relay)
     }
 
     /// Starts sending to and receiving from the relay at `relay`, bound by `bindToken`, media
@@ -162,10 +188,17 @@ final class MediaEngine: @unchecked Sendable {
         ssrcValue.store(ssrc, ordering: .releasing)
         consent.withLock { $0 = MediaConsent(ssrc: ssrc, token: bindToken) }
         updateKeys(keys)
+        try startVideo(ssrc: ssrc, keys: keys)
         running.store(true, ordering: .releasing)
         spawn("callroom.capture") { $0.captureLoop() }
         spawn("callroom.receive") { $0.receiveLoop() }
         if hasOutput { spawn("callroom.playback") { $0.playbackLoop() } }
+    }
+
+    /// Starts (or moves) our video stream on the video SSRC our own key names, with that key.
+    private func startVideo(ssrc: UInt32, keys: [WireMediaKey]) throws(MediaEngineError) {
+        guard let video, let own = keys.first(where: { $0.ssrc == ssrc }), let vssrc = own.videoSsrc, let key = SRTPKey(own) else { return }
+        do { try video.start(ssrc: vssrc, key: key) } catch { throw .network("SRTP: \(error)") }
     }
 
     private func spawn(_ name: String, _ body: @escaping @Sendable (MediaEngine) -> Void) {
@@ -182,6 +215,7 @@ final class MediaEngine: @unchecked Sendable {
     /// Stops every thread and closes the endpoints. Idempotent.
     func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        video?.stop()
         inputBox.withLock { $0 }.close()
         outputBox.withLock { $0 }?.close()
         for _ in 0..<threadCount { threadsDone.wait() }
@@ -220,6 +254,7 @@ final class MediaEngine: @unchecked Sendable {
         ssrcValue.store(newSSRC, ordering: .releasing)
         consent.withLock { $0 = MediaConsent(ssrc: newSSRC, token: bindToken) }
         updateKeys(keys)
+        try startVideo(ssrc: newSSRC, keys: keys)
         bound.store(false, ordering: .releasing)
         sendBind()
     }
@@ -239,9 +274,12 @@ final class MediaEngine: @unchecked Sendable {
             guard let key = SRTPKey(w) else { continue }
             if w.ssrc == ssrc {
                 guard srtpSender.withLock({ $0?.epoch }) != key.epoch else { continue }
-                pendingSendKey.withLock { $0 = (key, monotonicNanoseconds() + Self.keySwitchDelayNanoseconds) }
+                let at = monotonicNanoseconds() + Self.keySwitchDelayNanoseconds
+                pendingSendKey.withLock { $0 = (key, at) }
+                video?.rekey(key, at: at)
             } else {
                 try? srtpReceiver.setKey(key, for: w.ssrc)
+                if let v = w.videoSsrc { try? srtpReceiver.setKey(key, for: v) }
             }
         }
     }
@@ -257,7 +295,7 @@ final class MediaEngine: @unchecked Sendable {
     /// One SRTP packet that came over the signalling connection (its thread): verified,
     /// decrypted and delivered like one from the relay's UDP socket.
     func receiveTunnelled(_ bytes: [UInt8]) {
-        guard hasOutput, bytes.count <= 2048 else { return }
+        guard hasOutput || video != nil, bytes.count <= 2048 else { return }
         var b = bytes
         let length = b.withUnsafeMutableBytes { raw in Result { () throws(SRTPError) in try srtpReceiver.unprotect(raw, length: bytes.count) } }
         guard case .success(let n) = length else {
@@ -272,8 +310,14 @@ final class MediaEngine: @unchecked Sendable {
         }
     }
 
-    /// A sender left: its packets no longer verify.
-    func forgetSender(_ ssrc: UInt32) { srtpReceiver.remove(ssrc) }
+    /// A sender left: its packets no longer verify (audio, and video when it had some).
+    func forgetSender(_ ssrc: UInt32, videoSSRC: UInt32? = nil) {
+        srtpReceiver.remove(ssrc)
+        if let v = videoSSRC {
+            srtpReceiver.remove(v)
+            video?.forgetSender(v)
+        }
+    }
 
     /// The epochs held for a sender (ours: the one we send with).
     func keyEpochs(of s: UInt32) -> [UInt8] {
@@ -388,7 +432,7 @@ final class MediaEngine: @unchecked Sendable {
                         }
                         continue
                     }
-                    guard hasOutput else { continue }
+                    guard hasOutput || video != nil else { continue }
                     let length: Int
                     do { length = try srtpReceiver.unprotect(buf, length: n) } catch {
                         srtpRejected.add(1, ordering: .relaxed)
@@ -418,6 +462,11 @@ final class MediaEngine: @unchecked Sendable {
     }
 
     private func deliver(_ h: RTPHeader, _ datagram: UnsafeRawBufferPointer) {
+        if h.payloadType == VP8Payload.payloadType {
+            video?.receive(h, datagram)
+            return
+        }
+        guard hasOutput else { return }  // an engine that plays nothing keeps no jitter buffers
         let now = monotonicNanoseconds()
         guard receiver.insert(h, datagram: datagram, arrival: now) else { return }
         probe?.received(ssrc: h.ssrc, sequence: h.sequenceNumber, at: now)
@@ -601,5 +650,6 @@ final class ProbeFilter: AudioFilter {
 /// Why the media engine could not start.
 enum MediaEngineError: Error, Sendable {
     case audio(AudioError)
+    case video(VideoError)
     case network(String)
 }

@@ -31,6 +31,8 @@ public struct Participant: Sendable, Equatable, Hashable {
     public var totalDurationInMinutes: Double?
     /// CallRoom: the RTP SSRC of this participant's audio (for level meters).
     public var ssrc: UInt32?
+    /// CallRoom: the RTP SSRC of this participant's video (nil: it sends none).
+    public var videoSSRC: UInt32?
     /// CallRoom: `FRONT` or `REAR`.
     public var cameraFacing: CameraFacing?
     /// CallRoom: recording on their side.
@@ -61,6 +63,7 @@ public struct Participant: Sendable, Equatable, Hashable {
         isRecording = w.isRecording
         cameraFacing = CameraFacing(rawValue: w.cameraFacing)
         ssrc = w.ssrc
+        videoSSRC = w.videoSsrc
     }
 }
 

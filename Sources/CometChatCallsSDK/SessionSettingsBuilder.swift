@@ -79,6 +79,17 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var audioProfile: OpusEncoder.Profile = .voice
         /// CallRoom: ALSA device period in ms (5, 10 or 20); nil means one frame.
         public var audioPeriodMs: Int?
+        /// CallRoom: the video source of a `.video` session: `auto` (the camera, else the test
+        /// pattern), `v4l2:/dev/videoN`, `pattern`, `avatar`, `file:PATH.y4m`, `none`.
+        public var videoSource: String = "auto"
+        /// CallRoom: the size, frame rate and top bitrate (kb/s) of the video you send.
+        public var videoWidth: Int = 320
+        public var videoHeight: Int = 180
+        public var videoFPS: Int = 15
+        public var videoBitrateKbps: Int = 250
+        /// CallRoom: read the capture time stamped into test-pattern frames as they decode
+        /// (glass-to-glass latency in `videoStatistics`; QA and benchmarks).
+        public var readVideoStamps = false
 
         public init() {}
     }
@@ -184,6 +195,21 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     }
     /// CallRoom: the jitter buffer's start depth in frames (at least 1). Default 2.
     @discardableResult public func setJitterTargetFrames(_ n: Int) -> SessionSettingsBuilder { settings.jitterTargetFrames = max(1, n); return self }
+
+    /// CallRoom: the video source (`auto`, `v4l2:/dev/videoN`, `pattern`, `avatar`, `file:PATH.y4m`,
+    /// `none`). Default `auto`: the machine's camera, else the test pattern.
+    @discardableResult public func setVideoSource(_ spec: String) -> SessionSettingsBuilder { settings.videoSource = spec; return self }
+    /// CallRoom: the video you send: size (even, 64x36…1280x720), frames a second (1…30) and top
+    /// bitrate in kb/s (50…2,000). Default 320x180, 15 fps, 250 kb/s.
+    @discardableResult public func setVideoFormat(width: Int, height: Int, fps: Int = 15, bitrateKbps: Int = 250) -> SessionSettingsBuilder {
+        settings.videoWidth = min(1280, max(64, width)) & ~1
+        settings.videoHeight = min(720, max(36, height)) & ~1
+        settings.videoFPS = min(30, max(1, fps))
+        settings.videoBitrateKbps = min(2000, max(50, bitrateKbps))
+        return self
+    }
+    /// CallRoom: read test-pattern time stamps from received frames (latency figures).
+    @discardableResult public func enableVideoStamps(_ on: Bool) -> SessionSettingsBuilder { settings.readVideoStamps = on; return self }
 
     @available(*, deprecated, renamed: "setSessionType(_:)")
     @discardableResult public func setType(_ value: SessionType) -> SessionSettingsBuilder { setSessionType(value) }

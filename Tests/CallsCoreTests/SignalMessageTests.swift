@@ -41,6 +41,8 @@ struct SignalMessageTests {
         .setSessionFeature(feature: .transcription, enabled: true, language: "en-US"),
         .caption(sampleCaption), .streamStatus(state: .reconnecting, detail: "connection refused"),
         .memberStopped(reason: "disk full"),
+        .subscribeVideo(pids: ["p2", "p3"]), .requestKeyframe(pid: "p2"),
+        .receiverReport([LossReport(ssrc: 10, lossPercent: 1.5, framesPerSecond: 14.5)]),
     ]
 
     static let sampleCaption = WireCaption(tid: "tr_1", pid: "p1", uid: "alice", name: "Alice", id: 2, text: "hello there",
@@ -78,6 +80,8 @@ struct SignalMessageTests {
             .recording(active: true, by: "p1", rid: "rec_1"), .recording(active: false, by: nil, rid: "rec_1"),
             .transcription(active: true, by: "p1", tid: "tr_1", language: "en-US"), .transcription(active: false, by: nil, tid: "tr_1", language: "en-US"),
             .caption(sampleCaption), .streaming(state: .live, by: "p1", detail: nil), .streaming(state: .reconnecting, by: "p1", detail: "icecast dropped"),
+            .keyframeRequest(fromPid: "p2"), .videoReport(fromPid: "p2", lossPercent: 12, framesPerSecond: 7.5),
+            .mediaKeys([WireMediaKey(ssrc: 42, epoch: 3, key: "a2V5", videoSsrc: 43)]),
         ]
     }
 

@@ -1,7 +1,7 @@
 /// The exact JSON text of `SignalMessageTests`' samples, in order (client, then server). The
 /// room messages were recorded before the table-driven codec replaced the hand-written
 /// switches (issue #12); the presence and ringing messages (issue #13) when they were added.
-/// The wire must not change under a refactor.
+/// The video messages (issue #17) when they were added. The wire must not change under a refactor.
 enum WireGolden {
     static let lines: [String] = [
         #"{"audioMuted":true,"callToken":"t.o.k","displayName":"A","idleTimeoutSeconds":0,"sessionId":"s","sessionType":"voice","type":"join","v":1,"videoPaused":false}"#,
@@ -35,6 +35,9 @@ enum WireGolden {
         #"{"caption":{"end":2400,"final":true,"id":2,"name":"Alice","pid":"p1","start":1200,"text":"hello there","tid":"tr_1","uid":"alice"},"type":"caption"}"#,
         #"{"detail":"connection refused","state":"reconnecting","type":"streamStatus"}"#,
         #"{"reason":"disk full","type":"memberStopped"}"#,
+        #"{"pids":["p2","p3"],"type":"subscribeVideo"}"#,
+        #"{"pid":"p2","type":"requestKeyframe"}"#,
+        #"{"reports":[{"framesPerSecond":14.5,"lossPercent":1.5,"ssrc":10}],"type":"receiverReport"}"#,
         #"{"bindToken":"00ff","mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"sessionId":"s","type":"joined","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"bindToken":"00ff","dominantSpeaker":"p1","gracePeriodSeconds":30,"mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"resumeToken":"r","sessionId":"s","type":"resumed","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"pid":"p1","type":"dominantSpeaker"}"#,
@@ -76,5 +79,8 @@ enum WireGolden {
         #"{"caption":{"end":2400,"final":true,"id":2,"name":"Alice","pid":"p1","start":1200,"text":"hello there","tid":"tr_1","uid":"alice"},"type":"caption"}"#,
         #"{"pid":"p1","state":"live","type":"streaming"}"#,
         #"{"detail":"icecast dropped","pid":"p1","state":"reconnecting","type":"streaming"}"#,
+        #"{"pid":"p2","type":"keyframeRequest"}"#,
+        #"{"framesPerSecond":7.5,"lossPercent":12,"pid":"p2","type":"videoReport"}"#,
+        #"{"keys":[{"epoch":3,"key":"a2V5","ssrc":42,"videoSsrc":43}],"type":"mediaKeys"}"#,
     ]
 }

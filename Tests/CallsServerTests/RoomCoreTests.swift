@@ -69,7 +69,10 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertEqual(j.you.name, "Ann Stored", "the name the store resolved")
         XCTAssertEqual(j.you.role, .moderator, "first in")
         XCTAssertEqual(j.mediaPort, 4000)
-        XCTAssertTrue(after.contains(.relay(RelayPatch(room: 1, members: [.init(key: 1, room: 1, ssrc: j.you.ssrc, consent: MediaConsent(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []))]))))
+        var member = RelayTable.Member(key: 1, room: 1, ssrc: j.you.ssrc, consent: MediaConsent(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []))
+        member.videoSSRC = try XCTUnwrap(j.you.videoSsrc)
+        XCTAssertNotEqual(member.videoSSRC, member.ssrc)
+        XCTAssertTrue(after.contains(.relay(RelayPatch(room: 1, members: [member]))))
         XCTAssertTrue(after.contains(.schedule(.idle(session: "room"), afterSeconds: 60)), "alone: the idle timer starts")
     }
 

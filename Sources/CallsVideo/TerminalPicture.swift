@@ -1,0 +1,174 @@
+import CChafa
+import CYuv
+
+/// How a terminal can show a picture, decided from what it declares (`PictureMode.detect`).
+public enum PictureMode: String, Sendable, CaseIterable {
+    /// 24-bit colour (a direct-colour terminfo, or COLORTERM=truecolor on a terminal that passes it).
+    case truecolor
+    /// The xterm 256-colour palette.
+    case indexed256
+    /// The 16 ANSI colours.
+    case indexed16
+    /// No colour at all (NO_COLOR, a monochrome terminal): characters by brightness.
+    case monochrome
+
+    /// The mode for a terminal with `colors` colours (terminfo's `colors`; 1<<24 for direct
+    /// colour), under `environment` (NO_COLOR wins; COLORTERM=truecolor|24bit asks for 24-bit
+    /// only where the terminal can address that many colours).
+    public static func detect(colors: Int, environment: [String: String]) -> PictureMode {
+        if let n = environment["NO_COLOR"], !n.isEmpty { return .monochrome }
+        if colors >= 1 << 24 { return .truecolor }
+        if colors >= 256 { return .indexed256 }
+        if colors >= 8 { return .indexed16 }
+        return .monochrome
+    }
+}
+
+/// One character cell of a picture: the character and its colours — packed 0xRRGGBB in
+/// `.truecolor`, a palette index in the indexed modes, -1 (the terminal's own) in `.monochrome`.
+public struct PictureCell: Sendable, Equatable, Hashable {
+    public var char: Unicode.Scalar
+    public var fg: Int32
+    public var bg: Int32
+    public init(char: Unicode.Scalar, fg: Int32, bg: Int32) { self.char = char; self.fg = fg; self.bg = bg }
+}
+
+/// A picture as character cells, row by row.
+public struct Picture: Sendable, Equatable {
+    public var columns: Int
+    public var rows: Int
+    public var mode: PictureMode
+    public var cells: [PictureCell]
+    public subscript(x: Int, y: Int) -> PictureCell { cells[y * columns + x] }
+}
+
+/// Turns video frames into character cells with chafa (Debian libchafa-dev): Unicode half
+/// blocks (two pixels a cell, upper and lower) where the terminal has Unicode, ASCII shapes
+/// where it has not (LANG=C); colours per `PictureMode`. libyuv scales the frame to the size
+/// the cells need and converts it to RGBA first, so chafa works on small images.
+///
+/// Thread rules: one renderer per thread (the UI's); not thread-safe. It keeps one chafa canvas
+/// per cell size in use (tiles of one layout share a size) and frees them with the object.
+public final class TerminalPicture {
+    public let mode: PictureMode
+    public let unicode: Bool
+    private var canvases: [Int: OpaquePointer] = [:]
+    private var rgba: [UInt8] = []
+    private var scaled: [UInt8] = []
+
+    public init(mode: PictureMode, unicode: Bool) {
+        self.mode = mode
+        self.unicode = unicode
+        chafa_set_n_threads(1)  // many small tiles: the calling thread draws them faster than a pool
+    }
+
+    deinit { for c in canvases.values { chafa_canvas_unref(c) } }
+
+    /// The largest cell area with the frame's shape inside `columns` × `rows` (a cell is two
+    /// square pixels tall with half blocks).
+    public static func fit(width: Int, height: Int, columns: Int, rows: Int) -> (columns: Int, rows: Int) {
+        guard width > 0, height > 0, columns > 0, rows > 0 else { return (0, 0) }
+        // Half-block pixels are square: a cell is 1 × 2 of them.
+        var c = columns, r = (columns * height + width) / (2 * width)
+        if r > rows { r = rows; c = min(columns, (2 * rows * width + height / 2) / height) }
+        return (max(1, c), max(1, r))
+    }
+
+    /// Draws `frame` into exactly `columns` × `rows` cells (stretched: call `fit` first to keep
+    /// its shape). `mirrored` flips it left to right (your own preview).
+    public func render(_ frame: VideoFrame, columns: Int, rows: Int, mirrored: Bool = false) -> Picture {
+        guard columns > 0, rows > 0 else { return Picture(columns: 0, rows: 0, mode: mode, cells: []) }
+        // The pixels chafa needs: 2 per cell across (its shape matching looks at more), 4 down.
+        let pw = min(frame.width, max(2, columns * 2)) & ~1, ph = min(frame.height, max(2, rows * 4)) & ~1
+        convert(frame, width: pw, height: ph, mirrored: mirrored)
+        let canvas = self.canvas(columns: columns, rows: rows)
+        rgba.withUnsafeBufferPointer { p in
+            chafa_canvas_draw_all_pixels(canvas, CHAFA_PIXEL_RGBA8_UNASSOCIATED, p.baseAddress, Int32(pw), Int32(ph), Int32(pw * 4))
+        }
+        var cells: [PictureCell] = []
+        cells.reserveCapacity(columns * rows)
+        var fg: Int32 = 0, bg: Int32 = 0
+        for y in 0..<Int32(rows) {
+            for x in 0..<Int32(columns) {
+                let ch = Unicode.Scalar(chafa_canvas_get_char_at(canvas, x, y)) ?? " "
+                switch mode {
+                case .truecolor: chafa_canvas_get_colors_at(canvas, x, y, &fg, &bg)
+                case .indexed256, .indexed16: chafa_canvas_get_raw_colors_at(canvas, x, y, &fg, &bg)
+                case .monochrome: fg = -1; bg = -1
+                }
+                cells.append(PictureCell(char: ch, fg: fg, bg: bg))
+            }
+        }
+        return Picture(columns: columns, rows: rows, mode: mode, cells: cells)
+    }
+
+    /// Scales the frame to `width` × `height` (libyuv, box filter) and converts it to RGBA.
+    private func convert(_ f: VideoFrame, width: Int, height: Int, mirrored: Bool) {
+        let count = width * height * 4
+        if rgba.count != count { rgba = [UInt8](repeating: 255, count: count) }
+        let cw = width / 2
+        let scaledCount = VideoFrame.byteCount(width: width, height: height)
+        if scaled.count != scaledCount { scaled = [UInt8](repeating: 0, count: scaledCount) }
+        f.bytes.withUnsafeBufferPointer { src in
+            scaled.withUnsafeMutableBufferPointer { dst in
+                guard let s = src.baseAddress, let d = dst.baseAddress else { return }
+                let su = s + f.uOffset, sv = s + f.vOffset
+                let du = d + width * height, dv = du + cw * (height / 2)
+                I420Scale(s, Int32(f.width), su, Int32(f.chromaWidth), sv, Int32(f.chromaWidth), Int32(f.width), Int32(f.height),
+                          d, Int32(width), du, Int32(cw), dv, Int32(cw), Int32(width), Int32(height), kFilterBox)
+                rgba.withUnsafeMutableBufferPointer { out in
+                    guard let o = out.baseAddress else { return }
+                    // libyuv's "ABGR" is R, G, B, A in memory: chafa's RGBA8. A negative width mirrors.
+                    if mirrored {
+                        var tmp = [UInt8](repeating: 0, count: count)
+                        tmp.withUnsafeMutableBufferPointer { t in
+                            guard let tb = t.baseAddress else { return }
+                            I420ToABGR(d, Int32(width), du, Int32(cw), dv, Int32(cw), tb, Int32(width * 4), Int32(width), Int32(height))
+                            ARGBMirror(tb, Int32(width * 4), o, Int32(width * 4), Int32(width), Int32(height))
+                        }
+                    } else {
+                        I420ToABGR(d, Int32(width), du, Int32(cw), dv, Int32(cw), o, Int32(width * 4), Int32(width), Int32(height))
+                    }
+                }
+            }
+        }
+    }
+
+    private func canvas(columns: Int, rows: Int) -> OpaquePointer {
+        let key = columns << 16 | rows
+        if let c = canvases[key] { return c }
+        if canvases.count > 16 {  // a resize storm: keep the cache small
+            for c in canvases.values { chafa_canvas_unref(c) }
+            canvases = [:]
+        }
+        let config = chafa_canvas_config_new()
+        let symbols = chafa_symbol_map_new()
+        defer {
+            chafa_symbol_map_unref(symbols)
+            chafa_canvas_config_unref(config)
+        }
+        if unicode {
+            // Half blocks (▀ ▄), full block and space: two square pixels a cell.
+            chafa_symbol_map_add_by_tags(symbols, ChafaSymbolTags(rawValue: CHAFA_SYMBOL_TAG_VHALF.rawValue | CHAFA_SYMBOL_TAG_SOLID.rawValue
+                                                                   | CHAFA_SYMBOL_TAG_SPACE.rawValue))
+        } else {
+            chafa_symbol_map_add_by_tags(symbols, CHAFA_SYMBOL_TAG_ASCII)
+        }
+        chafa_canvas_config_set_symbol_map(config, symbols)
+        chafa_canvas_config_set_geometry(config, Int32(columns), Int32(rows))
+        let canvasMode: ChafaCanvasMode
+        switch mode {
+        case .truecolor: canvasMode = CHAFA_CANVAS_MODE_TRUECOLOR
+        case .indexed256: canvasMode = CHAFA_CANVAS_MODE_INDEXED_240  // the 16 ANSI colours vary by theme: not relied on
+        case .indexed16: canvasMode = CHAFA_CANVAS_MODE_INDEXED_16
+        case .monochrome: canvasMode = CHAFA_CANVAS_MODE_FGBG
+        }
+        chafa_canvas_config_set_canvas_mode(config, canvasMode)
+        chafa_canvas_config_set_dither_mode(config, CHAFA_DITHER_MODE_NONE)
+        chafa_canvas_config_set_work_factor(config, 0.2)
+        chafa_canvas_config_set_preprocessing_enabled(config, mode == .indexed16 || mode == .monochrome ? 1 : 0)
+        let c = chafa_canvas_new(config)!
+        canvases[key] = c
+        return c
+    }
+}

@@ -1,0 +1,108 @@
+import Synchronization
+
+/// A synthetic camera: colour bars across the top, a square that sweeps across the middle (the
+/// picture is visibly live), the participant's own colour behind it, and the capture time
+/// stamped across the bottom (`FrameStamp`). `.avatar` draws a face instead of the bars whose
+/// mouth opens with `mouthOpen` (the demo's bots, speaking). The rear-facing variant draws its
+/// bars in reverse order, so a switch of camera shows. For machines without a camera, and QA.
+///
+/// Thread rules: `read` from one thread; `close`, `setMouthOpen` from any.
+public final class TestPatternSource: VideoSource, @unchecked Sendable {
+    public enum Style: Sendable { case pattern, avatar }
+
+    public let name: String
+    public let width: Int
+    public let height: Int
+    public let style: Style
+    public let facing: VideoFacing
+    private let background: (y: UInt8, u: UInt8, v: UInt8)
+    private let closed = Atomic<Bool>(false)
+    private let mouth = Atomic<Int>(0)
+    private var frameCount = 0
+
+    /// The seven bars, left to right (front-facing): white, yellow, cyan, green, magenta, red, blue.
+    public static let bars: [(r: Int, g: Int, b: Int)] = [(235, 235, 235), (235, 235, 16), (16, 235, 235), (16, 235, 16),
+                                                          (235, 16, 235), (235, 16, 16), (16, 16, 235)]
+
+    public init(name: String, width: Int = 320, height: Int = 180, style: Style = .pattern, facing: VideoFacing = .front) {
+        self.name = name
+        self.width = width & ~1
+        self.height = height & ~1
+        self.style = style
+        self.facing = facing
+        // A colour of the participant's own (stable per name), darkish so the bars stand out.
+        var h: UInt32 = 2166136261
+        for b in name.utf8 { h = (h ^ UInt32(b)) &* 16777619 }
+        let r = 40 + Int(h & 0x7F), g = 40 + Int(h >> 8 & 0x7F), b = 40 + Int(h >> 16 & 0x7F)
+        background = YUV.from(r: r, g: g, b: b)
+    }
+
+    /// 0 (closed) … 100 (wide open): the avatar's mouth.
+    public func setMouthOpen(_ percent: Int) { mouth.store(max(0, min(100, percent)), ordering: .relaxed) }
+
+    public func read(at nanoseconds: UInt64) throws(VideoError) -> VideoFrame {
+        guard !closed.load(ordering: .acquiring) else { throw .closed }
+        var f = VideoFrame(width: width, height: height, y: background.y, u: background.u, v: background.v)
+        f.captureNanoseconds = nanoseconds
+        switch style {
+        case .pattern: drawBars(&f)
+        case .avatar: drawFace(&f)
+        }
+        // The sweeping square: across the middle band, one pass every 4 s at 15 fps.
+        let side = height / 5
+        let travel = max(1, width - side)
+        let phase = frameCount % 60
+        let x = (phase * travel / 59) & ~1
+        fill(&f, x: x, y: height / 3 + side / 4, w: side, h: side, (235, 128, 128))
+        frameCount += 1
+        FrameStamp.write(UInt32(truncatingIfNeeded: nanoseconds / 1_000_000), into: &f)
+        return f
+    }
+
+    public func close() { closed.store(true, ordering: .releasing) }
+
+    private func drawBars(_ f: inout VideoFrame) {
+        let n = Self.bars.count
+        let barHeight = (height / 3) & ~1
+        for i in 0..<n {
+            let c = Self.bars[facing == .front ? i : n - 1 - i]
+            let x0 = (i * width / n) & ~1, x1 = ((i + 1) * width / n) & ~1
+            fill(&f, x: x0, y: 0, w: x1 - x0, h: barHeight, YUV.from(r: c.r, g: c.g, b: c.b))
+        }
+    }
+
+    private func drawFace(_ f: inout VideoFrame) {
+        let cx = width / 2, cy = height * 5 / 12, r = height / 3
+        let skin = YUV.from(r: 224, g: 172, b: 105), dark = YUV.from(r: 40, g: 30, b: 30)
+        disc(&f, cx: cx, cy: cy, r: r, skin)
+        disc(&f, cx: cx - r / 3, cy: cy - r / 4, r: max(2, r / 7), dark)
+        disc(&f, cx: cx + r / 3, cy: cy - r / 4, r: max(2, r / 7), dark)
+        let open = mouth.load(ordering: .relaxed)
+        let mh = max(2, (r / 2) * open / 100) & ~1
+        fill(&f, x: (cx - r / 3) & ~1, y: (cy + r / 3) & ~1, w: (2 * r / 3) & ~1, h: mh, dark)
+    }
+
+    private func fill(_ f: inout VideoFrame, x: Int, y: Int, w: Int, h: Int, _ c: (y: UInt8, u: UInt8, v: UInt8)) {
+        let x0 = max(0, x), y0 = max(0, y), x1 = min(width, x + w), y1 = min(height, y + h)
+        guard x1 > x0, y1 > y0 else { return }
+        for row in y0..<y1 { for col in x0..<x1 { f.bytes[row * width + col] = c.y } }
+        let cw = width / 2
+        for row in (y0 / 2)..<((y1 + 1) / 2) {
+            for col in (x0 / 2)..<((x1 + 1) / 2) {
+                f.bytes[f.uOffset + row * cw + col] = c.u
+                f.bytes[f.vOffset + row * cw + col] = c.v
+            }
+        }
+    }
+
+    private func disc(_ f: inout VideoFrame, cx: Int, cy: Int, r: Int, _ c: (y: UInt8, u: UInt8, v: UInt8)) {
+        let cw = width / 2
+        for row in max(0, cy - r)..<min(height, cy + r) {
+            for col in max(0, cx - r)..<min(width, cx + r) where (col - cx) * (col - cx) + (row - cy) * (row - cy) <= r * r {
+                f.bytes[row * width + col] = c.y
+                f.bytes[f.uOffset + (row / 2) * cw + col / 2] = c.u
+                f.bytes[f.vOffset + (row / 2) * cw + col / 2] = c.v
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+@testable import CallsServer
+import CallsCore
+import XCTest
+
+/// Video in the room core (no sockets): subscriptions become the relay's per-sender subscriber
+/// sets, a new subscriber and a receiver's request reach the sender as keyframe requests, a
+/// paused camera is paused at the relay, video reports go to the sender they are about.
+extension RoomCoreTests {
+    func lastPatch(_ effects: [RoomEffect]) -> RelayPatch? {
+        effects.compactMap { if case .relay(let p) = $0 { return p }; return nil }.last
+    }
+
+    func testVideoSubscriptionsAreTheRelaysSubscriberSetsAndAskForKeyframes() throws {
+        let ja = try joined("ann", a), jb = try joined("bea", b), jc = try joined("cy", c)
+        let effects = message(.subscribeVideo(pids: [ja.you.pid, jc.you.pid, "nobody"]), b)
+        let patch = try XCTUnwrap(lastPatch(effects))
+        let byKey = Dictionary(uniqueKeysWithValues: patch.members.map { ($0.videoSSRC, $0) })
+        let keyB = try XCTUnwrap(patch.members.first { $0.ssrc == jb.you.ssrc }?.key)
+        XCTAssertEqual(byKey[try XCTUnwrap(ja.you.videoSsrc)]?.videoSubscribers, [keyB])
+        XCTAssertEqual(byKey[try XCTUnwrap(jc.you.videoSsrc)]?.videoSubscribers, [keyB])
+        XCTAssertEqual(byKey[try XCTUnwrap(jb.you.videoSsrc)]?.videoSubscribers, [], "not to herself")
+        XCTAssertEqual(sent(effects, to: a), [.keyframeRequest(fromPid: jb.you.pid)])
+        XCTAssertEqual(sent(effects, to: c), [.keyframeRequest(fromPid: jb.you.pid)])
+        // The same set again changes nothing; dropping ann asks no one for anything.
+        XCTAssertTrue(message(.subscribeVideo(pids: [jc.you.pid, ja.you.pid]), b).isEmpty)
+        let fewer = message(.subscribeVideo(pids: [jc.you.pid]), b)
+        XCTAssertEqual(lastPatch(fewer)?.members.first { $0.ssrc == ja.you.ssrc }?.videoSubscribers, [])
+        XCTAssertTrue(sent(fewer, to: a).isEmpty && sent(fewer, to: c).isEmpty)
+        // Too many names: refused.
+        guard case .error(.badMessage, _)? = sent(message(.subscribeVideo(pids: Array(repeating: "x", count: 4)), b), to: b).first else {
+            return XCTFail("more names than the room holds are refused")
+        }
+    }
+
+    func testVideoKeyframeRequestsReachOnlyTheSendersYouShow() throws {
+        let ja = try joined("ann", a), jb = try joined("bea", b)
+        XCTAssertTrue(message(.requestKeyframe(pid: ja.you.pid), b).isEmpty, "bea does not show ann")
+        _ = message(.subscribeVideo(pids: [ja.you.pid]), b)
+        XCTAssertEqual(sent(message(.requestKeyframe(pid: ja.you.pid), b), to: a), [.keyframeRequest(fromPid: jb.you.pid)])
+    }
+
+    func testVideoPausedAtTheRelay_IsPausedAtTheRelay() throws {
+        let ja = try joined("ann", a)
+        try joined("bea", b)
+        let paused = message(.setVideoPaused(true), a)
+        XCTAssertEqual(lastPatch(paused)?.members.first { $0.ssrc == ja.you.ssrc }?.videoPaused, true)
+        XCTAssertEqual(lastPatch(message(.setVideoPaused(false), a))?.members.first { $0.ssrc == ja.you.ssrc }?.videoPaused, false)
+    }
+
+    func testVideoReportsGoToTheirSender() throws {
+        let ja = try joined("ann", a), jb = try joined("bea", b)
+        let effects = message(.receiverReport([LossReport(ssrc: try XCTUnwrap(ja.you.videoSsrc), lossPercent: 12.5, framesPerSecond: 14),
+                                               LossReport(ssrc: ja.you.ssrc, lossPercent: 1)]), b)
+        XCTAssertEqual(sent(effects, to: a), [.videoReport(fromPid: jb.you.pid, lossPercent: 12.5, framesPerSecond: 14),
+                                               .lossReport(fromPid: jb.you.pid, lossPercent: 1)])
+    }
+}
