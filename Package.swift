@@ -59,7 +59,7 @@ let package = Package(
 
         // MARK: Executables
         .executableTarget(name: "callroomd", dependencies: ["CallsServer", "CallsRecording"]),
-        .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CometChatSDK", "CallsTUI", "CallsServer", "CallsAudio", "CallsCaptions"],
+        .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CometChatSDK", "CallsTUI", "CallsServer", "CallsAudio", "CallsCaptions", "CallsVideo"],
                           resources: []),
 
         // MARK: Examples

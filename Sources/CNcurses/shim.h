@@ -33,6 +33,16 @@ static inline int callroom_put_wchs(int y, int x, const wchar_t *chars, int coun
     return mvadd_wch(y, x, &c);
 }
 
+/* Same, with an extended colour pair (ncurses 6: pairs past 32767, picture colours). */
+static inline int callroom_put_wchs_pair(int y, int x, const wchar_t *chars, int count, attr_t attr, int pair) {
+    cchar_t c; wchar_t s[5] = { 0, 0, 0, 0, 0 };
+    for (int i = 0; i < count && i < 4; i++) s[i] = chars[i];
+    setcchar(&c, s, attr, 0, &pair);
+    return mvadd_wch(y, x, &c);
+}
+static inline int callroom_color_pairs(void) { return COLOR_PAIRS; }
+static inline int callroom_init_pair(int pair, int fg, int bg) { return init_extended_pair(pair, fg, bg); }
+
 /* The terminal's capabilities, read from terminfo before the screen is set up:
    1 when TERM can address the cursor (cup), 0 when it cannot, -1 when TERM is unknown. */
 static inline int callroom_terminal_can_address_cursor(void) {

@@ -1,3 +1,4 @@
+import CallsVideo
 import CometChatCallsSDK
 import Foundation
 
@@ -26,6 +27,13 @@ public final class CallScreenController {
     /// How long the summary stays when no key is pressed (seconds; 0 skips it).
     public var summarySeconds: Double = 10
     public private(set) var framesDrawn = 0
+    /// Video frames taken into the model, and the subscriptions last sent (the visible tiles).
+    public private(set) var videoFramesShown = 0
+    private var videoSerial: UInt64 = 0
+    private var lastVideoCapture: [String: UInt64] = [:]
+    private var sentSubscriptions: [String]?
+    /// Time spent rendering the last frame (ms): the screen's frame budget.
+    public private(set) var lastRenderMs: Double = 0
 
     public init(driver: any TerminalDriver, title: String, session: CallSession = .shared) {
         self.driver = driver
@@ -117,6 +125,9 @@ public final class CallScreenController {
         while let input = driver.poll() { handle(input) }
         if model.updateLevels(session.audioLevels()) { dirty = true }
         ticks += 1
+        // Video at up to 15 frames a second (every other 30 Hz tick); a frame arriving faster is
+        // replaced by the next: the screen never queues pictures.
+        if ticks % 2 == 0, refreshVideo() { dirty = true }
         if ticks % 3 == 0 { model.sampleLevelHistory(); dirty = true }
         if ticks % 15 == 0 {
             if model.updateQuality(session.connectionQuality()) { dirty = true }
@@ -149,9 +160,43 @@ public final class CallScreenController {
 
     func draw() {
         let (w, h) = driver.size
-        driver.present(CallScreenRenderer.render(model, width: w, height: h, unicode: driver.supportsUnicode))
+        let started = DispatchTime.now().uptimeNanoseconds
+        let screen = CallScreenRenderer.render(model, width: w, height: h, unicode: driver.supportsUnicode)
+        lastRenderMs = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+        driver.present(screen)
         framesDrawn += 1
         dirty = false
+        // Subscribe to the video of exactly the tiles on screen (a 25-person room on a small
+        // terminal receives only what it shows).
+        if model.settings.sessionType == .video, session.isCallSessionActive(), screen.videoTiles != sentSubscriptions {
+            sentSubscriptions = screen.videoTiles
+            session.setVideoSubscriptions(screen.videoTiles)
+        }
+    }
+
+    /// Takes each visible participant's newest frame into the model; true when any changed.
+    func refreshVideo() -> Bool {
+        guard model.settings.sessionType == .video, model.overlay != .summary else { return false }
+        model.pictureMode = driver.pictureMode
+        let me = session.localParticipantID
+        var changed = false
+        var seen: Set<String> = []
+        for t in model.tiles {
+            guard let f = session.videoFrame(participantID: t.pid) else { continue }
+            seen.insert(t.pid)
+            guard lastVideoCapture[t.pid] != f.captureNanoseconds else { continue }
+            lastVideoCapture[t.pid] = f.captureNanoseconds
+            videoSerial += 1
+            model.video[t.pid] = TileVideo(frame: f, serial: videoSerial, mirrored: t.pid == me)
+            videoFramesShown += 1
+            changed = true
+        }
+        for pid in model.video.keys where !seen.contains(pid) {
+            model.video[pid] = nil
+            lastVideoCapture[pid] = nil
+            changed = true
+        }
+        return changed
     }
 
     /// The layout of the current screen (for mouse hit tests and page sizes).

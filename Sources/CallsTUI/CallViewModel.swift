@@ -1,4 +1,5 @@
 import CallsCore
+import CallsVideo
 import CometChatCallsSDK
 import Foundation
 
@@ -20,6 +21,10 @@ public struct CallViewModel: Equatable, Sendable {
     public var leftAt: Date?
     public var now: Date = Date()
     public var tiles: [Tile] = []
+    /// The latest video frame per pid (yours mirrored); tiles draw them.
+    public var video: [String: TileVideo] = [:]
+    /// How this terminal draws pictures (from its colours and NO_COLOR).
+    public var pictureMode: PictureMode = .monochrome
     public var isMuted = false
     /// The server is recording the session (`onRecordingStarted` … `onRecordingStopped`).
     public var serverRecording = false

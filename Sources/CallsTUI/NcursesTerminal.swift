@@ -1,4 +1,5 @@
 @preconcurrency import CNcurses
+import CallsVideo
 import Foundation
 import Synchronization
 
@@ -15,6 +16,12 @@ public final class NcursesTerminal: TerminalDriver {
     private var active = false
     private var pairs: [CellStyle.Color: Int16] = [:]
     private var colors = false
+    /// How video is drawn here (`PictureMode.detect` from terminfo's colours and NO_COLOR).
+    public private(set) var pictureMode: PictureMode = .monochrome
+    /// Colour pairs made for picture cells (fg, bg) → pair, from `firstPicturePair` up.
+    private var picturePairs: [Int64: Int32] = [:]
+    private var nextPicturePair: Int32 = 16
+    private static let firstPicturePair: Int32 = 16
     /// How long ncurses waits after Esc for the rest of an escape sequence (ms).
     public static let escapeDelayMs: Int32 = 25
 
@@ -69,6 +76,7 @@ public final class NcursesTerminal: TerminalDriver {
                 pairs[c] = Int16(i + 1)
             }
         }
+        pictureMode = colors ? PictureMode.detect(colors: Int(callroom_colors()), environment: ProcessInfo.processInfo.environment) : .monochrome
     }
 
     public var size: (width: Int, height: Int) {
@@ -95,15 +103,35 @@ public final class NcursesTerminal: TerminalDriver {
             if c.style.reverse { attr |= callroom_a_reverse }
             if c.style.dim { attr |= callroom_a_dim }
             if c.style.underline { attr |= callroom_a_underline }
-            let pair: Int16 = colors ? (pairs[c.style.fg] ?? 0) : 0
             var n: Int32 = 0
             for s in buffer.character(c).unicodeScalars.prefix(4) { chars[Int(n)] = wchar_t(bitPattern: s.value); n += 1 }
-            callroom_put_wchs(Int32(y), Int32(x), chars, n, attr, pair)
+            if colors, c.style.isPicture {
+                callroom_put_wchs_pair(Int32(y), Int32(x), chars, n, 0, picturePair(fg: c.style.pictureFG, bg: c.style.pictureBG))
+            } else {
+                let pair: Int16 = colors ? (pairs[c.style.fg] ?? 0) : 0
+                callroom_put_wchs(Int32(y), Int32(x), chars, n, attr, pair)
+            }
             written += 1
         }
         refresh()
         onScreen = buffer
         return written
+    }
+
+    /// The colour pair for a picture cell's colours (made on first use; when the terminal's
+    /// pairs run out the table starts over: cells already drawn keep their colours).
+    private func picturePair(fg: Int32, bg: Int32) -> Int32 {
+        let key = Int64(fg) << 32 | Int64(UInt32(bitPattern: bg))
+        if let p = picturePairs[key] { return p }
+        if nextPicturePair >= callroom_color_pairs() {
+            picturePairs = [:]
+            nextPicturePair = Self.firstPicturePair
+        }
+        let p = nextPicturePair
+        guard callroom_init_pair(p, fg, bg) == OK else { return 0 }
+        nextPicturePair += 1
+        picturePairs[key] = p
+        return p
     }
 
     public func poll() -> TerminalInput? {

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsVideo
 /// A text style: colour and attributes of a cell.
 public struct CellStyle: Hashable, Sendable {
     public enum Color: Int, Sendable { case normal = 0, red, green, yellow, blue, magenta, cyan, white }
@@ -7,6 +8,11 @@ public struct CellStyle: Hashable, Sendable {
     public var reverse = false
     public var dim = false
     public var underline = false
+    /// A picture cell's colours in the terminal's `PictureMode` (packed RGB, or a palette
+    /// index); -1: none (the text colours above apply).
+    public var pictureFG: Int32 = -1
+    public var pictureBG: Int32 = -1
+    public var isPicture: Bool { pictureFG >= 0 || pictureBG >= 0 }
 
     public init(fg: Color = .normal, bold: Bool = false, reverse: Bool = false, dim: Bool = false, underline: Bool = false) {
         self.fg = fg
@@ -68,6 +74,9 @@ public struct ScreenBuffer: Equatable, Sendable {
     /// Unicode glyphs when the terminal's locale is UTF-8, else ASCII only.
     public var unicode: Bool { didSet { glyphs = .for(unicode: unicode) } }
     public private(set) var glyphs: GlyphSet
+    /// The participants whose tiles were drawn big enough for their video, in drawing order
+    /// (the call screen subscribes to exactly these).
+    public internal(set) var videoTiles: [String] = []
 
     public init(width: Int, height: Int, unicode: Bool = true) {
         self.width = max(0, width)
@@ -234,5 +243,24 @@ public struct ScreenBuffer: Equatable, Sendable {
         let line = lines[y]
         guard let r = line.range(of: needle) else { return nil }
         return DisplayWidth.of(line[line.startIndex..<r.lowerBound])
+    }
+}
+
+extension ScreenBuffer {
+    /// Draws a picture's cells with their top-left corner at (x, y), clipped to the buffer.
+    /// ASCII characters only when the buffer is not Unicode (the picture was made that way).
+    public mutating func put(_ p: Picture, x: Int, y: Int) {
+        for row in 0..<p.rows {
+            let yy = y + row
+            guard yy >= 0, yy < height else { continue }
+            for col in 0..<p.columns {
+                let xx = x + col
+                guard xx >= 0, xx < width else { continue }
+                let c = p[col, row]
+                var style = CellStyle.plain
+                if p.mode != .monochrome { style.pictureFG = c.fg; style.pictureBG = c.bg }
+                self[xx, yy] = Cell(char: unicode || c.char.isASCII ? c.char : " ", style: style)
+            }
+        }
     }
 }

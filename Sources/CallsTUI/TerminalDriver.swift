@@ -1,3 +1,4 @@
+import CallsVideo
 /// A key or mouse event from the terminal.
 public enum TerminalInput: Equatable, Sendable {
     case char(Unicode.Scalar)
@@ -35,6 +36,8 @@ public protocol TerminalDriver: AnyObject {
     var size: (width: Int, height: Int) { get }
     /// Whether box-drawing and other non-ASCII characters can be shown.
     var supportsUnicode: Bool { get }
+    /// How pictures (video) can be drawn here.
+    var pictureMode: PictureMode { get }
     /// Shows `buffer`, writing only the cells that differ from what is on screen.
     /// Returns how many cells were written.
     @discardableResult func present(_ buffer: ScreenBuffer) -> Int
@@ -52,6 +55,7 @@ public protocol TerminalDriver: AnyObject {
 public final class MemoryTerminal: TerminalDriver {
     public var size: (width: Int, height: Int)
     public let supportsUnicode: Bool
+    public var pictureMode: PictureMode = .truecolor
     public private(set) var screen: ScreenBuffer
     public private(set) var cellsWritten = 0
     public private(set) var presents = 0

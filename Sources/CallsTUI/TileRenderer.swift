@@ -157,6 +157,26 @@ enum TileRenderer {
 
     // MARK: One tile
 
+    /// The smallest inside of a tile that shows video (smaller tiles show the name and state).
+    static let videoMinWidth = 8
+    static let videoMinHeight = 3
+
+    /// The picture, centred, with the name over its top-left and the state badges over its
+    /// bottom row (always readable: text cells replace picture cells).
+    static func drawVideo(_ t: ParticipantTile, _ v: TileVideo, _ m: CallViewModel, into b: inout ScreenBuffer, inner: Rect) {
+        let p = v.picture(columns: inner.width, rows: inner.height, mode: m.pictureMode, unicode: b.unicode)
+        b.put(p, x: inner.x + (inner.width - p.columns) / 2, y: inner.y + (inner.height - p.rows) / 2)
+        let name = t.name + (t.isYou ? " (you)" : "")
+        b.put(" \(name) ", x: inner.x, y: inner.y, style: CellStyle(bold: true, reverse: true), maxWidth: inner.width)
+        var x = inner.x
+        let y = inner.maxY - 1
+        for (text, style) in stateItems(t, m, b.glyphs, compact: true) where x < inner.maxX - 1 {
+            var s = style
+            s.reverse = true
+            x += 1 + b.put(" \(text) ", x: x, y: y, style: s, maxWidth: inner.maxX - x)
+        }
+    }
+
     /// The state row: microphone, dominant, hand, pin, sharing, camera, network — each with
     /// its own glyph and colour.
     static func stateItems(_ t: ParticipantTile, _ m: CallViewModel, _ g: GlyphSet, compact: Bool = false) -> [(String, CellStyle)] {
@@ -185,6 +205,11 @@ enum TileRenderer {
         b.box(r, title: t.initials, style: border)
         let inner = r.inset(1)
         guard inner.height >= 1, inner.width >= 1 else { return }
+        if m.settings.sessionType == .video, inner.width >= videoMinWidth, inner.height >= videoMinHeight {
+            if !t.isYou { b.videoTiles.append(t.pid) }
+            let paused = t.isYou ? (t.isVideoPaused || m.isVideoPaused) : t.isVideoPaused
+            if !paused, let v = m.video[t.pid] { return drawVideo(t, v, m, into: &b, inner: inner) }
+        }
         let name = t.name + (t.isYou ? " (you)" : "")
         var rows: [(kind: Int, height: Int)] = []  // 0 big initials, 1 name, 2 state, 3 meter, 4 history
         let big = BigInitials.render(t.initials, glyphs: g)

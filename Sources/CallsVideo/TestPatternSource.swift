@@ -2,8 +2,8 @@ import Synchronization
 
 /// A synthetic camera: colour bars across the top, a square that sweeps across the middle (the
 /// picture is visibly live), the participant's own colour behind it, and the capture time
-/// stamped across the bottom (`FrameStamp`). `.avatar` draws a face instead of the bars whose
-/// mouth opens with `mouthOpen` (the demo's bots, speaking). The rear-facing variant draws its
+/// stamped across the bottom (`FrameStamp`). `.avatar` draws only a face on that colour, whose
+/// mouth opens with `setMouthOpen` (or moves idly) — the demo's bots. The rear-facing variant draws its
 /// bars in reverse order, so a switch of camera shows. For machines without a camera, and QA.
 ///
 /// Thread rules: `read` from one thread; `close`, `setMouthOpen` from any.
@@ -44,17 +44,18 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
         var f = VideoFrame(width: width, height: height, y: background.y, u: background.u, v: background.v)
         f.captureNanoseconds = nanoseconds
-        switch style {
-        case .pattern: drawBars(&f)
-        case .avatar: drawFace(&f)
+        frameCount += 1
+        guard style == .pattern else {
+            drawFace(&f)
+            return f
         }
+        drawBars(&f)
         // The sweeping square: across the middle band, one pass every 4 s at 15 fps.
         let side = height / 5
         let travel = max(1, width - side)
-        let phase = frameCount % 60
+        let phase = (frameCount - 1) % 60
         let x = (phase * travel / 59) & ~1
         fill(&f, x: x, y: height / 3 + side / 4, w: side, h: side, (235, 128, 128))
-        frameCount += 1
         FrameStamp.write(UInt32(truncatingIfNeeded: nanoseconds / 1_000_000), into: &f)
         return f
     }
@@ -77,7 +78,9 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
         disc(&f, cx: cx, cy: cy, r: r, skin)
         disc(&f, cx: cx - r / 3, cy: cy - r / 4, r: max(2, r / 7), dark)
         disc(&f, cx: cx + r / 3, cy: cy - r / 4, r: max(2, r / 7), dark)
-        let open = mouth.load(ordering: .relaxed)
+        // The mouth: as set (a speaking bot), else a slow idle movement so the face looks alive.
+        let set = mouth.load(ordering: .relaxed)
+        let open = set > 0 ? set : (frameCount % 40 < 6 ? 40 : 10)
         let mh = max(2, (r / 2) * open / 100) & ~1
         fill(&f, x: (cx - r / 3) & ~1, y: (cy + r / 3) & ~1, w: (2 * r / 3) & ~1, h: mh, dark)
     }

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsVideo
 import Foundation
 import Synchronization
 
@@ -122,6 +123,14 @@ public final class CallSession: @unchecked Sendable {
     public var isAudioMuted: Bool { currentClient?.isAudioMuted ?? false }
     /// Audio level in dBFS per participant id.
     public func audioLevels() -> [String: Float] { currentClient?.audioLevels() ?? [:] }
+    /// CallRoom: a participant's latest video frame (yours: what you send); nil without one.
+    public func videoFrame(participantID: String) -> VideoFrame? { currentClient?.videoFrame(participantID: participantID) }
+    /// CallRoom: shows only these participants' video (the visible tiles); see `CallsClient`.
+    public func setVideoSubscriptions(_ pids: [String]) { currentClient?.setVideoSubscriptions(pids) }
+    /// CallRoom: every decoded frame with its sender's pid, on the media receive thread.
+    public func setVideoFrameHandler(_ handler: (@Sendable (String, VideoFrame) -> Void)?) { currentClient?.setVideoFrameHandler(handler) }
+    /// CallRoom diagnostics: video sent and received in this session.
+    public var videoReport: VideoReport? { currentClient?.videoReport }
     /// Notices from the audio engine (e.g. falling back to `null` without a sound card).
     public var audioNotices: [String] { currentClient?.audioNotices ?? [] }
 }

@@ -77,10 +77,13 @@ final class BotDirector {
         guard bots[bot] == nil, !stopped else { return }
         let sessionID = session ?? self.sessionID
         let client = CallsClient(serverURL: serverURL, appID: appID, eventQueue: DispatchQueue(label: "callroom.bot\(bot)")) { _ in }
-        let settings = SessionSettingsBuilder().setSessionType(.video).setAudioInput(input(bot)).setAudioOutput("none").build()
+        // A synthetic face, small (nobody sees a bot's tile larger than a terminal quarter).
+        let settings = SessionSettingsBuilder().setSessionType(.video).setAudioInput(input(bot)).setAudioOutput("none")
+            .setVideoSource("avatar").setVideoFormat(width: 160, height: 90, fps: 10, bitrateKbps: 120).build()
         do {
             _ = try await client.login(uid: "bot-\(bot)", authKey: authKey, name: name(bot))
             try await client.join(callToken: try await client.generateToken(sessionID: sessionID), sessionID: sessionID, settings: settings)
+            client.setVideoSubscriptions([])  // bots watch no one: no decoding for nothing
             bots[bot] = client
         } catch {
             Console.err("callroom: synthetic participant \(name(bot)) could not join: \(error.errorDescription)")

@@ -2,6 +2,7 @@ import CallsCore
 import CallsServer
 import CallsTUI
 import CometChatCallsSDK
+import CallsVideo
 import Foundation
 
 /// `callroom demo`: a whole room in one process — an in-process server on loopback with a
@@ -10,7 +11,7 @@ enum DemoCommand {
     static let usage = """
         USAGE: callroom demo [--bots N] [--scenario NAME|FILE] [--seed N] [--input SPEC] [--output SPEC]
                              [--name NAME] [--layout L] [--show LIST] [--hide LIST] [--event-log FILE]
-                             [--ring] [--headless]
+                             [--ring] [--headless] [--video SOURCE]
 
         Starts a CallRoom server inside this process (loopback, temporary data directory), joins
         N synthetic participants that speak (bundled speech clips), runs a scenario through them,
@@ -25,6 +26,8 @@ enum DemoCommand {
           --input SPEC      your microphone (default alsa:default; null without a sound card)
           --output SPEC     your speaker (default alsa:default; null without a sound card)
           --name NAME       your display name (default "You")
+          --video SOURCE    your camera: auto (default: the camera, else the test pattern),
+                            v4l2:/dev/videoN, pattern, avatar, file:PATH.y4m, none
           --layout L        TILE, SPOTLIGHT or SIDEBAR (default TILE)
           --show LIST       show these parts of the call screen (as 'callroom join --help' lists;
                             the demo shows chat, invite, record and captions)
@@ -41,7 +44,7 @@ enum DemoCommand {
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["bots", "input", "output", "name", "layout", "event-log", "scenario", "seed", "show", "hide"], boolean: ["headless", "help", "ring"])
+            args = try ArgumentScanner(arguments, valued: ["video", "bots", "input", "output", "name", "layout", "event-log", "scenario", "seed", "show", "hide"], boolean: ["headless", "help", "ring"])
         } catch { Console.fail("\(error.message)\nRun 'callroom demo --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
         if let extra = args.positionals.first { Console.fail("unexpected argument '\(extra)'") }
@@ -64,6 +67,9 @@ enum DemoCommand {
             .setDisplayName(args["name"] ?? "You")
             .setAudioInput(input)
             .setAudioOutput(output)
+        let video = args["video"] ?? "auto"
+        do { _ = try VideoSourceSpec(video) } catch { Console.fail("--video: \(error)") }
+        builder.setVideoSource(video)
         do { try SurfaceFlags.apply(show: args["show"], hide: args["hide"], to: builder) } catch { Console.fail(error.message) }
         let settings = builder.build()
 

@@ -2,6 +2,7 @@ import CallsAudio
 import CallsCore
 import CallsTUI
 import CometChatCallsSDK
+import CallsVideo
 import Foundation
 
 /// `callroom join SESSION_ID …`
@@ -11,7 +12,7 @@ enum JoinCommand {
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC]
                              [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
-                             [--ca-file FILE | --insecure] [--passcode CODE]
+                             [--ca-file FILE | --insecure] [--passcode CODE] [--video SOURCE] [--video-out DIR]
 
         Joins a session on a CallRoom server and shows the call screen. An invite link
         (https://HOST/call/SESSION, as the invite button copies it) gives the server too;
@@ -29,6 +30,10 @@ enum JoinCommand {
         \(SDKSetup.tlsUsage)
           --input SPEC         microphone: alsa:NAME (default alsa:default), file:PATH.wav, tone:HZ, null
           --output SPEC        speaker: alsa:NAME (default alsa:default), file:PATH.wav, null
+          --video SOURCE       join with video (default: voice only): auto (your camera, else the
+                               test pattern), v4l2:/dev/videoN, pattern, avatar, file:PATH.y4m, or
+                               none (receive video, send none)
+          --video-out DIR      headless: write each participant's received frames to DIR/PID.y4m
           --frame-ms N         audio frame length, 10 or 20 (default 20)
           --capture LIST       microphone processing (SpeexDSP), comma-separated: ns (noise
                                suppression), agc (automatic gain), aec (echo cancellation)
@@ -55,7 +60,7 @@ enum JoinCommand {
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["passcode", "ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
+            args = try ArgumentScanner(arguments, valued: ["video", "video-out", "passcode", "ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
                                                            "input", "output", "frame-ms", "impair", "capture", "event-log", "show", "hide"],
                                        boolean: ["insecure", "headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
@@ -114,11 +119,23 @@ enum JoinCommand {
                 settings.setJitterTargetFrames(max(2, Int((imp.jitterMs / Double(frameMs)).rounded(.up)) + 1))
             } catch { Console.fail("--impair: \(error.message)") }
         }
+        if let v = args["video"] {
+            do { _ = try VideoSourceSpec(v) } catch { Console.fail("--video: \(error)") }
+            settings.setSessionType(.video).setVideoSource(v)
+        }
+        var dump: VideoDump?
+        if let dir = args["video-out"] {
+            guard headless else { Console.fail("--video-out needs --headless") }
+            guard args["video"] != nil else { Console.fail("--video-out needs --video (a video session)") }
+            do { dump = try VideoDump(directory: dir) } catch { Console.fail("--video-out: \(error)") }
+        }
         let built = settings.build()
+        let videoDump = dump
         signal(SIGPIPE, SIG_IGN)
         Task { @MainActor in
             if headless {
-                await HeadlessSession.run(options: options, sessionID: session, settings: built)
+                await HeadlessSession.run(options: options, sessionID: session, settings: built, cleanup: { videoDump?.close() })
+                videoDump?.attach()
             } else {
                 await CallScreenApp.run(options: options, sessionID: session, settings: built, title: session, eventLog: args["event-log"])
             }

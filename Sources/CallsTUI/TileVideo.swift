@@ -1,0 +1,56 @@
+import CallsCore
+import CallsVideo
+
+/// A participant's latest video frame as the call screen holds it: compared by its serial
+/// number (a new frame is a change), never by its pixels. Its picture for a tile size is made
+/// once and kept until the frame or the size changes (redraws for other reasons cost nothing).
+/// A value; owned by the UI thread.
+public struct TileVideo: Equatable, @unchecked Sendable {
+    public let frame: VideoFrame
+    public let serial: UInt64
+    /// Your own preview: shown as a mirror shows you.
+    public let mirrored: Bool
+    private let cache = PictureCache()
+
+    public init(frame: VideoFrame, serial: UInt64, mirrored: Bool) {
+        self.frame = frame
+        self.serial = serial
+        self.mirrored = mirrored
+    }
+
+    public static func == (a: TileVideo, b: TileVideo) -> Bool { a.serial == b.serial && a.mirrored == b.mirrored }
+
+    /// The frame as `columns` × `rows` cells at most (its shape kept), in `mode`.
+    func picture(columns: Int, rows: Int, mode: PictureMode, unicode: Bool) -> Picture {
+        let fit = TerminalPicture.fit(width: frame.width, height: frame.height, columns: columns, rows: rows)
+        let key = PictureCache.Key(columns: fit.columns, rows: fit.rows, mode: mode, unicode: unicode)
+        if let p = cache.picture, cache.key == key { return p }
+        let p = PictureRenderers.shared.render(frame, key: key, mirrored: mirrored)
+        cache.key = key
+        cache.picture = p
+        return p
+    }
+}
+
+/// One frame's rendered picture (UI thread).
+final class PictureCache: @unchecked Sendable {
+    struct Key: Equatable { var columns: Int; var rows: Int; var mode: PictureMode; var unicode: Bool }
+    var key: Key?
+    var picture: Picture?
+}
+
+/// The chafa renderers, one per mode (each keeps its canvases); used under a lock, though only
+/// the UI thread draws.
+final class PictureRenderers: @unchecked Sendable {
+    static let shared = PictureRenderers()
+    private let renderers = Locked<[String: TerminalPicture]>([:])
+
+    func render(_ frame: VideoFrame, key: PictureCache.Key, mirrored: Bool) -> Picture {
+        renderers.withLock { r in
+            let name = "\(key.mode.rawValue)-\(key.unicode)"
+            let renderer = r[name] ?? TerminalPicture(mode: key.mode, unicode: key.unicode)
+            r[name] = renderer
+            return renderer.render(frame, columns: key.columns, rows: key.rows, mirrored: mirrored)
+        }
+    }
+}
