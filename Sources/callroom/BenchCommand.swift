@@ -19,6 +19,7 @@ enum BenchCommand {
                callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]
                callroom bench join --server URL --auth-key KEY [--joins N] [--ca-file FILE | --insecure]
                callroom bench captions [--language en-US] [--model-dir DIR]
+               callroom bench video [--seconds N]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
@@ -51,11 +52,15 @@ enum BenchCommand {
         captions   the server's captions on the bundled speech clips (known text) after Opus:
                  word error rate, real-time factor of recognition, and how long after speech
                  ends the final caption is out; last line captions wer=X rtf=Y final_after_speech_ms=Z
+        video      VP8 encode/decode per frame at 160x90, 320x180, 640x360; the call screen's render
+                 time with 4, 9 and 25 video tiles at 120x40 (every tile a new frame each render);
+                 glass-to-glass latency through an in-process server (--seconds, default 10); last
+                 line video encode_ms=… render25_ms=… glass_to_glass_ms=…
 
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join", "captions"].contains(sub) else {
+        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join", "captions", "video"].contains(sub) else {
             Console.out(usage)
             exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
         }
@@ -80,6 +85,9 @@ enum BenchCommand {
             RingBench.run(args)
         case "join":
             JoinBench.run(args)
+        case "video":
+            let seconds = int("seconds", 10, 2...600)
+            Task { await VideoBench.run(seconds: seconds); exit(ExitCode.ok) }
         case "captions":
             CaptionBench.run(language: args["language"] ?? "en-US", modelRoot: args["model-dir"])
             exit(ExitCode.ok)
