@@ -16,6 +16,11 @@ struct callroom_mmsghdr {
 extern int sendmmsg(int fd, struct callroom_mmsghdr *msgvec, unsigned int vlen, int flags);
 extern int recvmmsg(int fd, struct callroom_mmsghdr *msgvec, unsigned int vlen, int flags, struct timespec *timeout);
 
+/* The calling thread's kernel name (top -H, /proc/self/task/N/comm; 15 bytes at most), the same
+   way: prctl(PR_SET_NAME) is variadic and pthread_setname_np needs _GNU_SOURCE. */
+extern int prctl(int option, ...);
+static inline int callroom_set_thread_name(const char *name) { return prctl(15 /* PR_SET_NAME */, name, 0, 0, 0); }
+
 /* Points message i of a receive vector at its buffer, iovec and source address slot, and (when
    control is not NULL) at control_size bytes of ancillary data for its receive timestamp. */
 static inline void callroom_prepare_receive(struct callroom_mmsghdr *msgs, struct iovec *iovs, struct sockaddr_in *addrs,

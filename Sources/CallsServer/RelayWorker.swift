@@ -1,4 +1,5 @@
 import CallsCore
+import Glibc
 import CallsTransport
 import Synchronization
 
@@ -45,6 +46,8 @@ final class RelayWorker: @unchecked Sendable {
     }
 
     func loop() {
+        // The kernel's thread name (top -H, /proc; at most 15 bytes): Foundation's `Thread.name` is not.
+        ThreadName.set("callroom.relay\(index)")
         while shared.running.load(ordering: .acquiring) {
             refresh()
             if index == 0 {

@@ -26,6 +26,9 @@ enum VideoBench {
                 if mode == .truecolor { summary.append(String(format: "render%d_ms=%.2f", n, median)) }
             }
         }
+        let (us, copies) = await relayCost(seconds: seconds)
+        Console.out(String(format: "relay: %.1f µs of relay-thread CPU per forwarded video copy (%d copies of 1 sender to 5 subscribers, 640x360 pattern, audio muted; the relay's idle cost over as long subtracted)", us, copies))
+        summary.append(String(format: "relay_us_per_copy=%.1f", us))
         let (m, p) = await glassToGlass(seconds: seconds)
         Console.out(String(format: "glass to glass (capture → VP8 → SRTP → relay → decode), 320x180@15: median %.0f ms, p95 %.0f ms (the call screen adds up to 67 ms: it takes a new frame every other 30 Hz tick)", m, p))
         summary.append(String(format: "glass_to_glass_ms=%.0f", m))
@@ -76,6 +79,47 @@ enum VideoBench {
             times.append(Double(monotonicNanoseconds() - t0) / 1e6)
         }
         return (PipelineBench.percentile(times, 0.5), PipelineBench.percentile(times, 0.95))
+    }
+
+    /// CPU the relay's worker threads spent per forwarded video copy: one sender, five viewers.
+    static func relayCost(seconds: Int) async -> (Double, Int) {
+        let room = PipelineBench.startServer()
+        let b = SessionSettingsBuilder().setSessionType(.video).setAudioInput("null").setAudioOutput("none").startAudioMuted(true)
+            .setVideoFormat(width: 640, height: 360, fps: 15, bitrateKbps: 600)
+        // The camera starts paused: the first interval is the relay's idle cost, subtracted.
+        let sender = await PipelineBench.client(room, uid: "camera", settings: b.setVideoSource("pattern").startVideoPaused(true).build(), probe: nil)
+        var viewers: [CallsClient] = []
+        for i in 0..<5 {
+            viewers.append(await PipelineBench.client(room, uid: "viewer\(i)", settings: b.setVideoSource("none").startVideoPaused(false).build(), probe: nil))
+        }
+        try? await Task.sleep(nanoseconds: 1_000_000_000)
+        guard let counters = room.server.relayCounters else { Console.fail("no relay", code: ExitCode.failure) }
+        let i0 = relayThreadsCPU()
+        try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
+        let idle = relayThreadsCPU() - i0
+        sender.setVideoPaused(false)
+        try? await Task.sleep(nanoseconds: 1_000_000_000)
+        let c0 = counters.videoForwarded.load(ordering: .relaxed), t0 = relayThreadsCPU()
+        try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
+        let c1 = counters.videoForwarded.load(ordering: .relaxed), t1 = relayThreadsCPU() - idle
+        for v in viewers { await v.leave() }
+        await sender.leave()
+        room.server.stop()
+        let copies = Int(c1 - c0)
+        return (copies > 0 ? (t1 - t0) * 1e6 / Double(copies) : .nan, copies)
+    }
+
+    /// CPU seconds of this process's `callroom.relay.*` threads (/proc schedstat: nanoseconds on CPU).
+    static func relayThreadsCPU() -> Double {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        var ns = 0.0
+        for t in tasks {
+            guard let comm = try? String(contentsOfFile: "/proc/self/task/\(t)/comm", encoding: .utf8), comm.hasPrefix("callroom.relay"),
+                  let stat = try? String(contentsOfFile: "/proc/self/task/\(t)/schedstat", encoding: .utf8),
+                  let first = stat.split(separator: " ").first, let v = Double(first) else { continue }
+            ns += v
+        }
+        return ns / 1e9
     }
 
     static func glassToGlass(seconds: Int) async -> (Double, Double) {
