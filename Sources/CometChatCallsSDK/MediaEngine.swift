@@ -412,6 +412,8 @@ final class MediaEngine: @unchecked Sendable {
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
         defer { buf.deallocate() }
         var rng = SplitMix64(seed: impairment?.seed ?? 1)
+        // Video has its own draws: its packets do not shift which audio packets a seed drops.
+        var videoRNG = SplitMix64(seed: (impairment?.seed ?? 1) &+ 0x9E37_79B9_7F4A_7C15)
         // Impaired packets waiting for their release time (tests and `--loss/--jitter` only).
         var delayed: [(release: UInt64, datagram: [UInt8])] = []
         while running.load(ordering: .acquiring) {
@@ -443,11 +445,15 @@ final class MediaEngine: @unchecked Sendable {
                     packetsReceived.add(1, ordering: .relaxed)
                     guard let imp = impairment else { deliver(h, d); continue }
                     // Impairment: drop, or hold for a random delay (which also reorders).
-                    if Double.random(in: 0..<100, using: &rng) < imp.lossPercent {
+                    let isVideo = h.payloadType == VP8Payload.payloadType
+                    let draw = isVideo ? Double.random(in: 0..<100, using: &videoRNG) : Double.random(in: 0..<100, using: &rng)
+                    if draw < imp.lossPercent {
                         impairedDrops.add(1, ordering: .relaxed)
                         continue
                     }
-                    let delay = UInt64(Double.random(in: 0...max(0, imp.jitterMs), using: &rng) * 1_000_000)
+                    let jitter = isVideo ? Double.random(in: 0...max(0, imp.jitterMs), using: &videoRNG)
+                        : Double.random(in: 0...max(0, imp.jitterMs), using: &rng)
+                    let delay = UInt64(jitter * 1_000_000)
                     let release = monotonicNanoseconds() + delay
                     let i = delayed.firstIndex { $0.release > release } ?? delayed.count
                     delayed.insert((release, Array(d)), at: i)
