@@ -217,7 +217,10 @@ final class VideoEngine: @unchecked Sendable {
                 let h = RTPPacket.writeHeader(into: packet, marker: i == chunks.count - 1, payloadType: VP8Payload.payloadType,
                                               sequenceNumber: seq, timestamp: timestamp, ssrc: ssrc, audioLevel: nil)
                 seq &+= 1
-                chunk.withUnsafeBytes { packet.baseAddress?.advanced(by: h).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                chunk.withUnsafeBytes { c in
+                    guard let from = c.baseAddress else { return }
+                    packet.baseAddress?.advanced(by: h).copyMemory(from: from, byteCount: c.count)
+                }
                 guard let length = try? srtp.protect(packet, length: h + chunk.count) else { continue }
                 if transmit(UnsafeRawBufferPointer(rebasing: packet[0..<length])) { sentPackets += 1; sentBytes += length }
             }
