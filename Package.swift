@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallRoomTestSupport", "callroomd"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK"], exclude: ["Golden"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsServer", "CallsTransport", "CometChatCallsSDK",
+        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CometChatCallsSDK",
                                                          "CallRoomTestSupport", "callroom", "callroomd", "CallsSDKExample", "RingingExample"]),
     ],
     swiftLanguageModes: [.v6]

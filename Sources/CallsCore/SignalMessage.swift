@@ -51,6 +51,8 @@ public enum ClientMessage: Sendable, Equatable {
     case subscribeVideo(pids: [String])
     /// A keyframe is needed from `pid`'s video (frames were lost, or its decoder failed).
     case requestKeyframe(pid: String)
+    /// A presenter's shared terminal: what changed (or all of it); refused unless presenting.
+    case screenShare(ScreenShareFrame)
     /// UDP to the relay is blocked: carry this participant's media over this connection (binary
     /// frames, one SRTP packet each, both ways) instead; false goes back to UDP.
     case setMediaOverSignalling(Bool)
@@ -142,6 +144,8 @@ public enum ServerMessage: Sendable, Equatable {
     case lossReport(fromPid: String, lossPercent: Double)
     /// Send a keyframe of your video: `fromPid` subscribed to it or lost frames of it.
     case keyframeRequest(fromPid: String)
+    /// A presenter's shared terminal changed (`pid` shares it).
+    case screenShare(pid: String, frame: ScreenShareFrame)
     /// A receiver's loss and frame rate of your video (adapts your bitrate and frame rate).
     case videoReport(fromPid: String, lossPercent: Double, framesPerSecond: Double)
     /// The server's recording of the room started (`active`, `by` the moderator who asked) or
@@ -230,6 +234,7 @@ private struct PidBody: Codable, Sendable { var pid: String? }
 private struct TextBody: Codable, Sendable { var text: String }
 private struct ReportsBody: Codable, Sendable { var reports: [LossReport] }
 private struct PidsBody: Codable, Sendable { var pids: [String] }
+private struct ShareBody: Codable, Sendable { var pid: String?; var frame: ScreenShareFrame }
 private struct VideoReportBody: Codable, Sendable { var pid: String; var lossPercent: Double; var framesPerSecond: Double }
 private struct LossBody: Codable, Sendable { var pid: String; var lossPercent: Double }
 private struct KeysBody: Codable, Sendable { var keys: [WireMediaKey] }
@@ -288,6 +293,8 @@ extension ClientMessage {
                  match: { if case .subscribeVideo(let p) = $0 { return PidsBody(pids: p) }; return nil }),
         WireCase("requestKeyframe", PidBody.self, make: { $0.pid.map { .requestKeyframe(pid: $0) } },
                  match: { if case .requestKeyframe(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("screenShare", ShareBody.self, make: { .screenShare($0.frame) },
+                 match: { if case .screenShare(let f) = $0 { return ShareBody(pid: nil, frame: f) }; return nil }),
         WireCase("setMediaOverSignalling", Flag.self, make: { .setMediaOverSignalling($0.value) },
                  match: { if case .setMediaOverSignalling(let v) = $0 { return Flag(value: v) }; return nil }),
         WireCase("leave", Empty.self, make: { _ in .leave }, match: { if case .leave = $0 { return Empty() }; return nil }),
@@ -330,6 +337,8 @@ extension ServerMessage {
                  match: { if case .lossReport(let p, let l) = $0 { return LossBody(pid: p, lossPercent: l) }; return nil }),
         WireCase("keyframeRequest", PidBody.self, make: { $0.pid.map { .keyframeRequest(fromPid: $0) } },
                  match: { if case .keyframeRequest(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("screenShare", ShareBody.self, make: { b in b.pid.map { .screenShare(pid: $0, frame: b.frame) } },
+                 match: { if case .screenShare(let p, let f) = $0 { return ShareBody(pid: p, frame: f) }; return nil }),
         WireCase("videoReport", VideoReportBody.self, make: { .videoReport(fromPid: $0.pid, lossPercent: $0.lossPercent, framesPerSecond: $0.framesPerSecond) },
                  match: { if case .videoReport(let p, let l, let f) = $0 { return VideoReportBody(pid: p, lossPercent: l, framesPerSecond: f) }; return nil }),
         WireCase("recording", RecordingBody.self, make: { .recording(active: $0.active, by: $0.pid, rid: $0.rid) },

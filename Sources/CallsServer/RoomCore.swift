@@ -59,6 +59,9 @@ final class RoomCore {
         var order: [String] = []  // admitted pids in join order
         var idleArmed = false
         var dominant: String?
+        /// Each presenter's shared terminal since its last full frame (`+ScreenShare`): what a
+        /// late joiner is sent to see it at once.
+        var shares: [String: [ScreenShareFrame]] = [:]
         /// Features run by server members (recording, transcription, streaming; `+ServerMembers`).
         var runs: [SessionFeature: FeatureRun] = [:]
         /// The server's members of the room, in a fixed order.
@@ -230,6 +233,7 @@ final class RoomCore {
                 }
             }
         case .subscribeVideo(let pids): subscribeVideo(room, pid, pids, connection: connection)
+        case .screenShare(let frame): screenShare(room, from: pid, frame, connection: connection)
         case .requestKeyframe(let target): requestKeyframe(room, from: pid, of: target)
         case .setMediaOverSignalling(let v):
             guard room.participants[pid]?.mediaOverSignalling != v else { return }
@@ -402,8 +406,9 @@ final class RoomCore {
         patchRelay(room)
         if let c = p.connection {
             send(.joined(joinedPayload(room, p)), to: c)
-            // A late joiner hears what already runs: the recording, the captions, the stream.
+            // A late joiner hears what already runs: the recording, the captions, the stream, shares.
             for f in SessionFeature.allCases { if let run = room.runs[f], run.member != nil { send(Self.stateMessage(f, active: true, run: run), to: c) } }
+            for (presenter, frames) in room.shares.sorted(by: { $0.key < $1.key }) { for f in frames { send(.screenShare(pid: presenter, frame: f), to: c) } }
         }
         for c in others.compactMap({ room.participants[$0.pid]?.connection }) + room.members.compactMap(\.connection) {
             send(.mediaKeys([p.wireKey]), to: c)  // before the roster change: its first packets verify
@@ -446,6 +451,7 @@ final class RoomCore {
     func leave(session sid: String, pid: String, reason: LeaveReason, notifySelf: Bool) {
         guard let room = rooms[sid], let p = room.participants.removeValue(forKey: pid) else { return }
         room.order.removeAll { $0 == pid }
+        room.shares[pid] = nil
         effects.append(.cancel(.grace(session: sid, pid: pid)))
         byResumeToken[p.resumeToken] = nil
         usedSSRCs.remove(p.wire.ssrc)

@@ -49,6 +49,7 @@ public final class CallScreenController {
         }
         bridge.register(on: session)
         self.bridge = bridge
+        model.pictureMode = driver.pictureMode
         timer = MainTimer.every(.milliseconds(1000 / refreshHz)) { [weak self] in self?.tick() }
         draw()
     }
@@ -128,6 +129,10 @@ public final class CallScreenController {
         // Video at up to 15 frames a second (every other 30 Hz tick); a frame arriving faster is
         // replaced by the next: the screen never queues pictures.
         if ticks % 2 == 0, refreshVideo() { dirty = true }
+        if ticks % 3 == 0 {
+            let screens = session.sharedScreens
+            if screens != model.screens { model.screens = screens; dirty = true }
+        }
         if ticks % 3 == 0 { model.sampleLevelHistory(); dirty = true }
         if ticks % 15 == 0 {
             if model.updateQuality(session.connectionQuality()) { dirty = true }

@@ -198,6 +198,10 @@ public enum CallScreenRenderer {
             b.put("Waiting for the server\(b.glyphs.ellipsis)", x: area.x + 2, y: area.y + min(1, area.height - 1), style: CellStyle(dim: true), maxWidth: area.width - 4)
             return
         }
+        // A shared terminal takes the tile area (the text must not be scaled); the tiles move aside.
+        if let (pid, grid) = m.screens.sorted(by: { $0.key < $1.key }).first, let presenter = m.tiles.first(where: { $0.pid == pid }) {
+            return ScreenShareRenderer.draw(grid, presenter: presenter.name, m, into: &b, area: area)
+        }
         switch m.layout {
         case .tile: TileRenderer.drawGrid(m, into: &b, area: area)
         case .spotlight: TileRenderer.drawSpotlight(m, into: &b, area: area)

@@ -23,6 +23,8 @@ public struct CallViewModel: Equatable, Sendable {
     public var tiles: [Tile] = []
     /// The latest video frame per pid (yours mirrored); tiles draw them.
     public var video: [String: TileVideo] = [:]
+    /// Presenters' shared terminals by pid (the screen shows the first presenter's).
+    public var screens: [String: TerminalGrid] = [:]
     /// How this terminal draws pictures (from its colours and NO_COLOR).
     public var pictureMode: PictureMode = .monochrome
     public var isMuted = false

@@ -106,7 +106,7 @@ public final class NcursesTerminal: TerminalDriver {
             var n: Int32 = 0
             for s in buffer.character(c).unicodeScalars.prefix(4) { chars[Int(n)] = wchar_t(bitPattern: s.value); n += 1 }
             if colors, c.style.isPicture {
-                callroom_put_wchs_pair(Int32(y), Int32(x), chars, n, 0, picturePair(fg: c.style.pictureFG, bg: c.style.pictureBG))
+                callroom_put_wchs_pair(Int32(y), Int32(x), chars, n, attr, picturePair(fg: c.style.pictureFG, bg: c.style.pictureBG))
             } else {
                 let pair: Int16 = colors ? (pairs[c.style.fg] ?? 0) : 0
                 callroom_put_wchs(Int32(y), Int32(x), chars, n, attr, pair)

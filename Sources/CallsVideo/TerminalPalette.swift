@@ -23,6 +23,9 @@ public enum TerminalPalette {
     static let ansi: [(Int, Int, Int)] = [(0, 0, 0), (205, 0, 0), (0, 205, 0), (205, 205, 0), (0, 0, 238), (205, 0, 205), (0, 205, 205), (229, 229, 229),
                                           (127, 127, 127), (255, 0, 0), (0, 255, 0), (255, 255, 0), (92, 92, 255), (255, 0, 255), (0, 255, 255), (255, 255, 255)]
 
+    /// xterm's default RGB of ANSI colour `i` (0…15).
+    public static func ansiRGB(_ i: Int) -> (Int, Int, Int) { ansi[max(0, min(15, i))] }
+
     /// The nearest of the 16 ANSI colours.
     public static func ansi16(_ r: UInt8, _ g: UInt8, _ b: UInt8) -> Int32 {
         var best = 0, bestDistance = Int.max

@@ -129,6 +129,10 @@ public final class CallSession: @unchecked Sendable {
     public func setVideoSubscriptions(_ pids: [String]) { currentClient?.setVideoSubscriptions(pids) }
     /// CallRoom: every decoded frame with its sender's pid, on the media receive thread.
     public func setVideoFrameHandler(_ handler: (@Sendable (String, VideoFrame) -> Void)?) { currentClient?.setVideoFrameHandler(handler) }
+    /// CallRoom: sends one frame of your shared terminal (after `setPresenting(true)`).
+    public func sendScreenShare(_ frame: ScreenShareFrame) { currentClient?.sendScreenShare(frame) }
+    /// CallRoom: presenters' shared terminals by pid (`callroom share`).
+    public var sharedScreens: [String: TerminalGrid] { currentClient?.sharedScreens ?? [:] }
     /// CallRoom diagnostics: video sent and received in this session.
     public var videoReport: VideoReport? { currentClient?.videoReport }
     /// Notices from the audio engine (e.g. falling back to `null` without a sound card).

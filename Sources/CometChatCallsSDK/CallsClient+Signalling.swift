@@ -153,6 +153,7 @@ extension CallsClient {
             guard phase == .joined || phase == .leaving, rosterByPID.removeValue(forKey: w.pid) != nil else { return }
             rosterOrder.removeAll { $0 == w.pid }
             engine?.forgetSender(w.ssrc, videoSSRC: w.videoSsrc)
+            published.withLock { $0.screens[w.pid] = nil }
             let roster = publishRoster()
             sendVideoSubscriptions()
             emit(.participantLeft(participant: participant(w, joined: false)))
@@ -161,6 +162,7 @@ extension CallsClient {
             guard phase == .joined, rosterByPID[w.pid] != nil else { return }
             rosterByPID[w.pid] = w
             publishRoster()
+            if !w.isPresenting { published.withLock { $0.screens[w.pid] = nil } }
             if w.pid == me?.pid { updatedSelf(w, change) } else { updatedOther(participant(w), change) }
         case .dominantSpeaker(let pid):
             guard phase == .joined, pid != dominantPID else { return }
@@ -193,6 +195,14 @@ extension CallsClient {
             lossReports[from] = (loss, now)
             lossReports = lossReports.filter { now.timeIntervalSince($0.value.1) < 6 }
             engine?.setExpectedLoss(lossReports.values.map(\.0).max() ?? 0)
+        case .screenShare(let pid, let frame):
+            guard phase == .joined, rosterByPID[pid] != nil else { return }
+            published.withLock { p in
+                var g = p.screens[pid] ?? TerminalGrid(columns: frame.columns, rows: frame.rows)
+                // A diff for a grid we do not have (joined mid-share past the kept frames) waits for a full one.
+                guard frame.full || p.screens[pid] != nil else { return }
+                if g.apply(frame) { p.screens[pid] = g }
+            }
         case .keyframeRequest:
             guard phase == .joined else { return }
             engine?.video?.requestKeyframe()

@@ -92,6 +92,8 @@ public final class CallsClient: @unchecked Sendable {
         var stream: StreamState?
         /// The session features the server offers (from `joined`).
         var features: Set<SessionFeature> = []
+        /// Presenters' shared terminals, by pid.
+        var screens: [String: TerminalGrid] = [:]
     }
 
     /// CallRoom: whether the server is recording this session now.

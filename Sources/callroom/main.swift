@@ -12,7 +12,8 @@ let topUsage = """
       call      ring someone (or a group) and join the call when they answer
       listen    stay online so calls ring here (answer, reject or busy)
       bots      fill a room on a server with synthetic participants
-      devices   list audio devices (ALSA capture and playback)
+      share     share a terminal (a tmux pane, or a command) into a session as text
+      devices   list audio devices (ALSA capture and playback) and cameras
       bench     measure latency, quality under loss, and CPU (see 'callroom bench --help')
       --version print the version
 
@@ -30,6 +31,7 @@ case let flag? where flag.hasPrefix("--") && flag != "--help" && flag != "--vers
     RingCommand.run("listen", argv)
 case "demo": DemoCommand.run(Array(argv.dropFirst()))
 case "devices": DevicesCommand.run(Array(argv.dropFirst()))
+case "share": ShareCommand.run(Array(argv.dropFirst()))
 case "bots": BotsCommand.run(Array(argv.dropFirst()))
 case "bench": BenchCommand.run(Array(argv.dropFirst()))
 case "--version": Console.out("callroom \(CallRoomVersion.string)")

@@ -55,3 +55,36 @@ extension RoomCoreTests {
                                                .lossReport(fromPid: jb.you.pid, lossPercent: 1)])
     }
 }
+
+/// Terminal screen share in the room core: only a presenter's frames pass, to everyone else;
+/// a late joiner gets the frames since the last full one; stopping presenting drops them.
+extension RoomCoreTests {
+    func shareFrame(_ seq: Int, full: Bool, _ text: String) -> ScreenShareFrame {
+        ScreenShareFrame(seq: seq, full: full, columns: 20, rows: 2, cursor: nil, styles: [.plain], runs: [.init(x: 0, y: 0, text: text, style: 0)])
+    }
+
+    func testScreenShareFramesReachTheRoomAndLateJoiners() throws {
+        let ja = try joined("ann", a)
+        try joined("bea", b)
+        guard case .error(.badMessage, _)? = sent(message(.screenShare(shareFrame(1, full: true, "x")), a), to: a).first else {
+            return XCTFail("not presenting: refused")
+        }
+        _ = message(.setPresenting(true), a)
+        let f1 = shareFrame(1, full: true, "make test"), f2 = shareFrame(2, full: false, "make"), f3 = shareFrame(3, full: false, "ok")
+        for f in [f1, f2, f3] {
+            let e = message(.screenShare(f), a)
+            XCTAssertEqual(sent(e, to: b), [.screenShare(pid: ja.you.pid, frame: f)])
+            XCTAssertTrue(sent(e, to: a).isEmpty, "not back to the presenter")
+        }
+        // A late joiner sees the share at once: the full frame and the diffs after it.
+        let r = try XCTUnwrap(requests(message(.join(.init(callToken: token("cy"), sessionId: "room")), c)).first)
+        let toC = sent(ok(r, name: "Cy"), to: c)
+        XCTAssertEqual(toC.filter { if case .screenShare = $0 { return true }; return false },
+                       [f1, f2, f3].map { .screenShare(pid: ja.you.pid, frame: $0) })
+        // A frame out of bounds is refused; stopping presenting forgets the share.
+        let bad = ScreenShareFrame(seq: 4, full: false, columns: 20, rows: 2, cursor: nil, styles: [.plain], runs: [.init(x: 0, y: 5, text: "x", style: 0)])
+        guard case .error(.badMessage, _)? = sent(message(.screenShare(bad), a), to: a).first else { return XCTFail("out of bounds: refused") }
+        _ = message(.setPresenting(false), a)
+        XCTAssertNil(core.rooms["room"]?.shares[ja.you.pid])
+    }
+}
