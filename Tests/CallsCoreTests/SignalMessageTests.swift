@@ -43,7 +43,15 @@ struct SignalMessageTests {
         .memberStopped(reason: "disk full"),
         .subscribeVideo(pids: ["p2", "p3"]), .requestKeyframe(pid: "p2"),
         .receiverReport([LossReport(ssrc: 10, lossPercent: 1.5, framesPerSecond: 14.5)]),
+        .screenShare(sampleShare),
     ]
+
+    static let sampleShare: ScreenShareFrame = {
+        var red = GridStyle(fg: 1)
+        red.bold = true
+        return ScreenShareFrame(seq: 3, full: false, columns: 80, rows: 24, cursor: GridPoint(x: 4, y: 1), styles: [red, .plain],
+                                runs: [.init(x: 0, y: 1, text: "FAIL", style: 0), .init(x: 4, y: 1, text: "", style: 1)])
+    }()
 
     static let sampleCaption = WireCaption(tid: "tr_1", pid: "p1", uid: "alice", name: "Alice", id: 2, text: "hello there",
                                            final: true, start: 1200, end: 2400)
@@ -82,6 +90,7 @@ struct SignalMessageTests {
             .caption(sampleCaption), .streaming(state: .live, by: "p1", detail: nil), .streaming(state: .reconnecting, by: "p1", detail: "icecast dropped"),
             .keyframeRequest(fromPid: "p2"), .videoReport(fromPid: "p2", lossPercent: 12, framesPerSecond: 7.5),
             .mediaKeys([WireMediaKey(ssrc: 42, epoch: 3, key: "a2V5", videoSsrc: 43)]),
+            .screenShare(pid: "p1", frame: sampleShare),
         ]
     }
 

@@ -38,6 +38,7 @@ enum WireGolden {
         #"{"pids":["p2","p3"],"type":"subscribeVideo"}"#,
         #"{"pid":"p2","type":"requestKeyframe"}"#,
         #"{"reports":[{"framesPerSecond":14.5,"lossPercent":1.5,"ssrc":10}],"type":"receiverReport"}"#,
+        #"{"frame":{"columns":80,"cursor":{"x":4,"y":1},"full":false,"rows":24,"runs":[{"style":0,"text":"FAIL","x":0,"y":1},{"style":1,"text":"","x":4,"y":1}],"seq":3,"styles":[{"bold":true,"fg":1},{}]},"type":"screenShare"}"#,
         #"{"bindToken":"00ff","mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"sessionId":"s","type":"joined","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"bindToken":"00ff","dominantSpeaker":"p1","gracePeriodSeconds":30,"mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"resumeToken":"r","sessionId":"s","type":"resumed","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"pid":"p1","type":"dominantSpeaker"}"#,
@@ -82,5 +83,6 @@ enum WireGolden {
         #"{"pid":"p2","type":"keyframeRequest"}"#,
         #"{"framesPerSecond":7.5,"lossPercent":12,"pid":"p2","type":"videoReport"}"#,
         #"{"keys":[{"epoch":3,"key":"a2V5","ssrc":42,"videoSsrc":43}],"type":"mediaKeys"}"#,
+        #"{"frame":{"columns":80,"cursor":{"x":4,"y":1},"full":false,"rows":24,"runs":[{"style":0,"text":"FAIL","x":0,"y":1},{"style":1,"text":"","x":4,"y":1}],"seq":3,"styles":[{"bold":true,"fg":1},{}]},"pid":"p1","type":"screenShare"}"#,
     ]
 }

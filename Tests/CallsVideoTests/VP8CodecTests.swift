@@ -94,3 +94,21 @@ struct VP8CodecTests {
         #expect(throws: VideoError.self) { try Y4MReader.frames(atPath: path) }
     }
 }
+
+/// Cameras: a machine without one lists none, and a camera that is not there fails with its
+/// path and the reason (the join turns it into VIDEO_ERROR); `auto` falls back to the pattern.
+struct CameraTests {
+    @Test func aMissingCameraIsAClearErrorAndAutoFallsBack() throws {
+        #expect(throws: VideoError.self) { try V4L2Camera(path: "/dev/video-callroom-none") }
+        do { _ = try V4L2Camera(path: "/dev/video-callroom-none") } catch {
+            #expect("\(error)".contains("/dev/video-callroom-none"))
+        }
+        #expect(throws: VideoError.self) { try VideoSourceSpec("webcam") }
+        #expect(try VideoSourceSpec("v4l2:/dev/video3") == .camera("/dev/video3"))
+        if V4L2Camera.devices().isEmpty {
+            let source = try VideoSourceSpec("auto").open(name: "n", facing: .front, width: 160, height: 90, fps: 15)
+            #expect(source is TestPatternSource, "no camera here: the test pattern")
+        }
+        #expect(try VideoSourceSpec("none").open(name: "n", facing: .front, width: 160, height: 90, fps: 15) == nil)
+    }
+}
