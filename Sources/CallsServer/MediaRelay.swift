@@ -32,6 +32,16 @@ public final class RelayCounters: Sendable {
     public let videoForwarded = Atomic<UInt64>(0)
     public let videoWithheld = Atomic<UInt64>(0)
     public let droppedVideoPaused = Atomic<UInt64>(0)
+
+    /// Counts a packet `admission` dropped (nothing for one it forwards).
+    func countDrop(_ admission: RelayAdmission) {
+        switch admission {
+        case .forward: return
+        case .ssrcMismatch: droppedSSRCMismatch.add(1, ordering: .relaxed)
+        case .muted: droppedMuted.add(1, ordering: .relaxed)
+        case .videoPaused: droppedVideoPaused.add(1, ordering: .relaxed)
+        }
+    }
     /// Packets the kernel fast path forwarded (also counted in `forwarded`), and its run time.
     public let fastPathForwarded = Atomic<UInt64>(0)
     public let fastPathRunNanoseconds = Atomic<UInt64>(0)

@@ -221,16 +221,9 @@ final class RelayShared: Sendable {
         let ssrc = datagram.withUnsafeBytes { RTPPacket.ssrc(inDatagram: $0) }
         let plan = state.withLock { s -> (key: UInt64, udp: [SocketAddress], tunnels: [UInt64])? in
             guard let key = s.table.byTunnel[connection], let m = s.table.members[key] else { return nil }
-            guard let kind = m.stream(of: ssrc) else {
-                counters.droppedSSRCMismatch.add(1, ordering: .relaxed)
-                return (key, [], [])
-            }
-            if kind == .audio, m.muted {
-                counters.droppedMuted.add(1, ordering: .relaxed)
-                return (key, [], [])
-            }
-            if kind == .video, m.videoPaused {
-                counters.droppedVideoPaused.add(1, ordering: .relaxed)
+            let admission = m.admission(of: ssrc)
+            guard case .forward(let kind) = admission else {
+                counters.countDrop(admission)
                 return (key, [], [])
             }
             var udp: [SocketAddress] = [], tunnels: [UInt64] = []

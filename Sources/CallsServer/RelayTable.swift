@@ -31,11 +31,13 @@ struct RelayTable: Sendable {
             self.tunnel = tunnel
         }
 
-        /// What a packet with `packetSSRC` from this member is: its audio, its video, or neither.
-        func stream(of packetSSRC: UInt32) -> MediaStreamKind? {
-            if packetSSRC == ssrc { return .audio }
-            if videoSSRC != 0 && packetSSRC == videoSSRC { return .video }
-            return nil
+        /// What the relay does with a packet of `packetSSRC` from this member: forward it as its
+        /// audio or its video, or drop it — another SSRC, a moderator's mute (the microphone), a
+        /// paused camera. The one rule for the UDP workers and the over-signalling path.
+        func admission(of packetSSRC: UInt32) -> RelayAdmission {
+            if packetSSRC == ssrc { return muted ? .muted : .forward(.audio) }
+            if videoSSRC != 0 && packetSSRC == videoSSRC { return videoPaused ? .videoPaused : .forward(.video) }
+            return .ssrcMismatch
         }
 
         /// Whether its packet of `kind` goes to member `other` (of the same room).
@@ -80,6 +82,12 @@ struct RelayTable: Sendable {
 
 /// A member's two streams: audio goes to the whole room, video only to its subscribers.
 enum MediaStreamKind: Sendable { case audio, video }
+
+/// A member's packet at the relay: forwarded (as which stream), or why it is dropped.
+enum RelayAdmission: Sendable, Equatable {
+    case forward(MediaStreamKind)
+    case ssrcMismatch, muted, videoPaused
+}
 
 /// One room's membership after a change (join, leave, resume with a new bind token); an empty
 /// list removes the room. What the room registry hands the relay.

@@ -1,5 +1,4 @@
 import CallsCore
-import Glibc
 import CallsTransport
 import Synchronization
 
@@ -154,19 +153,8 @@ final class RelayWorker: @unchecked Sendable {
             c.droppedUnbound.add(1, ordering: .relaxed)
             return
         }
-        guard let kind = member.stream(of: RTPPacket.ssrc(inDatagram: datagram)) else {
-            c.droppedSSRCMismatch.add(1, ordering: .relaxed)
-            return
-        }
-        // A moderator's mute holds the microphone; pausing holds the camera.
-        if kind == .audio, member.muted {
-            c.droppedMuted.add(1, ordering: .relaxed)
-            return
-        }
-        if kind == .video, member.videoPaused {
-            c.droppedVideoPaused.add(1, ordering: .relaxed)
-            return
-        }
+        let admission = member.admission(of: RTPPacket.ssrc(inDatagram: datagram))
+        guard case .forward(let kind) = admission else { return c.countDrop(admission) }
         if kind == .audio, let level = MediaRelay.audioLevel(datagram) { levels.append((key, level)) }
         guard let others = table.rooms[member.room] else { return }
         // One sendmmsg per datagram for all its destinations (batches of 64).
