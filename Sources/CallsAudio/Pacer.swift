@@ -22,7 +22,8 @@ public struct Pacer: Sendable {
         wait(nanoseconds: UInt64(samples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
     }
 
-    private mutating func wait(nanoseconds step: UInt64) {
+    /// Blocks until `step` after the previous deadline (a video sender whose frame rate changes).
+    public mutating func wait(nanoseconds step: UInt64) {
         let now = monotonicNanoseconds()
         if next == 0 || now > next + 4 * max(step, periodNanoseconds) { next = now }
         next += step

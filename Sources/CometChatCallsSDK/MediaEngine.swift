@@ -52,7 +52,7 @@ final class MediaEngine: @unchecked Sendable {
     /// SRTP: our sending key (switched to a new epoch `keySwitchDelay` after it arrives, so
     /// receivers hold it first) and every other sender's keys.
     private let srtpSender = Locked<SRTPSender?>(nil)
-    private let pendingSendKey = Locked<(key: SRTPKey, at: UInt64)?>(nil)
+    private let pendingSendKey = PendingSendKey()
     private let srtpReceiver: SRTPReceiver
     private let srtpRejected = Atomic<Int>(0)
     /// Media over the signalling connection (UDP blocked): where protected packets go instead
@@ -247,7 +247,7 @@ final class MediaEngine: @unchecked Sendable {
     /// other senders' old keys are dropped (the restarted server made new ones).
     func retarget(relay: SocketAddress, ssrc newSSRC: UInt32, bindToken: [UInt8], keys: [WireMediaKey]) throws(MediaEngineError) {
         let sender = try Self.sender(ssrc: newSSRC, keys: keys)
-        pendingSendKey.withLock { $0 = nil }
+        pendingSendKey.cancel()
         srtpSender.withLock { $0 = sender }
         srtpReceiver.removeAll()
         relayPacked.store(UInt64(relay.ip) << 16 | UInt64(relay.port), ordering: .releasing)
@@ -275,7 +275,7 @@ final class MediaEngine: @unchecked Sendable {
             if w.ssrc == ssrc {
                 guard srtpSender.withLock({ $0?.epoch }) != key.epoch else { continue }
                 let at = monotonicNanoseconds() + Self.keySwitchDelayNanoseconds
-                pendingSendKey.withLock { $0 = (key, at) }
+                pendingSendKey.schedule(key, at: at)
                 video?.rekey(key, at: at)
             } else {
                 try? srtpReceiver.setKey(key, for: w.ssrc)
@@ -390,17 +390,9 @@ final class MediaEngine: @unchecked Sendable {
             let h = RTPPacket.writeHeader(into: packet, sequenceNumber: seq, timestamp: timestamp, ssrc: ssrc, audioLevel: level)
             let payload = UnsafeMutableBufferPointer<UInt8>(rebasing: packet.bindMemory(to: UInt8.self)[h...])
             guard let n = try? encoder.encode(UnsafeBufferPointer(pcm), into: payload) else { continue }
-            if let due = pendingSendKey.withLock({ p -> SRTPKey? in
-                guard let k = p, monotonicNanoseconds() >= k.at else { return nil }
-                p = nil
-                return k.key
-            }) { try? srtpSender.withLock { $0 }?.rekey(due) }
+            pendingSendKey.applyIfDue(to: srtpSender.withLock { $0 })
             guard let sender = srtpSender.withLock({ $0 }), let length = try? sender.protect(packet, length: h + n) else { continue }
-            if let t = tunnel.withLock({ $0 }) {
-                t(Array(UnsafeRawBufferPointer(rebasing: packet[0..<length])))
-                packetsSent.add(1, ordering: .relaxed)
-                probe?.sent(sequence: seq, at: monotonicNanoseconds())
-            } else if socket.send(UnsafeRawBufferPointer(rebasing: packet[0..<length]), to: relay) {
+            if transmit(UnsafeRawBufferPointer(rebasing: packet[0..<length])) {
                 packetsSent.add(1, ordering: .relaxed)
                 probe?.sent(sequence: seq, at: monotonicNanoseconds())
             }
@@ -411,9 +403,8 @@ final class MediaEngine: @unchecked Sendable {
     private func receiveLoop() {
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
         defer { buf.deallocate() }
-        var rng = SplitMix64(seed: impairment?.seed ?? 1)
-        // Video has its own draws: its packets do not shift which audio packets a seed drops.
-        var videoRNG = SplitMix64(seed: (impairment?.seed ?? 1) &+ 0x9E37_79B9_7F4A_7C15)
+        // Audio's draws, then video's own: video packets do not shift which audio packets a seed drops.
+        var rngs = [SplitMix64(seed: impairment?.seed ?? 1), SplitMix64(seed: (impairment?.seed ?? 1) &+ 0x9E37_79B9_7F4A_7C15)]
         // Impaired packets waiting for their release time (tests and `--loss/--jitter` only).
         var delayed: [(release: UInt64, datagram: [UInt8])] = []
         while running.load(ordering: .acquiring) {
@@ -445,15 +436,12 @@ final class MediaEngine: @unchecked Sendable {
                     packetsReceived.add(1, ordering: .relaxed)
                     guard let imp = impairment else { deliver(h, d); continue }
                     // Impairment: drop, or hold for a random delay (which also reorders).
-                    let isVideo = h.payloadType == VP8Payload.payloadType
-                    let draw = isVideo ? Double.random(in: 0..<100, using: &videoRNG) : Double.random(in: 0..<100, using: &rng)
-                    if draw < imp.lossPercent {
+                    let r = h.payloadType == VP8Payload.payloadType ? 1 : 0
+                    if Double.random(in: 0..<100, using: &rngs[r]) < imp.lossPercent {
                         impairedDrops.add(1, ordering: .relaxed)
                         continue
                     }
-                    let jitter = isVideo ? Double.random(in: 0...max(0, imp.jitterMs), using: &videoRNG)
-                        : Double.random(in: 0...max(0, imp.jitterMs), using: &rng)
-                    let delay = UInt64(jitter * 1_000_000)
+                    let delay = UInt64(Double.random(in: 0...max(0, imp.jitterMs), using: &rngs[r]) * 1_000_000)
                     let release = monotonicNanoseconds() + delay
                     let i = delayed.firstIndex { $0.release > release } ?? delayed.count
                     delayed.insert((release, Array(d)), at: i)

@@ -1,3 +1,4 @@
+import CallsAudio
 import CallsCore
 import CallsSecurity
 import CallsVideo
@@ -57,7 +58,7 @@ final class VideoEngine: @unchecked Sendable {
     private let keyframeAsked = Atomic<Bool>(true)
     private let ssrcValue = Atomic<UInt32>(0)
     private let sender = Locked<SRTPSender?>(nil)
-    private let pendingKey = Locked<(key: SRTPKey, at: UInt64)?>(nil)
+    private let pendingKey = PendingSendKey()
     private let rate: Locked<VideoRateController>
     private let stats = Locked(Statistics())
     private let preview = Locked<VideoFrame?>(nil)
@@ -123,14 +124,13 @@ final class VideoEngine: @unchecked Sendable {
     }
 
     /// A new sending key (rotation): used from `at` (monotonic ns) on.
-    func rekey(_ key: SRTPKey, at: UInt64) { pendingKey.withLock { $0 = (key, at) } }
+    func rekey(_ key: SRTPKey, at: UInt64) { pendingKey.schedule(key, at: at) }
 
     func setPaused(_ p: Bool) {
         paused.store(p, ordering: .releasing)
         if !p { keyframeAsked.store(true, ordering: .releasing) }  // resuming: start with a whole picture
         if p { preview.withLock { $0 = nil } }
     }
-    var isPaused: Bool { paused.load(ordering: .acquiring) }
 
     /// A receiver asked (or someone subscribed): the next frame is a keyframe.
     func requestKeyframe() { keyframeAsked.store(true, ordering: .releasing) }
@@ -185,12 +185,10 @@ final class VideoEngine: @unchecked Sendable {
         var seq = UInt16.random(in: 0...UInt16.max)
         let timestampBase = UInt32.random(in: 0...UInt32.max)
         var pictureID = Int.random(in: 0...0x7FFF)
-        var next = monotonicNanoseconds()
+        var pacer = Pacer(periodNanoseconds: 1_000_000_000 / UInt64(max(1, options.fps)))
         while running.load(ordering: .acquiring) {
             let (bitrate, fps) = rate.withLock { ($0.bitrateKbps, $0.fps) }
-            next += 1_000_000_000 / UInt64(max(1, fps))
-            let now = monotonicNanoseconds()
-            if next > now { usleep(UInt32((next - now) / 1000)) } else if now - next > 200_000_000 { next = now }
+            pacer.wait(nanoseconds: 1_000_000_000 / UInt64(max(1, fps)))  // the rate controller may lower the frame rate
             guard running.load(ordering: .acquiring), !paused.load(ordering: .acquiring),
                   let src = source.withLock({ $0 }) else { continue }
             let at = monotonicNanoseconds()
@@ -202,11 +200,7 @@ final class VideoEngine: @unchecked Sendable {
             let key = keyframeAsked.exchange(false, ordering: .acquiringAndReleasing)
             guard let encoded = try? enc.encode(frame, keyframe: key) else { continue }
             preview.withLock { $0 = frame }
-            if let due = pendingKey.withLock({ p -> SRTPKey? in
-                guard let k = p, monotonicNanoseconds() >= k.at else { return nil }
-                p = nil
-                return k.key
-            }) { try? sender.withLock { $0 }?.rekey(due) }
+            pendingKey.applyIfDue(to: sender.withLock { $0 })
             guard let srtp = sender.withLock({ $0 }) else { continue }
             let ssrc = ssrcValue.load(ordering: .acquiring)
             let timestamp = timestampBase &+ UInt32(truncatingIfNeeded: at / 1_000_000 * 90)
@@ -242,7 +236,7 @@ final class VideoEngine: @unchecked Sendable {
         // Sequence numbers extended to 32 bits: expected packets for the loss report.
         let ext: UInt32
         if let hi = r.highestSeq {
-            let delta = Int16(bitPattern: h.sequenceNumber &- UInt16(truncatingIfNeeded: hi))
+            let delta = SequenceNumber.distance(from: UInt16(truncatingIfNeeded: hi), to: h.sequenceNumber)
             ext = UInt32(bitPattern: Int32(bitPattern: hi) &+ Int32(delta))
             if Int32(bitPattern: ext &- hi) > 0 { r.highestSeq = ext }
         } else {
