@@ -59,10 +59,7 @@ public struct TerminalGrid: Sendable, Equatable {
     /// nothing, when the frame is malformed (a style index or position out of range).
     @discardableResult
     public mutating func apply(_ f: ScreenShareFrame) -> Bool {
-        guard f.columns > 0, f.rows > 0, f.columns <= Self.maxColumns, f.rows <= Self.maxRows,
-              f.runs.allSatisfy({ $0.style >= 0 && $0.style < f.styles.count && $0.y >= 0 && $0.y < f.rows && $0.x >= 0 && $0.x < f.columns }) else {
-            return false
-        }
+        guard f.isWellFormed else { return false }
         if f.full { self = TerminalGrid(columns: f.columns, rows: f.rows) }
         guard f.columns == columns, f.rows == rows else { return false }
         for r in f.runs {
@@ -131,6 +128,13 @@ public struct ScreenShareFrame: Codable, Sendable, Equatable {
     public var runs: [Run]
     public init(seq: Int, full: Bool, columns: Int, rows: Int, cursor: GridPoint?, styles: [GridStyle], runs: [Run]) {
         self.seq = seq; self.full = full; self.columns = columns; self.rows = rows; self.cursor = cursor; self.styles = styles; self.runs = runs
+    }
+
+    /// A grid of at most `TerminalGrid.maxColumns` × `maxRows` whose runs start inside it and
+    /// name styles it has (what viewers apply and the server passes on).
+    public var isWellFormed: Bool {
+        columns > 0 && rows > 0 && columns <= TerminalGrid.maxColumns && rows <= TerminalGrid.maxRows
+            && runs.allSatisfy { $0.style >= 0 && $0.style < styles.count && $0.y >= 0 && $0.y < rows && $0.x >= 0 && $0.x < columns }
     }
 
     /// The frame split into frames of at most `maxRuns` runs each (the first keeps `full`, the

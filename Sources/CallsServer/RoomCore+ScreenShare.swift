@@ -13,9 +13,7 @@ extension RoomCore {
         guard room.participants[pid]?.wire.isPresenting == true else {
             return fail(connection, .badMessage, "Start presenting (setPresenting) before sharing a screen.", close: false)
         }
-        guard frame.columns > 0, frame.rows > 0, frame.columns <= TerminalGrid.maxColumns, frame.rows <= TerminalGrid.maxRows,
-              frame.runs.count <= Self.maxShareRuns, frame.styles.count <= Self.maxShareRuns,
-              frame.runs.allSatisfy({ $0.style >= 0 && $0.style < frame.styles.count && $0.x >= 0 && $0.x < frame.columns && $0.y >= 0 && $0.y < frame.rows }) else {
+        guard frame.runs.count <= Self.maxShareRuns, frame.styles.count <= Self.maxShareRuns, frame.isWellFormed else {
             return fail(connection, .badMessage, "A screen share frame is at most \(TerminalGrid.maxColumns)×\(TerminalGrid.maxRows) cells, with its runs inside it.", close: false)
         }
         if frame.full {

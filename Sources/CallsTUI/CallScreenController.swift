@@ -49,7 +49,7 @@ public final class CallScreenController {
         }
         bridge.register(on: session)
         self.bridge = bridge
-        model.pictureMode = driver.pictureMode
+        model.pictureMode = driver.pictureMode  // the terminal's; it does not change
         timer = MainTimer.every(.milliseconds(1000 / refreshHz)) { [weak self] in self?.tick() }
         draw()
     }
@@ -182,7 +182,6 @@ public final class CallScreenController {
     /// Takes each visible participant's newest frame into the model; true when any changed.
     func refreshVideo() -> Bool {
         guard model.settings.sessionType == .video, model.overlay != .summary else { return false }
-        model.pictureMode = driver.pictureMode
         let me = session.localParticipantID
         var changed = false
         var seen: Set<String> = []

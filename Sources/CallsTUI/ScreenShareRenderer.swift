@@ -29,8 +29,9 @@ enum ScreenShareRenderer {
     /// picture colours in the terminal's mode; attributes as they were.
     static func cellStyle(_ s: GridStyle, _ mode: PictureMode) -> CellStyle {
         var out = CellStyle(bold: s.bold == true, reverse: s.reverse == true, dim: s.dim == true, underline: s.underline == true)
-        if let fg = s.fg, fg >= 0 && fg < 8, s.bg == nil, let c = CellStyle.Color(rawValue: fg == 0 ? 0 : fg) {
-            out.fg = fg == 0 ? .normal : c
+        // (Black, 0, is the terminal's own foreground: `.normal`.)
+        if let fg = s.fg, s.bg == nil, let c = CellStyle.Color(rawValue: fg) {
+            out.fg = c
             return out
         }
         guard mode != .monochrome else { return out }
@@ -55,13 +56,6 @@ enum ScreenShareRenderer {
 
     /// The RGB of a shared colour (xterm's palette for indices).
     static func rgb(_ c: Int) -> (Int, Int, Int) {
-        if c & GridStyle.rgbFlag != 0 { return (c >> 16 & 0xFF, c >> 8 & 0xFF, c & 0xFF) }
-        if c < 16 { return TerminalPalette.ansiRGB(c) }
-        if c < 232 {
-            let i = c - 16, l = [0, 95, 135, 175, 215, 255]
-            return (l[i / 36], l[(i / 6) % 6], l[i % 6])
-        }
-        let v = 8 + (c - 232) * 10
-        return (v, v, v)
+        c & GridStyle.rgbFlag != 0 ? (c >> 16 & 0xFF, c >> 8 & 0xFF, c & 0xFF) : TerminalPalette.rgb(ofIndex: c)
     }
 }

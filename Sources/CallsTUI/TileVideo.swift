@@ -44,9 +44,12 @@ final class PictureCache: @unchecked Sendable {
 final class PictureRenderers: @unchecked Sendable {
     static let shared = PictureRenderers()
     private let renderers = Locked<[String: TerminalPicture]>([:])
+    /// Pictures made so far (tests: a redraw of the same frame at the same size makes none).
+    let rendered = Locked(0)
 
     func render(_ frame: VideoFrame, key: PictureCache.Key, mirrored: Bool) -> Picture {
-        renderers.withLock { r in
+        rendered.withLock { $0 += 1 }
+        return renderers.withLock { r in
             let name = "\(key.mode.rawValue)-\(key.unicode)"
             let renderer = r[name] ?? TerminalPicture(mode: key.mode, unicode: key.unicode)
             r[name] = renderer

@@ -23,8 +23,15 @@ public enum TerminalPalette {
     static let ansi: [(Int, Int, Int)] = [(0, 0, 0), (205, 0, 0), (0, 205, 0), (205, 205, 0), (0, 0, 238), (205, 0, 205), (0, 205, 205), (229, 229, 229),
                                           (127, 127, 127), (255, 0, 0), (0, 255, 0), (255, 255, 0), (92, 92, 255), (255, 0, 255), (0, 255, 255), (255, 255, 255)]
 
-    /// xterm's default RGB of ANSI colour `i` (0…15).
-    public static func ansiRGB(_ i: Int) -> (Int, Int, Int) { ansi[max(0, min(15, i))] }
+    /// The RGB of palette entry `i` (0…255): xterm's defaults for the 16 ANSI colours, the cube,
+    /// the grey ramp.
+    public static func rgb(ofIndex i: Int) -> (Int, Int, Int) {
+        let i = max(0, min(255, i))
+        if i < 16 { return ansi[i] }
+        if i < 232 { return (cube[(i - 16) / 36], cube[((i - 16) / 6) % 6], cube[(i - 16) % 6]) }
+        let v = 8 + (i - 232) * 10
+        return (v, v, v)
+    }
 
     /// The nearest of the 16 ANSI colours.
     public static func ansi16(_ r: UInt8, _ g: UInt8, _ b: UInt8) -> Int32 {

@@ -55,6 +55,8 @@ public final class TerminalPicture {
     private var canvases: [Int: OpaquePointer] = [:]
     private var rgba: [UInt8] = []
     private var scaled: [UInt8] = []
+    /// The RGBA before mirroring (your own preview), kept like the other buffers.
+    private var unmirrored: [UInt8] = []
 
     public init(mode: PictureMode, unicode: Bool) {
         self.mode = mode
@@ -152,8 +154,8 @@ public final class TerminalPicture {
                     guard let o = out.baseAddress else { return }
                     // libyuv's "ABGR" is R, G, B, A in memory: chafa's RGBA8. A negative width mirrors.
                     if mirrored {
-                        var tmp = [UInt8](repeating: 0, count: count)
-                        tmp.withUnsafeMutableBufferPointer { t in
+                        if unmirrored.count != count { unmirrored = [UInt8](repeating: 0, count: count) }
+                        unmirrored.withUnsafeMutableBufferPointer { t in
                             guard let tb = t.baseAddress else { return }
                             I420ToABGR(d, Int32(width), du, Int32(cw), dv, Int32(cw), tb, Int32(width * 4), Int32(width), Int32(height))
                             ARGBMirror(tb, Int32(width * 4), o, Int32(width * 4), Int32(width), Int32(height))

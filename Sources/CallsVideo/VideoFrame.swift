@@ -60,21 +60,6 @@ public struct VideoFrame: Sendable, Equatable {
         let n = Double((cx1 - cx0) * (cy1 - cy0))
         return (l, Double(su) / n, Double(sv) / n)
     }
-
-    /// The frame flipped left to right (your own preview, as a mirror shows you).
-    public func mirrored() -> VideoFrame {
-        var out = self
-        func flip(_ offset: Int, _ w: Int, _ h: Int) {
-            for row in 0..<h {
-                let base = offset + row * w
-                for col in 0..<w { out.bytes[base + col] = bytes[base + w - 1 - col] }
-            }
-        }
-        flip(0, width, height)
-        flip(uOffset, chromaWidth, chromaHeight)
-        flip(vOffset, chromaWidth, chromaHeight)
-        return out
-    }
 }
 
 /// BT.601 limited-range conversions for the synthetic sources and for tests.

@@ -74,9 +74,14 @@ final class VideoTileTests: XCTestCase {
     func testAFrameIsRenderedOncePerSize() {
         var m = Fixture.model(count: 2)
         withVideo(&m, ["pid-u1"])
+        let before = PictureRenderers.shared.rendered.withLock { $0 }
         let a = CallScreenRenderer.render(m, width: 120, height: 40)
+        XCTAssertEqual(PictureRenderers.shared.rendered.withLock { $0 }, before + 1)
         m.now = m.now.addingTimeInterval(1)  // another redraw, same frame: the cached picture
         let b = CallScreenRenderer.render(m, width: 120, height: 40)
+        XCTAssertEqual(PictureRenderers.shared.rendered.withLock { $0 }, before + 1, "no new picture for the same frame and size")
         XCTAssertEqual(a.cells.filter(\.style.isPicture), b.cells.filter(\.style.isPicture))
+        _ = CallScreenRenderer.render(m, width: 80, height: 24)
+        XCTAssertEqual(PictureRenderers.shared.rendered.withLock { $0 }, before + 2, "another size: a new picture")
     }
 }
