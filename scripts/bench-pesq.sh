@@ -27,16 +27,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#losses[@]} -gt 0 ] || losses=(0 5 10 20)
 [ -f "$clip" ] || { echo "bench-pesq: no clip $clip (scripts/make-clips.sh makes them)" >&2; exit 2; }
-if ! command -v sox >/dev/null; then
-    [ "$(id -u)" -eq 0 ] || { echo "bench-pesq: needs sox (apt-get install sox)" >&2; exit 1; }
-    echo "bench-pesq: installing sox" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox >/dev/null
-fi
-venv=.build/pesq-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pesq, numpy' 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q pesq numpy
-fi
+source scripts/pesq-env.sh
+pesq_env bench-pesq
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 if ! swift build -c release --product callroom > "$work/build.log" 2>&1; then cat "$work/build.log" >&2; exit 1; fi

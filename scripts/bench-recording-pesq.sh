@@ -25,18 +25,8 @@ while [ $# -gt 0 ]; do
 done
 [ -f "$clip" ] || { echo "bench-recording-pesq: no clip $clip" >&2; exit 2; }
 bash scripts/install-deps.sh --core
-if ! command -v sox >/dev/null; then
-    [ "$(id -u)" -eq 0 ] || { echo "bench-recording-pesq: needs sox (apt-get install sox)" >&2; exit 1; }
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox >/dev/null
-fi
-venv=.build/pesq-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pesq, numpy' 2>/dev/null; then
-    if ! python3 -m venv "$venv" 2>/dev/null; then  # Debian's python3 keeps venv in a package
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-        python3 -m venv "$venv"
-    fi
-    "$venv/bin/pip" install -q pesq numpy
-fi
+source scripts/pesq-env.sh
+pesq_env bench-recording-pesq
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 if [ -z "$bin" ]; then

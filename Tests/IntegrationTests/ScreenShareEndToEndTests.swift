@@ -12,12 +12,9 @@ final class ScreenShareEndToEndTests: XCTestCase {
     func testAScriptedTerminalArrivesCellExact() async throws {
         let tmp = TemporaryDirectory("callroom-share")
         defer { tmp.remove() }
-        let server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.file("data")])
-        defer { server.signal(SIGTERM); _ = server.wait() }
-        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on http://") }, server.errorOutput)
-        let url = line.split(separator: " ").map(String.init)[3]
-        let appId = line.split(separator: " ").map(String.init).last ?? ""
-        let authKey = server.output.first { $0.contains("authKey") }?.split(separator: " ").last.map(String.init) ?? ""
+        let server = try CallroomdProcess(dataDir: tmp.file("data"))
+        defer { _ = server.stop() }
+        let (url, appId, authKey) = (server.url, server.appId, server.authKey)
 
         let events = EventLines()
         let viewer = CallsClient(serverURL: try XCTUnwrap(URL(string: url)), appID: appId, eventQueue: DispatchQueue(label: "viewer")) { events.add($0) }

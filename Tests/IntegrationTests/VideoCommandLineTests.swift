@@ -8,21 +8,17 @@ import XCTest
 /// from outside (frames, the bars' colours, the stamped clock); bad flags are refused clearly.
 final class VideoCommandLineTests: XCTestCase {
     var tmp: TemporaryDirectory!
-    var server: ManagedProcess!
-    var url = ""
-    var authKey = ""
+    var server: CallroomdProcess!
+    var url: String { server.url }
+    var authKey: String { server.authKey }
 
     override func setUpWithError() throws {
         tmp = TemporaryDirectory("callroom-video")
-        server = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.file("data")])
-        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("callroomd listening on http://") }, "server started: \(server.errorOutput)")
-        url = line.split(separator: " ").map(String.init)[3]
-        authKey = server.output.first { $0.contains("authKey") }?.split(separator: " ").last.map(String.init) ?? ""
+        server = try CallroomdProcess(dataDir: tmp.file("data"))
     }
 
     override func tearDown() {
-        server.signal(SIGTERM)
-        _ = server.wait()
+        _ = server?.stop()
         tmp.remove()
     }
 
