@@ -1,8 +1,11 @@
 // CallRoom's kernel fast path for the media relay: a TC (tcx) ingress program that forwards each
 // RTP datagram from a bound participant to the other members of its room inside the kernel
 // (one bpf_clone_redirect per destination, addresses and checksums rewritten in place) and
-// drops the original. Everything it does not recognise (binds, unknown senders, SSRC mismatches,
-// rooms larger than CR_MAX_ROOM, IPv4 options, fragments) goes up to the relay's sockets as before.
+// drops the original. Audio goes to every other member; video only to the members that
+// subscribed to the sender's video (its video_mask over the room's destination list).
+// Everything it does not recognise (binds, unknown senders, SSRC mismatches, a muted member's
+// audio, paused video, rooms larger than CR_MAX_ROOM, IPv4 options, fragments) goes up to the
+// relay's sockets as before.
 // Packets that are not for this relay return TC_ACT_UNSPEC (tcx: "next"), so other programs on the
 // same interface — another callroomd's among them — still see them.
 // The relay's workers keep the maps in sync with its membership; see RelayFastPath.swift.
@@ -106,13 +109,20 @@ int callroom_relay(struct __sk_buff *skb) {
     struct cr_member *m = bpf_map_lookup_elem(&cr_members, &from);
     if (!m) return TC_ACT_UNSPEC;
     __u32 ssrc = ((__u32)rtp[8] << 24) | ((__u32)rtp[9] << 16) | ((__u32)rtp[10] << 8) | rtp[11];
-    if (ssrc != m->ssrc) return TC_ACT_UNSPEC;  /* the relay counts and drops it */
+    /* Which stream: the member's audio or its video; anything else (another SSRC, a muted
+       member's audio, paused video) the relay counts and drops. */
+    int video;
+    if (ssrc == m->ssrc && (m->flags & CR_AUDIO_ON)) video = 0;
+    else if (ssrc == m->video_ssrc && ssrc != 0 && (m->flags & CR_VIDEO_ON)) video = 1;
+    else return TC_ACT_UNSPEC;
+    __u64 mask = video ? m->video_mask : ~(__u64)0;
+    __u32 video_count = m->video_count;
     struct cr_room *room = bpf_map_lookup_elem(&cr_rooms, &m->room);
     if (!room) return TC_ACT_UNSPEC;
 
     /* RFC 6464 level, when it is the first element of a one-byte extension block (as CallRoom's
        clients send it), for the relay's dominant-speaker tracker. */
-    if ((rtp[0] & 0x1F) == 0x10 && (void *)(rtp + 18) <= end && rtp[12] == 0xBE && rtp[13] == 0xDE &&
+    if (!video && (rtp[0] & 0x1F) == 0x10 && (void *)(rtp + 18) <= end && rtp[12] == 0xBE && rtp[13] == 0xDE &&
         (rtp[16] >> 4) == 1) {
         struct cr_level *l = bpf_map_lookup_elem(&cr_levels, &m->slot);
         if (l) {
@@ -148,6 +158,7 @@ int callroom_relay(struct __sk_buff *skb) {
         if (i >= n) break;
         struct cr_addr to = room->members[i];
         if (to.ip == from.ip && to.port == from.port) continue;
+        if (!((mask >> i) & 1)) continue;  /* video this destination did not subscribe to */
         if (set_ip(skb, IP_DST_OFF, cur_ip_dst, to.ip)) break;
         cur_ip_dst = to.ip;
         if (set_port(skb, UDP_DST_OFF, cur_dst, to.port)) break;
@@ -155,10 +166,16 @@ int callroom_relay(struct __sk_buff *skb) {
         if (bpf_clone_redirect(skb, ifindex, 0) == 0) sent++;
     }
     count(CR_FORWARDED, sent);
-    /* Every member but the sender should have had a copy (counted outside the loop: a second
-       counter inside it multiplies the verifier's states past its limit). */
-    __u64 expected = n > 0 ? n - 1 : 0;
+    /* Every member but the sender should have had a copy of audio, every subscriber a copy of
+       video (counted outside the loop: a second counter inside it multiplies the verifier's
+       states past its limit). */
+    __u64 others = n > 0 ? n - 1 : 0;
+    __u64 expected = video ? (video_count < others ? video_count : others) : others;
     if (expected > sent) count(CR_SEND_FAILED, expected - sent);
+    if (video) {
+        count(CR_VIDEO_FORWARDED, sent);
+        count(CR_VIDEO_WITHHELD, others - expected);
+    }
     count(CR_FORWARDED_BYTES, sent * len);
     return TC_ACT_SHOT;
 }

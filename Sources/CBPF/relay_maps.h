@@ -20,11 +20,18 @@ struct cr_addr {
     __u16 pad;
 };
 
+/* cr_member.flags */
+#define CR_AUDIO_ON 1u /* forward its audio SSRC's packets (off: a moderator muted it; they go up) */
+#define CR_VIDEO_ON 2u /* forward its video SSRC's packets to video_mask (off: none, or paused) */
+
 struct cr_member {
     __u32 room;
-    __u32 ssrc;
-    __u32 slot;    /* this member's entry in cr_levels */
-    __u32 pad;
+    __u32 ssrc;       /* audio */
+    __u32 slot;       /* this member's entry in cr_levels */
+    __u32 video_ssrc;
+    __u32 flags;
+    __u32 video_count; /* how many bits video_mask has set */
+    __u64 video_mask; /* bit i: the room's destination i subscribed to this member's video */
 };
 
 /* Written by the program, read by the relay through a shared mapping (no system call). */
@@ -40,6 +47,7 @@ struct cr_room {
     struct cr_addr members[CR_MAX_ROOM];
 };
 
-enum { CR_RECEIVED, CR_RECEIVED_BYTES, CR_FORWARDED, CR_FORWARDED_BYTES, CR_SEND_FAILED, CR_STATS };
+enum { CR_RECEIVED, CR_RECEIVED_BYTES, CR_FORWARDED, CR_FORWARDED_BYTES, CR_SEND_FAILED,
+       CR_VIDEO_FORWARDED, CR_VIDEO_WITHHELD, CR_STATS };
 
 #endif

@@ -79,7 +79,10 @@ static inline void callroom_bpf_close(struct callroom_bpf *b) {
     b->obj = NULL;
 }
 
-static inline int callroom_bpf_set_member(struct callroom_bpf *b, uint32_t ip_be, uint16_t port_be, uint32_t room, uint32_t ssrc, uint32_t slot) {
+/* A sender: its room, audio SSRC, level slot, video SSRC, CR_AUDIO_ON / CR_VIDEO_ON, and which
+   of the room's destinations (bit i: entry i of its cr_room list) get its video. */
+static inline int callroom_bpf_set_member(struct callroom_bpf *b, uint32_t ip_be, uint16_t port_be, uint32_t room, uint32_t ssrc,
+                                          uint32_t slot, uint32_t video_ssrc, uint32_t flags, uint64_t video_mask) {
     if (slot >= CR_MAX_MEMBERS) return -E2BIG;
     struct cr_addr k = {.ip = ip_be, .port = port_be};
     struct cr_member m;
@@ -87,6 +90,10 @@ static inline int callroom_bpf_set_member(struct callroom_bpf *b, uint32_t ip_be
     m.room = room;
     m.ssrc = ssrc;
     m.slot = slot;
+    m.video_ssrc = video_ssrc;
+    m.flags = flags;
+    m.video_mask = video_mask;
+    m.video_count = (uint32_t)__builtin_popcountll(video_mask);
     return bpf_map_update_elem(b->members_fd, &k, &m, BPF_ANY) ? -errno : 0;
 }
 

@@ -24,7 +24,7 @@ public enum RelayFastPathError: Error, Equatable, Sendable, CustomStringConverti
 
 /// The relay's kernel fast path: an eBPF program on the relay interface's ingress
 /// (Resources/bpf/relay_fastpath.bpf.c) that forwards RTP from bound members to their rooms in
-/// the kernel. This type owns the loaded object and its tcx link (the kernel detaches the link
+/// the kernel: audio to the room, video to the members that subscribed to it. This type owns the loaded object and its tcx link (the kernel detaches the link
 /// when the process exits, however it exits) and keeps the program's maps equal to the relay's
 /// membership.
 ///
@@ -32,8 +32,8 @@ public enum RelayFastPathError: Error, Equatable, Sendable, CustomStringConverti
 /// `RelayShared.fastPath`'s lock (any worker syncs it; worker 0 harvests it).
 final class RelayFastPath: @unchecked Sendable {
     private var bpf = callroom_bpf()
-    /// What the maps hold now: member key → (address, room, ssrc, level slot), and room → destinations.
-    private var members: [UInt64: (address: SocketAddress, room: Int, ssrc: UInt32, slot: UInt32)] = [:]
+    /// What the maps hold now: member key → its sender entry, and room → destinations.
+    private var members: [UInt64: Sender] = [:]
     private var rooms: [Int: [SocketAddress]] = [:]
     /// The member keys whose entries the maps hold, per room.
     private var roomKeys: [Int: [UInt64]] = [:]
@@ -42,6 +42,19 @@ final class RelayFastPath: @unchecked Sendable {
     private var nextSlot: UInt32 = 0
     private var lastLevelTime: [UInt64: UInt64] = [:]
     private var lastStats = [UInt64](repeating: 0, count: Int(CR_STATS))
+
+    /// A member's entry in `cr_members`: what the program forwards of its packets, and where.
+    private struct Sender: Equatable {
+        var address: SocketAddress
+        var room: Int
+        var ssrc: UInt32
+        var videoSSRC: UInt32
+        /// `CR_AUDIO_ON` | `CR_VIDEO_ON`.
+        var flags: UInt32
+        /// Bit i: entry i of the room's destination list subscribed to its video.
+        var videoMask: UInt64
+        var slot: UInt32
+    }
 
     /// Loads `objectPath` and attaches it to the interface holding `host`, for packets to
     /// `host:port`.
@@ -70,44 +83,72 @@ final class RelayFastPath: @unchecked Sendable {
         for room in Set(table.rooms.keys).union(roomKeys.keys) { sync(room: room, table, bindings) }
     }
 
-    /// The same for one room: all a bind can change, at the cost of that room's size.
+    /// The same for one room: all a bind, a mute, a paused camera or a video subscription can
+    /// change, at the cost of that room's size.
     func sync(room: Int, _ table: RelayTable, _ bindings: RelayBindings) {
-        var want: [(key: UInt64, address: SocketAddress, ssrc: UInt32)] = []
+        var want: [(key: UInt64, address: SocketAddress, member: RelayTable.Member)] = []
         for k in table.rooms[room] ?? [] {
-            if let a = bindings.addressOf[k], let m = table.members[k] { want.append((k, a, m.ssrc)) }
+            if let a = bindings.addressOf[k], let m = table.members[k] { want.append((k, a, m)) }
         }
         if want.count > Int(CR_MAX_ROOM) { want = [] }
-        var wanted: [UInt64: SocketAddress] = [:]
-        for w in want { wanted[w.key] = w.address }
-        // A muted member stays a destination but is no sender here: its packets go up to the
-        // socket relay, which drops them.
-        // Nor does anyone in a room with a member whose media goes over signalling: the kernel
+        // No one sends here in a room with a member whose media goes over signalling: the kernel
         // cannot reach a WebSocket, so the workers forward that room.
         let tunnelled = (table.rooms[room] ?? []).contains { table.members[$0]?.tunnel != nil }
-        let sending = tunnelled ? [] : Set(want.map(\.key).filter { table.members[$0]?.muted != true })
-        for k in roomKeys[room] ?? [] where wanted[k] != members[k]?.address || !sending.contains(k) { removeMember(k) }
         let list = want.map(\.address)
+        var senders: [UInt64: Sender] = [:]
+        if !tunnelled {
+            let index = Dictionary(want.enumerated().map { ($0.element.key, $0.offset) }, uniquingKeysWith: { a, _ in a })
+            for w in want {
+                let m = w.member
+                // A muted member's audio and a paused camera go up to the workers, which drop them.
+                var flags: UInt32 = m.muted ? 0 : UInt32(CR_AUDIO_ON)
+                var mask: UInt64 = 0
+                if m.videoSSRC != 0 && !m.videoPaused {
+                    for s in m.videoSubscribers { if let i = index[s] { mask |= 1 << UInt64(i) } }
+                    flags |= UInt32(CR_VIDEO_ON)
+                }
+                guard flags != 0 else { continue }
+                senders[w.key] = Sender(address: w.address, room: room, ssrc: m.ssrc, videoSSRC: m.videoSSRC,
+                                        flags: flags, videoMask: mask, slot: members[w.key]?.slot ?? 0)
+            }
+        }
+        for k in roomKeys[room] ?? [] where senders[k] == nil || senders[k]?.address != members[k]?.address { removeMember(k) }
         if list.isEmpty {
             if rooms.removeValue(forKey: room) != nil { _ = callroom_bpf_delete_room(&bpf, UInt32(truncatingIfNeeded: room)) }
         } else if rooms[room] != list {
+            // A video mask names positions in the list: until the new masks are in, no video
+            // goes by the old ones (a position may now be someone who did not subscribe).
+            for k in roomKeys[room] ?? [] {
+                guard var old = members[k], old.videoMask != 0 else { continue }
+                old.videoMask = 0
+                old.flags &= ~UInt32(CR_VIDEO_ON)
+                if write(old) { members[k] = old }
+            }
             let ips = list.map(\.ip), ports = list.map { $0.port.bigEndian }
             _ = callroom_bpf_set_room(&bpf, UInt32(truncatingIfNeeded: room), ips, ports, UInt32(list.count))
             rooms[room] = list
         }
         // Members last: a sender enters the fast path only once its room's list is in place.
-        for w in want where sending.contains(w.key) {
-            if let old = members[w.key], old.room == room, old.ssrc == w.ssrc { continue }
+        for w in want {
+            guard var entry = senders[w.key] else { continue }
+            if let old = members[w.key], old == entry { continue }
+            let isNew = members[w.key] == nil
             guard let slot = members[w.key]?.slot ?? takeSlot() else { continue }  // 65,536 members: the rest stay with the workers
-            guard callroom_bpf_set_member(&bpf, w.address.ip, w.address.port.bigEndian, UInt32(truncatingIfNeeded: room),
-                                          w.ssrc, slot) == 0 else {
-                if members[w.key] == nil { freeSlots.append(slot) }
+            entry.slot = slot
+            guard write(entry) else {
+                if isNew { freeSlots.append(slot) }
                 continue
             }
-            if members[w.key] == nil { lastLevelTime[w.key] = level(slot).at }  // a reused slot's old level is not this member's
-            members[w.key] = (w.address, room, w.ssrc, slot)
+            if isNew { lastLevelTime[w.key] = level(slot).at }  // a reused slot's old level is not this member's
+            members[w.key] = entry
         }
         let held = want.map(\.key).filter { members[$0] != nil }
         roomKeys[room] = held.isEmpty ? nil : held
+    }
+
+    private func write(_ s: Sender) -> Bool {
+        callroom_bpf_set_member(&bpf, s.address.ip, s.address.port.bigEndian, UInt32(truncatingIfNeeded: s.room), s.ssrc,
+                                s.slot, s.videoSSRC, s.flags, s.videoMask) == 0
     }
 
     private func removeMember(_ k: UInt64) {
@@ -143,14 +184,27 @@ final class RelayFastPath: @unchecked Sendable {
         return out
     }
 
-    /// Packets and bytes the program received and forwarded, and copies it failed to send,
-    /// since the last call.
-    func statsDelta() -> (received: UInt64, receivedBytes: UInt64, forwarded: UInt64, forwardedBytes: UInt64, sendFailed: UInt64) {
+    /// What the program counted since the last call.
+    struct StatsDelta {
+        var received: UInt64 = 0, receivedBytes: UInt64 = 0
+        /// Copies sent (audio and video), and their bytes.
+        var forwarded: UInt64 = 0, forwardedBytes: UInt64 = 0
+        /// Copies it failed to send.
+        var sendFailed: UInt64 = 0
+        /// Video copies sent to subscribers, and withheld from the rest of the room.
+        var videoForwarded: UInt64 = 0, videoWithheld: UInt64 = 0
+    }
+
+    /// Packets and bytes the program received and forwarded, copies it failed to send, video
+    /// copies forwarded and withheld, since the last call.
+    func statsDelta() -> StatsDelta {
         var now = [UInt64](repeating: 0, count: Int(CR_STATS))
-        guard callroom_bpf_stats(&bpf, &now) == 0 else { return (0, 0, 0, 0, 0) }
+        guard callroom_bpf_stats(&bpf, &now) == 0 else { return StatsDelta() }
         defer { lastStats = now }
         func d(_ i: Int) -> UInt64 { now[i] &- lastStats[i] }
-        return (d(CR_RECEIVED), d(CR_RECEIVED_BYTES), d(CR_FORWARDED), d(CR_FORWARDED_BYTES), d(CR_SEND_FAILED))
+        return StatsDelta(received: d(CR_RECEIVED), receivedBytes: d(CR_RECEIVED_BYTES), forwarded: d(CR_FORWARDED),
+                          forwardedBytes: d(CR_FORWARDED_BYTES), sendFailed: d(CR_SEND_FAILED),
+                          videoForwarded: d(CR_VIDEO_FORWARDED), videoWithheld: d(CR_VIDEO_WITHHELD))
     }
 
     /// The program's total run time in nanoseconds (0 when the kernel's run-time stats are off).

@@ -218,6 +218,10 @@ final class RelayWorker: @unchecked Sendable {
             c.fastPathForwarded.add(d.forwarded, ordering: .relaxed)
         }
         if d.sendFailed > 0 { c.droppedSendFailed.add(d.sendFailed, ordering: .relaxed) }
+        if d.videoForwarded > 0 || d.videoWithheld > 0 {
+            c.videoForwarded.add(d.videoForwarded, ordering: .relaxed)
+            c.videoWithheld.add(d.videoWithheld, ordering: .relaxed)
+        }
         c.fastPathRunNanoseconds.store(runNanoseconds, ordering: .relaxed)
         if !levels.isEmpty {
             shared.speakers.withLock { tracker in

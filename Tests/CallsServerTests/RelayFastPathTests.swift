@@ -147,6 +147,83 @@ final class RelayFastPathTests: XCTestCase {
         XCTAssertEqual(counters.fastPathForwarded.load(ordering: .relaxed), 1)
     }
 
+    /// Video in the kernel: a sender's video goes only to the members that subscribed to it
+    /// (counted as forwarded and withheld, as the workers count them), follows subscription
+    /// changes and members leaving (the list's positions move), survives a mute of the
+    /// microphone, and stops in the kernel when the camera pauses (the workers drop it).
+    func testTheKernelForwardsVideoOnlyToSubscribers() throws {
+        let h = try ServerHarness { $0.relayFastPath = .on; $0.relayFastPathObject = Self.object }
+        defer { h.stop(); h.removeData() }
+        let counters = try XCTUnwrap(h.server.relayCounters)
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
+        let other = try h.joinAndBind("other", session: "v", sessionType: .video)  // first in: the moderator
+        let cam = try h.joinAndBind("cam", session: "v", sessionType: .video)
+        let first = try h.joinAndBind("first", session: "v", sessionType: .video)
+        let watcher = try h.joinAndBind("watcher", session: "v", sessionType: .video)
+        let videoSSRC = try XCTUnwrap(cam.joined.you.videoSsrc, "a video session has a video SSRC")
+        var seq: UInt16 = 0
+        func frame() -> [UInt8] {
+            seq &+= 1
+            return RTPPacket(payloadType: 96, sequenceNumber: seq, timestamp: UInt32(seq) * 6000, ssrc: videoSSRC,
+                             payload: [0x90, 0x80, UInt8(seq & 0x7F), 1, 2, 3]).encoded()
+        }
+        func drain() { for m in [cam, first, watcher, other] { while m.socket.receiveDatagram(timeoutMs: 30) != nil {} } }
+
+        watcher.probe.send(.subscribeVideo(pids: [cam.joined.you.pid]))
+        Thread.sleep(forTimeInterval: 0.25)  // the subscription reaches the maps within 50 ms
+        drain()
+        let p1 = frame()
+        cam.socket.send(p1, to: relay)
+        XCTAssertEqual(watcher.socket.receiveBytes(), p1, "the subscriber gets the frame unchanged")
+        XCTAssertNil(first.socket.receiveBytes(timeoutMs: 200), "members not showing cam's tile get nothing")
+        XCTAssertNil(other.socket.receiveBytes(timeoutMs: 50))
+        waitFor("the kernel forwarded it: \(counters.fastPathForwarded.load(ordering: .relaxed))") {
+            counters.fastPathForwarded.load(ordering: .relaxed) == 1
+        }
+        waitFor("one copy forwarded, two withheld") {
+            counters.videoForwarded.load(ordering: .relaxed) == 1 && counters.videoWithheld.load(ordering: .relaxed) == 2
+        }
+        let workersSaw = counters.receivedPerWorker.reduce(0, +)
+
+        // Positions in the room's list move when an earlier member leaves: the mask follows.
+        first.probe.send(.leave)
+        XCTAssertTrue(first.probe.waitClosed())
+        Thread.sleep(forTimeInterval: 0.25)
+        drain()
+        let p2 = frame()
+        cam.socket.send(p2, to: relay)
+        XCTAssertEqual(watcher.socket.receiveBytes(), p2, "still the subscriber after the list moved")
+        XCTAssertNil(other.socket.receiveBytes(timeoutMs: 200), "and still not the others")
+
+        // A moderator's mute is of the microphone: the camera still goes out, by the kernel.
+        other.probe.send(.muteParticipant(pid: cam.joined.you.pid))
+        XCTAssertNotNil(cam.probe.wait { if case .participantUpdated(_, change: .audioMuted) = $0 { return true }; return false })
+        other.probe.send(.subscribeVideo(pids: [cam.joined.you.pid]))
+        Thread.sleep(forTimeInterval: 0.25)
+        drain()
+        let p3 = frame()
+        cam.socket.send(p3, to: relay)
+        XCTAssertEqual(watcher.socket.receiveBytes(), p3)
+        XCTAssertEqual(other.socket.receiveBytes(), p3, "a new subscriber gets it too")
+        waitFor("all by the kernel: \(counters.fastPathForwarded.load(ordering: .relaxed))") {
+            counters.fastPathForwarded.load(ordering: .relaxed) == 4
+        }
+        let audio = RTPPacket(sequenceNumber: 1, timestamp: 960, ssrc: cam.ssrc, payload: [1]).encoded()
+        cam.socket.send(audio, to: relay)
+        XCTAssertNil(watcher.socket.receiveBytes(timeoutMs: 200), "the muted microphone is not forwarded")
+        waitFor("the workers dropped the muted audio") { counters.droppedMuted.load(ordering: .relaxed) == 1 }
+
+        // A paused camera: its packets go up and the workers drop them.
+        cam.probe.send(.setVideoPaused(true))
+        Thread.sleep(forTimeInterval: 0.25)
+        cam.socket.send(frame(), to: relay)
+        XCTAssertNil(watcher.socket.receiveBytes(timeoutMs: 200), "paused video is not forwarded")
+        waitFor("dropped as video_paused") { counters.droppedVideoPaused.load(ordering: .relaxed) == 1 }
+        XCTAssertEqual(counters.fastPathForwarded.load(ordering: .relaxed), 4)
+        XCTAssertGreaterThan(counters.receivedPerWorker.reduce(0, +), workersSaw, "those reached the workers")
+        withExtendedLifetime([cam, first, watcher, other]) {}
+    }
+
     func testAKilledServerLeavesNothingInTheKernel() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crs-fp-\(UUID().uuidString.prefix(8))").path
         defer { try? FileManager.default.removeItem(atPath: dir) }

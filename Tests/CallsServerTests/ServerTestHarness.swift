@@ -134,12 +134,14 @@ struct BoundParticipant {
     let relay: SocketAddress
     var ssrc: UInt32 { joined.you.ssrc }
 
-    /// Logs `uid` in on the server at `url`, joins `session` and binds a fresh socket
-    /// (asserting the bind acknowledgement).
-    static func join(url: String, appId: String, authKey: String, uid: String, session: String) throws -> BoundParticipant {
+    /// Logs `uid` in on the server at `url`, joins `session` (a video session: it gets a video
+    /// SSRC too) and binds a fresh socket (asserting the bind acknowledgement).
+    static func join(url: String, appId: String, authKey: String, uid: String, session: String,
+                     sessionType: SignalSessionType = .voice) throws -> BoundParticipant {
         let probe = try SignalProbe(url: url)
         probe.send(.join(.init(callToken: try ServerHarness.callToken(url: url, appId: appId, authKey: authKey,
-                                                                         uid: uid, session: session), audioMuted: false)))
+                                                                         uid: uid, session: session), audioMuted: false,
+                               sessionType: sessionType)))
         let j = try XCTUnwrap(probe.joined(), "\(uid) joined")
         let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: j.mediaPort))
         let s = try UDPSocket(host: "127.0.0.1", port: 0)
@@ -149,8 +151,9 @@ struct BoundParticipant {
 }
 
 extension ServerHarness {
-    func joinAndBind(_ uid: String, session: String) throws -> BoundParticipant {
-        try BoundParticipant.join(url: server.url, appId: server.keys.appId, authKey: server.keys.authKey, uid: uid, session: session)
+    func joinAndBind(_ uid: String, session: String, sessionType: SignalSessionType = .voice) throws -> BoundParticipant {
+        try BoundParticipant.join(url: server.url, appId: server.keys.appId, authKey: server.keys.authKey, uid: uid, session: session,
+                                  sessionType: sessionType)
     }
 }
 
