@@ -35,6 +35,7 @@ let package = Package(
         .systemLibrary(name: "CChafa", pkgConfig: "chafa", providers: [.apt(["libchafa-dev"])]),
         // No pkgConfig: Debian's libyuv-dev ships no .pc file.
         .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
+        .systemLibrary(name: "CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev", "libfontconfig-dev"])]),
         .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),
         .systemLibrary(name: "CSocketBatch"),
         .systemLibrary(name: "CBPF", pkgConfig: "libbpf", providers: [.apt(["libbpf-dev"])]),
@@ -50,7 +51,7 @@ let package = Package(
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout"]),
         .target(name: "CallsCaptions", dependencies: ["CallsCore", "CallsAudio", "CPocketSphinx"]),
-        .target(name: "CallsVideo", dependencies: ["CallsCore", "CVpx", "CChafa", "CYuv", "CV4L2"]),
+        .target(name: "CallsVideo", dependencies: ["CallsCore", "CVpx", "CChafa", "CYuv", "CV4L2", "CFreeType"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CallsCaptions",
                                                     "CSQLite", "CBPF"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsVideo"]),

@@ -26,6 +26,9 @@ packages=(
   libv4l-dev          # video: cameras (libv4l2 converts their formats)
   libyuv-dev          # video: scaling and colour conversion
   libchafa-dev        # video: pictures as terminal characters
+  libfreetype-dev     # video: the test pattern's name and clock, drawn in its pixels
+  libfontconfig-dev   # video: finds the monospace font for them
+  fonts-dejavu-core   # video: that font
   libncurses-dev      # the terminal UI (ncursesw)
   libbpf-dev          # the relay's eBPF fast path: loading and maps
   tmux                # terminal UI tests

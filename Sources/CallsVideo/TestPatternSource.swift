@@ -1,8 +1,11 @@
+import CallsCore
 import Synchronization
 
 /// A synthetic camera: colour bars across the top, a square that sweeps across the middle (the
-/// picture is visibly live), the participant's own colour behind it, and the capture time
-/// stamped across the bottom (`FrameStamp`). `.avatar` draws only a face on that colour, whose
+/// picture is visibly live), the participant's own colour behind it, the participant's name and
+/// a running clock (time since its first frame, to the tenth of a second) written below in a real
+/// font (`TextRasterizer`: FreeType; left out where no font is installed), and the capture time
+/// stamped across the bottom for machines (`FrameStamp`). `.avatar` draws only a face on that colour, whose
 /// mouth opens with `setMouthOpen` (or moves idly) — the demo's bots. The rear-facing variant draws its
 /// bars in reverse order, so a switch of camera shows. For machines without a camera, and QA.
 ///
@@ -19,6 +22,11 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
     private let closed = Atomic<Bool>(false)
     private let mouth = Atomic<Int>(0)
     private var frameCount = 0
+    /// The text line: its font, the name drawn once, and the clock's last text and drawing.
+    private let text: TextRasterizer?
+    private let nameBitmap: TextRasterizer.Bitmap?
+    private var firstFrameAt: UInt64?
+    private var clock: (text: String, bitmap: TextRasterizer.Bitmap)?
 
     /// The seven bars, left to right (front-facing): white, yellow, cyan, green, magenta, red, blue.
     public static let bars: [(r: Int, g: Int, b: Int)] = [(235, 235, 235), (235, 235, 16), (16, 235, 235), (16, 235, 16),
@@ -35,6 +43,16 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
         for b in name.utf8 { h = (h ^ UInt32(b)) &* 16777619 }
         let r = 40 + Int(h & 0x7F), g = 40 + Int(h >> 8 & 0x7F), b = 40 + Int(h >> 16 & 0x7F)
         background = YUV.from(r: r, g: g, b: b)
+        // The text line sits between the sweep and the stamp: a seventh of the height.
+        text = style == .pattern ? TextRasterizer(pixelSize: max(8, self.height / 7)) : nil
+        nameBitmap = text?.render(name)
+    }
+
+    /// The clock's text for a capture `elapsed` nanoseconds after the first frame: "m:ss.t".
+    public static func clockText(elapsed: UInt64) -> String {
+        let tenths = elapsed / 100_000_000
+        let seconds = tenths / 10 % 60, minutes = tenths / 600
+        return "\(minutes):\(seconds < 10 ? "0" : "")\(seconds).\(tenths % 10)"
     }
 
     /// 0 (closed) … 100 (wide open): the avatar's mouth.
@@ -56,6 +74,7 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
         let phase = (frameCount - 1) % 60
         let x = (phase * travel / 59) & ~1
         fill(&f, x: x, y: height / 3 + side / 4, w: side, h: side, (235, 128, 128))
+        drawTextLine(&f, at: nanoseconds)
         FrameStamp.write(UInt32(truncatingIfNeeded: nanoseconds / 1_000_000), into: &f)
         return f
     }
@@ -69,6 +88,38 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
             let c = Self.bars[facing == .front ? i : n - 1 - i]
             let x0 = (i * width / n) & ~1, x1 = ((i + 1) * width / n) & ~1
             fill(&f, x: x0, y: 0, w: x1 - x0, h: barHeight, YUV.from(r: c.r, g: c.g, b: c.b))
+        }
+    }
+
+    /// The name at the left and the clock at the right, white on a dark plate, between the
+    /// sweep and the stamp. The name gives way to the clock when both do not fit.
+    private func drawTextLine(_ f: inout VideoFrame, at nanoseconds: UInt64) {
+        guard let text, let nameBitmap else { return }
+        let start = firstFrameAt ?? nanoseconds
+        firstFrameAt = start
+        let now = Self.clockText(elapsed: nanoseconds &- start)
+        if clock?.text != now { clock = (now, text.render(now)) }
+        guard let clockBitmap = clock?.bitmap else { return }
+        let top = (height * 2 / 3 - nameBitmap.height / 3) & ~1
+        let margin = max(2, width / 64) & ~1
+        let clockX = (width - margin - clockBitmap.width) & ~1
+        let nameRoom = max(0, clockX - 2 * margin)
+        blit(&f, nameBitmap, x: margin, y: top, maxWidth: nameRoom)
+        blit(&f, clockBitmap, x: clockX, y: top, maxWidth: width - clockX)
+    }
+
+    /// Draws `b` at (x, y), clipped to `maxWidth` and the frame: a dark neutral plate, then ink.
+    private func blit(_ f: inout VideoFrame, _ b: TextRasterizer.Bitmap, x: Int, y: Int, maxWidth: Int) {
+        let w = min(b.width, maxWidth, width - x), h = min(b.height, height - y)
+        guard w > 0, h > 0, x >= 0, y >= 0 else { return }
+        fill(&f, x: x - 2, y: y, w: (w + 4 + 1) & ~1, h: (h + 1) & ~1, (24, 128, 128))
+        for row in 0..<h {
+            for col in 0..<w {
+                let a = Int(b[col, row])
+                guard a > 0 else { continue }
+                let i = (y + row) * width + x + col
+                f.bytes[i] = UInt8((Int(f.bytes[i]) * (255 - a) + 235 * a) / 255)
+            }
         }
     }
 
