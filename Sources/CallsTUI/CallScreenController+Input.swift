@@ -17,6 +17,7 @@ extension CallScreenController {
             if [.char("q"), .char("l"), .char("Q"), .char("L")].contains(input) { model.pending = .leave }
             return
         }
+        if model.overlay == .sharePicker { return handleSharePicker(input) }
         if model.overlay != nil, handleOverlay(input) { return }
         if model.panel == .chat, handleChatInput(input) { return }
         if model.editingLogSearch, handleLogSearch(input) { return }
@@ -162,7 +163,8 @@ extension CallScreenController {
     /// The name of a built-in button the settings hide whose key is `key`.
     private func hiddenButtonName(_ key: Unicode.Scalar) -> String? {
         let names: [Unicode.Scalar: String] = ["m": "mute", "v": "video", "c": "camera", "h": "raise hand", "y": "layout", "p": "participant list",
-                                               "t": "chat", "s": "share invite", "r": "record", "a": "captions", "g": "transcription", "b": "live stream"]
+                                               "t": "chat", "s": "share invite", "r": "record", "a": "captions", "g": "transcription", "b": "live stream",
+                                               "d": "terminal share"]
         return names[key]
     }
 
@@ -192,6 +194,7 @@ extension CallScreenController {
             } else {
                 model.captionsHidden.toggle()
             }
+        case .screenShareToggle: toggleShare()
         case .shareInvite:
             guard let link = session.inviteLink else { return model.toast("No invite link yet (not in a session)", kind: .error) }
             let outcome = driver.copyToClipboard(link)

@@ -32,6 +32,8 @@ public final class CallScreenController {
     private var videoSerial: UInt64 = 0
     private var lastVideoCapture: [String: UInt64] = [:]
     private var sentSubscriptions: [String]?
+    /// Your terminal share, while it runs (CallScreenController+Share).
+    var terminalShare: TerminalShare?
     /// Time spent rendering the last frame (ms): the screen's frame budget.
     public private(set) var lastRenderMs: Double = 0
 
@@ -50,12 +52,14 @@ public final class CallScreenController {
         bridge.register(on: session)
         self.bridge = bridge
         model.pictureMode = driver.pictureMode  // the terminal's; it does not change
+        model.canShareTerminal = TmuxPane.available
         timer = MainTimer.every(.milliseconds(1000 / refreshHz)) { [weak self] in self?.tick() }
         draw()
     }
 
     public func stop() {
         dispatchPrecondition(condition: .onQueue(.main))
+        stopShare(nil)
         timer?.cancel()
         timer = nil
         driver.shutdown()
@@ -100,6 +104,7 @@ public final class CallScreenController {
     func finish(_ code: Int32) {
         guard !finishing else { return }
         finishing = true
+        stopShare(nil)
         model.pending = nil
         guard summarySeconds > 0 else { draw(); onFinished?(code); return }
         model.overlay = .summary

@@ -107,6 +107,7 @@ public enum CallScreenRenderer {
         case .help: OverlayRenderer.drawHelp(model, into: &b, area: l.tiles.union(l.panel))
         case .payload(let seq): OverlayRenderer.drawPayload(model, seq: seq, into: &b, area: l.tiles.union(l.panel))
         case .stats: OverlayRenderer.drawStats(model, into: &b, area: l.tiles.union(l.panel))
+        case .sharePicker: OverlayRenderer.drawSharePicker(model, into: &b, area: l.tiles.union(l.panel))
         case .summary, nil: break
         }
         drawToasts(model, into: &b, above: l.controls?.y ?? height)

@@ -72,8 +72,15 @@ public struct CallViewModel: Equatable, Sendable {
     public enum Panel: Equatable, Sendable { case log, chat, settings, counts }
     public var panel: Panel = .log
     /// Overlays over the whole screen.
-    public enum Overlay: Equatable, Sendable { case help, payload(seq: Int), stats, summary }
+    public enum Overlay: Equatable, Sendable { case help, payload(seq: Int), stats, summary, sharePicker }
     public var overlay: Overlay?
+    /// Your own terminal share: what it shares (nil: not sharing), and the picker's choices and
+    /// selected row.
+    public var sharing: String?
+    /// Whether this machine can share a terminal (tmux is installed): the button shows only then.
+    public var canShareTerminal = false
+    public var shareChoices: [ShareChoice] = []
+    public var shareSelection = 0
     /// First line shown of a scrollable overlay.
     public var overlayScroll = 0
     /// The chat input line being typed.

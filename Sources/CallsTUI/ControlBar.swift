@@ -3,8 +3,8 @@ import CometChatCallsSDK
 
 /// The control bar: the buttons the session settings leave visible, in the documented order,
 /// each with its key, plus Help. Labels degrade with the width one button at a time, lowest
-/// priority first (camera, record, invite, layout, chat, people, hand, video, mute, help,
-/// leave): to the short word (`[c] Cam`); then the whole bar drops its brackets (`c Cam`) and
+/// priority first (terminal share, live stream, transcription, captions, camera, record, invite,
+/// layout, chat, people, hand, video, mute, help, leave): to the short word (`[c] Cam`); then the whole bar drops its brackets (`c Cam`) and
 /// labels go, in the same order, to key + symbol (`c⟲`); past that, buttons are left out in the
 /// same order. Leave and Help are never left out; keys of buttons left out still work.
 /// Pure; any thread.
@@ -88,6 +88,10 @@ public enum ControlBar {
             let on = m.transcriptionLanguage != nil
             out.append(Spec(item: .builtIn(.transcriptionToggle), key: "g", full: on ? "Stop transcript" : "Transcribe", short: "Tx",
                             symbol: sym("✎", "T"), priority: 13))
+        }
+        if !s.hideScreenShareButton && m.canShareTerminal {
+            out.append(Spec(item: .builtIn(.screenShareToggle), key: "d", full: m.sharing == nil ? "Share term" : "Stop share",
+                            short: m.sharing == nil ? "Share" : "Unshare", symbol: sym("▤", "T"), priority: 15))
         }
         if !s.hideLeaveSessionButton {
             let confirm = m.pending == .leave

@@ -12,6 +12,7 @@ enum OverlayRenderer {
             ("p", "participant list"), ("t", "chat (type, Enter sends, Esc closes)"), ("s", "share the invite link (copied)"),
             ("r", "start / stop recording"), ("a", "captions on / off (starts transcription)"), ("g", "start / stop transcription"),
             ("b", "start / stop the live stream (Icecast)"),
+            ("d", "share a terminal as text: a new shell or one of your tmux panes (again: stop)"),
             ("w", "picture-in-picture"), ("o", "audio settings (digit picks a mode)"),
             ("i", "statistics per participant"), ("l, q", "leave (press again to confirm)"), ("Ctrl-C", "leave at once"),
             ("?", "this help"), ("Esc", "close a panel or overlay"),
@@ -147,6 +148,31 @@ enum OverlayRenderer {
         let r = frame(area, maxWidth: 100)
         drawScrollable(statsLines(m, width: max(1, r.width - 2)), title: "Statistics \(b.glyphs.separator) i or Esc closes",
                        scroll: m.overlayScroll, style: CellStyle(fg: .green), into: &b, box: r)
+    }
+
+    /// The share picker's rows: "1  a new shell …", one per choice.
+    static func sharePickerLines(_ m: CallViewModel) -> [String] {
+        m.shareChoices.enumerated().map { i, c in (i < 9 ? "\(i + 1)  " : "   ") + c.label }
+    }
+
+    /// The share picker: the choices, the selected one reversed; its box fits the rows.
+    static func drawSharePicker(_ m: CallViewModel, into b: inout ScreenBuffer, area: Rect) {
+        let lines = sharePickerLines(m)
+        let full = frame(area, maxWidth: 72)
+        let r = Rect(x: full.x, y: full.y, width: full.width, height: min(full.height, lines.count + 3))
+        guard r.width >= 8, r.height >= 3 else { return }
+        let style = CellStyle(fg: .cyan)
+        b.fill(r)
+        b.box(r, title: "Share a terminal \(b.glyphs.separator) digit or Enter picks, Esc cancels", style: style)
+        let inner = r.inset(1)
+        let start = max(0, m.shareSelection - inner.height + 2)
+        for (i, line) in lines.enumerated().dropFirst(start).prefix(max(0, inner.height - 1)) {
+            let y = inner.y + i - start
+            let selected = i == m.shareSelection
+            if selected { b.fill(Rect(x: inner.x, y: y, width: inner.width, height: 1), style: CellStyle(reverse: true)) }
+            b.put(line, x: inner.x, y: y, style: selected ? CellStyle(reverse: true) : .plain, maxWidth: inner.width)
+        }
+        b.put("Viewers see its text, colours and cursor; d again stops.", x: inner.x, y: inner.maxY - 1, style: CellStyle(dim: true), maxWidth: inner.width)
     }
 
     static func drawSummary(_ m: CallViewModel, into b: inout ScreenBuffer) {

@@ -19,6 +19,9 @@ public enum BuiltInButton: String, Sendable, CaseIterable {
     case transcriptionToggle
     /// CallRoom: starts or stops the room's live stream to Icecast (moderators).
     case streamingToggle
+    /// CallRoom: starts or stops sharing a terminal as text. Callback only: the front end picks
+    /// the terminal, captures it and sends it (`setPresenting`, `sendScreenShare`).
+    case screenShareToggle
 }
 
 extension CallSession {
@@ -27,7 +30,8 @@ extension CallSession {
     /// (callback only: the front end shows `inviteLink`); cycle the layout; show/hide the
     /// participant list; chat (callback only: the front end opens its chat panel and clears the
     /// badge); start/stop recording; captions (transcription started if it is not running: the
-    /// front end shows or hides them); start/stop transcription. Call from any thread.
+    /// front end shows or hides them); start/stop transcription; start/stop the live stream;
+    /// terminal share (nothing here: the front end shares). Call from any thread.
     public func click(_ button: BuiltInButton) {
         let queue = CometChatCalls.callbackQueue
         queue.async {
@@ -69,6 +73,8 @@ extension CallSession {
                 if self.currentClient?.isServerTranscribing == true { self.stopTranscription() } else { self.startTranscription() }
             case .streamingToggle:
                 if self.currentClient?.streamState != nil { self.stopStreaming() } else { self.startStreaming() }
+            case .screenShareToggle:
+                break  // the front end's: it owns the terminal it shares
             }
         }
     }

@@ -59,6 +59,8 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var hideChatButton: Bool = true
         public var hideStreamingButton: Bool = false
         public var hideStreamingStatusIndicator: Bool = false
+        /// CallRoom: the call screen's terminal-share button (`d`).
+        public var hideScreenShareButton: Bool = false
         /// CallRoom: the audio input endpoint (`alsa:NAME`, `file:PATH`, `tone:HZ`, `null`).
         public var audioInput: String = "alsa:default"
         /// CallRoom: the audio output endpoint (`alsa:NAME`, `file:PATH.wav`, `null`).
@@ -166,6 +168,7 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     @discardableResult public func hideChatButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideChatButton = value; return self }
     /// Default: `false`.
     @discardableResult public func hideStreamingButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideStreamingButton = value; return self }
+    @discardableResult public func hideScreenShareButton(_ value: Bool) -> SessionSettingsBuilder { settings.hideScreenShareButton = value; return self }
     /// Default: `false`.
     @discardableResult public func hideStreamingStatusIndicator(_ value: Bool) -> SessionSettingsBuilder { settings.hideStreamingStatusIndicator = value; return self }
     /// CallRoom: the audio input endpoint (`alsa:NAME`, `file:PATH`, `tone:HZ`, `null`). Default `alsa:default`.

@@ -114,7 +114,7 @@ final class Sharer {
     /// Captures the pane and sends what changed, every 100 ms, on its own queue: Foundation's
     /// `Process` needs the main queue free to see a child exit (a capture on main never returns).
     private func tick() {
-        let loop = ShareLoop(tmux: tmux) { [weak self] in
+        let loop = ShareLoop(tmux: tmux, send: { CallSession.shared.sendScreenShare($0) }) { [weak self] in
             DispatchQueue.main.async { MainActor.assumeIsolated { self?.stop(0) } }  // the command ended, the pane went
         }
         self.loop = loop
@@ -131,47 +131,5 @@ final class Sharer {
         Console.out("callroom share: stopped")
         // The leave is confirmed within a round trip; exit then at the latest.
         DispatchQueue.main.asyncAfter(deadline: .now() + 1) { exit(code) }
-    }
-}
-
-/// The capture loop: every 100 ms the pane's grid, and a frame of what changed (a full one every
-/// 5 s), split to fit a WebSocket message. Thread rules: runs on its own serial queue; `cancel`
-/// from any thread.
-final class ShareLoop: @unchecked Sendable {
-    static let fullEveryNanoseconds: UInt64 = 5_000_000_000
-    static let maxRunsPerMessage = 400
-    let tmux: TmuxPane
-    private let queue = DispatchQueue(label: "callroom.share")
-    private let ended: @Sendable () -> Void
-    private let cancelled = Locked(false)
-    // Confined to `queue`.
-    private var last: TerminalGrid?
-    private var seq = 0
-    private var lastFull: UInt64 = 0
-
-    init(tmux: TmuxPane, ended: @escaping @Sendable () -> Void) {
-        self.tmux = tmux
-        self.ended = ended
-    }
-
-    func start() { queue.async { self.tick() } }
-    func cancel() { cancelled.withLock { $0 = true } }
-
-    private func tick() {
-        guard !cancelled.withLock({ $0 }) else { return }
-        guard let geo = tmux.geometry(), let lines = tmux.capture() else { return ended() }
-        let grid = TerminalCapture.grid(lines: lines, columns: geo.columns, rows: geo.rows, cursor: geo.cursor)
-        let now = monotonicNanoseconds()
-        let forceFull = now - lastFull > Self.fullEveryNanoseconds
-        if forceFull || grid != last {
-            let frame = grid.frame(since: forceFull ? nil : last, seq: seq + 1)
-            if frame.full { lastFull = now }
-            for part in frame.split(maxRuns: Self.maxRunsPerMessage) {
-                CallSession.shared.sendScreenShare(part)
-                seq = part.seq
-            }
-            last = grid
-        }
-        queue.asyncAfter(deadline: .now() + 0.1) { self.tick() }
     }
 }

@@ -15,7 +15,7 @@ enum SurfaceFlags {
         ("raise-hand", { $0.hideRaiseHandButton($1) }), ("invite", { $0.hideShareInviteButton($1) }),
         ("participant-list", { $0.hideParticipantListButton($1) }), ("layout", { $0.hideChangeLayoutButton($1) }),
         ("chat", { $0.hideChatButton($1) }), ("streaming", { $0.hideStreamingButton($1) }),
-        ("streaming-indicator", { $0.hideStreamingStatusIndicator($1) }),
+        ("streaming-indicator", { $0.hideStreamingStatusIndicator($1) }), ("screen-share", { $0.hideScreenShareButton($1) }),
     ]
 
     static var names: String { items.map(\.0).joined(separator: ", ") }

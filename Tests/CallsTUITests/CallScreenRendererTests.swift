@@ -609,3 +609,29 @@ extension CallScreenRendererTests {
         XCTAssertFalse(CallScreenRenderer.render(m, width: 80, height: 24).lines[0].contains("LIVE"))
     }
 }
+
+extension CallScreenRendererTests {
+    /// The terminal-share button: on the bar by default (key d), its label says when you share,
+    /// hidden by hideScreenShareButton; the picker lists the choices with digits.
+    func testTheShareButtonAndItsPicker() {
+        var m = model(count: 2)
+        func spec() -> ControlBar.Spec? { ControlBar.specs(m, glyphs: .unicode).first { $0.item.id == "screenShareToggle" } }
+        XCTAssertNil(spec(), "no tmux, no share button")
+        m.canShareTerminal = true
+        XCTAssertEqual(spec()?.key, "d")
+        XCTAssertEqual(spec()?.full, "Share term")
+        m.sharing = "tmux pane %3"
+        XCTAssertEqual(spec()?.full, "Stop share")
+        m.settings.hideScreenShareButton = true
+        XCTAssertNil(spec())
+        m.shareChoices = [ShareChoice(target: .newShell, label: "a new shell (new tmux window)"),
+                          ShareChoice(target: .pane("%3"), label: "pane %3  window 1:tests  bash  80x24")]
+        m.overlay = .sharePicker
+        m.shareSelection = 1
+        for (w, h) in [(120, 40), (80, 24), (40, 12)] {
+            let text = CallScreenRenderer.render(m, width: w, height: h).lines.joined(separator: "\n")
+            XCTAssertTrue(text.contains("1  a new shell"), "\(w)x\(h):\n\(text)")
+            XCTAssertTrue(text.contains("2  pane %3"), "\(w)x\(h):\n\(text)")
+        }
+    }
+}

@@ -190,6 +190,11 @@ final class CallScreenQATests: XCTestCase {
                 XCTAssertTrue(buffer.hasPrefix("http://127.0.0.1:") && buffer.contains("/call/"), "the link is in tmux's buffer: \(buffer)")
             }
         }
+        // Terminal share has no documented callback: the click opens the picker, Esc closes it.
+        clickLabel("[d] Share")
+        expectScreen("Share a terminal", "the share picker by mouse")
+        keys("Escape")
+        expectScreen("Nothing shared", "Esc cancels the share")
         XCTAssertTrue(eventLog().contains { $0.contains("onCallLayoutChanged") && $0.contains("SPOTLIGHT") }, "one layout step, not two")
         expectScreen("Participants (3)", "the list is open")
         expectScreen("REC", "the click started the recording: the header says so")
