@@ -29,6 +29,8 @@ packages=(
   libfreetype-dev     # video: the test pattern's name and clock, drawn in its pixels
   libfontconfig-dev   # video: finds the monospace font for them
   fonts-dejavu-core   # video: that font
+  zlib1g-dev          # video: compressed kitty graphics payloads
+  libsixel-bin        # tests: sixel2png decodes the call screen's sixel pictures from outside
   libncurses-dev      # the terminal UI (ncursesw)
   libbpf-dev          # the relay's eBPF fast path: loading and maps
   tmux                # terminal UI tests

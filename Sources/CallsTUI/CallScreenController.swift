@@ -52,6 +52,7 @@ public final class CallScreenController {
         bridge.register(on: session)
         self.bridge = bridge
         model.pictureMode = driver.pictureMode  // the terminal's; it does not change
+        model.graphics = driver.graphics
         model.canShareTerminal = TmuxPane.available
         timer = MainTimer.every(.milliseconds(1000 / refreshHz)) { [weak self] in self?.tick() }
         draw()
@@ -149,7 +150,7 @@ public final class CallScreenController {
         if model.expireToasts() { dirty = true }
         let second = Int(model.now.timeIntervalSince1970)
         if second != lastSecond { lastSecond = second; dirty = true }
-        if dirty { draw() }
+        if dirty || driver.picturesPending { draw() }
     }
 
     /// Receive statistics, bitrates and the round trip, twice a second.

@@ -27,6 +27,8 @@ public struct CallViewModel: Equatable, Sendable {
     public var screens: [String: TerminalGrid] = [:]
     /// How this terminal draws pictures (from its colours and NO_COLOR).
     public var pictureMode: PictureMode = .monochrome
+    /// Whether video goes out as character cells or as pixels (sixel, kitty): the terminal's.
+    public var graphics: TerminalGraphics = .cells
     public var isMuted = false
     /// The server is recording the session (`onRecordingStarted` … `onRecordingStopped`).
     public var serverRecording = false

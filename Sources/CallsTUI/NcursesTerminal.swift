@@ -1,4 +1,5 @@
 @preconcurrency import CNcurses
+import CallsCore
 import CallsVideo
 import Foundation
 import Synchronization
@@ -22,6 +23,11 @@ public final class NcursesTerminal: TerminalDriver {
     private var picturePairs: [Int64: Int32] = [:]
     private var nextPicturePair: Int32 = 16
     private static let firstPicturePair: Int32 = 16
+    /// How video goes out: character cells, or pixels (sixel, kitty) where the terminal said it
+    /// can (`TerminalGraphics.detect`, asked once per process before ncurses starts).
+    public private(set) var graphics: TerminalGraphics = .cells
+    private var pixelWriter: PixelPictureWriter?
+    private static let detectedGraphics = Locked<TerminalGraphics?>(nil)
     /// How long ncurses waits after Esc for the rest of an escape sequence (ms).
     public static let escapeDelayMs: Int32 = 25
 
@@ -41,6 +47,13 @@ public final class NcursesTerminal: TerminalDriver {
             case 0: throw .cannotAddressCursor(term: term)
             default: break
             }
+        }
+        // Before ncurses reads the terminal's input: ask what it can draw.
+        graphics = Self.detectedGraphics.withLock { known in
+            if let known { return known }
+            let g = TerminalGraphics.detect()
+            known = g
+            return g
         }
         // Before initscr: ncurses reads ESCDELAY then (set_escdelay also works after).
         setenv("ESCDELAY", "\(Self.escapeDelayMs)", 1)
@@ -77,6 +90,11 @@ public final class NcursesTerminal: TerminalDriver {
             }
         }
         pictureMode = colors ? PictureMode.detect(colors: Int(callroom_colors()), environment: ProcessInfo.processInfo.environment) : .monochrome
+        if !colors { graphics = .cells }
+        if graphics != .cells {
+            pixelWriter = PixelPictureWriter(graphics: graphics)
+            Self.pixelsShown.store(graphics == .kitty, ordering: .relaxed)
+        }
     }
 
     public var size: (width: Int, height: Int) {
@@ -114,9 +132,28 @@ public final class NcursesTerminal: TerminalDriver {
             written += 1
         }
         refresh()
+        if let writer = pixelWriter {
+            let cell = TerminalGraphics.cellPixels()
+            if full {
+                writer.redrawAll(buffer.pixelPictures, cell: cell, write: Self.writeOut)
+            } else if writer.update(buffer.pixelPictures, cell: cell, write: Self.writeOut) {
+                // Sixel pixels where a picture went: repaint every line, then the pictures.
+                wredrawln(callroom_stdscr(), 0, Int32(buffer.height))
+                refresh()
+                writer.redrawAll(buffer.pixelPictures, cell: cell, write: Self.writeOut)
+            }
+        }
         onScreen = buffer
         return written
     }
+
+    /// Graphics sequences go straight to the terminal, after ncurses has flushed its own output.
+    private static func writeOut(_ s: String) { FileHandle.standardOutput.write(Data(s.utf8)) }
+
+    public var picturesPending: Bool { pixelWriter?.pending ?? false }
+
+    /// Pictures the pixel writer sent (tests, benchmarks).
+    public var pixelImagesSent: Int { pixelWriter?.imagesSent ?? 0 }
 
     /// The colour pair for a picture cell's colours (made on first use; when the terminal's
     /// pairs run out the table starts over: cells already drawn keep their colours).
@@ -203,10 +240,13 @@ public final class NcursesTerminal: TerminalDriver {
     // MARK: Restoring on every exit path
 
     private static let hasAlternateScreen = Atomic<Bool>(true)
+    /// Kitty keeps images after the program ends: restore deletes them.
+    private static let pixelsShown = Atomic<Bool>(false)
     private static let started = Atomic<Bool>(false)
 
     private static func restore() {
         guard isendwin() == false else { return }
+        if pixelsShown.exchange(false, ordering: .relaxed) { writeOut(TerminalGraphicsEncoder.kittyDelete(id: nil)) }
         // Without an alternate screen the call screen would stay on the shell: clear it first.
         if !hasAlternateScreen.load(ordering: .relaxed) { clear(); refresh() }
         curs_set(1)

@@ -62,6 +62,14 @@ public struct Rect: Equatable, Sendable {
     public func inset(_ n: Int) -> Rect { Rect(x: x + n, y: y + n, width: width - 2 * n, height: height - 2 * n) }
 }
 
+/// A tile's video as pixels: the cells it covers (blank in the buffer) and its frame. Equal when
+/// the frame (its serial) and the place are.
+public struct PixelPicture: Equatable, Sendable {
+    public var pid: String
+    public var rect: Rect
+    public var video: TileVideo
+}
+
 /// A grid of cells that views draw into; drivers present it (writing only changed cells).
 /// Text is measured in display cells (`DisplayWidth`), so wide characters never overrun.
 /// A value type; owned by the UI thread.
@@ -77,6 +85,9 @@ public struct ScreenBuffer: Equatable, Sendable {
     /// The participants whose tiles were drawn big enough for their video, in drawing order
     /// (the call screen subscribes to exactly these).
     public internal(set) var videoTiles: [String] = []
+    /// Video drawn as pixels by the driver's graphics protocol (sixel, kitty) over cells the
+    /// buffer leaves blank; empty when pictures are character cells.
+    public internal(set) var pixelPictures: [PixelPicture] = []
 
     public init(width: Int, height: Int, unicode: Bool = true) {
         self.width = max(0, width)

@@ -49,6 +49,15 @@ public protocol TerminalDriver: AnyObject {
     func copyToClipboard(_ text: String) -> ClipboardOutcome
     /// Rings the terminal bell.
     func bell()
+    /// Whether video is drawn as character cells or with a graphics protocol (pixels).
+    var graphics: TerminalGraphics { get }
+    /// Pixel pictures wait to be drawn (the last present ran out of its budget): present again.
+    var picturesPending: Bool { get }
+}
+
+extension TerminalDriver {
+    public var graphics: TerminalGraphics { .cells }
+    public var picturesPending: Bool { false }
 }
 
 /// An in-memory terminal for tests: keeps the last presented screen and a queue of input.
@@ -56,6 +65,7 @@ public final class MemoryTerminal: TerminalDriver {
     public var size: (width: Int, height: Int)
     public let supportsUnicode: Bool
     public var pictureMode: PictureMode = .truecolor
+    public var graphics: TerminalGraphics = .cells
     public private(set) var screen: ScreenBuffer
     public private(set) var cellsWritten = 0
     public private(set) var presents = 0

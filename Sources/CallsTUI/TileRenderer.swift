@@ -1,3 +1,4 @@
+import CallsVideo
 import CometChatCallsSDK
 
 /// Draws the tile area in every layout: the tile grid, spotlight and sidebar, with paging when
@@ -164,8 +165,17 @@ enum TileRenderer {
     /// The picture, centred, with the name over its top-left and the state badges over its
     /// bottom row (always readable: text cells replace picture cells).
     static func drawVideo(_ t: ParticipantTile, _ v: TileVideo, _ m: CallViewModel, into b: inout ScreenBuffer, inner: Rect) {
-        let p = v.picture(columns: inner.width, rows: inner.height, mode: m.pictureMode, unicode: b.unicode)
-        b.put(p, x: inner.x + (inner.width - p.columns) / 2, y: inner.y + (inner.height - p.rows) / 2)
+        if m.graphics != .cells && inner.height >= 4 {
+            // Pixels, between the name row and the badge row (a sixel would cover text drawn
+            // inside it); the cells under it stay blank for the driver to draw over.
+            let area = Rect(x: inner.x, y: inner.y + 1, width: inner.width, height: inner.height - 2)
+            let fit = TerminalPicture.fit(width: v.frame.width, height: v.frame.height, columns: area.width, rows: area.height)
+            b.pixelPictures.append(PixelPicture(pid: t.pid, rect: Rect(x: area.x + (area.width - fit.columns) / 2, y: area.y + (area.height - fit.rows) / 2,
+                                                                      width: fit.columns, height: fit.rows), video: v))
+        } else {
+            let p = v.picture(columns: inner.width, rows: inner.height, mode: m.pictureMode, unicode: b.unicode)
+            b.put(p, x: inner.x + (inner.width - p.columns) / 2, y: inner.y + (inner.height - p.rows) / 2)
+        }
         let name = t.name + (t.isYou ? " (you)" : "")
         b.put(" \(name) ", x: inner.x, y: inner.y, style: CellStyle(bold: true, reverse: true), maxWidth: inner.width)
         var x = inner.x

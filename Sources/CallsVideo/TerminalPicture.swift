@@ -136,6 +136,13 @@ public final class TerminalPicture {
         }
     }
 
+    /// `frame` scaled to `width` × `height` (even sizes; libyuv, box filter) as RGBA8, mirrored
+    /// for your own preview: the pixels a graphics protocol sends (`TerminalGraphicsEncoder`).
+    public func rgba(_ frame: VideoFrame, width: Int, height: Int, mirrored: Bool = false) -> [UInt8] {
+        convert(frame, width: max(2, width & ~1), height: max(2, height & ~1), mirrored: mirrored)
+        return rgba
+    }
+
     /// Scales the frame to `width` × `height` (libyuv, box filter) and converts it to RGBA.
     private func convert(_ f: VideoFrame, width: Int, height: Int, mirrored: Bool) {
         let count = width * height * 4

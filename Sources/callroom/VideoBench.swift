@@ -26,6 +26,14 @@ enum VideoBench {
                 if mode == .truecolor { summary.append(String(format: "render%d_ms=%.2f", n, median)) }
             }
         }
+        for graphics in [TerminalGraphics.kitty, .sixel] {
+            for n in [4, 9, 25] {
+                let (median, p95, kb, pictures) = render(tiles: n, mode: .truecolor, graphics: graphics, frames: 60)
+                Console.out(String(format: "render %2d video tiles 120x40 as %@ pixels (10x20 px cells, every tile a new frame each time): median %.2f ms, p95 %.2f ms per frame, %.1f pictures drawn per frame (4 ms budget), %.0f KB of escapes per frame",
+                                   n, graphics.rawValue, median, p95, pictures, kb))
+                if n == 9 { summary.append(String(format: "\(graphics.rawValue)9_ms=%.2f", median)) }
+            }
+        }
         let (us, copies) = await relayCost(seconds: seconds)
         Console.out(String(format: "relay: %.1f µs of relay-thread CPU per forwarded video copy (%d copies of 1 sender to 5 subscribers, 640x360 pattern, audio muted; the relay's idle cost over as long subtracted)", us, copies))
         summary.append(String(format: "relay_us_per_copy=%.1f", us))
@@ -55,6 +63,14 @@ enum VideoBench {
     }
 
     static func render(tiles: Int, mode: PictureMode, frames: Int) -> (Double, Double) {
+        let r = render(tiles: tiles, mode: mode, graphics: .cells, frames: frames)
+        return (r.median, r.p95)
+    }
+
+    /// The same with pictures as pixels: the screen, then the graphics writer's encoding of
+    /// every tile's new frame (kitty: RGB, zlib, base64; sixel: chafa), written nowhere.
+    static func render(tiles: Int, mode: PictureMode, graphics: TerminalGraphics, frames: Int) -> (median: Double, p95: Double, kilobytes: Double, pictures: Double) {
+        let writer = graphics == .cells ? nil : PixelPictureWriter(graphics: graphics)
         var m = CallViewModel(title: "Video bench")
         let ps = (0..<tiles).map { i -> Participant in
             var p = Participant(uid: "u\(i)", name: "Participant \(i + 1)")
@@ -65,6 +81,7 @@ enum VideoBench {
         m.apply(.participantListChanged(participants: ps), localPID: "p0")
         m.logHidden = true
         m.pictureMode = mode
+        m.graphics = graphics
         let sources = (0..<tiles).map { TestPatternSource(name: "p\($0)", width: 320, height: 180) }
         let term = MemoryTerminal(width: 120, height: 40)
         var times: [Double] = []
@@ -75,10 +92,14 @@ enum VideoBench {
                 if let fr = try? s.read(at: UInt64(f) * 66_666_667) { m.video["p\(i)"] = TileVideo(frame: fr, serial: serial, mirrored: i == 0) }
             }
             let t0 = monotonicNanoseconds()
-            term.present(CallScreenRenderer.render(m, width: 120, height: 40))
+            let screen = CallScreenRenderer.render(m, width: 120, height: 40)
+            term.present(screen)
+            _ = writer?.update(screen.pixelPictures, cell: (10, 20)) { _ in }
             times.append(Double(monotonicNanoseconds() - t0) / 1e6)
         }
-        return (PipelineBench.percentile(times, 0.5), PipelineBench.percentile(times, 0.95))
+        let kb = Double(writer?.bytesWritten ?? 0) / Double(frames) / 1000
+        let pictures = Double(writer?.imagesSent ?? 0) / Double(frames)
+        return (PipelineBench.percentile(times, 0.5), PipelineBench.percentile(times, 0.95), kb, pictures)
     }
 
     /// CPU the relay's worker threads spent per forwarded video copy: one sender, five viewers.
