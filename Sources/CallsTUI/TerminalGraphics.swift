@@ -38,10 +38,10 @@ public enum TerminalGraphics: String, Sendable, CaseIterable {
     }
 
     /// The graphics of the terminal on /dev/tty, under `environment`: the override, NO_COLOR,
-    /// else the terminal's answers (at most `timeoutMs` of waiting; a terminal that does not
-    /// answer gets cells). Call before the screen starts: it reads the terminal's input.
+    /// else the terminal's answers (at most `timeoutMs` of waiting — every terminal answers DA1,
+    /// most within a round trip; one that does not gets cells, and what comes later is flushed). Call before the screen starts: it reads the terminal's input.
     public static func detect(environment env: [String: String] = ProcessInfo.processInfo.environment,
-                              timeoutMs: Int = 300) -> TerminalGraphics {
+                              timeoutMs: Int = 1000) -> TerminalGraphics {
         if let forced = env["CALLROOM_GRAPHICS"], let g = TerminalGraphics(rawValue: forced) { return g }
         if let n = env["NO_COLOR"], !n.isEmpty { return .cells }
         guard isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 else { return .cells }
@@ -57,7 +57,11 @@ public enum TerminalGraphics: String, Sendable, CaseIterable {
             cc[Int(VTIME)] = 0
         }
         guard tcsetattr(fd, TCSANOW, &raw) == 0 else { return .cells }
-        defer { _ = tcsetattr(fd, TCSANOW, &saved) }
+        defer {
+            // An answer that came too late must not reach the screen as keys.
+            _ = tcflush(fd, TCIFLUSH)
+            _ = tcsetattr(fd, TCSANOW, &saved)
+        }
         let query = kittyQuery + deviceAttributesQuery
         guard query.utf8.withContiguousStorageIfAvailable({ write(fd, $0.baseAddress, $0.count) }) == query.utf8.count else { return .cells }
         var reply = [UInt8]()

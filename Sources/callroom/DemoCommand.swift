@@ -30,7 +30,8 @@ enum DemoCommand {
                             v4l2:/dev/videoN, pattern, avatar, file:PATH.y4m, none
           --layout L        TILE, SPOTLIGHT or SIDEBAR (default TILE)
           --show LIST       show these parts of the call screen (as 'callroom join --help' lists;
-                            the demo shows chat, invite, record and captions)
+                            the demo shows chat, invite, record and captions; not
+                            screen-share: no one in the demo would see it)
           --hide LIST       hide these
           --event-log FILE  also write every listener callback to FILE as JSON lines
           --ring            a synthetic participant (Ada) calls you: the ringing screen, then the call
@@ -64,6 +65,9 @@ enum DemoCommand {
             .hideShareInviteButton(false)
             .hideRecordingButton(false)
             .hideClosedCaptionButton(false)
+            // Nobody in the demo could see a shared terminal (the bots watch nothing): the
+            // button stays off unless asked for (--show screen-share).
+            .hideScreenShareButton(true)
             .setDisplayName(args["name"] ?? "You")
             .setAudioInput(input)
             .setAudioOutput(output)

@@ -156,7 +156,7 @@ final class CallScreenQATests: XCTestCase {
     /// exactly one action per click.
     func testEveryButtonClickedWithTheMouseActsOnce() throws {
         // Wide enough for every label of the demo's bar in full.
-        try startDemo(width: 170, height: 34)
+        try startDemo(width: 170, height: 34, extra: "--show screen-share")
         let client = try TmuxClient(t, width: 170, height: 34)
         func clickLabel(_ label: String, file: StaticString = #filePath, line: UInt = #line) {
             let rows = screen().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)

@@ -37,6 +37,8 @@ final class CallScreenShareTests: XCTestCase {
             XCTFail("\(step): '\(text)' not on screen:\n\(t.screen())")
         }
         waitScreen("Share term", "the share button is on the bar")
+        waitScreen("in call", "joined (sharing needs a session)")
+        for _ in 0..<100 where viewer.participants.count < 2 { try await Task.sleep(nanoseconds: 50_000_000) }
         let sharedPane = try XCTUnwrap(t.run(["display-message", "-p", "-t", "\(socket):0", "#{pane_id}"]).output
             .trimmingCharacters(in: .whitespacesAndNewlines).nilIfEmpty)
 
