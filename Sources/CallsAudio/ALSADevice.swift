@@ -157,7 +157,7 @@ public final class ALSAInput: AudioInput, @unchecked Sendable {
 }
 
 /// `alsa:NAME` output: playback to an ALSA PCM.
-public final class ALSAOutput: AudioOutput, @unchecked Sendable {
+public final class ALSAOutput: AudioOutput, UnderrunCounting, @unchecked Sendable {
     public var name: String { "alsa:\(device.name)" }
     private let device: ALSADevice
 

@@ -51,3 +51,10 @@ public protocol AudioOutput: AnyObject, Sendable {
     func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError)
     func close()
 }
+
+/// An output that counts its under-runs (a real device: ALSA); the playback period follows them
+/// (`PlaybackPeriodPolicy`). Thread rules: `xruns` from any thread.
+public protocol UnderrunCounting: AnyObject {
+    /// Under-runs recovered since the output was opened.
+    var xruns: Int { get }
+}

@@ -79,6 +79,11 @@ enum PanelRenderer {
             rows.append(("input level " + String(repeating: g.meterFull, count: filled) + String(repeating: g.meterEmpty, count: width - filled)
                          + (you.isMuted ? " (muted)" : ""), CellStyle(fg: .green), nil))
         }
+        if let media = m.media, media.playbackPeriodMs > 0 {
+            let how = media.playbackPeriodIsAutomatic ? "auto" : "fixed"
+            rows.append(("playback period \(media.playbackPeriodMs) ms, \(how), \(media.xruns) under-run\(media.xruns == 1 ? "" : "s")",
+                         CellStyle(dim: true), nil))
+        }
         var section = ""
         for (i, c) in m.audioChoices.enumerated() {
             let (head, text, current): (String, String, Bool)

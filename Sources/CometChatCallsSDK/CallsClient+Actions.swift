@@ -101,7 +101,8 @@ extension CallsClient {
             return
         }
         do {
-            let (output, notice) = try AudioEndpoint(spec: spec).openOutputFallingBack(frameSamples: frameSamples)
+            let (output, notice) = try AudioEndpoint(spec: spec).openOutputFallingBack(frameSamples: frameSamples,
+                                                                                       periodMs: engine.currentPlaybackPeriodMs)
             let old = engine.swapOutput(output)
             let wasSpeaker = state.sync { parkedSpeaker == nil }
             if wasSpeaker, let old { state.sync { parkedSpeaker = old } } else { old?.close() }
@@ -133,7 +134,8 @@ extension CallsClient {
     public func setAudioOutput(_ spec: String) throws(CometChatCallException) {
         let frameSamples = AudioFormat.samples(ms: state.sync { settings.audioFrameMs })
         do {
-            let (output, notice) = try AudioEndpoint(spec: spec).openOutputFallingBack(frameSamples: frameSamples)
+            let period = state.sync(execute: { self.engine })?.currentPlaybackPeriodMs
+            let (output, notice) = try AudioEndpoint(spec: spec).openOutputFallingBack(frameSamples: frameSamples, periodMs: period)
             guard let engine = state.sync(execute: { self.engine }) else { return output.close() }
             engine.swapOutput(output)?.close()
             state.sync { settings.audioOutput = spec; parkedSpeaker?.close(); parkedSpeaker = nil }

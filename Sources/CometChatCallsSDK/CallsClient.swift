@@ -183,7 +183,9 @@ public final class CallsClient: @unchecked Sendable {
                            recovered: j.reduce(0) { $0 + $1.recovered }, concealed: j.reduce(0) { $0 + $1.concealed },
                            late: j.reduce(0) { $0 + $1.late }, overflowDropped: j.reduce(0) { $0 + $1.overflowDropped },
                            lost: j.reduce(0) { $0 + $1.lost },
-                           xruns: engine.xruns, deviceFailures: engine.deviceFailureCount)
+                           xruns: engine.xruns, deviceFailures: engine.deviceFailureCount,
+                           playbackPeriodMs: engine.playbackPeriodMs.load(ordering: .relaxed),
+                           playbackPeriodIsAutomatic: engine.playbackPeriodIsAutomatic)
     }
 
     // MARK: REST
@@ -289,8 +291,11 @@ public final class CallsClient: @unchecked Sendable {
             if settings.audioOutput == "none" {
                 output = nil
             } else {
+                // Automatic (no period set): the policy's first choice, the smallest (5 ms).
+                let period = settings.audioPeriodMs
+                    ?? PlaybackPeriodPolicy(frameMs: settings.audioFrameMs, fixedMs: nil, now: 0).periodMs
                 let (o, n2) = try AudioEndpoint(spec: settings.audioOutput).openOutputFallingBack(frameSamples: frameSamples,
-                                                                                                  periodMs: settings.audioPeriodMs)
+                                                                                                  periodMs: period)
                 output = o
                 if let n2 { notices.append(n2) }
             }
@@ -305,12 +310,12 @@ public final class CallsClient: @unchecked Sendable {
             o.dtx = settings.audioDTX
             o.profile = settings.audioProfile
             o.playbackPeriodMs = settings.audioPeriodMs
-            let inSpec = settings.audioInput, outSpec = settings.audioOutput, period = settings.audioPeriodMs
+            let inSpec = settings.audioInput, outSpec = settings.audioOutput, inputPeriod = settings.audioPeriodMs
             if case .alsa = try AudioEndpoint(spec: inSpec) {
-                o.reopenInput = { try AudioEndpoint(spec: inSpec).makeInput(frameSamples: frameSamples, periodMs: period) }
+                o.reopenInput = { try AudioEndpoint(spec: inSpec).makeInput(frameSamples: frameSamples, periodMs: inputPeriod) }
             }
             if outSpec != "none", case .alsa = try AudioEndpoint(spec: outSpec) {
-                o.reopenOutput = { try AudioEndpoint(spec: outSpec).makeOutput(frameSamples: frameSamples, periodMs: period) }
+                o.reopenOutput = { ms in try AudioEndpoint(spec: outSpec).makeOutput(frameSamples: frameSamples, periodMs: ms) }
             }
             o.onNotice = { [weak self] notice in
                 self?.published.withLock { $0.notices.append(notice) }
@@ -386,7 +391,8 @@ public struct MediaReport: Sendable, Equatable {
 
     public init(framesCaptured: Int = 0, packetsSent: Int = 0, packetsReceived: Int = 0, impairedDrops: Int = 0, played: Int = 0,
                 recovered: Int = 0, concealed: Int = 0, late: Int = 0, overflowDropped: Int = 0, lost: Int = 0, xruns: Int = 0,
-                deviceFailures: Int = 0) {
+                deviceFailures: Int = 0, playbackPeriodMs: Int = 0, playbackPeriodIsAutomatic: Bool = true) {
+        self.playbackPeriodMs = playbackPeriodMs; self.playbackPeriodIsAutomatic = playbackPeriodIsAutomatic
         self.framesCaptured = framesCaptured; self.packetsSent = packetsSent; self.packetsReceived = packetsReceived
         self.impairedDrops = impairedDrops; self.played = played; self.recovered = recovered; self.concealed = concealed
         self.late = late; self.overflowDropped = overflowDropped; self.lost = lost; self.xruns = xruns; self.deviceFailures = deviceFailures
@@ -395,4 +401,8 @@ public struct MediaReport: Sendable, Equatable {
     public var xruns: Int
     /// Audio devices lost during the session.
     public var deviceFailures: Int
+    /// The playback device period in use (ms; 0 before playback starts), and whether CallRoom
+    /// chose it (the smallest the device keeps up with) or `setAudioPeriodMs` fixed it.
+    public var playbackPeriodMs: Int
+    public var playbackPeriodIsAutomatic: Bool
 }

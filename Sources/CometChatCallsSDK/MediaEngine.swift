@@ -87,6 +87,14 @@ final class MediaEngine: @unchecked Sendable {
     private let deviceFailures = Atomic<Int>(0)
     /// Times the playout frame boundary moved one period earlier (phase alignment).
     let phaseAdvances = Atomic<Int>(0)
+    /// The playback period in use (ms) and whether it was chosen automatically.
+    let playbackPeriodMs = Atomic<Int>(0)
+    var playbackPeriodIsAutomatic: Bool { options.playbackPeriodMs == nil }
+    /// The period a new output should open with (nil before playback has chosen one).
+    var currentPlaybackPeriodMs: Int? {
+        let ms = playbackPeriodMs.load(ordering: .relaxed)
+        return ms > 0 ? ms : options.playbackPeriodMs
+    }
     /// The loss percentage FEC is tuned for; set from receiver reports, applied by the capture thread.
     private let expectedLoss = Atomic<Int>(5)
     /// Each sender's loss over the last report interval (percent), for connection quality.
@@ -107,12 +115,14 @@ final class MediaEngine: @unchecked Sendable {
         var complexity = 9
         var dtx = false
         var profile: OpusEncoder.Profile = .voice
-        /// Playback writes this many ms at a time (the device period); a frame is decoded when
-        /// the previous one has been written. nil: one frame per write.
+        /// Playback writes this many ms at a time (the device period, fixed); a frame is decoded
+        /// when the previous one has been written. nil: automatic — the smallest period the
+        /// device keeps up with (`PlaybackPeriodPolicy`: 5 ms, backing off on under-runs).
         var playbackPeriodMs: Int?
-        /// Reopens the configured input/output after a device failure (nil: no retry).
+        /// Reopens the configured input after a device failure (nil: no retry), and the output
+        /// with a device period (ms) after a failure or to change the period.
         var reopenInput: (@Sendable () throws -> any AudioInput)?
-        var reopenOutput: (@Sendable () throws -> any AudioOutput)?
+        var reopenOutput: (@Sendable (Int) throws -> any AudioOutput)?
         /// How often a lost device is retried.
         var retrySeconds: Double = 2
         /// Told (on a media thread) when a device is lost or comes back.
@@ -524,7 +534,8 @@ final class MediaEngine: @unchecked Sendable {
         replaceOutput(NullOutput(frameSamples: frameSamples))
         options.onNotice?("playback device \(lost.name) lost (\(error)): playing to null until it returns")
         guard let reopen = options.reopenOutput else { return }
-        retry(every: options.retrySeconds, { try reopen() }) { [weak self] output in
+        let period = playbackPeriodMs.load(ordering: .relaxed)
+        retry(every: options.retrySeconds, { try reopen(period) }) { [weak self] output in
             self?.replaceOutput(output)
             self?.options.onNotice?("playback device \(output.name) is back")
         }
@@ -565,12 +576,33 @@ final class MediaEngine: @unchecked Sendable {
         let tonePCM = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
         defer { out.deallocate(); tonePCM.deallocate() }
         // Writes go out one device period at a time; a new frame is mixed when the last is out.
-        let period = options.playbackPeriodMs.map { min(frameSamples, AudioFormat.samples(ms: $0)) } ?? frameSamples
+        var policy = PlaybackPeriodPolicy(frameMs: frameMs, fixedMs: options.playbackPeriodMs, now: monotonicNanoseconds())
+        var period = min(frameSamples, AudioFormat.samples(ms: policy.periodMs))
+        playbackPeriodMs.store(policy.periodMs, ordering: .relaxed)
         var offset = frameSamples
         var length = frameSamples
         var phase = PlayoutPhase(periodNanoseconds: UInt64(period) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+        var device = outputBox.withLock { $0 }
+        var frames = 0
         while running.load(ordering: .acquiring) {
             if offset >= length {
+                // About once a second: does the device keep up with this period?
+                frames += 1
+                let current = outputBox.withLock { $0 }
+                if current !== device { device = current; policy.reopened(now: monotonicNanoseconds()) }
+                if frames % max(1, 1000 / frameMs) == 0, let counting = current as? UnderrunCounting,
+                   let next = policy.observe(xruns: counting.xruns, now: monotonicNanoseconds()) {
+                    let from = policy.backOffs.last
+                    if let reopen = options.reopenOutput, let fresh = try? reopen(next) {
+                        replaceOutput(fresh)
+                        device = fresh
+                    }
+                    policy.reopened(now: monotonicNanoseconds())
+                    period = min(frameSamples, AudioFormat.samples(ms: next))
+                    phase = PlayoutPhase(periodNanoseconds: UInt64(period) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+                    playbackPeriodMs.store(next, ordering: .relaxed)
+                    options.onNotice?("playback period raised to \(next) ms: \(from?.xruns ?? 0) under-runs at \(from?.fromMs ?? 0) ms within 10 s")
+                }
                 let waited = receiver.mixNext(into: out, now: monotonicNanoseconds()) { mixer in
                     guard testToneFrames.load(ordering: .relaxed) > 0, let tone = testTone.withLock({ $0 }) else { return }
                     testToneFrames.subtract(1, ordering: .relaxed)

@@ -190,8 +190,9 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     @discardableResult public func enableAudioDTX(_ on: Bool) -> SessionSettingsBuilder { settings.audioDTX = on; return self }
     /// CallRoom: tune Opus for speech (`.voice`, default) or music.
     @discardableResult public func setAudioProfile(_ p: OpusEncoder.Profile) -> SessionSettingsBuilder { settings.audioProfile = p; return self }
-    /// CallRoom: ALSA device period, 5, 10 or 20 ms (default: the frame length). Shorter periods
-    /// lower playback latency at some risk of under-runs.
+    /// CallRoom: the playback device period, 5, 10 or 20 ms, fixed. Default (nil): automatic —
+    /// 5 ms, moved to 10 and then 20 ms when the device under-runs three times within 10 s
+    /// (`MediaReport.playbackPeriodMs` says which). Capture reads a frame at a time either way.
     @discardableResult public func setAudioPeriodMs(_ ms: Int?) -> SessionSettingsBuilder {
         settings.audioPeriodMs = ms.map { [5, 10, 20].contains($0) ? $0 : 10 }
         return self

@@ -9,7 +9,7 @@ import Foundation
 /// whose last line is machine-readable (docs/benchmarks.md records them).
 enum BenchCommand {
     static let usage = """
-        USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms 5|10|20] [--seconds N] [--jitter-frames N]
+        USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms auto|5|10|20] [--seconds N] [--jitter-frames N]
                callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
                callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
                                       [--input FILE.wav] [--record OUT.wav]
@@ -107,8 +107,11 @@ enum BenchCommand {
             let ms = int("frame-ms", 20, 10...20)
             guard ms == 10 || ms == 20 else { Console.fail("--frame-ms must be 10 or 20") }
             let seconds = int("seconds", 10, 2...600), jf = int("jitter-frames", 1, 1...20)
-            let period = int("period-ms", ms, 5...20)
-            guard [5, 10, 20].contains(period), period <= ms else { Console.fail("--period-ms must be 5, 10 or 20 and at most --frame-ms") }
+            // Default: automatic, as every call gets it (SessionSettings.audioPeriodMs nil).
+            let period: Int? = (args["period-ms"] ?? "auto") == "auto" ? nil : int("period-ms", ms, 5...20)
+            if let period {
+                guard [5, 10, 20].contains(period), period <= ms else { Console.fail("--period-ms must be auto, 5, 10 or 20 and at most --frame-ms") }
+            }
             Task { await PipelineBench.latency(frameMs: ms, periodMs: period, seconds: seconds, jitterFrames: jf); exit(ExitCode.ok) }
         default:
             let loss = Double(int("loss", 5, 0...100)), jitter = Double(int("jitter", 30, 0...1000))
@@ -169,7 +172,7 @@ enum PipelineBench {
 
     static func fmt(_ x: Double) -> String { String(format: "%.1f", x) }
 
-    static func latency(frameMs: Int, periodMs: Int, seconds: Int, jitterFrames: Int) async {
+    static func latency(frameMs: Int, periodMs: Int?, seconds: Int, jitterFrames: Int) async {
         let room = startServer()
         let frameSamples = AudioFormat.samples(ms: frameMs)
         let mouth = MarkerInput(frameSamples: frameSamples)
@@ -183,10 +186,12 @@ enum PipelineBench {
             .setAudioFrameMs(frameMs).build(), probe: speakerProbe)
         speaker.replaceInputForBenchmark(mouth)
         try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
+        let chosen = listener.mediaReport
         await speaker.leave()
         await listener.leave()
         room.server.stop()
         try? FileManager.default.removeItem(atPath: room.dir)
+        let periodText = "\(chosen?.playbackPeriodMs ?? periodMs ?? 0) ms \(periodMs == nil ? "(automatic)" : "(fixed)")"
 
         let mouths = mouth.mouthTimes.withLock { $0 }
         let ears = ear.earTimes.withLock { $0 }
@@ -219,10 +224,10 @@ enum PipelineBench {
         if ProcessInfo.processInfo.environment["CALLROOM_BENCH_DEBUG"] != nil {
             Console.err("mouths \(mouths.count) ears \(ears.count) onsets \(onsets.count) sent \(speakerProbe.sentAt.count) received \(listenerProbe.receivedAt.count) played \(played.count) ear frames \(ear.frames.load(ordering: .relaxed)) silent \(ear.silentFrames.load(ordering: .relaxed))")
         }
-        Console.out("callroom bench latency: \(frameMs) ms frames, \(periodMs) ms playback period, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks")
+        Console.out("callroom bench latency: \(frameMs) ms frames, \(periodText) playback period, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks")
         Console.out("stage medians (ms): capture wait \(fmt(percentile(capture, 0.5))), encode+send \(fmt(percentile(encode, 0.5))), " +
                     "relay+network \(fmt(percentile(network, 0.5))), jitter buffer+playout wait \(fmt(percentile(jitter, 0.5))), " +
-                    "playback period \(periodMs)")
+                    "playback period \(periodText)")
         Console.out("mouth_to_ear_ms median=\(fmt(percentile(total, 0.5))) p95=\(fmt(percentile(total, 0.95)))")
     }
 

@@ -635,3 +635,18 @@ extension CallScreenRendererTests {
         }
     }
 }
+
+extension CallScreenRendererTests {
+    /// The audio settings panel says which playback period the call uses and how it was chosen.
+    func testTheSettingsPanelShowsThePlaybackPeriod() {
+        var m = model(count: 2)
+        m.panel = .settings
+        XCTAssertFalse(CallScreenRenderer.render(m, width: 120, height: 40).text.contains("playback period"), "nothing before playback")
+        m.media = MediaReport(xruns: 0, playbackPeriodMs: 5, playbackPeriodIsAutomatic: true)
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 40).text.contains("playback period 5 ms, auto, 0 under-runs"))
+        m.media = MediaReport(xruns: 4, playbackPeriodMs: 10, playbackPeriodIsAutomatic: true)
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 40).text.contains("playback period 10 ms, auto, 4 under-runs"))
+        m.media = MediaReport(xruns: 1, playbackPeriodMs: 20, playbackPeriodIsAutomatic: false)
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 40).text.contains("playback period 20 ms, fixed, 1 under-run"))
+    }
+}

@@ -98,3 +98,59 @@ final class PlayoutPhaseTests: XCTestCase {
         XCTAssertTrue(p.shouldAdvance(waited: 12_000_000))
     }
 }
+
+/// A device that cannot keep up with 5 ms periods: from 1.2 s after opening, every write is an
+/// under-run (as ALSA reports them: a count). It records its write sizes like `ChunkRecorder`.
+final class UnderrunningOutput: AudioOutput, UnderrunCounting, @unchecked Sendable {
+    let name: String
+    let periodSamples: Int
+    private var pacer = Pacer(periodNanoseconds: 5_000_000)
+    private let opened = monotonicNanoseconds()
+    private let count = Atomic<Int>(0)
+    let sizes = Mutex<[Int]>([])
+    init(name: String, periodMs: Int) { self.name = name; periodSamples = AudioFormat.samples(ms: periodMs) }
+    var xruns: Int { count.load(ordering: .relaxed) }
+    func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
+        sizes.withLock { $0.append(frame.count) }
+        if periodSamples < 480, monotonicNanoseconds() - opened > 1_200_000_000 { count.add(1, ordering: .relaxed) }
+        pacer.wait(samples: frame.count)
+    }
+    func close() {}
+}
+
+final class AutomaticPlaybackPeriodTests: XCTestCase {
+    /// The default period: 5 ms; a device that under-runs at 5 ms is reopened at 10 ms, says so,
+    /// and is then written 10 ms at a time.
+    func testTheEngineBacksOffFromAPeriodTheDeviceCannotKeep() throws {
+        let notices = Mutex<[String]>([])
+        let reopened = Mutex<[UnderrunningOutput]>([])
+        var o = MediaEngine.Options()
+        XCTAssertNil(o.playbackPeriodMs, "automatic by default")
+        o.reopenOutput = { ms in
+            let out = UnderrunningOutput(name: "alsa:slow", periodMs: ms)
+            reopened.withLock { $0.append(out) }
+            return out
+        }
+        o.onNotice = { n in notices.withLock { $0.append(n) } }
+        let first = UnderrunningOutput(name: "alsa:slow", periodMs: 5)
+        let engine = try MediaEngine(input: NullInput(frameSamples: 960), output: first, options: o)
+        let sink = try UDPSocket(host: "127.0.0.1", port: 0)
+        try engine.start(relay: sink.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16),
+                         keys: [WireMediaKey(ssrc: 1, epoch: 0, key: Base64URL.encode([UInt8](repeating: 7, count: 28)))])
+        defer { engine.stop() }
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertEqual(engine.playbackPeriodMs.load(ordering: .relaxed), 5, "it starts at the smallest period")
+        XCTAssertTrue(first.sizes.withLock { $0 }.allSatisfy { $0 == 240 }, "5 ms writes")
+        let deadline = Date().addingTimeInterval(6)
+        while reopened.withLock({ $0.isEmpty }) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        let second = try XCTUnwrap(reopened.withLock { $0.first }, "reopened after repeated under-runs")
+        XCTAssertEqual(second.periodSamples, 480, "at 10 ms")
+        XCTAssertEqual(engine.playbackPeriodMs.load(ordering: .relaxed), 10)
+        XCTAssertTrue(notices.withLock { $0 }.contains { $0.contains("playback period raised to 10 ms") }, "\(notices.withLock { $0 })")
+        Thread.sleep(forTimeInterval: 0.4)
+        let sizes = second.sizes.withLock { $0 }
+        XCTAssertGreaterThan(sizes.count, 10)
+        XCTAssertTrue(sizes.allSatisfy { $0 == 480 }, "10 ms writes now: \(Set(sizes))")
+        XCTAssertEqual(reopened.withLock { $0.count }, 1, "it keeps up at 10 ms: no further move")
+    }
+}
