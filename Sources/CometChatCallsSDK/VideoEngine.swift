@@ -1,6 +1,7 @@
 import CallsAudio
 import CallsCore
 import CallsSecurity
+import CallsTransport
 import CallsVideo
 import Foundation
 import Synchronization
@@ -109,6 +110,7 @@ final class VideoEngine: @unchecked Sendable {
         started = true
         running.store(true, ordering: .releasing)
         let t = Thread { [self] in
+            ThreadName.set("callroom.video")
             sendLoop()
             done.signal()
         }

@@ -12,7 +12,7 @@ enum BenchCommand {
         USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms auto|5|10|20] [--seconds N] [--jitter-frames N]
                callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
                callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
-                                      [--input FILE.wav] [--record OUT.wav]
+                                      [--input FILE.wav] [--record OUT.wav] [--complexity 0-10]
                callroom bench cpu [--speakers N] [--frames N]
                callroom bench udp-floor [--destinations N] [--datagrams N]
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
@@ -68,7 +68,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds",
-                                                                        "joins", "ca-file", "language", "model-dir"],
+                                                                        "joins", "ca-file", "language", "model-dir", "complexity"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -126,8 +126,11 @@ enum BenchCommand {
                 do { recorder = try FileOutput(path: path, frameSamples: 960, paced: false) } catch { Console.fail("--record: \(error)") }
             }
             let rec = recorder
+            let complexity = int("complexity", 9, 0...10)
+            let period: Int? = (args["period-ms"] ?? "auto") == "auto" ? nil : int("period-ms", 20, 5...20)
             Task {
-                await PipelineBench.quality(loss: loss, jitter: jitter, seconds: seconds, seed: seed, input: input, recorder: rec)
+                await PipelineBench.quality(loss: loss, jitter: jitter, seconds: seconds, seed: seed, input: input, recorder: rec,
+                                            complexity: complexity, periodMs: period)
                 exit(ExitCode.ok)
             }
         }
@@ -232,15 +235,16 @@ enum PipelineBench {
     }
 
     static func quality(loss: Double, jitter: Double, seconds: Int, seed: UInt64, input: String = "tone:440",
-                        recorder: FileOutput? = nil) async {
+                        recorder: FileOutput? = nil, complexity: Int = 9, periodMs: Int? = nil) async {
         let room = startServer()
         let ear = EarOutput(frameSamples: 960, recorder: recorder)
         let imp = NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: seed)
         let target = max(2, Int((jitter / 20).rounded(.up)) + 1)
         let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
-            .setNetworkImpairment(imp).setJitterTargetFrames(target).build(), probe: nil)
+            .setNetworkImpairment(imp).setJitterTargetFrames(target).setAudioPeriodMs(periodMs).build(), probe: nil)
         listener.replaceOutputForBenchmark(ear)
-        let speaker = await client(room, uid: "voice", settings: SessionSettingsBuilder().setAudioInput(input).setAudioOutput("none").build(), probe: nil)
+        let speaker = await client(room, uid: "voice", settings: SessionSettingsBuilder().setAudioInput(input).setAudioOutput("none")
+            .setAudioComplexity(complexity).build(), probe: nil)
         try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
         let report = listener.mediaReport
         ear.close()
@@ -313,7 +317,41 @@ enum CPUBench {
         Console.out(String(format: "per 20 ms frame: encode %.1f µs per sent stream, decode %.1f µs per received stream, mix %.1f µs", encUs, decUs, mixUs))
         Console.out(String(format: "share of one core: sent stream %.3f %%, each received stream %.3f %%", encUs / 200, decUs / 200))
         ReceivePathBench.run(senders: speakers - 1, frames: frames, streams: Array(packets.prefix(max(1, speakers - 1))))
+        encoderTable(frames: frames)
         Console.out(String(format: "client_cpu_pct=%.2f", perFrameUs / 20_000 * 100))
+    }
+
+    /// Encode cost per 20 ms frame of a speech-like signal (the bundled clip when present, else a
+    /// tone) by complexity, with FEC (the default, tuned for 5 % loss) and without, and the music
+    /// profile (Opus' audio application): the CPU half of choosing the encoder settings
+    /// (scripts/bench-pesq.sh --complexity gives the quality half).
+    static func encoderTable(frames: Int) {
+        let n = 960
+        let clip = (try? SoundFile.readMono48k(path: "Resources/clips/ada.wav")) ?? []
+        let tone = ToneInput(frequency: 220, frameSamples: n)
+        var pcm = [Int16](repeating: 0, count: n), packet = [UInt8](repeating: 0, count: 1500)
+        Console.out("encoder (32 kb/s, 20 ms, \(clip.isEmpty ? "a 220 Hz tone" : "the ada.wav speech clip")): µs per frame")
+        Console.out("complexity  voice+FEC  voice  music")
+        for c: Int32 in [0, 2, 4, 5, 6, 7, 8, 9, 10] {
+            var row: [Double] = []
+            for (fec, profile) in [(true, OpusEncoder.Profile.voice), (false, .voice), (false, .music)] {
+                guard let enc = try? OpusEncoder(frameMs: 20, complexity: c, fec: fec, profile: profile) else { continue }
+                var ns: UInt64 = 0
+                for f in 0..<frames {
+                    if clip.count >= n {
+                        let start = (f * n) % max(1, clip.count - n)
+                        for i in 0..<n { pcm[i] = clip[start + i] }
+                    } else {
+                        pcm.withUnsafeMutableBufferPointer { tone.fill($0) }
+                    }
+                    let t0 = threadCPU()
+                    _ = try? pcm.withUnsafeBufferPointer { p in try packet.withUnsafeMutableBufferPointer { try enc.encode(p, into: $0) } }
+                    ns += threadCPU() - t0
+                }
+                row.append(Double(ns) / Double(frames) / 1000)
+            }
+            Console.out(String(format: "%10d  %9.1f  %5.1f  %5.1f", c, row[0], row[1], row[2]))
+        }
     }
 }
 

@@ -10,7 +10,7 @@ enum JoinCommand {
     static let usage = """
         USAGE: callroom join SESSION_ID|INVITE_LINK (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
-                             [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--impair SPEC]
+                             [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--period-ms auto|5|10|20] [--impair SPEC]
                              [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
                              [--ca-file FILE | --insecure] [--passcode CODE] [--video SOURCE] [--video-out DIR]
 
@@ -35,6 +35,8 @@ enum JoinCommand {
                                none (receive video, send none)
           --video-out DIR      headless: write each participant's received frames to DIR/PID.y4m
           --frame-ms N         audio frame length, 10 or 20 (default 20)
+          --period-ms P        playback device period: auto (default: 5 ms, longer only if the
+                               device under-runs), or 5, 10, 20 fixed (at most the frame)
           --capture LIST       microphone processing (SpeexDSP), comma-separated: ns (noise
                                suppression), agc (automatic gain), aec (echo cancellation)
           --impair SPEC        simulate a bad network on what you receive, before the jitter buffer:
@@ -61,7 +63,7 @@ enum JoinCommand {
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments, valued: ["video", "video-out", "passcode", "ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
-                                                           "input", "output", "frame-ms", "impair", "capture", "event-log", "show", "hide"],
+                                                           "input", "output", "frame-ms", "period-ms", "impair", "capture", "event-log", "show", "hide"],
                                        boolean: ["insecure", "headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
@@ -83,6 +85,11 @@ enum JoinCommand {
         guard (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }
         let frameMs = Int(args["frame-ms"] ?? "20") ?? 0
         guard frameMs == 10 || frameMs == 20 else { Console.fail("--frame-ms must be 10 or 20") }
+        var periodMs: Int?
+        if let p = args["period-ms"], p != "auto" {
+            guard let ms = Int(p), [5, 10, 20].contains(ms), ms <= frameMs else { Console.fail("--period-ms must be auto, 5, 10 or 20 and at most --frame-ms") }
+            periodMs = ms
+        }
         var options = SDKSetup.Options(server: server, settingsFile: args["settings"], appID: args["app-id"], uid: uid,
                                        name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
         options.readTLS(args)
@@ -94,6 +101,7 @@ enum JoinCommand {
             .setAudioInput(input)
             .setAudioOutput(output)
             .setAudioFrameMs(frameMs)
+            .setAudioPeriodMs(periodMs)
         // The terminal app shows chat and invite (the SDK's defaults hide them); flags override.
         if !headless { settings.hideChatButton(false).hideShareInviteButton(false) }
         do { try SurfaceFlags.apply(show: args["show"], hide: args["hide"], to: settings) } catch { Console.fail(error.message) }

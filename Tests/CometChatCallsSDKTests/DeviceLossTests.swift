@@ -85,16 +85,21 @@ final class PlaybackPeriodTests: XCTestCase {
 final class PlayoutPhaseTests: XCTestCase {
     func testAdvancesOnlyWhenEveryPacketWaitedMoreThanAPeriod() {
         var p = PlayoutPhase(periodNanoseconds: 5_000_000)
-        // 24 frames are not enough evidence; the 25th decides.
-        for _ in 0..<24 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
-        XCTAssertTrue(p.shouldAdvance(waited: 9_000_000), "all waited > 6 ms: move a period earlier")
+        // 74 frames are not enough evidence; the 75th decides.
+        for _ in 0..<74 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
+        XCTAssertTrue(p.shouldAdvance(waited: 9_500_000), "all waited > 9 ms (a period and the 4 ms margin): move a period earlier")
+        for _ in 0..<74 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
+        XCTAssertFalse(p.shouldAdvance(waited: 8_000_000), "8 ms: within the margin, stay")
+        let quiet = [Int16](repeating: 100, count: 960), click = [Int16](repeating: 0, count: 959) + [2000]
+        XCTAssertTrue(quiet.withUnsafeBufferPointer { PlayoutPhase.isQuiet($0) })
+        XCTAssertFalse(click.withUnsafeBufferPointer { PlayoutPhase.isQuiet($0) }, "one loud sample is not silence")
         // One packet that barely made it keeps the boundary where it is.
-        for _ in 0..<24 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
+        for _ in 0..<74 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
         XCTAssertFalse(p.shouldAdvance(waited: 2_000_000))
         // No packet played (silence) resets the evidence.
-        for _ in 0..<20 { _ = p.shouldAdvance(waited: 12_000_000) }
+        for _ in 0..<60 { _ = p.shouldAdvance(waited: 12_000_000) }
         XCTAssertFalse(p.shouldAdvance(waited: nil))
-        for _ in 0..<24 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
+        for _ in 0..<74 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
         XCTAssertTrue(p.shouldAdvance(waited: 12_000_000))
     }
 }

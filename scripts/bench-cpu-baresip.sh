@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Whole-process CPU of a two-party call, CallRoom beside baresip, in one run on this machine.
+#
+#   scripts/bench-cpu-baresip.sh [SECONDS] [ROUNDS]     (default 20 s, 2 rounds)
+#
+# The same workload for both: Opus at 32 kb/s, 20 ms frames, mono, a 440 Hz tone in, audio out
+# to nowhere, two endpoints calling each other on loopback.
+#   CallRoom: a release callroomd and two `callroom join --headless --input tone:440 --output null`
+#             in one session (SRTP, RFC 6464 levels, consent checks: what a call does).
+#   baresip:  two baresip 1.0 instances (Debian baresip-core; opus, aufile modules), a dialling b
+#             directly over SIP (answermode=auto); the tone is a WAV of the same 440 Hz.
+# Each round measures CallRoom then baresip: after 4 s of warm-up, the utime+stime of each client
+# process over SECONDS (/proc/PID/stat, clock ticks). The server's CPU is shown apart (baresip
+# has no server). Prints per-process % of one core and the ratio callroom/baresip; last line
+#   cpu_vs_baresip callroom_pct=X baresip_pct=Y ratio=Z
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-20}
+rounds=${2:-2}
+period=${CALLROOM_PERIOD_MS:-auto}   # CallRoom's playback period: auto (the default) or 5/10/20
+command -v baresip >/dev/null || {
+  echo "bench-cpu-baresip: installing baresip-core (Debian)" >&2
+  if [ ! -d /var/lib/apt/lists ] || [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock)" ]; then apt-get update -qq; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq baresip-core >/dev/null
+}
+swift build -c release --product callroom >/dev/null
+swift build -c release --product callroomd >/dev/null
+bin=.build/release
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+hz=$(getconf CLK_TCK)
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+pct() { awk -v t="$1" -v hz="$hz" -v s="$secs" 'BEGIN { printf "%.2f", 100 * t / hz / s }'; }
+
+# A 60 s 440 Hz mono WAV for baresip's aufile source (ausine is stereo only in 1.0).
+python3 - "$tmp/tone.wav" <<'PY'
+import math, struct, sys, wave
+w = wave.open(sys.argv[1], "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(48000)
+w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / 48000))) for i in range(48000 * 60)))
+w.close()
+PY
+
+callroom_round() {
+  "$bin/callroomd" --data-dir "$tmp/data" --listen 127.0.0.1:0 --log-level error > "$tmp/server.out" 2>&1 &
+  local server=$!; pids+=("$server")
+  for _ in $(seq 100); do grep -q "listening" "$tmp/server.out" 2>/dev/null && break; sleep 0.1; done
+  local url key
+  url=$(grep -o 'http://[0-9.:]*' "$tmp/server.out" | head -1)
+  key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["authKey"])' "$tmp/data/keys.json")
+  "$bin/callroom" join cpu --server "$url" --uid a --auth-key "$key" --headless --input tone:440 --output null --period-ms "$period" > /dev/null 2>&1 &
+  local a=$!; pids+=("$a")
+  "$bin/callroom" join cpu --server "$url" --uid b --auth-key "$key" --headless --input tone:440 --output null --period-ms "$period" > /dev/null 2>&1 &
+  local b=$!; pids+=("$b")
+  sleep 4
+  local a0 b0 s0 a1 b1 s1
+  a0=$(ticks $a); b0=$(ticks $b); s0=$(ticks $server)
+  sleep "$secs"
+  a1=$(ticks $a); b1=$(ticks $b); s1=$(ticks $server)
+  kill $a $b; wait $a $b 2>/dev/null || true
+  kill $server; wait $server 2>/dev/null || true
+  rm -rf "$tmp/data"
+  cr_a=$(pct $((a1 - a0))); cr_b=$(pct $((b1 - b0))); cr_s=$(pct $((s1 - s0)))
+}
+
+baresip_round() {
+  local n port rtp
+  for n in a b; do
+    if [ $n = a ]; then port=25060; rtp=26000-26010; else port=25070; rtp=26020-26030; fi
+    mkdir -p "$tmp/bs-$n"
+    cat > "$tmp/bs-$n/config" <<EOF
+poll_method epoll
+sip_listen 127.0.0.1:$port
+audio_player aufile,/dev/null
+audio_source aufile,$tmp/tone.wav
+audio_alert aufile,/dev/null
+audio_level no
+audio_buffer 20-160
+rtp_ports $rtp
+rtcp_mux no
+jitter_buffer_delay 5-10
+module_path /usr/lib/baresip/modules
+module stdio.so
+module opus.so
+module aufile.so
+module_app account.so
+module_app menu.so
+opus_bitrate 32000
+opus_stereo no
+opus_sprop_stereo no
+EOF
+    echo "<sip:$n@127.0.0.1:$port>;regint=0;answermode=auto;ptime=20" > "$tmp/bs-$n/accounts"
+  done
+  baresip -n 127.0.0.1 -f "$tmp/bs-b" -t $((secs + 10)) < /dev/null > "$tmp/bs-b.log" 2>&1 &
+  local b=$!; pids+=("$b")
+  sleep 1
+  baresip -n 127.0.0.1 -f "$tmp/bs-a" -t $((secs + 8)) -e "/dial sip:b@127.0.0.1:25070" < /dev/null > "$tmp/bs-a.log" 2>&1 &
+  local a=$!; pids+=("$a")
+  sleep 4
+  grep -q "Call established" "$tmp/bs-a.log" || { echo "bench-cpu-baresip: baresip's call did not start:" >&2; tail -5 "$tmp/bs-a.log" >&2; exit 1; }
+  local a0 b0 a1 b1
+  a0=$(ticks $a); b0=$(ticks $b)
+  sleep "$secs"
+  a1=$(ticks $a); b1=$(ticks $b)
+  kill $a $b 2>/dev/null || true; wait $a $b 2>/dev/null || true
+  bs_a=$(pct $((a1 - a0))); bs_b=$(pct $((b1 - b0)))
+}
+
+echo "bench-cpu-baresip: 2-party call, Opus 32 kb/s 20 ms mono, 440 Hz in, nothing out; CallRoom playback period $period; $secs s per measurement, $rounds rounds, $(nproc) cores"
+sum_cr=0; sum_bs=0
+for r in $(seq "$rounds"); do
+  callroom_round
+  baresip_round
+  echo "round $r: callroom clients ${cr_a} % + ${cr_b} % of a core (callroomd ${cr_s} %); baresip ${bs_a} % + ${bs_b} %"
+  sum_cr=$(awk -v s="$sum_cr" -v a="$cr_a" -v b="$cr_b" 'BEGIN { print s + (a + b) / 2 }')
+  sum_bs=$(awk -v s="$sum_bs" -v a="$bs_a" -v b="$bs_b" 'BEGIN { print s + (a + b) / 2 }')
+done
+awk -v c="$sum_cr" -v b="$sum_bs" -v n="$rounds" 'BEGIN {
+  c /= n; b /= n
+  printf "per client process: callroom %.2f %%, baresip %.2f %% of a core: %.2fx\n", c, b, (b > 0 ? c / b : 0)
+  printf "cpu_vs_baresip callroom_pct=%.2f baresip_pct=%.2f ratio=%.2f\n", c, b, (b > 0 ? c / b : 0) }'
