@@ -10,6 +10,7 @@ import Foundation
 enum BenchCommand {
     static let usage = """
         USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms auto|5|10|20] [--seconds N] [--jitter-frames N]
+                                      [--loss PCT --jitter MS]
                callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
                callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
                                       [--input FILE.wav] [--record OUT.wav] [--complexity 0-10]
@@ -112,7 +113,15 @@ enum BenchCommand {
             if let period {
                 guard [5, 10, 20].contains(period), period <= ms else { Console.fail("--period-ms must be auto, 5, 10 or 20 and at most --frame-ms") }
             }
-            Task { await PipelineBench.latency(frameMs: ms, periodMs: period, seconds: seconds, jitterFrames: jf); exit(ExitCode.ok) }
+            // Impaired: the listener drops and delays what it receives (as bench quality does),
+            // with the jitter buffer's start depth for that jitter unless --jitter-frames says.
+            let loss = Double(int("loss", 0, 0...100)), jitter = Double(int("jitter", 0, 0...1000))
+            let impairment = loss > 0 || jitter > 0 ? NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: 1) : nil
+            let depth = args["jitter-frames"] == nil && jitter > 0 ? max(2, Int((jitter / Double(ms)).rounded(.up)) + 1) : jf
+            Task {
+                await PipelineBench.latency(frameMs: ms, periodMs: period, seconds: seconds, jitterFrames: depth, impairment: impairment)
+                exit(ExitCode.ok)
+            }
         default:
             let loss = Double(int("loss", 5, 0...100)), jitter = Double(int("jitter", 30, 0...1000))
             let seconds = int("seconds", 10, 2...600), seed = UInt64(int("seed", 1, 0...Int.max))
@@ -175,14 +184,15 @@ enum PipelineBench {
 
     static func fmt(_ x: Double) -> String { String(format: "%.1f", x) }
 
-    static func latency(frameMs: Int, periodMs: Int?, seconds: Int, jitterFrames: Int) async {
+    static func latency(frameMs: Int, periodMs: Int?, seconds: Int, jitterFrames: Int, impairment: NetworkImpairment? = nil) async {
         let room = startServer()
         let frameSamples = AudioFormat.samples(ms: frameMs)
         let mouth = MarkerInput(frameSamples: frameSamples)
         let ear = EarOutput(frameSamples: frameSamples)
         let speakerProbe = StageProbe(), listenerProbe = StageProbe()
         let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
-            .setAudioFrameMs(frameMs).setAudioPeriodMs(periodMs).setJitterTargetFrames(jitterFrames).build(), probe: listenerProbe)
+            .setAudioFrameMs(frameMs).setAudioPeriodMs(periodMs).setJitterTargetFrames(jitterFrames).setNetworkImpairment(impairment).build(),
+            probe: listenerProbe)
         // The listener's output is replaced by the ear (same pacing as a device).
         listener.replaceOutputForBenchmark(ear)
         let speaker = await client(room, uid: "mouth", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("none")
@@ -227,7 +237,8 @@ enum PipelineBench {
         if ProcessInfo.processInfo.environment["CALLROOM_BENCH_DEBUG"] != nil {
             Console.err("mouths \(mouths.count) ears \(ears.count) onsets \(onsets.count) sent \(speakerProbe.sentAt.count) received \(listenerProbe.receivedAt.count) played \(played.count) ear frames \(ear.frames.load(ordering: .relaxed)) silent \(ear.silentFrames.load(ordering: .relaxed))")
         }
-        Console.out("callroom bench latency: \(frameMs) ms frames, \(periodText) playback period, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks")
+        Console.out("callroom bench latency: \(frameMs) ms frames, \(periodText) playback period, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks" +
+                    (impairment.map { ", impaired: \(Int($0.lossPercent)) % loss, 0…\(Int($0.jitterMs)) ms jitter" } ?? ""))
         Console.out("stage medians (ms): capture wait \(fmt(percentile(capture, 0.5))), encode+send \(fmt(percentile(encode, 0.5))), " +
                     "relay+network \(fmt(percentile(network, 0.5))), jitter buffer+playout wait \(fmt(percentile(jitter, 0.5))), " +
                     "playback period \(periodText)")
