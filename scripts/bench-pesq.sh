@@ -7,7 +7,7 @@
 # the same loss rate (scripts/opus_ideal.py: libopus alone, offline, same settings, FEC then
 # concealment) and concealment alone, so the pipeline is judged against what Opus can do.
 #
-#   scripts/bench-pesq.sh [--clip FILE.wav] [--seconds N] [--jitter MS] [--complexity N] [--period-ms P] [LOSS% ...]
+#   scripts/bench-pesq.sh [--clip FILE.wav] [--seconds N] [--jitter MS] [--complexity N] [--period-ms P] [--profile voice|music|low-delay] [LOSS% ...]
 #   e.g. scripts/bench-pesq.sh 0 5 10 20
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ seconds=16
 jitter=30
 complexity=9
 period=auto
+profile=voice
 losses=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -24,6 +25,7 @@ while [ $# -gt 0 ]; do
         --jitter) jitter="${2:?--jitter needs MS}"; shift 2 ;;
         --complexity) complexity="${2:?--complexity needs 0-10}"; shift 2 ;;
         --period-ms) period="${2:?--period-ms needs auto|5|10|20}"; shift 2 ;;
+        --profile) profile="${2:?--profile needs voice|music|low-delay}"; shift 2 ;;
         -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) [[ "$1" =~ ^[0-9]+$ ]] || { echo "bench-pesq: '$1' is not a loss percentage" >&2; exit 2; }
            losses+=("$1"); shift ;;
@@ -39,10 +41,10 @@ if ! swift build -c release --product callroom > "$work/build.log" 2>&1; then ca
 bin="$(swift build -c release --show-bin-path)"
 sox "$clip" -r 16000 -c 1 -b 16 "$work/ref.wav"
 sox "$clip" -r 48000 -c 1 -b 16 "$work/clip48.wav"
-echo "clip $clip, ${seconds} s per run, jitter 0…${jitter} ms, seed 1, sender's Opus complexity $complexity, listener's playback period $period"
+echo "clip $clip, ${seconds} s per run, jitter 0…${jitter} ms, seed 1, sender's Opus complexity $complexity, listener's playback period $period, profile $profile"
 echo "loss_pct recovered_pct concealed_pct pesq_wb opus_ideal_pesq_wb plc_only_pesq_wb"
 for loss in "${losses[@]}"; do
-    "$bin/callroom" bench quality --loss "$loss" --jitter "$jitter" --seconds "$seconds" --seed 1 --complexity "$complexity" --period-ms "$period" \
+    "$bin/callroom" bench quality --loss "$loss" --jitter "$jitter" --seconds "$seconds" --seed 1 --complexity "$complexity" --period-ms "$period" --profile "$profile" \
         --input "$clip" --record "$work/heard.wav" > "$work/quality.txt"
     sox "$work/heard.wav" -r 16000 -b 16 "$work/heard16.wav"
     score="$("$venv/bin/python" scripts/pesq_score.py "$work/ref.wav" "$work/heard16.wav")"

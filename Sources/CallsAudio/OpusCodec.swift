@@ -16,13 +16,21 @@ public final class OpusEncoder: @unchecked Sendable {
         case voice
         /// Music and other full-band sound (Opus audio application).
         case music
+        /// The lowest delay (Opus restricted-low-delay application: CELT only, 2.5 ms look-ahead
+        /// instead of 6.5; no in-band FEC, which needs SILK).
+        case lowDelay = "low-delay"
     }
 
     public init(frameMs: Int = 20, bitrate: Int32 = 32_000, complexity: Int32 = 9, fec: Bool = true,
                 expectedLossPercent: Int32 = 5, profile: Profile = .voice) throws(AudioError) {
         guard frameMs == 10 || frameMs == 20 else { throw .codec("frame size must be 10 or 20 ms, not \(frameMs)") }
         var err: Int32 = 0
-        let application = profile == .voice ? OPUS_APPLICATION_VOIP : OPUS_APPLICATION_AUDIO
+        let application: Int32
+        switch profile {
+        case .voice: application = OPUS_APPLICATION_VOIP
+        case .music: application = OPUS_APPLICATION_AUDIO
+        case .lowDelay: application = OPUS_APPLICATION_RESTRICTED_LOWDELAY
+        }
         guard let s = opus_encoder_create(Int32(AudioFormat.sampleRate), 1, application, &err), err == OPUS_OK else {
             throw .codec("opus_encoder_create: \(String(cString: opus_strerror(err)))")
         }

@@ -77,7 +77,7 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var audioBitrate: Int = 32_000
         public var audioComplexity: Int = 9
         public var audioDTX: Bool = false
-        /// CallRoom: `.voice` (speech) or `.music`.
+        /// CallRoom: `.voice` (speech), `.music`, or `.lowDelay` (CELT only, 2.5 ms look-ahead, no FEC).
         public var audioProfile: OpusEncoder.Profile = .voice
         /// CallRoom: ALSA device period in ms (5, 10 or 20); nil means one frame.
         public var audioPeriodMs: Int?

@@ -10,10 +10,10 @@ import Foundation
 enum BenchCommand {
     static let usage = """
         USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms auto|5|10|20] [--seconds N] [--jitter-frames N]
-                                      [--loss PCT --jitter MS]
+                                      [--loss PCT --jitter MS] [--profile voice|music|low-delay]
                callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
                callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
-                                      [--input FILE.wav] [--record OUT.wav] [--complexity 0-10]
+                                      [--input FILE.wav] [--record OUT.wav] [--complexity 0-10] [--profile voice|music|low-delay]
                callroom bench cpu [--speakers N] [--frames N]
                callroom bench udp-floor [--destinations N] [--datagrams N]
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
@@ -69,7 +69,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds",
-                                                                        "joins", "ca-file", "language", "model-dir", "complexity"],
+                                                                        "joins", "ca-file", "language", "model-dir", "complexity", "profile"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -78,6 +78,8 @@ enum BenchCommand {
             guard let v = Int(s), r.contains(v) else { Console.fail("--\(k) must be \(r.lowerBound)…\(r.upperBound)") }
             return v
         }
+        let profileName = args["profile"] ?? "voice"
+        guard let profile = OpusEncoder.Profile(rawValue: profileName) else { Console.fail("--profile must be voice, music or low-delay") }
         switch sub {
         case "cpu":
             CPUBench.run(speakers: int("speakers", 10, 1...200), frames: int("frames", 500, 10...100_000))
@@ -119,7 +121,8 @@ enum BenchCommand {
             let impairment = loss > 0 || jitter > 0 ? NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: 1) : nil
             let depth = args["jitter-frames"] == nil && jitter > 0 ? max(2, Int((jitter / Double(ms)).rounded(.up)) + 1) : jf
             Task {
-                await PipelineBench.latency(frameMs: ms, periodMs: period, seconds: seconds, jitterFrames: depth, impairment: impairment)
+                await PipelineBench.latency(frameMs: ms, periodMs: period, seconds: seconds, jitterFrames: depth, impairment: impairment,
+                                            profile: profile)
                 exit(ExitCode.ok)
             }
         default:
@@ -139,7 +142,7 @@ enum BenchCommand {
             let period: Int? = (args["period-ms"] ?? "auto") == "auto" ? nil : int("period-ms", 20, 5...20)
             Task {
                 await PipelineBench.quality(loss: loss, jitter: jitter, seconds: seconds, seed: seed, input: input, recorder: rec,
-                                            complexity: complexity, periodMs: period)
+                                            complexity: complexity, periodMs: period, profile: profile)
                 exit(ExitCode.ok)
             }
         }
@@ -184,7 +187,8 @@ enum PipelineBench {
 
     static func fmt(_ x: Double) -> String { String(format: "%.1f", x) }
 
-    static func latency(frameMs: Int, periodMs: Int?, seconds: Int, jitterFrames: Int, impairment: NetworkImpairment? = nil) async {
+    static func latency(frameMs: Int, periodMs: Int?, seconds: Int, jitterFrames: Int, impairment: NetworkImpairment? = nil,
+                        profile: OpusEncoder.Profile = .voice) async {
         let room = startServer()
         let frameSamples = AudioFormat.samples(ms: frameMs)
         let mouth = MarkerInput(frameSamples: frameSamples)
@@ -196,7 +200,7 @@ enum PipelineBench {
         // The listener's output is replaced by the ear (same pacing as a device).
         listener.replaceOutputForBenchmark(ear)
         let speaker = await client(room, uid: "mouth", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("none")
-            .setAudioFrameMs(frameMs).build(), probe: speakerProbe)
+            .setAudioFrameMs(frameMs).setAudioProfile(profile).build(), probe: speakerProbe)
         speaker.replaceInputForBenchmark(mouth)
         try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
         let chosen = listener.mediaReport
@@ -237,7 +241,7 @@ enum PipelineBench {
         if ProcessInfo.processInfo.environment["CALLROOM_BENCH_DEBUG"] != nil {
             Console.err("mouths \(mouths.count) ears \(ears.count) onsets \(onsets.count) sent \(speakerProbe.sentAt.count) received \(listenerProbe.receivedAt.count) played \(played.count) ear frames \(ear.frames.load(ordering: .relaxed)) silent \(ear.silentFrames.load(ordering: .relaxed))")
         }
-        Console.out("callroom bench latency: \(frameMs) ms frames, \(periodText) playback period, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks" +
+        Console.out("callroom bench latency: \(frameMs) ms frames, \(periodText) playback period, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks, Opus \(profile.rawValue)" +
                     (impairment.map { ", impaired: \(Int($0.lossPercent)) % loss, 0…\(Int($0.jitterMs)) ms jitter" } ?? ""))
         Console.out("stage medians (ms): capture wait \(fmt(percentile(capture, 0.5))), encode+send \(fmt(percentile(encode, 0.5))), " +
                     "relay+network \(fmt(percentile(network, 0.5))), jitter buffer+playout wait \(fmt(percentile(jitter, 0.5))), " +
@@ -246,7 +250,7 @@ enum PipelineBench {
     }
 
     static func quality(loss: Double, jitter: Double, seconds: Int, seed: UInt64, input: String = "tone:440",
-                        recorder: FileOutput? = nil, complexity: Int = 9, periodMs: Int? = nil) async {
+                        recorder: FileOutput? = nil, complexity: Int = 9, periodMs: Int? = nil, profile: OpusEncoder.Profile = .voice) async {
         let room = startServer()
         let ear = EarOutput(frameSamples: 960, recorder: recorder)
         let imp = NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: seed)
@@ -255,7 +259,7 @@ enum PipelineBench {
             .setNetworkImpairment(imp).setJitterTargetFrames(target).setAudioPeriodMs(periodMs).build(), probe: nil)
         listener.replaceOutputForBenchmark(ear)
         let speaker = await client(room, uid: "voice", settings: SessionSettingsBuilder().setAudioInput(input).setAudioOutput("none")
-            .setAudioComplexity(complexity).build(), probe: nil)
+            .setAudioComplexity(complexity).setAudioProfile(profile).build(), probe: nil)
         try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
         let report = listener.mediaReport
         ear.close()
