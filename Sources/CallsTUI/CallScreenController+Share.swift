@@ -27,11 +27,8 @@ extension CallScreenController {
             guard i < n else { return model.toast("No choice \(c)") }
             pickShare(i)
         case .click(let x, let y):
-            let (w, h) = driver.size
-            let l = CallScreenRenderer.layout(for: model, width: w, height: h, unicode: driver.supportsUnicode)
-            let r = OverlayRenderer.frame(l.tiles.union(l.panel), maxWidth: 72)
-            let row = y - r.y - 1
-            if x > r.x, x < r.maxX - 1, row >= 0, row < n { pickShare(row) } else { model.overlay = nil }
+            let l = currentLayout
+            if let i = OverlayRenderer.sharePickerChoice(model, area: l.tiles.union(l.panel), x: x, y: y) { pickShare(i) } else { model.overlay = nil }
         case .escape, .char("d"), .char("D"), .char("q"):
             model.overlay = nil
             model.toast("Nothing shared")

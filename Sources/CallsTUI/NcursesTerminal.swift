@@ -152,9 +152,6 @@ public final class NcursesTerminal: TerminalDriver {
 
     public var picturesPending: Bool { pixelWriter?.pending ?? false }
 
-    /// Pictures the pixel writer sent (tests, benchmarks).
-    public var pixelImagesSent: Int { pixelWriter?.imagesSent ?? 0 }
-
     /// The colour pair for a picture cell's colours (made on first use; when the terminal's
     /// pairs run out the table starts over: cells already drawn keep their colours).
     private func picturePair(fg: Int32, bg: Int32) -> Int32 {

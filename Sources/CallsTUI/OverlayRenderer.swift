@@ -156,16 +156,31 @@ enum OverlayRenderer {
     }
 
     /// The share picker: the choices, the selected one reversed; its box fits the rows.
+    /// Where the share picker sits in `area`: its box, and the first choice shown (the list
+    /// scrolls to keep the selection in view). Drawing and mouse clicks both use it.
+    static func sharePickerBox(_ m: CallViewModel, area: Rect) -> (box: Rect, first: Int) {
+        let full = frame(area, maxWidth: 72)
+        let r = Rect(x: full.x, y: full.y, width: full.width, height: min(full.height, m.shareChoices.count + 3))
+        return (r, max(0, m.shareSelection - r.inset(1).height + 2))
+    }
+
+    /// The choice at (x, y) — a row of the picker's list — or nil.
+    static func sharePickerChoice(_ m: CallViewModel, area: Rect, x: Int, y: Int) -> Int? {
+        let (r, first) = sharePickerBox(m, area: area)
+        let inner = r.inset(1)
+        let row = y - inner.y
+        guard inner.contains(x: x, y: y), row < inner.height - 1, first + row < m.shareChoices.count else { return nil }
+        return first + row
+    }
+
     static func drawSharePicker(_ m: CallViewModel, into b: inout ScreenBuffer, area: Rect) {
         let lines = sharePickerLines(m)
-        let full = frame(area, maxWidth: 72)
-        let r = Rect(x: full.x, y: full.y, width: full.width, height: min(full.height, lines.count + 3))
+        let (r, start) = sharePickerBox(m, area: area)
         guard r.width >= 8, r.height >= 3 else { return }
         let style = CellStyle(fg: .cyan)
         b.fill(r)
         b.box(r, title: "Share a terminal \(b.glyphs.separator) digit or Enter picks, Esc cancels", style: style)
         let inner = r.inset(1)
-        let start = max(0, m.shareSelection - inner.height + 2)
         for (i, line) in lines.enumerated().dropFirst(start).prefix(max(0, inner.height - 1)) {
             let y = inner.y + i - start
             let selected = i == m.shareSelection

@@ -72,9 +72,6 @@ public final class PixelPictureWriter {
         _ = update(pictures, cell: cell, write: write)
     }
 
-    /// What ends the pictures on leaving (kitty keeps images otherwise).
-    func clearSequence() -> String { graphics == .kitty ? TerminalGraphicsEncoder.kittyDelete(id: nil) : "" }
-
     private func flush(_ out: String, _ write: (String) -> Void) {
         guard !out.isEmpty else { return }
         bytesWritten += out.utf8.count

@@ -613,7 +613,7 @@ extension CallScreenRendererTests {
 extension CallScreenRendererTests {
     /// The terminal-share button: on the bar by default (key d), its label says when you share,
     /// hidden by hideScreenShareButton; the picker lists the choices with digits.
-    func testTheShareButtonAndItsPicker() {
+    func testTheShareButtonAndItsPicker() throws {
         var m = model(count: 2)
         func spec() -> ControlBar.Spec? { ControlBar.specs(m, glyphs: .unicode).first { $0.item.id == "screenShareToggle" } }
         XCTAssertNil(spec(), "no tmux, no share button")
@@ -632,6 +632,13 @@ extension CallScreenRendererTests {
             let text = CallScreenRenderer.render(m, width: w, height: h).lines.joined(separator: "\n")
             XCTAssertTrue(text.contains("1  a new shell"), "\(w)x\(h):\n\(text)")
             XCTAssertTrue(text.contains("2  pane %3"), "\(w)x\(h):\n\(text)")
+            // A click on a row picks that row (the same geometry the picker is drawn with).
+            let lines = CallScreenRenderer.render(m, width: w, height: h).lines
+            let l = CallScreenRenderer.layout(for: m, width: w, height: h)
+            let y = try XCTUnwrap(lines.firstIndex { $0.contains("2  pane %3") })
+            let x = try XCTUnwrap(lines[y].range(of: "2  pane").map { lines[y].distance(from: lines[y].startIndex, to: $0.lowerBound) })
+            XCTAssertEqual(OverlayRenderer.sharePickerChoice(m, area: l.tiles.union(l.panel), x: x, y: y), 1, "\(w)x\(h)")
+            XCTAssertNil(OverlayRenderer.sharePickerChoice(m, area: l.tiles.union(l.panel), x: x, y: y + 1), "the hint row picks nothing")
         }
     }
 }
