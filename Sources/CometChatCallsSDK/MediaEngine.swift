@@ -578,11 +578,16 @@ final class MediaEngine: @unchecked Sendable {
         defer { out.deallocate(); tonePCM.deallocate() }
         // Writes go out one device period at a time; a new frame is mixed when the last is out.
         var policy = PlaybackPeriodPolicy(frameMs: frameMs, fixedMs: options.playbackPeriodMs, now: monotonicNanoseconds())
-        var period = min(frameSamples, AudioFormat.samples(ms: policy.periodMs))
-        playbackPeriodMs.store(policy.periodMs, ordering: .relaxed)
+        var period = 0
+        var phase = PlayoutPhase(periodNanoseconds: 0)
+        func use(periodMs ms: Int) {
+            period = min(frameSamples, AudioFormat.samples(ms: ms))
+            phase = PlayoutPhase(periodNanoseconds: UInt64(period) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+            playbackPeriodMs.store(ms, ordering: .relaxed)
+        }
+        use(periodMs: policy.periodMs)
         var offset = frameSamples
         var length = frameSamples
-        var phase = PlayoutPhase(periodNanoseconds: UInt64(period) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
         var device = outputBox.withLock { $0 }
         var frames = 0
         // An advance the evidence asked for waits for a quiet frame (at most a second): cutting a
@@ -602,9 +607,7 @@ final class MediaEngine: @unchecked Sendable {
                         device = fresh
                     }
                     policy.reopened(now: monotonicNanoseconds())
-                    period = min(frameSamples, AudioFormat.samples(ms: next))
-                    phase = PlayoutPhase(periodNanoseconds: UInt64(period) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
-                    playbackPeriodMs.store(next, ordering: .relaxed)
+                    use(periodMs: next)
                     options.onNotice?("playback period raised to \(next) ms: \(from?.xruns ?? 0) under-runs at \(from?.fromMs ?? 0) ms within 10 s")
                 }
                 let waited = receiver.mixNext(into: out, now: monotonicNanoseconds()) { mixer in

@@ -111,10 +111,8 @@ enum BenchCommand {
             guard ms == 10 || ms == 20 else { Console.fail("--frame-ms must be 10 or 20") }
             let seconds = int("seconds", 10, 2...600), jf = int("jitter-frames", 1, 1...20)
             // Default: automatic, as every call gets it (SessionSettings.audioPeriodMs nil).
-            let period: Int? = (args["period-ms"] ?? "auto") == "auto" ? nil : int("period-ms", ms, 5...20)
-            if let period {
-                guard [5, 10, 20].contains(period), period <= ms else { Console.fail("--period-ms must be auto, 5, 10 or 20 and at most --frame-ms") }
-            }
+            let period: Int?
+            do { period = try SurfaceFlags.playbackPeriod(args["period-ms"], frameMs: ms) } catch { Console.fail(error.message) }
             // Impaired: the listener drops and delays what it receives (as bench quality does),
             // with the jitter buffer's start depth for that jitter unless --jitter-frames says.
             let loss = Double(int("loss", 0, 0...100)), jitter = Double(int("jitter", 0, 0...1000))
@@ -139,7 +137,8 @@ enum BenchCommand {
             }
             let rec = recorder
             let complexity = int("complexity", 9, 0...10)
-            let period: Int? = (args["period-ms"] ?? "auto") == "auto" ? nil : int("period-ms", 20, 5...20)
+            let period: Int?
+            do { period = try SurfaceFlags.playbackPeriod(args["period-ms"], frameMs: 20) } catch { Console.fail(error.message) }
             Task {
                 await PipelineBench.quality(loss: loss, jitter: jitter, seconds: seconds, seed: seed, input: input, recorder: rec,
                                             complexity: complexity, periodMs: period, profile: profile)

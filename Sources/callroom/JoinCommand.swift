@@ -85,11 +85,8 @@ enum JoinCommand {
         guard (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }
         let frameMs = Int(args["frame-ms"] ?? "20") ?? 0
         guard frameMs == 10 || frameMs == 20 else { Console.fail("--frame-ms must be 10 or 20") }
-        var periodMs: Int?
-        if let p = args["period-ms"], p != "auto" {
-            guard let ms = Int(p), [5, 10, 20].contains(ms), ms <= frameMs else { Console.fail("--period-ms must be auto, 5, 10 or 20 and at most --frame-ms") }
-            periodMs = ms
-        }
+        let periodMs: Int?
+        do { periodMs = try SurfaceFlags.playbackPeriod(args["period-ms"], frameMs: frameMs) } catch { Console.fail(error.message) }
         var options = SDKSetup.Options(server: server, settingsFile: args["settings"], appID: args["app-id"], uid: uid,
                                        name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
         options.readTLS(args)
