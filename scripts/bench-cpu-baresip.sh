@@ -49,9 +49,9 @@ callroom_round() {
   local url key
   url=$(grep -o 'http://[0-9.:]*' "$tmp/server.out" | head -1)
   key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["authKey"])' "$tmp/data/keys.json")
-  "$bin/callroom" join cpu --server "$url" --uid a --auth-key "$key" --headless --input tone:440 --output null --period-ms "$period" > /dev/null 2>&1 &
+  "$bin/callroom" join cpu --server "$url" --uid a --auth-key "$key" --headless --input tone:440 --output null --period-ms "$period" --bitrate 32000 > /dev/null 2>&1 &
   local a=$!; pids+=("$a")
-  "$bin/callroom" join cpu --server "$url" --uid b --auth-key "$key" --headless --input tone:440 --output null --period-ms "$period" > /dev/null 2>&1 &
+  "$bin/callroom" join cpu --server "$url" --uid b --auth-key "$key" --headless --input tone:440 --output null --period-ms "$period" --bitrate 32000 > /dev/null 2>&1 &
   local b=$!; pids+=("$b")
   sleep 4
   local a0 b0 s0 a1 b1 s1

@@ -1,11 +1,16 @@
 """The codec's own best case for scripts/bench-pesq.sh: the same clip through libopus alone,
-offline, with the settings CallRoom's clients use (48 kHz mono, VoIP, voice, 32 kb/s,
+offline, with the settings CallRoom's clients use (48 kHz mono, VoIP, voice, 32 kb/s by default,
 complexity 9, in-band FEC tuned to the loss rate, 20 ms frames), random packet loss at the
 given rate, and each lost frame recovered from the next packet's FEC when that one arrived,
 concealed otherwise. No network, no jitter buffer, no timing. Scored like the pipeline's
 recording: wide-band PESQ against the looped clip.
 
-usage: opus_ideal.py CLIP48.wav REF16.wav LOSS_PCT SEED
+With BURST (mean packets per loss burst), losses come in bursts: a two-state Gilbert model with
+the same overall rate, as `callroom bench quality --burst` draws them.
+
+BITRATE (b/s, default 32000) is the sender's.
+
+usage: opus_ideal.py CLIP48.wav REF16.wav LOSS_PCT SEED [BURST [BITRATE]]
 Prints one line: ideal_pesq_wb=X plc_only_pesq_wb=Y
 """
 import ctypes
@@ -31,9 +36,11 @@ def read(path):
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (5, 6, 7):
         sys.exit(__doc__)
     clip48, ref16, loss, seed = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+    burst = float(sys.argv[5]) if len(sys.argv) >= 6 else 1.0
+    bitrate = int(sys.argv[6]) if len(sys.argv) == 7 else 32000
     name = ctypes.util.find_library("opus") or "libopus.so.0"
     lib = ctypes.CDLL(name)
     lib.opus_encoder_create.restype = ctypes.c_void_p
@@ -44,7 +51,7 @@ def main():
         sys.exit("opus_ideal: the clip must be 48 kHz mono 16-bit")
     x = np.tile(x, 3)
     enc = ctypes.c_void_p(lib.opus_encoder_create(48000, 1, OPUS_APPLICATION_VOIP, ctypes.byref(err)))
-    for request, value in [(SET_BITRATE, 32000), (SET_COMPLEXITY, 9), (SET_SIGNAL, SIGNAL_VOICE),
+    for request, value in [(SET_BITRATE, bitrate), (SET_COMPLEXITY, 9), (SET_SIGNAL, SIGNAL_VOICE),
                            (SET_INBAND_FEC, 1), (SET_PACKET_LOSS_PERC, int(round(loss)))]:
         lib.opus_encoder_ctl(enc, request, ctypes.c_int(value))
     packets, out = [], (ctypes.c_ubyte * 1500)()
@@ -56,7 +63,15 @@ def main():
         packets.append(bytes(out[:n]))
     lib.opus_encoder_destroy(enc)
     rng = random.Random(seed)
-    lost = [rng.random() * 100 < loss for _ in packets]
+    if burst <= 1 or loss <= 0 or loss >= 100:
+        lost = [rng.random() * 100 < loss for _ in packets]
+    else:
+        leave = 1 / burst
+        enter = leave * loss / (100 - loss)
+        lost, bad = [], False
+        for _ in packets:
+            bad = rng.random() >= leave if bad else rng.random() < enter
+            lost.append(bad)
     _, ref = read(ref16)
     ref = np.tile(ref.astype(np.float64), 3)
 

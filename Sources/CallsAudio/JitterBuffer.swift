@@ -62,11 +62,20 @@ public final class JitterBuffer: @unchecked Sendable {
         /// Packets that never came while later ones did (network loss, as opposed to a sender
         /// that stopped sending, e.g. muted).
         public var lost = 0
+        /// Frames played from a redundant copy a later packet carried (their own packet was
+        /// lost or late): network loss the listener did not hear.
+        public var repaired = 0
+        /// Redundant copies that came after their frame had been played or concealed.
+        public var lateRepairs = 0
         public init() {}
     }
 
     /// The minimum start depth (frames).
     public let targetFrames: Int
+    /// Previous frames the sender's packets repeat (RFC 2198), as of its latest packet: from two
+    /// on, the depth is kept at least one more than that, so the last copy of a lost frame can
+    /// still arrive in time (`noteRedundancy`).
+    public private(set) var redundancyDistance = 0
     public let maxFrames: Int
     public let maxConcealFrames: Int
     public let frameSamples: Int
@@ -92,6 +101,10 @@ public final class JitterBuffer: @unchecked Sendable {
     private var arrivalOf: [UInt64]
     private var free: [Int]
     private var playedSlot: Int?
+    /// Slots filled from a redundant copy rather than their own packet.
+    private var isRepair: [Bool]
+    /// The last frames passed over as lost (FEC or concealment), to tell a copy that came too late.
+    private var missed = RecentSequences()
 
     /// - Parameters:
     ///   - targetFrames: frames buffered before playout starts (the jitter margin + one).
@@ -109,6 +122,7 @@ public final class JitterBuffer: @unchecked Sendable {
         lengths = Array(repeating: 0, count: self.slotCount)
         arrivalOf = Array(repeating: 0, count: self.slotCount)
         free = Array((0..<self.slotCount).reversed())
+        isRepair = Array(repeating: false, count: self.slotCount)
         slots = Dictionary(minimumCapacity: self.slotCount)
     }
 
@@ -137,9 +151,42 @@ public final class JitterBuffer: @unchecked Sendable {
             jitterNanoseconds += (d - jitterNanoseconds) / 16
         }
         lastTransit = transit
-        let frameNs = Double(frameSamples) * 1e9 / 48_000
-        adaptiveTarget = min(maxFrames - 1, max(targetFrames, Int((2 * jitterNanoseconds / frameNs).rounded(.up)) + 1))
+        updateTarget()
         store(sequence: sequence, payload: payload, arrival: arrival)
+    }
+
+    private func updateTarget() {
+        let frameNs = Double(frameSamples) * 1e9 / 48_000
+        let forJitter = Int((2 * jitterNanoseconds / frameNs).rounded(.up)) + 1
+        // Two or more copies: hold enough for the last to come. One copy needs no floor: the next
+        // packet is usually there, and when it is not, waiting for it deepens the queue by itself.
+        let forRedundancy = redundancyDistance >= 2 ? redundancyDistance + 1 : 0
+        adaptiveTarget = min(maxFrames - 1, max(targetFrames, forJitter, forRedundancy))
+    }
+
+    /// The sender's latest packet repeated `distance` previous frames (0: a plain packet).
+    public func noteRedundancy(distance: Int) {
+        guard distance != redundancyDistance else { return }
+        redundancyDistance = max(0, min(RedundantAudio.maxBlocks, distance))
+        updateTarget()
+    }
+
+    /// Inserts a redundant copy of frame `sequence` that a later packet carried: kept only when
+    /// the frame's own packet has not come and its turn has not passed. No jitter update (the
+    /// copy's arrival says nothing about its frame's timing), not counted as received.
+    /// Before playout starts copies are ignored: they are of frames from before the first
+    /// packet, and queuing them would start playout a frame (or more) later for good.
+    public func insertRepair(sequence: UInt16, payload: UnsafeRawBufferPointer) {
+        guard isPlaying else { return }
+        let d = SequenceNumber.distance(from: nextSeq, to: sequence)
+        if d < 0 { if missed.contains(sequence) { statistics.lateRepairs += 1 }; return }
+        if d > maxFrames { return }
+        guard slots[sequence] == nil, payload.count <= Self.maxPayloadBytes, let slot = free.popLast() else { return }
+        UnsafeMutableRawBufferPointer(rebasing: bytes[(slot * Self.maxPayloadBytes)...]).copyMemory(from: payload)
+        lengths[slot] = payload.count
+        arrivalOf[slot] = 0
+        isRepair[slot] = true
+        slots[sequence] = slot
     }
 
     /// Frames currently queued.
@@ -160,7 +207,17 @@ public final class JitterBuffer: @unchecked Sendable {
                 restart()
             }
         }
-        if slots[sequence] != nil { statistics.duplicate += 1; return }
+        if let held = slots[sequence] {
+            // The frame's own packet after a redundant copy of it: it takes the copy's place
+            // (the same bytes; its arrival time is real; the frame was reordered, not lost).
+            if isRepair[held] {
+                arrivalOf[held] = arrival ?? 0
+                isRepair[held] = false
+                return
+            }
+            statistics.duplicate += 1
+            return
+        }
         guard payload.count <= Self.maxPayloadBytes else { statistics.overflowDropped += 1; return }
         if free.isEmpty {
             // Every slot is queued (a burst after a stall): the oldest goes, as on overflow.
@@ -171,6 +228,7 @@ public final class JitterBuffer: @unchecked Sendable {
         UnsafeMutableRawBufferPointer(rebasing: bytes[(slot * Self.maxPayloadBytes)...]).copyMemory(from: payload)
         lengths[slot] = payload.count
         arrivalOf[slot] = arrival ?? 0
+        isRepair[slot] = false
         slots[sequence] = slot
     }
 
@@ -233,9 +291,11 @@ public final class JitterBuffer: @unchecked Sendable {
             nextSeq &+= 1
             concealRun = 0
             statistics.played += 1
+            if isRepair[slot] { statistics.repaired += 1 }
             return .packet(slot: slot)
         }
         if let following = slots[nextSeq &+ 1] {
+            missed.add(nextSeq)
             nextSeq &+= 1
             concealRun = 0
             statistics.recovered += 1
@@ -254,9 +314,28 @@ public final class JitterBuffer: @unchecked Sendable {
         // Conceal without skipping it, which also deepens the queue by one frame. With later
         // packets queued, it is lost: move past it.
         if !slots.isEmpty {
+            missed.add(nextSeq)
             nextSeq &+= 1
             statistics.lost += 1
         }
         return .concealed
+    }
+}
+
+/// The last 16 sequence numbers added, in a fixed ring (no allocation).
+struct RecentSequences {
+    private var ring = InlineArray<16, UInt16>(repeating: 0)
+    private var count = 0
+    private var next = 0
+
+    mutating func add(_ s: UInt16) {
+        ring[next] = s
+        next = (next + 1) % 16
+        count = min(count + 1, 16)
+    }
+
+    func contains(_ s: UInt16) -> Bool {
+        for i in 0..<count where ring[i] == s { return true }
+        return false
     }
 }

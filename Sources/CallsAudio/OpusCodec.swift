@@ -19,6 +19,16 @@ public final class OpusEncoder: @unchecked Sendable {
         /// The lowest delay (Opus restricted-low-delay application: CELT only, 2.5 ms look-ahead
         /// instead of 6.5; no in-band FEC, which needs SILK).
         case lowDelay = "low-delay"
+
+        /// The bitrate a session uses unless told otherwise (b/s): speech at 48 kb/s scores
+        /// 4.2+ PESQ-WB through the whole pipeline (32 kb/s: 4.03; docs/benchmarks.md); music
+        /// and CELT-only low delay get 64 kb/s.
+        public var defaultBitrate: Int {
+            switch self {
+            case .voice: 48_000
+            case .music, .lowDelay: 64_000
+            }
+        }
     }
 
     public init(frameMs: Int = 20, bitrate: Int32 = 32_000, complexity: Int32 = 9, fec: Bool = true,
@@ -64,6 +74,12 @@ public final class OpusEncoder: @unchecked Sendable {
 
     /// Discontinuous transmission: near-empty packets in silence.
     public func setDTX(_ on: Bool) { callroom_opus_set_dtx(state, on ? 1 : 0) }
+
+    /// Changes the bitrate (bits per second) from the next frame on.
+    public func setBitrate(_ bitsPerSecond: Int32) { callroom_opus_set_bitrate(state, bitsPerSecond) }
+
+    /// In-band forward error correction on or off (the loss percentage stays as set).
+    public func setFEC(_ on: Bool) { callroom_opus_set_inband_fec(state, on ? 1 : 0) }
 
     /// Updates the loss percentage FEC is tuned for.
     public func setExpectedLoss(percent: Int32) { callroom_opus_set_packet_loss_perc(state, percent) }

@@ -55,6 +55,8 @@ public final class ReceiveMixer: @unchecked Sendable {
         var gains: [UInt32: Float] = [:]
         /// Packets refused because `maxSenders` were already heard.
         var refused = 0
+        /// Redundant-audio payloads whose headers did not hold together (dropped).
+        var malformed = 0
     }
 
     /// The playback thread's.
@@ -93,7 +95,25 @@ public final class ReceiveMixer: @unchecked Sendable {
                 s.senders[header.ssrc] = sender
             }
             sender.bytesReceived += payload.count
-            sender.buffer.insert(sequence: header.sequenceNumber, payload: payload, arrival: arrival, timestamp: header.timestamp)
+            let buffer = sender.buffer
+            guard header.payloadType == RedundantAudio.payloadType else {
+                buffer.noteRedundancy(distance: 0)
+                buffer.insert(sequence: header.sequenceNumber, payload: payload, arrival: arrival, timestamp: header.timestamp)
+                return true
+            }
+            // Redundant audio: this frame's packet, and copies of the frames before it for any
+            // that have not come (RFC 2198; block j of n is the frame n - j before this one).
+            guard let red = RedundantAudio.Layout(parsing: payload), red.primaryPayloadType == RTPPacket.opusPayloadType else {
+                s.malformed += 1
+                return true
+            }
+            buffer.noteRedundancy(distance: red.count)
+            buffer.insert(sequence: header.sequenceNumber, payload: UnsafeRawBufferPointer(rebasing: payload[red.primary]),
+                          arrival: arrival, timestamp: header.timestamp)
+            for j in 0..<red.count where red[j].payloadType == RTPPacket.opusPayloadType {
+                buffer.insertRepair(sequence: header.sequenceNumber &- UInt16(red.count - j),
+                                    payload: UnsafeRawBufferPointer(rebasing: payload[red[j].range]))
+            }
             return true
         }
     }
@@ -186,9 +206,11 @@ public final class ReceiveMixer: @unchecked Sendable {
         lock.withLock { s in
             var out: [LossReport] = []
             for sender in s.senders.values {
+                // Network loss: frames whose own packet never came, whether a redundant copy
+                // repaired them or not (what the sender sizes its redundancy by).
                 let now = sender.buffer.statistics, before = sender.reported
-                let lost = now.lost - before.lost
-                let total = lost + (now.played - before.played)
+                let lost = now.lost - before.lost + now.repaired - before.repaired
+                let total = now.lost - before.lost + (now.played - before.played)
                 if total > 0 { out.append(LossReport(ssrc: sender.ssrc, lossPercent: 100 * Double(lost) / Double(total))) }
                 sender.reported = now
             }
@@ -198,4 +220,7 @@ public final class ReceiveMixer: @unchecked Sendable {
 
     /// Packets refused because `maxSenders` senders were already heard.
     public var refusedPackets: Int { lock.withLock { $0.refused } }
+
+    /// Redundant-audio packets dropped because their block headers overran the payload.
+    public var malformedPackets: Int { lock.withLock { $0.malformed } }
 }

@@ -108,8 +108,10 @@ public struct LossReport: Codable, Sendable, Equatable {
     public var lossPercent: Double
     /// Video reports: the frames a second this receiver decoded from the sender.
     public var framesPerSecond: Double? = nil
-    public init(ssrc: UInt32, lossPercent: Double, framesPerSecond: Double? = nil) {
-        self.ssrc = ssrc; self.lossPercent = lossPercent; self.framesPerSecond = framesPerSecond
+    /// Audio reports: true when this receiver decodes redundant audio (RFC 2198); absent: it does not.
+    public var red: Bool? = nil
+    public init(ssrc: UInt32, lossPercent: Double, framesPerSecond: Double? = nil, red: Bool? = nil) {
+        self.ssrc = ssrc; self.lossPercent = lossPercent; self.framesPerSecond = framesPerSecond; self.red = red
     }
 }
 
@@ -140,8 +142,9 @@ public enum ServerMessage: Sendable, Equatable {
     /// The loudest participant changed (nil: nobody is speaking).
     case dominantSpeaker(pid: String?)
     case chat(ChatMessage)
-    /// A receiver reported losing this share of your packets (tunes your FEC).
-    case lossReport(fromPid: String, lossPercent: Double)
+    /// A receiver reported losing this share of your packets (tunes your FEC), and whether it
+    /// decodes redundant audio (RFC 2198, `RedundantAudio`).
+    case lossReport(fromPid: String, lossPercent: Double, redundancy: Bool)
     /// Send a keyframe of your video: `fromPid` subscribed to it or lost frames of it.
     case keyframeRequest(fromPid: String)
     /// A presenter's shared terminal changed (`pid` shares it).
@@ -236,7 +239,7 @@ private struct ReportsBody: Codable, Sendable { var reports: [LossReport] }
 private struct PidsBody: Codable, Sendable { var pids: [String] }
 private struct ShareBody: Codable, Sendable { var pid: String?; var frame: ScreenShareFrame }
 private struct VideoReportBody: Codable, Sendable { var pid: String; var lossPercent: Double; var framesPerSecond: Double }
-private struct LossBody: Codable, Sendable { var pid: String; var lossPercent: Double }
+private struct LossBody: Codable, Sendable { var pid: String; var lossPercent: Double; var red: Bool? }
 private struct KeysBody: Codable, Sendable { var keys: [WireMediaKey] }
 private struct RecordingBody: Codable, Sendable { var active: Bool; var pid: String?; var rid: String? }
 private struct ResumeBody: Codable, Sendable { var resumeToken: String }
@@ -333,8 +336,8 @@ extension ServerMessage {
         WireCase("dominantSpeaker", PidBody.self, make: { .dominantSpeaker(pid: $0.pid) },
                  match: { if case .dominantSpeaker(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("chat", ChatMessage.self, make: { .chat($0) }, match: { if case .chat(let m) = $0 { return m }; return nil }),
-        WireCase("lossReport", LossBody.self, make: { .lossReport(fromPid: $0.pid, lossPercent: $0.lossPercent) },
-                 match: { if case .lossReport(let p, let l) = $0 { return LossBody(pid: p, lossPercent: l) }; return nil }),
+        WireCase("lossReport", LossBody.self, make: { .lossReport(fromPid: $0.pid, lossPercent: $0.lossPercent, redundancy: $0.red ?? false) },
+                 match: { if case .lossReport(let p, let l, let r) = $0 { return LossBody(pid: p, lossPercent: l, red: r ? true : nil) }; return nil }),
         WireCase("keyframeRequest", PidBody.self, make: { $0.pid.map { .keyframeRequest(fromPid: $0) } },
                  match: { if case .keyframeRequest(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("screenShare", ShareBody.self, make: { b in b.pid.map { .screenShare(pid: $0, frame: b.frame) } },

@@ -68,6 +68,8 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
     private var client: WebSocketClient?
     private let socket: UDPSocket
     private let receiver: SRTPReceiver
+    /// Redundant audio back to one packet per frame (the pump's alone: one thread at a time).
+    private var unpacker = RedundancyUnpacker()
     /// When the member joined (monotonic ns): `atMs` counts from here.
     private let startedAt = Atomic<UInt64>(0)
     private let running = Atomic<Bool>(false)
@@ -265,7 +267,10 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
                     let d = UnsafeRawBufferPointer(rebasing: buf[0..<length])
                     guard let h = try? RTPHeader(parsing: d) else { continue }
                     let payload = UnsafeBufferPointer(rebasing: d.bindMemory(to: UInt8.self)[h.payloadRange])
-                    try sink.received(h, payload: payload, from: speaker(h.ssrc), atMs: at)
+                    let who = speaker(h.ssrc)
+                    try unpacker.unpack(h, payload: payload) { (frame, bytes) throws(ServerMemberFailure) in
+                        try sink.received(frame, payload: bytes, from: who, atMs: at)
+                    }
                 }
                 if count < batch.capacity { break }
             }

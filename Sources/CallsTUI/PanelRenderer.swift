@@ -83,6 +83,9 @@ enum PanelRenderer {
             let how = media.playbackPeriodIsAutomatic ? "auto" : "fixed"
             rows.append(("playback period \(media.playbackPeriodMs) ms, \(how), \(media.xruns) under-run\(media.xruns == 1 ? "" : "s")",
                          CellStyle(dim: true), nil))
+            // What the network costs: the redundancy our packets carry, the frames others' repaired.
+            let n = media.redundancyFrames
+            rows.append(("redundancy \(n == 0 ? "none" : "\(n) frame\(n == 1 ? "" : "s")"), \(media.repaired) repaired", CellStyle(dim: true), nil))
         }
         var section = ""
         for (i, c) in m.audioChoices.enumerated() {

@@ -189,12 +189,13 @@ extension CallsClient {
                 if code == .mutedByModerator { engine?.setMuted(true); published.withLock { $0.muted = true } }
                 emit(.error(code: code.rawValue, message: message))
             }
-        case .lossReport(let from, let loss):
+        case .lossReport(let from, let loss, let redundancy):
             guard phase == .joined else { return }
             let now = Date()
-            lossReports[from] = (loss, now)
+            lossReports[from] = (loss, now, redundancy)
             lossReports = lossReports.filter { now.timeIntervalSince($0.value.1) < 6 }
-            engine?.setExpectedLoss(lossReports.values.map(\.0).max() ?? 0)
+            engine?.setReceiverReports(worstLossPercent: lossReports.values.map(\.0).max() ?? 0,
+                                       everyoneDecodesRedundancy: lossReports.values.allSatisfy(\.2))
         case .screenShare(let pid, let frame):
             guard phase == .joined, rosterByPID[pid] != nil else { return }
             published.withLock { p in
@@ -245,8 +246,13 @@ extension CallsClient {
     }
 
     /// Every 2 s, tells the server how much of each sender's audio we lost (it forwards each
-    /// report to that sender, whose FEC is tuned to the worst receiver).
+    /// report to that sender, whose FEC and redundancy follow the worst receiver); the first
+    /// audio report goes after 1 s, so a call that starts on a lossy path is covered sooner.
     func startReceiverReports() {
+        state.asyncAfter(deadline: .now() + 1) { [weak self] in
+            guard let self, self.phase == .joined, let reports = self.engine?.lossSinceLastReport(), !reports.isEmpty else { return }
+            self.socket?.send(text: ClientMessage.receiverReport(reports).json())
+        }
         let t = DispatchSource.makeTimerSource(queue: state)
         t.schedule(deadline: .now() + 2, repeating: 2)
         t.setEventHandler { [weak self] in

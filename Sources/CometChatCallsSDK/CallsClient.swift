@@ -51,7 +51,8 @@ public final class CallsClient: @unchecked Sendable {
     weak var rejoinLink: SignalLink?
     var dominantPID: String?
     var reportTimer: DispatchSourceTimer?
-    var lossReports: [String: (Double, Date)] = [:]
+    /// The latest loss report of each receiver of our audio: loss, when, whether it decodes redundant audio.
+    var lossReports: [String: (Double, Date, Bool)] = [:]
     /// Pings in flight (id → send time, monotonic ns) and the last measured round trip.
     var pingsSent: [Int: UInt64] = [:]
     var pingCounter = 0
@@ -182,10 +183,12 @@ public final class CallsClient: @unchecked Sendable {
                            impairedDrops: s.impairedDrops, played: j.reduce(0) { $0 + $1.played },
                            recovered: j.reduce(0) { $0 + $1.recovered }, concealed: j.reduce(0) { $0 + $1.concealed },
                            late: j.reduce(0) { $0 + $1.late }, overflowDropped: j.reduce(0) { $0 + $1.overflowDropped },
-                           lost: j.reduce(0) { $0 + $1.lost },
+                           lost: j.reduce(0) { $0 + $1.lost + $1.repaired },
                            xruns: engine.xruns, deviceFailures: engine.deviceFailureCount,
                            playbackPeriodMs: engine.playbackPeriodMs.load(ordering: .relaxed),
-                           playbackPeriodIsAutomatic: engine.playbackPeriodIsAutomatic)
+                           playbackPeriodIsAutomatic: engine.playbackPeriodIsAutomatic,
+                           repaired: j.reduce(0) { $0 + $1.repaired }, lateRepairs: j.reduce(0) { $0 + $1.lateRepairs },
+                           payloadBytesSent: s.payloadBytesSent, redundancyFrames: engine.redundancyFrames)
     }
 
     // MARK: REST
@@ -305,10 +308,11 @@ public final class CallsClient: @unchecked Sendable {
             o.jitterTargetFrames = settings.jitterTargetFrames
             o.impairment = settings.networkImpairment
             o.processing = settings.captureProcessing
-            o.bitrate = settings.audioBitrate
+            o.bitrate = settings.audioBitrate ?? settings.audioProfile.defaultBitrate
             o.complexity = settings.audioComplexity
             o.dtx = settings.audioDTX
             o.profile = settings.audioProfile
+            o.redundancy = settings.audioRedundancy
             o.playbackPeriodMs = settings.audioPeriodMs
             let inSpec = settings.audioInput, outSpec = settings.audioOutput, inputPeriod = settings.audioPeriodMs
             if case .alsa = try AudioEndpoint(spec: inSpec) {
@@ -386,13 +390,15 @@ public struct MediaReport: Sendable, Equatable {
     public var concealed: Int
     public var late: Int
     public var overflowDropped: Int
-    /// Packets lost on the network (gaps followed by later packets), all senders.
+    /// Packets lost on the network (gaps followed by later packets, repaired or not), all senders.
     public var lost: Int = 0
 
     public init(framesCaptured: Int = 0, packetsSent: Int = 0, packetsReceived: Int = 0, impairedDrops: Int = 0, played: Int = 0,
                 recovered: Int = 0, concealed: Int = 0, late: Int = 0, overflowDropped: Int = 0, lost: Int = 0, xruns: Int = 0,
-                deviceFailures: Int = 0, playbackPeriodMs: Int = 0, playbackPeriodIsAutomatic: Bool = true) {
+                deviceFailures: Int = 0, playbackPeriodMs: Int = 0, playbackPeriodIsAutomatic: Bool = true,
+                repaired: Int = 0, lateRepairs: Int = 0, payloadBytesSent: Int = 0, redundancyFrames: Int = 0) {
         self.playbackPeriodMs = playbackPeriodMs; self.playbackPeriodIsAutomatic = playbackPeriodIsAutomatic
+        self.repaired = repaired; self.lateRepairs = lateRepairs; self.payloadBytesSent = payloadBytesSent; self.redundancyFrames = redundancyFrames
         self.framesCaptured = framesCaptured; self.packetsSent = packetsSent; self.packetsReceived = packetsReceived
         self.impairedDrops = impairedDrops; self.played = played; self.recovered = recovered; self.concealed = concealed
         self.late = late; self.overflowDropped = overflowDropped; self.lost = lost; self.xruns = xruns; self.deviceFailures = deviceFailures
@@ -405,4 +411,13 @@ public struct MediaReport: Sendable, Equatable {
     /// chose it (the smallest the device keeps up with) or `setAudioPeriodMs` fixed it.
     public var playbackPeriodMs: Int
     public var playbackPeriodIsAutomatic: Bool
+    /// Frames played from a redundant copy in a later packet (their own was lost), and copies
+    /// that came after their frame had been concealed (RFC 2198 redundant audio).
+    public var repaired: Int
+    public var lateRepairs: Int
+    /// Audio payload bytes sent (Opus and any redundant copies, before SRTP and headers).
+    public var payloadBytesSent: Int
+    /// Previous frames each packet we send repeats now (0: plain Opus with in-band FEC), chosen
+    /// from the receivers' loss reports.
+    public var redundancyFrames: Int
 }

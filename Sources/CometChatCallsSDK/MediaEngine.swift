@@ -9,7 +9,8 @@ import Synchronization
 /// The client's media pipeline for one joined session.
 ///
 /// ```
-///  capture thread:  AudioInput.read ─▶ level ─▶ (muted? skip) ─▶ Opus encode ─▶ RTP+level ─▶ SRTP protect ─▶ UDP ─▶ relay
+///  capture thread:  AudioInput.read ─▶ level ─▶ (muted? skip) ─▶ Opus encode ─▶ [RED: + previous frames]
+///                   ─▶ RTP+level ─▶ SRTP protect ─▶ UDP ─▶ relay
 ///  receive thread:  UDP ─▶ consent challenge → answer │ bind ack │ SRTP unprotect (in place) ─▶ RTP header
 ///                   ─▶ [impairment] ─▶ ReceiveMixer.insert
 ///  playback thread: ReceiveMixer.mixNext (jitter buffers ─▶ decode / FEC / PLC ─▶ levels ─▶ gains ─▶ mix)
@@ -24,6 +25,8 @@ final class MediaEngine: @unchecked Sendable {
     struct Statistics: Sendable, Equatable {
         var framesCaptured = 0
         var packetsSent = 0
+        /// Audio payload bytes sent (Opus, with any redundant copies; before SRTP).
+        var payloadBytesSent = 0
         var packetsReceived = 0
         var impairedDrops = 0
         var bound = false
@@ -65,6 +68,7 @@ final class MediaEngine: @unchecked Sendable {
     private let bound = Atomic<Bool>(false)
     private let framesCaptured = Atomic<Int>(0)
     private let packetsSent = Atomic<Int>(0)
+    private let payloadBytesSent = Atomic<Int>(0)
     private let packetsReceived = Atomic<Int>(0)
     /// Jitter buffers, decoders, gains and levels of every sender, and the mix.
     private let receiver: ReceiveMixer
@@ -97,6 +101,9 @@ final class MediaEngine: @unchecked Sendable {
     }
     /// The loss percentage FEC is tuned for; set from receiver reports, applied by the capture thread.
     private let expectedLoss = Atomic<Int>(5)
+    /// Previous frames each packet repeats (0: plain Opus), chosen from receiver reports.
+    private let redundancyPolicy = Locked(RedundancyPolicy())
+    let redundancyDistance: Atomic<Int>
     /// Each sender's loss over the last report interval (percent), for connection quality.
     private let recentLoss = Locked<[UInt32: Double]>([:])
     /// Optional timing probe (benchmarks); called on the media threads, must not block.
@@ -115,6 +122,9 @@ final class MediaEngine: @unchecked Sendable {
         var complexity = 9
         var dtx = false
         var profile: OpusEncoder.Profile = .voice
+        /// Repeat previous frames in each packet (RFC 2198) when receivers report loss and all
+        /// of them decode it (`RedundancyPolicy`); false: plain Opus with in-band FEC only.
+        var redundancy = true
         /// Playback writes this many ms at a time (the device period, fixed); a frame is decoded
         /// when the previous one has been written. nil: automatic — the smallest period the
         /// device keeps up with (`PlaybackPeriodPolicy`: 5 ms, backing off on under-runs).
@@ -140,6 +150,7 @@ final class MediaEngine: @unchecked Sendable {
     init(input: any AudioInput, output: (any AudioOutput)?, options: Options, probe: (any MediaProbe)? = nil) throws(MediaEngineError) {
         let frameMs = options.frameMs, jitterTargetFrames = options.jitterTargetFrames, impairment = options.impairment
         self.options = options
+        redundancyDistance = Atomic(options.redundancy ? RedundancyPolicy().distance : 0)
         self.impairment = impairment
         self.probe = probe
         self.inputBox = Locked(input)
@@ -349,6 +360,7 @@ final class MediaEngine: @unchecked Sendable {
 
     var statistics: Statistics {
         Statistics(framesCaptured: framesCaptured.load(ordering: .relaxed), packetsSent: packetsSent.load(ordering: .relaxed),
+                   payloadBytesSent: payloadBytesSent.load(ordering: .relaxed),
                    packetsReceived: packetsReceived.load(ordering: .relaxed), impairedDrops: impairedDrops.load(ordering: .relaxed),
                    bound: bound.load(ordering: .relaxed), srtpRejected: srtpRejected.load(ordering: .relaxed),
                    jitter: receiver.statistics())
@@ -364,9 +376,13 @@ final class MediaEngine: @unchecked Sendable {
     private func captureLoop() {
         let pcm = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
         let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 8)
-        defer { pcm.deallocate(); packet.deallocate() }
+        let primary = UnsafeMutableRawBufferPointer.allocate(byteCount: RedundantAudio.maxBlockBytes, alignment: 8)
+        defer { pcm.deallocate(); packet.deallocate(); primary.deallocate() }
+        let history = RedundancyHistory()
         var seq = UInt16.random(in: 0...UInt16.max)
         var appliedLoss: Int32 = 5
+        var fecOn = true
+        var appliedBitrate = options.bitrate
         var timestamp = UInt32.random(in: 0...UInt32.max)
         var frame = 0
         var udpBlockedReported = false
@@ -384,6 +400,12 @@ final class MediaEngine: @unchecked Sendable {
             filters.captured(pcm, FrameInfo(sequence: seq, at: monotonicNanoseconds()))
             let loss = Int32(expectedLoss.load(ordering: .relaxed))
             if loss != appliedLoss { encoder.setExpectedLoss(percent: loss); appliedLoss = loss }
+            // Whole copies of the previous frames replace in-band FEC (a coarse copy of one
+            // frame that takes bits from this one): FEC only while nothing is repeated.
+            let distance = redundancyDistance.load(ordering: .relaxed)
+            if (distance == 0) != fecOn { fecOn = distance == 0; encoder.setFEC(fecOn) }
+            let bitrate = RedundancyPolicy.bitrate(base: options.bitrate, distance: distance)
+            if bitrate != appliedBitrate { encoder.setBitrate(Int32(bitrate)); appliedBitrate = bitrate }
             frame += 1
             framesCaptured.add(1, ordering: .relaxed)
             let db = meter.lastDBFS ?? LevelMeter.silenceDBFS
@@ -398,13 +420,26 @@ final class MediaEngine: @unchecked Sendable {
             timestamp &+= UInt32(frameSamples)
             guard isTransmitting else { continue }
             let level = RTPPacket.AudioLevel(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: LevelMeter.isVoice(dbfs: db))
-            let h = RTPPacket.writeHeader(into: packet, sequenceNumber: seq, timestamp: timestamp, ssrc: ssrc, audioLevel: level)
-            let payload = UnsafeMutableBufferPointer<UInt8>(rebasing: packet.bindMemory(to: UInt8.self)[h...])
-            guard let n = try? encoder.encode(UnsafeBufferPointer(pcm), into: payload) else { continue }
+            guard let encoded = try? encoder.encode(UnsafeBufferPointer(pcm), into: primary.bindMemory(to: UInt8.self)) else { continue }
+            let frame = UnsafeRawBufferPointer(rebasing: primary[0..<encoded])
+            let redundant = distance > 0 && history.available(sequence: seq, timestamp: timestamp, distance: distance) > 0
+            let h = RTPPacket.writeHeader(into: packet, payloadType: redundant ? RedundantAudio.payloadType : RTPPacket.opusPayloadType,
+                                          sequenceNumber: seq, timestamp: timestamp, ssrc: ssrc, audioLevel: level)
+            let body = UnsafeMutableRawBufferPointer(rebasing: packet[h...])
+            var n = encoded
+            if redundant {
+                guard let written = history.payload(into: body, payloadType: RTPPacket.opusPayloadType, primary: frame, sequence: seq,
+                                                    timestamp: timestamp, distance: distance) else { continue }
+                n = written.bytes
+            } else {
+                body.copyMemory(from: frame)
+            }
+            history.remember(frame, sequence: seq, timestamp: timestamp)
             pendingSendKey.applyIfDue(to: srtpSender.withLock { $0 })
             guard let sender = srtpSender.withLock({ $0 }), let length = try? sender.protect(packet, length: h + n) else { continue }
             if transmit(UnsafeRawBufferPointer(rebasing: packet[0..<length])) {
                 packetsSent.add(1, ordering: .relaxed)
+                payloadBytesSent.add(n, ordering: .relaxed)
                 probe?.sent(sequence: seq, at: monotonicNanoseconds())
             }
             seq &+= 1
@@ -416,6 +451,7 @@ final class MediaEngine: @unchecked Sendable {
         defer { buf.deallocate() }
         // Audio's draws, then video's own: video packets do not shift which audio packets a seed drops.
         var rngs = [SplitMix64(seed: impairment?.seed ?? 1), SplitMix64(seed: (impairment?.seed ?? 1) &+ 0x9E37_79B9_7F4A_7C15)]
+        var losses = impairment.map { [NetworkImpairment.LossProcess($0), NetworkImpairment.LossProcess($0)] } ?? []
         // Impaired packets waiting for their release time (tests and `--loss/--jitter` only).
         var delayed: [(release: UInt64, datagram: [UInt8])] = []
         while running.load(ordering: .acquiring) {
@@ -448,7 +484,7 @@ final class MediaEngine: @unchecked Sendable {
                     guard let imp = impairment else { deliver(h, d); continue }
                     // Impairment: drop, or hold for a random delay (which also reorders).
                     let r = h.payloadType == VP8Payload.payloadType ? 1 : 0
-                    if Double.random(in: 0..<100, using: &rngs[r]) < imp.lossPercent {
+                    if losses[r].drops(using: &rngs[r]) {
                         impairedDrops.add(1, ordering: .relaxed)
                         continue
                     }
@@ -482,16 +518,25 @@ final class MediaEngine: @unchecked Sendable {
     /// The loss percentage the encoder's FEC is tuned for now.
     var expectedLossPercent: Int { expectedLoss.load(ordering: .relaxed) }
 
-    /// Sets the loss FEC is tuned for (from the worst recent receiver report), 0…50 %.
-    func setExpectedLoss(_ percent: Double) {
+    /// Takes the receivers' reports (any thread): the worst recent loss tunes in-band FEC
+    /// (0…50 %) and, when every receiver decodes redundant audio, how many previous frames each
+    /// packet repeats (`RedundancyPolicy`).
+    func setReceiverReports(worstLossPercent percent: Double, everyoneDecodesRedundancy: Bool) {
         expectedLoss.store(Int(min(50, max(0, percent.rounded(.up)))), ordering: .relaxed)
+        let decodes = options.redundancy && everyoneDecodesRedundancy
+        let d = redundancyPolicy.withLock { $0.update(worstLossPercent: percent, everyoneDecodes: decodes, now: monotonicNanoseconds()) }
+        redundancyDistance.store(d, ordering: .relaxed)
     }
+
+    /// Previous frames each packet repeats now (0: plain Opus).
+    var redundancyFrames: Int { redundancyDistance.load(ordering: .relaxed) }
 
     /// Loss per sender since the last call: packets lost on the network (not a sender that
     /// stopped, e.g. muted) over packets expected.
     /// Called every couple of seconds by the client to build receiver reports.
     func lossSinceLastReport() -> [LossReport] {
-        let out = receiver.lossSinceLastReport()
+        // Every CallRoom receiver decodes redundant audio, and says so.
+        let out = receiver.lossSinceLastReport().map { r in var r = r; r.red = true; return r }
         recentLoss.withLock { r in for rep in out { r[rep.ssrc] = rep.lossPercent } }
         return out
     }

@@ -3,7 +3,8 @@ import CallsAudio
 /// CallRoom diagnostics: how one participant's audio is arriving here, since you joined.
 /// A value; any thread.
 public struct ReceiveStatistics: Sendable, Equatable {
-    /// Packets received, and those that never came while later ones did (network loss).
+    /// Packets received, and those that never came while later ones did (network loss, whether
+    /// a redundant copy, FEC or concealment then filled the frame).
     public var packetsReceived: Int
     public var packetsLost: Int
     /// Payload bytes received (a front end derives the bitrate from two readings).
@@ -14,6 +15,8 @@ public struct ReceiveStatistics: Sendable, Equatable {
     public var concealed: Int
     public var recovered: Int
     public var late: Int
+    /// Frames played from a redundant copy in a later packet (RFC 2198): lost, yet heard whole.
+    public var repaired: Int = 0
     /// Loss over the last report interval (percent), nil until measured.
     public var recentLossPercent: Double?
 
@@ -38,8 +41,10 @@ extension CallsClient {
         var out: [String: ReceiveStatistics] = [:]
         for p in participants {
             guard let pid = p.pid, let s = p.ssrc, let (j, jitterMs, bytes) = figures[s] else { continue }
-            out[pid] = ReceiveStatistics(packetsReceived: j.received, packetsLost: j.lost, bytesReceived: bytes, jitterMs: jitterMs,
-                                         concealed: j.concealed, recovered: j.recovered, late: j.late, recentLossPercent: recent[s])
+            var r = ReceiveStatistics(packetsReceived: j.received, packetsLost: j.lost + j.repaired, bytesReceived: bytes, jitterMs: jitterMs,
+                                      concealed: j.concealed, recovered: j.recovered, late: j.late, recentLossPercent: recent[s])
+            r.repaired = j.repaired
+            out[pid] = r
         }
         return out
     }

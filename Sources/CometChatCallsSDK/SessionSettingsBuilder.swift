@@ -73,10 +73,13 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var jitterTargetFrames: Int = 2
         /// CallRoom: noise suppression, automatic gain, echo cancellation on the microphone.
         public var captureProcessing: CaptureProcessing = .off
-        /// CallRoom: Opus bitrate (b/s), complexity (0…10) and discontinuous transmission.
-        public var audioBitrate: Int = 32_000
+        /// CallRoom: Opus bitrate (b/s; nil: the profile's, `OpusEncoder.Profile.defaultBitrate`),
+        /// complexity (0…10) and discontinuous transmission.
+        public var audioBitrate: Int?
         public var audioComplexity: Int = 9
         public var audioDTX: Bool = false
+        /// CallRoom: repeat previous frames in each packet when receivers report loss (RFC 2198).
+        public var audioRedundancy: Bool = true
         /// CallRoom: `.voice` (speech), `.music`, or `.lowDelay` (CELT only, 2.5 ms look-ahead, no FEC).
         public var audioProfile: OpusEncoder.Profile = .voice
         /// CallRoom: ALSA device period in ms (5, 10 or 20); nil means one frame.
@@ -182,12 +185,19 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     @discardableResult public func setNetworkImpairment(_ i: NetworkImpairment?) -> SessionSettingsBuilder { settings.networkImpairment = i; return self }
     /// CallRoom: microphone processing (SpeexDSP). Default off.
     @discardableResult public func setCaptureProcessing(_ p: CaptureProcessing) -> SessionSettingsBuilder { settings.captureProcessing = p; return self }
-    /// CallRoom: Opus bitrate in bits per second (6,000…510,000). Default 32,000.
+    /// CallRoom: Opus bitrate in bits per second (6,000…510,000). Default: the profile's —
+    /// 48,000 for `.voice`, 64,000 for `.music` and `.lowDelay`.
     @discardableResult public func setAudioBitrate(_ b: Int) -> SessionSettingsBuilder { settings.audioBitrate = min(510_000, max(6_000, b)); return self }
     /// CallRoom: Opus complexity 0…10. Default 9.
     @discardableResult public func setAudioComplexity(_ c: Int) -> SessionSettingsBuilder { settings.audioComplexity = min(10, max(0, c)); return self }
     /// CallRoom: Opus discontinuous transmission (fewer packets in silence). Default off.
     @discardableResult public func enableAudioDTX(_ on: Bool) -> SessionSettingsBuilder { settings.audioDTX = on; return self }
+    /// CallRoom: redundant audio (RFC 2198): when the receivers report loss and all of them
+    /// decode it, each packet repeats the previous 1–3 frames (`RedundancyPolicy`: 1 from 1 %
+    /// loss, 2 from 6 %, 3 from 12 %) in place of in-band FEC; a lost frame is then played at full
+    /// quality from a later packet. Costs up to 4× the audio bitrate under heavy loss, nothing on
+    /// a clean network. Default on; off: plain Opus with in-band FEC only.
+    @discardableResult public func enableAudioRedundancy(_ on: Bool) -> SessionSettingsBuilder { settings.audioRedundancy = on; return self }
     /// CallRoom: tune Opus for speech (`.voice`, default) or music.
     @discardableResult public func setAudioProfile(_ p: OpusEncoder.Profile) -> SessionSettingsBuilder { settings.audioProfile = p; return self }
     /// CallRoom: the playback device period, 5, 10 or 20 ms, fixed. Default (nil): automatic —

@@ -12,8 +12,9 @@ enum BenchCommand {
         USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms auto|5|10|20] [--seconds N] [--jitter-frames N]
                                       [--loss PCT --jitter MS] [--profile voice|music|low-delay]
                callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
-               callroom bench quality [--loss PCT] [--jitter MS] [--seconds N] [--seed N]
-                                      [--input FILE.wav] [--record OUT.wav] [--complexity 0-10] [--profile voice|music|low-delay]
+               callroom bench quality [--loss PCT] [--burst N] [--jitter MS] [--seconds N] [--seed N]
+                                      [--input FILE.wav] [--record OUT.wav] [--complexity 0-10] [--bitrate BPS]
+                                      [--redundancy on|off] [--profile voice|music|low-delay]
                callroom bench cpu [--speakers N] [--frames N]
                callroom bench udp-floor [--destinations N] [--datagrams N]
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
@@ -26,11 +27,12 @@ enum BenchCommand {
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
                  decode → mix → playback on another; per-stage breakdown; last line
                  mouth_to_ear_ms median=X p95=Y
-        quality  a continuous tone (or --input, looped) through random loss and delay variation
-                 applied before the listener's jitter buffer; how much was played, recovered
-                 (FEC), concealed (PLC), and playback stalls; --record writes what the listener
-                 heard (48 kHz mono WAV) for a speech-quality score (scripts/bench-pesq.sh);
-                 last line quality … stalls=N
+        quality  a continuous tone (or --input, looped) through random loss (--burst N: in bursts
+                 of N packets on average) and delay variation applied before the listener's jitter
+                 buffer; how much was played, repaired from redundant copies, recovered (FEC),
+                 concealed (PLC), playback stalls, and the speaker's bandwidth and redundancy;
+                 --record writes what the listener heard (48 kHz mono WAV) for a speech-quality
+                 score (scripts/bench-pesq.sh); last line quality … wire_kbps=X
         render   time to lay out and draw one call-screen frame (120×40, levels moving every frame)
                  and how many cells a frame rewrites; last line render_us median=X
         cpu      Opus encode, decode and mixing cost per stream, as a share of one core, for a
@@ -69,7 +71,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds",
-                                                                        "joins", "ca-file", "language", "model-dir", "complexity", "profile"],
+                                                                        "joins", "ca-file", "language", "model-dir", "complexity", "profile", "burst", "bitrate", "redundancy"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -136,12 +138,20 @@ enum BenchCommand {
                 do { recorder = try FileOutput(path: path, frameSamples: 960, paced: false) } catch { Console.fail("--record: \(error)") }
             }
             let rec = recorder
-            let complexity = int("complexity", 9, 0...10)
+            let complexity = int("complexity", 9, 0...10), bitrate = int("bitrate", profile.defaultBitrate, 6_000...510_000)
+            let burst = args["burst"].map { _ in Double(int("burst", 1, 1...50)) }
+            let redundancy: Bool
+            switch args["redundancy"] ?? "on" {
+            case "on": redundancy = true
+            case "off": redundancy = false
+            default: Console.fail("--redundancy must be on or off")
+            }
             let period: Int?
             do { period = try SurfaceFlags.playbackPeriod(args["period-ms"], frameMs: 20) } catch { Console.fail(error.message) }
+            let imp = NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: seed, burstLength: burst)
             Task {
-                await PipelineBench.quality(loss: loss, jitter: jitter, seconds: seconds, seed: seed, input: input, recorder: rec,
-                                            complexity: complexity, periodMs: period, profile: profile)
+                await PipelineBench.quality(impairment: imp, seconds: seconds, input: input, recorder: rec, complexity: complexity,
+                                            bitrate: bitrate, redundancy: redundancy, periodMs: period, profile: profile)
                 exit(ExitCode.ok)
             }
         }
@@ -248,35 +258,51 @@ enum PipelineBench {
         Console.out("mouth_to_ear_ms median=\(fmt(percentile(total, 0.5))) p95=\(fmt(percentile(total, 0.95)))")
     }
 
-    static func quality(loss: Double, jitter: Double, seconds: Int, seed: UInt64, input: String = "tone:440",
-                        recorder: FileOutput? = nil, complexity: Int = 9, periodMs: Int? = nil, profile: OpusEncoder.Profile = .voice) async {
+    static func quality(impairment imp: NetworkImpairment, seconds: Int, input: String = "tone:440", recorder: FileOutput? = nil,
+                        complexity: Int = 9, bitrate: Int = 48_000, redundancy: Bool = true, periodMs: Int? = nil,
+                        profile: OpusEncoder.Profile = .voice) async {
+        let (loss, jitter, seed) = (imp.lossPercent, imp.jitterMs, imp.seed)
         let room = startServer()
         let ear = EarOutput(frameSamples: 960, recorder: recorder)
-        let imp = NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: seed)
         let target = max(2, Int((jitter / 20).rounded(.up)) + 1)
         let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
             .setNetworkImpairment(imp).setJitterTargetFrames(target).setAudioPeriodMs(periodMs).build(), probe: nil)
         listener.replaceOutputForBenchmark(ear)
         let speaker = await client(room, uid: "voice", settings: SessionSettingsBuilder().setAudioInput(input).setAudioOutput("none")
-            .setAudioComplexity(complexity).setAudioProfile(profile).build(), probe: nil)
-        try? await Task.sleep(nanoseconds: UInt64(seconds) * 1_000_000_000)
-        let report = listener.mediaReport
+            .setAudioComplexity(complexity).setAudioBitrate(bitrate).enableAudioRedundancy(redundancy).setAudioProfile(profile).build(), probe: nil)
+        // What the speaker sends, sampled through the run: the redundancy it chose.
+        var distances: [Int: Int] = [:]
+        for _ in 0..<(seconds * 4) {
+            try? await Task.sleep(nanoseconds: 250_000_000)
+            distances[speaker.mediaReport?.redundancyFrames ?? 0, default: 0] += 1
+        }
+        let report = listener.mediaReport, sent = speaker.mediaReport
         ear.close()
         recorder?.close()
         await speaker.leave()
         await listener.leave()
         room.server.stop()
         try? FileManager.default.removeItem(atPath: room.dir)
-        guard let r = report else { Console.fail("no media report", code: ExitCode.failure) }
+        guard let r = report, let s = sent else { Console.fail("no media report", code: ExitCode.failure) }
         let decided = max(1, r.played + r.recovered + r.concealed)
         let frames = max(1, ear.frames.load(ordering: .relaxed))
-        Console.out("callroom bench quality: \(input), loss \(loss) %, jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(target), \(seconds) s")
+        Console.out("callroom bench quality: \(input), loss \(loss) %" + (imp.burstLength.map { " in bursts of \($0) packets (mean)" } ?? "") +
+                    ", jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(target), \(seconds) s, Opus \(bitrate / 1000) kb/s" +
+                    ", redundancy \(redundancy ? "on" : "off")")
         Console.out("packets received \(r.packetsReceived), dropped by impairment \(r.impairedDrops), late \(r.late)")
-        Console.out("frames: played \(r.played), recovered from FEC \(r.recovered), concealed \(r.concealed); " +
-                    "output frames \(frames), silent \(ear.silentFrames.load(ordering: .relaxed))")
-        Console.out(String(format: "quality loss_pct=%.1f jitter_ms=%.0f recovered_pct=%.2f concealed_pct=%.2f silent_output_pct=%.2f stalls=%d",
+        Console.out("frames: played \(r.played) (of them repaired from a redundant copy \(r.repaired)), recovered from FEC \(r.recovered), " +
+                    "concealed \(r.concealed), redundant copies too late \(r.lateRepairs); output frames \(frames), silent \(ear.silentFrames.load(ordering: .relaxed))")
+        // Bandwidth as sent: payload, and on the wire (RTP 12 + level 8, SRTP tag 10, UDP 8, IPv4 20 per packet).
+        let sentSeconds = Double(max(1, s.framesCaptured)) * 0.02
+        let payloadKbps = Double(s.payloadBytesSent) * 8 / sentSeconds / 1000
+        let wireKbps = Double(s.payloadBytesSent + s.packetsSent * 58) * 8 / sentSeconds / 1000
+        let chosen = distances.sorted { $0.key < $1.key }.map { "\($0.key): \(100 * $0.value / max(1, seconds * 4)) %" }.joined(separator: ", ")
+        Console.out(String(format: "sent: payload %.1f kb/s, on the wire %.1f kb/s; frames repeated per packet (share of the run) ", payloadKbps, wireKbps) + chosen)
+        Console.out(String(format: "quality loss_pct=%.1f jitter_ms=%.0f recovered_pct=%.2f concealed_pct=%.2f repaired_pct=%.2f silent_output_pct=%.2f stalls=%d payload_kbps=%.1f wire_kbps=%.1f",
                            loss, jitter, 100 * Double(r.recovered) / Double(decided), 100 * Double(r.concealed) / Double(decided),
-                           100 * Double(ear.silentFrames.load(ordering: .relaxed)) / Double(frames), ear.stalls.load(ordering: .relaxed)))
+                           100 * Double(r.repaired) / Double(decided),
+                           100 * Double(ear.silentFrames.load(ordering: .relaxed)) / Double(frames), ear.stalls.load(ordering: .relaxed),
+                           payloadKbps, wireKbps))
     }
 }
 

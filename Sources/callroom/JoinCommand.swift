@@ -11,6 +11,7 @@ enum JoinCommand {
         USAGE: callroom join SESSION_ID|INVITE_LINK (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--period-ms auto|5|10|20] [--impair SPEC]
+                             [--bitrate BPS] [--redundancy on|off]
                              [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
                              [--ca-file FILE | --insecure] [--passcode CODE] [--video SOURCE] [--video-out DIR]
 
@@ -37,10 +38,14 @@ enum JoinCommand {
           --frame-ms N         audio frame length, 10 or 20 (default 20)
           --period-ms P        playback device period: auto (default: 5 ms, longer only if the
                                device under-runs), or 5, 10, 20 fixed (at most the frame)
+          --bitrate BPS        Opus bitrate, 6000…510000 (default: 48000 for speech)
+          --redundancy on|off  repeat previous frames in each packet when receivers report loss
+                               (RFC 2198; default on), or plain Opus with in-band FEC only
           --capture LIST       microphone processing (SpeexDSP), comma-separated: ns (noise
                                suppression), agc (automatic gain), aec (echo cancellation)
           --impair SPEC        simulate a bad network on what you receive, before the jitter buffer:
-                               loss=PCT,jitter=MS[,seed=N] (random loss; 0…MS ms of delay variation)
+                               loss=PCT,jitter=MS[,burst=N][,seed=N] (random loss, or in bursts of N
+                               packets on average; 0…MS ms of delay variation)
           --show LIST          show these parts of the call screen, comma-separated (the call screen
                                shows chat and invite by default; the SDK hides them): control-panel,
                                header, timer, leave, audio, video, switch-camera, recording,
@@ -63,7 +68,8 @@ enum JoinCommand {
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments, valued: ["video", "video-out", "passcode", "ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
-                                                           "input", "output", "frame-ms", "period-ms", "impair", "capture", "event-log", "show", "hide"],
+                                                           "input", "output", "frame-ms", "period-ms", "impair", "capture", "event-log", "show", "hide",
+                                                           "bitrate", "redundancy"],
                                        boolean: ["insecure", "headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
@@ -102,6 +108,15 @@ enum JoinCommand {
         // The terminal app shows chat and invite (the SDK's defaults hide them); flags override.
         if !headless { settings.hideChatButton(false).hideShareInviteButton(false) }
         do { try SurfaceFlags.apply(show: args["show"], hide: args["hide"], to: settings) } catch { Console.fail(error.message) }
+        if let b = args["bitrate"] {
+            guard let bps = Int(b), (6_000...510_000).contains(bps) else { Console.fail("--bitrate must be 6000…510000 (bits per second)") }
+            settings.setAudioBitrate(bps)
+        }
+        switch args["redundancy"] {
+        case nil, "on": break
+        case "off": settings.enableAudioRedundancy(false)
+        default: Console.fail("--redundancy must be on or off")
+        }
         if let n = args["name"] { settings.setDisplayName(n) }
         if let p = args["passcode"] { settings.setPasscode(p) }
         if let list = args["capture"] {

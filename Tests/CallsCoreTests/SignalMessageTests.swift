@@ -43,6 +43,7 @@ struct SignalMessageTests {
         .memberStopped(reason: "disk full"),
         .subscribeVideo(pids: ["p2", "p3"]), .requestKeyframe(pid: "p2"),
         .receiverReport([LossReport(ssrc: 10, lossPercent: 1.5, framesPerSecond: 14.5)]),
+        .receiverReport([LossReport(ssrc: 9, lossPercent: 3, red: true)]),
         .screenShare(sampleShare),
     ]
 
@@ -74,7 +75,7 @@ struct SignalMessageTests {
             .joined(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff")),
             .resumed(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff",
                            resumeToken: "r", gracePeriodSeconds: 30, dominantSpeaker: "p1")),
-            .dominantSpeaker(pid: "p1"), .dominantSpeaker(pid: nil), .lossReport(fromPid: "p2", lossPercent: 12),
+            .dominantSpeaker(pid: "p1"), .dominantSpeaker(pid: nil), .lossReport(fromPid: "p2", lossPercent: 12, redundancy: false), .lossReport(fromPid: "p2", lossPercent: 12, redundancy: true),
             .chat(ChatMessage(id: 1, pid: "p1", uid: "alice", name: "Alice", text: "hello", sentAt: 5)),
             .participantJoined(alice), .participantLeft(alice, reason: .left), .participantLeft(alice, reason: .serverShuttingDown),
             .participantUpdated(alice, change: .audioMuted), .left(reason: .removed),

@@ -52,7 +52,7 @@ extension RoomCoreTests {
         let effects = message(.receiverReport([LossReport(ssrc: try XCTUnwrap(ja.you.videoSsrc), lossPercent: 12.5, framesPerSecond: 14),
                                                LossReport(ssrc: ja.you.ssrc, lossPercent: 1)]), b)
         XCTAssertEqual(sent(effects, to: a), [.videoReport(fromPid: jb.you.pid, lossPercent: 12.5, framesPerSecond: 14),
-                                               .lossReport(fromPid: jb.you.pid, lossPercent: 1)])
+                                               .lossReport(fromPid: jb.you.pid, lossPercent: 1, redundancy: false)])
     }
 }
 

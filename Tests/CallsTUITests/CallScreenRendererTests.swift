@@ -655,5 +655,9 @@ extension CallScreenRendererTests {
         XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 40).text.contains("playback period 10 ms, auto, 4 under-runs"))
         m.media = MediaReport(xruns: 1, playbackPeriodMs: 20, playbackPeriodIsAutomatic: false)
         XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 40).text.contains("playback period 20 ms, fixed, 1 under-run"))
+        // And what the network costs: our redundancy, others' frames repaired from copies.
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 40).text.contains("redundancy none, 0 repaired"))
+        m.media = MediaReport(xruns: 0, playbackPeriodMs: 5, repaired: 17, redundancyFrames: 2)
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 120, height: 40).text.contains("redundancy 2 frames, 17 repaired"))
     }
 }
