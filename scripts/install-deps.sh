@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages CallRoom builds and tests with, skipping those already present.
 # Runs `apt-get update` at most once, and only when something is missing. Needs root (or sudo).
-# Usage: install-deps.sh [--core]   (--core: without clang, which only the eBPF fast path needs)
+# Usage: install-deps.sh [--core]   (--core: without clang and the PostgreSQL server, which only the eBPF
+# fast path and the tests need)
 set -euo pipefail
 
 packages=(
@@ -13,7 +14,8 @@ packages=(
   libsndfile1-dev     # WAV files
   libssl-dev          # HMAC, SHA-256, random
   libcurl4-openssl-dev # outbound HTTP: webhooks (and push)
-  libsqlite3-dev      # the server's store
+  libsqlite3-dev      # the server's store (the embedded default)
+  libpq-dev           # the server's store on PostgreSQL (several nodes)
   libsrtp2-dev        # SRTP: encrypted, authenticated media
   libogg-dev          # recordings: Ogg Opus per participant (RFC 7845)
   libopusenc-dev      # recordings: the mixed room as Ogg Opus
@@ -35,10 +37,10 @@ packages=(
   libbpf-dev          # the relay's eBPF fast path: loading and maps
   tmux                # terminal UI tests
 )
-# Only to build the relay's fast-path program (scripts/build-bpf.sh); `--core` skips it, as
-# the demo does not need it.
+# Only to build the relay's fast-path program (scripts/build-bpf.sh), and the PostgreSQL server
+# the store's tests start a throwaway cluster of; `--core` skips them, as the demo needs neither.
 if [ "${1:-}" != "--core" ]; then
-  packages+=(clang)
+  packages+=(clang postgresql)
 fi
 
 missing=()

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, then runs every XCTest and Swift Testing test.
+# The whole test suite: installs what is missing, then runs every XCTest and Swift Testing test;
+# then the store's and the server's tests (CallsServerTests) a second time with the store on a
+# throwaway PostgreSQL cluster (CALLROOM_TEST_STORE=postgres), so the store suite runs on both.
+# Arguments (e.g. --filter X) go to the first pass; with any, the PostgreSQL pass is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/install-python-deps.sh
 bash scripts/build-bpf.sh
 swift build --build-tests
-exec swift test --skip-build "$@"
+swift test --skip-build "$@"
+if [ $# -eq 0 ]; then
+  echo "test.sh: the store's and the server's tests again, on PostgreSQL" >&2
+  CALLROOM_TEST_STORE=postgres swift test --skip-build --filter CallsServerTests
+fi

@@ -39,7 +39,7 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
     func attach(outbox: any SignalOutbox) { outboxRef = outbox }
 
     /// Takes back the calls that were ringing when the server stopped (before any connection).
-    func restore() throws(SQLiteError) {
+    func restore() throws(DatabaseError) {
         let list = try store.ringingCalls()
         queue.sync { run(.restore(list)) }
     }

@@ -169,9 +169,13 @@ public final class CallServer: @unchecked Sendable {
         let mediaPublic = try Self.mediaAddress(configuration.mediaPublicAddress)
         let store: CallStore
         let dbPath = (dir as NSString).appendingPathComponent("callroom.sqlite")
-        guard PrivateFiles.create(dbPath) else { throw .cannotWrite(dbPath) }
+        guard configuration.databaseURL != nil || PrivateFiles.create(dbPath) else { throw .cannotWrite(dbPath) }
         do {
-            store = try CallStore(path: dbPath)
+            if let url = configuration.databaseURL {
+                store = try CallStore(database: try PostgresDatabase(url: url))
+            } else {
+                store = try CallStore(path: dbPath)
+            }
             let closed = try store.closeInterruptedCalls()
             if closed > 0 { log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)"]) }
             Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log)

@@ -50,13 +50,13 @@ extension CallStore {
         guard !requests.isEmpty else { return [] }
         var receipts: [StoreReceipt] = []
         var batch = StoreRefs.Overlay()
-        do throws(SQLiteError) {
-            try locked { () throws(SQLiteError) in
-                try db.transaction { () throws(SQLiteError) in
+        do throws(DatabaseError) {
+            try locked { () throws(DatabaseError) in
+                try db.transaction { () throws(DatabaseError) in
                     for r in requests {
                         try db.execute("SAVEPOINT request")
                         var view = RefView(batch: batch)
-                        do throws(SQLiteError) {
+                        do throws(DatabaseError) {
                             let out = try apply(r.commands, committed: refs, refs: &view)
                             try db.execute("RELEASE request")
                             batch.merge(view.request)
@@ -81,16 +81,16 @@ extension CallStore {
     }
 
     /// One request's commands (inside the batch transaction, under the store lock).
-    private func apply(_ commands: [StoreCommand], committed: borrowing StoreRefs, refs: inout RefView) throws(SQLiteError) -> StoreReceipt.Output {
+    private func apply(_ commands: [StoreCommand], committed: borrowing StoreRefs, refs: inout RefView) throws(DatabaseError) -> StoreReceipt.Output {
         var out = StoreReceipt.Output()
         for c in commands {
             switch c {
             case let .recordingStarted(rid, call, sessionId, now):
-                guard let callID = refs.call(call, committed) else { throw SQLiteError.step(message: "the call was not recorded") }
+                guard let callID = refs.call(call, committed) else { throw DatabaseError.step(message: "the call was not recorded") }
                 try db.execute("INSERT INTO recordings(rid, call_id, session_id, started_at) VALUES (?, ?, ?, ?)",
                                [.text(rid), .int(callID), .text(sessionId), .int(now)])
             case let .transcriptionStarted(tid, call, language, now):
-                guard let callID = refs.call(call, committed) else { throw SQLiteError.step(message: "the call was not recorded") }
+                guard let callID = refs.call(call, committed) else { throw DatabaseError.step(message: "the call was not recorded") }
                 let meta = (try? String(decoding: JSONEncoder().encode(["language": language]), as: UTF8.self)) ?? "{}"
                 try db.execute("INSERT INTO transcripts(call_id, tid, start_time, end_time, url, meta) VALUES (?, ?, ?, 0, '', ?)",
                                [.int(callID), .text(tid), .int(now), .text(meta)])
@@ -116,7 +116,7 @@ extension CallStore {
                     """, [.text(sessionId), .text(type), .text(mode), .int(now), .int(now), .int(now)])
                 refs.request.calls[ref] = db.lastInsertRowID
             case let .participantJoined(ref, call, uid, pid, displayName, now):
-                guard let callID = refs.call(call, committed) else { throw SQLiteError.step(message: "the call was not recorded") }
+                guard let callID = refs.call(call, committed) else { throw DatabaseError.step(message: "the call was not recorded") }
                 var name = uid
                 if let d = displayName {
                     name = d
@@ -132,7 +132,7 @@ extension CallStore {
                 refs.request.participants[ref] = .some(nil)
                 try db.execute("UPDATE call_participants SET left_at = ? WHERE id = ? AND left_at IS NULL", [.int(now), .int(row)])
             case let .chat(call, uid, pid, name, text, now):
-                guard let callID = refs.call(call, committed) else { throw SQLiteError.step(message: "the call was not recorded") }
+                guard let callID = refs.call(call, committed) else { throw DatabaseError.step(message: "the call was not recorded") }
                 try db.execute("INSERT INTO chat_messages(call_id, uid, pid, name, text, sent_at) VALUES (?, ?, ?, ?, ?, ?)",
                                [.int(callID), .text(uid), .text(pid), .text(name), .text(text), .int(now)])
                 out.chatID = db.lastInsertRowID
@@ -148,7 +148,7 @@ extension CallStore {
                     INSERT INTO calls(session_id, type, mode, status, initiated_at, ended_at, last_seen_at, initiator_uid, receiver_id,
                         receiver_type, ring_timeout_s) VALUES (?, ?, 'call', ?, ?, ?, ?, ?, ?, ?, ?)
                     """, [.text(call.sessionId), .text(call.type.rawValue), .text(call.status.rawValue), .int(call.initiatedAt),
-                          call.endedAt.map { SQLiteValue.int($0) } ?? .null, .int(call.initiatedAt),
+                          call.endedAt.map { DatabaseValue.int($0) } ?? .null, .int(call.initiatedAt),
                           .text(call.initiator.id), .text(call.receiver.id), .text(call.receiverType.rawValue), .int(Int64(call.timeoutSeconds))])
                 let id = db.lastInsertRowID
                 for m in call.members {
@@ -156,8 +156,8 @@ extension CallStore {
                                    [.int(id), .text(m.uid), .text(m.outcome.rawValue), .int(call.initiatedAt)])
                 }
             case let .ringStatus(sessionId, status, startedAt, endedAt):
-                let started: SQLiteValue = startedAt.map { SQLiteValue.int($0) } ?? .null
-                let ended: SQLiteValue = endedAt.map { SQLiteValue.int($0) } ?? .null
+                let started: DatabaseValue = startedAt.map { DatabaseValue.int($0) } ?? .null
+                let ended: DatabaseValue = endedAt.map { DatabaseValue.int($0) } ?? .null
                 try db.execute("""
                     UPDATE calls SET status = ?, started_at = COALESCE(?, started_at), ended_at = COALESCE(?, ended_at),
                         last_seen_at = COALESCE(?, ?, last_seen_at) WHERE session_id = ? AND mode = 'call'
@@ -211,7 +211,7 @@ extension CallStore {
     }
 
     /// Queues webhook deliveries (inside the batch transaction).
-    func insertOutbox(_ rows: [OutboxRow]) throws(SQLiteError) {
+    func insertOutbox(_ rows: [OutboxRow]) throws(DatabaseError) {
         for r in rows {
             try db.execute("""
                 INSERT INTO webhook_deliveries(delivery_id, webhook_id, url, session_id, trigger, body, created_at, next_attempt_at)

@@ -26,9 +26,9 @@ public struct CallFilter: Sendable, Equatable {
 
 extension CallStore {
     /// Calls matching `filter`, newest first.
-    public func calls(_ f: CallFilter, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredCall> {
+    public func calls(_ f: CallFilter, page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredCall> {
         var clauses: [String] = []
-        var params: [SQLiteValue] = []
+        var params: [DatabaseValue] = []
         if let v = f.type { clauses.append("c.type = ?"); params.append(.text(v)) }
         if f.status == "missed" {
             // Missed: a ringing call that never connected for its receivers.
@@ -58,7 +58,7 @@ extension CallStore {
             params.append(.int(Int64(n)))
         }
         let whereSQL = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
-        return try locked { () throws(SQLiteError) in
+        return try locked { () throws(DatabaseError) in
             let total = Int(try db.query("SELECT COUNT(*) FROM calls c \(whereSQL)", params).first?.first?.int ?? 0)
             let ids = try db.query("SELECT c.id FROM calls c \(whereSQL) ORDER BY c.id DESC LIMIT ? OFFSET ?",
                                    params + [.int(Int64(perPage)), .int(Int64((page - 1) * perPage))]).compactMap { $0.first?.int }
@@ -69,7 +69,7 @@ extension CallStore {
     }
 
     /// One call with its participants (caller holds the lock).
-    func loadCall(id: Int64) throws(SQLiteError) -> StoredCall? {
+    func loadCall(id: Int64) throws(DatabaseError) -> StoredCall? {
         guard let r = try db.query("""
             SELECT c.id, c.session_id, c.type, c.mode, c.status, c.initiated_at, c.started_at, c.ended_at,
                 c.initiator_uid, COALESCE(iu.name, c.initiator_uid), c.receiver_type, c.receiver_id,
@@ -121,8 +121,8 @@ public struct StoredChatMessage: Sendable, Equatable, Codable {
 
 extension CallStore {
     /// The chat of the latest call of `sessionId`, oldest first.
-    public func chatMessages(sessionId: String, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredChatMessage> {
-        try locked { () throws(SQLiteError) in
+    public func chatMessages(sessionId: String, page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredChatMessage> {
+        try locked { () throws(DatabaseError) in
             guard let call = try db.query("SELECT id FROM calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                                           [.text(sessionId)]).first?.first?.int else {
                 return Page(items: [], total: 0, page: page, perPage: perPage)
@@ -143,8 +143,8 @@ public typealias StoredTranscript = TranscriptRecord
 
 extension CallStore {
     /// The transcripts of the latest call of `sessionId`, oldest first.
-    public func transcripts(sessionId: String, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredTranscript> {
-        try locked { () throws(SQLiteError) in
+    public func transcripts(sessionId: String, page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredTranscript> {
+        try locked { () throws(DatabaseError) in
             guard let call = try db.query("SELECT id FROM calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                                           [.text(sessionId)]).first?.first?.int else {
                 return Page(items: [], total: 0, page: page, perPage: perPage)
@@ -156,7 +156,7 @@ extension CallStore {
     }
 
     /// (Under the lock.)
-    private func transcriptRows(callID: Int64, sessionId: String, limit: Int, offset: Int) throws(SQLiteError) -> [StoredTranscript] {
+    private func transcriptRows(callID: Int64, sessionId: String, limit: Int, offset: Int) throws(DatabaseError) -> [StoredTranscript] {
         try db.query("SELECT tid, start_time, end_time, url, meta FROM transcripts WHERE call_id = ? ORDER BY id LIMIT ? OFFSET ?",
                      [.int(callID), .int(Int64(limit)), .int(Int64(offset))]).map {
             StoredTranscript(tid: $0[0].text ?? "", mid: sessionId, roomName: sessionId, startTime: $0[1].int ?? 0,
@@ -165,23 +165,23 @@ extension CallStore {
     }
 
     /// The transcriber finished (or a crash-cut transcript was finalised): its end, URL and metadata.
-    func transcriptionFinished(tid: String, endedAt: Int64, url: String, meta: String) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+    func transcriptionFinished(tid: String, endedAt: Int64, url: String, meta: String) throws(DatabaseError) {
+        try locked { () throws(DatabaseError) in
             try db.execute("UPDATE transcripts SET end_time = ?, url = ?, meta = ? WHERE tid = ?", [.int(endedAt), .text(url), .text(meta), .text(tid)])
         }
     }
 
     /// Transcripts a crash left without an end (finalised at start), with their session.
-    func unfinishedTranscripts() throws(SQLiteError) -> [(tid: String, sessionId: String, startedAt: Int64)] {
-        try locked { () throws(SQLiteError) in
+    func unfinishedTranscripts() throws(DatabaseError) -> [(tid: String, sessionId: String, startedAt: Int64)] {
+        try locked { () throws(DatabaseError) in
             try db.query("SELECT t.tid, c.session_id, t.start_time FROM transcripts t JOIN calls c ON c.id = t.call_id WHERE t.end_time = 0")
                 .map { ($0[0].text ?? "", $0[1].text ?? "", $0[2].int ?? 0) }
         }
     }
 
     /// One transcript of a call of `sessionId` (any call, not only the latest).
-    func transcript(sessionId: String, tid: String) throws(SQLiteError) -> (StoredTranscript, callID: Int64)? {
-        try locked { () throws(SQLiteError) in
+    func transcript(sessionId: String, tid: String) throws(DatabaseError) -> (StoredTranscript, callID: Int64)? {
+        try locked { () throws(DatabaseError) in
             guard let row = try db.query("""
                 SELECT t.tid, t.start_time, t.end_time, t.url, t.meta, t.call_id FROM transcripts t JOIN calls c ON c.id = t.call_id
                 WHERE t.tid = ? AND c.session_id = ?
@@ -195,9 +195,9 @@ extension CallStore {
 // MARK: Recordings
 extension CallStore {
     /// The recorder finished: the recording's end and its files (replacing any listed before).
-    func recordingFinished(rid: String, endedAt: Int64, files: [StoredRecordingFile], outbox: [OutboxRow] = []) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) in
+    func recordingFinished(rid: String, endedAt: Int64, files: [StoredRecordingFile], outbox: [OutboxRow] = []) throws(DatabaseError) {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) in
                 try insertOutbox(outbox)
                 let duration = files.map(\.durationMs).max() ?? 0
                 try db.execute("UPDATE recordings SET ended_at = ?, duration_ms = ?, bytes = ? WHERE rid = ?",
@@ -214,9 +214,9 @@ extension CallStore {
     }
 
     /// Deletes the rows of recordings that ended before `before`; returns their ids.
-    func deleteRecordings(endedBefore before: Int64) throws(SQLiteError) -> [String] {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) -> [String] in
+    func deleteRecordings(endedBefore before: Int64) throws(DatabaseError) -> [String] {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) -> [String] in
                 let rids = try db.query("SELECT rid FROM recordings WHERE ended_at IS NOT NULL AND ended_at < ?", [.int(before)]).compactMap { $0[0].text }
                 for rid in rids {
                     try db.execute("DELETE FROM recording_files WHERE rid = ?", [.text(rid)])
@@ -228,15 +228,15 @@ extension CallStore {
     }
 
     /// Recordings a crash left without an end (finalised at start).
-    public func unfinishedRecordings() throws(SQLiteError) -> [(rid: String, startedAt: Int64)] {
-        try locked { () throws(SQLiteError) in
+    public func unfinishedRecordings() throws(DatabaseError) -> [(rid: String, startedAt: Int64)] {
+        try locked { () throws(DatabaseError) in
             try db.query("SELECT rid, started_at FROM recordings WHERE ended_at IS NULL").map { ($0[0].text ?? "", $0[1].int ?? 0) }
         }
     }
 
     /// One recording of `sessionId` (nil: no such recording of that session).
-    public func recording(sessionId: String, rid: String) throws(SQLiteError) -> StoredRecording? {
-        try locked { () throws(SQLiteError) in
+    public func recording(sessionId: String, rid: String) throws(DatabaseError) -> StoredRecording? {
+        try locked { () throws(DatabaseError) in
             guard let row = try db.query("SELECT call_id FROM recordings WHERE rid = ? AND session_id = ?", [.text(rid), .text(sessionId)]).first,
                   let callID = row[0].int, let call = try loadCall(id: callID) else { return nil }
             return call.recordings.first { $0.rid == rid }

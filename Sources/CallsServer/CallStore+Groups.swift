@@ -12,9 +12,9 @@ public struct StoredGroup: Sendable, Equatable, Codable {
 extension CallStore {
     /// Creates a group owned by `owner` with `members` (the owner included); nil if the guid exists.
     public func createGroup(guid: String, name: String, owner: String, members: [String], now: Int64 = epochMilliseconds())
-        throws(SQLiteError) -> StoredGroup? {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) -> StoredGroup? in
+        throws(DatabaseError) -> StoredGroup? {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) -> StoredGroup? in
                 if try !db.query("SELECT 1 FROM groups WHERE guid = ?", [.text(guid)]).isEmpty { return nil }
                 try db.execute("INSERT INTO groups(guid, name, owner_uid, created_at) VALUES (?, ?, ?, ?)",
                                [.text(guid), .text(name), .text(owner), .int(now)])
@@ -28,15 +28,15 @@ extension CallStore {
         }
     }
 
-    public func group(guid: String) throws(SQLiteError) -> StoredGroup? {
-        try locked { () throws(SQLiteError) in try loadGroup(guid) }
+    public func group(guid: String) throws(DatabaseError) -> StoredGroup? {
+        try locked { () throws(DatabaseError) in try loadGroup(guid) }
     }
 
     /// Groups in creation order; with `member`, only the groups they are in.
-    public func groups(member: String?, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredGroup> {
-        try locked { () throws(SQLiteError) in
+    public func groups(member: String?, page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredGroup> {
+        try locked { () throws(DatabaseError) in
             let filter = member == nil ? "" : "WHERE guid IN (SELECT guid FROM group_members WHERE uid = ?)"
-            let params: [SQLiteValue] = member.map { [.text($0)] } ?? []
+            let params: [DatabaseValue] = member.map { [.text($0)] } ?? []
             let total = Int(try db.query("SELECT COUNT(*) FROM groups \(filter)", params).first?.first?.int ?? 0)
             let guids = try db.query("SELECT guid FROM groups \(filter) ORDER BY created_at, guid LIMIT ? OFFSET ?",
                                      params + [.int(Int64(perPage)), .int(Int64((page - 1) * perPage))]).compactMap { $0.first?.text }
@@ -47,12 +47,12 @@ extension CallStore {
     }
 
     /// Adds members (already there: no change). Nil when the group does not exist.
-    public func addGroupMembers(guid: String, uids: [String], now: Int64 = epochMilliseconds()) throws(SQLiteError) -> StoredGroup? {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) -> StoredGroup? in
+    public func addGroupMembers(guid: String, uids: [String], now: Int64 = epochMilliseconds()) throws(DatabaseError) -> StoredGroup? {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) -> StoredGroup? in
                 guard try !db.query("SELECT 1 FROM groups WHERE guid = ?", [.text(guid)]).isEmpty else { return nil }
                 for (i, u) in uids.enumerated() {
-                    try db.execute("INSERT OR IGNORE INTO group_members(guid, uid, joined_at) VALUES (?, ?, ?)",
+                    try db.execute("INSERT INTO group_members(guid, uid, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                                    [.text(guid), .text(u), .int(now + Int64(i))])
                 }
                 return try loadGroup(guid)
@@ -61,16 +61,16 @@ extension CallStore {
     }
 
     /// Removes one member; false when they were not in it (or there is no such group).
-    public func removeGroupMember(guid: String, uid: String) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
+    public func removeGroupMember(guid: String, uid: String) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
             try db.execute("DELETE FROM group_members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)])
             return db.changes > 0
         }
     }
 
-    public func deleteGroup(guid: String) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) -> Bool in
+    public func deleteGroup(guid: String) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) -> Bool in
                 try db.execute("DELETE FROM group_members WHERE guid = ?", [.text(guid)])
                 try db.execute("DELETE FROM groups WHERE guid = ?", [.text(guid)])
                 return db.changes > 0
@@ -79,7 +79,7 @@ extension CallStore {
     }
 
     /// (Caller holds the lock.)
-    func loadGroup(_ guid: String) throws(SQLiteError) -> StoredGroup? {
+    func loadGroup(_ guid: String) throws(DatabaseError) -> StoredGroup? {
         guard let r = try db.query("SELECT guid, name, owner_uid, created_at FROM groups WHERE guid = ?", [.text(guid)]).first else { return nil }
         let members = try db.query("SELECT uid FROM group_members WHERE guid = ? ORDER BY joined_at, uid", [.text(guid)]).compactMap { $0.first?.text }
         return StoredGroup(guid: r[0].text ?? guid, name: r[1].text ?? guid, owner: r[2].text ?? "", createdAt: r[3].int ?? 0, members: members)
@@ -89,8 +89,8 @@ extension CallStore {
 extension CallStore {
     /// Ringing calls not yet answered or ended (mode `call`, status `initiated`), for the ring
     /// registry to restore after a restart.
-    func ringingCalls() throws(SQLiteError) -> [WireCall] {
-        try locked { () throws(SQLiteError) in
+    func ringingCalls() throws(DatabaseError) -> [WireCall] {
+        try locked { () throws(DatabaseError) in
             let rows = try db.query("""
                 SELECT c.id, c.session_id, c.type, c.initiated_at, c.initiator_uid, c.receiver_id, c.receiver_type, c.ring_timeout_s
                 FROM calls c WHERE c.mode = 'call' AND c.status = 'initiated' ORDER BY c.id

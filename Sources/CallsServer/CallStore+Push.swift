@@ -45,9 +45,9 @@ let maxPushTokensPerUser = 20
 extension CallStore {
     /// Registers (or moves to `uid`) a device token. Returns the stored row.
     public func registerPushToken(uid: String, token: String, platform: PushPlatform, appBundleId: String?,
-                                  at now: Int64) throws(SQLiteError) -> StoredPushToken {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) in
+                                  at now: Int64) throws(DatabaseError) -> StoredPushToken {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) in
                 try db.execute("""
                     INSERT INTO push_tokens(platform, token, uid, app_bundle_id, created_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT(platform, token) DO UPDATE SET uid = excluded.uid, app_bundle_id = excluded.app_bundle_id,
@@ -62,8 +62,8 @@ extension CallStore {
         }
     }
 
-    public func pushTokens(uid: String) throws(SQLiteError) -> [StoredPushToken] {
-        try locked { () throws(SQLiteError) in
+    public func pushTokens(uid: String) throws(DatabaseError) -> [StoredPushToken] {
+        try locked { () throws(DatabaseError) in
             try db.query("SELECT uid, token, platform, app_bundle_id, created_at FROM push_tokens WHERE uid = ? ORDER BY created_at, rowid",
                          [.text(uid)]).compactMap { r in
                 guard let p = r[2].text.flatMap(PushPlatform.init(rawValue:)) else { return nil }
@@ -73,8 +73,8 @@ extension CallStore {
     }
 
     /// Removes one of the user's tokens (nil: all of them; APNs tokens match in any case). Returns how many went.
-    public func deletePushTokens(uid: String, token: String?) throws(SQLiteError) -> Int {
-        try locked { () throws(SQLiteError) in
+    public func deletePushTokens(uid: String, token: String?) throws(DatabaseError) -> Int {
+        try locked { () throws(DatabaseError) in
             if let token {
                 try db.execute("DELETE FROM push_tokens WHERE uid = ? AND (token = ? OR (platform != 'fcm' AND token = lower(?)))",
                                [.text(uid), .text(token), .text(token)])
@@ -86,15 +86,15 @@ extension CallStore {
     }
 
     /// A token the push service said is dead (`Unregistered`, `BadDeviceToken`).
-    func purgePushToken(platform: PushPlatform, token: String) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
+    func purgePushToken(platform: PushPlatform, token: String) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
             try db.execute("DELETE FROM push_tokens WHERE platform = ? AND token = ?", [.text(platform.rawValue), .text(token)])
             return db.changes > 0
         }
     }
 
     /// One row per token of the event's user on a platform that rings calls (inside the batch).
-    func insertPushes(_ e: PushEvent) throws(SQLiteError) {
+    func insertPushes(_ e: PushEvent) throws(DatabaseError) {
         let platforms = e.platforms.filter(\.ringsCalls)
         guard !platforms.isEmpty else { return }
         let marks = platforms.map { _ in "?" }.joined(separator: ", ")
@@ -119,7 +119,7 @@ extension CallStore {
         status, last_status, last_reason, provider_id, sent_at
         """
 
-    private static func push(_ r: [SQLiteValue]) -> StoredPush {
+    private static func push(_ r: [DatabaseValue]) -> StoredPush {
         StoredPush(id: r[0].int ?? 0, pushId: r[1].text ?? "", sessionId: r[2].text ?? "", uid: r[3].text ?? "",
                    platform: r[4].text.flatMap(PushPlatform.init(rawValue:)) ?? .fcm, token: r[5].text ?? "", topic: r[6].text,
                    action: r[7].text ?? "", body: r[8].text ?? "", createdAt: r[9].int ?? 0, expiresAt: r[10].int ?? 0,
@@ -129,17 +129,26 @@ extension CallStore {
     }
 
     /// Pending pushes due at `now`, oldest first.
-    func duePushes(now: Int64, limit: Int) throws(SQLiteError) -> [StoredPush] {
-        try locked { () throws(SQLiteError) in
+    func duePushes(now: Int64, limit: Int) throws(DatabaseError) -> [StoredPush] {
+        try locked { () throws(DatabaseError) in
             try db.query("SELECT \(Self.pushColumns) FROM push_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?",
                          [.int(now), .int(Int64(limit))]).map(Self.push)
         }
     }
 
+    /// Takes push `id` for one attempt (as `claimDelivery`: one node wins; the lease runs out at `until`).
+    func claimPush(id: Int64, now: Int64, until: Int64) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
+            try db.execute("UPDATE push_deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at <= ?",
+                           [.int(until), .int(id), .int(now)])
+            return db.changes == 1
+        }
+    }
+
     /// Records an attempt's outcome (`next`: when a pending push is tried again).
     func recordPush(id: Int64, status: StoredPush.Status, httpStatus: Int?, reason: String?, providerId: String?, next: Int64?,
-                    at now: Int64) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+                    at now: Int64) throws(DatabaseError) {
+        try locked { () throws(DatabaseError) in
             try db.execute("""
                 UPDATE push_deliveries SET attempts = attempts + 1, status = ?, last_status = ?, last_reason = ?,
                     provider_id = COALESCE(?, provider_id), next_attempt_at = COALESCE(?, next_attempt_at),
@@ -152,9 +161,9 @@ extension CallStore {
 
     /// An `ended` push is due while the same token's `initiated` push for that call is still
     /// unsent: neither is worth sending. Marks both superseded; false when there was none.
-    func supersedeUnsentRing(_ end: StoredPush) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) in
+    func supersedeUnsentRing(_ end: StoredPush) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) in
                 try db.execute("""
                     UPDATE push_deliveries SET status = 'superseded' WHERE session_id = ? AND token = ? AND status = 'pending'
                         AND action = 'initiated' AND id < ?
@@ -167,10 +176,10 @@ extension CallStore {
     }
 
     /// Pushes, newest first (optionally of one status or one call).
-    public func pushDeliveries(status: StoredPush.Status?, sessionId: String?, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredPush> {
-        try locked { () throws(SQLiteError) in
+    public func pushDeliveries(status: StoredPush.Status?, sessionId: String?, page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredPush> {
+        try locked { () throws(DatabaseError) in
             var clauses: [String] = []
-            var params: [SQLiteValue] = []
+            var params: [DatabaseValue] = []
             if let status { clauses.append("status = ?"); params.append(.text(status.rawValue)) }
             if let sessionId { clauses.append("session_id = ?"); params.append(.text(sessionId)) }
             let filter = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")

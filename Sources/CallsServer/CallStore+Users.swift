@@ -21,8 +21,8 @@ public struct StoredAuthToken: Sendable, Equatable, Codable {
 
 extension CallStore {
     /// Users in creation order.
-    public func users(page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredUser> {
-        try locked { () throws(SQLiteError) in
+    public func users(page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredUser> {
+        try locked { () throws(DatabaseError) in
             let total = Int(try db.query("SELECT COUNT(*) FROM users").first?.first?.int ?? 0)
             let rows = try db.query("SELECT uid, name, avatar, created_at FROM users ORDER BY created_at, uid LIMIT ? OFFSET ?",
                                     [.int(Int64(perPage)), .int(Int64((page - 1) * perPage))])
@@ -31,8 +31,8 @@ extension CallStore {
     }
 
     /// Updates a user's name and/or avatar (an empty avatar removes it). Nil when the user does not exist.
-    public func updateUser(uid: String, name: String?, avatar: String?) throws(SQLiteError) -> StoredUser? {
-        try locked { () throws(SQLiteError) in
+    public func updateUser(uid: String, name: String?, avatar: String?) throws(DatabaseError) -> StoredUser? {
+        try locked { () throws(DatabaseError) in
             guard try !db.query("SELECT 1 FROM users WHERE uid = ?", [.text(uid)]).isEmpty else { return nil }
             if let name { try db.execute("UPDATE users SET name = ? WHERE uid = ?", [.text(name), .text(uid)]) }
             if let avatar {
@@ -43,9 +43,9 @@ extension CallStore {
     }
 
     /// Deletes a user and their auth tokens; their call history stays. Returns whether they existed.
-    public func deleteUser(uid: String) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) in
+    public func deleteUser(uid: String) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) in
                 guard try !db.query("SELECT 1 FROM users WHERE uid = ?", [.text(uid)]).isEmpty else { return false }
                 try db.execute("DELETE FROM auth_tokens WHERE uid = ?", [.text(uid)])
                 try db.execute("DELETE FROM push_tokens WHERE uid = ?", [.text(uid)])
@@ -55,8 +55,8 @@ extension CallStore {
         }
     }
 
-    public func authTokens(uid: String) throws(SQLiteError) -> [StoredAuthToken] {
-        try locked { () throws(SQLiteError) in
+    public func authTokens(uid: String) throws(DatabaseError) -> [StoredAuthToken] {
+        try locked { () throws(DatabaseError) in
             try db.query("SELECT token_hash, uid, created_at FROM auth_tokens WHERE uid = ? ORDER BY created_at", [.text(uid)]).map {
                 StoredAuthToken(tokenId: String(($0[0].text ?? "").prefix(16)), uid: $0[1].text ?? "", createdAt: ($0[2].int ?? 0) / 1000)
             }
@@ -64,20 +64,20 @@ extension CallStore {
     }
 
     /// Revokes one token of `uid`, given as plaintext or as its `tokenId`. Returns whether one was removed.
-    public func deleteAuthToken(uid: String, token: String) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
+    public func deleteAuthToken(uid: String, token: String) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
             let hash = Crypto.sha256Hex(token)
             try db.execute("DELETE FROM auth_tokens WHERE uid = ? AND (token_hash = ? OR (length(?) = 16 AND substr(token_hash, 1, 16) = ?))",
                            [.text(uid), .text(hash), .text(token), .text(token)])
-            return try db.query("SELECT changes()").first?.first?.int ?? 0 > 0
+            return db.changes > 0
         }
     }
 
     /// Revokes every token of `uid`; returns how many.
-    public func deleteAuthTokens(uid: String) throws(SQLiteError) -> Int {
-        try locked { () throws(SQLiteError) in
+    public func deleteAuthTokens(uid: String) throws(DatabaseError) -> Int {
+        try locked { () throws(DatabaseError) in
             try db.execute("DELETE FROM auth_tokens WHERE uid = ?", [.text(uid)])
-            return Int(try db.query("SELECT changes()").first?.first?.int ?? 0)
+            return db.changes
         }
     }
 }

@@ -26,7 +26,7 @@ extension CallStore {
         last_status, last_error, delivered_at
         """
 
-    private static func delivery(_ r: [SQLiteValue]) -> StoredDelivery {
+    private static func delivery(_ r: [DatabaseValue]) -> StoredDelivery {
         StoredDelivery(id: r[0].int ?? 0, deliveryId: r[1].text ?? "", webhookId: r[2].text ?? "", url: r[3].text ?? "",
                        sessionId: r[4].text ?? "", trigger: r[5].text ?? "", body: r[6].text ?? "", createdAt: r[7].int ?? 0,
                        attempts: Int(r[8].int ?? 0), nextAttemptAt: r[9].int ?? 0, status: r[10].text ?? "pending",
@@ -36,9 +36,9 @@ extension CallStore {
     /// Deliveries due at `now`, oldest first, at most one per (webhook, session) and only the
     /// oldest pending one of each: a session's events reach a receiver in order.
     /// `excluding`: webhooks paused now (their rows are not even read).
-    func dueDeliveries(now: Int64, limit: Int, excluding: [String] = []) throws(SQLiteError) -> [StoredDelivery] {
+    func dueDeliveries(now: Int64, limit: Int, excluding: [String] = []) throws(DatabaseError) -> [StoredDelivery] {
         let skip = excluding.isEmpty ? "" : "AND d.webhook_id NOT IN (\(excluding.map { _ in "?" }.joined(separator: ", ")))"
-        return try locked { () throws(SQLiteError) in
+        return try locked { () throws(DatabaseError) in
             try db.query("""
                 SELECT \(Self.deliveryColumns) FROM webhook_deliveries d
                 WHERE d.status = 'pending' AND d.next_attempt_at <= ? \(skip)
@@ -49,9 +49,21 @@ extension CallStore {
         }
     }
 
+    /// Takes delivery `id` for one attempt: true when it is still pending and due at `now`, and
+    /// then no node sees it due again before `until` (its next attempt, or the lease running out
+    /// when this node dies mid-attempt). Nodes sharing one database each call this before an
+    /// attempt; only one wins (the row's update is atomic), so each event goes out once.
+    func claimDelivery(id: Int64, now: Int64, until: Int64) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
+            try db.execute("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at <= ?",
+                           [.int(until), .int(id), .int(now)])
+            return db.changes == 1
+        }
+    }
+
     /// Records an attempt: delivered, to be retried at `next`, or dead.
-    func recordAttempt(id: Int64, status: String, httpStatus: Int?, error: String?, next: Int64?, at now: Int64) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+    func recordAttempt(id: Int64, status: String, httpStatus: Int?, error: String?, next: Int64?, at now: Int64) throws(DatabaseError) {
+        try locked { () throws(DatabaseError) in
             try db.execute("""
                 UPDATE webhook_deliveries SET attempts = attempts + 1, status = ?, last_status = ?, last_error = ?,
                     next_attempt_at = COALESCE(?, next_attempt_at), delivered_at = CASE WHEN ? = 'delivered' THEN ? ELSE delivered_at END
@@ -62,18 +74,18 @@ extension CallStore {
     }
 
     /// Makes every pending delivery to a webhook due now (it answered again after failing).
-    func expediteDeliveries(webhookId: String, at now: Int64) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+    func expediteDeliveries(webhookId: String, at now: Int64) throws(DatabaseError) {
+        try locked { () throws(DatabaseError) in
             try db.execute("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending' AND webhook_id = ? AND next_attempt_at > ?",
                            [.int(now), .text(webhookId), .int(now)])
         }
     }
 
     /// Deliveries, newest first (optionally of one status).
-    public func deliveries(status: String?, page: Int, perPage: Int) throws(SQLiteError) -> Page<StoredDelivery> {
-        try locked { () throws(SQLiteError) in
+    public func deliveries(status: String?, page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredDelivery> {
+        try locked { () throws(DatabaseError) in
             let filter = status == nil ? "" : "WHERE status = ?"
-            let params: [SQLiteValue] = status.map { [.text($0)] } ?? []
+            let params: [DatabaseValue] = status.map { [.text($0)] } ?? []
             let total = Int(try db.query("SELECT COUNT(*) FROM webhook_deliveries \(filter)", params).first?.first?.int ?? 0)
             let rows = try db.query("SELECT \(Self.deliveryColumns) FROM webhook_deliveries \(filter) ORDER BY id DESC LIMIT ? OFFSET ?",
                                     params + [.int(Int64(perPage)), .int(Int64((page - 1) * perPage))])
@@ -82,8 +94,8 @@ extension CallStore {
     }
 
     /// Puts a delivery back in the queue (a dead letter re-sent by the operator). False when unknown.
-    public func retryDelivery(deliveryId: String, at now: Int64) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
+    public func retryDelivery(deliveryId: String, at now: Int64) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
             try db.execute("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE delivery_id = ?",
                            [.int(now), .text(deliveryId)])
             return db.changes > 0
@@ -93,8 +105,8 @@ extension CallStore {
     // MARK: Webhooks added over REST
 
     /// The webhooks added over REST, oldest first.
-    func addedWebhooks() throws(SQLiteError) -> [WebhookConfig] {
-        try locked { () throws(SQLiteError) in
+    func addedWebhooks() throws(DatabaseError) -> [WebhookConfig] {
+        try locked { () throws(DatabaseError) in
             try db.query("SELECT id, url, secret, triggers FROM webhooks ORDER BY created_at, id").map { r in
                 let triggers = r[3].text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }.map(Set.init)
                 return WebhookConfig(id: r[0].text ?? "", url: r[1].text ?? "", secret: r[2].text ?? "", triggers: triggers)
@@ -103,21 +115,21 @@ extension CallStore {
     }
 
     /// Adds (`replace` false: false when the id exists) or replaces (false when it does not) one.
-    func saveWebhook(_ w: WebhookConfig, replace: Bool, at now: Int64) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
-            let triggers: SQLiteValue = w.triggers.map { t in .text(String(decoding: (try? JSONEncoder().encode(t.sorted())) ?? Data("[]".utf8), as: UTF8.self)) } ?? .null
+    func saveWebhook(_ w: WebhookConfig, replace: Bool, at now: Int64) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
+            let triggers: DatabaseValue = w.triggers.map { t in .text(String(decoding: (try? JSONEncoder().encode(t.sorted())) ?? Data("[]".utf8), as: UTF8.self)) } ?? .null
             if replace {
                 try db.execute("UPDATE webhooks SET url = ?, secret = ?, triggers = ? WHERE id = ?", [.text(w.url), .text(w.secret), triggers, .text(w.id)])
             } else {
-                try db.execute("INSERT OR IGNORE INTO webhooks(id, url, secret, triggers, created_at) VALUES (?, ?, ?, ?, ?)",
+                try db.execute("INSERT INTO webhooks(id, url, secret, triggers, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                                [.text(w.id), .text(w.url), .text(w.secret), triggers, .int(now)])
             }
             return db.changes > 0
         }
     }
 
-    func deleteWebhook(id: String) throws(SQLiteError) -> Bool {
-        try locked { () throws(SQLiteError) in
+    func deleteWebhook(id: String) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
             try db.execute("DELETE FROM webhooks WHERE id = ?", [.text(id)])
             return db.changes > 0
         }
@@ -126,8 +138,8 @@ extension CallStore {
     // MARK: The queue bound
 
     /// Undelivered deliveries per webhook.
-    func pendingDeliveryCounts() throws(SQLiteError) -> [String: Int] {
-        try locked { () throws(SQLiteError) in
+    func pendingDeliveryCounts() throws(DatabaseError) -> [String: Int] {
+        try locked { () throws(DatabaseError) in
             var out: [String: Int] = [:]
             for r in try db.query("SELECT webhook_id, COUNT(*) FROM webhook_deliveries WHERE status = 'pending' GROUP BY webhook_id") {
                 out[r[0].text ?? ""] = Int(r[1].int ?? 0)
@@ -137,8 +149,8 @@ extension CallStore {
     }
 
     /// Marks the oldest `count` pending deliveries of a webhook `dropped`. Returns how many.
-    func dropOldestDeliveries(webhookId: String, count: Int) throws(SQLiteError) -> Int {
-        try locked { () throws(SQLiteError) in
+    func dropOldestDeliveries(webhookId: String, count: Int) throws(DatabaseError) -> Int {
+        try locked { () throws(DatabaseError) in
             try db.execute("""
                 UPDATE webhook_deliveries SET status = 'dropped', last_error = 'queue full: dropped oldest'
                 WHERE id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' ORDER BY id LIMIT ?)

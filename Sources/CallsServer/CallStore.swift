@@ -65,11 +65,13 @@ public struct StoredCallParticipant: Sendable, Equatable {
     public var leftAt: Int64?
 }
 
-/// The server's durable state in SQLite (WAL): users, hashed auth tokens, calls and their
-/// participants. Every method is synchronous and serialised on an internal lock, so it may be
-/// called from any thread; callers keep it off the relay and web service threads.
+/// The server's durable state: users, hashed auth tokens, calls and their participants, groups,
+/// the outboxes — in SQLite (WAL; the embedded default) or PostgreSQL (shared by several nodes),
+/// behind `StoreDatabase`, with the same migrations. Every method is synchronous and serialised
+/// on an internal lock, so it may be called from any thread; callers keep it off the relay and
+/// web service threads.
 public final class CallStore: @unchecked Sendable {
-    let db: SQLiteDatabase
+    let db: any StoreDatabase
     private let lock = NSLock()
     /// Calls an unclean shutdown cut, by session: the first join of that session within
     /// `reopenWindowMilliseconds` of the restart continues the same call (clients rejoin after a
@@ -81,22 +83,36 @@ public final class CallStore: @unchecked Sendable {
     /// The schema this build writes (the last migration's version).
     public static var schemaVersion: Int64 { SchemaMigration.all.last?.version ?? 0 }
 
-    public init(path: String) throws(SQLiteError) {
-        db = try SQLiteDatabase(path: path)
-        try migrate(SchemaMigration.all)
+    /// The SQLite store in the file at `path`.
+    public convenience init(path: String) throws(DatabaseError) {
+        try self.init(database: try SQLiteDatabase(path: path))
+    }
+
+    /// The store in `database` (SQLite or PostgreSQL), brought to the latest schema.
+    public convenience init(database: any StoreDatabase) throws(DatabaseError) {
+        try self.init(database: database, migrations: SchemaMigration.all)
+    }
+
+    init(database: any StoreDatabase, migrations: [SchemaMigration]) throws(DatabaseError) {
+        db = database
+        try migrate(migrations)
     }
 
     /// Opens with another list of migrations (tests of the migration path).
-    init(path: String, migrations: [SchemaMigration]) throws(SQLiteError) {
-        db = try SQLiteDatabase(path: path)
-        try migrate(migrations)
+    convenience init(path: String, migrations: [SchemaMigration]) throws(DatabaseError) {
+        try self.init(database: try SQLiteDatabase(path: path), migrations: migrations)
     }
+
+    /// Which engine and where (a path, or the PostgreSQL URL without its password).
+    public var databaseKind: StoreDatabaseKind { db.kind }
+    public var databaseLocation: String { db.location }
 
     /// Brings the database to the last of `migrations`, all steps in one transaction: a failed
     /// step leaves the database as it was. A database written by a newer build is refused, not
     /// touched.
-    private func migrate(_ migrations: [SchemaMigration]) throws(SQLiteError) {
-        try db.transaction { () throws(SQLiteError) in
+    private func migrate(_ migrations: [SchemaMigration]) throws(DatabaseError) {
+        try db.transaction { () throws(DatabaseError) in
+            try db.migrationLock()
             try db.execute("CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)")
             let rows = try db.query("SELECT version FROM schema_version")
             let found = rows.compactMap { $0.first?.int }.max() ?? 0
@@ -108,7 +124,7 @@ public final class CallStore: @unchecked Sendable {
             var current = found
             for m in migrations where m.version > current {
                 guard m.version == current + 1 else { throw .schema("schema migration to \(m.version) follows \(current): a step is missing") }
-                for statement in m.statements { try db.execute(statement) }
+                for statement in m.statements(for: db.kind) { try db.execute(statement) }
                 current = m.version
             }
             if rows.isEmpty {
@@ -121,12 +137,12 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// The schema version stored in the database.
-    public func storedSchemaVersion() throws(SQLiteError) -> Int64 {
-        try locked { () throws(SQLiteError) in try db.query("SELECT MAX(version) FROM schema_version").first?.first?.int ?? 0 }
+    public func storedSchemaVersion() throws(DatabaseError) -> Int64 {
+        try locked { () throws(DatabaseError) in try db.query("SELECT MAX(version) FROM schema_version").first?.first?.int ?? 0 }
     }
 
     /// Runs `body` under the store lock, timing it (lock wait included) for `/metrics`.
-    func locked<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    func locked<T>(_ body: () throws(DatabaseError) -> T) throws(DatabaseError) -> T {
         let start = monotonicNanoseconds()
         lock.lock()
         var failed = true
@@ -142,8 +158,8 @@ public final class CallStore: @unchecked Sendable {
     // MARK: Users and auth tokens
 
     /// Creates a user; returns nil when the uid exists already.
-    public func createUser(uid: String, name: String, avatar: String? = nil, now: Int64 = epochMilliseconds()) throws(SQLiteError) -> StoredUser? {
-        try locked { () throws(SQLiteError) in
+    public func createUser(uid: String, name: String, avatar: String? = nil, now: Int64 = epochMilliseconds()) throws(DatabaseError) -> StoredUser? {
+        try locked { () throws(DatabaseError) in
             if try !db.query("SELECT 1 FROM users WHERE uid = ?", [.text(uid)]).isEmpty { return nil }
             try db.execute("INSERT INTO users(uid, name, avatar, created_at) VALUES (?, ?, ?, ?)",
                            [.text(uid), .text(name), avatar.map { .text($0) } ?? .null, .int(now)])
@@ -151,20 +167,20 @@ public final class CallStore: @unchecked Sendable {
         }
     }
 
-    public func user(uid: String) throws(SQLiteError) -> StoredUser? {
-        try locked { () throws(SQLiteError) in
+    public func user(uid: String) throws(DatabaseError) -> StoredUser? {
+        try locked { () throws(DatabaseError) in
             try db.query("SELECT uid, name, avatar, created_at FROM users WHERE uid = ?", [.text(uid)]).first.map(Self.user)
         }
     }
 
-    static func user(_ r: [SQLiteValue]) -> StoredUser {
+    static func user(_ r: [DatabaseValue]) -> StoredUser {
         StoredUser(uid: r[0].text ?? "", name: r[1].text ?? "", avatar: r[2].text, createdAt: r[3].int ?? 0)
     }
 
     /// Issues a new auth token for `uid`; only its SHA-256 is stored. Returns the plaintext once.
-    public func createAuthToken(uid: String, now: Int64 = epochMilliseconds()) throws(SQLiteError) -> String {
+    public func createAuthToken(uid: String, now: Int64 = epochMilliseconds()) throws(DatabaseError) -> String {
         let token = Crypto.randomHex(20)
-        try locked { () throws(SQLiteError) in
+        try locked { () throws(DatabaseError) in
             try db.execute("INSERT INTO auth_tokens(token_hash, uid, created_at) VALUES (?, ?, ?)",
                            [.text(Crypto.sha256Hex(token)), .text(uid), .int(now)])
         }
@@ -172,9 +188,9 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// The user an auth token belongs to, or nil (also when it is older than `maxAgeSeconds`).
-    public func user(authToken: String, maxAgeSeconds: Int64? = nil) throws(SQLiteError) -> StoredUser? {
+    public func user(authToken: String, maxAgeSeconds: Int64? = nil) throws(DatabaseError) -> StoredUser? {
         let oldest = maxAgeSeconds.map { epochMilliseconds() - $0 * 1000 } ?? 0
-        return try locked { () throws(SQLiteError) in
+        return try locked { () throws(DatabaseError) in
             try db.query("""
                 SELECT u.uid, u.name, u.avatar, u.created_at FROM auth_tokens t JOIN users u ON u.uid = t.uid
                 WHERE t.token_hash = ? AND t.created_at >= ?
@@ -183,18 +199,18 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// Records that `uid`'s call tokens issued before `notBefore` (seconds) no longer count.
-    func revokeTokens(uid: String, notBefore: Int64) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+    func revokeTokens(uid: String, notBefore: Int64) throws(DatabaseError) {
+        try locked { () throws(DatabaseError) in
             try db.execute("""
                 INSERT INTO token_revocations(uid, not_before) VALUES (?, ?)
-                ON CONFLICT(uid) DO UPDATE SET not_before = max(not_before, excluded.not_before)
+                ON CONFLICT(uid) DO UPDATE SET not_before = max(token_revocations.not_before, excluded.not_before)
                 """, [.text(uid), .int(notBefore)])
         }
     }
 
     /// Sets (nil: removes) a room's rules.
-    func setRoomRules(_ sessionId: String, _ rules: RoomRules?) throws(SQLiteError) {
-        try locked { () throws(SQLiteError) in
+    func setRoomRules(_ sessionId: String, _ rules: RoomRules?) throws(DatabaseError) {
+        try locked { () throws(DatabaseError) in
             if let rules, let json = try? JSONEncoder().encode(rules) {
                 try db.execute("""
                     INSERT INTO room_rules(session_id, rules, updated_at) VALUES (?, ?, ?)
@@ -207,8 +223,8 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// Every room's rules (loaded at start).
-    func allRoomRules() throws(SQLiteError) -> [String: RoomRules] {
-        try locked { () throws(SQLiteError) in
+    func allRoomRules() throws(DatabaseError) -> [String: RoomRules] {
+        try locked { () throws(DatabaseError) in
             var out: [String: RoomRules] = [:]
             for r in try db.query("SELECT session_id, rules FROM room_rules") {
                 if let id = r[0].text, let text = r[1].text, let rules = try? JSONDecoder().decode(RoomRules.self, from: Data(text.utf8)) { out[id] = rules }
@@ -218,8 +234,8 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// Every revocation (loaded at start).
-    func tokenRevocations() throws(SQLiteError) -> [String: Int64] {
-        try locked { () throws(SQLiteError) in
+    func tokenRevocations() throws(DatabaseError) -> [String: Int64] {
+        try locked { () throws(DatabaseError) in
             var out: [String: Int64] = [:]
             for r in try db.query("SELECT uid, not_before FROM token_revocations") { out[r[0].text ?? ""] = r[1].int ?? 0 }
             return out
@@ -234,9 +250,9 @@ public final class CallStore: @unchecked Sendable {
     /// Closes calls left open by a crash, using the last heartbeat as the end time, and notes
     /// them as reopenable (`reopenable`) until `now` + the window. Returns how many.
     @discardableResult
-    public func closeInterruptedCalls(now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws(SQLiteError) -> Int {
-        try locked { () throws(SQLiteError) in
-            try db.transaction { () throws(SQLiteError) in
+    public func closeInterruptedCalls(now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws(DatabaseError) -> Int {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) in
                 // Calls still ringing are the ring registry's to restore (`ringingCalls`), not ended here.
                 let open = try db.query("""
                     SELECT id, COALESCE(last_seen_at, started_at, initiated_at), session_id FROM calls
@@ -255,13 +271,13 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// A call by its row id, with its participants.
-    func call(id: Int64) throws(SQLiteError) -> StoredCall? {
-        try locked { () throws(SQLiteError) in try loadCall(id: id) }
+    func call(id: Int64) throws(DatabaseError) -> StoredCall? {
+        try locked { () throws(DatabaseError) in try loadCall(id: id) }
     }
 
     /// The most recent call of `sessionId`, with its participants.
-    public func latestCall(sessionId: String) throws(SQLiteError) -> StoredCall? {
-        try locked { () throws(SQLiteError) in
+    public func latestCall(sessionId: String) throws(DatabaseError) -> StoredCall? {
+        try locked { () throws(DatabaseError) in
             guard let id = try db.query("SELECT id FROM calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                                         [.text(sessionId)]).first?.first?.int else { return nil }
             return try loadCall(id: id)

@@ -38,7 +38,12 @@ final class PushSender: @unchecked Sendable {
         thread.start { [self] in
             while thread.isRunning {
                 let due = (try? store.duePushes(now: epochMilliseconds(), limit: 50)) ?? []
-                for p in due where thread.isRunning { attempt(p) }
+                for p in due where thread.isRunning {
+                    // Nodes sharing the database: whoever claims it sends it.
+                    let at = epochMilliseconds()
+                    guard (try? store.claimPush(id: p.id, now: at, until: at + WebhookDeliverer.claimLeaseMs)) == true else { continue }
+                    attempt(p)
+                }
                 if due.isEmpty { thread.idle() }
             }
         }

@@ -27,6 +27,9 @@ struct RESTRouter: Sendable {
             return try route(r)
         } catch let e as ServerError {
             return HTTPResponse(status: e.status, json: e.json)
+        } catch DatabaseError.unavailable {
+            // PostgreSQL is down: nothing was written; the client may retry (a node reconnects by itself).
+            return HTTPResponse(status: 503, json: ServerError.databaseUnavailable.json)
         } catch {
             return HTTPResponse(status: 500, json: ServerError.storage.json)
         }

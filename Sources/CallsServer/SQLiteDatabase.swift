@@ -1,45 +1,19 @@
 import CSQLite
 import Foundation
 
-/// Errors from SQLite, with the library's message.
-public enum SQLiteError: Error, Equatable, Sendable, CustomStringConvertible {
-    case open(path: String, message: String)
-    case prepare(sql: String, message: String)
-    case step(message: String)
-    /// The database's schema cannot be used by this build (too new, or a migration gap).
-    case schema(String)
-
-    public var description: String {
-        switch self {
-        case .open(let p, let m): return "cannot open database \(p): \(m)"
-        case .prepare(let s, let m): return "cannot prepare \(s.prefix(60)): \(m)"
-        case .step(let m): return "database error: \(m)"
-        case .schema(let m): return "database schema: \(m)"
-        }
-    }
-}
-
-/// A value bound to or read from a statement.
-public enum SQLiteValue: Sendable, Equatable {
-    case null
-    case int(Int64)
-    case text(String)
-    case real(Double)
-
-    public var int: Int64? { if case .int(let v) = self { return v }; return nil }
-    public var text: String? { if case .text(let v) = self { return v }; return nil }
-}
-
-/// One SQLite connection that owns its handle (closed on deinit).
+/// One SQLite connection that owns its handle (closed on deinit): the embedded store, the
+/// default. SQL is written in SQLite's dialect (`PostgresDatabase` translates it).
 ///
-/// Thread rules: not thread-safe on its own; `CallStore` serialises every use on its queue.
+/// Thread rules: not thread-safe on its own; `CallStore` serialises every use on its lock.
 /// Opened in WAL mode with `synchronous=FULL`, so a committed transaction survives `kill -9`
 /// and power loss.
-public final class SQLiteDatabase: @unchecked Sendable {
+public final class SQLiteDatabase: StoreDatabase, @unchecked Sendable {
+    public var kind: StoreDatabaseKind { .sqlite }
+    public var location: String { path }
     private var handle: OpaquePointer?
     public let path: String
 
-    public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    public init(path: String, readOnly: Bool = false) throws(DatabaseError) {
         self.path = path
         var db: OpaquePointer?
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
@@ -62,7 +36,7 @@ public final class SQLiteDatabase: @unchecked Sendable {
 
     /// Runs one statement and returns every row.
     @discardableResult
-    public func query(_ sql: String, _ params: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
+    public func query(_ sql: String, _ params: [DatabaseValue] = []) throws(DatabaseError) -> [[DatabaseValue]] {
         var stmt: OpaquePointer?
         guard sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
             throw .prepare(sql: sql, message: lastError)
@@ -77,13 +51,13 @@ public final class SQLiteDatabase: @unchecked Sendable {
             case .text(let v): sqlite3_bind_text(stmt, idx, v, -1, callroom_sqlite_transient())
             }
         }
-        var rows: [[SQLiteValue]] = []
+        var rows: [[DatabaseValue]] = []
         while true {
             let rc = sqlite3_step(stmt)
             if rc == SQLITE_DONE { break }
             guard rc == SQLITE_ROW else { throw .step(message: lastError) }
             let n = sqlite3_column_count(stmt)
-            var row: [SQLiteValue] = []
+            var row: [DatabaseValue] = []
             row.reserveCapacity(Int(n))
             for c in 0..<n {
                 switch sqlite3_column_type(stmt, c) {
@@ -99,9 +73,7 @@ public final class SQLiteDatabase: @unchecked Sendable {
         return rows
     }
 
-    public func execute(_ sql: String, _ params: [SQLiteValue] = []) throws(SQLiteError) {
-        try query(sql, params)
-    }
+    public func migrationLock() throws(DatabaseError) {}
 
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
@@ -109,7 +81,7 @@ public final class SQLiteDatabase: @unchecked Sendable {
     public var changes: Int { Int(sqlite3_changes(handle)) }
 
     /// Runs `body` in one transaction (committed when it returns, rolled back when it throws).
-    public func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+    public func transaction<T>(_ body: () throws(DatabaseError) -> T) throws(DatabaseError) -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let v = try body()

@@ -1,9 +1,19 @@
 /// One step of the store's schema, from `version - 1` to `version`: SQL run in the same
 /// transaction as every other pending step and the new `schema_version`. Steps are never edited
 /// once released; a change is a new step at the end of `all`. A value; any thread.
+///
+/// The statements are SQLite's dialect; on PostgreSQL they are translated (`PostgresDialect`)
+/// and followed by `postgresAlso`: what SQLite gives every table for free (`rowid`, as a `seq`
+/// BIGSERIAL column where queries order by it).
 struct SchemaMigration: Sendable {
     let version: Int64
     let statements: [String]
+    var postgresAlso: [String] = []
+
+    /// The statements to run on `kind`.
+    func statements(for kind: StoreDatabaseKind) -> [String] {
+        kind == .postgres ? statements + postgresAlso : statements
+    }
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
@@ -61,7 +71,7 @@ struct SchemaMigration: Sendable {
         CREATE TABLE group_members(guid TEXT NOT NULL REFERENCES groups(guid) ON DELETE CASCADE,
             uid TEXT NOT NULL, joined_at INTEGER NOT NULL, PRIMARY KEY(guid, uid))
         """,
-    ])
+    ], postgresAlso: ["ALTER TABLE call_members ADD COLUMN seq BIGSERIAL"])
 
     /// The webhook outbox: one row per event per webhook, written with the transition.
     static let v3 = SchemaMigration(version: 3, statements: [
@@ -92,7 +102,7 @@ struct SchemaMigration: Sendable {
         """,
         "CREATE INDEX push_deliveries_due ON push_deliveries(status, next_attempt_at)",
         "CREATE INDEX push_deliveries_token ON push_deliveries(session_id, token, status)",
-    ])
+    ], postgresAlso: ["ALTER TABLE push_tokens ADD COLUMN seq BIGSERIAL"])
 
     /// Webhooks added over REST (beside the config file's), and the per-webhook pending count
     /// the queue bound reads.

@@ -12,6 +12,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var listen: String?
     public var mediaPort: Int?
     public var dataDir: String?
+    /// The store on PostgreSQL (a URL; nil: SQLite in the data directory).
+    public var database: String?
     public var appId: String?
     public var apiKey: String?
     public var authKey: String?
@@ -65,7 +67,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPath: String?
     public var relayFastPathObject: String?
 
-    public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "appId", "apiKey", "authKey", "autoCreateUsers",
+    public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "database", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
@@ -110,6 +112,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.listen = try string("listen")
         c.mediaPort = try int("mediaPort")
         c.dataDir = try string("dataDir")
+        c.database = try string("database")
         c.appId = try string("appId")
         c.apiKey = try string("apiKey")
         c.authKey = try string("authKey")

@@ -9,6 +9,9 @@ public struct ServerConfiguration: Sendable {
     public var mediaPort: Int
     /// Where the database and keys live; created if missing.
     public var dataDir: String
+    /// The store on PostgreSQL (`postgres://USER:PASSWORD@HOST:PORT/DB` or a libpq connection
+    /// string); nil: SQLite in `dataDir` (the embedded default).
+    public var databaseURL: String?
     /// Overrides for the keys stored in the data directory.
     public var appId: String?
     public var apiKey: String?

@@ -38,6 +38,10 @@ final class WebhookDeliverer: @unchecked Sendable {
     private var paused: [String: Pause] = [:]
     /// The longest pause: how soon a receiver that came back is noticed (with a backlog due).
     static let maxPauseMs: Int64 = 5000
+    /// How long a claimed delivery (or push) stays out of the other nodes' sight: more than one
+    /// attempt takes (5 s for a webhook, two 5 s for a push). A node that dies mid-attempt leaves
+    /// the row to be retried by another after this — at least once, never twice at the same time.
+    static let claimLeaseMs: Int64 = 30_000
     private let log: ServerLog
     private let thread = OutboxThread(name: "callroom.webhooks")
     let counters = WebhookCounters()
@@ -80,6 +84,9 @@ final class WebhookDeliverer: @unchecked Sendable {
             let due = (try? store.dueDeliveries(now: now, limit: 50, excluding: skip)) ?? []
             for d in due where thread.isRunning {
                 if let p = paused[d.webhookId], p.until > epochMilliseconds() { continue }
+                // Nodes sharing the database: whoever claims it sends it (the lease covers one attempt).
+                let at = epochMilliseconds()
+                guard (try? store.claimDelivery(id: d.id, now: at, until: at + Self.claimLeaseMs)) == true else { continue }
                 attempt(d, client)
             }
             if due.isEmpty { thread.idle() }

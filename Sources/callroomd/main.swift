@@ -6,7 +6,7 @@ import Foundation
 let usage = """
     callroomd — the CallRoom calls server (REST, WebSocket signalling, UDP media relay)
 
-    USAGE: callroomd [--config FILE] [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR]
+    USAGE: callroomd [--config FILE] [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR] [--database URL]
                      [--app-id ID] [--api-key KEY] [--auth-key KEY] [--no-auto-create-users]
                      [--log-format text|json] [--log-level debug|info|warn|error] [--relay-threads N]
                      [--relay-fast-path off|auto|on] [--tls-cert FILE --tls-key FILE | --tls-self-signed]
@@ -14,7 +14,7 @@ let usage = """
                      [--api-key-file FILE] [--auth-key-file FILE]
 
     OPTIONS:
-      --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir,
+      --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir, database,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
@@ -30,6 +30,10 @@ let usage = """
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
       --data-dir DIR          database and keys (default ./callroom-data)
+      --database URL          keep the store in PostgreSQL instead of DIR/callroom.sqlite:
+                              postgres://USER:PASSWORD@HOST:PORT/DB (or $CALLROOM_DATABASE_URL,
+                              or --database-file FILE: the URL on its first line); the schema is
+                              created or migrated on start
       --app-id ID             override the stored app id
       --api-key KEY           override the stored REST admin key (visible in ps: prefer the
                               file or $CALLROOM_API_KEY)
@@ -73,7 +77,7 @@ let args: ArgumentScanner
 do {
     args = try ArgumentScanner(CommandLine.arguments.dropFirst(),
                                valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads", "relay-fast-path",
-                                        "tls-cert", "tls-key", "api-key-file", "auth-key-file"],
+                                        "tls-cert", "tls-key", "api-key-file", "auth-key-file", "database", "database-file"],
                                boolean: ["no-auto-create-users", "help", "version", "tls-self-signed", "allow-plain-http", "production",
                                          "no-auth-key-login"])
 } catch {
@@ -120,6 +124,10 @@ func secret(_ flag: String, env: String, _ fromFile: String?) -> String? {
     return fromFile
 }
 config.apiKey = secret("api-key", env: "CALLROOM_API_KEY", file.apiKey)
+config.databaseURL = secret("database", env: "CALLROOM_DATABASE_URL", file.database)
+if let url = config.databaseURL, !(url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") || url.contains("=")) {
+    fail("--database must be a postgres:// URL or a libpq connection string (KEY=VALUE …)")
+}
 config.authKey = secret("auth-key", env: "CALLROOM_AUTH_KEY", file.authKey)
 let production = args.has("production") || (file.production ?? false)
 config.autoCreateUsers = args.has("no-auto-create-users") || production ? false : (file.autoCreateUsers ?? true)

@@ -12,13 +12,15 @@ public final class WebhookReceiver {
     import http.server, json, sys, time
     log, statuses = sys.argv[1], [int(s) for s in sys.argv[2].split(",") if s]
     port = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else 0
-    down_until = time.time() + float(sys.argv[4]) if len(sys.argv) > 4 else 0
+    down_until = time.time() + float(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else 0
+    delay = float(sys.argv[5]) if len(sys.argv) > 5 else 0
     class H(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             code = 503 if time.time() < down_until else (statuses.pop(0) if statuses else 200)
             with open(log, "a") as f:
                 f.write(json.dumps({"headers": {k.lower(): v for k, v in self.headers.items()}, "body": body.decode(), "answered": code}) + "\n")
+            time.sleep(delay)
             self.send_response(code); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"ok")
         def log_message(self, *a): pass
     s = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
@@ -27,13 +29,15 @@ public final class WebhookReceiver {
     """#
 
     /// Starts on a free port (or `port`), answering 503 for the first `downSeconds`, then
-    /// `statuses` in turn, then 200.
-    public init(log: String, statuses: [Int] = [], port: Int? = nil, downSeconds: Double = 0) throws {
+    /// `statuses` in turn, then 200 — each answer `answerDelaySeconds` after the request came
+    /// (a slow receiver: an attempt stays in flight that long).
+    public init(log: String, statuses: [Int] = [], port: Int? = nil, downSeconds: Double = 0, answerDelaySeconds: Double = 0) throws {
         self.log = log
         FileManager.default.createFile(atPath: log, contents: nil)
         var args = ["python3", "-c", Self.script, log, statuses.map(String.init).joined(separator: ",")]
         args.append(port.map(String.init) ?? "")
-        if downSeconds > 0 { args.append("\(downSeconds)") }
+        args.append(downSeconds > 0 ? "\(downSeconds)" : "")
+        args.append("\(answerDelaySeconds)")
         process = try ManagedProcess("/usr/bin/env", args)
         guard let line = process.waitForLine(timeout: 10, { Int($0) != nil }), let p = Int(line) else {
             throw Failed(description: "receiver did not start: \(process.errorOutput)")

@@ -181,7 +181,7 @@ final class RoomFeaturesTests: XCTestCase {
     func testAJoinTheStoreCannotRecordIsRefused() throws {
         let (a, _) = try join("ann", session: "disk")
         // Another connection breaks the table joins are written to.
-        let db = try SQLiteDatabase(path: h.dir + "/callroom.sqlite")
+        let db = try h.storeDatabase()
         try db.execute("DROP TABLE call_participants")
         let p = try SignalProbe(url: h.server.url)
         p.send(.join(.init(callToken: try h.callToken(uid: "bea", session: "disk"), sessionId: "disk")))

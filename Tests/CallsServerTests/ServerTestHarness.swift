@@ -13,18 +13,29 @@ import FoundationNetworking
 final class ServerHarness {
     let dir: String
     let server: CallServer
+    /// The PostgreSQL database of the suite's PostgreSQL pass (nil: SQLite in `dir`).
+    let databaseURL: String?
 
     init(dataDir: String? = nil, autoCreate: Bool = true, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         dir = dataDir ?? FileManager.default.temporaryDirectory.appendingPathComponent("crs-\(UUID().uuidString.prefix(8))").path
         var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
         c.autoCreateUsers = autoCreate
         c.logLevel = .error
+        // The suite's PostgreSQL pass: the store in a database of its own per data directory.
+        if StoreBackend.current == .postgres { c.databaseURL = try PostgresCluster.shared().database(forDataDir: dir) }
         configure(&c)
+        databaseURL = c.databaseURL
         server = CallServer(configuration: c)
         try server.start()
     }
 
     func stop() { server.stop() }
+
+    /// Another connection to the server's store, from outside the server (as an operator's would be).
+    func storeDatabase() throws -> any StoreDatabase {
+        if let databaseURL { return try PostgresDatabase(url: databaseURL) }
+        return try SQLiteDatabase(path: dir + "/callroom.sqlite")
+    }
     func removeData() { try? FileManager.default.removeItem(atPath: dir) }
 
     typealias Reply = BlockingHTTP.Reply

@@ -3,10 +3,11 @@ import CallsCore
 import Foundation
 import XCTest
 
-/// The store writer against a real SQLite file: group commit, a failing request rolled back
-/// alone, references resolved across batches.
+/// The store writer against a real SQLite file (and a real PostgreSQL database in the suite's
+/// PostgreSQL pass): group commit, a failing request rolled back alone, references resolved
+/// across batches.
 final class StoreWriterTests: XCTestCase {
-    var dir: String!
+    var database: TestDatabase!
     var store: CallStore!
     var receipts: Receipts!
     var writer: StoreWriter!
@@ -19,22 +20,21 @@ final class StoreWriterTests: XCTestCase {
     }
 
     override func setUpWithError() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("crwriter-\(UUID().uuidString.prefix(6))").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        store = try CallStore(path: dir + "/db.sqlite")
+        database = try TestDatabase()
+        store = try database.store()
         let r = Receipts()
         receipts = r
         writer = StoreWriter(store: store) { r.add($0) }
     }
 
-    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+    override func tearDown() { database?.remove() }
 
     /// Holds the store's lock on another thread until the returned semaphore is signalled, so
     /// the writer's first batch waits and what is submitted meanwhile queues up.
     func holdStore() -> DispatchSemaphore {
         let release = DispatchSemaphore(value: 0), holding = DispatchSemaphore(value: 0)
         Thread.detachNewThread { [store] in
-            try? store!.locked { () throws(SQLiteError) in
+            try? store!.locked { () throws(DatabaseError) in
                 holding.signal()
                 release.wait()
             }

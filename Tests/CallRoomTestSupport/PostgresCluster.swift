@@ -1,0 +1,146 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which engine the store's tests run against: SQLite, or PostgreSQL when the environment says
+/// `CALLROOM_TEST_STORE=postgres` — scripts/test.sh runs the store's and the server's tests a
+/// second time that way, so the whole store suite runs on both.
+public enum StoreBackend: String, Sendable {
+    case sqlite
+    case postgres
+
+    public static var current: StoreBackend {
+        ProcessInfo.processInfo.environment["CALLROOM_TEST_STORE"].flatMap(StoreBackend.init(rawValue:)) ?? .sqlite
+    }
+}
+
+/// A real, throwaway PostgreSQL cluster (Debian `postgresql`) for the store's tests: `initdb`
+/// into a temporary directory, `pg_ctl start` listening on a Unix socket in that directory only
+/// (no TCP port to collide with), each test its own fresh database. Started once per test
+/// process (`shared`), stopped at exit. PostgreSQL refuses to run as root: as root, initdb and
+/// the server run as the `postgres` user the package creates.
+///
+/// Thread rules: `shared` and `createDatabase` from any thread (a lock serialises them).
+public final class PostgresCluster: @unchecked Sendable {
+    public let dir: String
+    public let port: Int
+    /// Where the server's binaries are (Debian keeps them off PATH).
+    public static var binDirectory: String? {
+        let fm = FileManager.default
+        if let versions = try? fm.contentsOfDirectory(atPath: "/usr/lib/postgresql") {
+            for v in versions.sorted(by: >) where fm.isExecutableFile(atPath: "/usr/lib/postgresql/\(v)/bin/initdb") {
+                return "/usr/lib/postgresql/\(v)/bin"
+            }
+        }
+        return fm.isExecutableFile(atPath: "/usr/bin/initdb") ? "/usr/bin" : nil
+    }
+    public static var isInstalled: Bool { binDirectory != nil }
+
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var started: PostgresCluster?
+    nonisolated(unsafe) private static var failure: String?
+    private var databases = 0
+
+    /// The process's cluster, started on first use; throws (with initdb's or pg_ctl's words)
+    /// when it cannot start.
+    public static func shared() throws -> PostgresCluster {
+        try lock.withLock {
+            if let c = started { return c }
+            if let f = failure { throw NSError(domain: "PostgresCluster", code: 1, userInfo: [NSLocalizedDescriptionKey: f]) }
+            do {
+                let c = try PostgresCluster()
+                started = c
+                atexit { PostgresCluster.stopShared() }
+                return c
+            } catch {
+                failure = "\(error)"
+                throw error
+            }
+        }
+    }
+
+    private static func stopShared() { started?.stop(mode: "immediate") }
+
+    /// A cluster of its own (tests that stop and start the server); `shared` for the rest.
+    public init() throws {
+        guard let bin = Self.binDirectory else { throw Self.error("PostgreSQL is not installed (scripts/install-deps.sh installs it)") }
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("callroom-pg-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        port = Int.random(in: 20_000...60_000)
+        if getuid() == 0 { _ = Self.run("/bin/chown", ["postgres:postgres", dir]) }
+        let initdb = Self.run(bin + "/initdb", ["-D", dir + "/data", "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"])
+        guard initdb.status == 0 else { throw Self.error("initdb failed: \(initdb.output)") }
+        try start()
+    }
+
+    /// Starts the server (again, after `stop`): the same data, the same socket.
+    public func start() throws {
+        guard let bin = Self.binDirectory else { throw Self.error("PostgreSQL is not installed") }
+        let options = "-k \(dir) -c listen_addresses='' -p \(port) -F -c max_connections=200"
+        let r = Self.run(bin + "/pg_ctl", ["-D", dir + "/data", "-l", dir + "/server.log", "-o", options, "-w", "-t", "30", "start"])
+        guard r.status == 0 else {
+            let log = (try? String(contentsOfFile: dir + "/server.log", encoding: .utf8)) ?? ""
+            throw Self.error("pg_ctl start failed: \(r.output) \(log.suffix(800))")
+        }
+    }
+
+    /// Stops the server: `fast` (clean) or `immediate` (as a crash: no checkpoint).
+    public func stop(mode: String = "fast") {
+        guard let bin = Self.binDirectory else { return }
+        _ = Self.run(bin + "/pg_ctl", ["-D", dir + "/data", "-m", mode, "-w", "stop"])
+    }
+
+    /// A libpq connection string for `database` on this cluster.
+    public func url(_ database: String = "postgres") -> String { "host=\(dir) port=\(port) user=postgres dbname=\(database)" }
+
+    private var byDataDir: [String: String] = [:]
+
+    /// The database of a server whose data directory is `dataDir`: a new one the first time, the
+    /// same one when a test restarts that server on the same directory.
+    public func database(forDataDir dataDir: String) throws -> String {
+        if let url = Self.lock.withLock({ byDataDir[dataDir] }) { return url }
+        let url = try createDatabase()
+        Self.lock.withLock { byDataDir[dataDir] = url }
+        return url
+    }
+
+    /// A new, empty database (its connection string).
+    public func createDatabase() throws -> String {
+        let name = Self.lock.withLock { databases += 1; return "t\(getpid())_\(databases)" }
+        guard let bin = Self.binDirectory else { throw Self.error("PostgreSQL is not installed") }
+        let r = Self.run(bin + "/createdb", ["-h", dir, "-p", "\(port)", "-U", "postgres", name])
+        guard r.status == 0 else { throw Self.error("createdb failed: \(r.output)") }
+        return url(name)
+    }
+
+    /// Runs a PostgreSQL tool (as `postgres` when we are root), returning its status and output.
+    /// With posix_spawn and waitpid rather than Foundation's Process: the server `pg_ctl start`
+    /// leaves running confused Process's exit monitoring (it never saw pg_ctl end).
+    static func run(_ tool: String, _ args: [String]) -> (status: Int32, output: String) {
+        let asRoot = getuid() == 0 && !tool.hasPrefix("/bin/")
+        let argv = asRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--", tool] + args : [tool] + args
+        // Output to a file, not a pipe: the server pg_ctl starts inherits it and would hold a pipe open.
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("callroom-pgtool-\(UUID().uuidString.prefix(8)).out").path
+        defer { unlink(out) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var cargs = argv.map { strdup($0) } + [nil]
+        defer { for a in cargs { free(a) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, nil, &cargs, environ)
+        guard rc == 0 else { return (-1, "cannot run \(argv[0]): \(String(cString: strerror(rc)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        // WIFEXITED / WEXITSTATUS by hand (macros Swift does not import).
+        let exited = status & 0x7F == 0
+        return (exited ? (status >> 8) & 0xFF : -1, text)
+    }
+
+    private static func error(_ m: String) -> NSError { NSError(domain: "PostgresCluster", code: 1, userInfo: [NSLocalizedDescriptionKey: m]) }
+}
