@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages CallRoom builds and tests with, skipping those already present.
 # Runs `apt-get update` at most once, and only when something is missing. Needs root (or sudo).
-# Usage: install-deps.sh [--core]   (--core: without clang and the PostgreSQL server, which only the eBPF
-# fast path and the tests need)
+# Usage: install-deps.sh [--core]   (--core: without clang and the PostgreSQL and Redis servers, which
+# only the eBPF fast path and the tests need)
 set -euo pipefail
 
 packages=(
@@ -16,6 +16,7 @@ packages=(
   libcurl4-openssl-dev # outbound HTTP: webhooks (and push)
   libsqlite3-dev      # the server's store (the embedded default)
   libpq-dev           # the server's store on PostgreSQL (several nodes)
+  libhiredis-dev      # several nodes: the registry and room placement in Redis
   libsrtp2-dev        # SRTP: encrypted, authenticated media
   libogg-dev          # recordings: Ogg Opus per participant (RFC 7845)
   libopusenc-dev      # recordings: the mixed room as Ogg Opus
@@ -37,10 +38,10 @@ packages=(
   libbpf-dev          # the relay's eBPF fast path: loading and maps
   tmux                # terminal UI tests
 )
-# Only to build the relay's fast-path program (scripts/build-bpf.sh), and the PostgreSQL server
-# the store's tests start a throwaway cluster of; `--core` skips them, as the demo needs neither.
+# Only to build the relay's fast-path program (scripts/build-bpf.sh), and the PostgreSQL and Redis
+# servers the tests start throwaway instances of; `--core` skips them, as the demo needs none.
 if [ "${1:-}" != "--core" ]; then
-  packages+=(clang postgresql)
+  packages+=(clang postgresql redis-server)
 fi
 
 missing=()

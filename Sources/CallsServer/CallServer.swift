@@ -37,6 +37,8 @@ public final class CallServer: @unchecked Sendable {
     /// Deletes recordings past their retention, hourly (with a retention configured).
     private var retentionTimer: DispatchSourceTimer?
     private var rooms: RoomRegistry?
+    /// This node in the cluster registry (`redisURL`); nil for one node.
+    private var cluster: ClusterMembership?
     private var calls: CallRegistry?
     private var webhooks: WebhookDeliverer?
     private var pushSender: PushSender?
@@ -270,6 +272,9 @@ public final class CallServer: @unchecked Sendable {
             rooms?.revoke(uid: uid)
             calls?.revoke(uid: uid)
             log.info("tokens revoked: sessions ended", ["uid": uid])
+        }, cluster: { [weak self] () throws(RedisError) -> (node: String, nodes: [ClusterNode])? in
+            guard let self, let id = self.clusterNodeID, let nodes = try self.clusterNodes() else { return nil }
+            return (id, nodes)
         })
         routerBox.withLock { $0 = router }
         self.web = web
@@ -362,11 +367,32 @@ public final class CallServer: @unchecked Sendable {
         if !directory.isEmpty { webhooks?.start() }
         pushSender?.start()
         rooms.startHeartbeat(every: configuration.storeHeartbeatSeconds)
+        if let redis = configuration.redisURL {
+            let id = configuration.nodeID ?? "\(configuration.host):\(port)"
+            let media = configuration.mediaPublicAddress ?? "\(configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host):\(mediaPort)"
+            let base = configuration.publicURL ?? url
+            do {
+                let c = try ClusterMembership(redis: redis, nodeID: id, log: log) { [weak rooms] in
+                    let load = rooms?.load ?? (rooms: [], participants: 0)
+                    return (base, media, load.participants, load.rooms)
+                }
+                c.start()
+                cluster = c
+            } catch let e as RedisError {
+                stop()
+                throw .redis(e.description)
+            } catch {
+                stop()
+                throw .redis("\(error)")
+            }
+        }
         log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "data_dir": dir])
     }
 
     /// Ends every call, stops both ports and waits for the threads. Idempotent.
     public func stop() {
+        cluster?.stop()
+        cluster = nil
         retentionTimer?.cancel()
         retentionTimer = nil
         rooms?.closeAll(reason: .serverShuttingDown)
@@ -384,6 +410,18 @@ public final class CallServer: @unchecked Sendable {
         web = nil
         relay = nil
     }
+
+    /// The cluster's live nodes as the registry has them (nil: not in a cluster).
+    public func clusterNodes() throws(RedisError) -> [ClusterNode]? {
+        guard let cluster else { return nil }
+        return try cluster.nodes()
+    }
+
+    /// Stops taking new rooms (the registry stops placing them here); the rooms it has carry on.
+    public func drain() { cluster?.drain() }
+
+    /// This node's id in the cluster (nil: not in a cluster).
+    public var clusterNodeID: String? { cluster?.nodeID }
 
     /// The Prometheus text of `GET /metrics`.
     public func metricsText() -> String {

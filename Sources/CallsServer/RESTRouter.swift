@@ -21,6 +21,8 @@ struct RESTRouter: Sendable {
     let webhooksChanged: @Sendable () -> Void
     /// Ends `uid`'s sessions and refuses their earlier call tokens (deleted, or tokens revoked).
     let revoke: @Sendable (String) throws -> Void
+    /// This node's id and the cluster's live nodes (nil: one node, not in a cluster).
+    let cluster: @Sendable () throws(RedisError) -> (node: String, nodes: [ClusterNode])?
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
         do {
@@ -181,6 +183,16 @@ struct RESTRouter: Sendable {
                 throw ServerError(.deliveryNotFound, "No webhook delivery '\(parts[3].prefix(100))'.")
             }
             return rt.ok(["success": true])
+        },
+        Route(.get, "v3/cluster/nodes") { rt, r, _ in
+            try rt.requireAPIKey(r)
+            struct Body: Encodable { var node: String?; var nodes: [ClusterNode] }
+            do {
+                guard let c = try rt.cluster() else { return rt.ok(Body(node: nil, nodes: [])) }
+                return rt.ok(Body(node: c.node, nodes: c.nodes))
+            } catch {
+                throw ServerError(.unavailable, "The cluster registry (Redis) is unavailable: \(error)")
+            }
         },
         Route(.get, "v3/webhooks") { rt, r, _ in
             try rt.requireAPIKey(r)

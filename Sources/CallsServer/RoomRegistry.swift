@@ -78,6 +78,8 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
 
     var roomCount: Int { queue.sync { core.rooms.count } }
     var participantCount: Int { queue.sync { core.participantCount } }
+    /// The rooms this node holds (their session ids), and its participants, in one look.
+    var load: (rooms: [String], participants: Int) { queue.sync { (Array(core.rooms.keys), core.participantCount) } }
 
     // MARK: Entry points (any thread)
 

@@ -14,6 +14,9 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var dataDir: String?
     /// The store on PostgreSQL (a URL; nil: SQLite in the data directory).
     public var database: String?
+    /// The cluster registry (Redis URL) and this node's id in it.
+    public var redis: String?
+    public var nodeId: String?
     public var appId: String?
     public var apiKey: String?
     public var authKey: String?
@@ -67,7 +70,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPath: String?
     public var relayFastPathObject: String?
 
-    public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "database", "appId", "apiKey", "authKey", "autoCreateUsers",
+    public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
@@ -113,6 +116,8 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.mediaPort = try int("mediaPort")
         c.dataDir = try string("dataDir")
         c.database = try string("database")
+        c.redis = try string("redis")
+        c.nodeId = try string("nodeId")
         c.appId = try string("appId")
         c.apiKey = try string("apiKey")
         c.authKey = try string("authKey")

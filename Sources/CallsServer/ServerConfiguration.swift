@@ -12,6 +12,10 @@ public struct ServerConfiguration: Sendable {
     /// The store on PostgreSQL (`postgres://USER:PASSWORD@HOST:PORT/DB` or a libpq connection
     /// string); nil: SQLite in `dataDir` (the embedded default).
     public var databaseURL: String?
+    /// Several nodes: the cluster registry in Redis (`redis://HOST:PORT` or `unix:///PATH`),
+    /// and this node's id in it (default: `HOST:PORT` of its signalling address). nil: one node.
+    public var redisURL: String?
+    public var nodeID: String?
     /// Overrides for the keys stored in the data directory.
     public var appId: String?
     public var apiKey: String?
@@ -152,6 +156,8 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     case tls(String)
     /// A setting that cannot be used as given (the message says which).
     case badSetting(String)
+    /// Redis (`--redis`) cannot be reached at start.
+    case redis(String)
 
     public var description: String {
         switch self {
@@ -165,6 +171,7 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
         case .pushKey(let m): return m
         case .tls(let m): return m
         case .badSetting(let m): return m
+        case .redis(let m): return m
         }
     }
 }

@@ -7,6 +7,7 @@ let usage = """
     callroomd — the CallRoom calls server (REST, WebSocket signalling, UDP media relay)
 
     USAGE: callroomd [--config FILE] [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR] [--database URL]
+                     [--redis URL [--node-id ID]]
                      [--app-id ID] [--api-key KEY] [--auth-key KEY] [--no-auto-create-users]
                      [--log-format text|json] [--log-level debug|info|warn|error] [--relay-threads N]
                      [--relay-fast-path off|auto|on] [--tls-cert FILE --tls-key FILE | --tls-self-signed]
@@ -14,7 +15,7 @@ let usage = """
                      [--api-key-file FILE] [--auth-key-file FILE]
 
     OPTIONS:
-      --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir, database,
+      --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir, database, redis, nodeId,
                               appId, apiKey, authKey, autoCreateUsers, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
@@ -34,6 +35,10 @@ let usage = """
                               postgres://USER:PASSWORD@HOST:PORT/DB (or $CALLROOM_DATABASE_URL,
                               or --database-file FILE: the URL on its first line); the schema is
                               created or migrated on start
+      --redis URL             join a cluster: register this node (address, load, rooms) in Redis
+                              every second — redis://HOST:PORT or unix:///PATH (or $CALLROOM_REDIS_URL);
+                              GET /v3/cluster/nodes lists the live nodes
+      --node-id ID            this node's id in the cluster (default HOST:PORT of --listen)
       --app-id ID             override the stored app id
       --api-key KEY           override the stored REST admin key (visible in ps: prefer the
                               file or $CALLROOM_API_KEY)
@@ -77,7 +82,7 @@ let args: ArgumentScanner
 do {
     args = try ArgumentScanner(CommandLine.arguments.dropFirst(),
                                valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads", "relay-fast-path",
-                                        "tls-cert", "tls-key", "api-key-file", "auth-key-file", "database", "database-file"],
+                                        "tls-cert", "tls-key", "api-key-file", "auth-key-file", "database", "database-file", "redis", "node-id"],
                                boolean: ["no-auto-create-users", "help", "version", "tls-self-signed", "allow-plain-http", "production",
                                          "no-auth-key-login"])
 } catch {
@@ -125,6 +130,12 @@ func secret(_ flag: String, env: String, _ fromFile: String?) -> String? {
 }
 config.apiKey = secret("api-key", env: "CALLROOM_API_KEY", file.apiKey)
 config.databaseURL = secret("database", env: "CALLROOM_DATABASE_URL", file.database)
+config.redisURL = args["redis"] ?? ProcessInfo.processInfo.environment["CALLROOM_REDIS_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? file.redis
+if let r = config.redisURL, RedisClient.socketPath(r) == nil, RedisClient.hostPort(r) == nil {
+    fail("--redis must be redis://HOST:PORT or unix:///PATH")
+}
+config.nodeID = pick("node-id", file.nodeId)
+if let id = config.nodeID, id.isEmpty || id.count > 128 || id.contains(where: { $0.isWhitespace }) { fail("--node-id must be 1…128 characters without spaces") }
 if let url = config.databaseURL, !(url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") || url.contains("=")) {
     fail("--database must be a postgres:// URL or a libpq connection string (KEY=VALUE …)")
 }

@@ -6,7 +6,9 @@ import XCTest
 /// control-bar button clicked with real mouse sequences (exactly one event per click), the
 /// event log as an instrument (search, payload, export), leaving with its summary.
 final class CallScreenQATests: XCTestCase {
-    let session = "callroom-qa-\(getpid())"
+    /// A tmux server of its own per test: the previous test's, killed in its tearDown, may still
+    /// be exiting on the same socket (new-session then failed now and then).
+    let session = "callroom-qa-\(getpid())-\(UUID().uuidString.prefix(6))"
     var tmp: TemporaryDirectory!
 
     lazy var t = Tmux(session: session)

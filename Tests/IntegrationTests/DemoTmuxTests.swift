@@ -5,7 +5,8 @@ import XCTest
 /// `callroom demo` in a real terminal (tmux): the tiles, control bar and event log appear, keys
 /// work, and leaving exits 0 with the terminal restored.
 final class DemoTmuxTests: XCTestCase {
-    let session = "callroom-test-\(getpid())"
+    /// A tmux server of its own per test (the previous one may still be exiting on a shared socket).
+    let session = "callroom-test-\(getpid())-\(UUID().uuidString.prefix(6))"
 
     lazy var t = Tmux(session: session)
     func tmux(_ args: [String]) -> (Int32, String) { t.run(args) }

@@ -1,0 +1,84 @@
+import CallsCore
+import Foundation
+
+/// This node's place in the cluster (`--redis`): every second it tells the registry
+/// (`NodeRegistry`, in Redis) where it is, its load (participants, CPU) and the rooms it holds;
+/// on a clean stop it leaves at once. Redis going away is logged once (and once when it is back):
+/// calls on this node are not affected, the next heartbeat after Redis returns re-registers.
+///
+/// Thread rules: `start`/`stop` from the server's owner; everything else on its own queue
+/// (`callroom.cluster`), which owns the Redis connection.
+final class ClusterMembership: @unchecked Sendable {
+    let nodeID: String
+    private let queue = DispatchQueue(label: "callroom.cluster")
+    private let registry: NodeRegistry
+    private let describe: @Sendable () -> (url: String, media: String, participants: Int, rooms: [String])
+    private let log: ServerLog
+    private var timer: DispatchSourceTimer?
+    private var reachable = true
+    private var lastCPU: (wall: UInt64, cpu: UInt64)?
+    private var draining = false
+    /// Heartbeats sent and failed (for /metrics and tests).
+    private(set) var beats = 0
+    private(set) var failures = 0
+
+    init(redis: String, nodeID: String, log: ServerLog,
+         describe: @escaping @Sendable () -> (url: String, media: String, participants: Int, rooms: [String])) throws(RedisError) {
+        self.nodeID = nodeID
+        self.registry = NodeRegistry(redis: try RedisClient(address: redis))
+        self.describe = describe
+        self.log = log
+    }
+
+    func start(every seconds: Double = 1) {
+        let t = DispatchSource.makeTimerSource(queue: queue)
+        t.schedule(deadline: .now(), repeating: seconds)
+        t.setEventHandler { [weak self] in self?.beat() }
+        t.resume()
+        timer = t
+    }
+
+    /// Leaves the cluster now (waits for the queue: the last heartbeat cannot come after it).
+    func stop() {
+        queue.sync {
+            timer?.cancel()
+            timer = nil
+            try? registry.leave(nodeID: nodeID)
+        }
+    }
+
+    /// Takes no new rooms from now on (they go to other nodes); keeps the ones it has.
+    func drain() { queue.async { self.draining = true; self.beat() } }
+
+    /// Every live node, as the registry has it.
+    func nodes() throws(RedisError) -> [ClusterNode] {
+        let r: Result<[ClusterNode], RedisError> = queue.sync { Result { () throws(RedisError) in try registry.liveNodes() } }
+        return try r.get()
+    }
+
+    private func beat() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let d = describe()
+        let node = ClusterNode(id: nodeID, url: d.url, mediaAddress: d.media, participants: d.participants,
+                               cpuPercent: cpuPercent(), draining: draining)
+        do {
+            try registry.heartbeat(node, rooms: d.rooms)
+            beats += 1
+            if !reachable { log.info("redis is back: registered again", ["node": nodeID]); reachable = true }
+        } catch {
+            failures += 1
+            if reachable { log.warn("redis unavailable: this node is not registered until it returns", ["node": nodeID, "error": "\(error)"]); reachable = false }
+        }
+    }
+
+    /// This process's CPU over the last interval (percent of one core).
+    private func cpuPercent() -> Double {
+        var u = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
+        let cpu = UInt64(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1_000_000 + UInt64(u.ru_utime.tv_usec + u.ru_stime.tv_usec)
+        let wall = monotonicNanoseconds() / 1000
+        defer { lastCPU = (wall, cpu) }
+        guard let last = lastCPU, wall > last.wall else { return 0 }
+        return 100 * Double(cpu - last.cpu) / Double(wall - last.wall)
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+
+/// One callroomd node as the cluster sees it: where clients and other nodes reach it, and its load.
+public struct ClusterNode: Codable, Sendable, Equatable {
+    public var id: String
+    /// Its REST + signalling base URL, and its relay's media address (`HOST:PORT`, the public one).
+    public var url: String
+    public var mediaAddress: String
+    public var participants: Int
+    public var cpuPercent: Double
+    /// Draining (SIGTERM with `--drain`): takes no new rooms, keeps the ones it has.
+    public var draining: Bool
+
+    public init(id: String, url: String, mediaAddress: String, participants: Int = 0, cpuPercent: Double = 0, draining: Bool = false) {
+        self.id = id; self.url = url; self.mediaAddress = mediaAddress
+        self.participants = participants; self.cpuPercent = cpuPercent; self.draining = draining
+    }
+}
+
+/// The cluster's registry in Redis, the way LiveKit's multi-node routing keeps it: each node
+/// registers with a heartbeat and its load; a room is placed on the least-loaded live node when
+/// it first starts, and the room → node map lives in Redis.
+///
+/// ```
+///  callroom:node:{id}      ClusterNode JSON, expiring `ttlMs` after the node's last heartbeat
+///  callroom:nodes          the set of node ids (an id whose key expired is a dead node: dropped on read)
+///  callroom:room:{session} the id of the node the room lives on
+///
+///  heartbeat(node, rooms) ─▶ SET node PX ttl; SADD nodes; SET room NX for each of its rooms
+///                            (after a Redis restart the map is whole again within a heartbeat)
+///  place(session)         ─▶ EVAL: the room's node if it is alive, else the candidate (the least
+///                            loaded live node that is not draining) — atomic: nodes placing the
+///                            same room at once agree on one
+/// ```
+/// A node that dies stops refreshing its key: `ttlMs` later it is gone, and the next `place` of
+/// each of its rooms puts the room on a live node.
+///
+/// Thread rules: one owner at a time (the RedisClient is not thread-safe); callers serialise.
+public final class NodeRegistry: @unchecked Sendable {
+    public let redis: RedisClient
+    public let ttlMs: Int
+    static let nodePrefix = "callroom:node:"
+    static let nodesKey = "callroom:nodes"
+    static let roomPrefix = "callroom:room:"
+
+    public init(redis: RedisClient, ttlMs: Int = 3000) {
+        self.redis = redis
+        self.ttlMs = ttlMs
+    }
+
+    /// Registers (or refreshes) `node` and re-asserts the rooms it holds.
+    public func heartbeat(_ node: ClusterNode, rooms: [String] = []) throws(RedisError) {
+        guard let json = try? JSONEncoder().encode(node) else { throw .reply("cannot encode the node") }
+        try redis.command(["SET", Self.nodePrefix + node.id, String(decoding: json, as: UTF8.self), "PX", "\(ttlMs)"])
+        try redis.command(["SADD", Self.nodesKey, node.id])
+        for r in rooms { try redis.command(["SET", Self.roomPrefix + r, node.id, "NX"]) }
+    }
+
+    /// Leaves the cluster now (a clean stop): its entry goes at once, not after the TTL.
+    public func leave(nodeID: String) throws(RedisError) {
+        try redis.command(["DEL", Self.nodePrefix + nodeID])
+        try redis.command(["SREM", Self.nodesKey, nodeID])
+    }
+
+    /// Every live node (dead ids are removed from the set as they are found).
+    public func liveNodes() throws(RedisError) -> [ClusterNode] {
+        let ids = try redis.command(["SMEMBERS", Self.nodesKey]).array.compactMap(\.string).sorted()
+        guard !ids.isEmpty else { return [] }
+        let values = try redis.command(["MGET"] + ids.map { Self.nodePrefix + $0 }).array
+        var live: [ClusterNode] = []
+        for (id, v) in zip(ids, values) {
+            if let s = v.string, let n = try? JSONDecoder().decode(ClusterNode.self, from: Data(s.utf8)) {
+                live.append(n)
+            } else {
+                try redis.command(["SREM", Self.nodesKey, id])
+            }
+        }
+        return live
+    }
+
+    /// The node `session` lives on, if it lives on a live node.
+    public func node(forSession session: String) throws(RedisError) -> ClusterNode? {
+        guard let id = try redis.command(["GET", Self.roomPrefix + session]).string else { return nil }
+        return try liveNodes().first { $0.id == id }
+    }
+
+    /// Where `session` lives: its node when that node is alive, else (a new room, or its node
+    /// died) the least-loaded live node that is not draining. Nil when no node can take it.
+    public func place(session: String) throws(RedisError) -> ClusterNode? {
+        let nodes = try liveNodes()
+        guard let candidate = Self.leastLoaded(nodes) else {
+            // Nobody takes new rooms: a room already on a live (draining) node stays there.
+            return try node(forSession: session)
+        }
+        let script = """
+            local cur = redis.call('GET', KEYS[1])
+            if cur and redis.call('EXISTS', ARGV[2] .. cur) == 1 then return cur end
+            redis.call('SET', KEYS[1], ARGV[1])
+            return ARGV[1]
+            """
+        let winner = try redis.command(["EVAL", script, "1", Self.roomPrefix + session, candidate.id, Self.nodePrefix]).string
+        return nodes.first { $0.id == winner } ?? candidate
+    }
+
+    /// The room ended on `nodeID`: its entry goes (only if it is still that node's).
+    public func release(session: String, nodeID: String) throws(RedisError) {
+        let script = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+        try redis.command(["EVAL", script, "1", Self.roomPrefix + session, nodeID])
+    }
+
+    /// The node a new room goes to: not draining, fewest participants, then least CPU, then by id
+    /// (so every node computes the same answer from the same registry).
+    public static func leastLoaded(_ nodes: [ClusterNode]) -> ClusterNode? {
+        nodes.filter { !$0.draining }.min { a, b in
+            if a.participants != b.participants { return a.participants < b.participants }
+            if a.cpuPercent != b.cpuPercent { return a.cpuPercent < b.cpuPercent }
+            return a.id < b.id
+        }
+    }
+}
