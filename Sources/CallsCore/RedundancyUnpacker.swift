@@ -44,7 +44,4 @@ public struct RedundancyUnpacker: Sendable {
         plain.payloadType = RTPPacket.opusPayloadType
         try each(plain, UnsafeBufferPointer(rebasing: payload[red.primary]))
     }
-
-    /// Forgets a sender (it left).
-    public mutating func forget(_ ssrc: UInt32) { last[ssrc] = nil }
 }

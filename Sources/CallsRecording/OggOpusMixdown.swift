@@ -16,8 +16,9 @@ public enum OggOpusMixdown {
     /// The mix is a second encoding of speech that was Opus already. Measured against what a
     /// participant heard (scripts/bench-recording-pesq.sh, PESQ-WB): 32 kb/s with the voice
     /// hint cost 0.43, 64 kb/s with it 0.38; without the hint libopus keeps more of the first
-    /// encoding: 96 kb/s is what the mix uses (docs/benchmarks.md has the table).
-    public static let bitrate: Int32 = 96_000
+    /// encoding: 96 kb/s was within 0.2 of 32 kb/s calls; with 48 kb/s speech (issue #18) it fell
+    /// 0.16–0.31 behind, 128 kb/s 0.08–0.14 — what the mix uses (docs/benchmarks.md has the table).
+    public static let bitrate: Int32 = 128_000
 
     /// Mixes `tracks` into a new file at `output`. Returns its length in seconds.
     @discardableResult
