@@ -182,10 +182,15 @@ public final class JitterBuffer: @unchecked Sendable {
         if d < 0 { if missed.contains(sequence) { statistics.lateRepairs += 1 }; return }
         if d > maxFrames { return }
         guard slots[sequence] == nil, payload.count <= Self.maxPayloadBytes, let slot = free.popLast() else { return }
+        place(sequence, payload, in: slot, arrival: 0, repair: true)
+    }
+
+    /// Copies `payload` into the free `slot` and queues it as frame `sequence`.
+    private func place(_ sequence: UInt16, _ payload: UnsafeRawBufferPointer, in slot: Int, arrival: UInt64, repair: Bool) {
         UnsafeMutableRawBufferPointer(rebasing: bytes[(slot * Self.maxPayloadBytes)...]).copyMemory(from: payload)
         lengths[slot] = payload.count
-        arrivalOf[slot] = 0
-        isRepair[slot] = true
+        arrivalOf[slot] = arrival
+        isRepair[slot] = repair
         slots[sequence] = slot
     }
 
@@ -225,11 +230,7 @@ public final class JitterBuffer: @unchecked Sendable {
             drop(oldest)
         }
         guard let slot = free.popLast() else { return }
-        UnsafeMutableRawBufferPointer(rebasing: bytes[(slot * Self.maxPayloadBytes)...]).copyMemory(from: payload)
-        lengths[slot] = payload.count
-        arrivalOf[slot] = arrival ?? 0
-        isRepair[slot] = false
-        slots[sequence] = slot
+        place(sequence, payload, in: slot, arrival: arrival ?? 0, repair: false)
     }
 
     /// Drops the queued packet `seq` as overflow.

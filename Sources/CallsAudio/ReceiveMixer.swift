@@ -111,7 +111,7 @@ public final class ReceiveMixer: @unchecked Sendable {
             buffer.insert(sequence: header.sequenceNumber, payload: UnsafeRawBufferPointer(rebasing: payload[red.primary]),
                           arrival: arrival, timestamp: header.timestamp)
             for j in 0..<red.count where red[j].payloadType == RTPPacket.opusPayloadType {
-                buffer.insertRepair(sequence: header.sequenceNumber &- UInt16(red.count - j),
+                buffer.insertRepair(sequence: red.sequenceNumber(ofBlock: j, inPacket: header.sequenceNumber),
                                     payload: UnsafeRawBufferPointer(rebasing: payload[red[j].range]))
             }
             return true

@@ -56,14 +56,15 @@ public final class RedundancyHistory: @unchecked Sendable {
     }
 
     /// Writes into `out` the redundant-audio payload for the frame `sequence`/`timestamp`
-    /// (its packet `primary`, of `payloadType`) repeating up to `distance` previous frames.
-    /// Returns the bytes written and the frames repeated; nil when it does not fit.
+    /// (its packet `primary`, of `payloadType`) repeating up to `distance` previous frames — the
+    /// oldest left out while they do not fit (large packets at high bitrates). Returns the bytes
+    /// written and the frames repeated; nil only when `primary` alone does not fit.
     public func payload(into out: UnsafeMutableRawBufferPointer, payloadType: UInt8, primary: UnsafeRawBufferPointer,
                         sequence: UInt16, timestamp: UInt32, distance: Int) -> (bytes: Int, repeated: Int)? {
-        let k = available(sequence: sequence, timestamp: timestamp, distance: distance)
-        var total = RedundantAudio.headerBytes(blocks: k) + primary.count
-        for i in 0..<k { total += lengths[slot(back: k - i)] }
-        guard total <= out.count else { return nil }
+        var k = available(sequence: sequence, timestamp: timestamp, distance: distance)
+        func size(_ k: Int) -> Int { (0..<k).reduce(RedundantAudio.headerBytes(blocks: k) + primary.count) { $0 + lengths[slot(back: k - $1)] } }
+        while k > 0 && size(k) > out.count { k -= 1 }
+        guard size(k) <= out.count else { return nil }
         var at = 0
         // Oldest first: block i repeats the frame k - i back.
         for i in 0..<k {

@@ -30,7 +30,7 @@ public struct RedundancyUnpacker: Sendable {
         }
         if let previous {
             for j in 0..<red.count where red[j].payloadType == RTPPacket.opusPayloadType {
-                let seq = h.sequenceNumber &- UInt16(red.count - j)
+                let seq = red.sequenceNumber(ofBlock: j, inPacket: h.sequenceNumber)
                 guard SequenceNumber.isNewer(seq, than: previous) else { continue }
                 var copy = h
                 copy.payloadType = RTPPacket.opusPayloadType

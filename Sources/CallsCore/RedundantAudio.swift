@@ -42,6 +42,10 @@ public enum RedundantAudio {
         /// Block `j` (0 = the oldest).
         public subscript(j: Int) -> Block { blocks[j] }
 
+        /// The sequence number of block `j`'s frame, in a packet numbered `packet` (CallRoom's
+        /// senders repeat consecutive frames: block j of n is the frame n - j before the packet's).
+        public func sequenceNumber(ofBlock j: Int, inPacket packet: UInt16) -> UInt16 { packet &- UInt16(count - j) }
+
         /// Parses a redundant-audio payload; nil when its headers are malformed or its blocks
         /// overrun it (the whole packet is then dropped: nothing in it can be trusted).
         public init?(parsing p: UnsafeRawBufferPointer) {

@@ -18,9 +18,6 @@ final class ClusterMembership: @unchecked Sendable {
     private var reachable = true
     private var lastCPU: (wall: UInt64, cpu: UInt64)?
     private var draining = false
-    /// Heartbeats sent and failed (for /metrics and tests).
-    private(set) var beats = 0
-    private(set) var failures = 0
 
     init(redis: String, nodeID: String, log: ServerLog,
          describe: @escaping @Sendable () -> (url: String, media: String, participants: Int, rooms: [String])) throws(RedisError) {
@@ -63,10 +60,8 @@ final class ClusterMembership: @unchecked Sendable {
                                cpuPercent: cpuPercent(), draining: draining)
         do {
             try registry.heartbeat(node, rooms: d.rooms)
-            beats += 1
             if !reachable { log.info("redis is back: registered again", ["node": nodeID]); reachable = true }
         } catch {
-            failures += 1
             if reachable { log.warn("redis unavailable: this node is not registered until it returns", ["node": nodeID, "error": "\(error)"]); reachable = false }
         }
     }

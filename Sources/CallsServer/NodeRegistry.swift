@@ -80,8 +80,9 @@ public final class NodeRegistry: @unchecked Sendable {
 
     /// The node `session` lives on, if it lives on a live node.
     public func node(forSession session: String) throws(RedisError) -> ClusterNode? {
-        guard let id = try redis.command(["GET", Self.roomPrefix + session]).string else { return nil }
-        return try liveNodes().first { $0.id == id }
+        guard let id = try redis.command(["GET", Self.roomPrefix + session]).string,
+              let json = try redis.command(["GET", Self.nodePrefix + id]).string else { return nil }
+        return try? JSONDecoder().decode(ClusterNode.self, from: Data(json.utf8))
     }
 
     /// Where `session` lives: its node when that node is alive, else (a new room, or its node

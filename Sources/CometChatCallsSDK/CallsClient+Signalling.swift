@@ -245,13 +245,20 @@ extension CallsClient {
         }
     }
 
+    /// Our loss of each sender's audio since the last report (and `video`'s reports), to the server.
+    private func sendReceiverReport(video: [LossReport]) {
+        dispatchPrecondition(condition: .onQueue(state))
+        guard let reports = engine.map({ $0.lossSinceLastReport() + video }), !reports.isEmpty else { return }
+        socket?.send(text: ClientMessage.receiverReport(reports).json())
+    }
+
     /// Every 2 s, tells the server how much of each sender's audio we lost (it forwards each
     /// report to that sender, whose FEC and redundancy follow the worst receiver); the first
     /// audio report goes after 1 s, so a call that starts on a lossy path is covered sooner.
     func startReceiverReports() {
         state.asyncAfter(deadline: .now() + 1) { [weak self] in
-            guard let self, self.phase == .joined, let reports = self.engine?.lossSinceLastReport(), !reports.isEmpty else { return }
-            self.socket?.send(text: ClientMessage.receiverReport(reports).json())
+            guard let self, self.phase == .joined else { return }
+            self.sendReceiverReport(video: [])
         }
         let t = DispatchSource.makeTimerSource(queue: state)
         t.schedule(deadline: .now() + 2, repeating: 2)
@@ -268,10 +275,7 @@ extension CallsClient {
             self.pingsSent = self.pingsSent.filter { $0.key > self.pingCounter - 5 }
             self.pingsSent[self.pingCounter] = monotonicNanoseconds()
             self.socket?.send(text: ClientMessage.ping(self.pingCounter).json())
-            let video = self.engine?.video?.reportSinceLast(seconds: 2) ?? []
-            if let reports = self.engine.map({ $0.lossSinceLastReport() + video }), !reports.isEmpty {
-                self.socket?.send(text: ClientMessage.receiverReport(reports).json())
-            }
+            self.sendReceiverReport(video: self.engine?.video?.reportSinceLast(seconds: 2) ?? [])
             self.announceQualityChanges()
         }
         t.resume()

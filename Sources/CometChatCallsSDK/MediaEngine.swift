@@ -103,7 +103,7 @@ final class MediaEngine: @unchecked Sendable {
     private let expectedLoss = Atomic<Int>(5)
     /// Previous frames each packet repeats (0: plain Opus), chosen from receiver reports.
     private let redundancyPolicy = Locked(RedundancyPolicy())
-    let redundancyDistance: Atomic<Int>
+    private let redundancyDistance: Atomic<Int>
     /// Each sender's loss over the last report interval (percent), for connection quality.
     private let recentLoss = Locked<[UInt32: Double]>([:])
     /// Optional timing probe (benchmarks); called on the media threads, must not block.

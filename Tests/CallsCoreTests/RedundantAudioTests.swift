@@ -59,6 +59,20 @@ struct RedundantAudioTests {
         #expect(h.available(sequence: 4, timestamp: 3840, distance: 1) == 0)
     }
 
+    @Test func copiesThatDoNotFitAreLeftOutOldestFirst() throws {
+        let h = RedundancyHistory()
+        for s in UInt16(1)...3 { frame(s, length: 600).withUnsafeBytes { h.remember($0, sequence: s, timestamp: UInt32(s) * 960) } }
+        // 1480 bytes of room, 600-byte frames (a high bitrate): the primary and one copy, not three.
+        var out = [UInt8](repeating: 0, count: 1480)
+        let primary = frame(4, length: 600)
+        let r = try #require(out.withUnsafeMutableBytes { o in primary.withUnsafeBytes { p in
+            h.payload(into: o, payloadType: 111, primary: p, sequence: 4, timestamp: 4 * 960, distance: 3) } })
+        #expect(r.repeated == 1 && r.bytes == 5 + 1200)
+        let l = try #require(layout(Array(out.prefix(r.bytes))))
+        #expect(l.count == 1 && Array(out[l[0].range]) == frame(3, length: 600), "the newest copy is the one kept")
+        #expect(Array(out[l.primary]) == primary)
+    }
+
     @Test func malformedPayloadsAreRefusedWhole() {
         #expect(layout([]) == nil, "no primary header")
         #expect(layout([0x80 | 111, 0, 0]) == nil, "a block header cut short")
