@@ -44,8 +44,12 @@ public final class CallServer: @unchecked Sendable {
     private var pushSender: PushSender?
     /// Every inbound signalling message goes through here (set before the web server starts).
     private var signals: (any SignalRouter)?
-    /// This process's node id: the `node` of every `ConnectionID` it holds.
-    public let nodeID = "node-" + Crypto.randomHex(4)
+    /// This process's node id: the `node` of every `ConnectionID` it holds, and its id in the
+    /// cluster: `nodeID` of the configuration, else `HOST:PORT` of the listen address (the
+    /// machine's host name for a wildcard host; `node-` and random hex with port 0).
+    public let nodeID: String
+    /// Signalling to and from other nodes (`redisURL`); nil for one node.
+    private var bus: ClusterBus?
     /// Set once the port is known (the web thread reads it: behind a lock).
     private let routerBox = Locked<RESTRouter?>(nil)
     private var store: CallStore?
@@ -64,6 +68,7 @@ public final class CallServer: @unchecked Sendable {
         restLimiters = Locked(PeerLimiter(capacity: configuration.restRequestsPerSecond * 2, perSecond: configuration.restRequestsPerSecond))
         refusals = Refusals(log: log)
         self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
+        nodeID = configuration.nodeID ?? Self.defaultNodeID(host: configuration.host, port: configuration.port)
         recognizers = RecognizerPool(engine: PocketSphinxEngine(modelRoot: configuration.captionModelDir), capacity: configuration.captionDecoders)
         // Low descriptors for libshout's select(2), taken while they are free.
         LowDescriptors.reserve()
@@ -168,7 +173,15 @@ public final class CallServer: @unchecked Sendable {
         generatedKeys = generated
         // Before any port is bound: a bad key file stops the start with nothing to undo.
         let providers = try pushProviders()
-        let mediaPublic = try Self.mediaAddress(configuration.mediaPublicAddress)
+        var mediaPublic = try Self.mediaAddress(configuration.mediaPublicAddress)
+        if configuration.redisURL != nil && mediaPublic == nil {
+            // In a cluster a client's signalling may be on another node: `joined` names this node's host.
+            if Self.isWildcard(configuration.host) {
+                log.warn("in a cluster, give --media-public-address: clients whose signalling is on another node would send media there", ["node": nodeID])
+            } else {
+                mediaPublic = (configuration.host, nil)
+            }
+        }
         let store: CallStore
         let dbPath = (dir as NSString).appendingPathComponent("callroom.sqlite")
         guard configuration.databaseURL != nil || PrivateFiles.create(dbPath) else { throw .cannotWrite(dbPath) }
@@ -178,8 +191,13 @@ public final class CallServer: @unchecked Sendable {
             } else {
                 store = try CallStore(path: dbPath)
             }
-            let closed = try store.closeInterruptedCalls()
-            if closed > 0 { log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)"]) }
+            if configuration.redisURL == nil {
+                let closed = try store.closeInterruptedCalls()
+                if closed > 0 { log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)"]) }
+            } else {
+                // Several nodes share the database: only this node's calls (and dead nodes', once the registry is read).
+                store.nodeID = nodeID
+            }
             Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log)
             Self.finaliseInterruptedTranscripts(store, dataDir: dir, log: log)
         } catch {
@@ -246,10 +264,21 @@ public final class CallServer: @unchecked Sendable {
         let web = WebServer(host: configuration.host, tls: tlsFiles, delegate: self)
         rooms.attach(outbox: self)
         calls.attach(outbox: self)
-        rooms.onRoomEnded = { [weak calls] sid in calls?.roomEnded(sid) }
         self.rooms = rooms
         self.calls = calls
-        signals = LocalSignalRouter(outbox: self, limits: limits, handlers: [.room: rooms, .presence: calls, .calls: calls])
+        let localSignals = LocalSignalRouter(outbox: self, limits: limits, handlers: [.room: rooms, .presence: calls, .calls: calls])
+        signals = localSignals
+        if let redis = configuration.redisURL {
+            // Joined before the port opens: the first join may already be for a room elsewhere.
+            do { try joinCluster(redis: redis, local: localSignals, signer: signer, appID: k.appId, rooms: rooms, mediaPort: relay.port) } catch {
+                relay.close()
+                throw .redis(error.description)
+            }
+        }
+        rooms.onRoomEnded = { [weak calls, weak self] sid in
+            calls?.roomEnded(sid)
+            self?.cluster?.release(session: sid)
+        }
         self.relay = relay
         mediaPort = relay.port
         do { port = try web.start(port: configuration.port) } catch {
@@ -367,27 +396,65 @@ public final class CallServer: @unchecked Sendable {
         if !directory.isEmpty { webhooks?.start() }
         pushSender?.start()
         rooms.startHeartbeat(every: configuration.storeHeartbeatSeconds)
-        if let redis = configuration.redisURL {
-            let id = configuration.nodeID ?? "\(configuration.host):\(port)"
-            let media = configuration.mediaPublicAddress ?? "\(configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host):\(mediaPort)"
-            let base = configuration.publicURL ?? url
-            do {
-                let c = try ClusterMembership(redis: redis, nodeID: id, log: log) { [weak rooms] in
-                    let load = rooms?.load ?? (rooms: [], participants: 0)
-                    return (base, media, load.participants, load.rooms)
-                }
-                c.start()
-                cluster = c
-            } catch let e as RedisError {
-                stop()
-                throw .redis(e.description)
-            } catch {
-                stop()
-                throw .redis("\(error)")
-            }
-        }
+        cluster?.start()
         log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "data_dir": dir])
     }
+
+    /// Puts this node in the cluster: the membership (its heartbeats start once the port is
+    /// known), the bus to the other nodes, and the router that forwards room messages.
+    private func joinCluster(redis: String, local: LocalSignalRouter, signer: CallTokenSigner, appID: String, rooms: RoomRegistry, mediaPort: Int) throws(RedisError) {
+        let media = configuration.mediaPublicAddress ?? "\(Self.isWildcard(configuration.host) ? "127.0.0.1" : configuration.host):\(mediaPort)"
+        let membership = try ClusterMembership(redis: redis, nodeID: nodeID, log: log) { [weak self, weak rooms] in
+            let load = rooms?.load ?? (rooms: [], participants: 0)
+            return (self.map { $0.configuration.publicURL ?? $0.url } ?? "", media, load.participants, load.rooms)
+        }
+        let router = ClusterSignalRouter(nodeID: nodeID, local: local, outbox: self, signer: signer, appID: appID, log: log,
+                                         place: { [weak membership] s throws(RedisError) in try membership?.place(session: s) },
+                                         lookup: { [weak membership] s throws(RedisError) in try membership?.lookup(session: s) })
+        let bus = try ClusterBus(redis: redis, nodeID: nodeID, log: log) { [weak self, weak router] envelope in
+            switch envelope {
+            case .toClient(let c, let text): self?.web?.send(text: text, to: c)
+            case .close(let c): self?.web?.close(c)
+            case .toRoom, .closed: router?.arrived(envelope)
+            }
+        }
+        router.attach(bus: bus)
+        // Calls this node's last run left open, and those of nodes that are gone.
+        if let store {
+            let live = Set(try membership.nodes().map(\.id)).subtracting([nodeID])
+            let owners = ((try? store.nodesWithOpenCalls()) ?? []).subtracting(live).union([nodeID])
+            if let closed = try? store.closeInterruptedCalls(of: .nodes(owners)), closed > 0 {
+                log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)", "nodes": owners.sorted().joined(separator: ",")])
+            }
+        }
+        let seen = Locked<Set<String>>([])
+        membership.onLiveNodes = { [weak router, weak store, log] live in
+            router?.liveNodes(live)
+            // A node that was live and is not: its open calls end at its last heartbeat (reopened
+            // when the room starts again on a live node). Every node does it; the first one wins.
+            let gone = seen.withLock { was in defer { was = live }; return was.subtracting(live) }
+            guard !gone.isEmpty, let store else { return }
+            DispatchQueue.global().async {
+                if let closed = try? store.closeInterruptedCalls(of: .nodes(gone)), closed > 0 {
+                    log.warn("closed the calls of a node that is gone", ["count": "\(closed)", "nodes": gone.sorted().joined(separator: ",")])
+                }
+            }
+        }
+        try bus.start()
+        self.bus = bus
+        cluster = membership
+        signals = router
+    }
+
+    static func defaultNodeID(host: String, port: Int) -> String {
+        guard port != 0 else { return "node-" + Crypto.randomHex(4) }
+        guard isWildcard(host) else { return "\(host):\(port)" }
+        var name = [CChar](repeating: 0, count: 256)
+        let h = gethostname(&name, name.count) == 0 ? String(cString: name) : ""
+        return "\(h.isEmpty ? "node" : h):\(port)"
+    }
+
+    static func isWildcard(_ host: String) -> Bool { host == "0.0.0.0" || host == "::" || host.isEmpty }
 
     /// Ends every call, stops both ports and waits for the threads. Idempotent.
     public func stop() {
@@ -405,6 +472,8 @@ public final class CallServer: @unchecked Sendable {
         pushSender?.stop()
         // Give queued `left` messages a moment to flush before the sockets go.
         Thread.sleep(forTimeInterval: 0.05)
+        bus?.stop()
+        bus = nil
         web?.stop()
         relay?.stop()
         web = nil
@@ -422,6 +491,21 @@ public final class CallServer: @unchecked Sendable {
 
     /// This node's id in the cluster (nil: not in a cluster).
     public var clusterNodeID: String? { cluster?.nodeID }
+
+    /// Tests: how many rooms this node holds.
+    var roomCountForTests: Int { rooms?.roomCount ?? 0 }
+
+    /// Tests: this node's sockets whose room is elsewhere, and other nodes' sockets in rooms here.
+    var clusterRouterCounts: (bound: Int, guests: Int)? { (signals as? ClusterSignalRouter)?.counts }
+
+    /// Tests: this node falls silent to the cluster as if it had died — no more heartbeats
+    /// (its entry expires), no more bus — while its rooms and sockets stay.
+    func abandonClusterForTests() {
+        cluster?.abandon()
+        bus?.stop()
+        cluster = nil
+        bus = nil
+    }
 
     /// The Prometheus text of `GET /metrics`.
     public func metricsText() -> String {
@@ -582,9 +666,12 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         signals?.connectionClosed(ConnectionID(node: nodeID, local: connection))
     }
 
-    /// Sends to a connection this node holds (a multi-node router forwards the others).
+    /// Sends to a connection: one this node holds over its socket, another node's over the cluster bus.
     func send(_ message: ServerMessage, to connection: ConnectionID) {
-        guard connection.node == nodeID else { return log.warn("message for another node dropped", ["connection": "\(connection)"]) }
+        guard connection.node == nodeID else {
+            guard let bus else { return log.warn("message for another node dropped", ["connection": "\(connection)"]) }
+            return bus.publish(.toClient(local: connection.local, message: message.json()), to: connection.node)
+        }
         if case .error(let code, let text) = message, let cause = Self.refusalCause(code) {
             refusals.refused(cause, peer: sockets.withLock { $0.peer[connection.local] } ?? "?", detail: "\(code.rawValue): \(text)")
         }
@@ -592,7 +679,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     }
 
     func close(_ connection: ConnectionID) {
-        guard connection.node == nodeID else { return }
+        guard connection.node == nodeID else { return bus?.publish(.close(local: connection.local), to: connection.node) ?? () }
         web?.close(connection.local)
     }
 

@@ -95,25 +95,37 @@ extension CallStore {
                 try db.execute("INSERT INTO transcripts(call_id, tid, start_time, end_time, url, meta) VALUES (?, ?, ?, 0, '', ?)",
                                [.int(callID), .text(tid), .int(now), .text(meta)])
             case let .startCall(ref, sessionId, type, mode, now):
-                // A call an unclean shutdown cut continues when its session is joined again soon.
-                if let cut = reopenable.removeValue(forKey: sessionId), now <= cut.until {
-                    try db.execute("UPDATE calls SET status = 'ongoing', ended_at = NULL, last_seen_at = ? WHERE id = ?",
-                                   [.int(now), .int(cut.id)])
-                    refs.request.calls[ref] = cut.id
+                let node: DatabaseValue = owner.map { .text($0) } ?? .null
+                // A call an unclean shutdown cut continues when its session is joined again soon (here or on another node).
+                if let cut = try db.query("""
+                    SELECT id FROM calls WHERE session_id = ? AND ended_at IS NOT NULL AND reopenable_until >= ? ORDER BY id DESC LIMIT 1
+                    """, [.text(sessionId), .int(now)]).first?.first?.int {
+                    try db.execute("""
+                        UPDATE calls SET status = 'ongoing', ended_at = NULL, reopenable_until = NULL, last_seen_at = ?, node_id = ? WHERE id = ?
+                        """, [.int(now), node, .int(cut)])
+                    refs.request.calls[ref] = cut
                     continue
                 }
-                // The room of an accepted ringing call records into that call's row.
-                if let ring = try db.query("""
-                    SELECT id FROM calls WHERE session_id = ? AND mode = 'call' AND ended_at IS NULL ORDER BY id DESC LIMIT 1
-                    """, [.text(sessionId)]).first?.first?.int {
-                    try db.execute("UPDATE calls SET last_seen_at = ? WHERE id = ?", [.int(now), .int(ring)])
-                    refs.request.calls[ref] = ring
+                // The room of an accepted ringing call records into that call's row; with several
+                // nodes, so does a room whose node died before anyone closed its call (the room was
+                // placed here because that node is gone): its participants left at its last heartbeat.
+                let takeOver = owner == nil ? "mode = 'call'" : "(mode = 'call' OR (node_id IS NOT NULL AND node_id <> ?))"
+                if let open = try db.query("""
+                    SELECT id, node_id, COALESCE(last_seen_at, started_at, initiated_at) FROM calls
+                    WHERE session_id = ? AND ended_at IS NULL AND \(takeOver) ORDER BY id DESC LIMIT 1
+                    """, [.text(sessionId)] + (owner.map { [.text($0)] } ?? [])).first, let id = open[0].int {
+                    if let was = open[1].text, was != owner, let end = open[2].int {
+                        try db.execute("UPDATE call_participants SET left_at = MAX(joined_at, ?) WHERE call_id = ? AND left_at IS NULL",
+                                       [.int(end), .int(id)])
+                    }
+                    try db.execute("UPDATE calls SET last_seen_at = ?, node_id = ? WHERE id = ?", [.int(now), node, .int(id)])
+                    refs.request.calls[ref] = id
                     continue
                 }
                 try db.execute("""
-                    INSERT INTO calls(session_id, type, mode, status, initiated_at, started_at, last_seen_at)
-                    VALUES (?, ?, ?, 'ongoing', ?, ?, ?)
-                    """, [.text(sessionId), .text(type), .text(mode), .int(now), .int(now), .int(now)])
+                    INSERT INTO calls(session_id, type, mode, status, initiated_at, started_at, last_seen_at, node_id)
+                    VALUES (?, ?, ?, 'ongoing', ?, ?, ?, ?)
+                    """, [.text(sessionId), .text(type), .text(mode), .int(now), .int(now), .int(now), node])
                 refs.request.calls[ref] = db.lastInsertRowID
             case let .participantJoined(ref, call, uid, pid, displayName, now):
                 guard let callID = refs.call(call, committed) else { throw DatabaseError.step(message: "the call was not recorded") }

@@ -73,11 +73,18 @@ public struct StoredCallParticipant: Sendable, Equatable {
 public final class CallStore: @unchecked Sendable {
     let db: any StoreDatabase
     private let lock = NSLock()
-    /// Calls an unclean shutdown cut, by session: the first join of that session within
-    /// `reopenWindowMilliseconds` of the restart continues the same call (clients rejoin after a
-    /// restart; the call log shows one call, not two). Under the lock.
-    var reopenable: [String: (id: Int64, until: Int64)] = [:]
+    /// A call an unclean shutdown cut (its row's `reopenable_until`) continues when its session
+    /// is joined again within this window (clients rejoin after a restart, or on another node;
+    /// the call log shows one call, not two).
     static let reopenWindowMilliseconds: Int64 = 120_000
+    /// The node whose rooms write here (`calls.node_id`), several nodes sharing the database;
+    /// nil for one node. Set before the rooms start.
+    public var nodeID: String? {
+        get { lock.withLock { owner } }
+        set { lock.withLock { owner = newValue } }
+    }
+    /// Under the lock (`nodeID`).
+    var owner: String?
     /// Operation counts and latency, for `/metrics`.
     public let metrics = StoreMetrics()
     /// The schema this build writes (the last migration's version).
@@ -247,26 +254,49 @@ public final class CallStore: @unchecked Sendable {
     // Calls, participants and chat are written by the rooms' `StoreWriter` (`commit`, in
     // CallStore+Batch.swift): the one place that SQL lives.
 
+    /// Whose open calls `closeInterruptedCalls` closes.
+    public enum CallOwners: Sendable, Equatable {
+        /// Every open call (one node: whatever is open was cut by this server's last stop).
+        case all
+        /// Calls of these nodes (not those of no node: a ringing call's row before its room starts).
+        case nodes(Set<String>)
+    }
+
     /// Closes calls left open by a crash, using the last heartbeat as the end time, and notes
-    /// them as reopenable (`reopenable`) until `now` + the window. Returns how many.
+    /// them as reopenable until `now` + the window. Returns how many.
     @discardableResult
-    public func closeInterruptedCalls(now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws(DatabaseError) -> Int {
+    public func closeInterruptedCalls(of owners: CallOwners = .all, now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws(DatabaseError) -> Int {
         try locked { () throws(DatabaseError) in
             try db.transaction { () throws(DatabaseError) in
                 // Calls still ringing are the ring registry's to restore (`ringingCalls`), not ended here.
-                let open = try db.query("""
-                    SELECT id, COALESCE(last_seen_at, started_at, initiated_at), session_id FROM calls
+                var sql = """
+                    SELECT id, COALESCE(last_seen_at, started_at, initiated_at) FROM calls
                     WHERE ended_at IS NULL AND NOT (mode = 'call' AND status = 'initiated')
-                    """)
+                    """
+                var args: [DatabaseValue] = []
+                if case .nodes(let ids) = owners {
+                    guard !ids.isEmpty else { return 0 }
+                    sql += " AND node_id IN (" + Array(repeating: "?", count: ids.count).joined(separator: ", ") + ")"
+                    args = ids.sorted().map { .text($0) }
+                }
+                let open = try db.query(sql, args)
                 for r in open {
                     guard let id = r[0].int, let end = r[1].int else { continue }
-                    if let sid = r[2].text { reopenable[sid] = (id, now + Self.reopenWindowMilliseconds) }
                     try db.execute("UPDATE call_participants SET left_at = MAX(joined_at, ?) WHERE call_id = ? AND left_at IS NULL",
                                    [.int(end), .int(id)])
-                    try db.execute("UPDATE calls SET status = 'ended', ended_at = ? WHERE id = ?", [.int(end), .int(id)])
+                    try db.execute("UPDATE calls SET status = 'ended', ended_at = ?, reopenable_until = ? WHERE id = ?",
+                                   [.int(end), .int(now + Self.reopenWindowMilliseconds), .int(id)])
                 }
                 return open.count
             }
+        }
+    }
+
+    /// The nodes owning open calls (several nodes: those of nodes that are gone are closed by
+    /// the others).
+    public func nodesWithOpenCalls() throws(DatabaseError) -> Set<String> {
+        try locked { () throws(DatabaseError) in
+            Set(try db.query("SELECT DISTINCT node_id FROM calls WHERE ended_at IS NULL AND node_id IS NOT NULL").compactMap { $0[0].text })
         }
     }
 

@@ -18,6 +18,8 @@ final class ClusterMembership: @unchecked Sendable {
     private var reachable = true
     private var lastCPU: (wall: UInt64, cpu: UInt64)?
     private var draining = false
+    /// Told (on the queue) the ids of the live nodes after each heartbeat that reached Redis.
+    var onLiveNodes: (@Sendable (Set<String>) -> Void)?
 
     init(redis: String, nodeID: String, log: ServerLog,
          describe: @escaping @Sendable () -> (url: String, media: String, participants: Int, rooms: [String])) throws(RedisError) {
@@ -44,6 +46,9 @@ final class ClusterMembership: @unchecked Sendable {
         }
     }
 
+    /// Stops beating without leaving (tests: a node that died; its entry expires with its TTL).
+    func abandon() { queue.sync { timer?.cancel(); timer = nil } }
+
     /// Takes no new rooms from now on (they go to other nodes); keeps the ones it has.
     func drain() { queue.async { self.draining = true; self.beat() } }
 
@@ -53,6 +58,28 @@ final class ClusterMembership: @unchecked Sendable {
         return try r.get()
     }
 
+    /// The node `session` lives on, placing it (on the least-loaded live node) when it is new
+    /// or its node is gone. Nil: no node takes rooms. Blocks on the registry's queue.
+    func place(session: String) throws(RedisError) -> String? {
+        let r: Result<String?, RedisError> = queue.sync { Result { () throws(RedisError) in try registry.place(session: session)?.id } }
+        return try r.get()
+    }
+
+    /// The live node `session` lives on, if any (no placing).
+    func lookup(session: String) throws(RedisError) -> String? {
+        let r: Result<String?, RedisError> = queue.sync { Result { () throws(RedisError) in try registry.node(forSession: session)?.id } }
+        return try r.get()
+    }
+
+    /// A room of this node ended: its entry in the room map goes (queued).
+    func release(session: String) {
+        queue.async { [self] in
+            do { try registry.release(session: session, nodeID: nodeID) } catch {
+                log.warn("redis: a room's placement could not be released (it expires with this node)", ["session": session, "error": "\(error)"])
+            }
+        }
+    }
+
     private func beat() {
         dispatchPrecondition(condition: .onQueue(queue))
         let d = describe()
@@ -60,6 +87,7 @@ final class ClusterMembership: @unchecked Sendable {
                                cpuPercent: cpuPercent(), draining: draining)
         do {
             try registry.heartbeat(node, rooms: d.rooms)
+            if let onLiveNodes { onLiveNodes(Set(try registry.liveNodes().map(\.id))) }
             if !reachable { log.info("redis is back: registered again", ["node": nodeID]); reachable = true }
         } catch {
             if reachable { log.warn("redis unavailable: this node is not registered until it returns", ["node": nodeID, "error": "\(error)"]); reachable = false }

@@ -31,7 +31,7 @@ extension RoomCore {
         effects.append(.cancel(.grace(session: sid, pid: pid)))
         p.connection = connection
         byResumeToken[p.resumeToken] = nil
-        p.resumeToken = randomHex(24)
+        p.resumeToken = ResumeToken.make(secret: randomHex(24), session: sid)
         p.bindToken = identities.randomBytes(MediaBinding.tokenLength)
         byResumeToken[p.resumeToken] = (sid, pid)
         room.participants[pid] = p

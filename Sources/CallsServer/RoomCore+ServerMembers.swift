@@ -113,7 +113,7 @@ extension RoomCore {
         let wire = WireParticipant(uid: Self.memberUID, name: f.title, pid: randomHex(6), ssrc: allocateSSRC(), role: .participant,
                                    isAudioMuted: true, isVideoPaused: true, joinedAt: now)
         let p = Participant(wire: wire, connection: connection, bindToken: identities.randomBytes(MediaBinding.tokenLength),
-                            resumeToken: randomHex(24), key: nextMemberKey(), ref: ParticipantRef(value: 0), idleTimeoutSeconds: 0,
+                            resumeToken: ResumeToken.make(secret: randomHex(24), session: claims.sid), key: nextMemberKey(), ref: ParticipantRef(value: 0), idleTimeoutSeconds: 0,
                             chatLimiter: RateLimiter(capacity: 1, perSecond: 1), admitted: true, tokenID: run.id, tokenExpires: claims.exp,
                             roleFromToken: true, mediaKey: identities.randomBytes(SRTPProfile.aeadAES128GCM.masterKeyLength))
         run.member = p

@@ -368,7 +368,7 @@ final class RoomCore {
         let ref = ParticipantRef(value: nextRef)
         nextRef += 1
         let p = Participant(wire: wire, connection: connection, bindToken: identities.randomBytes(MediaBinding.tokenLength),
-                            resumeToken: randomHex(24), key: nextKey, ref: ref,
+                            resumeToken: ResumeToken.make(secret: randomHex(24), session: claims.sid), key: nextKey, ref: ref,
                             idleTimeoutSeconds: j.idleTimeoutSeconds ?? limits.defaultIdleTimeoutSeconds,
                             chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), admitted: false,
                             tokenID: tokenID, tokenExpires: claims.exp, roleFromToken: tokenRole != nil,

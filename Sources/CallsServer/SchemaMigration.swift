@@ -17,7 +17,7 @@ struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8]
+    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9]
 
     static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -135,5 +135,12 @@ struct SchemaMigration: Sendable {
         CREATE TABLE recording_files(rid TEXT NOT NULL REFERENCES recordings(rid), name TEXT NOT NULL, kind TEXT NOT NULL,
             uid TEXT, pid TEXT, duration_ms INTEGER NOT NULL, bytes INTEGER NOT NULL, PRIMARY KEY(rid, name))
         """,
+    ])
+
+    /// Calls owned by a node (several nodes on one database), and a call an unclean stop cut
+    /// kept reopenable in the store rather than in one process's memory (any node may restart it).
+    static let v9 = SchemaMigration(version: 9, statements: [
+        "ALTER TABLE calls ADD COLUMN node_id TEXT",
+        "ALTER TABLE calls ADD COLUMN reopenable_until INTEGER",
     ])
 }

@@ -73,6 +73,11 @@ final class LocalSignalRouter: SignalRouter, @unchecked Sendable {
 
     func received(_ message: ClientMessage, from connection: ConnectionID) {
         guard admit(connection) else { return }
+        dispatch(message, from: connection)
+    }
+
+    /// Hands an admitted message to its family's handler (keep-alives answered here).
+    func dispatch(_ message: ClientMessage, from connection: ConnectionID) {
         switch message.family {
         case .presence:
             if case .ping(let id) = message { return outbox.send(.pong(id), to: connection) }
@@ -103,8 +108,11 @@ final class LocalSignalRouter: SignalRouter, @unchecked Sendable {
         for h in handlers.values where told.insert(ObjectIdentifier(h)).inserted { h.connectionClosed(connection) }
     }
 
+    /// The room handler alone hears that a connection of another node closed.
+    func remoteConnectionClosed(_ connection: ConnectionID) { handlers[.room]?.connectionClosed(connection) }
+
     /// Per-connection signalling rate limit; each refusal is reported.
-    private func admit(_ connection: ConnectionID) -> Bool {
+    func admit(_ connection: ConnectionID) -> Bool {
         let ok = lock.withLock { () -> Bool in
             var l = limiters[connection] ?? RateLimiter(capacity: limits.signalBurst, perSecond: limits.signalPerSecond)
             let ok = l.allow(now: monotonicNanoseconds())

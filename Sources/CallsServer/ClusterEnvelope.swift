@@ -1,0 +1,56 @@
+import CallsCore
+import Foundation
+
+/// What one node tells another over Redis pub/sub (channel `callroom:signal:{node}`): a
+/// client's room message forwarded to the room's node, the room's answers sent back to the
+/// node holding the client's socket, and the socket's end either way. The signalling
+/// messages inside travel as their own JSON text, unchanged. A value; any thread.
+enum ClusterEnvelope: Equatable, Sendable {
+    /// A room message from `from` (a connection the sending node holds), for the room's node.
+    case toRoom(from: ConnectionID, message: String)
+    /// A server message for the receiver's connection `local`.
+    case toClient(local: UInt64, message: String)
+    /// The room closes the receiver's connection `local`.
+    case close(local: UInt64)
+    /// The sender's connection `from` closed.
+    case closed(from: ConnectionID)
+
+    /// The channel a node reads.
+    static func channel(of node: String) -> String { "callroom:signal:" + node }
+
+    private enum Kind: String, Codable { case toRoom = "room", toClient = "client", close, closed }
+    private struct Wire: Codable {
+        var k: Kind
+        var node: String?
+        var local: UInt64
+        var m: String?
+    }
+
+    func encoded() -> [UInt8] {
+        let w: Wire
+        switch self {
+        case .toRoom(let c, let m): w = Wire(k: .toRoom, node: c.node, local: c.local, m: m)
+        case .toClient(let l, let m): w = Wire(k: .toClient, local: l, m: m)
+        case .close(let l): w = Wire(k: .close, local: l)
+        case .closed(let c): w = Wire(k: .closed, node: c.node, local: c.local)
+        }
+        return (try? Array(JSONEncoder().encode(w))) ?? []
+    }
+
+    /// Nil for bytes that are not an envelope (another version, or junk on the channel).
+    init?(_ bytes: [UInt8]) {
+        guard let w = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else { return nil }
+        switch w.k {
+        case .toRoom:
+            guard let n = w.node, let m = w.m else { return nil }
+            self = .toRoom(from: ConnectionID(node: n, local: w.local), message: m)
+        case .toClient:
+            guard let m = w.m else { return nil }
+            self = .toClient(local: w.local, message: m)
+        case .close: self = .close(local: w.local)
+        case .closed:
+            guard let n = w.node else { return nil }
+            self = .closed(from: ConnectionID(node: n, local: w.local))
+        }
+    }
+}

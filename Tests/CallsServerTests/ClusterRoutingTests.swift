@@ -1,0 +1,164 @@
+import CallRoomTestSupport
+import CallsCore
+import CallsTransport
+@testable import CallsServer
+import Foundation
+import XCTest
+
+/// Three callroomd nodes (in this process) on one real redis-server, the same keys: a client may
+/// hold its signalling on any node and still lands in the room's one node — its join placed
+/// there, its messages forwarded, the answers back, `joined` naming the room node's relay so
+/// media goes straight there. A node that goes away takes its clients' bindings with it.
+final class ClusterRoutingTests: XCTestCase {
+    var redis: RedisServer!
+    var nodes: [ServerHarness] = []
+
+    override func setUpWithError() throws {
+        guard RedisServer.isInstalled else { throw XCTSkip("redis-server is not installed: run scripts/install-deps.sh") }
+        redis = try RedisServer()
+    }
+
+    override func tearDown() {
+        for n in nodes { n.stop(); n.removeData() }
+        nodes = []
+        redis = nil
+    }
+
+    /// Nodes `ids` sharing one set of keys (the first node's, copied into each data directory).
+    func startNodes(_ ids: [String], configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws {
+        for id in ids {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crs-cluster-\(id)-\(UUID().uuidString.prefix(6))").path
+            if let first = nodes.first {
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try FileManager.default.copyItem(atPath: first.dir + "/keys.json", toPath: dir + "/keys.json")
+            }
+            nodes.append(try ServerHarness(dataDir: dir) { c in
+                c.redisURL = self.redis.address
+                c.nodeID = id
+                configure(&c)
+            })
+        }
+        XCTAssertTrue(eventually { (try? self.nodes[0].server.clusterNodes()?.count) == ids.count }, "every node registered")
+    }
+
+    func eventually(_ seconds: Double = 5, _ what: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end { if what() { return true }; Thread.sleep(forTimeInterval: 0.02) }
+        return what()
+    }
+
+    func join(_ node: ServerHarness, _ uid: String, session: String) throws -> (SignalProbe, ServerMessage.Joined) {
+        let p = try SignalProbe(url: node.server.url)
+        p.send(.join(.init(callToken: try node.callToken(uid: uid, session: session), sessionId: session)))
+        return (p, try XCTUnwrap(p.joined(), "\(uid) joined through \(node.server.nodeID)"))
+    }
+
+    func testClientsOnDifferentNodesLandInOneRoomAndTheirMediaGoesToItsNode() throws {
+        try startNodes(["node-a", "node-b", "node-c"])
+        let (a, b, c) = (nodes[0], nodes[1], nodes[2])
+        // The first join places the room on the least-loaded node (all empty: the first by id).
+        let (ann, annJoined) = try join(a, "ann", session: "standup")
+        XCTAssertEqual(annJoined.mediaPort, a.server.mediaPort)
+        // Bob's signalling is on B, Cy's on C: both join node A's room.
+        let (bob, bobJoined) = try join(b, "bob", session: "standup")
+        XCTAssertEqual(bobJoined.participants.map(\.uid).sorted(), ["ann", "bob"], "the same room: ann is there")
+        XCTAssertEqual(bobJoined.mediaPort, a.server.mediaPort, "media goes to the room's node, not to B")
+        XCTAssertEqual(bobJoined.mediaHost, "127.0.0.1")
+        let (cy, cyJoined) = try join(c, "cy", session: "standup")
+        XCTAssertEqual(cyJoined.participants.count, 3)
+        XCTAssertNotNil(ann.wait { if case .participantJoined(let w) = $0 { return w.uid == "cy" }; return false }, "ann hears of cy")
+        XCTAssertNotNil(bob.wait { if case .participantJoined(let w) = $0 { return w.uid == "cy" }; return false }, "bob (on B) hears of cy (on C)")
+        XCTAssertEqual(a.server.clusterRouterCounts?.guests, 2, "bob's and cy's sockets are elsewhere")
+        XCTAssertEqual(a.server.roomCountForTests, 1)
+        XCTAssertEqual(b.server.roomCountForTests, 0, "B holds sockets, not rooms")
+        XCTAssertEqual(c.server.roomCountForTests, 0)
+
+        // Room messages both ways: chat from C reaches A's and B's clients; a mute from B shows everywhere.
+        cy.send(.chat(text: "hello from C"))
+        XCTAssertNotNil(bob.wait { if case .chat(let m) = $0 { return m.text == "hello from C" }; return false })
+        XCTAssertNotNil(ann.wait { if case .chat(let m) = $0 { return m.text == "hello from C" }; return false })
+        bob.send(.setAudioMuted(true))
+        XCTAssertNotNil(cy.wait { if case .participantUpdated(let w, _) = $0 { return w.uid == "bob" && w.isAudioMuted }; return false })
+        // Keep-alives are answered by the node holding the socket.
+        bob.send(.ping(7))
+        XCTAssertNotNil(bob.wait { $0 == .pong(7) })
+
+        // Media: bob (signalling on B) binds at A's relay and his packets reach ann and cy.
+        let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: a.server.mediaPort))
+        let sAnn = try UDPSocket(host: "127.0.0.1", port: 0), sBob = try UDPSocket(host: "127.0.0.1", port: 0), sCy = try UDPSocket(host: "127.0.0.1", port: 0)
+        for (s, j) in [(sAnn, annJoined), (sBob, bobJoined), (sCy, cyJoined)] { XCTAssertTrue(s.bindMedia(j, relay: relay)) }
+        bob.send(.setAudioMuted(false))
+        XCTAssertNotNil(ann.wait { if case .participantUpdated(let w, _) = $0 { return w.uid == "bob" && !w.isAudioMuted }; return false })
+        for seq in UInt16(0)..<5 {
+            sBob.send(RTPPacket(sequenceNumber: seq, timestamp: UInt32(seq) * 960, ssrc: bobJoined.you.ssrc,
+                                audioLevel: .init(level: 20, voiceActivity: true), payload: [UInt8](repeating: 0xAB, count: 60)).encoded(), to: relay)
+        }
+        for (name, s) in [("ann", sAnn), ("cy", sCy)] {
+            var got = 0
+            let end = Date().addingTimeInterval(2)
+            while got < 5, Date() < end, let d = s.receiveBytes(timeoutMs: 200) { if d.count > 60 && d.first != 0x43 { got += 1 } }
+            XCTAssertEqual(got, 5, "\(name) received bob's packets through A's relay")
+        }
+
+        // A resume through another node finds the room: bob's socket drops, he resumes via C.
+        bob.disconnect()
+        XCTAssertTrue(eventually { a.server.clusterRouterCounts?.guests == 1 }, "A heard that B's socket closed (cy's on C remains)")
+        let again = try SignalProbe(url: c.server.url)
+        again.send(.resume(token: try XCTUnwrap(bobJoined.resumeToken)))
+        let resumed = try XCTUnwrap(again.wait { if case .resumed = $0 { return true }; return false }, "\(again.all)")
+        guard case .resumed(let r) = resumed else { return XCTFail() }
+        XCTAssertEqual(r.you.pid, bobJoined.you.pid, "the same participant, now signalling through C")
+
+        // Leave through C: the answer comes back and C closes the socket.
+        again.send(.leave)
+        XCTAssertNotNil(again.wait { if case .left = $0 { return true }; return false })
+        XCTAssertTrue(again.waitClosed())
+        XCTAssertNotNil(ann.wait { if case .participantLeft(let w, _) = $0 { return w.uid == "bob" }; return false })
+        XCTAssertTrue(eventually { c.server.clusterRouterCounts?.bound == 1 }, "only cy's socket on C is bound elsewhere: \(String(describing: c.server.clusterRouterCounts))")
+
+        // Everyone leaves: the room ends on A and its placement is released.
+        for p in [ann, cy] { p.send(.leave); XCTAssertTrue(p.waitClosed()) }
+        let registry = NodeRegistry(redis: try RedisClient(address: redis.address))
+        XCTAssertTrue(eventually { (try? registry.node(forSession: "standup")) == .some(nil) }, "the room → node entry went with the room")
+    }
+
+    func testANewRoomGoesToTheLeastLoadedNodeAndOnlyValidJoinsPlaceRooms() throws {
+        try startNodes(["node-a", "node-b"])
+        let (a, b) = (nodes[0], nodes[1])
+        let (_, _) = try join(a, "ann", session: "one")
+        XCTAssertTrue(eventually { (try? a.server.clusterNodes()?.first { $0.id == "node-a" }?.participants) == 1 }, "A's load is in the registry")
+        // A join through A for a new room: B has fewer participants, so the room is B's.
+        let (_, j) = try join(a, "bob", session: "two")
+        XCTAssertEqual(j.mediaPort, b.server.mediaPort)
+        XCTAssertEqual(b.server.roomCountForTests, 1)
+
+        // A forged token places nothing: it is answered (refused) where the socket is.
+        let p = try SignalProbe(url: b.server.url)
+        p.send(.join(.init(callToken: "x.y.z", sessionId: "junk")))
+        XCTAssertEqual(p.error(), SignalErrorCode.tokenInvalid.rawValue)
+        let registry = NodeRegistry(redis: try RedisClient(address: redis.address))
+        XCTAssertNil(try registry.node(forSession: "junk"))
+        // Media over signalling is not offered across nodes (the relay holding the room has no such socket).
+        let (bobOnA, _) = try join(a, "cy", session: "two")
+        bobOnA.send(.setMediaOverSignalling(true))
+        XCTAssertEqual(bobOnA.error(), SignalErrorCode.featureUnavailable.rawValue)
+    }
+
+    func testWhenARoomsNodeStopsItsClientsElsewhereAreClosedAndRejoinOnALiveNode() throws {
+        try startNodes(["node-a", "node-b"]) { $0.gracePeriodSeconds = 5 }
+        let (a, b) = (nodes[0], nodes[1])
+        let (ann, _) = try join(a, "ann", session: "move")
+        let (bob, bobJoined) = try join(b, "bob", session: "move")
+        XCTAssertEqual(bobJoined.mediaPort, a.server.mediaPort)
+        // A goes away without a word to B (its registry entry simply expires): B closes bob's socket.
+        a.server.abandonClusterForTests()
+        XCTAssertTrue(bob.waitClosed(timeout: 8), "B closed the socket bound to the gone node")
+        _ = ann
+        // Bob's resume through B: nobody holds the room now, so it is refused and he joins again — on B.
+        let r = try SignalProbe(url: b.server.url)
+        r.send(.resume(token: try XCTUnwrap(bobJoined.resumeToken)))
+        XCTAssertEqual(r.error(), SignalErrorCode.resumeExpired.rawValue)
+        let (_, again) = try join(b, "bob", session: "move")
+        XCTAssertEqual(again.mediaPort, b.server.mediaPort, "the room was placed anew on a live node")
+    }
+}

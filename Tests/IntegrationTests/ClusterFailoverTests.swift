@@ -1,0 +1,139 @@
+import CallRoomTestSupport
+import CallsServer
+import Foundation
+import XCTest
+
+/// Three `callroomd` processes on loopback, one real redis-server and one throwaway PostgreSQL
+/// cluster, the same keys: two headless `callroom join` clients whose signalling is on two other
+/// nodes than the room's hear each other; `kill -9` of the room's node moves the room to a live
+/// node, the clients rejoin there by themselves and hear each other again; the call log in
+/// PostgreSQL holds one call with every participant, before and after.
+final class ClusterFailoverTests: XCTestCase {
+    var tmp: TemporaryDirectory!
+    var redis: RedisServer!
+    var pg: PostgresCluster!
+    var nodes: [String: CallroomdProcess] = [:]
+
+    override func setUpWithError() throws {
+        guard RedisServer.isInstalled else { throw XCTSkip("redis-server is not installed: run scripts/install-deps.sh") }
+        guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
+        tmp = TemporaryDirectory("callroom-cluster-it")
+        redis = try RedisServer()
+        pg = try PostgresCluster()
+    }
+
+    override func tearDown() {
+        for n in nodes.values { n.process.signal(SIGKILL); _ = n.process.wait() }
+        nodes = [:]
+        pg?.stop(mode: "immediate")
+        redis = nil
+        tmp?.remove()
+    }
+
+    /// Starts node `id` on the shared database and Redis, with the first node's keys.
+    func startNode(_ id: String, database: String) throws -> CallroomdProcess {
+        let dir = tmp.file(id)
+        if nodes["node-a"] != nil {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.copyItem(atPath: tmp.file("node-a") + "/keys.json", toPath: dir + "/keys.json")
+        }
+        let config = tmp.file("\(id).json")
+        try #"{"storeHeartbeatSeconds":1,"logLevel":"info"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let n = try CallroomdProcess(dataDir: dir, extra: ["--config", config, "--database", database, "--redis", redis.address, "--node-id", id])
+        nodes[id] = n
+        return n
+    }
+
+    func client(_ uid: String, via node: CallroomdProcess, authKey: String, input: String, output: String) throws -> ManagedProcess {
+        try ManagedProcess(BuiltProducts.path("callroom"), ["join", "standup", "--server", node.url, "--uid", uid, "--name", uid.capitalized,
+                                                            "--auth-key", authKey, "--input", input, "--output", output, "--headless"])
+    }
+
+    func testClientsOnTwoNodesHearEachOtherAndFollowTheRoomWhenItsNodeIsKilled() throws {
+        let database = try pg.createDatabase()
+        let a = try startNode("node-a", database: database)
+        let b = try startNode("node-b", database: database)
+        let c = try startNode("node-c", database: database)
+        let registry = NodeRegistry(redis: try RedisClient(address: redis.address))
+        XCTAssertTrue(eventually { (try? registry.liveNodes().count) == 3 }, "three nodes registered")
+
+        // The room goes to node A (all empty: the first by id); bob signals through B, alice through C.
+        let wav = tmp.file("bob-heard.wav")
+        let bob = try client("bob", via: b, authKey: a.authKey, input: "null", output: "file:\(wav)")
+        defer { bob.signal(SIGKILL); _ = bob.wait() }
+        XCTAssertNotNil(bob.waitForLine(timeout: 15) { $0.contains("onSessionJoined") }, "bob joined: \(bob.errorOutput)")
+        XCTAssertEqual(try registry.node(forSession: "standup")?.id, "node-a", "the room is on A")
+        let alice = try client("alice", via: c, authKey: a.authKey, input: "tone:440", output: "null")
+        defer { alice.signal(SIGKILL); _ = alice.wait() }
+        XCTAssertNotNil(alice.waitForLine(timeout: 15) { $0.contains("onSessionJoined") }, "alice joined: \(alice.errorOutput)")
+        XCTAssertNotNil(bob.waitForLine(timeout: 10) { $0.contains("onParticipantJoined") && $0.contains("alice") }, "one room across nodes")
+        Thread.sleep(forTimeInterval: 2.5)
+
+        // kill -9 of the room's node: B and C see it gone, close their clients' sockets, and the
+        // clients' resume is refused, so they rejoin — the room placed anew on a live node.
+        let killedAt = Int64(Date().timeIntervalSince1970 * 1000)
+        let killed = Date()
+        a.process.signal(SIGKILL)
+        _ = a.process.wait()
+        nodes["node-a"] = nil
+        for p in [bob, alice] {
+            XCTAssertNotNil(p.waitForLine(timeout: 20) { $0.contains("onSessionRejoined") }, "rejoined: \(p.errorOutput)")
+        }
+        let took = Date().timeIntervalSince(killed)
+        XCTAssertLessThan(took, 10, "both rejoined \(String(format: "%.1f", took)) s after the kill")
+        let moved = try XCTUnwrap(try registry.node(forSession: "standup")?.id)
+        XCTAssertTrue(["node-b", "node-c"].contains(moved), "the room lives on a live node: \(moved)")
+        XCTAssertTrue(eventually(10) { bob.output.filter { $0.contains("onParticipantJoined") && $0.contains("alice") }.count >= 2 },
+                      "bob sees alice join the moved room")
+        Thread.sleep(forTimeInterval: 2.5)
+        alice.send("leave")
+        XCTAssertEqual(alice.wait(timeout: 10), 0, alice.errorOutput)
+        bob.send("leave")
+        XCTAssertEqual(bob.wait(timeout: 10), 0, bob.errorOutput)
+
+        // (On a failure, what the clients and nodes said: enough to tell where the media stopped.)
+        let story = ([bob.errorOutput, "-- alice", alice.errorOutput, "-- node-b", b.process.errorOutput, "-- node-c", c.process.errorOutput]
+                     + (bob.output + alice.output).filter { $0.contains("Rejoined") || $0.contains("Connection") || $0.contains("error") }.map { String($0.prefix(160)) })
+            .joined(separator: "\n")
+        try assertToneBeforeAndAfterTheMove(wav, story: story)
+
+        // The call log (PostgreSQL, through any node): one call, each participant before and after.
+        let list = try XCTUnwrap(BlockingHTTP.request("GET", c.url + "/v3/calls?sessionId=standup", headers: ["apikey": a.apiKey]).json["data"] as? [[String: Any]])
+        XCTAssertEqual(list.count, 1, "one call, not two: \(list)")
+        XCTAssertTrue(eventually { (BlockingHTTP.request("GET", b.url + "/v3/calls/standup", headers: ["apikey": a.apiKey]).data["status"] as? String) == "ended" },
+                      "ended when both left")
+        let done = BlockingHTTP.request("GET", b.url + "/v3/calls/standup", headers: ["apikey": a.apiKey]).data
+        let ps = try XCTUnwrap(done["participants"] as? [[String: Any]])
+        XCTAssertEqual(ps.compactMap { $0["uid"] as? String }.sorted(), ["alice", "alice", "bob", "bob"], "each before and after the move: \(ps)")
+        let cut = ps.prefix(2).compactMap { $0["leftAt"] as? Int64 }
+        XCTAssertEqual(cut.count, 2)
+        for t in cut { XCTAssertLessThanOrEqual(t, killedAt + 100, "the first stay ends at A's last heartbeat, not later than the kill") }
+        XCTAssertTrue(ps.allSatisfy { $0["leftAt"] as? Int64 != nil }, "everyone's stay has an end: \(ps)")
+        print("cluster fail-over: rejoined \(String(format: "%.2f", took)) s after kill -9 of the room's node")
+    }
+
+    /// Bob's recording: alice's tone, a gap while the room moved, the tone again.
+    func assertToneBeforeAndAfterTheMove(_ path: String, story: String) throws {
+        let (_, samples) = try XCTUnwrap(SignalAnalysis.readWAV(path), "bob wrote a WAV")
+        let isTone = SignalAnalysis.windows(samples, size: 2400).map { w in
+            SignalAnalysis.rmsDBFS(w) > -30 && SignalAnalysis.toneDominanceDB(w, frequency: 440, others: [220, 330, 550, 660, 880, 1000]) > 20
+        }
+        // The longest run without tone after it first started is the move.
+        guard let first = isTone.firstIndex(of: true) else { return XCTFail("no tone heard") }
+        var best = (start: first, length: 0), run = 0
+        for i in first..<isTone.count {
+            run = isTone[i] ? 0 : run + 1
+            if run > best.length { best = (i - run + 1, run) }
+        }
+        let before = isTone[..<best.start].filter { $0 }.count, after = isTone[(best.start + best.length)...].filter { $0 }.count
+        XCTAssertGreaterThan(before, 20, "a second or more of tone before the kill (\(before) windows of 50 ms)")
+        XCTAssertGreaterThan(after, 20, "and after the move (\(after) windows; the gap was \(best.length) windows):\n\(story)")
+        print("cluster fail-over: bob heard \(before) windows of tone before, a gap of \(best.length), \(after) after (50 ms each)")
+    }
+
+    func eventually(_ seconds: Double = 5, _ what: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end { if what() { return true }; Thread.sleep(forTimeInterval: 0.05) }
+        return what()
+    }
+}
