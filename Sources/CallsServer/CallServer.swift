@@ -246,7 +246,8 @@ public final class CallServer: @unchecked Sendable {
         let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks,
                                  pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue })
         calls.authTokenTTLSeconds = configuration.authTokenTTLSeconds
-        do { try calls.restore() } catch {
+        // (In a cluster the ringing node restores the rings on record when it becomes that.)
+        do { if configuration.redisURL == nil { try calls.restore() } } catch {
             relay.close()
             throw .database(error.description)
         }
@@ -270,13 +271,13 @@ public final class CallServer: @unchecked Sendable {
         signals = localSignals
         if let redis = configuration.redisURL {
             // Joined before the port opens: the first join may already be for a room elsewhere.
-            do { try joinCluster(redis: redis, local: localSignals, signer: signer, appID: k.appId, rooms: rooms, mediaPort: relay.port) } catch {
+            do { try joinCluster(redis: redis, local: localSignals, signer: signer, appID: k.appId, rooms: rooms, calls: calls, mediaPort: relay.port) } catch {
                 relay.close()
                 throw .redis(error.description)
             }
         }
         rooms.onRoomEnded = { [weak calls, weak self] sid in
-            calls?.roomEnded(sid)
+            if let router = self?.signals as? ClusterSignalRouter { router.roomEnded(sid) } else { calls?.roomEnded(sid) }
             self?.cluster?.release(session: sid)
         }
         self.relay = relay
@@ -402,20 +403,22 @@ public final class CallServer: @unchecked Sendable {
 
     /// Puts this node in the cluster: the membership (its heartbeats start once the port is
     /// known), the bus to the other nodes, and the router that forwards room messages.
-    private func joinCluster(redis: String, local: LocalSignalRouter, signer: CallTokenSigner, appID: String, rooms: RoomRegistry, mediaPort: Int) throws(RedisError) {
+    private func joinCluster(redis: String, local: LocalSignalRouter, signer: CallTokenSigner, appID: String, rooms: RoomRegistry, calls: CallRegistry, mediaPort: Int) throws(RedisError) {
         let media = configuration.mediaPublicAddress ?? "\(Self.isWildcard(configuration.host) ? "127.0.0.1" : configuration.host):\(mediaPort)"
         let membership = try ClusterMembership(redis: redis, nodeID: nodeID, log: log) { [weak self, weak rooms] in
             let load = rooms?.load ?? (rooms: [], participants: 0)
             return (self.map { $0.configuration.publicURL ?? $0.url } ?? "", media, load.participants, load.rooms)
         }
-        let router = ClusterSignalRouter(nodeID: nodeID, local: local, outbox: self, signer: signer, appID: appID, log: log,
-                                         place: { [weak membership] s throws(RedisError) in try membership?.place(session: s) },
-                                         lookup: { [weak membership] s throws(RedisError) in try membership?.lookup(session: s) })
+        let router = ClusterSignalRouter(nodeID: nodeID, local: local, outbox: self, signer: signer, appID: appID, log: log, registry: membership,
+                                         becameRingingNode: { [weak membership, weak calls, log] in
+            membership?.markRunsRinging()
+            do { try calls?.restore() } catch { log.error("the rings on record could not be read", ["error": "\(error)"]) }
+        }, ringRoomEnded: { [weak calls] sid in calls?.roomEnded(sid) })
         let bus = try ClusterBus(redis: redis, nodeID: nodeID, log: log) { [weak self, weak router] envelope in
             switch envelope {
             case .toClient(let c, let text): self?.web?.send(text: text, to: c)
             case .close(let c): self?.web?.close(c)
-            case .toRoom, .closed: router?.arrived(envelope)
+            case .forward, .closed, .roomEnded: router?.arrived(envelope)
             }
         }
         router.attach(bus: bus)

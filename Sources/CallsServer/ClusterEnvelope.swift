@@ -2,23 +2,26 @@ import CallsCore
 import Foundation
 
 /// What one node tells another over Redis pub/sub (channel `callroom:signal:{node}`): a
-/// client's room message forwarded to the room's node, the room's answers sent back to the
-/// node holding the client's socket, and the socket's end either way. The signalling
+/// client's message forwarded to the node that handles it (the room's, or the ringing node),
+/// the answers sent back to the node holding the client's socket, and the socket's end either way. The signalling
 /// messages inside travel as their own JSON text, unchanged. A value; any thread.
 enum ClusterEnvelope: Equatable, Sendable {
-    /// A room message from `from` (a connection the sending node holds), for the room's node.
-    case toRoom(from: ConnectionID, message: String)
+    /// A client's message from `from` (a connection the sending node holds), for the node that
+    /// handles it: a room message for the room's node, presence and ringing for the ringing node.
+    case forward(from: ConnectionID, message: String)
     /// A server message for the receiver's connection `local`.
     case toClient(local: UInt64, message: String)
     /// The room closes the receiver's connection `local`.
     case close(local: UInt64)
     /// The sender's connection `from` closed.
     case closed(from: ConnectionID)
+    /// A room ended on the sending node (for the ringing node: an accepted call's room emptied).
+    case roomEnded(session: String)
 
     /// The channel a node reads.
     static func channel(of node: String) -> String { "callroom:signal:" + node }
 
-    private enum Kind: String, Codable { case toRoom = "room", toClient = "client", close, closed }
+    private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded }
     private struct Wire: Codable {
         var k: Kind
         var node: String?
@@ -29,10 +32,11 @@ enum ClusterEnvelope: Equatable, Sendable {
     func encoded() -> [UInt8] {
         let w: Wire
         switch self {
-        case .toRoom(let c, let m): w = Wire(k: .toRoom, node: c.node, local: c.local, m: m)
+        case .forward(let c, let m): w = Wire(k: .forward, node: c.node, local: c.local, m: m)
         case .toClient(let l, let m): w = Wire(k: .toClient, local: l, m: m)
         case .close(let l): w = Wire(k: .close, local: l)
         case .closed(let c): w = Wire(k: .closed, node: c.node, local: c.local)
+        case .roomEnded(let session): w = Wire(k: .roomEnded, local: 0, m: session)
         }
         return (try? Array(JSONEncoder().encode(w))) ?? []
     }
@@ -41,9 +45,9 @@ enum ClusterEnvelope: Equatable, Sendable {
     init?(_ bytes: [UInt8]) {
         guard let w = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else { return nil }
         switch w.k {
-        case .toRoom:
+        case .forward:
             guard let n = w.node, let m = w.m else { return nil }
-            self = .toRoom(from: ConnectionID(node: n, local: w.local), message: m)
+            self = .forward(from: ConnectionID(node: n, local: w.local), message: m)
         case .toClient:
             guard let m = w.m else { return nil }
             self = .toClient(local: w.local, message: m)
@@ -51,6 +55,9 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .closed:
             guard let n = w.node else { return nil }
             self = .closed(from: ConnectionID(node: n, local: w.local))
+        case .roomEnded:
+            guard let m = w.m else { return nil }
+            self = .roomEnded(session: m)
         }
     }
 }

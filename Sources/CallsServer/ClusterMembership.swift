@@ -18,6 +18,8 @@ final class ClusterMembership: @unchecked Sendable {
     private var reachable = true
     private var lastCPU: (wall: UInt64, cpu: UInt64)?
     private var draining = false
+    /// This node runs ringing (its heartbeat re-asserts that after a Redis restart).
+    private var runsRinging = false
     /// Told (on the queue) the ids of the live nodes after each heartbeat that reached Redis.
     var onLiveNodes: (@Sendable (Set<String>) -> Void)?
 
@@ -65,6 +67,16 @@ final class ClusterMembership: @unchecked Sendable {
         return try r.get()
     }
 
+    /// The node that runs presence and ringing for the cluster, placing it when there is none
+    /// alive. Blocks on the registry's queue.
+    func placeRinging() throws(RedisError) -> String? {
+        let r: Result<String?, RedisError> = queue.sync { Result { () throws(RedisError) in try registry.placeRinging()?.id } }
+        return try r.get()
+    }
+
+    /// This node runs presence and ringing now: its heartbeats say so again after a Redis restart.
+    func markRunsRinging() { queue.async { self.runsRinging = true } }
+
     /// The live node `session` lives on, if any (no placing).
     func lookup(session: String) throws(RedisError) -> String? {
         let r: Result<String?, RedisError> = queue.sync { Result { () throws(RedisError) in try registry.node(forSession: session)?.id } }
@@ -86,7 +98,7 @@ final class ClusterMembership: @unchecked Sendable {
         let node = ClusterNode(id: nodeID, url: d.url, mediaAddress: d.media, participants: d.participants,
                                cpuPercent: cpuPercent(), draining: draining)
         do {
-            try registry.heartbeat(node, rooms: d.rooms)
+            try registry.heartbeat(node, rooms: d.rooms, ringing: runsRinging)
             if let onLiveNodes { onLiveNodes(Set(try registry.liveNodes().map(\.id))) }
             if !reachable { log.info("redis is back: registered again", ["node": nodeID]); reachable = true }
         } catch {

@@ -48,12 +48,16 @@ public final class NodeRegistry: @unchecked Sendable {
         self.ttlMs = ttlMs
     }
 
-    /// Registers (or refreshes) `node` and re-asserts the rooms it holds.
-    public func heartbeat(_ node: ClusterNode, rooms: [String] = []) throws(RedisError) {
+    /// The node that runs presence and ringing for the whole cluster.
+    static let ringingKey = "callroom:ringing"
+
+    /// Registers (or refreshes) `node` and re-asserts the rooms it holds (and ringing, when it runs it).
+    public func heartbeat(_ node: ClusterNode, rooms: [String] = [], ringing: Bool = false) throws(RedisError) {
         guard let json = try? JSONEncoder().encode(node) else { throw .reply("cannot encode the node") }
         try redis.command(["SET", Self.nodePrefix + node.id, String(decoding: json, as: UTF8.self), "PX", "\(ttlMs)"])
         try redis.command(["SADD", Self.nodesKey, node.id])
         for r in rooms { try redis.command(["SET", Self.roomPrefix + r, node.id, "NX"]) }
+        if ringing { try redis.command(["SET", Self.ringingKey, node.id, "NX"]) }
     }
 
     /// Leaves the cluster now (a clean stop): its entry goes at once, not after the TTL.
@@ -79,19 +83,26 @@ public final class NodeRegistry: @unchecked Sendable {
     }
 
     /// The node `session` lives on, if it lives on a live node.
-    public func node(forSession session: String) throws(RedisError) -> ClusterNode? {
-        guard let id = try redis.command(["GET", Self.roomPrefix + session]).string,
+    public func node(forSession session: String) throws(RedisError) -> ClusterNode? { try node(at: Self.roomPrefix + session) }
+
+    /// Where `session` lives: its node when that node is alive, else (a new room, or its node
+    /// died) the least-loaded live node that is not draining. Nil when no node can take it.
+    public func place(session: String) throws(RedisError) -> ClusterNode? { try place(at: Self.roomPrefix + session) }
+
+    /// The node that runs presence and ringing (placed like a room: kept while it lives).
+    public func placeRinging() throws(RedisError) -> ClusterNode? { try place(at: Self.ringingKey) }
+
+    private func node(at key: String) throws(RedisError) -> ClusterNode? {
+        guard let id = try redis.command(["GET", key]).string,
               let json = try redis.command(["GET", Self.nodePrefix + id]).string else { return nil }
         return try? JSONDecoder().decode(ClusterNode.self, from: Data(json.utf8))
     }
 
-    /// Where `session` lives: its node when that node is alive, else (a new room, or its node
-    /// died) the least-loaded live node that is not draining. Nil when no node can take it.
-    public func place(session: String) throws(RedisError) -> ClusterNode? {
+    private func place(at key: String) throws(RedisError) -> ClusterNode? {
         let nodes = try liveNodes()
         guard let candidate = Self.leastLoaded(nodes) else {
             // Nobody takes new rooms: a room already on a live (draining) node stays there.
-            return try node(forSession: session)
+            return try node(at: key)
         }
         let script = """
             local cur = redis.call('GET', KEYS[1])
@@ -99,7 +110,7 @@ public final class NodeRegistry: @unchecked Sendable {
             redis.call('SET', KEYS[1], ARGV[1])
             return ARGV[1]
             """
-        let winner = try redis.command(["EVAL", script, "1", Self.roomPrefix + session, candidate.id, Self.nodePrefix]).string
+        let winner = try redis.command(["EVAL", script, "1", key, candidate.id, Self.nodePrefix]).string
         return nodes.first { $0.id == winner } ?? candidate
     }
 

@@ -331,7 +331,8 @@ final class RingCore {
     }
 
     private func restore(_ list: [WireCall]) {
-        for call in list {
+        // (Rings this node holds already stay as they are: a node taking over ringing restores what it lacks.)
+        for call in list where calls[call.sessionId] == nil {
             let ring = Ring(call)
             calls[call.sessionId] = ring
             let remaining = Double(call.initiatedAt + Int64(call.timeoutSeconds) * 1000 - now) / 1000

@@ -104,12 +104,14 @@ final class LocalSignalRouter: SignalRouter, @unchecked Sendable {
 
     func connectionClosed(_ connection: ConnectionID) {
         lock.withLock { limiters[connection] = nil }
+        remoteConnectionClosed(connection)
+    }
+
+    /// A connection of another node closed (the rate limiter of this node never had it).
+    func remoteConnectionClosed(_ connection: ConnectionID) {
         var told = Set<ObjectIdentifier>()
         for h in handlers.values where told.insert(ObjectIdentifier(h)).inserted { h.connectionClosed(connection) }
     }
-
-    /// The room handler alone hears that a connection of another node closed.
-    func remoteConnectionClosed(_ connection: ConnectionID) { handlers[.room]?.connectionClosed(connection) }
 
     /// Per-connection signalling rate limit; each refusal is reported.
     func admit(_ connection: ConnectionID) -> Bool {

@@ -161,4 +161,54 @@ final class ClusterRoutingTests: XCTestCase {
         let (_, again) = try join(b, "bob", session: "move")
         XCTAssertEqual(again.mediaPort, b.server.mediaPort, "the room was placed anew on a live node")
     }
+
+    /// The first `call` message of `kind` on `p` (for a session other than `except`).
+    func call(_ p: SignalProbe, _ kind: CallEventKind, except: String? = nil, timeout: TimeInterval = 5) -> WireCall? {
+        if case .call(_, let c, _)? = p.wait(timeout: timeout, { if case .call(kind, let c, _) = $0 { return c.sessionId != except }; return false }) { return c }
+        return nil
+    }
+
+    func testARingBetweenUsersOnTwoNodesAndTheRingingNodeMoving() throws {
+        guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
+        let database = try PostgresCluster.shared().createDatabase()  // users and auth tokens are shared
+        try startNodes(["node-a", "node-b", "node-c"]) { $0.databaseURL = database }
+        let (a, b, c) = (nodes[0], nodes[1], nodes[2])
+        let (app, key) = (a.server.keys.appId, a.server.keys.authKey)
+        // Ann is online through B, Cy through C; presence and ringing run on one node (A: all empty, first by id).
+        let ann = try RingingTests.online(url: b.server.url, appId: app, authKey: key, uid: "ann")
+        let cy = try RingingTests.online(url: c.server.url, appId: app, authKey: key, uid: "cy")
+        let registry = NodeRegistry(redis: try RedisClient(address: redis.address))
+        XCTAssertEqual(try registry.redis.command(["GET", "callroom:ringing"]).string, "node-a")
+
+        ann.send(.initiateCall(receiverId: "cy", receiverType: .user, type: .audio, timeoutSeconds: nil))
+        let sid = try XCTUnwrap(call(ann, .initiated)?.sessionId)
+        XCTAssertEqual(call(cy, .incoming)?.initiator.name, "Ann", "the ring reaches C")
+        cy.send(.acceptCall(sessionId: sid))
+        XCTAssertEqual(call(ann, .accepted)?.status, .ongoing)
+        // The call's room, joined through B and C; when it empties, both hear the call end.
+        let (annRoom, _) = try join(b, "ann", session: sid)
+        let (cyRoom, j) = try join(c, "cy", session: sid)
+        XCTAssertEqual(j.participants.count, 2)
+        for p in [annRoom, cyRoom] { p.send(.leave); XCTAssertTrue(p.waitClosed()) }
+        XCTAssertEqual(call(ann, .ended)?.status, .ended, "the room's end reached the ringing node")
+        XCTAssertNotNil(call(cy, .ended))
+        XCTAssertEqual(b.request("GET", "/v3/calls/\(sid)", headers: b.adminHeaders).data["status"] as? String, "ended")
+
+        // A ring still ringing when the ringing node goes silent: B and C say their clients' hello
+        // again to a new ringing node, which took up the rings on record — Cy is rung again and answers.
+        ann.send(.initiateCall(receiverId: "cy", receiverType: .user, type: .audio, timeoutSeconds: 60))
+        let pending = try XCTUnwrap(call(ann, .initiated, except: sid)?.sessionId)
+        XCTAssertNotNil(call(cy, .incoming, except: sid))
+        a.server.abandonClusterForTests()
+        XCTAssertTrue(eventually(8) { (try? registry.redis.command(["GET", "callroom:ringing"]).string).flatMap { $0 } ?? "node-a" != "node-a" },
+                      "ringing placed anew")
+        XCTAssertTrue(eventually(3) { ann.all.filter { if case .welcome = $0 { return true }; return false }.count == 2 }, "ann's hello said again")
+        XCTAssertTrue(eventually(3) { cy.all.filter { if case .welcome = $0 { return true }; return false }.count == 2 }, "cy's hello said again")
+        XCTAssertTrue(eventually(3) { cy.all.filter { if case .call(.incoming, let w, _) = $0 { return w.sessionId == pending }; return false }.count == 2 },
+                      "the ring in progress rings again from the new ringing node")
+        cy.send(.acceptCall(sessionId: pending))
+        XCTAssertEqual(call(ann, .accepted, except: sid)?.sessionId, pending)
+        ann.send(.endCall(sessionId: pending))
+        XCTAssertNotNil(cy.wait { if case .call(.ended, let x, _) = $0 { return x.sessionId == pending }; return false }, "ended through the new ringing node")
+    }
 }
