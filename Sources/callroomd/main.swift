@@ -37,8 +37,11 @@ let usage = """
                               created or migrated on start
       --redis URL             join a cluster: register this node (address, load, rooms) in Redis
                               every second — redis://HOST:PORT or unix:///PATH (or $CALLROOM_REDIS_URL);
-                              GET /v3/cluster/nodes lists the live nodes
-      --node-id ID            this node's id in the cluster (default HOST:PORT of --listen)
+                              clients may then connect to any node (signalling is forwarded to the
+                              room's node); every node needs the same keys.json; GET /v3/cluster/nodes
+                              lists the live nodes
+      --node-id ID            this node's id in the cluster (default HOST:PORT of --listen; the host
+                              name for a wildcard host)
       --app-id ID             override the stored app id
       --api-key KEY           override the stored REST admin key (visible in ps: prefer the
                               file or $CALLROOM_API_KEY)
