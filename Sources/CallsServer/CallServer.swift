@@ -198,8 +198,10 @@ public final class CallServer: @unchecked Sendable {
                 // Several nodes share the database: only this node's calls (and dead nodes', once the registry is read).
                 store.nodeID = nodeID
             }
-            Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log)
-            Self.finaliseInterruptedTranscripts(store, dataDir: dir, log: log)
+            // Several nodes share the database: only what this node's data directory holds is this node's to finish.
+            let onlyLocal = configuration.redisURL != nil
+            Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log, onlyLocal: onlyLocal)
+            Self.finaliseInterruptedTranscripts(store, dataDir: dir, log: log, onlyLocal: onlyLocal)
         } catch {
             throw .database(error.description)
         }
@@ -495,8 +497,8 @@ public final class CallServer: @unchecked Sendable {
     /// This node's id in the cluster (nil: not in a cluster).
     public var clusterNodeID: String? { cluster?.nodeID }
 
-    /// Tests: how many rooms this node holds.
-    var roomCountForTests: Int { rooms?.roomCount ?? 0 }
+    /// How many rooms this node holds now (any thread; `--drain` waits for 0).
+    public var roomsHeld: Int { rooms?.roomCount ?? 0 }
 
     /// Tests: this node's sockets whose room is elsewhere, and other nodes' sockets in rooms here.
     var clusterRouterCounts: (bound: Int, guests: Int)? { (signals as? ClusterSignalRouter)?.counts }
@@ -713,10 +715,12 @@ extension CallServer: WebServerDelegate, SignalOutbox {
 
     /// Transcripts a crash cut: the JSON document written from the lines (every caption up to
     /// the last), the row finished.
-    static func finaliseInterruptedTranscripts(_ store: CallStore, dataDir: String, log: ServerLog) {
+    static func finaliseInterruptedTranscripts(_ store: CallStore, dataDir: String, log: ServerLog, onlyLocal: Bool = false) {
         guard let open = try? store.unfinishedTranscripts(), !open.isEmpty else { return }
         for t in open {
             let lines = (dataDir as NSString).appendingPathComponent("transcripts/\(t.tid).jsonl")
+            // (Another node's transcript, perhaps running now: not this node's to finish.)
+            if onlyLocal && !FileManager.default.fileExists(atPath: lines) { continue }
             let doc = try? TranscriptWriter.finalise(linesPath: lines)
             let segments = doc?.segments ?? []
             let ended = t.startedAt + Int64(((segments.map(\.end).max() ?? 0) * 1000).rounded())
@@ -729,10 +733,12 @@ extension CallServer: WebServerDelegate, SignalOutbox {
 
     /// Recordings a crash cut: every file's last page marked as the end (a torn page dropped),
     /// and the row finished with what the files hold.
-    static func finaliseInterruptedRecordings(_ store: CallStore, dataDir: String, log: ServerLog) {
+    static func finaliseInterruptedRecordings(_ store: CallStore, dataDir: String, log: ServerLog, onlyLocal: Bool = false) {
         guard let open = try? store.unfinishedRecordings(), !open.isEmpty else { return }
         for r in open {
             let dir = (dataDir as NSString).appendingPathComponent("recordings/\(r.rid)")
+            // (Another node's recording, perhaps running now: not this node's to finish.)
+            if onlyLocal && !FileManager.default.fileExists(atPath: dir) { continue }
             let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
             var files: [StoredRecordingFile] = []
             // The mix is made when a recording stops: a cut one gets it now, from its participants' files.

@@ -40,6 +40,9 @@ let usage = """
                               clients may then connect to any node (signalling is forwarded to the
                               room's node); every node needs the same keys.json; GET /v3/cluster/nodes
                               lists the live nodes
+      --drain                 (with --redis) SIGTERM drains: no new rooms come here, the rooms here
+                              carry on, and the server stops once they have all ended (a second
+                              SIGTERM, or SIGINT, stops it at once)
       --node-id ID            this node's id in the cluster (default HOST:PORT of --listen; the host
                               name for a wildcard host)
       --app-id ID             override the stored app id
@@ -87,7 +90,7 @@ do {
                                valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads", "relay-fast-path",
                                         "tls-cert", "tls-key", "api-key-file", "auth-key-file", "database", "database-file", "redis", "node-id"],
                                boolean: ["no-auto-create-users", "help", "version", "tls-self-signed", "allow-plain-http", "production",
-                                         "no-auth-key-login"])
+                                         "no-auth-key-login", "drain"])
 } catch {
     fail("\(error.message)\nRun 'callroomd --help' for usage.")
 }
@@ -138,6 +141,7 @@ if let r = config.redisURL, RedisClient.socketPath(r) == nil, RedisClient.hostPo
     fail("--redis must be redis://HOST:PORT or unix:///PATH")
 }
 config.nodeID = pick("node-id", file.nodeId)
+if args.has("drain") && config.redisURL == nil { fail("--drain needs --redis: a single node has nowhere to send new rooms") }
 if let id = config.nodeID, id.isEmpty || id.count > 128 || id.contains(where: { $0.isWhitespace }) { fail("--node-id must be 1…128 characters without spaces") }
 if let url = config.databaseURL, !(url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") || url.contains("=")) {
     fail("--database must be a postgres:// URL or a libpq connection string (KEY=VALUE …)")
@@ -233,10 +237,28 @@ let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
 reload.setEventHandler { server.reloadTLS() }
 reload.resume()
 signalSources.append(reload)
+var draining: DispatchSourceTimer?
 for sig in [SIGINT, SIGTERM] {
     let src = DispatchSource.makeSignalSource(signal: sig, queue: .main)
     src.setEventHandler {
-        server.log.info("shutting down", ["signal": sig == SIGINT ? "SIGINT" : "SIGTERM"])
+        let name = sig == SIGINT ? "SIGINT" : "SIGTERM"
+        // --drain: the first SIGTERM stops new rooms coming here and waits for these to end.
+        if sig == SIGTERM, args.has("drain"), draining == nil, server.roomsHeld > 0 {
+            server.drain()
+            server.log.info("draining: no new rooms here; stopping when the rooms here have ended", ["rooms": "\(server.roomsHeld)"])
+            let t = DispatchSource.makeTimerSource(queue: .main)
+            t.schedule(deadline: .now() + 0.5, repeating: 0.5)
+            t.setEventHandler {
+                guard server.roomsHeld == 0 else { return }
+                server.log.info("drained: shutting down", [:])
+                server.stop()
+                exit(0)
+            }
+            t.resume()
+            draining = t
+            return
+        }
+        server.log.info("shutting down", ["signal": name])
         server.stop()
         exit(0)
     }

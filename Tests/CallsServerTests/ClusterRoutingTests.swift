@@ -69,9 +69,9 @@ final class ClusterRoutingTests: XCTestCase {
         XCTAssertNotNil(ann.wait { if case .participantJoined(let w) = $0 { return w.uid == "cy" }; return false }, "ann hears of cy")
         XCTAssertNotNil(bob.wait { if case .participantJoined(let w) = $0 { return w.uid == "cy" }; return false }, "bob (on B) hears of cy (on C)")
         XCTAssertEqual(a.server.clusterRouterCounts?.guests, 2, "bob's and cy's sockets are elsewhere")
-        XCTAssertEqual(a.server.roomCountForTests, 1)
-        XCTAssertEqual(b.server.roomCountForTests, 0, "B holds sockets, not rooms")
-        XCTAssertEqual(c.server.roomCountForTests, 0)
+        XCTAssertEqual(a.server.roomsHeld, 1)
+        XCTAssertEqual(b.server.roomsHeld, 0, "B holds sockets, not rooms")
+        XCTAssertEqual(c.server.roomsHeld, 0)
 
         // Room messages both ways: chat from C reaches A's and B's clients; a mute from B shows everywhere.
         cy.send(.chat(text: "hello from C"))
@@ -130,7 +130,7 @@ final class ClusterRoutingTests: XCTestCase {
         // A join through A for a new room: B has fewer participants, so the room is B's.
         let (_, j) = try join(a, "bob", session: "two")
         XCTAssertEqual(j.mediaPort, b.server.mediaPort)
-        XCTAssertEqual(b.server.roomCountForTests, 1)
+        XCTAssertEqual(b.server.roomsHeld, 1)
 
         // A forged token places nothing: it is answered (refused) where the socket is.
         let p = try SignalProbe(url: b.server.url)

@@ -31,7 +31,7 @@ final class ClusterFailoverTests: XCTestCase {
     }
 
     /// Starts node `id` on the shared database and Redis, with the first node's keys.
-    func startNode(_ id: String, database: String) throws -> CallroomdProcess {
+    func startNode(_ id: String, database: String, extra: [String] = []) throws -> CallroomdProcess {
         let dir = tmp.file(id)
         if nodes["node-a"] != nil {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -39,13 +39,13 @@ final class ClusterFailoverTests: XCTestCase {
         }
         let config = tmp.file("\(id).json")
         try #"{"storeHeartbeatSeconds":1,"logLevel":"info"}"#.write(toFile: config, atomically: true, encoding: .utf8)
-        let n = try CallroomdProcess(dataDir: dir, extra: ["--config", config, "--database", database, "--redis", redis.address, "--node-id", id])
+        let n = try CallroomdProcess(dataDir: dir, extra: ["--config", config, "--database", database, "--redis", redis.address, "--node-id", id] + extra)
         nodes[id] = n
         return n
     }
 
-    func client(_ uid: String, via node: CallroomdProcess, authKey: String, input: String, output: String) throws -> ManagedProcess {
-        try ManagedProcess(BuiltProducts.path("callroom"), ["join", "standup", "--server", node.url, "--uid", uid, "--name", uid.capitalized,
+    func client(_ uid: String, via node: CallroomdProcess, authKey: String, input: String, output: String, room: String = "standup") throws -> ManagedProcess {
+        try ManagedProcess(BuiltProducts.path("callroom"), ["join", room, "--server", node.url, "--uid", uid, "--name", uid.capitalized,
                                                             "--auth-key", authKey, "--input", input, "--output", output, "--headless"])
     }
 
@@ -110,6 +110,42 @@ final class ClusterFailoverTests: XCTestCase {
         for t in cut { XCTAssertLessThanOrEqual(t, killedAt + 100, "the first stay ends at A's last heartbeat, not later than the kill") }
         XCTAssertTrue(ps.allSatisfy { $0["leftAt"] as? Int64 != nil }, "everyone's stay has an end: \(ps)")
         print("cluster fail-over: rejoined \(String(format: "%.2f", took)) s after kill -9 of the room's node")
+    }
+
+    /// `--drain`: SIGTERM leaves the node up for its rooms, new rooms (even from its own clients)
+    /// go to another node, and it stops by itself once its rooms have ended.
+    func testADrainingNodeTakesNoNewRoomsAndStopsWhenItsRoomsHaveEnded() throws {
+        let database = try pg.createDatabase()
+        let a = try startNode("node-a", database: database, extra: ["--drain"])
+        _ = try startNode("node-b", database: database)
+        let registry = NodeRegistry(redis: try RedisClient(address: redis.address))
+        XCTAssertTrue(eventually { (try? registry.liveNodes().count) == 2 })
+        let bob = try client("bob", via: a, authKey: a.authKey, input: "tone:300", output: "null", room: "old")
+        defer { bob.signal(SIGKILL); _ = bob.wait() }
+        XCTAssertNotNil(bob.waitForLine(timeout: 15) { $0.contains("onSessionJoined") }, bob.errorOutput)
+        XCTAssertEqual(try registry.node(forSession: "old")?.id, "node-a")
+
+        a.process.signal(SIGTERM)
+        XCTAssertTrue(eventually { (try? registry.liveNodes().first { $0.id == "node-a" }?.draining) == true }, "A says it is draining")
+        XCTAssertNil(a.process.wait(timeout: 1.5), "A stays up while its room goes on")
+        let carol = try client("carol", via: a, authKey: a.authKey, input: "null", output: "null", room: "new")
+        defer { carol.signal(SIGKILL); _ = carol.wait() }
+        XCTAssertNotNil(carol.waitForLine(timeout: 15) { $0.contains("onSessionJoined") }, carol.errorOutput)
+        XCTAssertEqual(try registry.node(forSession: "new")?.id, "node-b", "a new room goes elsewhere, even from A's own client")
+        carol.send("leave")
+        XCTAssertEqual(carol.wait(timeout: 10), 0)
+        XCTAssertTrue(bob.output.allSatisfy { !$0.contains("onConnectionLost") }, "nothing moved mid-call")
+
+        bob.send("leave")
+        XCTAssertEqual(bob.wait(timeout: 10), 0)
+        XCTAssertEqual(a.process.wait(timeout: 10), 0, "A stopped once its room had ended: \(a.process.errorOutput)")
+        nodes["node-a"] = nil
+        XCTAssertTrue(a.process.errorOutput.contains("drained: shutting down"), a.process.errorOutput)
+        XCTAssertEqual(try registry.liveNodes().map(\.id), ["node-b"])
+        // --drain needs somewhere to send rooms.
+        let alone = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", tmp.file("alone"), "--drain"])
+        XCTAssertEqual(alone.wait(timeout: 20), 2)
+        XCTAssertTrue(alone.errorOutput.contains("--drain needs --redis"), alone.errorOutput)
     }
 
     /// Bob's recording: alice's tone, a gap while the room moved, the tone again.
