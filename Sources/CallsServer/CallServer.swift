@@ -273,7 +273,8 @@ public final class CallServer: @unchecked Sendable {
         signals = localSignals
         if let redis = configuration.redisURL {
             // Joined before the port opens: the first join may already be for a room elsewhere.
-            do { try joinCluster(redis: redis, local: localSignals, signer: signer, appID: k.appId, rooms: rooms, calls: calls, mediaPort: relay.port) } catch {
+            do { try joinCluster(redis: redis, local: localSignals, signer: signer, appID: k.appId, rooms: rooms, calls: calls,
+                                revocations: revocations, mediaPort: relay.port) } catch {
                 relay.close()
                 throw .redis(error.description)
             }
@@ -296,7 +297,7 @@ public final class CallServer: @unchecked Sendable {
             directory.setAdded(Self.added(store, beside: fixed))
             deliverer?.start()
             log.info("webhooks changed", ["count": "\(directory.all.count)"])
-        }, revoke: { [weak rooms, weak calls, log] uid in
+        }, revoke: { [weak rooms, weak calls, weak self, log] uid in
             // Seconds: a token issued in the revoking second is refused too (iat has no finer grain).
             let notBefore = epochMilliseconds() / 1000 + 1
             try store.revokeTokens(uid: uid, notBefore: notBefore)
@@ -304,6 +305,7 @@ public final class CallServer: @unchecked Sendable {
             rooms?.revoke(uid: uid)
             calls?.revoke(uid: uid)
             log.info("tokens revoked: sessions ended", ["uid": uid])
+            self?.broadcast(.revoked(uid: uid, notBefore: notBefore))
         }, cluster: { [weak self] () throws(RedisError) -> (node: String, nodes: [ClusterNode])? in
             guard let self, let id = self.clusterNodeID, let nodes = try self.clusterNodes() else { return nil }
             return (id, nodes)
@@ -405,7 +407,7 @@ public final class CallServer: @unchecked Sendable {
 
     /// Puts this node in the cluster: the membership (its heartbeats start once the port is
     /// known), the bus to the other nodes, and the router that forwards room messages.
-    private func joinCluster(redis: String, local: LocalSignalRouter, signer: CallTokenSigner, appID: String, rooms: RoomRegistry, calls: CallRegistry, mediaPort: Int) throws(RedisError) {
+    private func joinCluster(redis: String, local: LocalSignalRouter, signer: CallTokenSigner, appID: String, rooms: RoomRegistry, calls: CallRegistry, revocations: TokenRevocations, mediaPort: Int) throws(RedisError) {
         let media = configuration.mediaPublicAddress ?? "\(Self.isWildcard(configuration.host) ? "127.0.0.1" : configuration.host):\(mediaPort)"
         let membership = try ClusterMembership(redis: redis, nodeID: nodeID, log: log) { [weak self, weak rooms] in
             let load = rooms?.load ?? (rooms: [], participants: 0)
@@ -421,6 +423,11 @@ public final class CallServer: @unchecked Sendable {
             case .toClient(let c, let text): self?.web?.send(text: text, to: c)
             case .close(let c): self?.web?.close(c)
             case .forward, .closed, .roomEnded: router?.arrived(envelope)
+            case .revoked(let uid, let notBefore):
+                revocations.revoke(uid: uid, before: notBefore)
+                rooms.revoke(uid: uid)
+                calls.revoke(uid: uid)
+                self?.log.info("tokens revoked on another node: sessions here ended", ["uid": uid])
             }
         }
         router.attach(bus: bus)
@@ -449,6 +456,18 @@ public final class CallServer: @unchecked Sendable {
         self.bus = bus
         cluster = membership
         signals = router
+    }
+
+    /// Tells every other live node (revocations): queued off the caller's thread.
+    private func broadcast(_ envelope: ClusterEnvelope) {
+        guard let bus, let cluster else { return }
+        DispatchQueue.global().async { [nodeID, log] in
+            do {
+                for n in try cluster.nodes() where n.id != nodeID { bus.publish(envelope, to: n.id) }
+            } catch {
+                log.warn("redis unavailable: other nodes learn of this only after their restart", ["error": "\(error)"])
+            }
+        }
     }
 
     static func defaultNodeID(host: String, port: Int) -> String {

@@ -17,16 +17,20 @@ enum ClusterEnvelope: Equatable, Sendable {
     case closed(from: ConnectionID)
     /// A room ended on the sending node (for the ringing node: an accepted call's room emptied).
     case roomEnded(session: String)
+    /// The operator revoked `uid`'s tokens on the sending node (issued before `notBefore`, epoch
+    /// seconds): every node ends their sessions and refuses those tokens.
+    case revoked(uid: String, notBefore: Int64)
 
     /// The channel a node reads.
     static func channel(of node: String) -> String { "callroom:signal:" + node }
 
-    private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded }
+    private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded, revoked }
     private struct Wire: Codable {
         var k: Kind
         var node: String?
         var local: UInt64
         var m: String?
+        var at: Int64? = nil
     }
 
     func encoded() -> [UInt8] {
@@ -37,6 +41,7 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .close(let l): w = Wire(k: .close, local: l)
         case .closed(let c): w = Wire(k: .closed, node: c.node, local: c.local)
         case .roomEnded(let session): w = Wire(k: .roomEnded, local: 0, m: session)
+        case .revoked(let uid, let nb): w = Wire(k: .revoked, local: 0, m: uid, at: nb)
         }
         return (try? Array(JSONEncoder().encode(w))) ?? []
     }
@@ -58,6 +63,9 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .roomEnded:
             guard let m = w.m else { return nil }
             self = .roomEnded(session: m)
+        case .revoked:
+            guard let m = w.m, let at = w.at else { return nil }
+            self = .revoked(uid: m, notBefore: at)
         }
     }
 }

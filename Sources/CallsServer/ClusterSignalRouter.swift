@@ -179,8 +179,8 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
             local.remoteConnectionClosed(from)
         case .roomEnded(let session):
             ringRoomEnded(session)
-        case .toClient, .close:
-            // (The server's own socket work: CallServer handles these before the router.)
+        case .toClient, .close, .revoked:
+            // (The server's own work: CallServer handles these before the router.)
             break
         }
     }

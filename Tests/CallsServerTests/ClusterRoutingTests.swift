@@ -211,4 +211,23 @@ final class ClusterRoutingTests: XCTestCase {
         ann.send(.endCall(sessionId: pending))
         XCTAssertNotNil(cy.wait { if case .call(.ended, let x, _) = $0 { return x.sessionId == pending }; return false }, "ended through the new ringing node")
     }
+
+    func testARevocationOnOneNodeEndsTheSessionsOnEveryNode() throws {
+        guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
+        let database = try PostgresCluster.shared().createDatabase()
+        try startNodes(["node-a", "node-b"]) { $0.databaseURL = database }
+        let (a, b) = (nodes[0], nodes[1])
+        let token = try a.callToken(uid: "ann", session: "rev")
+        let ann = try SignalProbe(url: a.server.url)
+        ann.send(.join(.init(callToken: token, sessionId: "rev")))
+        XCTAssertNotNil(ann.joined())
+        XCTAssertEqual(a.server.roomsHeld, 1, "the room is on A")
+        // The operator revokes ann's tokens through B: A ends her session and refuses the old token.
+        XCTAssertEqual(b.request("DELETE", "/v3/users/ann/auth_tokens", headers: b.adminHeaders).status, 200)
+        XCTAssertNotNil(ann.wait { if case .left(.revoked) = $0 { return true }; return false }, "A heard of B's revocation")
+        XCTAssertTrue(ann.waitClosed())
+        let again = try SignalProbe(url: a.server.url)
+        again.send(.join(.init(callToken: token, sessionId: "rev")))
+        XCTAssertEqual(again.error(), SignalErrorCode.tokenRevoked.rawValue)
+    }
 }
