@@ -1,7 +1,7 @@
 import Foundation
 
 /// A child process for integration tests: captures stdout lines and stderr, writes stdin,
-/// waits for lines with a timeout, and is always killed on deinit.
+/// waits for lines with a timeout, and is always stopped on deinit (SIGTERM, then SIGKILL).
 public final class ManagedProcess: @unchecked Sendable {
     public let process = Process()
     private let stdinPipe = Pipe()
@@ -58,7 +58,14 @@ public final class ManagedProcess: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        if process.isRunning {
+            // SIGTERM, then SIGKILL after 5 s: a stuck child must not hold the suite up.
+            process.terminate()
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
         stdoutPipe.fileHandleForReading.readabilityHandler = nil
         stderrPipe.fileHandleForReading.readabilityHandler = nil
     }
@@ -99,6 +106,23 @@ public final class ManagedProcess: @unchecked Sendable {
     }
 
     public func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+
+    /// Every thread's stack of a process that is still running (gdb, where installed), for the
+    /// message of a test that found it stuck; says why when there is none.
+    public func stackDump() -> String {
+        guard process.isRunning else { return "(exited with \(process.terminationStatus))" }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb") else { return "(no gdb: no stacks)" }
+        let gdb = Process()
+        gdb.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
+        gdb.arguments = ["-p", "\(process.processIdentifier)", "-batch", "-ex", "thread apply all bt 25"]
+        let out = Pipe()
+        gdb.standardOutput = out
+        gdb.standardError = FileHandle.nullDevice
+        do { try gdb.run() } catch { return "(gdb: \(error))" }
+        let text = out.fileHandleForReading.readDataToEndOfFile()
+        gdb.waitUntilExit()
+        return String(decoding: text, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("#") || $0.hasPrefix("Thread") }.joined(separator: "\n")
+    }
     public var pid: Int32 { process.processIdentifier }
 }
 

@@ -24,8 +24,11 @@ final class RingCommandTests: XCTestCase {
         XCTAssertNotNil(ann.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, ann.errorOutput + ann.output.joined(separator: "\n"))
         XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"onParticipantJoined""#) || $0.contains(#""event":"onSessionJoined""#) })
         ann.closeInput()  // hang up
-        XCTAssertEqual(ann.wait(timeout: 10), 0, ann.errorOutput)
-        XCTAssertEqual(bob.wait(timeout: 10), 0, bob.errorOutput + bob.output.joined(separator: "\n"))
+        // A process still running here is stuck: its stacks say where (a rare CI failure did not).
+        let annStatus = ann.wait(timeout: 10), annStacks = ann.stackDump()
+        let bobStatus = bob.wait(timeout: 10), bobStacks = bob.stackDump()
+        XCTAssertEqual(annStatus, 0, "ann: \(ann.errorOutput)\n\(ann.output.suffix(6).joined(separator: "\n"))\n\(annStacks)")
+        XCTAssertEqual(bobStatus, 0, "bob: \(bob.errorOutput)\n\(bobStacks)")
         let a = events(ann), b = events(bob)
         XCTAssertEqual(Array(a.prefix(3)), ["login", "initiateCall", "onOutgoingCallAccepted"], "\(a)")
         XCTAssertTrue(a.contains("onSessionLeft"))
