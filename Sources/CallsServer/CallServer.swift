@@ -274,7 +274,7 @@ public final class CallServer: @unchecked Sendable {
         if let redis = configuration.redisURL {
             // Joined before the port opens: the first join may already be for a room elsewhere.
             do { try joinCluster(redis: redis, local: localSignals, signer: signer, appID: k.appId, rooms: rooms, calls: calls,
-                                revocations: revocations, mediaPort: relay.port) } catch {
+                                revocations: revocations, roomRules: roomRules, mediaPort: relay.port) } catch {
                 relay.close()
                 throw .redis(error.description)
             }
@@ -306,6 +306,8 @@ public final class CallServer: @unchecked Sendable {
             calls?.revoke(uid: uid)
             log.info("tokens revoked: sessions ended", ["uid": uid])
             self?.broadcast(.revoked(uid: uid, notBefore: notBefore))
+        }, roomRulesChanged: { [weak self] sessionId, rules in
+            self?.broadcast(.roomRules(session: sessionId, rules: rules))
         }, cluster: { [weak self] () throws(RedisError) -> (node: String, nodes: [ClusterNode])? in
             guard let self, let id = self.clusterNodeID, let nodes = try self.clusterNodes() else { return nil }
             return (id, nodes)
@@ -407,7 +409,7 @@ public final class CallServer: @unchecked Sendable {
 
     /// Puts this node in the cluster: the membership (its heartbeats start once the port is
     /// known), the bus to the other nodes, and the router that forwards room messages.
-    private func joinCluster(redis: String, local: LocalSignalRouter, signer: CallTokenSigner, appID: String, rooms: RoomRegistry, calls: CallRegistry, revocations: TokenRevocations, mediaPort: Int) throws(RedisError) {
+    private func joinCluster(redis: String, local: LocalSignalRouter, signer: CallTokenSigner, appID: String, rooms: RoomRegistry, calls: CallRegistry, revocations: TokenRevocations, roomRules: RoomRulesDirectory, mediaPort: Int) throws(RedisError) {
         let media = configuration.mediaPublicAddress ?? "\(Self.isWildcard(configuration.host) ? "127.0.0.1" : configuration.host):\(mediaPort)"
         let membership = try ClusterMembership(redis: redis, nodeID: nodeID, log: log) { [weak self, weak rooms] in
             let load = rooms?.load ?? (rooms: [], participants: 0)
@@ -428,6 +430,9 @@ public final class CallServer: @unchecked Sendable {
                 rooms.revoke(uid: uid)
                 calls.revoke(uid: uid)
                 self?.log.info("tokens revoked on another node: sessions here ended", ["uid": uid])
+            case .roomRules(let session, let rules):
+                roomRules.set(session, rules)
+                self?.log.info("room rules changed on another node", ["session": session])
             }
         }
         router.attach(bus: bus)
@@ -458,7 +463,7 @@ public final class CallServer: @unchecked Sendable {
         signals = router
     }
 
-    /// Tells every other live node (revocations): queued off the caller's thread.
+    /// Tells every other live node (revocations, room rules): queued off the caller's thread.
     private func broadcast(_ envelope: ClusterEnvelope) {
         guard let bus, let cluster else { return }
         DispatchQueue.global().async { [nodeID, log] in

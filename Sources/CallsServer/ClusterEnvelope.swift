@@ -20,17 +20,21 @@ enum ClusterEnvelope: Equatable, Sendable {
     /// The operator revoked `uid`'s tokens on the sending node (issued before `notBefore`, epoch
     /// seconds): every node ends their sessions and refuses those tokens.
     case revoked(uid: String, notBefore: Int64)
+    /// The operator replaced `session`'s rules on the sending node (nil: it has none now): every
+    /// node uses them from its next join on (the passcode travels hashed, as stored).
+    case roomRules(session: String, rules: RoomRules?)
 
     /// The channel a node reads.
     static func channel(of node: String) -> String { "callroom:signal:" + node }
 
-    private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded, revoked }
+    private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded, revoked, roomRules = "rules" }
     private struct Wire: Codable {
         var k: Kind
         var node: String?
         var local: UInt64
         var m: String?
         var at: Int64? = nil
+        var rules: RoomRules? = nil
     }
 
     func encoded() -> [UInt8] {
@@ -42,6 +46,7 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .closed(let c): w = Wire(k: .closed, node: c.node, local: c.local)
         case .roomEnded(let session): w = Wire(k: .roomEnded, local: 0, m: session)
         case .revoked(let uid, let nb): w = Wire(k: .revoked, local: 0, m: uid, at: nb)
+        case .roomRules(let session, let rules): w = Wire(k: .roomRules, local: 0, m: session, rules: rules)
         }
         return (try? Array(JSONEncoder().encode(w))) ?? []
     }
@@ -66,6 +71,9 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .revoked:
             guard let m = w.m, let at = w.at else { return nil }
             self = .revoked(uid: m, notBefore: at)
+        case .roomRules:
+            guard let m = w.m else { return nil }
+            self = .roomRules(session: m, rules: w.rules)
         }
     }
 }

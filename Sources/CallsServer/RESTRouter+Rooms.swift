@@ -47,6 +47,7 @@ extension RESTRouter {
         }
         try store.setRoomRules(sessionId, rules)
         roomRules.set(sessionId, rules)
+        roomRulesChanged(sessionId, rules)
         return ok(RoomRulesBody(sessionId, rules, default: roomRules.defaultModeration))
     }
 }

@@ -21,6 +21,8 @@ struct RESTRouter: Sendable {
     let webhooksChanged: @Sendable () -> Void
     /// Ends `uid`'s sessions and refuses their earlier call tokens (deleted, or tokens revoked).
     let revoke: @Sendable (String) throws -> Void
+    /// After REST replaced a room's rules (stored, and in `roomRules`): tells the other nodes.
+    let roomRulesChanged: @Sendable (String, RoomRules?) -> Void
     /// This node's id and the cluster's live nodes (nil: one node, not in a cluster).
     let cluster: @Sendable () throws(RedisError) -> (node: String, nodes: [ClusterNode])?
 

@@ -230,4 +230,30 @@ final class ClusterRoutingTests: XCTestCase {
         again.send(.join(.init(callToken: token, sessionId: "rev")))
         XCTAssertEqual(again.error(), SignalErrorCode.tokenRevoked.rawValue)
     }
+
+    func testRoomRulesSetOnOneNodeHoldOnTheRoomsNode() throws {
+        guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
+        let database = try PostgresCluster.shared().createDatabase()
+        try startNodes(["node-a", "node-b"]) { $0.databaseURL = database }
+        let (a, b) = (nodes[0], nodes[1])
+        func join(_ uid: String, passcode: String?) throws -> SignalProbe {
+            let p = try SignalProbe(url: a.server.url)
+            p.send(.join(.init(callToken: try a.callToken(uid: uid, session: "board"), sessionId: "board", passcode: passcode)))
+            return p
+        }
+        // Open at first; then the operator locks the room through B, and A (which runs it) follows.
+        XCTAssertEqual(a.request("GET", "/v3/rooms/board", headers: a.adminHeaders).data["hasPasscode"] as? Bool, false)
+        let set = b.request("PUT", "/v3/rooms/board", headers: b.adminHeaders, body: #"{"passcode":"s3cret-code","allowedUids":["ann"]}"#)
+        XCTAssertEqual(set.status, 200, set.text)
+        XCTAssertTrue(eventually { a.request("GET", "/v3/rooms/board", headers: a.adminHeaders).data["hasPasscode"] as? Bool == true },
+                      "A heard of B's rules")
+        XCTAssertEqual(try join("mallory", passcode: "s3cret-code").error(), "ERR_NOT_ALLOWED_IN_ROOM")
+        XCTAssertEqual(try join("ann", passcode: "guess").error(), "ERR_PASSCODE")
+        XCTAssertNotNil(try join("ann", passcode: "s3cret-code").joined(), "the passcode B hashed opens A's room")
+        XCTAssertEqual(a.server.roomsHeld, 1, "the room is on A")
+        // Lifted through B again (no rules): anyone may join on A.
+        XCTAssertEqual(b.request("PUT", "/v3/rooms/board", headers: b.adminHeaders, body: "{}").status, 200)
+        XCTAssertTrue(eventually { a.request("GET", "/v3/rooms/board", headers: a.adminHeaders).data["hasPasscode"] as? Bool == false })
+        XCTAssertNotNil(try join("mallory", passcode: nil).joined())
+    }
 }
