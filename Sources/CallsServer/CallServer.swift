@@ -57,6 +57,8 @@ public final class CallServer: @unchecked Sendable {
     private let openSockets = Atomic<Int>(0)
     private let httpRequests = Atomic<UInt64>(0)
     private let restLimiters: Locked<PeerLimiter>
+    /// With `--redis`: the same REST limit counted over every node (checked after this node's own).
+    private let sharedRESTLimiter: SharedRateLimiter?
     /// Counts and logs every refusal (REST auth, rate limits, signalling auth, room rules …).
     let refusals: Refusals
     /// Open WebSockets: their peer, and whether they have said join/hello/resume yet.
@@ -66,6 +68,9 @@ public final class CallServer: @unchecked Sendable {
         self.configuration = configuration
         self.log = ServerLog(format: configuration.logFormat, level: configuration.logLevel)
         restLimiters = Locked(PeerLimiter(capacity: configuration.restRequestsPerSecond * 2, perSecond: configuration.restRequestsPerSecond))
+        sharedRESTLimiter = configuration.redisURL.map {
+            SharedRateLimiter(redis: $0, name: "rest", capacity: configuration.restRequestsPerSecond * 2, perSecond: configuration.restRequestsPerSecond)
+        }
         refusals = Refusals(log: log)
         self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
         nodeID = configuration.nodeID ?? Self.defaultNodeID(host: configuration.host, port: configuration.port)
@@ -622,10 +627,15 @@ extension CallServer: WebServerDelegate, SignalOutbox {
             refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(request.path)")
             return respond(HTTPResponse(status: 429, json: ServerError(.rateLimited, "Too many requests from this address.").json))
         }
-        if request.method == "GET" && request.path == "/metrics" {
-            return restQueue.async { respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Array(self.metricsText().utf8))) }
-        }
-        restQueue.async { [refusals] in
+        restQueue.async { [refusals, sharedRESTLimiter] in
+            // (Off the service thread: the shared count is a Redis round trip.)
+            if sharedRESTLimiter?.allow(request.peer) == false {
+                refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(request.path) (all nodes)")
+                return respond(HTTPResponse(status: 429, json: ServerError(.rateLimited, "Too many requests from this address.").json))
+            }
+            if request.method == "GET" && request.path == "/metrics" {
+                return respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Array(self.metricsText().utf8)))
+            }
             let response = router.handle(request)
             if response.status == 401 || response.status == 403 {
                 refusals.refused(.restAuth, peer: request.peer, detail: "\(request.method) \(request.path) → \(response.status)")

@@ -41,6 +41,9 @@ public enum RedisReply: Sendable, Equatable {
 /// command CallRoom sends is idempotent — so a Redis restart costs only the commands sent while
 /// it was down (each fails with `.unavailable`).
 ///
+/// The process must ignore SIGPIPE (callroomd does): hiredis writes with write(2), and a write
+/// to a Redis that died raises it.
+///
 /// Thread rules: not thread-safe; one owner (the node registry's queue) or under a lock.
 public final class RedisClient: @unchecked Sendable {
     /// `redis://HOST:PORT` or `unix:///path/to/redis.sock` (also a bare `/path` or `HOST:PORT`).
