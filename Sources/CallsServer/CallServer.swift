@@ -277,6 +277,18 @@ public final class CallServer: @unchecked Sendable {
         let localSignals = LocalSignalRouter(outbox: self, limits: limits, handlers: [.room: rooms, .presence: calls, .calls: calls])
         signals = localSignals
         if let redis = configuration.redisURL {
+            // One cluster, one set of keys: a node with another keys.json would refuse the
+            // others' tokens and sign tokens they refuse. Refused here, before it takes a room.
+            let agreed = Result { () throws(RedisError) in try NodeRegistry(redis: RedisClient(address: redis)).agreeOnKeys(k.fingerprint) }
+            switch agreed {
+            case .failure(let e):
+                relay.close()
+                throw .redis(e.description)
+            case .success(let theirs) where theirs != k.fingerprint:
+                relay.close()
+                throw .clusterKeys(ours: k.fingerprint, cluster: theirs)
+            case .success: break
+            }
             // Joined before the port opens: the first join may already be for a room elsewhere.
             do { try joinCluster(redis: redis, local: localSignals, signer: signer, appID: k.appId, rooms: rooms, calls: calls,
                                 revocations: revocations, roomRules: roomRules, mediaPort: relay.port) } catch {
@@ -416,7 +428,7 @@ public final class CallServer: @unchecked Sendable {
     /// known), the bus to the other nodes, and the router that forwards room messages.
     private func joinCluster(redis: String, local: LocalSignalRouter, signer: CallTokenSigner, appID: String, rooms: RoomRegistry, calls: CallRegistry, revocations: TokenRevocations, roomRules: RoomRulesDirectory, mediaPort: Int) throws(RedisError) {
         let media = configuration.mediaPublicAddress ?? "\(Self.isWildcard(configuration.host) ? "127.0.0.1" : configuration.host):\(mediaPort)"
-        let membership = try ClusterMembership(redis: redis, nodeID: nodeID, log: log) { [weak self, weak rooms] in
+        let membership = try ClusterMembership(redis: redis, nodeID: nodeID, keysFingerprint: keys.fingerprint, log: log) { [weak self, weak rooms] in
             let load = rooms?.load ?? (rooms: [], participants: 0)
             return (self.map { $0.configuration.publicURL ?? $0.url } ?? "", media, load.participants, load.rooms)
         }

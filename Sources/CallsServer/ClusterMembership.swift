@@ -14,6 +14,9 @@ final class ClusterMembership: @unchecked Sendable {
     private let registry: NodeRegistry
     private let describe: @Sendable () -> (url: String, media: String, participants: Int, rooms: [String])
     private let log: ServerLog
+    /// This node's keys' fingerprint, refreshed in Redis with each heartbeat (`agreeOnKeys`).
+    private let keysFingerprint: String?
+    private var keysDiffer = false
     private var timer: DispatchSourceTimer?
     private var reachable = true
     private var lastCPU: (wall: UInt64, cpu: UInt64)?
@@ -23,11 +26,12 @@ final class ClusterMembership: @unchecked Sendable {
     /// Told (on the queue) the ids of the live nodes after each heartbeat that reached Redis.
     var onLiveNodes: (@Sendable (Set<String>) -> Void)?
 
-    init(redis: String, nodeID: String, log: ServerLog,
+    init(redis: String, nodeID: String, keysFingerprint: String? = nil, log: ServerLog,
          describe: @escaping @Sendable () -> (url: String, media: String, participants: Int, rooms: [String])) throws(RedisError) {
         self.nodeID = nodeID
         self.registry = NodeRegistry(redis: try RedisClient(address: redis))
         self.describe = describe
+        self.keysFingerprint = keysFingerprint
         self.log = log
     }
 
@@ -99,6 +103,12 @@ final class ClusterMembership: @unchecked Sendable {
                                cpuPercent: cpuPercent(), draining: draining)
         do {
             try registry.heartbeat(node, rooms: d.rooms, ringing: runsRinging)
+            if let fp = keysFingerprint {
+                // (Checked at start; differs only if Redis lost it and another node's keys came first.)
+                let differ = try registry.agreeOnKeys(fp) != fp
+                if differ && !keysDiffer { log.error("this node's keys are not the cluster's any more: tokens between them are refused", ["node": nodeID]) }
+                keysDiffer = differ
+            }
             if let onLiveNodes { onLiveNodes(Set(try registry.liveNodes().map(\.id))) }
             if !reachable { log.info("redis is back: registered again", ["node": nodeID]); reachable = true }
         } catch {

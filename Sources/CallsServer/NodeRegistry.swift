@@ -60,6 +60,25 @@ public final class NodeRegistry: @unchecked Sendable {
         if ringing { try redis.command(["SET", Self.ringingKey, node.id, "NX"]) }
     }
 
+    /// Whose keys the cluster runs on (`callroom:keys`, a fingerprint of them, not the keys).
+    static let keysKey = "callroom:keys"
+
+    /// The cluster's keys fingerprint: `fingerprint` when no live node has set one (it is set),
+    /// else the one they set. Refreshed with the node TTL while a node with those keys beats, so
+    /// the cluster forgets it once every node has stopped (new keys for all are then taken).
+    public func agreeOnKeys(_ fingerprint: String) throws(RedisError) -> String {
+        let script = """
+            local cur = redis.call('GET', KEYS[1])
+            if not cur then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return ARGV[1] end
+            if cur == ARGV[1] then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+            return cur
+            """
+        guard let agreed = try redis.command(["EVAL", script, "1", Self.keysKey, fingerprint, "\(ttlMs)"]).string else {
+            throw .reply("no keys fingerprint")
+        }
+        return agreed
+    }
+
     /// Leaves the cluster now (a clean stop): its entry goes at once, not after the TTL.
     public func leave(nodeID: String) throws(RedisError) {
         try redis.command(["DEL", Self.nodePrefix + nodeID])

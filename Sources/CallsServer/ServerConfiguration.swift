@@ -158,6 +158,8 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     case badSetting(String)
     /// Redis (`--redis`) cannot be reached at start.
     case redis(String)
+    /// `--redis`: this node's keys are not the ones the cluster's live nodes run on.
+    case clusterKeys(ours: String, cluster: String)
 
     public var description: String {
         switch self {
@@ -172,6 +174,10 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
         case .tls(let m): return m
         case .badSetting(let m): return m
         case .redis(let m): return m
+        case .clusterKeys(let ours, let cluster):
+            return "this node's keys (fingerprint \(ours)) are not the cluster's (\(cluster), set by its live nodes): "
+                + "give every node the same keys — copy keys.json from a running node into this data directory, "
+                + "or pass the same --api-key-file/--auth-key-file and keys"
         }
     }
 }

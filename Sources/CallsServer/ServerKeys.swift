@@ -12,6 +12,12 @@ public struct ServerKeys: Codable, Sendable, Equatable {
     /// HS256 secret for call tokens, hex.
     public var tokenSecret: String
 
+    /// A short hash of all four keys (16 hex digits): nodes of one cluster compare it in Redis,
+    /// so a node started with another keys.json is refused at start. Reveals nothing usable.
+    var fingerprint: String {
+        String(Crypto.sha256Hex(["callroom keys v1", appId, apiKey, authKey, tokenSecret].joined(separator: "\n")).prefix(16))
+    }
+
     static func generate() -> ServerKeys {
         ServerKeys(appId: "app" + Crypto.randomHex(6), apiKey: Crypto.randomHex(20), authKey: Crypto.randomHex(20),
                    tokenSecret: Crypto.randomHex(32))

@@ -30,7 +30,7 @@ final class ClusterMembershipTests: XCTestCase {
     func testNodesRegisterWithTheirLoadAndRoomsAndLeaveCleanly() throws {
         let a = try ServerHarness { $0.redisURL = self.redis.address; $0.nodeID = "node-a" }
         defer { a.stop(); a.removeData() }
-        let b = try ServerHarness { $0.redisURL = self.redis.address; $0.nodeID = "node-b" }
+        let b = try ServerHarness(dataDir: try a.dataDirSharingKeys()) { $0.redisURL = self.redis.address; $0.nodeID = "node-b" }
         defer { b.stop(); b.removeData() }
         XCTAssertTrue(eventually { Set(nodes(b).compactMap { $0["id"] as? String }) == ["node-a", "node-b"] }, "\(nodes(b))")
         let listed = h(a, "node-a", in: nodes(b))
@@ -53,13 +53,38 @@ final class ClusterMembershipTests: XCTestCase {
         XCTAssertEqual(nodes(b).compactMap { $0["id"] as? String }, ["node-b"], "a clean stop leaves at once")
     }
 
+    func testANodeWithOtherKeysIsRefusedAtStartUntilTheClusterHasStopped() throws {
+        let dir = TemporaryDirectory("callroom-cluster-keys")
+        defer { dir.remove() }
+        let a = try CallroomdProcess(dataDir: dir.file("a"), extra: ["--redis", redis.address, "--node-id", "node-a"])
+        // B generated keys of its own: refused before it listens, saying what to do.
+        let b = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", "127.0.0.1:0", "--data-dir", dir.file("b"),
+                                                                      "--redis", redis.address, "--node-id", "node-b"])
+        XCTAssertEqual(b.wait(timeout: 15), 1, b.errorOutput)
+        XCTAssertTrue(b.errorOutput.contains("are not the cluster's") && b.errorOutput.contains("keys.json"), b.errorOutput)
+        XCTAssertFalse(b.output.contains { $0.contains("listening on") })
+        // With A's keys it joins.
+        try FileManager.default.removeItem(atPath: dir.file("b") + "/keys.json")
+        try FileManager.default.copyItem(atPath: dir.file("a") + "/keys.json", toPath: dir.file("b") + "/keys.json")
+        let b2 = try CallroomdProcess(dataDir: dir.file("b"), extra: ["--redis", redis.address, "--node-id", "node-b"])
+        XCTAssertEqual(b2.stop(), 0)
+        // Once every node has stopped (and the TTL passed) the cluster takes new keys: a fresh start.
+        XCTAssertEqual(a.stop(), 0)
+        Thread.sleep(forTimeInterval: 3.2)
+        let c = try CallroomdProcess(dataDir: dir.file("c"), extra: ["--redis", redis.address, "--node-id", "node-c"])
+        XCTAssertEqual(c.stop(), 0)
+    }
+
     func h(_ unused: ServerHarness, _ id: String, in list: [[String: Any]]) -> [String: Any]? { list.first { $0["id"] as? String == id } }
 
     func testAKilledNodeIsGoneWithinItsTTLAndRedisGoingAwayLeavesCallsAlone() throws {
         let dir = TemporaryDirectory("callroom-cluster")
         defer { dir.remove() }
         let killed = try CallroomdProcess(dataDir: dir.file("k"), extra: ["--redis", redis.address, "--node-id", "doomed"])
-        let b = try ServerHarness { $0.redisURL = self.redis.address; $0.nodeID = "survivor" }
+        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("crs-survivor-\(UUID().uuidString.prefix(6))").path
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.copyItem(atPath: dir.file("k") + "/keys.json", toPath: shared + "/keys.json")
+        let b = try ServerHarness(dataDir: shared) { $0.redisURL = self.redis.address; $0.nodeID = "survivor" }
         defer { b.stop(); b.removeData() }
         XCTAssertTrue(eventually { nodes(b).count == 2 }, "\(nodes(b))")
         killed.process.signal(SIGKILL)

@@ -31,6 +31,15 @@ final class ServerHarness {
 
     func stop() { server.stop() }
 
+    /// A new data directory holding this server's keys.json: another node of its cluster
+    /// (callroomd refuses to join a cluster with other keys).
+    func dataDirSharingKeys(_ name: String = "node") throws -> String {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("crs-\(name)-\(UUID().uuidString.prefix(6))").path
+        try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.copyItem(atPath: dir + "/keys.json", toPath: d + "/keys.json")
+        return d
+    }
+
     /// Another connection to the server's store, from outside the server (as an operator's would be).
     func storeDatabase() throws -> any StoreDatabase {
         if let databaseURL { return try PostgresDatabase(url: databaseURL) }

@@ -51,13 +51,15 @@ final class SharedRateLimiterTests: XCTestCase {
     }
 
     func testTheRESTLimitHoldsOverTwoNodesBehindOneAddress() throws {
-        let nodes = try ["node-a", "node-b"].map { id in
-            try ServerHarness { c in
+        func node(_ id: String, dataDir: String? = nil) throws -> ServerHarness {
+            try ServerHarness(dataDir: dataDir) { c in
                 c.redisURL = self.redis.address
                 c.nodeID = id
                 c.restRequestsPerSecond = 2  // a burst of 4
             }
         }
+        let a = try node("node-a")
+        let nodes = [a, try node("node-b", dataDir: try a.dataDirSharingKeys())]
         defer { for n in nodes { n.stop(); n.removeData() } }
         let statuses = (0..<10).map { i in nodes[i % 2].request("GET", "/v3/users", headers: nodes[i % 2].adminHeaders).status }
         XCTAssertLessThanOrEqual(statuses.filter { $0 != 429 }.count, 5, "one burst over both nodes (one node alone allows 4): \(statuses)")
