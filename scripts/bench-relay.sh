@@ -3,7 +3,8 @@
 # for each room shape given, one after another, each against a fresh server.
 #
 #   scripts/bench-relay.sh [--duration S] [--relay-threads N] [--pin] [--fast-path]
-#                          [--join-concurrency C] [--callroomd PATH] [--srtp] [--record] ROOMSxPER [ROOMSxPER ...]
+#                          [--join-concurrency C] [--callroomd PATH] [--srtp] [--record] [--cluster N]
+#                          ROOMSxPER [ROOMSxPER ...]
 #   e.g. scripts/bench-relay.sh 30x10 60x10 100x10
 #
 # --join-concurrency sets how many bots join at once (the join storm; default 16).
@@ -15,6 +16,10 @@
 # --pin runs the server on the last core alone (one relay thread unless --relay-threads says
 # otherwise) and the generator on the others, so neither steals the other's CPU.
 # --fast-path runs the relay with its eBPF kernel fast path (root; builds the program first).
+# --cluster N runs N nodes on one redis-server (started here) with the same keys instead of one
+# server: the bots' signalling is spread over the nodes (bot i through node i mod N, as a load
+# balancer would), rooms are placed by the registry and each room's media goes to its node;
+# the server figures are the N nodes' sums. (Not with --pin.)
 #
 # Prints, per shape, the generator's report (delivered, loss, jitter, relay delay, server CPU
 # per forwarded packet, memory per participant, generator and whole-machine CPU), and the join
@@ -29,6 +34,7 @@ concurrency=16
 server_bin=""
 srtp=""
 record=""
+cluster=1
 shapes=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -41,12 +47,18 @@ while [ $# -gt 0 ]; do
             [ -x "$server_bin" ] || { echo "bench-relay: '$server_bin' is not an executable" >&2; exit 2; } ;;
         --srtp) srtp="--srtp"; shift ;;
         --record) srtp="--record"; record=1; shift ;;
-        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --cluster) cluster="${2:?--cluster needs N}"; shift 2
+            [[ "$cluster" =~ ^[1-9]$ ]] || { echo "bench-relay: --cluster takes 1…9 nodes" >&2; exit 2; } ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         [0-9]*x[0-9]*) [[ "$1" =~ ^[0-9]+x[0-9]+$ ]] || { echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2; }
             shapes+=("$1"); shift ;;
         *) echo "bench-relay: '$1' is not ROOMSxPER (e.g. 30x10)" >&2; exit 2 ;;
     esac
 done
+if [ "$cluster" -gt 1 ]; then
+    [ -z "$pin" ] || { echo "bench-relay: --cluster and --pin do not go together" >&2; exit 2; }
+    command -v redis-server >/dev/null || { echo "bench-relay: --cluster needs redis-server: scripts/install-deps.sh" >&2; exit 2; }
+fi
 [ ${#shapes[@]} -gt 0 ] || { echo "bench-relay: give at least one ROOMSxPER shape (e.g. 30x10)" >&2; exit 2; }
 ulimit -n 65536 2>/dev/null || true
 server_cpu=(); generator_cpu=()
@@ -62,8 +74,13 @@ if ! { swift build -c release --product callroomd && swift build -c release --pr
 fi
 bin="$(swift build -c release --show-bin-path)"
 [ -n "$server_bin" ] || server_bin="$bin/callroomd"
-server=""
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+servers=()
+cleanup() {
+    for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [ -f "$work/redis.pid" ] && kill "$(cat "$work/redis.pid")" 2>/dev/null || true
+    rm -rf "$work"
+}
 trap cleanup EXIT
 if [ -n "$fast" ]; then
     bash scripts/build-bpf.sh
@@ -73,22 +90,44 @@ else
 fi
 for shape in "${shapes[@]}"; do
     rooms="${shape%x*}"; per="${shape#*x}"
-    rm -rf "$work/data"
-    # shellcheck disable=SC2086
-    "${server_cpu[@]}" "$server_bin" --config "$work/config.json" --listen 127.0.0.1:0 --data-dir "$work/data" \
-        --auth-key bench-key --log-level warn $threads > "$work/server.out" 2> "$work/server.err" &
-    server=$!
-    for _ in $(seq 100); do grep -q listening "$work/server.out" && break; sleep 0.1; done
-    url="$(grep -o 'http://[0-9.:]*' "$work/server.out" | head -1)"
-    [ -n "$url" ] || { echo "bench-relay: callroomd did not start:" >&2; cat "$work/server.err" >&2; exit 1; }
-    echo "== $rooms rooms x $per = $((rooms * per)) participants, ${duration} s"
+    rm -rf "$work"/data*
+    redis=()
+    if [ "$cluster" -gt 1 ]; then
+        [ -f "$work/redis.pid" ] && kill "$(cat "$work/redis.pid")" 2>/dev/null && sleep 0.3
+        redis-server --port 0 --unixsocket "$work/redis.sock" --save '' --appendonly no --daemonize yes --pidfile "$work/redis.pid" >/dev/null
+        for _ in $(seq 50); do [ -S "$work/redis.sock" ] && break; sleep 0.1; done
+    fi
+    urls=(); servers=()
+    for n in $(seq "$cluster"); do
+        mkdir -p -m 700 "$work/data$n"
+        [ "$n" -gt 1 ] && cp "$work/data1/keys.json" "$work/data$n/"
+        level=warn
+        # (info: joins are logged, so the rooms per node can be counted; nothing logs during the run)
+        [ "$cluster" -gt 1 ] && redis=(--redis "unix://$work/redis.sock" --node-id "node-$n") && level=info
+        # shellcheck disable=SC2086
+        "${server_cpu[@]}" "$server_bin" --config "$work/config.json" --listen 127.0.0.1:0 --data-dir "$work/data$n" \
+            --auth-key bench-key --log-level "$level" $threads "${redis[@]}" > "$work/server$n.out" 2> "$work/server$n.err" &
+        servers+=($!)
+        for _ in $(seq 100); do grep -q listening "$work/server$n.out" && break; sleep 0.1; done
+        u="$(grep -o 'http://[0-9.:]*' "$work/server$n.out" | head -1)"
+        [ -n "$u" ] || { echo "bench-relay: callroomd did not start:" >&2; cat "$work/server$n.err" >&2; exit 1; }
+        urls+=("$u")
+    done
+    [ "$cluster" -gt 1 ] && sleep 1.5  # every node registered
+    url="$(IFS=,; echo "${urls[*]}")"
+    pids="$(IFS=,; echo "${servers[*]}")"
+    echo "== $rooms rooms x $per = $((rooms * per)) participants, ${duration} s$([ "$cluster" -gt 1 ] && echo ", $cluster nodes")"
     "${generator_cpu[@]}" "$bin/callroom" bots --server "$url" --auth-key bench-key --rooms "$rooms" --per-room "$per" \
-        --duration "$duration" --join-concurrency "$concurrency" --server-pid "$server" $srtp | sed 's/^/   /'
-    kill "$server"; wait "$server" 2>/dev/null || true
-    server=""
-    if [ -n "$record" ] && [ -d "$work/data/recordings" ]; then
-        files="$(find "$work/data/recordings" -name '*.opus' | wc -l)"
-        bytes="$(du -sb "$work/data/recordings" | cut -f1)"
+        --duration "$duration" --join-concurrency "$concurrency" --server-pid "$pids" $srtp | sed 's/^/   /'
+    if [ "$cluster" -gt 1 ]; then
+        for n in $(seq "$cluster"); do echo "   node-$n: $(grep -c 'participant joined' "$work/server$n.err" || true) participants joined"; done
+    fi
+    for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait "${servers[@]}" 2>/dev/null || true
+    servers=()
+    if [ -n "$record" ] && [ -d "$work/data1/recordings" ]; then
+        files="$(find "$work"/data*/recordings -name '*.opus' | wc -l)"
+        bytes="$(du -scb "$work"/data*/recordings | tail -1 | cut -f1)"
         echo "   recordings: $files files, $bytes bytes; $((bytes * 60 / duration / (files > 0 ? files : 1))) bytes per file per recorded minute"
     fi
 done

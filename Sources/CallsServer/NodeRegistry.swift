@@ -42,6 +42,8 @@ public final class NodeRegistry: @unchecked Sendable {
     static let nodePrefix = "callroom:node:"
     static let nodesKey = "callroom:nodes"
     static let roomPrefix = "callroom:room:"
+    /// Rooms placed on a node since its last heartbeat (a count; the heartbeat clears it).
+    static let placedPrefix = "callroom:placed:"
 
     public init(redis: RedisClient, ttlMs: Int = 3000) {
         self.redis = redis
@@ -56,6 +58,7 @@ public final class NodeRegistry: @unchecked Sendable {
         guard let json = try? JSONEncoder().encode(node) else { throw .reply("cannot encode the node") }
         try redis.command(["SET", Self.nodePrefix + node.id, String(decoding: json, as: UTF8.self), "PX", "\(ttlMs)"])
         try redis.command(["SADD", Self.nodesKey, node.id])
+        try redis.command(["DEL", Self.placedPrefix + node.id])  // (its participants count them now)
         for r in rooms { try redis.command(["SET", Self.roomPrefix + r, node.id, "NX"]) }
         if ringing { try redis.command(["SET", Self.ringingKey, node.id, "NX"]) }
     }
@@ -119,18 +122,33 @@ public final class NodeRegistry: @unchecked Sendable {
 
     private func place(at key: String) throws(RedisError) -> ClusterNode? {
         let nodes = try liveNodes()
-        guard let candidate = Self.leastLoaded(nodes) else {
+        let candidates = Self.byLoad(nodes)
+        guard let first = candidates.first else {
             // Nobody takes new rooms: a room already on a live (draining) node stays there.
             return try node(at: key)
         }
+        // Loads are a heartbeat old: a storm of new rooms inside one second would all go to the
+        // same node. So the script adds the rooms placed on each node since its last heartbeat
+        // (`callroom:placed:{id}`, which that heartbeat clears) to its participants, and takes
+        // the lowest (ties: the order given, i.e. CPU, then id) — placing rooms in turn.
         let script = """
             local cur = redis.call('GET', KEYS[1])
-            if cur and redis.call('EXISTS', ARGV[2] .. cur) == 1 then return cur end
-            redis.call('SET', KEYS[1], ARGV[1])
-            return ARGV[1]
+            if cur and redis.call('EXISTS', ARGV[1] .. cur) == 1 then return cur end
+            local best, bestScore = nil, nil
+            for i = 4, #ARGV, 2 do
+              local placed = tonumber(redis.call('GET', ARGV[2] .. ARGV[i]) or '0')
+              local score = tonumber(ARGV[i + 1]) + placed
+              if bestScore == nil or score < bestScore then best, bestScore = ARGV[i], score end
+            end
+            redis.call('SET', KEYS[1], best)
+            redis.call('INCR', ARGV[2] .. best)
+            redis.call('PEXPIRE', ARGV[2] .. best, ARGV[3])
+            return best
             """
-        let winner = try redis.command(["EVAL", script, "1", key, candidate.id, Self.nodePrefix]).string
-        return nodes.first { $0.id == winner } ?? candidate
+        let args = ["EVAL", script, "1", key, Self.nodePrefix, Self.placedPrefix, "\(ttlMs)"]
+            + candidates.flatMap { [$0.id, "\($0.participants)"] }
+        let winner = try redis.command(args).string
+        return nodes.first { $0.id == winner } ?? first
     }
 
     /// The room ended on `nodeID`: its entry goes (only if it is still that node's).
@@ -141,8 +159,11 @@ public final class NodeRegistry: @unchecked Sendable {
 
     /// The node a new room goes to: not draining, fewest participants, then least CPU, then by id
     /// (so every node computes the same answer from the same registry).
-    public static func leastLoaded(_ nodes: [ClusterNode]) -> ClusterNode? {
-        nodes.filter { !$0.draining }.min { a, b in
+    public static func leastLoaded(_ nodes: [ClusterNode]) -> ClusterNode? { byLoad(nodes).first }
+
+    /// The nodes that take new rooms, least loaded first (`leastLoaded`'s order).
+    static func byLoad(_ nodes: [ClusterNode]) -> [ClusterNode] {
+        nodes.filter { !$0.draining }.sorted { a, b in
             if a.participants != b.participants { return a.participants < b.participants }
             if a.cpuPercent != b.cpuPercent { return a.cpuPercent < b.cpuPercent }
             return a.id < b.id

@@ -7,8 +7,8 @@ enum BotsCommand {
     static let usage = """
         USAGE: callroom bots --server URL --session ID --auth-key KEY [--app-id ID] [--count N]
                              [--scenario NAME|FILE] [--seed N] [--duration SECONDS]
-               callroom bots --server URL --auth-key KEY --rooms R --per-room N --duration S
-                             [--app-id ID] [--server-pid PID] [--join-concurrency N] [--srtp] [--record]
+               callroom bots --server URL[,URL…] --auth-key KEY --rooms R --per-room N --duration S
+                             [--app-id ID] [--server-pid PID[,PID…]] [--join-concurrency N] [--srtp] [--record]
 
         Joins N synthetic participants (default 3) to SESSION on the server, speaking bundled
         speech clips and running the scenario (default: random from --seed). Runs until
@@ -22,7 +22,10 @@ enum BotsCommand {
         share this machine's cores with the server). With --srtp every packet is protected
         with the bot's SRTP key (AES-128-GCM, as real clients send; 17 bytes larger), to
         compare the relay's cost with and without. --record (implies --srtp) has each room's
-        moderator bot ask the server to record the room before the run. Last line:
+        moderator bot ask the server to record the room before the run. A cluster: give every
+        node's URL (bot i signals through node i mod n, as a load balancer would spread them;
+        each bot's media goes to its room's node, as `joined` names it) and every node's pid —
+        the server figures are the nodes' sums. Last line:
           delivered=N loss_pct=X jitter_ms_p50=Y relay_delay_ms_p99=Z
 
         """
@@ -89,28 +92,53 @@ extension BotsCommand {
         guard let rooms = Int(args["rooms"] ?? ""), (1...1000).contains(rooms) else { Console.fail("--rooms must be 1…1000") }
         guard let per = Int(args["per-room"] ?? ""), (2...50).contains(per) else { Console.fail("--per-room must be 2…50") }
         guard let duration = Double(args["duration"] ?? ""), duration > 0, duration <= 3600 else { Console.fail("--duration must be 1…3600 seconds") }
-        let pid = args["server-pid"].flatMap(Int32.init)
+        let pidList = (args["server-pid"] ?? "").split(separator: ",").map { Int32($0) }
+        guard !pidList.contains(nil) else { Console.fail("--server-pid is PID or PID,PID,…") }
+        let pids = pidList.compactMap { $0 }
         let concurrency = Int(args["join-concurrency"] ?? "16") ?? 0
         guard (1...256).contains(concurrency) else { Console.fail("--join-concurrency must be 1…256") }
-        var s = server
-        if !s.contains("://") { s = "http://" + s }
-        guard let url = URL(string: s), url.host != nil else { Console.fail("'\(server)' is not a server URL") }
+        var urls: [URL] = []
+        for one in server.split(separator: ",").map(String.init) {
+            let s = one.contains("://") ? one : "http://" + one
+            guard let u = URL(string: s), u.host != nil else { Console.fail("'\(one)' is not a server URL") }
+            urls.append(u)
+        }
+        guard let url = urls.first else { Console.fail("--server needs a URL") }
+        // Figures summed over every node (nil when a pid cannot be read, or none was given).
+        func cpuSeconds() -> Double? {
+            guard !pids.isEmpty else { return nil }
+            let each = pids.map(processCPUSeconds)
+            return each.contains { $0 == nil } ? nil : each.reduce(0) { $0 + ($1 ?? 0) }
+        }
+        func rssKiB() -> Int? {
+            guard !pids.isEmpty else { return nil }
+            let each = pids.map(residentKiB)
+            return each.contains { $0 == nil } ? nil : each.reduce(0) { $0 + ($1 ?? 0) }
+        }
+        func allMetrics() -> [String: Double]? {
+            var sum: [String: Double] = [:]
+            for u in urls {
+                guard let m = metrics(u) else { return nil }
+                sum.merge(m, uniquingKeysWith: +)
+            }
+            return sum
+        }
         signal(SIGPIPE, SIG_IGN)
         Task {
             var appID = args["app-id"] ?? ""
             do throws(CometChatCallException) {
                 if appID.isEmpty { appID = try await SDKSetup.fetchAppID(server: url) }
-                let gen = LoadGenerator(serverURL: url, appID: appID, authKey: key, rooms: rooms, perRoom: per,
+                let gen = LoadGenerator(serverURLs: urls, appID: appID, authKey: key, rooms: rooms, perRoom: per,
                                         srtp: args.has("srtp") || args.has("record"))
                 let t0 = Date()
-                let rss0 = pid.flatMap(residentKiB)
-                let joinCPU0 = pid.flatMap(processCPUSeconds)
+                let rss0 = rssKiB()
+                let joinCPU0 = cpuSeconds()
                 try await gen.joinAll(concurrency: concurrency)
                 Console.out(String(format: "callroom bots: %d bots in %d rooms joined in %.1f s", rooms * per, rooms, Date().timeIntervalSince(t0)))
                 let rtts = gen.bots.map(\.joinRoundTripMs).sorted()
                 var joinLine = String(format: "join_rtt_ms_p50=%.2f join_rtt_ms_p99=%.2f join_rtt_ms_max=%.2f (signalling: join sent, joined received)",
                                       LoadGenerator.Report.quantile(rtts, 0.5), LoadGenerator.Report.quantile(rtts, 0.99), rtts.last ?? .nan)
-                if let c0 = joinCPU0, let c1 = pid.flatMap(processCPUSeconds) {
+                if let c0 = joinCPU0, let c1 = cpuSeconds() {
                     joinLine += String(format: "; server_cpu_ms_per_join=%.3f (login, token, WebSocket, join, bind)", (c1 - c0) * 1000 / Double(rooms * per))
                 }
                 Console.out(joinLine)
@@ -119,15 +147,15 @@ extension BotsCommand {
                     try? await Task.sleep(nanoseconds: 1_500_000_000)  // the recorders join and bind
                     Console.out("asked the server to record \(n) rooms")
                 }
-                let m0 = metrics(url), fast0 = m0?[fastPathRunSeconds] ?? 0
-                let cpu0 = pid.flatMap(processCPUSeconds).map { $0 + fast0 }, fwd0 = m0?[forwardedTotal].map { Int($0) }
+                let m0 = allMetrics(), fast0 = m0?[fastPathRunSeconds] ?? 0
+                let cpu0 = cpuSeconds().map { $0 + fast0 }, fwd0 = m0?[forwardedTotal].map { Int($0) }
                 let own0 = processCPUSeconds(getpid()), machine0 = machineBusySeconds()
                 let report = gen.run(seconds: duration)
                 try? await Task.sleep(nanoseconds: 100_000_000)  // the fast path's counts reach /metrics every 50 ms
-                let m1 = metrics(url), fast1 = m1?[fastPathRunSeconds] ?? 0
-                let cpu1 = pid.flatMap(processCPUSeconds).map { $0 + fast1 }, fwd1 = m1?[forwardedTotal].map { Int($0) }
+                let m1 = allMetrics(), fast1 = m1?[fastPathRunSeconds] ?? 0
+                let cpu1 = cpuSeconds().map { $0 + fast1 }, fwd1 = m1?[forwardedTotal].map { Int($0) }
                 let own1 = processCPUSeconds(getpid()), machine1 = machineBusySeconds()
-                let rss1 = pid.flatMap(residentKiB)
+                let rss1 = rssKiB()
                 gen.leaveAll()
                 let nominal = rooms * per * Int(duration * 50)
                 Console.out(String(format: "sent %d packets (%.1f %% of the nominal 50 a second per bot); expected %d deliveries, got %d",

@@ -31,6 +31,8 @@ final class LoadGenerator: @unchecked Sendable {
         /// Its SRTP key from `joined`, and (with `--srtp`) the sender protecting its packets.
         var key: WireMediaKey?
         var srtp: SRTPSender?
+        /// The relay its room's node named in `joined` (in a cluster, rooms are on different nodes).
+        var relay = SocketAddress(ip: 0, port: 0)
     }
 
     /// Collects one bot's signalling messages.
@@ -50,7 +52,8 @@ final class LoadGenerator: @unchecked Sendable {
         func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) { closed.store(true, ordering: .releasing) }
     }
 
-    let serverURL: URL
+    /// The nodes the bots' signalling goes to, bot i to node i mod n (a load balancer's spread).
+    let serverURLs: [URL]
     let appID: String
     let authKey: String
     let rooms: Int
@@ -64,9 +67,9 @@ final class LoadGenerator: @unchecked Sendable {
 
     /// With `srtp`, every packet is protected with the bot's key (real libsrtp, AES-128-GCM),
     /// so the relay forwards what real clients send: 17 bytes larger.
-    init(serverURL: URL, appID: String, authKey: String, rooms: Int, perRoom: Int, srtp: Bool = false) {
+    init(serverURLs: [URL], appID: String, authKey: String, rooms: Int, perRoom: Int, srtp: Bool = false) {
         self.srtp = srtp
-        self.serverURL = serverURL
+        self.serverURLs = serverURLs
         self.appID = appID
         self.authKey = authKey
         self.rooms = rooms
@@ -77,18 +80,18 @@ final class LoadGenerator: @unchecked Sendable {
     /// bots at a time (a join storm, as when a meeting starts); bots keep (room, index) order.
     func joinAll(concurrency: Int = 16) async throws(CometChatCallException) {
         let plan = (0..<rooms).flatMap { r in (0..<perRoom).map { (room: r, index: $0) } }
-        let (url, app, key) = (serverURL, appID, authKey)
-        var done: [(Int, Bot, SocketAddress)] = []
+        let (urls, app, key) = (serverURLs, appID, authKey)
+        var done: [(Int, Bot)] = []
         do {
-            try await withThrowingTaskGroup(of: (Int, Bot, SocketAddress).self) { group in
+            try await withThrowingTaskGroup(of: (Int, Bot).self) { group in
                 var next = 0
                 func schedule() {
                     guard next < plan.count else { return }
                     let n = next, p = plan[n]
                     next += 1
                     group.addTask {
-                        let (bot, relay) = try await Self.join(room: p.room, index: p.index, serverURL: url, appID: app, authKey: key)
-                        return (n, bot, relay)
+                        let bot = try await Self.join(room: p.room, index: p.index, serverURL: urls[n % urls.count], appID: app, authKey: key)
+                        return (n, bot)
                     }
                 }
                 for _ in 0..<max(1, concurrency) { schedule() }
@@ -112,12 +115,11 @@ final class LoadGenerator: @unchecked Sendable {
                 bots[i].srtp = s
             }
         }
-        if let relay = done.first?.2 { relayAddress = relay }
     }
 
     /// One bot: login, call token, signalling join, media bind (acknowledged).
     private static func join(room r: Int, index i: Int, serverURL: URL, appID: String,
-                             authKey: String) async throws(CometChatCallException) -> (Bot, SocketAddress) {
+                             authKey: String) async throws(CometChatCallException) -> Bot {
         let uid = "load-\(r)-\(i)"
         let c = CallsClient(serverURL: serverURL, appID: appID) { _ in }
         _ = try await c.login(uid: uid, authKey: authKey)
@@ -135,7 +137,7 @@ final class LoadGenerator: @unchecked Sendable {
             try? await Task.sleep(nanoseconds: 5_000_000)
             joined = sink.joined.withLock { $0 }
         }
-        guard let j = joined, let relay = SocketAddress.resolve(host: serverURL.host ?? "127.0.0.1", port: j.mediaPort),
+        guard let j = joined, let relay = SocketAddress.resolve(host: j.mediaHost ?? serverURL.host ?? "127.0.0.1", port: j.mediaPort),
               let udp = try? UDPSocket(host: "0.0.0.0", port: 0) else {
             throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "bot \(uid) could not join")
         }
@@ -146,10 +148,8 @@ final class LoadGenerator: @unchecked Sendable {
         }
         let rtt = Double(sink.joinedNanoseconds.load(ordering: .relaxed) &- joinSent) / 1e6
         return (Bot(uid: uid, room: r, ssrc: j.you.ssrc, socket: udp, signal: sink, joinRoundTripMs: rtt, consent: consent,
-                    key: j.mediaKeys?.first { $0.ssrc == j.you.ssrc }), relay)
+                    key: j.mediaKeys?.first { $0.ssrc == j.you.ssrc }, relay: relay))
     }
-
-    private var relayAddress = SocketAddress(ip: 0, port: 0)
 
     /// Asks the server to record every room (its moderator bot sends the request); returns how
     /// many rooms asked. The recorder needs SRTP packets to read: use with `srtp`.
@@ -247,7 +247,7 @@ final class LoadGenerator: @unchecked Sendable {
                     guard let s = b.srtp else { return h + payload.count }
                     return (try? s.protect(p, length: h + payload.count)) ?? 0
                 }
-                if packet.withUnsafeBytes({ b.socket?.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: relayAddress) ?? false }) {
+                if packet.withUnsafeBytes({ b.socket?.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: b.relay) ?? false }) {
                     sent.add(1, ordering: .relaxed)
                 }
             }
@@ -279,7 +279,7 @@ final class LoadGenerator: @unchecked Sendable {
                         let d = batch.datagram(i)
                         guard MediaBinding.isControl(d) else { continue }
                         count -= 1
-                        if let answer = bots[r].consent?.answer(d) { sockets[r].send(answer, to: relayAddress) }
+                        if let answer = bots[r].consent?.answer(d) { sockets[r].send(answer, to: bots[r].relay) }
                     }
                     count += n
                     guard sampled else { continue }

@@ -40,6 +40,21 @@ final class NodeRegistryTests: XCTestCase {
         XCTAssertNil(try b.node(forSession: "room-2"))
     }
 
+    func testAStormOfNewRoomsBetweenHeartbeatsIsSpreadOverTheNodes() throws {
+        let a = try registry(), b = try registry(), c = try registry()
+        try a.heartbeat(node("n1", 0)); try b.heartbeat(node("n2", 0)); try c.heartbeat(node("n3", 2))
+        // Nine rooms inside one heartbeat, placed by different nodes: the loads in the registry
+        // have not moved, yet the rooms go round, each counted as one participant until then
+        // (n3, with 2 participants already, gets one).
+        let placed = try (1...9).map { i in try [a, b, c][i % 3].place(session: "storm-\(i)")?.id ?? "-" }
+        let counts = Dictionary(placed.map { ($0, 1) }, uniquingKeysWith: +)
+        XCTAssertEqual(counts, ["n1": 4, "n2": 4, "n3": 1], "\(placed)")
+        XCTAssertEqual(Array(placed.prefix(2)), ["n1", "n2"], "ties: the order of the load, then id")
+        // The next heartbeat counts them as participants and clears the pending count.
+        try a.heartbeat(node("n1", 40)); try b.heartbeat(node("n2", 30)); try c.heartbeat(node("n3", 20))
+        XCTAssertEqual(try a.place(session: "after")?.id, "n3")
+    }
+
     func testPlacingTheSameNewRoomAtOnceAgreesOnOneNode() throws {
         let setup = try registry()
         for (i, load) in [5, 5, 5].enumerated() { try setup.heartbeat(node("n\(i + 1)", load)) }
