@@ -109,3 +109,24 @@ extension CometChat.CallType {
     /// (`CometChatCalls.sessionSettingsBuilder.setSessionType(call.callType.sessionType)`).
     public var sessionType: SessionType { self == .video ? .video : .voice }
 }
+
+/// The chat connection's state, as the vendor SDK's connection listener reports it: after a
+/// loss (server restart, a dead node, the network) the SDK reconnects by itself and says so.
+/// Called on the callback queue.
+public protocol CometChatConnectionDelegate: AnyObject {
+    /// Reconnecting after a loss.
+    func connecting()
+    /// Back: calls ring here again.
+    func connected()
+    /// The connection was lost (a reconnect follows).
+    func disconnected()
+    /// Reconnecting stopped: the server refused the session's token (revoked or expired).
+    func onConnectionError(error: CometChatException)
+}
+
+extension CometChatConnectionDelegate {
+    public func connecting() {}
+    public func connected() {}
+    public func disconnected() {}
+    public func onConnectionError(error: CometChatException) {}
+}

@@ -6,6 +6,12 @@ import Foundation
 /// answered in order (the server answers each on this connection before the next), so each
 /// waits in a FIFO for its answer: the `call` message it causes, or the next `error`.
 ///
+/// A connection that closes without `close()` (the server restarted, its node died, the network
+/// dropped) is opened again and says `hello` again, after 0.5 s, then 1, 2, 4, 8 s between tries
+/// (behind a load balancer that lands on a live node, which puts this device back online);
+/// requests waiting meanwhile fail with `NETWORK_ERROR`. A `hello` refused for its token (it
+/// was revoked) stops the tries.
+///
 /// Thread rules: all state is on `queue`; the WebSocket's callbacks hop there. Results and
 /// listener events are handed to `deliver`, which puts them on the callback queue.
 final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
@@ -29,6 +35,15 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
     private var nextID: UInt64 = 1
     /// Told of every `call` message that no request was waiting for (on `queue`).
     var onCall: (@Sendable (CallEventKind, WireCall) -> Void)?
+    /// Told (on `queue`) when the connection is lost, tried again, and back.
+    var onState: (@Sendable (ChatConnectionState) -> Void)?
+    /// The token `hello` said (again on each reconnect); nil until `open`.
+    private var authToken: String?
+    /// `close()` was called: a close that follows is not a loss.
+    private var closing = false
+    /// A `welcome` came on some socket of this connection (reconnects start only after one).
+    private var welcomedOnce = false
+    private var retryDelay = 0.5
 
     let trust: TLSTrust
 
@@ -40,17 +55,60 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
     /// Connects and says hello; `done` gets the `welcome` (or why not).
     func open(authToken: String, done: @escaping @Sendable (Result<ServerMessage, CometChatException>) -> Void) {
         queue.async {
-            let ws = WebSocketClient(url: self.url.appendingPathComponent("v1/signal"), trust: self.trust, delegate: self)
-            self.client = ws
-            do { try ws.connect() } catch {
-                return done(.failure(CometChatException(errorCode: CometChatException.networkError, errorDescription: "cannot connect to \(self.url): \(error)")))
+            self.authToken = authToken
+            self.connect(done: done)
+        }
+    }
+
+    /// A new socket and its `hello` (on `queue`).
+    private func connect(done: @escaping @Sendable (Result<ServerMessage, CometChatException>) -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let token = authToken else { return }
+        let ws = WebSocketClient(url: url.appendingPathComponent("v1/signal"), trust: trust, delegate: self)
+        client = ws
+        do { try ws.connect() } catch {
+            client = nil
+            return done(.failure(CometChatException(errorCode: CometChatException.networkError, errorDescription: "cannot connect to \(url): \(error)")))
+        }
+        request(.hello(authToken: token), expect: .welcome) { [weak self] result in
+            if case .success = result, let self {
+                self.queue.async {
+                    let again = self.welcomedOnce
+                    self.welcomedOnce = true
+                    self.retryDelay = 0.5
+                    if again { self.onState?(.connected) }
+                }
             }
-            self.request(.hello(authToken: authToken), expect: .welcome, done: done)
+            done(result)
+        }
+    }
+
+    /// After a loss: waits `retryDelay`, then connects again (doubling the wait up to 8 s).
+    private func reconnectLater() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let delay = retryDelay
+        retryDelay = min(retryDelay * 2, 8)
+        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self, !self.closing, self.client == nil else { return }
+            self.onState?(.connecting)
+            self.connect { [weak self] result in
+                guard case .failure(let e) = result, let self else { return }
+                self.queue.async {
+                    if e.errorCode.hasPrefix("AUTH_ERR") {
+                        // Revoked or expired: trying again cannot help.
+                        self.closing = true
+                        self.onState?(.failed(e))
+                    } else if self.client == nil {
+                        self.reconnectLater()  // (could not even start; a socket that closes comes back here by itself)
+                    }
+                }
+            }
         }
     }
 
     func close() {
         queue.async {
+            self.closing = true
             self.client?.disconnect()
             self.client = nil
         }
@@ -88,11 +146,17 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
 
     func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) {
         queue.async {
+            let current = c === self.client
+            if current { self.client = nil }
+            guard current || self.closing else { return }  // a socket replaced already
             let waiting = self.pending
             self.pending = []
             for p in waiting {
                 p.done(.failure(CometChatException(errorCode: CometChatException.networkError, errorDescription: "The connection closed.")))
             }
+            guard current, !self.closing, self.welcomedOnce else { return }
+            self.onState?(.disconnected)
+            self.reconnectLater()
         }
     }
 
@@ -122,4 +186,16 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
             break
         }
     }
+}
+
+/// What a chat connection tells the SDK about itself after its first `welcome`.
+enum ChatConnectionState: Sendable {
+    /// The connection closed without `close()`: reconnecting.
+    case disconnected
+    /// Trying again.
+    case connecting
+    /// Welcomed again: presence (ringing) reaches this device once more.
+    case connected
+    /// Tries stopped: the server refused the token.
+    case failed(CometChatException)
 }

@@ -28,10 +28,15 @@ public enum CometChat {
         var authToken: String?
         var connection: ChatConnection?
         var listeners: [String: WeakDelegate] = [:]
+        var connectionListeners: [String: WeakConnectionDelegate] = [:]
         var activeCall: Call?
     }
 
     final class WeakDelegate { weak var value: (any CometChatCallDelegate)?; init(_ v: any CometChatCallDelegate) { value = v } }
+    final class WeakConnectionDelegate {
+        weak var value: (any CometChatConnectionDelegate)?
+        init(_ v: any CometChatConnectionDelegate) { value = v }
+    }
 
     static let state = Locked<State>(State())
 
@@ -113,6 +118,7 @@ public enum CometChat {
                 let (user, token) = try await body(rest)
                 let connection = ChatConnection(url: url, trust: settings.trust)
                 connection.onCall = { kind, call in dispatch(kind, call) }
+                connection.onState = { change in dispatchConnection(change) }
                 connection.open(authToken: token) { result in
                     switch result {
                     case .success:
@@ -143,6 +149,29 @@ public enum CometChat {
     }
 
     public static func removeCallListener(_ id: String) { state.withLock { $0.listeners[id] = nil } }
+
+    /// Hears the chat connection's losses and reconnects (held weakly, like call listeners).
+    public static func addConnectionListener(_ id: String, _ delegate: any CometChatConnectionDelegate) {
+        state.withLock { $0.connectionListeners[id] = WeakConnectionDelegate(delegate) }
+    }
+
+    public static func removeConnectionListener(_ id: String) { state.withLock { $0.connectionListeners[id] = nil } }
+
+    /// A change of the chat connection: tell the connection listeners (from the connection's queue).
+    static func dispatchConnection(_ change: ChatConnectionState) {
+        let (listeners, queue) = state.withLock { s in (s.connectionListeners.values.compactMap(\.value), s.settings?.callbackQueue ?? .main) }
+        let box = ConnectionListenerBox(listeners)
+        queue.async {
+            for l in box.listeners {
+                switch change {
+                case .disconnected: l.disconnected()
+                case .connecting: l.connecting()
+                case .connected: l.connected()
+                case .failed(let e): l.onConnectionError(error: e)
+                }
+            }
+        }
+    }
 
     /// The call you are in (accepted, not yet ended), if any.
     public static func getActiveCall() -> Call? { state.withLock { $0.activeCall } }
@@ -243,6 +272,12 @@ final class Handlers<T>: @unchecked Sendable {
 final class ListenerBox: @unchecked Sendable {
     let listeners: [any CometChatCallDelegate]
     init(_ l: [any CometChatCallDelegate]) { listeners = l }
+}
+
+/// Connection listeners carried to the callback queue (touched only there).
+final class ConnectionListenerBox: @unchecked Sendable {
+    let listeners: [any CometChatConnectionDelegate]
+    init(_ l: [any CometChatConnectionDelegate]) { listeners = l }
 }
 
 /// Runs a closure on the callback queue.

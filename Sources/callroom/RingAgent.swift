@@ -12,7 +12,7 @@ import Foundation
 ///
 /// Thread rules: main queue only (the SDKs' callback queue).
 @MainActor
-final class RingAgent: CometChatCallDelegate {
+final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     enum Answer { case accept, reject, busy, none }
 
     private let options: SDKSetup.Options
@@ -65,6 +65,7 @@ final class RingAgent: CometChatCallDelegate {
             fail("\(error.errorCode): \(error.errorDescription)")
         }
         CometChat.addCallListener("callroom", self)
+        CometChat.addConnectionListener("callroom", self)
         signals = SignalLeave.install({ [weak self] in self?.hangUp() }, giveUp: { [weak self] in self?.screen?.stop(); self?.onExit?() })
     }
 
@@ -137,6 +138,31 @@ final class RingAgent: CometChatCallDelegate {
         MainActor.assumeIsolated {
             emit("onCallEndedMessageReceived", call: endedCall, listener: true)
             if joined { CallSession.shared.leaveSession() } else if screen == nil { exit(ExitCode.ok) }
+        }
+    }
+
+    // MARK: CometChatConnectionDelegate (the chat connection reconnects by itself)
+
+    nonisolated func disconnected() {
+        MainActor.assumeIsolated {
+            emit("disconnected", [:], connection: true)
+            if current == nil { showIdle(note: "connection lost: reconnecting…") }
+        }
+    }
+
+    nonisolated func connecting() { MainActor.assumeIsolated { emit("connecting", [:], connection: true) } }
+
+    nonisolated func connected() {
+        MainActor.assumeIsolated {
+            emit("connected", [:], connection: true)
+            if current == nil { showIdle(note: "back online") }
+        }
+    }
+
+    nonisolated func onConnectionError(error: CometChatException) {
+        MainActor.assumeIsolated {
+            report("onConnectionError", error)
+            if current == nil { showIdle(note: "offline: \(error.errorCode) (log in again)") }
         }
     }
 
@@ -303,12 +329,13 @@ final class RingAgent: CometChatCallDelegate {
         emit(event, d, listener: listener)
     }
 
-    private func emit(_ event: String, _ fields: [String: Any], listener: Bool = false) {
+    private func emit(_ event: String, _ fields: [String: Any], listener: Bool = false, connection: Bool = false) {
         guard screen == nil else { return }
         var d = fields
         d["ts"] = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
         d["event"] = event
         if listener { d["listener"] = "CometChatCallDelegate" }
+        if connection { d["listener"] = "CometChatConnectionDelegate" }
         guard let data = try? JSONSerialization.data(withJSONObject: d, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         Console.out(String(decoding: data, as: UTF8.self))
     }

@@ -81,10 +81,7 @@ final class ClusterMembershipTests: XCTestCase {
         let dir = TemporaryDirectory("callroom-cluster")
         defer { dir.remove() }
         let killed = try CallroomdProcess(dataDir: dir.file("k"), extra: ["--redis", redis.address, "--node-id", "doomed"])
-        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("crs-survivor-\(UUID().uuidString.prefix(6))").path
-        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try FileManager.default.copyItem(atPath: dir.file("k") + "/keys.json", toPath: shared + "/keys.json")
-        let b = try ServerHarness(dataDir: shared) { $0.redisURL = self.redis.address; $0.nodeID = "survivor" }
+        let b = try ServerHarness(dataDir: try ServerHarness.dataDir(withKeysFrom: dir.file("k"), name: "survivor")) { $0.redisURL = self.redis.address; $0.nodeID = "survivor" }
         defer { b.stop(); b.removeData() }
         XCTAssertTrue(eventually { nodes(b).count == 2 }, "\(nodes(b))")
         killed.process.signal(SIGKILL)

@@ -27,11 +27,7 @@ final class ClusterRoutingTests: XCTestCase {
     /// Nodes `ids` sharing one set of keys (the first node's, copied into each data directory).
     func startNodes(_ ids: [String], configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws {
         for id in ids {
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crs-cluster-\(id)-\(UUID().uuidString.prefix(6))").path
-            if let first = nodes.first {
-                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-                try FileManager.default.copyItem(atPath: first.dir + "/keys.json", toPath: dir + "/keys.json")
-            }
+            let dir = try nodes.first?.dataDirSharingKeys("cluster-\(id)")
             nodes.append(try ServerHarness(dataDir: dir) { c in
                 c.redisURL = self.redis.address
                 c.nodeID = id

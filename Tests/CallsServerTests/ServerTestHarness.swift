@@ -33,10 +33,13 @@ final class ServerHarness {
 
     /// A new data directory holding this server's keys.json: another node of its cluster
     /// (callroomd refuses to join a cluster with other keys).
-    func dataDirSharingKeys(_ name: String = "node") throws -> String {
+    func dataDirSharingKeys(_ name: String = "node") throws -> String { try Self.dataDir(withKeysFrom: dir, name: name) }
+
+    /// A new data directory holding a copy of `source`'s keys.json.
+    static func dataDir(withKeysFrom source: String, name: String = "node") throws -> String {
         let d = FileManager.default.temporaryDirectory.appendingPathComponent("crs-\(name)-\(UUID().uuidString.prefix(6))").path
         try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try FileManager.default.copyItem(atPath: dir + "/keys.json", toPath: d + "/keys.json")
+        try FileManager.default.copyItem(atPath: source + "/keys.json", toPath: d + "/keys.json")
         return d
     }
 

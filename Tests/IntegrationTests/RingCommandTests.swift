@@ -37,6 +37,35 @@ final class RingCommandTests: XCTestCase {
         XCTAssertTrue(b.contains("onSessionLeft"))
     }
 
+    func testListenIsBackOnlineAfterTheServerRestarts() throws {
+        let tmp = TemporaryDirectory("callroom-ring-restart")
+        defer { tmp.remove() }
+        let listen = "127.0.0.1:\(try FreePort.tcp())"
+        var server = try CallroomdProcess(dataDir: tmp.file("data"), listen: listen, extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let common = ["--server", server.url, "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"]
+        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--auto-reject"] + common)
+        defer { bob.signal(SIGTERM) }
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
+        // The server dies (kill -9) and comes back on the same address: bob's chat connection
+        // says it was lost, tries again, and is back without anyone restarting `listen`.
+        let apiKey = server.apiKey  // (printed at the first start only)
+        server.process.signal(SIGKILL)
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"disconnected""#) }, "\(bob.output)")
+        _ = server.process.wait(timeout: 5)
+        server = try CallroomdProcess(dataDir: tmp.file("data"), listen: listen, extra: ["--log-level", "error"])
+        XCTAssertNotNil(bob.waitForLine(timeout: 15) { $0.contains(#""event":"connected""#) }, "\(bob.output)")
+        // Ringing reaches him again: ann's call is rejected by him, not left unanswered.
+        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "bob", "--uid", "ann", "--timeout", "10"] + common)
+        XCTAssertEqual(ann.wait(timeout: 15), 4, "did not connect: \(ann.output)")
+        XCTAssertTrue(ann.output.last?.contains(#""status":"rejected""#) == true, "\(ann.output)")
+        XCTAssertTrue(bob.process.isRunning, "listen stayed up throughout")
+        // His tokens revoked: the server closes his presence, and the retry's refusal stops the tries.
+        XCTAssertEqual(BlockingHTTP.request("DELETE", server.url + "/v3/users/bob/auth_tokens", headers: ["apikey": apiKey]).status, 200)
+        let refused = bob.waitForLine(timeout: 10) { $0.contains(#""event":"onConnectionError""#) }
+        XCTAssertTrue(refused?.contains("AUTH_ERR") == true, "\(bob.output)")
+    }
+
     func testABusyListenerAndBadUsage() throws {
         let tmp = TemporaryDirectory("callroom-ring")
         defer { tmp.remove() }
