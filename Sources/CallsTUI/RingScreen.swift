@@ -11,6 +11,9 @@ public final class RingScreen {
         case connecting(String)
         /// Online; `note` is what happened last ("Call with Bob ended").
         case idle(name: String, uid: String, note: String?)
+        /// Logged in, but the connection that makes calls ring here is down; `note` says why
+        /// and what is happening (reconnecting, or refused).
+        case offline(name: String, uid: String, note: String)
         case incoming(from: String, type: String, group: String?, since: Date)
         case outgoing(to: String, type: String, since: Date)
         /// How a call ended or why it did not connect.
@@ -76,7 +79,7 @@ public final class RingScreen {
             if key == "b" { onAction?(.busy) }
         case .outgoing:
             if key == "c" || input == .escape || key == "q" { onAction?(.cancel) }
-        case .idle, .outcome:
+        case .idle, .offline, .outcome:
             if key == "h" { onAction?(.history) }
             if key == "q" { onAction?(.quit) }
         case .history:
@@ -119,6 +122,12 @@ public final class RingScreen {
             center(&b, "\(g.recording) online as \(name) (\(uid))", y: frame.y + 2, in: frame, style: .init(fg: .green, bold: true))
             center(&b, "waiting for calls", y: frame.y + 3, in: frame, style: .init(dim: true))
             if let note { center(&b, note, y: frame.y + 5, in: frame) }
+            buttonRow(&b, [("h", "History", .history), ("q", "Quit", .quit)], y: frame.maxY - 2, in: frame)
+        case .offline(let name, let uid, let note):
+            b.box(frame, title: "CallRoom")
+            center(&b, "offline: \(name) (\(uid))", y: frame.y + 2, in: frame, style: .init(fg: .red, bold: true))
+            center(&b, "calls cannot ring here", y: frame.y + 3, in: frame, style: .init(dim: true))
+            center(&b, note, y: frame.y + 5, in: frame)
             buttonRow(&b, [("h", "History", .history), ("q", "Quit", .quit)], y: frame.maxY - 2, in: frame)
         case .incoming(let from, let type, let group, let since):
             b.box(frame, title: "Incoming call", style: .init(fg: .yellow, bold: true))

@@ -25,6 +25,8 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     /// The call this process is ringing, answering or in.
     private var current: Call?
     private var joined = false
+    /// Why the chat connection is down (nil: up): the idle screen says offline meanwhile.
+    private var offline: String?
     private var signals: [DispatchSourceSignal] = []
     private static var retained: RingAgent?
     /// Runs before the process exits on quit (the demo stops its server).
@@ -91,6 +93,7 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
 
     private func showIdle(note: String?) {
         guard let me else { return }
+        if let offline { return screen?.show(.offline(name: me.name, uid: me.uid, note: offline)) ?? () }
         screen?.show(.idle(name: me.name, uid: me.uid, note: note))
     }
 
@@ -146,7 +149,8 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     nonisolated func disconnected() {
         MainActor.assumeIsolated {
             emit("disconnected", [:], connection: true)
-            if current == nil { showIdle(note: "connection lost: reconnecting…") }
+            offline = "connection lost: reconnecting…"
+            if current == nil { showIdle(note: nil) }
         }
     }
 
@@ -155,6 +159,7 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     nonisolated func connected() {
         MainActor.assumeIsolated {
             emit("connected", [:], connection: true)
+            offline = nil
             if current == nil { showIdle(note: "back online") }
         }
     }
@@ -162,7 +167,8 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     nonisolated func onConnectionError(error: CometChatException) {
         MainActor.assumeIsolated {
             report("onConnectionError", error)
-            if current == nil { showIdle(note: "offline: \(error.errorCode) (log in again)") }
+            offline = "refused: \(error.errorCode) — quit and log in again"
+            if current == nil { showIdle(note: nil) }
         }
     }
 

@@ -21,6 +21,11 @@ final class RingScreenTests: XCTestCase {
         s.onAction = { actions.append($0) }
         s.draw()
         XCTAssertTrue(text(t).contains("online as Bob (bob)"))
+        s.show(.offline(name: "Bob", uid: "bob", note: "connection lost: reconnecting…"))
+        XCTAssertTrue(text(t).contains("offline: Bob (bob)") && text(t).contains("calls cannot ring here")
+                      && text(t).contains("connection lost: reconnecting…"), text(t))
+        XCTAssertFalse(text(t).contains("online as"), "never says online while it is not")
+        s.show(.idle(name: "Bob", uid: "bob", note: nil))
         s.show(.incoming(from: "Ann", type: "video", group: "Team", since: Date()))
         s.show(.incoming(from: "Ann", type: "video", group: "Team", since: Date()))
         XCTAssertEqual(t.bells, 1, "the bell rings when the call arrives, not on every redraw")
