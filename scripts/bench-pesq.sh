@@ -11,7 +11,10 @@
 # frames repaired from redundant copies (RFC 2198, switched on by the listener's loss reports).
 #
 #   scripts/bench-pesq.sh [--clip FILE.wav] [--seconds N] [--jitter MS] [--burst N] [--bitrate BPS]
-#                         [--redundancy on|off] [--complexity N] [--period-ms P] [--profile voice|music|low-delay] [LOSS% ...]
+#                         [--redundancy on|off] [--complexity N] [--period-ms P] [--profile voice|music|low-delay]
+#                         [--jitter-frames N] [LOSS% ...]
+#   (--jitter-frames: a floor under the listener's jitter buffer start depth; default none: it
+#   follows the jitter it measures, as in every call)
 #   e.g. scripts/bench-pesq.sh 0 5 10 20; scripts/bench-pesq.sh --burst 2 20
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +27,7 @@ profile=voice
 burst=1
 bitrate=32000
 redundancy=on
+jitter_frames=1
 losses=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -36,7 +40,8 @@ while [ $# -gt 0 ]; do
         --burst) burst="${2:?--burst needs N}"; shift 2 ;;
         --bitrate) bitrate="${2:?--bitrate needs bits per second}"; shift 2 ;;
         --redundancy) redundancy="${2:?--redundancy needs on|off}"; shift 2 ;;
-        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --jitter-frames) jitter_frames="${2:?--jitter-frames needs N}"; shift 2 ;;
+        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) [[ "$1" =~ ^[0-9]+$ ]] || { echo "bench-pesq: '$1' is not a loss percentage" >&2; exit 2; }
            losses+=("$1"); shift ;;
     esac
@@ -53,11 +58,11 @@ sox "$clip" -r 16000 -c 1 -b 16 "$work/ref.wav"
 sox "$clip" -r 48000 -c 1 -b 16 "$work/clip48.wav"
 burstflag=()
 [ "$burst" = 1 ] || burstflag=(--burst "$burst")
-echo "clip $clip, ${seconds} s per run, jitter 0…${jitter} ms, loss bursts of $burst packets (mean), seed 1, sender's Opus $bitrate b/s complexity $complexity, redundancy $redundancy, listener's playback period $period, profile $profile"
+echo "clip $clip, ${seconds} s per run, jitter 0…${jitter} ms, loss bursts of $burst packets (mean), seed 1, sender's Opus $bitrate b/s complexity $complexity, redundancy $redundancy, listener's playback period $period, profile $profile, jitter buffer floor $jitter_frames"
 echo "loss_pct repaired_pct recovered_pct concealed_pct payload_kbps wire_kbps pesq_wb opus_ideal_pesq_wb plc_only_pesq_wb"
 for loss in "${losses[@]}"; do
     "$bin/callroom" bench quality --loss "$loss" --jitter "$jitter" "${burstflag[@]}" --seconds "$seconds" --seed 1 --complexity "$complexity" \
-        --bitrate "$bitrate" --redundancy "$redundancy" --period-ms "$period" --profile "$profile" \
+        --bitrate "$bitrate" --redundancy "$redundancy" --period-ms "$period" --profile "$profile" --jitter-frames "$jitter_frames" \
         --input "$clip" --record "$work/heard.wav" > "$work/quality.txt"
     sox "$work/heard.wav" -r 16000 -b 16 "$work/heard16.wav"
     score="$("$venv/bin/python" scripts/pesq_score.py "$work/ref.wav" "$work/heard16.wav")"

@@ -16,8 +16,11 @@ import CallsCore
 /// ```
 ///
 /// Adaptive depth: given arrival times and RTP timestamps, it keeps the RFC 3550 inter-arrival
-/// jitter estimate and raises its target depth to cover twice that (never below
-/// `targetFrames`, the minimum); when the queue stays two frames deeper than the target for half
+/// jitter estimate and raises its target depth to cover three times that beyond a quarter frame
+/// (the playout tick's own slack; never below `targetFrames`, the minimum — 1 by default, so the
+/// start depth is the measured jitter's, not a configured guess). Playout starts only once
+/// `warmupPackets` have come (their jitter measured, the first averaged rather than smoothed),
+/// with the oldest of them dropped down to the target depth; when the queue stays two frames deeper than the target for half
 /// a second it drops one frame to shrink back (latency returns after a burst of jitter). A
 /// sender whose clock runs fast fills the queue and is trimmed the same way; one that runs
 /// slow drains it and is concealed — clock drift costs at most one frame per drift period.
@@ -84,6 +87,11 @@ public final class JitterBuffer: @unchecked Sendable {
     /// RFC 3550 inter-arrival jitter estimate, in nanoseconds.
     public private(set) var jitterNanoseconds: Double = 0
     private var lastTransit: Double?
+    /// Transit differences the estimate has seen (its gain is 1/n until 16, then 1/16).
+    private var jitterSamples = 0
+    /// Packets received before playout first starts: the jitter they show sets the start depth.
+    public let warmupPackets: Int
+    private var startedOnce = false
     /// When the packet `next()` last returned as `.packet` arrived (monotonic ns), if known.
     public private(set) var lastPlayedArrival: UInt64?
     private var deepTicks = 0
@@ -111,8 +119,11 @@ public final class JitterBuffer: @unchecked Sendable {
     ///   - maxFrames: beyond this depth the oldest frames are dropped.
     ///   - maxConcealFrames: consecutive concealed frames before returning to silence.
     ///   - slotCount: packets held at once before the oldest are dropped (at least `maxFrames` + 2).
-    public init(targetFrames: Int = 2, maxFrames: Int = 15, maxConcealFrames: Int = 10, frameSamples: Int = 960, slotCount: Int = 64) {
+    ///   - warmupPackets: packets measured before the first playout (1: start on the first).
+    public init(targetFrames: Int = 2, maxFrames: Int = 15, maxConcealFrames: Int = 10, frameSamples: Int = 960, slotCount: Int = 64,
+                warmupPackets: Int = 1) {
         self.targetFrames = max(1, targetFrames)
+        self.warmupPackets = max(1, warmupPackets)
         self.maxFrames = max(self.targetFrames + 1, maxFrames)
         self.maxConcealFrames = maxConcealFrames
         self.frameSamples = frameSamples
@@ -148,7 +159,8 @@ public final class JitterBuffer: @unchecked Sendable {
             var d = abs(transit - last)
             // A timestamp wrap (or a restarted sender) is not jitter.
             if d > 5e9 { d = jitterNanoseconds }
-            jitterNanoseconds += (d - jitterNanoseconds) / 16
+            jitterSamples += 1
+            jitterNanoseconds += (d - jitterNanoseconds) / Double(min(jitterSamples, 16))
         }
         lastTransit = transit
         updateTarget()
@@ -157,7 +169,10 @@ public final class JitterBuffer: @unchecked Sendable {
 
     private func updateTarget() {
         let frameNs = Double(frameSamples) * 1e9 / 48_000
-        let forJitter = Int((2 * jitterNanoseconds / frameNs).rounded(.up)) + 1
+        // Three times the jitter (the whole spread of a uniform delay; twice misses its tail),
+        // less the quarter frame the playout tick absorbs anyway: on a clean path (under 1/12
+        // frame of jitter) one frame; 0…30 ms of delay at 20 ms frames (J ≈ 10 ms) three.
+        let forJitter = Int(max(0, 3 * jitterNanoseconds / frameNs - 0.25).rounded(.up)) + 1
         // Two or more copies: hold enough for the last to come. One copy needs no floor: the next
         // packet is usually there, and when it is not, waiting for it deepens the queue by itself.
         let forRedundancy = redundancyDistance >= 2 ? redundancyDistance + 1 : 0
@@ -271,7 +286,17 @@ public final class JitterBuffer: @unchecked Sendable {
             playedSlot = nil
         }
         if !isPlaying {
-            guard slots.count >= adaptiveTarget, let oldest = oldestSequence else { return .silence }
+            guard statistics.received >= warmupPackets || slots.count >= maxFrames else { return .silence }
+            guard slots.count >= adaptiveTarget else { return .silence }
+            // After the warm-up (the first start only): the frames beyond the target are the
+            // call's first few, dropped rather than played late for good.
+            while warmupPackets > 1 && !startedOnce && slots.count > adaptiveTarget, let oldest = oldestSequence {
+                guard let slot = slots.removeValue(forKey: oldest) else { break }
+                release(slot)
+                statistics.shrunk += 1
+            }
+            guard let oldest = oldestSequence else { return .silence }
+            startedOnce = true
             isPlaying = true
             nextSeq = oldest
             concealRun = 0

@@ -64,6 +64,10 @@ public final class ReceiveMixer: @unchecked Sendable {
     private let pcm: UnsafeMutableBufferPointer<Int16>
     private var steps: [(Sender, Step, Float)] = []
 
+    /// Packets a new sender's jitter buffer measures before it plays: 100 ms of them (5 of 20 ms,
+    /// 10 of 10 ms), of the call's very first audio — what the jitter is decides the start depth.
+    static func warmupPackets(frameSamples: Int) -> Int { max(1, AudioFormat.samples(ms: 100) / max(1, frameSamples)) }
+
     public init(frameSamples: Int, jitterTargetFrames: Int, maxSenders: Int = 64) {
         self.frameSamples = frameSamples
         self.jitterTargetFrames = jitterTargetFrames
@@ -90,7 +94,8 @@ public final class ReceiveMixer: @unchecked Sendable {
                 sender = known
             } else {
                 guard s.senders.count < maxSenders else { s.refused += 1; return false }
-                sender = Sender(ssrc: header.ssrc, buffer: JitterBuffer(targetFrames: jitterTargetFrames, frameSamples: frameSamples),
+                sender = Sender(ssrc: header.ssrc, buffer: JitterBuffer(targetFrames: jitterTargetFrames, frameSamples: frameSamples,
+                                                                             warmupPackets: Self.warmupPackets(frameSamples: frameSamples)),
                                 gain: s.gains[header.ssrc] ?? 1)
                 s.senders[header.ssrc] = sender
             }

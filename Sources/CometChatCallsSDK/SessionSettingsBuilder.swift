@@ -69,8 +69,9 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var audioFrameMs: Int = 20
         /// CallRoom: simulated loss and jitter on the media this client receives (QA, tests).
         public var networkImpairment: NetworkImpairment?
-        /// CallRoom: frames the jitter buffer holds before playout starts (1 = one frame of margin).
-        public var jitterTargetFrames: Int = 2
+        /// CallRoom: the least the jitter buffer holds before playout starts (frames). 1, the
+        /// default: the depth follows the jitter it measures; more is a floor.
+        public var jitterTargetFrames: Int = 1
         /// CallRoom: noise suppression, automatic gain, echo cancellation on the microphone.
         public var captureProcessing: CaptureProcessing = .off
         /// CallRoom: Opus bitrate (b/s; nil: the profile's, `OpusEncoder.Profile.defaultBitrate`),
@@ -207,7 +208,8 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         settings.audioPeriodMs = ms.map { [5, 10, 20].contains($0) ? $0 : 10 }
         return self
     }
-    /// CallRoom: the jitter buffer's start depth in frames (at least 1). Default 2.
+    /// CallRoom: the jitter buffer's least start depth in frames (at least 1). Default 1: the
+    /// depth follows the measured jitter (`JitterBuffer`); a larger value is a floor under it.
     @discardableResult public func setJitterTargetFrames(_ n: Int) -> SessionSettingsBuilder { settings.jitterTargetFrames = max(1, n); return self }
 
     /// CallRoom: the video source (`auto`, `v4l2:/dev/videoN`, `pattern`, `avatar`, `file:PATH.y4m`,

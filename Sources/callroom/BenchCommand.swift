@@ -14,7 +14,7 @@ enum BenchCommand {
                callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
                callroom bench quality [--loss PCT] [--burst N] [--jitter MS] [--seconds N] [--seed N]
                                       [--input FILE.wav] [--record OUT.wav] [--complexity 0-10] [--bitrate BPS]
-                                      [--redundancy on|off] [--profile voice|music|low-delay]
+                                      [--redundancy on|off] [--profile voice|music|low-delay] [--jitter-frames N]
                callroom bench cpu [--speakers N] [--frames N]
                callroom bench udp-floor [--destinations N] [--datagrams N]
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
@@ -33,6 +33,8 @@ enum BenchCommand {
                  concealed (PLC), playback stalls, and the speaker's bandwidth and redundancy;
                  --record writes what the listener heard (48 kHz mono WAV) for a speech-quality
                  score (scripts/bench-pesq.sh); last line quality … wire_kbps=X
+                 (latency and quality: the listener's jitter buffer measures the jitter, as every
+                 call's does; --jitter-frames N puts a floor under its start depth)
         render   time to lay out and draw one call-screen frame (120×40, levels moving every frame)
                  and how many cells a frame rewrites; last line render_us median=X
         cpu      Opus encode, decode and mixing cost per stream, as a share of one core, for a
@@ -115,11 +117,11 @@ enum BenchCommand {
             // Default: automatic, as every call gets it (SessionSettings.audioPeriodMs nil).
             let period: Int?
             do { period = try SurfaceFlags.playbackPeriod(args["period-ms"], frameMs: ms) } catch { Console.fail(error.message) }
-            // Impaired: the listener drops and delays what it receives (as bench quality does),
-            // with the jitter buffer's start depth for that jitter unless --jitter-frames says.
+            // Impaired: the listener drops and delays what it receives (as bench quality does);
+            // its jitter buffer measures that jitter, as every call's does (--jitter-frames: a floor).
             let loss = Double(int("loss", 0, 0...100)), jitter = Double(int("jitter", 0, 0...1000))
             let impairment = loss > 0 || jitter > 0 ? NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: 1) : nil
-            let depth = args["jitter-frames"] == nil && jitter > 0 ? max(2, Int((jitter / Double(ms)).rounded(.up)) + 1) : jf
+            let depth = jf
             Task {
                 await PipelineBench.latency(frameMs: ms, periodMs: period, seconds: seconds, jitterFrames: depth, impairment: impairment,
                                             profile: profile)
@@ -149,9 +151,10 @@ enum BenchCommand {
             let period: Int?
             do { period = try SurfaceFlags.playbackPeriod(args["period-ms"], frameMs: 20) } catch { Console.fail(error.message) }
             let imp = NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: seed, burstLength: burst)
+            let floor = int("jitter-frames", 1, 1...20)
             Task {
                 await PipelineBench.quality(impairment: imp, seconds: seconds, input: input, recorder: rec, complexity: complexity,
-                                            bitrate: bitrate, redundancy: redundancy, periodMs: period, profile: profile)
+                                            bitrate: bitrate, redundancy: redundancy, periodMs: period, profile: profile, jitterFrames: floor)
                 exit(ExitCode.ok)
             }
         }
@@ -250,7 +253,7 @@ enum PipelineBench {
         if ProcessInfo.processInfo.environment["CALLROOM_BENCH_DEBUG"] != nil {
             Console.err("mouths \(mouths.count) ears \(ears.count) onsets \(onsets.count) sent \(speakerProbe.sentAt.count) received \(listenerProbe.receivedAt.count) played \(played.count) ear frames \(ear.frames.load(ordering: .relaxed)) silent \(ear.silentFrames.load(ordering: .relaxed))")
         }
-        Console.out("callroom bench latency: \(frameMs) ms frames, \(periodText) playback period, jitter buffer start depth \(jitterFrames), \(seconds) s, \(total.count) clicks, Opus \(profile.rawValue)" +
+        Console.out("callroom bench latency: \(frameMs) ms frames, \(periodText) playback period, jitter buffer start depth \(jitterFrames == 1 ? "measured" : "≥ \(jitterFrames)"), \(seconds) s, \(total.count) clicks, Opus \(profile.rawValue)" +
                     (impairment.map { ", impaired: \(Int($0.lossPercent)) % loss, 0…\(Int($0.jitterMs)) ms jitter" } ?? ""))
         Console.out("stage medians (ms): capture wait \(fmt(percentile(capture, 0.5))), encode+send \(fmt(percentile(encode, 0.5))), " +
                     "relay+network \(fmt(percentile(network, 0.5))), jitter buffer+playout wait \(fmt(percentile(jitter, 0.5))), " +
@@ -260,11 +263,11 @@ enum PipelineBench {
 
     static func quality(impairment imp: NetworkImpairment, seconds: Int, input: String = "tone:440", recorder: FileOutput? = nil,
                         complexity: Int = 9, bitrate: Int = 48_000, redundancy: Bool = true, periodMs: Int? = nil,
-                        profile: OpusEncoder.Profile = .voice) async {
+                        profile: OpusEncoder.Profile = .voice, jitterFrames: Int = 1) async {
         let (loss, jitter, seed) = (imp.lossPercent, imp.jitterMs, imp.seed)
         let room = startServer()
         let ear = EarOutput(frameSamples: 960, recorder: recorder)
-        let target = max(2, Int((jitter / 20).rounded(.up)) + 1)
+        let target = jitterFrames
         let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
             .setNetworkImpairment(imp).setJitterTargetFrames(target).setAudioPeriodMs(periodMs).build(), probe: nil)
         listener.replaceOutputForBenchmark(ear)
@@ -287,7 +290,7 @@ enum PipelineBench {
         let decided = max(1, r.played + r.recovered + r.concealed)
         let frames = max(1, ear.frames.load(ordering: .relaxed))
         Console.out("callroom bench quality: \(input), loss \(loss) %" + (imp.burstLength.map { " in bursts of \($0) packets (mean)" } ?? "") +
-                    ", jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(target), \(seconds) s, Opus \(bitrate / 1000) kb/s" +
+                    ", jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(target == 1 ? "measured" : "≥ \(target)"), \(seconds) s, Opus \(bitrate / 1000) kb/s" +
                     ", redundancy \(redundancy ? "on" : "off")")
         Console.out("packets received \(r.packetsReceived), dropped by impairment \(r.impairedDrops), late \(r.late)")
         Console.out("frames: played \(r.played) (of them repaired from a redundant copy \(r.repaired)), recovered from FEC \(r.recovered), " +

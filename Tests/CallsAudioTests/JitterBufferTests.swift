@@ -132,6 +132,43 @@ struct JitterBufferAdaptationTests {
         #expect(jb.statistics.concealed == 0)
     }
 
+    /// The start depth follows the jitter measured, not a configured guess: a quarter frame of
+    /// it is the playout tick's own slack; beyond that, three times the jitter, in frames, plus one.
+    @Test(arguments: [(0.0, 1), (1.0, 1), (2.0, 2), (10.0, 3), (20.0, 4), (30.0, 6)])
+    func theStartDepthFollowsTheMeasuredJitter(jitterMs: Double, depth: Int) {
+        let jb = JitterBuffer(targetFrames: 1, maxFrames: 30)
+        // Delays alternating 0 and jitterMs: each transit differs from the last by jitterMs,
+        // so the RFC 3550 estimate converges on it.
+        for i in 0..<400 {
+            let delay = i % 2 == 0 ? 0 : UInt64(jitterMs * 1e6)
+            jb.insert(sequence: UInt16(i), payload: [1], arrival: UInt64(i) * frameNs + delay, timestamp: UInt32(i * 960))
+        }
+        #expect(abs(jb.jitterNanoseconds / 1e6 - jitterMs) < 0.1, "estimate \(jb.jitterNanoseconds / 1e6) ms")
+        #expect(jb.adaptiveTarget == depth)
+    }
+
+    /// The first packets are measured before playout starts: on a clean path it then plays the
+    /// newest at one frame of depth (the older ones dropped), not five frames late for good.
+    @Test func theWarmUpMeasuresThenStartsAtTheMeasuredDepth() {
+        let clean = JitterBuffer(targetFrames: 1, warmupPackets: 5)
+        for i in 0..<4 {
+            clean.insert(sequence: UInt16(100 + i), payload: [UInt8(i)], arrival: UInt64(i) * frameNs, timestamp: UInt32(i * 960))
+        }
+        #expect(clean.next() == .silence, "still measuring after 4 of 5")
+        clean.insert(sequence: 104, payload: [4], arrival: 4 * frameNs, timestamp: 4 * 960)
+        #expect(clean.next() == .packet([4]), "started at the newest: depth 1")
+        #expect(clean.statistics.shrunk == 4)
+        // 0…30 ms of delay: the same five packets start at the depth that jitter needs.
+        let jittery = JitterBuffer(targetFrames: 1, warmupPackets: 5)
+        for (i, delay) in [0, 30, 0, 30, 0, 30, 0].enumerated() {
+            jittery.insert(sequence: UInt16(i), payload: [UInt8(i)], arrival: UInt64(i) * frameNs + UInt64(delay) * 1_000_000,
+                           timestamp: UInt32(i * 960))
+        }
+        #expect(jittery.adaptiveTarget >= 3, "estimated at once, not after 16 packets: \(jittery.adaptiveTarget)")
+        #expect(jittery.next() != .silence)
+        #expect(jittery.depth == jittery.adaptiveTarget - 1, "one played, the rest held")
+    }
+
     @Test func jitterRaisesTheTargetAndCalmShrinksTheQueueBack() {
         let jb = JitterBuffer(targetFrames: 1, maxFrames: 30)
         var rng = SplitMixForTests(seed: 3)
