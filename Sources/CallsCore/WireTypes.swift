@@ -129,6 +129,9 @@ public struct SignalErrorCode: OpenWireValue {
     public static let streamingFailed = SignalErrorCode(rawValue: "ERR_STREAMING_FAILED")
     public static let participantNotFound = SignalErrorCode(rawValue: "ERR_PARTICIPANT_NOT_FOUND")
     public static let featureUnavailable = SignalErrorCode(rawValue: "ERR_FEATURE_UNAVAILABLE")
+    /// `setMediaOverSignalling` refused: the room's relay is on another node of the cluster (the
+    /// client keeps its media on UDP).
+    public static let mediaTunnelUnavailable = SignalErrorCode(rawValue: "ERR_MEDIA_TUNNEL_UNAVAILABLE")
     public static let messageTooLong = SignalErrorCode(rawValue: "ERR_MESSAGE_TOO_LONG")
     public static let rateLimited = SignalErrorCode(rawValue: "ERR_RATE_LIMITED")
     public static let roomFull = SignalErrorCode(rawValue: "ERR_ROOM_FULL")

@@ -86,7 +86,7 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
             }
             guard target != nodeID, let bus else { return local.dispatch(message, from: connection) }
             if case .setMediaOverSignalling(true) = message {
-                return outbox.send(.error(code: .featureUnavailable, message: "Media over signalling needs the signalling on the room's own node (\(target)); connect there."), to: connection)
+                return outbox.send(.error(code: .mediaTunnelUnavailable, message: "Media over signalling needs the signalling on the room's own node (\(target)); connect there."), to: connection)
             }
             bus.publish(.forward(from: connection, message: message.json()), to: target)
         }

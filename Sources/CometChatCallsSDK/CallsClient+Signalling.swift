@@ -187,6 +187,13 @@ extension CallsClient {
             } else {
                 // Our unmute was refused: the microphone goes back to muted here too.
                 if code == .mutedByModerator { engine?.setMuted(true); published.withLock { $0.muted = true } }
+                // Media over signalling refused (a cluster whose room is on another node): the
+                // tunnel would drop everything, so media goes back to UDP.
+                if code == .mediaTunnelUnavailable, mediaOverSignalling {
+                    mediaOverSignalling = false
+                    engine?.setTunnel(nil)
+                    emit(.mediaTransportChanged(transport: .udp))
+                }
                 emit(.error(code: code.rawValue, message: message))
             }
         case .lossReport(let from, let loss, let redundancy):

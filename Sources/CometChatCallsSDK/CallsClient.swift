@@ -179,7 +179,7 @@ public final class CallsClient: @unchecked Sendable {
     public var mediaReport: MediaReport? {
         guard let s = mediaStatistics, let engine = state.sync(execute: { self.engine }) else { return nil }
         let j = s.jitter.values
-        return MediaReport(framesCaptured: s.framesCaptured, packetsSent: s.packetsSent, packetsReceived: s.packetsReceived,
+        var report = MediaReport(framesCaptured: s.framesCaptured, packetsSent: s.packetsSent, packetsReceived: s.packetsReceived,
                            impairedDrops: s.impairedDrops, played: j.reduce(0) { $0 + $1.played },
                            recovered: j.reduce(0) { $0 + $1.recovered }, concealed: j.reduce(0) { $0 + $1.concealed },
                            late: j.reduce(0) { $0 + $1.late }, overflowDropped: j.reduce(0) { $0 + $1.overflowDropped },
@@ -189,6 +189,10 @@ public final class CallsClient: @unchecked Sendable {
                            playbackPeriodIsAutomatic: engine.playbackPeriodIsAutomatic,
                            repaired: j.reduce(0) { $0 + $1.repaired }, lateRepairs: j.reduce(0) { $0 + $1.lateRepairs },
                            payloadBytesSent: s.payloadBytesSent, redundancyFrames: engine.redundancyFrames)
+        report.bound = s.bound
+        report.srtpRejected = s.srtpRejected
+        report.relay = s.relay
+        return report
     }
 
     // MARK: REST
@@ -420,4 +424,10 @@ public struct MediaReport: Sendable, Equatable {
     /// Previous frames each packet we send repeats now (0: plain Opus with in-band FEC), chosen
     /// from the receivers' loss reports.
     public var redundancyFrames: Int
+    /// The relay acknowledged our current media binding (media can reach us), and packets
+    /// that failed SRTP (from a sender whose key we lack, replayed or tampered with).
+    public var bound: Bool = false
+    public var srtpRejected: Int = 0
+    /// The relay our media goes to (`host:port`: the room's node's).
+    public var relay: String = ""
 }

@@ -33,6 +33,8 @@ final class MediaEngine: @unchecked Sendable {
         /// Packets that failed SRTP (forged, tampered with, replayed, or from a sender without a key).
         var srtpRejected = 0
         var jitter: [UInt32: JitterBuffer.Statistics] = [:]
+        /// The relay our media goes to now (`host:port`).
+        var relay = ""
     }
 
     let frameSamples: Int
@@ -51,6 +53,9 @@ final class MediaEngine: @unchecked Sendable {
         return SocketAddress(ip: UInt32(truncatingIfNeeded: v >> 16), port: UInt16(truncatingIfNeeded: v))
     }
     private var ssrc: UInt32 { ssrcValue.load(ordering: .acquiring) }
+    /// When the current binding began (start, retarget, rebind): the "UDP blocked" check waits
+    /// `udpBlockedAfterMs` from here for its acknowledgement, not from the start of the call.
+    private let bindingSince = Atomic<UInt64>(0)
     private let consent = Locked<MediaConsent?>(nil)
     /// SRTP: our sending key (switched to a new epoch `keySwitchDelay` after it arrives, so
     /// receivers hold it first) and every other sender's keys.
@@ -260,6 +265,7 @@ final class MediaEngine: @unchecked Sendable {
     /// Binds again with a new token (after a signalling `resume`); media keeps flowing meanwhile.
     func rebind(token: [UInt8]) {
         consent.withLock { $0 = MediaConsent(ssrc: ssrc, token: token) }
+        bindingSince.store(monotonicNanoseconds(), ordering: .releasing)
         bound.store(false, ordering: .releasing)
         sendBind()
     }
@@ -277,6 +283,7 @@ final class MediaEngine: @unchecked Sendable {
         consent.withLock { $0 = MediaConsent(ssrc: newSSRC, token: bindToken) }
         updateKeys(keys)
         try startVideo(ssrc: newSSRC, keys: keys)
+        bindingSince.store(monotonicNanoseconds(), ordering: .releasing)
         bound.store(false, ordering: .releasing)
         sendBind()
     }
@@ -363,7 +370,7 @@ final class MediaEngine: @unchecked Sendable {
                    payloadBytesSent: payloadBytesSent.load(ordering: .relaxed),
                    packetsReceived: packetsReceived.load(ordering: .relaxed), impairedDrops: impairedDrops.load(ordering: .relaxed),
                    bound: bound.load(ordering: .relaxed), srtpRejected: srtpRejected.load(ordering: .relaxed),
-                   jitter: receiver.statistics())
+                   jitter: receiver.statistics(), relay: relay.description)
     }
 
     // MARK: Threads
@@ -385,8 +392,10 @@ final class MediaEngine: @unchecked Sendable {
         var appliedBitrate = options.bitrate
         var timestamp = UInt32.random(in: 0...UInt32.max)
         var frame = 0
-        var udpBlockedReported = false
-        let started = monotonicNanoseconds()
+        // The binding whose silence was reported (each binding is judged once: a rejoin's new
+        // relay gets its own 2.5 s, however long the call has run).
+        var udpBlockedReportedFor: UInt64 = 0
+        bindingSince.store(monotonicNanoseconds(), ordering: .releasing)
         sendBind()
         while running.load(ordering: .acquiring) {
             let input = inputBox.withLock { $0 }
@@ -412,9 +421,10 @@ final class MediaEngine: @unchecked Sendable {
             // Re-bind until acknowledged, then every 5 s to keep NAT bindings alive.
             let bindEvery = bound.load(ordering: .relaxed) ? 5000 / frameMs : 10
             if frame % bindEvery == 0 { sendBind() }
-            if !udpBlockedReported, !bound.load(ordering: .relaxed),
-               monotonicNanoseconds() - started > UInt64(options.udpBlockedAfterMs) * 1_000_000 {
-                udpBlockedReported = true
+            let since = bindingSince.load(ordering: .acquiring)
+            if udpBlockedReportedFor != since, !bound.load(ordering: .acquiring),
+               monotonicNanoseconds() &- since > UInt64(options.udpBlockedAfterMs) * 1_000_000 {
+                udpBlockedReportedFor = since
                 options.onUDPBlocked?()
             }
             timestamp &+= UInt32(frameSamples)

@@ -62,6 +62,13 @@ enum HeadlessCommands {
             Command(name: "participants", arity: .none, help: "prints the roster") { _ in
                 printJSON(["participants": s.participants.map(\.jsonObject)])
             },
+            Command(name: "media-report", arity: .none, help: "prints the media counters (sent, received, played, concealed, bound …)") { _ in
+                guard let r = s.mediaReport else { return printJSON(["mediaReport": NSNull()]) }
+                printJSON(["mediaReport": ["framesCaptured": r.framesCaptured, "packetsSent": r.packetsSent, "packetsReceived": r.packetsReceived,
+                                           "played": r.played, "recovered": r.recovered, "concealed": r.concealed, "late": r.late,
+                                           "lost": r.lost, "repaired": r.repaired, "bound": r.bound, "srtpRejected": r.srtpRejected,
+                                           "playbackPeriodMs": r.playbackPeriodMs, "redundancyFrames": r.redundancyFrames, "relay": r.relay]])
+            },
         ]
     }()
 

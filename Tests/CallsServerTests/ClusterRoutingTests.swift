@@ -137,7 +137,7 @@ final class ClusterRoutingTests: XCTestCase {
         // Media over signalling is not offered across nodes (the relay holding the room has no such socket).
         let (bobOnA, _) = try join(a, "cy", session: "two")
         bobOnA.send(.setMediaOverSignalling(true))
-        XCTAssertEqual(bobOnA.error(), SignalErrorCode.featureUnavailable.rawValue)
+        XCTAssertEqual(bobOnA.error(), SignalErrorCode.mediaTunnelUnavailable.rawValue)
     }
 
     func testWhenARoomsNodeStopsItsClientsElsewhereAreClosedAndRejoinOnALiveNode() throws {

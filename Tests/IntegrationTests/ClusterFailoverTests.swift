@@ -86,14 +86,24 @@ final class ClusterFailoverTests: XCTestCase {
         XCTAssertTrue(eventually(10) { bob.output.filter { $0.contains("onParticipantJoined") && $0.contains("alice") }.count >= 2 },
                       "bob sees alice join the moved room")
         Thread.sleep(forTimeInterval: 2.5)
+        // (Counters for the story below: who sent, who got, whose binding the relay acknowledged.)
+        for p in [bob, alice] { p.send("media-report") }
+        let reports = [bob, alice].map { p in p.waitForLine(timeout: 5) { $0.contains("mediaReport") } ?? "(no media report)" }
+        let relays = [b, c].map { n in
+            BlockingHTTP.request("GET", n.url + "/metrics").text.split(separator: "\n")
+                .filter { $0.hasPrefix("callroom_relay_packets") }.joined(separator: "\n")
+        }
         alice.send("leave")
         XCTAssertEqual(alice.wait(timeout: 10), 0, alice.errorOutput)
         bob.send("leave")
         XCTAssertEqual(bob.wait(timeout: 10), 0, bob.errorOutput)
 
         // (On a failure, what the clients and nodes said: enough to tell where the media stopped.)
-        let story = ([bob.errorOutput, "-- alice", alice.errorOutput, "-- node-b", b.process.errorOutput, "-- node-c", c.process.errorOutput]
-                     + (bob.output + alice.output).filter { $0.contains("Rejoined") || $0.contains("Connection") || $0.contains("error") }.map { String($0.prefix(160)) })
+        let story = ([bob.errorOutput, "-- alice", alice.errorOutput, "-- node-b", b.process.errorOutput, "-- node-c", c.process.errorOutput,
+                      "-- media: bob " + reports[0], "-- media: alice " + reports[1], "-- relay B (media \(b.output.first { $0.contains("media udp://") }?.split(separator: " ").dropFirst(4).first ?? "?"))", relays[0],
+                      "-- relay C (media \(c.output.first { $0.contains("media udp://") }?.split(separator: " ").dropFirst(4).first ?? "?"))", relays[1],
+                      "-- alice's lines"] + alice.output.map { String($0.prefix(300)) }
+                     + (bob.output).filter { $0.contains("Rejoined") || $0.contains("Connection") || $0.contains("error") }.map { String($0.prefix(160)) })
             .joined(separator: "\n")
         try assertToneBeforeAndAfterTheMove(wav, story: story)
 
