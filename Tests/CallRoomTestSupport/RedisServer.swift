@@ -34,11 +34,31 @@ public final class RedisServer: @unchecked Sendable {
         let p = try ManagedProcess(Self.binary, ["--port", "0", "--unixsocket", socket, "--unixsocketperm", "700", "--save", "",
                                                  "--appendonly", "no", "--dir", dir.path, "--loglevel", "warning"])
         process = p
+        // Until it accepts a connection: the socket file appears at bind(2), a moment before
+        // listen(2), and a command sent in between is refused.
         for _ in 0..<200 {
-            if FileManager.default.fileExists(atPath: socket) { return }
+            if FileManager.default.fileExists(atPath: socket) && Self.accepts(socket) { return }
             usleep(10_000)
         }
         throw NSError(domain: "RedisServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "redis-server did not start: \(p.errorOutput)"])
+    }
+
+    /// Whether a Unix socket at `path` accepts a connection now.
+    static func accepts(_ path: String) -> Bool {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+            raw[bytes.count] = 0
+        }
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
     }
 
     /// Gone at once, as a crash; everything it held is lost (nothing is persisted).
