@@ -18,9 +18,9 @@ pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 
 tmp=$(mktemp -d /tmp/callroom-cluster-bench.XXXXXX)
 chmod 755 "$tmp"
-pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # (start runs in $(…), a subshell: the nodes' pids are in a file, not a variable.)
+  [ -f "$tmp/pids" ] && while read -r p; do kill "$p" 2>/dev/null || true; done < "$tmp/pids"
   wait 2>/dev/null || true
   [ -f "$tmp/redis.pid" ] && kill "$(cat "$tmp/redis.pid")" 2>/dev/null || true
   runas "$pgbin/pg_ctl" -D "$tmp/pg" -m immediate stop >/dev/null 2>&1 || true
@@ -28,6 +28,8 @@ cleanup() {
 }
 runas() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$(printf '%q ' "$@")"; else "$@"; fi; }
 trap cleanup EXIT
+# (A closed output pipe or a signal kills bash without its EXIT trap: stop the nodes then too.)
+trap 'cleanup; trap - EXIT; exit 1' INT TERM PIPE
 
 redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' --appendonly no --daemonize yes --pidfile "$tmp/redis.pid" >/dev/null
 [ "$(id -u)" = 0 ] && chown postgres "$tmp"
@@ -42,7 +44,7 @@ start() {
   mkdir -p -m 700 "$tmp/$name"
   [ "$name" != single ] && [ "$name" != node-a ] && cp "$tmp/node-a/keys.json" "$tmp/$name/"
   "$bin/callroomd" --listen 127.0.0.1:0 --data-dir "$tmp/$name" --log-level info "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
-  pids+=($!)
+  echo $! >> "$tmp/pids"
   for i in $(seq 100); do grep -q "listening on" "$tmp/$name.out" 2>/dev/null && break; sleep 0.1; done
   grep "listening on" "$tmp/$name.out" | awk '{print $4}'
 }

@@ -82,6 +82,8 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+# (A closed output pipe or a signal kills bash without its EXIT trap: stop the nodes then too.)
+trap 'cleanup; trap - EXIT; exit 1' INT TERM PIPE
 if [ -n "$fast" ]; then
     bash scripts/build-bpf.sh
     echo "{\"restRequestsPerSecond\": 100000, \"relayFastPath\": \"on\", \"relayFastPathObject\": \"$PWD/.build/bpf/relay_fastpath.bpf.o\"}" > "$work/config.json"
