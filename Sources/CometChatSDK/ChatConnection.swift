@@ -60,30 +60,34 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
         }
     }
 
-    /// A new socket and its `hello` (on `queue`).
-    private func connect(done: @escaping @Sendable (Result<ServerMessage, CometChatException>) -> Void) {
+    /// A new socket and its `hello` (on `queue`; `done` is called there too, as every request's
+    /// answer is). False when the socket could not even start (`done` has had the failure).
+    @discardableResult
+    private func connect(done: @escaping @Sendable (Result<ServerMessage, CometChatException>) -> Void) -> Bool {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let token = authToken else { return }
+        guard let token = authToken else { return false }
         let ws = WebSocketClient(url: url.appendingPathComponent("v1/signal"), trust: trust, delegate: self)
         client = ws
         do { try ws.connect() } catch {
             client = nil
-            return done(.failure(CometChatException(errorCode: CometChatException.networkError, errorDescription: "cannot connect to \(url): \(error)")))
+            done(.failure(CometChatException(errorCode: CometChatException.networkError, errorDescription: "cannot connect to \(url): \(error)")))
+            return false
         }
         request(.hello(authToken: token), expect: .welcome) { [weak self] result in
             if case .success = result, let self {
-                self.queue.async {
-                    let again = self.welcomedOnce
-                    self.welcomedOnce = true
-                    self.retryDelay = 0.5
-                    if again { self.onState?(.connected) }
-                }
+                let again = self.welcomedOnce
+                self.welcomedOnce = true
+                self.retryDelay = 0.5
+                if again { self.onState?(.connected) }
             }
             done(result)
         }
+        return true
     }
 
-    /// After a loss: waits `retryDelay`, then connects again (doubling the wait up to 8 s).
+    /// After a loss: waits `retryDelay`, then connects again (doubling the wait up to 8 s). A
+    /// socket that then closes comes back here through `didCloseWith`; one that cannot start,
+    /// directly — each failure schedules one retry.
     private func reconnectLater() {
         dispatchPrecondition(condition: .onQueue(queue))
         let delay = retryDelay
@@ -91,18 +95,13 @@ final class ChatConnection: WebSocketClientDelegate, @unchecked Sendable {
         queue.asyncAfter(deadline: .now() + delay) { [weak self] in
             guard let self, !self.closing, self.client == nil else { return }
             self.onState?(.connecting)
-            self.connect { [weak self] result in
-                guard case .failure(let e) = result, let self else { return }
-                self.queue.async {
-                    if e.errorCode.hasPrefix("AUTH_ERR") {
-                        // Revoked or expired: trying again cannot help.
-                        self.closing = true
-                        self.onState?(.failed(e))
-                    } else if self.client == nil {
-                        self.reconnectLater()  // (could not even start; a socket that closes comes back here by itself)
-                    }
-                }
+            let started = self.connect { [weak self] result in
+                // Revoked or expired: trying again cannot help.
+                guard case .failure(let e) = result, e.errorCode.hasPrefix("AUTH_ERR"), let self else { return }
+                self.closing = true
+                self.onState?(.failed(e))
             }
+            if !started { self.reconnectLater() }
         }
     }
 
