@@ -631,19 +631,22 @@ public final class CallServer: @unchecked Sendable {
 }
 
 extension CallServer: WebServerDelegate, SignalOutbox {
+    /// The answer to a request over this node's or the cluster's REST limit.
+    private static let tooManyRequests = HTTPResponse(status: 429, json: ServerError(.rateLimited, "Too many requests from this address.").json)
+
     public func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         guard let router = routerBox.withLock({ $0 }) else { return respond(HTTPResponse(status: 503, json: RESTErrorCode.unavailable.json("Starting."))) }
         httpRequests.add(1, ordering: .relaxed)
         let allowed = restLimiters.withLock { $0.allow(request.peer, now: monotonicNanoseconds()) }
         guard allowed else {
             refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(request.path)")
-            return respond(HTTPResponse(status: 429, json: ServerError(.rateLimited, "Too many requests from this address.").json))
+            return respond(Self.tooManyRequests)
         }
         restQueue.async { [refusals, sharedRESTLimiter] in
             // (Off the service thread: the shared count is a Redis round trip.)
             if sharedRESTLimiter?.allow(request.peer) == false {
                 refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(request.path) (all nodes)")
-                return respond(HTTPResponse(status: 429, json: ServerError(.rateLimited, "Too many requests from this address.").json))
+                return respond(Self.tooManyRequests)
             }
             if request.method == "GET" && request.path == "/metrics" {
                 return respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Array(self.metricsText().utf8)))

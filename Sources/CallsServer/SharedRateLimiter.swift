@@ -17,9 +17,10 @@ import Foundation
 /// Thread rules: any thread; the connection is used under `lock`, one command at a time.
 final class SharedRateLimiter: @unchecked Sendable {
     let name: String
-    let capacity: Double
-    let perSecond: Double
     private let address: String
+    /// The script's ARGV: the interval between requests and the burst's tolerance (µs).
+    private let interval: String
+    private let tolerance: String
     private let retryAfterNanoseconds: UInt64
     private let lock = NSLock()
     private var redis: RedisClient?
@@ -41,8 +42,9 @@ final class SharedRateLimiter: @unchecked Sendable {
     init(redis address: String, name: String, capacity: Double, perSecond: Double, retryAfterSeconds: Double = 5) {
         self.address = address
         self.name = name
-        self.capacity = max(1, capacity)
-        self.perSecond = max(0.001, perSecond)
+        let us = (1e6 / max(0.001, perSecond)).rounded()
+        interval = String(format: "%.0f", us)
+        tolerance = String(format: "%.0f", us * (max(1, capacity) - 1))
         retryAfterNanoseconds = UInt64(retryAfterSeconds * 1e9)
     }
 
@@ -53,13 +55,10 @@ final class SharedRateLimiter: @unchecked Sendable {
     func allow(_ peer: String, now: UInt64 = monotonicNanoseconds()) -> Bool? {
         lock.withLock { () -> Bool? in
             guard now >= offlineUntil else { return nil }
-            let interval = (1e6 / perSecond).rounded()
-            let tolerance = interval * (capacity - 1)
             do throws(RedisError) {
                 if redis == nil { redis = try RedisClient(address: address, timeoutMs: 250) }
                 guard let r = redis else { return nil }
-                let reply = try r.command(["EVAL", Self.script, "1", Self.key(name: name, peer: peer),
-                                           String(format: "%.0f", interval), String(format: "%.0f", tolerance)])
+                let reply = try r.command(["EVAL", Self.script, "1", Self.key(name: name, peer: peer), interval, tolerance])
                 return reply.integer == 1
             } catch {
                 if case .unavailable = error { redis = nil }
