@@ -27,16 +27,14 @@ public enum CometChat {
         var user: User?
         var authToken: String?
         var connection: ChatConnection?
-        var listeners: [String: WeakDelegate] = [:]
-        var connectionListeners: [String: WeakConnectionDelegate] = [:]
+        var listeners: [String: WeakListener] = [:]
+        var connectionListeners: [String: WeakListener] = [:]
         var activeCall: Call?
     }
 
-    final class WeakDelegate { weak var value: (any CometChatCallDelegate)?; init(_ v: any CometChatCallDelegate) { value = v } }
-    final class WeakConnectionDelegate {
-        weak var value: (any CometChatConnectionDelegate)?
-        init(_ v: any CometChatConnectionDelegate) { value = v }
-    }
+    /// A listener held weakly (the documented `add…Listener` calls do not retain); read back
+    /// as its protocol (`object as? any …Delegate`).
+    final class WeakListener { weak var object: AnyObject?; init(_ o: AnyObject) { object = o } }
 
     static let state = Locked<State>(State())
 
@@ -145,22 +143,22 @@ public enum CometChat {
     // MARK: Listeners
 
     public static func addCallListener(_ id: String, _ delegate: any CometChatCallDelegate) {
-        state.withLock { $0.listeners[id] = WeakDelegate(delegate) }
+        state.withLock { $0.listeners[id] = WeakListener(delegate) }
     }
 
     public static func removeCallListener(_ id: String) { state.withLock { $0.listeners[id] = nil } }
 
     /// Hears the chat connection's losses and reconnects (held weakly, like call listeners).
     public static func addConnectionListener(_ id: String, _ delegate: any CometChatConnectionDelegate) {
-        state.withLock { $0.connectionListeners[id] = WeakConnectionDelegate(delegate) }
+        state.withLock { $0.connectionListeners[id] = WeakListener(delegate) }
     }
 
     public static func removeConnectionListener(_ id: String) { state.withLock { $0.connectionListeners[id] = nil } }
 
     /// A change of the chat connection: tell the connection listeners (from the connection's queue).
     static func dispatchConnection(_ change: ChatConnectionState) {
-        let (listeners, queue) = state.withLock { s in (s.connectionListeners.values.compactMap(\.value), s.settings?.callbackQueue ?? .main) }
-        let box = ConnectionListenerBox(listeners)
+        let (listeners, queue) = state.withLock { s in (s.connectionListeners.values.compactMap { $0.object as? any CometChatConnectionDelegate }, s.settings?.callbackQueue ?? .main) }
+        let box = ListenerBox(listeners)
         queue.async {
             for l in box.listeners {
                 switch change {
@@ -240,7 +238,7 @@ public enum CometChat {
         let (me, listeners, queue) = state.withLock { s -> (String?, [any CometChatCallDelegate], DispatchQueue) in
             if kind == .accepted, s.user.map({ $0.uid == wire.initiator.id }) == true { s.activeCall = call }
             if kind == .ended, s.activeCall?.sessionID == wire.sessionId { s.activeCall = nil }
-            return (s.user?.uid, s.listeners.values.compactMap(\.value), s.settings?.callbackQueue ?? .main)
+            return (s.user?.uid, s.listeners.values.compactMap { $0.object as? any CometChatCallDelegate }, s.settings?.callbackQueue ?? .main)
         }
         let mine = me == wire.initiator.id
         let box = ListenerBox(listeners)
@@ -269,15 +267,9 @@ final class Handlers<T>: @unchecked Sendable {
     init(success: @escaping (T) -> Void, failure: @escaping (CometChatException) -> Void) { self.success = success; self.failure = failure }
 }
 
-final class ListenerBox: @unchecked Sendable {
-    let listeners: [any CometChatCallDelegate]
-    init(_ l: [any CometChatCallDelegate]) { listeners = l }
-}
-
-/// Connection listeners carried to the callback queue (touched only there).
-final class ConnectionListenerBox: @unchecked Sendable {
-    let listeners: [any CometChatConnectionDelegate]
-    init(_ l: [any CometChatConnectionDelegate]) { listeners = l }
+final class ListenerBox<Listener>: @unchecked Sendable {
+    let listeners: [Listener]
+    init(_ l: [Listener]) { listeners = l }
 }
 
 /// Runs a closure on the callback queue.
