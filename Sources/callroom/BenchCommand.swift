@@ -121,9 +121,8 @@ enum BenchCommand {
             // its jitter buffer measures that jitter, as every call's does (--jitter-frames: a floor).
             let loss = Double(int("loss", 0, 0...100)), jitter = Double(int("jitter", 0, 0...1000))
             let impairment = loss > 0 || jitter > 0 ? NetworkImpairment(lossPercent: loss, jitterMs: jitter, seed: 1) : nil
-            let depth = jf
             Task {
-                await PipelineBench.latency(frameMs: ms, periodMs: period, seconds: seconds, jitterFrames: depth, impairment: impairment,
+                await PipelineBench.latency(frameMs: ms, periodMs: period, seconds: seconds, jitterFrames: jf, impairment: impairment,
                                             profile: profile)
                 exit(ExitCode.ok)
             }
@@ -267,9 +266,8 @@ enum PipelineBench {
         let (loss, jitter, seed) = (imp.lossPercent, imp.jitterMs, imp.seed)
         let room = startServer()
         let ear = EarOutput(frameSamples: 960, recorder: recorder)
-        let target = jitterFrames
         let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
-            .setNetworkImpairment(imp).setJitterTargetFrames(target).setAudioPeriodMs(periodMs).build(), probe: nil)
+            .setNetworkImpairment(imp).setJitterTargetFrames(jitterFrames).setAudioPeriodMs(periodMs).build(), probe: nil)
         listener.replaceOutputForBenchmark(ear)
         let speaker = await client(room, uid: "voice", settings: SessionSettingsBuilder().setAudioInput(input).setAudioOutput("none")
             .setAudioComplexity(complexity).setAudioBitrate(bitrate).enableAudioRedundancy(redundancy).setAudioProfile(profile).build(), probe: nil)
@@ -290,7 +288,7 @@ enum PipelineBench {
         let decided = max(1, r.played + r.recovered + r.concealed)
         let frames = max(1, ear.frames.load(ordering: .relaxed))
         Console.out("callroom bench quality: \(input), loss \(loss) %" + (imp.burstLength.map { " in bursts of \($0) packets (mean)" } ?? "") +
-                    ", jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(target == 1 ? "measured" : "≥ \(target)"), \(seconds) s, Opus \(bitrate / 1000) kb/s" +
+                    ", jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(jitterFrames == 1 ? "measured" : "≥ \(jitterFrames)"), \(seconds) s, Opus \(bitrate / 1000) kb/s" +
                     ", redundancy \(redundancy ? "on" : "off")")
         Console.out("packets received \(r.packetsReceived), dropped by impairment \(r.impairedDrops), late \(r.late)")
         Console.out("frames: played \(r.played) (of them repaired from a redundant copy \(r.repaired)), recovered from FEC \(r.recovered), " +

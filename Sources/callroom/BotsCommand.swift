@@ -105,16 +105,14 @@ extension BotsCommand {
         }
         guard let url = urls.first else { Console.fail("--server needs a URL") }
         // Figures summed over every node (nil when a pid cannot be read, or none was given).
-        func cpuSeconds() -> Double? {
+        func summed<T: AdditiveArithmetic>(_ read: (Int32) -> T?) -> T? {
             guard !pids.isEmpty else { return nil }
-            let each = pids.map(processCPUSeconds)
-            return each.contains { $0 == nil } ? nil : each.reduce(0) { $0 + ($1 ?? 0) }
+            var total = T.zero
+            for p in pids { guard let v = read(p) else { return nil }; total += v }
+            return total
         }
-        func rssKiB() -> Int? {
-            guard !pids.isEmpty else { return nil }
-            let each = pids.map(residentKiB)
-            return each.contains { $0 == nil } ? nil : each.reduce(0) { $0 + ($1 ?? 0) }
-        }
+        func cpuSeconds() -> Double? { summed(processCPUSeconds) }
+        func rssKiB() -> Int? { summed(residentKiB) }
         func allMetrics() -> [String: Double]? {
             var sum: [String: Double] = [:]
             for u in urls {
