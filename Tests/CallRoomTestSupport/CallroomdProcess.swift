@@ -29,6 +29,16 @@ public final class CallroomdProcess {
         authKey = key("authKey")
     }
 
+    /// Puts data directory `source`'s keys.json into `dataDir` (made 0700 if missing, an
+    /// earlier keys.json replaced): another node of the same cluster, which callroomd refuses to
+    /// join with keys of its own.
+    public static func shareKeys(from source: String, into dataDir: String) throws {
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: dataDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if fm.fileExists(atPath: dataDir + "/keys.json") { try fm.removeItem(atPath: dataDir + "/keys.json") }
+        try fm.copyItem(atPath: source + "/keys.json", toPath: dataDir + "/keys.json")
+    }
+
     /// SIGTERM and the exit status.
     public func stop() -> Int32? {
         process.signal(SIGTERM)

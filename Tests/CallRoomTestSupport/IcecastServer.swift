@@ -17,7 +17,7 @@ public final class IcecastServer: @unchecked Sendable {
     public init(password: String = "s3cret-source") throws {
         self.password = password
         dir = TemporaryDirectory("callroom-icecast")
-        port = try Self.freePort()
+        port = try FreePort.tcp()
         try FileManager.default.createDirectory(atPath: dir.file("log"), withIntermediateDirectories: true)
         // Icecast will not run as root: it changes to nobody, which must be able to write its logs.
         chmod(dir.path, 0o777)
@@ -100,6 +100,4 @@ public final class IcecastServer: @unchecked Sendable {
         let head = String(decoding: all[..<split.lowerBound], as: UTF8.self)
         return (head.components(separatedBy: "\r\n").first ?? "", Data(all[split.upperBound...]))
     }
-
-    static func freePort() throws -> Int { try FreePort.tcp() }
 }

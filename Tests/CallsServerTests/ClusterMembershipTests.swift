@@ -64,8 +64,7 @@ final class ClusterMembershipTests: XCTestCase {
         XCTAssertTrue(b.errorOutput.contains("are not the cluster's") && b.errorOutput.contains("keys.json"), b.errorOutput)
         XCTAssertFalse(b.output.contains { $0.contains("listening on") })
         // With A's keys it joins.
-        try FileManager.default.removeItem(atPath: dir.file("b") + "/keys.json")
-        try FileManager.default.copyItem(atPath: dir.file("a") + "/keys.json", toPath: dir.file("b") + "/keys.json")
+        try CallroomdProcess.shareKeys(from: dir.file("a"), into: dir.file("b"))
         let b2 = try CallroomdProcess(dataDir: dir.file("b"), extra: ["--redis", redis.address, "--node-id", "node-b"])
         XCTAssertEqual(b2.stop(), 0)
         // Once every node has stopped (and the TTL passed) the cluster takes new keys: a fresh start.

@@ -38,8 +38,7 @@ final class ServerHarness {
     /// A new data directory holding a copy of `source`'s keys.json.
     static func dataDir(withKeysFrom source: String, name: String = "node") throws -> String {
         let d = FileManager.default.temporaryDirectory.appendingPathComponent("crs-\(name)-\(UUID().uuidString.prefix(6))").path
-        try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try FileManager.default.copyItem(atPath: source + "/keys.json", toPath: d + "/keys.json")
+        try CallroomdProcess.shareKeys(from: source, into: d)
         return d
     }
 

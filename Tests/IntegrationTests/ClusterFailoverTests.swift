@@ -33,10 +33,7 @@ final class ClusterFailoverTests: XCTestCase {
     /// Starts node `id` on the shared database and Redis, with the first node's keys.
     func startNode(_ id: String, database: String, extra: [String] = []) throws -> CallroomdProcess {
         let dir = tmp.file(id)
-        if nodes["node-a"] != nil {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try FileManager.default.copyItem(atPath: tmp.file("node-a") + "/keys.json", toPath: dir + "/keys.json")
-        }
+        if nodes["node-a"] != nil { try CallroomdProcess.shareKeys(from: tmp.file("node-a"), into: dir) }
         let config = tmp.file("\(id).json")
         try #"{"storeHeartbeatSeconds":1,"logLevel":"info"}"#.write(toFile: config, atomically: true, encoding: .utf8)
         let n = try CallroomdProcess(dataDir: dir, extra: ["--config", config, "--database", database, "--redis", redis.address, "--node-id", id] + extra)
