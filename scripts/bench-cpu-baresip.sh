@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Whole-process CPU of a two-party call, CallRoom beside baresip, in one run on this machine.
 #
-#   scripts/bench-cpu-baresip.sh [SECONDS] [ROUNDS]     (default 20 s, 2 rounds)
+#   scripts/bench-cpu-baresip.sh [SECONDS] [ROUNDS] [tone|speech]   (default 20 s, 2 rounds, tone)
 #
-# The same workload for both: Opus at 32 kb/s, 20 ms frames, mono, a 440 Hz tone in, audio out
-# to nowhere, two endpoints calling each other on loopback.
-#   CallRoom: a release callroomd and two `callroom join --headless --input tone:440 --output null`
+# The same workload for both: Opus at 32 kb/s, 20 ms frames, mono, a 440 Hz tone (or, with
+# `speech`, the bundled speech clip ada.wav looped, which Opus codes as speech: SILK/hybrid,
+# where a tone is coded by CELT) in, audio out to nowhere, two endpoints calling each other on
+# loopback.
+#   CallRoom: a release callroomd and two `callroom join --headless --input "$cr_input" --output null`
 #             in one session (SRTP, RFC 6464 levels, consent checks: what a call does).
 #   baresip:  two baresip 1.0 instances (Debian baresip-core; opus, aufile modules), a dialling b
-#             directly over SIP (answermode=auto); the tone is a WAV of the same 440 Hz.
+#             directly over SIP (answermode=auto); the source is a WAV of the same sound.
 # Each round measures CallRoom then baresip: after 4 s of warm-up, the utime+stime of each client
 # process over SECONDS (/proc/PID/stat, clock ticks). The server's CPU is shown apart (baresip
 # has no server). Prints per-process % of one core and the ratio callroom/baresip; last line
@@ -17,6 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-20}
 rounds=${2:-2}
+source=${3:-tone}
+case "$source" in tone|speech) ;; *) echo "bench-cpu-baresip: the source is tone or speech, not '$source'" >&2; exit 2 ;; esac
 period=${CALLROOM_PERIOD_MS:-auto}   # CallRoom's playback period: auto (the default) or 5/10/20
 command -v baresip >/dev/null || {
   echo "bench-cpu-baresip: installing baresip-core (Debian)" >&2
@@ -34,13 +38,22 @@ hz=$(getconf CLK_TCK)
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 pct() { awk -v t="$1" -v hz="$hz" -v s="$secs" 'BEGIN { printf "%.2f", 100 * t / hz / s }'; }
 
-# A 60 s 440 Hz mono WAV for baresip's aufile source (ausine is stereo only in 1.0).
-python3 - "$tmp/tone.wav" <<'PY'
+# A 60 s mono 48 kHz WAV for baresip's aufile source (ausine is stereo only in 1.0): the 440 Hz
+# tone, or the speech clip repeated; CallRoom reads the same sound (its tone, or the same file).
+if [ "$source" = tone ]; then
+  python3 - "$tmp/source.wav" <<'PY'
 import math, struct, sys, wave
 w = wave.open(sys.argv[1], "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(48000)
 w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / 48000))) for i in range(48000 * 60)))
 w.close()
 PY
+  cr_input=tone:440
+else
+  command -v sox >/dev/null || { echo "bench-cpu-baresip: installing sox" >&2; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox >/dev/null; }
+  sox Resources/clips/ada.wav -r 48000 -c 1 -b 16 "$tmp/clip48.wav"
+  sox $(for _ in $(seq 12); do echo "$tmp/clip48.wav"; done) "$tmp/source.wav" trim 0 60
+  cr_input="file:$tmp/source.wav"
+fi
 
 callroom_round() {
   "$bin/callroomd" --data-dir "$tmp/data" --listen 127.0.0.1:0 --log-level error > "$tmp/server.out" 2>&1 &
@@ -49,9 +62,9 @@ callroom_round() {
   local url key
   url=$(grep -o 'http://[0-9.:]*' "$tmp/server.out" | head -1)
   key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["authKey"])' "$tmp/data/keys.json")
-  "$bin/callroom" join cpu --server "$url" --uid a --auth-key "$key" --headless --input tone:440 --output null --period-ms "$period" --bitrate 32000 > /dev/null 2>&1 &
+  "$bin/callroom" join cpu --server "$url" --uid a --auth-key "$key" --headless --input "$cr_input" --output null --period-ms "$period" --bitrate 32000 > /dev/null 2>&1 &
   local a=$!; pids+=("$a")
-  "$bin/callroom" join cpu --server "$url" --uid b --auth-key "$key" --headless --input tone:440 --output null --period-ms "$period" --bitrate 32000 > /dev/null 2>&1 &
+  "$bin/callroom" join cpu --server "$url" --uid b --auth-key "$key" --headless --input "$cr_input" --output null --period-ms "$period" --bitrate 32000 > /dev/null 2>&1 &
   local b=$!; pids+=("$b")
   sleep 4
   local a0 b0 s0 a1 b1 s1
@@ -73,7 +86,7 @@ baresip_round() {
 poll_method epoll
 sip_listen 127.0.0.1:$port
 audio_player aufile,/dev/null
-audio_source aufile,$tmp/tone.wav
+audio_source aufile,$tmp/source.wav
 audio_alert aufile,/dev/null
 audio_level no
 audio_buffer 20-160
@@ -107,7 +120,7 @@ EOF
   bs_a=$(pct $((a1 - a0))); bs_b=$(pct $((b1 - b0)))
 }
 
-echo "bench-cpu-baresip: 2-party call, Opus 32 kb/s 20 ms mono, 440 Hz in, nothing out; CallRoom playback period $period; $secs s per measurement, $rounds rounds, $(nproc) cores"
+echo "bench-cpu-baresip: 2-party call, Opus 32 kb/s 20 ms mono, $source in, nothing out; CallRoom playback period $period; $secs s per measurement, $rounds rounds, $(nproc) cores"
 sum_cr=0; sum_bs=0
 for r in $(seq "$rounds"); do
   callroom_round

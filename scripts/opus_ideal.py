@@ -1,9 +1,9 @@
 """The codec's own best case for scripts/bench-pesq.sh: the same clip through libopus alone,
-offline, with the settings CallRoom's clients use (48 kHz mono, VoIP, voice, 32 kb/s by default,
-complexity 9, in-band FEC tuned to the loss rate, 20 ms frames), random packet loss at the
-given rate, and each lost frame recovered from the next packet's FEC when that one arrived,
-concealed otherwise. No network, no jitter buffer, no timing. Scored like the pipeline's
-recording: wide-band PESQ against the looped clip.
+offline, with the settings CallRoom's clients use (48 kHz mono, VoIP, the encoder's own
+voice/music analysis, 32 kb/s by default, complexity 9, in-band FEC tuned to the loss rate,
+20 ms frames), random packet loss at the given rate, and each lost frame recovered from the
+next packet's FEC when that one arrived, concealed otherwise. No network, no jitter buffer, no
+timing. Scored like the pipeline's recording: wide-band PESQ against the looped clip.
 
 With BURST (mean packets per loss burst), losses come in bursts: a two-state Gilbert model with
 the same overall rate, as `callroom bench quality --burst` draws them.
@@ -26,8 +26,7 @@ from pesq import pesq
 
 FRAME = 960
 OPUS_APPLICATION_VOIP = 2048
-SET_BITRATE, SET_COMPLEXITY, SET_INBAND_FEC, SET_PACKET_LOSS_PERC, SET_SIGNAL = 4002, 4010, 4012, 4014, 4024
-SIGNAL_VOICE = 3001
+SET_BITRATE, SET_COMPLEXITY, SET_INBAND_FEC, SET_PACKET_LOSS_PERC = 4002, 4010, 4012, 4014
 
 
 def read(path):
@@ -51,8 +50,8 @@ def main():
         sys.exit("opus_ideal: the clip must be 48 kHz mono 16-bit")
     x = np.tile(x, 3)
     enc = ctypes.c_void_p(lib.opus_encoder_create(48000, 1, OPUS_APPLICATION_VOIP, ctypes.byref(err)))
-    for request, value in [(SET_BITRATE, bitrate), (SET_COMPLEXITY, 9), (SET_SIGNAL, SIGNAL_VOICE),
-                           (SET_INBAND_FEC, 1), (SET_PACKET_LOSS_PERC, int(round(loss)))]:
+    for request, value in [(SET_BITRATE, bitrate), (SET_COMPLEXITY, 9), (SET_INBAND_FEC, 1),
+                           (SET_PACKET_LOSS_PERC, int(round(loss)))]:
         lib.opus_encoder_ctl(enc, request, ctypes.c_int(value))
     packets, out = [], (ctypes.c_ubyte * 1500)()
     for i in range(0, x.size - FRAME + 1, FRAME):

@@ -12,7 +12,10 @@ public final class OpusEncoder: @unchecked Sendable {
     ///   - fec: in-band forward error correction, tuned for `expectedLossPercent`.
     /// What the encoder is tuned for.
     public enum Profile: String, Sendable, CaseIterable {
-        /// Speech (Opus VoIP application, voice signal).
+        /// Speech (Opus VoIP application). The signal is left to the encoder's own voice/music
+        /// analysis: on speech it picks the same SILK/hybrid modes as a forced voice hint (same
+        /// PESQ, same cost); on a tone or music it picks CELT, which costs a quarter as much
+        /// and keeps more of the sound (docs/benchmarks.md, "the signal hint").
         case voice
         /// Music and other full-band sound (Opus audio application).
         case music
@@ -48,7 +51,6 @@ public final class OpusEncoder: @unchecked Sendable {
         frameSamples = AudioFormat.samples(ms: frameMs)
         callroom_opus_set_bitrate(s, bitrate)
         callroom_opus_set_complexity(s, complexity)
-        if profile == .voice { callroom_opus_set_signal_voice(s) }
         callroom_opus_set_inband_fec(s, fec ? 1 : 0)
         callroom_opus_set_packet_loss_perc(s, expectedLossPercent)
     }

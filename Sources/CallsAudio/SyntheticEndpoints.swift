@@ -45,7 +45,10 @@ public final class ToneInput: AudioInput, @unchecked Sendable {
     public let frequency: Double
     public let amplitude: Double
     private let cadence: (onMs: Int, offMs: Int)?
-    private var phase = 0.0
+    /// The oscillator: (cos, sin) of the phase, turned by one sample's step per sample (two
+    /// multiplications instead of a `sin` call: a synthetic microphone should cost next to nothing).
+    private var re = 1.0, im = 0.0
+    private let stepCos: Double, stepSin: Double
     private var elapsedSamples = 0
     private var pacer: Pacer
     private let closed = Atomic<Bool>(false)
@@ -55,6 +58,8 @@ public final class ToneInput: AudioInput, @unchecked Sendable {
         self.amplitude = amplitude
         self.cadence = cadence
         self.name = "tone:\(frequency.formatted(.number.grouping(.never)))"
+        let step = 2 * Double.pi * frequency / Double(AudioFormat.sampleRate)
+        (stepCos, stepSin) = (cos(step), sin(step))
         pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
     }
 
@@ -66,17 +71,20 @@ public final class ToneInput: AudioInput, @unchecked Sendable {
 
     /// Generates the next frame without pacing (for benchmarks and tests).
     public func fill(_ frame: UnsafeMutableBufferPointer<Int16>) {
-        let step = 2 * Double.pi * frequency / Double(AudioFormat.sampleRate)
         var on = true
         if let c = cadence {
             let periodSamples = (c.onMs + c.offMs) * AudioFormat.sampleRate / 1000
             on = (elapsedSamples % max(periodSamples, 1)) < c.onMs * AudioFormat.sampleRate / 1000
         }
+        let scale = on ? min(amplitude, 1) * 32766 : 0  // 32766: rounding never reaches past Int16
         for i in 0..<frame.count {
-            frame[i] = on ? Int16(sin(phase) * amplitude * 32767) : 0
-            phase += step
-            if phase > 2 * Double.pi { phase -= 2 * Double.pi }
+            frame[i] = Int16(im * scale)
+            (re, im) = (re * stepCos - im * stepSin, re * stepSin + im * stepCos)
         }
+        // Rounding would slowly change the amplitude: back onto the unit circle once a frame.
+        let norm = 1 / (re * re + im * im).squareRoot()
+        re *= norm
+        im *= norm
         elapsedSamples += frame.count
     }
 

@@ -27,6 +27,19 @@ struct EndpointTests {
         #expect(abs(SignalAnalysis.rmsDBFS(all[...]) - (-15.05)) < 0.5, "amplitude 0.25 is -15 dBFS RMS")
     }
 
+    @Test func toneKeepsItsAmplitudeForTenMinutesAtFullScale() {
+        // The oscillator turns (cos, sin) by a step per sample: rounding must neither grow the
+        // amplitude past Int16 (a trap) nor let it fade.
+        let t = ToneInput(frequency: 997, frameSamples: 960, amplitude: 1)
+        var frame = [Int16](repeating: 0, count: 960)
+        var peak: Int16 = 0
+        for i in 0..<(600 * 50) {
+            frame.withUnsafeMutableBufferPointer { t.fill($0) }
+            if i % 1000 == 999 { peak = max(peak, frame.max() ?? 0); #expect(frame.max() ?? 0 > 32_700) }
+        }
+        #expect(peak <= 32_766)
+    }
+
     @Test func toneCadenceSpeaksInBursts() {
         let t = ToneInput(frequency: 440, frameSamples: 960, cadence: (onMs: 100, offMs: 100))
         var frame = [Int16](repeating: 0, count: 960)
