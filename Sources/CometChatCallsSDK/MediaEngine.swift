@@ -130,9 +130,10 @@ final class MediaEngine: @unchecked Sendable {
         /// Repeat previous frames in each packet (RFC 2198) when receivers report loss and all
         /// of them decode it (`RedundancyPolicy`); false: plain Opus with in-band FEC only.
         var redundancy = true
-        /// Playback writes this many ms at a time (the device period, fixed); a frame is decoded
-        /// when the previous one has been written. nil: automatic — the smallest period the
-        /// device keeps up with (`PlaybackPeriodPolicy`: 5 ms, backing off on under-runs).
+        /// The playback device period in ms, fixed: the device keeps this much queued when a
+        /// frame is mixed (and each frame is written whole, `ALSADevice`). nil: automatic — the
+        /// smallest period the device keeps up with (`PlaybackPeriodPolicy`: 5 ms, backing off
+        /// on under-runs).
         var playbackPeriodMs: Int?
         /// Reopens the configured input after a device failure (nil: no retry), and the output
         /// with a device period (ms) after a failure or to change the period.
@@ -631,7 +632,7 @@ final class MediaEngine: @unchecked Sendable {
         let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
         let tonePCM = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
         defer { out.deallocate(); tonePCM.deallocate() }
-        // Writes go out one device period at a time; a new frame is mixed when the last is out.
+        // A frame is mixed when the device's queue is down to one period, and written whole.
         var policy = PlaybackPeriodPolicy(frameMs: frameMs, fixedMs: options.playbackPeriodMs, now: monotonicNanoseconds())
         var period = 0
         var phase = PlayoutPhase(periodNanoseconds: 0)
@@ -685,7 +686,9 @@ final class MediaEngine: @unchecked Sendable {
                     }
                 }
             }
-            let n = min(period, length - offset)
+            // The whole frame at once: the device's write returns when its queue is down to one
+            // period, so the next frame is mixed just in time (one wake-up a frame, not a period).
+            let n = length - offset
             guard let output = outputBox.withLock({ $0 }) else { break }
             do { try output.write(UnsafeBufferPointer(rebasing: out[offset..<(offset + n)])) } catch {
                 // A closed output that was replaced is expected.

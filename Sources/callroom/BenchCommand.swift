@@ -203,7 +203,9 @@ enum PipelineBench {
         let room = startServer()
         let frameSamples = AudioFormat.samples(ms: frameMs)
         let mouth = MarkerInput(frameSamples: frameSamples)
-        let ear = EarOutput(frameSamples: frameSamples)
+        // The device's queue: the period asked for, or the automatic policy's first (the ear never under-runs).
+        let queued = AudioFormat.samples(ms: PlaybackPeriodPolicy(frameMs: frameMs, fixedMs: periodMs, now: 0).periodMs)
+        let ear = EarOutput(frameSamples: frameSamples, queuedSamples: queued)
         let speakerProbe = StageProbe(), listenerProbe = StageProbe()
         let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
             .setAudioFrameMs(frameMs).setAudioPeriodMs(periodMs).setJitterTargetFrames(jitterFrames).setNetworkImpairment(impairment).build(),
@@ -265,7 +267,8 @@ enum PipelineBench {
                         profile: OpusEncoder.Profile = .voice, jitterFrames: Int = 1) async {
         let (loss, jitter, seed) = (imp.lossPercent, imp.jitterMs, imp.seed)
         let room = startServer()
-        let ear = EarOutput(frameSamples: 960, recorder: recorder)
+        let ear = EarOutput(frameSamples: 960, queuedSamples: AudioFormat.samples(ms: PlaybackPeriodPolicy(frameMs: 20, fixedMs: periodMs, now: 0).periodMs),
+                            recorder: recorder)
         let listener = await client(room, uid: "ear", settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null")
             .setNetworkImpairment(imp).setJitterTargetFrames(jitterFrames).setAudioPeriodMs(periodMs).build(), probe: nil)
         listener.replaceOutputForBenchmark(ear)

@@ -62,12 +62,14 @@ final class MarkerInput: AudioInput, @unchecked Sendable {
 }
 
 /// A speaker that listens: paced like a device, it notes when each click reaches the ear — the
-/// chunk's write time plus one playback period (the chunk a real device would still be playing)
-/// plus the onset's offset in the chunk.
+/// chunk's write time plus the sound a real device still has queued then (one playback period:
+/// an ALSA playback write returns when the queue is down to one period, `ALSADevice`) plus the
+/// onset's offset in the chunk.
 final class EarOutput: AudioOutput, @unchecked Sendable {
     let name = "ear"
     private var pacer: Pacer
     private let periodNs: UInt64
+    private let queuedNs: UInt64
     private var detector = OnsetDetector()
     private let closed = Atomic<Bool>(false)
     private var lastWrite: UInt64 = 0
@@ -78,8 +80,10 @@ final class EarOutput: AudioOutput, @unchecked Sendable {
     /// Also writes every frame heard here (for an offline speech-quality score).
     private let recorder: FileOutput?
 
-    init(frameSamples: Int, recorder: FileOutput? = nil) {
+    /// - Parameter queuedSamples: what the device holds when a chunk is written (the playback period).
+    init(frameSamples: Int, queuedSamples: Int, recorder: FileOutput? = nil) {
         periodNs = UInt64(frameSamples) * 1_000_000_000 / 48_000
+        queuedNs = UInt64(queuedSamples) * 1_000_000_000 / 48_000
         pacer = Pacer(periodNanoseconds: periodNs)
         self.recorder = recorder
     }
@@ -93,10 +97,8 @@ final class EarOutput: AudioOutput, @unchecked Sendable {
         if frame.allSatisfy({ abs(Int($0)) < 100 }) { silentFrames.add(1, ordering: .relaxed) }
         try? recorder?.write(frame)
         if let i = detector.onset(in: frame) {
-            // A device is still playing the chunk before this one: this chunk's length is the
-            // playback period (a frame, or a shorter ALSA period).
-            let chunkNs = UInt64(frame.count) * 1_000_000_000 / 48_000
-            earTimes.withLock { $0.append(now + chunkNs + UInt64(i) * 1_000_000_000 / 48_000) }
+            // The device still plays what it has queued before this chunk's first sample.
+            earTimes.withLock { $0.append(now + queuedNs + UInt64(i) * 1_000_000_000 / 48_000) }
         }
         pacer.wait(samples: frame.count)
     }

@@ -173,6 +173,19 @@ struct PeriodAndProfileTests {
         #expect(input.periodSamples == ms * 48)
     }
 
+    @Test(arguments: [5, 10, 20])
+    func playbackQueuesOnePeriodNotAFullBuffer(ms: Int) throws {
+        // A frame is written whole and the write returns once the queue is down to one period:
+        // the buffer holds a frame plus two periods, the write waits for all but one period free.
+        let out = try ALSAOutput(device: "null", frameSamples: 960, periodMs: ms, configText: "pcm.null { type null }")
+        defer { out.close() }
+        #expect(out.bufferSamples == 960 + 2 * ms * 48, "buffer \(out.bufferSamples) samples for \(ms) ms periods")
+        #expect(out.availMin == out.bufferSamples - out.periodSamples)
+        #expect(out.availMin >= 960, "a whole frame fits when the write is let in")
+        let frame = [Int16](repeating: 0, count: 960)
+        try frame.withUnsafeBufferPointer { try out.write($0) }
+    }
+
     @Test func musicProfileEncodesAFullBandSignal() throws {
         let enc = try OpusEncoder(frameMs: 20, bitrate: 64_000, profile: .music)
         let dec = try OpusDecoder()
