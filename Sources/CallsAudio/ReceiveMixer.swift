@@ -13,9 +13,10 @@ import Synchronization
 /// Preallocated: after a sender's first packet, `insert` and `mixNext` allocate nothing, and
 /// each takes the lock once (per packet, per frame).
 ///
-/// Thread rules: `insert` from one receiving thread, `mixNext` from one playback thread, the
-/// rest from any thread; shared state is behind one lock, and each sender's decoder and scratch
-/// are the playback thread's alone.
+/// Thread rules: `insert` from one thread at a time (the media engine reads the socket on its
+/// receive thread and, just before each mix, on the playback thread, under one lock), `mixNext`
+/// from one playback thread, the rest from any thread; shared state is behind one lock, and
+/// each sender's decoder and scratch are the playback thread's alone.
 public final class ReceiveMixer: @unchecked Sendable {
     /// One sender's receive state.
     final class Sender: @unchecked Sendable {

@@ -18,6 +18,8 @@ public final class CallScreenController {
     var dirty = true
     private var lastSecond = -1
     private var ticks = 0
+    /// Meters or level histories changed since the last redraw (drawn on the next even tick).
+    private var levelsMoved = false
     private var lastBytes: [String: (Int, Date)] = [:]
     private var finishing = false
     /// Called when the call is over and the user has seen the summary, with the exit code.
@@ -130,8 +132,10 @@ public final class CallScreenController {
     public func tick() {
         dispatchPrecondition(condition: .onQueue(.main))
         while let input = driver.poll() { handle(input) }
-        if model.updateLevels(session.audioLevels()) { dirty = true }
         ticks += 1
+        // Meters and level histories move all the time in a room of talkers: redrawn for them
+        // alone at most 15 times a second (every other tick); anything else redraws at once.
+        if model.updateLevels(session.audioLevels()) { levelsMoved = true }
         // Video at up to 15 frames a second (every other 30 Hz tick); a frame arriving faster is
         // replaced by the next: the screen never queues pictures.
         if ticks % 2 == 0, refreshVideo() { dirty = true }
@@ -139,7 +143,7 @@ public final class CallScreenController {
             let screens = session.sharedScreens
             if screens != model.screens { model.screens = screens; dirty = true }
         }
-        if ticks % 3 == 0 { model.sampleLevelHistory(); dirty = true }
+        if ticks % 3 == 0 { model.sampleLevelHistory(); levelsMoved = true }
         if ticks % 15 == 0 {
             if model.updateQuality(session.connectionQuality()) { dirty = true }
             refreshStatistics()
@@ -150,6 +154,7 @@ public final class CallScreenController {
         if model.expireToasts() { dirty = true }
         let second = Int(model.now.timeIntervalSince1970)
         if second != lastSecond { lastSecond = second; dirty = true }
+        if levelsMoved && ticks % 2 == 0 { dirty = true }
         if dirty || driver.picturesPending { draw() }
     }
 
@@ -177,6 +182,7 @@ public final class CallScreenController {
         driver.present(screen)
         framesDrawn += 1
         dirty = false
+        levelsMoved = false
         // Subscribe to the video of exactly the tiles on screen (a 25-person room on a small
         // terminal receives only what it shows).
         if model.settings.sessionType == .video, session.isCallSessionActive(), screen.videoTiles != sentSubscriptions {

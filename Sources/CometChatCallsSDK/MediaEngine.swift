@@ -11,9 +11,10 @@ import Synchronization
 /// ```
 ///  capture thread:  AudioInput.read ─▶ level ─▶ (muted? skip) ─▶ Opus encode ─▶ [RED: + previous frames]
 ///                   ─▶ RTP+level ─▶ SRTP protect ─▶ UDP ─▶ relay
-///  receive thread:  UDP ─▶ consent challenge → answer │ bind ack │ SRTP unprotect (in place) ─▶ RTP header
-///                   ─▶ [impairment] ─▶ ReceiveMixer.insert
-///  playback thread: ReceiveMixer.mixNext (jitter buffers ─▶ decode / FEC / PLC ─▶ levels ─▶ gains ─▶ mix)
+///  receive thread:  UDP (recvmmsg, kernel arrival times) ─▶ consent challenge → answer │ bind ack
+///   (at most once   │ SRTP unprotect (in place) ─▶ RTP header ─▶ [impairment] ─▶ ReceiveMixer.insert
+///    a frame)
+///  playback thread: the same drain of the socket, then ReceiveMixer.mixNext (jitter buffers ─▶ decode / FEC / PLC ─▶ levels ─▶ gains ─▶ mix)
 ///                   ─▶ test tone ─▶ echo canceller's far end ─▶ AudioOutput.write
 /// ```
 /// The engine keeps the transport, the threads and the devices; the receive chain is
@@ -63,6 +64,9 @@ final class MediaEngine: @unchecked Sendable {
     private let pendingSendKey = PendingSendKey()
     private let srtpReceiver: SRTPReceiver
     private let srtpRejected = Atomic<Int>(0)
+    /// Keys given per sender SSRC so far: a departed sender's keys are removed a moment later
+    /// only if none came since (`forgetSender`).
+    private let keyGenerations = Locked<[UInt32: Int]>([:])
     /// Media over the signalling connection (UDP blocked): where protected packets go instead
     /// of the UDP socket. Set from the client's state queue, read by the capture thread.
     private let tunnel = Locked<(@Sendable ([UInt8]) -> Void)?>(nil)
@@ -89,6 +93,17 @@ final class MediaEngine: @unchecked Sendable {
     private let jitterTargetFrames: Int
     private let impairment: NetworkImpairment?
     private let impairedDrops = Atomic<Int>(0)
+    /// What reading the socket needs, held by whichever thread reads it (`drainSocket`): the
+    /// batch buffers and, in benchmarks, the impairment's draws and held packets.
+    private struct ReceiveState: @unchecked Sendable {
+        let batch = UDPBatchReceiver(capacity: 32, timestamps: true)
+        // Audio's draws, then video's own: video packets do not shift which audio packets a seed drops.
+        var rngs: [SplitMix64]
+        var losses: [NetworkImpairment.LossProcess]
+        /// Impaired packets waiting for their release time (tests and `--loss/--jitter` only).
+        var delayed: [(release: UInt64, datagram: [UInt8])] = []
+    }
+    private let receiveState: Locked<ReceiveState>
     private let processor: CaptureProcessor?
     private let pushToTalk = Atomic<Bool>(false)
     private let talking = Atomic<Bool>(false)
@@ -158,6 +173,9 @@ final class MediaEngine: @unchecked Sendable {
         self.options = options
         redundancyDistance = Atomic(options.redundancy ? RedundancyPolicy().distance : 0)
         self.impairment = impairment
+        receiveState = Locked(ReceiveState(
+            rngs: [SplitMix64(seed: impairment?.seed ?? 1), SplitMix64(seed: (impairment?.seed ?? 1) &+ 0x9E37_79B9_7F4A_7C15)],
+            losses: impairment.map { [NetworkImpairment.LossProcess($0), NetworkImpairment.LossProcess($0)] } ?? []))
         self.probe = probe
         self.inputBox = Locked(input)
         self.hasOutput = output != nil
@@ -170,6 +188,7 @@ final class MediaEngine: @unchecked Sendable {
         do {
             srtpReceiver = try SRTPReceiver()
             socket = try UDPSocket(host: "0.0.0.0", port: 0)
+            _ = socket.enableReceiveTimestamps()  // without: arrivals are timed when read
             encoder = try OpusEncoder(frameMs: frameMs, bitrate: Int32(options.bitrate), complexity: Int32(options.complexity),
                                       profile: options.profile)
             encoder.setDTX(options.dtx)
@@ -308,6 +327,7 @@ final class MediaEngine: @unchecked Sendable {
                 pendingSendKey.schedule(key, at: at)
                 video?.rekey(key, at: at)
             } else {
+                keyGenerations.withLock { $0[w.ssrc, default: 0] += 1 }
                 try? srtpReceiver.setKey(key, for: w.ssrc)
                 if let v = w.videoSsrc { try? srtpReceiver.setKey(key, for: v) }
             }
@@ -336,17 +356,23 @@ final class MediaEngine: @unchecked Sendable {
             let d = UnsafeRawBufferPointer(rebasing: raw[0..<n])
             guard let h = try? RTPHeader(parsing: d), h.ssrc != ssrc else { return }
             packetsReceived.add(1, ordering: .relaxed)
-            deliver(h, d)
+            receiveState.withLock { _ in deliver(h, d, arrival: monotonicNanoseconds()) }  // one deliverer at a time
         }
     }
 
     /// A sender left: its packets no longer verify (audio, and video when it had some).
+    /// Its keys go `keySwitchDelay` later: its last packets may still be in flight or waiting in
+    /// the socket (read at most a frame late), and would otherwise count as forged.
     func forgetSender(_ ssrc: UInt32, videoSSRC: UInt32? = nil) {
-        srtpReceiver.remove(ssrc)
-        if let v = videoSSRC {
-            srtpReceiver.remove(v)
-            video?.forgetSender(v)
+        let receiver = srtpReceiver, generations = keyGenerations
+        let given = generations.withLock { $0[ssrc] }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(Self.keySwitchDelayNanoseconds))) {
+            // Unless it came back meanwhile with a key of its own (a rejoin keeps its SSRC).
+            guard generations.withLock({ $0[ssrc] }) == given else { return }
+            receiver.remove(ssrc)
+            if let v = videoSSRC { receiver.remove(v) }
         }
+        if let v = videoSSRC { video?.forgetSender(v) }
     }
 
     /// The epochs held for a sender (ours: the one we send with).
@@ -457,24 +483,44 @@ final class MediaEngine: @unchecked Sendable {
         }
     }
 
+    /// The receive thread: waits for datagrams and reads them (`drainSocket`). With playback,
+    /// the playback thread also reads the socket just before each mix, so every audio packet
+    /// that arrived is in its jitter buffer then; this thread need not wake for each of them
+    /// and reads at most once a frame (control, video, and audio between mixes). Arrival times
+    /// are the kernel's, so a packet read late is still timed when it came. (Waking for every
+    /// packet cost a room of ten about 450 wake-ups a second: docs/benchmarks.md.)
     private func receiveLoop() {
-        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
-        defer { buf.deallocate() }
-        // Audio's draws, then video's own: video packets do not shift which audio packets a seed drops.
-        var rngs = [SplitMix64(seed: impairment?.seed ?? 1), SplitMix64(seed: (impairment?.seed ?? 1) &+ 0x9E37_79B9_7F4A_7C15)]
-        var losses = impairment.map { [NetworkImpairment.LossProcess($0), NetworkImpairment.LossProcess($0)] } ?? []
-        // Impaired packets waiting for their release time (tests and `--loss/--jitter` only).
-        var delayed: [(release: UInt64, datagram: [UInt8])] = []
+        let coalesceNanoseconds = UInt64(frameMs) * 1_000_000
         while running.load(ordering: .acquiring) {
             var wait: Int32 = 50
-            if let next = delayed.first?.release {
+            if let next = receiveState.withLock({ $0.delayed.first?.release }) {
                 let now = monotonicNanoseconds()
                 wait = next <= now ? 0 : Int32(min(50, (next - now) / 1_000_000 + 1))
             }
-            if socket.waitReadable(timeoutMs: wait) {
-                while let (n, from) = socket.receive(into: buf) {
-                    guard from == relay else { continue }
-                    let raw = UnsafeRawBufferPointer(rebasing: buf[0..<n])
+            _ = socket.waitReadable(timeoutMs: wait)
+            drainSocket()
+            if hasOutput {
+                let t = monotonicNanoseconds() + coalesceNanoseconds
+                var until = timespec(tv_sec: Int(t / 1_000_000_000), tv_nsec: Int(t % 1_000_000_000))
+                while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
+            }
+        }
+    }
+
+    /// Reads every datagram waiting on the socket (one `recvmmsg` per 32) and hands them on:
+    /// consent challenges answered, bind acks noted, SRTP checked in place, RTP delivered (through
+    /// the impairment, in benchmarks); impaired packets whose time has come are released. Called
+    /// by the receive thread and by the playback thread before each mix, one at a time.
+    private func drainSocket() {
+        receiveState.withLock { st in
+            let realNow = UDPBatchReceiver.realtimeNanoseconds()
+            let now = monotonicNanoseconds()
+            let relay = self.relay, ssrc = self.ssrc
+            while true {
+                let n = st.batch.receive(on: socket.fd)
+                for i in 0..<n {
+                    guard st.batch.source(i) == relay else { continue }
+                    let raw = st.batch.datagram(i)
                     if MediaBinding.isControl(raw) {
                         if let ackSSRC = MediaBinding.parseAck(raw) {
                             if ackSSRC == ssrc { bound.store(true, ordering: .releasing) }
@@ -485,43 +531,45 @@ final class MediaEngine: @unchecked Sendable {
                     }
                     guard hasOutput || video != nil else { continue }
                     let length: Int
-                    do { length = try srtpReceiver.unprotect(buf, length: n) } catch {
+                    do { length = try srtpReceiver.unprotect(st.batch.mutableDatagram(i), length: st.batch.length(i)) } catch {
                         srtpRejected.add(1, ordering: .relaxed)
                         continue
                     }
-                    let d = UnsafeRawBufferPointer(rebasing: buf[0..<length])
+                    let d = UnsafeRawBufferPointer(rebasing: st.batch.datagram(i)[0..<length])
                     guard let h = try? RTPHeader(parsing: d), h.ssrc != ssrc else { continue }
                     packetsReceived.add(1, ordering: .relaxed)
-                    guard let imp = impairment else { deliver(h, d); continue }
+                    // When the kernel had it (CLOCK_REALTIME) on the monotonic clock.
+                    let stamped = st.batch.arrivalNanoseconds(i)
+                    let arrival = stamped > 0 && stamped <= realNow ? now &- UInt64(realNow - stamped) : now
+                    guard let imp = impairment else { deliver(h, d, arrival: arrival); continue }
                     // Impairment: drop, or hold for a random delay (which also reorders).
                     let r = h.payloadType == VP8Payload.payloadType ? 1 : 0
-                    if losses[r].drops(using: &rngs[r]) {
+                    if st.losses[r].drops(using: &st.rngs[r]) {
                         impairedDrops.add(1, ordering: .relaxed)
                         continue
                     }
-                    let delay = UInt64(Double.random(in: 0...max(0, imp.jitterMs), using: &rngs[r]) * 1_000_000)
-                    let release = monotonicNanoseconds() + delay
-                    let i = delayed.firstIndex { $0.release > release } ?? delayed.count
-                    delayed.insert((release, Array(d)), at: i)
+                    let release = arrival + UInt64(Double.random(in: 0...max(0, imp.jitterMs), using: &st.rngs[r]) * 1_000_000)
+                    let at = st.delayed.firstIndex { $0.release > release } ?? st.delayed.count
+                    st.delayed.insert((release, Array(d)), at: at)
                 }
+                if n < st.batch.capacity { break }
             }
-            let now = monotonicNanoseconds()
-            while let first = delayed.first, first.release <= now {
-                delayed.removeFirst()
-                first.datagram.withUnsafeBytes { d in if let h = try? RTPHeader(parsing: d) { deliver(h, d) } }
+            // Released as arriving at their release time (exact, whenever they are read).
+            while let first = st.delayed.first, first.release <= now {
+                st.delayed.removeFirst()
+                first.datagram.withUnsafeBytes { d in if let h = try? RTPHeader(parsing: d) { deliver(h, d, arrival: first.release) } }
             }
         }
     }
 
-    private func deliver(_ h: RTPHeader, _ datagram: UnsafeRawBufferPointer) {
+    private func deliver(_ h: RTPHeader, _ datagram: UnsafeRawBufferPointer, arrival: UInt64) {
         if h.payloadType == VP8Payload.payloadType {
             video?.receive(h, datagram)
             return
         }
         guard hasOutput else { return }  // an engine that plays nothing keeps no jitter buffers
-        let now = monotonicNanoseconds()
-        guard receiver.insert(h, datagram: datagram, arrival: now) else { return }
-        probe?.received(ssrc: h.ssrc, sequence: h.sequenceNumber, at: now)
+        guard receiver.insert(h, datagram: datagram, arrival: arrival) else { return }
+        probe?.received(ssrc: h.ssrc, sequence: h.sequenceNumber, at: arrival)
     }
 
     // MARK: Receiver reports (FEC tuning)
@@ -666,6 +714,7 @@ final class MediaEngine: @unchecked Sendable {
                     use(periodMs: next)
                     options.onNotice?("playback period raised to \(next) ms: \(from?.xruns ?? 0) under-runs at \(from?.fromMs ?? 0) ms within 10 s")
                 }
+                drainSocket()  // every packet that has arrived is in its jitter buffer for this mix
                 let waited = receiver.mixNext(into: out, now: monotonicNanoseconds()) { mixer in
                     guard testToneFrames.load(ordering: .relaxed) > 0, let tone = testTone.withLock({ $0 }) else { return }
                     testToneFrames.subtract(1, ordering: .relaxed)
