@@ -108,6 +108,10 @@ public final class OpusDecoder: @unchecked Sendable {
         return max(0, Int(opus_decode(state, packet.baseAddress, Int32(packet.count), out, Int32(pcm.count), 0)))
     }
 
+    /// Forgets the stream so far: the next packet decodes as a stream's first (no overlap with
+    /// sound from before a gap).
+    public func reset() { callroom_opus_decoder_reset(state) }
+
     /// Conceals one lost frame (packet loss concealment).
     public func conceal(into pcm: UnsafeMutableBufferPointer<Int16>) -> Int {
         guard let out = pcm.baseAddress else { return 0 }

@@ -32,6 +32,12 @@ public final class ReceiveMixer: @unchecked Sendable {
         var scratchCount = 0
         /// The last decoded frame's level (dBFS, as float bits): written by playback, read by anyone.
         let level = Atomic<UInt32>(LevelMeter.silenceDBFS.bitPattern)
+        /// The level its newest packet carries (RFC 6464, -dBov; 127: silence or none). Under the lock.
+        var carriedLevel: UInt8 = 127
+        /// The playback thread's: whether the last frame was decoded (it was among the loudest),
+        /// and whether a frame was skipped since the decoder last ran.
+        var decodedLast = false
+        var skippedSinceDecode = false
 
         init(ssrc: UInt32, buffer: JitterBuffer, gain: Float) {
             self.ssrc = ssrc
@@ -46,6 +52,14 @@ public final class ReceiveMixer: @unchecked Sendable {
 
     public let frameSamples: Int
     public let maxSenders: Int
+    /// With more senders sending than this, only this many are decoded and mixed: the loudest
+    /// by the level each packet carries (RFC 6464; a sender decoded the frame before counts 6 dB
+    /// louder, so near-equal talkers do not flap). The others cost no decode; their meters move
+    /// by the levels their packets carry. (Conference bridges mix the few loudest the same way:
+    /// nine people talking at once are not understood anyway.)
+    public let loudest: Int
+    /// Frames of a sender not decoded because others were louder (the playback thread's count).
+    public let framesNotDecoded = Atomic<Int>(0)
     private let jitterTargetFrames: Int
     private let lock = Locked(State())
     private struct State {
@@ -63,16 +77,19 @@ public final class ReceiveMixer: @unchecked Sendable {
     /// The playback thread's.
     private let mixer: Mixer
     private let pcm: UnsafeMutableBufferPointer<Int16>
-    private var steps: [(Sender, Step, Float)] = []
+    private var steps: [(sender: Sender, step: Step, gain: Float, carried: UInt8)] = []
+    private var chosen: [Bool] = []
 
     /// Packets a new sender's jitter buffer measures before it plays: 100 ms of them (5 of 20 ms,
     /// 10 of 10 ms), of the call's very first audio — what the jitter is decides the start depth.
     static func warmupPackets(frameSamples: Int) -> Int { max(1, AudioFormat.samples(ms: 100) / max(1, frameSamples)) }
 
-    public init(frameSamples: Int, jitterTargetFrames: Int, maxSenders: Int = 64) {
+    public init(frameSamples: Int, jitterTargetFrames: Int, maxSenders: Int = 64, loudest: Int = 4) {
         self.frameSamples = frameSamples
         self.jitterTargetFrames = jitterTargetFrames
         self.maxSenders = max(1, maxSenders)
+        self.loudest = max(1, loudest)
+        chosen.reserveCapacity(self.maxSenders)
         mixer = Mixer(frameSamples: frameSamples)
         pcm = .allocate(capacity: frameSamples)
         steps.reserveCapacity(self.maxSenders)
@@ -101,6 +118,7 @@ public final class ReceiveMixer: @unchecked Sendable {
                 s.senders[header.ssrc] = sender
             }
             sender.bytesReceived += payload.count
+            if let carried = header.audioLevel { sender.carriedLevel = carried.level }
             let buffer = sender.buffer
             guard header.payloadType == RedundantAudio.payloadType else {
                 buffer.noteRedundancy(distance: 0)
@@ -143,14 +161,27 @@ public final class ReceiveMixer: @unchecked Sendable {
                 case .silence: step = .silence
                 }
                 if let a = sender.buffer.lastPlayedArrival, a <= now { waited = min(waited ?? .max, now - a) }
-                steps.append((sender, step, sender.gain))
+                steps.append((sender, step, sender.gain, sender.carriedLevel))
             }
         }
+        chooseLoudest()
         mixer.reset()
         for i in steps.indices {
-            let (sender, step, gain) = steps[i]
+            let (sender, step, gain, carried) = steps[i]
+            guard chosen[i] || step == .silence else {
+                // Not among the loudest: the frame is passed over, its meter follows its packets.
+                sender.decodedLast = false
+                sender.skippedSinceDecode = true
+                framesNotDecoded.add(1, ordering: .relaxed)
+                sender.level.store((-Float(carried)).bitPattern, ordering: .relaxed)
+                continue
+            }
             if sender.decoder == nil { sender.decoder = try? OpusDecoder() }
             guard let decoder = sender.decoder else { continue }
+            if step != .silence {
+                if sender.skippedSinceDecode { decoder.reset(); sender.skippedSinceDecode = false }
+                sender.decodedLast = true
+            }
             let packet = UnsafeBufferPointer(start: sender.scratch.baseAddress?.assumingMemoryBound(to: UInt8.self), count: sender.scratchCount)
             let n: Int
             switch step {
@@ -167,6 +198,24 @@ public final class ReceiveMixer: @unchecked Sendable {
         extra(mixer)
         mixer.render(into: out)
         return waited
+    }
+
+    /// Marks in `chosen` the senders to decode this frame: all, or the `loudest` with sound by
+    /// the level their packets carry (no allocation: a few passes over a handful of senders).
+    private func chooseLoudest() {
+        chosen.removeAll(keepingCapacity: true)
+        let sounding = steps.reduce(0) { $0 + ($1.step == .silence ? 0 : 1) }
+        chosen.append(contentsOf: repeatElement(sounding <= loudest, count: steps.count))
+        guard sounding > loudest else { return }
+        for _ in 0..<loudest {
+            var best = -1, bestScore = Int.min
+            for i in steps.indices where !chosen[i] && steps[i].step != .silence {
+                let score = -Int(steps[i].carried) + (steps[i].sender.decodedLast ? 6 : 0)
+                if score > bestScore { best = i; bestScore = score }
+            }
+            guard best >= 0 else { break }
+            chosen[best] = true
+        }
     }
 
     private func copy(_ payload: UnsafeRawBufferPointer, to sender: Sender) {

@@ -310,6 +310,7 @@ public final class CallsClient: @unchecked Sendable {
             var o = MediaEngine.Options()
             o.frameMs = settings.audioFrameMs
             o.jitterTargetFrames = settings.jitterTargetFrames
+            o.mixLoudest = settings.audioMixLoudest ?? .max
             o.impairment = settings.networkImpairment
             o.processing = settings.captureProcessing
             o.bitrate = settings.audioBitrate ?? settings.audioProfile.defaultBitrate

@@ -136,6 +136,8 @@ final class MediaEngine: @unchecked Sendable {
     struct Options {
         var frameMs = 20
         var jitterTargetFrames = 2
+        /// Simultaneous talkers decoded and mixed: the loudest this many (`ReceiveMixer.loudest`).
+        var mixLoudest = 4
         var impairment: NetworkImpairment?
         var processing: CaptureProcessing = .off
         var bitrate = 32_000
@@ -183,7 +185,7 @@ final class MediaEngine: @unchecked Sendable {
         self.frameMs = frameMs
         self.frameSamples = AudioFormat.samples(ms: frameMs)
         self.jitterTargetFrames = jitterTargetFrames
-        receiver = ReceiveMixer(frameSamples: AudioFormat.samples(ms: frameMs), jitterTargetFrames: jitterTargetFrames)
+        receiver = ReceiveMixer(frameSamples: AudioFormat.samples(ms: frameMs), jitterTargetFrames: jitterTargetFrames, loudest: options.mixLoudest)
         let processor: CaptureProcessor?
         do {
             srtpReceiver = try SRTPReceiver()

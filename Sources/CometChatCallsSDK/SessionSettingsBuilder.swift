@@ -72,6 +72,9 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         /// CallRoom: the least the jitter buffer holds before playout starts (frames). 1, the
         /// default: the depth follows the jitter it measures; more is a floor.
         public var jitterTargetFrames: Int = 1
+        /// CallRoom: with more people talking at once than this, only the loudest this many are
+        /// decoded and mixed (`ReceiveMixer.loudest`); nil: everyone, always.
+        public var audioMixLoudest: Int? = 4
         /// CallRoom: noise suppression, automatic gain, echo cancellation on the microphone.
         public var captureProcessing: CaptureProcessing = .off
         /// CallRoom: Opus bitrate (b/s; nil: the profile's, `OpusEncoder.Profile.defaultBitrate`),
@@ -211,6 +214,10 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     /// CallRoom: the jitter buffer's least start depth in frames (at least 1). Default 1: the
     /// depth follows the measured jitter (`JitterBuffer`); a larger value is a floor under it.
     @discardableResult public func setJitterTargetFrames(_ n: Int) -> SessionSettingsBuilder { settings.jitterTargetFrames = max(1, n); return self }
+    /// CallRoom: how many simultaneous talkers are decoded and mixed — the loudest, by the level
+    /// each packet carries (default 4; the others cost no decode, their meters still move).
+    /// nil: everyone, whatever the room (a choir, a jam).
+    @discardableResult public func setAudioMixLoudest(_ n: Int?) -> SessionSettingsBuilder { settings.audioMixLoudest = n.map { max(1, $0) }; return self }
 
     /// CallRoom: the video source (`auto`, `v4l2:/dev/videoN`, `pattern`, `avatar`, `file:PATH.y4m`,
     /// `none`). Default `auto`: the machine's camera, else the test pattern.

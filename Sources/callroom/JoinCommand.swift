@@ -11,7 +11,7 @@ enum JoinCommand {
         USAGE: callroom join SESSION_ID|INVITE_LINK (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--period-ms auto|5|10|20] [--impair SPEC]
-                             [--bitrate BPS] [--redundancy on|off]
+                             [--bitrate BPS] [--redundancy on|off] [--mix-loudest N|all]
                              [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
                              [--ca-file FILE | --insecure] [--passcode CODE] [--video SOURCE] [--video-out DIR]
 
@@ -41,6 +41,9 @@ enum JoinCommand {
           --bitrate BPS        Opus bitrate, 6000…510000 (default: 48000 for speech)
           --redundancy on|off  repeat previous frames in each packet when receivers report loss
                                (RFC 2198; default on), or plain Opus with in-band FEC only
+          --mix-loudest N|all  with more people talking at once than N, decode and mix the N
+                               loudest (default 4: the others cost no CPU, their meters still move),
+                               or all of them
           --capture LIST       microphone processing (SpeexDSP), comma-separated: ns (noise
                                suppression), agc (automatic gain), aec (echo cancellation)
           --impair SPEC        simulate a bad network on what you receive, before the jitter buffer:
@@ -69,7 +72,7 @@ enum JoinCommand {
         do {
             args = try ArgumentScanner(arguments, valued: ["video", "video-out", "passcode", "ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
                                                            "input", "output", "frame-ms", "period-ms", "impair", "capture", "event-log", "show", "hide",
-                                                           "bitrate", "redundancy"],
+                                                           "bitrate", "redundancy", "mix-loudest"],
                                        boolean: ["insecure", "headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
@@ -111,6 +114,13 @@ enum JoinCommand {
         if let b = args["bitrate"] {
             guard let bps = Int(b), (6_000...510_000).contains(bps) else { Console.fail("--bitrate must be 6000…510000 (bits per second)") }
             settings.setAudioBitrate(bps)
+        }
+        switch args["mix-loudest"] {
+        case nil: break
+        case "all": settings.setAudioMixLoudest(nil)
+        case let n?:
+            guard let k = Int(n), (1...64).contains(k) else { Console.fail("--mix-loudest must be 1…64 or all") }
+            settings.setAudioMixLoudest(k)
         }
         switch args["redundancy"] {
         case nil, "on": break

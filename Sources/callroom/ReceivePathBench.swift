@@ -24,7 +24,7 @@ enum ReceivePathBench {
     static func run(senders: Int, frames: Int, streams: [[[UInt8]]], warmup: Int = 50) {
         guard senders > 0 else { return }
         let n = 960
-        let mixer = ReceiveMixer(frameSamples: n, jitterTargetFrames: 2)
+        let mixer = ReceiveMixer(frameSamples: n, jitterTargetFrames: 2, loudest: .max)  // every stream decoded: the chain's cost per stream
         let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: n)
         let datagram = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 8)
         defer { out.deallocate(); datagram.deallocate() }

@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsAudio
 import CallsCore
 import Foundation
@@ -48,6 +49,52 @@ struct ReceiveMixerTests {
         for f in 20..<30 { level = tick(m, [a], f) }
         #expect(level < -90, "gain 0: silence, \(level)")
         #expect(m.figures()[1]?.bytes ?? 0 > 1000)
+    }
+
+    /// `frames` RTP datagrams of a tone at `amplitude`, each carrying its RFC 6464 level.
+    func levelledStream(ssrc: UInt32, hz: Double, amplitude: Double, frames: Int) throws -> [[UInt8]] {
+        let tone = ToneInput(frequency: hz, frameSamples: 960, amplitude: amplitude)
+        let encoder = try OpusEncoder(frameMs: 20)
+        var pcm = [Int16](repeating: 0, count: 960), payload = [UInt8](repeating: 0, count: 1500)
+        return try (0..<frames).map { f in
+            pcm.withUnsafeMutableBufferPointer { tone.fill($0) }
+            let db = pcm.withUnsafeBufferPointer { LevelMeter.rmsDBFS($0) }
+            let n = try pcm.withUnsafeBufferPointer { p in try payload.withUnsafeMutableBufferPointer { try encoder.encode(p, into: $0) } }
+            return RTPPacket(sequenceNumber: UInt16(f), timestamp: UInt32(f * 960), ssrc: ssrc,
+                             audioLevel: .init(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: true), payload: Array(payload.prefix(n))).encoded()
+        }
+    }
+
+    @Test func withMoreTalkersThanItDecodesOnlyTheLoudestAreMixed() throws {
+        // Six talkers at once, four heard: the two quietest (200 and 300 Hz, 20 dB down) are not
+        // decoded, yet their meters move by the levels their packets carry. The same streams
+        // through a mixer that decodes everyone are the reference.
+        let freqs: [Double] = [200, 300, 500, 700, 900, 1100], amps = [0.01, 0.012, 0.1, 0.12, 0.14, 0.16]
+        let streams = try (0..<6).map { try levelledStream(ssrc: UInt32(10 + $0), hz: freqs[$0], amplitude: amps[$0], frames: 80) }
+        let four = ReceiveMixer(frameSamples: 960, jitterTargetFrames: 1), all = ReceiveMixer(frameSamples: 960, jitterTargetFrames: 1, loudest: 6)
+        #expect(four.loudest == 4)
+        var heard: [Int16] = [], reference: [Int16] = []
+        for f in 0..<80 {
+            for (m, into) in [(four, 0), (all, 1)] {
+                for s in streams { _ = insert(m, s[f], at: UInt64(f) * 20_000_000) }
+                var out = [Int16](repeating: 0, count: 960)
+                out.withUnsafeMutableBufferPointer { _ = m.mixNext(into: $0, now: UInt64(f) * 20_000_000 + 1) }
+                if f >= 20 { if into == 0 { heard += out } else { reference += out } }
+            }
+        }
+        for hz in [500.0, 700, 900, 1100] {
+            #expect(SignalAnalysis.toneDominanceDB(heard[...], frequency: hz, others: [150]) > 20, "\(hz) Hz is heard")
+        }
+        for quiet in [200.0, 300] {
+            let without = SignalAnalysis.toneDominanceDB(heard[...], frequency: 500, others: [quiet])
+            let with = SignalAnalysis.toneDominanceDB(reference[...], frequency: 500, others: [quiet])
+            #expect(with < 25, "decoding everyone, \(quiet) Hz is in the mix (500 Hz only \(with) dB above it)")
+            #expect(without > with + 15, "four heard: \(quiet) Hz is not (\(without) vs \(with) dB)")
+        }
+        #expect(four.framesNotDecoded.load(ordering: .relaxed) >= 2 * 70, "two senders passed over each frame")
+        #expect(all.framesNotDecoded.load(ordering: .relaxed) == 0)
+        let quietMeter = four.levels()[10] ?? 0
+        #expect(quietMeter > -50 && quietMeter < -30, "the quiet one's meter, from its packets: \(quietMeter)")
     }
 
     @Test func sendersBeyondTheLimitAreRefusedAndCounted() throws {

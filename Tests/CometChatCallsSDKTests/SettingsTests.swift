@@ -107,6 +107,9 @@ final class SettingsTests: XCTestCase {
         XCTAssertFalse(s.hideParticipantListButton)
         XCTAssertEqual(s.audioInput, "alsa:default")
         XCTAssertEqual(s.audioFrameMs, 20)
+        XCTAssertEqual(s.audioMixLoudest, 4)
+        XCTAssertNil(SessionSettingsBuilder().setAudioMixLoudest(nil).build().audioMixLoudest, "everyone")
+        XCTAssertEqual(SessionSettingsBuilder().setAudioMixLoudest(0).build().audioMixLoudest, 1)
     }
 
     func testSettersChain() {
