@@ -204,8 +204,9 @@ public final class ReceiveMixer: @unchecked Sendable {
     /// the level their packets carry (no allocation: a few passes over a handful of senders).
     private func chooseLoudest() {
         chosen.removeAll(keepingCapacity: true)
-        let sounding = steps.reduce(0) { $0 + ($1.step == .silence ? 0 : 1) }
-        chosen.append(contentsOf: repeatElement(sounding <= loudest, count: steps.count))
+        var sounding = 0
+        for i in steps.indices where steps[i].step != .silence { sounding += 1 }
+        for _ in steps.indices { chosen.append(sounding <= loudest) }
         guard sounding > loudest else { return }
         for _ in 0..<loudest {
             var best = -1, bestScore = Int.min
