@@ -11,10 +11,11 @@ import Synchronization
 /// ```
 ///  capture thread:  AudioInput.read ─▶ level ─▶ (muted? skip) ─▶ Opus encode ─▶ [RED: + previous frames]
 ///                   ─▶ RTP+level ─▶ SRTP protect ─▶ UDP ─▶ relay
-///  receive thread:  UDP (recvmmsg, kernel arrival times) ─▶ consent challenge → answer │ bind ack
-///   (at most once   │ SRTP unprotect (in place) ─▶ RTP header ─▶ [impairment] ─▶ ReceiveMixer.insert
-///    a frame)
-///  playback thread: the same drain of the socket, then ReceiveMixer.mixNext (jitter buffers ─▶ decode / FEC / PLC ─▶ levels ─▶ gains ─▶ mix)
+///  drain:           UDP (recvmmsg, kernel arrival times) ─▶ consent challenge → answer │ bind ack
+///                   │ SRTP unprotect (in place) ─▶ RTP header ─▶ [impairment] ─▶ ReceiveMixer.insert
+///                   (the playback thread before each mix; the receive thread every 100 ms as a
+///                   backstop, or as packets come when nothing is played)
+///  playback thread: drain, then ReceiveMixer.mixNext (jitter buffers ─▶ decode / FEC / PLC ─▶ levels ─▶ gains ─▶ mix)
 ///                   ─▶ test tone ─▶ echo canceller's far end ─▶ AudioOutput.write
 /// ```
 /// The engine keeps the transport, the threads and the devices; the receive chain is
@@ -104,6 +105,10 @@ final class MediaEngine: @unchecked Sendable {
         var delayed: [(release: UInt64, datagram: [UInt8])] = []
     }
     private let receiveState: Locked<ReceiveState>
+    /// Ends the receive thread's backstop wait at `stop`.
+    private let receiveWake = DispatchSemaphore(value: 0)
+    /// With playback, how often the receive thread reads the socket itself (ms).
+    static let backstopMilliseconds = 100
     private let processor: CaptureProcessor?
     private let pushToTalk = Atomic<Bool>(false)
     private let talking = Atomic<Bool>(false)
@@ -267,6 +272,7 @@ final class MediaEngine: @unchecked Sendable {
         video?.stop()
         inputBox.withLock { $0 }.close()
         outputBox.withLock { $0 }?.close()
+        receiveWake.signal()
         for _ in 0..<threadCount { threadsDone.wait() }
         threadCount = 0
         socket.close()
@@ -486,13 +492,12 @@ final class MediaEngine: @unchecked Sendable {
     }
 
     /// The receive thread: waits for datagrams and reads them (`drainSocket`). With playback,
-    /// the playback thread also reads the socket just before each mix, so every audio packet
-    /// that arrived is in its jitter buffer then; this thread need not wake for each of them
-    /// and reads at most once a frame (control, video, and audio between mixes). Arrival times
-    /// are the kernel's, so a packet read late is still timed when it came. (Waking for every
-    /// packet cost a room of ten about 450 wake-ups a second: docs/benchmarks.md.)
+    /// the playback thread reads the socket just before each mix — audio, video and control
+    /// alike — so this thread is only its backstop (a device stalled or being reopened) and
+    /// reads at most every `backstopMilliseconds`. Arrival times are the kernel's, so a packet
+    /// read late is still timed when it came. (Waking for every packet cost a room of ten about
+    /// 450 wake-ups a second: docs/benchmarks.md.) Without playback it reads as packets come.
     private func receiveLoop() {
-        let coalesceNanoseconds = UInt64(frameMs) * 1_000_000
         while running.load(ordering: .acquiring) {
             var wait: Int32 = 50
             if let next = receiveState.withLock({ $0.delayed.first?.release }) {
@@ -501,11 +506,7 @@ final class MediaEngine: @unchecked Sendable {
             }
             _ = socket.waitReadable(timeoutMs: wait)
             drainSocket()
-            if hasOutput {
-                let t = monotonicNanoseconds() + coalesceNanoseconds
-                var until = timespec(tv_sec: Int(t / 1_000_000_000), tv_nsec: Int(t % 1_000_000_000))
-                while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
-            }
+            if hasOutput { _ = receiveWake.wait(timeout: .now() + .milliseconds(Self.backstopMilliseconds)) }
         }
     }
 
