@@ -40,7 +40,7 @@ final class ALSADevice: @unchecked Sendable {
     ///   - name: the ALSA PCM name (`default`, `hw:0,0`, `null`, or one in `configText`).
     ///   - configText: an ALSA configuration to resolve `name` in instead of the system's
     ///     (lets tests use `file` and `null` PCMs without touching /etc).
-    /// - Parameter periodMs: the device period (5, 10 or 20 ms; default: the frame length).
+    /// - Parameter periodMs: the device period (2, 5, 10 or 20 ms; default: the frame length).
     ///   Capture: the buffer holds four periods. Playback: a frame plus two periods, one period
     ///   kept queued; shorter periods mean less playback latency.
     init(name: String, direction: Direction, frameSamples: Int, periodMs: Int? = nil, configText: String? = nil) throws(AudioError) {

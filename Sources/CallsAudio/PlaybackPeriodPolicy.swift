@@ -1,14 +1,17 @@
 /// Chooses the playback device period: the smallest one the device keeps up with. It starts at
-/// the smallest candidate (5 ms; never more than a frame) and, when the device under-runs
-/// `backOffXruns` times within `windowNanoseconds`, moves to the next larger one (10, then 20 ms)
-/// — for good: a device that could not keep up once is not tried again in this call. Under-runs
+/// the largest candidate no longer than a quarter of a frame (5 ms with 20 ms frames, 2 ms with
+/// 10 ms frames: who asks for 10 ms frames asks for latency) and, when the device under-runs
+/// `backOffXruns` times within `windowNanoseconds`, moves to the next larger one (5, 10, then
+/// 20 ms; never more than a frame) — for good: a device that could not keep up once is not tried
+/// again in this call. Under-runs
 /// in the first `settleNanoseconds` after (re)opening are the start's, not the period's, and are
 /// not counted. A fixed period (the user's `setAudioPeriodMs`) never moves.
 ///
 /// Pure, on a clock the caller gives (tests use a virtual one). Thread rules: one owner (the
 /// playback thread).
 public struct PlaybackPeriodPolicy: Sendable {
-    public static let candidatesMs = [5, 10, 20]
+    /// The periods a device is opened with (ms); any of them may also be fixed by the user.
+    public static let candidatesMs = [2, 5, 10, 20]
     public let isAutomatic: Bool
     public private(set) var periodMs: Int
     /// Periods given up on, with the under-runs that made it.
@@ -27,7 +30,8 @@ public struct PlaybackPeriodPolicy: Sendable {
     ///   - now: the clock's time of the device's opening.
     public init(frameMs: Int, fixedMs: Int?, now: UInt64, backOffXruns: Int = 3,
                 windowNanoseconds: UInt64 = 10_000_000_000, settleNanoseconds: UInt64 = 1_000_000_000) {
-        candidates = Self.candidatesMs.filter { $0 <= frameMs }.ifEmpty([frameMs])
+        let quarter = Self.candidatesMs.last { $0 * 4 <= frameMs } ?? Self.candidatesMs[0]
+        candidates = Self.candidatesMs.filter { $0 >= quarter && $0 <= frameMs }.ifEmpty([frameMs])
         isAutomatic = fixedMs == nil
         periodMs = fixedMs.map { min($0, frameMs) } ?? candidates[0]
         self.backOffXruns = max(1, backOffXruns)

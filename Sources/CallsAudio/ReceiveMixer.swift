@@ -60,6 +60,9 @@ public final class ReceiveMixer: @unchecked Sendable {
     public let loudest: Int
     /// Frames of a sender not decoded because others were louder (the playback thread's count).
     public let framesNotDecoded = Atomic<Int>(0)
+    /// CPU time spent in Opus decoding (decode, FEC recovery, concealment), in nanoseconds of
+    /// the playback thread (`threadCPUNanoseconds`, two readings a decoded frame).
+    public let decodeCPUNanoseconds = Atomic<UInt64>(0)
     private let jitterTargetFrames: Int
     private let lock = Locked(State())
     private struct State {
@@ -184,12 +187,14 @@ public final class ReceiveMixer: @unchecked Sendable {
             }
             let packet = UnsafeBufferPointer(start: sender.scratch.baseAddress?.assumingMemoryBound(to: UInt8.self), count: sender.scratchCount)
             let n: Int
+            let cpu = step == .silence ? 0 : threadCPUNanoseconds()
             switch step {
             case .decode: n = decoder.decode(packet, into: pcm)
             case .recover: n = decoder.recover(from: packet, into: pcm)
             case .conceal: n = decoder.conceal(into: pcm)
             case .silence: n = 0
             }
+            if step != .silence { decodeCPUNanoseconds.add(threadCPUNanoseconds() &- cpu, ordering: .relaxed) }
             let frame = UnsafeBufferPointer(rebasing: pcm[0..<n])
             sender.level.store((n > 0 ? LevelMeter.rmsDBFS(frame) : LevelMeter.silenceDBFS).bitPattern, ordering: .relaxed)
             if n > 0 { mixer.add(frame, gain: gain) }

@@ -192,6 +192,10 @@ public final class CallsClient: @unchecked Sendable {
         report.bound = s.bound
         report.srtpRejected = s.srtpRejected
         report.relay = s.relay
+        report.playoutAdvances = engine.phaseAdvances.load(ordering: .relaxed)
+        report.playoutAdvancedMs = engine.phaseAdvanceSamples.load(ordering: .relaxed) / AudioFormat.samples(ms: 1)
+        report.encodeCPUNanoseconds = engine.encodeCPUNanoseconds.load(ordering: .relaxed)
+        report.decodeCPUNanoseconds = engine.decodeCPUNanoseconds
         return report
     }
 
@@ -431,4 +435,12 @@ public struct MediaReport: Sendable, Equatable {
     public var srtpRejected: Int = 0
     /// The relay our media goes to (`host:port`: the room's node's).
     public var relay: String = ""
+    /// Times playout moved its frame boundary earlier to meet packets as they arrive (a quiet
+    /// frame played short), and by how much in all (ms).
+    public var playoutAdvances: Int = 0
+    public var playoutAdvancedMs: Int = 0
+    /// CPU time spent in Opus so far, encoding what we send and decoding what we hear
+    /// (nanoseconds of thread CPU time, measured around each call into libopus).
+    public var encodeCPUNanoseconds: UInt64 = 0
+    public var decodeCPUNanoseconds: UInt64 = 0
 }

@@ -114,8 +114,14 @@ final class MediaEngine: @unchecked Sendable {
     private let talking = Atomic<Bool>(false)
     private let options: Options
     private let deviceFailures = Atomic<Int>(0)
-    /// Times the playout frame boundary moved one period earlier (phase alignment).
+    /// Times the playout frame boundary moved earlier (phase alignment: `PlayoutPhase`), and by
+    /// how many samples in all.
     let phaseAdvances = Atomic<Int>(0)
+    let phaseAdvanceSamples = Atomic<Int>(0)
+    /// CPU time of Opus encoding on the capture thread (ns; `receiver.decodeCPUNanoseconds` has
+    /// the decoding): the codec's share of what the process costs (`callroom bench cpu`).
+    let encodeCPUNanoseconds = Atomic<UInt64>(0)
+    var decodeCPUNanoseconds: UInt64 { receiver.decodeCPUNanoseconds.load(ordering: .relaxed) }
     /// The playback period in use (ms) and whether it was chosen automatically.
     let playbackPeriodMs = Atomic<Int>(0)
     var playbackPeriodIsAutomatic: Bool { options.playbackPeriodMs == nil }
@@ -465,7 +471,10 @@ final class MediaEngine: @unchecked Sendable {
             timestamp &+= UInt32(frameSamples)
             guard isTransmitting else { continue }
             let level = RTPPacket.AudioLevel(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: LevelMeter.isVoice(dbfs: db))
-            guard let encoded = try? encoder.encode(UnsafeBufferPointer(pcm), into: primary.bindMemory(to: UInt8.self)) else { continue }
+            let cpu = threadCPUNanoseconds()
+            let encoding = try? encoder.encode(UnsafeBufferPointer(pcm), into: primary.bindMemory(to: UInt8.self))
+            encodeCPUNanoseconds.add(threadCPUNanoseconds() &- cpu, ordering: .relaxed)
+            guard let encoded = encoding else { continue }
             let frame = UnsafeRawBufferPointer(rebasing: primary[0..<encoded])
             let redundant = distance > 0 && history.available(sequence: seq, timestamp: timestamp, distance: distance) > 0
             let h = RTPPacket.writeHeader(into: packet, payloadType: redundant ? RedundantAudio.payloadType : RTPPacket.opusPayloadType,
@@ -685,21 +694,17 @@ final class MediaEngine: @unchecked Sendable {
         defer { out.deallocate(); tonePCM.deallocate() }
         // A frame is mixed when the device's queue is down to one period, and written whole.
         var policy = PlaybackPeriodPolicy(frameMs: frameMs, fixedMs: options.playbackPeriodMs, now: monotonicNanoseconds())
-        var period = 0
-        var phase = PlayoutPhase(periodNanoseconds: 0)
-        func use(periodMs ms: Int) {
-            period = min(frameSamples, AudioFormat.samples(ms: ms))
-            phase = PlayoutPhase(periodNanoseconds: UInt64(period) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
-            playbackPeriodMs.store(ms, ordering: .relaxed)
-        }
+        // A decision moves the boundary at most a quarter frame (the next window checks the move).
+        var phase = PlayoutPhase(maxStepNanoseconds: UInt64(frameMs) * 250_000)
+        func use(periodMs ms: Int) { playbackPeriodMs.store(ms, ordering: .relaxed) }
         use(periodMs: policy.periodMs)
         var offset = frameSamples
         var length = frameSamples
         var device = outputBox.withLock { $0 }
         var frames = 0
-        // An advance the evidence asked for waits for a quiet frame (at most a second): cutting a
-        // period out of speech is heard (and costs PESQ), out of silence it is not.
-        var advanceWanted = 0
+        // An advance the evidence asked for waits for a quiet frame (at most a second): cutting
+        // milliseconds out of speech is heard (and costs PESQ), out of silence it is not.
+        var advanceSamples = 0, advanceFramesLeft = 0
         while running.load(ordering: .acquiring) {
             if offset >= length {
                 // About once a second: does the device keep up with this period?
@@ -725,16 +730,21 @@ final class MediaEngine: @unchecked Sendable {
                 }
                 filters.played(UnsafeBufferPointer(out), FrameInfo(at: monotonicNanoseconds()))
                 offset = 0
-                // Packets that always wait a whole period or more: move the frame boundary one
-                // period earlier by playing a quiet frame one period short (shorter periods only).
-                if period < frameSamples && phase.shouldAdvance(waited: waited) { advanceWanted = max(1, 1000 / frameMs) }
+                // Packets that always wait longer than the margin: move the frame boundary earlier
+                // by playing a quiet frame that much short.
+                let step = phase.advance(waited: waited)
+                if step > 0 {
+                    advanceSamples = min(frameSamples / 4, Int(step / 1_000_000) * AudioFormat.samples(ms: 1))
+                    advanceFramesLeft = max(1, 1000 / frameMs)
+                }
                 length = frameSamples
-                if advanceWanted > 0 {
-                    advanceWanted -= 1
+                if advanceFramesLeft > 0 {
+                    advanceFramesLeft -= 1
                     if PlayoutPhase.isQuiet(UnsafeBufferPointer(out)) {
-                        length = frameSamples - period
-                        advanceWanted = 0
+                        length = frameSamples - advanceSamples
+                        advanceFramesLeft = 0
                         phaseAdvances.add(1, ordering: .relaxed)
+                        phaseAdvanceSamples.add(advanceSamples, ordering: .relaxed)
                     }
                 }
             }
@@ -750,41 +760,6 @@ final class MediaEngine: @unchecked Sendable {
             }
             offset += n
         }
-    }
-}
-
-/// Aligns the playout frame boundary to packet arrival: when every packet over the last 75
-/// frames waited more than a period (plus a 4 ms margin) before being played, the boundary can
-/// move a period earlier without making any of them late; the engine does it on the next quiet
-/// frame. Owned by the playback thread.
-struct PlayoutPhase {
-    let periodNanoseconds: UInt64
-    private var minWait: UInt64 = .max
-    private var frames = 0
-
-    init(periodNanoseconds: UInt64) { self.periodNanoseconds = periodNanoseconds }
-
-    mutating func shouldAdvance(waited: UInt64?) -> Bool {
-        guard let w = waited else { minWait = .max; frames = 0; return false }
-        minWait = min(minWait, w)
-        frames += 1
-        guard frames >= Self.evidenceFrames else { return false }
-        let advance = minWait > periodNanoseconds + Self.marginNanoseconds
-        minWait = .max
-        frames = 0
-        return advance
-    }
-
-    /// What every packet keeps after an advance: scheduling on a busy machine varies by a few ms.
-    static let marginNanoseconds: UInt64 = 4_000_000
-    /// Frames of evidence per decision: enough to see the late tail of the network's jitter
-    /// (25 frames missed it: packets went late under 0–30 ms of jitter, PESQ fell 0.3).
-    static let evidenceFrames = 75
-
-    /// Whether `frame` is silence to the ear (every sample under -46 dBFS).
-    static func isQuiet(_ frame: UnsafeBufferPointer<Int16>) -> Bool {
-        for s in frame where s > 164 || s < -164 { return false }
-        return true
     }
 }
 

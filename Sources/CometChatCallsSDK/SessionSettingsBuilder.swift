@@ -86,7 +86,7 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
         public var audioRedundancy: Bool = true
         /// CallRoom: `.voice` (speech), `.music`, or `.lowDelay` (CELT only, 2.5 ms look-ahead, no FEC).
         public var audioProfile: OpusEncoder.Profile = .voice
-        /// CallRoom: ALSA device period in ms (5, 10 or 20); nil means one frame.
+        /// CallRoom: ALSA device period in ms (2, 5, 10 or 20), fixed; nil means automatic.
         public var audioPeriodMs: Int?
         /// CallRoom: the video source of a `.video` session: `auto` (the camera, else the test
         /// pattern), `v4l2:/dev/videoN`, `pattern`, `avatar`, `file:PATH.y4m`, `none`.
@@ -204,11 +204,12 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     @discardableResult public func enableAudioRedundancy(_ on: Bool) -> SessionSettingsBuilder { settings.audioRedundancy = on; return self }
     /// CallRoom: tune Opus for speech (`.voice`, default) or music.
     @discardableResult public func setAudioProfile(_ p: OpusEncoder.Profile) -> SessionSettingsBuilder { settings.audioProfile = p; return self }
-    /// CallRoom: the playback device period, 5, 10 or 20 ms, fixed. Default (nil): automatic —
-    /// 5 ms, moved to 10 and then 20 ms when the device under-runs three times within 10 s
-    /// (`MediaReport.playbackPeriodMs` says which). Capture reads a frame at a time either way.
+    /// CallRoom: the playback device period, 2, 5, 10 or 20 ms, fixed. Default (nil): automatic —
+    /// 5 ms with 20 ms frames, 2 ms with 10 ms frames, moved to the next larger (up to a frame)
+    /// when the device under-runs three times within 10 s (`MediaReport.playbackPeriodMs` says
+    /// which). Capture reads a frame at a time either way.
     @discardableResult public func setAudioPeriodMs(_ ms: Int?) -> SessionSettingsBuilder {
-        settings.audioPeriodMs = ms.map { [5, 10, 20].contains($0) ? $0 : 10 }
+        settings.audioPeriodMs = ms.map { PlaybackPeriodPolicy.candidatesMs.contains($0) ? $0 : 10 }
         return self
     }
     /// CallRoom: the jitter buffer's least start depth in frames (at least 1). Default 1: the

@@ -9,13 +9,13 @@ import Foundation
 /// whose last line is machine-readable (docs/benchmarks.md records them).
 enum BenchCommand {
     static let usage = """
-        USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms auto|5|10|20] [--seconds N] [--jitter-frames N]
+        USAGE: callroom bench latency [--frame-ms 10|20] [--period-ms auto|2|5|10|20] [--seconds N] [--jitter-frames N]
                                       [--loss PCT --jitter MS] [--profile voice|music|low-delay]
                callroom bench render [--participants N] [--layout TILE|SPOTLIGHT|SIDEBAR] [--frames N]
                callroom bench quality [--loss PCT] [--burst N] [--jitter MS] [--seconds N] [--seed N]
                                       [--input FILE.wav] [--record OUT.wav] [--complexity 0-10] [--bitrate BPS]
                                       [--redundancy on|off] [--profile voice|music|low-delay] [--jitter-frames N]
-               callroom bench cpu [--speakers N] [--frames N]
+               callroom bench cpu [--speakers N] [--frames N] [--call-seconds N]
                callroom bench udp-floor [--destinations N] [--datagrams N]
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
                callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]
@@ -40,7 +40,11 @@ enum BenchCommand {
         cpu      Opus encode, decode and mixing cost per stream, as a share of one core, for a
                  room of N speakers (you send 1 stream and receive N-1), then the whole receive
                  chain (RTP in, jitter buffers, decode, mix) per frame, with allocations per
-                 packet when run with LD_PRELOAD=libcallroom-alloc-counter.so; last line client_cpu_pct=X
+                 packet when run with LD_PRELOAD=libcallroom-alloc-counter.so; then a real
+                 two-party call (two `callroom join` processes, Opus 32 kb/s, a tone) for
+                 --call-seconds (default 10; 0: none): each process's CPU by thread beside its
+                 Opus time; last line client_cpu_pct=X [process_cpu_pct=Y codec_cpu_pct=Z]
+                 (X: the codec model; Y: a client process in the call; Z: Opus inside it)
         udp-floor  the kernel's cost of sending one datagram to each of N loopback sockets, the
                  relay's way (sendmmsg) and one sendto each: the floor under the relay's CPU per
                  forwarded packet; last line udp_floor_us_per_datagram sendmmsg=X sendto=Y
@@ -72,7 +76,7 @@ enum BenchCommand {
         let args: ArgumentScanner
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
-                                                                        "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds",
+                                                                        "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds", "call-seconds",
                                                                         "joins", "ca-file", "language", "model-dir", "complexity", "profile", "burst", "bitrate", "redundancy"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
@@ -86,7 +90,8 @@ enum BenchCommand {
         guard let profile = OpusEncoder.Profile(rawValue: profileName) else { Console.fail("--profile must be voice, music or low-delay") }
         switch sub {
         case "cpu":
-            CPUBench.run(speakers: int("speakers", 10, 1...200), frames: int("frames", 500, 10...100_000))
+            CPUBench.run(speakers: int("speakers", 10, 1...200), frames: int("frames", 500, 10...100_000),
+                         callSeconds: int("call-seconds", 10, 0...600))
             exit(ExitCode.ok)
         case "ring":
             RingBench.run(args)
@@ -258,7 +263,7 @@ enum PipelineBench {
                     (impairment.map { ", impaired: \(Int($0.lossPercent)) % loss, 0…\(Int($0.jitterMs)) ms jitter" } ?? ""))
         Console.out("stage medians (ms): capture wait \(fmt(percentile(capture, 0.5))), encode+send \(fmt(percentile(encode, 0.5))), " +
                     "relay+network \(fmt(percentile(network, 0.5))), jitter buffer+playout wait \(fmt(percentile(jitter, 0.5))), " +
-                    "playback period \(periodText)")
+                    "playback period \(periodText); playout moved earlier \(chosen?.playoutAdvances ?? 0) times, \(chosen?.playoutAdvancedMs ?? 0) ms in all")
         Console.out("mouth_to_ear_ms median=\(fmt(percentile(total, 0.5))) p95=\(fmt(percentile(total, 0.95)))")
     }
 
@@ -293,7 +298,8 @@ enum PipelineBench {
         Console.out("callroom bench quality: \(input), loss \(loss) %" + (imp.burstLength.map { " in bursts of \($0) packets (mean)" } ?? "") +
                     ", jitter 0…\(Int(jitter)) ms (seed \(seed)), jitter buffer start depth \(jitterFrames == 1 ? "measured" : "≥ \(jitterFrames)"), \(seconds) s, Opus \(bitrate / 1000) kb/s" +
                     ", redundancy \(redundancy ? "on" : "off")")
-        Console.out("packets received \(r.packetsReceived), dropped by impairment \(r.impairedDrops), late \(r.late)")
+        Console.out("packets received \(r.packetsReceived), dropped by impairment \(r.impairedDrops), late \(r.late); " +
+                    "playout moved earlier \(r.playoutAdvances) times, \(r.playoutAdvancedMs) ms in all")
         Console.out("frames: played \(r.played) (of them repaired from a redundant copy \(r.repaired)), recovered from FEC \(r.recovered), " +
                     "concealed \(r.concealed), redundant copies too late \(r.lateRepairs); output frames \(frames), silent \(ear.silentFrames.load(ordering: .relaxed))")
         // Bandwidth as sent: payload, and on the wire (RTP 12 + level 8, SRTP tag 10, UDP 8, IPv4 20 per packet).
@@ -312,13 +318,9 @@ enum PipelineBench {
 
 /// Opus and mixer cost per stream, measured in thread CPU time.
 enum CPUBench {
-    static func threadCPU() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
+    static func threadCPU() -> UInt64 { threadCPUNanoseconds() }
 
-    static func run(speakers: Int, frames: Int) {
+    static func run(speakers: Int, frames: Int, callSeconds: Int) {
         let n = 960
         var pcm = [Int16](repeating: 0, count: n)
         var packet = [UInt8](repeating: 0, count: 1500)
@@ -362,7 +364,12 @@ enum CPUBench {
         Console.out(String(format: "share of one core: sent stream %.3f %%, each received stream %.3f %%", encUs / 200, decUs / 200))
         ReceivePathBench.run(senders: speakers - 1, frames: frames, streams: Array(packets.prefix(max(1, speakers - 1))))
         encoderTable(frames: frames)
-        Console.out(String(format: "client_cpu_pct=%.2f", perFrameUs / 20_000 * 100))
+        var last = String(format: "client_cpu_pct=%.2f", perFrameUs / 20_000 * 100)
+        if callSeconds > 0 {
+            let call = CallCPUBench.run(seconds: callSeconds)
+            last += String(format: " process_cpu_pct=%.2f codec_cpu_pct=%.2f", call.processPct, call.codecPct)
+        }
+        Console.out(last)
     }
 
     /// Encode cost per 20 ms frame of a speech-like signal (the bundled clip when present, else a

@@ -67,7 +67,9 @@ enum HeadlessCommands {
                 printJSON(["mediaReport": ["framesCaptured": r.framesCaptured, "packetsSent": r.packetsSent, "packetsReceived": r.packetsReceived,
                                            "played": r.played, "recovered": r.recovered, "concealed": r.concealed, "late": r.late,
                                            "lost": r.lost, "repaired": r.repaired, "bound": r.bound, "srtpRejected": r.srtpRejected,
-                                           "playbackPeriodMs": r.playbackPeriodMs, "redundancyFrames": r.redundancyFrames, "relay": r.relay]])
+                                           "playbackPeriodMs": r.playbackPeriodMs, "redundancyFrames": r.redundancyFrames, "relay": r.relay,
+                                           "playoutAdvances": r.playoutAdvances, "playoutAdvancedMs": r.playoutAdvancedMs,
+                                           "encodeCPUNs": r.encodeCPUNanoseconds, "decodeCPUNs": r.decodeCPUNanoseconds]])
             },
         ]
     }()

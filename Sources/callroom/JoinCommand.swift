@@ -10,7 +10,7 @@ enum JoinCommand {
     static let usage = """
         USAGE: callroom join SESSION_ID|INVITE_LINK (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
-                             [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--period-ms auto|5|10|20] [--impair SPEC]
+                             [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--period-ms auto|2|5|10|20] [--impair SPEC]
                              [--bitrate BPS] [--redundancy on|off] [--mix-loudest N|all]
                              [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
                              [--ca-file FILE | --insecure] [--passcode CODE] [--video SOURCE] [--video-out DIR]
@@ -36,8 +36,9 @@ enum JoinCommand {
                                none (receive video, send none)
           --video-out DIR      headless: write each participant's received frames to DIR/PID.y4m
           --frame-ms N         audio frame length, 10 or 20 (default 20)
-          --period-ms P        playback device period: auto (default: 5 ms, longer only if the
-                               device under-runs), or 5, 10, 20 fixed (at most the frame)
+          --period-ms P        playback device period: auto (default: 5 ms with 20 ms frames,
+                               2 ms with 10 ms frames, longer only if the device under-runs), or
+                               2, 5, 10, 20 fixed (at most the frame)
           --bitrate BPS        Opus bitrate, 6000…510000 (default: 48000 for speech)
           --redundancy on|off  repeat previous frames in each packet when receivers report loss
                                (RFC 2198; default on), or plain Opus with in-band FEC only

@@ -35,12 +35,12 @@ enum SurfaceFlags {
 
     struct UsageError: Error { let message: String; init(_ m: String) { message = m } }
 
-    /// `--period-ms auto|5|10|20` (at most the frame; join, bench latency, bench quality): nil
+    /// `--period-ms auto|2|5|10|20` (at most the frame; join, bench latency, bench quality): nil
     /// for automatic, the default.
     static func playbackPeriod(_ value: String?, frameMs: Int) throws(UsageError) -> Int? {
         guard let value, value != "auto" else { return nil }
         guard let ms = Int(value), PlaybackPeriodPolicy.candidatesMs.contains(ms), ms <= frameMs else {
-            throw UsageError("--period-ms must be auto, 5, 10 or 20 and at most --frame-ms")
+            throw UsageError("--period-ms must be auto, 2, 5, 10 or 20 and at most --frame-ms")
         }
         return ms
     }

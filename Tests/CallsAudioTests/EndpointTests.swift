@@ -163,7 +163,7 @@ struct EndpointTests {
 
 @Suite("ALSA periods and Opus profiles")
 struct PeriodAndProfileTests {
-    @Test(arguments: [5, 10, 20])
+    @Test(arguments: [2, 5, 10, 20])
     func requestedPeriodIsGranted(ms: Int) throws {
         let out = try ALSAOutput(device: "null", frameSamples: 960, periodMs: ms, configText: "pcm.null { type null }")
         defer { out.close() }
@@ -173,7 +173,7 @@ struct PeriodAndProfileTests {
         #expect(input.periodSamples == ms * 48)
     }
 
-    @Test(arguments: [5, 10, 20])
+    @Test(arguments: [2, 5, 10, 20])
     func playbackQueuesOnePeriodNotAFullBuffer(ms: Int) throws {
         // A frame is written whole and the write returns once the queue is down to one period:
         // the buffer holds a frame plus two periods, the write waits for all but one period free.

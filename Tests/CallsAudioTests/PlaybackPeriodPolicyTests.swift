@@ -26,13 +26,19 @@ struct PlaybackPeriodPolicyTests {
         #expect(p.periodMs == 20)
     }
 
-    @Test func aFixedPeriodNeverMovesAndTenMillisecondFramesStartAtFive() {
+    @Test func aFixedPeriodNeverMovesAndTenMillisecondFramesStartAtTwo() {
         var fixed = PlaybackPeriodPolicy(frameMs: 20, fixedMs: 5, now: 0)
         #expect(!fixed.isAutomatic && fixed.periodMs == 5)
         #expect(fixed.observe(xruns: 100, now: 5 * s) == nil)
+        var two = PlaybackPeriodPolicy(frameMs: 20, fixedMs: 2, now: 0)
+        #expect(!two.isAutomatic && two.periodMs == 2, "2 ms may be fixed with 20 ms frames too")
+        #expect(two.observe(xruns: 100, now: 5 * s) == nil)
         var ten = PlaybackPeriodPolicy(frameMs: 10, fixedMs: nil, now: 0)
-        #expect(ten.periodMs == 5)
-        #expect(ten.observe(xruns: 3, now: 2 * s) == 10)
-        #expect(ten.observe(xruns: 10, now: 3 * s) == nil, "10 ms frames: 10 ms is the largest")
+        #expect(ten.periodMs == 2, "a quarter of a 10 ms frame or less: 2 ms")
+        #expect(ten.observe(xruns: 3, now: 2 * s) == 5)
+        ten.reopened(now: 2 * s)
+        #expect(ten.observe(xruns: 3, now: 4 * s) == 10)
+        ten.reopened(now: 4 * s)
+        #expect(ten.observe(xruns: 10, now: 6 * s) == nil, "10 ms frames: 10 ms is the largest")
     }
 }

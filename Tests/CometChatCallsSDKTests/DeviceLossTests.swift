@@ -85,24 +85,27 @@ final class PlaybackPeriodTests: XCTestCase {
 }
 
 final class PlayoutPhaseTests: XCTestCase {
-    func testAdvancesOnlyWhenEveryPacketWaitedMoreThanAPeriod() {
-        var p = PlayoutPhase(periodNanoseconds: 5_000_000)
-        // 74 frames are not enough evidence; the 75th decides.
-        for _ in 0..<74 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
-        XCTAssertTrue(p.shouldAdvance(waited: 9_500_000), "all waited > 9 ms (a period and the 4 ms margin): move a period earlier")
-        for _ in 0..<74 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
-        XCTAssertFalse(p.shouldAdvance(waited: 8_000_000), "8 ms: within the margin, stay")
+    func testMovesTheBoundaryByWhatEveryPacketWaitedBeyondTheMargin() {
+        // 20 ms frames: at most 5 ms a decision, 4 ms kept by every packet.
+        var p = PlayoutPhase(maxStepNanoseconds: 5_000_000)
+        // 74 frames are not enough evidence; the 75th decides, on the shortest wait of them all.
+        for _ in 0..<74 { XCTAssertEqual(p.advance(waited: 12_000_000), 0) }
+        XCTAssertEqual(p.advance(waited: 6_700_000), 2_000_000, "the shortest waited 6.7 ms: 2.7 beyond the margin, whole ms: 2")
+        for _ in 0..<74 { XCTAssertEqual(p.advance(waited: 12_000_000), 0) }
+        XCTAssertEqual(p.advance(waited: 11_000_000), 5_000_000, "7 ms beyond the margin: the step's cap, 5")
+        for _ in 0..<74 { XCTAssertEqual(p.advance(waited: 12_000_000), 0) }
+        XCTAssertEqual(p.advance(waited: 4_900_000), 0, "under a millisecond beyond the margin: stay")
         let quiet = [Int16](repeating: 100, count: 960), click = [Int16](repeating: 0, count: 959) + [2000]
         XCTAssertTrue(quiet.withUnsafeBufferPointer { PlayoutPhase.isQuiet($0) })
         XCTAssertFalse(click.withUnsafeBufferPointer { PlayoutPhase.isQuiet($0) }, "one loud sample is not silence")
         // One packet that barely made it keeps the boundary where it is.
-        for _ in 0..<74 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
-        XCTAssertFalse(p.shouldAdvance(waited: 2_000_000))
-        // No packet played (silence) resets the evidence.
-        for _ in 0..<60 { _ = p.shouldAdvance(waited: 12_000_000) }
-        XCTAssertFalse(p.shouldAdvance(waited: nil))
-        for _ in 0..<74 { XCTAssertFalse(p.shouldAdvance(waited: 12_000_000)) }
-        XCTAssertTrue(p.shouldAdvance(waited: 12_000_000))
+        for _ in 0..<74 { XCTAssertEqual(p.advance(waited: 12_000_000), 0) }
+        XCTAssertEqual(p.advance(waited: 2_000_000), 0)
+        // No packet played (silence) restarts the evidence.
+        for _ in 0..<60 { _ = p.advance(waited: 12_000_000) }
+        XCTAssertEqual(p.advance(waited: nil), 0)
+        for _ in 0..<74 { XCTAssertEqual(p.advance(waited: 12_000_000), 0) }
+        XCTAssertEqual(p.advance(waited: 12_000_000), 5_000_000)
     }
 }
 

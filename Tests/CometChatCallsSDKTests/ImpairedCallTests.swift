@@ -1,3 +1,4 @@
+import CallsAudio
 import CallsCore
 import CallsServer
 @testable import CometChatCallsSDK
@@ -102,5 +103,41 @@ final class ShortPeriodCallTests: XCTestCase {
         let last = try XCTUnwrap(windows.lastIndex { helper.rms($0) > -30 })
         XCTAssertGreaterThan(last - first, 40)
         XCTAssertEqual(windows[first...last].filter { helper.rms($0) < -40 }.count, 0, "no dropouts while the boundary aligns")
+    }
+}
+
+/// Playout moves its frame boundary toward packet arrival, in the quiet between words, without
+/// making a packet late.
+final class PlayoutPhaseCallTests: XCTestCase {
+    func testTheListenerMovesPlayoutEarlierInTheQuietAndNoPacketGoesLate() async throws {
+        let t = try TestServer()
+        defer { t.stop() }
+        // 100 ms beeps every 500 ms (quiet frames between), written with the engine's own WAV writer.
+        let beeps = t.dir + "/beeps.wav", heard = t.dir + "/heard-phase.wav"
+        let writer = try FileOutput(path: beeps, frameSamples: 960, paced: false)
+        var frame = [Int16](repeating: 0, count: 960)
+        for f in 0..<250 {
+            for i in 0..<960 {
+                let n = f * 960 + i
+                frame[i] = f % 25 < 5 ? Int16(8000 * sin(2 * Double.pi * 440 * Double(n) / 48_000)) : 0
+            }
+            try frame.withUnsafeBufferPointer { try writer.write($0) }
+        }
+        writer.close()
+        // A start depth of two frames: every packet waits more than a frame at first, whatever
+        // the phase, so the boundary must move (a quarter frame, 5 ms, at most per 1.5 s).
+        let listener = try await t.joinedClient("lis", session: "phase", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("file:\(heard)").setJitterTargetFrames(2).build())
+        let speaker = try await t.joinedClient("spk", session: "phase", settings: SessionSettingsBuilder()
+            .setAudioInput("file:\(beeps)").setAudioOutput("none").build())
+        try await Task.sleep(nanoseconds: 5_000_000_000)
+        let report = try XCTUnwrap(listener.mediaReport)
+        await speaker.leave()
+        await listener.leave()
+        XCTAssertGreaterThanOrEqual(report.playoutAdvances, 2, "two decisions in 5 s at least: \(report)")
+        XCTAssertGreaterThanOrEqual(report.playoutAdvancedMs, 2 * 5, "5 ms each (the cap) while the wait is over a frame")
+        XCTAssertLessThanOrEqual(report.playoutAdvancedMs, report.playoutAdvances * 5, "never more than a quarter frame at once")
+        XCTAssertEqual(report.concealed + report.late, 0, "no packet made late by the moves: \(report)")
+        XCTAssertGreaterThan(report.played, 150)
     }
 }

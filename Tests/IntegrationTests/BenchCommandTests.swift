@@ -41,9 +41,18 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertTrue(quality.last?.hasPrefix("quality loss_pct=10.0 jitter_ms=30") == true, "\(quality)")
         XCTAssertTrue(quality.last?.contains(" stalls=0 ") == true, "playback never stalls: \(quality)")
         XCTAssertTrue(quality.last?.contains("wire_kbps=") == true, "the bandwidth sent: \(quality)")
-        let (s3, cpu) = try run(["cpu", "--speakers", "3", "--frames", "50"])
+        let (s3, cpu) = try run(["cpu", "--speakers", "3", "--frames", "50", "--call-seconds", "2"])
         XCTAssertEqual(s3, 0)
         XCTAssertTrue(cpu.last?.hasPrefix("client_cpu_pct=") == true, "\(cpu)")
+        // The call: two client processes measured by the kernel, Opus measured inside them.
+        let figures = Dictionary(uniqueKeysWithValues: (cpu.last ?? "").split(separator: " ").compactMap { kv -> (String, Double)? in
+            let p = kv.split(separator: "=")
+            return p.count == 2 ? (String(p[0]), Double(p[1]) ?? -1) : nil
+        })
+        let process = try XCTUnwrap(figures["process_cpu_pct"], "\(cpu)"), codec = try XCTUnwrap(figures["codec_cpu_pct"], "\(cpu)")
+        XCTAssertGreaterThan(codec, 0.05, "Opus ran in the clients: \(cpu)")
+        XCTAssertGreaterThan(process, codec, "the process costs more than its codec: \(cpu)")
+        XCTAssertEqual(cpu.filter { $0.hasPrefix("client cpu-") && $0.contains("capture ") && $0.contains("of the process") }.count, 2, "\(cpu)")
         XCTAssertTrue(cpu.contains { $0.hasPrefix("allocations: not counted") }, "no counter without the preload: \(cpu)")
         let (s5, floor) = try run(["udp-floor", "--destinations", "3", "--datagrams", "6000"])
         XCTAssertEqual(s5, 0)
@@ -58,7 +67,7 @@ final class BenchCommandTests: XCTestCase {
     func testTheReceiveChainAllocatesNothingInSteadyState() throws {
         let counter = BuiltProducts.path("libcallroom-alloc-counter.so")
         XCTAssertTrue(FileManager.default.fileExists(atPath: counter), "swift build builds the counter library")
-        let (status, out) = try run(["cpu", "--speakers", "6", "--frames", "200"], environment: ["LD_PRELOAD": counter])
+        let (status, out) = try run(["cpu", "--speakers", "6", "--frames", "200", "--call-seconds", "0"], environment: ["LD_PRELOAD": counter])
         XCTAssertEqual(status, 0, "\(out)")
         let line = try XCTUnwrap(out.first { $0.hasPrefix("receive_allocs_per_packet=") }, "\(out)")
         XCTAssertTrue(line.hasPrefix("receive_allocs_per_packet=0.000 playback_allocs_per_frame=0.000"), line)
