@@ -26,6 +26,8 @@ public final class ReceiveMixer: @unchecked Sendable {
         var gain: Float
         var bytesReceived = 0
         var reported = JitterBuffer.Statistics()
+        /// Under the lock: a report on this sender has gone (`lossSinceLastReport`, `firstReportsDue`).
+        var everReported = false
         /// The playback thread's: the decoder, and this frame's payload copied out of the buffer.
         var decoder: OpusDecoder?
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: JitterBuffer.maxPayloadBytes, alignment: 8)
@@ -264,19 +266,33 @@ public final class ReceiveMixer: @unchecked Sendable {
     /// Loss per sender since the last call: packets lost on the network (not a sender that
     /// stopped, e.g. muted) over packets expected.
     public func lossSinceLastReport() -> [LossReport] {
+        lock.withLock { s in s.senders.values.compactMap { Self.report(on: $0) } }
+    }
+
+    /// The first report on each sender heard for at least `frames` frames and not reported on
+    /// yet: a sender that starts on a lossy path (a call's start, someone joining) is told
+    /// within about half a second, not at the next regular report.
+    public func firstReportsDue(afterFrames frames: Int) -> [LossReport] {
         lock.withLock { s in
-            var out: [LossReport] = []
-            for sender in s.senders.values {
-                // Network loss: frames whose own packet never came, whether a redundant copy
-                // repaired them or not (what the sender sizes its redundancy by).
-                let now = sender.buffer.statistics, before = sender.reported
-                let lost = now.lost - before.lost + now.repaired - before.repaired
-                let total = now.lost - before.lost + (now.played - before.played)
-                if total > 0 { out.append(LossReport(ssrc: sender.ssrc, lossPercent: 100 * Double(lost) / Double(total))) }
-                sender.reported = now
+            s.senders.values.compactMap { sender in
+                let st = sender.buffer.statistics
+                guard !sender.everReported, st.lost + st.played >= frames else { return nil }
+                return Self.report(on: sender)
             }
-            return out
         }
+    }
+
+    /// The sender's loss since its last report, and the next one counts from here (under the lock).
+    private static func report(on sender: Sender) -> LossReport? {
+        // Network loss: frames whose own packet never came, whether a redundant copy repaired
+        // them or not (what the sender sizes its redundancy by).
+        let now = sender.buffer.statistics, before = sender.reported
+        let lost = now.lost - before.lost + now.repaired - before.repaired
+        let total = now.lost - before.lost + (now.played - before.played)
+        sender.reported = now
+        guard total > 0 else { return nil }
+        sender.everReported = true
+        return LossReport(ssrc: sender.ssrc, lossPercent: 100 * Double(lost) / Double(total))
     }
 
     /// Packets refused because `maxSenders` senders were already heard.

@@ -13,9 +13,11 @@ import CallsCore
 /// The thresholds come from scripts/bench-pesq.sh (docs/benchmarks.md, "Redundant audio"). More
 /// redundancy is chosen at once; less only after the loss has stayed
 /// lower for `holdNanoseconds` (a quiet moment in a lossy network is not a clean network).
-/// Before any report the sender assumes 5 % loss (as in-band FEC does): one frame repeated from
-/// the first packet, so a call that starts on a bad network is covered from its first second;
-/// the first report replaces the assumption at once.
+/// Before any report the sender assumes 8 % loss: two frames repeated from the first packet (full
+/// bitrate), so a call that starts on a bad network is covered through bursts of two from its
+/// first frame. A clean first report (each receiver's first comes after half a second of audio)
+/// ends it at once — on a clean path about 30 frames per stream carry copies — and a lossy one
+/// lowers it only as any report does, after the hold.
 ///
 /// Pure, on a clock the caller gives (tests use a virtual one). Thread rules: one owner.
 public struct RedundancyPolicy: Sendable {
@@ -23,7 +25,7 @@ public struct RedundancyPolicy: Sendable {
     public static let thresholds: [Double] = [1, 8, 15]
     public let holdNanoseconds: UInt64
     /// The loss assumed before the first report.
-    public static let assumedLossPercent: Double = 5
+    public static let assumedLossPercent: Double = 8
     public private(set) var distance: Int
     private var lowerSince: UInt64?
     private var reported = false
@@ -49,7 +51,9 @@ public struct RedundancyPolicy: Sendable {
     public mutating func update(worstLossPercent: Double, everyoneDecodes: Bool, now: UInt64) -> Int {
         let wanted = everyoneDecodes ? Self.distance(forLoss: worstLossPercent) : 0
         defer { reported = true }
-        if !reported || !everyoneDecodes || wanted >= distance {
+        // The assumption gives way at once to a clean first report, to a lossy one only as any
+        // lower word does (a first half second at 7 % is not a path that needs one frame less).
+        if (!reported && wanted == 0) || !everyoneDecodes || wanted >= distance {
             distance = wanted
             lowerSince = nil
         } else if let since = lowerSince {

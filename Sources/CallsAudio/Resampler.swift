@@ -32,24 +32,31 @@ public final class Resampler: @unchecked Sendable {
         return Int(outLen)
     }
 
-    /// Converts a whole buffer (allocates the output; not for real-time threads).
+    /// Converts a whole buffer (allocates the output; not for real-time threads): the filter's
+    /// tail is flushed with silence, so the output is exactly `input.count × outputRate /
+    /// inputRate` samples (rounded) and lines up with the input from its first sample to its
+    /// last — a file looped after conversion stays in step with the original.
     public func process(_ input: [Int16]) -> [Int16] {
-        var out = [Int16](repeating: 0, count: input.count * outputRate / inputRate + 64)
+        let expected = Int((Int64(input.count) * Int64(outputRate) + Int64(inputRate) / 2) / Int64(inputRate))
+        let flush = Int(speex_resampler_get_input_latency(state))
+        let source = input + [Int16](repeating: 0, count: max(0, flush) + 1)
+        var out = [Int16](repeating: 0, count: expected + source.count * outputRate / inputRate + 64)
         var consumed = 0
         var produced = 0
-        while consumed < input.count {
-            var inLen = spx_uint32_t(input.count - consumed)
-            var outLen = spx_uint32_t(out.count - produced)
-            input.withUnsafeBufferPointer { i in
-                out.withUnsafeMutableBufferPointer { o in
-                    _ = speex_resampler_process_int(state, 0, i.baseAddress! + consumed, &inLen, o.baseAddress! + produced, &outLen)
+        source.withUnsafeBufferPointer { i in
+            out.withUnsafeMutableBufferPointer { o in
+                guard let ib = i.baseAddress, let ob = o.baseAddress else { return }
+                while consumed < source.count && produced < o.count {
+                    var inLen = spx_uint32_t(source.count - consumed)
+                    var outLen = spx_uint32_t(o.count - produced)
+                    _ = speex_resampler_process_int(state, 0, ib + consumed, &inLen, ob + produced, &outLen)
+                    consumed += Int(inLen)
+                    produced += Int(outLen)
+                    if outLen == 0 && inLen == 0 { break }
                 }
             }
-            consumed += Int(inLen)
-            produced += Int(outLen)
-            if outLen == 0 && inLen == 0 { break }
-            if produced >= out.count { out.append(contentsOf: [Int16](repeating: 0, count: 1024)) }
         }
-        return Array(out.prefix(produced))
+        // (Anything the flush left short stays silent: `out` starts zeroed.)
+        return Array(out.prefix(expected))
     }
 }

@@ -260,17 +260,23 @@ extension CallsClient {
     }
 
     /// Every 2 s, tells the server how much of each sender's audio we lost (it forwards each
-    /// report to that sender, whose FEC and redundancy follow the worst receiver); the first
-    /// audio report goes after 1 s, so a call that starts on a lossy path is covered sooner.
+    /// report to that sender, whose FEC and redundancy follow the worst receiver). A sender's
+    /// first report goes as soon as half a second of its audio has been heard (checked every
+    /// 250 ms), so a call that starts on a lossy path, or someone joining over one, is covered
+    /// within about 0.75 s instead of up to 2.
     func startReceiverReports() {
-        state.asyncAfter(deadline: .now() + 1) { [weak self] in
-            guard let self, self.phase == .joined else { return }
-            self.sendReceiverReport(video: [])
-        }
         let t = DispatchSource.makeTimerSource(queue: state)
-        t.schedule(deadline: .now() + 2, repeating: 2)
+        t.schedule(deadline: .now() + 0.25, repeating: 0.25)
+        var tick = 0
         t.setEventHandler { [weak self] in
             guard let self, self.phase == .joined else { return }
+            tick += 1
+            guard tick % 8 == 0 else {
+                if let first = self.engine?.firstLossReportsDue(), !first.isEmpty {
+                    self.socket?.send(text: ClientMessage.receiverReport(first).json())
+                }
+                return
+            }
             // The heartbeat: pings every 2 s are answered; 5 s of silence is a dead or stalled
             // server (a TCP connection can stay "open" to a stopped process for minutes).
             if self.lastHeardAt != 0, monotonicNanoseconds() - self.lastHeardAt > Self.serverSilenceNanoseconds {

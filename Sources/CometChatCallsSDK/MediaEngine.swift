@@ -605,9 +605,17 @@ final class MediaEngine: @unchecked Sendable {
     /// Loss per sender since the last call: packets lost on the network (not a sender that
     /// stopped, e.g. muted) over packets expected.
     /// Called every couple of seconds by the client to build receiver reports.
-    func lossSinceLastReport() -> [LossReport] {
+    func lossSinceLastReport() -> [LossReport] { published(receiver.lossSinceLastReport()) }
+
+    /// The first report on each sender heard for half a second and not reported on yet
+    /// (`ReceiveMixer.firstReportsDue`). Any thread; the client asks four times a second.
+    func firstLossReportsDue() -> [LossReport] {
+        published(receiver.firstReportsDue(afterFrames: max(1, 500 / frameMs)))
+    }
+
+    private func published(_ reports: [LossReport]) -> [LossReport] {
         // Every CallRoom receiver decodes redundant audio, and says so.
-        let out = receiver.lossSinceLastReport().map { r in var r = r; r.red = true; return r }
+        let out = reports.map { r in var r = r; r.red = true; return r }
         recentLoss.withLock { r in for rep in out { r[rep.ssrc] = rep.lossPercent } }
         return out
     }

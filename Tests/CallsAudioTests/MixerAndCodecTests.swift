@@ -103,8 +103,33 @@ struct MixerAndCodecTests {
     @Test func resamplerKeepsPitchAndDuration() throws {
         let input = tone(1000, amplitude: 0.5, count: 44_100, rate: 44_100)
         let out = try Resampler(from: 44_100, to: 48_000).process(input)
-        #expect(abs(out.count - 48_000) < 200)
+        #expect(out.count == 48_000)
         let mid = out[4800..<43_200]
         #expect(SignalAnalysis.toneDominanceDB(mid, frequency: 1000, others: [918.75, 1100, 500]) > 25)
+    }
+
+    /// A file converted whole lines up with the original sample for sample (a click at input
+    /// sample n is at 3n at 48 kHz, so a looped file stays in step), and a 16 kHz file keeps the
+    /// top of its band at the quality files are read with.
+    @Test func aWholeFileIsConvertedInStepAndKeepsTheTopOfTheBand() throws {
+        var click = [Int16](repeating: 0, count: 16_000)
+        click[8000] = 20_000
+        let out = try Resampler(from: 16_000, to: 48_000, quality: 10).process(click)
+        #expect(out.count == 48_000)
+        let peak = out.indices.max { abs(Int(out[$0])) < abs(Int(out[$1])) } ?? 0
+        #expect(abs(peak - 24_000) <= 1, "the click at \(peak)")
+        // 7.7 kHz, near the top of a 16 kHz file's band: kept, and its image at 16 − 7.7 = 8.3 kHz
+        // (noise Opus would spend bits on: it codes up to 20 kHz at 48 kHz) stays far under it.
+        func topOfBand(quality: Int32) throws -> (levelDB: Double, imageDB: Double) {
+            let high = tone(7700, amplitude: 0.5, count: 16_000, rate: 16_000)
+            let up = try Resampler(from: 16_000, to: 48_000, quality: quality).process(high)
+            let mid = up[4800..<43_200]
+            return (SignalAnalysis.rmsDBFS(mid) - SignalAnalysis.rmsDBFS(high[1600..<14_400]),
+                    SignalAnalysis.toneDominanceDB(mid, frequency: 7700, others: [8300]))
+        }
+        let best = try topOfBand(quality: 10), voip = try topOfBand(quality: 5)
+        #expect(best.levelDB > -1, "7.7 kHz at quality 10: \(best.levelDB) dB")
+        #expect(best.imageDB > 60, "its 8.3 kHz image: \(best.imageDB) dB under")
+        #expect(voip.levelDB < -6, "SpeexDSP's VoIP quality 5 cuts it (\(voip.levelDB) dB): why files are read at 10")
     }
 }

@@ -118,6 +118,33 @@ struct ReceiveMixerTests {
         #expect(m.lossSinceLastReport().isEmpty, "nothing new since")
     }
 
+    /// A sender's first report is due once half a second of it was heard, once; a sender that
+    /// joins later gets its own; the regular report carries on from where the first left off.
+    @Test func aNewSendersFirstReportIsDueAfterHalfASecondOnce() throws {
+        let a = try stream(ssrc: 7, hz: 500, frames: 100), b = try stream(ssrc: 8, hz: 700, frames: 100)
+        let m = ReceiveMixer(frameSamples: 960, jitterTargetFrames: 1)
+        var due: [Int: [LossReport]] = [:]
+        for f in 0..<60 {
+            if f % 5 != 2 { _ = insert(m, a[f], at: UInt64(f) * 20_000_000) }  // 20 % lost
+            if f >= 30 { _ = insert(m, b[f - 30], at: UInt64(f) * 20_000_000) }
+            var out = [Int16](repeating: 0, count: 960)
+            out.withUnsafeMutableBufferPointer { _ = m.mixNext(into: $0, now: UInt64(f) * 20_000_000 + 1) }
+            let reports = m.firstReportsDue(afterFrames: 25)
+            if !reports.isEmpty { due[f] = reports }
+        }
+        #expect(due.count == 2, "one first report per sender: \(due)")
+        let first = try #require(due.min { $0.key < $1.key })
+        #expect(first.key >= 24 && first.key <= 32, "25 frames decided (played or lost) into the first sender: at \(first.key)")
+        #expect(first.value.map(\.ssrc) == [7])
+        #expect(abs((first.value.first?.lossPercent ?? 0) - 20) < 5, "\(first.value)")
+        let second = try #require(due.max { $0.key < $1.key })
+        #expect(second.value.map(\.ssrc) == [8] && second.value.first?.lossPercent == 0, "the later sender's own: \(second)")
+        #expect(second.key >= 30 + 24 && second.key <= 30 + 32, "25 frames into the second: at \(second.key)")
+        let regular = m.lossSinceLastReport()
+        #expect(regular.count == 2, "the regular report covers both, since their first")
+        #expect(m.firstReportsDue(afterFrames: 25).isEmpty)
+    }
+
     @Test func jitterBufferSlotsHoldTheBytesAndAFullBufferDropsTheOldest() {
         let jb = JitterBuffer(targetFrames: 1, maxFrames: 4, slotCount: 6)
         #expect(jb.slotCount == 6)
