@@ -95,6 +95,10 @@ public final class JitterBuffer: @unchecked Sendable {
     /// When the packet `next()` last returned as `.packet` arrived (monotonic ns), if known.
     public private(set) var lastPlayedArrival: UInt64?
     private var deepTicks = 0
+    /// Frames in a row whose own packet never came (repaired, recovered or concealed past), and
+    /// the longest such run since `takeLongestLossRun()`.
+    private var lossRun = 0
+    private var longestLossRun = 0
     public private(set) var statistics = Statistics()
     public private(set) var isPlaying = false
     /// Queued packets: sequence number → slot.
@@ -317,7 +321,7 @@ public final class JitterBuffer: @unchecked Sendable {
             nextSeq &+= 1
             concealRun = 0
             statistics.played += 1
-            if isRepair[slot] { statistics.repaired += 1 }
+            if isRepair[slot] { statistics.repaired += 1; lostOwnPacket() } else { lossRun = 0 }
             return .packet(slot: slot)
         }
         if let following = slots[nextSeq &+ 1] {
@@ -326,6 +330,7 @@ public final class JitterBuffer: @unchecked Sendable {
             concealRun = 0
             statistics.recovered += 1
             statistics.lost += 1
+            lostOwnPacket()
             return .recovered(fromNextSlot: following)
         }
         concealRun += 1
@@ -343,8 +348,23 @@ public final class JitterBuffer: @unchecked Sendable {
             missed.add(nextSeq)
             nextSeq &+= 1
             statistics.lost += 1
+            lostOwnPacket()
         }
         return .concealed
+    }
+
+    private func lostOwnPacket() {
+        lossRun += 1
+        longestLossRun = max(longestLossRun, lossRun)
+    }
+
+    /// The longest run of consecutive frames lost on the network (their own packets never came,
+    /// whether a copy repaired them or not) since the last call; a run still going is counted
+    /// whole when it goes on into the next. What a sender sizes its redundancy by, beside the
+    /// loss rate.
+    public func takeLongestLossRun() -> Int {
+        defer { longestLossRun = 0 }
+        return longestLossRun
     }
 }
 

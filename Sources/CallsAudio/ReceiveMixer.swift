@@ -292,7 +292,7 @@ public final class ReceiveMixer: @unchecked Sendable {
         sender.reported = now
         guard total > 0 else { return nil }
         sender.everReported = true
-        return LossReport(ssrc: sender.ssrc, lossPercent: 100 * Double(lost) / Double(total))
+        return LossReport(ssrc: sender.ssrc, lossPercent: 100 * Double(lost) / Double(total), burst: sender.buffer.takeLongestLossRun())
     }
 
     /// Packets refused because `maxSenders` senders were already heard.

@@ -16,10 +16,14 @@
 public enum RedundantAudio {
     /// The RTP payload type of a redundant-audio packet (dynamic, as WebRTC's `red/48000/2`).
     public static let payloadType: UInt8 = 63
-    /// Redundant blocks a receiver accepts in one packet; senders put in at most `maxDistance`.
-    public static let maxBlocks = 4
-    /// The most previous frames a CallRoom sender repeats.
-    public static let maxDistance = 4
+    /// Redundant blocks a receiver accepts in one packet (it says so in its loss reports,
+    /// `LossReport.redBlocks`); senders put in at most `maxDistance`, and at most what every
+    /// receiver accepts.
+    public static let maxBlocks = 8
+    /// What a receiver that does not say accepts (CallRoom before loss bursts were reported).
+    public static let legacyBlocks = 4
+    /// The most previous frames a CallRoom sender repeats (bursts of up to six lost packets).
+    public static let maxDistance = 6
     /// The largest block the 10-bit length field can describe.
     public static let maxBlockBytes = 1023
     /// The largest timestamp offset the 14-bit field can describe.
@@ -37,7 +41,7 @@ public enum RedundantAudio {
         public let primaryPayloadType: UInt8
         public let primary: Range<Int>
         public let count: Int
-        private let blocks: InlineArray<4, Block>
+        private let blocks: InlineArray<8, Block>
 
         /// Block `j` (0 = the oldest).
         public subscript(j: Int) -> Block { blocks[j] }
@@ -49,7 +53,7 @@ public enum RedundantAudio {
         /// Parses a redundant-audio payload; nil when its headers are malformed or its blocks
         /// overrun it (the whole packet is then dropped: nothing in it can be trusted).
         public init?(parsing p: UnsafeRawBufferPointer) {
-            var found = InlineArray<4, Block>(repeating: Block(payloadType: 0, timestampOffset: 0, range: 0..<0))
+            var found = InlineArray<8, Block>(repeating: Block(payloadType: 0, timestampOffset: 0, range: 0..<0))
             var n = 0, at = 0, data = 0
             while true {
                 guard at < p.count else { return nil }

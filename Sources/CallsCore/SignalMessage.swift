@@ -110,8 +110,15 @@ public struct LossReport: Codable, Sendable, Equatable {
     public var framesPerSecond: Double? = nil
     /// Audio reports: true when this receiver decodes redundant audio (RFC 2198); absent: it does not.
     public var red: Bool? = nil
-    public init(ssrc: UInt32, lossPercent: Double, framesPerSecond: Double? = nil, red: Bool? = nil) {
+    /// Audio reports: the longest run of consecutive frames lost on the network since the last
+    /// report (repaired or not); absent: not measured.
+    public var burst: Int? = nil
+    /// Audio reports: the most redundant blocks this receiver accepts in a packet; absent with
+    /// `red`: `RedundantAudio.legacyBlocks` (receivers from before bursts were reported).
+    public var redBlocks: Int? = nil
+    public init(ssrc: UInt32, lossPercent: Double, framesPerSecond: Double? = nil, red: Bool? = nil, burst: Int? = nil, redBlocks: Int? = nil) {
         self.ssrc = ssrc; self.lossPercent = lossPercent; self.framesPerSecond = framesPerSecond; self.red = red
+        self.burst = burst; self.redBlocks = redBlocks
     }
 }
 
@@ -142,9 +149,10 @@ public enum ServerMessage: Sendable, Equatable {
     /// The loudest participant changed (nil: nobody is speaking).
     case dominantSpeaker(pid: String?)
     case chat(ChatMessage)
-    /// A receiver reported losing this share of your packets (tunes your FEC), and whether it
-    /// decodes redundant audio (RFC 2198, `RedundantAudio`).
-    case lossReport(fromPid: String, lossPercent: Double, redundancy: Bool)
+    /// A receiver reported losing this share of your packets (tunes your FEC), whether it
+    /// decodes redundant audio (RFC 2198, `RedundantAudio`), the longest run of your frames it
+    /// lost in a row (nil: not said) and how many redundant blocks it accepts (nil: not said).
+    case lossReport(fromPid: String, lossPercent: Double, redundancy: Bool, burst: Int? = nil, redBlocks: Int? = nil)
     /// Send a keyframe of your video: `fromPid` subscribed to it or lost frames of it.
     case keyframeRequest(fromPid: String)
     /// A presenter's shared terminal changed (`pid` shares it).
@@ -239,7 +247,7 @@ private struct ReportsBody: Codable, Sendable { var reports: [LossReport] }
 private struct PidsBody: Codable, Sendable { var pids: [String] }
 private struct ShareBody: Codable, Sendable { var pid: String?; var frame: ScreenShareFrame }
 private struct VideoReportBody: Codable, Sendable { var pid: String; var lossPercent: Double; var framesPerSecond: Double }
-private struct LossBody: Codable, Sendable { var pid: String; var lossPercent: Double; var red: Bool? }
+private struct LossBody: Codable, Sendable { var pid: String; var lossPercent: Double; var red: Bool?; var burst: Int?; var redBlocks: Int? }
 private struct KeysBody: Codable, Sendable { var keys: [WireMediaKey] }
 private struct RecordingBody: Codable, Sendable { var active: Bool; var pid: String?; var rid: String? }
 private struct ResumeBody: Codable, Sendable { var resumeToken: String }
@@ -336,8 +344,9 @@ extension ServerMessage {
         WireCase("dominantSpeaker", PidBody.self, make: { .dominantSpeaker(pid: $0.pid) },
                  match: { if case .dominantSpeaker(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("chat", ChatMessage.self, make: { .chat($0) }, match: { if case .chat(let m) = $0 { return m }; return nil }),
-        WireCase("lossReport", LossBody.self, make: { .lossReport(fromPid: $0.pid, lossPercent: $0.lossPercent, redundancy: $0.red ?? false) },
-                 match: { if case .lossReport(let p, let l, let r) = $0 { return LossBody(pid: p, lossPercent: l, red: r ? true : nil) }; return nil }),
+        WireCase("lossReport", LossBody.self, make: { .lossReport(fromPid: $0.pid, lossPercent: $0.lossPercent, redundancy: $0.red ?? false,
+                                                                 burst: $0.burst, redBlocks: $0.redBlocks) },
+                 match: { if case .lossReport(let p, let l, let r, let b, let n) = $0 { return LossBody(pid: p, lossPercent: l, red: r ? true : nil, burst: b, redBlocks: n) }; return nil }),
         WireCase("keyframeRequest", PidBody.self, make: { $0.pid.map { .keyframeRequest(fromPid: $0) } },
                  match: { if case .keyframeRequest(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("screenShare", ShareBody.self, make: { b in b.pid.map { .screenShare(pid: $0, frame: b.frame) } },

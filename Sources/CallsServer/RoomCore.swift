@@ -226,7 +226,8 @@ final class RoomCore {
                       sender.wire.pid != pid, let c = sender.connection else { continue }
                 let loss = min(100, max(0, r.lossPercent))
                 if r.ssrc == sender.wire.ssrc {
-                    send(.lossReport(fromPid: pid, lossPercent: loss, redundancy: r.red == true), to: c)
+                    send(.lossReport(fromPid: pid, lossPercent: loss, redundancy: r.red == true,
+                                     burst: r.burst.map { min(1000, max(0, $0)) }, redBlocks: r.redBlocks.map { min(64, max(0, $0)) }), to: c)
                 } else {
                     let fps = r.framesPerSecond.map { $0.isFinite ? min(120, max(0, $0)) : 0 } ?? 0
                     send(.videoReport(fromPid: pid, lossPercent: loss, framesPerSecond: fps), to: c)

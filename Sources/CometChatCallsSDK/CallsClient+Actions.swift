@@ -193,7 +193,7 @@ extension CallsClient {
 
     /// `connectionQuality()` on the state queue.
     func qualities() -> [String: ConnectionQuality] {
-        let (loss, reports, me) = (engine?.lossBySender() ?? [:], lossReports.values.map(\.0), self.me?.pid)
+        let (loss, reports, me) = (engine?.lossBySender() ?? [:], lossReports.values.map(\.lossPercent), self.me?.pid)
         var out: [String: ConnectionQuality] = [:]
         for p in participants {
             guard let pid = p.pid else { continue }

@@ -196,13 +196,20 @@ extension CallsClient {
                 }
                 emit(.error(code: code.rawValue, message: message))
             }
-        case .lossReport(let from, let loss, let redundancy):
+        case .lossReport(let from, let loss, let redundancy, let burst, let blocks):
             guard phase == .joined else { return }
             let now = Date()
-            lossReports[from] = (loss, now, redundancy)
-            lossReports = lossReports.filter { now.timeIntervalSince($0.value.1) < 6 }
-            engine?.setReceiverReports(worstLossPercent: lossReports.values.map(\.0).max() ?? 0,
-                                       everyoneDecodesRedundancy: lossReports.values.allSatisfy(\.2))
+            // A run this report saw, or the longest of the last 6 s it said before.
+            let run = max(burst ?? 0, lossReports[from].map { now.timeIntervalSince($0.runAt) < 6 ? $0.longestRun : 0 } ?? 0)
+            let runAt = (burst ?? 0) >= run ? now : lossReports[from]?.runAt ?? now
+            lossReports[from] = ReceiverLossReport(lossPercent: loss, at: now, decodesRedundancy: redundancy, longestRun: run, runAt: runAt,
+                                                   acceptsBlocks: blocks ?? (redundancy ? RedundantAudio.legacyBlocks : 0))
+            lossReports = lossReports.filter { now.timeIntervalSince($0.value.at) < 6 }
+            let reports = lossReports.values
+            engine?.setReceiverReports(worstLossPercent: reports.map(\.lossPercent).max() ?? 0,
+                                       longestRun: reports.map(\.longestRun).max() ?? 0,
+                                       acceptedBlocks: reports.map(\.acceptsBlocks).min() ?? RedundantAudio.maxBlocks,
+                                       everyoneDecodesRedundancy: reports.allSatisfy(\.decodesRedundancy))
         case .screenShare(let pid, let frame):
             guard phase == .joined, rosterByPID[pid] != nil else { return }
             published.withLock { p in

@@ -51,8 +51,8 @@ public final class CallsClient: @unchecked Sendable {
     weak var rejoinLink: SignalLink?
     var dominantPID: String?
     var reportTimer: DispatchSourceTimer?
-    /// The latest loss report of each receiver of our audio: loss, when, whether it decodes redundant audio.
-    var lossReports: [String: (Double, Date, Bool)] = [:]
+    /// The latest loss report of each receiver of our audio.
+    var lossReports: [String: ReceiverLossReport] = [:]
     /// Pings in flight (id → send time, monotonic ns) and the last measured round trip.
     var pingsSent: [Int: UInt64] = [:]
     var pingCounter = 0

@@ -592,10 +592,13 @@ final class MediaEngine: @unchecked Sendable {
     /// Takes the receivers' reports (any thread): the worst recent loss tunes in-band FEC
     /// (0…50 %) and, when every receiver decodes redundant audio, how many previous frames each
     /// packet repeats (`RedundancyPolicy`).
-    func setReceiverReports(worstLossPercent percent: Double, everyoneDecodesRedundancy: Bool) {
+    func setReceiverReports(worstLossPercent percent: Double, longestRun: Int = 0, acceptedBlocks: Int = RedundantAudio.maxBlocks,
+                            everyoneDecodesRedundancy: Bool) {
         expectedLoss.store(Int(min(50, max(0, percent.rounded(.up)))), ordering: .relaxed)
         let decodes = options.redundancy && everyoneDecodesRedundancy
-        let d = redundancyPolicy.withLock { $0.update(worstLossPercent: percent, everyoneDecodes: decodes, now: monotonicNanoseconds()) }
+        let d = redundancyPolicy.withLock {
+            $0.update(worstLossPercent: percent, longestRun: longestRun, maxDistance: acceptedBlocks, everyoneDecodes: decodes, now: monotonicNanoseconds())
+        }
         redundancyDistance.store(d, ordering: .relaxed)
     }
 
@@ -615,7 +618,7 @@ final class MediaEngine: @unchecked Sendable {
 
     private func published(_ reports: [LossReport]) -> [LossReport] {
         // Every CallRoom receiver decodes redundant audio, and says so.
-        let out = reports.map { r in var r = r; r.red = true; return r }
+        let out = reports.map { r in var r = r; r.red = true; r.redBlocks = RedundantAudio.maxBlocks; return r }
         recentLoss.withLock { r in for rep in out { r[rep.ssrc] = rep.lossPercent } }
         return out
     }

@@ -197,10 +197,12 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     /// CallRoom: Opus discontinuous transmission (fewer packets in silence). Default off.
     @discardableResult public func enableAudioDTX(_ on: Bool) -> SessionSettingsBuilder { settings.audioDTX = on; return self }
     /// CallRoom: redundant audio (RFC 2198): when the receivers report loss and all of them
-    /// decode it, each packet repeats the previous 1–3 frames (`RedundancyPolicy`: 1 from 1 %
-    /// loss, 2 from 6 %, 3 from 12 %) in place of in-band FEC; a lost frame is then played at full
-    /// quality from a later packet. Costs up to 4× the audio bitrate under heavy loss, nothing on
-    /// a clean network. Default on; off: plain Opus with in-band FEC only.
+    /// decode it, each packet repeats the previous 1–6 frames (`RedundancyPolicy`: 1 from 1 %
+    /// loss, 2 from 8 %, 4 from 15 %, or the longest run lost in a row when two longer; two
+    /// before the first report) in place of in-band FEC; a lost frame is then played at full
+    /// quality from a later packet. Costs up to about 3.5× the audio bitrate under heavy loss
+    /// (the bitrate drops as copies are added), nothing on a clean network. Default on; off:
+    /// plain Opus with in-band FEC only.
     @discardableResult public func enableAudioRedundancy(_ on: Bool) -> SessionSettingsBuilder { settings.audioRedundancy = on; return self }
     /// CallRoom: tune Opus for speech (`.voice`, default) or music.
     @discardableResult public func setAudioProfile(_ p: OpusEncoder.Profile) -> SessionSettingsBuilder { settings.audioProfile = p; return self }

@@ -51,6 +51,31 @@ struct JitterBufferTests {
         #expect(jb.statistics.lost == 3, "3, 4 and 5 never came")
     }
 
+    /// The longest run of frames whose own packets never came — repaired from copies or not —
+    /// is what a sender sizes its redundancy by; a run still going carries into the next report.
+    @Test func theLongestLossRunIsTakenPerReport() {
+        let jb = JitterBuffer(targetFrames: 1)
+        for s: UInt16 in [1, 2, 3, 7, 8, 10] { jb.insert(sequence: s, payload: p(s)) }
+        p(4).withUnsafeBytes { jb.insertRepair(sequence: 4, payload: $0) }  // (ignored: playout has not started)
+        #expect(jb.next() == .packet(p(1)))
+        p(4).withUnsafeBytes { jb.insertRepair(sequence: 4, payload: $0) }  // a later packet's copy of 4
+        for _ in 0..<3 { _ = jb.next() }               // 2, 3, 4 (copy)
+        #expect(jb.next() == .concealed)               // 5
+        #expect(jb.next() == .recovered(fromNext: p(7)))  // 6
+        #expect(jb.takeLongestLossRun() == 3, "4 (repaired), 5, 6")
+        #expect(jb.next() == .packet(p(7)))
+        #expect(jb.next() == .packet(p(8)))
+        #expect(jb.next() == .recovered(fromNext: p(10)))  // 9
+        #expect(jb.takeLongestLossRun() == 1)
+        #expect(jb.next() == .packet(p(10)))
+        #expect(jb.takeLongestLossRun() == 0)
+        for s: UInt16 in [13, 14] { jb.insert(sequence: s, payload: p(s)) }
+        #expect(jb.next() == .concealed)                  // 11
+        #expect(jb.takeLongestLossRun() == 1)
+        #expect(jb.next() == .recovered(fromNext: p(13)))  // 12
+        #expect(jb.takeLongestLossRun() == 2, "a run going on across a report is counted whole")
+    }
+
     @Test func lateAndDuplicatePacketsAreDropped() {
         let jb = JitterBuffer(targetFrames: 1)
         jb.insert(sequence: 5, payload: p(5))

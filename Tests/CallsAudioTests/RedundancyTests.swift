@@ -116,4 +116,28 @@ struct RedundancyTests {
         #expect(p.update(worstLossPercent: 2, everyoneDecodes: true, now: 12 * s) == 1, "after 10 s lower")
         #expect(p.update(worstLossPercent: 20, everyoneDecodes: false, now: 13 * s) == 0, "someone would not understand it: plain Opus")
     }
+
+    /// Runs lost in a row longer than the rate's distance are covered (up to six frames, at
+    /// half the bitrate from five), never beyond what every receiver accepts — and a receiver
+    /// that accepts fewer is served at once, not after the hold.
+    @Test func runsLostInARowSizeTheRedundancyWithinWhatEveryReceiverAccepts() {
+        let s: UInt64 = 1_000_000_000
+        #expect(RedundancyPolicy.distance(forLoss: 20, longestRun: 2, maxDistance: 8) == 4, "the rate's distance when longer")
+        #expect(RedundancyPolicy.distance(forLoss: 20, longestRun: 5, maxDistance: 8) == 4, "one longer: chance")
+        #expect(RedundancyPolicy.distance(forLoss: 20, longestRun: 6, maxDistance: 8) == 6)
+        #expect(RedundancyPolicy.distance(forLoss: 10, longestRun: 3, maxDistance: 8) == 2)
+        #expect(RedundancyPolicy.distance(forLoss: 10, longestRun: 4, maxDistance: 8) == 4)
+        #expect(RedundancyPolicy.distance(forLoss: 20, longestRun: 11, maxDistance: 8) == 6, "at most six")
+        #expect(RedundancyPolicy.distance(forLoss: 5, longestRun: 3, maxDistance: 8) == 3, "two longer than one frame")
+        #expect(RedundancyPolicy.distance(forLoss: 0.5, longestRun: 3, maxDistance: 8) == 0, "a rare run is FEC's")
+        #expect(RedundancyPolicy.distance(forLoss: 20, longestRun: 6, maxDistance: 4) == 4, "an older receiver takes four")
+        #expect(RedundancyPolicy.bitrate(base: 48_000, distance: 2) == 48_000 && RedundancyPolicy.bitrate(base: 48_000, distance: 3) == 36_000)
+        #expect(RedundancyPolicy.bitrate(base: 48_000, distance: 5) == 24_000 && RedundancyPolicy.bitrate(base: 48_000, distance: 6) == 24_000)
+        var p = RedundancyPolicy()
+        #expect(p.update(worstLossPercent: 20, longestRun: 6, maxDistance: 8, everyoneDecodes: true, now: 0) == 6)
+        #expect(p.update(worstLossPercent: 20, longestRun: 2, maxDistance: 8, everyoneDecodes: true, now: s) == 6, "held")
+        #expect(p.update(worstLossPercent: 20, longestRun: 6, maxDistance: 4, everyoneDecodes: true, now: 2 * s) == 4,
+                "an older receiver joined: four at once")
+        #expect(p.update(worstLossPercent: 20, longestRun: 2, maxDistance: 8, everyoneDecodes: true, now: 12 * s + 1) == 4)
+    }
 }

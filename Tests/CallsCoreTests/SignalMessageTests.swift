@@ -44,6 +44,7 @@ struct SignalMessageTests {
         .subscribeVideo(pids: ["p2", "p3"]), .requestKeyframe(pid: "p2"),
         .receiverReport([LossReport(ssrc: 10, lossPercent: 1.5, framesPerSecond: 14.5)]),
         .receiverReport([LossReport(ssrc: 9, lossPercent: 3, red: true)]),
+        .receiverReport([LossReport(ssrc: 9, lossPercent: 21, red: true, burst: 5, redBlocks: 8)]),
         .screenShare(sampleShare),
     ]
 
@@ -76,6 +77,7 @@ struct SignalMessageTests {
             .resumed(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff",
                            resumeToken: "r", gracePeriodSeconds: 30, dominantSpeaker: "p1")),
             .dominantSpeaker(pid: "p1"), .dominantSpeaker(pid: nil), .lossReport(fromPid: "p2", lossPercent: 12, redundancy: false), .lossReport(fromPid: "p2", lossPercent: 12, redundancy: true),
+            .lossReport(fromPid: "p2", lossPercent: 20, redundancy: true, burst: 6, redBlocks: 8),
             .chat(ChatMessage(id: 1, pid: "p1", uid: "alice", name: "Alice", text: "hello", sentAt: 5)),
             .participantJoined(alice), .participantLeft(alice, reason: .left), .participantLeft(alice, reason: .serverShuttingDown),
             .participantUpdated(alice, change: .audioMuted), .left(reason: .removed),

@@ -73,6 +73,32 @@ final class RedundantAudioCallTests: XCTestCase {
         await speaker.leave()
     }
 
+    /// Losses in bursts: the listener reports the longest run it lost in a row, and the speaker
+    /// repeats enough frames to cover runs longer than four (at half its bitrate).
+    func testRunsLostInARowRaiseTheRedundancyBeyondWhatTheRateAsks() async throws {
+        let t = try TestServer()
+        defer { t.stop() }
+        let speaker = try await t.joinedClient("spk", session: "bursts", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("none").build())
+        let listener = try await t.joinedClient("lis", session: "bursts", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null")
+            .setNetworkImpairment(NetworkImpairment(lossPercent: 20, jitterMs: 0, seed: 7, burstLength: 3)).build())
+        var frames = 0
+        for _ in 0..<100 where frames < 5 {
+            try await Task.sleep(nanoseconds: 100_000_000)
+            frames = speaker.mediaReport?.redundancyFrames ?? 0
+        }
+        XCTAssertGreaterThanOrEqual(frames, 5, "runs of five and more reported: five or six previous frames repeated")
+        let before = try XCTUnwrap(listener.mediaReport)
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        let after = try XCTUnwrap(listener.mediaReport)
+        let lost = after.lost - before.lost, repaired = after.repaired - before.repaired
+        XCTAssertGreaterThan(lost, 10, "frames lost on the way")
+        XCTAssertGreaterThanOrEqual(repaired, lost * 2 / 3, "most of them played from copies, runs included: \(repaired) of \(lost)")
+        await listener.leave()
+        await speaker.leave()
+    }
+
     func testASpeakerWithRedundancyOffSendsPlainOpusWithFEC() async throws {
         let t = try TestServer()
         defer { t.stop() }
