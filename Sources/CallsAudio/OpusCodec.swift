@@ -91,6 +91,8 @@ public final class OpusEncoder: @unchecked Sendable {
 /// Thread rules: one thread at a time (the playback thread).
 public final class OpusDecoder: @unchecked Sendable {
     private let state: OpaquePointer
+    /// The longest Opus packet (120 ms at 48 kHz): what a decode may write.
+    public static let maxPacketSamples = 5760
 
     public init() throws(AudioError) {
         var err: Int32 = 0

@@ -32,6 +32,16 @@ public final class ReceiveMixer: @unchecked Sendable {
         var decoder: OpusDecoder?
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: JitterBuffer.maxPayloadBytes, alignment: 8)
         var scratchCount = 0
+        /// The second payload of a frame that takes two of this sender's packets (its packets
+        /// are shorter than our frame: 10 ms packets into a 20 ms mix).
+        let scratch2 = UnsafeMutableRawBufferPointer.allocate(byteCount: JitterBuffer.maxPayloadBytes, alignment: 8)
+        var scratch2Count = 0
+        /// The playback thread's: decoded audio not mixed yet (its packets are longer than our
+        /// frame: a 20 ms packet is mixed over two 10 ms frames), and its packets' length (what
+        /// a concealment or an FEC recovery makes).
+        let pending = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 2 * OpusDecoder.maxPacketSamples + 960)
+        var pendingCount = 0
+        var packetSamples: Int
         /// The last decoded frame's level (dBFS, as float bits): written by playback, read by anyone.
         let level = Atomic<UInt32>(LevelMeter.silenceDBFS.bitPattern)
         /// The level its newest packet carries (RFC 6464, -dBov; 127: silence or none). Under the lock.
@@ -41,16 +51,19 @@ public final class ReceiveMixer: @unchecked Sendable {
         var decodedLast = false
         var skippedSinceDecode = false
 
-        init(ssrc: UInt32, buffer: JitterBuffer, gain: Float) {
+        init(ssrc: UInt32, buffer: JitterBuffer, gain: Float, frameSamples: Int) {
             self.ssrc = ssrc
             self.buffer = buffer
             self.gain = gain
+            packetSamples = frameSamples
         }
 
-        deinit { scratch.deallocate() }
+        deinit { scratch.deallocate(); scratch2.deallocate(); pending.deallocate() }
     }
 
-    private enum Step { case decode, recover, conceal, silence }
+    /// What a sender's frame takes: a packet decoded, recovered by FEC from the next, concealed,
+    /// nothing (not playing), or nothing new (its last packet's audio covers this frame).
+    private enum Step { case decode, recover, conceal, silence, buffered }
 
     public let frameSamples: Int
     public let maxSenders: Int
@@ -81,8 +94,7 @@ public final class ReceiveMixer: @unchecked Sendable {
 
     /// The playback thread's.
     private let mixer: Mixer
-    private let pcm: UnsafeMutableBufferPointer<Int16>
-    private var steps: [(sender: Sender, step: Step, gain: Float, carried: UInt8)] = []
+    private var steps: [(sender: Sender, step: Step, second: Step?, gain: Float, carried: UInt8)] = []
     private var chosen: [Bool] = []
 
     /// Packets a new sender's jitter buffer measures before it plays: 100 ms of them (5 of 20 ms,
@@ -96,12 +108,10 @@ public final class ReceiveMixer: @unchecked Sendable {
         self.loudest = max(1, loudest)
         chosen.reserveCapacity(self.maxSenders)
         mixer = Mixer(frameSamples: frameSamples)
-        pcm = .allocate(capacity: frameSamples)
         steps.reserveCapacity(self.maxSenders)
         lock.withLock { $0.senders.reserveCapacity(self.maxSenders) }
     }
 
-    deinit { pcm.deallocate() }
 
     // MARK: Receive thread
 
@@ -119,7 +129,7 @@ public final class ReceiveMixer: @unchecked Sendable {
                 guard s.senders.count < maxSenders else { s.refused += 1; return false }
                 sender = Sender(ssrc: header.ssrc, buffer: JitterBuffer(targetFrames: jitterTargetFrames, frameSamples: frameSamples,
                                                                              warmupPackets: Self.warmupPackets(frameSamples: frameSamples)),
-                                gain: s.gains[header.ssrc] ?? 1)
+                                gain: s.gains[header.ssrc] ?? 1, frameSamples: frameSamples)
                 s.senders[header.ssrc] = sender
             }
             sender.bytesReceived += payload.count
@@ -158,53 +168,88 @@ public final class ReceiveMixer: @unchecked Sendable {
         var waited: UInt64?
         lock.withLock { s in
             for sender in s.senders.values {
-                let step: Step
-                switch sender.buffer.nextDecision() {
-                case .packet(let slot): step = .decode; copy(sender.buffer.payload(slot), to: sender)
-                case .recovered(let slot): step = .recover; copy(sender.buffer.payload(slot), to: sender)
-                case .concealed: step = .conceal
-                case .silence: step = .silence
+                // A sender's packets need not be our frame's length (someone on 10 ms frames in
+                // a room on 20): a decision when its decoded audio runs short of a frame, two
+                // when its packets are shorter than what is missing.
+                let missing = frameSamples - sender.pendingCount
+                var step = Step.buffered, second: Step?
+                if missing > 0 {
+                    step = decide(sender, into: sender.scratch, count: &sender.scratchCount, now: now, waited: &waited)
+                    if step != .silence && sender.packetSamples < missing {
+                        second = decide(sender, into: sender.scratch2, count: &sender.scratch2Count, now: now, waited: &waited)
+                    }
                 }
-                if let a = sender.buffer.lastPlayedArrival, a <= now { waited = min(waited ?? .max, now - a) }
-                steps.append((sender, step, sender.gain, sender.carriedLevel))
+                steps.append((sender, step, second, sender.gain, sender.carriedLevel))
             }
         }
         chooseLoudest()
         mixer.reset()
         for i in steps.indices {
-            let (sender, step, gain, carried) = steps[i]
+            let (sender, step, second, gain, carried) = steps[i]
             guard chosen[i] || step == .silence else {
                 // Not among the loudest: the frame is passed over, its meter follows its packets.
                 sender.decodedLast = false
                 sender.skippedSinceDecode = true
+                sender.pendingCount = 0
                 framesNotDecoded.add(1, ordering: .relaxed)
                 sender.level.store((-Float(carried)).bitPattern, ordering: .relaxed)
                 continue
             }
             if sender.decoder == nil { sender.decoder = try? OpusDecoder() }
             guard let decoder = sender.decoder else { continue }
-            if step != .silence {
+            if step != .silence && step != .buffered {
                 if sender.skippedSinceDecode { decoder.reset(); sender.skippedSinceDecode = false }
                 sender.decodedLast = true
             }
-            let packet = UnsafeBufferPointer(start: sender.scratch.baseAddress?.assumingMemoryBound(to: UInt8.self), count: sender.scratchCount)
-            let n: Int
-            let cpu = step == .silence ? 0 : threadCPUNanoseconds()
-            switch step {
-            case .decode: n = decoder.decode(packet, into: pcm)
-            case .recover: n = decoder.recover(from: packet, into: pcm)
-            case .conceal: n = decoder.conceal(into: pcm)
-            case .silence: n = 0
-            }
-            if step != .silence { decodeCPUNanoseconds.add(threadCPUNanoseconds() &- cpu, ordering: .relaxed) }
-            let frame = UnsafeBufferPointer(rebasing: pcm[0..<n])
+            decode(step, sender.scratch, sender.scratchCount, of: sender, with: decoder)
+            if let second { decode(second, sender.scratch2, sender.scratch2Count, of: sender, with: decoder) }
+            let n = min(frameSamples, sender.pendingCount)
+            let frame = UnsafeBufferPointer(rebasing: sender.pending[0..<n])
             sender.level.store((n > 0 ? LevelMeter.rmsDBFS(frame) : LevelMeter.silenceDBFS).bitPattern, ordering: .relaxed)
             if n > 0 { mixer.add(frame, gain: gain) }
+            // What is left (the rest of a longer packet) moves to the front for the next frame.
+            let rest = sender.pendingCount - n
+            if rest > 0, let base = sender.pending.baseAddress { base.update(from: base + n, count: rest) }
+            sender.pendingCount = rest
         }
         steps.removeAll(keepingCapacity: true)
         extra(mixer)
         mixer.render(into: out)
         return waited
+    }
+
+    /// One playout decision of `sender`'s jitter buffer, its payload copied to `scratch` (under the lock).
+    private func decide(_ sender: Sender, into scratch: UnsafeMutableRawBufferPointer, count: inout Int, now: UInt64,
+                        waited: inout UInt64?) -> Step {
+        let step: Step
+        switch sender.buffer.nextDecision() {
+        case .packet(let slot): step = .decode; copy(sender.buffer.payload(slot), to: scratch, count: &count)
+        case .recovered(let slot): step = .recover; copy(sender.buffer.payload(slot), to: scratch, count: &count)
+        case .concealed: step = .conceal
+        case .silence: step = .silence
+        }
+        if let a = sender.buffer.lastPlayedArrival, a <= now { waited = min(waited ?? .max, now - a) }
+        return step
+    }
+
+    /// Decodes one step's audio onto the end of `sender.pending` (the playback thread's).
+    private func decode(_ step: Step, _ scratch: UnsafeMutableRawBufferPointer, _ count: Int, of sender: Sender, with decoder: OpusDecoder) {
+        guard step != .silence && step != .buffered else { return }
+        let room = UnsafeMutableBufferPointer(rebasing: sender.pending[sender.pendingCount...])
+        // Concealment and FEC make exactly the missing packet's length.
+        let exact = UnsafeMutableBufferPointer(rebasing: room.prefix(min(room.count, sender.packetSamples)))
+        let packet = UnsafeBufferPointer(start: scratch.baseAddress?.assumingMemoryBound(to: UInt8.self), count: count)
+        let cpu = threadCPUNanoseconds()
+        let n: Int
+        switch step {
+        case .decode: n = decoder.decode(packet, into: room)
+        case .recover: n = decoder.recover(from: packet, into: exact)
+        case .conceal: n = decoder.conceal(into: exact)
+        case .silence, .buffered: n = 0
+        }
+        decodeCPUNanoseconds.add(threadCPUNanoseconds() &- cpu, ordering: .relaxed)
+        if step == .decode && n > 0 { sender.packetSamples = n }
+        sender.pendingCount += n
     }
 
     /// Marks in `chosen` the senders to decode this frame: all, or the `loudest` with sound by
@@ -226,9 +271,9 @@ public final class ReceiveMixer: @unchecked Sendable {
         }
     }
 
-    private func copy(_ payload: UnsafeRawBufferPointer, to sender: Sender) {
-        sender.scratch.copyMemory(from: payload)
-        sender.scratchCount = payload.count
+    private func copy(_ payload: UnsafeRawBufferPointer, to scratch: UnsafeMutableRawBufferPointer, count: inout Int) {
+        scratch.copyMemory(from: payload)
+        count = payload.count
     }
 
     // MARK: Any thread

@@ -198,7 +198,7 @@ public final class SessionSettingsBuilder: @unchecked Sendable {
     @discardableResult public func enableAudioDTX(_ on: Bool) -> SessionSettingsBuilder { settings.audioDTX = on; return self }
     /// CallRoom: redundant audio (RFC 2198): when the receivers report loss and all of them
     /// decode it, each packet repeats the previous 1–6 frames (`RedundancyPolicy`: 1 from 1 %
-    /// loss, 2 from 8 %, 4 from 15 %, or the longest run lost in a row when two longer; two
+    /// loss, 2 from 8 %, 4 from 15 %, or the longest run lost in a row when two longer; one
     /// before the first report) in place of in-band FEC; a lost frame is then played at full
     /// quality from a later packet. Costs up to about 3.5× the audio bitrate under heavy loss
     /// (the bitrate drops as copies are added), nothing on a clean network. Default on; off:

@@ -9,15 +9,44 @@ import Testing
 @Suite("Receive mixer")
 struct ReceiveMixerTests {
     /// `frames` RTP datagrams of a tone from one sender.
-    func stream(ssrc: UInt32, hz: Double, frames: Int) throws -> [[UInt8]] {
-        let tone = ToneInput(frequency: hz, frameSamples: 960, amplitude: 0.5)
-        let encoder = try OpusEncoder(frameMs: 20)
-        var pcm = [Int16](repeating: 0, count: 960), payload = [UInt8](repeating: 0, count: 1500)
+    func stream(ssrc: UInt32, hz: Double, frames: Int, frameMs: Int = 20) throws -> [[UInt8]] {
+        let samples = frameMs * 48
+        let tone = ToneInput(frequency: hz, frameSamples: samples, amplitude: 0.5)
+        let encoder = try OpusEncoder(frameMs: frameMs)
+        var pcm = [Int16](repeating: 0, count: samples), payload = [UInt8](repeating: 0, count: 1500)
         return try (0..<frames).map { f in
             pcm.withUnsafeMutableBufferPointer { tone.fill($0) }
             let n = try pcm.withUnsafeBufferPointer { p in try payload.withUnsafeMutableBufferPointer { try encoder.encode(p, into: $0) } }
-            return RTPPacket(sequenceNumber: UInt16(f), timestamp: UInt32(f * 960), ssrc: ssrc, payload: Array(payload.prefix(n))).encoded()
+            return RTPPacket(sequenceNumber: UInt16(f), timestamp: UInt32(f * samples), ssrc: ssrc, payload: Array(payload.prefix(n))).encoded()
         }
+    }
+
+    /// Someone on 10 ms frames in a room on 20 ms (or the other way round) is heard whole: a
+    /// 20 ms packet is mixed over two 10 ms frames, two 10 ms packets make one 20 ms frame —
+    /// the tone continuous, nothing concealed, each packet played once.
+    @Test(arguments: [(10, 20), (20, 10)])
+    func packetsOfAnotherLengthThanOurFrameAreHeardWhole(ourMs: Int, theirMs: Int) throws {
+        let a = try stream(ssrc: 5, hz: 440, frames: 3000 / theirMs, frameMs: theirMs)
+        let m = ReceiveMixer(frameSamples: ourMs * 48, jitterTargetFrames: 1)
+        var heard: [Int16] = []
+        var next = 0
+        for tick in 0..<(3000 / ourMs) {
+            let t = UInt64(tick * ourMs) * 1_000_000
+            while next < a.count && UInt64(next * theirMs) * 1_000_000 <= t { _ = insert(m, a[next], at: t); next += 1 }
+            var out = [Int16](repeating: 0, count: ourMs * 48)
+            out.withUnsafeMutableBufferPointer { _ = m.mixNext(into: $0, now: t + 1) }
+            heard += out
+        }
+        let stats = try #require(m.statistics().first?.value)
+        #expect(stats.concealed == 0 && stats.recovered == 0, "\(stats)")
+        #expect(stats.played + stats.shrunk >= a.count - 3, "each packet played once (or dropped with the warm-up): \(stats)")
+        #expect(stats.played <= a.count)
+        let sounding = heard.drop { abs(Int($0)) < 1000 }.dropFirst(960).dropLast(4800)  // (past the decoder's fade-in)
+        #expect(sounding.count > 48_000 * 2, "over 2 s of tone")
+        for w in SignalAnalysis.windows(Array(sounding), size: 960) where w.count == 960 {
+            #expect(SignalAnalysis.rmsDBFS(w) > -12, "no gap in the tone")
+        }
+        #expect(SignalAnalysis.toneDominanceDB(sounding, frequency: 440, others: [220, 880]) > 25, "at its pitch")
     }
 
     func insert(_ m: ReceiveMixer, _ datagram: [UInt8], at t: UInt64) -> Bool {
