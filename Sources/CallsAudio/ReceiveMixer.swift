@@ -39,7 +39,7 @@ public final class ReceiveMixer: @unchecked Sendable {
         /// The playback thread's: decoded audio not mixed yet (its packets are longer than our
         /// frame: a 20 ms packet is mixed over two 10 ms frames), and its packets' length (what
         /// a concealment or an FEC recovery makes).
-        let pending = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 2 * OpusDecoder.maxPacketSamples + 960)
+        let pending: UnsafeMutableBufferPointer<Int16>
         var pendingCount = 0
         var packetSamples: Int
         /// The last decoded frame's level (dBFS, as float bits): written by playback, read by anyone.
@@ -56,6 +56,8 @@ public final class ReceiveMixer: @unchecked Sendable {
             self.buffer = buffer
             self.gain = gain
             packetSamples = frameSamples
+            // Less than a frame left over, then at most two packets decoded onto it.
+            pending = .allocate(capacity: frameSamples + 2 * OpusDecoder.maxPacketSamples)
         }
 
         deinit { scratch.deallocate(); scratch2.deallocate(); pending.deallocate() }

@@ -79,10 +79,9 @@ public struct RedundancyPolicy: Sendable {
                                 everyoneDecodes: Bool, now: UInt64) -> Int {
         let wanted = everyoneDecodes ? Self.distance(forLoss: worstLossPercent, longestRun: longestRun, maxDistance: maxDistance) : 0
         defer { reported = true }
-        // The assumption gives way at once to a clean first report, to a lossy one only as any
-        // lower word does (a first half second at 7 % is not a path that needs one frame less);
-        // a receiver that would not take this many blocks, at once.
-        if (!reported && wanted == 0) || !everyoneDecodes || wanted >= distance || distance > maxDistance {
+        // The first report replaces the assumption at once, and so does a receiver that would
+        // not take this many blocks.
+        if !reported || !everyoneDecodes || wanted >= distance || distance > maxDistance {
             distance = wanted
             lowerSince = nil
         } else if let since = lowerSince {

@@ -38,25 +38,29 @@ public final class Resampler: @unchecked Sendable {
     /// last — a file looped after conversion stays in step with the original.
     public func process(_ input: [Int16]) -> [Int16] {
         let expected = Int((Int64(input.count) * Int64(outputRate) + Int64(inputRate) / 2) / Int64(inputRate))
-        let flush = Int(speex_resampler_get_input_latency(state))
-        let source = input + [Int16](repeating: 0, count: max(0, flush) + 1)
-        var out = [Int16](repeating: 0, count: expected + source.count * outputRate / inputRate + 64)
-        var consumed = 0
+        // The input, then enough silence to push its last samples through the filter.
+        let tail = [Int16](repeating: 0, count: max(0, Int(speex_resampler_get_input_latency(state))) + 1)
+        var out = [Int16](repeating: 0, count: expected + tail.count * outputRate / inputRate + 64)
         var produced = 0
-        source.withUnsafeBufferPointer { i in
-            out.withUnsafeMutableBufferPointer { o in
-                guard let ib = i.baseAddress, let ob = o.baseAddress else { return }
-                while consumed < source.count && produced < o.count {
-                    var inLen = spx_uint32_t(source.count - consumed)
-                    var outLen = spx_uint32_t(o.count - produced)
-                    _ = speex_resampler_process_int(state, 0, ib + consumed, &inLen, ob + produced, &outLen)
-                    consumed += Int(inLen)
-                    produced += Int(outLen)
-                    if outLen == 0 && inLen == 0 { break }
+        out.withUnsafeMutableBufferPointer { o in
+            guard let ob = o.baseAddress else { return }
+            for block in [input, tail] {
+                block.withUnsafeBufferPointer { i in
+                    guard let ib = i.baseAddress else { return }
+                    var consumed = 0
+                    while consumed < i.count && produced < o.count {
+                        var inLen = spx_uint32_t(i.count - consumed)
+                        var outLen = spx_uint32_t(o.count - produced)
+                        _ = speex_resampler_process_int(state, 0, ib + consumed, &inLen, ob + produced, &outLen)
+                        consumed += Int(inLen)
+                        produced += Int(outLen)
+                        if outLen == 0 && inLen == 0 { break }
+                    }
                 }
             }
         }
         // (Anything the flush left short stays silent: `out` starts zeroed.)
-        return Array(out.prefix(expected))
+        out.removeLast(out.count - expected)
+        return out
     }
 }
