@@ -20,10 +20,14 @@ import CallsCore
 /// (the playout tick's own slack; never below `targetFrames`, the minimum — 1 by default, so the
 /// start depth is the measured jitter's, not a configured guess). Playout starts only once
 /// `warmupPackets` have come (their jitter measured, the first averaged rather than smoothed),
-/// with the oldest of them dropped down to the target depth; when the queue stays two frames deeper than the target for half
-/// a second it drops one frame to shrink back (latency returns after a burst of jitter). A
-/// sender whose clock runs fast fills the queue and is trimmed the same way; one that runs
-/// slow drains it and is concealed — clock drift costs at most one frame per drift period.
+/// with the oldest of them dropped down to the target depth while they are quiet (a frame its
+/// sender marked as voice, RFC 6464, is played: dropping the first words would also start the
+/// decoder mid-stream, where SILK plays them at half level); when the queue stays two frames
+/// deeper than the target for half a second it drops the next quiet frame to shrink back
+/// (latency returns after a burst of jitter), and a voiced one only after `voicedShrinkTicks`
+/// (continuous speech). A sender whose clock runs fast fills the queue and is trimmed the same
+/// way; one that runs slow drains it and is concealed — clock drift costs at most one frame per
+/// drift period.
 /// Payloads live in preallocated slots (`slotCount` × `maxPayloadBytes`), so inserting and
 /// playing allocate nothing in steady state: `insert(…payload: UnsafeRawBufferPointer…)` copies
 /// into a free slot, `nextDecision()` names the slot to decode, and `payload(_:)` reads it.
@@ -95,6 +99,8 @@ public final class JitterBuffer: @unchecked Sendable {
     /// When the packet `next()` last returned as `.packet` arrived (monotonic ns), if known.
     public private(set) var lastPlayedArrival: UInt64?
     private var deepTicks = 0
+    /// Frames beyond the target that the first start kept because they were voiced.
+    private var startSurplus = 0
     /// Frames in a row whose own packet never came (repaired, recovered or concealed past), and
     /// the longest such run since `takeLongestLossRun()`.
     private var lossRun = 0
@@ -115,6 +121,14 @@ public final class JitterBuffer: @unchecked Sendable {
     private var playedSlot: Int?
     /// Slots filled from a redundant copy rather than their own packet.
     private var isRepair: [Bool]
+    /// Slots whose packet its sender marked as voice (RFC 6464): dropped to shrink the queue
+    /// only when it has stayed too deep for `voicedShrinkTicks`.
+    private var isVoice: [Bool]
+    /// Ticks of excess depth before a voiced frame is dropped (a quiet one goes after 25): 250
+    /// (5 s at 20 ms), so speech waits for its next pause, and a sender whose clock runs up to
+    /// 0.4 % fast (real ones: under 0.01 %) in continuous speech is still trimmed faster than it
+    /// fills the queue.
+    public static let voicedShrinkTicks = 250
     /// The last frames passed over as lost (FEC or concealment), to tell a copy that came too late.
     private var missed = RecentSequences()
 
@@ -138,6 +152,7 @@ public final class JitterBuffer: @unchecked Sendable {
         arrivalOf = Array(repeating: 0, count: self.slotCount)
         free = Array((0..<self.slotCount).reversed())
         isRepair = Array(repeating: false, count: self.slotCount)
+        isVoice = Array(repeating: false, count: self.slotCount)
         slots = Dictionary(minimumCapacity: self.slotCount)
     }
 
@@ -151,13 +166,14 @@ public final class JitterBuffer: @unchecked Sendable {
     private func release(_ slot: Int) { free.append(slot) }
 
     /// Inserts a packet with its arrival time (monotonic ns) and RTP timestamp, updating the
-    /// jitter estimate and the adaptive target.
-    public func insert(sequence: UInt16, payload: [UInt8], arrival: UInt64, timestamp: UInt32) {
-        payload.withUnsafeBytes { insert(sequence: sequence, payload: $0, arrival: arrival, timestamp: timestamp) }
+    /// jitter estimate and the adaptive target. `voice`: its sender marked it as voice (the
+    /// RFC 6464 V flag; false when unsaid), which keeps it from being dropped to shrink the queue.
+    public func insert(sequence: UInt16, payload: [UInt8], arrival: UInt64, timestamp: UInt32, voice: Bool = false) {
+        payload.withUnsafeBytes { insert(sequence: sequence, payload: $0, arrival: arrival, timestamp: timestamp, voice: voice) }
     }
 
     /// The same, copying the payload into a free slot (no allocation).
-    public func insert(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64, timestamp: UInt32) {
+    public func insert(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64, timestamp: UInt32, voice: Bool = false) {
         let transit = Double(arrival) - Double(timestamp) * 1e9 / 48_000
         if let last = lastTransit {
             var d = abs(transit - last)
@@ -168,7 +184,7 @@ public final class JitterBuffer: @unchecked Sendable {
         }
         lastTransit = transit
         updateTarget()
-        store(sequence: sequence, payload: payload, arrival: arrival)
+        store(sequence: sequence, payload: payload, arrival: arrival, voice: voice)
     }
 
     private func updateTarget() {
@@ -201,15 +217,18 @@ public final class JitterBuffer: @unchecked Sendable {
         if d < 0 { if missed.contains(sequence) { statistics.lateRepairs += 1 }; return }
         if d > maxFrames { return }
         guard slots[sequence] == nil, payload.count <= Self.maxPayloadBytes, let slot = free.popLast() else { return }
-        place(sequence, payload, in: slot, arrival: 0, repair: true)
+        // A copy's own level is not carried: counted as voice, so shrinking never cuts a word
+        // where a lost packet was repaired.
+        place(sequence, payload, in: slot, arrival: 0, repair: true, voice: true)
     }
 
     /// Copies `payload` into the free `slot` and queues it as frame `sequence`.
-    private func place(_ sequence: UInt16, _ payload: UnsafeRawBufferPointer, in slot: Int, arrival: UInt64, repair: Bool) {
+    private func place(_ sequence: UInt16, _ payload: UnsafeRawBufferPointer, in slot: Int, arrival: UInt64, repair: Bool, voice: Bool) {
         UnsafeMutableRawBufferPointer(rebasing: bytes[(slot * Self.maxPayloadBytes)...]).copyMemory(from: payload)
         lengths[slot] = payload.count
         arrivalOf[slot] = arrival
         isRepair[slot] = repair
+        isVoice[slot] = voice
         slots[sequence] = slot
     }
 
@@ -218,10 +237,10 @@ public final class JitterBuffer: @unchecked Sendable {
 
     /// Inserts without timing (no jitter estimate, no arrival time).
     public func insert(sequence: UInt16, payload: [UInt8]) {
-        payload.withUnsafeBytes { store(sequence: sequence, payload: $0, arrival: nil) }
+        payload.withUnsafeBytes { store(sequence: sequence, payload: $0, arrival: nil, voice: false) }
     }
 
-    private func store(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64?) {
+    private func store(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64?, voice: Bool) {
         statistics.received += 1
         if isPlaying {
             let d = SequenceNumber.distance(from: nextSeq, to: sequence)
@@ -237,6 +256,7 @@ public final class JitterBuffer: @unchecked Sendable {
             if isRepair[held] {
                 arrivalOf[held] = arrival ?? 0
                 isRepair[held] = false
+                isVoice[held] = voice
                 return
             }
             statistics.duplicate += 1
@@ -249,7 +269,7 @@ public final class JitterBuffer: @unchecked Sendable {
             drop(oldest)
         }
         guard let slot = free.popLast() else { return }
-        place(sequence, payload, in: slot, arrival: arrival ?? 0, repair: false)
+        place(sequence, payload, in: slot, arrival: arrival ?? 0, repair: false, voice: voice)
     }
 
     /// Drops the queued packet `seq` as overflow.
@@ -265,6 +285,7 @@ public final class JitterBuffer: @unchecked Sendable {
         slots.removeAll(keepingCapacity: true)
         isPlaying = false
         concealRun = 0
+        startSurplus = 0
         statistics.resets += 1
     }
 
@@ -293,22 +314,39 @@ public final class JitterBuffer: @unchecked Sendable {
             guard statistics.received >= warmupPackets || slots.count >= maxFrames else { return .silence }
             guard slots.count >= adaptiveTarget else { return .silence }
             // After the warm-up (the first start only): the frames beyond the target are the
-            // call's first few, dropped rather than played late for good.
+            // call's first few, dropped while quiet rather than played late; the first voiced
+            // one starts playout (deeper for now: the queue shrinks back in the next pause).
             while warmupPackets > 1 && !startedOnce && slots.count > adaptiveTarget, let oldest = oldestSequence {
-                guard let slot = slots.removeValue(forKey: oldest) else { break }
+                guard let held = slots[oldest], !isVoice[held], let slot = slots.removeValue(forKey: oldest) else { break }
                 release(slot)
                 statistics.shrunk += 1
             }
             guard let oldest = oldestSequence else { return .silence }
+            if warmupPackets > 1 && !startedOnce { startSurplus = max(0, slots.count - adaptiveTarget) }
             startedOnce = true
             isPlaying = true
             nextSeq = oldest
             concealRun = 0
         }
         while slots.count > maxFrames, let oldest = oldestSequence { drop(oldest) }
-        // Shrink back toward the target after sustained excess depth (25 ticks ≈ 0.5 s at 20 ms).
+        // Voiced frames kept at the start beyond the target: the first quiet frames to reach the
+        // head go at once, down to the target (not to the target and one, as below).
+        if startSurplus > 0 {
+            if slots.count <= adaptiveTarget {
+                startSurplus = 0
+            } else if let held = slots[nextSeq], !isVoice[held], let slot = slots.removeValue(forKey: nextSeq) {
+                release(slot)
+                nextSeq &+= 1
+                statistics.shrunk += 1
+                startSurplus -= 1
+            }
+        }
+        // Shrink back toward the target after sustained excess depth (25 ticks ≈ 0.5 s at 20 ms),
+        // one frame at a time (the depth at a tick is noisy under jitter; 25 ticks of excess
+        // are not): a quiet frame, or a voiced one once the excess has lasted `voicedShrinkTicks`.
         deepTicks = slots.count > adaptiveTarget + 1 ? deepTicks + 1 : 0
-        if deepTicks >= 25, let slot = slots.removeValue(forKey: nextSeq) {
+        if deepTicks >= 25, let held = slots[nextSeq], !isVoice[held] || deepTicks >= Self.voicedShrinkTicks,
+           let slot = slots.removeValue(forKey: nextSeq) {
             release(slot)
             nextSeq &+= 1
             statistics.shrunk += 1

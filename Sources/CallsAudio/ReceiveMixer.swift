@@ -137,9 +137,10 @@ public final class ReceiveMixer: @unchecked Sendable {
             sender.bytesReceived += payload.count
             if let carried = header.audioLevel { sender.carriedLevel = carried.level }
             let buffer = sender.buffer
+            let voice = header.audioLevel?.voiceActivity ?? false
             guard header.payloadType == RedundantAudio.payloadType else {
                 buffer.noteRedundancy(distance: 0)
-                buffer.insert(sequence: header.sequenceNumber, payload: payload, arrival: arrival, timestamp: header.timestamp)
+                buffer.insert(sequence: header.sequenceNumber, payload: payload, arrival: arrival, timestamp: header.timestamp, voice: voice)
                 return true
             }
             // Redundant audio: this frame's packet, and copies of the frames before it for any
@@ -150,7 +151,7 @@ public final class ReceiveMixer: @unchecked Sendable {
             }
             buffer.noteRedundancy(distance: red.count)
             buffer.insert(sequence: header.sequenceNumber, payload: UnsafeRawBufferPointer(rebasing: payload[red.primary]),
-                          arrival: arrival, timestamp: header.timestamp)
+                          arrival: arrival, timestamp: header.timestamp, voice: voice)
             for j in 0..<red.count where red[j].payloadType == RTPPacket.opusPayloadType {
                 buffer.insertRepair(sequence: red.sequenceNumber(ofBlock: j, inPacket: header.sequenceNumber),
                                     payload: UnsafeRawBufferPointer(rebasing: payload[red[j].range]))

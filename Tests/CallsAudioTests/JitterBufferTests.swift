@@ -145,6 +145,7 @@ struct JitterBufferTests {
 @Suite("Jitter buffer adaptation")
 struct JitterBufferAdaptationTests {
     let frameNs: UInt64 = 20_000_000
+    func p(_ s: UInt16) -> [UInt8] { [UInt8(s & 0xFF), UInt8(s >> 8)] }
 
     @Test func steadyArrivalKeepsTheMinimumDepth() {
         let jb = JitterBuffer(targetFrames: 1)
@@ -192,6 +193,91 @@ struct JitterBufferAdaptationTests {
         #expect(jittery.adaptiveTarget >= 3, "estimated at once, not after 16 packets: \(jittery.adaptiveTarget)")
         #expect(jittery.next() != .silence)
         #expect(jittery.depth == jittery.adaptiveTarget - 1, "one played, the rest held")
+    }
+
+    /// A talker heard from the first word: the warm-up sheds only quiet frames (RFC 6464 V flag
+    /// clear), so speech that began before playout is played from its start (the decoder then
+    /// starts with the stream, not mid-word), and the surplus goes as soon as a quiet frame
+    /// reaches the head — down to the target, not the target and one.
+    @Test func theWarmUpKeepsTheFirstWordsAndShedsTheirSurplusInThePause() {
+        let jb = JitterBuffer(targetFrames: 1, warmupPackets: 5)
+        var seq: UInt16 = 100
+        func send(voice: Bool) {
+            jb.insert(sequence: seq, payload: p(seq), arrival: UInt64(seq - 100) * frameNs, timestamp: UInt32(seq - 100) * 960, voice: voice)
+            seq += 1
+        }
+        for _ in 0..<5 { send(voice: true) }
+        var played: [UInt16] = []
+        func tick() {
+            if case .packet(let b) = jb.next() { played.append(UInt16(b[0]) | UInt16(b[1]) << 8) }
+        }
+        tick()
+        #expect(played == [100], "the first word from its first frame")
+        #expect(jb.statistics.shrunk == 0)
+        // Speech goes on for 40 frames: nothing of it is dropped, the queue stays 4 frames deep.
+        for _ in 0..<40 { send(voice: true); tick() }
+        #expect(played == Array(100...140))
+        #expect(jb.depth == 4)
+        // A pause: its first frame lost and filled from a redundant copy (its level unknown: kept
+        // as voice), then four quiet frames go as they reach the head, and it plays at depth 1.
+        p(seq).withUnsafeBytes { jb.insertRepair(sequence: seq, payload: $0) }
+        seq += 1
+        tick()
+        for _ in 0..<9 { send(voice: false); tick() }
+        #expect(jb.statistics.shrunk == 4)
+        send(voice: false)
+        #expect(jb.depth == jb.adaptiveTarget)
+        #expect(played.prefix(46) == ArraySlice(Array(100...145)), "every voiced or repaired frame played, in order")
+        // Without the V flag (a sender that does not say, or silence) the warm-up drops as before.
+        let quiet = JitterBuffer(targetFrames: 1, warmupPackets: 5)
+        for i in 0..<5 {
+            quiet.insert(sequence: UInt16(i), payload: p(UInt16(i)), arrival: UInt64(i) * frameNs, timestamp: UInt32(i * 960),
+                         voice: i >= 3)
+        }
+        #expect(quiet.next() == .packet(p(3)), "the three quiet frames dropped, the voiced ones kept")
+        #expect(quiet.statistics.shrunk == 3)
+    }
+
+    /// Excess depth (after a burst of jitter) shrinks back in the pauses: a quiet frame goes once
+    /// the excess has lasted half a second; a voiced frame only when it has lasted
+    /// `voicedShrinkTicks` (continuous speech), so the delay stays bounded.
+    @Test func excessDepthShrinksInPausesAndOnlyRarelyInSpeech() {
+        let jb = JitterBuffer(targetFrames: 1, maxFrames: 30)
+        var seq: UInt16 = 0
+        func send(voice: Bool) {
+            jb.insert(sequence: seq, payload: p(seq), arrival: UInt64(seq) * frameNs, timestamp: UInt32(seq) * 960, voice: voice)
+            seq &+= 1
+        }
+        send(voice: true)
+        _ = jb.next()
+        // Four frames more are queued at once, then one comes a tick, all speech.
+        for _ in 0..<5 { send(voice: true) }
+        for _ in 0..<100 { #expect(jb.next() != .silence); send(voice: true) }
+        #expect(jb.statistics.shrunk == 0, "no word cut in 2 s of speech")
+        #expect(jb.depth == 5)
+        // A pause: the excess goes, a frame each half second, down to the target and one (the
+        // jitter margin). The first goes as soon as the pause reaches the head (after the five
+        // voiced frames queued before it).
+        for _ in 0..<6 { _ = jb.next(); send(voice: false) }
+        #expect(jb.statistics.shrunk == 1)
+        for _ in 0..<60 { _ = jb.next(); send(voice: false) }
+        #expect(jb.statistics.shrunk == 3)
+        #expect(jb.depth == jb.adaptiveTarget + 1)
+        // Continuous speech whose excess never meets a pause: one voiced frame goes after
+        // `voicedShrinkTicks`, so the delay stays bounded.
+        let speech = JitterBuffer(targetFrames: 1, maxFrames: 30)
+        var s2: UInt16 = 0
+        func talk() {
+            speech.insert(sequence: s2, payload: p(s2), arrival: UInt64(s2) * frameNs, timestamp: UInt32(s2) * 960, voice: true)
+            s2 &+= 1
+        }
+        talk()
+        _ = speech.next()
+        for _ in 0..<5 { talk() }
+        for _ in 0..<(JitterBuffer.voicedShrinkTicks - 1) { _ = speech.next(); talk() }
+        #expect(speech.statistics.shrunk == 0)
+        for _ in 0..<3 { _ = speech.next(); talk() }
+        #expect(speech.statistics.shrunk == 1, "bounded: one voiced frame dropped")
     }
 
     @Test func jitterRaisesTheTargetAndCalmShrinksTheQueueBack() {
