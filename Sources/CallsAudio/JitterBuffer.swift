@@ -280,6 +280,17 @@ public final class JitterBuffer: @unchecked Sendable {
         if isPlaying && SequenceNumber.distance(from: nextSeq, to: seq) >= 0 { nextSeq = seq &+ 1 }
     }
 
+    /// Drops the frame due next to shrink the queue, unless it is voice and `evenIfVoiced` is
+    /// false (or it has not come). Returns whether it dropped one.
+    private func shedNext(evenIfVoiced: Bool) -> Bool {
+        guard let held = slots[nextSeq], evenIfVoiced || !isVoice[held] else { return false }
+        slots.removeValue(forKey: nextSeq)
+        release(held)
+        nextSeq &+= 1
+        statistics.shrunk += 1
+        return true
+    }
+
     private func restart() {
         for slot in slots.values { release(slot) }
         slots.removeAll(keepingCapacity: true)
@@ -316,13 +327,14 @@ public final class JitterBuffer: @unchecked Sendable {
             // After the warm-up (the first start only): the frames beyond the target are the
             // call's first few, dropped while quiet rather than played late; the first voiced
             // one starts playout (deeper for now: the queue shrinks back in the next pause).
-            while warmupPackets > 1 && !startedOnce && slots.count > adaptiveTarget, let oldest = oldestSequence {
+            let firstStart = warmupPackets > 1 && !startedOnce
+            while firstStart && slots.count > adaptiveTarget, let oldest = oldestSequence {
                 guard let held = slots[oldest], !isVoice[held], let slot = slots.removeValue(forKey: oldest) else { break }
                 release(slot)
                 statistics.shrunk += 1
             }
             guard let oldest = oldestSequence else { return .silence }
-            if warmupPackets > 1 && !startedOnce { startSurplus = max(0, slots.count - adaptiveTarget) }
+            if firstStart { startSurplus = max(0, slots.count - adaptiveTarget) }
             startedOnce = true
             isPlaying = true
             nextSeq = oldest
@@ -334,10 +346,7 @@ public final class JitterBuffer: @unchecked Sendable {
         if startSurplus > 0 {
             if slots.count <= adaptiveTarget {
                 startSurplus = 0
-            } else if let held = slots[nextSeq], !isVoice[held], let slot = slots.removeValue(forKey: nextSeq) {
-                release(slot)
-                nextSeq &+= 1
-                statistics.shrunk += 1
+            } else if shedNext(evenIfVoiced: false) {
                 startSurplus -= 1
             }
         }
@@ -345,13 +354,7 @@ public final class JitterBuffer: @unchecked Sendable {
         // one frame at a time (the depth at a tick is noisy under jitter; 25 ticks of excess
         // are not): a quiet frame, or a voiced one once the excess has lasted `voicedShrinkTicks`.
         deepTicks = slots.count > adaptiveTarget + 1 ? deepTicks + 1 : 0
-        if deepTicks >= 25, let held = slots[nextSeq], !isVoice[held] || deepTicks >= Self.voicedShrinkTicks,
-           let slot = slots.removeValue(forKey: nextSeq) {
-            release(slot)
-            nextSeq &+= 1
-            statistics.shrunk += 1
-            deepTicks = 0
-        }
+        if deepTicks >= 25, shedNext(evenIfVoiced: deepTicks >= Self.voicedShrinkTicks) { deepTicks = 0 }
         lastPlayedArrival = nil
         if let slot = slots.removeValue(forKey: nextSeq) {
             lastPlayedArrival = arrivalOf[slot] == 0 ? nil : arrivalOf[slot]
