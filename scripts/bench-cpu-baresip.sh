@@ -10,11 +10,13 @@
 #   CallRoom: a release callroomd and two `callroom join --headless --input "$cr_input" --output null`
 #             in one session (SRTP, RFC 6464 levels, consent checks: what a call does).
 #   baresip:  two baresip 1.0 instances (Debian baresip-core; opus, aufile modules), a dialling b
-#             directly over SIP (answermode=auto); the source is a WAV of the same sound.
-# Each round measures CallRoom then baresip: after 4 s of warm-up, the utime+stime of each client
-# process over SECONDS (/proc/PID/stat, clock ticks). The server's CPU is shown apart (baresip
-# has no server). Prints per-process % of one core and the ratio callroom/baresip; last line
-#   cpu_vs_baresip callroom_pct=X baresip_pct=Y ratio=Z
+#             directly over SIP (answermode=auto); the source is a WAV of the same sound. Twice:
+#             plain RTP (baresip's default), then SRTP (its srtp module, SDES, mediaenc=srtp-mand),
+#             since CallRoom encrypts every packet — the SRTP figure is the equal workload.
+# Each round measures CallRoom then baresip plain then baresip SRTP: after 4 s of warm-up, the
+# utime+stime of each client process over SECONDS (/proc/PID/stat, clock ticks). The server's CPU
+# is shown apart (baresip has no server). Prints per-process % of one core and the ratios; last line
+#   cpu_vs_baresip callroom_pct=X baresip_pct=Y ratio=Z baresip_srtp_pct=S ratio_srtp=R
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-20}
@@ -77,8 +79,9 @@ callroom_round() {
   cr_a=$(pct $((a1 - a0))); cr_b=$(pct $((b1 - b0))); cr_s=$(pct $((s1 - s0)))
 }
 
-baresip_round() {
-  local n port rtp
+baresip_round() {   # $1: plain or srtp
+  local mode=$1 n port rtp enc="" srtp_module=""
+  if [ "$mode" = srtp ]; then enc=";mediaenc=srtp-mand"; srtp_module="module srtp.so"; fi
   for n in a b; do
     if [ $n = a ]; then port=25060; rtp=26000-26010; else port=25070; rtp=26020-26030; fi
     mkdir -p "$tmp/bs-$n"
@@ -97,13 +100,14 @@ module_path /usr/lib/baresip/modules
 module stdio.so
 module opus.so
 module aufile.so
+$srtp_module
 module_app account.so
 module_app menu.so
 opus_bitrate 32000
 opus_stereo no
 opus_sprop_stereo no
 EOF
-    echo "<sip:$n@127.0.0.1:$port>;regint=0;answermode=auto;ptime=20" > "$tmp/bs-$n/accounts"
+    echo "<sip:$n@127.0.0.1:$port>;regint=0;answermode=auto;ptime=20$enc" > "$tmp/bs-$n/accounts"
   done
   baresip -n 127.0.0.1 -f "$tmp/bs-b" -t $((secs + 10)) < /dev/null > "$tmp/bs-b.log" 2>&1 &
   local b=$!; pids+=("$b")
@@ -117,19 +121,25 @@ EOF
   sleep "$secs"
   a1=$(ticks $a); b1=$(ticks $b)
   kill $a $b 2>/dev/null || true; wait $a $b 2>/dev/null || true
+  if [ "$mode" = srtp ] && ! { grep -q "SRTP is Enabled" "$tmp/bs-a.log" && grep -q "SRTP is Enabled" "$tmp/bs-b.log"; }; then
+    echo "bench-cpu-baresip: baresip's call was not encrypted:" >&2; tail -5 "$tmp/bs-a.log" >&2; exit 1
+  fi
   bs_a=$(pct $((a1 - a0))); bs_b=$(pct $((b1 - b0)))
 }
 
 echo "bench-cpu-baresip: 2-party call, Opus 32 kb/s 20 ms mono, $source in, nothing out; CallRoom playback period $period; $secs s per measurement, $rounds rounds, $(nproc) cores"
-sum_cr=0; sum_bs=0
+sum_cr=0; sum_bs=0; sum_bss=0
 for r in $(seq "$rounds"); do
   callroom_round
-  baresip_round
-  echo "round $r: callroom clients ${cr_a} % + ${cr_b} % of a core (callroomd ${cr_s} %); baresip ${bs_a} % + ${bs_b} %"
+  baresip_round plain
+  bp_a=$bs_a; bp_b=$bs_b
+  baresip_round srtp
+  echo "round $r: callroom clients ${cr_a} % + ${cr_b} % of a core (callroomd ${cr_s} %); baresip ${bp_a} % + ${bp_b} %; baresip with SRTP ${bs_a} % + ${bs_b} %"
   sum_cr=$(awk -v s="$sum_cr" -v a="$cr_a" -v b="$cr_b" 'BEGIN { print s + (a + b) / 2 }')
-  sum_bs=$(awk -v s="$sum_bs" -v a="$bs_a" -v b="$bs_b" 'BEGIN { print s + (a + b) / 2 }')
+  sum_bs=$(awk -v s="$sum_bs" -v a="$bp_a" -v b="$bp_b" 'BEGIN { print s + (a + b) / 2 }')
+  sum_bss=$(awk -v s="$sum_bss" -v a="$bs_a" -v b="$bs_b" 'BEGIN { print s + (a + b) / 2 }')
 done
-awk -v c="$sum_cr" -v b="$sum_bs" -v n="$rounds" 'BEGIN {
-  c /= n; b /= n
-  printf "per client process: callroom %.2f %%, baresip %.2f %% of a core: %.2fx\n", c, b, (b > 0 ? c / b : 0)
-  printf "cpu_vs_baresip callroom_pct=%.2f baresip_pct=%.2f ratio=%.2f\n", c, b, (b > 0 ? c / b : 0) }'
+awk -v c="$sum_cr" -v b="$sum_bs" -v e="$sum_bss" -v n="$rounds" 'BEGIN {
+  c /= n; b /= n; e /= n
+  printf "per client process: callroom %.2f %%, baresip %.2f %% (%.2fx), baresip with SRTP %.2f %% (%.2fx) of a core\n", c, b, (b > 0 ? c / b : 0), e, (e > 0 ? c / e : 0)
+  printf "cpu_vs_baresip callroom_pct=%.2f baresip_pct=%.2f ratio=%.2f baresip_srtp_pct=%.2f ratio_srtp=%.2f\n", c, b, (b > 0 ? c / b : 0), e, (e > 0 ? c / e : 0) }'

@@ -1,3 +1,4 @@
+import CallsAudio
 import CallsCore
 import CallsVideo
 import Foundation
@@ -19,6 +20,7 @@ public final class CallSession: @unchecked Sendable {
     private var surfaceState = SurfaceState()
     let audioModesAnnounced = Atomic<Bool>(false)
     private var deviceWatch: DispatchSourceTimer?
+    private var deviceStamp: ALSADeviceList.Stamp?
     /// Objects that live as long as the session (the v4 delegate bridge).
     private var keptAlive: [AnyObject] = []
 
@@ -79,13 +81,21 @@ public final class CallSession: @unchecked Sendable {
     @discardableResult
     func surface<T>(_ body: (inout SurfaceState) -> T) -> T { lock.withLock { body(&surfaceState) } }
 
-    /// Starts announcing audio modes: once now, then whenever the device list changes.
+    /// Starts announcing audio modes: once now, then whenever the device list changes. Every 3 s
+    /// the watcher stats the places a change shows (`ALSADeviceList.changeStamp`) and re-reads
+    /// the list only when they moved: reading it parses ALSA's whole configuration.
     func watchAudioDevices() {
         audioModesAnnounced.store(false, ordering: .relaxed)
+        lock.withLock { deviceStamp = ALSADeviceList.changeStamp() }
         refreshAudioModes()
         let t = DispatchSource.makeTimerSource(queue: .global())
         t.schedule(deadline: .now() + 3, repeating: 3)
-        t.setEventHandler { [weak self] in self?.refreshAudioModes() }
+        t.setEventHandler { [weak self] in
+            guard let self else { return }
+            let stamp = ALSADeviceList.changeStamp()
+            guard lock.withLock({ () -> Bool in defer { deviceStamp = stamp }; return deviceStamp != stamp }) else { return }
+            refreshAudioModes()
+        }
         t.resume()
         lock.withLock { deviceWatch?.cancel(); deviceWatch = t }
     }

@@ -159,6 +159,25 @@ struct EndpointTests {
         #expect(n2 != nil)
         #expect(throws: AudioError.self) { try AudioEndpoint.file("/nonexistent/x.wav").openInputFallingBack(frameSamples: 960) }
     }
+
+    @Test func deviceListStampMovesOnlyWhenTheConfigurationDoes() throws {
+        let dir = TemporaryDirectory("alsa-stamp")
+        defer { dir.remove() }
+        let rc = dir.file("asoundrc"), nodes = dir.file("snd")
+        let paths = [rc, nodes]
+        let missing = ALSADeviceList.changeStamp(paths: paths)
+        #expect(ALSADeviceList.changeStamp(paths: paths) == missing)
+        try "pcm.headset { type null }\n".write(toFile: rc, atomically: false, encoding: .utf8)
+        let written = ALSADeviceList.changeStamp(paths: paths)
+        #expect(written != missing, "a new configuration file")
+        #expect(ALSADeviceList.changeStamp(paths: paths) == written, "nothing changed, the same stamp")
+        try FileManager.default.createDirectory(atPath: nodes, withIntermediateDirectories: false)
+        let plugged = ALSADeviceList.changeStamp(paths: paths)
+        #expect(plugged != written, "the device directory appeared")
+        #expect(FileManager.default.createFile(atPath: nodes + "/pcmC1D0p", contents: nil))
+        #expect(ALSADeviceList.changeStamp(paths: paths) != plugged, "a card's node appeared in it")
+        #expect(ALSADeviceList.watchedPaths.contains("/dev/snd"))
+    }
 }
 
 @Suite("ALSA periods and Opus profiles")
