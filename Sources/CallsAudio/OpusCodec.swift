@@ -74,6 +74,10 @@ public final class OpusEncoder: @unchecked Sendable {
         return Int(v)
     }
 
+    /// Starts afresh, as if just created (settings kept): the next frame is coded as a stream's
+    /// first, the way a decoder that starts with it expects.
+    public func reset() { callroom_opus_encoder_reset(state) }
+
     /// Discontinuous transmission: near-empty packets in silence.
     public func setDTX(_ on: Bool) { callroom_opus_set_dtx(state, on ? 1 : 0) }
 

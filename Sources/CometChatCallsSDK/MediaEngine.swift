@@ -76,6 +76,14 @@ final class MediaEngine: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     private let muted = Atomic<Bool>(false)
     private let bound = Atomic<Bool>(false)
+    /// Whether the relay we send to has challenged this SSRC (and we answered: audio sent after
+    /// the answer reaches it after the answer that binds us) or acknowledged it, since
+    /// `start`/`retarget` (a `rebind` keeps it: the old binding forwards meanwhile). Until then
+    /// audio is not encoded or sent — the relay drops what it cannot place, and listeners'
+    /// decoders would start on a stream under way — and the encoder starts afresh with the
+    /// first frame that goes out (`mediaGeneration` moves).
+    private let mediaOpen = Atomic<Bool>(false)
+    private let mediaGeneration = Atomic<Int>(0)
     private let framesCaptured = Atomic<Int>(0)
     private let packetsSent = Atomic<Int>(0)
     private let payloadBytesSent = Atomic<Int>(0)
@@ -319,6 +327,8 @@ final class MediaEngine: @unchecked Sendable {
         try startVideo(ssrc: newSSRC, keys: keys)
         bindingSince.store(monotonicNanoseconds(), ordering: .releasing)
         bound.store(false, ordering: .releasing)
+        mediaOpen.store(false, ordering: .releasing)
+        mediaGeneration.add(1, ordering: .releasing)
         sendBind()
     }
 
@@ -433,6 +443,7 @@ final class MediaEngine: @unchecked Sendable {
         var appliedBitrate = options.bitrate
         var timestamp = UInt32.random(in: 0...UInt32.max)
         var frame = 0
+        var encoderGeneration = mediaGeneration.load(ordering: .acquiring)
         // The binding whose silence was reported (each binding is judged once: a rejoin's new
         // relay gets its own 2.5 s, however long the call has run).
         var udpBlockedReportedFor: UInt64 = 0
@@ -470,6 +481,11 @@ final class MediaEngine: @unchecked Sendable {
             }
             timestamp &+= UInt32(frameSamples)
             guard isTransmitting else { continue }
+            // Nothing goes out before we answered the relay's challenge (or it acknowledged us),
+            // unless media goes over the signalling tunnel; a new relay gets a new stream.
+            guard mediaOpen.load(ordering: .acquiring) || isTunnelled else { continue }
+            let generation = mediaGeneration.load(ordering: .acquiring)
+            if generation != encoderGeneration { encoder.reset(); history.reset(); encoderGeneration = generation }
             let level = RTPPacket.AudioLevel(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: LevelMeter.isVoice(dbfs: db))
             let cpu = threadCPUNanoseconds()
             let encoding = try? encoder.encode(UnsafeBufferPointer(pcm), into: primary.bindMemory(to: UInt8.self))
@@ -535,9 +551,11 @@ final class MediaEngine: @unchecked Sendable {
                     let raw = st.batch.datagram(i)
                     if MediaBinding.isControl(raw) {
                         if let ackSSRC = MediaBinding.parseAck(raw) {
-                            if ackSSRC == ssrc { bound.store(true, ordering: .releasing) }
+                            if ackSSRC == ssrc { bound.store(true, ordering: .releasing); mediaOpen.store(true, ordering: .releasing) }
                         } else if let answer = consent.withLock({ $0 })?.answer(raw) {
                             socket.send(answer, to: relay)
+                            // Audio sent from now on reaches the relay after the answer that binds us.
+                            mediaOpen.store(true, ordering: .releasing)
                         }
                         continue
                     }

@@ -34,8 +34,9 @@ final class DeviceLossTests: XCTestCase {
         }
         o.onNotice = { n in notices.withLock { $0.append(n) } }
         let engine = try MediaEngine(input: UnpluggedInput(), output: nil, options: o)
-        let sink = try UDPSocket(host: "127.0.0.1", port: 0)
-        try engine.start(relay: sink.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16),
+        let relay = try FakeRelay(ackAfter: 0)  // (audio goes out once a relay has bound us)
+        defer { relay.stop() }
+        try engine.start(relay: relay.socket.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16),
                          keys: [WireMediaKey(ssrc: 1, epoch: 0, key: Base64URL.encode([UInt8](repeating: 7, count: 28)))])
         defer { engine.stop() }
         let deadline = Date().addingTimeInterval(5)

@@ -14,41 +14,6 @@ import XCTest
 /// fail-over, about one run in twenty of ClusterFailoverTests.) Real UDP sockets on loopback
 /// stand in for the relays.
 final class UDPBlockedDetectionTests: XCTestCase {
-    /// A relay that acknowledges binds from `delay` after the first one on (nil: never).
-    final class FakeRelay: @unchecked Sendable {
-        let socket: UDPSocket
-        let delay: Double?
-        private let running = Atomic<Bool>(true)
-        let binds = Atomic<Int>(0)
-
-        init(ackAfter delay: Double?) throws {
-            socket = try UDPSocket(host: "127.0.0.1", port: 0)
-            self.delay = delay
-            let t = Thread { [self] in self.loop() }
-            t.start()
-        }
-
-        private func loop() {
-            let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 8)
-            defer { buf.deallocate() }
-            var firstBind: Date?
-            while running.load(ordering: .acquiring) {
-                guard socket.waitReadable(timeoutMs: 20) else { continue }
-                while let (n, from) = socket.receive(into: buf) {
-                    guard let bind = MediaBinding.parseBind(UnsafeRawBufferPointer(rebasing: buf[0..<n])) else { continue }
-                    binds.add(1, ordering: .relaxed)
-                    let since = firstBind ?? Date()
-                    firstBind = since
-                    // (The engine re-binds every 10 frames until acknowledged.)
-                    guard let delay, Date().timeIntervalSince(since) >= delay else { continue }
-                    _ = socket.send(MediaBinding.encodeAck(ssrc: bind.ssrc), to: from)
-                }
-            }
-        }
-
-        func stop() { running.store(false, ordering: .releasing) }
-    }
-
     func key(_ ssrc: UInt32) -> WireMediaKey { WireMediaKey(ssrc: ssrc, epoch: 0, key: Base64URL.encode([UInt8](repeating: 7, count: 28))) }
 
     func testEachBindingGetsItsOwnWaitBeforeUDPIsCalledBlocked() throws {
