@@ -3,10 +3,10 @@
 
     scripts/udp-delay-proxy.py LISTEN_PORT TARGET_HOST:TARGET_PORT ONE_WAY_MS
 
-Listens on 127.0.0.1:LISTEN_PORT; every datagram from a client is sent on to TARGET ONE_WAY_MS
+Listens on 127.0.0.1:LISTEN_PORT (0: a free port); every datagram from a client is sent on to TARGET ONE_WAY_MS
 later from a socket of that client's own (so the target sees one address per client, as behind
 a NAT), and every datagram the target sends back to that socket reaches the client ONE_WAY_MS
-later. Order is kept in each direction. Prints "ready" once listening; runs until killed.
+later. Order is kept in each direction. Prints "ready PORT" once listening; runs until killed.
 """
 import asyncio
 import sys
@@ -64,8 +64,8 @@ async def main():
     port, target, one_way = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]) / 1000
     host, _, tport = target.rpartition(":")
     loop = asyncio.get_running_loop()
-    await loop.create_datagram_endpoint(lambda: Front((host, int(tport)), one_way), local_addr=("127.0.0.1", port))
-    print("ready", flush=True)
+    transport, _ = await loop.create_datagram_endpoint(lambda: Front((host, int(tport)), one_way), local_addr=("127.0.0.1", port))
+    print("ready", transport.get_extra_info("sockname")[1], flush=True)
     await asyncio.Event().wait()
 
 
