@@ -373,20 +373,23 @@ enum CPUBench {
     }
 
     /// Encode cost per 20 ms frame of a speech-like signal (the bundled clip when present, else a
-    /// tone) by complexity, with FEC (the default, tuned for 5 % loss) and without, and the music
-    /// profile (Opus' audio application): the CPU half of choosing the encoder settings
+    /// tone) by complexity: with FEC (the default, tuned for 5 % loss) at 32 kb/s (the baresip
+    /// comparison's workload) and at 48 kb/s (the voice profile's default), without FEC, and the
+    /// music profile (Opus' audio application) — the CPU half of choosing the encoder settings
     /// (scripts/bench-pesq.sh --complexity gives the quality half).
     static func encoderTable(frames: Int) {
         let n = 960
         let clip = (try? SoundFile.readMono48k(path: "Resources/clips/ada.wav")) ?? []
         let tone = ToneInput(frequency: 220, frameSamples: n)
         var pcm = [Int16](repeating: 0, count: n), packet = [UInt8](repeating: 0, count: 1500)
-        Console.out("encoder (32 kb/s, 20 ms, \(clip.isEmpty ? "a 220 Hz tone" : "the ada.wav speech clip")): µs per frame")
-        Console.out("complexity  voice+FEC  voice  music")
+        Console.out("encoder (20 ms, \(clip.isEmpty ? "a 220 Hz tone" : "the ada.wav speech clip")): µs per frame")
+        Console.out("complexity  voice+FEC@32k  voice+FEC@48k  voice@48k  music@48k")
+        let columns: [(fec: Bool, profile: OpusEncoder.Profile, bitrate: Int32)] =
+            [(true, .voice, 32_000), (true, .voice, 48_000), (false, .voice, 48_000), (false, .music, 48_000)]
         for c: Int32 in [0, 2, 4, 5, 6, 7, 8, 9, 10] {
             var row: [Double] = []
-            for (fec, profile) in [(true, OpusEncoder.Profile.voice), (false, .voice), (false, .music)] {
-                guard let enc = try? OpusEncoder(frameMs: 20, complexity: c, fec: fec, profile: profile) else { continue }
+            for column in columns {
+                guard let enc = try? OpusEncoder(frameMs: 20, bitrate: column.bitrate, complexity: c, fec: column.fec, profile: column.profile) else { continue }
                 var ns: UInt64 = 0
                 for f in 0..<frames {
                     if clip.count >= n {
@@ -401,7 +404,8 @@ enum CPUBench {
                 }
                 row.append(Double(ns) / Double(frames) / 1000)
             }
-            Console.out(String(format: "%10d  %9.1f  %5.1f  %5.1f", c, row[0], row[1], row[2]))
+            guard row.count == columns.count else { continue }
+            Console.out(String(format: "%10d  %13.1f  %13.1f  %9.1f  %9.1f", c, row[0], row[1], row[2], row[3]))
         }
     }
 }

@@ -11,7 +11,7 @@ enum JoinCommand {
         USAGE: callroom join SESSION_ID|INVITE_LINK (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--period-ms auto|2|5|10|20] [--impair SPEC]
-                             [--bitrate BPS] [--redundancy on|off] [--mix-loudest N|all]
+                             [--bitrate BPS] [--complexity 0-10] [--redundancy on|off] [--mix-loudest N|all]
                              [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
                              [--ca-file FILE | --insecure] [--passcode CODE] [--video SOURCE] [--video-out DIR]
 
@@ -40,6 +40,8 @@ enum JoinCommand {
                                2 ms with 10 ms frames, longer only if the device under-runs), or
                                2, 5, 10, 20 fixed (at most the frame)
           --bitrate BPS        Opus bitrate, 6000…510000 (default: 48000 for speech)
+          --complexity N       Opus encoder complexity, 0…10 (default 9): 7 costs about a quarter
+                               less CPU and 5 about half, each a little quality (docs/benchmarks.md)
           --redundancy on|off  repeat previous frames in each packet when receivers report loss
                                (RFC 2198; default on), or plain Opus with in-band FEC only
           --mix-loudest N|all  with more people talking at once than N, decode and mix the N
@@ -73,7 +75,7 @@ enum JoinCommand {
         do {
             args = try ArgumentScanner(arguments, valued: ["video", "video-out", "passcode", "ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
                                                            "input", "output", "frame-ms", "period-ms", "impair", "capture", "event-log", "show", "hide",
-                                                           "bitrate", "redundancy", "mix-loudest"],
+                                                           "bitrate", "complexity", "redundancy", "mix-loudest"],
                                        boolean: ["insecure", "headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
@@ -115,6 +117,10 @@ enum JoinCommand {
         if let b = args["bitrate"] {
             guard let bps = Int(b), (6_000...510_000).contains(bps) else { Console.fail("--bitrate must be 6000…510000 (bits per second)") }
             settings.setAudioBitrate(bps)
+        }
+        if let c = args["complexity"] {
+            guard let complexity = Int(c), (0...10).contains(complexity) else { Console.fail("--complexity must be 0…10") }
+            settings.setAudioComplexity(complexity)
         }
         switch args["mix-loudest"] {
         case nil: break

@@ -90,6 +90,16 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(out.joined(separator: "\n").contains("--show LIST"))
     }
 
+    func testBadCodecSettingsAreUsageErrors() throws {
+        for (args, needle) in [(["--complexity", "11"], "--complexity must be 0…10"), (["--complexity", "low"], "--complexity must be 0…10"),
+                               (["--bitrate", "5"], "--bitrate must be 6000…510000")] {
+            let (status, out, err) = try run("callroom", ["join", "s", "--server", "http://127.0.0.1:9", "--uid", "u", "--auth-key", "k"] + args)
+            XCTAssertEqual(status, 2, "\(args): \(err)")
+            XCTAssertTrue(err.contains(needle), err)
+            XCTAssertTrue(out.isEmpty, "nothing drawn: \(out)")
+        }
+    }
+
     /// SIGTERM and SIGINT make a headless client leave cleanly: its peer sees it leave at once
     /// (not a ghost for the 30 s grace period) and it exits 0.
     func testHeadlessLeavesOnSIGTERMAndSIGINT() throws {
