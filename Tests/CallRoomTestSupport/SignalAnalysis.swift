@@ -36,6 +36,13 @@ public enum SignalAnalysis {
         stride(from: 0, to: s.count - size + 1, by: size).map { s[$0..<($0 + size)] }
     }
 
+    /// How many 100 ms windows (at 48 kHz) of `samples` carry `tone` at least 20 dB above each of
+    /// `others`, of how many: "was this participant heard" for the tone-sending tests.
+    public static func windowsCarrying(_ samples: [Int16], tone: Double, over others: [Double]) -> (carrying: Int, of: Int) {
+        let all = windows(samples, size: 4800)
+        return (all.filter { toneDominanceDB($0, frequency: tone, others: others) > 20 }.count, all.count)
+    }
+
     /// Reads the 16-bit PCM samples of a canonical WAV file (mono), skipping chunks before `data`.
     public static func readWAV(_ path: String) -> (rate: Int, samples: [Int16])? {
         guard let d = FileManager.default.contents(atPath: path), d.count >= 44 else { return nil }

@@ -54,9 +54,8 @@ final class BlockedUDPTests: XCTestCase {
         // Each heard the other's tone: 440 Hz at the blocked end, 660 Hz at the open end.
         for (path, tone, other) in [(blockedWAV, 440.0, 660.0), (openWAV, 660.0, 440.0)] {
             let wav = try XCTUnwrap(SignalAnalysis.readWAV(path), path)
-            let windows = SignalAnalysis.windows(wav.samples, size: 4800)
-            let heard = windows.filter { SignalAnalysis.toneDominanceDB($0, frequency: tone, others: [other]) > 20 }.count
-            XCTAssertGreaterThan(heard, 15, "\(path): \(heard) of \(windows.count) 100 ms windows carry the \(Int(tone)) Hz tone")
+            let heard = SignalAnalysis.windowsCarrying(wav.samples, tone: tone, over: [other])
+            XCTAssertGreaterThan(heard.carrying, 15, "\(path): \(heard.carrying) of \(heard.of) 100 ms windows carry the \(Int(tone)) Hz tone")
         }
     }
 }

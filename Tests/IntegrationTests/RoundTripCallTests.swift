@@ -44,9 +44,8 @@ final class RoundTripCallTests: XCTestCase {
         for c in [a, b] { c.send("leave"); XCTAssertEqual(c.wait(timeout: 10), 0, c.errorOutput) }
         for (path, tone, other) in [(aWAV, 660.0, 440.0), (bWAV, 440.0, 660.0)] {
             let wav = try XCTUnwrap(SignalAnalysis.readWAV(path), path)
-            let windows = SignalAnalysis.windows(wav.samples, size: 4800)
-            let heard = windows.filter { SignalAnalysis.toneDominanceDB($0, frequency: tone, others: [other]) > 20 }.count
-            XCTAssertGreaterThan(heard, 15, "\(path): \(heard) of \(windows.count) 100 ms windows carry the \(Int(tone)) Hz tone")
+            let heard = SignalAnalysis.windowsCarrying(wav.samples, tone: tone, over: [other])
+            XCTAssertGreaterThan(heard.carrying, 15, "\(path): \(heard.carrying) of \(heard.of) 100 ms windows carry the \(Int(tone)) Hz tone")
         }
     }
 }
