@@ -79,9 +79,9 @@ final class MediaEngine: @unchecked Sendable {
     /// Whether the relay we send to has challenged this SSRC (and we answered: audio sent after
     /// the answer reaches it after the answer that binds us) or acknowledged it, since
     /// `start`/`retarget` (a `rebind` keeps it: the old binding forwards meanwhile). Until then
-    /// audio is not encoded or sent — the relay drops what it cannot place, and listeners'
-    /// decoders would start on a stream under way — and the encoder starts afresh with the
-    /// first frame that goes out (`mediaGeneration` moves).
+    /// audio and video are not encoded or sent — the relay drops what it cannot place, and
+    /// listeners' decoders would start on a stream under way — and the encoder starts afresh
+    /// with the first frame that goes out (`mediaGeneration` moves; video starts with a keyframe).
     private let mediaOpen = Atomic<Bool>(false)
     private let mediaGeneration = Atomic<Int>(0)
     private let framesCaptured = Atomic<Int>(0)
@@ -229,12 +229,17 @@ final class MediaEngine: @unchecked Sendable {
             let keyframes = options.onKeyframeNeeded
             do {
                 video = try VideoEngine(options: v, transmit: { [weak self] p in self?.transmit(p) ?? false },
+                                        canSend: { [weak self] in self?.mayTransmit ?? false },
                                         onKeyframeNeeded: { keyframes?($0) })
             } catch {
                 throw .video(error)
             }
         }
     }
+
+    /// Whether media may go out: the relay's first challenge answered (or an ack) since
+    /// `start`/`retarget`, or media goes over the signalling tunnel (`mediaOpen`). Any thread.
+    private var mayTransmit: Bool { mediaOpen.load(ordering: .acquiring) || isTunnelled }
 
     /// Sends one protected packet to the relay, or over signalling when UDP is blocked (any
     /// media thread: the capture and video threads share the socket).
@@ -483,7 +488,7 @@ final class MediaEngine: @unchecked Sendable {
             guard isTransmitting else { continue }
             // Nothing goes out before we answered the relay's challenge (or it acknowledged us),
             // unless media goes over the signalling tunnel; a new relay gets a new stream.
-            guard mediaOpen.load(ordering: .acquiring) || isTunnelled else { continue }
+            guard mayTransmit else { continue }
             let generation = mediaGeneration.load(ordering: .acquiring)
             if generation != encoderGeneration { encoder.reset(); history.reset(); encoderGeneration = generation }
             let level = RTPPacket.AudioLevel(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: LevelMeter.isVoice(dbfs: db))

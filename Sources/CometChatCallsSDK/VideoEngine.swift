@@ -53,6 +53,7 @@ final class VideoEngine: @unchecked Sendable {
 
     private let options: Options
     private let transmit: @Sendable (UnsafeRawBufferPointer) -> Bool
+    private let canSend: @Sendable () -> Bool
     private let source: Locked<(any VideoSource)?>
     private let running = Atomic<Bool>(false)
     private let paused: Atomic<Bool>
@@ -85,10 +86,15 @@ final class VideoEngine: @unchecked Sendable {
     private struct Window: Sendable { var first: UInt32; var highest: UInt32; var packets = 0; var frames = 0 }
     private let window = Locked<[UInt32: Window]>([:])
 
+    /// `canSend` (read by the video thread before each frame) says whether the relay has bound
+    /// us: until then frames are not encoded, so the keyframe a stream starts with is the
+    /// first one the relay forwards, not one it drops.
     init(options: Options, transmit: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool,
+         canSend: @escaping @Sendable () -> Bool = { true },
          onKeyframeNeeded: @escaping @Sendable (UInt32) -> Void) throws(VideoError) {
         self.options = options
         self.transmit = transmit
+        self.canSend = canSend
         self.onKeyframeNeeded = onKeyframeNeeded
         paused = Atomic(options.paused)
         rate = Locked(VideoRateController(maxBitrateKbps: options.bitrateKbps, maxFPS: options.fps))
@@ -106,6 +112,7 @@ final class VideoEngine: @unchecked Sendable {
         let s = try SRTPSender(ssrc: ssrc, key: key)
         sender.withLock { $0 = s }
         ssrcValue.store(ssrc, ordering: .releasing)
+        keyframeAsked.store(true, ordering: .releasing)  // a new stream (a rejoin's SSRC) starts whole
         guard !started, hasSource else { return }
         started = true
         running.store(true, ordering: .releasing)
@@ -196,12 +203,13 @@ final class VideoEngine: @unchecked Sendable {
             let at = monotonicNanoseconds()
             guard let raw = try? src.read(at: at) else { continue }
             let frame = raw.scaled(width: options.width, height: options.height)
+            preview.withLock { $0 = frame }
+            guard canSend() else { continue }  // not bound yet: the keyframe asked for waits
             if encoder == nil { encoder = try? VP8Encoder(.init(width: options.width, height: options.height, fps: options.fps, bitrateKbps: bitrate)) }
             guard let enc = encoder else { continue }
             enc.setBitrate(kbps: bitrate)
             let key = keyframeAsked.exchange(false, ordering: .acquiringAndReleasing)
             guard let encoded = try? enc.encode(frame, keyframe: key) else { continue }
-            preview.withLock { $0 = frame }
             pendingKey.applyIfDue(to: sender.withLock { $0 })
             guard let srtp = sender.withLock({ $0 }) else { continue }
             let ssrc = ssrcValue.load(ordering: .acquiring)

@@ -71,6 +71,15 @@ enum HeadlessCommands {
                                            "playoutAdvances": r.playoutAdvances, "playoutAdvancedMs": r.playoutAdvancedMs,
                                            "encodeCPUNs": r.encodeCPUNanoseconds, "decodeCPUNs": r.decodeCPUNanoseconds]])
             },
+            Command(name: "video-report", arity: .none, help: "prints the video counters (sent; per sender received, decoded, keyframes asked …)") { _ in
+                guard let r = s.videoReport else { return printJSON(["videoReport": NSNull()]) }
+                let received = r.received.mapValues { v -> [String: Any] in
+                    ["packets": v.packets, "framesDecoded": v.framesDecoded, "framesDropped": v.framesDropped,
+                     "keyframesRequested": v.keyframesRequested, "decodeErrors": v.decodeErrors]
+                }
+                printJSON(["videoReport": ["framesSent": r.framesSent, "keyframesSent": r.keyframesSent, "packetsSent": r.packetsSent,
+                                           "bytesSent": r.bytesSent, "bitrateKbps": r.bitrateKbps, "fps": r.fps, "received": received]])
+            },
         ]
     }()
 
