@@ -1,4 +1,5 @@
 import CallsCore
+import CallsTransport
 import Foundation
 
 /// `callroom bench cpu`, its call: what a client process costs in a real two-party call, beside
@@ -30,11 +31,11 @@ enum CallCPUBench {
             process.standardInput = input
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
-            output.fileHandleForReading.readabilityHandler = { [weak self] h in
-                let d = h.availableData
-                guard let self, !d.isEmpty else { return }
+            let out = output.fileHandleForReading
+            DescriptorReader.start(out.fileDescriptor, name: "bench.child", keeping: out) { [weak self] chunk in
+                guard let self, let chunk else { return }
                 self.partial.withLock { buf in
-                    buf.append(d)
+                    buf.append(contentsOf: chunk)
                     while let nl = buf.firstIndex(of: 0x0A) {
                         let line = String(decoding: buf[buf.startIndex..<nl], as: UTF8.self)
                         buf.removeSubrange(buf.startIndex...nl)
@@ -76,7 +77,6 @@ enum CallCPUBench {
             let deadline = Date().addingTimeInterval(3)
             while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
             if process.isRunning { process.terminate() }
-            output.fileHandleForReading.readabilityHandler = nil
         }
     }
 

@@ -1,4 +1,5 @@
 import CallsTUI
+import CallsTransport
 import CometChatCallsSDK
 import Foundation
 
@@ -33,7 +34,6 @@ final class HeadlessSession {
 
     private var bridge: ListenerBridge?
     private var signalSources: [DispatchSourceSignal] = []
-    private var stdinSource: DispatchSourceRead?
     private var pending = Data()
     private var leaving = false
     /// Runs before the process exits (the demo stops its server here).
@@ -45,10 +45,9 @@ final class HeadlessSession {
         }
         bridge.register()
         self.bridge = bridge
-        let src = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
-        src.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.readStdin() } }
-        src.resume()
-        stdinSource = src
+        DescriptorReader.start(STDIN_FILENO, name: "callroom.stdin") { chunk in
+            DispatchQueue.main.async { MainActor.assumeIsolated { HeadlessSession.current?.received(chunk) } }
+        }
         // SIGTERM and SIGINT leave cleanly (others see onParticipantLeft at once, not a ghost).
         signalSources = SignalLeave.install({ [weak self] in self?.leave() }, giveUp: { [weak self] in self?.onExit?() })
     }
@@ -68,17 +67,10 @@ final class HeadlessSession {
         }
     }
 
-    private func readStdin() {
-        var buf = [UInt8](repeating: 0, count: 4096)
-        let n = read(STDIN_FILENO, &buf, buf.count)
-        if n <= 0 {
-            // End of input: leave cleanly, once.
-            stdinSource?.cancel()
-            stdinSource = nil
-            leave()
-            return
-        }
-        pending.append(contentsOf: buf[0..<n])
+    /// A chunk of standard input (nil: its end, which leaves cleanly, once).
+    private func received(_ chunk: [UInt8]?) {
+        guard let chunk else { return leave() }
+        pending.append(contentsOf: chunk)
         while let nl = pending.firstIndex(of: 0x0A) {
             let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
             pending.removeSubrange(pending.startIndex...nl)

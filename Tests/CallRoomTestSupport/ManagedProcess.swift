@@ -1,3 +1,4 @@
+import CallsTransport
 import Foundation
 
 /// A child process for integration tests: captures stdout lines and stderr, writes stdin,
@@ -23,36 +24,28 @@ public final class ManagedProcess: @unchecked Sendable {
         process.standardInput = stdinPipe
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
-        stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let d = h.availableData
+        // (Reader threads, not readabilityHandler: see DescriptorReader.)
+        let out = stdoutPipe.fileHandleForReading, err = stderrPipe.fileHandleForReading
+        DescriptorReader.start(out.fileDescriptor, name: "test.stdout", keeping: out) { [weak self] chunk in
             guard let self else { return }
-            guard !d.isEmpty else {  // end of file: the process closed its stdout (it exited)
-                h.readabilityHandler = nil
-                self.lock.withLock {
+            self.lock.withLock {
+                guard let chunk else {  // end of file: the process closed its stdout (it exited)
                     if !self.buffer.isEmpty { self.lines.append(String(decoding: self.buffer, as: UTF8.self)); self.buffer.removeAll() }
                     self.stdoutEnded = true
+                    return
                 }
-                return
+                self.buffer.append(contentsOf: chunk)
+                while let nl = self.buffer.firstIndex(of: 0x0A) {
+                    self.lines.append(String(decoding: self.buffer[self.buffer.startIndex..<nl], as: UTF8.self))
+                    self.buffer.removeSubrange(self.buffer.startIndex...nl)
+                }
             }
-            self.lock.lock()
-            self.buffer.append(d)
-            while let nl = self.buffer.firstIndex(of: 0x0A) {
-                self.lines.append(String(decoding: self.buffer[self.buffer.startIndex..<nl], as: UTF8.self))
-                self.buffer.removeSubrange(self.buffer.startIndex...nl)
-            }
-            self.lock.unlock()
         }
-        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let d = h.availableData
+        DescriptorReader.start(err.fileDescriptor, name: "test.stderr", keeping: err) { [weak self] chunk in
             guard let self else { return }
-            guard !d.isEmpty else {
-                h.readabilityHandler = nil
-                self.lock.withLock { self.stderrEnded = true }
-                return
+            self.lock.withLock {
+                if let chunk { self.errText.append(contentsOf: chunk) } else { self.stderrEnded = true }
             }
-            self.lock.lock()
-            self.errText.append(d)
-            self.lock.unlock()
         }
         try process.run()
     }
@@ -66,8 +59,6 @@ public final class ManagedProcess: @unchecked Sendable {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
-        stdoutPipe.fileHandleForReading.readabilityHandler = nil
-        stderrPipe.fileHandleForReading.readabilityHandler = nil
     }
 
     /// Every stdout line so far.
