@@ -41,14 +41,18 @@ free_port() { python3 -c 'import socket; s = socket.socket(socket.AF_INET, socke
 
 one_run() {   # $1: round trip (ms); prints "lost_ms=… first_150ms_db=… unbound=…"
     local rtt=$1 media proxy url key
-    media=$(free_port); proxy=$(free_port)
+    media=$(free_port)
     rm -rf "$work/data"; mkdir -p "$work/data"
+    # The proxy takes a free port of its own and says which ("ready PORT").
+    python3 scripts/udp-delay-proxy.py 0 "127.0.0.1:$media" "$(awk -v r="$rtt" 'BEGIN { print r / 2 }')" > "$work/proxy.out" 2>&1 &
+    local px=$!; pids+=("$px")
+    for _ in $(seq 100); do grep -q ready "$work/proxy.out" 2>/dev/null && break; sleep 0.1; done
+    proxy=$(sed -n 's/^ready //p' "$work/proxy.out")
+    [ -n "$proxy" ] || { echo "bench-first-words: the delay proxy did not start:" >&2; cat "$work/proxy.out" >&2; exit 1; }
     echo "{\"mediaPublicAddress\": \"127.0.0.1:$proxy\"}" > "$work/config.json"
     "$bin/callroomd" --config "$work/config.json" --data-dir "$work/data" --listen 127.0.0.1:0 --media-port "$media" --log-level error > "$work/server.out" 2>&1 &
     local server=$!; pids+=("$server")
-    python3 scripts/udp-delay-proxy.py "$proxy" "127.0.0.1:$media" "$(awk -v r="$rtt" 'BEGIN { print r / 2 }')" > "$work/proxy.out" 2>&1 &
-    local px=$!; pids+=("$px")
-    for _ in $(seq 100); do grep -q listening "$work/server.out" 2>/dev/null && grep -q ready "$work/proxy.out" 2>/dev/null && break; sleep 0.1; done
+    for _ in $(seq 100); do grep -q listening "$work/server.out" 2>/dev/null && break; sleep 0.1; done
     url=$(grep -o 'http://[0-9.:]*' "$work/server.out" | head -1)
     key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["authKey"])' "$work/data/keys.json")
     rm -f "$work/heard.wav"

@@ -28,4 +28,25 @@ public enum DescriptorReader {
         t.stackSize = 256 << 10
         t.start()
     }
+
+    /// What `startLines` hands on: a whole line (without its newline), or the end — with
+    /// whatever followed the last newline, which callers may keep or ignore.
+    public enum LineEvent: Sendable {
+        case line(String)
+        case end(tail: String)
+    }
+
+    /// `start`, split into lines on the reading thread (UTF-8, `\n`-terminated).
+    public static func startLines(_ fd: Int32, name: String, keeping owner: FileHandle? = nil,
+                                  _ deliver: @escaping @Sendable (LineEvent) -> Void) {
+        nonisolated(unsafe) var pending: [UInt8] = []  // touched only by the reading thread
+        start(fd, name: name, keeping: owner) { chunk in
+            guard let chunk else { return deliver(.end(tail: String(decoding: pending, as: UTF8.self))) }
+            pending.append(contentsOf: chunk)
+            while let nl = pending.firstIndex(of: 0x0A) {
+                deliver(.line(String(decoding: pending[..<nl], as: UTF8.self)))
+                pending.removeSubrange(...nl)
+            }
+        }
+    }
 }

@@ -21,7 +21,6 @@ enum CallCPUBench {
         let process = Process()
         private let input = Pipe(), output = Pipe()
         private let lines = Locked<[String]>([])
-        private let partial = Locked<Data>(Data())
 
         init(uid: String, url: String, authKey: String) throws {
             self.uid = uid
@@ -32,16 +31,8 @@ enum CallCPUBench {
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             let out = output.fileHandleForReading
-            DescriptorReader.start(out.fileDescriptor, name: "bench.child", keeping: out) { [weak self] chunk in
-                guard let self, let chunk else { return }
-                self.partial.withLock { buf in
-                    buf.append(contentsOf: chunk)
-                    while let nl = buf.firstIndex(of: 0x0A) {
-                        let line = String(decoding: buf[buf.startIndex..<nl], as: UTF8.self)
-                        buf.removeSubrange(buf.startIndex...nl)
-                        self.lines.withLock { $0.append(line) }
-                    }
-                }
+            DescriptorReader.startLines(out.fileDescriptor, name: "bench.child", keeping: out) { [weak self] event in
+                if case .line(let line) = event { self?.lines.withLock { $0.append(line) } }
             }
             try process.run()
         }

@@ -34,7 +34,6 @@ final class HeadlessSession {
 
     private var bridge: ListenerBridge?
     private var signalSources: [DispatchSourceSignal] = []
-    private var pending = Data()
     private var leaving = false
     /// Runs before the process exits (the demo stops its server here).
     var onExit: (@MainActor () -> Void)?
@@ -45,8 +44,8 @@ final class HeadlessSession {
         }
         bridge.register()
         self.bridge = bridge
-        DescriptorReader.start(STDIN_FILENO, name: "callroom.stdin") { chunk in
-            DispatchQueue.main.async { MainActor.assumeIsolated { HeadlessSession.current?.received(chunk) } }
+        DescriptorReader.startLines(STDIN_FILENO, name: "callroom.stdin") { event in
+            DispatchQueue.main.async { MainActor.assumeIsolated { HeadlessSession.current?.received(event) } }
         }
         // SIGTERM and SIGINT leave cleanly (others see onParticipantLeft at once, not a ghost).
         signalSources = SignalLeave.install({ [weak self] in self?.leave() }, giveUp: { [weak self] in self?.onExit?() })
@@ -67,14 +66,12 @@ final class HeadlessSession {
         }
     }
 
-    /// A chunk of standard input (nil: its end, which leaves cleanly, once).
-    private func received(_ chunk: [UInt8]?) {
-        guard let chunk else { return leave() }
-        pending.append(contentsOf: chunk)
-        while let nl = pending.firstIndex(of: 0x0A) {
-            let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
-            pending.removeSubrange(pending.startIndex...nl)
-            run(line.trimmingCharacters(in: .whitespaces))
+    /// A line of standard input, or its end (which leaves cleanly, once; an unfinished last line
+    /// is not a command).
+    private func received(_ event: DescriptorReader.LineEvent) {
+        switch event {
+        case .line(let line): run(line.trimmingCharacters(in: .whitespaces))
+        case .end: leave()
         }
     }
 

@@ -9,7 +9,6 @@ public final class ManagedProcess: @unchecked Sendable {
     private let stdoutPipe = Pipe()
     private let stderrPipe = Pipe()
     private let lock = NSLock()
-    private var buffer = Data()
     private var lines: [String] = []
     private var errText = Data()
 
@@ -26,18 +25,14 @@ public final class ManagedProcess: @unchecked Sendable {
         process.standardError = stderrPipe
         // (Reader threads, not readabilityHandler: see DescriptorReader.)
         let out = stdoutPipe.fileHandleForReading, err = stderrPipe.fileHandleForReading
-        DescriptorReader.start(out.fileDescriptor, name: "test.stdout", keeping: out) { [weak self] chunk in
+        DescriptorReader.startLines(out.fileDescriptor, name: "test.stdout", keeping: out) { [weak self] event in
             guard let self else { return }
             self.lock.withLock {
-                guard let chunk else {  // end of file: the process closed its stdout (it exited)
-                    if !self.buffer.isEmpty { self.lines.append(String(decoding: self.buffer, as: UTF8.self)); self.buffer.removeAll() }
+                switch event {
+                case .line(let line): self.lines.append(line)
+                case .end(let tail):  // end of file: the process closed its stdout (it exited)
+                    if !tail.isEmpty { self.lines.append(tail) }
                     self.stdoutEnded = true
-                    return
-                }
-                self.buffer.append(contentsOf: chunk)
-                while let nl = self.buffer.firstIndex(of: 0x0A) {
-                    self.lines.append(String(decoding: self.buffer[self.buffer.startIndex..<nl], as: UTF8.self))
-                    self.buffer.removeSubrange(self.buffer.startIndex...nl)
                 }
             }
         }
