@@ -15,6 +15,7 @@ public enum BlockingHTTP {
         public var headers: [String: String] = [:]
         public var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
         public var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        public var errorMessage: String? { (json["error"] as? [String: Any])?["message"] as? String }
     }
 
     public static func request(_ method: String, _ url: String, headers: [String: String] = [:], body: String? = nil) -> Reply {

@@ -15,6 +15,27 @@ final class RESTTests: XCTestCase {
         XCTAssertEqual(app.data["mediaPort"] as? Int, h.server.mediaPort)
     }
 
+    /// A body that does not fit says which field is wrong and how, as a 400.
+    func testBadBodiesNameTheFieldAtFault() {
+        let cases: [(String, String, String, String)] = [
+            ("POST", "/v3/users", "not json", "The body is not valid JSON."),
+            ("POST", "/v3/users", "[1,2]", "The body must be a JSON object."),
+            ("POST", "/v3/users", #"{"name":"n"}"#, "uid is required."),
+            ("POST", "/v3/users", #"{"uid":"u1","name":123}"#, "name must be a string."),
+            ("POST", "/v3/users", #"{"uid":null}"#, "uid must be a string."),
+            ("POST", "/v3/groups", #"{"guid":"g","owner":"u1","members":"u1"}"#, "members must be an array."),
+            ("POST", "/v3/groups", #"{"guid":"g","owner":"u1","members":[1]}"#, "members[0] must be a string."),
+            ("PUT", "/v3/rooms/r1", #"{"allowedUids":[true]}"#, "allowedUids[0] must be a string."),
+        ]
+        for (method, path, body, message) in cases {
+            let r = h.request(method, path, headers: h.adminHeaders, body: body)
+            XCTAssertEqual(r.status, 400, "\(method) \(path) \(body)")
+            XCTAssertEqual(r.errorCode, "ERR_BAD_REQUEST", "\(method) \(path) \(body)")
+            XCTAssertEqual(r.errorMessage, message, "\(method) \(path) \(body)")
+        }
+        XCTAssertEqual((h.request("GET", "/v3/users", headers: h.adminHeaders).json["data"] as? [Any])?.count, 0, "nothing was created")
+    }
+
     func testCreateUserAndAuthTokensNeedTheAPIKey() throws {
         XCTAssertEqual(h.request("POST", "/v3/users", body: #"{"uid":"a"}"#).errorCode, "AUTH_ERR_EMPTY_APIKEY")
         let wrong = h.request("POST", "/v3/users", headers: ["apikey": "nope"], body: #"{"uid":"a"}"#)
