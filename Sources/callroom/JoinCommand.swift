@@ -134,7 +134,7 @@ enum JoinCommand {
         case "off": settings.enableAudioRedundancy(false)
         default: Console.fail("--redundancy must be on or off")
         }
-        if let n = args["name"] { settings.setDisplayName(n) }
+        if let n = SDKSetup.displayName(args) { settings.setDisplayName(n) }
         if let p = args["passcode"] { settings.setPasscode(p) }
         if let list = args["capture"] {
             var p = CaptureProcessing()

@@ -10,7 +10,7 @@ import Foundation
 /// does (its listener callbacks too), and ending either side ends the call.
 enum RingCommand {
     static let callUsage = """
-        USAGE: callroom call RECEIVER (--server URL | --settings FILE) --uid UID
+        USAGE: callroom call RECEIVER (--server URL | --settings FILE) --uid UID [--name NAME]
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID] [--group] [--video]
                              [--timeout SECONDS] [--input SPEC] [--output SPEC] [--headless] [--ca-file FILE | --insecure]
 
@@ -20,6 +20,7 @@ enum RingCommand {
 
         OPTIONS:
           --group              RECEIVER is a group: every online member rings
+          --name NAME          your display name in the call (default: your user's name)
         \(SDKSetup.tlsUsage)
           --video              a video call (default audio)
           --timeout SECONDS    how long it rings before it is unanswered (5…300, default 45)
@@ -33,7 +34,7 @@ enum RingCommand {
         """
 
     static let listenUsage = """
-        USAGE: callroom listen (--server URL | --settings FILE) --uid UID (--auth-key KEY | --auth-token TOKEN)
+        USAGE: callroom listen (--server URL | --settings FILE) --uid UID [--name NAME] (--auth-key KEY | --auth-token TOKEN)
                                [--app-id ID] [--input SPEC] [--output SPEC] [--headless [--auto-accept | --auto-reject | --busy]]
                                [--ca-file FILE | --insecure]
 
@@ -48,6 +49,7 @@ enum RingCommand {
           --auto-reject        reject every call
           --busy               answer every call busy
           (none)               print incoming calls until SIGINT/SIGTERM
+          --name NAME          your display name in the calls you answer (default: your user's name)
         \(SDKSetup.tlsUsage)
 
         """
@@ -58,7 +60,7 @@ enum RingCommand {
     static func run(_ command: String, _ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["ca-file", "server", "settings", "uid", "auth-key", "auth-token", "app-id", "timeout", "input", "output"],
+            args = try ArgumentScanner(arguments, valued: ["ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id", "timeout", "input", "output"],
                                        boolean: ["insecure", "headless", "help", "group", "video", "auto-accept", "auto-reject", "busy"])
         } catch { Console.fail("\(error.message)\nRun 'callroom \(command) --help' for usage.") }
         let calling = command == "call"
@@ -79,9 +81,10 @@ enum RingCommand {
         let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
         var options = SDKSetup.Options(server: args["server"], settingsFile: args["settings"], appID: args["app-id"], uid: uid,
-                                       name: nil, authKey: args["auth-key"], authToken: args["auth-token"])
+                                       name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
         options.readTLS(args)
         let settings = CometChatCalls.sessionSettingsBuilder.setAudioInput(input).setAudioOutput(output)
+        if let name = SDKSetup.displayName(args) { settings.setDisplayName(name) }
         let answer: RingAgent.Answer = args.has("auto-accept") ? .accept : args.has("auto-reject") ? .reject : args.has("busy") ? .busy : .none
         signal(SIGPIPE, SIG_IGN)
         let headless = args.has("headless")

@@ -27,6 +27,13 @@ enum SDKSetup {
         }
     }
 
+    /// `--name NAME`: nil when not given; a blank name is bad usage (exit 2).
+    static func displayName(_ args: ArgumentScanner) -> String? {
+        guard let name = args["name"] else { return nil }
+        guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { Console.fail("--name must not be empty") }
+        return name
+    }
+
     /// The two TLS options every command that talks to a server takes.
     static let tlsUsage = """
           --ca-file FILE       trust the CAs in this PEM file for an https:// server (e.g. a

@@ -18,9 +18,9 @@ final class RingCommandTests: XCTestCase {
         let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
         defer { _ = server.stop() }
         let common = ["--server", server.url, "--auth-key", server.authKey, "--output", "null", "--headless"]
-        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--auto-accept", "--input", "tone:300"] + common)
+        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--name", "Bob B", "--auto-accept", "--input", "tone:300"] + common)
         XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
-        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "bob", "--uid", "ann", "--input", "tone:500"] + common)
+        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "bob", "--uid", "ann", "--name", "Ann A", "--input", "tone:500"] + common)
         XCTAssertNotNil(ann.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, ann.errorOutput + ann.output.joined(separator: "\n"))
         XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"onParticipantJoined""#) || $0.contains(#""event":"onSessionJoined""#) })
         ann.closeInput()  // hang up
@@ -35,6 +35,12 @@ final class RingCommandTests: XCTestCase {
         XCTAssertEqual(Array(b.prefix(4)), ["login", "listening", "onIncomingCallReceived", "acceptCall"], "\(b)")
         XCTAssertTrue(b.contains("onCallEndedMessageReceived"), "the caller hanging up ended it for both: \(b)")
         XCTAssertTrue(b.contains("onSessionLeft"))
+        // --name is each one's name in the call, as the other sees it.
+        let seen = { (p: ManagedProcess, name: String) in
+            p.output.contains { $0.contains(#""listener":"ParticipantEventListener""#) && $0.contains(#""uid":"\#(name.prefix(3).lowercased())""#) && $0.contains(#""name":"\#(name)""#) }
+        }
+        XCTAssertTrue(seen(bob, "Ann A"), "\(bob.output)")
+        XCTAssertTrue(seen(ann, "Bob B"), "\(ann.output)")
     }
 
     func testListenIsBackOnlineAfterTheServerRestarts() throws {
@@ -81,7 +87,8 @@ final class RingCommandTests: XCTestCase {
         bob.signal(SIGTERM)
         XCTAssertEqual(bob.wait(timeout: 5), 0)
         for bad in [["call"], ["call", "bob", "--uid", "x", "--server", server.url, "--auth-key", "k", "--timeout", "1", "--headless"],
-                    ["listen", "--auto-accept", "--busy", "--uid", "x", "--server", server.url, "--auth-key", "k", "--headless"]] {
+                    ["listen", "--auto-accept", "--busy", "--uid", "x", "--server", server.url, "--auth-key", "k", "--headless"],
+                    ["listen", "--uid", "x", "--name", " ", "--server", server.url, "--auth-key", "k", "--headless"]] {
             let p = try ManagedProcess(BuiltProducts.path("callroom"), bad)
             XCTAssertEqual(p.wait(timeout: 5), 2, "\(bad): \(p.errorOutput)")
         }
