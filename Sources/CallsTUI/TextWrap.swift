@@ -11,35 +11,43 @@ public enum TextWrap {
         if fastPaths, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return wrapASCII(Array(text.utf8), width: width, indent: indent) }
         let indent = width > indent + 4 ? indent : 0
         var out: [String] = []
-        var line = ""
-        var lineWidth = 0
+        // The text's own indentation stays on its first line (a summary's "  events …").
+        let lead = keptIndentation(text.utf8.prefix { $0 == 0x20 }.count, width: width)
+        var line = String(repeating: " ", count: lead)
+        var lineWidth = lead
+        var hasWord = false
         func room() -> Int { out.isEmpty ? width : width - indent }
         func flush() {
             out.append((out.isEmpty ? "" : String(repeating: " ", count: indent)) + line)
             line = ""
             lineWidth = 0
+            hasWord = false
         }
         for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
             for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
                 var w = String(word)
                 var ww = DisplayWidth.of(w)
-                let sep = line.isEmpty ? 0 : 1
+                let sep = hasWord ? 1 : 0
                 if lineWidth + sep + ww <= room() {
                     if sep == 1 { line += " " }
                     line += w
                     lineWidth += sep + ww
+                    hasWord = true
                     continue
                 }
                 // A word longer than any line starts on this one when a fair part of it fits.
                 let left = room() - lineWidth - sep
-                if !line.isEmpty, ww > width - indent, left >= 8 {
+                if hasWord, ww > width - indent, left >= 8 {
                     let (head, tail) = split(w, cells: left)
                     line += (sep == 1 ? " " : "") + head
                     flush()
                     w = tail
                     ww = DisplayWidth.of(w)
-                } else if !line.isEmpty {
+                } else if hasWord {
                     flush()
+                } else {
+                    line = ""  // an indentation with no room for the word after it is dropped
+                    lineWidth = 0
                 }
                 while ww > room() {
                     let (head, tail) = split(w, cells: room())
@@ -50,11 +58,16 @@ public enum TextWrap {
                 }
                 line = w
                 lineWidth = ww
+                hasWord = true
             }
             if !line.isEmpty || out.isEmpty { flush() }
         }
         return out
     }
+
+    /// How many of the `spaces` a text starts with stay on its first line: all of them when
+    /// they take less than half of `width`, else none.
+    static func keptIndentation(_ spaces: Int, width: Int) -> Int { spaces < width / 2 ? spaces : 0 }
 
     /// `wrap` for printable ASCII (a byte is a cell), without building words: the same breaks.
     static func wrapASCII(_ b: [UInt8], width: Int, indent: Int) -> [String] {
@@ -63,10 +76,15 @@ public enum TextWrap {
         var out: [String] = []
         var start = 0
         while start < b.count && b[start] == 32 { start += 1 }
+        // The text's own indentation stays on its first line, as in `wrap`.
+        if start < b.count { start -= keptIndentation(start, width: width) }
         func upper(_ c: UInt8) -> Bool { c >= 65 && c <= 90 }
         func lower(_ c: UInt8) -> Bool { c >= 97 && c <= 122 }
         while start < b.count {
             let room = out.isEmpty ? width : width - indent
+            // Where words begin on this line: after the indentation kept on the first.
+            var first = start
+            while first < b.count && b[first] == 32 { first += 1 }
             var end = start + room
             var next: Int
             if end >= b.count {
@@ -79,13 +97,17 @@ public enum TextWrap {
                 // whole line and a fair part of it fits here.
                 var space = -1
                 var i = end - 1
-                while i > start { if b[i] == 32 { space = i; break }; i -= 1 }
+                while i > first { if b[i] == 32 { space = i; break }; i -= 1 }
                 var wordEnd = end
                 while wordEnd < b.count && b[wordEnd] != 32 { wordEnd += 1 }
-                let wordLength = space >= 0 ? wordEnd - space - 1 : wordEnd - start
+                let wordLength = space >= 0 ? wordEnd - space - 1 : wordEnd - first
                 if space >= 0 && !(wordLength > width - indent && end - space - 1 >= 8) {
                     end = space
                     next = space + 1
+                } else if space < 0 && first > start {
+                    // Only the indentation before a word too long for the rest: drop it.
+                    start = first
+                    continue
                 } else {
                     // Break inside the word: after a '.', or before a capital (camelCase).
                     let wordStart = space >= 0 ? space + 1 : start

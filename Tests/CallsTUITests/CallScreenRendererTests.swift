@@ -430,12 +430,17 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertFalse(w.contains { $0.hasSuffix("Cha") }, "no break inside a word part")
         XCTAssertEqual(w.joined().filter { $0 != " " }, "12:00:00.000 ParticipantEvent.onParticipantJoined Hedy Lamarr (u9)".filter { $0 != " " })
         XCTAssertEqual(TextWrap.wrap("hello wonderful world", width: 12), ["hello", "wonderful", "world"])
+        // A line's own indentation stays on its first line when it wraps (the call summary's rows).
+        XCTAssertEqual(TextWrap.wrap("  events 5: SessionStatus 2, ButtonClick 1", width: 32, indent: 18),
+                       ["  events 5: SessionStatus 2,", "                  ButtonClick 1"])
+        XCTAssertEqual(TextWrap.wrap("  supercalifragilistic", width: 12), ["supercalifra", "gilistic"], "no room after it: dropped")
         // The ASCII fast path breaks exactly where the general one does.
         var rng = SystemRandomNumberGenerator()
         let words = ["a", "to", "Ada", "Lovelace", "(u9)", "ParticipantEvent.onParticipantListChanged", "12:00:00.000", "onDominantSpeakerChanged",
                      "x", "supercalifragilisticexpialidocious", "SessionStatus.onSessionJoined"]
         for _ in 0..<300 {
-            let text = (0..<Int.random(in: 1...12, using: &rng)).map { _ in words.randomElement(using: &rng)! }.joined(separator: " ")
+            let text = String(repeating: " ", count: Int.random(in: 0...3, using: &rng))
+                + (0..<Int.random(in: 1...12, using: &rng)).map { _ in words.randomElement(using: &rng)! }.joined(separator: " ")
             for width in [10, 16, 24, 40, 46] {
                 XCTAssertEqual(TextWrap.wrap(text, width: width, indent: 13), TextWrap.wrap(text, width: width, indent: 13, fastPaths: false),
                                "'\(text)' at \(width)")
