@@ -45,6 +45,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var maxRoomsPerUser: Int?
     public var maxConnectionsPerAddress: Int?
     public var joinTimeoutSeconds: Int?
+    /// How long a dropped participant is held for `resume` (seconds; default 30).
+    public var resumeGraceSeconds: Int?
     public var production: Bool?
     public var apns: APNsConfig?
     public var fcm: FCMConfig?
@@ -71,7 +73,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
@@ -153,6 +155,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.maxRoomsPerUser = try int("maxRoomsPerUser")
         c.maxConnectionsPerAddress = try int("maxConnectionsPerAddress")
         c.joinTimeoutSeconds = try int("joinTimeoutSeconds")
+        c.resumeGraceSeconds = try int("resumeGraceSeconds")
         if let u = try string("publicURL") {
             guard (u.hasPrefix("http://") || u.hasPrefix("https://")), URL(string: u)?.host != nil, !u.hasSuffix("/") else {
                 throw Invalid(message: "\(path): 'publicURL' must be http(s)://HOST[:PORT][/PATH] without a trailing slash")

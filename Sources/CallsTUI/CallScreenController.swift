@@ -24,6 +24,10 @@ public final class CallScreenController {
     private var finishing = false
     /// Called when the call is over and the user has seen the summary, with the exit code.
     public var onFinished: ((Int32) -> Void)?
+    /// Called once on the main queue the moment the session is over (left, timed out, or the
+    /// connection lost), before the summary shows: what must not wait for the user's key (a
+    /// ringing call is ended for the other side here).
+    public var onSessionOver: ((Int32) -> Void)?
     /// Where the export key writes the event log (a directory; default: the current one).
     public var exportDirectory: String = FileManager.default.currentDirectoryPath
     /// How long the summary stays when no key is pressed (seconds; 0 skips it).
@@ -107,6 +111,7 @@ public final class CallScreenController {
     func finish(_ code: Int32) {
         guard !finishing else { return }
         finishing = true
+        onSessionOver?(code)
         stopShare(nil)
         model.pending = nil
         guard summarySeconds > 0 else { draw(); onFinished?(code); return }

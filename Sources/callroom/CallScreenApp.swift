@@ -12,11 +12,12 @@ enum CallScreenApp {
 
     /// Joins and shows the call until the user leaves; then prints the call's summary on stdout
     /// (after the terminal is restored). `token` gives a call token instead of generating one
-    /// (the demo joins you as the moderator). `cleanup` runs before the process exits.
+    /// (the demo joins you as the moderator). `cleanup` runs before the process exits;
+    /// `sessionOver` as soon as the session is over, before the summary waits for a key.
     static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
                     title: String, eventLog: String? = nil, token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
                     loggedIn: Bool = false, cleanup: (@MainActor () -> Void)? = nil,
-                    finished: (@MainActor (Int32) -> Void)? = nil) async {
+                    sessionOver: (@MainActor () -> Void)? = nil, finished: (@MainActor (Int32) -> Void)? = nil) async {
         // --event-log FILE: every callback also as a JSON line (opened before the screen takes over).
         if let path = eventLog {
             guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
@@ -33,6 +34,7 @@ enum CallScreenApp {
         }
         let c = CallScreenController(driver: terminal, title: title)
         controller = c
+        c.onSessionOver = { _ in sessionOver?() }
         c.onFinished = { code in
             let summary = c.summary
             c.stop()

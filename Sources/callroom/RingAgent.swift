@@ -25,6 +25,8 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     /// The call this process is ringing, answering or in.
     private var current: Call?
     private var joined = false
+    /// Watches a 1:1 call's roster for the other person leaving (nil outside one).
+    private var peerWatch: PeerDepartureWatch?
     /// Why the chat connection is down (nil: up): the idle screen says offline meanwhile.
     private var offline: String?
     private var signals: [DispatchSourceSignal] = []
@@ -234,6 +236,7 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
         guard !joined else { return }
         joined = true
         current = call
+        watchPeer(in: call)
         let sessionID = call.sessionID
         let built = settings.setSessionType(call.callType == .video ? .video : .voice).build()
         let options = options
@@ -241,8 +244,10 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
         if let screen {
             screen.stop()
             Task { @MainActor in
+                // Leaving ends the call for the other side at once, not when the summary goes.
                 await CallScreenApp.run(options: options, sessionID: sessionID, settings: built, title: "call with \(peer)", loggedIn: true,
-                                        cleanup: nil, finished: { [weak self] code in self?.callFinished(sessionID, peer: peer, code: code) })
+                                        cleanup: nil, sessionOver: { CometChat.endCall(sessionID: sessionID, onSuccess: { _ in }, onError: { _ in }) },
+                                        finished: { [weak self] code in self?.callFinished(sessionID, peer: peer, code: code) })
             }
             return
         }
@@ -255,11 +260,27 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
         }
     }
 
-    /// The call screen closed: end the call; `listen` goes back to the ringing screen.
+    /// In a call between two people, the other one gone ends it here too (`PeerDepartureWatch`).
+    private func watchPeer(in call: Call) {
+        if let w = peerWatch { CallSession.shared.removeParticipantEventListener(w) }
+        peerWatch = nil
+        guard call.receiverType == .user, let uid = me?.uid else { return }
+        let w = PeerDepartureWatch(myUID: uid) { [weak self] in
+            guard let self, self.joined else { return }
+            self.emit("peerGone", ["sessionId": call.sessionID])
+            CallSession.shared.leaveSession()
+        }
+        CallSession.shared.addParticipantEventListener(w)
+        peerWatch = w
+    }
+
+    /// The call screen closed (the call was ended as the session ended): `listen` goes back to
+    /// the ringing screen, `call` exits.
     private func callFinished(_ sessionID: String, peer: String, code: Int32) {
         joined = false
         current = nil
-        CometChat.endCall(sessionID: sessionID, onSuccess: { _ in }, onError: { _ in })
+        if let w = peerWatch { CallSession.shared.removeParticipantEventListener(w) }
+        peerWatch = nil
         guard listening else {
             DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) { exit(code) }
             return

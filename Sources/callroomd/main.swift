@@ -155,6 +155,7 @@ if let n = bounded("maxRooms", file.maxRooms, 1...1_000_000) { config.maxRooms =
 if let n = bounded("maxRoomsPerUser", file.maxRoomsPerUser, 1...10_000) { config.maxRoomsPerUser = n }
 if let n = bounded("maxConnectionsPerAddress", file.maxConnectionsPerAddress, 1...100_000) { config.maxConnectionsPerAddress = n }
 if let n = bounded("joinTimeoutSeconds", file.joinTimeoutSeconds, 1...3600) { config.joinTimeoutSeconds = Double(n) }
+if let n = bounded("resumeGraceSeconds", file.resumeGraceSeconds, 2...600) { config.gracePeriodSeconds = Double(n) }
 if let t = bounded("authTokenTTLSeconds", file.authTokenTTLSeconds, 60...31_536_000, " (a minute to a year)") { config.authTokenTTLSeconds = Int64(t) }
 config.tlsCertificate = pick("tls-cert", file.tlsCert)
 config.tlsPrivateKey = pick("tls-key", file.tlsKey)

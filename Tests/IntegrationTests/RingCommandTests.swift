@@ -43,6 +43,34 @@ final class RingCommandTests: XCTestCase {
         XCTAssertTrue(seen(ann, "Bob B"), "\(ann.output)")
     }
 
+    /// The caller's process dies mid-call: once the server gives up on its connection (the
+    /// grace period, 2 s here), the callee is alone in a call between two and ends it.
+    func testACallWhoseOtherSideIsGoneEnds() throws {
+        let tmp = TemporaryDirectory("callroom-ring-gone")
+        defer { tmp.remove() }
+        let config = tmp.file("callroomd.json")
+        try Data(#"{"resumeGraceSeconds": 2}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error", "--config", config])
+        defer { _ = server.stop() }
+        let common = ["--server", server.url, "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"]
+        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--auto-accept"] + common)
+        defer { bob.signal(SIGTERM) }
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
+        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "bob", "--uid", "ann"] + common)
+        XCTAssertNotNil(ann.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, "\(ann.output)")
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"onParticipantJoined""#) || $0.contains(#""event":"onSessionJoined""#) })
+        Thread.sleep(forTimeInterval: 0.5)
+        ann.signal(SIGKILL)
+        let gone = Date()
+        XCTAssertNotNil(bob.waitForLine(timeout: 10) { $0.contains(#""event":"peerGone""#) }, "\(bob.output.suffix(4))")
+        XCTAssertGreaterThan(Date().timeIntervalSince(gone), 1.5, "not before the grace period: a blip is not a hang-up")
+        XCTAssertEqual(bob.wait(timeout: 10), 0, "auto-accept exits once the call it took is over: \(bob.output.suffix(4))")
+        // The call is over on the server too: ann may ring again at once.
+        let calls = BlockingHTTP.request("GET", server.url + "/v3/calls", headers: ["apikey": server.apiKey])
+        let first = (calls.json["data"] as? [[String: Any]])?.first
+        XCTAssertEqual(first?["status"] as? String, "ended", "\(calls.json)")
+    }
+
     func testListenIsBackOnlineAfterTheServerRestarts() throws {
         let tmp = TemporaryDirectory("callroom-ring-restart")
         defer { tmp.remove() }

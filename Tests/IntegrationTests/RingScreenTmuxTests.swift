@@ -42,6 +42,31 @@ final class RingScreenTmuxTests: XCTestCase {
         XCTAssertTrue(tmux.waitFor("RING-EXIT=0"), tmux.screen())
     }
 
+    /// Leaving the call screen ends the call for the other side at once, while the summary
+    /// still waits for a key (it used to end only once the summary was dismissed).
+    func testLeavingOnTheScreenEndsTheCallBeforeTheSummaryGoes() throws {
+        let tmux = Tmux(session: "leave-\(UUID().uuidString.prefix(6))")
+        try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--auto-accept", "--server", server.url,
+                                                                      "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"])
+        defer { bob.signal(SIGTERM) }
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) })
+        XCTAssertTrue(tmux.start("LANG=C.UTF-8 \(BuiltProducts.path("callroom")) call bob --uid ann --name 'Ann A' --server \(server.url) --auth-key \(server.authKey) --input null --output null; echo RING-EXIT=$?; sleep 30",
+                                 width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
+        tmux.keys("l")
+        tmux.keys("l")
+        XCTAssertTrue(tmux.waitFor("Press any key to exit"), tmux.screen())
+        XCTAssertNotNil(bob.waitForLine(timeout: 5) { $0.contains(#""event":"onCallEndedMessageReceived""#) },
+                        "the call ended for bob while ann's summary shows: \(bob.output.suffix(4))")
+        XCTAssertTrue(tmux.screen().contains("Press any key to exit"), "the summary is still up: \(tmux.screen())")
+        XCTAssertEqual(bob.wait(timeout: 10), 0, "bob's auto-accept exits once the call he took is over")
+        tmux.keys("x")
+        XCTAssertTrue(tmux.waitFor("RING-EXIT=0"), tmux.screen())
+    }
+
     func testCallSaysWhyItDidNotConnectAtFortyByTwelveInASCII() throws {
         let tmux = Tmux(session: "out-\(UUID().uuidString.prefix(6))")
         try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
