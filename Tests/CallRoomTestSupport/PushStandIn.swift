@@ -35,7 +35,7 @@ public final class PushStandIn {
         guard fixtures.wait(timeout: 30) == 0 else {
             throw Failed(description: "push stand-in fixtures failed (run scripts/install-python-deps.sh: h2, cryptography): \(fixtures.errorOutput)")
         }
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         process = try ManagedProcess("/usr/bin/env", ["python3", script, "serve", dir, "--log", log, "--team-id", teamId, "--key-id", keyId,
                                                       "--bundle", bundle, "--project", project] + options)
         guard let line = process.waitForLine(timeout: 15, { Int($0) != nil }), let p = Int(line) else {
