@@ -44,12 +44,13 @@ public enum ALSADeviceList {
     /// Where a change to the device list shows: `/dev/snd` (a card's nodes come and go on
     /// hot-plug) and the configuration that defines PCMs (`ALSA_CONFIG_PATH`, the system and user
     /// files, the `conf.d` directories). Their modification times are read by `changeStamp`.
+    /// (Read with `getenv`: `ProcessInfo.environment` copies the whole environment each time,
+    /// about a hundred allocations every 3 s in a call.)
     public static var watchedPaths: [String] {
-        let env = ProcessInfo.processInfo.environment
         var paths = ["/dev/snd", "/etc/asound.conf", "/etc/alsa/conf.d", "/usr/share/alsa/alsa.conf",
                      "/usr/share/alsa/alsa.conf.d"]
-        if let home = env["HOME"] { paths += [home + "/.asoundrc", home + "/.config/alsa/asoundrc"] }
-        if let config = env["ALSA_CONFIG_PATH"] { paths += config.split(separator: ":").map(String.init) }
+        if let home = getenv("HOME").map({ String(cString: $0) }) { paths += [home + "/.asoundrc", home + "/.config/alsa/asoundrc"] }
+        if let config = getenv("ALSA_CONFIG_PATH").map({ String(cString: $0) }) { paths += config.split(separator: ":").map(String.init) }
         return paths
     }
 
