@@ -94,4 +94,7 @@ public enum CallCancelReason: String, Codable, Sendable, CaseIterable {
     case cancelledByInitiator
     case answeredElsewhere
     case rejectedElsewhere
+    /// The caller went offline while it rang (every device gone, none back within
+    /// `RingCore.callerGoneSeconds`): nobody is left to answer to.
+    case callerOffline
 }

@@ -106,7 +106,11 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
         case .persist(let r): writer.submit(r)
         case .schedule(let sid, let seconds):
             timers.schedule(sid, after: seconds) { [weak self] sid in self?.run(.timedOut(sessionId: sid)) }
-        case .cancel(let sid): timers.cancel(sid)
+        case .scheduleCallerCheck(let sid, let seconds):
+            timers.schedule("caller " + sid, after: seconds) { [weak self] _ in self?.run(.callerGone(sessionId: sid)) }
+        case .cancel(let sid):
+            timers.cancel(sid)
+            timers.cancel("caller " + sid)
         case .event(let trigger, let call):
             log.info("call \(trigger.rawValue)", ["session": call.sessionId, "status": call.status.rawValue])
             onEvent?(trigger, call)

@@ -9,6 +9,7 @@ import Foundation
 /// ```
 ///  initiateCall ─▶ [initiated] ──accept──▶ [ongoing] ──endCall / room empties──▶ ended
 ///                      │ reject ─▶ rejected     busy ─▶ busy     cancel (initiator) ─▶ cancelled
+///                      ├ the caller offline for callerGoneSeconds ─▶ cancelled (callerOffline)
 ///                      └ timeout ─▶ unanswered
 /// ```
 /// Every transition is written before anyone hears of it: the store receipt releases the
@@ -43,12 +44,15 @@ final class RingCore {
         case started(sessionId: String)
         case accepted(sessionId: String, uid: String, device: ConnectionID, first: Bool)
         case declined(sessionId: String, uid: String, device: ConnectionID, status: CallStatus, callOver: Bool)
-        case cancelled(sessionId: String)
+        case cancelled(sessionId: String, reason: CallCancelReason)
         case unanswered(sessionId: String, callOver: Bool, members: [String])
         case ended(sessionId: String, by: String?, callOver: Bool)
     }
 
     let defaultTimeoutSeconds: Int
+    /// How long a ringing call waits for its caller to come back online (the chat SDK
+    /// reconnects within 0.5 + 1 + 2 + 4 s) before it stops ringing (`callerOffline`).
+    static let callerGoneSeconds = 10.0
     let identities: RoomIdentities
     /// Who hears of each transition (written with it).
     let outbox: WebhookOutbox
@@ -102,9 +106,19 @@ final class RingCore {
         case .connectionClosed(let c):
             if let u = users.removeValue(forKey: c) {
                 devices[u.uid]?.remove(c)
-                if devices[u.uid]?.isEmpty == true { devices[u.uid] = nil }
+                if devices[u.uid]?.isEmpty == true {
+                    devices[u.uid] = nil
+                    // Their last device: a call they are ringing out waits a while for them.
+                    for r in calls.values where r.call.initiator.id == u.uid && r.call.status == .initiated {
+                        effects.append(.scheduleCallerCheck(sessionId: r.call.sessionId, afterSeconds: Self.callerGoneSeconds))
+                    }
+                }
             }
         case .timedOut(let sid): timedOut(sid)
+        case .callerGone(let sid):
+            guard let r = calls[sid], r.call.status == .initiated, devices[r.call.initiator.id] == nil else { break }
+            log(.info, "the caller went offline: the call stops ringing", ["session": sid, "caller": r.call.initiator.id])
+            cancel(r, reason: .callerOffline)
         case .stored(let receipt): stored(receipt)
         case .roomEnded(let sid):
             guard let ring = calls[sid], ring.call.status == .ongoing else { break }
@@ -257,15 +271,7 @@ final class RingCore {
         case .cancelled:
             guard r.call.initiator.id == me.uid else { return fail(c, .notAllowed, "Only the caller may cancel the call.") }
             guard r.call.status == .initiated else { return fail(c, .callNotRinging, "The call is \(r.call.status.rawValue), not ringing.") }
-            let members = r.ringing
-            for m in members { r.set(m, .cancelled) }
-            r.call.status = .cancelled
-            r.call.endedAt = now
-            effects.append(.cancel(sessionId: sid))
-            persist([.ringStatus(sessionId: sid, status: .cancelled, startedAt: nil, endedAt: now)]
-                    + members.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) } + hooks(.callCancelled, r.call)
-                    + pushes(.ended, .cancelled, to: members, r.call),
-                    .cancelled(sessionId: sid))
+            cancel(r, reason: .cancelledByInitiator)
         case .rejected, .busy:
             guard let outcome = r.outcome(me.uid) else { return fail(c, .notAllowed, "Only someone the call rings may reject it.") }
             guard outcome == .ringing, !r.call.status.isFinal else {
@@ -289,6 +295,20 @@ final class RingCore {
         default:
             fail(c, .badMessage, "rejectCall status is rejected, busy or cancelled.")
         }
+    }
+
+    /// A ringing call stops ringing for good: the caller gave up, or went offline.
+    private func cancel(_ r: Ring, reason: CallCancelReason) {
+        let sid = r.call.sessionId
+        let members = r.ringing
+        for m in members { r.set(m, .cancelled) }
+        r.call.status = .cancelled
+        r.call.endedAt = now
+        effects.append(.cancel(sessionId: sid))
+        persist([.ringStatus(sessionId: sid, status: .cancelled, startedAt: nil, endedAt: now)]
+                + members.map { .ringMember(sessionId: sid, uid: $0, outcome: .cancelled, at: now) } + hooks(.callCancelled, r.call)
+                + pushes(.ended, .cancelled, to: members, r.call),
+                .cancelled(sessionId: sid, reason: reason))
     }
 
     private func end(_ sid: String, _ me: RingUser, _ c: ConnectionID) {
@@ -392,10 +412,10 @@ final class RingCore {
                 effects.append(.event(r.call.status == .busy ? .callBusy : .callRejected, r.call))
                 calls[sid] = nil
             }
-        case .cancelled(let sid):
+        case let .cancelled(sid, reason):
             guard let r = calls.removeValue(forKey: sid) else { return }
-            for m in r.call.members where m.outcome == .cancelled { tell(m.uid, callMessage(.cancelled, r, .cancelledByInitiator)) }
-            tell(r.call.initiator.id, callMessage(.cancelled, r, .cancelledByInitiator))
+            for m in r.call.members where m.outcome == .cancelled { tell(m.uid, callMessage(.cancelled, r, reason)) }
+            tell(r.call.initiator.id, callMessage(.cancelled, r, reason))
             effects.append(.event(.callCancelled, r.call))
         case let .unanswered(sid, over, members):
             guard let r = calls[sid] else { return }

@@ -46,6 +46,8 @@ enum RingInput: Sendable {
     case connectionClosed(ConnectionID)
     /// A call rang for its whole timeout.
     case timedOut(sessionId: String)
+    /// The caller's last device went offline `callerGoneSeconds` ago while their call rang.
+    case callerGone(sessionId: String)
     case stored(StoreReceipt)
     /// The room of an accepted call emptied (everyone left): the call is over.
     case roomEnded(sessionId: String)
@@ -62,6 +64,8 @@ enum RingEffect: Sendable, Equatable {
     case close(ConnectionID)
     case persist(StoreRequest)
     case schedule(sessionId: String, afterSeconds: Double)
+    /// Feed `callerGone` back after the delay (unless the call is over by then: the core checks).
+    case scheduleCallerCheck(sessionId: String, afterSeconds: Double)
     case cancel(sessionId: String)
     case event(CallTrigger, WireCall)
     case log(ServerLog.Level, String, [String: String])

@@ -106,6 +106,42 @@ final class RingCoreTests: XCTestCase {
         XCTAssertEqual(error(input(.message(.acceptCall(sessionId: sid), from: b1)), to: b1), .callNotFound)
     }
 
+    /// The caller's last device drops while it rings: a reconnect within the grace keeps it
+    /// ringing; none, and it stops ringing (`callerOffline`) instead of ringing out its timeout.
+    func testACallWhoseCallerWentOfflineStopsRinging() throws {
+        online()
+        let sid = try ringBob()
+        let dropped = input(.connectionClosed(a))
+        XCTAssertEqual(dropped, [.scheduleCallerCheck(sessionId: sid, afterSeconds: RingCore.callerGoneSeconds)])
+        // Back on a new connection before the check: the check finds them and nothing changes.
+        let a2 = ConnectionID(node: "n", local: 9)
+        XCTAssertTrue(sent(input(.hello(a2, ann)), to: a2).contains { if case .call(.initiated, _, _) = $0 { return true }; return false },
+                      "the returning caller hears the call it is making")
+        now += 10_000
+        XCTAssertTrue(input(.callerGone(sessionId: sid)).isEmpty, "the caller is back: it keeps ringing")
+        XCTAssertEqual(core.calls[sid]?.call.status, .initiated)
+        // Gone for good this time.
+        XCTAssertEqual(input(.connectionClosed(a2)), [.scheduleCallerCheck(sessionId: sid, afterSeconds: RingCore.callerGoneSeconds)])
+        now += 10_000
+        let deciding = input(.callerGone(sessionId: sid))
+        XCTAssertTrue(deciding.contains(.cancel(sessionId: sid)), "the ring-out timer stops")
+        XCTAssertTrue(sent(deciding, to: b1).isEmpty, "announced after the disk")
+        let after = try ok(deciding)
+        for d in [b1, b2] {
+            XCTAssertTrue(sent(after, to: d).contains { if case .call(.cancelled, let call, .callerOffline) = $0 { return call.status == .cancelled }; return false },
+                          "\(d): \(after)")
+        }
+        XCTAssertEqual(triggers(after), [.callCancelled])
+        XCTAssertEqual(error(input(.message(.acceptCall(sessionId: sid), from: b1)), to: b1), .callNotFound)
+        // A call that was answered meanwhile is not the check's business.
+        _ = input(.hello(a, ann))
+        let sid2 = try ringBob()
+        _ = try ok(input(.message(.acceptCall(sessionId: sid2), from: b1)))
+        XCTAssertEqual(input(.connectionClosed(a)), [], "an ongoing call is the room's to end")
+        XCTAssertTrue(input(.callerGone(sessionId: sid2)).isEmpty)
+        XCTAssertEqual(core.calls[sid2]?.call.status, .ongoing)
+    }
+
     func testNobodyAnsweringInTimeIsUnanswered() throws {
         online()
         let sid = try ringBob(timeout: 20)
