@@ -15,11 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
 [ "$(id -u)" = 0 ] || { echo "bench-allocs: uprobes need root" >&2; exit 2; }
-command -v perf >/dev/null || {
-  echo "bench-allocs: installing linux-perf (Debian)" >&2
-  if [ ! -d /var/lib/apt/lists ] || [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock)" ]; then apt-get update -qq; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null
-}
+source scripts/need-package.sh
+need_package perf linux-perf bench-allocs
 swift build -c release --product callroom >/dev/null
 swift build -c release --product callroomd >/dev/null
 bin=.build/release

@@ -24,11 +24,8 @@ rounds=${2:-2}
 source=${3:-tone}
 case "$source" in tone|speech) ;; *) echo "bench-cpu-baresip: the source is tone or speech, not '$source'" >&2; exit 2 ;; esac
 period=${CALLROOM_PERIOD_MS:-auto}   # CallRoom's playback period: auto (the default) or 5/10/20
-command -v baresip >/dev/null || {
-  echo "bench-cpu-baresip: installing baresip-core (Debian)" >&2
-  if [ ! -d /var/lib/apt/lists ] || [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock)" ]; then apt-get update -qq; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq baresip-core >/dev/null
-}
+source scripts/need-package.sh
+need_package baresip baresip-core bench-cpu-baresip
 swift build -c release --product callroom >/dev/null
 swift build -c release --product callroomd >/dev/null
 bin=.build/release
@@ -51,7 +48,7 @@ w.close()
 PY
   cr_input=tone:440
 else
-  command -v sox >/dev/null || { echo "bench-cpu-baresip: installing sox" >&2; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox >/dev/null; }
+  need_package sox sox bench-cpu-baresip
   sox Resources/clips/ada.wav -r 48000 -c 1 -b 16 "$tmp/clip48.wav"
   sox $(for _ in $(seq 12); do echo "$tmp/clip48.wav"; done) "$tmp/source.wav" trim 0 60
   cr_input="file:$tmp/source.wav"

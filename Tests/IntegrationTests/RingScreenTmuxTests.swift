@@ -11,6 +11,15 @@ final class RingScreenTmuxTests: XCTestCase {
     override func setUp() { tmp = TemporaryDirectory("callroom-ringtmux") }
     override func tearDown() { tmp.remove() }
 
+    /// `callroom listen --headless` as `uid` answering with `answer` (`--busy`, `--auto-accept`),
+    /// once it is listening.
+    func headlessListener(_ uid: String, _ answer: String, on server: CallroomdProcess) throws -> ManagedProcess {
+        let p = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", uid, answer, "--server", server.url,
+                                                                    "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"])
+        XCTAssertNotNil(p.waitForLine { $0.contains(#""event":"listening""#) }, p.errorOutput)
+        return p
+    }
+
     func testListenAnswersACallShowsTheCallScreenAndReturnsToIdle() throws {
         let tmux = Tmux(session: "ring-\(UUID().uuidString.prefix(6))")
         try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
@@ -49,10 +58,8 @@ final class RingScreenTmuxTests: XCTestCase {
         try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
         let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
         defer { _ = server.stop() }
-        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--auto-accept", "--server", server.url,
-                                                                      "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"])
+        let bob = try headlessListener("bob", "--auto-accept", on: server)
         defer { bob.signal(SIGTERM) }
-        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) })
         XCTAssertTrue(tmux.start("LANG=C.UTF-8 \(BuiltProducts.path("callroom")) call bob --uid ann --name 'Ann A' --server \(server.url) --auth-key \(server.authKey) --input null --output null; echo RING-EXIT=$?; sleep 30",
                                  width: 80, height: 24))
         XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
@@ -72,10 +79,8 @@ final class RingScreenTmuxTests: XCTestCase {
         try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
         let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
         defer { _ = server.stop() }
-        let cat = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "cat", "--busy", "--server", server.url,
-                                                                      "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"])
+        let cat = try headlessListener("cat", "--busy", on: server)
         defer { cat.signal(SIGTERM) }
-        XCTAssertNotNil(cat.waitForLine { $0.contains(#""event":"listening""#) })
         XCTAssertTrue(tmux.start("LC_ALL=C LANG=C NO_COLOR=1 \(BuiltProducts.path("callroom")) call cat --uid dan --server \(server.url) --auth-key \(server.authKey) --input null --output null; echo RING-EXIT=$?; sleep 30",
                                  width: 40, height: 12))
         // The outcome on the screen (an ASCII frame under LANG=C) for a moment, then on the shell.
