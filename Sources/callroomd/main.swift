@@ -214,21 +214,10 @@ if let l = pick("log-level", file.logLevel) {
 }
 
 let server = CallServer(configuration: config)
-do { try server.start() } catch { fail(error.description, code: 1) }
-
-/// Writes straight to fd 1 (unbuffered), so a supervisor sees the line at once.
-func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-if server.generatedKeys {
-    say("callroomd generated keys (shown once; stored in \(config.dataDir)/keys.json):")
-    say("  appId   \(server.keys.appId)")
-    say("  apiKey  \(server.keys.apiKey)")
-    say("  authKey \(server.keys.authKey)")
-}
-if let fp = server.tlsFingerprint, let files = server.tlsFiles {
-    say("callroomd TLS certificate \(files.certificate)\(server.generatedCertificate ? " (self-signed, made now)" : "") sha256 \(fp)")
-}
-say("callroomd listening on \(server.url) media udp://\(config.host):\(server.mediaPort) appId \(server.keys.appId)")
-
+// Signals are taken before the server starts: a supervisor (or a test) may send SIGTERM as
+// soon as it reads "listening", and one arriving between ignoring the default action and
+// the handler's start would be lost (seen once in CI: a node that never stopped). A signal
+// during start is handled once the main queue runs (dispatchMain, below).
 signal(SIGINT, SIG_IGN)
 signal(SIGTERM, SIG_IGN)
 signal(SIGPIPE, SIG_IGN)
@@ -266,4 +255,19 @@ for sig in [SIGINT, SIGTERM] {
     src.resume()
     signalSources.append(src)
 }
+do { try server.start() } catch { fail(error.description, code: 1) }
+
+/// Writes straight to fd 1 (unbuffered), so a supervisor sees the line at once.
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+if server.generatedKeys {
+    say("callroomd generated keys (shown once; stored in \(config.dataDir)/keys.json):")
+    say("  appId   \(server.keys.appId)")
+    say("  apiKey  \(server.keys.apiKey)")
+    say("  authKey \(server.keys.authKey)")
+}
+if let fp = server.tlsFingerprint, let files = server.tlsFiles {
+    say("callroomd TLS certificate \(files.certificate)\(server.generatedCertificate ? " (self-signed, made now)" : "") sha256 \(fp)")
+}
+say("callroomd listening on \(server.url) media udp://\(config.host):\(server.mediaPort) appId \(server.keys.appId)")
+
 dispatchMain()
