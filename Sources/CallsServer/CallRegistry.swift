@@ -93,6 +93,9 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
         }
     }
 
+    /// The caller-offline check's timer, beside the call's own timeout (keyed by the session id).
+    private static func callerCheckKey(_ sid: String) -> String { "caller " + sid }
+
     private func run(_ input: RingInput) {
         dispatchPrecondition(condition: .onQueue(queue))
         for effect in core.handle(input, now: scheduler.nowMilliseconds()) { perform(effect) }
@@ -107,10 +110,10 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
         case .schedule(let sid, let seconds):
             timers.schedule(sid, after: seconds) { [weak self] sid in self?.run(.timedOut(sessionId: sid)) }
         case .scheduleCallerCheck(let sid, let seconds):
-            timers.schedule("caller " + sid, after: seconds) { [weak self] _ in self?.run(.callerGone(sessionId: sid)) }
+            timers.schedule(Self.callerCheckKey(sid), after: seconds) { [weak self] _ in self?.run(.callerGone(sessionId: sid)) }
         case .cancel(let sid):
             timers.cancel(sid)
-            timers.cancel("caller " + sid)
+            timers.cancel(Self.callerCheckKey(sid))
         case .event(let trigger, let call):
             log.info("call \(trigger.rawValue)", ["session": call.sessionId, "status": call.status.rawValue])
             onEvent?(trigger, call)

@@ -461,7 +461,6 @@ struct RESTRouter: Sendable {
         case is String.Type: return "a string"
         case is Bool.Type: return "true or false"
         case is Int.Type, is Int64.Type, is UInt64.Type, is Int32.Type, is UInt32.Type, is Double.Type, is UInt16.Type: return "a number"
-        case is [Any].Type: return "an array"
         default:
             let name = String(describing: type)
             if name.hasPrefix("Array<") { return "an array" }
