@@ -376,4 +376,19 @@ extension ServerMessage {
 
     /// Decodes one JSON text frame.
     public init(json data: Data) throws(SignalDecodeError) { self = try Self.codec.decode(data) }
+
+    /// Whether this message tells a connection it is in: authenticated into a room (`joined`,
+    /// `resumed`) or as a user (`welcome`). Only these end a connection's join timeout.
+    public var authenticates: Bool {
+        switch self {
+        case .joined, .resumed, .welcome: return true
+        default: return false
+        }
+    }
+
+    /// `authenticates` of a message already encoded (one relayed from another node).
+    public static func authenticates(json: String) -> Bool {
+        guard let t = try? SignalJSON.type(of: Data(json.utf8)) else { return false }
+        return t == "joined" || t == "resumed" || t == "welcome"
+    }
 }

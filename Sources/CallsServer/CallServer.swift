@@ -61,7 +61,7 @@ public final class CallServer: @unchecked Sendable {
     private let sharedRESTLimiter: SharedRateLimiter?
     /// Counts and logs every refusal (REST auth, rate limits, signalling auth, room rules …).
     let refusals: Refusals
-    /// Open WebSockets: their peer, and whether they have said join/hello/resume yet.
+    /// Open WebSockets: their peer, and whether the server has let them in yet (`authenticated`).
     private let sockets = Locked<(peer: [UInt64: String], perAddress: [String: Int], claimed: Set<UInt64>)>(([:], [:], []))
 
     public init(configuration: ServerConfiguration) {
@@ -439,7 +439,10 @@ public final class CallServer: @unchecked Sendable {
         }, ringRoomEnded: { [weak calls] sid in calls?.roomEnded(sid) })
         let bus = try ClusterBus(redis: redis, nodeID: nodeID, log: log) { [weak self, weak router] envelope in
             switch envelope {
-            case .toClient(let c, let text): self?.web?.send(text: text, to: c)
+            case .toClient(let c, let text):
+                // A room on another node admitted this connection: its join timeout ends.
+                if self?.isAuthenticated(c) == false, ServerMessage.authenticates(json: text) { self?.authenticated(c) }
+                self?.web?.send(text: text, to: c)
             case .close(let c): self?.web?.close(c)
             case .forward, .closed, .roomEnded: router?.arrived(envelope)
             case .revoked(let uid, let notBefore):
@@ -680,13 +683,13 @@ extension CallServer: WebServerDelegate, SignalOutbox {
             close(id)
             return
         }
-        // A connection that never joins (or says hello, or resumes) does not stay.
+        // A connection not let in (joined, welcomed or resumed) within the timeout does not stay, whatever it sent.
         DispatchQueue.global().asyncAfter(deadline: .now() + configuration.joinTimeoutSeconds) { [weak self] in
             guard let self else { return }
             let idle = self.sockets.withLock { $0.peer[connection] != nil && !$0.claimed.contains(connection) }
             guard idle else { return }
             self.refusals.refused(.idleConnection, peer: peer, detail: "no join within \(Int(self.configuration.joinTimeoutSeconds)) s")
-            self.send(.error(code: .joinTimeout, message: "No join, hello or resume within \(Int(self.configuration.joinTimeoutSeconds)) s."), to: id)
+            self.send(.error(code: .joinTimeout, message: "Not joined, logged in or resumed within \(Int(self.configuration.joinTimeoutSeconds)) s."), to: id)
             self.close(id)
         }
     }
@@ -697,12 +700,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         // A binary frame is one media packet of a member whose UDP is blocked.
         if binary { return relay?.receiveTunnelled(message, from: connection) ?? () }
         do {
-            let m = try ClientMessage(json: Data(message))
-            switch m {
-            case .join, .hello, .resume: sockets.withLock { _ = $0.claimed.insert(connection) }
-            default: break
-            }
-            signals.received(m, from: id)
+            signals.received(try ClientMessage(json: Data(message)), from: id)
         } catch {
             signals.rejected(error, from: id)
         }
@@ -720,6 +718,14 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         signals?.connectionClosed(ConnectionID(node: nodeID, local: connection))
     }
 
+    /// The connection was told it is in (`joined`, `resumed`, `welcome`): the join timeout
+    /// no longer closes it. Whatever it only *sent* (a `hello` with a wrong token) does not count.
+    private func authenticated(_ connection: UInt64) {
+        sockets.withLock { s in if s.peer[connection] != nil { s.claimed.insert(connection) } }
+    }
+
+    private func isAuthenticated(_ connection: UInt64) -> Bool { sockets.withLock { $0.claimed.contains(connection) } }
+
     /// Sends to a connection: one this node holds over its socket, another node's over the cluster bus.
     func send(_ message: ServerMessage, to connection: ConnectionID) {
         guard connection.node == nodeID else {
@@ -729,6 +735,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         if case .error(let code, let text) = message, let cause = Self.refusalCause(code) {
             refusals.refused(cause, peer: sockets.withLock { $0.peer[connection.local] } ?? "?", detail: "\(code.rawValue): \(text)")
         }
+        if message.authenticates { authenticated(connection.local) }
         web?.send(text: message.json(), to: connection.local)
     }
 

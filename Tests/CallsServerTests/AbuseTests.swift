@@ -21,6 +21,33 @@ final class AbuseTests: XCTestCase {
         XCTAssertTrue(h.server.metricsText().contains(#"callroom_refused_total{cause="idle_connection"} 1"#), h.server.metricsText())
     }
 
+    /// The attack (#34): a `hello` with a wrong token, a join that is refused, or keep-alives
+    /// alone kept a connection past the join timeout for ever. Only being let in counts.
+    func testSayingHelloWithAWrongTokenDoesNotExemptAConnection() throws {
+        let h = try ServerHarness { $0.joinTimeoutSeconds = 0.5 }
+        defer { h.stop(); h.removeData() }
+        let liar = try SignalProbe(url: h.server.url)
+        liar.send(.hello(authToken: "not-a-token"))
+        XCTAssertNotNil(liar.wait { if case .error = $0 { return true }; return false }, "the hello is refused")
+        let pinger = try SignalProbe(url: h.server.url)
+        let user = try SignalProbe(url: h.server.url)
+        let login = h.request("POST", "/v3/sdk/login", headers: ["appId": h.server.keys.appId],
+                              body: #"{"uid":"ann","authKey":"\#(h.server.keys.authKey)"}"#)
+        user.send(.hello(authToken: try XCTUnwrap(login.data["authToken"] as? String)))
+        XCTAssertNotNil(user.wait { if case .welcome = $0 { return true }; return false })
+        let deadline = Date() + 3
+        var i = 0
+        while Date() < deadline && !pinger.isClosed {
+            pinger.send(.ping(i))
+            i += 1
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTAssertTrue(liar.waitClosed(timeout: 3), "a refused hello held the connection for ever before")
+        XCTAssertTrue(pinger.isClosed, "keep-alives alone do not keep a connection")
+        XCTAssertTrue(liar.all.contains { if case .error(.joinTimeout, _) = $0 { return true }; return false })
+        XCTAssertFalse(user.isClosed, "a welcomed connection stays")
+    }
+
     func testOpenWebSocketsArePerAddressBounded() throws {
         let h = try ServerHarness {
             $0.maxConnectionsPerAddress = 3
