@@ -5,9 +5,40 @@
 /// LWS_PRE is a macro; Swift cannot import it.
 static const int callroom_lws_pre = LWS_PRE;
 
-/// Silences libwebsockets' own logging except errors, routed to stderr.
+#include <stdio.h>
+#include <time.h>
+
+/// libwebsockets' lines go to stderr at most 10 a second (a storm of the same error, such as
+/// failing accepts, would otherwise write thousands); the next line after a quiet second says
+/// how many were dropped. Any thread.
+static inline void callroom_lws_emit(int level, const char *line) {
+    static long second;
+    static int lines;
+    static long dropped;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long s = __atomic_load_n(&second, __ATOMIC_RELAXED);
+    if (now.tv_sec != s && __atomic_compare_exchange_n(&second, &s, now.tv_sec, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&lines, 0, __ATOMIC_RELAXED);
+        long d = __atomic_exchange_n(&dropped, 0, __ATOMIC_RELAXED);
+        if (d > 0) fprintf(stderr, "libwebsockets: %ld more lines like these dropped\n", d);
+    }
+    if (__atomic_add_fetch(&lines, 1, __ATOMIC_RELAXED) > 10) {
+        __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    (void)level;
+    fputs(line, stderr);
+}
+
+/// Silences libwebsockets' own logging except errors, routed to stderr (rate-limited).
 static inline void callroom_lws_quiet(int errorsOnly) {
-    lws_set_log_level(errorsOnly ? LLL_ERR : (LLL_ERR | LLL_WARN), NULL);
+    lws_set_log_level(errorsOnly ? LLL_ERR : (LLL_ERR | LLL_WARN), callroom_lws_emit);
+}
+
+/// The descriptor a just-accepted connection got (LWS_CALLBACK_FILTER_NETWORK_CONNECTION).
+static inline int callroom_lws_filter_fd(const void *args) {
+    return (int)((const struct lws_filter_network_conn_args *)args)->accept_fd;
 }
 
 

@@ -137,6 +137,12 @@ public struct ScreenShareFrame: Codable, Sendable, Equatable {
             && runs.allSatisfy { $0.style >= 0 && $0.style < styles.count && $0.y >= 0 && $0.y < rows && $0.x >= 0 && $0.x < columns }
     }
 
+    /// About what the frame takes in memory and on the wire: its text, plus a fixed share per
+    /// run and per style (the JSON keys and numbers around them). For bounds, not billing.
+    public var approximateBytes: Int {
+        64 + styles.count * 48 + runs.reduce(0) { $0 + 32 + $1.text.utf8.count }
+    }
+
     /// The frame split into frames of at most `maxRuns` runs each (the first keeps `full`, the
     /// rest are diffs that follow it), so none exceeds a WebSocket message.
     public func split(maxRuns: Int) -> [ScreenShareFrame] {

@@ -170,6 +170,10 @@ public final class CallServer: @unchecked Sendable {
                      ["data_dir": dir, "was": String(before.st_mode & 0o777, radix: 8)])
         }
         let tlsFiles = try tls(dataDir: dir)
+        // Before anything opens: every connection, file and socket fits in the raised limit.
+        let descriptors = DescriptorLimit.raiseToHard()
+        let connectionBudget = min(configuration.maxConnections ?? Int.max, DescriptorLimit.connectionBudget(limit: descriptors.now))
+        log.info("descriptors", ["limit": "\(descriptors.now)", "was": "\(descriptors.before)", "connections": "\(connectionBudget)"])
         var (k, generated) = try ServerKeys.loadOrCreate(dataDir: dir)
         if let v = configuration.appId { k.appId = v }
         if let v = configuration.apiKey { k.apiKey = v }
@@ -269,7 +273,8 @@ public final class CallServer: @unchecked Sendable {
         pushSender = pushes
         rooms.onCommitted = { [weak deliverer] in deliverer?.poke() }
         webhooks = deliverer
-        let web = WebServer(host: configuration.host, tls: tlsFiles, delegate: self)
+        let web = WebServer(host: configuration.host, tls: tlsFiles, maxQueuedBytes: configuration.maxQueuedBytesPerConnection,
+                            maxOpenDescriptors: connectionBudget, delegate: self)
         rooms.attach(outbox: self)
         calls.attach(outbox: self)
         self.rooms = rooms
@@ -704,6 +709,14 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         } catch {
             signals.rejected(error, from: id)
         }
+    }
+
+    public func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int) {
+        refusals.refused(.slowConsumer, peer: peer, detail: "\(queuedBytes) bytes waiting: closed \(WebServer.slowConsumerCloseCode)")
+    }
+
+    public func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32) {
+        refusals.refused(.descriptorBudget, peer: "*", detail: "descriptor \(descriptor): the connection budget is full")
     }
 
     public func webServer(_ server: WebServer, didClose connection: UInt64) {

@@ -19,6 +19,10 @@ enum RefusalCause: String, Sendable, CaseIterable {
     case idleConnection = "idle_connection"
     /// Too many WebSockets from one address.
     case connectionsPerAddress = "connections_per_address"
+    /// A WebSocket that did not read what it was sent (`maxQueuedBytesPerConnection`).
+    case slowConsumer = "slow_consumer"
+    /// A TCP connection hung up at accept: the server's descriptors are spent (`maxConnections`).
+    case descriptorBudget = "descriptor_budget"
 }
 
 /// Counts every refusal and logs it once per cause per peer per interval (so 1,500 refusals

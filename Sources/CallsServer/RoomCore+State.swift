@@ -15,7 +15,7 @@ extension RoomCore {
         broadcast(room, .participantUpdated(p.wire, change: change))
         // The relay stops (and restarts) forwarding a paused camera.
         if p.wire.isVideoPaused != before.isVideoPaused { patchRelay(room) }
-        if !p.wire.isPresenting { room.shares[pid] = nil }  // a share ends with presenting
+        if !p.wire.isPresenting { room.shares[pid] = nil; room.shareBytes[pid] = nil }  // a share ends with presenting
     }
 
     private func requireModerator(_ room: Room, _ pid: String, _ connection: ConnectionID) -> Bool {

@@ -62,6 +62,8 @@ final class RoomCore {
         /// Each presenter's shared terminal since its last full frame (`+ScreenShare`): what a
         /// late joiner is sent to see it at once.
         var shares: [String: [ScreenShareFrame]] = [:]
+        /// The bytes each presenter's kept frames take (bounded by `maxKeptShareBytes`).
+        var shareBytes: [String: Int] = [:]
         /// Features run by server members (recording, transcription, streaming; `+ServerMembers`).
         var runs: [SessionFeature: FeatureRun] = [:]
         /// The server's members of the room, in a fixed order.
@@ -453,6 +455,7 @@ final class RoomCore {
         guard let room = rooms[sid], let p = room.participants.removeValue(forKey: pid) else { return }
         room.order.removeAll { $0 == pid }
         room.shares[pid] = nil
+        room.shareBytes[pid] = nil
         effects.append(.cancel(.grace(session: sid, pid: pid)))
         byResumeToken[p.resumeToken] = nil
         usedSSRCs.remove(p.wire.ssrc)

@@ -45,6 +45,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var maxRoomsPerUser: Int?
     public var maxConnectionsPerAddress: Int?
     public var joinTimeoutSeconds: Int?
+    public var maxQueuedBytesPerConnection: Int?
+    public var maxConnections: Int?
     /// How long a dropped participant is held for `resume` (seconds; default 30).
     public var resumeGraceSeconds: Int?
     public var production: Bool?
@@ -73,7 +75,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "resumeGraceSeconds", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
@@ -155,6 +157,8 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.maxRoomsPerUser = try int("maxRoomsPerUser")
         c.maxConnectionsPerAddress = try int("maxConnectionsPerAddress")
         c.joinTimeoutSeconds = try int("joinTimeoutSeconds")
+        c.maxQueuedBytesPerConnection = try int("maxQueuedBytesPerConnection")
+        c.maxConnections = try int("maxConnections")
         c.resumeGraceSeconds = try int("resumeGraceSeconds")
         if let u = try string("publicURL") {
             guard (u.hasPrefix("http://") || u.hasPrefix("https://")), URL(string: u)?.host != nil, !u.hasSuffix("/") else {

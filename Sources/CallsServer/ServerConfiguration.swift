@@ -76,8 +76,14 @@ public struct ServerConfiguration: Sendable {
     /// Loopback peers are not held to `maxConnectionsPerAddress` (load generators; a TLS proxy in
     /// front makes every client loopback: limit there).
     public var connectionLimitExemptsLoopback = true
-    /// A WebSocket that has not sent `join`, `hello` or `resume` within this is closed (seconds).
+    /// A WebSocket the server has not let in (`joined`, `welcome`, `resumed`) within this is closed (seconds).
     public var joinTimeoutSeconds: Double = 10
+    /// Bytes that may wait to be written to one WebSocket; a peer that does not read past this
+    /// is closed with code 4008 and its queue freed.
+    public var maxQueuedBytesPerConnection = 4 * 1024 * 1024
+    /// Open TCP connections (HTTP and WebSocket) at most; nil: what the descriptor limit leaves
+    /// after a reserve (`DescriptorLimit.connectionBudget`). Never more than that.
+    public var maxConnections: Int?
     public var logFormat: ServerLog.Format
     /// How often live calls are stamped in the store; a crash loses at most this much end time.
     public var storeHeartbeatSeconds: Double = 5

@@ -15,6 +15,17 @@ public protocol WebServerDelegate: AnyObject, Sendable {
     func webServer(_ server: WebServer, connection: UInt64, didReceive message: [UInt8], binary: Bool)
     /// The WebSocket closed, for any reason. No more calls for `connection` follow.
     func webServer(_ server: WebServer, didClose connection: UInt64)
+    /// The peer did not read: more than `maxQueuedBytes` waited for it. Its queue was dropped
+    /// and it is being closed with `WebServer.slowConsumerCloseCode` (`didClose` follows).
+    func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int)
+    /// A TCP connection was hung up as it was accepted: the server holds `maxOpenDescriptors`
+    /// descriptors already.
+    func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32)
+}
+
+extension WebServerDelegate {
+    public func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int) {}
+    public func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32) {}
 }
 
 /// Errors starting a web server.
@@ -51,6 +62,16 @@ public final class WebServer: @unchecked Sendable {
     public let tls: TLSFiles?
     public let maxBodyBytes: Int
     public let maxMessageBytes: Int
+    /// What may wait to be written to one WebSocket; past it the connection is closed with
+    /// `slowConsumerCloseCode` and its queue freed.
+    public let maxQueuedBytes: Int
+    /// The close code a WebSocket that did not read its messages gets (an application code,
+    /// beside RFC 6455's 1008 policy violation).
+    public static let slowConsumerCloseCode: UInt16 = 4008
+    /// A connection accepted onto a descriptor at or above this is hung up at once: the
+    /// process's descriptors stay under its limit, so `accept` never fails (and never spins).
+    /// Linux gives the lowest free descriptor, so the number is a count of those open.
+    public let maxOpenDescriptors: Int
     private weak var delegateRef: (any WebServerDelegate)?
     private var delegate: (any WebServerDelegate)? { delegateRef }
 
@@ -112,6 +133,8 @@ public final class WebServer: @unchecked Sendable {
         var rx: [UInt8] = []
         var rxOverflow = false
         var tx: [(bytes: [UInt8], binary: Bool)] = []
+        /// Bytes in `tx`.
+        var txBytes = 0
         var closeRequest: (UInt16, String)?
         init(wsi: OpaquePointer) { self.wsi = wsi }
     }
@@ -120,12 +143,16 @@ public final class WebServer: @unchecked Sendable {
     ///   - host: the interface address to listen on (`127.0.0.1`, `0.0.0.0`).
     ///   - maxBodyBytes: larger HTTP bodies are refused with 413.
     ///   - maxMessageBytes: larger WebSocket messages close the connection with 1009.
+    ///   - maxQueuedBytes: more waiting for one WebSocket closes it with `slowConsumerCloseCode`.
     public init(host: String, tls: TLSFiles? = nil, maxBodyBytes: Int = 64 * 1024, maxMessageBytes: Int = 64 * 1024,
+                maxQueuedBytes: Int = 4 * 1024 * 1024, maxOpenDescriptors: Int = DescriptorLimit.connectionBudget(limit: DescriptorLimit.current),
                 delegate: any WebServerDelegate) {
         self.host = host
         self.tls = tls
         self.maxBodyBytes = maxBodyBytes
         self.maxMessageBytes = maxMessageBytes
+        self.maxQueuedBytes = maxQueuedBytes
+        self.maxOpenDescriptors = maxOpenDescriptors
         self.delegateRef = delegate
     }
 
@@ -268,6 +295,12 @@ public final class WebServer: @unchecked Sendable {
     fileprivate func handle(wsi: OpaquePointer?, reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
                             data: UnsafeMutableRawPointer?, len: Int) -> Int32 {
         switch reason {
+        case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+            guard let user else { return 0 }
+            let fd = callroom_lws_filter_fd(user)
+            guard fd >= maxOpenDescriptors else { return 0 }
+            delegate?.webServer(self, refusedConnectionOverDescriptorBudget: fd)
+            return 1
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             performReload()
             drainOutbox()
@@ -412,12 +445,29 @@ public final class WebServer: @unchecked Sendable {
                 conn.response = r
             case .message(let bytes, let binary):
                 guard conn.closeRequest == nil else { continue }
+                if conn.txBytes + bytes.count > maxQueuedBytes {
+                    dropSlow(conn, id: id)
+                    continue
+                }
                 conn.tx.append((bytes, binary))
+                conn.txBytes += bytes.count
             case .close(let code, let reason):
                 conn.closeRequest = (code, reason)
             }
             lws_callback_on_writable(conn.wsi)
         }
+    }
+
+    /// A WebSocket that does not read: its queue goes at once, a close frame is offered, and
+    /// the connection is cut if even that is not taken within 2 s.
+    private func dropSlow(_ conn: Connection, id: UInt64) {
+        let queued = conn.txBytes
+        conn.tx = []
+        conn.txBytes = 0
+        conn.closeRequest = (Self.slowConsumerCloseCode, "too slow: over \(maxQueuedBytes) bytes waiting")
+        lws_set_timeout(conn.wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)
+        lws_callback_on_writable(conn.wsi)
+        delegate?.webServer(self, droppedSlowConnection: id, peer: conn.peer, queuedBytes: queued)
     }
 
     private func writeHTTP(_ conn: Connection) -> Int32 {
@@ -461,6 +511,7 @@ public final class WebServer: @unchecked Sendable {
     private func writeWebSocket(_ conn: Connection, wsi: OpaquePointer) -> Int32 {
         if !conn.tx.isEmpty {
             let (bytes, binary) = conn.tx.removeFirst()
+            conn.txBytes -= bytes.count
             var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre)) + bytes
             let n = buffer.withUnsafeMutableBufferPointer { buf in
                 lws_write(wsi, buf.baseAddress! + Int(callroom_lws_pre), bytes.count, binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT)

@@ -26,7 +26,8 @@ let usage = """
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
-                              joinTimeoutSeconds, mediaPublicAddress); flags given
+                              joinTimeoutSeconds, maxQueuedBytesPerConnection, maxConnections,
+                          mediaPublicAddress); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -155,6 +156,8 @@ if let n = bounded("maxRooms", file.maxRooms, 1...1_000_000) { config.maxRooms =
 if let n = bounded("maxRoomsPerUser", file.maxRoomsPerUser, 1...10_000) { config.maxRoomsPerUser = n }
 if let n = bounded("maxConnectionsPerAddress", file.maxConnectionsPerAddress, 1...100_000) { config.maxConnectionsPerAddress = n }
 if let n = bounded("joinTimeoutSeconds", file.joinTimeoutSeconds, 1...3600) { config.joinTimeoutSeconds = Double(n) }
+if let n = bounded("maxQueuedBytesPerConnection", file.maxQueuedBytesPerConnection, 65_536...268_435_456) { config.maxQueuedBytesPerConnection = n }
+if let n = bounded("maxConnections", file.maxConnections, 16...10_000_000) { config.maxConnections = n }
 if let n = bounded("resumeGraceSeconds", file.resumeGraceSeconds, 2...600) { config.gracePeriodSeconds = Double(n) }
 if let t = bounded("authTokenTTLSeconds", file.authTokenTTLSeconds, 60...31_536_000, " (a minute to a year)") { config.authTokenTTLSeconds = Int64(t) }
 config.tlsCertificate = pick("tls-cert", file.tlsCert)

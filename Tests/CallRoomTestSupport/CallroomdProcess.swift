@@ -12,9 +12,13 @@ public final class CallroomdProcess {
 
     public struct StartFailed: Error, CustomStringConvertible { public var description: String }
 
-    /// Starts `callroomd --listen LISTEN --data-dir DIR` plus `extra` arguments.
-    public init(dataDir: String, listen: String = "127.0.0.1:0", extra: [String] = []) throws {
-        process = try ManagedProcess(BuiltProducts.path("callroomd"), ["--listen", listen, "--data-dir", dataDir] + extra)
+    /// Starts `callroomd --listen LISTEN --data-dir DIR` plus `extra` arguments; with a
+    /// `launcher` (an absolute path and its arguments, e.g. `/usr/bin/prlimit --nofile=…`),
+    /// through it.
+    public init(dataDir: String, listen: String = "127.0.0.1:0", extra: [String] = [], launcher: [String] = []) throws {
+        let arguments = [BuiltProducts.path("callroomd"), "--listen", listen, "--data-dir", dataDir] + extra
+        let command = launcher + arguments
+        process = try ManagedProcess(command[0], Array(command.dropFirst()))
         guard let line = process.waitForLine(timeout: 15, { $0.hasPrefix("callroomd listening on http") }) else {
             throw StartFailed(description: "callroomd did not start: \(process.errorOutput)")
         }

@@ -48,6 +48,39 @@ final class AbuseTests: XCTestCase {
         XCTAssertFalse(user.isClosed, "a welcomed connection stays")
     }
 
+    /// The attack (#34): a member that never reads while a presenter shares a busy terminal;
+    /// its queue grew without bound on the server. Now it is closed (4008) once 64 KiB wait,
+    /// and the rest of the room goes on.
+    func testAPeerThatDoesNotReadIsClosedAndTheRoomGoesOn() throws {
+        let h = try ServerHarness { $0.maxQueuedBytesPerConnection = 65_536 }
+        defer { h.stop(); h.removeData() }
+        let presenter = try SignalProbe(url: h.server.url)
+        presenter.send(.join(.init(callToken: try h.callToken(uid: "pat", session: "slow"))))
+        XCTAssertNotNil(presenter.joined())
+        presenter.send(.setPresenting(true))
+        let viewer = try SignalProbe(url: h.server.url)
+        viewer.send(.join(.init(callToken: try h.callToken(uid: "vic", session: "slow"))))
+        XCTAssertNotNil(viewer.joined())
+        let slow = try RawWebSocket(port: h.server.port, subprotocol: signallingSubprotocol)
+        try slow.send(text: ClientMessage.join(.init(callToken: try h.callToken(uid: "sam", session: "slow"))).json())
+        XCTAssertNotNil(viewer.wait { if case .participantJoined(let p) = $0 { return p.uid == "sam" }; return false })
+        let row = String(repeating: "é", count: 300)
+        let frames = 150
+        for seq in 1...frames {
+            presenter.send(.screenShare(ScreenShareFrame(seq: seq, full: seq == 1, columns: 300, rows: 90, cursor: nil, styles: [.plain],
+                                                         runs: (0..<90).map { .init(x: 0, y: $0, text: row, style: 0) })))
+            Thread.sleep(forTimeInterval: 0.022)  // under the signalling rate limit (50 a second)
+        }
+        XCTAssertNotNil(viewer.wait(timeout: 10) { if case .screenShare(_, let f) = $0 { return f.seq == frames }; return false },
+                        "a reading member gets every frame")
+        let deadline = Date() + 5
+        while !slow.serverClosed && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertTrue(slow.serverClosed, "the member that never read is closed")
+        XCTAssertTrue(h.server.metricsText().contains(#"callroom_refused_total{cause="slow_consumer"} 1"#), h.server.metricsText())
+        XCTAssertFalse(viewer.isClosed)
+        XCTAssertFalse(presenter.isClosed)
+    }
+
     func testOpenWebSocketsArePerAddressBounded() throws {
         let h = try ServerHarness {
             $0.maxConnectionsPerAddress = 3

@@ -88,3 +88,33 @@ extension RoomCoreTests {
         XCTAssertNil(core.rooms["room"]?.shares[ja.you.pid])
     }
 }
+
+extension RoomCoreTests {
+    /// The attack (#34): 300 kept diffs of 60 KB each were 18 MB per presenter. The kept frames
+    /// are bounded in bytes: past 1 MiB they are dropped (late joiners wait for a full frame),
+    /// and stopping presenting frees them.
+    func testKeptScreenShareFramesAreBoundedInBytes() throws {
+        let ja = try joined("ann", a)
+        try joined("bea", b)
+        _ = message(.setPresenting(true), a)
+        let row = String(repeating: "é", count: 300)
+        func big(_ seq: Int, full: Bool) -> ScreenShareFrame {
+            ScreenShareFrame(seq: seq, full: full, columns: 300, rows: 90, cursor: nil, styles: [.plain],
+                             runs: (0..<90).map { .init(x: 0, y: $0, text: row, style: 0) })
+        }
+        XCTAssertGreaterThan(big(1, full: true).approximateBytes, 50_000)
+        var peak = 0
+        for seq in 1...40 {
+            let e = message(.screenShare(big(seq, full: seq == 1)), a)
+            XCTAssertEqual(sent(e, to: b).count, 1, "every frame still reaches the room")
+            peak = max(peak, core.rooms["room"]?.shareBytes[ja.you.pid] ?? 0)
+        }
+        XCTAssertLessThanOrEqual(peak, RoomCore.maxKeptShareBytes)
+        XCTAssertNil(core.rooms["room"]?.shares[ja.you.pid], "over the bound: nothing kept until the next full frame")
+        _ = message(.screenShare(big(41, full: true)), a)
+        XCTAssertEqual(core.rooms["room"]?.shares[ja.you.pid]?.count, 1, "a full frame starts again")
+        _ = message(.setPresenting(false), a)
+        XCTAssertNil(core.rooms["room"]?.shares[ja.you.pid])
+        XCTAssertNil(core.rooms["room"]?.shareBytes[ja.you.pid])
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A WebSocket client written on a bare TCP socket, for attacks a real client would not make:
+/// it completes the upgrade, sends text frames, and reads only when asked — so a test can
+/// play a peer that never reads what the server sends it.
+public final class RawWebSocket {
+    public let fd: Int32
+
+    public struct Failed: Error, CustomStringConvertible { public var description: String }
+
+    /// Connects to `127.0.0.1:port` with a small receive buffer (set before connecting, so the
+    /// window the server sees stays small) and upgrades on `path` with `subprotocol`.
+    public init(port: Int, path: String = "/v1/signal", subprotocol: String, receiveBuffer: Int32 = 4096) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failed(description: "socket: \(errno)") }
+        var size = receiveBuffer
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = UInt16(port).bigEndian
+        let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard ok == 0 else { close(fd); throw Failed(description: "connect: \(errno)") }
+        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: \(subprotocol)\r\n\r\n"
+        try write(Array(request.utf8))
+        // The 101 and its headers, byte by byte: nothing after them is consumed.
+        var head: [UInt8] = []
+        var byte: UInt8 = 0
+        while !head.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            guard recv(fd, &byte, 1, 0) == 1, head.count < 8192 else { close(fd); throw Failed(description: "no upgrade: \(String(decoding: head, as: UTF8.self))") }
+            head.append(byte)
+        }
+        guard String(decoding: head, as: UTF8.self).hasPrefix("HTTP/1.1 101") else {
+            close(fd)
+            throw Failed(description: "refused: \(String(decoding: head, as: UTF8.self))")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Sends one masked text frame.
+    public func send(text: String) throws {
+        let payload = Array(text.utf8)
+        var frame: [UInt8] = [0x81]
+        if payload.count < 126 {
+            frame.append(0x80 | UInt8(payload.count))
+        } else if payload.count <= 0xFFFF {
+            frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        } else {
+            frame.append(0x80 | 127)
+            for i in (0..<8).reversed() { frame.append(UInt8((payload.count >> (8 * i)) & 0xFF)) }
+        }
+        let mask: [UInt8] = [0x11, 0x22, 0x33, 0x44]
+        frame += mask
+        frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
+        try write(frame)
+    }
+
+    private func write(_ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw Failed(description: "send: \(errno)") }
+            sent += n
+        }
+    }
+
+    /// Whether the server has closed the connection (reset it, or sent FIN after whatever is
+    /// buffered): drains what is readable without waiting.
+    public var serverClosed: Bool {
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buf, buf.count, Int32(MSG_DONTWAIT))
+            if n == 0 { return true }
+            if n < 0 { return errno != EAGAIN && errno != EWOULDBLOCK }
+        }
+    }
+}
