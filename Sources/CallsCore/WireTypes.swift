@@ -94,6 +94,8 @@ public struct SignalErrorCode: OpenWireValue {
     public static let tokenInUse = SignalErrorCode(rawValue: "ERR_TOKEN_IN_USE")
     /// The room has an allow-list without this uid.
     public static let notOnAllowList = SignalErrorCode(rawValue: "ERR_NOT_ALLOWED_IN_ROOM")
+    /// The session is a ringing call's room and the token's holder is not one of its parties.
+    public static let notCallParty = SignalErrorCode(rawValue: "ERR_NOT_CALL_PARTY")
     /// The room has a passcode: missing or wrong.
     public static let passcodeWrong = SignalErrorCode(rawValue: "ERR_PASSCODE")
     /// Too many open WebSockets from this address.

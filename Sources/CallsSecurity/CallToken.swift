@@ -19,8 +19,12 @@ public struct CallTokenClaims: Codable, Sendable, Equatable {
     public var jti: String?
     /// Who may accept it (`aud`): `callroom:<appId>`, the signalling of this app's server.
     public var aud: String?
+    /// True on a token for a ringing call's room (`call_…`), minted once the server checked
+    /// that `sub` is one of the call's parties; such a room admits no token without it.
+    public var party: Bool?
 
-    public init(app: String, sub: String, sid: String, iat: Int64, exp: Int64, role: String? = nil, jti: String? = nil, aud: String? = nil) {
+    public init(app: String, sub: String, sid: String, iat: Int64, exp: Int64, role: String? = nil, jti: String? = nil, aud: String? = nil,
+                party: Bool? = nil) {
         self.app = app
         self.sub = sub
         self.sid = sid
@@ -29,7 +33,11 @@ public struct CallTokenClaims: Codable, Sendable, Equatable {
         self.role = role
         self.jti = jti
         self.aud = aud
+        self.party = party
     }
+
+    /// Ringing calls' rooms have ids with this prefix, and admit only the call's parties.
+    public static let ringingSessionPrefix = "call_"
 
     /// The audience a server of app `appId` accepts.
     public static func audience(appId: String) -> String { "callroom:" + appId }

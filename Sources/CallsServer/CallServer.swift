@@ -621,7 +621,7 @@ public final class CallServer: @unchecked Sendable {
     static func refusalCause(_ code: SignalErrorCode) -> RefusalCause? {
         switch code {
         case .tokenInvalid, .tokenExpired, .tokenRevoked, .appIdMismatch, .tokenSessionMismatch, .authTokenInvalid: return .signalAuth
-        case .removedFromSession, .tokenInUse, .notOnAllowList, .passcodeWrong, .roomFull: return .roomAccess
+        case .removedFromSession, .tokenInUse, .notOnAllowList, .passcodeWrong, .roomFull, .notCallParty: return .roomAccess
         case .notModerator: return .moderation
         case .rateLimited: return .signalRate
         default: return nil

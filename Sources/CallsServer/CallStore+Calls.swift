@@ -234,6 +234,18 @@ extension CallStore {
         }
     }
 
+    /// The parties of ringing call `sessionId`: its initiator and every member it rang (nil:
+    /// no ringing call has that id). Only they may have a call token for its room.
+    public func ringParties(sessionId: String) throws(DatabaseError) -> Set<String>? {
+        try locked { () throws(DatabaseError) -> Set<String>? in
+            guard let row = try db.query("SELECT id, initiator_uid FROM calls WHERE session_id = ? AND mode = 'call'", [.text(sessionId)]).first,
+                  let id = row[0].int else { return nil }
+            var parties = Set(try db.query("SELECT uid FROM call_members WHERE call_id = ?", [.int(id)]).compactMap { $0[0].text })
+            if let initiator = row[1].text { parties.insert(initiator) }
+            return parties
+        }
+    }
+
     /// One recording of `sessionId` (nil: no such recording of that session).
     public func recording(sessionId: String, rid: String) throws(DatabaseError) -> StoredRecording? {
         try locked { () throws(DatabaseError) in

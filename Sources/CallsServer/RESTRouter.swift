@@ -315,10 +315,15 @@ struct RESTRouter: Sendable {
             guard b.role == nil else { throw ServerError(.roleNotAllowed, "Only the operator (apikey) may grant a role.") }
         }
         try validate(sessionId: b.sessionId)
+        // A ringing call's room is its parties' alone, whoever asks (the operator too).
+        let ringing = b.sessionId.hasPrefix(CallTokenClaims.ringingSessionPrefix)
+        if ringing, try store.ringParties(sessionId: b.sessionId)?.contains(uid) != true {
+            throw ServerError(.notCallParty, "'\(uid)' is not a party of call '\(b.sessionId.prefix(100))'; only its parties may join it.")
+        }
         let now = Int64(Date().timeIntervalSince1970)
         let token = signer.sign(CallTokenClaims(app: keys.appId, sub: uid, sid: b.sessionId, iat: now,
                                                 exp: now + config.callTokenTTLSeconds, role: role, jti: Crypto.randomHex(16),
-                                                aud: CallTokenClaims.audience(appId: keys.appId)))
+                                                aud: CallTokenClaims.audience(appId: keys.appId), party: ringing ? true : nil))
         return ok(["token": token])
     }
 

@@ -321,6 +321,9 @@ final class RoomCore {
             return fail(connection, .tokenRevoked, "The call token was revoked (the user was deleted or their tokens revoked).", close: true)
         }
         if let f = Self.feature(ofRole: claims.role) { return joinMember(f, claims, connection: connection) }
+        if claims.sid.hasPrefix(CallTokenClaims.ringingSessionPrefix) && claims.party != true {
+            return fail(connection, .notCallParty, "This is a ringing call's room: only the call's parties may join it.", close: true)
+        }
         let tokenID = claims.jti ?? Hex.encode(Array(j.callToken.utf8.suffix(16)))
         removedTokens[claims.sid] = removedTokens[claims.sid]?.filter { $0.value > now / 1000 }
         if removedTokens[claims.sid]?[tokenID] != nil {

@@ -1,6 +1,7 @@
 @testable import CallsServer
 import CallRoomTestSupport
 import CallsCore
+import CallsSecurity
 import Foundation
 import XCTest
 
@@ -69,6 +70,45 @@ final class RingingTests: XCTestCase {
         XCTAssertEqual(call(ann, .ended)?.status, .ended)
         XCTAssertNotNil(call(bobLaptop, .ended))
         XCTAssertEqual(h.request("GET", "/v3/calls/\(sid)", headers: h.adminHeaders).data["status"] as? String, "ended")
+    }
+
+    /// The attack (#34): anyone of the app who learnt a ringing call's id got a call token for
+    /// its room and joined it. Now only its parties get one (REST, the operator's key too), and
+    /// the room refuses a token not minted for a party.
+    func testARingingCallsRoomAdmitsOnlyItsParties() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let ann = try Self.online(url: url, appId: app, authKey: key, uid: "ann")
+        let bob = try Self.online(url: url, appId: app, authKey: key, uid: "bob")
+        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
+        let sid = try XCTUnwrap(call(ann, .initiated)?.sessionId)
+        XCTAssertNotNil(call(bob, .incoming))
+        bob.send(.acceptCall(sessionId: sid))
+        XCTAssertNotNil(call(ann, .accepted))
+        // Eve, logged in, knows the id.
+        let eve = try Self.authToken(url: url, appId: app, authKey: key, uid: "eve")
+        let asked = h.request("POST", "/v3.0/call_tokens", headers: ["appId": app, "authToken": eve], body: #"{"sessionId":"\#(sid)"}"#)
+        XCTAssertEqual(asked.status, 403)
+        XCTAssertEqual(asked.errorCode, "ERR_NOT_CALL_PARTY")
+        let operatorAsked = h.request("POST", "/v3.0/call_tokens", headers: h.adminHeaders.merging(["appId": app]) { a, _ in a },
+                                      body: #"{"sessionId":"\#(sid)","uid":"eve"}"#)
+        XCTAssertEqual(operatorAsked.errorCode, "ERR_NOT_CALL_PARTY", "not even the operator puts a stranger into a private call")
+        // A validly signed token without the party mark (as every token was before) does not get in.
+        let now = Int64(Date().timeIntervalSince1970)
+        let signer = CallTokenSigner(secret: Hex.decode(h.server.keys.tokenSecret) ?? [])
+        let unmarked = signer.sign(CallTokenClaims(app: app, sub: "eve", sid: sid, iat: now, exp: now + 60, jti: "eve1", aud: CallTokenClaims.audience(appId: app)))
+        let intruder = try SignalProbe(url: url)
+        intruder.send(.join(.init(callToken: unmarked, sessionId: sid)))
+        XCTAssertEqual(intruder.error(), "ERR_NOT_CALL_PARTY")
+        XCTAssertTrue(intruder.waitClosed())
+        // The parties get in.
+        let annRoom = try SignalProbe(url: url), bobRoom = try SignalProbe(url: url)
+        annRoom.send(.join(.init(callToken: try h.callToken(uid: "ann", session: sid), sessionId: sid)))
+        bobRoom.send(.join(.init(callToken: try h.callToken(uid: "bob", session: sid), sessionId: sid)))
+        XCTAssertNotNil(annRoom.joined())
+        XCTAssertNotNil(bobRoom.joined())
+        XCTAssertTrue(h.server.metricsText().contains(#"callroom_refused_total{cause="room_access"} 1"#))
     }
 
     func testRejectBusyAndCancelBetweenRealClients() throws {
