@@ -96,6 +96,8 @@ public struct SignalErrorCode: OpenWireValue {
     public static let notOnAllowList = SignalErrorCode(rawValue: "ERR_NOT_ALLOWED_IN_ROOM")
     /// The session is a ringing call's room and the token's holder is not one of its parties.
     public static let notCallParty = SignalErrorCode(rawValue: "ERR_NOT_CALL_PARTY")
+    /// The operator banned this user from the room (`PUT /v3/rooms/{sessionId}/bans/{uid}`).
+    public static let bannedFromRoom = SignalErrorCode(rawValue: "ERR_BANNED_FROM_ROOM")
     /// The room has a passcode: missing or wrong.
     public static let passcodeWrong = SignalErrorCode(rawValue: "ERR_PASSCODE")
     /// Too many open WebSockets from this address.

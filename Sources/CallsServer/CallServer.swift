@@ -328,8 +328,9 @@ public final class CallServer: @unchecked Sendable {
             calls?.revoke(uid: uid)
             log.info("tokens revoked: sessions ended", ["uid": uid])
             self?.broadcast(.revoked(uid: uid, notBefore: notBefore))
-        }, roomRulesChanged: { [weak self] sessionId, rules in
-            self?.broadcast(.roomRules(session: sessionId, rules: rules))
+        }, roomRulesChanged: { [weak self, weak rooms] sessionId, rules, lifted in
+            rooms?.rulesChanged(session: sessionId, liftedBan: lifted)
+            self?.broadcast(.roomRules(session: sessionId, rules: rules, lifted: lifted))
         }, cluster: { [weak self] () throws(RedisError) -> (node: String, nodes: [ClusterNode])? in
             guard let self, let id = self.clusterNodeID, let nodes = try self.clusterNodes() else { return nil }
             return (id, nodes)
@@ -455,8 +456,9 @@ public final class CallServer: @unchecked Sendable {
                 rooms.revoke(uid: uid)
                 calls.revoke(uid: uid)
                 self?.log.info("tokens revoked on another node: sessions here ended", ["uid": uid])
-            case .roomRules(let session, let rules):
+            case .roomRules(let session, let rules, let lifted):
                 roomRules.set(session, rules)
+                rooms.rulesChanged(session: session, liftedBan: lifted)
                 self?.log.info("room rules changed on another node", ["session": session])
             }
         }
@@ -621,7 +623,7 @@ public final class CallServer: @unchecked Sendable {
     static func refusalCause(_ code: SignalErrorCode) -> RefusalCause? {
         switch code {
         case .tokenInvalid, .tokenExpired, .tokenRevoked, .appIdMismatch, .tokenSessionMismatch, .authTokenInvalid: return .signalAuth
-        case .removedFromSession, .tokenInUse, .notOnAllowList, .passcodeWrong, .roomFull, .notCallParty: return .roomAccess
+        case .removedFromSession, .tokenInUse, .notOnAllowList, .passcodeWrong, .roomFull, .notCallParty, .bannedFromRoom: return .roomAccess
         case .notModerator: return .moderation
         case .rateLimited: return .signalRate
         default: return nil

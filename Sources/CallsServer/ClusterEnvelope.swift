@@ -22,7 +22,8 @@ enum ClusterEnvelope: Equatable, Sendable {
     case revoked(uid: String, notBefore: Int64)
     /// The operator replaced `session`'s rules on the sending node (nil: it has none now): every
     /// node uses them from its next join on (the passcode travels hashed, as stored).
-    case roomRules(session: String, rules: RoomRules?)
+    /// `lifted`: the operator also lifted that user's removal from the live session.
+    case roomRules(session: String, rules: RoomRules?, lifted: String? = nil)
 
     /// The channel a node reads.
     static func channel(of node: String) -> String { "callroom:signal:" + node }
@@ -35,6 +36,7 @@ enum ClusterEnvelope: Equatable, Sendable {
         var m: String?
         var at: Int64? = nil
         var rules: RoomRules? = nil
+        var lifted: String? = nil
     }
 
     func encoded() -> [UInt8] {
@@ -46,7 +48,7 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .closed(let c): w = Wire(k: .closed, node: c.node, local: c.local)
         case .roomEnded(let session): w = Wire(k: .roomEnded, local: 0, m: session)
         case .revoked(let uid, let nb): w = Wire(k: .revoked, local: 0, m: uid, at: nb)
-        case .roomRules(let session, let rules): w = Wire(k: .roomRules, local: 0, m: session, rules: rules)
+        case .roomRules(let session, let rules, let lifted): w = Wire(k: .roomRules, local: 0, m: session, rules: rules, lifted: lifted)
         }
         return (try? Array(JSONEncoder().encode(w))) ?? []
     }
@@ -73,7 +75,7 @@ enum ClusterEnvelope: Equatable, Sendable {
             self = .revoked(uid: m, notBefore: at)
         case .roomRules:
             guard let m = w.m else { return nil }
-            self = .roomRules(session: m, rules: w.rules)
+            self = .roomRules(session: m, rules: w.rules, lifted: w.lifted)
         }
     }
 }

@@ -19,6 +19,12 @@ struct RoomRulesBody: Encodable {
     }
 }
 
+/// `GET /v3/rooms/{sessionId}/bans` and the answer to a ban or its lifting.
+struct RoomBansBody: Encodable {
+    var sessionId: String
+    var bannedUids: [String]
+}
+
 // MARK: Room rules (`/v3/rooms/{sessionId}`, the operator's)
 extension RESTRouter {
     /// Replaces the room's rules whole: `{moderation?, passcode?, allowedUids?, moderatorMute?}`.
@@ -45,9 +51,33 @@ extension RESTRouter {
             for u in uids { try validate(uid: u) }
             rules.allowedUids = uids
         }
+        // Bans are kept (they have their own endpoints).
+        rules.bannedUids = roomRules.rules(sessionId)?.bannedUids
         try store.setRoomRules(sessionId, rules)
         roomRules.set(sessionId, rules)
-        roomRulesChanged(sessionId, rules)
+        roomRulesChanged(sessionId, rules, nil)
         return ok(RoomRulesBody(sessionId, rules, default: roomRules.defaultModeration))
+    }
+
+    /// `PUT /v3/rooms/{sessionId}/bans/{uid}`: bans `uid` from the room for good (they leave it
+    /// now, and no token of theirs gets in); `DELETE`: lifts that ban and a moderator's removal
+    /// from the live session, so a new call token gets them in again.
+    func setBan(_ r: HTTPRequest, sessionId: String, uid: String, banned: Bool) throws -> HTTPResponse {
+        try requireAPIKey(r)
+        try validate(sessionId: sessionId)
+        try validate(uid: uid)
+        var rules = roomRules.rules(sessionId) ?? RoomRules()
+        var bans = rules.bannedUids ?? []
+        if banned {
+            guard bans.count < 10_000 else { throw ServerError.badRequest("At most 10,000 bans per room.") }
+            if !bans.contains(uid) { bans.append(uid) }
+        } else {
+            bans.removeAll { $0 == uid }
+        }
+        rules.bannedUids = bans.isEmpty ? nil : bans
+        try store.setRoomRules(sessionId, rules)
+        roomRules.set(sessionId, rules)
+        roomRulesChanged(sessionId, rules, banned ? nil : uid)
+        return ok(RoomBansBody(sessionId: sessionId, bannedUids: bans))
     }
 }

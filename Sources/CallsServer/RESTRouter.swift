@@ -21,8 +21,9 @@ struct RESTRouter: Sendable {
     let webhooksChanged: @Sendable () -> Void
     /// Ends `uid`'s sessions and refuses their earlier call tokens (deleted, or tokens revoked).
     let revoke: @Sendable (String) throws -> Void
-    /// After REST replaced a room's rules (stored, and in `roomRules`): tells the other nodes.
-    let roomRulesChanged: @Sendable (String, RoomRules?) -> Void
+    /// After REST replaced a room's rules (stored, and in `roomRules`): the rooms apply them
+    /// (the banned leave; a lifted removal, third, lets that uid back in) and the other nodes hear.
+    let roomRulesChanged: @Sendable (String, RoomRules?, String?) -> Void
     /// This node's id and the cluster's live nodes (nil: one node, not in a cluster).
     let cluster: @Sendable () throws(RedisError) -> (node: String, nodes: [ClusterNode])?
 
@@ -220,8 +221,16 @@ struct RESTRouter: Sendable {
             try rt.validate(sessionId: parts[2])
             try rt.store.setRoomRules(parts[2], nil)
             rt.roomRules.set(parts[2], nil)
+            rt.roomRulesChanged(parts[2], nil, nil)
             return rt.ok(["success": true])
         },
+        Route(.get, "v3/rooms/*/bans") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            try rt.validate(sessionId: parts[2])
+            return rt.ok(RoomBansBody(sessionId: parts[2], bannedUids: rt.roomRules.rules(parts[2])?.bannedUids ?? []))
+        },
+        Route(.put, "v3/rooms/*/bans/*") { rt, r, parts in try rt.setBan(r, sessionId: parts[2], uid: parts[4], banned: true) },
+        Route(.delete, "v3/rooms/*/bans/*") { rt, r, parts in try rt.setBan(r, sessionId: parts[2], uid: parts[4], banned: false) },
         Route(.post, "v3/groups") { rt, r, _ in try rt.createGroup(r) },
         Route(.get, "v3/groups") { rt, r, _ in
             let member = try rt.groupActor(r)

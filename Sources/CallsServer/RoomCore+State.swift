@@ -51,17 +51,24 @@ extension RoomCore {
             update(room, target, change: .audioMuted) { $0.isAudioMuted = true; if holds { $0.mutedByModerator = true } }
             // Enforced, not asked: the relay stops forwarding them, whether their client obeys or not.
             room.participants[target]?.serverMuted = true
-            if holds { room.participants[target]?.unmuteHeld = true }
+            if holds, let p = room.participants[target] {
+                room.participants[target]?.unmuteHeld = true
+                heldMutes[room.sessionId, default: []].insert(p.wire.uid)
+            }
             patchRelay(room)
         case .allowUnmute:
-            guard room.participants[target]?.unmuteHeld == true else { return }
+            guard let p = room.participants[target], p.unmuteHeld else { return }
             room.participants[target]?.unmuteHeld = false
+            heldMutes[room.sessionId]?.remove(p.wire.uid)
             update(room, target, change: .unmuteAllowed) { $0.mutedByModerator = nil }
         case .pauseVideo: update(room, target, change: .videoPaused) { $0.isVideoPaused = true }
         case .remove:
             log(.info, "participant removed by moderator", ["session": room.sessionId, "pid": target, "by": pid])
-            // Their token stays out of this session until it expires.
-            if let t = room.participants[target] { removedTokens[room.sessionId, default: [:]][t.tokenID] = t.tokenExpires }
+            // Their token stays out of this session until it expires; they, with any token, until the session ends.
+            if let t = room.participants[target] {
+                removedTokens[room.sessionId, default: [:]][t.tokenID] = t.tokenExpires
+                sessionBans[room.sessionId, default: []].insert(t.wire.uid)
+            }
             leave(session: room.sessionId, pid: target, reason: .removed, notifySelf: true)
         }
     }

@@ -100,6 +100,12 @@ final class RoomCore {
     /// Tokens a moderator removed, per session, until they expire (seconds): they stay out even
     /// after the room empties and starts again.
     var removedTokens: [String: [String: Int64]] = [:]
+    /// Users a moderator removed, per live session: no token of theirs gets back in until the
+    /// room ends (or a moderator lets them back: `liftSessionBan`).
+    var sessionBans: [String: Set<String>] = [:]
+    /// Users a moderator muted where the room holds mutes (`untilAllowed`), per live session:
+    /// they come back muted (at the relay too) after leaving, until a moderator allows them.
+    var heldMutes: [String: Set<String>] = [:]
     let identities: RoomIdentities
     /// Webhooks for room events (the writer names each trigger); none configured: no rows.
     let outbox: WebhookOutbox
@@ -167,6 +173,14 @@ final class RoomCore {
         case .shutdown(let reason):
             for room in Array(rooms.values) {
                 for pid in Array(room.participants.keys) { leave(session: room.sessionId, pid: pid, reason: reason, notifySelf: true) }
+            }
+        case .rulesChanged(let sid, let lifted):
+            if let lifted { sessionBans[sid]?.remove(lifted) }
+            if let room = rooms[sid], let banned = roomRules.rules(sid)?.bannedUids.map(Set.init), !banned.isEmpty {
+                for (pid, p) in room.participants where banned.contains(p.wire.uid) {
+                    log(.info, "participant removed: banned by the operator", ["session": sid, "uid": p.wire.uid, "pid": pid])
+                    leave(session: sid, pid: pid, reason: .removed, notifySelf: true)
+                }
             }
         case .revoked(let uid):
             for room in Array(rooms.values) {
@@ -326,8 +340,13 @@ final class RoomCore {
         }
         let tokenID = claims.jti ?? Hex.encode(Array(j.callToken.utf8.suffix(16)))
         removedTokens[claims.sid] = removedTokens[claims.sid]?.filter { $0.value > now / 1000 }
-        if removedTokens[claims.sid]?[tokenID] != nil {
-            return fail(connection, .removedFromSession, "A moderator removed you from this session; this call token does not come back in.", close: true)
+        if removedTokens[claims.sid]?[tokenID] != nil || sessionBans[claims.sid]?.contains(claims.sub) == true {
+            return fail(connection, .removedFromSession,
+                        "A moderator removed you from this session; you cannot rejoin it, with any token, until it ends or a moderator lets you back in.",
+                        close: true)
+        }
+        if let rules = roomRules.rules(claims.sid), rules.bannedUids?.contains(claims.sub) == true {
+            return fail(connection, .bannedFromRoom, "You are banned from this room.", close: true)
         }
         let rules = roomRules.rules(claims.sid)
         if let allowed = rules?.allowedUids, !allowed.contains(claims.sub) {
@@ -368,8 +387,10 @@ final class RoomCore {
         let tokenRole = claims.role.flatMap(ParticipantRole.init(rawValue:))
         let firstJoiner = roomRules.moderation(claims.sid) == .firstJoiner
         let role = tokenRole ?? (hasModerator || !firstJoiner ? .participant : .moderator)
+        let muteHeld = heldMutes[claims.sid]?.contains(claims.sub) == true
         var wire = WireParticipant(uid: claims.sub, name: displayName ?? claims.sub, pid: pid, ssrc: ssrc, role: role,
-                                   isAudioMuted: j.audioMuted, isVideoPaused: j.videoPaused, joinedAt: now)
+                                   isAudioMuted: j.audioMuted || muteHeld, isVideoPaused: j.videoPaused, joinedAt: now)
+        if muteHeld { wire.mutedByModerator = true }
         wire.videoSsrc = allocateSSRC()
         let ref = ParticipantRef(value: nextRef)
         nextRef += 1
@@ -378,6 +399,7 @@ final class RoomCore {
                             idleTimeoutSeconds: j.idleTimeoutSeconds ?? limits.defaultIdleTimeoutSeconds,
                             chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), admitted: false,
                             tokenID: tokenID, tokenExpires: claims.exp, roleFromToken: tokenRole != nil,
+                            serverMuted: muteHeld, unmuteHeld: muteHeld,
                             mediaKey: identities.randomBytes(SRTPProfile.aeadAES128GCM.masterKeyLength))
         nextKey += 1
         room.participants[pid] = p
@@ -478,6 +500,9 @@ final class RoomCore {
         }
         if empties {
             cancelIdleTimer(room)
+            // The session is over: its removals and held mutes with it.
+            sessionBans[sid] = nil
+            heldMutes[sid] = nil
             rooms[sid] = nil
             roomsByIndex[room.index] = nil
             if p.admitted { log(.info, "call ended", ["session": sid]) }

@@ -16,6 +16,9 @@ enum RoomInput: Sendable {
     case shutdown(LeaveReason)
     /// A user's tokens were revoked (or the user deleted): they leave every room.
     case revoked(uid: String)
+    /// The operator changed a room's rules: the banned leave it; `liftedBan`, a removal from
+    /// the live session lifted, lets that uid back in.
+    case rulesChanged(session: String, liftedBan: String?)
     /// The server could not start a room's member (a full quota, no model for the language).
     case memberFailed(session: String, feature: SessionFeature, id: String, code: SignalErrorCode?, reason: String)
 }

@@ -97,6 +97,9 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     /// `uid`'s tokens were revoked: they leave every room now (any thread).
     func revoke(uid: String) { queue.async { self.run(.revoked(uid: uid)) } }
 
+    /// A room's rules changed (here or on another node): any thread.
+    func rulesChanged(session: String, liftedBan: String?) { queue.async { self.run(.rulesChanged(session: session, liftedBan: liftedBan)) } }
+
     func closeAll(reason: LeaveReason) {
         queue.sync { run(.shutdown(reason)) }
         settle()

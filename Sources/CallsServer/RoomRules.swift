@@ -21,6 +21,8 @@ public struct RoomRules: Sendable, Equatable, Codable {
     var passcodeSalt: String?
     /// nil: anyone with a call token; else only these uids.
     public var allowedUids: [String]?
+    /// Users banned from the room for good (`/v3/rooms/{sessionId}/bans`).
+    public var bannedUids: [String]?
 
     public var hasPasscode: Bool { passcodeHash != nil }
 

@@ -317,3 +317,55 @@ final class RoomCoreTests: XCTestCase {
 private extension ServerMessage {
     var errorCode: SignalErrorCode? { if case .error(let c, _) = self { return c }; return nil }
 }
+
+/// Removals and hard mutes that stick (#34), on the virtual clock.
+extension RoomCoreTests {
+    /// The attack: a removed participant minted a new call token and was back in 10 ms.
+    func testARemovalKeepsTheUserOutWhateverTokenUntilTheSessionEnds() throws {
+        let ja = try joined("ann", a)
+        let jb = try joined("bob", b)
+        XCTAssertEqual(ja.you.role, .moderator)
+        _ = message(.removeParticipant(pid: jb.you.pid), a)
+        let again = message(.join(.init(callToken: token("bob"), sessionId: "room")), c)
+        guard case .error(.removedFromSession, let text)? = sent(again, to: c).first else { return XCTFail("refused: \(again)") }
+        XCTAssertTrue(text.contains("any token"), text)
+        XCTAssertTrue(again.contains(.close(c)))
+        XCTAssertTrue(requests(again).isEmpty, "not even a row")
+        // Another session is not this one.
+        XCTAssertFalse(requests(message(.join(.init(callToken: token("bob", "other"), sessionId: "other")), c)).isEmpty)
+        _ = input(.connectionClosed(c))
+        // The operator lifts it: a new token gets in.
+        _ = input(.rulesChanged(session: "room", liftedBan: "bob"))
+        let d = ConnectionID(node: "n", local: 4)
+        XCTAssertFalse(requests(message(.join(.init(callToken: token("bob"), sessionId: "room")), d)).isEmpty, "lifted")
+        _ = input(.connectionClosed(d))
+        // Removed again, then the session ends: the next session of the same id admits them.
+        let jb2 = try joined("bob", b)
+        _ = message(.removeParticipant(pid: jb2.you.pid), a)
+        for r in requests(message(.leave, a)) { _ = ok(r) }
+        XCTAssertNil(core.rooms["room"])
+        XCTAssertNil(core.sessionBans["room"])
+        XCTAssertFalse(requests(message(.join(.init(callToken: token("bob"), sessionId: "room")), c)).isEmpty, "a new session")
+    }
+
+    /// The attack: leave and rejoin to shed a moderator's `untilAllowed` mute (and the relay's drop).
+    func testAHardMuteSurvivesLeavingAndRejoining() throws {
+        core = RoomCore(signer: signer, appID: "app", limits: core.limits, mediaPort: 4000,
+                        roomRules: RoomRulesDirectory(defaultModeration: .firstJoiner, rules: ["room": RoomRules(moderatorMute: .untilAllowed)]))
+        _ = try joined("ann", a)
+        let jb = try joined("bob", b)
+        _ = message(.muteParticipant(pid: jb.you.pid), a)
+        for r in requests(message(.leave, b)) { _ = ok(r) }
+        let r = try XCTUnwrap(requests(message(.join(.init(callToken: token("bob"), sessionId: "room")), c)).first)
+        let back = ok(r, name: "Bob")
+        guard case .joined(let j)? = sent(back, to: c).first else { return XCTFail("\(back)") }
+        XCTAssertTrue(j.you.isAudioMuted, "comes back muted")
+        XCTAssertEqual(j.you.mutedByModerator, true)
+        let patch = back.compactMap { if case .relay(let p) = $0 { return p }; return nil }.last
+        XCTAssertEqual(patch?.members.first { $0.ssrc == j.you.ssrc }?.muted, true, "and the relay drops what it sends")
+        guard case .error(.mutedByModerator, _)? = sent(message(.setAudioMuted(false), c), to: c).first else { return XCTFail("still held") }
+        _ = message(.allowUnmute(pid: j.you.pid), a)
+        XCTAssertFalse(sent(message(.setAudioMuted(false), c), to: c).contains { if case .error = $0 { return true }; return false }, "allowed: unmutes")
+        XCTAssertNil(core.heldMutes["room"]?.first)
+    }
+}

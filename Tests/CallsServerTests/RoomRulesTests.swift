@@ -40,6 +40,37 @@ final class RoomRulesTests: XCTestCase {
         XCTAssertEqual(try join(h, eveToken).error(), "ERR_REMOVED_FROM_SESSION", "the ban outlives the room")
     }
 
+    /// The attack (#34): removed, a new call token, back in 10 ms. Now the user stays out of the
+    /// live session whatever token they mint; the operator bans for good and lifts over REST.
+    func testARemovedUserStaysOutWithANewTokenAndTheOperatorBansAndLifts() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let mod = try join(h, try h.callToken(uid: "mod", session: "bans"))
+        XCTAssertNotNil(mod.joined())
+        let eve = try join(h, try h.callToken(uid: "eve", session: "bans"))
+        let evePID = try XCTUnwrap(eve.joined()?.you.pid)
+        mod.send(.removeParticipant(pid: evePID))
+        XCTAssertNotNil(eve.wait { if case .left(.removed) = $0 { return true }; return false })
+        let back = try join(h, try h.callToken(uid: "eve", session: "bans"))
+        XCTAssertEqual(back.error(), "ERR_REMOVED_FROM_SESSION", "a new token does not get back in")
+        // The operator lifts the removal: a new token gets in.
+        XCTAssertEqual(h.request("DELETE", "/v3/rooms/bans/bans/eve", headers: h.adminHeaders).status, 200)
+        let lifted = try join(h, try h.callToken(uid: "eve", session: "bans"))
+        XCTAssertNotNil(lifted.joined(), "lifted: \(lifted.all)")
+        // A ban for good: out at once, refused, listed; lifted, back in.
+        let ban = h.request("PUT", "/v3/rooms/bans/bans/eve", headers: h.adminHeaders)
+        XCTAssertEqual(ban.status, 200)
+        XCTAssertNotNil(lifted.wait { if case .left(.removed) = $0 { return true }; return false }, "banned: removed from the live room")
+        XCTAssertEqual(try join(h, try h.callToken(uid: "eve", session: "bans")).error(), "ERR_BANNED_FROM_ROOM")
+        XCTAssertEqual(h.request("GET", "/v3/rooms/bans/bans", headers: h.adminHeaders).data["bannedUids"] as? [String], ["eve"])
+        XCTAssertEqual(h.request("PUT", "/v3/rooms/bans", headers: h.adminHeaders, body: #"{"moderation":"firstJoiner"}"#).status, 200)
+        XCTAssertEqual(h.request("GET", "/v3/rooms/bans/bans", headers: h.adminHeaders).data["bannedUids"] as? [String], ["eve"],
+                       "replacing the rules keeps the bans")
+        XCTAssertEqual(h.request("GET", "/v3/rooms/bans/bans").status, 401)
+        XCTAssertEqual(h.request("DELETE", "/v3/rooms/bans/bans/eve", headers: h.adminHeaders).status, 200)
+        XCTAssertNotNil(try join(h, try h.callToken(uid: "eve", session: "bans")).joined())
+    }
+
     func testAnOperatorsRoleIsNeverOverridden() throws {
         let h = try ServerHarness()
         defer { h.stop(); h.removeData() }
