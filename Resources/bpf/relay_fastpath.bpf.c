@@ -52,6 +52,13 @@ struct {
 } cr_rooms SEC(".maps");
 
 struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, CR_MAX_MEMBERS);
+    __type(key, __u32);
+    __type(value, struct cr_budget);
+} cr_budgets SEC(".maps");
+
+struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, CR_STATS);
     __type(key, __u32);
@@ -71,6 +78,57 @@ struct {
 static __always_inline void count(__u32 which, __u64 n) {
     __u64 *v = bpf_map_lookup_elem(&cr_stats, &which);
     if (v) *v += n;
+}
+
+/* One token bucket (nanotokens) refilled for `elapsed` ns at `rate` a second, capped at one second's
+   worth; takes `cost` tokens if there are that many. Rate 0: no limit. The same arithmetic as
+   the relay's SenderBudget. */
+static __always_inline int take(__u64 *bucket, __u64 rate, __u64 elapsed, __u64 cost) {
+    if (rate == 0) return 1;
+    __u64 capacity = rate * 1000000000ULL;
+    if (elapsed > 1000000000ULL) elapsed = 1000000000ULL;
+    __u64 t = *bucket + elapsed * rate;
+    if (t > capacity) t = capacity;
+    __u64 need = cost * 1000000000ULL;
+    if (t < need) { *bucket = t; return 0; }
+    *bucket = t - need;
+    return 1;
+}
+
+/* Whether this packet is within its sender's budget (per stream: packets and bytes a second). */
+static __always_inline int within_budget(const struct cr_config *cfg, const struct cr_member *m, __u32 ssrc, int video, __u64 len) {
+    __u32 slot = m->slot;
+    struct cr_budget *b = bpf_map_lookup_elem(&cr_budgets, &slot);
+    if (!b) return 1;
+    __u64 now = bpf_ktime_get_ns();
+    int k = video ? 1 : 0;
+    if (b->ssrc != m->ssrc) {
+        /* A new member in this slot: full buckets. */
+        b->ssrc = m->ssrc;
+        b->last_ns[0] = b->last_ns[1] = now;
+        b->packets[0] = cfg->packets_per_second[0] * 1000000000ULL;
+        b->packets[1] = cfg->packets_per_second[1] * 1000000000ULL;
+        b->bytes[0] = cfg->bytes_per_second[0] * 1000000000ULL;
+        b->bytes[1] = cfg->bytes_per_second[1] * 1000000000ULL;
+    }
+    __u64 elapsed = now - b->last_ns[k];
+    b->last_ns[k] = now;
+    __u64 p = b->packets[k], q = b->bytes[k];
+    int ok = take(&p, cfg->packets_per_second[k], elapsed, 1);
+    int ok_bytes = take(&q, cfg->bytes_per_second[k], elapsed, len);
+    if (ok && ok_bytes) {
+        b->packets[k] = p;
+        b->bytes[k] = q;
+        return 1;
+    }
+    /* Refused: the refill counts, the take does not. */
+    p = b->packets[k];
+    q = b->bytes[k];
+    take(&p, cfg->packets_per_second[k], elapsed, 0);
+    take(&q, cfg->bytes_per_second[k], elapsed, 0);
+    b->packets[k] = p;
+    b->bytes[k] = q;
+    return 0;
 }
 
 /* Rewrites a 4-byte IP address field and fixes the IP and UDP checksums. */
@@ -120,6 +178,16 @@ int callroom_relay(struct __sk_buff *skb) {
     struct cr_room *room = bpf_map_lookup_elem(&cr_rooms, &m->room);
     if (!room) return TC_ACT_UNSPEC;
 
+    /* Bytes are counted as the relay's workers count them: the UDP payload. */
+    __u32 len = skb->len > UDP_OFF + sizeof(struct udphdr) ? skb->len - UDP_OFF - sizeof(struct udphdr) : 0;
+    count(CR_RECEIVED, 1);
+    count(CR_RECEIVED_BYTES, len);
+    /* Over the sender's budget: dropped here, as the workers drop it. */
+    if (!within_budget(cfg, m, ssrc, video, len)) {
+        count(CR_RATE_LIMITED, 1);
+        return TC_ACT_SHOT;
+    }
+
     /* RFC 6464 level, when it is the first element of a one-byte extension block (as CallRoom's
        clients send it), for the relay's dominant-speaker tracker. */
     if (!video && (rtp[0] & 0x1F) == 0x10 && (void *)(rtp + 18) <= end && rtp[12] == 0xBE && rtp[13] == 0xDE &&
@@ -131,10 +199,6 @@ int callroom_relay(struct __sk_buff *skb) {
         }
     }
 
-    /* Bytes are counted as the relay's workers count them: the UDP payload. */
-    __u32 len = skb->len > UDP_OFF + sizeof(struct udphdr) ? skb->len - UDP_OFF - sizeof(struct udphdr) : 0;
-    count(CR_RECEIVED, 1);
-    count(CR_RECEIVED_BYTES, len);
 
     /* Copies leave from the relay's address and port, back out of the interface they came in on
        (Ethernet addresses swapped: the way back to every client is the way its packets came). */

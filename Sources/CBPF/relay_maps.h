@@ -12,6 +12,20 @@ struct cr_config {
     __be16 relay_port;
     __u16 pad;
     __u32 ifindex;
+    __u32 pad2;
+    /* What one member may send (the relay's SenderLimits; 0: no limit): [0] audio, [1] video. */
+    __u64 packets_per_second[2];
+    __u64 bytes_per_second[2];
+};
+
+/* One member's token buckets (nanotokens: 10^9 a token), by its level slot; [0] audio, [1] video.
+   A slot given to a new member (another SSRC) starts full. */
+struct cr_budget {
+    __u64 last_ns[2];
+    __u64 packets[2];
+    __u64 bytes[2];
+    __u32 ssrc;
+    __u32 pad;
 };
 
 struct cr_addr {
@@ -48,6 +62,6 @@ struct cr_room {
 };
 
 enum { CR_RECEIVED, CR_RECEIVED_BYTES, CR_FORWARDED, CR_FORWARDED_BYTES, CR_SEND_FAILED,
-       CR_VIDEO_FORWARDED, CR_VIDEO_WITHHELD, CR_STATS };
+       CR_VIDEO_FORWARDED, CR_VIDEO_WITHHELD, CR_RATE_LIMITED, CR_STATS };
 
 #endif

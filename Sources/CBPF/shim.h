@@ -56,10 +56,20 @@ static inline int callroom_bpf_open(const char *path, struct callroom_bpf *b) {
     return 0;
 }
 
-/* Sets where the relay listens (network byte order) and attaches to ifindex's ingress. */
-static inline int callroom_bpf_attach(struct callroom_bpf *b, uint32_t ip_be, uint16_t port_be, int ifindex) {
+/* Sets where the relay listens (network byte order) and what one member may send (packets and
+   bytes a second, audio then video; 0: no limit), and attaches to ifindex's ingress. */
+static inline int callroom_bpf_attach(struct callroom_bpf *b, uint32_t ip_be, uint16_t port_be, int ifindex,
+                                      uint64_t audio_pps, uint64_t audio_bps, uint64_t video_pps, uint64_t video_bps) {
     uint32_t zero = 0;
-    struct cr_config c = {.relay_ip = ip_be, .relay_port = port_be, .ifindex = (uint32_t)ifindex};
+    struct cr_config c;
+    memset(&c, 0, sizeof c);
+    c.relay_ip = ip_be;
+    c.relay_port = port_be;
+    c.ifindex = (uint32_t)ifindex;
+    c.packets_per_second[0] = audio_pps;
+    c.bytes_per_second[0] = audio_bps;
+    c.packets_per_second[1] = video_pps;
+    c.bytes_per_second[1] = video_bps;
     if (bpf_map_update_elem(b->config_fd, &zero, &c, BPF_ANY)) return -errno;
     int fd = bpf_link_create(b->prog_fd, ifindex, (enum bpf_attach_type)CALLROOM_BPF_TCX_INGRESS, NULL);
     if (fd < 0) return fd;

@@ -218,13 +218,14 @@ public final class CallServer: @unchecked Sendable {
         let relay: MediaRelay
         do { relay = try MediaRelay(host: configuration.host, port: configuration.mediaPort, threads: configuration.relayThreads,
                                    maxDelayMs: configuration.relayMaxDelayMs, consentIntervalMs: configuration.mediaConsentIntervalMs,
-                                   consentTimeoutMs: configuration.mediaConsentTimeoutMs) } catch {
+                                   consentTimeoutMs: configuration.mediaConsentTimeoutMs, senderLimits: configuration.senderLimits) } catch {
             throw .cannotBindMedia("\(configuration.host):\(configuration.mediaPort) (\(error))")
         }
         if configuration.relayFastPath != .off {
             let object = configuration.relayFastPathObject ?? RelayFastPath.defaultObjectPath()
             do {
-                relay.attachFastPath(try RelayFastPath(objectPath: object, host: configuration.host, port: relay.port))
+                relay.attachFastPath(try RelayFastPath(objectPath: object, host: configuration.host, port: relay.port,
+                                                       senderLimits: configuration.senderLimits))
                 log.info("relay fast path on", ["object": object])
             } catch {
                 guard configuration.relayFastPath == .auto else {

@@ -32,6 +32,8 @@ public final class RelayCounters: Sendable {
     public let videoForwarded = Atomic<UInt64>(0)
     public let videoWithheld = Atomic<UInt64>(0)
     public let droppedVideoPaused = Atomic<UInt64>(0)
+    /// Over the sender's packets or bytes a second (`SenderLimits`), on any path.
+    public let droppedRateLimited = Atomic<UInt64>(0)
 
     /// Counts a packet `admission` dropped (nothing for one it forwards).
     func countDrop(_ admission: RelayAdmission) {
@@ -95,10 +97,10 @@ final class MediaRelay: @unchecked Sendable {
     /// refused rather than silently shared. RTP that waited in a socket longer than
     /// `maxDelayMs` (0: no limit) is dropped instead of forwarded.
     init(host: String, port: Int, threads: Int = 1, maxDelayMs: Int = 0,
-         consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000) throws(UDPSocketError) {
+         consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000, senderLimits: SenderLimits = SenderLimits()) throws(UDPSocketError) {
         let n = max(1, min(threads, 64))
         shared = RelayShared(workers: n, maxDelayNanoseconds: Int64(max(0, maxDelayMs)) * 1_000_000,
-                             consentIntervalMs: consentIntervalMs, consentTimeoutMs: consentTimeoutMs)
+                             consentIntervalMs: consentIntervalMs, consentTimeoutMs: consentTimeoutMs, senderLimits: senderLimits)
         var sockets: [UDPSocket] = []
         if n == 1 {
             sockets = [try UDPSocket(host: host, port: port)]

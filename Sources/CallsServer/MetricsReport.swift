@@ -42,6 +42,7 @@ struct MetricsReport {
             ("reason=\"muted\"", relay.droppedMuted.load(ordering: .relaxed)),
             ("reason=\"video_paused\"", relay.droppedVideoPaused.load(ordering: .relaxed)),
             ("reason=\"bad_consent\"", relay.droppedBadConsent.load(ordering: .relaxed)),
+            ("reason=\"rate_limited\"", relay.droppedRateLimited.load(ordering: .relaxed)),
         ])
         r.counter("callroom_relay_tunnelled_packets_total", "Media over signalling (UDP blocked): packets received that way, and copies sent that way.", [
             ("direction=\"in\"", relay.tunnelled.load(ordering: .relaxed)),

@@ -58,13 +58,15 @@ final class RelayFastPath: @unchecked Sendable {
 
     /// Loads `objectPath` and attaches it to the interface holding `host`, for packets to
     /// `host:port`.
-    init(objectPath: String, host: String, port: Int) throws(RelayFastPathError) {
+    init(objectPath: String, host: String, port: Int, senderLimits: SenderLimits = SenderLimits()) throws(RelayFastPathError) {
         guard access(objectPath, R_OK) == 0 else { throw .objectMissing(objectPath) }
         guard let address = SocketAddress(host: host, port: port), address.ip != 0,
               let ifindex = Self.interfaceIndex(holding: address.ip) else { throw .noInterface(host) }
         let rc = callroom_bpf_open(objectPath, &bpf)
         guard rc == 0 else { throw .load(path: objectPath, errno: -rc) }
-        let attached = callroom_bpf_attach(&bpf, address.ip, UInt16(port).bigEndian, Int32(ifindex))
+        let l = senderLimits
+        let attached = callroom_bpf_attach(&bpf, address.ip, UInt16(port).bigEndian, Int32(ifindex), l.audioPacketsPerSecond, l.audioBytesPerSecond,
+                                           l.videoPacketsPerSecond, l.videoBytesPerSecond)
         guard attached == 0 else {
             callroom_bpf_close(&bpf)
             throw .attach(errno: -attached)
@@ -193,6 +195,8 @@ final class RelayFastPath: @unchecked Sendable {
         var sendFailed: UInt64 = 0
         /// Video copies sent to subscribers, and withheld from the rest of the room.
         var videoForwarded: UInt64 = 0, videoWithheld: UInt64 = 0
+        /// Packets over their sender's budget, dropped in the kernel.
+        var rateLimited: UInt64 = 0
     }
 
     /// Packets and bytes the program received and forwarded, copies it failed to send, video
@@ -204,7 +208,7 @@ final class RelayFastPath: @unchecked Sendable {
         func d(_ i: Int) -> UInt64 { now[i] &- lastStats[i] }
         return StatsDelta(received: d(CR_RECEIVED), receivedBytes: d(CR_RECEIVED_BYTES), forwarded: d(CR_FORWARDED),
                           forwardedBytes: d(CR_FORWARDED_BYTES), sendFailed: d(CR_SEND_FAILED),
-                          videoForwarded: d(CR_VIDEO_FORWARDED), videoWithheld: d(CR_VIDEO_WITHHELD))
+                          videoForwarded: d(CR_VIDEO_FORWARDED), videoWithheld: d(CR_VIDEO_WITHHELD), rateLimited: d(CR_RATE_LIMITED))
     }
 
     /// The program's total run time in nanoseconds (0 when the kernel's run-time stats are off).

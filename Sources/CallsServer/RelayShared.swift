@@ -63,6 +63,8 @@ enum RelayChange: Sendable {
 struct RelayState: Sendable {
     var table = RelayTable()
     var bindings = RelayBindings()
+    /// Media over signalling: each tunnelled member's sending budget.
+    var tunnelBudgets: [UInt64: SenderBudget] = [:]
     /// Changes per worker, in order; a worker takes its list whole (an O(1) swap).
     var inboxes: [[RelayChange]]
     /// A worker whose inbox overflowed (it was not running) copies the canonical state instead.
@@ -107,8 +109,12 @@ final class RelayShared: Sendable {
     /// `consentTimeout` (RFC 7675's 5 s and 30 s by default).
     let consentIntervalNanoseconds: UInt64
     let consentTimeoutNanoseconds: UInt64
+    /// What each member may send (every path).
+    let senderLimits: SenderLimits
 
-    init(workers: Int, maxDelayNanoseconds: Int64, consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000) {
+    init(workers: Int, maxDelayNanoseconds: Int64, consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000,
+         senderLimits: SenderLimits = SenderLimits()) {
+        self.senderLimits = senderLimits
         counters = RelayCounters(workers: workers)
         state = Locked(RelayState(workers: workers))
         self.maxDelayNanoseconds = maxDelayNanoseconds
@@ -224,6 +230,15 @@ final class RelayShared: Sendable {
             let admission = m.admission(of: ssrc)
             guard case .forward(let kind) = admission else {
                 counters.countDrop(admission)
+                return (key, [], [])
+            }
+            // The same budget as over UDP (a member's budget goes when it leaves the table).
+            if s.tunnelBudgets.count > s.table.members.count { s.tunnelBudgets = s.tunnelBudgets.filter { s.table.members[$0.key] != nil } }
+            var budget = s.tunnelBudgets[key] ?? SenderBudget(senderLimits, now: now)
+            let within = budget.admit(kind, bytes: datagram.count, now: now)
+            s.tunnelBudgets[key] = budget
+            guard within else {
+                counters.droppedRateLimited.add(1, ordering: .relaxed)
                 return (key, [], [])
             }
             var udp: [SocketAddress] = [], tunnels: [UInt64] = []

@@ -34,6 +34,12 @@ final class RelayWorker: @unchecked Sendable {
     private var lastConsentCheck: UInt64 = 0
     /// Destinations of the datagram being forwarded that take media over signalling.
     private var tunnelTargets: [UInt64] = []
+    /// Each sender's budget (`SenderLimits`). The kernel hashes a sender's address to one
+    /// worker, so one worker sees all of a sender's packets.
+    private var budgets: [UInt64: SenderBudget] = [:]
+    private var rateLimited: UInt64 = 0
+    /// The monotonic time of the batch being handled (one clock read a batch).
+    private var batchNow: UInt64 = 0
 
     init(index: Int, socket: UDPSocket, shared: RelayShared) {
         self.index = index
@@ -64,6 +70,7 @@ final class RelayWorker: @unchecked Sendable {
                 var bytes: UInt64 = 0, stale: UInt64 = 0
                 let limit = shared.maxDelayNanoseconds
                 let oldest = limit > 0 ? UDPBatchReceiver.realtimeNanoseconds() - limit : 0
+                batchNow = monotonicNanoseconds()
                 for i in 0..<n {
                     let d = receiver.datagram(i)
                     bytes += UInt64(d.count)
@@ -90,13 +97,16 @@ final class RelayWorker: @unchecked Sendable {
         if let (t, b) = whole {
             table = t
             bindings = RelayBindings(addressOf: b.addressOf, memberAt: b.memberAt)
+            budgets = budgets.filter { t.members[$0.key] != nil }
             fastPathDirty = nil
             return
         }
         for change in changes {
             switch change {
             case .patch(let p):
-                bindings.forget(table.apply(p))
+                let gone = table.apply(p)
+                bindings.forget(gone)
+                for k in gone { budgets[k] = nil }
                 if index == 0 { fastPathDirty?.insert(p.room) }
             case .bound(let key, let address):
                 bindings.bind(key, to: address)
@@ -123,6 +133,10 @@ final class RelayWorker: @unchecked Sendable {
         if sendFailed > 0 {
             c.droppedSendFailed.add(sendFailed, ordering: .relaxed)
             sendFailed = 0
+        }
+        if rateLimited > 0 {
+            c.droppedRateLimited.add(rateLimited, ordering: .relaxed)
+            rateLimited = 0
         }
         if videoForwarded > 0 || videoWithheld > 0 {
             c.videoForwarded.add(videoForwarded, ordering: .relaxed)
@@ -155,6 +169,11 @@ final class RelayWorker: @unchecked Sendable {
         }
         let admission = member.admission(of: RTPPacket.ssrc(inDatagram: datagram))
         guard case .forward(let kind) = admission else { return c.countDrop(admission) }
+        let within = budgets[key, default: SenderBudget(shared.senderLimits, now: batchNow)].admit(kind, bytes: datagram.count, now: batchNow)
+        guard within else {
+            rateLimited += 1
+            return
+        }
         if kind == .audio, let level = MediaRelay.audioLevel(datagram) { levels.append((key, level)) }
         guard let others = table.rooms[member.room] else { return }
         // One sendmmsg per datagram for all its destinations (batches of 64).
@@ -218,6 +237,7 @@ final class RelayWorker: @unchecked Sendable {
             c.fastPathForwarded.add(d.forwarded, ordering: .relaxed)
         }
         if d.sendFailed > 0 { c.droppedSendFailed.add(d.sendFailed, ordering: .relaxed) }
+        if d.rateLimited > 0 { c.droppedRateLimited.add(d.rateLimited, ordering: .relaxed) }
         if d.videoForwarded > 0 || d.videoWithheld > 0 {
             c.videoForwarded.add(d.videoForwarded, ordering: .relaxed)
             c.videoWithheld.add(d.videoWithheld, ordering: .relaxed)

@@ -47,6 +47,11 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var joinTimeoutSeconds: Int?
     public var maxQueuedBytesPerConnection: Int?
     public var maxConnections: Int?
+    /// Per-sender relay limits (0: none): packets and bytes a second, audio and video apart.
+    public var relayAudioPacketsPerSecond: Int?
+    public var relayAudioBytesPerSecond: Int?
+    public var relayVideoPacketsPerSecond: Int?
+    public var relayVideoBytesPerSecond: Int?
     /// How long a dropped participant is held for `resume` (seconds; default 30).
     public var resumeGraceSeconds: Int?
     public var production: Bool?
@@ -75,7 +80,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "resumeGraceSeconds", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
@@ -159,6 +164,10 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.joinTimeoutSeconds = try int("joinTimeoutSeconds")
         c.maxQueuedBytesPerConnection = try int("maxQueuedBytesPerConnection")
         c.maxConnections = try int("maxConnections")
+        c.relayAudioPacketsPerSecond = try int("relayAudioPacketsPerSecond")
+        c.relayAudioBytesPerSecond = try int("relayAudioBytesPerSecond")
+        c.relayVideoPacketsPerSecond = try int("relayVideoPacketsPerSecond")
+        c.relayVideoBytesPerSecond = try int("relayVideoBytesPerSecond")
         c.resumeGraceSeconds = try int("resumeGraceSeconds")
         if let u = try string("publicURL") {
             guard (u.hasPrefix("http://") || u.hasPrefix("https://")), URL(string: u)?.host != nil, !u.hasSuffix("/") else {

@@ -84,6 +84,9 @@ public struct ServerConfiguration: Sendable {
     /// Open TCP connections (HTTP and WebSocket) at most; nil: what the descriptor limit leaves
     /// after a reserve (`DescriptorLimit.connectionBudget`). Never more than that.
     public var maxConnections: Int?
+    /// What one member may send through the relay (packets and bytes a second, audio and video
+    /// apart; 0: no limit), on the socket path, over signalling and in the kernel fast path.
+    public var senderLimits = SenderLimits()
     public var logFormat: ServerLog.Format
     /// How often live calls are stamped in the store; a crash loses at most this much end time.
     public var storeHeartbeatSeconds: Double = 5

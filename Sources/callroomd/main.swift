@@ -27,6 +27,8 @@ let usage = """
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
                               joinTimeoutSeconds, maxQueuedBytesPerConnection, maxConnections,
+                          relayAudioPacketsPerSecond, relayAudioBytesPerSecond,
+                          relayVideoPacketsPerSecond, relayVideoBytesPerSecond,
                           mediaPublicAddress); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
@@ -158,6 +160,10 @@ if let n = bounded("maxConnectionsPerAddress", file.maxConnectionsPerAddress, 1.
 if let n = bounded("joinTimeoutSeconds", file.joinTimeoutSeconds, 1...3600) { config.joinTimeoutSeconds = Double(n) }
 if let n = bounded("maxQueuedBytesPerConnection", file.maxQueuedBytesPerConnection, 65_536...268_435_456) { config.maxQueuedBytesPerConnection = n }
 if let n = bounded("maxConnections", file.maxConnections, 16...10_000_000) { config.maxConnections = n }
+if let n = bounded("relayAudioPacketsPerSecond", file.relayAudioPacketsPerSecond, 0...100_000, " (0: no limit)") { config.senderLimits.audioPacketsPerSecond = UInt64(n) }
+if let n = bounded("relayAudioBytesPerSecond", file.relayAudioBytesPerSecond, 0...100_000_000, " (0: no limit)") { config.senderLimits.audioBytesPerSecond = UInt64(n) }
+if let n = bounded("relayVideoPacketsPerSecond", file.relayVideoPacketsPerSecond, 0...1_000_000, " (0: no limit)") { config.senderLimits.videoPacketsPerSecond = UInt64(n) }
+if let n = bounded("relayVideoBytesPerSecond", file.relayVideoBytesPerSecond, 0...1_000_000_000, " (0: no limit)") { config.senderLimits.videoBytesPerSecond = UInt64(n) }
 if let n = bounded("resumeGraceSeconds", file.resumeGraceSeconds, 2...600) { config.gracePeriodSeconds = Double(n) }
 if let t = bounded("authTokenTTLSeconds", file.authTokenTTLSeconds, 60...31_536_000, " (a minute to a year)") { config.authTokenTTLSeconds = Int64(t) }
 config.tlsCertificate = pick("tls-cert", file.tlsCert)
