@@ -143,6 +143,9 @@ extension CallStore {
                 guard let row = refs.participant(ref, committed) else { continue }  // its join was not recorded
                 refs.request.participants[ref] = .some(nil)
                 try db.execute("UPDATE call_participants SET left_at = ? WHERE id = ? AND left_at IS NULL", [.int(now), .int(row)])
+            case let .participantModerates(ref):
+                guard let row = refs.participant(ref, committed) else { continue }
+                try db.execute("UPDATE call_participants SET moderated = 1 WHERE id = ?", [.int(row)])
             case let .chat(call, uid, pid, name, text, now):
                 guard let callID = refs.call(call, committed) else { throw DatabaseError.step(message: "the call was not recorded") }
                 try db.execute("INSERT INTO chat_messages(call_id, uid, pid, name, text, sent_at) VALUES (?, ?, ?, ?, ?, ?)",

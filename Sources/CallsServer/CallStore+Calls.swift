@@ -80,10 +80,10 @@ extension CallStore {
             WHERE c.id = ?
             """, [.int(id)]).first else { return nil }
         let ps = try db.query("""
-            SELECT id, uid, pid, name, joined_at, left_at FROM call_participants WHERE call_id = ? ORDER BY id
+            SELECT id, uid, pid, name, joined_at, left_at, moderated FROM call_participants WHERE call_id = ? ORDER BY id
             """, [.int(id)]).map {
             StoredCallParticipant(id: $0[0].int ?? 0, uid: $0[1].text ?? "", pid: $0[2].text ?? "",
-                                  name: $0[3].text ?? "", joinedAt: $0[4].int ?? 0, leftAt: $0[5].int)
+                                  name: $0[3].text ?? "", joinedAt: $0[4].int ?? 0, leftAt: $0[5].int, moderated: ($0[6].int ?? 0) != 0)
         }
         var call = StoredCall(id: id, sessionId: r[1].text ?? "", type: r[2].text ?? "", mode: r[3].text ?? "",
                               status: r[4].text ?? "", initiatedAt: r[5].int ?? 0, startedAt: r[6].int, endedAt: r[7].int,
@@ -121,15 +121,24 @@ public struct StoredChatMessage: Sendable, Equatable, Codable {
 
 extension CallStore {
     /// The chat of the latest call of `sessionId`, oldest first.
-    public func chatMessages(sessionId: String, page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredChatMessage> {
+    /// `within`: only messages sent in these spans (epoch ms, ends inclusive; nil: all).
+    public func chatMessages(sessionId: String, page: Int, perPage: Int, within: [ClosedRange<Int64>]? = nil) throws(DatabaseError) -> Page<StoredChatMessage> {
         try locked { () throws(DatabaseError) in
             guard let call = try db.query("SELECT id FROM calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                                           [.text(sessionId)]).first?.first?.int else {
                 return Page(items: [], total: 0, page: page, perPage: perPage)
             }
-            let total = Int(try db.query("SELECT COUNT(*) FROM chat_messages WHERE call_id = ?", [.int(call)]).first?.first?.int ?? 0)
-            let rows = try db.query("SELECT id, uid, pid, name, text, sent_at FROM chat_messages WHERE call_id = ? ORDER BY id LIMIT ? OFFSET ?",
-                                    [.int(call), .int(Int64(perPage)), .int(Int64((page - 1) * perPage))])
+            var filter = ""
+            var params: [DatabaseValue] = [.int(call)]
+            if let within {
+                // (No span: nothing. At most a few hundred spans: one per join of one user.)
+                let spans = within.prefix(500)
+                filter = spans.isEmpty ? " AND 1 = 0" : " AND (" + spans.map { _ in "sent_at BETWEEN ? AND ?" }.joined(separator: " OR ") + ")"
+                for s in spans { params += [.int(s.lowerBound), .int(s.upperBound)] }
+            }
+            let total = Int(try db.query("SELECT COUNT(*) FROM chat_messages WHERE call_id = ?" + filter, params).first?.first?.int ?? 0)
+            let rows = try db.query("SELECT id, uid, pid, name, text, sent_at FROM chat_messages WHERE call_id = ?" + filter + " ORDER BY id LIMIT ? OFFSET ?",
+                                    params + [.int(Int64(perPage)), .int(Int64((page - 1) * perPage))])
             return Page(items: rows.map {
                 StoredChatMessage(id: $0[0].int ?? 0, uid: $0[1].text ?? "", pid: $0[2].text ?? "", name: $0[3].text ?? "",
                                   text: $0[4].text ?? "", sentAt: $0[5].int ?? 0)
@@ -246,12 +255,13 @@ extension CallStore {
         }
     }
 
-    /// One recording of `sessionId` (nil: no such recording of that session).
-    public func recording(sessionId: String, rid: String) throws(DatabaseError) -> StoredRecording? {
-        try locked { () throws(DatabaseError) in
+    /// One recording of `sessionId` and the call it belongs to (nil: no such recording of that session).
+    public func recording(sessionId: String, rid: String) throws(DatabaseError) -> (recording: StoredRecording, call: StoredCall)? {
+        try locked { () throws(DatabaseError) -> (recording: StoredRecording, call: StoredCall)? in
             guard let row = try db.query("SELECT call_id FROM recordings WHERE rid = ? AND session_id = ?", [.text(rid), .text(sessionId)]).first,
-                  let callID = row[0].int, let call = try loadCall(id: callID) else { return nil }
-            return call.recordings.first { $0.rid == rid }
+                  let callID = row[0].int, let call = try loadCall(id: callID),
+                  let recording = call.recordings.first(where: { $0.rid == rid }) else { return nil }
+            return (recording, call)
         }
     }
 }

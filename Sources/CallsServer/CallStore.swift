@@ -63,6 +63,8 @@ public struct StoredCallParticipant: Sendable, Equatable {
     public var name: String
     public var joinedAt: Int64
     public var leftAt: Int64?
+    /// They moderated the call (at any time).
+    public var moderated: Bool = false
 }
 
 /// The server's durable state: users, hashed auth tokens, calls and their participants, groups,

@@ -33,12 +33,21 @@ struct InvitePage {
         publicURL + "/call/" + (sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? sessionId)
     }
 
-    /// The page: which call, who is in it now, and how to join from a terminal or the app.
-    static func html(sessionId: String, publicURL: String, present: [String], status: String?) -> String {
+    /// What the page is sent with: no script, style, frame or form of anyone's runs in it, its
+    /// type is not sniffed, and the link (a session id) does not leak to other sites.
+    static let securityHeaders: [(name: String, value: String)] = [
+        ("content-security-policy", "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+    ]
+
+    /// The page: which call, how many are in it now (never who: anyone with the link reads it),
+    /// and how to join from a terminal or the app.
+    static func html(sessionId: String, publicURL: String, present: Int, status: String?) -> String {
         let sid = escape(sessionId)
         let link = escape(link(publicURL: publicURL, sessionId: sessionId))
-        let who = present.isEmpty ? "<p>Nobody is in the call right now.</p>"
-            : "<p>In the call now (\(present.count)):</p><ul>" + present.map { "<li>\(escape($0))</li>" }.joined() + "</ul>"
+        let who = present == 0 ? "<p>Nobody is in the call right now.</p>"
+            : present == 1 ? "<p>One person is in the call now.</p>" : "<p>\(present) people are in the call now.</p>"
         let state = status.map { "<p>Status: \(escape($0))</p>" } ?? ""
         return """
             <!doctype html>

@@ -10,11 +10,13 @@ extension RESTRouter {
     func recordingFile(_ r: HTTPRequest, sessionId: String, rid: String, pid: String?) throws -> HTTPResponse {
         try validate(sessionId: sessionId)
         let viewer = try callViewer(r)
-        let call = try? visibleCall(r, sessionId)
-        // The call it belongs to must be visible to the viewer (the operator sees every call).
-        guard let rec = try call?.recordings.first(where: { $0.rid == rid })
-            ?? (viewer == nil ? store.recording(sessionId: sessionId, rid: rid) : nil) else {
-            throw ServerError(.notFound, "No recording '\(rid.prefix(40))' of session '\(sessionId.prefix(80))'.")
+        // The call it belongs to must be one the viewer was in (the operator sees every call),
+        // and the recording must have run while they were there (moderators: any).
+        let notFound = ServerError(.notFound, "No recording '\(rid.prefix(40))' of session '\(sessionId.prefix(80))'.")
+        guard let (rec, call) = try store.recording(sessionId: sessionId, rid: rid) else { throw notFound }
+        guard let access = CallAccess(viewer: viewer, call: call, now: epochMilliseconds()) else { throw notFound }
+        guard access.covers(start: rec.startedAt, end: rec.endedAt) else {
+            throw ServerError(.forbidden, "You were not in the call while recording '\(rid.prefix(40))' ran; only a moderator or the operator may fetch it.")
         }
         // Only names the store holds: never a path from the request.
         let name = pid.map { "\($0).opus" } ?? "mixed.opus"
@@ -52,8 +54,11 @@ extension RESTRouter {
             throw ServerError(.notFound, "No transcript '\(name.prefix(40))' of session '\(sessionId.prefix(80))'.")
         }
         if let viewer {
-            guard let call = try store.call(id: callID), call.participants.contains(where: { $0.uid == viewer }) else {
+            guard let call = try store.call(id: callID), let access = CallAccess(viewer: viewer, call: call, now: epochMilliseconds()) else {
                 throw ServerError(.notFound, "No transcript '\(name.prefix(40))' of session '\(sessionId.prefix(80))'.")
+            }
+            guard access.covers(start: t.startTime, end: t.endTime > 0 ? t.endTime : nil) else {
+                throw ServerError(.forbidden, "You were not in the call while transcript '\(tid)' ran; only a moderator or the operator may fetch it.")
             }
         }
         let dir = (config.dataDir as NSString).appendingPathComponent("transcripts")

@@ -68,9 +68,10 @@ struct RESTRouter: Sendable {
         Route(.get, "call/*") { rt, _, parts in
             guard isIdentifier(parts[1], max: 128) else { throw ServerError(.sessionIdInvalid, "Not a session id.") }
             let call = try rt.store.latestCall(sessionId: parts[1])
-            let present = call.map { c in c.endedAt == nil ? c.participants.filter { $0.leftAt == nil }.map(\.name) : [] } ?? []
+            // A page anyone with the link opens: how many are in, never who.
+            let present = call.map { c in c.endedAt == nil ? c.participants.filter { $0.leftAt == nil }.count : 0 } ?? 0
             let html = InvitePage.html(sessionId: parts[1], publicURL: rt.publicURL, present: present, status: call?.status)
-            return HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: Array(html.utf8))
+            return HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: Array(html.utf8), headers: InvitePage.securityHeaders)
         },
         Route(.get, ".well-known/apple-app-site-association") { rt, _, _ in
             HTTPResponse(status: 200, contentType: "application/json", body: Array(InvitePage.appleAppSiteAssociation(appIDs: rt.config.appleAppIDs).utf8))
@@ -154,17 +155,19 @@ struct RESTRouter: Sendable {
             return rt.list(p.items.map { CallRecord($0, baseURL: rt.publicURL) }, p)
         },
         Route(.get, "v3/calls/*/transcriptions") { rt, r, parts in
-            try rt.visibleCall(r, parts[2])
+            let access = try rt.accessibleCall(r, parts[2]).access
             let page = try rt.intParam(r, "page", default: 1, range: 1...1_000_000)
             let perPage = try rt.intParam(r, "perPage", default: 100, range: 1...1000)
             let p = try rt.store.transcripts(sessionId: parts[2], page: page, perPage: perPage)
-            return rt.list(p.items.map { $0.served(rt.publicURL) }, p)
+            // (A participant's view: the transcripts that ran while they were there.)
+            let items = p.items.filter { access.covers(start: $0.startTime, end: $0.endTime > 0 ? $0.endTime : nil) }
+            return rt.list(items.map { $0.served(rt.publicURL) }, p)
         },
         Route(.get, "v3/calls/*/transcriptions/*") { rt, r, parts in try rt.transcriptFile(r, sessionId: parts[2], name: parts[4]) },
         Route(.get, "v3/calls/*/messages") { rt, r, parts in
-            try rt.visibleCall(r, parts[2])
+            let access = try rt.accessibleCall(r, parts[2]).access
             let (page, perPage) = try rt.paging(r)
-            let p = try rt.store.chatMessages(sessionId: parts[2], page: page, perPage: perPage)
+            let p = try rt.store.chatMessages(sessionId: parts[2], page: page, perPage: perPage, within: access.spans)
             return rt.list(p.items, p)
         },
         Route(.get, "v3/calls/*/recordings/*") { rt, r, parts in try rt.recordingFile(r, sessionId: parts[2], rid: parts[4], pid: nil) },
@@ -368,15 +371,21 @@ struct RESTRouter: Sendable {
         guard actor == g.owner else { throw ServerError(.notGroupOwner, "Only the group's owner may do that.") }
     }
 
-    /// The latest call of `sessionId`, if the caller may see it (the operator, or a participant).
+    /// The latest call of `sessionId` as the requester may see it (`CallAccess`): the operator
+    /// and the call's moderators all of it, another participant what ran while they were there.
     @discardableResult
     func visibleCall(_ r: HTTPRequest, _ sessionId: String) throws -> StoredCall {
+        try accessibleCall(r, sessionId).call
+    }
+
+    /// The call (restricted) and the requester's access to it.
+    func accessibleCall(_ r: HTTPRequest, _ sessionId: String) throws -> (call: StoredCall, access: CallAccess) {
         let viewer = try callViewer(r)
         guard let call = try store.latestCall(sessionId: sessionId),
-              viewer == nil || call.participants.contains(where: { $0.uid == viewer }) else {
+              let access = CallAccess(viewer: viewer, call: call, now: epochMilliseconds()) else {
             throw ServerError.sessionNotFound(sessionId)
         }
-        return call
+        return (access.restrict(call), access)
     }
 
     private func login(_ r: HTTPRequest) throws -> HTTPResponse {

@@ -13,6 +13,7 @@ extension RoomCore {
         guard p.wire != before else { return }
         room.participants[pid] = p
         broadcast(room, .participantUpdated(p.wire, change: change))
+        if p.wire.role == .moderator && before.role != .moderator { persist([.participantModerates(p.ref)], .background("moderator")) }
         // The relay stops (and restarts) forwarding a paused camera.
         if p.wire.isVideoPaused != before.isVideoPaused { patchRelay(room) }
         if !p.wire.isPresenting { room.shares[pid] = nil; room.shareBytes[pid] = nil }  // a share ends with presenting

@@ -416,6 +416,7 @@ final class RoomCore {
         }
         if let call = room.call {
             commands.append(.participantJoined(ref, call: call, uid: claims.sub, pid: pid, displayName: displayName, at: now))
+            if role == .moderator { commands.append(.participantModerates(ref)) }
             commands += hook(.joined, call, claims.sid, uid: claims.sub, pid: pid)
         }
         persist(commands, .join(session: claims.sid, pid: pid, startsCall: startsCall))
@@ -513,8 +514,9 @@ final class RoomCore {
             && !room.participants.values.contains(where: { $0.wire.role == .moderator }) {
             if let heir = room.order.first(where: { room.participants[$0]?.roleFromToken == false }) {
                 update(room, heir, change: .roleChanged) { $0.role = .moderator }
-            } else if let joining = room.participants.filter({ !$0.value.roleFromToken }).keys.min() {
+            } else if let joining = room.participants.filter({ !$0.value.roleFromToken }).keys.min(), let ref = room.participants[joining]?.ref {
                 room.participants[joining]?.wire.role = .moderator  // announced with its join
+                persist([.participantModerates(ref)], .background("moderator"))
             }
         }
         if room.dominant == pid { room.dominant = nil; broadcast(room, .dominantSpeaker(pid: nil)) }

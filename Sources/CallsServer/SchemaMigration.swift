@@ -17,7 +17,7 @@ struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9]
+    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
 
     static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -142,5 +142,11 @@ struct SchemaMigration: Sendable {
     static let v9 = SchemaMigration(version: 9, statements: [
         "ALTER TABLE calls ADD COLUMN node_id TEXT",
         "ALTER TABLE calls ADD COLUMN reopenable_until INTEGER",
+    ])
+
+    /// Whether a participant moderated the call (at any time): moderators fetch every recording,
+    /// transcript and message of it; others only what overlaps their presence.
+    static let v10 = SchemaMigration(version: 10, statements: [
+        "ALTER TABLE call_participants ADD COLUMN moderated INTEGER",
     ])
 }

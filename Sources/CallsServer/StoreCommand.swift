@@ -14,6 +14,8 @@ enum StoreCommand: Sendable, Equatable {
     /// receipt carries the name used.
     case participantJoined(ParticipantRef, call: CallRef, uid: String, pid: String, displayName: String?, at: Int64)
     case participantLeft(ParticipantRef, at: Int64)
+    /// The participant is (or became) a moderator of the call.
+    case participantModerates(ParticipantRef)
     /// The receipt carries the message's id.
     case chat(call: CallRef, uid: String, pid: String, name: String, text: String, at: Int64)
     case endCall(CallRef, at: Int64)

@@ -145,3 +145,38 @@ final class RevocationTests: XCTestCase {
         XCTAssertEqual(try store.user(authToken: old)?.uid, "eve", "no lifetime: until revoked")
     }
 }
+
+/// What a participant may fetch of a call (#34): only what ran while they were in it.
+final class CallHistoryAccessTests: XCTestCase {
+    func testALateJoinerSeesOnlyTheChatSentWhileTheyWereThere() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let ann = try SignalProbe(url: h.server.url)
+        ann.send(.join(.init(callToken: try h.callToken(uid: "ann", session: "hist"))))
+        XCTAssertEqual(ann.joined()?.you.role, .moderator)
+        let bob = try SignalProbe(url: h.server.url)
+        bob.send(.join(.init(callToken: try h.callToken(uid: "bob", session: "hist"))))
+        XCTAssertNotNil(bob.joined())
+        ann.send(.chat(text: "before carl"))
+        XCTAssertNotNil(bob.wait { if case .chat(let m) = $0 { return m.text == "before carl" }; return false })
+        Thread.sleep(forTimeInterval: 0.01)  // (a millisecond clock: the next join is later)
+        let carl = try SignalProbe(url: h.server.url)
+        carl.send(.join(.init(callToken: try h.callToken(uid: "carl", session: "hist"))))
+        XCTAssertNotNil(carl.joined())
+        bob.send(.chat(text: "with carl"))
+        XCTAssertNotNil(carl.wait { if case .chat(let m) = $0 { return m.text == "with carl" }; return false })
+        func texts(_ uid: String) throws -> [String] {
+            let login = h.request("POST", "/v3/sdk/login", headers: ["appId": h.server.keys.appId],
+                                  body: #"{"uid":"\#(uid)","authKey":"\#(h.server.keys.authKey)"}"#)
+            let token = try XCTUnwrap(login.data["authToken"] as? String)
+            let r = h.request("GET", "/v3/calls/hist/messages", headers: ["appId": h.server.keys.appId, "authToken": token])
+            return (r.json["data"] as? [[String: Any]] ?? []).compactMap { $0["text"] as? String }
+        }
+        XCTAssertEqual(try texts("carl"), ["with carl"], "the late joiner does not read what was said before")
+        XCTAssertEqual(try texts("bob"), ["before carl", "with carl"])
+        XCTAssertEqual(try texts("ann"), ["before carl", "with carl"], "a moderator reads it all")
+        let all = h.request("GET", "/v3/calls/hist/messages", headers: h.adminHeaders).json["data"] as? [[String: Any]]
+        XCTAssertEqual(all?.count, 2, "the operator reads it all")
+        XCTAssertTrue(try texts("eve").isEmpty, "not in the call: nothing")
+    }
+}

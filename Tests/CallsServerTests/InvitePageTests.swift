@@ -5,7 +5,8 @@ import XCTest
 
 /// The invite page and the app-link files over real HTTP.
 final class InvitePageTests: XCTestCase {
-    func testTheInvitePageNamesTheCallAndWhoIsInItEscaped() throws {
+    /// (#34: it named everyone in the call to anyone who knew the session id; now a count.)
+    func testTheInvitePageNamesTheCallButNotWhoIsInIt() throws {
         let h = try ServerHarness {
             $0.publicURL = "https://calls.example.com"
             $0.appleAppIDs = ["TEAM.com.example.calls"]
@@ -19,8 +20,12 @@ final class InvitePageTests: XCTestCase {
         XCTAssertEqual(page.status, 200)
         let html = page.text
         XCTAssertTrue(html.contains("Join the call standup"), html)
-        XCTAssertTrue(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; co"), "escaped: \(html)")
+        XCTAssertTrue(html.contains("One person is in the call now."), html)
+        XCTAssertFalse(html.contains("alert(1)") || html.contains("mallory"), "no names to someone not authenticated: \(html)")
         XCTAssertFalse(html.contains("<script>"))
+        XCTAssertEqual(page.headers["x-content-type-options"], "nosniff")
+        XCTAssertTrue(page.headers["content-security-policy"]?.contains("default-src 'none'") == true, "\(page.headers)")
+        XCTAssertEqual(page.headers["referrer-policy"], "no-referrer")
         XCTAssertTrue(html.contains("callroom join https://calls.example.com/call/standup"), "the public link, not loopback")
         XCTAssertTrue(html.contains(#"href="callroom://call/standup""#))
         XCTAssertEqual(h.request("GET", "/v3/app").data["publicURL"] as? String, "https://calls.example.com")

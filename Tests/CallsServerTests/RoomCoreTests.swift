@@ -61,8 +61,9 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertFalse(effects.contains { if case .relay = $0 { return true }; return false }, "no media before the disk either")
         let r = try XCTUnwrap(requests(effects).first)
         guard case .startCall(let call, "room", "audio", "meet", now)? = r.commands.first,
-              case .participantJoined(_, call, "ann", _, nil, now)? = r.commands.last, r.commands.count == 2 else {
-            return XCTFail("one request: start the call and record the join, \(r.commands)")
+              case .participantJoined(let ref, call, "ann", _, nil, now) = r.commands[1],
+              r.commands.last == .participantModerates(ref), r.commands.count == 3 else {
+            return XCTFail("one request: start the call, record the join and that the first in moderates, \(r.commands)")
         }
         let after = ok(r, name: "Ann Stored")
         guard case .joined(let j)? = sent(after, to: a).first else { return XCTFail("\(after)") }

@@ -88,6 +88,23 @@ final class RecordingTests: XCTestCase {
                                             body: #"{"uid":"stranger","authKey":"\#(t.authKey)"}"#)
         let st = try XCTUnwrap(stranger.data["authToken"] as? String)
         XCTAssertEqual(BlockingHTTP.request("GET", url, headers: ["authToken": st, "appId": t.appId]).status, 404)
+        // A late joiner (#34): in the call now, but not while it was recorded — refused, and the
+        // call log they see lists no recording; the moderator still gets it.
+        let late = try await t.joinedClient("carl", session: "rec", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:880").setAudioOutput("null").build(), onEvent: { _ in })
+        let carl = BlockingHTTP.request("POST", t.server.url + "/v3/sdk/login", headers: ["appId": t.appId],
+                                        body: #"{"uid":"carl","authKey":"\#(t.authKey)"}"#)
+        let ct = try XCTUnwrap(carl.data["authToken"] as? String)
+        let refused = BlockingHTTP.request("GET", url, headers: ["authToken": ct, "appId": t.appId])
+        XCTAssertEqual(refused.status, 403, "the late joiner gets a refusal for the earlier recording")
+        XCTAssertEqual(refused.errorCode, "ERR_FORBIDDEN")
+        let seen = BlockingHTTP.request("GET", t.server.url + "/v3/calls/rec", headers: ["authToken": ct, "appId": t.appId]).data
+        XCTAssertEqual((seen["recordings"] as? [Any])?.count ?? 0, 0, "\(seen)")
+        let modLogin = BlockingHTTP.request("POST", t.server.url + "/v3/sdk/login", headers: ["appId": t.appId],
+                                            body: #"{"uid":"mod","authKey":"\#(t.authKey)"}"#)
+        let mt = try XCTUnwrap(modLogin.data["authToken"] as? String)
+        XCTAssertEqual(BlockingHTTP.request("GET", url, headers: ["authToken": mt, "appId": t.appId]).status, 200, "a moderator gets every recording")
+        await late.leave()
         await guest.leave()
         await mod.leave()
     }

@@ -1,0 +1,36 @@
+/// What one viewer of a call may fetch of it (#34): the operator (API key) and the call's
+/// moderators everything; any other participant only what overlaps their own presence — the
+/// recordings and transcripts that ran while they were there, the chat sent meanwhile. A late
+/// joiner gets nothing of what ended before they came. A value; any thread.
+struct CallAccess: Sendable, Equatable {
+    /// nil: everything; else the viewer's spans in the call (epoch ms; an open span ends `now`).
+    let spans: [ClosedRange<Int64>]?
+
+    /// The access of `viewer` (nil: the operator) to `call`, at `now` (epoch ms). Nil when the
+    /// viewer was never in the call.
+    init?(viewer: String?, call: StoredCall, now: Int64) {
+        guard let viewer else {
+            spans = nil
+            return
+        }
+        let rows = call.participants.filter { $0.uid == viewer }
+        guard !rows.isEmpty else { return nil }
+        spans = rows.contains(where: \.moderated) ? nil : rows.map { $0.joinedAt...max($0.joinedAt, $0.leftAt ?? now) }
+    }
+
+    /// Whether something that ran from `start` to `end` (nil: still running) overlaps a span.
+    func covers(start: Int64, end: Int64?) -> Bool {
+        guard let spans else { return true }
+        let finish = end ?? Int64.max
+        return spans.contains { $0.lowerBound <= finish && start <= $0.upperBound }
+    }
+
+    /// The call as this viewer may see it: recordings and transcripts outside their presence left out.
+    func restrict(_ call: StoredCall) -> StoredCall {
+        guard spans != nil else { return call }
+        var c = call
+        c.recordings = call.recordings.filter { covers(start: $0.startedAt, end: $0.endedAt) }
+        c.transcripts = call.transcripts.filter { covers(start: $0.startTime, end: $0.endTime > 0 ? $0.endTime : nil) }
+        return c
+    }
+}
