@@ -152,7 +152,10 @@ struct RESTRouter: Sendable {
             f.visibleTo = try rt.callViewer(r)
             let (page, perPage) = try rt.paging(r)
             let p = try rt.store.calls(f, page: page, perPage: perPage)
-            return rt.list(p.items.map { CallRecord($0, baseURL: rt.publicURL) }, p)
+            let now = epochMilliseconds()
+            // Each as its viewer may see it (`CallAccess`).
+            let shown = p.items.map { c in CallAccess(viewer: f.visibleTo, call: c, now: now)?.restrict(c) ?? c }
+            return rt.list(shown.map { CallRecord($0, baseURL: rt.publicURL) }, p)
         },
         Route(.get, "v3/calls/*/transcriptions") { rt, r, parts in
             let access = try rt.accessibleCall(r, parts[2]).access

@@ -100,6 +100,8 @@ final class RecordingTests: XCTestCase {
         XCTAssertEqual(refused.errorCode, "ERR_FORBIDDEN")
         let seen = BlockingHTTP.request("GET", t.server.url + "/v3/calls/rec", headers: ["authToken": ct, "appId": t.appId]).data
         XCTAssertEqual((seen["recordings"] as? [Any])?.count ?? 0, 0, "\(seen)")
+        let listed = BlockingHTTP.request("GET", t.server.url + "/v3/calls", headers: ["authToken": ct, "appId": t.appId]).json["data"] as? [[String: Any]]
+        XCTAssertEqual((listed?.first?["recordings"] as? [Any])?.count ?? 0, 0, "nor in the list of calls: \(listed ?? [])")
         let modLogin = BlockingHTTP.request("POST", t.server.url + "/v3/sdk/login", headers: ["appId": t.appId],
                                             body: #"{"uid":"mod","authKey":"\#(t.authKey)"}"#)
         let mt = try XCTUnwrap(modLogin.data["authToken"] as? String)
