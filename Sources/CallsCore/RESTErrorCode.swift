@@ -33,6 +33,8 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     case notFound = "ERR_NOT_FOUND"
     case methodNotAllowed = "ERR_METHOD_NOT_ALLOWED"
     case bodyTooLarge = "ERR_BODY_TOO_LARGE"
+    /// A request body sent chunked (`Transfer-Encoding`): the API takes a `Content-Length`.
+    case lengthRequired = "ERR_LENGTH_REQUIRED"
     case unavailable = "ERR_UNAVAILABLE"
     case storage = "ERR_STORAGE"
     /// A call token for a ringing call's room asked for by (or for) someone not its party.
@@ -48,6 +50,7 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
         case .methodNotAllowed: return 405
         case .uidAlreadyExists, .guidAlreadyExists, .webhookAlreadyExists, .webhookInConfig: return 409
         case .bodyTooLarge: return 413
+        case .lengthRequired: return 411
         case .rateLimited: return 429
         case .storage: return 500
         case .unavailable: return 503

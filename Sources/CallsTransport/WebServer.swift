@@ -123,6 +123,8 @@ public final class WebServer: @unchecked Sendable {
         var body: [UInt8] = []
         var peer = ""
         var bodyTooLarge = false
+        /// The answer goes, then the connection (what follows on it is not a request to read).
+        var closeAfterResponse = false
         var response: HTTPResponse?
         var headerWritten = false
         var awaitingResponse = false
@@ -311,7 +313,17 @@ public final class WebServer: @unchecked Sendable {
             beginRequest(conn, uri: data.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/")
             let contentLength = Int(Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) ?? "") ?? 0
             let chunked = Self.copyHeader(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil
-            if contentLength == 0 && !chunked {
+            if chunked {
+                // Answered at once (411), and the connection closed: the chunks are never read.
+                conn.dispatched = true
+                conn.awaitingResponse = true
+                conn.closeAfterResponse = true
+                conn.response = HTTPResponse(status: RESTErrorCode.lengthRequired.status,
+                                             json: RESTErrorCode.lengthRequired.json("Send the body with a Content-Length, not chunked."))
+                lws_callback_on_writable(wsi)
+                return 0
+            }
+            if contentLength == 0 {
                 return dispatchRequest(conn, id: user.load(as: UInt64.self))
             }
             return 0
@@ -397,6 +409,7 @@ public final class WebServer: @unchecked Sendable {
         conn.path = uri
         conn.body = []
         conn.bodyTooLarge = false
+        conn.closeAfterResponse = false
         conn.response = nil
         conn.headerWritten = false
         conn.awaitingResponse = false
@@ -505,6 +518,7 @@ public final class WebServer: @unchecked Sendable {
         }
         conn.response = nil
         conn.awaitingResponse = false
+        if conn.closeAfterResponse { return -1 }
         return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }
 

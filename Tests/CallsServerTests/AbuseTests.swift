@@ -81,6 +81,21 @@ final class AbuseTests: XCTestCase {
         XCTAssertFalse(presenter.isClosed)
     }
 
+    /// A chunked request body was never answered (the connection hung until the idle close).
+    /// Now: 411 at once, and the connection closes (the chunks are not read as requests).
+    func testAChunkedBodyIsAnsweredNotDropped() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let body = #"{"uid":"x","authKey":"k"}"#
+        let request = "POST /v3/sdk/login HTTP/1.1\r\nHost: x\r\nappId: \(h.server.keys.appId)\r\nContent-Type: application/json\r\n"
+            + "Transfer-Encoding: chunked\r\n\r\n" + String(body.utf8.count, radix: 16) + "\r\n" + body + "\r\n0\r\n\r\n"
+        let (answer, closed) = RawHTTP.exchange(port: h.server.port, Array(request.utf8))
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 411"), answer)
+        XCTAssertTrue(answer.contains("ERR_LENGTH_REQUIRED"), answer)
+        XCTAssertTrue(closed)
+        XCTAssertEqual(h.request("GET", "/healthz").status, 200)
+    }
+
     func testOpenWebSocketsArePerAddressBounded() throws {
         let h = try ServerHarness {
             $0.maxConnectionsPerAddress = 3

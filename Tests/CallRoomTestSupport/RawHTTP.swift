@@ -1,0 +1,33 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Bytes written to a TCP port as they are and everything read back until the server closes or
+/// `timeout` passes: for requests no HTTP client would send.
+public enum RawHTTP {
+    /// The answer's bytes as text, and whether the server closed the connection.
+    public static func exchange(port: Int, _ request: [UInt8], timeout: TimeInterval = 3) -> (text: String, closed: Bool) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return ("", false) }
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = UInt16(port).bigEndian
+        let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard ok == 0 else { return ("", false) }
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var tv = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 4096)
+        let deadline = Date() + timeout
+        while Date() < deadline {
+            let n = recv(fd, &buf, buf.count, 0)
+            if n == 0 { return (String(decoding: out, as: UTF8.self), true) }
+            if n > 0 { out += buf[0..<n] }
+        }
+        return (String(decoding: out, as: UTF8.self), false)
+    }
+}
