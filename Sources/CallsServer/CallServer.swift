@@ -124,6 +124,9 @@ public final class CallServer: @unchecked Sendable {
             }
             return nil
         }
+        if configuration.production, case let mode = PrivateFiles.mode(files.privateKey), let mode, mode & 0o077 != 0 {
+            throw .tls("the TLS key \(files.privateKey) is readable by others (mode \(String(mode & 0o777, radix: 8))): chmod 600 it (refused under --production)")
+        }
         tlsFingerprint = try Self.checkTLS(files)
         tlsFiles = files
         return files
@@ -193,6 +196,7 @@ public final class CallServer: @unchecked Sendable {
         }
         let store: CallStore
         let dbPath = (dir as NSString).appendingPathComponent("callroom.sqlite")
+        if configuration.databaseURL == nil && !generated { try Self.checkDatabaseBesideKeys(dbPath) }
         guard configuration.databaseURL != nil || PrivateFiles.create(dbPath) else { throw .cannotWrite(dbPath) }
         do {
             if let url = configuration.databaseURL {
@@ -758,6 +762,24 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     func close(_ connection: ConnectionID) {
         guard connection.node == nodeID else { return bus?.publish(.close(local: connection.local), to: connection.node) ?? () }
         web?.close(connection.local)
+    }
+
+    /// Keys from an earlier start, and a database file that is empty or has no schema: the
+    /// data was lost or replaced (a truncated copy, a wrong file). Starting would make a new
+    /// empty store under the old keys; refused instead. (No file at all is a fresh store.)
+    static func checkDatabaseBesideKeys(_ path: String) throws(ServerStartError) {
+        guard let attrs = try? FileManager.default.attributesOfItem(atPath: path) else { return }
+        let size = (attrs[.size] as? NSNumber)?.intValue ?? 0
+        let remedy = "restore the database from a backup, or move keys.json and the database away to start afresh"
+        guard size > 0 else { throw .database("the database \(path) is empty (0 bytes) but keys.json is from an earlier start: \(remedy)") }
+        let hasSchema: Bool
+        do {
+            let db = try SQLiteDatabase(path: path, readOnly: true)
+            hasSchema = try !db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('schema_version', 'users')").isEmpty
+        } catch {
+            throw .database("the database \(path) cannot be read (\(error)) but keys.json is from an earlier start: \(remedy)")
+        }
+        guard hasSchema else { throw .database("the database \(path) has no CallRoom schema but keys.json is from an earlier start: \(remedy)") }
     }
 
     /// Bytes the recordings take on disk.

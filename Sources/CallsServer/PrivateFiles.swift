@@ -49,6 +49,12 @@ enum PrivateFiles {
 
     /// Creates an empty 0600 file if `path` does not exist (SQLite then keeps that mode for the
     /// database and gives its -wal and -shm files the same).
+    /// A file's permission bits (nil: it cannot be stat'ed).
+    static func mode(_ path: String) -> mode_t? {
+        var st = stat()
+        return stat(path, &st) == 0 ? st.st_mode : nil
+    }
+
     static func create(_ path: String) -> Bool {
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return false }

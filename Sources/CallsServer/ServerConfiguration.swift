@@ -84,6 +84,9 @@ public struct ServerConfiguration: Sendable {
     /// Open TCP connections (HTTP and WebSocket) at most; nil: what the descriptor limit leaves
     /// after a reserve (`DescriptorLimit.connectionBudget`). Never more than that.
     public var maxConnections: Int?
+    /// `--production`: besides its effects on logging in and moderation (set by callroomd), a
+    /// TLS private key that others may read is refused at start.
+    public var production = false
     /// What one member may send through the relay (packets and bytes a second, audio and video
     /// apart; 0: no limit), on the socket path, over signalling and in the kernel fast path.
     public var senderLimits = SenderLimits()

@@ -57,8 +57,9 @@ let usage = """
       --no-auto-create-users  login with the auth key no longer creates missing users
       --no-auth-key-login     the auth key no longer logs anyone in: only auth tokens from your
                               backend (POST /v3/users/{uid}/auth_tokens) work
-      --production            both of the above (no auth-key login, no auto-created users), and
-                              in rooms without rules only call-token roles moderate
+      --production            both of the above (no auth-key login, no auto-created users),
+                              in rooms without rules only call-token roles moderate, and a TLS
+                              key others may read is refused
       --log-format FORMAT     text (default) or json, on stderr
       --log-level LEVEL       debug, info (default), warn or error
       --relay-threads N       UDP relay worker threads sharing the media port, 1…64
@@ -151,6 +152,7 @@ if let url = config.databaseURL, !(url.hasPrefix("postgres://") || url.hasPrefix
 }
 config.authKey = secret("auth-key", env: "CALLROOM_AUTH_KEY", file.authKey)
 let production = args.has("production") || (file.production ?? false)
+config.production = production
 config.autoCreateUsers = args.has("no-auto-create-users") || production ? false : (file.autoCreateUsers ?? true)
 config.authKeyLogin = args.has("no-auth-key-login") || production ? false : (file.authKeyLogin ?? true)
 config.firstJoinerModerator = production ? (file.firstJoinerModerator ?? false) : (file.firstJoinerModerator ?? true)

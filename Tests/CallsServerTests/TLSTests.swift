@@ -132,3 +132,56 @@ final class TLSTests: XCTestCase {
         XCTAssertFalse(p.closed)
     }
 }
+
+/// Start-up refusals of #34: files that would make a running server unsafe or lose data silently.
+final class StartRefusalTests: XCTestCase {
+    /// A database truncated to 0 bytes (or replaced by a file without the schema) beside the keys
+    /// of an earlier start: before, a new empty store under the old keys, every user and call gone.
+    func testAnEmptyOrSchemalessDatabaseBesideKeysIsRefused() throws {
+        try XCTSkipIf(StoreBackend.current == .postgres, "the SQLite file alone (a PostgreSQL database is the operator's)")
+        let dir = TemporaryDirectory("callroom-db")
+        defer { dir.remove() }
+        let data = dir.file("data")
+        let first = try ServerHarness(dataDir: data)
+        first.stop()
+        FileManager.default.createFile(atPath: data + "/callroom.sqlite", contents: Data())
+        try? FileManager.default.removeItem(atPath: data + "/callroom.sqlite-wal")
+        try? FileManager.default.removeItem(atPath: data + "/callroom.sqlite-shm")
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: data)
+        c.logLevel = .error
+        XCTAssertThrowsError(try CallServer(configuration: c).start()) { e in
+            XCTAssertTrue("\(e)".contains("is empty (0 bytes) but keys.json is from an earlier start"), "\(e)")
+        }
+        let other = try SQLiteDatabase(path: data + "/callroom.sqlite")
+        try other.execute("CREATE TABLE notes(x TEXT)")
+        XCTAssertThrowsError(try CallServer(configuration: c).start()) { e in
+            XCTAssertTrue("\(e)".contains("has no CallRoom schema"), "\(e)")
+        }
+        // A fresh directory (no keys yet) starts as ever.
+        let fresh = try ServerHarness(dataDir: dir.file("fresh"))
+        fresh.stop()
+    }
+
+    /// Under --production a TLS key others may read is refused (a development start takes it).
+    func testAnOpenTLSKeyIsRefusedInProduction() throws {
+        let dir = TemporaryDirectory("callroom-key")
+        defer { dir.remove() }
+        let id = try SelfSignedCertificate.generate(commonName: "a", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
+        try id.certificatePEM.write(toFile: dir.file("cert.pem"), atomically: true, encoding: .utf8)
+        try id.privateKeyPEM.write(toFile: dir.file("key.pem"), atomically: true, encoding: .utf8)
+        chmod(dir.file("key.pem"), 0o644)
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir.file("data"))
+        c.logLevel = .error
+        c.tlsCertificate = dir.file("cert.pem")
+        c.tlsPrivateKey = dir.file("key.pem")
+        c.production = true
+        XCTAssertThrowsError(try CallServer(configuration: c).start()) { e in
+            XCTAssertTrue("\(e)".contains("readable by others (mode 644)"), "\(e)")
+            XCTAssertFalse("\(e)".contains("PRIVATE KEY"))
+        }
+        chmod(dir.file("key.pem"), 0o600)
+        let s = CallServer(configuration: c)
+        XCTAssertNoThrow(try s.start())
+        s.stop()
+    }
+}
