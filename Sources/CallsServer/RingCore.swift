@@ -59,6 +59,8 @@ final class RingCore {
     /// Push services configured: ringing pushes the members' phones through them (none: no pushes).
     let pushPlatforms: [PushPlatform]
     private(set) var calls: [String: Ring] = [:]
+    /// How often calls may ring (per caller, callee, group).
+    var limits = RingLimits()
     private(set) var devices: [String: Set<ConnectionID>] = [:]
     private var users: [ConnectionID: RingUser] = [:]
     private var pending: [UInt64: PendingWrite] = [:]
@@ -209,8 +211,14 @@ final class RingCore {
                 return fail(c, .notGroupMember, "You are not a member of '\(g.guid.prefix(100))'.")
             }
             party = CallPartyWire(id: g.guid, name: g.name)
-            members = g.members.filter { $0.uid != me.uid }.map { CallMemberWire(uid: $0.uid, name: $0.name, outcome: isBusy($0.uid) ? .busy : .ringing) }
+            // Each member once, however the list came.
+            var seen: Set<String> = [me.uid]
+            members = g.members.filter { seen.insert($0.uid).inserted }.map { CallMemberWire(uid: $0.uid, name: $0.name, outcome: isBusy($0.uid) ? .busy : .ringing) }
             guard !members.isEmpty else { return fail(c, .receiverNotFound, "The group has nobody else to call.") }
+        }
+        if let refusal = limits.admit(caller: me.uid, receiver: party.id, isGroup: receiverType == .group, now: UInt64(max(0, now)) &* 1_000_000) {
+            log(.info, "a call refused: ringing limit", ["caller": me.uid, "receiver": party.id])
+            return fail(c, .rateLimited, refusal)
         }
         let busy = !members.contains { $0.outcome == .ringing }
         let call = WireCall(sessionId: "call_" + Hex.encode(identities.randomBytes(8)), initiator: CallPartyWire(id: me.uid, name: me.name),

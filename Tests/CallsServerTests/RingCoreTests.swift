@@ -275,3 +275,45 @@ final class RingCoreTests: XCTestCase {
         XCTAssertTrue(long.fields["callerName"]?.hasSuffix("👩‍👩‍👧‍👦…") == true)
     }
 }
+
+/// Ringing limits (#34), on the virtual clock: a caller cannot ring a user's devices (and
+/// phones) without end.
+extension RingCoreTests {
+    /// Ann calls Bob and cancels at once: one ring, over.
+    private func ringAndCancel() throws -> SignalErrorCode? {
+        let e = input(.initiate(a, receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil, receiver: RingReceiver(user: bob)))
+        if let code = error(e, to: a) { return code }
+        let after = try ok(e)
+        guard case .call(.initiated, let call, nil)? = sent(after, to: a).first else { XCTFail("\(after)"); return nil }
+        _ = try ok(input(.message(.rejectCall(sessionId: call.sessionId, status: .cancelled), from: a)))
+        return nil
+    }
+
+    func testACalleeIsRungAtMostItsBurstThenItsRate() throws {
+        online()
+        for i in 0..<3 { XCTAssertNil(try ringAndCancel(), "call \(i) rings") }
+        XCTAssertEqual(try ringAndCancel(), .rateLimited, "the fourth in a row is refused: nothing rings")
+        XCTAssertTrue(sent(input(.initiate(a, receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil,
+                                            receiver: RingReceiver(user: bob))), to: b1).isEmpty)
+        // Cat may still call Ann (another callee, another caller).
+        let other = input(.initiate(c, receiverId: "ann", receiverType: .user, type: .audio, timeoutSeconds: nil, receiver: RingReceiver(user: ann)))
+        XCTAssertNil(error(other, to: c))
+        now += 10_000  // 6 a minute: one more every 10 s
+        XCTAssertNil(try ringAndCancel(), "the rate refills")
+        XCTAssertEqual(try ringAndCancel(), .rateLimited)
+    }
+
+    func testAGroupIsRungAtMostItsBurst() throws {
+        online()
+        let g = RingReceiver(group: (guid: "team", name: "Team", members: [ann, bob, cat, bob]))
+        for _ in 0..<2 {
+            let e = input(.initiate(a, receiverId: "team", receiverType: .group, type: .audio, timeoutSeconds: nil, receiver: g))
+            let after = try ok(e)
+            guard case .call(.initiated, let call, nil)? = sent(after, to: a).first else { return XCTFail("\(after)") }
+            XCTAssertEqual(call.members.map(\.uid), ["bob", "cat"], "each member once")
+            _ = try ok(input(.message(.rejectCall(sessionId: call.sessionId, status: .cancelled), from: a)))
+        }
+        let third = input(.initiate(c, receiverId: "team", receiverType: .group, type: .audio, timeoutSeconds: nil, receiver: g))
+        XCTAssertEqual(error(third, to: c), .rateLimited, "another member cannot ring the group either")
+    }
+}
