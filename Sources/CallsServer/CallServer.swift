@@ -54,6 +54,8 @@ public final class CallServer: @unchecked Sendable {
     private let routerBox = Locked<RESTRouter?>(nil)
     private var store: CallStore?
     private let restQueue = DispatchQueue(label: "callroom.rest", attributes: .concurrent)
+    /// Every admin (API key) and moderator action, in `DATA/audit.jsonl` (set at start).
+    private let auditBox = Locked<AuditLog?>(nil)
     private let openSockets = Atomic<Int>(0)
     private let httpRequests = Atomic<UInt64>(0)
     private let restLimiters: Locked<PeerLimiter>
@@ -277,6 +279,10 @@ public final class CallServer: @unchecked Sendable {
         }
         pushSender = pushes
         rooms.onCommitted = { [weak deliverer] in deliverer?.poke() }
+        let audit = AuditLog(path: (dir as NSString).appendingPathComponent("audit.jsonl"))
+        if audit == nil { log.warn("the audit log cannot be written", ["path": (dir as NSString).appendingPathComponent("audit.jsonl")]) }
+        auditBox.withLock { $0 = audit }
+        rooms.audit = audit
         webhooks = deliverer
         let web = WebServer(host: configuration.host, tls: tlsFiles, maxQueuedBytes: configuration.maxQueuedBytesPerConnection,
                             maxOpenDescriptors: connectionBudget, delegate: self)
@@ -654,21 +660,27 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         httpRequests.add(1, ordering: .relaxed)
         let allowed = restLimiters.withLock { $0.allow(request.peer, now: monotonicNanoseconds()) }
         guard allowed else {
-            refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(request.path)")
+            refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(AuditLog.redacted(path: request.path))")
             return respond(Self.tooManyRequests)
         }
+        let audit = auditBox.withLock { $0 }
         restQueue.async { [refusals, sharedRESTLimiter] in
             // (Off the service thread: the shared count is a Redis round trip.)
             if sharedRESTLimiter?.allow(request.peer) == false {
-                refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(request.path) (all nodes)")
+                refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(AuditLog.redacted(path: request.path)) (all nodes)")
                 return respond(Self.tooManyRequests)
             }
             if request.method == "GET" && request.path == "/metrics" {
                 return respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Array(self.metricsText().utf8)))
             }
             let response = router.handle(request)
+            let path = AuditLog.redacted(path: request.path)
             if response.status == 401 || response.status == 403 {
-                refusals.refused(.restAuth, peer: request.peer, detail: "\(request.method) \(request.path) → \(response.status)")
+                refusals.refused(.restAuth, peer: request.peer, detail: "\(request.method) \(path) → \(response.status)")
+            }
+            // What the operator's key changed (reads are not actions), and what came of it.
+            if request.header("apikey") != nil && request.method != "GET" {
+                audit?.record(AuditEntry(actor: "operator@\(request.peer)", action: "\(request.method) \(path)", target: "", result: "\(response.status)"))
             }
             respond(response)
         }

@@ -19,6 +19,13 @@ extension RoomCore {
         if !p.wire.isPresenting { room.shares[pid] = nil; room.shareBytes[pid] = nil }  // a share ends with presenting
     }
 
+    /// A moderator's action on `target` in `room` (or an attempt refused with `result`), for the audit log.
+    func audit(_ room: Room, by pid: String, _ action: String, target: String, result: String = "ok") {
+        let uid = room.participants[pid]?.wire.uid ?? "?"
+        let targetUID = (room.participants[target]?.wire.uid).map { "\($0)/" } ?? ""
+        effects.append(.audit(AuditEntry(actor: "uid:\(uid)", action: action, target: "\(room.sessionId) \(targetUID)\(target)", result: result)))
+    }
+
     private func requireModerator(_ room: Room, _ pid: String, _ connection: ConnectionID) -> Bool {
         guard room.participants[pid]?.wire.role == .moderator else {
             fail(connection, .notModerator, "Only the session's moderators may do that.", close: false)
@@ -36,7 +43,8 @@ extension RoomCore {
     }
 
     func pin(_ room: Room, by pid: String, target: String?, connection: ConnectionID) {
-        guard requireModerator(room, pid, connection) else { return }
+        guard requireModerator(room, pid, connection) else { return audit(room, by: pid, "pin", target: target ?? "", result: SignalErrorCode.notModerator.rawValue) }
+        audit(room, by: pid, target == nil ? "unpin" : "pin", target: target ?? "")
         if let t = target, !admittedTarget(room, t, connection) { return }
         for other in room.order where other != target && room.participants[other]?.wire.isPinned == true {
             update(room, other, change: .unpinned) { $0.isPinned = false }
@@ -45,7 +53,9 @@ extension RoomCore {
     }
 
     func moderate(_ room: Room, by pid: String, target: String, connection: ConnectionID, action: ModerationAction) {
-        guard requireModerator(room, pid, connection), admittedTarget(room, target, connection) else { return }
+        guard requireModerator(room, pid, connection) else { return audit(room, by: pid, "\(action)", target: target, result: SignalErrorCode.notModerator.rawValue) }
+        guard admittedTarget(room, target, connection) else { return audit(room, by: pid, "\(action)", target: target, result: SignalErrorCode.participantNotFound.rawValue) }
+        audit(room, by: pid, "\(action)", target: target)
         switch action {
         case .mute:
             let holds = roomRules.moderatorMute(room.sessionId) == .untilAllowed

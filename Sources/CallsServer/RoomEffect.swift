@@ -44,6 +44,8 @@ enum RoomEffect: Sendable, Equatable {
     case schedule(RoomTimer, afterSeconds: Double)
     case cancel(RoomTimer)
     case log(ServerLog.Level, String, [String: String])
+    /// A moderator's action (or a refused attempt at one), for the audit log.
+    case audit(AuditEntry)
     /// The room emptied and its call ended (a ringing call's room: the call is over).
     case roomEnded(session: String)
     /// Start a server member for a room: it joins with this call token (its feature's role).

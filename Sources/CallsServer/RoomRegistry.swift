@@ -36,6 +36,8 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     /// Told (on the writer's queue) after each batch of writes commits: the webhook deliverer
     /// looks at the outbox then. Set before start.
     var onCommitted: (@Sendable () -> Void)?
+    /// Where moderators' actions are recorded (set before the server listens).
+    var audit: AuditLog?
 
     init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits(),
          outbox: WebhookOutbox = .none, publicURL: String? = nil, mediaPublicAddress: (host: String, port: Int?)? = nil,
@@ -144,6 +146,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
             timers.schedule(timer, after: seconds) { [weak self] t in self?.run(.timerFired(t)) }
         case .cancel(let timer): timers.cancel(timer)
         case .log(let level, let message, let fields): log.write(level, message, fields)
+        case .audit(let entry): audit?.record(entry)
         case .roomEnded(let sid): onRoomEnded?(sid)
         case .startMember(let m):
             guard let launch = memberLauncher else {
