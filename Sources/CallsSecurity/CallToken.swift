@@ -22,9 +22,12 @@ public struct CallTokenClaims: Codable, Sendable, Equatable {
     /// True on a token for a ringing call's room (`call_…`), minted once the server checked
     /// that `sub` is one of the call's parties; such a room admits no token without it.
     public var party: Bool?
+    /// The id of the auth token that asked for it (`GET /v3/users/{uid}/auth_tokens`' `tokenId`):
+    /// revoking that one auth token refuses this call token too. Absent on the operator's tokens.
+    public var atid: String?
 
     public init(app: String, sub: String, sid: String, iat: Int64, exp: Int64, role: String? = nil, jti: String? = nil, aud: String? = nil,
-                party: Bool? = nil) {
+                party: Bool? = nil, atid: String? = nil) {
         self.app = app
         self.sub = sub
         self.sid = sid
@@ -34,6 +37,7 @@ public struct CallTokenClaims: Codable, Sendable, Equatable {
         self.jti = jti
         self.aud = aud
         self.party = party
+        self.atid = atid
     }
 
     /// Ringing calls' rooms have ids with this prefix, and admit only the call's parties.

@@ -24,11 +24,11 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
     var authTokenTTLSeconds: Int64?
 
     init(store: CallStore, log: ServerLog, defaultTimeoutSeconds: Int = 45, outbox: WebhookOutbox = .none,
-         pushPlatforms: [PushPlatform] = [], scheduler: any Scheduler = DispatchScheduler.shared) {
+         pushPlatforms: [PushPlatform] = [], limits: RingLimits = RingLimits(), scheduler: any Scheduler = DispatchScheduler.shared) {
         self.store = store
         self.log = log
         self.scheduler = scheduler
-        core = RingCore(defaultTimeoutSeconds: defaultTimeoutSeconds, outbox: outbox, pushPlatforms: pushPlatforms)
+        core = RingCore(defaultTimeoutSeconds: defaultTimeoutSeconds, outbox: outbox, pushPlatforms: pushPlatforms, limits: limits)
         timers = TimerTable(scheduler: scheduler, queue: queue)
         writer = StoreWriter(store: store) { [weak self] receipts in
             guard let self else { return }
@@ -55,7 +55,7 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
     }
 
     /// `uid`'s tokens were revoked: their devices go offline.
-    func revoke(uid: String) { queue.async { self.run(.revoked(uid: uid)) } }
+    func revoke(_ r: Revocation) { queue.async { self.run(.revoked(r)) } }
 
     /// The room of `sessionId` emptied (the room registry says so).
     func roomEnded(_ sessionId: String) {
@@ -72,7 +72,8 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
         switch message {
         case .hello(let token):
             // A store read on this queue (WAL: readers do not wait for the writer's fsync).
-            let user = (try? store.user(authToken: token, maxAgeSeconds: authTokenTTLSeconds)).flatMap { $0 }.map { RingUser(uid: $0.uid, name: $0.name) }
+            let user = (try? store.user(authToken: token, maxAgeSeconds: authTokenTTLSeconds)).flatMap { $0 }
+                .map { RingUser(uid: $0.uid, name: $0.name, tokenId: CallStore.authTokenID(token)) }
             run(.hello(c, user))
         case let .initiateCall(receiverId, receiverType, type, timeout):
             run(.initiate(c, receiverId: receiverId, receiverType: receiverType, type: type, timeoutSeconds: timeout,

@@ -252,7 +252,9 @@ public final class CallServer: @unchecked Sendable {
         let revocations: TokenRevocations
         let roomRules: RoomRulesDirectory
         do {
-            revocations = TokenRevocations(try store.tokenRevocations())
+            // Auth tokens revoked one by one within a call token's lifetime: their call tokens may still be about.
+            revocations = TokenRevocations(try store.tokenRevocations(),
+                                           authTokens: try store.authTokenRevocations(since: epochMilliseconds() - configuration.callTokenTTLSeconds * 1000))
             roomRules = RoomRulesDirectory(defaultModeration: configuration.firstJoinerModerator ? .firstJoiner : .operator, rules: try store.allRoomRules())
         } catch {
             relay.close()
@@ -262,7 +264,7 @@ public final class CallServer: @unchecked Sendable {
                                  publicURL: configuration.publicURL, mediaPublicAddress: mediaPublic,
                                  revocations: revocations, roomRules: roomRules)
         let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks,
-                                 pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue })
+                                 pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue }, limits: configuration.ringLimits)
         calls.authTokenTTLSeconds = configuration.authTokenTTLSeconds
         // (In a cluster the ringing node restores the rings on record when it becomes that.)
         do { if configuration.redisURL == nil { try calls.restore() } } catch {
@@ -330,15 +332,23 @@ public final class CallServer: @unchecked Sendable {
             directory.setAdded(Self.added(store, beside: fixed))
             deliverer?.start()
             log.info("webhooks changed", ["count": "\(directory.all.count)"])
-        }, revoke: { [weak rooms, weak calls, weak self, log] uid in
-            // Seconds: a token issued in the revoking second is refused too (iat has no finer grain).
-            let notBefore = epochMilliseconds() / 1000 + 1
-            try store.revokeTokens(uid: uid, notBefore: notBefore)
-            revocations.revoke(uid: uid, before: notBefore)
-            rooms?.revoke(uid: uid)
-            calls?.revoke(uid: uid)
-            log.info("tokens revoked: sessions ended", ["uid": uid])
-            self?.broadcast(.revoked(uid: uid, notBefore: notBefore))
+        }, revoke: { [weak rooms, weak calls, weak self, log] revocation in
+            switch revocation {
+            case .user(let uid):
+                // Seconds: a token issued in the revoking second is refused too (iat has no finer grain).
+                let notBefore = epochMilliseconds() / 1000 + 1
+                try store.revokeTokens(uid: uid, notBefore: notBefore)
+                revocations.revoke(uid: uid, before: notBefore)
+                log.info("tokens revoked: sessions ended", ["uid": uid])
+                self?.broadcast(.revoked(uid: uid, notBefore: notBefore))
+            case .authToken(let uid, let id):
+                // (The store kept its id as it deleted it.)
+                revocations.revoke(authToken: id)
+                log.info("an auth token revoked: what it opened ended", ["uid": uid, "token_id": id])
+                self?.broadcast(.revokedAuthToken(uid: uid, id: id))
+            }
+            rooms?.revoke(revocation)
+            calls?.revoke(revocation)
         }, roomRulesChanged: { [weak self, weak rooms] sessionId, rules, lifted in
             rooms?.rulesChanged(session: sessionId, liftedBan: lifted)
             self?.broadcast(.roomRules(session: sessionId, rules: rules, lifted: lifted))
@@ -464,9 +474,14 @@ public final class CallServer: @unchecked Sendable {
             case .forward, .closed, .roomEnded: router?.arrived(envelope)
             case .revoked(let uid, let notBefore):
                 revocations.revoke(uid: uid, before: notBefore)
-                rooms.revoke(uid: uid)
-                calls.revoke(uid: uid)
+                rooms.revoke(.user(uid))
+                calls.revoke(.user(uid))
                 self?.log.info("tokens revoked on another node: sessions here ended", ["uid": uid])
+            case .revokedAuthToken(let uid, let id):
+                revocations.revoke(authToken: id)
+                rooms.revoke(.authToken(uid: uid, id: id))
+                calls.revoke(.authToken(uid: uid, id: id))
+                self?.log.info("an auth token revoked on another node: what it opened here ended", ["uid": uid, "token_id": id])
             case .roomRules(let session, let rules, let lifted):
                 roomRules.set(session, rules)
                 rooms.rulesChanged(session: session, liftedBan: lifted)

@@ -63,15 +63,35 @@ extension CallStore {
         }
     }
 
-    /// Revokes one token of `uid`, given as plaintext or as its `tokenId`. Returns whether one was removed.
-    public func deleteAuthToken(uid: String, token: String) throws(DatabaseError) -> Bool {
-        try locked { () throws(DatabaseError) in
+    /// Revokes one token of `uid`, given as plaintext or as its `tokenId`: removed, and its id
+    /// kept in `auth_token_revocations` (call tokens it minted are refused). Returns its id, or
+    /// nil when `uid` has no such token.
+    public func deleteAuthToken(uid: String, token: String, at now: Int64 = epochMilliseconds()) throws(DatabaseError) -> String? {
+        try locked { () throws(DatabaseError) -> String? in
             let hash = Crypto.sha256Hex(token)
-            try db.execute("DELETE FROM auth_tokens WHERE uid = ? AND (token_hash = ? OR (length(?) = 16 AND substr(token_hash, 1, 16) = ?))",
-                           [.text(uid), .text(hash), .text(token), .text(token)])
-            return db.changes > 0
+            guard let row = try db.query("SELECT token_hash FROM auth_tokens WHERE uid = ? AND (token_hash = ? OR (length(?) = 16 AND substr(token_hash, 1, 16) = ?))",
+                                         [.text(uid), .text(hash), .text(token), .text(token)]).first, let found = row[0].text else { return nil }
+            let id = String(found.prefix(16))
+            try db.transaction { () throws(DatabaseError) in
+                try db.execute("DELETE FROM auth_tokens WHERE token_hash = ?", [.text(found)])
+                try db.execute("INSERT INTO auth_token_revocations(token_id, revoked_at) VALUES (?, ?) ON CONFLICT(token_id) DO NOTHING",
+                               [.text(id), .int(now)])
+            }
+            return id
         }
     }
+
+    /// The auth tokens revoked one by one since `since` (epoch ms); older ones are forgotten
+    /// (every call token they minted has expired by then).
+    func authTokenRevocations(since: Int64) throws(DatabaseError) -> Set<String> {
+        try locked { () throws(DatabaseError) in
+            try db.execute("DELETE FROM auth_token_revocations WHERE revoked_at < ?", [.int(since)])
+            return Set(try db.query("SELECT token_id FROM auth_token_revocations").compactMap { $0[0].text })
+        }
+    }
+
+    /// The id an auth token is listed and revoked by (`StoredAuthToken.tokenId`).
+    public static func authTokenID(_ token: String) -> String { String(Crypto.sha256Hex(token).prefix(16)) }
 
     /// Revokes every token of `uid`; returns how many.
     public func deleteAuthTokens(uid: String) throws(DatabaseError) -> Int {

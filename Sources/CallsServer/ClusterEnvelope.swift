@@ -20,6 +20,9 @@ enum ClusterEnvelope: Equatable, Sendable {
     /// The operator revoked `uid`'s tokens on the sending node (issued before `notBefore`, epoch
     /// seconds): every node ends their sessions and refuses those tokens.
     case revoked(uid: String, notBefore: Int64)
+    /// The operator revoked one auth token of `uid` (`id`: its `tokenId`) on the sending node:
+    /// every node closes what it opened and refuses the call tokens it minted.
+    case revokedAuthToken(uid: String, id: String)
     /// The operator replaced `session`'s rules on the sending node (nil: it has none now): every
     /// node uses them from its next join on (the passcode travels hashed, as stored).
     /// `lifted`: the operator also lifted that user's removal from the live session.
@@ -28,7 +31,7 @@ enum ClusterEnvelope: Equatable, Sendable {
     /// The channel a node reads.
     static func channel(of node: String) -> String { "callroom:signal:" + node }
 
-    private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded, revoked, roomRules = "rules" }
+    private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded, revoked, revokedAuthToken = "revokedToken", roomRules = "rules" }
     private struct Wire: Codable {
         var k: Kind
         var node: String?
@@ -48,6 +51,7 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .closed(let c): w = Wire(k: .closed, node: c.node, local: c.local)
         case .roomEnded(let session): w = Wire(k: .roomEnded, local: 0, m: session)
         case .revoked(let uid, let nb): w = Wire(k: .revoked, local: 0, m: uid, at: nb)
+        case .revokedAuthToken(let uid, let id): w = Wire(k: .revokedAuthToken, local: 0, m: uid, lifted: id)
         case .roomRules(let session, let rules, let lifted): w = Wire(k: .roomRules, local: 0, m: session, rules: rules, lifted: lifted)
         }
         return (try? Array(JSONEncoder().encode(w))) ?? []
@@ -73,6 +77,9 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .revoked:
             guard let m = w.m, let at = w.at else { return nil }
             self = .revoked(uid: m, notBefore: at)
+        case .revokedAuthToken:
+            guard let m = w.m, let id = w.lifted else { return nil }
+            self = .revokedAuthToken(uid: m, id: id)
         case .roomRules:
             guard let m = w.m else { return nil }
             self = .roomRules(session: m, rules: w.rules, lifted: w.lifted)

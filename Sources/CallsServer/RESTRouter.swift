@@ -19,8 +19,9 @@ struct RESTRouter: Sendable {
     let roomRules: RoomRulesDirectory
     /// What to do after REST changed the stored webhooks.
     let webhooksChanged: @Sendable () -> Void
-    /// Ends `uid`'s sessions and refuses their earlier call tokens (deleted, or tokens revoked).
-    let revoke: @Sendable (String) throws -> Void
+    /// Ends the sessions and refuses the call tokens that a revocation covers (a user deleted or
+    /// all their tokens revoked; or one auth token).
+    let revoke: @Sendable (Revocation) throws -> Void
     /// After REST replaced a room's rules (stored, and in `roomRules`): the rooms apply them
     /// (the banned leave; a lifted removal, third, lets that uid back in) and the other nodes hear.
     let roomRulesChanged: @Sendable (String, RoomRules?, String?) -> Void
@@ -95,7 +96,7 @@ struct RESTRouter: Sendable {
         Route(.delete, "v3/users/*") { rt, r, parts in
             try rt.requireAPIKey(r)
             guard try rt.store.deleteUser(uid: parts[2]) else { throw ServerError.uidNotFound(parts[2]) }
-            try rt.revoke(parts[2])
+            try rt.revoke(.user(parts[2]))
             return rt.ok(["success": true])
         },
         Route(.post, "v3/users/*/auth_tokens") { rt, r, parts in
@@ -114,14 +115,16 @@ struct RESTRouter: Sendable {
             guard try rt.store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
             let deleted = try rt.store.deleteAuthTokens(uid: parts[2])
             // Every token gone: so are the sessions and call tokens they gave.
-            try rt.revoke(parts[2])
+            try rt.revoke(.user(parts[2]))
             return rt.ok(DeletedBody(success: true, deleted: deleted))
         },
         Route(.delete, "v3/users/*/auth_tokens/*") { rt, r, parts in
             try rt.requireAPIKey(r)
-            guard try rt.store.deleteAuthToken(uid: parts[2], token: parts[4]) else {
+            guard let id = try rt.store.deleteAuthToken(uid: parts[2], token: parts[4]) else {
                 throw ServerError(.authTokenNotFoundForUser, "No such auth token for '\(parts[2])'.")
             }
+            // What it opened closes; the call tokens it minted stop working.
+            try rt.revoke(.authToken(uid: parts[2], id: id))
             return rt.ok(DeletedBody(success: true, deleted: 1))
         },
         Route(.post, "v3/users/*/push_tokens") { rt, r, parts in try rt.registerPushToken(r, uid: parts[2]) },
@@ -315,6 +318,7 @@ struct RESTRouter: Sendable {
         let b: Body = try decode(r)
         let uid: String
         var role: String?
+        var authTokenID: String?
         if r.header("apikey") != nil {
             // The operator (your backend) issues tokens for any user, optionally with a role.
             try requireAPIKey(r)
@@ -328,6 +332,7 @@ struct RESTRouter: Sendable {
         } else {
             uid = try requireUser(r).uid
             guard b.role == nil else { throw ServerError(.roleNotAllowed, "Only the operator (apikey) may grant a role.") }
+            authTokenID = r.header("authtoken").map(CallStore.authTokenID)
         }
         try validate(sessionId: b.sessionId)
         // A ringing call's room is its parties' alone, whoever asks (the operator too).
@@ -338,7 +343,8 @@ struct RESTRouter: Sendable {
         let now = Int64(Date().timeIntervalSince1970)
         let token = signer.sign(CallTokenClaims(app: keys.appId, sub: uid, sid: b.sessionId, iat: now,
                                                 exp: now + config.callTokenTTLSeconds, role: role, jti: Crypto.randomHex(16),
-                                                aud: CallTokenClaims.audience(appId: keys.appId), party: ringing ? true : nil))
+                                                aud: CallTokenClaims.audience(appId: keys.appId), party: ringing ? true : nil,
+                                                atid: authTokenID))
         return ok(["token": token])
     }
 

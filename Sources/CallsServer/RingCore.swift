@@ -69,8 +69,9 @@ final class RingCore {
     private var now: Int64 = 0
 
     init(defaultTimeoutSeconds: Int = 45, identities: RoomIdentities = .random, outbox: WebhookOutbox = .none,
-         pushPlatforms: [PushPlatform] = []) {
+         pushPlatforms: [PushPlatform] = [], limits: RingLimits = RingLimits()) {
         self.defaultTimeoutSeconds = defaultTimeoutSeconds
+        self.limits = limits
         self.identities = identities
         self.outbox = outbox
         self.pushPlatforms = pushPlatforms
@@ -129,12 +130,13 @@ final class RingCore {
             ring.call.endedAt = now
             finish(ring, status: .ended, trigger: .callEnded, persist: hooks(.callEnded, ring.call))
         case .restore(let list): restore(list)
-        case .revoked(let uid):
-            for d in devices[uid] ?? [] {
+        case .revoked(let r):
+            for d in devices[r.uid] ?? [] where r.covers(uid: r.uid, tokenId: users[d]?.tokenId) {
                 users[d] = nil
+                devices[r.uid]?.remove(d)
                 effects.append(.close(d))
             }
-            devices[uid] = nil
+            if devices[r.uid]?.isEmpty == true { devices[r.uid] = nil }
         }
         defer { effects = [] }
         return effects

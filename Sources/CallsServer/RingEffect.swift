@@ -16,6 +16,8 @@ enum CallTrigger: String, Sendable, CaseIterable {
 struct RingUser: Sendable, Equatable {
     var uid: String
     var name: String
+    /// The auth token it said hello with (`tokenId`): revoking that token closes the connection.
+    var tokenId: String? = nil
 }
 
 /// The receiver of an `initiateCall`, as the runner read it from the store: nil fields when
@@ -53,8 +55,8 @@ enum RingInput: Sendable {
     case roomEnded(sessionId: String)
     /// Calls that were ringing when the server stopped.
     case restore([WireCall])
-    /// A user's tokens were revoked: their devices go offline (connections closed).
-    case revoked(uid: String)
+    /// A user's tokens (or one of them) were revoked: those devices go offline (connections closed).
+    case revoked(Revocation)
 }
 
 /// What the ring core asks the world to do, in order.

@@ -33,6 +33,8 @@ final class RoomCore {
         /// The call token it joined with (`jti`): removed tokens stay out, one token one participant.
         var tokenID: String = ""
         var tokenExpires: Int64 = 0
+        /// The auth token its call token was minted with (`atid`; nil: the operator's token).
+        var authTokenID: String?
         /// The operator set this role in the call token: succession never changes it.
         var roleFromToken = false
         /// A moderator muted it: the relay forwards nothing it sends until it unmutes itself.
@@ -182,10 +184,10 @@ final class RoomCore {
                     leave(session: sid, pid: pid, reason: .removed, notifySelf: true)
                 }
             }
-        case .revoked(let uid):
+        case .revoked(let r):
             for room in Array(rooms.values) {
-                for (pid, p) in room.participants where p.wire.uid == uid {
-                    log(.info, "participant removed: tokens revoked", ["session": room.sessionId, "uid": uid, "pid": pid])
+                for (pid, p) in room.participants where r.covers(uid: p.wire.uid, tokenId: p.authTokenID) {
+                    log(.info, "participant removed: tokens revoked", ["session": room.sessionId, "uid": r.uid, "pid": pid])
                     leave(session: room.sessionId, pid: pid, reason: .revoked, notifySelf: true)
                 }
             }
@@ -398,7 +400,7 @@ final class RoomCore {
                             resumeToken: ResumeToken.make(secret: randomHex(24), session: claims.sid), key: nextKey, ref: ref,
                             idleTimeoutSeconds: j.idleTimeoutSeconds ?? limits.defaultIdleTimeoutSeconds,
                             chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), admitted: false,
-                            tokenID: tokenID, tokenExpires: claims.exp, roleFromToken: tokenRole != nil,
+                            tokenID: tokenID, tokenExpires: claims.exp, authTokenID: claims.atid, roleFromToken: tokenRole != nil,
                             serverMuted: muteHeld, unmuteHeld: muteHeld,
                             mediaKey: identities.randomBytes(SRTPProfile.aeadAES128GCM.masterKeyLength))
         nextKey += 1

@@ -15,7 +15,7 @@ enum RoomInput: Sendable {
     /// Everyone leaves (server shutdown).
     case shutdown(LeaveReason)
     /// A user's tokens were revoked (or the user deleted): they leave every room.
-    case revoked(uid: String)
+    case revoked(Revocation)
     /// The operator changed a room's rules: the banned leave it; `liftedBan`, a removal from
     /// the live session lifted, lets that uid back in.
     case rulesChanged(session: String, liftedBan: String?)

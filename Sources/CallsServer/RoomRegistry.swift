@@ -97,7 +97,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     /// Ends every call (server shutdown) and returns once every leave is on disk and its
     /// `left` handed to the outbox.
     /// `uid`'s tokens were revoked: they leave every room now (any thread).
-    func revoke(uid: String) { queue.async { self.run(.revoked(uid: uid)) } }
+    func revoke(_ r: Revocation) { queue.async { self.run(.revoked(r)) } }
 
     /// A room's rules changed (here or on another node): any thread.
     func rulesChanged(session: String, liftedBan: String?) { queue.async { self.run(.rulesChanged(session: session, liftedBan: liftedBan)) } }

@@ -148,5 +148,7 @@ struct SchemaMigration: Sendable {
     /// transcript and message of it; others only what overlaps their presence.
     static let v10 = SchemaMigration(version: 10, statements: [
         "ALTER TABLE call_participants ADD COLUMN moderated INTEGER",
+        // One auth token revoked: the call tokens minted with it (`atid`) stop working.
+        "CREATE TABLE IF NOT EXISTS auth_token_revocations(token_id TEXT PRIMARY KEY, revoked_at INTEGER NOT NULL)",
     ])
 }

@@ -52,6 +52,10 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayAudioBytesPerSecond: Int?
     public var relayVideoPacketsPerSecond: Int?
     public var relayVideoBytesPerSecond: Int?
+    /// Calls a minute per caller, per callee, per group (a burst of half; 0: no limit).
+    public var ringCallerPerMinute: Int?
+    public var ringCalleePerMinute: Int?
+    public var ringGroupPerMinute: Int?
     /// How long a dropped participant is held for `resume` (seconds; default 30).
     public var resumeGraceSeconds: Int?
     public var production: Bool?
@@ -80,7 +84,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "resumeGraceSeconds", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
@@ -168,6 +172,9 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.relayAudioBytesPerSecond = try int("relayAudioBytesPerSecond")
         c.relayVideoPacketsPerSecond = try int("relayVideoPacketsPerSecond")
         c.relayVideoBytesPerSecond = try int("relayVideoBytesPerSecond")
+        c.ringCallerPerMinute = try int("ringCallerPerMinute")
+        c.ringCalleePerMinute = try int("ringCalleePerMinute")
+        c.ringGroupPerMinute = try int("ringGroupPerMinute")
         c.resumeGraceSeconds = try int("resumeGraceSeconds")
         if let u = try string("publicURL") {
             guard (u.hasPrefix("http://") || u.hasPrefix("https://")), URL(string: u)?.host != nil, !u.hasSuffix("/") else {

@@ -90,6 +90,8 @@ public struct ServerConfiguration: Sendable {
     /// What one member may send through the relay (packets and bytes a second, audio and video
     /// apart; 0: no limit), on the socket path, over signalling and in the kernel fast path.
     public var senderLimits = SenderLimits()
+    /// How often calls may ring, per caller, callee and group (`ERR_RATE_LIMITED` past it).
+    public var ringLimits = RingLimits()
     public var logFormat: ServerLog.Format
     /// How often live calls are stamped in the store; a crash loses at most this much end time.
     public var storeHeartbeatSeconds: Double = 5

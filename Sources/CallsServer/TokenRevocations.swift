@@ -8,8 +8,16 @@ import CallsSecurity
 /// Thread rules: any thread (a lock).
 final class TokenRevocations: Sendable {
     private let notBefore: Locked<[String: Int64]>
+    /// Auth tokens revoked one by one (`tokenId`): the call tokens they minted (`atid`) no longer count.
+    private let authTokens: Locked<Set<String>>
 
-    init(_ initial: [String: Int64] = [:]) { notBefore = Locked(initial) }
+    init(_ initial: [String: Int64] = [:], authTokens: Set<String> = []) {
+        notBefore = Locked(initial)
+        self.authTokens = Locked(authTokens)
+    }
+
+    /// Call tokens minted with auth token `id` are refused from now on.
+    func revoke(authToken id: String) { authTokens.withLock { _ = $0.insert(id) } }
 
     /// Tokens of `uid` issued before `seconds` are refused from now on.
     func revoke(uid: String, before seconds: Int64) {
@@ -18,6 +26,7 @@ final class TokenRevocations: Sendable {
 
     /// Whether a verified token still counts.
     func allows(_ claims: CallTokenClaims) -> Bool {
+        if let atid = claims.atid, authTokens.withLock({ $0.contains(atid) }) { return false }
         guard let nb = notBefore.withLock({ $0[claims.sub] }) else { return true }
         return claims.iat >= nb
     }

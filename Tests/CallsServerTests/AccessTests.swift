@@ -112,6 +112,48 @@ final class RevocationTests: XCTestCase {
         XCTAssertEqual(again.error(), "AUTH_ERR_TOKEN_REVOKED", "kept across a restart")
     }
 
+    /// The attack (#34): revoking one auth token left every connection it had opened, and the
+    /// call tokens it had minted, working. Now they end with it; the user's other token is untouched.
+    func testRevokingOneAuthTokenEndsWhatItOpenedAndNothingElse() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let app = h.server.keys.appId
+        XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"ann"}"#).status, 200)
+        func authToken() throws -> String {
+            try XCTUnwrap(h.request("POST", "/v3/users/ann/auth_tokens", headers: h.adminHeaders).data["authToken"] as? String)
+        }
+        let lost = try authToken(), kept = try authToken()
+        func callToken(_ auth: String, _ session: String) throws -> String {
+            try XCTUnwrap(h.request("POST", "/v3.0/call_tokens", headers: ["appId": app, "authToken": auth], body: #"{"sessionId":"\#(session)"}"#)
+                .data["token"] as? String)
+        }
+        func online(_ auth: String) -> SignalProbe? {
+            guard let p = try? SignalProbe(url: h.server.url) else { return nil }
+            p.send(.hello(authToken: auth))
+            return p.wait { if case .welcome = $0 { return true }; return false } == nil ? nil : p
+        }
+        let phone = try XCTUnwrap(online(lost)), laptop = try XCTUnwrap(online(kept))
+        let inRoom = try SignalProbe(url: h.server.url), inOther = try SignalProbe(url: h.server.url)
+        inRoom.send(.join(.init(callToken: try callToken(lost, "one"))))
+        inOther.send(.join(.init(callToken: try callToken(kept, "two"))))
+        XCTAssertNotNil(inRoom.joined())
+        XCTAssertNotNil(inOther.joined())
+        let unused = try callToken(lost, "three")
+        let lostID = String(Crypto.sha256Hex(lost).prefix(16))
+        XCTAssertEqual(h.request("DELETE", "/v3/users/ann/auth_tokens/\(lostID)", headers: h.adminHeaders).status, 200)
+        XCTAssertNotNil(inRoom.wait { if case .left(.revoked) = $0 { return true }; return false }, "the session it opened ends")
+        XCTAssertTrue(phone.waitClosed(), "the presence connection it opened closes")
+        let late = try SignalProbe(url: h.server.url)
+        late.send(.join(.init(callToken: unused)))
+        XCTAssertEqual(late.error(), "AUTH_ERR_TOKEN_REVOKED", "a call token it minted no longer works")
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertFalse(laptop.isClosed, "the other token's connection stays")
+        XCTAssertFalse(inOther.isClosed)
+        let fresh = try SignalProbe(url: h.server.url)
+        fresh.send(.join(.init(callToken: try callToken(kept, "four"))))
+        XCTAssertNotNil(fresh.joined(), "the other token still mints working call tokens")
+    }
+
     func testCallTokensCarryAnIdAndTheirAudience() throws {
         let h = try ServerHarness()
         defer { h.stop(); h.removeData() }

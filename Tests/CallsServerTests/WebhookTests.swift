@@ -16,7 +16,9 @@ final class WebhookTests: XCTestCase {
         // The first delivery attempt fails (500): it is retried, with the same id and bytes.
         let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"), statuses: [500])
         defer { receiver.stop() }
-        let h = try ServerHarness { $0.webhooks = [WebhookConfig(id: "main", url: receiver.url, secret: self.secret)] }
+        let h = try ServerHarness {
+            $0.ringLimits = .unlimited  // (many calls between two users, quickly)
+            $0.webhooks = [WebhookConfig(id: "main", url: receiver.url, secret: self.secret)] }
         defer { h.stop(); h.removeData() }
         let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
         let ann = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
@@ -61,7 +63,9 @@ final class WebhookTests: XCTestCase {
         defer { tmp.remove() }
         let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"))
         defer { receiver.stop() }
-        let h = try ServerHarness { $0.webhooks = [WebhookConfig(id: "main", url: receiver.url, secret: self.secret)] }
+        let h = try ServerHarness {
+            $0.ringLimits = .unlimited  // (many calls between two users, quickly)
+            $0.webhooks = [WebhookConfig(id: "main", url: receiver.url, secret: self.secret)] }
         defer { h.stop(); h.removeData() }
         // A meeting: two join, both leave.
         let a = try SignalProbe(url: h.server.url), b = try SignalProbe(url: h.server.url)
@@ -108,6 +112,7 @@ final class WebhookTests: XCTestCase {
         let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"), statuses: [503, 503])
         defer { receiver.stop() }
         let h = try ServerHarness {
+            $0.ringLimits = .unlimited  // (many calls between two users, quickly)
             $0.webhooks = [WebhookConfig(id: "busy-only", url: receiver.url, secret: self.secret, triggers: ["call_busy"])]
             $0.webhookMaxAttempts = 2
         }
@@ -272,6 +277,7 @@ final class WebhookTests: XCTestCase {
         let port = probe.port
         probe.stop()
         let h = try ServerHarness {
+            $0.ringLimits = .unlimited  // (many calls between two users, quickly)
             $0.webhooks = [WebhookConfig(id: "down", url: "http://127.0.0.1:\(port)/hook", secret: self.secret)]
             $0.webhookQueueLimit = 10
             $0.webhookMaxAttempts = 100
@@ -304,6 +310,7 @@ final class WebhookTests: XCTestCase {
         let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"), downSeconds: 3)
         defer { receiver.stop() }
         let h = try ServerHarness {
+            $0.ringLimits = .unlimited  // (many calls between two users, quickly)
             $0.webhooks = [WebhookConfig(id: "flaky", url: receiver.url, secret: self.secret)]
             $0.webhookMaxAttempts = 100
         }
