@@ -58,6 +58,11 @@ public enum ClientMessage: Sendable, Equatable {
     case setMediaOverSignalling(Bool)
     /// Leaves the room; the server answers `left` and closes.
     case leave
+    /// Moderators: lock the room (no new joins; those inside stay) or unlock it.
+    case setRoomLocked(Bool)
+    /// Moderators: let someone waiting in the lobby in (`pid` from `lobbyRequest`), or send them away.
+    case admitFromLobby(pid: String)
+    case denyFromLobby(pid: String)
     /// Keep-alive; answered by `pong` with the same id.
     case ping(Int)
     /// Presence: this connection is one of the user's online devices (the user's auth token);
@@ -180,6 +185,16 @@ public enum ServerMessage: Sendable, Equatable {
     case welcome(uid: String, name: String)
     /// Something happened to a ringing call (`event`); `reason` for `cancelled`.
     case call(event: CallEventKind, call: WireCall, reason: CallCancelReason?)
+    /// The room was locked (no new joins) or unlocked, by moderator `by`.
+    case roomLocked(Bool, by: String?)
+    /// (To someone joining a lobby room) you wait until a moderator lets you in: `joined`
+    /// follows, or `error` `ERR_LOBBY_DENIED` and the connection closes.
+    case lobbyWaiting
+    /// (To moderators) someone waits in the lobby; `participant.pid` names them for
+    /// `admitFromLobby` / `denyFromLobby`.
+    case lobbyRequest(WireParticipant)
+    /// (To moderators) a lobby request is over: admitted, or not (denied, or they went).
+    case lobbyResolved(pid: String, admitted: Bool)
 
     public struct Joined: Codable, Sendable, Equatable {
         public var sessionId: String
@@ -206,11 +221,14 @@ public enum ServerMessage: Sendable, Equatable {
         /// The session features this server offers (`setSessionFeature`): recording always,
         /// transcription when it has a caption model, streaming when it has an Icecast target.
         public var features: [SessionFeature]?
+        /// True when the room is locked (absent: it is not).
+        public var locked: Bool?
         public init(sessionId: String, you: WireParticipant, participants: [WireParticipant], mediaPort: Int, bindToken: String,
                     resumeToken: String? = nil, gracePeriodSeconds: Int? = nil, dominantSpeaker: String? = nil, inviteLink: String? = nil,
                     mediaHost: String? = nil, srtpProfile: SRTPProfile? = nil, mediaKeys: [WireMediaKey]? = nil,
-                    features: [SessionFeature]? = nil) {
+                    features: [SessionFeature]? = nil, locked: Bool? = nil) {
             self.features = features
+            self.locked = locked
             self.mediaHost = mediaHost
             self.srtpProfile = srtpProfile
             self.mediaKeys = mediaKeys
@@ -239,6 +257,7 @@ public enum SignalDecodeError: Error, Equatable, Sendable {
 
 /// Bodies that sit beside `type` in a message's JSON object.
 private struct Flag: Codable, Sendable { var value: Bool }
+private struct LockBody: Codable, Sendable { var value: Bool; var pid: String? }
 private struct IdBody: Codable, Sendable { var id: Int }
 private struct Empty: Codable, Sendable {}
 private struct PidBody: Codable, Sendable { var pid: String? }
@@ -309,6 +328,11 @@ extension ClientMessage {
         WireCase("setMediaOverSignalling", Flag.self, make: { .setMediaOverSignalling($0.value) },
                  match: { if case .setMediaOverSignalling(let v) = $0 { return Flag(value: v) }; return nil }),
         WireCase("leave", Empty.self, make: { _ in .leave }, match: { if case .leave = $0 { return Empty() }; return nil }),
+        WireCase("setRoomLocked", Flag.self, make: { .setRoomLocked($0.value) }, match: { if case .setRoomLocked(let v) = $0 { return Flag(value: v) }; return nil }),
+        WireCase("admitFromLobby", PidBody.self, make: { $0.pid.map { .admitFromLobby(pid: $0) } },
+                 match: { if case .admitFromLobby(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("denyFromLobby", PidBody.self, make: { $0.pid.map { .denyFromLobby(pid: $0) } },
+                 match: { if case .denyFromLobby(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("ping", IdBody.self, make: { .ping($0.id) }, match: { if case .ping(let id) = $0 { return IdBody(id: id) }; return nil }),
         WireCase("hello", HelloBody.self, make: { .hello(authToken: $0.authToken) },
                  match: { if case .hello(let t) = $0 { return HelloBody(authToken: t) }; return nil }),
@@ -369,6 +393,13 @@ extension ServerMessage {
                  match: { if case .welcome(let u, let n) = $0 { return WelcomeBody(uid: u, name: n) }; return nil }),
         WireCase("call", CallBody.self, make: { .call(event: $0.event, call: $0.call, reason: $0.reason) },
                  match: { if case .call(let e, let c, let r) = $0 { return CallBody(event: e, call: c, reason: r) }; return nil }),
+        WireCase("roomLocked", LockBody.self, make: { .roomLocked($0.value, by: $0.pid) },
+                 match: { if case .roomLocked(let v, let p) = $0 { return LockBody(value: v, pid: p) }; return nil }),
+        WireCase("lobbyWaiting", Empty.self, make: { _ in .lobbyWaiting }, match: { if case .lobbyWaiting = $0 { return Empty() }; return nil }),
+        WireCase("lobbyRequest", ParticipantBody.self, make: { .lobbyRequest($0.participant) },
+                 match: { if case .lobbyRequest(let p) = $0 { return ParticipantBody(participant: p) }; return nil }),
+        WireCase("lobbyResolved", LockBody.self, make: { b in b.pid.map { .lobbyResolved(pid: $0, admitted: b.value) } },
+                 match: { if case .lobbyResolved(let p, let a) = $0 { return LockBody(value: a, pid: p) }; return nil }),
     ])
 
     /// The JSON text of this message.
@@ -381,7 +412,7 @@ extension ServerMessage {
     /// `resumed`) or as a user (`welcome`). Only these end a connection's join timeout.
     public var authenticates: Bool {
         switch self {
-        case .joined, .resumed, .welcome: return true
+        case .joined, .resumed, .welcome, .lobbyWaiting: return true
         default: return false
         }
     }
@@ -389,6 +420,6 @@ extension ServerMessage {
     /// `authenticates` of a message already encoded (one relayed from another node).
     public static func authenticates(json: String) -> Bool {
         guard let t = try? SignalJSON.type(of: Data(json.utf8)) else { return false }
-        return t == "joined" || t == "resumed" || t == "welcome"
+        return t == "joined" || t == "resumed" || t == "welcome" || t == "lobbyWaiting"
     }
 }

@@ -98,6 +98,10 @@ public struct SignalErrorCode: OpenWireValue {
     public static let notCallParty = SignalErrorCode(rawValue: "ERR_NOT_CALL_PARTY")
     /// The operator banned this user from the room (`PUT /v3/rooms/{sessionId}/bans/{uid}`).
     public static let bannedFromRoom = SignalErrorCode(rawValue: "ERR_BANNED_FROM_ROOM")
+    /// A moderator locked the room: no new joins.
+    public static let roomLocked = SignalErrorCode(rawValue: "ERR_ROOM_LOCKED")
+    /// A moderator did not let you in from the lobby (or the session ended while you waited).
+    public static let lobbyDenied = SignalErrorCode(rawValue: "ERR_LOBBY_DENIED")
     /// The room has a passcode: missing or wrong.
     public static let passcodeWrong = SignalErrorCode(rawValue: "ERR_PASSCODE")
     /// Too many open WebSockets from this address.

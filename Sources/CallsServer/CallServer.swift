@@ -255,7 +255,8 @@ public final class CallServer: @unchecked Sendable {
             // Auth tokens revoked one by one within a call token's lifetime: their call tokens may still be about.
             revocations = TokenRevocations(try store.tokenRevocations(),
                                            authTokens: try store.authTokenRevocations(since: epochMilliseconds() - configuration.callTokenTTLSeconds * 1000))
-            roomRules = RoomRulesDirectory(defaultModeration: configuration.firstJoinerModerator ? .firstJoiner : .operator, rules: try store.allRoomRules())
+            roomRules = RoomRulesDirectory(defaultModeration: configuration.firstJoinerModerator ? .firstJoiner : .operator,
+                                           defaultAccess: configuration.roomAccess, rules: try store.allRoomRules())
         } catch {
             relay.close()
             throw .database(error.description)

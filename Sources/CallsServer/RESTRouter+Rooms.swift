@@ -9,8 +9,10 @@ struct RoomRulesBody: Encodable {
     var hasPasscode: Bool
     var allowedUids: [String]?
     var moderatorMute: RoomRules.ModeratorMute
+    var access: RoomRules.Access
 
-    init(_ sessionId: String, _ rules: RoomRules?, default moderation: RoomRules.Moderation) {
+    init(_ sessionId: String, _ rules: RoomRules?, default moderation: RoomRules.Moderation, access: RoomRules.Access) {
+        self.access = rules?.access ?? access
         self.sessionId = sessionId
         self.moderation = rules?.moderation ?? moderation
         hasPasscode = rules?.hasPasscode ?? false
@@ -31,7 +33,7 @@ extension RESTRouter {
     func setRoomRules(_ r: HTTPRequest, sessionId: String) throws -> HTTPResponse {
         try requireAPIKey(r)
         try validate(sessionId: sessionId)
-        struct Body: Decodable { var moderation: String?; var passcode: String?; var allowedUids: [String]?; var moderatorMute: String? }
+        struct Body: Decodable { var moderation: String?; var passcode: String?; var allowedUids: [String]?; var moderatorMute: String?; var access: String? }
         let b: Body = try decode(r)
         var rules = RoomRules()
         if let m = b.moderation {
@@ -41,6 +43,10 @@ extension RESTRouter {
         if let m = b.moderatorMute {
             guard let v = RoomRules.ModeratorMute(rawValue: m) else { throw ServerError.badRequest("moderatorMute is selfUnmute or untilAllowed.") }
             rules.moderatorMute = v
+        }
+        if let a = b.access {
+            guard let v = RoomRules.Access(rawValue: a) else { throw ServerError.badRequest("access is open, invited or lobby.") }
+            rules.access = v
         }
         if let p = b.passcode {
             guard (4...128).contains(p.count) else { throw ServerError.badRequest("A passcode is 4–128 characters.") }
@@ -56,7 +62,7 @@ extension RESTRouter {
         try store.setRoomRules(sessionId, rules)
         roomRules.set(sessionId, rules)
         roomRulesChanged(sessionId, rules, nil)
-        return ok(RoomRulesBody(sessionId, rules, default: roomRules.defaultModeration))
+        return ok(RoomRulesBody(sessionId, rules, default: roomRules.defaultModeration, access: roomRules.defaultAccess))
     }
 
     /// `PUT /v3/rooms/{sessionId}/bans/{uid}`: bans `uid` from the room for good (they leave it

@@ -222,7 +222,8 @@ struct RESTRouter: Sendable {
         Route(.get, "v3/rooms/*") { rt, r, parts in
             try rt.requireAPIKey(r)
             try rt.validate(sessionId: parts[2])
-            return rt.ok(RoomRulesBody(parts[2], rt.roomRules.rules(parts[2]), default: rt.roomRules.defaultModeration))
+            return rt.ok(RoomRulesBody(parts[2], rt.roomRules.rules(parts[2]), default: rt.roomRules.defaultModeration,
+                                       access: rt.roomRules.defaultAccess))
         },
         Route(.put, "v3/rooms/*") { rt, r, parts in try rt.setRoomRules(r, sessionId: parts[2]) },
         Route(.delete, "v3/rooms/*") { rt, r, parts in

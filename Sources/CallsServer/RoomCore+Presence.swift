@@ -7,6 +7,7 @@ extension RoomCore {
     /// still joining (its row not yet on disk) simply goes: nobody has heard of it.
     func connectionDropped(_ connection: ConnectionID) {
         if memberDropped(connection) { return }
+        if lobbyDropped(connection) { return }
         guard let (sid, pid) = byConnection.removeValue(forKey: connection), let room = rooms[sid],
               var p = room.participants[pid] else { return }
         p.connection = nil

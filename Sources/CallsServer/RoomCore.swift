@@ -66,6 +66,11 @@ final class RoomCore {
         var shares: [String: [ScreenShareFrame]] = [:]
         /// The bytes each presenter's kept frames take (bounded by `maxKeptShareBytes`).
         var shareBytes: [String: Int] = [:]
+        /// A moderator locked it: no new joins (those inside stay; resumes still come back).
+        var locked = false
+        /// Who waits to be let in (`+Lobby`), by their pending pid, in arrival order.
+        var lobby: [String: Waiting] = [:]
+        var lobbyOrder: [String] = []
         /// Features run by server members (recording, transcription, streaming; `+ServerMembers`).
         var runs: [SessionFeature: FeatureRun] = [:]
         /// The server's members of the room, in a fixed order.
@@ -115,6 +120,8 @@ final class RoomCore {
     var rooms: [String: Room] = [:]
     /// Which participant each connection speaks for (admitted or joining).
     var byConnection: [ConnectionID: (session: String, pid: String)] = [:]
+    /// Which lobby entry each waiting connection is (`+Lobby`).
+    var lobbyByConnection: [ConnectionID: (session: String, pid: String)] = [:]
     var byResumeToken: [String: (session: String, pid: String)] = [:]
     var roomsByIndex: [Int: String] = [:]
     var pendingWrites: [UInt64: PendingWrite] = [:]
@@ -199,6 +206,11 @@ final class RoomCore {
     // MARK: Messages
 
     private func received(_ message: ClientMessage, from connection: ConnectionID) {
+        if lobbyByConnection[connection] != nil {
+            // Waiting: nothing but leaving (which closes and so takes them out of the lobby).
+            if case .leave = message { _ = lobbyDropped(connection); return effects.append(.close(connection)) }
+            return fail(connection, .notJoined, "You are waiting in the lobby for a moderator to let you in.", close: false)
+        }
         if case .join(let j) = message { return join(j, connection: connection) }
         if case .resume(let token) = message { return resume(token: token, connection: connection) }
         if memberMessage(message, from: connection) { return }
@@ -254,6 +266,9 @@ final class RoomCore {
         case .subscribeVideo(let pids): subscribeVideo(room, pid, pids, connection: connection)
         case .screenShare(let frame): screenShare(room, from: pid, frame, connection: connection)
         case .requestKeyframe(let target): requestKeyframe(room, from: pid, of: target)
+        case .setRoomLocked(let v): setLocked(room, v, by: pid, connection: connection)
+        case .admitFromLobby(let target): admitFromLobby(room, by: pid, waiting: target, admit: true, connection: connection)
+        case .denyFromLobby(let target): admitFromLobby(room, by: pid, waiting: target, admit: false, connection: connection)
         case .setMediaOverSignalling(let v):
             guard room.participants[pid]?.mediaOverSignalling != v else { return }
             room.participants[pid]?.mediaOverSignalling = v
@@ -319,7 +334,7 @@ final class RoomCore {
     // MARK: Join and leave
 
     private func join(_ j: ClientMessage.Join, connection: ConnectionID) {
-        guard byConnection[connection] == nil else {
+        guard byConnection[connection] == nil, lobbyByConnection[connection] == nil else {
             return fail(connection, .alreadyJoined, "This connection has joined already.", close: false)
         }
         guard j.v == signallingProtocolVersion else {
@@ -351,13 +366,23 @@ final class RoomCore {
             return fail(connection, .bannedFromRoom, "You are banned from this room.", close: true)
         }
         let rules = roomRules.rules(claims.sid)
-        if let allowed = rules?.allowedUids, !allowed.contains(claims.sub) {
+        let tokenRole = claims.role.flatMap(ParticipantRole.init(rawValue:))
+        let invited = tokenRole == .moderator || rules?.allowedUids?.contains(claims.sub) == true
+        let access = roomRules.access(claims.sid)
+        if let allowed = rules?.allowedUids, !allowed.contains(claims.sub), access == .open {
             return fail(connection, .notOnAllowList, "This session admits only the people on its list.", close: true)
+        }
+        if access == .invited && !invited {
+            return fail(connection, .notOnAllowList, "This session admits only the people invited to it.", close: true)
+        }
+        if rooms[claims.sid]?.locked == true && tokenRole != .moderator {
+            return fail(connection, .roomLocked, "A moderator locked this session: nobody new may join.", close: true)
         }
         if let rules, !rules.passcodeMatches(j.passcode) {
             return fail(connection, .passcodeWrong, j.passcode == nil ? "This session needs a passcode." : "The passcode is not right.", close: true)
         }
-        if rooms[claims.sid]?.participants.values.contains(where: { $0.tokenID == tokenID }) == true {
+        if rooms[claims.sid]?.participants.values.contains(where: { $0.tokenID == tokenID }) == true
+            || rooms[claims.sid]?.lobby.values.contains(where: { $0.tokenID == tokenID }) == true {
             return fail(connection, .tokenInUse, "Someone is in this session with this call token already; each participant needs their own.", close: true)
         }
         guard claims.app == appID else {
@@ -380,6 +405,17 @@ final class RoomCore {
         guard room.participants.count < limits.maxParticipants else {
             return fail(connection, .roomFull, "The session already has \(limits.maxParticipants) participants.", close: true)
         }
+        // A lobby room: the invited get in; so does the first one in where the first joiner
+        // hosts; everyone else waits for a moderator (`+Lobby`).
+        let firstIn = room.participants.isEmpty && room.lobby.isEmpty && roomRules.moderation(claims.sid) == .firstJoiner
+        if access == .lobby && !invited && !firstIn {
+            return wait(in: room, claims: claims, join: j, tokenID: tokenID, connection: connection)
+        }
+        enter(room, claims: claims, join: j, tokenID: tokenID, connection: connection)
+    }
+
+    /// The joiner is in: a participant (admitted once its row commits).
+    func enter(_ room: Room, claims: CallTokenClaims, join j: ClientMessage.Join, tokenID: String, connection: ConnectionID) {
         var displayName: String?
         if let dn = j.displayName { displayName = DisplayText.name(dn) }
         let pid = randomHex(6)
@@ -440,6 +476,7 @@ final class RoomCore {
             // A late joiner hears what already runs: the recording, the captions, the stream, shares.
             for f in SessionFeature.allCases { if let run = room.runs[f], run.member != nil { send(Self.stateMessage(f, active: true, run: run), to: c) } }
             for (presenter, frames) in room.shares.sorted(by: { $0.key < $1.key }) { for f in frames { send(.screenShare(pid: presenter, frame: f), to: c) } }
+            if p.wire.role == .moderator { lobbyRequests(room, to: c) }
         }
         for c in others.compactMap({ room.participants[$0.pid]?.connection }) + room.members.compactMap(\.connection) {
             send(.mediaKeys([p.wireKey]), to: c)  // before the roster change: its first packets verify
@@ -466,7 +503,7 @@ final class RoomCore {
               gracePeriodSeconds: Int(limits.gracePeriodSeconds), dominantSpeaker: room.dominant,
               inviteLink: publicURL.map { InvitePage.link(publicURL: $0, sessionId: room.sessionId) }, mediaHost: mediaHost,
               srtpProfile: .aeadAES128GCM, mediaKeys: [p.wireKey] + room.admitted.filter { $0.key != p.key }.map(\.wireKey),
-              features: SessionFeature.allCases.filter(offeredFeatures.contains))
+              features: SessionFeature.allCases.filter(offeredFeatures.contains), locked: room.locked ? true : nil)
     }
 
     private func makeRoom(_ sid: String) -> Room {
@@ -503,9 +540,11 @@ final class RoomCore {
         }
         if empties {
             cancelIdleTimer(room)
-            // The session is over: its removals and held mutes with it.
+            // The session is over: its removals and held mutes with it, and nobody is left to
+            // let anyone in from the lobby.
             sessionBans[sid] = nil
             heldMutes[sid] = nil
+            closeLobby(room, reason: "Everyone left the session; join again later.")
             rooms[sid] = nil
             roomsByIndex[room.index] = nil
             if p.admitted { log(.info, "call ended", ["session": sid]) }

@@ -14,8 +14,15 @@ public struct RoomRules: Sendable, Equatable, Codable {
     /// (`ERR_MUTED_BY_MODERATOR`) until a moderator allows it (`allowUnmute`).
     public enum ModeratorMute: String, Sendable, Codable { case selfUnmute, untilAllowed }
 
+    /// Who gets into the room: `open` — anyone of the app with a call token for it (the vendor's
+    /// model); `invited` — only `allowedUids` and call tokens with the moderator role; `lobby` —
+    /// the same get in at once, everyone else waits until a moderator admits or denies them.
+    public enum Access: String, Sendable, Codable, CaseIterable { case open, invited, lobby }
+
     public var moderation: Moderation?
     public var moderatorMute: ModeratorMute?
+    /// nil: the server's `roomAccess`.
+    public var access: Access?
     /// SHA-256 of salt ‖ passcode (hex), and the salt; the passcode itself is never kept.
     var passcodeHash: String?
     var passcodeSalt: String?
@@ -53,12 +60,16 @@ public struct RoomRules: Sendable, Equatable, Codable {
 /// Thread rules: any thread (a lock).
 final class RoomRulesDirectory: Sendable {
     let defaultModeration: RoomRules.Moderation
+    let defaultAccess: RoomRules.Access
     private let rules: Locked<[String: RoomRules]>
 
-    init(defaultModeration: RoomRules.Moderation, rules: [String: RoomRules] = [:]) {
+    init(defaultModeration: RoomRules.Moderation, defaultAccess: RoomRules.Access = .open, rules: [String: RoomRules] = [:]) {
         self.defaultModeration = defaultModeration
+        self.defaultAccess = defaultAccess
         self.rules = Locked(rules)
     }
+
+    func access(_ sessionId: String) -> RoomRules.Access { rules(sessionId)?.access ?? defaultAccess }
 
     func rules(_ sessionId: String) -> RoomRules? { rules.withLock { $0[sessionId] } }
     func set(_ sessionId: String, _ r: RoomRules?) { rules.withLock { $0[sessionId] = r } }

@@ -53,6 +53,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayVideoPacketsPerSecond: Int?
     public var relayVideoBytesPerSecond: Int?
     /// Calls a minute per caller, per callee, per group (a burst of half; 0: no limit).
+    /// `open`, `invited` or `lobby`: who gets into rooms without rules of their own.
+    public var roomAccess: String?
     public var ringCallerPerMinute: Int?
     public var ringCalleePerMinute: Int?
     public var ringGroupPerMinute: Int?
@@ -84,7 +86,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
@@ -172,6 +174,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.relayAudioBytesPerSecond = try int("relayAudioBytesPerSecond")
         c.relayVideoPacketsPerSecond = try int("relayVideoPacketsPerSecond")
         c.relayVideoBytesPerSecond = try int("relayVideoBytesPerSecond")
+        c.roomAccess = try string("roomAccess")
         c.ringCallerPerMinute = try int("ringCallerPerMinute")
         c.ringCalleePerMinute = try int("ringCalleePerMinute")
         c.ringGroupPerMinute = try int("ringGroupPerMinute")

@@ -87,6 +87,9 @@ public struct ServerConfiguration: Sendable {
     /// `--production`: besides its effects on logging in and moderation (set by callroomd), a
     /// TLS private key that others may read is refused at start.
     public var production = false
+    /// Who gets into rooms without rules of their own (`RoomRules.Access`): `open` (the vendor's
+    /// model, the default), `invited`, or `lobby`.
+    public var roomAccess: RoomRules.Access = .open
     /// What one member may send through the relay (packets and bytes a second, audio and video
     /// apart; 0: no limit), on the socket path, over signalling and in the kernel fast path.
     public var senderLimits = SenderLimits()

@@ -66,4 +66,8 @@ extension ListenerBridge {
     public func onCaptionReceived(_ caption: Caption) { handler(.captionReceived(caption)) }
     public func onStreamingReconnecting(reason: String) { handler(.streamingReconnecting(reason: reason)) }
     public func onStreamingReconnected() { handler(.streamingReconnected) }
+    public func onRoomLockChanged(locked: Bool) { handler(.roomLockChanged(locked: locked)) }
+    public func onWaitingInLobby() { handler(.waitingInLobby) }
+    public func onLobbyRequest(participant: Participant) { handler(.lobbyRequest(participant: participant)) }
+    public func onLobbyRequestResolved(participant: Participant, admitted: Bool) { handler(.lobbyRequestResolved(participant: participant, admitted: admitted)) }
 }

@@ -6,6 +6,7 @@ protocol EventPayloadValue { var payloadValue: Any { get } }
 
 extension Participant: EventPayloadValue { var payloadValue: Any { jsonObject } }
 extension String: EventPayloadValue { var payloadValue: Any { self } }
+extension Bool: EventPayloadValue { var payloadValue: Any { self } }
 extension AudioMode: EventPayloadValue { var payloadValue: Any { value } }
 extension LayoutType: EventPayloadValue { var payloadValue: Any { value } }
 extension CameraFacing: EventPayloadValue { var payloadValue: Any { rawValue } }

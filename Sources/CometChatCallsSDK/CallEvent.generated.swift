@@ -85,6 +85,16 @@ public enum CallEvent: Sendable, Equatable {
     case streamingReconnecting(reason: String)
     /// The live stream is back on air after a reconnect.
     case streamingReconnected
+    /// A moderator locked the room (nobody new may join) or unlocked it.
+    case roomLockChanged(locked: Bool)
+    /// You are waiting in the lobby of a room that admits people one by one: "waiting for the
+    /// host". The join completes when a moderator lets you in, or fails with `ERR_LOBBY_DENIED`.
+    case waitingInLobby
+    /// (Moderators) someone is waiting in the lobby: `admitFromLobby` / `denyFromLobby` with
+    /// their `participant.pid`.
+    case lobbyRequest(participant: Participant)
+    /// (Moderators) a lobby request is over: admitted, or not (denied, or they went away).
+    case lobbyRequestResolved(participant: Participant, admitted: Bool)
 
     /// The listener protocol this event belongs to (`CallRoom` for CallRoom's own).
     public var listener: String {
@@ -94,7 +104,7 @@ public enum CallEvent: Sendable, Equatable {
         case .participantJoined, .participantLeft, .participantListChanged, .participantAudioMuted, .participantAudioUnmuted, .participantVideoPaused, .participantVideoResumed, .participantHandRaised, .participantHandLowered, .participantStartedScreenShare, .participantStoppedScreenShare, .participantStartedRecording, .participantStoppedRecording, .dominantSpeakerChanged: return "ParticipantEventListener"
         case .callLayoutChanged, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled: return "LayoutListener"
         case .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked: return "ButtonClickListener"
-        case .error, .chatMessage, .audioNotice, .connectionQualityChanged, .sessionRejoined, .mediaTransportChanged, .transcriptionStarted, .transcriptionStopped, .captionReceived, .streamingReconnecting, .streamingReconnected: return "CallRoom"
+        case .error, .chatMessage, .audioNotice, .connectionQualityChanged, .sessionRejoined, .mediaTransportChanged, .transcriptionStarted, .transcriptionStopped, .captionReceived, .streamingReconnecting, .streamingReconnected, .roomLockChanged, .waitingInLobby, .lobbyRequest, .lobbyRequestResolved: return "CallRoom"
         }
     }
 
@@ -158,13 +168,17 @@ public enum CallEvent: Sendable, Equatable {
         case .captionReceived: return "onCaptionReceived"
         case .streamingReconnecting: return "onStreamingReconnecting"
         case .streamingReconnected: return "onStreamingReconnected"
+        case .roomLockChanged: return "onRoomLockChanged"
+        case .waitingInLobby: return "onWaitingInLobby"
+        case .lobbyRequest: return "onLobbyRequest"
+        case .lobbyRequestResolved: return "onLobbyRequestResolved"
         }
     }
 
     /// The callback's arguments as JSON values, keyed by their documented labels.
     public var payload: [String: Any] {
         switch self {
-        case .sessionJoined, .sessionLeft, .sessionTimedOut, .connectionLost, .connectionRestored, .connectionClosed, .audioMuted, .audioUnMuted, .videoPaused, .videoResumed, .recordingStarted, .recordingStopped, .streamingStarted, .streamingStopped, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled, .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked, .transcriptionStopped, .streamingReconnected: return [:]
+        case .sessionJoined, .sessionLeft, .sessionTimedOut, .connectionLost, .connectionRestored, .connectionClosed, .audioMuted, .audioUnMuted, .videoPaused, .videoResumed, .recordingStarted, .recordingStopped, .streamingStarted, .streamingStopped, .participantListVisible, .participantListHidden, .pictureInPictureLayoutEnabled, .pictureInPictureLayoutDisabled, .leaveSessionButtonClicked, .toggleAudioButtonClicked, .toggleVideoButtonClicked, .switchCameraButtonClicked, .raiseHandButtonClicked, .shareInviteButtonClicked, .changeLayoutButtonClicked, .participantListButtonClicked, .chatButtonClicked, .recordingToggleButtonClicked, .transcriptionStopped, .streamingReconnected, .waitingInLobby: return [:]
         case .audioModeChanged(let audioMode): return ["audioMode": audioMode.payloadValue]
         case .audioModesChanged(let audioModes): return ["audioModes": audioModes.payloadValue]
         case .cameraFacingChanged(let cameraFacing): return ["cameraFacing": cameraFacing.payloadValue]
@@ -192,6 +206,9 @@ public enum CallEvent: Sendable, Equatable {
         case .transcriptionStarted(let language): return ["language": language.payloadValue]
         case .captionReceived(let caption): return ["caption": caption.payloadValue]
         case .streamingReconnecting(let reason): return ["reason": reason.payloadValue]
+        case .roomLockChanged(let locked): return ["locked": locked.payloadValue]
+        case .lobbyRequest(let participant): return ["participant": participant.payloadValue]
+        case .lobbyRequestResolved(let participant, let admitted): return ["participant": participant.payloadValue, "admitted": admitted.payloadValue]
         }
     }
 
@@ -255,6 +272,10 @@ public enum CallEvent: Sendable, Equatable {
         case .captionReceived(let caption): set.callRoom.forEach { $0.onCaptionReceived(caption) }
         case .streamingReconnecting(let reason): set.callRoom.forEach { $0.onStreamingReconnecting(reason: reason) }
         case .streamingReconnected: set.callRoom.forEach { $0.onStreamingReconnected() }
+        case .roomLockChanged(let locked): set.callRoom.forEach { $0.onRoomLockChanged(locked: locked) }
+        case .waitingInLobby: set.callRoom.forEach { $0.onWaitingInLobby() }
+        case .lobbyRequest(let participant): set.callRoom.forEach { $0.onLobbyRequest(participant: participant) }
+        case .lobbyRequestResolved(let participant, let admitted): set.callRoom.forEach { $0.onLobbyRequestResolved(participant: participant, admitted: admitted) }
         }
     }
 }

@@ -50,6 +50,12 @@ extension CallsClient {
     public func pauseParticipantVideo(_ participantID: String) { request(.pauseParticipantVideo(pid: resolvePID(participantID))) }
     /// Moderators: remove a participant (by pid or uid).
     public func removeParticipant(_ participantID: String) { request(.removeParticipant(pid: resolvePID(participantID))) }
+    /// CallRoom, moderators: locks the room (nobody new may join; those inside stay) or unlocks it.
+    public func setRoomLocked(_ locked: Bool) { request(.setRoomLocked(locked)) }
+    /// CallRoom, moderators: lets someone waiting in the lobby in (`onLobbyRequest`'s participant pid).
+    public func admitFromLobby(_ pid: String) { request(.admitFromLobby(pid: pid)) }
+    /// CallRoom, moderators: sends someone waiting in the lobby away (`ERR_LOBBY_DENIED` for them).
+    public func denyFromLobby(_ pid: String) { request(.denyFromLobby(pid: pid)) }
     /// Sends a chat message to the room.
     public func sendChat(_ text: String) { request(.chat(text: text)) }
 

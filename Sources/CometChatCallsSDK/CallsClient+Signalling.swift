@@ -119,6 +119,8 @@ extension CallsClient {
                 $0.inviteLink = j.inviteLink ?? self.serverURL.appendingPathComponent("call").appendingPathComponent(j.sessionId).absoluteString
                 $0.notices = pendingNotices
                 $0.features = Set(j.features ?? [])
+                $0.locked = j.locked == true
+                $0.waitingInLobby = false
             }
             startReceiverReports()
             sentVideoSubscriptions = nil
@@ -196,6 +198,25 @@ extension CallsClient {
                 }
                 emit(.error(code: code.rawValue, message: message))
             }
+        case .roomLocked(let locked, _):
+            guard phase == .joined else { return }
+            published.withLock { $0.locked = locked }
+            emit(.roomLockChanged(locked: locked))
+        case .lobbyWaiting:
+            guard phase == .joining else { return }
+            published.withLock { $0.waitingInLobby = true }
+            emit(.waitingInLobby)
+        case .lobbyRequest(let w):
+            guard phase == .joined else { return }
+            let p = participant(w, joined: false)
+            published.withLock { l in if !l.lobby.contains(where: { $0.pid == w.pid }) { l.lobby.append(p) } }
+            emit(.lobbyRequest(participant: p))
+        case .lobbyResolved(let pid, let admitted):
+            guard phase == .joined, let p = published.withLock({ l -> Participant? in
+                defer { l.lobby.removeAll { $0.pid == pid } }
+                return l.lobby.first { $0.pid == pid }
+            }) else { return }
+            emit(.lobbyRequestResolved(participant: p, admitted: admitted))
         case .lossReport(let from, let loss, let redundancy, let burst, let blocks):
             guard phase == .joined else { return }
             let now = Date()

@@ -95,7 +95,20 @@ public final class CallsClient: @unchecked Sendable {
         var features: Set<SessionFeature> = []
         /// Presenters' shared terminals, by pid.
         var screens: [String: TerminalGrid] = [:]
+        /// A moderator locked the room.
+        var locked = false
+        /// Waiting in the lobby for a moderator to let you in.
+        var waitingInLobby = false
+        /// (Moderators) who waits in the lobby now, in arrival order.
+        var lobby: [Participant] = []
     }
+
+    /// CallRoom: the room is locked (nobody new may join).
+    public var isRoomLocked: Bool { published.withLock { $0.locked } }
+    /// CallRoom: you are waiting in the room's lobby ("waiting for the host").
+    public var isWaitingInLobby: Bool { published.withLock { $0.waitingInLobby } }
+    /// CallRoom (moderators): who waits in the lobby now.
+    public var lobby: [Participant] { published.withLock { $0.lobby } }
 
     /// CallRoom: whether the server is recording this session now.
     public var isServerRecording: Bool { published.withLock { $0.serverRecording } }

@@ -73,4 +73,8 @@ public extension CallRoomListener {
     func onCaptionReceived(_ caption: Caption) {}
     func onStreamingReconnecting(reason: String) {}
     func onStreamingReconnected() {}
+    func onRoomLockChanged(locked: Bool) {}
+    func onWaitingInLobby() {}
+    func onLobbyRequest(participant: Participant) {}
+    func onLobbyRequestResolved(participant: Participant, admitted: Bool) {}
 }

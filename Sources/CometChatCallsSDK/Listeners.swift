@@ -108,5 +108,15 @@ public protocol CallRoomListener: AnyObject {
     func onStreamingReconnecting(reason: String)
     /// The live stream is back on air after a reconnect.
     func onStreamingReconnected()
+    /// A moderator locked the room (nobody new may join) or unlocked it.
+    func onRoomLockChanged(locked: Bool)
+    /// You are waiting in the lobby of a room that admits people one by one: "waiting for the
+    /// host". The join completes when a moderator lets you in, or fails with `ERR_LOBBY_DENIED`.
+    func onWaitingInLobby()
+    /// (Moderators) someone is waiting in the lobby: `admitFromLobby` / `denyFromLobby` with
+    /// their `participant.pid`.
+    func onLobbyRequest(participant: Participant)
+    /// (Moderators) a lobby request is over: admitted, or not (denied, or they went away).
+    func onLobbyRequestResolved(participant: Participant, admitted: Bool)
 }
 

@@ -29,7 +29,7 @@ let usage = """
                               joinTimeoutSeconds, maxQueuedBytesPerConnection, maxConnections,
                           relayAudioPacketsPerSecond, relayAudioBytesPerSecond,
                           relayVideoPacketsPerSecond, relayVideoBytesPerSecond,
-                          ringCallerPerMinute, ringCalleePerMinute, ringGroupPerMinute,
+                          ringCallerPerMinute, ringCalleePerMinute, ringGroupPerMinute, roomAccess,
                           mediaPublicAddress); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
@@ -166,6 +166,10 @@ if let n = bounded("maxConnections", file.maxConnections, 16...10_000_000) { con
 if let n = bounded("relayAudioPacketsPerSecond", file.relayAudioPacketsPerSecond, 0...100_000, " (0: no limit)") { config.senderLimits.audioPacketsPerSecond = UInt64(n) }
 if let n = bounded("relayAudioBytesPerSecond", file.relayAudioBytesPerSecond, 0...100_000_000, " (0: no limit)") { config.senderLimits.audioBytesPerSecond = UInt64(n) }
 if let n = bounded("relayVideoPacketsPerSecond", file.relayVideoPacketsPerSecond, 0...1_000_000, " (0: no limit)") { config.senderLimits.videoPacketsPerSecond = UInt64(n) }
+if let a = file.roomAccess {
+    guard let v = RoomRules.Access(rawValue: a) else { fail("roomAccess must be open, invited or lobby") }
+    config.roomAccess = v
+}
 if let n = bounded("ringCallerPerMinute", file.ringCallerPerMinute, 0...100_000, " (0: no limit)") { config.ringLimits.caller = .init(perMinute: n) }
 if let n = bounded("ringCalleePerMinute", file.ringCalleePerMinute, 0...100_000, " (0: no limit)") { config.ringLimits.callee = .init(perMinute: n) }
 if let n = bounded("ringGroupPerMinute", file.ringGroupPerMinute, 0...100_000, " (0: no limit)") { config.ringLimits.group = .init(perMinute: n) }

@@ -46,6 +46,7 @@ struct SignalMessageTests {
         .receiverReport([LossReport(ssrc: 9, lossPercent: 3, red: true)]),
         .receiverReport([LossReport(ssrc: 9, lossPercent: 21, red: true, burst: 5, redBlocks: 8)]),
         .screenShare(sampleShare),
+        .setRoomLocked(true), .admitFromLobby(pid: "w1"), .denyFromLobby(pid: "w2"),
     ]
 
     static let sampleShare: ScreenShareFrame = {
@@ -94,6 +95,8 @@ struct SignalMessageTests {
             .keyframeRequest(fromPid: "p2"), .videoReport(fromPid: "p2", lossPercent: 12, framesPerSecond: 7.5),
             .mediaKeys([WireMediaKey(ssrc: 42, epoch: 3, key: "a2V5", videoSsrc: 43)]),
             .screenShare(pid: "p1", frame: sampleShare),
+            .roomLocked(true, by: "p1"), .roomLocked(false, by: nil), .lobbyWaiting, .lobbyRequest(alice), .lobbyResolved(pid: "w1", admitted: true),
+            .joined(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff", locked: true)),
         ]
     }
 

@@ -1,7 +1,7 @@
 /// The exact JSON text of `SignalMessageTests`' samples, in order (client, then server). The
 /// room messages were recorded before the table-driven codec replaced the hand-written
 /// switches (issue #12); the presence and ringing messages (issue #13) when they were added.
-/// The video messages (issue #17) when they were added; `red` (redundant audio, issue #18) too. The wire must not change under a refactor.
+/// The video messages (issue #17) when they were added; `red` (redundant audio, issue #18) too; lock and lobby (issue #34) too. The wire must not change under a refactor.
 enum WireGolden {
     static let lines: [String] = [
         #"{"audioMuted":true,"callToken":"t.o.k","displayName":"A","idleTimeoutSeconds":0,"sessionId":"s","sessionType":"voice","type":"join","v":1,"videoPaused":false}"#,
@@ -41,6 +41,9 @@ enum WireGolden {
         #"{"reports":[{"lossPercent":3,"red":true,"ssrc":9}],"type":"receiverReport"}"#,
         #"{"reports":[{"burst":5,"lossPercent":21,"red":true,"redBlocks":8,"ssrc":9}],"type":"receiverReport"}"#,
         #"{"frame":{"columns":80,"cursor":{"x":4,"y":1},"full":false,"rows":24,"runs":[{"style":0,"text":"FAIL","x":0,"y":1},{"style":1,"text":"","x":4,"y":1}],"seq":3,"styles":[{"bold":true,"fg":1},{}]},"type":"screenShare"}"#,
+        #"{"type":"setRoomLocked","value":true}"#,
+        #"{"pid":"w1","type":"admitFromLobby"}"#,
+        #"{"pid":"w2","type":"denyFromLobby"}"#,
         #"{"bindToken":"00ff","mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"sessionId":"s","type":"joined","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"bindToken":"00ff","dominantSpeaker":"p1","gracePeriodSeconds":30,"mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"resumeToken":"r","sessionId":"s","type":"resumed","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"pid":"p1","type":"dominantSpeaker"}"#,
@@ -88,5 +91,11 @@ enum WireGolden {
         #"{"framesPerSecond":7.5,"lossPercent":12,"pid":"p2","type":"videoReport"}"#,
         #"{"keys":[{"epoch":3,"key":"a2V5","ssrc":42,"videoSsrc":43}],"type":"mediaKeys"}"#,
         #"{"frame":{"columns":80,"cursor":{"x":4,"y":1},"full":false,"rows":24,"runs":[{"style":0,"text":"FAIL","x":0,"y":1},{"style":1,"text":"","x":4,"y":1}],"seq":3,"styles":[{"bold":true,"fg":1},{}]},"pid":"p1","type":"screenShare"}"#,
+        #"{"pid":"p1","type":"roomLocked","value":true}"#,
+        #"{"type":"roomLocked","value":false}"#,
+        #"{"type":"lobbyWaiting"}"#,
+        #"{"participant":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"},"type":"lobbyRequest"}"#,
+        #"{"pid":"w1","type":"lobbyResolved","value":true}"#,
+        #"{"bindToken":"00ff","locked":true,"mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"sessionId":"s","type":"joined","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
     ]
 }

@@ -370,3 +370,79 @@ extension RoomCoreTests {
         XCTAssertNil(core.heldMutes["room"]?.first)
     }
 }
+
+/// Locked rooms and the lobby (#34), on the virtual clock.
+extension RoomCoreTests {
+    func testALockedRoomTakesNobodyNewButItsOwnComeBack() throws {
+        let ja = try joined("ann", a)
+        let jb = try joined("bob", b)
+        guard case .error(.notModerator, _)? = sent(message(.setRoomLocked(true), b), to: b).first else { return XCTFail("only moderators lock") }
+        let locking = message(.setRoomLocked(true), a)
+        XCTAssertEqual(sent(locking, to: b), [.roomLocked(true, by: ja.you.pid)], "everyone hears")
+        XCTAssertTrue(locking.contains { if case .audit(let e) = $0 { return e.action == "lock" && e.result == "ok" }; return false })
+        let refused = message(.join(.init(callToken: token("cy"), sessionId: "room")), c)
+        XCTAssertEqual(sent(refused, to: c).first, .error(code: .roomLocked, message: "A moderator locked this session: nobody new may join."))
+        XCTAssertTrue(refused.contains(.close(c)))
+        // One of the room whose connection dropped resumes into a locked room.
+        _ = input(.connectionClosed(b))
+        let d = ConnectionID(node: "n", local: 9)
+        guard case .resumed(let back)? = sent(message(.resume(token: try XCTUnwrap(jb.resumeToken)), d), to: d).first else { return XCTFail("resumes") }
+        XCTAssertEqual(back.locked, true, "and is told it is locked")
+        _ = message(.setRoomLocked(false), a)
+        XCTAssertFalse(requests(message(.join(.init(callToken: token("cy"), sessionId: "room")), c)).isEmpty, "unlocked: in")
+    }
+
+    func testALobbyRoomHoldsJoinersUntilAModeratorLetsThemIn() throws {
+        core = RoomCore(signer: signer, appID: "app", limits: core.limits, mediaPort: 4000,
+                        roomRules: RoomRulesDirectory(defaultModeration: .firstJoiner, defaultAccess: .lobby))
+        let host = try joined("host", a)
+        XCTAssertEqual(host.you.role, .moderator, "the first in hosts (firstJoiner moderation)")
+        // Bob waits: no row, no pid in the roster, no media; the host is asked.
+        let waiting = message(.join(.init(callToken: token("bob"), sessionId: "room", displayName: "Bob")), b)
+        XCTAssertEqual(sent(waiting, to: b), [.lobbyWaiting])
+        XCTAssertTrue(requests(waiting).isEmpty, "nothing on disk while waiting")
+        guard case .lobbyRequest(let w)? = sent(waiting, to: a).first else { return XCTFail("the host is asked: \(waiting)") }
+        XCTAssertEqual(w.name, "Bob")
+        XCTAssertEqual(core.rooms["room"]?.order.count, 1)
+        guard case .error(.notJoined, _)? = sent(message(.chat(text: "let me in"), b), to: b).first else { return XCTFail("waiting: no requests") }
+        // Cy waits too, then goes away: the host hears.
+        let cyWaits = message(.join(.init(callToken: token("cy"), sessionId: "room")), c)
+        guard case .lobbyRequest(let cw)? = sent(cyWaits, to: a).first else { return XCTFail("\(cyWaits)") }
+        XCTAssertEqual(sent(input(.connectionClosed(c)), to: a), [.lobbyResolved(pid: cw.pid, admitted: false)])
+        // The host lets Bob in: the usual join follows.
+        let admitting = message(.admitFromLobby(pid: w.pid), a)
+        XCTAssertTrue(sent(admitting, to: a).contains(.lobbyResolved(pid: w.pid, admitted: true)))
+        let r = try XCTUnwrap(requests(admitting).first, "the join's row")
+        guard case .joined(let jb)? = sent(ok(r, name: "Bob"), to: b).first else { return XCTFail("Bob is in") }
+        XCTAssertEqual(jb.you.role, .participant)
+        // Denied: told, and closed.
+        let d = ConnectionID(node: "n", local: 9)
+        guard case .lobbyRequest(let dw)? = sent(message(.join(.init(callToken: token("dan"), sessionId: "room")), d), to: a).first else { return XCTFail() }
+        let denying = message(.denyFromLobby(pid: dw.pid), a)
+        XCTAssertEqual(sent(denying, to: d), [.error(code: .lobbyDenied, message: "A moderator did not let you in.")])
+        XCTAssertTrue(denying.contains(.close(d)))
+        guard case .error(.notModerator, _)? = sent(message(.admitFromLobby(pid: "x"), b), to: b).first else { return XCTFail("participants cannot admit") }
+    }
+
+    func testInvitedAccessAndTheHostArrivingLate() throws {
+        var rules = RoomRules(allowedUids: ["bob"])
+        rules.access = .lobby
+        core = RoomCore(signer: signer, appID: "app", limits: core.limits, mediaPort: 4000,
+                        roomRules: RoomRulesDirectory(defaultModeration: .operator, rules: ["room": rules, "inv": RoomRules(allowedUids: ["bob"]).with(access: .invited)]))
+        // Nobody moderates yet: a guest waits for the host.
+        XCTAssertEqual(sent(message(.join(.init(callToken: token("guest"), sessionId: "room")), c), to: c), [.lobbyWaiting])
+        // Those on the list go straight in; so does the operator's moderator, who is then told who waits.
+        XCTAssertFalse(requests(message(.join(.init(callToken: token("bob"), sessionId: "room")), b)).isEmpty)
+        let r = try XCTUnwrap(requests(message(.join(.init(callToken: token("host", role: "moderator"), sessionId: "room")), a)).first)
+        XCTAssertTrue(sent(ok(r), to: a).contains { if case .lobbyRequest(let w) = $0 { return w.uid == "guest" }; return false })
+        // `invited`: not on the list, not a moderator: refused outright.
+        let d = ConnectionID(node: "n", local: 9)
+        guard case .error(.notOnAllowList, _)? = sent(message(.join(.init(callToken: token("eve", "inv"), sessionId: "inv")), d), to: d).first else {
+            return XCTFail("invited only")
+        }
+    }
+}
+
+extension RoomRules {
+    func with(access: Access) -> RoomRules { var r = self; r.access = access; return r }
+}
