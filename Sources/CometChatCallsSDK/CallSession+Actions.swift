@@ -53,6 +53,14 @@ extension CallSession {
     /// CallRoom: lets a participant you muted unmute themselves (pid or uid) — moderators only;
     /// needed where the room holds a moderator's mute (`moderatorMute: untilAllowed`).
     public func allowParticipantToUnmute(participantId: String) { currentClient?.allowUnmute(participantId) ?? notActive() }
+    /// CallRoom, moderators: lock the room (nobody new may join; `onRoomLockChanged`).
+    public func lockRoom() { currentClient?.setRoomLocked(true) ?? notActive() }
+    /// CallRoom, moderators: unlock it.
+    public func unlockRoom() { currentClient?.setRoomLocked(false) ?? notActive() }
+    /// CallRoom, moderators: let someone waiting in the lobby in (`onLobbyRequest`'s participant pid).
+    public func admitFromLobby(participantId: String) { currentClient?.admitFromLobby(participantId) ?? notActive() }
+    /// CallRoom, moderators: send someone waiting in the lobby away.
+    public func denyFromLobby(participantId: String) { currentClient?.denyFromLobby(participantId) ?? notActive() }
     /// Pauses a participant's video (pid or uid) — moderators only.
     public func pauseParticipantVideo(participantId: String) { currentClient?.pauseParticipantVideo(participantId) ?? notActive() }
 

@@ -43,6 +43,10 @@ enum HeadlessCommands {
             Command(name: "allow-unmute", arity: .one("ID"), help: "let a participant you muted unmute (moderators)") { a in
                 s.allowParticipantToUnmute(participantId: a[0])
             },
+            Command(name: "lock-room", arity: .none, help: "nobody new may join (moderators)") { _ in s.lockRoom() },
+            Command(name: "unlock-room", arity: .none, help: "let people join again (moderators)") { _ in s.unlockRoom() },
+            Command(name: "admit", arity: .one("ID"), help: "let someone waiting in the lobby in (their pid; moderators)") { a in s.admitFromLobby(participantId: a[0]) },
+            Command(name: "deny", arity: .one("ID"), help: "send someone waiting in the lobby away (moderators)") { a in s.denyFromLobby(participantId: a[0]) },
             Command(name: "pause-participant-video", arity: .one("ID"), help: "pause a participant's video (moderators)") { a in s.pauseParticipantVideo(participantId: a[0]) },
             Command(name: "remove-participant", arity: .one("ID"), help: "remove a participant (moderators)") { a in s.removeParticipant(participantId: a[0]) },
             Command(name: "enable-picture-in-picture-layout", arity: .none, help: "compact layout (short: enable-picture-in-picture)") { _ in s.enablePictureInPictureLayout() },
