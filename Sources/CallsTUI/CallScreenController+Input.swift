@@ -22,6 +22,7 @@ extension CallScreenController {
         if model.panel == .chat, handleChatInput(input) { return }
         if model.editingLogSearch, handleLogSearch(input) { return }
         if model.participantListVisible, handleParticipantList(input) { return }
+        if handleLobby(input) { return }
         handleMain(input)
     }
 
@@ -61,6 +62,21 @@ extension CallScreenController {
     /// Rows of the side panel's content (page size for PgUp/PgDn).
     private var panelRows: Int { max(1, (currentLayout.panel?.height ?? 10) - 2) }
 
+    /// While someone waits in the lobby (moderators): `y` lets the first in, `n` sends them away.
+    private func handleLobby(_ input: TerminalInput) -> Bool {
+        guard let first = model.lobby.first else { return false }
+        switch input {
+        case .char("y"), .char("Y"):
+            session.admitFromLobby(participantId: first.pid)
+            model.toast("Letting \(first.name) in…")
+        case .char("n"), .char("N"):
+            session.denyFromLobby(participantId: first.pid)
+            model.toast("\(first.name) is sent away")
+        default: return false
+        }
+        return true
+    }
+
     private func handleMain(_ input: TerminalInput) {
         switch input {
         case .escape:
@@ -70,6 +86,10 @@ extension CallScreenController {
             model.toast("Leave the call? Press \(input == .char("q") || input == .char("Q") ? "q" : "l") again (or Enter) to leave, any other key to stay.", seconds: 8)
         case .char("w"), .char("W"):
             session.isPictureInPictureLayoutEnabled ? session.disablePictureInPictureLayout() : session.enablePictureInPictureLayout()
+        case .char("k"), .char("K"):
+            // (Moderators; the server refuses anyone else, and the refusal shows.)
+            model.roomLocked ? session.unlockRoom() : session.lockRoom()
+            model.toast(model.roomLocked ? "Unlocking the room…" : "Locking the room…")
         case .char("?"): model.overlay = .help; model.overlayScroll = 0
         case .char("i"), .char("I"): model.overlay = .stats; model.overlayScroll = 0
         case .char("o"), .char("O"):

@@ -147,6 +147,11 @@ public enum CallScreenRenderer {
             items.append((s == .live ? "\(g.recording) LIVE" : "LIVE reconnecting…", CellStyle(fg: s == .live ? .red : .yellow, bold: true, reverse: true)))
         }
         if m.isMuted { items.append(("YOU ARE MUTED", CellStyle(fg: .red, bold: true, reverse: true))) }
+        if let first = m.lobby.first {
+            let more = m.lobby.count > 1 ? " +\(m.lobby.count - 1)" : ""
+            items.append(("\(first.name)\(more) waiting: y admit, n deny", CellStyle(fg: .yellow, bold: true, reverse: true)))
+        }
+        if m.roomLocked { items.append(("LOCKED", CellStyle(fg: .yellow, bold: true, reverse: true))) }
         items.append(("\(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")", base))
         let hands = m.handQueue
         if !hands.isEmpty {
@@ -196,7 +201,8 @@ public enum CallScreenRenderer {
             area = Rect(x: rect.x, y: rect.y + lines.count, width: rect.width, height: rect.height - lines.count)
         }
         if m.tiles.isEmpty {
-            b.put("Waiting for the server\(b.glyphs.ellipsis)", x: area.x + 2, y: area.y + min(1, area.height - 1), style: CellStyle(dim: true), maxWidth: area.width - 4)
+            let waiting = m.status.hasPrefix("waiting for the host") ? "Waiting for the host to let you in" : "Waiting for the server"
+            b.put("\(waiting)\(b.glyphs.ellipsis)", x: area.x + 2, y: area.y + min(1, area.height - 1), style: CellStyle(dim: true), maxWidth: area.width - 4)
             return
         }
         // A shared terminal takes the tile area (the text must not be scaled); the tiles move aside.

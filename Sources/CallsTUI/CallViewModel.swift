@@ -39,6 +39,15 @@ public struct CallViewModel: Equatable, Sendable {
     public var transcriptionLanguage: String?
     /// The room's live stream (`onStreamingStarted` … `onStreamingStopped`).
     public var streamState: StreamState?
+    /// A moderator locked the room (`onRoomLockChanged`).
+    public var roomLocked = false
+    /// (Moderators) who waits in the lobby, oldest first (`onLobbyRequest`): `y` lets the first
+    /// in, `n` sends them away.
+    public var lobby: [LobbyEntry] = []
+    public struct LobbyEntry: Equatable, Sendable {
+        public var pid: String
+        public var name: String
+    }
     /// What the server offers (`joined.features`): a button for a feature it lacks is not shown.
     public var serverFeatures: Set<SessionFeature> = [.recording, .transcription]
     public var captions: [Caption] = []
@@ -233,6 +242,18 @@ public struct CallViewModel: Equatable, Sendable {
         case .streamingReconnecting(let reason): streamState = .reconnecting; toast("Live stream reconnecting: \(reason)", kind: .error, seconds: 6)
         case .streamingReconnected: streamState = .live; toast("Live stream back on air")
         case .streamingStopped: streamState = nil; toast("Live stream stopped")
+        case .roomLockChanged(let locked):
+            roomLocked = locked
+            toast(locked ? "The room is locked: nobody new may join" : "The room is unlocked")
+        case .waitingInLobby:
+            status = "waiting for the host…"
+            toast("Waiting for the host to let you in…", seconds: 30)
+        case .lobbyRequest(let p):
+            let pid = p.pid ?? "?", name = p.name ?? p.uid ?? "someone"
+            if !lobby.contains(where: { $0.pid == pid }) { lobby.append(LobbyEntry(pid: pid, name: name)) }
+            toast("\(name) is waiting to join: y lets them in, n sends them away", seconds: 10)
+        case .lobbyRequestResolved(let p, _):
+            lobby.removeAll { $0.pid == p.pid }
         case .transcriptionStarted(let language):
             transcriptionLanguage = language
             toast("Transcription started (\(language))" + (settings.hideClosedCaptionButton ? "" : ": a hides captions"))

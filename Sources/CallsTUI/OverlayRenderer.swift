@@ -14,6 +14,8 @@ enum OverlayRenderer {
             ("b", "start / stop the live stream (Icecast)"),
             ("d", "share a terminal as text: a new shell or one of your tmux panes (again: stop)"),
             ("w", "picture-in-picture"), ("o", "audio settings (digit picks a mode)"),
+            ("k", "lock / unlock the room: nobody new may join (moderators)"),
+            ("y, n", "while someone waits in the lobby: let the first in / send them away (moderators)"),
             ("i", "statistics per participant"), ("l, q", "leave (press again to confirm)"), ("Ctrl-C", "leave at once"),
             ("?", "this help"), ("Esc", "close a panel or overlay"),
         ]),

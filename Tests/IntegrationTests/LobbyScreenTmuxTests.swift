@@ -1,0 +1,40 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// The lobby and the lock on the call screen (#34), in a real terminal: the host sees who
+/// waits and lets them in with a key; the waiting guest (headless) is told and then joins; the
+/// host locks the room and everyone hears it.
+final class LobbyScreenTmuxTests: XCTestCase {
+    func testTheHostLetsAGuestInFromTheLobbyAndLocksTheRoom() throws {
+        let tmp = TemporaryDirectory("callroom-lobby")
+        defer { tmp.remove() }
+        let tmux = Tmux(session: "lobby-\(UUID().uuidString.prefix(6))")
+        try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
+        defer { _ = tmux.run(["kill-server"]) }
+        try #"{"roomAccess": "lobby"}"#.write(toFile: tmp.file("config.json"), atomically: true, encoding: .utf8)
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--config", tmp.file("config.json"), "--log-level", "error"])
+        defer { _ = server.stop() }
+        let callroom = BuiltProducts.path("callroom")
+        XCTAssertTrue(tmux.start("LANG=C.UTF-8 \(callroom) join lobbyroom --server \(server.url) --uid host --name Host --auth-key \(server.authKey) "
+                                 + "--input tone:300 --output null; echo JOIN-EXIT=$?; sleep 30", width: 100, height: 30))
+        XCTAssertTrue(tmux.waitFor("in call"), tmux.screen())
+        let guest = try ManagedProcess(callroom, ["join", "lobbyroom", "--server", server.url, "--uid", "guest", "--name", "Grace",
+                                                  "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"])
+        defer { guest.closeInput(); _ = guest.wait(timeout: 10) }
+        XCTAssertNotNil(guest.waitForLine { $0.contains(#""event":"onWaitingInLobby""#) }, "the guest is told to wait: \(guest.errorOutput)")
+        XCTAssertTrue(tmux.waitFor("Grace waiting: y admit, n deny"), "the host is asked: \(tmux.screen())")
+        XCTAssertTrue(tmux.screen().contains("1 participant"), "nobody entered yet: \(tmux.screen())")
+        tmux.keys("y")
+        XCTAssertNotNil(guest.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, "let in: \(guest.errorOutput)")
+        XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
+        XCTAssertFalse(tmux.screen().contains("waiting: y admit"), "the prompt goes once answered")
+        tmux.keys("k")
+        XCTAssertTrue(tmux.waitFor("LOCKED"), tmux.screen())
+        XCTAssertNotNil(guest.waitForLine { $0.contains(#""event":"onRoomLockChanged""#) && $0.contains("true") }, "everyone hears of the lock")
+        let late = try ManagedProcess(callroom, ["join", "lobbyroom", "--server", server.url, "--uid", "late", "--auth-key", server.authKey,
+                                                 "--input", "null", "--output", "null", "--headless"])
+        XCTAssertEqual(late.wait(timeout: 10), 1, "a locked room takes nobody new")
+        XCTAssertTrue(late.errorOutput.contains("ERR_ROOM_LOCKED"), late.errorOutput)
+    }
+}
