@@ -39,13 +39,15 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     case storage = "ERR_STORAGE"
     /// A call token for a ringing call's room asked for by (or for) someone not its party.
     case notCallParty = "ERR_NOT_CALL_PARTY"
+    /// An invite that does not verify, has expired, was revoked or is used up.
+    case inviteInvalid = "ERR_INVITE_INVALID"
 
     /// The HTTP status this code is sent with.
     public var status: Int {
         switch self {
         case .emptyAPIKey, .apiKeyNotFound, .emptyAuthToken, .authTokenNotFound, .emptyAppID, .appIDMismatch, .authKeyInvalid: return 401
         case .badRequest, .uidInvalid, .sessionIdInvalid, .guidInvalid, .pushTokenInvalid, .webhookInvalid: return 400
-        case .roleNotAllowed, .notGroupOwner, .forbidden, .authKeyLoginDisabled, .notCallParty: return 403
+        case .roleNotAllowed, .notGroupOwner, .forbidden, .authKeyLoginDisabled, .notCallParty, .inviteInvalid: return 403
         case .uidNotFound, .authTokenNotFoundForUser, .callSessionNotFound, .notFound, .guidNotFound, .deliveryNotFound, .pushTokenNotFound, .webhookNotFound: return 404
         case .methodNotAllowed: return 405
         case .uidAlreadyExists, .guidAlreadyExists, .webhookAlreadyExists, .webhookInConfig: return 409

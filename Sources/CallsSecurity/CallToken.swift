@@ -25,9 +25,12 @@ public struct CallTokenClaims: Codable, Sendable, Equatable {
     /// The id of the auth token that asked for it (`GET /v3/users/{uid}/auth_tokens`' `tokenId`):
     /// revoking that one auth token refuses this call token too. Absent on the operator's tokens.
     public var atid: String?
+    /// The invite grant it was redeemed from (its id): revoking the invite refuses this token,
+    /// and a removal keeps the grant out of the session too.
+    public var gid: String?
 
     public init(app: String, sub: String, sid: String, iat: Int64, exp: Int64, role: String? = nil, jti: String? = nil, aud: String? = nil,
-                party: Bool? = nil, atid: String? = nil) {
+                party: Bool? = nil, atid: String? = nil, gid: String? = nil) {
         self.app = app
         self.sub = sub
         self.sid = sid
@@ -38,7 +41,11 @@ public struct CallTokenClaims: Codable, Sendable, Equatable {
         self.aud = aud
         self.party = party
         self.atid = atid
+        self.gid = gid
     }
+
+    /// The audience of an invite grant (a link's `invite=`): it is never a call token.
+    public static func inviteAudience(appId: String) -> String { "callroom-invite:" + appId }
 
     /// Ringing calls' rooms have ids with this prefix, and admit only the call's parties.
     public static let ringingSessionPrefix = "call_"

@@ -253,8 +253,9 @@ public final class CallServer: @unchecked Sendable {
         let roomRules: RoomRulesDirectory
         do {
             // Auth tokens revoked one by one within a call token's lifetime: their call tokens may still be about.
-            revocations = TokenRevocations(try store.tokenRevocations(),
-                                           authTokens: try store.authTokenRevocations(since: epochMilliseconds() - configuration.callTokenTTLSeconds * 1000))
+            let since = epochMilliseconds() - configuration.callTokenTTLSeconds * 1000
+            revocations = TokenRevocations(try store.tokenRevocations(), authTokens: try store.authTokenRevocations(since: since))
+            for id in try store.revokedInvites(since: since) { revocations.revoke(invite: id) }
             roomRules = RoomRulesDirectory(defaultModeration: configuration.firstJoinerModerator ? .firstJoiner : .operator,
                                            defaultAccess: configuration.roomAccess, rules: try store.allRoomRules())
         } catch {
@@ -347,6 +348,10 @@ public final class CallServer: @unchecked Sendable {
                 revocations.revoke(authToken: id)
                 log.info("an auth token revoked: what it opened ended", ["uid": uid, "token_id": id])
                 self?.broadcast(.revokedAuthToken(uid: uid, id: id))
+            case .invite(let id):
+                revocations.revoke(invite: id)
+                log.info("an invite revoked: who came in with it left", ["invite_id": id])
+                self?.broadcast(.revokedInvite(id: id))
             }
             rooms?.revoke(revocation)
             calls?.revoke(revocation)
@@ -478,6 +483,10 @@ public final class CallServer: @unchecked Sendable {
                 rooms.revoke(.user(uid))
                 calls.revoke(.user(uid))
                 self?.log.info("tokens revoked on another node: sessions here ended", ["uid": uid])
+            case .revokedInvite(let id):
+                revocations.revoke(invite: id)
+                rooms.revoke(.invite(id: id))
+                self?.log.info("an invite revoked on another node: who came in with it here left", ["invite_id": id])
             case .revokedAuthToken(let uid, let id):
                 revocations.revoke(authToken: id)
                 rooms.revoke(.authToken(uid: uid, id: id))

@@ -23,6 +23,9 @@ enum ClusterEnvelope: Equatable, Sendable {
     /// The operator revoked one auth token of `uid` (`id`: its `tokenId`) on the sending node:
     /// every node closes what it opened and refuses the call tokens it minted.
     case revokedAuthToken(uid: String, id: String)
+    /// The operator (or its maker) revoked invite `id` on the sending node: every node ends the
+    /// participants who came in with it and refuses its call tokens.
+    case revokedInvite(id: String)
     /// The operator replaced `session`'s rules on the sending node (nil: it has none now): every
     /// node uses them from its next join on (the passcode travels hashed, as stored).
     /// `lifted`: the operator also lifted that user's removal from the live session.
@@ -31,7 +34,7 @@ enum ClusterEnvelope: Equatable, Sendable {
     /// The channel a node reads.
     static func channel(of node: String) -> String { "callroom:signal:" + node }
 
-    private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded, revoked, revokedAuthToken = "revokedToken", roomRules = "rules" }
+    private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded, revoked, revokedAuthToken = "revokedToken", revokedInvite, roomRules = "rules" }
     private struct Wire: Codable {
         var k: Kind
         var node: String?
@@ -52,6 +55,7 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .roomEnded(let session): w = Wire(k: .roomEnded, local: 0, m: session)
         case .revoked(let uid, let nb): w = Wire(k: .revoked, local: 0, m: uid, at: nb)
         case .revokedAuthToken(let uid, let id): w = Wire(k: .revokedAuthToken, local: 0, m: uid, lifted: id)
+        case .revokedInvite(let id): w = Wire(k: .revokedInvite, local: 0, m: id)
         case .roomRules(let session, let rules, let lifted): w = Wire(k: .roomRules, local: 0, m: session, rules: rules, lifted: lifted)
         }
         return (try? Array(JSONEncoder().encode(w))) ?? []
@@ -80,6 +84,9 @@ enum ClusterEnvelope: Equatable, Sendable {
         case .revokedAuthToken:
             guard let m = w.m, let id = w.lifted else { return nil }
             self = .revokedAuthToken(uid: m, id: id)
+        case .revokedInvite:
+            guard let m = w.m else { return nil }
+            self = .revokedInvite(id: m)
         case .roomRules:
             guard let m = w.m else { return nil }
             self = .roomRules(session: m, rules: w.rules, lifted: w.lifted)

@@ -179,7 +179,7 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
             local.remoteConnectionClosed(from)
         case .roomEnded(let session):
             ringRoomEnded(session)
-        case .toClient, .close, .revoked, .revokedAuthToken, .roomRules:
+        case .toClient, .close, .revoked, .revokedAuthToken, .revokedInvite, .roomRules:
             // (The server's own work: CallServer handles these before the router.)
             break
         }

@@ -239,6 +239,14 @@ struct RESTRouter: Sendable {
             try rt.validate(sessionId: parts[2])
             return rt.ok(RoomBansBody(sessionId: parts[2], bannedUids: rt.roomRules.rules(parts[2])?.bannedUids ?? []))
         },
+        Route(.post, "v3/rooms/*/invites") { rt, r, parts in try rt.createInvite(r, sessionId: parts[2]) },
+        Route(.get, "v3/rooms/*/invites") { rt, r, parts in
+            try rt.requireAPIKey(r)
+            try rt.validate(sessionId: parts[2])
+            return rt.ok(try rt.store.invites(sessionId: parts[2]))
+        },
+        Route(.delete, "v3/rooms/*/invites/*") { rt, r, parts in try rt.deleteInvite(r, sessionId: parts[2], inviteId: parts[4]) },
+        Route(.post, "v3/invites/redeem") { rt, r, _ in try rt.redeemInvite(r) },
         Route(.put, "v3/rooms/*/bans/*") { rt, r, parts in try rt.setBan(r, sessionId: parts[2], uid: parts[4], banned: true) },
         Route(.delete, "v3/rooms/*/bans/*") { rt, r, parts in try rt.setBan(r, sessionId: parts[2], uid: parts[4], banned: false) },
         Route(.post, "v3/groups") { rt, r, _ in try rt.createGroup(r) },

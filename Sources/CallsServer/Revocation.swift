@@ -4,19 +4,24 @@
 enum Revocation: Sendable, Equatable {
     case user(String)
     case authToken(uid: String, id: String)
+    /// An invite grant: the participants who joined with it.
+    case invite(id: String)
 
-    var uid: String {
+    /// The user it is about (nil: an invite's, whoever redeemed it).
+    var uid: String? {
         switch self {
         case .user(let u), .authToken(let u, _): return u
+        case .invite: return nil
         }
     }
 
     /// Whether a connection of `uid` authenticated with auth token `tokenId` (nil: unknown, or
-    /// the operator's call token) falls under it.
-    func covers(uid: String, tokenId: String?) -> Bool {
+    /// the operator's call token), or redeemed from invite `grantId`, falls under it.
+    func covers(uid: String, tokenId: String?, grantId: String? = nil) -> Bool {
         switch self {
         case .user(let u): return u == uid
         case .authToken(let u, let id): return u == uid && tokenId == id
+        case .invite(let id): return grantId == id
         }
     }
 }

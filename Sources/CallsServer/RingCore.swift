@@ -131,12 +131,13 @@ final class RingCore {
             finish(ring, status: .ended, trigger: .callEnded, persist: hooks(.callEnded, ring.call))
         case .restore(let list): restore(list)
         case .revoked(let r):
-            for d in devices[r.uid] ?? [] where r.covers(uid: r.uid, tokenId: users[d]?.tokenId) {
+            guard let uid = r.uid else { break }  // (an invite opens no presence)
+            for d in devices[uid] ?? [] where r.covers(uid: uid, tokenId: users[d]?.tokenId) {
                 users[d] = nil
-                devices[r.uid]?.remove(d)
+                devices[uid]?.remove(d)
                 effects.append(.close(d))
             }
-            if devices[r.uid]?.isEmpty == true { devices[r.uid] = nil }
+            if devices[uid]?.isEmpty == true { devices[uid] = nil }
         }
         defer { effects = [] }
         return effects

@@ -79,6 +79,8 @@ extension RoomCore {
             if let t = room.participants[target] {
                 removedTokens[room.sessionId, default: [:]][t.tokenID] = t.tokenExpires
                 sessionBans[room.sessionId, default: []].insert(t.wire.uid)
+                // …and the invite they came in with lets nobody else in for them.
+                if let g = t.grantID { sessionBans[room.sessionId, default: []].insert(Self.grantBanKey(g)) }
             }
             leave(session: room.sessionId, pid: target, reason: .removed, notifySelf: true)
         }

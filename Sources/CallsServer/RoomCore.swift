@@ -35,6 +35,8 @@ final class RoomCore {
         var tokenExpires: Int64 = 0
         /// The auth token its call token was minted with (`atid`; nil: the operator's token).
         var authTokenID: String?
+        /// The invite grant its call token was redeemed from (`gid`).
+        var grantID: String?
         /// The operator set this role in the call token: succession never changes it.
         var roleFromToken = false
         /// A moderator muted it: the relay forwards nothing it sends until it unmutes itself.
@@ -110,6 +112,8 @@ final class RoomCore {
     /// Users a moderator removed, per live session: no token of theirs gets back in until the
     /// room ends (or a moderator lets them back: `liftSessionBan`).
     var sessionBans: [String: Set<String>] = [:]
+    /// The `sessionBans` entry of a removed participant's invite grant (a uid has no ':').
+    static func grantBanKey(_ gid: String) -> String { "grant:" + gid }
     /// Users a moderator muted where the room holds mutes (`untilAllowed`), per live session:
     /// they come back muted (at the relay too) after leaving, until a moderator allows them.
     var heldMutes: [String: Set<String>] = [:]
@@ -193,8 +197,8 @@ final class RoomCore {
             }
         case .revoked(let r):
             for room in Array(rooms.values) {
-                for (pid, p) in room.participants where r.covers(uid: p.wire.uid, tokenId: p.authTokenID) {
-                    log(.info, "participant removed: tokens revoked", ["session": room.sessionId, "uid": r.uid, "pid": pid])
+                for (pid, p) in room.participants where r.covers(uid: p.wire.uid, tokenId: p.authTokenID, grantId: p.grantID) {
+                    log(.info, "participant removed: tokens revoked", ["session": room.sessionId, "uid": p.wire.uid, "pid": pid])
                     leave(session: room.sessionId, pid: pid, reason: .revoked, notifySelf: true)
                 }
             }
@@ -357,7 +361,8 @@ final class RoomCore {
         }
         let tokenID = claims.jti ?? Hex.encode(Array(j.callToken.utf8.suffix(16)))
         removedTokens[claims.sid] = removedTokens[claims.sid]?.filter { $0.value > now / 1000 }
-        if removedTokens[claims.sid]?[tokenID] != nil || sessionBans[claims.sid]?.contains(claims.sub) == true {
+        if removedTokens[claims.sid]?[tokenID] != nil || sessionBans[claims.sid]?.contains(claims.sub) == true
+            || claims.gid.map({ sessionBans[claims.sid]?.contains(Self.grantBanKey($0)) == true }) == true {
             return fail(connection, .removedFromSession,
                         "A moderator removed you from this session; you cannot rejoin it, with any token, until it ends or a moderator lets you back in.",
                         close: true)
@@ -367,7 +372,7 @@ final class RoomCore {
         }
         let rules = roomRules.rules(claims.sid)
         let tokenRole = claims.role.flatMap(ParticipantRole.init(rawValue:))
-        let invited = tokenRole == .moderator || rules?.allowedUids?.contains(claims.sub) == true
+        let invited = tokenRole == .moderator || rules?.allowedUids?.contains(claims.sub) == true || claims.gid != nil
         let access = roomRules.access(claims.sid)
         if let allowed = rules?.allowedUids, !allowed.contains(claims.sub), access == .open {
             return fail(connection, .notOnAllowList, "This session admits only the people on its list.", close: true)
@@ -436,7 +441,7 @@ final class RoomCore {
                             resumeToken: ResumeToken.make(secret: randomHex(24), session: claims.sid), key: nextKey, ref: ref,
                             idleTimeoutSeconds: j.idleTimeoutSeconds ?? limits.defaultIdleTimeoutSeconds,
                             chatLimiter: RateLimiter(capacity: limits.chatBurst, perSecond: limits.chatPerSecond), admitted: false,
-                            tokenID: tokenID, tokenExpires: claims.exp, authTokenID: claims.atid, roleFromToken: tokenRole != nil,
+                            tokenID: tokenID, tokenExpires: claims.exp, authTokenID: claims.atid, grantID: claims.gid, roleFromToken: tokenRole != nil,
                             serverMuted: muteHeld, unmuteHeld: muteHeld,
                             mediaKey: identities.randomBytes(SRTPProfile.aeadAES128GCM.masterKeyLength))
         nextKey += 1

@@ -150,5 +150,12 @@ struct SchemaMigration: Sendable {
         "ALTER TABLE call_participants ADD COLUMN moderated INTEGER",
         // One auth token revoked: the call tokens minted with it (`atid`) stop working.
         "CREATE TABLE IF NOT EXISTS auth_token_revocations(token_id TEXT PRIMARY KEY, revoked_at INTEGER NOT NULL)",
+        // Invite grants: the link carries the id; uses and revocation are kept here.
+        """
+        CREATE TABLE IF NOT EXISTS invites(invite_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
+            created_by TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, max_uses INTEGER,
+            uses INTEGER NOT NULL DEFAULT 0, revoked_at INTEGER)
+        """,
+        "CREATE INDEX IF NOT EXISTS invites_session ON invites(session_id)",
     ])
 }

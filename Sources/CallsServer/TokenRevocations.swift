@@ -19,6 +19,10 @@ final class TokenRevocations: Sendable {
     /// Call tokens minted with auth token `id` are refused from now on.
     func revoke(authToken id: String) { authTokens.withLock { _ = $0.insert(id) } }
 
+    /// Invite grants revoked: the call tokens redeemed from them no longer count.
+    private let invites = Locked<Set<String>>([])
+    func revoke(invite id: String) { invites.withLock { _ = $0.insert(id) } }
+
     /// Tokens of `uid` issued before `seconds` are refused from now on.
     func revoke(uid: String, before seconds: Int64) {
         notBefore.withLock { $0[uid] = max($0[uid] ?? 0, seconds) }
@@ -27,6 +31,7 @@ final class TokenRevocations: Sendable {
     /// Whether a verified token still counts.
     func allows(_ claims: CallTokenClaims) -> Bool {
         if let atid = claims.atid, authTokens.withLock({ $0.contains(atid) }) { return false }
+        if let gid = claims.gid, invites.withLock({ $0.contains(gid) }) { return false }
         guard let nb = notBefore.withLock({ $0[claims.sub] }) else { return true }
         return claims.iat >= nb
     }

@@ -1,0 +1,88 @@
+import CallsCore
+
+/// An invite grant as stored (`/v3/rooms/{sessionId}/invites`): the signed link carries only
+/// its id, session and expiry; the rest — who made it, how often it may be used, whether it was
+/// revoked — is here, so a revoked or used-up grant stops at once on every node.
+public struct StoredInvite: Sendable, Equatable, Codable {
+    public var inviteId: String
+    public var sessionId: String
+    /// `guest` (no account needed: a display name) or `participant` (an account's own uid).
+    public var role: String
+    public var createdBy: String
+    public var createdAt: Int64
+    public var expiresAt: Int64
+    /// nil: any number of times until it expires.
+    public var maxUses: Int?
+    public var uses: Int
+    public var revokedAt: Int64?
+}
+
+extension CallStore {
+    func createInvite(_ i: StoredInvite) throws(DatabaseError) {
+        try locked { () throws(DatabaseError) in
+            try db.execute("""
+                INSERT INTO invites(invite_id, session_id, role, created_by, created_at, expires_at, max_uses, uses)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 0)
+                """, [.text(i.inviteId), .text(i.sessionId), .text(i.role), .text(i.createdBy), .int(i.createdAt), .int(i.expiresAt),
+                      i.maxUses.map { .int(Int64($0)) } ?? .null])
+        }
+    }
+
+    private static func invite(_ r: [DatabaseValue]) -> StoredInvite {
+        StoredInvite(inviteId: r[0].text ?? "", sessionId: r[1].text ?? "", role: r[2].text ?? "guest", createdBy: r[3].text ?? "",
+                     createdAt: r[4].int ?? 0, expiresAt: r[5].int ?? 0, maxUses: r[6].int.map(Int.init), uses: Int(r[7].int ?? 0), revokedAt: r[8].int)
+    }
+
+    private static let inviteColumns = "invite_id, session_id, role, created_by, created_at, expires_at, max_uses, uses, revoked_at"
+
+    public func invites(sessionId: String) throws(DatabaseError) -> [StoredInvite] {
+        try locked { () throws(DatabaseError) in
+            try db.query("SELECT \(Self.inviteColumns) FROM invites WHERE session_id = ? ORDER BY created_at", [.text(sessionId)]).map(Self.invite)
+        }
+    }
+
+    public func invite(id: String) throws(DatabaseError) -> StoredInvite? {
+        try locked { () throws(DatabaseError) in
+            try db.query("SELECT \(Self.inviteColumns) FROM invites WHERE invite_id = ?", [.text(id)]).first.map(Self.invite)
+        }
+    }
+
+    /// Takes one use of an invite at `now` (epoch ms), in one statement (two nodes cannot both
+    /// take the last one). Nil: no such invite, or it is revoked, expired or used up.
+    func useInvite(id: String, sessionId: String, at now: Int64) throws(DatabaseError) -> StoredInvite? {
+        try locked { () throws(DatabaseError) -> StoredInvite? in
+            try db.execute("""
+                UPDATE invites SET uses = uses + 1 WHERE invite_id = ? AND session_id = ? AND revoked_at IS NULL AND expires_at > ?
+                    AND (max_uses IS NULL OR uses < max_uses)
+                """, [.text(id), .text(sessionId), .int(now)])
+            guard db.changes > 0 else { return nil }
+            return try db.query("SELECT \(Self.inviteColumns) FROM invites WHERE invite_id = ?", [.text(id)]).first.map(Self.invite)
+        }
+    }
+
+    /// Revokes an invite of `sessionId`; false when there is none.
+    func revokeInvite(id: String, sessionId: String, at now: Int64) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
+            try db.execute("UPDATE invites SET revoked_at = COALESCE(revoked_at, ?) WHERE invite_id = ? AND session_id = ?",
+                           [.int(now), .text(id), .text(sessionId)])
+            return db.changes > 0
+        }
+    }
+
+    /// Invites revoked while their call tokens may still be about (for the rooms to refuse them).
+    func revokedInvites(since: Int64) throws(DatabaseError) -> Set<String> {
+        try locked { () throws(DatabaseError) in
+            Set(try db.query("SELECT invite_id FROM invites WHERE revoked_at IS NOT NULL AND revoked_at >= ?", [.int(since)]).compactMap { $0[0].text })
+        }
+    }
+
+    /// Whether `uid` is in the live call of `sessionId` now (a participant may invite others).
+    func isInLiveCall(uid: String, sessionId: String) throws(DatabaseError) -> Bool {
+        try locked { () throws(DatabaseError) in
+            try !db.query("""
+                SELECT 1 FROM call_participants p JOIN calls c ON c.id = p.call_id
+                WHERE c.session_id = ? AND c.ended_at IS NULL AND p.uid = ? AND p.left_at IS NULL LIMIT 1
+                """, [.text(sessionId), .text(uid)]).isEmpty
+        }
+    }
+}
