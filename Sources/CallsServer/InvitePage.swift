@@ -43,7 +43,7 @@ struct InvitePage {
 
     /// The page: which call, how many are in it now (never who: anyone with the link reads it),
     /// and how to join from a terminal or the app.
-    static func html(sessionId: String, publicURL: String, present: Int, status: String?) -> String {
+    static func html(sessionId: String, publicURL: String, present: Int, status: String?, invite: String? = nil) -> String {
         let sid = escape(sessionId)
         let link = escape(link(publicURL: publicURL, sessionId: sessionId))
         let who = present == 0 ? "<p>Nobody is in the call right now.</p>"
@@ -57,7 +57,8 @@ struct InvitePage {
             <h1>Join the call \(sid)</h1>
             \(state)\(who)
             <h2>From a terminal</h2>
-            <pre>callroom join \(link) --uid YOUR_UID --auth-key KEY</pre>
+            \(invite.map { "<pre>callroom join '\(link)?invite=\(escape($0))' --name YOUR_NAME</pre><p>This invite lets you in as a guest: no account, just a name.</p>" }
+                ?? "<pre>callroom join \(link) --uid YOUR_UID --auth-token TOKEN</pre><p>With an account of this app (your backend gives you the auth token).</p>")
             <h2>From the app</h2>
             <p><a href="callroom://call/\(escape(sessionId))">Open in CallRoom</a> · <a href="\(link)">\(link)</a></p>
             </body></html>

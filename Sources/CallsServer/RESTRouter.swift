@@ -66,12 +66,14 @@ struct RESTRouter: Sendable {
         Route(.get, "v3/app") { rt, _, _ in
             rt.ok(AppInfo(appId: rt.keys.appId, region: rt.config.region, mediaPort: rt.mediaPort, publicURL: rt.publicURL))
         },
-        Route(.get, "call/*") { rt, _, parts in
+        Route(.get, "call/*") { rt, r, parts in
             guard isIdentifier(parts[1], max: 128) else { throw ServerError(.sessionIdInvalid, "Not a session id.") }
             let call = try rt.store.latestCall(sessionId: parts[1])
             // A page anyone with the link opens: how many are in, never who.
             let present = call.map { c in c.endedAt == nil ? c.participants.filter { $0.leftAt == nil }.count : 0 } ?? 0
-            let html = InvitePage.html(sessionId: parts[1], publicURL: rt.publicURL, present: present, status: call?.status)
+            // (A grant is shown back only as the characters a JWT has: nothing else reaches the page.)
+            let invite = r.query["invite"].flatMap { g in g.count <= 4096 && g.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) ? g : nil }
+            let html = InvitePage.html(sessionId: parts[1], publicURL: rt.publicURL, present: present, status: call?.status, invite: invite)
             return HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: Array(html.utf8), headers: InvitePage.securityHeaders)
         },
         Route(.get, ".well-known/apple-app-site-association") { rt, _, _ in

@@ -216,9 +216,16 @@ extension CallScreenController {
             }
         case .screenShareToggle: toggleShare()
         case .shareInvite:
-            guard let link = session.inviteLink else { return model.toast("No invite link yet (not in a session)", kind: .error) }
-            let outcome = driver.copyToClipboard(link)
-            model.toast(outcome.inviteToast(link), seconds: outcome == .unavailable ? 15 : 8)
+            guard session.inviteLink != nil else { return model.toast("No invite link yet (not in a session)", kind: .error) }
+            model.toast("Making an invite link…")
+            // A guest invite (no key in it): minted over REST, then copied on the main thread.
+            let session = self.session
+            Task { @MainActor [weak self] in
+                guard let self, let link = await session.shareableInviteLink() else { return }
+                let outcome = self.driver.copyToClipboard(link)
+                self.model.toast(outcome.inviteToast(link), seconds: outcome == .unavailable ? 15 : 8)
+                self.dirty = true
+            }
         default: break
         }
     }

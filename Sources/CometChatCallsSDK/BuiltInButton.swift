@@ -82,4 +82,14 @@ extension CallSession {
     /// The session's invite link (`<publicURL>/call/<sessionId>`, the server's public URL when
     /// it has one), for the share-invite button.
     public var inviteLink: String? { currentClient?.inviteLink }
+
+    /// CallRoom: a link to share that lets someone in without an account or a key: a fresh guest
+    /// invite (a day, any number of uses) minted for you; the plain session link when you cannot
+    /// mint one (a guest yourself). nil outside a session.
+    public func shareableInviteLink() async -> String? {
+        guard let c = currentClient, let plain = c.inviteLink else { return nil }
+        guard let session = c.currentSessionID, let user = c.user, !user.authToken.isEmpty,
+              let invite = try? await c.createInvite(sessionID: session) else { return plain }
+        return invite.link
+    }
 }

@@ -120,6 +120,7 @@ extension CallsClient {
                 $0.notices = pendingNotices
                 $0.features = Set(j.features ?? [])
                 $0.locked = j.locked == true
+                $0.sessionID = j.sessionId
                 $0.waitingInLobby = false
             }
             startReceiverReports()

@@ -16,7 +16,7 @@ public final class CallsClient: @unchecked Sendable {
     /// How an `https://` server's certificate is checked.
     public let trust: TLSTrust
     public let appID: String
-    private let rest: RESTClient
+    let rest: RESTClient
     private let eventQueue: DispatchQueue
     private let onEvent: @Sendable (CallEvent) -> Void
     private let mediaProbe: (any MediaProbe)?
@@ -82,6 +82,7 @@ public final class CallsClient: @unchecked Sendable {
         var chat: [ChatMessage] = []
         /// The server's invite link for the session (its public URL), if it sent one.
         var inviteLink: String?
+        var sessionID: String?
         /// How many times this session came back by rejoining (the server had lost it) rather
         /// than resuming.
         var rejoins = 0
@@ -159,6 +160,8 @@ public final class CallsClient: @unchecked Sendable {
     public var inviteLink: String? {
         published.withLock { $0.active ? $0.inviteLink : nil }
     }
+    /// The session you are in (nil outside one).
+    public var currentSessionID: String? { published.withLock { $0.active ? $0.sessionID : nil } }
     public var isAudioMuted: Bool { published.withLock { $0.muted } }
     /// The session's chat so far (newest last, at most 500).
     public var chatMessages: [ChatEntry] { published.withLock { $0.chat } }

@@ -56,6 +56,13 @@ extension CometChatCalls {
         try await join(callToken: callToken, settings: callSetting, container: container)
     }
 
+    /// CallRoom: redeems an invite (`invite=` of a shared link) for a call token of its session —
+    /// as the logged-in user, or, not logged in, as a guest known by `name` (a guest invite).
+    public static func redeemInvite(_ invite: String, name: String?) async throws(CometChatCallException) -> (sessionID: String, callToken: String) {
+        let (c, _) = try requireClient()
+        return try await c.redeemInvite(invite, name: name)
+    }
+
     /// Generates a token and joins.
     public static func joinSession(sessionID: String, callSetting: SessionSettingsBuilder.SessionSettings,
                                    container: (any CallContainer)? = nil) async throws(CometChatCallException) {

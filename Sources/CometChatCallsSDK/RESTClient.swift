@@ -18,12 +18,22 @@ package struct RESTClient: Sendable {
     /// to `CometChatCallException`.
     package func call<T: Decodable & Sendable>(_ method: String, _ path: String, headers: [String: String] = [:],
                                        body: [String: String]? = nil, as: T.Type) async throws(CometChatCallException) -> T {
+        try await send(method, path, headers: headers, payload: body.flatMap { try? JSONSerialization.data(withJSONObject: $0) }.map { Array($0) }, as: T.self)
+    }
+
+    /// The same with a typed body (numbers stay numbers).
+    package func call<T: Decodable & Sendable, B: Encodable>(_ method: String, _ path: String, headers: [String: String] = [:],
+                                                             encodable body: B, as: T.Type) async throws(CometChatCallException) -> T {
+        try await send(method, path, headers: headers, payload: (try? JSONEncoder().encode(body)).map { Array($0) }, as: T.self)
+    }
+
+    private func send<T: Decodable & Sendable>(_ method: String, _ path: String, headers: [String: String],
+                                               payload: [UInt8]?, as: T.Type) async throws(CometChatCallException) -> T {
         guard let url = URL(string: path, relativeTo: baseURL) else {
             throw CometChatCallException(errorCode: CometChatCallException.apiError, errorDescription: "bad path \(path)")
         }
         var lines = ["Content-Type: application/json", "appId: \(appID)"]
         for (k, v) in headers.sorted(by: { $0.key < $1.key }) { lines.append("\(k): \(v)") }
-        let payload = body.flatMap { try? JSONSerialization.data(withJSONObject: $0) }.map { Array($0) }
         let (trust, base, target, requestHeaders) = (self.trust, baseURL.absoluteString, url.absoluteString, lines)
         let result: Result<(Data, Int), CometChatCallException> = await withCheckedContinuation { cont in
             DispatchQueue.global().async {

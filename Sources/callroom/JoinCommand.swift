@@ -17,7 +17,8 @@ enum JoinCommand {
 
         Joins a session on a CallRoom server and shows the call screen. An invite link
         (https://HOST/call/SESSION, as the invite button copies it) gives the server too;
-        callroom://call/SESSION gives the session.
+        callroom://call/SESSION gives the session. A link with an invite
+        (…/call/SESSION?invite=GRANT) lets a guest in with --name alone: no account, no key.
 
         OPTIONS:
           --server URL         the callroomd base URL (http://HOST:PORT or https://HOST[:PORT])
@@ -86,15 +87,19 @@ enum JoinCommand {
             Console.fail("join needs exactly one SESSION_ID\nRun 'callroom join --help' for usage.")
         }
         // An invite link names both: https://HOST/call/SESSION (callroom://call/SESSION needs --server).
-        var session = target, linkServer: String?
+        var session = target, linkServer: String?, grant: String?
         if let link = InviteLink(target) {
             session = link.session
             linkServer = link.server
+            grant = link.invite
         }
         let server = args["server"] ?? (args["settings"] == nil ? linkServer : nil)
         guard (server == nil) != (args["settings"] == nil) else { Console.fail("give exactly one of --server and --settings (or an https invite link)") }
-        guard let uid = args["uid"] ?? (args["auth-token"] != nil ? "" : nil) else { Console.fail("--uid is required") }
-        guard (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }
+        // An invite link with its grant: a guest needs only a name (no account, no key).
+        let guest = grant != nil && args["uid"] == nil && args["auth-key"] == nil && args["auth-token"] == nil
+        if guest && SDKSetup.displayName(args) == nil { Console.fail("joining with an invite as a guest needs --name NAME (the name others see)") }
+        guard let uid = args["uid"] ?? (args["auth-token"] != nil || guest ? "" : nil) else { Console.fail("--uid is required") }
+        guard guest || (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }
         let frameMs = Int(args["frame-ms"] ?? "20") ?? 0
         guard frameMs == 10 || frameMs == 20 else { Console.fail("--frame-ms must be 10 or 20") }
         let periodMs: Int?
@@ -102,6 +107,7 @@ enum JoinCommand {
         var options = SDKSetup.Options(server: server, settingsFile: args["settings"], appID: args["app-id"], uid: uid,
                                        name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
         options.readTLS(args)
+        options.invite = grant
         let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
         let headless = args.has("headless")
@@ -169,12 +175,19 @@ enum JoinCommand {
         let built = settings.build()
         let videoDump = dump
         signal(SIGPIPE, SIG_IGN)
+        // With an invite the call token comes from redeeming it (as the user, or as a guest).
+        let name = args["name"]
+        var token: (@Sendable () async throws(CometChatCallException) -> String)?
+        if let g = grant {
+            token = { () async throws(CometChatCallException) -> String in try await CometChatCalls.redeemInvite(g, name: name).callToken }
+        }
+        let redeem = token
         Task { @MainActor in
             if headless {
-                await HeadlessSession.run(options: options, sessionID: session, settings: built, cleanup: { videoDump?.close() })
+                await HeadlessSession.run(options: options, sessionID: session, settings: built, token: redeem, cleanup: { videoDump?.close() })
                 videoDump?.attach()
             } else {
-                await CallScreenApp.run(options: options, sessionID: session, settings: built, title: session, eventLog: args["event-log"])
+                await CallScreenApp.run(options: options, sessionID: session, settings: built, title: session, eventLog: args["event-log"], token: redeem)
             }
         }
         dispatchMain()
@@ -186,6 +199,8 @@ enum JoinCommand {
 struct InviteLink: Equatable {
     var server: String?
     var session: String
+    /// `?invite=GRANT`: the signed invite the link carries (a guest joins with it).
+    var invite: String?
 
     init?(_ text: String) {
         guard let url = URL(string: text), let scheme = url.scheme else { return nil }
@@ -201,5 +216,6 @@ struct InviteLink: Equatable {
         let prefix = parts.dropLast(2).map { "/" + $0 }.joined()
         server = "\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")\(prefix)"
         session = parts[parts.count - 1]
+        invite = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "invite" }?.value
     }
 }

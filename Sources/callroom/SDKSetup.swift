@@ -14,6 +14,8 @@ enum SDKSetup {
         var name: String?
         var authKey: String?
         var authToken: String?
+        /// An invite link's grant: without a key or token, joining as a guest (no login).
+        var invite: String? = nil
         /// `--ca-file` / `--insecure` for an https:// server.
         var caFile: String? = nil
         var insecure = false
@@ -75,6 +77,8 @@ enum SDKSetup {
                 .set(caFile: o.caFile).set(insecureTLS: o.insecure).build())
         }
         if let token = o.authToken { return try await CometChatCalls.login(authToken: token) }
+        // A guest with an invite logs in as nobody: redeeming the invite makes them its guest.
+        if o.invite != nil && o.authKey == nil { return CallsUser(uid: "", name: o.name ?? "", status: "guest", authToken: "") }
         guard let key = o.authKey else {
             throw CometChatCallException(errorCode: "AUTH_TOKEN_ERROR", errorDescription: "give --auth-key or --auth-token")
         }

@@ -26,6 +26,10 @@ final class InvitePageTests: XCTestCase {
         XCTAssertEqual(page.headers["x-content-type-options"], "nosniff")
         XCTAssertTrue(page.headers["content-security-policy"]?.contains("default-src 'none'") == true, "\(page.headers)")
         XCTAssertEqual(page.headers["referrer-policy"], "no-referrer")
+        XCTAssertFalse(html.contains("auth-key"), "the page never asks for the shared key")
+        let invited = BlockingHTTP.request("GET", h.server.url + "/call/standup?invite=aa.bb-cc_dd").text
+        XCTAssertTrue(invited.contains("callroom join 'https://calls.example.com/call/standup?invite=aa.bb-cc_dd' --name YOUR_NAME"), invited)
+        XCTAssertFalse(BlockingHTTP.request("GET", h.server.url + "/call/standup?invite=%3Cscript%3E").text.contains("<script"), "only a grant's characters come back")
         XCTAssertTrue(html.contains("callroom join https://calls.example.com/call/standup"), "the public link, not loopback")
         XCTAssertTrue(html.contains(#"href="callroom://call/standup""#))
         XCTAssertEqual(h.request("GET", "/v3/app").data["publicURL"] as? String, "https://calls.example.com")
