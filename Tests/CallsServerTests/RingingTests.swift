@@ -28,15 +28,22 @@ final class RingingTests: XCTestCase {
         return nil
     }
 
+    /// Ann and Bob online (Bob on `devices` devices), Ann calling Bob: the call's session id
+    /// once Ann is told it rings.
+    func annCallsBob(_ h: ServerHarness, devices: Int = 1) throws -> (ann: SignalProbe, bob: [SignalProbe], sid: String) {
+        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
+        let ann = try Self.online(url: url, appId: app, authKey: key, uid: "ann")
+        let bob = try (0..<devices).map { _ in try Self.online(url: url, appId: app, authKey: key, uid: "bob") }
+        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
+        return (ann, bob, try XCTUnwrap(call(ann, .initiated)?.sessionId))
+    }
+
     func testAnAcceptedCallRingsEveryDeviceAndItsRoomRecordsIntoTheSameCall() throws {
         let h = try ServerHarness()
         defer { h.stop(); h.removeData() }
-        let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
-        let ann = try Self.online(url: url, appId: app, authKey: key, uid: "ann")
-        let bobPhone = try Self.online(url: url, appId: app, authKey: key, uid: "bob")
-        let bobLaptop = try Self.online(url: url, appId: app, authKey: key, uid: "bob")
-        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
-        let sid = try XCTUnwrap(call(ann, .initiated)?.sessionId)
+        let url = h.server.url
+        let (ann, bobDevices, sid) = try annCallsBob(h, devices: 2)
+        let (bobPhone, bobLaptop) = (bobDevices[0], bobDevices[1])
         XCTAssertEqual(call(bobPhone, .incoming)?.initiator.name, "Ann")
         XCTAssertNotNil(call(bobLaptop, .incoming))
         // Ringing is on record before anyone heard of it.
@@ -79,10 +86,8 @@ final class RingingTests: XCTestCase {
         let h = try ServerHarness()
         defer { h.stop(); h.removeData() }
         let (url, app, key) = (h.server.url, h.server.keys.appId, h.server.keys.authKey)
-        let ann = try Self.online(url: url, appId: app, authKey: key, uid: "ann")
-        let bob = try Self.online(url: url, appId: app, authKey: key, uid: "bob")
-        ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
-        let sid = try XCTUnwrap(call(ann, .initiated)?.sessionId)
+        let (ann, bobDevices, sid) = try annCallsBob(h)
+        let bob = bobDevices[0]
         XCTAssertNotNil(call(bob, .incoming))
         bob.send(.acceptCall(sessionId: sid))
         XCTAssertNotNil(call(ann, .accepted))
