@@ -8,6 +8,8 @@ set -euo pipefail
 packages=(
   pkg-config
   libwebsockets-dev   # HTTP + WebSocket server and client
+  libwebsockets-evlib-ev # its libev event loop: the server waits with epoll, not poll over every socket
+  libev-dev           # libev: that loop, owned by the server
   libopus-dev         # Opus codec
   libasound2-dev      # ALSA capture and playback
   libspeexdsp-dev     # resampling

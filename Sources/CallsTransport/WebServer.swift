@@ -94,6 +94,10 @@ public final class WebServer: @unchecked Sendable {
         return p
     }()
     private var thread: Thread?
+    /// The libev loop the context runs on (nil: libwebsockets' own poll loop, where the
+    /// event-library plugin is missing).
+    private var eventLoop: UnsafeMutableRawPointer?
+    private var foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
     /// A certificate reload asked for (any thread) and its result (the service thread).
     private let reloadRequest = Locked<DispatchSemaphore?>(nil)
     private let reloadResult = Locked<Bool>(false)
@@ -203,7 +207,25 @@ public final class WebServer: @unchecked Sendable {
             alpn = strdup("http/1.1")
             info.alpn = UnsafePointer(alpn)
         }
-        guard let ctx = lws_create_context(&info) else {
+        // On libev (epoll) where libwebsockets' plugin for it is installed; else its poll loop.
+        var created: OpaquePointer?
+        if let loop = callroom_ev_loop_new() {
+            let loops = UnsafeMutablePointer<UnsafeMutableRawPointer?>.allocate(capacity: 1)
+            loops.initialize(to: loop)
+            var withLoop = info
+            withLoop.options |= callroom_lws_opt_libev
+            withLoop.foreign_loops = loops
+            created = lws_create_context(&withLoop)
+            if created != nil {
+                eventLoop = loop
+                foreignLoops = loops
+            } else {
+                loops.deallocate()
+                callroom_ev_loop_destroy(loop)
+            }
+        }
+        if created == nil { created = lws_create_context(&info) }
+        guard let ctx = created else {
             throw .cannotCreateContext(host: host, port: requested)
         }
         context = ctx
@@ -261,10 +283,21 @@ public final class WebServer: @unchecked Sendable {
     private func serviceLoop() {
         guard let ctx = context else { return }
         while running.load(ordering: .acquiring) {
-            if lws_service(ctx, 0) < 0 { break }
+            if let loop = eventLoop {
+                callroom_ev_run_once(loop)
+            } else if lws_service(ctx, 0) < 0 {
+                break
+            }
         }
         waker.retire()
         lws_context_destroy(ctx)
+        if let loop = eventLoop {
+            callroom_ev_run_nowait(loop)
+            callroom_ev_loop_destroy(loop)
+            eventLoop = nil
+        }
+        foreignLoops?.deallocate()
+        foreignLoops = nil
         context = nil
         connections.removeAll()
         stopped.signal()
