@@ -138,6 +138,12 @@ public enum CallScreenRenderer {
         let g = b.glyphs
         let base = CellStyle(bold: true, reverse: true)
         var items: [(String, CellStyle)] = [(m.title, base)]
+        if let first = m.lobby.first {
+            let more = m.lobby.count > 1 ? " +\(m.lobby.count - 1)" : ""
+            // Someone at the door comes first (a moderator must answer); narrow screens get the short form.
+            let text = rect.width >= 70 ? "\(first.name)\(more) waiting: y admit, n deny" : "\(first.name)\(more) waits: y/n"
+            items.append((text, CellStyle(fg: .yellow, bold: true, reverse: true)))
+        }
         if !m.settings.hideSessionTimer { items.append((timer(m), base)) }
         // Being recorded is what everyone must see first, then whether you are heard.
         if m.isRecording && !m.settings.hideRecordingStatusIndicator {
@@ -147,10 +153,6 @@ public enum CallScreenRenderer {
             items.append((s == .live ? "\(g.recording) LIVE" : "LIVE reconnecting…", CellStyle(fg: s == .live ? .red : .yellow, bold: true, reverse: true)))
         }
         if m.isMuted { items.append(("YOU ARE MUTED", CellStyle(fg: .red, bold: true, reverse: true))) }
-        if let first = m.lobby.first {
-            let more = m.lobby.count > 1 ? " +\(m.lobby.count - 1)" : ""
-            items.append(("\(first.name)\(more) waiting: y admit, n deny", CellStyle(fg: .yellow, bold: true, reverse: true)))
-        }
         if m.roomLocked { items.append(("LOCKED", CellStyle(fg: .yellow, bold: true, reverse: true))) }
         items.append(("\(m.tiles.count) participant\(m.tiles.count == 1 ? "" : "s")", base))
         let hands = m.handQueue

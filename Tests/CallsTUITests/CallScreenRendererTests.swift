@@ -521,6 +521,7 @@ final class CallScreenRendererTests: XCTestCase {
         cases.append(("hidden-buttons-80x20", hidden, 80, 20, true))
         var waiting = base(2); waiting.roomLocked = true; waiting.lobby = [.init(pid: "w1", name: "Grace"), .init(pid: "w2", name: "Linus")]
         cases.append(("lobby-locked-120x40", waiting, 120, 40, true))
+        cases.append(("lobby-40x12", waiting, 40, 12, false))
         cases.append(("too-small-20x8", base(), 20, 8, true))
         cases.append(("too-small-ascii-30x8", base(), 30, 8, false))
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden")
