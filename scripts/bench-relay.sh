@@ -16,6 +16,7 @@
 # --pin runs the server on the last core alone (one relay thread unless --relay-threads says
 # otherwise) and the generator on the others, so neither steals the other's CPU.
 # --fast-path runs the relay with its eBPF kernel fast path (root; builds the program first).
+# --bpf-object PATH loads another build's fast-path program (with --callroomd of that build).
 # --no-sender-limits turns the relay's per-sender packet and byte limits off (0), for the cost
 # of those limits against the same build (issue #34).
 # --cluster N runs N nodes on one redis-server (started here) with the same keys instead of one
@@ -37,6 +38,7 @@ server_bin=""
 srtp=""
 record=""
 nolimits=""
+bpf_object="$PWD/.build/bpf/relay_fastpath.bpf.o"
 cluster=1
 shapes=()
 while [ $# -gt 0 ]; do
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
         --callroomd) server_bin="${2:?--callroomd needs a path}"; shift 2
             [ -x "$server_bin" ] || { echo "bench-relay: '$server_bin' is not an executable" >&2; exit 2; } ;;
         --srtp) srtp="--srtp"; shift ;;
+        --bpf-object) bpf_object="${2:?--bpf-object needs a path}"; shift 2 ;;
         --no-sender-limits) nolimits=', "relayAudioPacketsPerSecond": 0, "relayAudioBytesPerSecond": 0, "relayVideoPacketsPerSecond": 0, "relayVideoBytesPerSecond": 0'; shift ;;
         --record) srtp="--record"; record=1; shift ;;
         --cluster) cluster="${2:?--cluster needs N}"; shift 2
@@ -90,7 +93,7 @@ trap cleanup EXIT
 trap 'cleanup; trap - EXIT; exit 1' INT TERM PIPE
 if [ -n "$fast" ]; then
     bash scripts/build-bpf.sh
-    echo "{\"restRequestsPerSecond\": 100000, \"relayFastPath\": \"on\", \"relayFastPathObject\": \"$PWD/.build/bpf/relay_fastpath.bpf.o\"$nolimits}" > "$work/config.json"
+    echo "{\"restRequestsPerSecond\": 100000, \"relayFastPath\": \"on\", \"relayFastPathObject\": \"$bpf_object\"$nolimits}" > "$work/config.json"
 else
     echo "{\"restRequestsPerSecond\": 100000$nolimits}" > "$work/config.json"
 fi
