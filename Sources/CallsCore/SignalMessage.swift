@@ -63,6 +63,8 @@ public enum ClientMessage: Sendable, Equatable {
     /// Moderators: let someone waiting in the lobby in (`pid` from `lobbyRequest`), or send them away.
     case admitFromLobby(pid: String)
     case denyFromLobby(pid: String)
+    /// Moderators: let a user removed from this session join it again (with a new call token).
+    case allowRejoin(uid: String)
     /// Keep-alive; answered by `pong` with the same id.
     case ping(Int)
     /// Presence: this connection is one of the user's online devices (the user's auth token);
@@ -258,6 +260,7 @@ public enum SignalDecodeError: Error, Equatable, Sendable {
 /// Bodies that sit beside `type` in a message's JSON object.
 private struct Flag: Codable, Sendable { var value: Bool }
 private struct LockBody: Codable, Sendable { var value: Bool; var pid: String? }
+private struct UidBody: Codable, Sendable { var uid: String }
 private struct IdBody: Codable, Sendable { var id: Int }
 private struct Empty: Codable, Sendable {}
 private struct PidBody: Codable, Sendable { var pid: String? }
@@ -333,6 +336,7 @@ extension ClientMessage {
                  match: { if case .admitFromLobby(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("denyFromLobby", PidBody.self, make: { $0.pid.map { .denyFromLobby(pid: $0) } },
                  match: { if case .denyFromLobby(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("allowRejoin", UidBody.self, make: { .allowRejoin(uid: $0.uid) }, match: { if case .allowRejoin(let u) = $0 { return UidBody(uid: u) }; return nil }),
         WireCase("ping", IdBody.self, make: { .ping($0.id) }, match: { if case .ping(let id) = $0 { return IdBody(id: id) }; return nil }),
         WireCase("hello", HelloBody.self, make: { .hello(authToken: $0.authToken) },
                  match: { if case .hello(let t) = $0 { return HelloBody(authToken: t) }; return nil }),

@@ -26,6 +26,25 @@ extension RoomCore {
         effects.append(.audit(AuditEntry(actor: "uid:\(uid)", action: action, target: "\(room.sessionId) \(targetUID)\(target)", result: result)))
     }
 
+    /// Lets `uid`, removed from session `sid`, back in (and the invites they came in with).
+    func liftRemoval(_ sid: String, _ uid: String) {
+        sessionBans[sid]?.remove(uid)
+        for g in removedGrants[sid]?.removeValue(forKey: uid) ?? [] { sessionBans[sid]?.remove(Self.grantBanKey(g)) }
+    }
+
+    /// A moderator lets a removed user join again (with a new call token).
+    func allowRejoin(_ room: Room, _ uid: String, by pid: String, connection: ConnectionID) {
+        guard requireModerator(room, pid, connection) else {
+            return audit(room, by: pid, "allow rejoin", target: uid, result: SignalErrorCode.notModerator.rawValue)
+        }
+        guard sessionBans[room.sessionId]?.contains(uid) == true else {
+            return fail(connection, .participantNotFound, "'\(uid.prefix(100))' was not removed from this session.", close: false)
+        }
+        audit(room, by: pid, "allow rejoin", target: uid)
+        liftRemoval(room.sessionId, uid)
+        log(.info, "removal lifted by a moderator", ["session": room.sessionId, "uid": uid, "by": pid])
+    }
+
     private func requireModerator(_ room: Room, _ pid: String, _ connection: ConnectionID) -> Bool {
         guard room.participants[pid]?.wire.role == .moderator else {
             fail(connection, .notModerator, "Only the session's moderators may do that.", close: false)
@@ -80,7 +99,10 @@ extension RoomCore {
                 removedTokens[room.sessionId, default: [:]][t.tokenID] = t.tokenExpires
                 sessionBans[room.sessionId, default: []].insert(t.wire.uid)
                 // …and the invite they came in with lets nobody else in for them.
-                if let g = t.grantID { sessionBans[room.sessionId, default: []].insert(Self.grantBanKey(g)) }
+                if let g = t.grantID {
+                    sessionBans[room.sessionId, default: []].insert(Self.grantBanKey(g))
+                    removedGrants[room.sessionId, default: [:]][t.wire.uid, default: []].insert(g)
+                }
             }
             leave(session: room.sessionId, pid: target, reason: .removed, notifySelf: true)
         }

@@ -112,6 +112,8 @@ final class RoomCore {
     /// Users a moderator removed, per live session: no token of theirs gets back in until the
     /// room ends (or a moderator lets them back: `liftSessionBan`).
     var sessionBans: [String: Set<String>] = [:]
+    /// The invites removed users came in with, per session and uid (lifted with them).
+    var removedGrants: [String: [String: Set<String>]] = [:]
     /// The `sessionBans` entry of a removed participant's invite grant (a uid has no ':').
     static func grantBanKey(_ gid: String) -> String { "grant:" + gid }
     /// Users a moderator muted where the room holds mutes (`untilAllowed`), per live session:
@@ -188,7 +190,7 @@ final class RoomCore {
                 for pid in Array(room.participants.keys) { leave(session: room.sessionId, pid: pid, reason: reason, notifySelf: true) }
             }
         case .rulesChanged(let sid, let lifted):
-            if let lifted { sessionBans[sid]?.remove(lifted) }
+            if let lifted { liftRemoval(sid, lifted) }
             if let room = rooms[sid], let banned = roomRules.rules(sid)?.bannedUids.map(Set.init), !banned.isEmpty {
                 for (pid, p) in room.participants where banned.contains(p.wire.uid) {
                     log(.info, "participant removed: banned by the operator", ["session": sid, "uid": p.wire.uid, "pid": pid])
@@ -273,6 +275,7 @@ final class RoomCore {
         case .setRoomLocked(let v): setLocked(room, v, by: pid, connection: connection)
         case .admitFromLobby(let target): admitFromLobby(room, by: pid, waiting: target, admit: true, connection: connection)
         case .denyFromLobby(let target): admitFromLobby(room, by: pid, waiting: target, admit: false, connection: connection)
+        case .allowRejoin(let uid): allowRejoin(room, uid, by: pid, connection: connection)
         case .setMediaOverSignalling(let v):
             guard room.participants[pid]?.mediaOverSignalling != v else { return }
             room.participants[pid]?.mediaOverSignalling = v
@@ -548,6 +551,7 @@ final class RoomCore {
             // The session is over: its removals and held mutes with it, and nobody is left to
             // let anyone in from the lobby.
             sessionBans[sid] = nil
+            removedGrants[sid] = nil
             heldMutes[sid] = nil
             closeLobby(room, reason: "Everyone left the session; join again later.")
             rooms[sid] = nil

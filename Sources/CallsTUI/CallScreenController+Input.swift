@@ -328,6 +328,10 @@ extension CallScreenController {
                 model.localPinPID = t.pid
                 model.toast("\(t.name) pinned in your view (spotlight and sidebar show them large)")
             }
+        case .char("R"):
+            guard let last = model.removed.popLast() else { model.toast("Nobody was removed from this session"); return true }
+            session.allowRejoin(uid: last.pid)
+            model.toast("\(last.name) may join again (with a new call token)")
         case .char("x"), .char("X"):
             guard !t.isYou else { model.toast("To leave, press l"); return true }
             model.pending = .remove(pid: t.pid)

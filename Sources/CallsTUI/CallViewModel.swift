@@ -44,6 +44,9 @@ public struct CallViewModel: Equatable, Sendable {
     /// (Moderators) who waits in the lobby, oldest first (`onLobbyRequest`): `y` lets the first
     /// in, `n` sends them away.
     public var lobby: [LobbyEntry] = []
+    /// Users a moderator removed from this session (uid, name), newest last: the participant
+    /// list's `R` lets the newest back (moderators).
+    public var removed: [LobbyEntry] = []
     public struct LobbyEntry: Equatable, Sendable {
         public var pid: String
         public var name: String
@@ -254,6 +257,13 @@ public struct CallViewModel: Equatable, Sendable {
             toast("\(name) is waiting to join: y lets them in, n sends them away", seconds: 10)
         case .lobbyRequestResolved(let p, _):
             lobby.removeAll { $0.pid == p.pid }
+        case .participantLeft(let p) where p.leftReason == LeaveReason.removed.rawValue:
+            if let uid = p.uid {
+                removed.removeAll { $0.pid == uid }
+                removed.append(LobbyEntry(pid: uid, name: p.name ?? uid))
+            }
+        case .participantJoined(let p):
+            removed.removeAll { $0.pid == p.uid }
         case .transcriptionStarted(let language):
             transcriptionLanguage = language
             toast("Transcription started (\(language))" + (settings.hideClosedCaptionButton ? "" : ": a hides captions"))

@@ -29,7 +29,8 @@ enum OverlayRenderer {
             ("↑ ↓ PgUp PgDn", "select a participant"), ("/", "search by name or uid"),
             ("m", "mute the selected participant (moderators; yourself: your mic)"), ("v", "pause their video (moderators)"),
             ("Enter", "pin them in your own view (spotlight, sidebar)"), ("P", "pin them for everyone (moderators)"),
-            ("x", "remove them (moderators; press again to confirm)"), ("Esc, p", "close the list"),
+            ("x", "remove them (moderators; press again to confirm)"),
+            ("R", "let the last one removed join this session again (moderators)"), ("Esc, p", "close the list"),
         ]),
         ("Mouse", [
             ("click", "a control-bar button (one click, one action)"), ("wheel", "scroll the event log or the list"),

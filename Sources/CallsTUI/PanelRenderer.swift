@@ -42,8 +42,10 @@ enum PanelRenderer {
         if listed.isEmpty { b.put("no match", x: inner.x, y: inner.y, style: CellStyle(dim: true)) }
         if footer == 1 {
             let who = m.selectedTile.map { $0.isYou ? "you" : $0.name } ?? "nobody"
-            b.put("on \(who): m mute  v video  Enter pin (view)  P pin (all)  x remove  / search  Esc",
-                  x: inner.x, y: inner.maxY - 1, style: CellStyle(dim: true), maxWidth: inner.width)
+            // Someone removed: how to let them back comes first (moderators).
+            let text = m.removed.last.map { "removed: \($0.name)\(m.removed.count > 1 ? " +\(m.removed.count - 1)" : "") \(g.separator) R lets them back" }
+                ?? "on \(who): m mute  v video  Enter pin (view)  P pin (all)  x remove  / search  Esc"
+            b.put(text, x: inner.x, y: inner.maxY - 1, style: CellStyle(dim: true), maxWidth: inner.width)
         }
     }
 

@@ -28,7 +28,7 @@ extension Participant {
         d["mid"] = mid; d["state"] = state; d["isJoined"] = isJoined; d["joinedAt"] = joinedAt; d["leftAt"] = leftAt
         d["deviceID"] = deviceID; d["isAudioMuted"] = isAudioMuted; d["isVideoPaused"] = isVideoPaused
         d["isPinned"] = isPinned; d["isPresenting"] = isPresenting; d["raisedHandTimestamp"] = raisedHandTimestamp
-        d["isRecording"] = isRecording; d["cameraFacing"] = cameraFacing?.rawValue
+        d["isRecording"] = isRecording; d["cameraFacing"] = cameraFacing?.rawValue; d["leftReason"] = leftReason
         return d
     }
 }

@@ -61,6 +61,8 @@ extension CallSession {
     public func admitFromLobby(participantId: String) { currentClient?.admitFromLobby(participantId) ?? notActive() }
     /// CallRoom, moderators: send someone waiting in the lobby away.
     public func denyFromLobby(participantId: String) { currentClient?.denyFromLobby(participantId) ?? notActive() }
+    /// CallRoom, moderators: let a user removed from this session join it again (their uid).
+    public func allowRejoin(uid: String) { currentClient?.allowRejoin(uid) ?? notActive() }
     /// Pauses a participant's video (pid or uid) — moderators only.
     public func pauseParticipantVideo(participantId: String) { currentClient?.pauseParticipantVideo(participantId) ?? notActive() }
 

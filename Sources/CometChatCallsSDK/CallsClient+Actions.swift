@@ -56,6 +56,8 @@ extension CallsClient {
     public func admitFromLobby(_ pid: String) { request(.admitFromLobby(pid: pid)) }
     /// CallRoom, moderators: sends someone waiting in the lobby away (`ERR_LOBBY_DENIED` for them).
     public func denyFromLobby(_ pid: String) { request(.denyFromLobby(pid: pid)) }
+    /// CallRoom, moderators: lets a user removed from this session join it again (by uid).
+    public func allowRejoin(_ uid: String) { request(.allowRejoin(uid: uid)) }
     /// Sends a chat message to the room.
     public func sendChat(_ text: String) { request(.chat(text: text)) }
 

@@ -152,14 +152,16 @@ extension CallsClient {
             sendVideoSubscriptions()
             emit(.participantJoined(participant: participant(w)))
             emit(.participantListChanged(participants: roster))
-        case .participantLeft(let w, _):
+        case .participantLeft(let w, let reason):
             guard phase == .joined || phase == .leaving, rosterByPID.removeValue(forKey: w.pid) != nil else { return }
             rosterOrder.removeAll { $0 == w.pid }
             engine?.forgetSender(w.ssrc, videoSSRC: w.videoSsrc)
             published.withLock { $0.screens[w.pid] = nil }
             let roster = publishRoster()
             sendVideoSubscriptions()
-            emit(.participantLeft(participant: participant(w, joined: false)))
+            var gone = participant(w, joined: false)
+            gone.leftReason = reason.rawValue
+            emit(.participantLeft(participant: gone))
             emit(.participantListChanged(participants: roster))
         case .participantUpdated(let w, let change):
             guard phase == .joined, rosterByPID[w.pid] != nil else { return }

@@ -37,6 +37,8 @@ public struct Participant: Sendable, Equatable, Hashable {
     public var cameraFacing: CameraFacing?
     /// CallRoom: recording on their side.
     public var isRecording: Bool?
+    /// CallRoom: why they left (`onParticipantLeft`): `left`, `disconnected`, `removed`, `timedOut`, `revoked`, …
+    public var leftReason: String?
 
     public init(uid: String? = nil, name: String? = nil) {
         self.uid = uid

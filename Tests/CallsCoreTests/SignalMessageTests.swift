@@ -46,7 +46,7 @@ struct SignalMessageTests {
         .receiverReport([LossReport(ssrc: 9, lossPercent: 3, red: true)]),
         .receiverReport([LossReport(ssrc: 9, lossPercent: 21, red: true, burst: 5, redBlocks: 8)]),
         .screenShare(sampleShare),
-        .setRoomLocked(true), .admitFromLobby(pid: "w1"), .denyFromLobby(pid: "w2"),
+        .setRoomLocked(true), .admitFromLobby(pid: "w1"), .denyFromLobby(pid: "w2"), .allowRejoin(uid: "eve"),
     ]
 
     static let sampleShare: ScreenShareFrame = {

@@ -335,6 +335,18 @@ extension RoomCoreTests {
         // Another session is not this one.
         XCTAssertFalse(requests(message(.join(.init(callToken: token("bob", "other"), sessionId: "other")), c)).isEmpty)
         _ = input(.connectionClosed(c))
+        // Only a moderator lets them back; the operator does too (below).
+        let f = ConnectionID(node: "n", local: 6)
+        try joined("cy", f)
+        guard case .error(.notModerator, _)? = sent(message(.allowRejoin(uid: "bob"), f), to: f).first else { return XCTFail("only moderators") }
+        for r in requests(message(.leave, f)) { _ = ok(r) }
+        let back = message(.allowRejoin(uid: "bob"), a)
+        XCTAssertTrue(back.contains { if case .audit(let e) = $0 { return e.action == "allow rejoin" && e.result == "ok" }; return false })
+        let e = ConnectionID(node: "n", local: 5)
+        XCTAssertFalse(requests(message(.join(.init(callToken: token("bob"), sessionId: "room")), e)).isEmpty, "the moderator let them back")
+        _ = input(.connectionClosed(e))
+        let jb1 = try joined("bob", b)
+        _ = message(.removeParticipant(pid: jb1.you.pid), a)
         // The operator lifts it: a new token gets in.
         _ = input(.rulesChanged(session: "room", liftedBan: "bob"))
         let d = ConnectionID(node: "n", local: 4)

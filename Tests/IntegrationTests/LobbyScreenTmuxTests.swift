@@ -29,9 +29,35 @@ final class LobbyScreenTmuxTests: XCTestCase {
         XCTAssertNotNil(guest.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, "let in: \(guest.errorOutput)")
         XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
         XCTAssertFalse(tmux.screen().contains("waiting: y admit"), "the prompt goes once answered")
+        // Removed from the participant list (p, the row, x twice): she stays out, whatever token she brings…
+        tmux.keys("p")
+        XCTAssertTrue(tmux.waitFor("Participants (2)"), tmux.screen())
+        tmux.keys("Down")
+        tmux.keys("x")
+        XCTAssertTrue(tmux.waitFor("Remove Grace"), tmux.screen())
+        tmux.keys("x")
+        XCTAssertNotNil(guest.wait(timeout: 10), "removed: the session is over for her and the client exits")
+        XCTAssertTrue(tmux.waitFor("R lets them back"), "the panel says how to let her back: \(tmux.screen())")
+        func join(_ name: String) throws -> ManagedProcess {
+            try ManagedProcess(callroom, ["join", "lobbyroom", "--server", server.url, "--uid", "guest", "--name", name,
+                                          "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"])
+        }
+        let refused = try join("Grace")
+        XCTAssertEqual(refused.wait(timeout: 10), 1)
+        XCTAssertTrue(refused.errorOutput.contains("ERR_REMOVED_FROM_SESSION"), refused.errorOutput)
+        // …until the host lets her back (R), and in again from the lobby.
+        tmux.keys("R")
+        XCTAssertTrue(tmux.waitFor("may join again"), tmux.screen())
+        let back = try join("Grace")
+        defer { back.closeInput(); _ = back.wait(timeout: 10) }
+        XCTAssertNotNil(back.waitForLine { $0.contains(#""event":"onWaitingInLobby""#) }, back.errorOutput)
+        tmux.keys("Escape")
+        XCTAssertTrue(tmux.waitFor("waiting: y admit"), tmux.screen())
+        tmux.keys("y")
+        XCTAssertNotNil(back.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, back.errorOutput)
         tmux.keys("k")
         XCTAssertTrue(tmux.waitFor("LOCKED"), tmux.screen())
-        XCTAssertNotNil(guest.waitForLine { $0.contains(#""event":"onRoomLockChanged""#) && $0.contains("true") }, "everyone hears of the lock")
+        XCTAssertNotNil(back.waitForLine { $0.contains(#""event":"onRoomLockChanged""#) && $0.contains("true") }, "everyone hears of the lock")
         let late = try ManagedProcess(callroom, ["join", "lobbyroom", "--server", server.url, "--uid", "late", "--auth-key", server.authKey,
                                                  "--input", "null", "--output", "null", "--headless"])
         XCTAssertEqual(late.wait(timeout: 10), 1, "a locked room takes nobody new")
