@@ -42,6 +42,17 @@ static inline int callroom_lws_filter_fd(const void *args) {
     return (int)((const struct lws_filter_network_conn_args *)args)->accept_fd;
 }
 
+#include <arpa/inet.h>
+/// Its peer's address as text (IPv4 or IPv6) into `out`; 0, or -1 for another family.
+static inline int callroom_lws_filter_address(const void *args, char *out, int len) {
+    const struct lws_filter_network_conn_args *a = (const struct lws_filter_network_conn_args *)args;
+    if (a->cli_addr.ss_family == AF_INET)
+        return inet_ntop(AF_INET, &((const struct sockaddr_in *)&a->cli_addr)->sin_addr, out, (socklen_t)len) ? 0 : -1;
+    if (a->cli_addr.ss_family == AF_INET6)
+        return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&a->cli_addr)->sin6_addr, out, (socklen_t)len) ? 0 : -1;
+    return -1;
+}
+
 
 /// The server's event loop (libev on epoll), handed to libwebsockets as a foreign loop: waiting
 /// costs the same with 10 connections or 10,000 (poll(2) walks every descriptor each time).

@@ -288,8 +288,10 @@ public final class CallServer: @unchecked Sendable {
         auditBox.withLock { $0 = audit }
         rooms.audit = audit
         webhooks = deliverer
+        // TCP connections per address: its WebSockets plus room for its HTTP requests.
         let web = WebServer(host: configuration.host, tls: tlsFiles, maxQueuedBytes: configuration.maxQueuedBytesPerConnection,
-                            maxOpenDescriptors: connectionBudget, delegate: self)
+                            maxOpenDescriptors: connectionBudget, maxConnectionsPerAddress: configuration.maxConnectionsPerAddress + 32,
+                            exemptLoopback: configuration.connectionLimitExemptsLoopback, delegate: self)
         rooms.attach(outbox: self)
         calls.attach(outbox: self)
         self.rooms = rooms
@@ -757,6 +759,10 @@ extension CallServer: WebServerDelegate, SignalOutbox {
 
     public func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int) {
         refusals.refused(.slowConsumer, peer: peer, detail: "\(queuedBytes) bytes waiting: closed \(WebServer.slowConsumerCloseCode)")
+    }
+
+    public func webServer(_ server: WebServer, refusedConnectionFrom address: String, holding: Int) {
+        refusals.refused(.connectionsPerAddress, peer: address, detail: "\(holding) TCP connections open: refused at accept")
     }
 
     public func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32) {

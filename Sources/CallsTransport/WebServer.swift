@@ -21,11 +21,14 @@ public protocol WebServerDelegate: AnyObject, Sendable {
     /// A TCP connection was hung up as it was accepted: the server holds `maxOpenDescriptors`
     /// descriptors already.
     func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32)
+    /// A TCP connection was hung up as it was accepted: its address holds `maxConnectionsPerAddress` already.
+    func webServer(_ server: WebServer, refusedConnectionFrom address: String, holding: Int)
 }
 
 extension WebServerDelegate {
     public func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int) {}
     public func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32) {}
+    public func webServer(_ server: WebServer, refusedConnectionFrom address: String, holding: Int) {}
 }
 
 /// Errors starting a web server.
@@ -72,6 +75,15 @@ public final class WebServer: @unchecked Sendable {
     /// process's descriptors stay under its limit, so `accept` never fails (and never spins).
     /// Linux gives the lowest free descriptor, so the number is a count of those open.
     public let maxOpenDescriptors: Int
+    /// TCP connections (HTTP or WebSocket, upgraded or not) one address may hold; nil: no cap.
+    /// Counted from accept to close, so a peer that connects and says nothing counts too.
+    public let maxConnectionsPerAddress: Int?
+    /// Loopback peers are not held to `maxConnectionsPerAddress` (a TLS proxy in front).
+    public let exemptLoopback: Bool
+    // Owned by the service thread: each accepted connection's address, from accept to close.
+    private var acceptedFrom: String?
+    private var addressOf: [OpaquePointer: String] = [:]
+    private var openPerAddress: [String: Int] = [:]
     private weak var delegateRef: (any WebServerDelegate)?
     private var delegate: (any WebServerDelegate)? { delegateRef }
 
@@ -152,7 +164,9 @@ public final class WebServer: @unchecked Sendable {
     ///   - maxQueuedBytes: more waiting for one WebSocket closes it with `slowConsumerCloseCode`.
     public init(host: String, tls: TLSFiles? = nil, maxBodyBytes: Int = 64 * 1024, maxMessageBytes: Int = 64 * 1024,
                 maxQueuedBytes: Int = 4 * 1024 * 1024, maxOpenDescriptors: Int = DescriptorLimit.connectionBudget(limit: DescriptorLimit.current),
-                delegate: any WebServerDelegate) {
+                maxConnectionsPerAddress: Int? = nil, exemptLoopback: Bool = true, delegate: any WebServerDelegate) {
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
+        self.exemptLoopback = exemptLoopback
         self.host = host
         self.tls = tls
         self.maxBodyBytes = maxBodyBytes
@@ -333,9 +347,33 @@ public final class WebServer: @unchecked Sendable {
         case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
             guard let user else { return 0 }
             let fd = callroom_lws_filter_fd(user)
-            guard fd >= maxOpenDescriptors else { return 0 }
-            delegate?.webServer(self, refusedConnectionOverDescriptorBudget: fd)
-            return 1
+            guard fd < maxOpenDescriptors else {
+                delegate?.webServer(self, refusedConnectionOverDescriptorBudget: fd)
+                return 1
+            }
+            var buf = [CChar](repeating: 0, count: 64)
+            let address = callroom_lws_filter_address(user, &buf, Int32(buf.count)) == 0 ? String(cBuffer: buf) : "?"
+            if let cap = maxConnectionsPerAddress, !(exemptLoopback && Self.isLoopback(address)),
+               case let held = openPerAddress[address, default: 0], held >= cap {
+                delegate?.webServer(self, refusedConnectionFrom: address, holding: held)
+                return 1
+            }
+            // The adoption that follows creates the connection's wsi at once (WSI_CREATE): counted there.
+            acceptedFrom = address
+            return 0
+        case LWS_CALLBACK_WSI_CREATE:
+            if let wsi, let address = acceptedFrom {
+                acceptedFrom = nil
+                addressOf[wsi] = address
+                openPerAddress[address, default: 0] += 1
+            }
+            return 0
+        case LWS_CALLBACK_WSI_DESTROY:
+            if let wsi, let address = addressOf.removeValue(forKey: wsi) {
+                let left = (openPerAddress[address] ?? 1) - 1
+                openPerAddress[address] = left > 0 ? left : nil
+            }
+            return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             performReload()
             drainOutbox()
@@ -621,6 +659,11 @@ public final class WebServer: @unchecked Sendable {
             idx += 1
         }
         return out
+    }
+
+    /// A loopback address as accept or libwebsockets gives it.
+    static func isLoopback(_ address: String) -> Bool {
+        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
     }
 
     static func peer(_ wsi: OpaquePointer) -> String {

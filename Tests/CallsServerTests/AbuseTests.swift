@@ -2,6 +2,9 @@
 import CallRoomTestSupport
 import CallsCore
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import XCTest
 
 /// Issue #15's abuse findings, each reproduced: sockets held forever without joining, a rate
@@ -94,6 +97,34 @@ final class AbuseTests: XCTestCase {
         XCTAssertTrue(answer.contains("ERR_LENGTH_REQUIRED"), answer)
         XCTAssertTrue(closed)
         XCTAssertEqual(h.request("GET", "/healthz").status, 200)
+    }
+
+    /// The attack (#34): one address opens TCP connections and says nothing (each held for
+    /// libwebsockets' 20 s), taking the whole descriptor budget from everyone else. Now an
+    /// address holds at most maxConnectionsPerAddress + 32 connections, counted from accept.
+    func testOneAddressCannotTakeEveryConnection() throws {
+        let h = try ServerHarness {
+            $0.maxConnectionsPerAddress = 3
+            $0.connectionLimitExemptsLoopback = false
+        }
+        defer { h.stop(); h.removeData() }
+        let cap = 3 + 32
+        var held: [Int32] = []
+        defer { held.forEach { _ = close($0) } }
+        for _ in 0..<(cap + 10) { held.append(RawHTTP.connect(port: h.server.port, from: "127.0.0.9")) }
+        Thread.sleep(forTimeInterval: 0.3)  // (hung up at accept: the end is there at once)
+        let refused = held.filter { RawHTTP.closedByPeer($0, timeout: 0) }
+        XCTAssertEqual(refused.count, 10, "the ones over \(cap) are hung up at once")
+        // Another address is served meanwhile.
+        let other = RawHTTP.exchange(port: h.server.port, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8), from: "127.0.0.10", timeout: 1)
+        XCTAssertTrue(other.text.hasPrefix("HTTP/1.1 200"), other.text)
+        // A connection closed is a slot again.
+        for fd in held.prefix(5) { _ = close(fd) }
+        held.removeFirst(5)
+        Thread.sleep(forTimeInterval: 0.2)
+        let again = RawHTTP.exchange(port: h.server.port, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8), from: "127.0.0.9", timeout: 1)
+        XCTAssertTrue(again.text.hasPrefix("HTTP/1.1 200"), again.text)
+        XCTAssertTrue(h.server.metricsText().contains(#"callroom_refused_total{cause="connections_per_address"} 10"#), h.server.metricsText())
     }
 
     func testOpenWebSocketsArePerAddressBounded() throws {
