@@ -65,6 +65,8 @@ public enum ClientMessage: Sendable, Equatable {
     case denyFromLobby(pid: String)
     /// Moderators: let a user removed from this session join it again (with a new call token).
     case allowRejoin(uid: String)
+    /// Moderators: ban a user from the room for good (they leave now), or lift their ban.
+    case setBan(uid: String, banned: Bool)
     /// Keep-alive; answered by `pong` with the same id.
     case ping(Int)
     /// Presence: this connection is one of the user's online devices (the user's auth token);
@@ -197,6 +199,8 @@ public enum ServerMessage: Sendable, Equatable {
     case lobbyRequest(WireParticipant)
     /// (To moderators) a lobby request is over: admitted, or not (denied, or they went).
     case lobbyResolved(pid: String, admitted: Bool)
+    /// (To moderators) the users banned from the room for good, as they come in and on every change.
+    case roomBans([String])
 
     public struct Joined: Codable, Sendable, Equatable {
         public var sessionId: String
@@ -261,6 +265,8 @@ public enum SignalDecodeError: Error, Equatable, Sendable {
 private struct Flag: Codable, Sendable { var value: Bool }
 private struct LockBody: Codable, Sendable { var value: Bool; var pid: String? }
 private struct UidBody: Codable, Sendable { var uid: String }
+private struct BanBody: Codable, Sendable { var uid: String; var value: Bool }
+private struct UidsBody: Codable, Sendable { var uids: [String] }
 private struct IdBody: Codable, Sendable { var id: Int }
 private struct Empty: Codable, Sendable {}
 private struct PidBody: Codable, Sendable { var pid: String? }
@@ -337,6 +343,8 @@ extension ClientMessage {
         WireCase("denyFromLobby", PidBody.self, make: { $0.pid.map { .denyFromLobby(pid: $0) } },
                  match: { if case .denyFromLobby(let p) = $0 { return PidBody(pid: p) }; return nil }),
         WireCase("allowRejoin", UidBody.self, make: { .allowRejoin(uid: $0.uid) }, match: { if case .allowRejoin(let u) = $0 { return UidBody(uid: u) }; return nil }),
+        WireCase("setBan", BanBody.self, make: { .setBan(uid: $0.uid, banned: $0.value) },
+                 match: { if case .setBan(let u, let b) = $0 { return BanBody(uid: u, value: b) }; return nil }),
         WireCase("ping", IdBody.self, make: { .ping($0.id) }, match: { if case .ping(let id) = $0 { return IdBody(id: id) }; return nil }),
         WireCase("hello", HelloBody.self, make: { .hello(authToken: $0.authToken) },
                  match: { if case .hello(let t) = $0 { return HelloBody(authToken: t) }; return nil }),
@@ -402,6 +410,7 @@ extension ServerMessage {
         WireCase("lobbyWaiting", Empty.self, make: { _ in .lobbyWaiting }, match: { if case .lobbyWaiting = $0 { return Empty() }; return nil }),
         WireCase("lobbyRequest", ParticipantBody.self, make: { .lobbyRequest($0.participant) },
                  match: { if case .lobbyRequest(let p) = $0 { return ParticipantBody(participant: p) }; return nil }),
+        WireCase("roomBans", UidsBody.self, make: { .roomBans($0.uids) }, match: { if case .roomBans(let u) = $0 { return UidsBody(uids: u) }; return nil }),
         WireCase("lobbyResolved", LockBody.self, make: { b in b.pid.map { .lobbyResolved(pid: $0, admitted: b.value) } },
                  match: { if case .lobbyResolved(let p, let a) = $0 { return LockBody(value: a, pid: p) }; return nil }),
     ])

@@ -287,6 +287,16 @@ public final class CallServer: @unchecked Sendable {
         if audit == nil { log.warn("the audit log cannot be written", ["path": (dir as NSString).appendingPathComponent("audit.jsonl")]) }
         auditBox.withLock { $0 = audit }
         rooms.audit = audit
+        // A moderator's ban for good: as the REST endpoint does it (stored, then every node told).
+        rooms.setBan = { [weak self, weak rooms, log] sid, uid, banned in
+            do {
+                let rules = try roomRules.setBan(uid, banned: banned, in: sid, store: store)
+                rooms?.rulesChanged(session: sid, liftedBan: banned ? nil : uid)
+                self?.broadcast(.roomRules(session: sid, rules: rules, lifted: banned ? nil : uid))
+            } catch {
+                log.error("a moderator's ban could not be stored", ["session": sid, "error": "\(error)"])
+            }
+        }
         webhooks = deliverer
         // TCP connections per address: its WebSockets plus room for its HTTP requests.
         let web = WebServer(host: configuration.host, tls: tlsFiles, maxQueuedBytes: configuration.maxQueuedBytesPerConnection,

@@ -72,18 +72,11 @@ extension RESTRouter {
         try requireAPIKey(r)
         try validate(sessionId: sessionId)
         try validate(uid: uid)
-        var rules = roomRules.rules(sessionId) ?? RoomRules()
-        var bans = rules.bannedUids ?? []
-        if banned {
-            guard bans.count < 10_000 else { throw ServerError.badRequest("At most 10,000 bans per room.") }
-            if !bans.contains(uid) { bans.append(uid) }
-        } else {
-            bans.removeAll { $0 == uid }
+        if banned, (roomRules.rules(sessionId)?.bannedUids?.count ?? 0) >= 10_000 {
+            throw ServerError.badRequest("At most 10,000 bans per room.")
         }
-        rules.bannedUids = bans.isEmpty ? nil : bans
-        try store.setRoomRules(sessionId, rules)
-        roomRules.set(sessionId, rules)
+        let rules = try roomRules.setBan(uid, banned: banned, in: sessionId, store: store)
         roomRulesChanged(sessionId, rules, banned ? nil : uid)
-        return ok(RoomBansBody(sessionId: sessionId, bannedUids: bans))
+        return ok(RoomBansBody(sessionId: sessionId, bannedUids: rules.bannedUids ?? []))
     }
 }

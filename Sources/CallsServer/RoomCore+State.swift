@@ -45,6 +45,18 @@ extension RoomCore {
         log(.info, "removal lifted by a moderator", ["session": room.sessionId, "uid": uid, "by": pid])
     }
 
+    /// A moderator bans a user from the room for good, or lifts it (the runner stores it).
+    func setBan(_ room: Room, _ uid: String, banned: Bool, by pid: String, connection: ConnectionID) {
+        guard requireModerator(room, pid, connection) else {
+            return audit(room, by: pid, banned ? "ban" : "lift ban", target: uid, result: SignalErrorCode.notModerator.rawValue)
+        }
+        guard !uid.isEmpty, uid.count <= 100, uid != room.participants[pid]?.wire.uid else {
+            return fail(connection, .badMessage, "Ban someone else's uid (1–100 characters).", close: false)
+        }
+        audit(room, by: pid, banned ? "ban" : "lift ban", target: uid)
+        effects.append(.setBan(session: room.sessionId, uid: uid, banned: banned))
+    }
+
     private func requireModerator(_ room: Room, _ pid: String, _ connection: ConnectionID) -> Bool {
         guard room.participants[pid]?.wire.role == .moderator else {
             fail(connection, .notModerator, "Only the session's moderators may do that.", close: false)

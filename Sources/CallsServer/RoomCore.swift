@@ -191,6 +191,8 @@ final class RoomCore {
             }
         case .rulesChanged(let sid, let lifted):
             if let lifted { liftRemoval(sid, lifted) }
+            // Moderators see the bans as they stand.
+            if let room = rooms[sid] { for m in moderators(room) { send(.roomBans(roomRules.rules(sid)?.bannedUids ?? []), to: m) } }
             if let room = rooms[sid], let banned = roomRules.rules(sid)?.bannedUids.map(Set.init), !banned.isEmpty {
                 for (pid, p) in room.participants where banned.contains(p.wire.uid) {
                     log(.info, "participant removed: banned by the operator", ["session": sid, "uid": p.wire.uid, "pid": pid])
@@ -276,6 +278,7 @@ final class RoomCore {
         case .admitFromLobby(let target): admitFromLobby(room, by: pid, waiting: target, admit: true, connection: connection)
         case .denyFromLobby(let target): admitFromLobby(room, by: pid, waiting: target, admit: false, connection: connection)
         case .allowRejoin(let uid): allowRejoin(room, uid, by: pid, connection: connection)
+        case .setBan(let uid, let banned): setBan(room, uid, banned: banned, by: pid, connection: connection)
         case .setMediaOverSignalling(let v):
             guard room.participants[pid]?.mediaOverSignalling != v else { return }
             room.participants[pid]?.mediaOverSignalling = v
@@ -484,7 +487,10 @@ final class RoomCore {
             // A late joiner hears what already runs: the recording, the captions, the stream, shares.
             for f in SessionFeature.allCases { if let run = room.runs[f], run.member != nil { send(Self.stateMessage(f, active: true, run: run), to: c) } }
             for (presenter, frames) in room.shares.sorted(by: { $0.key < $1.key }) { for f in frames { send(.screenShare(pid: presenter, frame: f), to: c) } }
-            if p.wire.role == .moderator { lobbyRequests(room, to: c) }
+            if p.wire.role == .moderator {
+                lobbyRequests(room, to: c)
+                if let bans = roomRules.rules(sid)?.bannedUids, !bans.isEmpty { send(.roomBans(bans), to: c) }
+            }
         }
         for c in others.compactMap({ room.participants[$0.pid]?.connection }) + room.members.compactMap(\.connection) {
             send(.mediaKeys([p.wireKey]), to: c)  // before the roster change: its first packets verify

@@ -46,6 +46,9 @@ enum RoomEffect: Sendable, Equatable {
     case log(ServerLog.Level, String, [String: String])
     /// A moderator's action (or a refused attempt at one), for the audit log.
     case audit(AuditEntry)
+    /// A moderator banned `uid` from room `session` for good, or lifted it: the operator's bans
+    /// (kept with the room's rules, on every node), as `PUT`/`DELETE /v3/rooms/{sid}/bans/{uid}`.
+    case setBan(session: String, uid: String, banned: Bool)
     /// The room emptied and its call ended (a ringing call's room: the call is over).
     case roomEnded(session: String)
     /// Start a server member for a room: it joins with this call token (its feature's role).

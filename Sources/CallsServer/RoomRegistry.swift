@@ -38,6 +38,9 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     var onCommitted: (@Sendable () -> Void)?
     /// Where moderators' actions are recorded (set before the server listens).
     var audit: AuditLog?
+    /// Applies a moderator's ban for good (or its lifting): stored, in the rules, every node told
+    /// (the same as the REST endpoint). Set before the server listens; called off this queue.
+    var setBan: (@Sendable (String, String, Bool) -> Void)?
 
     init(store: CallStore, signer: CallTokenSigner, appID: String, relay: MediaRelay, log: ServerLog, limits: RoomLimits = RoomLimits(),
          outbox: WebhookOutbox = .none, publicURL: String? = nil, mediaPublicAddress: (host: String, port: Int?)? = nil,
@@ -147,6 +150,10 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         case .cancel(let timer): timers.cancel(timer)
         case .log(let level, let message, let fields): log.write(level, message, fields)
         case .audit(let entry): audit?.record(entry)
+        case .setBan(let sid, let uid, let banned):
+            // (A store write: off the rooms' queue; the change comes back as `rulesChanged`.)
+            let apply = setBan
+            DispatchQueue.global().async { apply?(sid, uid, banned) }
         case .roomEnded(let sid): onRoomEnded?(sid)
         case .startMember(let m):
             guard let launch = memberLauncher else {

@@ -71,6 +71,18 @@ final class RoomRulesDirectory: Sendable {
 
     func access(_ sessionId: String) -> RoomRules.Access { rules(sessionId)?.access ?? defaultAccess }
 
+    /// Bans `uid` from room `sessionId` for good (or lifts it): the rules stored, then in force
+    /// here. Returns the new rules. (The REST endpoint and moderators both come through here.)
+    func setBan(_ uid: String, banned: Bool, in sessionId: String, store: CallStore) throws(DatabaseError) -> RoomRules {
+        var r = rules(sessionId) ?? RoomRules()
+        var bans = r.bannedUids ?? []
+        if banned { if !bans.contains(uid) { bans.append(uid) } } else { bans.removeAll { $0 == uid } }
+        r.bannedUids = bans.isEmpty ? nil : bans
+        try store.setRoomRules(sessionId, r)
+        set(sessionId, r)
+        return r
+    }
+
     func rules(_ sessionId: String) -> RoomRules? { rules.withLock { $0[sessionId] } }
     func set(_ sessionId: String, _ r: RoomRules?) { rules.withLock { $0[sessionId] = r } }
     func moderation(_ sessionId: String) -> RoomRules.Moderation { rules(sessionId)?.moderation ?? defaultModeration }

@@ -29,7 +29,7 @@ extension ClientMessage {
         case .initiateCall, .acceptCall, .rejectCall, .endCall: return .calls
         case .join, .resume, .setAudioMuted, .setVideoPaused, .setHandRaised, .setPresenting, .setRecording, .setCameraFacing,
              .setSessionFeature, .pin, .muteParticipant, .allowUnmute, .pauseParticipantVideo, .removeParticipant, .chat, .receiverReport, .setMediaOverSignalling, .leave,
-             .subscribeVideo, .requestKeyframe, .screenShare, .setRoomLocked, .admitFromLobby, .denyFromLobby, .allowRejoin,
+             .subscribeVideo, .requestKeyframe, .screenShare, .setRoomLocked, .admitFromLobby, .denyFromLobby, .allowRejoin, .setBan,
              .caption, .streamStatus, .memberStopped:
             return .room
         }

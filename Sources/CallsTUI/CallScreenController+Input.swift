@@ -43,6 +43,14 @@ extension CallScreenController {
             } else {
                 model.toast("Still in the call")
             }
+        case .ban(let pid, let uid):
+            let name = model.tiles.first { $0.pid == pid }?.name ?? uid
+            if input == .char("B") {
+                session.setBan(uid: uid, banned: true)
+                model.toast("Banning \(name) from this room…")
+            } else {
+                model.toast("\(name) is not banned")
+            }
         case .remove(let pid):
             let name = model.tiles.first { $0.pid == pid }?.name ?? pid
             if [.char("x"), .char("X")].contains(input) {
@@ -328,8 +336,17 @@ extension CallScreenController {
                 model.localPinPID = t.pid
                 model.toast("\(t.name) pinned in your view (spotlight and sidebar show them large)")
             }
+        case .char("B"):
+            guard !t.isYou else { model.toast("You cannot ban yourself"); return true }
+            model.pending = .ban(pid: t.pid, uid: t.uid)
+            model.toast("Ban \(t.name) from this room for good? Press B again to ban, any other key to keep.", seconds: 8)
+        case .char("U"):
+            guard let last = model.bans.last else { model.toast("Nobody is banned from this room"); return true }
+            session.setBan(uid: last, banned: false)
+            model.toast("Lifting the ban on \(last)…")
         case .char("R"):
-            guard let last = model.removed.popLast() else { model.toast("Nobody was removed from this session"); return true }
+            guard let last = model.rejoinable.last else { model.toast("Nobody was removed from this session"); return true }
+            model.removed.removeAll { $0.pid == last.pid }
             session.allowRejoin(uid: last.pid)
             model.toast("\(last.name) may join again (with a new call token)")
         case .char("x"), .char("X"):

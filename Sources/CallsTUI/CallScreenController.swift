@@ -151,6 +151,8 @@ public final class CallScreenController {
         if ticks % 3 == 0 { model.sampleLevelHistory(); levelsMoved = true }
         if ticks % 15 == 0 {
             if model.updateQuality(session.connectionQuality()) { dirty = true }
+            let bans = session.roomBans
+            if bans != model.bans { model.bans = bans; dirty = true }
             refreshStatistics()
         }
         let unread = session.chatButtonUnreadCount

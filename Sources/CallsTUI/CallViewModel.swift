@@ -47,6 +47,10 @@ public struct CallViewModel: Equatable, Sendable {
     /// Users a moderator removed from this session (uid, name), newest last: the participant
     /// list's `R` lets the newest back (moderators).
     public var removed: [LobbyEntry] = []
+    /// (Moderators) uids banned from the room for good (`CallSession.roomBans`): `U` lifts the last.
+    public var bans: [String] = []
+    /// The removed who are not banned for good: `R` may let them back.
+    public var rejoinable: [LobbyEntry] { removed.filter { !bans.contains($0.pid) } }
     public struct LobbyEntry: Equatable, Sendable {
         public var pid: String
         public var name: String
@@ -144,7 +148,7 @@ public struct CallViewModel: Equatable, Sendable {
     public var searchingParticipants = false
     public var participantSelection = 0
     /// A dangerous action waiting for its second key press.
-    public enum Pending: Equatable, Sendable { case leave, remove(pid: String) }
+    public enum Pending: Equatable, Sendable { case leave, remove(pid: String), ban(pid: String, uid: String) }
     public var pending: Pending?
     /// Page of the tile area (tile grid, spotlight strip, sidebar column).
     public var tilePage = 0

@@ -30,7 +30,9 @@ enum OverlayRenderer {
             ("m", "mute the selected participant (moderators; yourself: your mic)"), ("v", "pause their video (moderators)"),
             ("Enter", "pin them in your own view (spotlight, sidebar)"), ("P", "pin them for everyone (moderators)"),
             ("x", "remove them (moderators; press again to confirm)"),
-            ("R", "let the last one removed join this session again (moderators)"), ("Esc, p", "close the list"),
+            ("R", "let the last one removed join this session again (moderators)"),
+            ("B", "ban them from the room for good (moderators; press again to confirm)"), ("U", "lift the last ban (moderators)"),
+            ("Esc, p", "close the list"),
         ]),
         ("Mouse", [
             ("click", "a control-bar button (one click, one action)"), ("wheel", "scroll the event log or the list"),

@@ -43,8 +43,10 @@ enum PanelRenderer {
         if footer == 1 {
             let who = m.selectedTile.map { $0.isYou ? "you" : $0.name } ?? "nobody"
             // Someone removed: how to let them back comes first (moderators).
-            let text = m.removed.last.map { "removed: \($0.name)\(m.removed.count > 1 ? " +\(m.removed.count - 1)" : "") \(g.separator) R lets them back" }
-                ?? "on \(who): m mute  v video  Enter pin (view)  P pin (all)  x remove  / search  Esc"
+            let back = m.rejoinable
+            let text = back.last.map { "removed: \($0.name)\(back.count > 1 ? " +\(back.count - 1)" : "") \(g.separator) R lets them back" }
+                ?? m.bans.last.map { "banned: \($0)\(m.bans.count > 1 ? " +\(m.bans.count - 1)" : "") \(g.separator) U lifts it" }
+                ?? "on \(who): m mute  v video  Enter pin (view)  P pin (all)  x remove  B ban  / search  Esc"
             b.put(text, x: inner.x, y: inner.maxY - 1, style: CellStyle(dim: true), maxWidth: inner.width)
         }
     }

@@ -63,6 +63,10 @@ extension CallSession {
     public func denyFromLobby(participantId: String) { currentClient?.denyFromLobby(participantId) ?? notActive() }
     /// CallRoom, moderators: let a user removed from this session join it again (their uid).
     public func allowRejoin(uid: String) { currentClient?.allowRejoin(uid) ?? notActive() }
+    /// CallRoom, moderators: ban a user from the room for good, or lift it (`roomBans` lists them).
+    public func setBan(uid: String, banned: Bool) { currentClient?.setBan(uid, banned: banned) ?? notActive() }
+    /// CallRoom (moderators): the uids banned from the room for good.
+    public var roomBans: [String] { currentClient?.roomBans ?? [] }
     /// Pauses a participant's video (pid or uid) — moderators only.
     public func pauseParticipantVideo(participantId: String) { currentClient?.pauseParticipantVideo(participantId) ?? notActive() }
 

@@ -58,6 +58,9 @@ extension CallsClient {
     public func denyFromLobby(_ pid: String) { request(.denyFromLobby(pid: pid)) }
     /// CallRoom, moderators: lets a user removed from this session join it again (by uid).
     public func allowRejoin(_ uid: String) { request(.allowRejoin(uid: uid)) }
+    /// CallRoom, moderators: bans a user from the room for good (they leave now; `roomBans`
+    /// lists them), or lifts the ban — the same as the operator's `/v3/rooms/{sid}/bans`.
+    public func setBan(_ uid: String, banned: Bool) { request(.setBan(uid: uid, banned: banned)) }
     /// Sends a chat message to the room.
     public func sendChat(_ text: String) { request(.chat(text: text)) }
 

@@ -214,6 +214,8 @@ extension CallsClient {
             let p = participant(w, joined: false)
             published.withLock { l in if !l.lobby.contains(where: { $0.pid == w.pid }) { l.lobby.append(p) } }
             emit(.lobbyRequest(participant: p))
+        case .roomBans(let uids):
+            published.withLock { $0.bans = uids }
         case .lobbyResolved(let pid, let admitted):
             guard phase == .joined, let p = published.withLock({ l -> Participant? in
                 defer { l.lobby.removeAll { $0.pid == pid } }

@@ -102,7 +102,12 @@ public final class CallsClient: @unchecked Sendable {
         var waitingInLobby = false
         /// (Moderators) who waits in the lobby now, in arrival order.
         var lobby: [Participant] = []
+        /// (Moderators) who is banned from the room for good.
+        var bans: [String] = []
     }
+
+    /// CallRoom (moderators): the uids banned from the room for good.
+    public var roomBans: [String] { published.withLock { $0.bans } }
 
     /// CallRoom: the room is locked (nobody new may join).
     public var isRoomLocked: Bool { published.withLock { $0.locked } }

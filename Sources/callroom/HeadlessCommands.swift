@@ -47,6 +47,8 @@ enum HeadlessCommands {
             Command(name: "unlock-room", arity: .none, help: "let people join again (moderators)") { _ in s.unlockRoom() },
             Command(name: "admit", arity: .one("ID"), help: "let someone waiting in the lobby in (their pid; moderators)") { a in s.admitFromLobby(participantId: a[0]) },
             Command(name: "deny", arity: .one("ID"), help: "send someone waiting in the lobby away (moderators)") { a in s.denyFromLobby(participantId: a[0]) },
+            Command(name: "ban", arity: .one("UID"), help: "ban a user from the room for good (moderators)") { a in s.setBan(uid: a[0], banned: true) },
+            Command(name: "unban", arity: .one("UID"), help: "lift a user's ban (moderators)") { a in s.setBan(uid: a[0], banned: false) },
             Command(name: "allow-rejoin", arity: .one("UID"), help: "let a user removed from this session join again (moderators)") { a in s.allowRejoin(uid: a[0]) },
             Command(name: "pause-participant-video", arity: .one("ID"), help: "pause a participant's video (moderators)") { a in s.pauseParticipantVideo(participantId: a[0]) },
             Command(name: "remove-participant", arity: .one("ID"), help: "remove a participant (moderators)") { a in s.removeParticipant(participantId: a[0]) },

@@ -46,7 +46,7 @@ struct SignalMessageTests {
         .receiverReport([LossReport(ssrc: 9, lossPercent: 3, red: true)]),
         .receiverReport([LossReport(ssrc: 9, lossPercent: 21, red: true, burst: 5, redBlocks: 8)]),
         .screenShare(sampleShare),
-        .setRoomLocked(true), .admitFromLobby(pid: "w1"), .denyFromLobby(pid: "w2"), .allowRejoin(uid: "eve"),
+        .setRoomLocked(true), .admitFromLobby(pid: "w1"), .denyFromLobby(pid: "w2"), .allowRejoin(uid: "eve"), .setBan(uid: "eve", banned: true),
     ]
 
     static let sampleShare: ScreenShareFrame = {
@@ -97,6 +97,7 @@ struct SignalMessageTests {
             .screenShare(pid: "p1", frame: sampleShare),
             .roomLocked(true, by: "p1"), .roomLocked(false, by: nil), .lobbyWaiting, .lobbyRequest(alice), .lobbyResolved(pid: "w1", admitted: true),
             .joined(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff", locked: true)),
+            .roomBans(["eve", "mallory"]),
         ]
     }
 

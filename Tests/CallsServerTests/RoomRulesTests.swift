@@ -68,6 +68,16 @@ final class RoomRulesTests: XCTestCase {
                        "replacing the rules keeps the bans")
         XCTAssertEqual(h.request("GET", "/v3/rooms/bans/bans").status, 401)
         XCTAssertEqual(h.request("DELETE", "/v3/rooms/bans/bans/eve", headers: h.adminHeaders).status, 200)
+        let eveBack = try join(h, try h.callToken(uid: "eve", session: "bans"))
+        XCTAssertNotNil(eveBack.joined())
+        // A moderator bans for good from the call (the panel's B): the same ban, listed for moderators.
+        mod.send(.setBan(uid: "eve", banned: true))
+        XCTAssertNotNil(eveBack.wait { if case .left(.removed) = $0 { return true }; return false })
+        XCTAssertNotNil(mod.wait { if case .roomBans(let u) = $0 { return u == ["eve"] }; return false })
+        XCTAssertEqual(try join(h, try h.callToken(uid: "eve", session: "bans")).error(), "ERR_BANNED_FROM_ROOM")
+        XCTAssertEqual(h.request("GET", "/v3/rooms/bans/bans", headers: h.adminHeaders).data["bannedUids"] as? [String], ["eve"])
+        mod.send(.setBan(uid: "eve", banned: false))
+        XCTAssertNotNil(mod.wait { if case .roomBans(let u) = $0 { return u.isEmpty }; return false })
         XCTAssertNotNil(try join(h, try h.callToken(uid: "eve", session: "bans")).joined())
     }
 

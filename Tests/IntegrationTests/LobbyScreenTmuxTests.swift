@@ -62,5 +62,22 @@ final class LobbyScreenTmuxTests: XCTestCase {
                                                  "--input", "null", "--output", "null", "--headless"])
         XCTAssertEqual(late.wait(timeout: 10), 1, "a locked room takes nobody new")
         XCTAssertTrue(late.errorOutput.contains("ERR_ROOM_LOCKED"), late.errorOutput)
+        // Banned for good from the panel (B twice), listed there, lifted with U.
+        tmux.keys("p")
+        XCTAssertTrue(tmux.waitFor("Participants (2)"), tmux.screen())
+        tmux.keys("Down")
+        tmux.keys("B")
+        XCTAssertTrue(tmux.waitFor("Ban Grace"), tmux.screen())
+        tmux.keys("B")
+        XCTAssertNotNil(back.wait(timeout: 10), "banned: she is out")
+        XCTAssertTrue(tmux.waitFor("banned: guest"), tmux.screen())
+        XCTAssertEqual((BlockingHTTP.request("GET", server.url + "/v3/rooms/lobbyroom/bans", headers: ["apikey": server.apiKey]).data["bannedUids"] as? [String]), ["guest"])
+        tmux.keys("U")
+        XCTAssertTrue(tmux.waitFor("Lifting the ban on guest"), tmux.screen())
+        let deadline = Date() + 5
+        while Date() < deadline, !((BlockingHTTP.request("GET", server.url + "/v3/rooms/lobbyroom/bans", headers: ["apikey": server.apiKey]).data["bannedUids"] as? [String]) ?? ["?"]).isEmpty {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        XCTAssertEqual((BlockingHTTP.request("GET", server.url + "/v3/rooms/lobbyroom/bans", headers: ["apikey": server.apiKey]).data["bannedUids"] as? [String]) ?? [], [])
     }
 }
