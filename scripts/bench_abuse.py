@@ -226,6 +226,12 @@ def slow_consumers(url, app, key, pid, members, seconds):
             closed += 1
     print(f"{members} members that never read, {sent} frames of ~60 KB in {seconds} s: server RSS {base // 1024} MB before, "
           f"peak {peak // 1024} MB (+{(peak - base) // 1024} MB), {during // 1024} MB at the end; {closed} of {members} closed by the server")
+    try:
+        ws_send(presenter, {"type": "setPresenting", "value": False})
+    except OSError:
+        pass
+    time.sleep(2)
+    print(f"after the presenter stopped sharing: {rss_kb(pid) // 1024} MB")
     for s in slow + [presenter]:
         s.close()
     time.sleep(2)
