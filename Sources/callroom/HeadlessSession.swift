@@ -60,10 +60,21 @@ final class HeadlessSession {
     func handle(_ event: CallEvent) {
         Console.out(event.jsonLine())
         switch event {
-        case .sessionLeft, .sessionTimedOut: onExit?(); exit(ExitCode.ok)
-        case .connectionClosed: onExit?(); exit(ExitCode.connectionLost)
+        case .sessionLeft, .sessionTimedOut: finish(ExitCode.ok)
+        case .connectionClosed: finish(ExitCode.connectionLost)
         default: break
         }
+    }
+
+    /// The session is over (its media threads joined, every line written straight to the
+    /// descriptors): the cleanup runs, then the process ends without `exit`'s teardown. That
+    /// teardown (OpenSSL's and libwebsockets' atexit handlers) could run while a library thread
+    /// was still winding down: a CI run saw one clean leave end in SIGABRT (issue #35 tracks the
+    /// lifetime itself). There is no terminal to restore here.
+    private func finish(_ code: Int32) -> Never {
+        onExit?()
+        fflush(nil)
+        _exit(code)
     }
 
     /// A line of standard input, or its end (which leaves cleanly, once; an unfinished last line
