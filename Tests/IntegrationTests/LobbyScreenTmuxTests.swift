@@ -6,6 +6,17 @@ import XCTest
 /// waits and lets them in with a key; the waiting guest (headless) is told and then joins; the
 /// host locks the room and everyone hears it.
 final class LobbyScreenTmuxTests: XCTestCase {
+    /// Opens the participant list, selects Grace (the second row) and presses `key` twice: the
+    /// action asks first (`asks`), the second press confirms it.
+    func confirmOnGrace(_ tmux: Tmux, key: String, asks: String, file: StaticString = #filePath, line: UInt = #line) {
+        tmux.keys("p")
+        XCTAssertTrue(tmux.waitFor("Participants (2)"), tmux.screen(), file: file, line: line)
+        tmux.keys("Down")
+        tmux.keys(key)
+        XCTAssertTrue(tmux.waitFor(asks), tmux.screen(), file: file, line: line)
+        tmux.keys(key)
+    }
+
     func testTheHostLetsAGuestInFromTheLobbyAndLocksTheRoom() throws {
         let tmp = TemporaryDirectory("callroom-lobby")
         defer { tmp.remove() }
@@ -30,12 +41,7 @@ final class LobbyScreenTmuxTests: XCTestCase {
         XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
         XCTAssertFalse(tmux.screen().contains("waiting: y admit"), "the prompt goes once answered")
         // Removed from the participant list (p, the row, x twice): she stays out, whatever token she brings…
-        tmux.keys("p")
-        XCTAssertTrue(tmux.waitFor("Participants (2)"), tmux.screen())
-        tmux.keys("Down")
-        tmux.keys("x")
-        XCTAssertTrue(tmux.waitFor("Remove Grace"), tmux.screen())
-        tmux.keys("x")
+        confirmOnGrace(tmux, key: "x", asks: "Remove Grace")
         XCTAssertNotNil(guest.wait(timeout: 10), "removed: the session is over for her and the client exits")
         XCTAssertTrue(tmux.waitFor("R lets them back"), "the panel says how to let her back: \(tmux.screen())")
         func join(_ name: String) throws -> ManagedProcess {
@@ -63,12 +69,7 @@ final class LobbyScreenTmuxTests: XCTestCase {
         XCTAssertEqual(late.wait(timeout: 10), 1, "a locked room takes nobody new")
         XCTAssertTrue(late.errorOutput.contains("ERR_ROOM_LOCKED"), late.errorOutput)
         // Banned for good from the panel (B twice), listed there, lifted with U.
-        tmux.keys("p")
-        XCTAssertTrue(tmux.waitFor("Participants (2)"), tmux.screen())
-        tmux.keys("Down")
-        tmux.keys("B")
-        XCTAssertTrue(tmux.waitFor("Ban Grace"), tmux.screen())
-        tmux.keys("B")
+        confirmOnGrace(tmux, key: "B", asks: "Ban Grace")
         XCTAssertNotNil(back.wait(timeout: 10), "banned: she is out")
         XCTAssertTrue(tmux.waitFor("banned: guest"), tmux.screen())
         XCTAssertEqual((BlockingHTTP.request("GET", server.url + "/v3/rooms/lobbyroom/bans", headers: ["apikey": server.apiKey]).data["bannedUids"] as? [String]), ["guest"])
