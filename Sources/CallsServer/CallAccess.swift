@@ -25,12 +25,18 @@ struct CallAccess: Sendable, Equatable {
         return spans.contains { $0.lowerBound <= finish && start <= $0.upperBound }
     }
 
+    /// Whether a recording ran while the viewer was there.
+    func covers(_ r: StoredRecording) -> Bool { covers(start: r.startedAt, end: r.endedAt) }
+
+    /// Whether a transcript ran while the viewer was there (an `endTime` of 0: still running).
+    func covers(_ t: StoredTranscript) -> Bool { covers(start: t.startTime, end: t.endTime > 0 ? t.endTime : nil) }
+
     /// The call as this viewer may see it: recordings and transcripts outside their presence left out.
     func restrict(_ call: StoredCall) -> StoredCall {
         guard spans != nil else { return call }
         var c = call
-        c.recordings = call.recordings.filter { covers(start: $0.startedAt, end: $0.endedAt) }
-        c.transcripts = call.transcripts.filter { covers(start: $0.startTime, end: $0.endTime > 0 ? $0.endTime : nil) }
+        c.recordings = call.recordings.filter(covers)
+        c.transcripts = call.transcripts.filter(covers)
         return c
     }
 }

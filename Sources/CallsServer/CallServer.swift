@@ -254,8 +254,8 @@ public final class CallServer: @unchecked Sendable {
         do {
             // Auth tokens revoked one by one within a call token's lifetime: their call tokens may still be about.
             let since = epochMilliseconds() - configuration.callTokenTTLSeconds * 1000
-            revocations = TokenRevocations(try store.tokenRevocations(), authTokens: try store.authTokenRevocations(since: since))
-            for id in try store.revokedInvites(since: since) { revocations.revoke(invite: id) }
+            revocations = TokenRevocations(try store.tokenRevocations(), authTokens: try store.authTokenRevocations(since: since),
+                                           invites: try store.revokedInvites(since: since))
             roomRules = RoomRulesDirectory(defaultModeration: configuration.firstJoinerModerator ? .firstJoiner : .operator,
                                            defaultAccess: configuration.roomAccess, rules: try store.allRoomRules())
         } catch {
@@ -288,11 +288,10 @@ public final class CallServer: @unchecked Sendable {
         auditBox.withLock { $0 = audit }
         rooms.audit = audit
         // A moderator's ban for good: as the REST endpoint does it (stored, then every node told).
-        rooms.setBan = { [weak self, weak rooms, log] sid, uid, banned in
+        rooms.setBan = { [weak self, log] sid, uid, banned in
             do {
                 let rules = try roomRules.setBan(uid, banned: banned, in: sid, store: store)
-                rooms?.rulesChanged(session: sid, liftedBan: banned ? nil : uid)
-                self?.broadcast(.roomRules(session: sid, rules: rules, lifted: banned ? nil : uid))
+                self?.roomRulesChanged(sid, rules, lifted: banned ? nil : uid)
             } catch {
                 log.error("a moderator's ban could not be stored", ["session": sid, "error": "\(error)"])
             }
@@ -347,29 +346,24 @@ public final class CallServer: @unchecked Sendable {
             deliverer?.start()
             log.info("webhooks changed", ["count": "\(directory.all.count)"])
         }, revoke: { [weak rooms, weak calls, weak self, log] revocation in
+            // Seconds: a token issued in the revoking second is refused too (iat has no finer grain).
+            let notBefore = epochMilliseconds() / 1000 + 1
             switch revocation {
             case .user(let uid):
-                // Seconds: a token issued in the revoking second is refused too (iat has no finer grain).
-                let notBefore = epochMilliseconds() / 1000 + 1
                 try store.revokeTokens(uid: uid, notBefore: notBefore)
-                revocations.revoke(uid: uid, before: notBefore)
                 log.info("tokens revoked: sessions ended", ["uid": uid])
                 self?.broadcast(.revoked(uid: uid, notBefore: notBefore))
             case .authToken(let uid, let id):
                 // (The store kept its id as it deleted it.)
-                revocations.revoke(authToken: id)
                 log.info("an auth token revoked: what it opened ended", ["uid": uid, "token_id": id])
                 self?.broadcast(.revokedAuthToken(uid: uid, id: id))
             case .invite(let id):
-                revocations.revoke(invite: id)
                 log.info("an invite revoked: who came in with it left", ["invite_id": id])
                 self?.broadcast(.revokedInvite(id: id))
             }
-            rooms?.revoke(revocation)
-            calls?.revoke(revocation)
-        }, roomRulesChanged: { [weak self, weak rooms] sessionId, rules, lifted in
-            rooms?.rulesChanged(session: sessionId, liftedBan: lifted)
-            self?.broadcast(.roomRules(session: sessionId, rules: rules, lifted: lifted))
+            Self.apply(revocation, notBefore: notBefore, to: revocations, rooms: rooms, calls: calls)
+        }, roomRulesChanged: { [weak self] sessionId, rules, lifted in
+            self?.roomRulesChanged(sessionId, rules, lifted: lifted)
         }, cluster: { [weak self] () throws(RedisError) -> (node: String, nodes: [ClusterNode])? in
             guard let self, let id = self.clusterNodeID, let nodes = try self.clusterNodes() else { return nil }
             return (id, nodes)
@@ -491,18 +485,13 @@ public final class CallServer: @unchecked Sendable {
             case .close(let c): self?.web?.close(c)
             case .forward, .closed, .roomEnded: router?.arrived(envelope)
             case .revoked(let uid, let notBefore):
-                revocations.revoke(uid: uid, before: notBefore)
-                rooms.revoke(.user(uid))
-                calls.revoke(.user(uid))
+                Self.apply(.user(uid), notBefore: notBefore, to: revocations, rooms: rooms, calls: calls)
                 self?.log.info("tokens revoked on another node: sessions here ended", ["uid": uid])
             case .revokedInvite(let id):
-                revocations.revoke(invite: id)
-                rooms.revoke(.invite(id: id))
+                Self.apply(.invite(id: id), notBefore: 0, to: revocations, rooms: rooms, calls: calls)
                 self?.log.info("an invite revoked on another node: who came in with it here left", ["invite_id": id])
             case .revokedAuthToken(let uid, let id):
-                revocations.revoke(authToken: id)
-                rooms.revoke(.authToken(uid: uid, id: id))
-                calls.revoke(.authToken(uid: uid, id: id))
+                Self.apply(.authToken(uid: uid, id: id), notBefore: 0, to: revocations, rooms: rooms, calls: calls)
                 self?.log.info("an auth token revoked on another node: what it opened here ended", ["uid": uid, "token_id": id])
             case .roomRules(let session, let rules, let lifted):
                 roomRules.set(session, rules)
@@ -663,8 +652,21 @@ public final class CallServer: @unchecked Sendable {
     }
 
     /// A loopback address (or name): a listen host, or a peer as libwebsockets reports it.
-    static func isLoopback(_ host: String) -> Bool {
-        host.hasPrefix("127.") || host == "::1" || host.hasPrefix("::ffff:127.") || host == "localhost"
+    static func isLoopback(_ host: String) -> Bool { WebServer.isLoopback(host) }
+
+    /// A revocation here (from REST or another node): its tokens refused from now on, the
+    /// sessions and presence connections it covers ended.
+    private static func apply(_ r: Revocation, notBefore: Int64, to revocations: TokenRevocations, rooms: RoomRegistry?, calls: CallRegistry?) {
+        revocations.revoke(r, notBefore: notBefore)
+        rooms?.revoke(r)
+        calls?.revoke(r)
+    }
+
+    /// A room's rules or bans changed on this node (REST or a moderator): the rooms here apply
+    /// them (the banned leave; `lifted` gets back in), and every other node hears.
+    private func roomRulesChanged(_ sessionId: String, _ rules: RoomRules?, lifted: String?) {
+        rooms?.rulesChanged(session: sessionId, liftedBan: lifted)
+        broadcast(.roomRules(session: sessionId, rules: rules, lifted: lifted))
     }
 
     /// Which signalling errors are refusals worth counting (and logging once a minute per peer).

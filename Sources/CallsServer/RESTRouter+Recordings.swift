@@ -15,7 +15,7 @@ extension RESTRouter {
         let notFound = ServerError(.notFound, "No recording '\(rid.prefix(40))' of session '\(sessionId.prefix(80))'.")
         guard let (rec, call) = try store.recording(sessionId: sessionId, rid: rid) else { throw notFound }
         guard let access = CallAccess(viewer: viewer, call: call, now: epochMilliseconds()) else { throw notFound }
-        guard access.covers(start: rec.startedAt, end: rec.endedAt) else {
+        guard access.covers(rec) else {
             throw ServerError(.forbidden, "You were not in the call while recording '\(rid.prefix(40))' ran; only a moderator or the operator may fetch it.")
         }
         // Only names the store holds: never a path from the request.
@@ -57,7 +57,7 @@ extension RESTRouter {
             guard let call = try store.call(id: callID), let access = CallAccess(viewer: viewer, call: call, now: epochMilliseconds()) else {
                 throw ServerError(.notFound, "No transcript '\(name.prefix(40))' of session '\(sessionId.prefix(80))'.")
             }
-            guard access.covers(start: t.startTime, end: t.endTime > 0 ? t.endTime : nil) else {
+            guard access.covers(t) else {
                 throw ServerError(.forbidden, "You were not in the call while transcript '\(tid)' ran; only a moderator or the operator may fetch it.")
             }
         }

@@ -168,7 +168,7 @@ struct RESTRouter: Sendable {
             let perPage = try rt.intParam(r, "perPage", default: 100, range: 1...1000)
             let p = try rt.store.transcripts(sessionId: parts[2], page: page, perPage: perPage)
             // (A participant's view: the transcripts that ran while they were there.)
-            let items = p.items.filter { access.covers(start: $0.startTime, end: $0.endTime > 0 ? $0.endTime : nil) }
+            let items = p.items.filter(access.covers)
             return rt.list(items.map { $0.served(rt.publicURL) }, p)
         },
         Route(.get, "v3/calls/*/transcriptions/*") { rt, r, parts in try rt.transcriptFile(r, sessionId: parts[2], name: parts[4]) },

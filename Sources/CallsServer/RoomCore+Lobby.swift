@@ -22,7 +22,6 @@ extension RoomCore {
 
     func wait(in room: Room, claims: CallTokenClaims, join j: ClientMessage.Join, tokenID: String, connection: ConnectionID) {
         guard room.lobby.count < Self.maxLobby else {
-            if room.participants.isEmpty && room.lobby.isEmpty { dropRoomIfEmpty(room) }
             return fail(connection, .roomFull, "\(Self.maxLobby) people are waiting to join this session already.", close: true)
         }
         let pid = randomHex(6)
@@ -48,9 +47,8 @@ extension RoomCore {
     }
 
     func admitFromLobby(_ room: Room, by pid: String, waiting: String, admit: Bool, connection: ConnectionID) {
-        guard room.participants[pid]?.wire.role == .moderator else {
-            audit(room, by: pid, admit ? "admit" : "deny", target: waiting, result: SignalErrorCode.notModerator.rawValue)
-            return fail(connection, .notModerator, "Only the session's moderators may let people in.", close: false)
+        guard requireModerator(room, pid, connection, to: "let people in") else {
+            return audit(room, by: pid, admit ? "admit" : "deny", target: waiting, result: SignalErrorCode.notModerator.rawValue)
         }
         guard let w = takeWaiting(room, waiting) else {
             return fail(connection, .participantNotFound, "Nobody '\(waiting.prefix(40))' is waiting in the lobby.", close: false)
@@ -100,9 +98,8 @@ extension RoomCore {
     }
 
     func setLocked(_ room: Room, _ locked: Bool, by pid: String, connection: ConnectionID) {
-        guard room.participants[pid]?.wire.role == .moderator else {
-            audit(room, by: pid, locked ? "lock" : "unlock", target: "", result: SignalErrorCode.notModerator.rawValue)
-            return fail(connection, .notModerator, "Only the session's moderators may lock or unlock it.", close: false)
+        guard requireModerator(room, pid, connection, to: "lock or unlock it") else {
+            return audit(room, by: pid, locked ? "lock" : "unlock", target: "", result: SignalErrorCode.notModerator.rawValue)
         }
         audit(room, by: pid, locked ? "lock" : "unlock", target: "")
         guard room.locked != locked else { return }

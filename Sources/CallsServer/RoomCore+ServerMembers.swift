@@ -40,9 +40,8 @@ extension RoomCore {
     }
 
     func setFeature(_ room: Room, _ f: SessionFeature, on: Bool, language: String?, target: String?, by pid: String, connection: ConnectionID) {
-        guard room.participants[pid]?.wire.role == .moderator else {
-            audit(room, by: pid, "\(on ? "start" : "stop") \(f.rawValue)", target: "", result: SignalErrorCode.notModerator.rawValue)
-            return fail(connection, .notModerator, "Only the session's moderators may \(on ? "start" : "stop") \(f.noun).", close: false)
+        guard requireModerator(room, pid, connection, to: "\(on ? "start" : "stop") \(f.noun)") else {
+            return audit(room, by: pid, "\(on ? "start" : "stop") \(f.rawValue)", target: "", result: SignalErrorCode.notModerator.rawValue)
         }
         audit(room, by: pid, "\(on ? "start" : "stop") \(f.rawValue)", target: "")
         let codes = Self.codes(f)

@@ -57,9 +57,10 @@ extension RoomCore {
         effects.append(.setBan(session: room.sessionId, uid: uid, banned: banned))
     }
 
-    private func requireModerator(_ room: Room, _ pid: String, _ connection: ConnectionID) -> Bool {
+    /// Whether `pid` moderates `room`; if not, says so (`ERR_NOT_MODERATOR`: "… may `what`").
+    func requireModerator(_ room: Room, _ pid: String, _ connection: ConnectionID, to what: String = "do that") -> Bool {
         guard room.participants[pid]?.wire.role == .moderator else {
-            fail(connection, .notModerator, "Only the session's moderators may do that.", close: false)
+            fail(connection, .notModerator, "Only the session's moderators may \(what).", close: false)
             return false
         }
         return true

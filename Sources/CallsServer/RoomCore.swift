@@ -110,7 +110,7 @@ final class RoomCore {
     /// after the room empties and starts again.
     var removedTokens: [String: [String: Int64]] = [:]
     /// Users a moderator removed, per live session: no token of theirs gets back in until the
-    /// room ends (or a moderator lets them back: `liftSessionBan`).
+    /// room ends (or a moderator or the operator lets them back: `liftRemoval`).
     var sessionBans: [String: Set<String>] = [:]
     /// The invites removed users came in with, per session and uid (lifted with them).
     var removedGrants: [String: [String: Set<String>]] = [:]
@@ -191,10 +191,13 @@ final class RoomCore {
             }
         case .rulesChanged(let sid, let lifted):
             if let lifted { liftRemoval(sid, lifted) }
-            // Moderators see the bans as they stand.
-            if let room = rooms[sid] { for m in moderators(room) { send(.roomBans(roomRules.rules(sid)?.bannedUids ?? []), to: m) } }
-            if let room = rooms[sid], let banned = roomRules.rules(sid)?.bannedUids.map(Set.init), !banned.isEmpty {
-                for (pid, p) in room.participants where banned.contains(p.wire.uid) {
+            guard let room = rooms[sid] else { break }
+            // Moderators see the bans as they stand; the banned leave.
+            let banned = roomRules.rules(sid)?.bannedUids ?? []
+            for m in moderators(room) { send(.roomBans(banned), to: m) }
+            if !banned.isEmpty {
+                let out = Set(banned)
+                for (pid, p) in room.participants where out.contains(p.wire.uid) {
                     log(.info, "participant removed: banned by the operator", ["session": sid, "uid": p.wire.uid, "pid": pid])
                     leave(session: sid, pid: pid, reason: .removed, notifySelf: true)
                 }
@@ -373,10 +376,10 @@ final class RoomCore {
                         "A moderator removed you from this session; you cannot rejoin it, with any token, until it ends or a moderator lets you back in.",
                         close: true)
         }
-        if let rules = roomRules.rules(claims.sid), rules.bannedUids?.contains(claims.sub) == true {
+        let rules = roomRules.rules(claims.sid)
+        if rules?.bannedUids?.contains(claims.sub) == true {
             return fail(connection, .bannedFromRoom, "You are banned from this room.", close: true)
         }
-        let rules = roomRules.rules(claims.sid)
         let tokenRole = claims.role.flatMap(ParticipantRole.init(rawValue:))
         let invited = tokenRole == .moderator || rules?.allowedUids?.contains(claims.sub) == true || claims.gid != nil
         let access = roomRules.access(claims.sid)

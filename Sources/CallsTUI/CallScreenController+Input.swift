@@ -75,10 +75,10 @@ extension CallScreenController {
         guard let first = model.lobby.first else { return false }
         switch input {
         case .char("y"), .char("Y"):
-            session.admitFromLobby(participantId: first.pid)
+            session.admitFromLobby(participantId: first.id)
             model.toast("Letting \(first.name) in…")
         case .char("n"), .char("N"):
-            session.denyFromLobby(participantId: first.pid)
+            session.denyFromLobby(participantId: first.id)
             model.toast("\(first.name) is sent away")
         default: return false
         }
@@ -346,8 +346,8 @@ extension CallScreenController {
             model.toast("Lifting the ban on \(last)…")
         case .char("R"):
             guard let last = model.rejoinable.last else { model.toast("Nobody was removed from this session"); return true }
-            model.removed.removeAll { $0.pid == last.pid }
-            session.allowRejoin(uid: last.pid)
+            model.removed.removeAll { $0.id == last.id }
+            session.allowRejoin(uid: last.id)
             model.toast("\(last.name) may join again (with a new call token)")
         case .char("x"), .char("X"):
             guard !t.isYou else { model.toast("To leave, press l"); return true }

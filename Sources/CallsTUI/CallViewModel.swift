@@ -43,17 +43,20 @@ public struct CallViewModel: Equatable, Sendable {
     public var roomLocked = false
     /// (Moderators) who waits in the lobby, oldest first (`onLobbyRequest`): `y` lets the first
     /// in, `n` sends them away.
-    public var lobby: [LobbyEntry] = []
+    public var lobby: [NamedID] = []
     /// Users a moderator removed from this session (uid, name), newest last: the participant
     /// list's `R` lets the newest back (moderators).
-    public var removed: [LobbyEntry] = []
+    public var removed: [NamedID] = []
     /// (Moderators) uids banned from the room for good (`CallSession.roomBans`): `U` lifts the last.
     public var bans: [String] = []
     /// The removed who are not banned for good: `R` may let them back.
-    public var rejoinable: [LobbyEntry] { removed.filter { !bans.contains($0.pid) } }
-    public struct LobbyEntry: Equatable, Sendable {
-        public var pid: String
+    public var rejoinable: [NamedID] { removed.filter { !bans.contains($0.id) } }
+    /// Someone the screen names and the server knows by `id`: a lobby request's pid, or a
+    /// removed user's uid.
+    public struct NamedID: Equatable, Sendable {
+        public var id: String
         public var name: String
+        public init(id: String, name: String) { self.id = id; self.name = name }
     }
     /// What the server offers (`joined.features`): a button for a feature it lacks is not shown.
     public var serverFeatures: Set<SessionFeature> = [.recording, .transcription]
@@ -257,17 +260,17 @@ public struct CallViewModel: Equatable, Sendable {
             toast("Waiting for the host to let you in…", seconds: 30)
         case .lobbyRequest(let p):
             let pid = p.pid ?? "?", name = p.name ?? p.uid ?? "someone"
-            if !lobby.contains(where: { $0.pid == pid }) { lobby.append(LobbyEntry(pid: pid, name: name)) }
+            if !lobby.contains(where: { $0.id == pid }) { lobby.append(NamedID(id: pid, name: name)) }
             toast("\(name) is waiting to join: y lets them in, n sends them away", seconds: 10)
         case .lobbyRequestResolved(let p, _):
-            lobby.removeAll { $0.pid == p.pid }
+            lobby.removeAll { $0.id == p.pid }
         case .participantLeft(let p) where p.leftReason == LeaveReason.removed.rawValue:
             if let uid = p.uid {
-                removed.removeAll { $0.pid == uid }
-                removed.append(LobbyEntry(pid: uid, name: p.name ?? uid))
+                removed.removeAll { $0.id == uid }
+                removed.append(NamedID(id: uid, name: p.name ?? uid))
             }
         case .participantJoined(let p):
-            removed.removeAll { $0.pid == p.uid }
+            removed.removeAll { $0.id == p.uid }
         case .transcriptionStarted(let language):
             transcriptionLanguage = language
             toast("Transcription started (\(language))" + (settings.hideClosedCaptionButton ? "" : ": a hides captions"))

@@ -661,9 +661,9 @@ public final class WebServer: @unchecked Sendable {
         return out
     }
 
-    /// A loopback address as accept or libwebsockets gives it.
-    static func isLoopback(_ address: String) -> Bool {
-        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
+    /// A loopback address (or name): a listen host, or a peer as accept or libwebsockets gives it.
+    public static func isLoopback(_ address: String) -> Bool {
+        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.") || address == "localhost"
     }
 
     static func peer(_ wsi: OpaquePointer) -> String {

@@ -519,7 +519,7 @@ final class CallScreenRendererTests: XCTestCase {
         hidden.settings = SessionSettingsBuilder().hideToggleVideoButton(true).hideSwitchCameraButton(true).hideRaiseHandButton(true)
             .hideChangeLayoutButton(true).hideSessionTimer(true).build()
         cases.append(("hidden-buttons-80x20", hidden, 80, 20, true))
-        var waiting = base(2); waiting.roomLocked = true; waiting.lobby = [.init(pid: "w1", name: "Grace"), .init(pid: "w2", name: "Linus")]
+        var waiting = base(2); waiting.roomLocked = true; waiting.lobby = [.init(id: "w1", name: "Grace"), .init(id: "w2", name: "Linus")]
         cases.append(("lobby-locked-120x40", waiting, 120, 40, true))
         cases.append(("lobby-40x12", waiting, 40, 12, false))
         cases.append(("too-small-20x8", base(), 20, 8, true))
