@@ -40,10 +40,11 @@ packages=(
   libbpf-dev          # the relay's eBPF fast path: loading and maps
   tmux                # terminal UI tests
 )
-# Only to build the relay's fast-path program (scripts/build-bpf.sh), and the PostgreSQL and Redis
-# servers the tests start throwaway instances of; `--core` skips them, as the demo needs none.
+# Only to build the relay's fast-path program (scripts/build-bpf.sh), and the PostgreSQL, Redis and
+# SSH servers the tests start throwaway instances of; `--core` skips them, as the demo needs none.
 if [ "${1:-}" != "--core" ]; then
-  packages+=(clang postgresql redis-server)
+  packages+=(clang postgresql redis-server
+             openssh-server openssh-client) # tests: a real sshd on loopback (the call screen over SSH)
 fi
 
 missing=()

@@ -41,6 +41,21 @@ static inline int callroom_put_wchs_pair(int y, int x, const wchar_t *chars, int
     return mvadd_wch(y, x, &c);
 }
 static inline int callroom_color_pairs(void) { return COLOR_PAIRS; }
+/* Key codes of our own for the bracketed-paste markers (past ncurses' KEY_MAX). */
+static const int callroom_key_paste_start = KEY_MAX + 1;
+static const int callroom_key_paste_end = KEY_MAX + 2;
+/* Home and End in every encoding terminals send (whatever TERM's terminfo says), and the paste
+   markers, as keys: an unknown sequence would otherwise arrive as Esc and key commands. */
+static inline void callroom_define_keys(void) {
+    const char *home[] = { "\033[1~", "\033[7~", "\033[H", "\033OH" };
+    const char *end[] = { "\033[4~", "\033[8~", "\033[F", "\033OF" };
+    for (int i = 0; i < 4; i++) {
+        if (key_defined(home[i]) <= 0) define_key(home[i], KEY_HOME);
+        if (key_defined(end[i]) <= 0) define_key(end[i], KEY_END);
+    }
+    define_key("\033[200~", callroom_key_paste_start);
+    define_key("\033[201~", callroom_key_paste_end);
+}
 static inline int callroom_init_pair(int pair, int fg, int bg) { return init_extended_pair(pair, fg, bg); }
 
 /* The terminal's capabilities, read from terminfo before the screen is set up:

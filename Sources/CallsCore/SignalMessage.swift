@@ -181,7 +181,8 @@ public enum ServerMessage: Sendable, Equatable {
     /// your own included: switch to it shortly, receivers hold both meanwhile).
     case mediaKeys([WireMediaKey])
     /// You left (or were made to leave); the server closes the connection after this.
-    case left(reason: LeaveReason)
+    /// `by`: who removed you (their display name), when a moderator did.
+    case left(reason: LeaveReason, by: String? = nil)
     /// A request was refused. `code` is one of the documented error codes.
     case error(code: SignalErrorCode, message: String)
     case pong(Int)
@@ -286,7 +287,7 @@ private struct CaptionBody: Codable, Sendable { var caption: WireCaption }
 private struct ReasonText: Codable, Sendable { var reason: String }
 private struct StreamBody: Codable, Sendable { var state: StreamState; var pid: String?; var detail: String? }
 private struct ParticipantBody: Codable, Sendable { var participant: WireParticipant; var change: ParticipantChange?; var reason: LeaveReason? }
-private struct ReasonBody: Codable, Sendable { var reason: LeaveReason }
+private struct ReasonBody: Codable, Sendable { var reason: LeaveReason; var by: String? }
 private struct ErrorBody: Codable, Sendable { var code: SignalErrorCode; var message: String }
 private struct HelloBody: Codable, Sendable { var authToken: String }
 private struct InitiateBody: Codable, Sendable { var receiverId: String; var receiverType: CallReceiverType; var callType: CallMediaType; var timeoutSeconds: Int? }
@@ -397,7 +398,8 @@ extension ServerMessage {
         WireCase("streaming", StreamBody.self, make: { .streaming(state: $0.state, by: $0.pid, detail: $0.detail) },
                  match: { if case .streaming(let s, let p, let d) = $0 { return StreamBody(state: s, pid: p, detail: d) }; return nil }),
         WireCase("mediaKeys", KeysBody.self, make: { .mediaKeys($0.keys) }, match: { if case .mediaKeys(let k) = $0 { return KeysBody(keys: k) }; return nil }),
-        WireCase("left", ReasonBody.self, make: { .left(reason: $0.reason) }, match: { if case .left(let r) = $0 { return ReasonBody(reason: r) }; return nil }),
+        WireCase("left", ReasonBody.self, make: { .left(reason: $0.reason, by: $0.by) },
+                 match: { if case .left(let r, let by) = $0 { return ReasonBody(reason: r, by: by) }; return nil }),
         WireCase("error", ErrorBody.self, make: { .error(code: $0.code, message: $0.message) },
                  match: { if case .error(let c, let m) = $0 { return ErrorBody(code: c, message: m) }; return nil }),
         WireCase("pong", IdBody.self, make: { .pong($0.id) }, match: { if case .pong(let id) = $0 { return IdBody(id: id) }; return nil }),

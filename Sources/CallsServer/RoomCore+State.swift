@@ -117,7 +117,7 @@ extension RoomCore {
                     removedGrants[room.sessionId, default: [:]][t.wire.uid, default: []].insert(g)
                 }
             }
-            leave(session: room.sessionId, pid: target, reason: .removed, notifySelf: true)
+            leave(session: room.sessionId, pid: target, reason: .removed, by: room.participants[pid]?.wire.name, notifySelf: true)
         }
     }
 }

@@ -20,13 +20,13 @@ extension RoomCore {
         case let (.chat(sid, _, _, _, _, _, connection), .failure(why)):
             log(.error, "store failed on chat", ["session": sid, "error": why.description])
             fail(connection, .storage, "The message could not be kept.", close: false)
-        case let (.leave(sid, pid, notify, reason, endsRoom), result):
+        case let (.leave(sid, pid, notify, reason, by, endsRoom), result):
             if case .failure(let why) = result {
                 // A leave happens whatever the disk says; the failure is logged and counted.
                 log(.error, "store failed on leave", ["session": sid, "pid": pid, "error": why.description])
             }
             if let c = notify {
-                send(.left(reason: reason), to: c)
+                send(.left(reason: reason, by: by), to: c)
                 effects.append(.close(c))
             }
             if endsRoom { effects.append(.roomEnded(session: sid)) }

@@ -88,7 +88,8 @@ final class RoomCore {
         case chat(session: String, pid: String, uid: String, name: String, text: String, at: Int64, connection: ConnectionID)
         /// Answer `left` (and close) once the leave is on disk; a leave that emptied the room
         /// ends it then (so the ring registry's `call_ended` follows the room's own rows and hooks).
-        case leave(session: String, pid: String, notify: ConnectionID?, reason: LeaveReason, endsRoom: Bool)
+        /// `by`: the moderator's name, when one removed them.
+        case leave(session: String, pid: String, notify: ConnectionID?, reason: LeaveReason, by: String?, endsRoom: Bool)
         /// Nobody waits; a failure is logged.
         case background(String)
     }
@@ -532,8 +533,9 @@ final class RoomCore {
     }
 
     /// Takes a participant out of its room at once (relay, peers); the store hears of it and
-    /// `left` follows the commit. An empty room ends its call and goes.
-    func leave(session sid: String, pid: String, reason: LeaveReason, notifySelf: Bool) {
+    /// `left` follows the commit (with `by`, the name of the moderator who removed them). An
+    /// empty room ends its call and goes.
+    func leave(session sid: String, pid: String, reason: LeaveReason, by: String? = nil, notifySelf: Bool) {
         guard let room = rooms[sid], let p = room.participants.removeValue(forKey: pid) else { return }
         room.order.removeAll { $0 == pid }
         room.shares[pid] = nil
@@ -548,7 +550,8 @@ final class RoomCore {
         let empties = room.participants.isEmpty
         if empties { endFeatures(room) }  // nobody left to record, transcribe or stream
         if empties, let call = room.call { commands += hook(.ended, call, sid) + [.endCall(call, at: now)] }
-        persist(commands, .leave(session: sid, pid: pid, notify: notifySelf ? p.connection : nil, reason: reason, endsRoom: empties && p.admitted))
+        persist(commands, .leave(session: sid, pid: pid, notify: notifySelf ? p.connection : nil, reason: reason, by: by,
+                                   endsRoom: empties && p.admitted))
         if p.admitted {
             patchRelay(room)
             broadcast(room, .participantLeft(p.wire, reason: reason))

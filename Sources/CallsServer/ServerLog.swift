@@ -49,7 +49,7 @@ public final class ServerLog: Sendable {
             line = "{" + parts.joined(separator: ",") + "}\n"
         }
         lock.lock()
-        FileHandle.standardError.write(Data(line.utf8))
+        DescriptorWriter.write(STDERR_FILENO, line)  // a closed stderr drops the line, never the server
         lock.unlock()
     }
 }

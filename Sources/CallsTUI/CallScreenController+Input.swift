@@ -1,3 +1,4 @@
+import CallsCore
 import CometChatCallsSDK
 import Foundation
 
@@ -12,9 +13,11 @@ extension CallScreenController {
         }
         if input == .resize { return }
         if input == .interrupt { return quit() }
+        if case .paste(let text) = input { return paste(text) }
         if let p = model.pending { return confirm(p, input, button: currentLayoutButton(at: input)) }
         if currentLayout.tooSmall {
-            if [.char("q"), .char("l"), .char("Q"), .char("L")].contains(input) { model.pending = .leave }
+            // Nothing else fits, so nothing else can be asked: q (or l) leaves at once.
+            if [.char("q"), .char("l"), .char("Q"), .char("L")].contains(input) { quit() }
             return
         }
         if model.overlay == .sharePicker { return handleSharePicker(input) }
@@ -27,15 +30,18 @@ extension CallScreenController {
     }
 
     /// The second key of a dangerous action: the same key (or Enter) confirms, anything else
-    /// cancels and says so.
+    /// cancels and says so. Either way the question goes at once (it never shows again after
+    /// it was answered).
     private func confirm(_ p: CallViewModel.Pending, _ input: TerminalInput, button: CallScreenRenderer.Button?) {
         model.pending = nil
+        model.toasts.removeAll { $0.kind == .prompt }
         switch p {
         case .leave:
             let leaveButton = button?.id == BuiltInButton.leaveSession.rawValue
             if [.char("l"), .char("L"), .char("q"), .char("Q"), .enter].contains(input) || leaveButton {
                 if session.isCallSessionActive() {
                     model.status = "leaving…"
+                    leaving = true
                     session.click(.leaveSession)
                 } else {
                     quit()
@@ -45,7 +51,7 @@ extension CallScreenController {
             }
         case .ban(let pid, let uid):
             let name = model.tiles.first { $0.pid == pid }?.name ?? uid
-            if input == .char("B") {
+            if input == .char("B") || input == .enter {
                 session.setBan(uid: uid, banned: true)
                 model.toast("Banning \(name) from this room…")
             } else {
@@ -53,7 +59,7 @@ extension CallScreenController {
             }
         case .remove(let pid):
             let name = model.tiles.first { $0.pid == pid }?.name ?? pid
-            if [.char("x"), .char("X")].contains(input) {
+            if [.char("x"), .char("X"), .enter].contains(input) {
                 session.removeParticipant(participantId: pid)
                 model.toast("Removing \(name)…")
             } else {
@@ -91,7 +97,8 @@ extension CallScreenController {
             if model.panel != .log { model.panel = .log } else if !model.log.search.isEmpty { model.log.search = "" }
         case .char("l"), .char("L"), .char("q"), .char("Q"):
             model.pending = .leave
-            model.toast("Leave the call? Press \(input == .char("q") || input == .char("Q") ? "q" : "l") again (or Enter) to leave, any other key to stay.", seconds: 8)
+            model.toast("Leave the call? Press \(input == .char("q") || input == .char("Q") ? "q" : "l") again (or Enter) to leave, any other key to stay.",
+                        kind: .prompt, seconds: 8)
         case .char("w"), .char("W"):
             session.isPictureInPictureLayoutEnabled ? session.disablePictureInPictureLayout() : session.enablePictureInPictureLayout()
         case .char("k"), .char("K"):
@@ -207,7 +214,7 @@ extension CallScreenController {
         switch button {
         case .leaveSession:
             model.pending = .leave
-            model.toast("Leave the call? Press l again (or click Leave) to leave, any other key to stay.", seconds: 8)
+            model.toast("Leave the call? Press l again, Enter or click Leave to leave, any other key to stay.", kind: .prompt, seconds: 8)
             return
         default: break
         }
@@ -339,7 +346,7 @@ extension CallScreenController {
         case .char("B"):
             guard !t.isYou else { model.toast("You cannot ban yourself"); return true }
             model.pending = .ban(pid: t.pid, uid: t.uid)
-            model.toast("Ban \(t.name) from this room for good? Press B again to ban, any other key to keep.", seconds: 8)
+            model.toast("Ban \(t.name) from this room for good? Press B again (or Enter) to ban, any other key to keep.", kind: .prompt, seconds: 8)
         case .char("U"):
             guard let last = model.bans.last else { model.toast("Nobody is banned from this room"); return true }
             session.setBan(uid: last, banned: false)
@@ -352,10 +359,27 @@ extension CallScreenController {
         case .char("x"), .char("X"):
             guard !t.isYou else { model.toast("To leave, press l"); return true }
             model.pending = .remove(pid: t.pid)
-            model.toast("Remove \(t.name) from the call? Press x again to remove, any other key to keep.", seconds: 8)
+            model.toast("Remove \(t.name) from the call? Press x again (or Enter) to remove, any other key to keep.", kind: .prompt, seconds: 8)
         default: return false
         }
         return true
+    }
+
+    /// Pasted text (bracketed paste) is text, never key commands: into the chat draft (lines and
+    /// all: Enter sends it as one message), the log search (its first line), or, anywhere else,
+    /// nowhere — a toast says where pasting works.
+    private func paste(_ text: String) {
+        if model.panel == .chat {
+            let room = max(0, 2000 - model.chatDraft.count)
+            model.chatDraft += String(DisplayText.message(text).prefix(room))
+            let lines = text.split(separator: "\n").count
+            if lines > 1 { model.toast("Pasted \(lines) lines: Enter sends them as one message, Esc discards", seconds: 6) }
+        } else if model.editingLogSearch {
+            model.log.search += String(text.split(separator: "\n").first ?? "").prefix(200)
+            model.log.anchor = nil
+        } else {
+            model.toast("Pasted text is not read as keys: open chat (c) to paste into a message")
+        }
     }
 
     /// Typing in the chat panel: text, Backspace, Enter sends, Esc closes. Returns whether the
@@ -363,7 +387,7 @@ extension CallScreenController {
     private func handleChatInput(_ input: TerminalInput) -> Bool {
         switch input {
         case .enter:
-            let text = model.chatDraft.trimmingCharacters(in: .whitespaces)
+            let text = model.chatDraft.trimmingCharacters(in: .whitespacesAndNewlines)
             if !text.isEmpty { session.sendChatMessage(text) }
             model.chatDraft = ""
             return true

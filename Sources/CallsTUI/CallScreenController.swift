@@ -101,11 +101,30 @@ public final class CallScreenController {
         if case .chatMessage = e, model.chatUnread != session.chatButtonUnreadCount { session.setChatButtonUnreadCount(model.chatUnread) }
         dirty = true
         switch e {
-        case .sessionLeft, .sessionTimedOut: finish(0)
-        case .connectionClosed: finish(3)
+        case .sessionLeft, .sessionTimedOut, .connectionClosed:
+            // What the app knows (the other person hung up) over what the SDK saw (you left).
+            let ending = endingOverride ?? session.sessionEnding ?? (e == .sessionTimedOut ? .timedOut : e == .sessionLeft ? .left : .connectionLost)
+            model.ending = ending
+            finish(ending.exitStatus)
         default: break
         }
     }
+
+    /// Set by `leave(because:)`: how the app says the call ended.
+    private var endingOverride: SessionEnding?
+
+    /// Leaves because of something the app knows and the SDK cannot (the other person in a
+    /// one-to-one call hung up: `.endedBy(name)`): the summary and the exit status say so.
+    public func leave(because ending: SessionEnding) {
+        dispatchPrecondition(condition: .onQueue(.main))
+        // Already leaving (you left first; the call's end is the echo of that): you left.
+        guard !leaving else { return }
+        endingOverride = ending
+        quit()
+    }
+
+    /// You asked to leave (a key, a click, a signal): whatever ends the call next is that.
+    var leaving = false
 
     /// Shows the summary, then (after a key or `summarySeconds`) reports the exit code.
     func finish(_ code: Int32) {
@@ -234,6 +253,7 @@ public final class CallScreenController {
         model.pending = nil
         if session.isCallSessionActive() {
             model.status = "leaving…"
+            leaving = true
             dirty = true
             session.click(.leaveSession)
         } else if !finishing {

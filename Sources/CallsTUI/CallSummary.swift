@@ -11,6 +11,7 @@ public struct CallSummary: Equatable, Sendable {
     public var totalEvents: Int
     public var media: MediaReport?
     public var reconnects: Int
+    /// How it ended, in one sentence ("You were removed by Grace"); the status while it runs.
     public var ending: String
     /// RFC 3550 jitter of each sender heard (ms), at the end.
     public var jitterMs: [Double]
@@ -25,13 +26,13 @@ public struct CallSummary: Equatable, Sendable {
         totalEvents = m.log.total
         media = m.media
         reconnects = m.reconnects
-        ending = m.status
+        ending = m.ending?.sentence ?? m.status
         jitterMs = m.receiveStats.values.map(\.jitterMs).sorted()
     }
 
     /// The summary as text lines.
     public var lines: [String] {
-        var out = ["Call summary: \(title) (\(ending))"]
+        var out = ["Call summary: \(title)", "  ended           \(ending)"]
         if let d = duration {
             let s = Int(d.rounded())
             out.append(String(format: "  duration        %d:%02d:%02d", s / 3600, s / 60 % 60, s % 60))

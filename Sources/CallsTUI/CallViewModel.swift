@@ -10,7 +10,8 @@ public struct CallViewModel: Equatable, Sendable {
 
     /// A short message over the screen (visible above panels) that goes away by itself.
     public struct Toast: Equatable, Sendable {
-        public enum Kind: Equatable, Sendable { case info, error }
+        /// `prompt`: a question a pending key answers (it goes the moment it is answered).
+        public enum Kind: Equatable, Sendable { case info, error, prompt }
         public var text: String
         public var kind: Kind
         public var until: Date
@@ -19,6 +20,8 @@ public struct CallViewModel: Equatable, Sendable {
     public var title: String
     public var joinedAt: Date?
     public var leftAt: Date?
+    /// How the session ended (nil while it runs): what the summary says and the exit status.
+    public var ending: SessionEnding?
     public var now: Date = Date()
     public var tiles: [Tile] = []
     /// The latest video frame per pid (yours mirrored); tiles draw them.

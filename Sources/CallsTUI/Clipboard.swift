@@ -1,3 +1,4 @@
+import CallsCore
 import Foundation
 
 /// Where a copy to the clipboard went; the call screen says exactly this, never more.
@@ -74,7 +75,7 @@ struct Clipboard {
         p.standardInput = input == nil ? FileHandle.nullDevice : inp
         do { try p.run() } catch { return (nil, nil) }
         if let input {
-            inp.fileHandleForWriting.write(Data(input.utf8))
+            DescriptorWriter.write(inp.fileHandleForWriting.fileDescriptor, input)  // a tool that quit early is no crash
             try? inp.fileHandleForWriting.close()
         }
         let deadline = Date().addingTimeInterval(2)

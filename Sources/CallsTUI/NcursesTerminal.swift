@@ -66,6 +66,9 @@ public final class NcursesTerminal: TerminalDriver {
         }
         set_escdelay(Self.escapeDelayMs)
         active = true
+        callroom_define_keys()
+        // Bracketed paste: the terminal marks pasted text, so it is never read as keys.
+        Self.writeOut("\u{1B}[?2004h")
         NcursesTerminal.hasAlternateScreen.store(callroom_terminal_has_alternate_screen() == 1, ordering: .relaxed)
         NcursesTerminal.registerExitHandler()
         cbreak()
@@ -148,7 +151,7 @@ public final class NcursesTerminal: TerminalDriver {
     }
 
     /// Graphics sequences go straight to the terminal, after ncurses has flushed its own output.
-    private static func writeOut(_ s: String) { FileHandle.standardOutput.write(Data(s.utf8)) }
+    private static func writeOut(_ s: String) { DescriptorWriter.write(STDOUT_FILENO, s) }
 
     public var picturesPending: Bool { pixelWriter?.pending ?? false }
 
@@ -168,11 +171,30 @@ public final class NcursesTerminal: TerminalDriver {
         return p
     }
 
+    /// Pasted text so far (between the paste markers), at most `pasteLimit` characters kept.
+    private var pasting: String.UnicodeScalarView?
+    static let pasteLimit = 16_384
+
     public func poll() -> TerminalInput? {
         guard active else { return nil }
-        var wch: wint_t = 0
-        let rc = get_wch(&wch)
-        if rc == ERR { return nil }
+        while true {
+            var wch: wint_t = 0
+            let rc = get_wch(&wch)
+            if rc == ERR { checkHangup(); return nil }
+            if rc == KEY_CODE_YES, Int32(wch) == callroom_key_paste_start { pasting = .init(); continue }
+            if rc == KEY_CODE_YES, Int32(wch) == callroom_key_paste_end, let text = pasting {
+                pasting = nil
+                return .paste(String(text))
+            }
+            guard pasting != nil else { return key(rc: rc, wch: wch) }
+            // Inside a paste: characters (line breaks as \n) are text, keys are dropped.
+            if rc != KEY_CODE_YES, (pasting?.count ?? 0) < Self.pasteLimit, let u = Unicode.Scalar(UInt32(wch)) {
+                pasting?.append(u == "\r" ? "\n" : u)
+            }
+        }
+    }
+
+    private func key(rc: Int32, wch: wint_t) -> TerminalInput? {
         if rc == KEY_CODE_YES {
             switch Int32(wch) {
             case KEY_RESIZE: onScreen = nil; return .resize
@@ -203,6 +225,24 @@ public final class NcursesTerminal: TerminalDriver {
         }
     }
 
+    private var lastHangupCheck: UInt64 = 0
+    private var hungUp = false
+
+    /// A terminal that went away (the SSH connection dropped, the emulator closed) reads as
+    /// "nothing typed" to ncurses: twice a second `poll(2)` asks the descriptor. On POLLHUP,
+    /// POLLERR or POLLNVAL the process gets SIGHUP, once, as the kernel sends a session leader:
+    /// its handler leaves the call and exits (`callroom`'s `TerminationSignals`), and with no
+    /// handler SIGHUP's default ends the process.
+    private func checkHangup() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard !hungUp, now - lastHangupCheck > 500_000_000 else { return }
+        lastHangupCheck = now
+        var p = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+        guard Foundation.poll(&p, 1, 0) == 1, p.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 else { return }
+        hungUp = true
+        kill(getpid(), SIGHUP)
+    }
+
     /// ncurses' button masks (for tests of `mouseInput`).
     enum MouseMask {
         static let pressed = callroom_button1_pressed
@@ -224,7 +264,7 @@ public final class NcursesTerminal: TerminalDriver {
 
     public func copyToClipboard(_ text: String) -> ClipboardOutcome {
         Clipboard(terminalDeclaresOSC52: active && callroom_terminal_has_string_capability("Ms") == 1) { seq in
-            FileHandle.standardOutput.write(Data(seq.utf8))
+            DescriptorWriter.write(STDOUT_FILENO, seq)
         }.copy(text)
     }
 
@@ -246,6 +286,7 @@ public final class NcursesTerminal: TerminalDriver {
         if pixelsShown.exchange(false, ordering: .relaxed) { writeOut(TerminalGraphicsEncoder.kittyDelete(id: nil)) }
         // Without an alternate screen the call screen would stay on the shell: clear it first.
         if !hasAlternateScreen.load(ordering: .relaxed) { clear(); refresh() }
+        writeOut("\u{1B}[?2004l")
         curs_set(1)
         endwin()
     }

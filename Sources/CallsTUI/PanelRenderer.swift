@@ -64,7 +64,9 @@ enum PanelRenderer {
         for (i, (line, first)) in lines.suffix(room).enumerated() {
             b.put(line, x: inner.x, y: inner.y + i, style: CellStyle(bold: false, dim: !first), maxWidth: inner.width)
         }
-        let prompt = "> " + DisplayWidth.suffix(m.chatDraft, cells: max(0, inner.width - 3)) + "_"
+        // A pasted line break shows as " | " in the one-line prompt (it is sent as a line break).
+        let draft = m.chatDraft.replacingOccurrences(of: "\n", with: " | ")
+        let prompt = "> " + DisplayWidth.suffix(draft, cells: max(0, inner.width - 3)) + "_"
         b.put(prompt, x: inner.x, y: inner.maxY - 1, style: CellStyle(bold: true), maxWidth: inner.width, ellipsis: false)
     }
 

@@ -11,6 +11,8 @@ public enum TerminalInput: Equatable, Sendable {
     /// The mouse wheel over (x, y): up (away from you) or down.
     case wheel(up: Bool, x: Int, y: Int)
     case interrupt
+    /// Text pasted in one go (bracketed paste): never read as key commands.
+    case paste(String)
 }
 
 /// Why a terminal cannot show the call screen.

@@ -108,6 +108,10 @@ public final class CallSession: @unchecked Sendable {
 
     /// True while you are in a session.
     public func isCallSessionActive() -> Bool { currentClient?.isSessionActive ?? false }
+    /// CallRoom: how your last session ended — you left, a moderator removed you (and who), the
+    /// server shut down, the connection was lost… Set before the callback that ends it fires;
+    /// nil before any session ended. Any thread.
+    public var sessionEnding: SessionEnding? { currentClient?.sessionEnding }
     /// CallRoom: the session features the server offers (empty until joined). Any thread.
     public var offeredFeatures: Set<SessionFeature> { currentClient?.offeredFeatures ?? [] }
 

@@ -46,7 +46,7 @@ extension CallsClient {
                 self.rejoining = false
                 self.scheduleReconnect()
             case .leaving:
-                self.finish(reason: "left", emitLeft: true)
+                self.finish(.left, emitLeft: true)
             case .idle, .ended:
                 break
             }
@@ -177,8 +177,8 @@ extension CallsClient {
             guard phase == .joined else { return }
             published.withLock { $0.chat.append(m); if $0.chat.count > 500 { $0.chat.removeFirst() } }
             emit(.chatMessage(m))
-        case .left(let reason):
-            finish(reason: reason.rawValue, emitLeft: reason != .timedOut)
+        case .left(let reason, let by):
+            finish(SessionEnding(reason: reason, by: by), emitLeft: reason != .timedOut)
             if reason == .timedOut { emit(.sessionTimedOut) }
         case .error(let code, let message):
             if phase == .joining {
@@ -389,7 +389,7 @@ extension CallsClient {
     /// resume within the server's grace period.
     private func connectionLost() {
         guard resumeToken != nil else {
-            finish(reason: "connection closed", emitLeft: false)
+            finish(.connectionLost, emitLeft: false)
             return emit(.connectionClosed)
         }
         phase = .reconnecting
@@ -497,7 +497,7 @@ extension CallsClient {
     }
 
     private func giveUpReconnecting() {
-        finish(reason: "connection closed", emitLeft: false)
+        finish(.connectionLost, emitLeft: false)
         emit(.connectionClosed)
     }
 
@@ -506,8 +506,9 @@ extension CallsClient {
         state.async { self.socket?.abortInBackground() }
     }
 
-    /// Tears the session down once (stop media, close the socket, emit `sessionLeft`).
-    func finish(reason: String, emitLeft: Bool) {
+    /// Tears the session down once (stop media, close the socket, emit `sessionLeft`), keeping
+    /// how it ended for `sessionEnding`.
+    func finish(_ ending: SessionEnding, emitLeft: Bool) {
         dispatchPrecondition(condition: .onQueue(state))
         guard [.joined, .leaving, .reconnecting].contains(phase) else { return }
         phase = .ended
@@ -527,6 +528,7 @@ extension CallsClient {
             $0.active = false
             $0.roster = []
             $0.localPID = nil
+            $0.ending = ending
         }
         rosterByPID = [:]
         rosterOrder = []

@@ -86,6 +86,8 @@ public final class CallsClient: @unchecked Sendable {
         /// How many times this session came back by rejoining (the server had lost it) rather
         /// than resuming.
         var rejoins = 0
+        /// How the last session ended (nil: none has yet).
+        var ending: SessionEnding?
         /// The server is recording the session.
         var serverRecording = false
         /// The server is transcribing it (captions arrive), in this language.
@@ -160,6 +162,8 @@ public final class CallsClient: @unchecked Sendable {
     /// Your participant id in the current session.
     public var localParticipantID: String? { published.withLock { $0.localPID } }
     public var isSessionActive: Bool { published.withLock { $0.active } }
+    /// CallRoom: how the last session ended (nil before one has).
+    public var sessionEnding: SessionEnding? { published.withLock { $0.ending } }
     /// The session's invite link: the server's public URL when it has one, else the address
     /// this client reached it at. nil outside a session.
     public var inviteLink: String? {
@@ -292,7 +296,7 @@ public final class CallsClient: @unchecked Sendable {
                 self.phase = .leaving
                 self.leaveContinuation = c
                 self.socket?.send(text: ClientMessage.leave.json())
-                self.state.asyncAfter(deadline: .now() + 2) { [weak self] in self?.finish(reason: "timeout", emitLeft: true) }
+                self.state.asyncAfter(deadline: .now() + 2) { [weak self] in self?.finish(.left, emitLeft: true) }
             }
         }
     }

@@ -64,24 +64,10 @@ enum BotsCommand {
             Console.out("callroom bots: \(d.bots.count) synthetic participants in \(session)")
             guard !d.bots.isEmpty else { exit(ExitCode.failure) }
             let finish: @MainActor () -> Void = { Task { await d.stop(); exit(ExitCode.ok) } }
-            BotsSignals.install(finish)
+            TerminationSignals.onSignal = { _ in finish() }
             if let duration { DispatchQueue.main.asyncAfter(deadline: .now() + duration) { MainActor.assumeIsolated { finish() } } }
         }
         dispatchMain()
-    }
-}
-
-@MainActor
-enum BotsSignals {
-    static var sources: [DispatchSourceSignal] = []
-    static func install(_ handler: @escaping @MainActor () -> Void) {
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let s = DispatchSource.makeSignalSource(signal: sig, queue: .main)
-            s.setEventHandler { MainActor.assumeIsolated { handler() } }
-            s.resume()
-            sources.append(s)
-        }
     }
 }
 

@@ -1,3 +1,4 @@
+import CallsCore
 import CallsTUI
 import CometChatCallsSDK
 import Foundation
@@ -8,7 +9,6 @@ import Foundation
 enum CallScreenApp {
     private static var controller: CallScreenController?
     private static var eventLogBridge: ListenerBridge?
-    private static var signalSources: [DispatchSourceSignal] = []
 
     /// Joins and shows the call until the user leaves; then prints the call's summary on stdout
     /// (after the terminal is restored). `token` gives a call token instead of generating one
@@ -17,13 +17,13 @@ enum CallScreenApp {
     static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
                     title: String, eventLog: String? = nil, token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
                     loggedIn: Bool = false, cleanup: (@MainActor () -> Void)? = nil,
-                    sessionOver: (@MainActor () -> Void)? = nil, finished: (@MainActor (Int32) -> Void)? = nil) async {
+                    sessionOver: (@MainActor () -> Void)? = nil, finished: (@MainActor (Int32, CallSummary) -> Void)? = nil) async {
         // --event-log FILE: every callback also as a JSON line (opened before the screen takes over).
         if let path = eventLog {
             guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
                 Console.fail("cannot write the event log \(path)")
             }
-            let bridge = ListenerBridge { e in file.write(Data((e.jsonLine() + "\n").utf8)) }
+            let bridge = ListenerBridge { e in DescriptorWriter.write(file.fileDescriptor, e.jsonLine() + "\n") }
             bridge.register()
             eventLogBridge = bridge
         }
@@ -39,12 +39,15 @@ enum CallScreenApp {
             let summary = c.summary
             c.stop()
             cleanup?()
-            // A caller that goes on (the ringing screen) gets the code; otherwise the summary, and exit.
-            if let finished { return finished(code) }
+            // A caller that goes on (the ringing screen) gets the code and the summary; otherwise
+            // the summary is printed, and the process exits.
+            if let finished { return finished(code, summary) }
             Console.out(summary.lines.joined(separator: "\n"))
             exit(code)
         }
-        installSignalHandlers { c.summarySeconds = 0; c.quit() }
+        // A signal leaves at once, without the summary screen (the summary is still printed).
+        TerminationSignals.onSignal = { _ in c.summarySeconds = 0; c.quit() }
+        TerminationSignals.beforeForcedExit = { c.stop(); cleanup?() }
         c.start()
         do throws(CometChatCallException) {
             if !loggedIn { _ = try await SDKSetup.initAndLogin(options) }
@@ -62,34 +65,9 @@ enum CallScreenApp {
         }
     }
 
-    /// SIGINT/SIGTERM/SIGHUP leave the call cleanly; a second signal (or 3 s) exits at once. The
-    /// terminal is restored on either path (`NcursesTerminal` also registers `atexit`).
-    static func installSignalHandlers(_ leave: @escaping @MainActor () -> Void) {
-        signalSources = SignalLeave.install(leave) { controller?.stop() }
-    }
-}
-
-/// SIGINT, SIGTERM and SIGHUP as "leave": the first runs `leave`, a second one (or 3 s later)
-/// runs `giveUp` and exits 130. Main thread.
-@MainActor
-enum SignalLeave {
-    static func install(_ leave: @escaping @MainActor () -> Void, giveUp: @escaping @MainActor () -> Void) -> [DispatchSourceSignal] {
-        var sources: [DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM, SIGHUP] {
-            signal(sig, SIG_IGN)
-            let src = DispatchSource.makeSignalSource(signal: sig, queue: .main)
-            var count = 0
-            src.setEventHandler {
-                MainActor.assumeIsolated {
-                    count += 1
-                    if count > 1 { giveUp(); exit(130) }
-                    leave()
-                    DispatchQueue.main.asyncAfter(deadline: .now() + 3) { MainActor.assumeIsolated { giveUp(); exit(130) } }
-                }
-            }
-            src.resume()
-            sources.append(src)
-        }
-        return sources
+    /// Leaves the open call screen's session because of `ending` (the other person hung up).
+    static func leave(because ending: SessionEnding) {
+        guard let c = controller else { return CallSession.shared.leaveSession() }
+        c.leave(because: ending)
     }
 }

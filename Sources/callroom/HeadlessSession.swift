@@ -26,6 +26,8 @@ final class HeadlessSession {
                 try await CometChatCalls.joinSession(sessionID: sessionID, callSetting: settings)
             }
             runner.reportAudioNotices()
+            // Input ended, a signal came or stdout closed while joining: leave now that we can.
+            if runner.leaving { CallSession.shared.leaveSession() }
         } catch {
             cleanup?()
             Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
@@ -33,7 +35,6 @@ final class HeadlessSession {
     }
 
     private var bridge: ListenerBridge?
-    private var signalSources: [DispatchSourceSignal] = []
     private var leaving = false
     /// Runs before the process exits (the demo stops its server here).
     var onExit: (@MainActor () -> Void)?
@@ -47,8 +48,11 @@ final class HeadlessSession {
         DescriptorReader.startLines(STDIN_FILENO, name: "callroom.stdin") { event in
             DispatchQueue.main.async { MainActor.assumeIsolated { HeadlessSession.current?.received(event) } }
         }
-        // SIGTERM and SIGINT leave cleanly (others see onParticipantLeft at once, not a ghost).
-        signalSources = SignalLeave.install({ [weak self] in self?.leave() }, giveUp: { [weak self] in self?.onExit?() })
+        // SIGINT, SIGTERM and SIGHUP leave cleanly (others see onParticipantLeft at once, not a ghost).
+        TerminationSignals.onSignal = { [weak self] _ in self?.leave() }
+        TerminationSignals.beforeForcedExit = { [weak self] in self?.onExit?() }
+        // Whoever reads stdout went away (`| head -1`): leave cleanly, then exit 0.
+        Console.onOutputClosed = { [weak self] in self?.leave() }
     }
 
     /// Reports audio fallbacks (no sound card) on stderr, after the join opened the devices.
@@ -56,14 +60,36 @@ final class HeadlessSession {
         for n in CallSession.shared.audioNotices { Console.err("callroom: \(n)") }
     }
 
-    /// Prints one listener callback as a JSON line; exits after the session ends.
+    /// Prints one listener callback as a JSON line; after the session ends, one more line says
+    /// how (`{"event":"sessionEnding","ending":"removed","message":"You were removed by Grace"}`)
+    /// and the process exits with that ending's status.
     func handle(_ event: CallEvent) {
         Console.out(event.jsonLine())
+        let fallback: SessionEnding
         switch event {
-        case .sessionLeft, .sessionTimedOut: finish(ExitCode.ok)
-        case .connectionClosed: finish(ExitCode.connectionLost)
-        default: break
+        case .sessionLeft: fallback = .left
+        case .sessionTimedOut: fallback = .timedOut
+        case .connectionClosed: fallback = .connectionLost
+        default: return
         }
+        let ending = endingOverride ?? CallSession.shared.sessionEnding ?? fallback
+        let ts = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
+        if let line = try? JSONSerialization.data(withJSONObject: ["event": "sessionEnding", "ending": ending.code, "message": ending.sentence, "ts": ts],
+                                                  options: [.sortedKeys, .withoutEscapingSlashes]) {
+            Console.out(String(decoding: line, as: UTF8.self))
+        }
+        finish(ending.exitStatus)
+    }
+
+    /// How the app says the session ended (the other person hung up), over the SDK's `left`.
+    private var endingOverride: SessionEnding?
+
+    /// Leaves the current headless session because of `ending` (see `CallScreenController.leave(because:)`).
+    static func leave(because ending: SessionEnding) {
+        guard let s = current else { return CallSession.shared.leaveSession() }
+        guard !s.leaving else { return }  // we left first: the call's end is its echo
+        s.endingOverride = ending
+        s.leave()
     }
 
     /// The session is over (its media threads joined, every line written straight to the

@@ -27,9 +27,10 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     private var joined = false
     /// Watches a 1:1 call's roster for the other person leaving (nil outside one).
     private var peerWatch: PeerDepartureWatch?
+    /// The other person's name in a one-to-one call (nil in a group call, or outside one).
+    private var peerName: String?
     /// Why the chat connection is down (nil: up): the idle screen says offline meanwhile.
     private var offline: String?
-    private var signals: [DispatchSourceSignal] = []
     private static var retained: RingAgent?
     /// Runs before the process exits on quit (the demo stops its server).
     var onExit: (@MainActor () -> Void)?
@@ -70,7 +71,17 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
         }
         CometChat.addCallListener("callroom", self)
         CometChat.addConnectionListener("callroom", self)
-        signals = SignalLeave.install({ [weak self] in self?.hangUp() }, giveUp: { [weak self] in self?.screen?.stop(); self?.onExit?() })
+        armSignals()
+    }
+
+    /// SIGINT, SIGTERM and SIGHUP (a closed SSH connection) on the ringing screens: cancel a call
+    /// ringing out, leave a call, go offline — and exit. The call screen sets its own while open.
+    private func armSignals() {
+        TerminationSignals.onSignal = { [weak self] _ in self?.hangUp() }
+        TerminationSignals.beforeForcedExit = { [weak self] in self?.screen?.stop(); self?.onExit?() }
+        // Headless, nobody reading stdout any more: the same as a signal (a session, once
+        // joined, handles it itself).
+        if screen == nil { Console.onOutputClosed = { [weak self] in self?.hangUp() } }
     }
 
     func call(_ call: Call, timeout: Int) async {
@@ -142,7 +153,7 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     nonisolated func onCallEndedMessageReceived(endedCall: Call?, error: CometChatException?) {
         MainActor.assumeIsolated {
             emit("onCallEndedMessageReceived", call: endedCall, listener: true)
-            if joined { CallSession.shared.leaveSession() } else if screen == nil { exit(ExitCode.ok) }
+            if joined { leave(because: .endedBy(peerName)) } else if screen == nil { exit(ExitCode.ok) }
         }
     }
 
@@ -240,14 +251,18 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
         let sessionID = call.sessionID
         let built = settings.setSessionType(call.callType == .video ? .video : .voice).build()
         let options = options
-        let peer = call.callInitiator.flatMap { ($0 as? User)?.uid == me?.uid ? nil : $0.name } ?? call.receiverUid
+        let peer = call.callInitiator.flatMap { ($0 as? User)?.uid == me?.uid ? nil : $0.name }
+            ?? (call.callReceiver as? User)?.name ?? call.receiverUid
+        peerName = call.receiverType == .user ? peer : nil
         if let screen {
             screen.stop()
             Task { @MainActor in
                 // Leaving ends the call for the other side at once, not when the summary goes.
                 await CallScreenApp.run(options: options, sessionID: sessionID, settings: built, title: "call with \(peer)", loggedIn: true,
                                         cleanup: nil, sessionOver: { CometChat.endCall(sessionID: sessionID, onSuccess: { _ in }, onError: { _ in }) },
-                                        finished: { [weak self] code in self?.callFinished(sessionID, peer: peer, code: code) })
+                                        finished: { [weak self] code, summary in
+                                            self?.callFinished(sessionID, peer: peer, code: code, summary: summary)
+                                        })
             }
             return
         }
@@ -268,23 +283,34 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
         let w = PeerDepartureWatch(myUID: uid) { [weak self] in
             guard let self, self.joined else { return }
             self.emit("peerGone", ["sessionId": call.sessionID])
-            CallSession.shared.leaveSession()
+            self.leave(because: .endedBy(self.peerName))
         }
         CallSession.shared.addParticipantEventListener(w)
         peerWatch = w
     }
 
+    /// Leaves the call because of something this side knows (the other person hung up), so the
+    /// summary says that and not "You left".
+    private func leave(because ending: SessionEnding) {
+        if screen != nil { return CallScreenApp.leave(because: ending) }
+        HeadlessSession.leave(because: ending)
+    }
+
     /// The call screen closed (the call was ended as the session ended): `listen` goes back to
-    /// the ringing screen, `call` exits.
-    private func callFinished(_ sessionID: String, peer: String, code: Int32) {
+    /// the ringing screen, `call` prints the summary and exits.
+    private func callFinished(_ sessionID: String, peer: String, code: Int32, summary: CallSummary) {
         joined = false
         current = nil
         if let w = peerWatch { CallSession.shared.removeParticipantEventListener(w) }
         peerWatch = nil
-        guard listening else {
+        // A signal ended the call: the process ends too (`listen` does not go back online).
+        guard listening, TerminationSignals.received == nil else {
+            onExit?()
+            Console.out(summary.lines.joined(separator: "\n"))
             DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) { exit(code) }
             return
         }
+        armSignals()
         do {
             let s = RingScreen(driver: try NcursesTerminal(), state: .connecting(options.uid))
             s.onAction = { [weak self] a in self?.act(a) }
@@ -320,7 +346,12 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
 
     /// An outgoing call that did not connect: say why (on the screen, for a moment), then exit.
     private func finishOutgoing(_ why: String, code: Int32) {
-        guard let screen else { exit(code) }
+        guard let screen, TerminationSignals.received == nil else {
+            screen?.stop()
+            onExit?()
+            if screen != nil { Console.out("callroom: \(why)") }
+            exit(code)
+        }
         screen.show(.outcome(why))
         DispatchQueue.main.asyncAfter(deadline: .now() + 2) {
             screen.stop()

@@ -55,7 +55,7 @@ enum RingCommand {
         """
 
     /// Exit status when a call did not connect.
-    static let notConnected: Int32 = 4
+    static let notConnected = ExitCode.notConnected
 
     static func run(_ command: String, _ arguments: [String]) -> Never {
         let args: ArgumentScanner

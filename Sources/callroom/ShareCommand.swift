@@ -76,7 +76,6 @@ final class Sharer {
     static var current: Sharer?
     private var loop: ShareLoop?
     private var stopping = false
-    private var signals: [DispatchSourceSignal] = []
 
     init(tmux: TmuxPane, session: String, options: SDKSetup.Options) {
         self.tmux = tmux
@@ -106,7 +105,8 @@ final class Sharer {
         bridge.register()
         self.bridge = bridge
         CallSession.shared.setPresenting(true)
-        signals = SignalLeave.install({ [weak self] in self?.stop(0) }, giveUp: { [weak self] in self?.tmux.stop() })
+        TerminationSignals.onSignal = { [weak self] _ in self?.stop(0) }
+        TerminationSignals.beforeForcedExit = { [weak self] in self?.tmux.stop() }
         Console.out("callroom share: sharing \(tmux.socket == nil ? "pane \(tmux.target)" : "the command") into \(session); Ctrl-C stops")
         tick()
     }

@@ -1,6 +1,9 @@
 import CallsCore
 import Foundation
 
+// SIGINT, SIGTERM and SIGHUP leave whatever screen is up cleanly, then exit.
+TerminationSignals.install()
+
 let topUsage = """
     callroom — a terminal call room (CallRoom \(CallRoomVersion.string))
 

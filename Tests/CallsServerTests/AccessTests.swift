@@ -80,7 +80,7 @@ final class RevocationTests: XCTestCase {
         let phone = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
         XCTAssertEqual(h.request("DELETE", "/v3/users/ann", headers: h.adminHeaders).status, 200)
         // Their session ends at once, everyone hears why; their presence goes offline.
-        XCTAssertNotNil(ann.wait { if case .left(.revoked) = $0 { return true }; return false }, "told they were removed")
+        XCTAssertNotNil(ann.wait { if case .left(.revoked, _) = $0 { return true }; return false }, "told they were removed")
         XCTAssertTrue(ann.waitClosed())
         XCTAssertNotNil(bob.wait { if case .participantLeft(let p, .revoked) = $0 { return p.uid == "ann" }; return false })
         XCTAssertTrue(phone.waitClosed(), "the presence connection is closed too")
@@ -103,7 +103,7 @@ final class RevocationTests: XCTestCase {
         cat.send(.join(.init(callToken: old)))
         XCTAssertNotNil(cat.joined())
         XCTAssertEqual(h.request("DELETE", "/v3/users/cat/auth_tokens", headers: h.adminHeaders).status, 200)
-        XCTAssertNotNil(cat.wait { if case .left(.revoked) = $0 { return true }; return false })
+        XCTAssertNotNil(cat.wait { if case .left(.revoked, _) = $0 { return true }; return false })
         h.stop()
         h = try ServerHarness(dataDir: dir)
         defer { h.stop(); h.removeData() }
@@ -141,7 +141,7 @@ final class RevocationTests: XCTestCase {
         let unused = try callToken(lost, "three")
         let lostID = String(Crypto.sha256Hex(lost).prefix(16))
         XCTAssertEqual(h.request("DELETE", "/v3/users/ann/auth_tokens/\(lostID)", headers: h.adminHeaders).status, 200)
-        XCTAssertNotNil(inRoom.wait { if case .left(.revoked) = $0 { return true }; return false }, "the session it opened ends")
+        XCTAssertNotNil(inRoom.wait { if case .left(.revoked, _) = $0 { return true }; return false }, "the session it opened ends")
         XCTAssertTrue(phone.waitClosed(), "the presence connection it opened closes")
         let late = try SignalProbe(url: h.server.url)
         late.send(.join(.init(callToken: unused)))

@@ -220,7 +220,7 @@ final class ClusterRoutingTests: XCTestCase {
         XCTAssertEqual(a.server.roomsHeld, 1, "the room is on A")
         // The operator revokes ann's tokens through B: A ends her session and refuses the old token.
         XCTAssertEqual(b.request("DELETE", "/v3/users/ann/auth_tokens", headers: b.adminHeaders).status, 200)
-        XCTAssertNotNil(ann.wait { if case .left(.revoked) = $0 { return true }; return false }, "A heard of B's revocation")
+        XCTAssertNotNil(ann.wait { if case .left(.revoked, _) = $0 { return true }; return false }, "A heard of B's revocation")
         XCTAssertTrue(ann.waitClosed())
         let again = try SignalProbe(url: a.server.url)
         again.send(.join(.init(callToken: token, sessionId: "rev")))

@@ -58,7 +58,7 @@ final class InviteTests: XCTestCase {
         XCTAssertEqual(joined.you.name, "Grace")
         // Removed: the grant stays out of the session, whatever is redeemed from it.
         host.send(.removeParticipant(pid: joined.you.pid))
-        XCTAssertNotNil(guest.wait { if case .left(.removed) = $0 { return true }; return false })
+        XCTAssertNotNil(guest.wait { if case .left(.removed, _) = $0 { return true }; return false })
         let again = try XCTUnwrap(redeem(h, invite, name: "Grace again").data["token"] as? String)
         let back = try SignalProbe(url: h.server.url)
         back.send(.join(.init(callToken: again)))
@@ -83,7 +83,7 @@ final class InviteTests: XCTestCase {
         XCTAssertNotNil(guest.joined())
         XCTAssertEqual((h.request("GET", "/v3/rooms/rev/invites", headers: h.adminHeaders).json["data"] as? [[String: Any]])?.first?["uses"] as? Int, 2)
         XCTAssertEqual(h.request("DELETE", "/v3/rooms/rev/invites/\(inviteId)", headers: h.adminHeaders).status, 200)
-        XCTAssertNotNil(guest.wait { if case .left(.revoked) = $0 { return true }; return false }, "revoked: who came in with it leaves")
+        XCTAssertNotNil(guest.wait { if case .left(.revoked, _) = $0 { return true }; return false }, "revoked: who came in with it leaves")
         let late = try SignalProbe(url: h.server.url)
         late.send(.join(.init(callToken: spare)))
         XCTAssertEqual(late.error(), "AUTH_ERR_TOKEN_REVOKED", "a call token redeemed before is refused")

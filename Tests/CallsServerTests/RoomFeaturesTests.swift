@@ -72,7 +72,7 @@ final class RoomFeaturesTests: XCTestCase {
         XCTAssertNotNil(updated(q, jp.you.pid, "unpinned"), "one pin at a time")
         XCTAssertNotNil(updated(q, jq.you.pid, "pinned"))
         mod.send(.removeParticipant(pid: jq.you.pid))
-        XCTAssertNotNil(q.wait { $0 == .left(reason: .removed) })
+        XCTAssertNotNil(q.wait { if case .left(.removed, let by) = $0 { return by == "mo" }; return false }, "told who removed them")
         XCTAssertTrue(q.waitClosed())
         XCTAssertNotNil(p.wait { if case .participantLeft(let w, .removed) = $0 { return w.pid == jq.you.pid }; return false })
         // The moderator leaves: the next to have joined takes over.

@@ -32,7 +32,7 @@ final class RoomRulesTests: XCTestCase {
         // The attack: one token, many participants (a room filled from one token).
         XCTAssertEqual(try join(h, eveToken).error(), "ERR_TOKEN_IN_USE")
         mod.send(.removeParticipant(pid: evePID))
-        XCTAssertNotNil(eve.wait { if case .left(.removed) = $0 { return true }; return false })
+        XCTAssertNotNil(eve.wait { if case .left(.removed, _) = $0 { return true }; return false })
         // The attack: back in at once with the same token. Refused, also once the room restarts.
         XCTAssertEqual(try join(h, eveToken).error(), "ERR_REMOVED_FROM_SESSION")
         mod.send(.leave)
@@ -50,7 +50,7 @@ final class RoomRulesTests: XCTestCase {
         let eve = try join(h, try h.callToken(uid: "eve", session: "bans"))
         let evePID = try XCTUnwrap(eve.joined()?.you.pid)
         mod.send(.removeParticipant(pid: evePID))
-        XCTAssertNotNil(eve.wait { if case .left(.removed) = $0 { return true }; return false })
+        XCTAssertNotNil(eve.wait { if case .left(.removed, _) = $0 { return true }; return false })
         let back = try join(h, try h.callToken(uid: "eve", session: "bans"))
         XCTAssertEqual(back.error(), "ERR_REMOVED_FROM_SESSION", "a new token does not get back in")
         // The operator lifts the removal: a new token gets in.
@@ -60,7 +60,7 @@ final class RoomRulesTests: XCTestCase {
         // A ban for good: out at once, refused, listed; lifted, back in.
         let ban = h.request("PUT", "/v3/rooms/bans/bans/eve", headers: h.adminHeaders)
         XCTAssertEqual(ban.status, 200)
-        XCTAssertNotNil(lifted.wait { if case .left(.removed) = $0 { return true }; return false }, "banned: removed from the live room")
+        XCTAssertNotNil(lifted.wait { if case .left(.removed, _) = $0 { return true }; return false }, "banned: removed from the live room")
         XCTAssertEqual(try join(h, try h.callToken(uid: "eve", session: "bans")).error(), "ERR_BANNED_FROM_ROOM")
         XCTAssertEqual(h.request("GET", "/v3/rooms/bans/bans", headers: h.adminHeaders).data["bannedUids"] as? [String], ["eve"])
         XCTAssertEqual(h.request("PUT", "/v3/rooms/bans", headers: h.adminHeaders, body: #"{"moderation":"firstJoiner"}"#).status, 200)
@@ -72,7 +72,7 @@ final class RoomRulesTests: XCTestCase {
         XCTAssertNotNil(eveBack.joined())
         // A moderator bans for good from the call (the panel's B): the same ban, listed for moderators.
         mod.send(.setBan(uid: "eve", banned: true))
-        XCTAssertNotNil(eveBack.wait { if case .left(.removed) = $0 { return true }; return false })
+        XCTAssertNotNil(eveBack.wait { if case .left(.removed, _) = $0 { return true }; return false })
         XCTAssertNotNil(mod.wait { if case .roomBans(let u) = $0 { return u == ["eve"] }; return false })
         XCTAssertEqual(try join(h, try h.callToken(uid: "eve", session: "bans")).error(), "ERR_BANNED_FROM_ROOM")
         XCTAssertEqual(h.request("GET", "/v3/rooms/bans/bans", headers: h.adminHeaders).data["bannedUids"] as? [String], ["eve"])

@@ -1,0 +1,224 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// Every way out of `callroom` leaves cleanly and says why (issue #35): SIGINT, SIGTERM and
+/// SIGHUP on each ringing and call screen in tmux, the headless commands, a closed stdout, an
+/// SSH connection that drops (a real sshd on loopback), and the endings the user did not choose
+/// (removed by a moderator, the server shut down) with their exit statuses. The other side is a
+/// headless `callroom` process that must hear of it at once, never after a grace period.
+final class ExitPathTests: XCTestCase {
+    var tmp: TemporaryDirectory!
+    var server: CallroomdProcess!
+    override func setUpWithError() throws {
+        tmp = TemporaryDirectory("callroom-exits")
+        server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+    }
+    override func tearDown() {
+        _ = server?.stop()
+        tmp.remove()
+    }
+
+    var credentials: String { "--server \(server.url) --auth-key \(server.authKey) --input null --output null" }
+
+    func headless(_ args: [String]) throws -> ManagedProcess {
+        try ManagedProcess(BuiltProducts.path("callroom"), args + ["--server", server.url, "--auth-key", server.authKey,
+                                                                   "--input", "tone:300", "--output", "null", "--headless"])
+    }
+
+    /// The pid of the `callroom` process run with `--uid uid` (not the shell or tmux around it).
+    func callroomPID(uid: String, timeout: TimeInterval = 10) -> pid_t? {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+                guard let pid = pid_t(entry), let raw = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+                let argv = raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+                guard argv.first?.hasSuffix("/callroom") == true, let i = argv.firstIndex(of: "--uid"), argv.indices.contains(i + 1),
+                      argv[i + 1] == uid else { continue }
+                return pid
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        } while Date() < deadline
+        return nil
+    }
+
+    /// Whether `pid` is gone (or a zombie) within `timeout` seconds.
+    func gone(_ pid: pid_t, within timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+            if stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z") == true { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        } while Date() < deadline
+        return false
+    }
+
+    func tmuxSession(_ name: String) throws -> Tmux {
+        let tmux = Tmux(session: "\(name)-\(UUID().uuidString.prefix(6))")
+        try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
+        return tmux
+    }
+
+    // MARK: Signals on the ringing screens
+
+    func testASignalOnTheIdleOrIncomingScreenExitsAtOnce() throws {
+        let tmux = try tmuxSession("idle")
+        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) listen --uid idle1 \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("online as idle1"), tmux.screen())
+        let pid = try XCTUnwrap(callroomPID(uid: "idle1"))
+        kill(pid, SIGINT)
+        XCTAssertTrue(tmux.waitFor("EXIT=0", timeout: 3), "Ctrl-C from outside on the idle screen: \(tmux.screen())")
+
+        // Ringing in: SIGTERM.
+        let tmux2 = try tmuxSession("incoming")
+        XCTAssertTrue(tmux2.start("\(BuiltProducts.path("callroom")) listen --uid idle2 \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
+        XCTAssertTrue(tmux2.waitFor("online as idle2"), tmux2.screen())
+        let caller = try headless(["call", "idle2", "--uid", "ringer"])
+        XCTAssertTrue(tmux2.waitFor("Incoming call"), tmux2.screen())
+        kill(try XCTUnwrap(callroomPID(uid: "idle2")), SIGTERM)
+        XCTAssertTrue(tmux2.waitFor("EXIT=0", timeout: 3), "kill -TERM while a call rings in: \(tmux2.screen())")
+        caller.signal(SIGTERM)
+    }
+
+    func testAHangupWhileRingingOutCancelsTheCallForTheCallee() throws {
+        let tmux = try tmuxSession("out")
+        let callee = try headless(["listen", "--uid", "callee"])
+        XCTAssertNotNil(callee.waitForLine { $0.contains(#""event":"listening""#) }, callee.errorOutput)
+        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) call callee --uid dialer \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
+        XCTAssertNotNil(callee.waitForLine { $0.contains(#""event":"onIncomingCallReceived""#) }, "\(callee.output)")
+        kill(try XCTUnwrap(callroomPID(uid: "dialer")), SIGHUP)
+        let sent = Date()
+        XCTAssertNotNil(callee.waitForLine(timeout: 3) { $0.contains(#""event":"onIncomingCallCancelled""#) },
+                        "the ring stops at once for the callee: \(callee.output.suffix(3))")
+        XCTAssertLessThan(Date().timeIntervalSince(sent), 3)
+        XCTAssertTrue(tmux.waitFor("EXIT=4", timeout: 3), "cancelled: did not connect \(tmux.screen())")
+    }
+
+    // MARK: Signals on the call screen and the summary
+
+    /// `callroom call` on the call screen: SIGTERM leaves, the callee hears the call end within
+    /// 3 s, the summary on the shell says "You left", and the status is 0.
+    func testSIGTERMOnTheCallScreenLeavesEndsTheCallAndPrintsTheSummary() throws {
+        let tmux = try tmuxSession("callterm")
+        let bob = try headless(["listen", "--uid", "bob", "--auto-accept"])
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
+        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) call bob --uid ann \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
+        kill(try XCTUnwrap(callroomPID(uid: "ann")), SIGTERM)
+        let sent = Date()
+        XCTAssertNotNil(bob.waitForLine(timeout: 3) { $0.contains(#""event":"onCallEndedMessageReceived""#) },
+                        "bob hears the call end at once: \(bob.output.suffix(3))")
+        XCTAssertLessThan(Date().timeIntervalSince(sent), 3)
+        XCTAssertTrue(tmux.waitFor("EXIT=0", timeout: 4), tmux.screen())
+        XCTAssertTrue(tmux.screen().contains("ended           You left"), "the summary on the shell: \(tmux.screen())")
+        XCTAssertEqual(bob.wait(timeout: 10), 0)
+        XCTAssertTrue(bob.output.contains { $0.contains(#""message":"ann ended the call""#) }, "bob's ending: \(bob.output.suffix(2))")
+    }
+
+    /// `callroom listen` that answered on the screen: SIGHUP (the terminal went) leaves the call
+    /// and exits — it does not go back online on the idle screen.
+    func testSIGHUPOnAnAnsweredCallExitsInsteadOfGoingBackOnline() throws {
+        let tmux = try tmuxSession("callhup")
+        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) listen --uid cal \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("online as cal"), tmux.screen())
+        let dee = try headless(["call", "cal", "--uid", "dee"])
+        XCTAssertTrue(tmux.waitFor("Incoming call"), tmux.screen())
+        tmux.keys("a")
+        XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
+        kill(try XCTUnwrap(callroomPID(uid: "cal")), SIGHUP)
+        XCTAssertNotNil(dee.waitForLine(timeout: 3) { $0.contains(#""event":"onSessionLeft""#) }, "dee's call ends at once: \(dee.output.suffix(3))")
+        XCTAssertTrue(tmux.waitFor("EXIT=0", timeout: 4), tmux.screen())
+        XCTAssertEqual(dee.wait(timeout: 10), 0)
+    }
+
+    /// A signal while the summary waits for its key exits at once.
+    func testSIGINTOnTheSummaryExitsAtOnce() throws {
+        let tmux = try tmuxSession("summary")
+        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) join room-s --uid sum \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("1 participant"), tmux.screen())
+        tmux.keys("l")
+        tmux.keys("Enter")  // the prompt says Enter confirms
+        XCTAssertTrue(tmux.waitFor("Press any key to exit"), tmux.screen())
+        kill(try XCTUnwrap(callroomPID(uid: "sum")), SIGINT)
+        XCTAssertTrue(tmux.waitFor("EXIT=0", timeout: 3), tmux.screen())
+    }
+
+    // MARK: Headless
+
+    func testHeadlessCallLeavesOnSIGTERMAndTheCalleeHearsAtOnce() throws {
+        let bob = try headless(["listen", "--uid", "hbob", "--auto-accept"])
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
+        let ann = try headless(["call", "hbob", "--uid", "hann"])
+        XCTAssertNotNil(ann.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, "\(ann.output)")
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, "\(bob.output.suffix(3))")
+        ann.signal(SIGTERM)
+        XCTAssertNotNil(bob.waitForLine(timeout: 3) { $0.contains(#""event":"onCallEndedMessageReceived""#) }, "\(bob.output.suffix(3))")
+        XCTAssertEqual(ann.wait(timeout: 4), 0, "a clean leave is \"You left\": \(ann.output.suffix(3))")
+        XCTAssertTrue(ann.output.contains { $0.contains(#""event":"onSessionLeft""#) }, "it left before exiting")
+        XCTAssertTrue(ann.output.contains { $0.contains(#""ending":"left""#) }, "\(ann.output.suffix(3))")
+    }
+
+    /// `callroom join --headless | head -1`: once nobody reads stdout the client leaves cleanly
+    /// (others see `left`, not a disconnect after the grace period) and exits 0 — no trap.
+    func testHeadlessWhoseStdoutClosesLeavesCleanly() throws {
+        let watcher = try headless(["join", "room-pipe", "--uid", "watcher"])
+        XCTAssertNotNil(watcher.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, watcher.errorOutput)
+        let script = "\(BuiltProducts.path("callroom")) join room-pipe --uid piped --headless \(credentials) < /dev/zero | head -1 > /dev/null; "
+            + "echo STATUS=${PIPESTATUS[0]}"
+        let shell = try ManagedProcess("/bin/bash", ["-c", script])
+        XCTAssertNotNil(watcher.waitForLine(timeout: 15) { $0.contains(#""event":"onParticipantLeft""#) && $0.contains(#""leftReason":"left""#) },
+                        "the piped client left cleanly: \(watcher.output.suffix(3))")
+        XCTAssertNotNil(shell.waitForLine(timeout: 10) { $0 == "STATUS=0" }, "\(shell.output) \(shell.errorOutput)")
+    }
+
+    // MARK: Endings the user did not choose
+
+    func testRemovedAndServerShutdownSayWhatHappenedWithTheirExitStatus() throws {
+        let mod = try headless(["join", "room-end", "--uid", "grace", "--name", "Grace"])
+        XCTAssertNotNil(mod.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, mod.errorOutput)
+        let tmux = try tmuxSession("removed")
+        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) join room-end --uid victor \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
+        guard let joined = mod.waitForLine(timeout: 15, { $0.contains(#""event":"onParticipantJoined""#) && $0.contains(#""uid":"victor""#) }),
+              let object = try? JSONSerialization.jsonObject(with: Data(joined.utf8)) as? [String: Any],
+              let pid = (object["participant"] as? [String: Any])?["pid"] as? String else {
+            return XCTFail("victor joined: \(mod.output.suffix(3))")
+        }
+        mod.send("remove-participant \(pid)")
+        XCTAssertTrue(tmux.waitFor("You were removed by Grace", timeout: 10), tmux.screen())
+        tmux.keys("x")
+        XCTAssertTrue(tmux.waitFor("EXIT=5"), tmux.screen())
+        XCTAssertTrue(tmux.screen().contains("ended           You were removed by Grace"), tmux.screen())
+
+        // The server stops: Grace's headless client says so and exits 6.
+        _ = server.stop()
+        XCTAssertEqual(mod.wait(timeout: 10), 6, "\(mod.output.suffix(2))")
+        XCTAssertTrue(mod.output.contains { $0.contains(#""ending":"serverShutdown""#) && $0.contains("The server shut down") }, "\(mod.output.suffix(2))")
+    }
+
+    // MARK: SSH
+
+    /// The call screen over a real SSH connection: the client dies (the connection drops) and
+    /// within 3 s the remote `callroom` is gone and the other side has heard the call end.
+    func testADroppedSSHConnectionLeavesTheCallWithinThreeSeconds() throws {
+        try XCTSkipIf(!SSHServer.isInstalled, "openssh-server is not installed (scripts/install-deps.sh installs it)")
+        try XCTSkipIf(getuid() != 0, "sshd needs root here")
+        let sshd = try SSHServer()
+        let bob = try headless(["listen", "--uid", "sbob", "--auto-accept"])
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
+        let remote = "TERM=xterm-256color \(BuiltProducts.path("callroom")) call sbob --uid sann \(credentials)"
+        let ssh = try ManagedProcess("/usr/bin/ssh", sshd.sshArguments(remote))
+        XCTAssertNotNil(bob.waitForLine(timeout: 20) { $0.contains(#""event":"onParticipantJoined""#) },
+                        "the call over SSH connected: \(bob.output.suffix(3)) \(ssh.errorOutput) \(sshd.log)")
+        let pid = try XCTUnwrap(callroomPID(uid: "sann"), "the remote callroom runs")
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertFalse(bob.output.contains { $0.contains(#""event":"onCallEndedMessageReceived""#) },
+                       "still in the call before the drop: \(ssh.output.suffix(5)) \(ssh.errorOutput)")
+        ssh.signal(SIGKILL)  // the connection drops as a closed laptop or a lost network would
+        let dropped = Date()
+        XCTAssertNotNil(bob.waitForLine(timeout: 3) { $0.contains(#""event":"onCallEndedMessageReceived""#) || $0.contains(#""event":"onSessionLeft""#) },
+                        "the other side hears at once: \(bob.output.suffix(3))")
+        XCTAssertTrue(gone(pid, within: max(0.1, 3 - Date().timeIntervalSince(dropped))), "the remote callroom is gone, not a ghost")
+        XCTAssertNotNil(bob.waitForLine(timeout: 3) { $0.contains(#""message":"sann ended the call""#) }, "\(bob.output.suffix(2))")
+        XCTAssertEqual(bob.wait(timeout: 10), 0, "\(bob.output.suffix(4))")
+    }
+}
