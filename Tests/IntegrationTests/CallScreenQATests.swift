@@ -154,6 +154,43 @@ final class CallScreenQATests: XCTestCase {
                           "button callbacks come before their actions")
     }
 
+    /// Pasted text is text (bracketed paste), never key commands; Home/End in encodings terminfo
+    /// does not name are keys, not Esc plus letters; an answered prompt goes at once; Enter
+    /// confirms it.
+    func testPasteHomeEndAndPrompts() throws {
+        try startDemo(width: 120, height: 34)
+        let client = try TmuxClient(t, width: 120, height: 34)
+        let esc: UInt8 = 0x1B
+        // "lq" pasted on the call screen: no leave prompt, a toast says where pasting works.
+        client.send([esc] + Array("[200~lq".utf8) + [esc] + Array("[201~".utf8))
+        expectScreen("Pasted text is not read as keys", "a paste is not keys")
+        XCTAssertFalse(screen().contains("Leave the call?"), "the pasted l did not ask to leave:\n\(screen())")
+        // Two lines pasted into chat become one message.
+        keys("t")
+        expectScreen("> _", "chat open")
+        client.send([esc] + Array("[200~first line\nsecond line".utf8) + [esc] + Array("[201~".utf8))
+        expectScreen("first line | second line", "the draft keeps both lines")
+        keys("Enter")
+        expectEvent("onChatMessage", #"first line\nsecond line"#, "one message with both lines")
+        keys("Escape")
+        // Home and End as rxvt and VT220 send them: no Esc, no '[', no key commands.
+        for seq in ["[7~", "[8~", "[1~", "[4~", "OH", "OF"] { client.send([esc] + Array(seq.utf8)) }
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(count("onCallLayoutChanged"), 0, "no stray keys from the sequences")
+        // A prompt answered "stay" goes at once and never comes back; Enter confirms the next.
+        keys("l")
+        expectScreen("Leave the call?", "leave asks")
+        keys("x")
+        expectScreen("Still in the call", "stay")
+        XCTAssertFalse(screen().contains("Leave the call?"), "the answered prompt is gone:\n\(screen())")
+        Thread.sleep(forTimeInterval: 2)
+        XCTAssertFalse(screen().contains("Leave the call?"), "…and does not come back")
+        keys("l")
+        expectScreen("Leave the call?", "leave asks again")
+        keys("Enter")
+        expectEvent("onSessionLeft", "", "Enter confirms")
+    }
+
     /// Every control-bar button clicked with real xterm SGR mouse reports through a tmux client:
     /// exactly one action per click.
     func testEveryButtonClickedWithTheMouseActsOnce() throws {
