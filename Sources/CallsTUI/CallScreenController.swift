@@ -96,7 +96,10 @@ public final class CallScreenController {
         if case .sessionLeft = e { refreshMedia() }
         model.now = Date()
         model.apply(e, localPID: session.localParticipantID, at: model.now)
-        if case .sessionJoined = e { model.serverFeatures = session.offeredFeatures }
+        if case .sessionJoined = e {
+            model.serverFeatures = session.offeredFeatures
+            model.reconnectGraceSeconds = session.reconnectGraceSeconds
+        }
         // The chat badge is the SDK's (`setChatButtonUnreadCount`): keep both in step.
         if case .chatMessage = e, model.chatUnread != session.chatButtonUnreadCount { session.setChatButtonUnreadCount(model.chatUnread) }
         dirty = true

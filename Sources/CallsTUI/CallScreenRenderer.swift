@@ -102,6 +102,7 @@ public enum CallScreenRenderer {
             }
         }
         drawCaptions(model, into: &b, rect: l.tiles)
+        if model.connectionLostAt != nil { drawConnectionLost(model, into: &b, tiles: l.tiles) }
         if let c = l.controls { drawControls(model, l.buttons, into: &b, rect: c) }
         switch model.overlay {
         case .help: OverlayRenderer.drawHelp(model, into: &b, area: l.tiles.union(l.panel))
@@ -112,6 +113,20 @@ public enum CallScreenRenderer {
         }
         drawToasts(model, into: &b, above: l.controls?.y ?? height)
         return b
+    }
+
+    /// The connection to the server is lost: the tiles are stale (dimmed: nothing on them is
+    /// current), and a full-width banner over their top row counts the grace period down.
+    private static func drawConnectionLost(_ m: CallViewModel, into b: inout ScreenBuffer, tiles: Rect) {
+        guard let since = m.connectionLostAt else { return }
+        b.dim(tiles)
+        let elapsed = max(0, Int(m.now.timeIntervalSince(since)))
+        let dash = b.unicode ? "—" : "-"
+        let text = " Connection lost \(dash) retrying, \(min(elapsed, m.reconnectGraceSeconds)) s of \(m.reconnectGraceSeconds) "
+        let style = CellStyle(fg: .red, bold: true, reverse: true)
+        let row = Rect(x: 0, y: tiles.y, width: b.width, height: 1)
+        b.fill(row, style: style)
+        b.put(text, x: max(0, (b.width - DisplayWidth.of(text)) / 2), y: row.y, style: style, maxWidth: b.width)
     }
 
     /// The message shown below the minimum size, wrapped to whatever width there is.
@@ -162,7 +177,10 @@ public enum CallScreenRenderer {
         items.append((m.layout.value.capitalized, CellStyle(reverse: true)))
         if let q = m.you?.quality {
             let bars = q == .good ? g.net.good : (q == .fair ? g.net.fair : g.net.poor)
-            items.append(("you \(bars) \(q.rawValue)", CellStyle(fg: q == .good ? .normal : (q == .fair ? .yellow : .red), reverse: true)))
+            // While the connection is lost the last measurement is stale: greyed out, no colour.
+            let style = m.connectionLostAt != nil ? CellStyle(reverse: true, dim: true)
+                : CellStyle(fg: q == .good ? .normal : (q == .fair ? .yellow : .red), reverse: true)
+            items.append(("you \(bars) \(m.connectionLostAt != nil ? "stale" : q.rawValue)", style))
         }
         items.append((m.status, CellStyle(reverse: true)))
         var x = rect.x + 1

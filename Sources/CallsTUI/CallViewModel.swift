@@ -22,6 +22,10 @@ public struct CallViewModel: Equatable, Sendable {
     public var leftAt: Date?
     /// How the session ended (nil while it runs): what the summary says and the exit status.
     public var ending: SessionEnding?
+    /// When the connection to the server was lost (nil: connected): the banner counts from here.
+    public var connectionLostAt: Date?
+    /// How long the server keeps the session for a resume (its grace period, from `joined`).
+    public var reconnectGraceSeconds = 30
     public var now: Date = Date()
     public var tiles: [Tile] = []
     /// The latest video frame per pid (yours mirrored); tiles draw them.
@@ -240,11 +244,11 @@ public struct CallViewModel: Equatable, Sendable {
         case .sessionJoined:
             joinedAt = time
             status = "in call"
-        case .sessionLeft: status = "left"; leftAt = time
-        case .connectionClosed: status = "connection closed"; leftAt = time
-        case .connectionLost: status = "reconnecting…"; reconnects += 1
-        case .connectionRestored: status = "in call"
-        case .sessionTimedOut: status = "timed out"; leftAt = time
+        case .sessionLeft: status = "left"; leftAt = time; connectionLostAt = nil
+        case .connectionClosed: status = "connection closed"; leftAt = time; connectionLostAt = nil
+        case .connectionLost: status = "reconnecting…"; reconnects += 1; connectionLostAt = time
+        case .connectionRestored: status = "in call"; connectionLostAt = nil
+        case .sessionTimedOut: status = "timed out"; leftAt = time; connectionLostAt = nil
         case .audioNotice(let n): if !notices.contains(n) { notices.append(n) }
         case .error(let code, let message): toast("\(code): \(message)", kind: .error, seconds: 6)
         case .audioMuted: isMuted = true

@@ -109,6 +109,15 @@ public struct ScreenBuffer: Equatable, Sendable {
         }
     }
 
+    /// Dims every cell of `r` (what is shown there is stale); pictures lose their colours.
+    public mutating func dim(_ r: Rect) {
+        for y in max(0, r.y)..<min(height, r.maxY) {
+            for x in max(0, r.x)..<min(width, r.maxX) {
+                cells[y * width + x].style.dim = true
+            }
+        }
+    }
+
     /// Writes `text` from (x, y) within `maxWidth` cells and the screen. Text that does not fit
     /// ends with an ellipsis (`ellipsis: false` clips instead). Returns the cells written.
     @discardableResult

@@ -112,6 +112,8 @@ public final class CallSession: @unchecked Sendable {
     /// server shut down, the connection was lost… Set before the callback that ends it fires;
     /// nil before any session ended. Any thread.
     public var sessionEnding: SessionEnding? { currentClient?.sessionEnding }
+    /// CallRoom: the server's grace period for a resume after the connection drops (s).
+    public var reconnectGraceSeconds: Int { currentClient?.reconnectGraceSeconds ?? 30 }
     /// CallRoom: the session features the server offers (empty until joined). Any thread.
     public var offeredFeatures: Set<SessionFeature> { currentClient?.offeredFeatures ?? [] }
 

@@ -90,6 +90,7 @@ extension CallsClient {
         rosterByPID = Dictionary(j.participants.map { ($0.pid, $0) }, uniquingKeysWith: { a, _ in a })
         resumeToken = j.resumeToken
         gracePeriodSeconds = j.gracePeriodSeconds ?? 30
+        published.withLock { $0.graceSeconds = gracePeriodSeconds }
         dominantPID = j.dominantSpeaker
     }
 

@@ -88,6 +88,8 @@ public final class CallsClient: @unchecked Sendable {
         var rejoins = 0
         /// How the last session ended (nil: none has yet).
         var ending: SessionEnding?
+        /// The server's grace period for a resume (s).
+        var graceSeconds = 30
         /// The server is recording the session.
         var serverRecording = false
         /// The server is transcribing it (captions arrive), in this language.
@@ -162,6 +164,9 @@ public final class CallsClient: @unchecked Sendable {
     /// Your participant id in the current session.
     public var localParticipantID: String? { published.withLock { $0.localPID } }
     public var isSessionActive: Bool { published.withLock { $0.active } }
+    /// CallRoom: how long the server keeps the session for a resume after the connection drops
+    /// (its grace period, from `joined`; 30 before that).
+    public var reconnectGraceSeconds: Int { published.withLock { $0.graceSeconds } }
     /// CallRoom: how the last session ended (nil before one has).
     public var sessionEnding: SessionEnding? { published.withLock { $0.ending } }
     /// The session's invite link: the server's public URL when it has one, else the address

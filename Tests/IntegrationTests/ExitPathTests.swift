@@ -195,6 +195,30 @@ final class ExitPathTests: XCTestCase {
         XCTAssertTrue(mod.output.contains { $0.contains(#""ending":"serverShutdown""#) && $0.contains("The server shut down") }, "\(mod.output.suffix(2))")
     }
 
+    // MARK: The truth on screen
+
+    /// The server dies: a full-width banner counts the grace period, the tiles go stale and the
+    /// quality badge greys out; the server back (same address), the session comes back and the
+    /// banner goes.
+    func testLosingTheServerShowsABannerUntilItIsBack() throws {
+        _ = server.stop()
+        let listen = "127.0.0.1:\(try FreePort.tcp())"
+        server = try CallroomdProcess(dataDir: tmp.file("data2"), listen: listen, extra: ["--log-level", "error"])
+        let tmux = try tmuxSession("banner")
+        XCTAssertTrue(tmux.start("LANG=C.UTF-8 \(BuiltProducts.path("callroom")) join room-b --uid lost \(credentials); echo EXIT=$?; sleep 30",
+                                 width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("1 participant"), tmux.screen())
+        server.process.signal(SIGKILL)
+        _ = server.process.wait(timeout: 5)
+        XCTAssertTrue(tmux.waitFor("Connection lost — retrying"), tmux.screen())
+        XCTAssertTrue(tmux.waitFor(" s of 30"), "the grace period counted: \(tmux.screen())")
+        server = try CallroomdProcess(dataDir: tmp.file("data2"), listen: listen, extra: ["--log-level", "error"])
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline && tmux.screen().contains("Connection lost") { Thread.sleep(forTimeInterval: 0.1) }
+        XCTAssertFalse(tmux.screen().contains("Connection lost"), "back again, the banner goes: \(tmux.screen())")
+        XCTAssertTrue(tmux.waitFor("in call"), tmux.screen())
+    }
+
     // MARK: SSH
 
     /// The call screen over a real SSH connection: the client dies (the connection drops) and
