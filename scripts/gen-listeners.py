@@ -123,6 +123,13 @@ public enum CallEvent: Sendable, Equatable {"""]
     out.append("""        }
     }
 
+    /// Every callback's documented name (what scenario `expect` lines may name).
+    public static let callbackNames: Set<String> = [""")
+    names = [m['name'] for _, methods in protocols for m in methods]
+    for i in range(0, len(names), 4):
+        out.append("        " + ", ".join(f'"{n}"' for n in names[i:i+4]) + ",")
+    out.append("""    ]
+
     /// The callback's arguments as JSON values, keyed by their documented labels.
     public var payload: [String: Any] {
         switch self {""")

@@ -175,6 +175,26 @@ public enum CallEvent: Sendable, Equatable {
         }
     }
 
+    /// Every callback's documented name (what scenario `expect` lines may name).
+    public static let callbackNames: Set<String> = [
+        "onSessionJoined", "onSessionLeft", "onSessionTimedOut", "onConnectionLost",
+        "onConnectionRestored", "onConnectionClosed", "onAudioMuted", "onAudioUnMuted",
+        "onVideoPaused", "onVideoResumed", "onRecordingStarted", "onRecordingStopped",
+        "onStreamingStarted", "onStreamingStopped", "onAudioModeChanged", "onAudioModesChanged",
+        "onCameraFacingChanged", "onParticipantJoined", "onParticipantLeft", "onParticipantListChanged",
+        "onParticipantAudioMuted", "onParticipantAudioUnmuted", "onParticipantVideoPaused", "onParticipantVideoResumed",
+        "onParticipantHandRaised", "onParticipantHandLowered", "onParticipantStartedScreenShare", "onParticipantStoppedScreenShare",
+        "onParticipantStartedRecording", "onParticipantStoppedRecording", "onDominantSpeakerChanged", "onCallLayoutChanged",
+        "onParticipantListVisible", "onParticipantListHidden", "onPictureInPictureLayoutEnabled", "onPictureInPictureLayoutDisabled",
+        "onLeaveSessionButtonClicked", "onToggleAudioButtonClicked", "onToggleVideoButtonClicked", "onSwitchCameraButtonClicked",
+        "onRaiseHandButtonClicked", "onShareInviteButtonClicked", "onChangeLayoutButtonClicked", "onParticipantListButtonClicked",
+        "onChatButtonClicked", "onRecordingToggleButtonClicked", "onError", "onChatMessage",
+        "onAudioNotice", "onConnectionQualityChanged", "onSessionRejoined", "onMediaTransportChanged",
+        "onTranscriptionStarted", "onTranscriptionStopped", "onCaptionReceived", "onStreamingReconnecting",
+        "onStreamingReconnected", "onRoomLockChanged", "onWaitingInLobby", "onLobbyRequest",
+        "onLobbyRequestResolved",
+    ]
+
     /// The callback's arguments as JSON values, keyed by their documented labels.
     public var payload: [String: Any] {
         switch self {

@@ -129,6 +129,8 @@ extension CallsClient {
             sendVideoSubscriptions()
             emit(.sessionJoined)
             emit(.participantListChanged(participants: roster))
+            // The devices' fallbacks at join (no sound card: `null`) are events too, like later ones.
+            for n in pendingNotices { emit(.audioNotice(n)) }
             joinContinuation?.resume()
             joinContinuation = nil
         case .resumed(let j):

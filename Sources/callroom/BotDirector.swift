@@ -42,7 +42,11 @@ final class BotDirector {
         return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("clips").path) }
     }
 
-    func name(_ bot: Int) -> String { Self.names[(bot - 1) % Self.names.count] }
+    /// Bot `bot`'s name: distinct whatever their number (the eleventh is "Ada Lovelace 2").
+    func name(_ bot: Int) -> String {
+        let base = Self.names[(bot - 1) % Self.names.count], round = (bot - 1) / Self.names.count
+        return round == 0 ? base : "\(base) \(round + 1)"
+    }
 
     func input(_ bot: Int) -> String {
         if let r = Self.resources {
@@ -51,11 +55,15 @@ final class BotDirector {
         return "tone:\(220 + 110 * ((bot - 1) % 6)):700:500"
     }
 
+    /// When the timeline started (its time zero; nil before).
+    private(set) var startedAt: Date?
+
     /// Joins the bots that start in the room (the director's session, or `session`: the room of
     /// a call bot 1 placed) and schedules the timeline.
     func start(in session: String? = nil) async {
         let absent = scenario.startsAbsent
         for bot in 1...max(1, count) where !absent.contains(bot) { await join(bot, session: session) }
+        startedAt = Date()
         schedule(offset: 0)
     }
 

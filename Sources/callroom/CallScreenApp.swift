@@ -8,7 +8,6 @@ import Foundation
 @MainActor
 enum CallScreenApp {
     private static var controller: CallScreenController?
-    private static var eventLogBridge: ListenerBridge?
 
     /// Joins and shows the call until the user leaves; then prints the call's summary on stdout
     /// (after the terminal is restored). `token` gives a call token instead of generating one
@@ -19,14 +18,7 @@ enum CallScreenApp {
                     loggedIn: Bool = false, cleanup: (@MainActor () -> Void)? = nil,
                     sessionOver: (@MainActor () -> Void)? = nil, finished: (@MainActor (Int32, CallSummary) -> Void)? = nil) async {
         // --event-log FILE: every callback also as a JSON line (opened before the screen takes over).
-        if let path = eventLog {
-            guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
-                Console.fail("cannot write the event log \(path)")
-            }
-            let bridge = ListenerBridge { e in DescriptorWriter.write(file.fileDescriptor, e.jsonLine() + "\n") }
-            bridge.register()
-            eventLogBridge = bridge
-        }
+        EventLogFile.open(eventLog)
         let terminal: NcursesTerminal
         do throws(TerminalError) { terminal = try NcursesTerminal() } catch {
             cleanup?()
@@ -43,7 +35,7 @@ enum CallScreenApp {
             // the summary is printed, and the process exits.
             if let finished { return finished(code, summary) }
             Console.out(summary.lines.joined(separator: "\n"))
-            exit(code)
+            exit(ScenarioRun.exitStatus(code))
         }
         // A signal leaves at once, without the summary screen (the summary is still printed).
         TerminationSignals.onSignal = { _ in c.summarySeconds = 0; c.quit() }
@@ -63,6 +55,13 @@ enum CallScreenApp {
             cleanup?()
             Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
         }
+    }
+
+    /// Leaves now and exits without waiting on the summary (a scenario's duration is over).
+    static func finishNow() {
+        guard let c = controller else { return CallSession.shared.leaveSession() }
+        c.summarySeconds = 0
+        c.quit()
     }
 
     /// Leaves the open call screen's session because of `ending` (the other person hung up).

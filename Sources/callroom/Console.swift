@@ -37,4 +37,6 @@ enum ExitCode {
     static let connectionLost: Int32 = 3
     /// A ringing call that did not connect (declined, busy, unanswered, cancelled).
     static let notConnected: Int32 = 4
+    /// A scenario's `expect` lines did not all hold (`callroom demo --scenario F`).
+    static let expectationsFailed: Int32 = 7
 }

@@ -11,7 +11,7 @@ enum DemoCommand {
     static let usage = """
         USAGE: callroom demo [--bots N] [--scenario NAME|FILE] [--seed N] [--input SPEC] [--output SPEC]
                              [--name NAME] [--layout L] [--show LIST] [--hide LIST] [--event-log FILE]
-                             [--ring] [--headless] [--video SOURCE]
+                             [--ring] [--headless] [--video SOURCE] [--duration SECONDS] [--report FILE]
 
         Starts a CallRoom server inside this process (loopback, temporary data directory), joins
         N synthetic participants that speak (bundled speech clips), runs a scenario through them,
@@ -34,6 +34,9 @@ enum DemoCommand {
                             screen-share: no one in the demo would see it)
           --hide LIST       hide these
           --event-log FILE  also write every listener callback to FILE as JSON lines
+          --duration S      leave after S seconds (a scenario's `duration` line, unless given)
+          --report FILE     the scenario's `expect` results as JUnit XML (FILE ends in .xml) or TAP;
+                            a run whose expectations fail exits 7 (docs/call-screen.md, "QA")
           --ring            a synthetic participant (Ada) calls you: the ringing screen, then the call
                             with the others once you accept ([a]); ending the call returns to idle
           --headless        no screen: print every listener callback as JSON lines, read commands
@@ -45,7 +48,8 @@ enum DemoCommand {
     static func run(_ arguments: [String]) -> Never {
         let args: ArgumentScanner
         do {
-            args = try ArgumentScanner(arguments, valued: ["video", "bots", "input", "output", "name", "layout", "event-log", "scenario", "seed", "show", "hide"], boolean: ["headless", "help", "ring"])
+            args = try ArgumentScanner(arguments, valued: ["video", "bots", "input", "output", "name", "layout", "event-log", "scenario", "seed", "show", "hide",
+                                                                  "duration", "report"], boolean: ["headless", "help", "ring"])
         } catch { Console.fail("\(error.message)\nRun 'callroom demo --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
         if let extra = args.positionals.first { Console.fail("unexpected argument '\(extra)'") }
@@ -53,6 +57,15 @@ enum DemoCommand {
         guard let seed = UInt64(args["seed"] ?? "1") else { Console.fail("--seed must be a whole number") }
         let scenario: Scenario
         do { scenario = try BotDirector.loadScenario(args["scenario"], bots: bots, seed: seed) } catch { Console.fail(error.message) }
+        var duration = scenario.duration
+        if let d = args["duration"] {
+            guard let s = Double(d), s > 0, s <= 86_400 else { Console.fail("--duration must be a positive number of seconds") }
+            duration = s
+        }
+        if let bad = scenario.expectations.map({ Int($0.kind.who.map { $0.dropFirst(4) } ?? "0") ?? 0 }).first(where: { $0 > bots }) {
+            Console.fail("the scenario expects bot \(bad), but there are \(bots) (--bots)")
+        }
+        let scenarioName = URL(fileURLWithPath: args["scenario"] ?? "random").deletingPathExtension().lastPathComponent
 
         let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
@@ -100,8 +113,11 @@ enum DemoCommand {
         Task { @MainActor in
             let runtime = DemoRuntime(server: server, dataDir: dataDir)
             await runtime.startBots(count: bots, sessionID: sessionID, scenario: scenario)
+            ScenarioRun.start(scenario: scenario, name: scenarioName, duration: duration, report: args["report"], zero: { runtime.director?.startedAt },
+                              leave: { headless ? HeadlessSession.finishNow() : CallScreenApp.finishNow() })
             if headless {
-                await HeadlessSession.run(options: options, sessionID: sessionID, settings: settings, token: token, cleanup: { runtime.shutdown() })
+                await HeadlessSession.run(options: options, sessionID: sessionID, settings: settings, token: token, eventLog: args["event-log"],
+                                          cleanup: { runtime.shutdown() })
             } else {
                 await CallScreenApp.run(options: options, sessionID: sessionID, settings: settings, title: "CallRoom demo",
                                         eventLog: args["event-log"], token: token, cleanup: { runtime.shutdown() })

@@ -13,7 +13,8 @@ final class HeadlessSession {
     /// logs in, joins, and keeps the session running until it ends. `cleanup` runs before exit.
     static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
                     token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
-                    loggedIn: Bool = false, cleanup: (@MainActor () -> Void)? = nil) async {
+                    loggedIn: Bool = false, eventLog: String? = nil, cleanup: (@MainActor () -> Void)? = nil) async {
+        EventLogFile.open(eventLog)
         let runner = HeadlessSession()
         runner.onExit = cleanup
         runner.start()
@@ -84,6 +85,9 @@ final class HeadlessSession {
     /// How the app says the session ended (the other person hung up), over the SDK's `left`.
     private var endingOverride: SessionEnding?
 
+    /// Leaves the current headless session now (a scenario's duration is over).
+    static func finishNow() { current?.leave() }
+
     /// Leaves the current headless session because of `ending` (see `CallScreenController.leave(because:)`).
     static func leave(because ending: SessionEnding) {
         guard let s = current else { return CallSession.shared.leaveSession() }
@@ -100,7 +104,7 @@ final class HeadlessSession {
     private func finish(_ code: Int32) -> Never {
         onExit?()
         fflush(nil)
-        _exit(code)
+        _exit(ScenarioRun.exitStatus(code))
     }
 
     /// A line of standard input, or its end (which leaves cleanly, once; an unfinished last line

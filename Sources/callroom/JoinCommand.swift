@@ -184,7 +184,8 @@ enum JoinCommand {
         let redeem = token
         Task { @MainActor in
             if headless {
-                await HeadlessSession.run(options: options, sessionID: session, settings: built, token: redeem, cleanup: { videoDump?.close() })
+                await HeadlessSession.run(options: options, sessionID: session, settings: built, token: redeem, eventLog: args["event-log"],
+                                          cleanup: { videoDump?.close() })
                 videoDump?.attach()
             } else {
                 await CallScreenApp.run(options: options, sessionID: session, settings: built, title: session, eventLog: args["event-log"], token: redeem)

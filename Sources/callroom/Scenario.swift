@@ -15,6 +15,7 @@ import Foundation
 /// reject, cancel, end (the bot's own online device: the call it last received or placed).
 /// A bot whose first action is
 /// `join` starts outside the room. `random` (with a seed) generates a minute of everything.
+/// `expect …` lines and `duration SECONDS` make it a test (`ScenarioExpectation`).
 struct Scenario: Equatable {
     struct Step: Equatable {
         var at: Double
@@ -29,6 +30,9 @@ struct Scenario: Equatable {
 
     var steps: [Step]
     var repeatEvery: Double?
+    /// What must happen (checked against what you see), and how long the run lasts.
+    var expectations: [ScenarioExpectation] = []
+    var duration: Double?
 
     /// Why a scenario was refused: the file, the line number and the reason.
     struct Invalid: Error, CustomStringConvertible {
@@ -39,6 +43,8 @@ struct Scenario: Equatable {
     static func parse(_ text: String, name: String = "scenario") throws(Invalid) -> Scenario {
         var steps: [Step] = []
         var rep: Double?
+        var expectations: [ScenarioExpectation] = []
+        var duration: Double?
         for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?
                 .trimmingCharacters(in: .whitespaces) ?? ""
@@ -46,6 +52,14 @@ struct Scenario: Equatable {
             let w = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
             func bad(_ why: String) -> Invalid { Invalid(message: "\(name):\(n + 1): \(why)") }
             switch w[0] {
+            case "expect":
+                switch ScenarioExpectation.parse(Array(w.dropFirst()), text: w.dropFirst().joined(separator: " "), line: n + 1) {
+                case .success(let x): expectations.append(x)
+                case .failure(let why): throw bad(why.message)
+                }
+            case "duration":
+                guard w.count == 2, let s = Double(w[1]), s > 0, s <= 3600 else { throw bad("duration takes a number of seconds (up to 3600)") }
+                duration = s
             case "repeat":
                 guard w.count == 2, let s = Double(w[1]), s > 0 else { throw bad("repeat takes a number of seconds") }
                 rep = s
@@ -58,13 +72,13 @@ struct Scenario: Equatable {
                 if w[3] == "call" && (text == nil || w.count != 5) { throw bad("call needs one USER (a uid; 'you' in the demo)") }
                 steps.append(Step(at: t, bot: bot, action: w[3], text: text))
             default:
-                throw bad("expected 'at' or 'repeat', not '\(w[0])'")
+                throw bad("expected 'at', 'repeat', 'expect' or 'duration', not '\(w[0])'")
             }
         }
         if let r = rep, let last = steps.map(\.at).max(), last >= r {
             throw Invalid(message: "\(name): every step must come before the repeat period (\(r) s)")
         }
-        return Scenario(steps: steps.sorted { $0.at < $1.at }, repeatEvery: rep)
+        return Scenario(steps: steps.sorted { $0.at < $1.at }, repeatEvery: rep, expectations: expectations, duration: duration)
     }
 
     /// A minute in which `bots` participants exercise every visible state, from `seed`:
