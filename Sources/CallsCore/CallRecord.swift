@@ -78,6 +78,11 @@ public struct CallRecord: Codable, Sendable, Equatable {
     /// Ringing calls: who placed it and whom it rang (a uid, or a guid); nil for meetings.
     public var initiator: CallPartyWire?
     public var receiver: CallPartyWire?
+    /// Ringing calls: everyone it rang and what became of each (`accepted`, `rejected`, `busy`,
+    /// `unanswered` — missed —, `cancelled`, `left`, or `ringing` still); nil for meetings.
+    public var members: [CallMemberWire]?
+    /// Ringing calls, asked for with an auth token: `outgoing` when you placed it, else `incoming`.
+    public var direction: String?
 
     public init(sessionId: String, type: String, mode: String, receiverType: String, status: String, initiatedAt: Int64,
                 startedAt: Int64?, endedAt: Int64?, totalParticipants: Int, totalDuration: String, totalDurationInMinutes: Double,

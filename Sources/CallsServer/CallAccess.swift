@@ -14,7 +14,10 @@ struct CallAccess: Sendable, Equatable {
             return
         }
         let rows = call.participants.filter { $0.uid == viewer }
-        guard !rows.isEmpty else { return nil }
+        // The parties of a ringing call see its log even if they never joined (a missed or
+        // declined call): with no presence, no recordings, transcripts or chat.
+        let party = call.initiator?.id == viewer || call.members.contains { $0.uid == viewer }
+        guard !rows.isEmpty || party else { return nil }
         spans = rows.contains(where: \.moderated) ? nil : rows.map { $0.joinedAt...max($0.joinedAt, $0.leftAt ?? now) }
     }
 

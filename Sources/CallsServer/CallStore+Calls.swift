@@ -104,6 +104,12 @@ extension CallStore {
             call.initiator = CallPartyWire(id: i, name: r[9].text ?? i)
             call.receiverType = r[10].text.flatMap(CallReceiverType.init(rawValue:)) ?? .user
             call.receiver = CallPartyWire(id: rid, name: r[12].text ?? rid)
+            call.members = try db.query("""
+                SELECT m.uid, COALESCE(u.name, m.uid), m.outcome FROM call_members m LEFT JOIN users u ON u.uid = m.uid
+                WHERE m.call_id = ? ORDER BY m.uid
+                """, [.int(id)]).map {
+                CallMemberWire(uid: $0[0].text ?? "", name: $0[1].text ?? "", outcome: $0[2].text.flatMap(CallMemberOutcome.init(rawValue:)) ?? .ringing)
+            }
         }
         return call
     }

@@ -25,6 +25,8 @@ public struct StoredCall: Sendable, Equatable {
     public var initiator: CallPartyWire? = nil
     public var receiver: CallPartyWire? = nil
     public var receiverType: CallReceiverType? = nil
+    /// Ringing calls: everyone it rang, with what became of them (empty for meetings).
+    public var members: [CallMemberWire] = []
     /// The server's recordings of the call.
     public var recordings: [StoredRecording] = []
     /// The server's transcripts of the call (finished ones have an `endTime`).

@@ -17,6 +17,15 @@ struct ListBody<T: Encodable>: Encodable {
 }
 
 extension CallRecord {
+    /// With the direction as `viewer` (a uid; nil: the apikey) sees a ringing call.
+    func seen(by viewer: String?) -> CallRecord {
+        var r = self
+        if let viewer, let i = initiator { r.direction = i.id == viewer ? "outgoing" : "incoming" }
+        return r
+    }
+}
+
+extension CallRecord {
     /// The REST view of a stored call; an ongoing call counts up to `now`; recordings' URLs
     /// start with `baseURL` (the server's public URL).
     init(_ c: StoredCall, now: Int64 = epochMilliseconds(), baseURL: String = "") {
@@ -37,6 +46,7 @@ extension CallRecord {
                   totalDurationInMinutes: minutes(duration), totalAudioMinutes: ps.reduce(0) { $0 + $1.totalAudioMinutes },
                   totalVideoMinutes: ps.reduce(0) { $0 + $1.totalVideoMinutes }, hasRecording: false, hasTranscription: false,
                   participants: ps, initiator: c.initiator, receiver: c.receiver)
+        members = c.initiator == nil ? nil : c.members
         recordings = c.recordings.map { r in
             let url = RoomRecorder.url(baseURL, c.sessionId, r.rid)
             return Recording(rid: r.rid, recordingURL: url, startTime: r.startedAt, endTime: r.endedAt,

@@ -160,7 +160,7 @@ struct RESTRouter: Sendable {
             let now = epochMilliseconds()
             // Each as its viewer may see it (`CallAccess`).
             let shown = p.items.map { c in CallAccess(viewer: f.visibleTo, call: c, now: now)?.restrict(c) ?? c }
-            return rt.list(shown.map { CallRecord($0, baseURL: rt.publicURL) }, p)
+            return rt.list(shown.map { CallRecord($0, baseURL: rt.publicURL).seen(by: f.visibleTo) }, p)
         },
         Route(.get, "v3/calls/*/transcriptions") { rt, r, parts in
             let access = try rt.accessibleCall(r, parts[2]).access
@@ -180,7 +180,9 @@ struct RESTRouter: Sendable {
         },
         Route(.get, "v3/calls/*/recordings/*") { rt, r, parts in try rt.recordingFile(r, sessionId: parts[2], rid: parts[4], pid: nil) },
         Route(.get, "v3/calls/*/recordings/*/*") { rt, r, parts in try rt.recordingFile(r, sessionId: parts[2], rid: parts[4], pid: parts[5]) },
-        Route(.get, "v3/calls/*") { rt, r, parts in rt.ok(CallRecord(try rt.visibleCall(r, parts[2]), baseURL: rt.publicURL)) },
+        Route(.get, "v3/calls/*") { rt, r, parts in
+            rt.ok(CallRecord(try rt.visibleCall(r, parts[2]), baseURL: rt.publicURL).seen(by: try rt.callViewer(r)))
+        },
         Route(.get, "v3/webhooks/deliveries") { rt, r, _ in
             try rt.requireAPIKey(r)
             let status = r.query["status"]

@@ -43,6 +43,42 @@ final class RingCommandTests: XCTestCase {
         XCTAssertTrue(seen(ann, "Bob B"), "\(ann.output)")
     }
 
+    /// The call log says what happened to everyone it rang — not only who joined — and, to each
+    /// party, which way it went.
+    func testTheCallLogListsEachRungMembersOutcomeAndTheDirection() throws {
+        let tmp = TemporaryDirectory("callroom-ring-log")
+        defer { tmp.remove() }
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let common = ["--server", server.url, "--auth-key", server.authKey, "--input", "null", "--output", "null", "--headless"]
+        let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "lbob", "--busy"] + common)
+        defer { bob.signal(SIGTERM) }
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
+        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["call", "lbob", "--uid", "lann"] + common)
+        XCTAssertEqual(ann.wait(timeout: 15), 4, "busy: did not connect \(ann.output)")
+        let sid = try XCTUnwrap(ann.output.compactMap { line -> String? in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            return (o["call"] as? [String: Any])?["sessionId"] as? String
+        }.first)
+        func token(_ uid: String) -> String {
+            let r = BlockingHTTP.request("POST", server.url + "/v3/sdk/login", headers: ["appId": server.appId, "Content-Type": "application/json"],
+                                         body: #"{"uid":"\#(uid)","authKey":"\#(server.authKey)"}"#)
+            return ((r.json["data"] as? [String: Any])?["authToken"] as? String) ?? ""
+        }
+        for (who, headers, direction) in [("apikey", ["apikey": server.apiKey], nil as String?),
+                                          ("caller", ["authToken": token("lann"), "appId": server.appId], "outgoing"),
+                                          ("callee", ["authToken": token("lbob"), "appId": server.appId], "incoming")] {
+            let r = BlockingHTTP.request("GET", server.url + "/v3/calls/\(sid)", headers: headers)
+            let data = r.json["data"] as? [String: Any]
+            let members = data?["members"] as? [[String: Any]]
+            XCTAssertEqual(members?.count, 1, "\(who): \(r.json)")
+            XCTAssertEqual(members?.first?["uid"] as? String, "lbob", who)
+            XCTAssertEqual(members?.first?["outcome"] as? String, "busy", who)
+            XCTAssertEqual(data?["direction"] as? String, direction, who)
+            XCTAssertEqual((data?["participants"] as? [Any])?.count, 0, "nobody joined, yet the log says who was rung")
+        }
+    }
+
     /// The caller's process dies mid-call: once the server gives up on its connection (the
     /// grace period, 2 s here), the callee is alone in a call between two and ends it.
     func testACallWhoseOtherSideIsGoneEnds() throws {
