@@ -281,6 +281,13 @@ public final class NcursesTerminal: TerminalDriver {
     private static let pixelsShown = Atomic<Bool>(false)
     private static let started = Atomic<Bool>(false)
 
+    /// Restores the terminal before the process ends without `exit` (no atexit handlers run).
+    /// Idempotent; a no-op when the screen never started.
+    public static func restoreForExit() {
+        guard started.load(ordering: .acquiring) else { return }
+        restore()
+    }
+
     private static func restore() {
         guard isendwin() == false else { return }
         if pixelsShown.exchange(false, ordering: .relaxed) { writeOut(TerminalGraphicsEncoder.kittyDelete(id: nil)) }

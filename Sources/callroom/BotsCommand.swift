@@ -62,8 +62,8 @@ enum BotsCommand {
             let d = BotDirector(serverURL: url, appID: appID, authKey: key, sessionID: session, count: count, scenario: scenario)
             await d.start()
             Console.out("callroom bots: \(d.bots.count) synthetic participants in \(session)")
-            guard !d.bots.isEmpty else { exit(ExitCode.failure) }
-            let finish: @MainActor () -> Void = { Task { await d.stop(); exit(ExitCode.ok) } }
+            guard !d.bots.isEmpty else { ProcessExit.now(ExitCode.failure) }
+            let finish: @MainActor () -> Void = { Task { await d.stop(); ProcessExit.now(ExitCode.ok) } }
             TerminationSignals.onSignal = { _ in finish() }
             if let duration { DispatchQueue.main.asyncAfter(deadline: .now() + duration) { MainActor.assumeIsolated { finish() } } }
         }

@@ -35,7 +35,7 @@ enum CallScreenApp {
             // the summary is printed, and the process exits.
             if let finished { return finished(code, summary) }
             Console.out(summary.lines.joined(separator: "\n"))
-            exit(ScenarioRun.exitStatus(code))
+            ProcessExit.now(ScenarioRun.exitStatus(code))
         }
         // A signal leaves at once, without the summary screen (the summary is still printed).
         TerminationSignals.onSignal = { _ in c.summarySeconds = 0; c.quit() }

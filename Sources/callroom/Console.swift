@@ -23,7 +23,7 @@ enum Console {
     /// Prints `callroom: message` on stderr and exits with `code` (2 for usage errors).
     static func fail(_ message: String, code: Int32 = 2) -> Never {
         err("callroom: \(message)")
-        exit(code)
+        ProcessExit.now(code)
     }
 }
 

@@ -149,14 +149,23 @@ extension DemoCommand {
         await agent.listen(ready: {
             Task { @MainActor in
                 guard let ada = await director.device(1) else { return }
-                ada.send(.initiateCall(receiverId: "you", receiverType: .user, type: .video, timeoutSeconds: 60))
-                // Wait (off the main queue) for your answer, then bring everyone into the call.
-                let answered = await Task.detached { () -> String? in
-                    guard case (.call(_, let c, _), _)? = ada.wait(timeout: 65, { if case .call(.accepted, _, _) = $0 { return true }; return false })
-                    else { return nil }
-                    return c.sessionId
-                }.value
-                if let sid = answered { await director.start(in: sid) }
+                // Ada calls until you answer: declined, busy or missed, she calls again a few
+                // seconds later (the idle screen says so), so the demo is never a dead end.
+                for attempt in 1... {
+                    ada.send(.initiateCall(receiverId: "you", receiverType: .user, type: .video, timeoutSeconds: 60))
+                    // Wait (off the main queue) for how it went, then bring everyone into the call.
+                    let outcome = await Task.detached { () -> (CallEventKind, String)? in
+                        guard case (.call(let kind, let c, _), _)? = ada.wait(timeout: 65, { m in
+                            if case .call(let k, _, _) = m { return [.accepted, .rejected, .busy, .unanswered].contains(k) }
+                            return false
+                        }) else { return nil }
+                        return (kind, c.sessionId)
+                    }.value
+                    guard let (kind, sid) = outcome else { return }
+                    if kind == .accepted { return await director.start(in: sid) }
+                    ada.forget()
+                    try? await Task.sleep(for: .seconds(attempt == 1 ? 4 : 8))
+                }
             }
         })
     }

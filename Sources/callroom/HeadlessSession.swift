@@ -103,8 +103,7 @@ final class HeadlessSession {
     /// lifetime itself). There is no terminal to restore here.
     private func finish(_ code: Int32) -> Never {
         onExit?()
-        fflush(nil)
-        _exit(ScenarioRun.exitStatus(code))
+        ProcessExit.now(ScenarioRun.exitStatus(code))
     }
 
     /// A line of standard input, or its end (which leaves cleanly, once; an unfinished last line

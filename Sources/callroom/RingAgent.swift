@@ -144,7 +144,7 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
             guard canceledCall?.sessionID == current?.sessionID || current == nil else { return }
             let from = canceledCall?.callInitiator?.name ?? "someone"
             current = nil
-            if screen == nil, answer == .accept { exit(RingCommand.notConnected) }
+            if screen == nil, answer == .accept { ProcessExit.now(RingCommand.notConnected) }
             let note = canceledCall?.memberOutcomes[me?.uid ?? ""] == "accepted" ? "answered on another device" : "missed call from \(from)"
             showIdle(note: note)
         }
@@ -153,7 +153,7 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     nonisolated func onCallEndedMessageReceived(endedCall: Call?, error: CometChatException?) {
         MainActor.assumeIsolated {
             emit("onCallEndedMessageReceived", call: endedCall, listener: true)
-            if joined { leave(because: .endedBy(peerName)) } else if screen == nil { exit(ExitCode.ok) }
+            if joined { leave(because: .endedBy(peerName)) } else if screen == nil { ProcessExit.now(ExitCode.ok) }
         }
     }
 
@@ -307,7 +307,7 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
         guard listening, TerminationSignals.received == nil else {
             onExit?()
             Console.out(summary.lines.joined(separator: "\n"))
-            DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) { exit(code) }
+            DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) { ProcessExit.now(code) }
             return
         }
         armSignals()
@@ -336,7 +336,7 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
         guard let c = current, !listening else {
             screen?.stop()
             onExit?()
-            exit(ExitCode.ok)
+            ProcessExit.now(ExitCode.ok)
         }
         CometChat.rejectCall(sessionID: c.sessionID, status: .cancelled, onSuccess: { [weak self] r in
             self?.emit("rejectCall", call: r)
@@ -350,13 +350,13 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
             screen?.stop()
             onExit?()
             if screen != nil { Console.out("callroom: \(why)") }
-            exit(code)
+            ProcessExit.now(code)
         }
         screen.show(.outcome(why))
         DispatchQueue.main.asyncAfter(deadline: .now() + 2) {
             screen.stop()
             Console.out("callroom: \(why)")
-            exit(code)
+            ProcessExit.now(code)
         }
     }
 
@@ -409,7 +409,7 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
 
     private func fail(_ message: String) -> Never {
         screen?.stop()
-        if screen == nil { exit(ExitCode.failure) }
+        if screen == nil { ProcessExit.now(ExitCode.failure) }
         Console.fail(message, code: ExitCode.failure)
     }
 

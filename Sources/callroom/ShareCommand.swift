@@ -130,6 +130,6 @@ final class Sharer {
         CallSession.shared.leaveSession()
         Console.out("callroom share: stopped")
         // The leave is confirmed within a round trip; exit then at the latest.
-        DispatchQueue.main.asyncAfter(deadline: .now() + 1) { exit(code) }
+        DispatchQueue.main.asyncAfter(deadline: .now() + 1) { ProcessExit.now(code) }
     }
 }

@@ -40,6 +40,9 @@ final class SignalDevice: WebSocketClientDelegate, @unchecked Sendable {
     func send(_ m: ClientMessage) { client.send(text: m.json()) }
     func close() { client.disconnect() }
 
+    /// Forgets the messages so far (the next `wait` sees only newer ones).
+    func forget() { lock.withLock { received.removeAll() } }
+
     /// Every message so far.
     var messages: [ServerMessage] { lock.withLock { received.map(\.0) } }
 

@@ -73,11 +73,11 @@ enum TerminationSignals {
             if n < 0 && errno == EINTR { continue }
             guard n == 1 else { return }
             let sig = Int32(byte)
-            guard armed.load(ordering: .acquiring) else { exit(128 + sig) }
+            guard armed.load(ordering: .acquiring) else { ProcessExit.now(128 + sig) }
             count += 1
             DispatchQueue.main.async { MainActor.assumeIsolated { deliver(sig) } }
             // A main thread that is stuck does not hold the process: this thread ends it.
-            if count == 1 { DispatchQueue.global().asyncAfter(deadline: .now() + grace + 2) { exit(128 + sig) } }
+            if count == 1 { DispatchQueue.global().asyncAfter(deadline: .now() + grace + 2) { ProcessExit.now(128 + sig) } }
         }
     }
 
@@ -93,6 +93,6 @@ enum TerminationSignals {
     private static func forcedExit(_ sig: Int32) -> Never {
         beforeForcedExit?()
         fflush(nil)
-        exit(128 + (received ?? sig))
+        ProcessExit.now(128 + (received ?? sig))
     }
 }
