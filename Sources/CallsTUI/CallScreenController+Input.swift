@@ -132,6 +132,13 @@ extension CallScreenController {
         case .char("x"), .char("X"): exportLog()
         case .char("["): model.tilePage = max(0, model.tilePage - 1)
         case .char("]"): model.tilePage = min(model.tiles.count, model.tilePage + 1)
+        // The counts panel scrolls its rows; otherwise the keys move through the log.
+        case .up where model.panel == .counts: model.countsScroll = max(0, model.countsScroll - 1)
+        case .down where model.panel == .counts: model.countsScroll = min(countsScrollLimit, model.countsScroll + 1)
+        case .pageUp where model.panel == .counts: model.countsScroll = max(0, model.countsScroll - panelRows)
+        case .pageDown where model.panel == .counts: model.countsScroll = min(countsScrollLimit, model.countsScroll + panelRows)
+        case .home where model.panel == .counts: model.countsScroll = 0
+        case .end where model.panel == .counts: model.countsScroll = countsScrollLimit
         case .up: model.log.scroll(by: -1)
         case .down: model.log.scroll(by: 1)
         case .pageUp: model.log.scroll(by: -panelRows)
@@ -365,6 +372,15 @@ extension CallScreenController {
         return true
     }
 
+    /// How far the counts panel scrolls (its rows beyond one panel).
+    private var countsScrollLimit: Int { max(0, EventLogRenderer.countRows(model).count - panelRows) }
+
+    /// How far the chat can scroll back (its lines beyond one panel).
+    private var chatScrollLimit: Int {
+        guard let p = currentLayout.panel else { return 0 }
+        return max(0, PanelRenderer.chatLines(model, width: p.width - 2).count - (p.height - 3))
+    }
+
     /// Pasted text (bracketed paste) is text, never key commands: into the chat draft (lines and
     /// all: Enter sends it as one message), the log search (its first line), or, anywhere else,
     /// nowhere — a toast says where pasting works.
@@ -396,7 +412,13 @@ extension CallScreenController {
             return true
         case .escape:
             model.panel = .log
+            model.chatScroll = 0
             return true
+        case .pageUp: model.chatScroll = min(chatScrollLimit, model.chatScroll + panelRows); return true
+        case .pageDown: model.chatScroll = max(0, model.chatScroll - panelRows); return true
+        case .up: model.chatScroll = min(chatScrollLimit, model.chatScroll + 1); return true
+        case .down: model.chatScroll = max(0, model.chatScroll - 1); return true
+        case .end: model.chatScroll = 0; return true
         case .char(let c):
             if model.chatDraft.count < 2000 { model.chatDraft.unicodeScalars.append(c) }
             return true

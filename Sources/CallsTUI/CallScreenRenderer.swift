@@ -237,10 +237,12 @@ public enum CallScreenRenderer {
     }
 
     /// Captions over the bottom of the tile area (above its border): `Name: text`, the newest speaker lowest, a
-    /// long caption showing its end (what is being said now); partial ones dim.
+    /// long caption showing its end (what is being said now); partial ones dim. Not on a tile
+    /// area under 40×10 (the event log has them).
     private static func drawCaptions(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         let shown = m.visibleCaptions(at: m.now)
-        guard !shown.isEmpty, rect.height >= 4, rect.width >= 12 else { return }
+        // Too small a tile area and captions would hide the people: they stay in the event log.
+        guard !shown.isEmpty, rect.height >= 10, rect.width >= 40 else { return }
         for (i, c) in shown.reversed().enumerated() {
             let y = rect.maxY - 2 - i  // above the tiles' bottom border
             guard y > rect.y else { break }

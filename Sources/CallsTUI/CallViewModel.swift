@@ -111,6 +111,10 @@ public struct CallViewModel: Equatable, Sendable {
     public var shareSelection = 0
     /// First line shown of a scrollable overlay.
     public var overlayScroll = 0
+    /// The first row of the counts panel shown (it scrolls when the rows do not fit).
+    public var countsScroll = 0
+    /// Chat lines scrolled back from the newest (0: the newest at the bottom).
+    public var chatScroll = 0
     /// The chat input line being typed.
     public var chatDraft = ""
     public var logHidden = false
@@ -140,13 +144,16 @@ public struct CallViewModel: Equatable, Sendable {
     public var audioChoices: [AudioChoice] {
         func spec(_ label: String) -> String { "alsa:" + (label.components(separatedBy: " — ").first ?? label) }
         var out: [AudioChoice] = audioModes.map { .mode($0) }
-        var inputs = [("null", "null (send silence)")] + captureDevices.map { (spec($0), $0) }
+        // One null (ALSA's own null device is the same thing), and the current device only as it
+        // opened (a device that failed shows as null, where the call is).
+        var inputs = [("null", "null (send silence)")] + captureDevices.map { (spec($0), $0) }.filter { $0.0 != "alsa:null" }
         if !audioInput.isEmpty, !inputs.contains(where: { $0.0 == audioInput }) { inputs.insert((audioInput, audioInput), at: 0) }
         out += inputs.map { .input(spec: $0.0, label: $0.1) }
-        var outputs = [("null", "null (play nothing)")] + playbackDevices.map { (spec($0), $0) }
+        var outputs = [("null", "null (play nothing)")] + playbackDevices.map { (spec($0), $0) }.filter { $0.0 != "alsa:null" }
         if !audioOutput.isEmpty, !outputs.contains(where: { $0.0 == audioOutput }) { outputs.insert((audioOutput, audioOutput), at: 0) }
         out += outputs.map { .output(spec: $0.0, label: $0.1) }
-        out.append(.testTone)
+        // A test tone needs a speaker: none with nothing playing.
+        if audioOutput != "null" && audioOutput != "none" { out.append(.testTone) }
         return out
     }
     /// The listeners the event-log filter cycles through.
@@ -320,7 +327,8 @@ public struct CallViewModel: Equatable, Sendable {
         case .participantListHidden: participantListVisible = false
         case .chatMessage(let m):
             chat.append(m)
-            if chat.count > 200 { chat.removeFirst() }
+            if chat.count > 1000 { chat.removeFirst() }
+            if chatScroll > 0 { chatScroll += 1 }  // reading back: the view stays where it is
             if panel != .chat, !m.uid.isEmpty, you?.uid != m.uid { chatUnread += 1 }
         case .chatButtonClicked: chatUnread = 0
         case .audioModesChanged(let modes): audioModes = modes

@@ -81,7 +81,7 @@ public struct EventLog: Equatable, Sendable {
         return entries.filter { e in
             (listenerFilter == nil || e.listener == listenerFilter)
                 && (participantFilter == nil || e.uid == participantFilter)
-                && (q.isEmpty || e.json.lowercased().contains(q) || "\(e.shortListener).\(e.event) \(e.summary)".lowercased().contains(q))
+                && (q.isEmpty || e.line.lowercased().contains(q))  // what is shown, not the hidden payload
         }
     }
 

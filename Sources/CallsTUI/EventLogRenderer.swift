@@ -36,8 +36,19 @@ enum EventLogRenderer {
         } else {
             lines = [(log.total == 0 ? "no events yet" : "no events match", CellStyle(dim: true))]
         }
+        let query = log.search
         for (i, (text, style)) in lines.prefix(capacity).enumerated() {
             b.put(text, x: inner.x, y: inner.y + i, style: style, maxWidth: inner.width)
+            // The search's matches, highlighted where they are.
+            guard !query.isEmpty else { continue }
+            var from = text.startIndex
+            while let r = text.range(of: query, options: .caseInsensitive, range: from..<text.endIndex), !r.isEmpty {
+                let x = DisplayWidth.of(String(text[text.startIndex..<r.lowerBound]))
+                if x < inner.width {
+                    b.put(String(text[r]), x: inner.x + x, y: inner.y + i, style: CellStyle(fg: .yellow, bold: true, reverse: true), maxWidth: inner.width - x)
+                }
+                from = r.upperBound
+            }
         }
         if newBelow > 0 {
             let marker = " \(newBelow) new \(g.down)  End follows "
@@ -47,19 +58,31 @@ enum EventLogRenderer {
         if DisplayWidth.of(hint) <= rect.width - 4 { b.put(hint, x: rect.x + 2, y: rect.maxY - 1, style: CellStyle(fg: .cyan, dim: true)) }
     }
 
-    /// Counts per callback name (all events seen), most frequent first, and per listener.
+    /// The counts panel's rows: each listener's total (bold), then each callback's, most
+    /// frequent first.
+    static func countRows(_ m: CallViewModel) -> [(name: String, count: Int, listener: Bool)] {
+        let listeners = m.log.countsByListener.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+        return listeners.map { ($0.key, $0.value, true) } + m.log.countsByEvent.map { ($0.0, $0.1, false) }
+    }
+
+    /// Counts per listener and per callback name (all events seen), most frequent first, in
+    /// columns; rows that do not fit scroll (↑↓ PgUp PgDn Home End).
     static func drawCounts(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         guard rect.width >= 10, rect.height >= 3 else { return }
-        b.box(rect, title: "Event counts \(b.glyphs.separator) \(m.log.total) events \(b.glyphs.separator) n closes", style: CellStyle(fg: .cyan))
+        let g = b.glyphs
+        let rows = countRows(m)
         let inner = rect.inset(1)
-        let rows = m.log.countsByEvent
         let colWidth = min(inner.width, 36)
         let cols = max(1, inner.width / (colWidth + 1))
-        for (i, (name, n)) in rows.enumerated() {
+        let perPage = max(1, inner.height) * cols
+        let first = min(m.countsScroll, max(0, rows.count - perPage))
+        var title = "Event counts \(g.separator) \(m.log.total) events"
+        if rows.count > perPage { title += " \(g.separator) \(first + 1)-\(min(rows.count, first + perPage)) of \(rows.count) \(g.up)\(g.down)" }
+        b.box(rect, title: title + " \(g.separator) n closes", style: CellStyle(fg: .cyan))
+        for (i, r) in rows.dropFirst(first).prefix(perPage).enumerated() {
             let col = i / max(1, inner.height), row = i % max(1, inner.height)
-            guard col < cols else { break }
-            let text = DisplayWidth.pad(name, to: colWidth - 6) + String(format: "%6d", n)
-            b.put(text, x: inner.x + col * (colWidth + 1), y: inner.y + row, maxWidth: colWidth)
+            let text = DisplayWidth.pad(r.name, to: colWidth - 6) + String(format: "%6d", r.count)
+            b.put(text, x: inner.x + col * (colWidth + 1), y: inner.y + row, style: CellStyle(bold: r.listener), maxWidth: colWidth)
         }
     }
 }

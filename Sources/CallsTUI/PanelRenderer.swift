@@ -1,3 +1,4 @@
+import Foundation
 import CometChatCallsSDK
 
 /// The side panels other than the event log: the participant list (scrolled to its selection,
@@ -51,24 +52,46 @@ enum PanelRenderer {
         }
     }
 
-    /// The chat panel: recent messages, newest at the bottom, and the input line.
+    /// The chat panel: the scrollback (every message kept, with its time; newest at the bottom,
+    /// PgUp/PgDn/↑↓ scroll, End returns), and the input line.
     static func drawChat(_ m: CallViewModel, into b: inout ScreenBuffer, rect: Rect) {
         guard rect.width >= 10, rect.height >= 3 else { return }
         b.box(rect, title: "Chat \(b.glyphs.separator) Enter sends \(b.glyphs.separator) Esc closes", style: CellStyle(fg: .blue))
         let inner = rect.inset(1)
-        var lines: [(String, Bool)] = []
-        for msg in m.chat.suffix(inner.height) {
-            for (i, l) in TextWrap.wrap("\(msg.name): \(msg.text)", width: inner.width, indent: 2).enumerated() { lines.append((l, i == 0)) }
-        }
+        let lines = chatLines(m, width: inner.width)
         let room = max(0, inner.height - 1)
-        for (i, (line, first)) in lines.suffix(room).enumerated() {
+        let scroll = min(m.chatScroll, max(0, lines.count - room))
+        let shown = lines.dropLast(scroll).suffix(room)
+        for (i, (line, first)) in shown.enumerated() {
             b.put(line, x: inner.x, y: inner.y + i, style: CellStyle(bold: false, dim: !first), maxWidth: inner.width)
+        }
+        if scroll > 0, room > 0 {
+            let more = " \(b.glyphs.down) \(scroll) newer line\(scroll == 1 ? "" : "s") (End) "
+            b.put(more, x: inner.maxX - DisplayWidth.of(more), y: inner.y + room - 1, style: CellStyle(reverse: true), maxWidth: inner.width)
         }
         // A pasted line break shows as " | " in the one-line prompt (it is sent as a line break).
         let draft = m.chatDraft.replacingOccurrences(of: "\n", with: " | ")
         let prompt = "> " + DisplayWidth.suffix(draft, cells: max(0, inner.width - 3)) + "_"
         b.put(prompt, x: inner.x, y: inner.maxY - 1, style: CellStyle(bold: true), maxWidth: inner.width, ellipsis: false)
     }
+
+    /// Every chat message wrapped to `width`, `HH:mm Name: text` (first lines marked true).
+    static func chatLines(_ m: CallViewModel, width: Int) -> [(String, Bool)] {
+        var lines: [(String, Bool)] = []
+        for msg in m.chat {
+            let time = chatTime.string(from: Date(timeIntervalSince1970: Double(msg.sentAt) / 1000))
+            for (i, l) in TextWrap.wrap("\(time) \(msg.name): \(msg.text)", width: width, indent: 6).enumerated() { lines.append((l, i == 0)) }
+        }
+        return lines
+    }
+
+    /// Local time of day, hours and minutes.
+    nonisolated(unsafe) private static let chatTime: DateFormatter = {
+        let f = DateFormatter()
+        f.dateFormat = "HH:mm"
+        f.locale = Locale(identifier: "en_US_POSIX")
+        return f
+    }()
 
     /// Audio settings: your input meter, then rows to pick (↑↓ Enter): the audio modes (a
     /// digit picks one too), microphones, speakers and a local test tone. ● marks what is in use.

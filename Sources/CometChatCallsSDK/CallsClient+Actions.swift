@@ -135,6 +135,7 @@ extension CallsClient {
             guard let engine = state.sync(execute: { self.engine }) else { return input.close() }
             engine.replaceInput(input)
             state.sync { settings.audioInput = spec }
+            published.withLock { $0.inUse?.input = notice == nil ? spec : "null" }
             if let notice { published.withLock { $0.notices.append(notice) }; emit(.audioNotice(notice)) }
         } catch {
             throw CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: error.description)
@@ -150,6 +151,7 @@ extension CallsClient {
             guard let engine = state.sync(execute: { self.engine }) else { return output.close() }
             engine.swapOutput(output)?.close()
             state.sync { settings.audioOutput = spec; parkedSpeaker?.close(); parkedSpeaker = nil }
+            published.withLock { $0.inUse?.output = notice == nil ? spec : "null" }
             if let notice { published.withLock { $0.notices.append(notice) }; emit(.audioNotice(notice)) }
         } catch {
             throw CometChatCallException(errorCode: CometChatCallException.audioError, errorDescription: error.description)
@@ -160,7 +162,11 @@ extension CallsClient {
     public func playTestTone(seconds: Double = 1) { state.sync { engine }?.playTestTone(seconds: seconds) }
 
     /// The capture and playback endpoints in use (`alsa:NAME`, `file:PATH`, …).
-    public var audioEndpoints: (input: String, output: String) { state.sync { (settings.audioInput, settings.audioOutput) } }
+    /// The audio endpoints in use: what opened (`null` where a device failed and the call went
+    /// on without it), else the settings' before a join.
+    public var audioEndpoints: (input: String, output: String) {
+        published.withLock { $0.inUse } ?? state.sync { (settings.audioInput, settings.audioOutput) }
+    }
 }
 
 // MARK: Benchmarks (CallRoom diagnostics)

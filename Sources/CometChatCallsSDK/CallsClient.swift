@@ -90,6 +90,8 @@ public final class CallsClient: @unchecked Sendable {
         var ending: SessionEnding?
         /// The server's grace period for a resume (s).
         var graceSeconds = 30
+        /// The audio endpoints actually open (`null` after a fallback), nil before a join.
+        var inUse: (input: String, output: String)?
         /// The server is recording the session.
         var serverRecording = false
         /// The server is transcribing it (captions arrive), in this language.
@@ -324,6 +326,7 @@ public final class CallsClient: @unchecked Sendable {
         // Open audio first: a bad endpoint fails the join before anyone sees us arrive.
         let frameSamples = AudioFormat.samples(ms: settings.audioFrameMs)
         var notices: [String] = []
+        var outputFellBack = false
         let engine: MediaEngine
         do {
             let (input, n1) = try AudioEndpoint(spec: settings.audioInput).openInputFallingBack(frameSamples: frameSamples,
@@ -338,9 +341,13 @@ public final class CallsClient: @unchecked Sendable {
                 let (o, n2) = try AudioEndpoint(spec: settings.audioOutput).openOutputFallingBack(frameSamples: frameSamples,
                                                                                                   periodMs: period)
                 output = o
-                if let n2 { notices.append(n2) }
+                if let n2 { notices.append(n2); outputFellBack = true }
             }
             if let n1 { notices.append(n1) }
+            // What opened, not what was asked for: a device that failed fell back to null.
+            let inUse = (input: n1 == nil ? settings.audioInput : "null",
+                         output: outputFellBack ? "null" : settings.audioOutput)
+            published.withLock { $0.inUse = inUse }
             var o = MediaEngine.Options()
             o.frameMs = settings.audioFrameMs
             o.jitterTargetFrames = settings.jitterTargetFrames

@@ -126,7 +126,14 @@ final class CallScreenRendererTests: XCTestCase {
             previous = l.buttons.count
             if ids.contains("chat") { XCTAssertTrue(l.buttons.first { $0.id == "chat" }!.label.contains("3"), "the unread badge at \(w)") }
         }
-        XCTAssertEqual(CallScreenRenderer.layout(for: m, width: 200, height: 24).buttons.first?.label, "[m] Mute", "full labels when wide")
+        XCTAssertEqual(CallScreenRenderer.layout(for: m, width: 200, height: 24).buttons.first?.label, "[m] Mute  ", "full labels when wide (as wide as Unmute)")
+        // Labels that change keep every button where it was: muting, a chat badge.
+        let before = CallScreenRenderer.layout(for: m, width: 200, height: 24).buttons.map(\.rect)
+        var changed = m
+        changed.isMuted = true
+        changed.chatUnread = 12
+        XCTAssertEqual(CallScreenRenderer.layout(for: changed, width: 200, height: 24).buttons.map(\.rect), before, "no button moved")
+        XCTAssertEqual(CallScreenRenderer.layout(for: changed, width: 200, height: 24).buttons.first?.label, "[m] Unmute")
         let at80 = CallScreenRenderer.layout(for: m, width: 80, height: 24).buttons
         XCTAssertEqual(at80.count, 11, "at 80 columns every button (short labels): \(at80.map(\.label))")
         let at32 = CallScreenRenderer.layout(for: m, width: 32, height: 24).buttons
@@ -563,9 +570,11 @@ extension CallScreenRendererTests {
         m.apply(caption("the compiler passes every test now", final: true), localPID: nil, at: m.now)
         XCTAssertTrue(overTiles(80, 24).contains("Grace: the compiler passes every test now"))
         XCTAssertFalse(overTiles(80, 24).contains("Grace: the compiler pass "), "the final replaced the partial")
-        // A long caption shows its end (what is being said now), in a narrow terminal too.
+        // A long caption shows its end (what is being said now), in a narrow terminal too; on a
+        // tile area too small for both, the people stay visible (the log has the captions).
         m.apply(caption(String(repeating: "word ", count: 30) + "latest", final: false, id: 2), localPID: nil, at: m.now)
-        XCTAssertTrue(overTiles(40, 12).contains("latest"))
+        XCTAssertTrue(overTiles(60, 24).contains("latest"))
+        XCTAssertFalse(overTiles(40, 12).contains("latest"), "no captions over the tiles at 40x12")
         // The viewer turns them off (CC); a final one fades after a while.
         m.captionsHidden = true
         XCTAssertFalse(overTiles(80, 24).contains("latest"))
