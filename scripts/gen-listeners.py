@@ -79,6 +79,11 @@ def call(m):
     return m["name"] + "(" + ", ".join((f"{l}: {n}" if l != "_" else n) for l, n, _ in m["params"]) + ")"
 
 
+def decodable(t):
+    """The type whose `init?(payloadValue:)` reads an argument of type `t` back."""
+    return f"Array<{t[1:-1]}>" if t.startswith("[") else t
+
+
 def construct(m):
     if not m["params"]:
         return "." + case_name(m["name"])
@@ -129,6 +134,24 @@ public enum CallEvent: Sendable, Equatable {"""]
     for i in range(0, len(names), 4):
         out.append("        " + ", ".join(f'"{n}"' for n in names[i:i+4]) + ",")
     out.append("""    ]
+
+    /// The event a recorded JSON line describes (its `event` name and payload, as `jsonLine`
+    /// writes them); nil when the name is unknown or an argument is missing or malformed.
+    /// `callroom replay` reads event logs with it.
+    public init?(callback: String, payload d: [String: Any]) {
+        switch callback {""")
+    for _, methods in protocols:
+        for m in methods:
+            if not m["params"]:
+                out.append(f'        case "{m["name"]}": self = {construct(m)}')
+                continue
+            lets = ", ".join(f'let {n} = {decodable(t)}(payloadValue: d["{n}"])' for _, n, t in m["params"])
+            out.append(f'        case "{m["name"]}":')
+            out.append(f'            guard {lets} else {{ return nil }}')
+            out.append(f'            self = {construct(m)}')
+    out.append("""        default: return nil
+        }
+    }
 
     /// The callback's arguments as JSON values, keyed by their documented labels.
     public var payload: [String: Any] {

@@ -83,6 +83,12 @@ public final class CallScreenController {
         dirty = true
     }
 
+    /// Replaces the header's title (always shown, first; `callroom replay` shows its position there).
+    public func setTitle(_ t: String) {
+        model.title = t
+        dirty = true
+    }
+
     public func setStatus(_ s: String) {
         model.status = s
         dirty = true
@@ -112,6 +118,12 @@ public final class CallScreenController {
         default: break
         }
     }
+
+    /// Sees every key and click first; true consumes it (`callroom replay`'s transport keys).
+    public var inputInterceptor: ((TerminalInput) -> Bool)?
+
+    /// Shows one recorded event as if it had just arrived (`callroom replay`).
+    public func replay(_ e: CallEvent) { handle(e) }
 
     /// Set by `leave(because:)`: how the app says the call ended.
     private var endingOverride: SessionEnding?
@@ -158,7 +170,10 @@ public final class CallScreenController {
     /// One UI tick: input, levels, statistics, clock, then a redraw if anything changed.
     public func tick() {
         dispatchPrecondition(condition: .onQueue(.main))
-        while let input = driver.poll() { handle(input) }
+        while let input = driver.poll() {
+            if inputInterceptor?(input) == true { dirty = true; continue }
+            handle(input)
+        }
         ticks += 1
         // Meters and level histories move all the time in a room of talkers: redrawn for them
         // alone at most 15 times a second (every other tick); anything else redraws at once.

@@ -195,6 +195,136 @@ public enum CallEvent: Sendable, Equatable {
         "onLobbyRequestResolved",
     ]
 
+    /// The event a recorded JSON line describes (its `event` name and payload, as `jsonLine`
+    /// writes them); nil when the name is unknown or an argument is missing or malformed.
+    /// `callroom replay` reads event logs with it.
+    public init?(callback: String, payload d: [String: Any]) {
+        switch callback {
+        case "onSessionJoined": self = .sessionJoined
+        case "onSessionLeft": self = .sessionLeft
+        case "onSessionTimedOut": self = .sessionTimedOut
+        case "onConnectionLost": self = .connectionLost
+        case "onConnectionRestored": self = .connectionRestored
+        case "onConnectionClosed": self = .connectionClosed
+        case "onAudioMuted": self = .audioMuted
+        case "onAudioUnMuted": self = .audioUnMuted
+        case "onVideoPaused": self = .videoPaused
+        case "onVideoResumed": self = .videoResumed
+        case "onRecordingStarted": self = .recordingStarted
+        case "onRecordingStopped": self = .recordingStopped
+        case "onStreamingStarted": self = .streamingStarted
+        case "onStreamingStopped": self = .streamingStopped
+        case "onAudioModeChanged":
+            guard let audioMode = AudioMode(payloadValue: d["audioMode"]) else { return nil }
+            self = .audioModeChanged(audioMode: audioMode)
+        case "onAudioModesChanged":
+            guard let audioModes = Array<AudioMode>(payloadValue: d["audioModes"]) else { return nil }
+            self = .audioModesChanged(audioModes: audioModes)
+        case "onCameraFacingChanged":
+            guard let cameraFacing = CameraFacing(payloadValue: d["cameraFacing"]) else { return nil }
+            self = .cameraFacingChanged(cameraFacing: cameraFacing)
+        case "onParticipantJoined":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantJoined(participant: participant)
+        case "onParticipantLeft":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantLeft(participant: participant)
+        case "onParticipantListChanged":
+            guard let participants = Array<Participant>(payloadValue: d["participants"]) else { return nil }
+            self = .participantListChanged(participants: participants)
+        case "onParticipantAudioMuted":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantAudioMuted(participant: participant)
+        case "onParticipantAudioUnmuted":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantAudioUnmuted(participant: participant)
+        case "onParticipantVideoPaused":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantVideoPaused(participant: participant)
+        case "onParticipantVideoResumed":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantVideoResumed(participant: participant)
+        case "onParticipantHandRaised":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantHandRaised(participant: participant)
+        case "onParticipantHandLowered":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantHandLowered(participant: participant)
+        case "onParticipantStartedScreenShare":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantStartedScreenShare(participant: participant)
+        case "onParticipantStoppedScreenShare":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantStoppedScreenShare(participant: participant)
+        case "onParticipantStartedRecording":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantStartedRecording(participant: participant)
+        case "onParticipantStoppedRecording":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .participantStoppedRecording(participant: participant)
+        case "onDominantSpeakerChanged":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .dominantSpeakerChanged(participant: participant)
+        case "onCallLayoutChanged":
+            guard let layoutType = LayoutType(payloadValue: d["layoutType"]) else { return nil }
+            self = .callLayoutChanged(layoutType: layoutType)
+        case "onParticipantListVisible": self = .participantListVisible
+        case "onParticipantListHidden": self = .participantListHidden
+        case "onPictureInPictureLayoutEnabled": self = .pictureInPictureLayoutEnabled
+        case "onPictureInPictureLayoutDisabled": self = .pictureInPictureLayoutDisabled
+        case "onLeaveSessionButtonClicked": self = .leaveSessionButtonClicked
+        case "onToggleAudioButtonClicked": self = .toggleAudioButtonClicked
+        case "onToggleVideoButtonClicked": self = .toggleVideoButtonClicked
+        case "onSwitchCameraButtonClicked": self = .switchCameraButtonClicked
+        case "onRaiseHandButtonClicked": self = .raiseHandButtonClicked
+        case "onShareInviteButtonClicked": self = .shareInviteButtonClicked
+        case "onChangeLayoutButtonClicked": self = .changeLayoutButtonClicked
+        case "onParticipantListButtonClicked": self = .participantListButtonClicked
+        case "onChatButtonClicked": self = .chatButtonClicked
+        case "onRecordingToggleButtonClicked": self = .recordingToggleButtonClicked
+        case "onError":
+            guard let code = String(payloadValue: d["code"]), let message = String(payloadValue: d["message"]) else { return nil }
+            self = .error(code: code, message: message)
+        case "onChatMessage":
+            guard let message = ChatEntry(payloadValue: d["message"]) else { return nil }
+            self = .chatMessage(message)
+        case "onAudioNotice":
+            guard let notice = String(payloadValue: d["notice"]) else { return nil }
+            self = .audioNotice(notice)
+        case "onConnectionQualityChanged":
+            guard let participant = Participant(payloadValue: d["participant"]), let quality = ConnectionQuality(payloadValue: d["quality"]) else { return nil }
+            self = .connectionQualityChanged(participant: participant, quality: quality)
+        case "onSessionRejoined":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .sessionRejoined(participant: participant)
+        case "onMediaTransportChanged":
+            guard let transport = MediaTransport(payloadValue: d["transport"]) else { return nil }
+            self = .mediaTransportChanged(transport: transport)
+        case "onTranscriptionStarted":
+            guard let language = String(payloadValue: d["language"]) else { return nil }
+            self = .transcriptionStarted(language: language)
+        case "onTranscriptionStopped": self = .transcriptionStopped
+        case "onCaptionReceived":
+            guard let caption = Caption(payloadValue: d["caption"]) else { return nil }
+            self = .captionReceived(caption)
+        case "onStreamingReconnecting":
+            guard let reason = String(payloadValue: d["reason"]) else { return nil }
+            self = .streamingReconnecting(reason: reason)
+        case "onStreamingReconnected": self = .streamingReconnected
+        case "onRoomLockChanged":
+            guard let locked = Bool(payloadValue: d["locked"]) else { return nil }
+            self = .roomLockChanged(locked: locked)
+        case "onWaitingInLobby": self = .waitingInLobby
+        case "onLobbyRequest":
+            guard let participant = Participant(payloadValue: d["participant"]) else { return nil }
+            self = .lobbyRequest(participant: participant)
+        case "onLobbyRequestResolved":
+            guard let participant = Participant(payloadValue: d["participant"]), let admitted = Bool(payloadValue: d["admitted"]) else { return nil }
+            self = .lobbyRequestResolved(participant: participant, admitted: admitted)
+        default: return nil
+        }
+    }
+
     /// The callback's arguments as JSON values, keyed by their documented labels.
     public var payload: [String: Any] {
         switch self {

@@ -16,6 +16,7 @@ let topUsage = """
       listen    stay online so calls ring here (answer, reject or busy)
       bots      fill a room on a server with synthetic participants
       share     share a terminal (a tmux pane, or a command) into a session as text
+      replay    show a recorded event log on the call screen at its recorded timing (layout QA)
       devices   list audio devices (ALSA capture and playback) and cameras
       bench     measure latency, quality under loss, and CPU (see 'callroom bench --help')
       --version print the version
@@ -37,6 +38,7 @@ case "devices": DevicesCommand.run(Array(argv.dropFirst()))
 case "share": ShareCommand.run(Array(argv.dropFirst()))
 case "bots": BotsCommand.run(Array(argv.dropFirst()))
 case "bench": BenchCommand.run(Array(argv.dropFirst()))
+case "replay": ReplayCommand.run(Array(argv.dropFirst()))
 case "--version": Console.out("callroom \(CallRoomVersion.string)")
 case nil, "--help", "-h", "help": Console.out(topUsage)
 case let other?: Console.fail("unknown command '\(other)'\nRun 'callroom --help' for usage.")
