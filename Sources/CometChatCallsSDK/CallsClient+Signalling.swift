@@ -497,6 +497,16 @@ extension CallsClient {
         emit(.connectionRestored)
         emit(.sessionRejoined(participant: participant(j.you)))
         emit(.participantListChanged(participants: roster))
+        // The server that lost the session lost its recording, transcription and stream with it:
+        // what ran before is over (no "● REC" with nothing recording). One that runs on this
+        // server says so right after `joined`, and starts again here.
+        let (recording, transcribing, streaming) = published.withLock { p -> (Bool, Bool, Bool) in
+            defer { p.serverRecording = false; p.transcriptionLanguage = nil; p.stream = nil }
+            return (p.serverRecording, p.transcriptionLanguage != nil, p.stream != nil)
+        }
+        if recording { emit(.recordingStopped) }
+        if transcribing { emit(.transcriptionStopped) }
+        if streaming { emit(.streamingStopped) }
     }
 
     private func giveUpReconnecting() {

@@ -219,6 +219,27 @@ final class ExitPathTests: XCTestCase {
         XCTAssertTrue(tmux.waitFor("in call"), tmux.screen())
     }
 
+    /// The server crashes while recording: the session comes back (a rejoin), the recording
+    /// did not — so everyone hears it stopped and REC goes out, never a "● REC" over nothing.
+    func testARecordingLostWithTheServerIsToldStopped() throws {
+        _ = server.stop()
+        let listen = "127.0.0.1:\(try FreePort.tcp())"
+        server = try CallroomdProcess(dataDir: tmp.file("data3"), listen: listen, extra: ["--log-level", "error"])
+        let kim = try headless(["join", "taped", "--uid", "kim"])
+        XCTAssertNotNil(kim.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, kim.errorOutput)
+        let lou = try headless(["join", "taped", "--uid", "lou"])
+        XCTAssertNotNil(lou.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, lou.errorOutput)
+        kim.send("start-recording")  // the first to join moderates
+        XCTAssertNotNil(lou.waitForLine { $0.contains(#""event":"onRecordingStarted""#) }, "\(lou.output.suffix(3))")
+        server.process.signal(SIGKILL)
+        _ = server.process.wait(timeout: 5)
+        server = try CallroomdProcess(dataDir: tmp.file("data3"), listen: listen, extra: ["--log-level", "error"])
+        for p in [kim, lou] {
+            XCTAssertNotNil(p.waitForLine(timeout: 20) { $0.contains(#""event":"onSessionRejoined""#) }, "\(p.output.suffix(3))")
+            XCTAssertNotNil(p.waitForLine(timeout: 5) { $0.contains(#""event":"onRecordingStopped""#) }, "REC goes out: \(p.output.suffix(3))")
+        }
+    }
+
     // MARK: SSH
 
     /// The call screen over a real SSH connection: the client dies (the connection drops) and
