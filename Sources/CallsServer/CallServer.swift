@@ -36,6 +36,8 @@ public final class CallServer: @unchecked Sendable {
     private let memberHub = ServerMemberHub()
     /// Deletes recordings past their retention, hourly (with a retention configured).
     private var retentionTimer: DispatchSourceTimer?
+    /// Makes the mixes a full disk held back (every 30 s).
+    private var mixTimer: DispatchSourceTimer?
     private var rooms: RoomRegistry?
     /// This node in the cluster registry (`redisURL`); nil for one node.
     private var cluster: ClusterMembership?
@@ -448,6 +450,12 @@ public final class CallServer: @unchecked Sendable {
         // Media over signalling (UDP blocked): the relay's copies go out as binary frames.
         relay.setTunnelSink { [weak web] connection, bytes in web?.send(bytes, binary: true, to: connection) }
         relay.start()
+        // Mixes a full disk held back are made when there is room.
+        let mixes = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
+        mixes.schedule(deadline: .now() + 1, repeating: .seconds(30))
+        mixes.setEventHandler { [weak self] in self?.mixPendingRecordings() }
+        mixes.resume()
+        mixTimer = mixes
         if configuration.recordingRetentionDays > 0 {
             let t = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
             t.schedule(deadline: .now(), repeating: .seconds(3600))
@@ -555,6 +563,8 @@ public final class CallServer: @unchecked Sendable {
         cluster = nil
         retentionTimer?.cancel()
         retentionTimer = nil
+        mixTimer?.cancel()
+        mixTimer = nil
         rooms?.closeAll(reason: .serverShuttingDown)
         // Server members finish their files and rows before the store and sockets go.
         for m in members.withLock({ Array($0.values) }) { m.stop() }
@@ -860,6 +870,35 @@ extension CallServer: WebServerDelegate, SignalOutbox {
         }
         if !expired.isEmpty { log.info("recordings past retention deleted", ["count": "\(expired.count)"]) }
         return expired.count
+    }
+
+    /// Recordings that stopped without their mix (the disk was full): the mix made now from the
+    /// participants' files, where they are on this node, and added to the recording. A failure
+    /// (still no room) leaves nothing behind and is tried again later. Returns how many were
+    /// made. Every 30 s and at start, on a utility queue; any thread.
+    @discardableResult
+    public func mixPendingRecordings() -> Int {
+        guard let store, let pending = try? store.recordingsWithoutMix(limit: 20) else { return 0 }
+        var made = 0
+        for r in pending {
+            let dir = (configuration.dataDir as NSString).appendingPathComponent("recordings/\(r.rid)")
+            let tracks = r.tracks.map { dir + "/" + $0 }.filter { FileManager.default.fileExists(atPath: $0) }
+            guard !tracks.isEmpty else { continue }  // (another node's, or deleted)
+            let mixed = dir + "/mixed.opus"
+            do { try OggOpusMixdown.mix(tracks, into: mixed) } catch {
+                try? FileManager.default.removeItem(atPath: mixed)
+                continue
+            }
+            guard let f = StoredRecordingFile.finalised(mixed, kind: "mixed", uid: nil, pid: nil) else { continue }
+            do {
+                try store.recordingFileAdded(rid: r.rid, file: f)
+                made += 1
+                log.info("recording mix made after its stop", ["rid": r.rid, "seconds": "\(f.durationMs / 1000)"])
+            } catch {
+                log.error("store failed on a recording's late mix", ["rid": r.rid, "error": error.description])
+            }
+        }
+        return made
     }
 
     /// Transcripts a crash cut: the JSON document written from the lines (every caption up to

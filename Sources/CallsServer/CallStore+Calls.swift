@@ -228,6 +228,39 @@ extension CallStore {
         }
     }
 
+    /// Finished recordings with participants' files but no mix (the disk was full when they
+    /// stopped), oldest first, at most `limit`.
+    func recordingsWithoutMix(limit: Int) throws(DatabaseError) -> [(rid: String, tracks: [String])] {
+        try locked { () throws(DatabaseError) in
+            let rids = try db.query("""
+                SELECT r.rid FROM recordings r WHERE r.ended_at IS NOT NULL
+                    AND EXISTS (SELECT 1 FROM recording_files f WHERE f.rid = r.rid AND f.kind = 'participant')
+                    AND NOT EXISTS (SELECT 1 FROM recording_files f WHERE f.rid = r.rid AND f.kind = 'mixed')
+                ORDER BY r.ended_at LIMIT ?
+                """, [.int(Int64(limit))]).compactMap { $0[0].text }
+            var out: [(String, [String])] = []
+            for rid in rids {
+                let names = try db.query("SELECT name FROM recording_files WHERE rid = ? AND kind = 'participant' ORDER BY name",
+                                         [.text(rid)]).compactMap { $0[0].text }
+                out.append((rid, names))
+            }
+            return out
+        }
+    }
+
+    /// Adds a file to a finished recording (its mix, made after it stopped).
+    func recordingFileAdded(rid: String, file f: StoredRecordingFile) throws(DatabaseError) {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) in
+                try db.execute("""
+                    INSERT INTO recording_files(rid, name, kind, uid, pid, duration_ms, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """, [.text(rid), .text(f.name), .text(f.kind), f.uid.map { .text($0) } ?? .null, f.pid.map { .text($0) } ?? .null,
+                          .int(f.durationMs), .int(f.bytes)])
+                try db.execute("UPDATE recordings SET bytes = COALESCE(bytes, 0) + ? WHERE rid = ?", [.int(f.bytes), .text(rid)])
+            }
+        }
+    }
+
     /// Deletes the rows of recordings that ended before `before`; returns their ids.
     func deleteRecordings(endedBefore before: Int64) throws(DatabaseError) -> [String] {
         try locked { () throws(DatabaseError) in

@@ -79,7 +79,10 @@ final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
         let mixed = config.dir + "/mixed.opus"
         if !writers.isEmpty {
             do { try OggOpusMixdown.mix(writers.values.map(\.path).sorted(), into: mixed) } catch {
-                log.error("recording mixdown failed", ["rid": config.rid, "error": "\(error)"])
+                // A part-written mix is no mix: it goes, and the server makes it again from the
+                // participants' files once there is room (`CallServer.mixPendingRecordings`).
+                try? FileManager.default.removeItem(atPath: mixed)
+                log.warn("recording mix deferred: it is made once the disk has room", ["rid": config.rid, "error": "\(error)"])
             }
         }
         var files: [StoredRecordingFile] = []

@@ -220,6 +220,21 @@ final class RecordingFullDiskTests: XCTestCase {
             let info = try ManagedProcess("/usr/bin/opusinfo", [path])
             XCTAssertEqual(info.wait(timeout: 20), 0, info.output.joined(separator: "\n"))
         }
+        // No room for the mix when it stopped: made from what was written once there is.
+        XCTAssertFalse(files.contains { $0["kind"] as? String == "mixed" }, "no part-written mix: \(files)")
+        let grow = try ManagedProcess("/usr/bin/mount", ["-o", "remount,size=8m", data + "/recordings"])
+        XCTAssertEqual(grow.wait(timeout: 10), 0, grow.errorOutput)
+        XCTAssertEqual(t.server.mixPendingRecordings(), 1, "the held-back mix is made")
+        let after = BlockingHTTP.request("GET", t.server.url + "/v3/calls/full", headers: admin).data
+        let all = ((after["recordings"] as? [[String: Any]])?.first?["files"] as? [[String: Any]]) ?? []
+        let mixed = try XCTUnwrap(all.first { $0["kind"] as? String == "mixed" }, "\(all)")
+        let longest = tracks.compactMap { $0["duration"] as? Double }.max() ?? 0
+        XCTAssertEqual(mixed["duration"] as? Double ?? 0, longest, accuracy: 0.5, "the mix spans what was written")
+        let body = BlockingHTTP.request("GET", try XCTUnwrap(mixed["url"] as? String), headers: admin).body
+        try body.write(to: URL(fileURLWithPath: dir.file("mixed.opus")))
+        let info = try ManagedProcess("/usr/bin/opusinfo", [dir.file("mixed.opus")])
+        XCTAssertEqual(info.wait(timeout: 20), 0, info.output.joined(separator: "\n"))
+        XCTAssertEqual(t.server.mixPendingRecordings(), 0, "once")
         // The call goes on, and the moderator may record again once there is room.
         XCTAssertTrue(mod.isSessionActive)
         await guest.leave()
