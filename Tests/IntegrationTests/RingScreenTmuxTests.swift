@@ -74,6 +74,24 @@ final class RingScreenTmuxTests: XCTestCase {
         XCTAssertTrue(tmux.waitFor("RING-EXIT=0"), tmux.screen())
     }
 
+    /// `demo --ring` is never a dead end: declined, Ada calls again a few seconds later, and
+    /// answering then brings you into the call.
+    func testTheRingDemoCallsAgainAfterADecline() throws {
+        let tmux = Tmux(session: "again-\(UUID().uuidString.prefix(6))")
+        try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
+        XCTAssertTrue(tmux.start("LANG=C.UTF-8 \(BuiltProducts.path("callroom")) demo --ring --bots 1 --input null --output null --video none; echo DEMO-EXIT=$?; sleep 30",
+                                 width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("Incoming call"), tmux.screen())
+        tmux.keys("r")
+        XCTAssertTrue(tmux.waitFor("declined"), tmux.screen())
+        XCTAssertTrue(tmux.waitFor("Incoming call", timeout: 15), "Ada calls again: \(tmux.screen())")
+        tmux.keys("a")
+        XCTAssertTrue(tmux.waitFor("2 participants", timeout: 15), tmux.screen())
+        tmux.keys("l")
+        tmux.keys("Enter")
+        XCTAssertTrue(tmux.waitFor("Press any key to exit"), tmux.screen())
+    }
+
     func testCallSaysWhyItDidNotConnectAtFortyByTwelveInASCII() throws {
         let tmux = Tmux(session: "out-\(UUID().uuidString.prefix(6))")
         try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
