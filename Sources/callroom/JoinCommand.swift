@@ -65,7 +65,9 @@ enum JoinCommand {
                                end of input leaves
 
         Without a sound card the client falls back to null and says so.
-        Exit status: 0 after a clean leave, 1 on failure, 2 on bad usage, 3 when the connection is lost.
+        Exit status: 0 after a clean leave (a key, end of input, SIGINT/SIGTERM/SIGHUP) or the call
+        ending, 1 on failure, 2 on bad usage, 3 when the connection is lost, 5 when a moderator
+        removed you (or your access was revoked), 6 when the server shut down.
 
         HEADLESS COMMANDS (one per CallSession action; a bad command prints a JSON error line):
 

@@ -28,7 +28,8 @@ enum RingCommand {
           --headless           no screen: every callback as one JSON line on stdout; SIGINT/SIGTERM
                                while ringing cancels; during the call, end of input leaves and ends it
 
-        Exit status: 0 after a call that connected and ended, 4 when it did not connect
+        Exit status: 0 after a call that connected and ended (either side hung up, or a signal
+        left it), 3 connection lost, 5 removed, 6 the server shut down, 4 when it did not connect
         (rejected, busy, unanswered, cancelled), 1 on failure, 2 on bad usage.
 
         """
