@@ -34,7 +34,6 @@ public enum ControlBar {
         /// The other labels this button can show (its other state): its width is the widest.
         public var otherFull: [String] = []
         public var otherShort: [String] = []
-        public var otherSymbol: [String] = []
     }
 
     /// Label steps, widest first: `[m] Mute`, `[m] Mute` with the short word, `m Mute`, `m✖`.
@@ -73,7 +72,7 @@ public enum ControlBar {
             let n = m.chatUnread, count = n > 99 ? "99+" : "\(n)"
             out.append(Spec(item: .builtIn(.chat), key: "t", full: n > 0 ? "Chat (\(count))" : "Chat", short: n > 0 ? "Chat(\(count))" : "Chat",
                             symbol: sym("✉", "+") + (n > 0 ? count : ""), priority: 6,
-                            otherFull: ["Chat (99+)"], otherShort: ["Chat(99+)"], otherSymbol: [sym("✉", "+") + "99+"]))
+                            otherFull: ["Chat (99+)"], otherShort: ["Chat(99+)"]))
         }
         if !s.hideShareInviteButton {
             out.append(Spec(item: .builtIn(.shareInvite), key: "s", full: "Invite", short: "Inv", symbol: sym("⇪", ">"), priority: 9))
@@ -120,7 +119,7 @@ public enum ControlBar {
         case .full: return "[\(s.key)] " + pad(s.full, s.otherFull)
         case .bracketShort: return "[\(s.key)] " + pad(s.short, s.otherShort)
         case .short: return "\(s.key) " + pad(s.short, s.otherShort)
-        case .symbol: return "\(s.key)" + pad(s.symbol, s.otherSymbol)
+        case .symbol: return "\(s.key)\(s.symbol)"  // (a bar this tight keeps no slots: gaps would read as missing buttons)
         }
     }
 
