@@ -16,9 +16,30 @@ enum Console {
 
     static func err(_ line: String) { DescriptorWriter.write(STDERR_FILENO, line + "\n") }
 
-    /// Runs once when a write to stdout first fails (its reader is gone).
-    @MainActor static var onOutputClosed: (@MainActor () -> Void)?
+    /// Runs once when a write to stdout first fails (its reader is gone), or when
+    /// `watchOutput`'s check finds it gone.
+    @MainActor static var onOutputClosed: (@MainActor () -> Void)? {
+        didSet { if onOutputClosed != nil { watchOutput() } }
+    }
     private static let outputClosed = Atomic<Bool>(false)
+    nonisolated(unsafe) private static var watch: DispatchSourceTimer?
+
+    /// A client that prints nothing for a while (online, no call ringing) would not notice its
+    /// reader go until it next writes: once a second `poll(2)` asks stdout (a pipe whose reader
+    /// closed reports POLLERR; a terminal that went, POLLHUP).
+    @MainActor private static func watchOutput() {
+        guard watch == nil, isatty(STDOUT_FILENO) == 0 else { return }
+        let t = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        t.schedule(deadline: .now() + 1, repeating: 1)
+        t.setEventHandler {
+            var p = pollfd(fd: STDOUT_FILENO, events: Int16(POLLOUT), revents: 0)
+            guard poll(&p, 1, 0) == 1, p.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 else { return }
+            guard !outputClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            DispatchQueue.main.async { MainActor.assumeIsolated { onOutputClosed?() } }
+        }
+        t.resume()
+        watch = t
+    }
 
     /// Prints `callroom: message` on stderr and exits with `code` (2 for usage errors).
     static func fail(_ message: String, code: Int32 = 2) -> Never {

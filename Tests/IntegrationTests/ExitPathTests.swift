@@ -169,6 +169,10 @@ final class ExitPathTests: XCTestCase {
         XCTAssertNotNil(watcher.waitForLine(timeout: 15) { $0.contains(#""event":"onParticipantLeft""#) && $0.contains(#""leftReason":"left""#) },
                         "the piped client left cleanly: \(watcher.output.suffix(3))")
         XCTAssertNotNil(shell.waitForLine(timeout: 10) { $0 == "STATUS=0" }, "\(shell.output) \(shell.errorOutput)")
+        // Online with nothing to print, the reader going is noticed all the same (and it goes offline).
+        let idle = "\(BuiltProducts.path("callroom")) listen --uid piped2 --headless \(credentials) | head -1 > /dev/null; echo STATUS=${PIPESTATUS[0]}"
+        let listen = try ManagedProcess("/bin/bash", ["-c", idle])
+        XCTAssertNotNil(listen.waitForLine(timeout: 8) { $0 == "STATUS=0" }, "\(listen.output) \(listen.errorOutput)")
     }
 
     // MARK: Endings the user did not choose
