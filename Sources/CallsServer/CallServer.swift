@@ -199,6 +199,8 @@ public final class CallServer: @unchecked Sendable {
             }
         }
         let store: CallStore
+        /// Sessions whose recording a crash cut: it starts again when their people are back.
+        var cutRecordings: [String] = []
         let dbPath = (dir as NSString).appendingPathComponent("callroom.sqlite")
         if configuration.databaseURL == nil && !generated { try Self.checkDatabaseBesideKeys(dbPath) }
         guard configuration.databaseURL != nil || PrivateFiles.create(dbPath) else { throw .cannotWrite(dbPath) }
@@ -217,7 +219,7 @@ public final class CallServer: @unchecked Sendable {
             }
             // Several nodes share the database: only what this node's data directory holds is this node's to finish.
             let onlyLocal = configuration.redisURL != nil
-            Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log, onlyLocal: onlyLocal)
+            cutRecordings = Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log, onlyLocal: onlyLocal)
             Self.finaliseInterruptedTranscripts(store, dataDir: dir, log: log, onlyLocal: onlyLocal)
         } catch {
             throw .database(error.description)
@@ -267,6 +269,7 @@ public final class CallServer: @unchecked Sendable {
         let rooms = RoomRegistry(store: store, signer: signer, appID: k.appId, relay: relay, log: log, limits: limits, outbox: hooks,
                                  publicURL: configuration.publicURL, mediaPublicAddress: mediaPublic,
                                  revocations: revocations, roomRules: roomRules)
+        if !cutRecordings.isEmpty { rooms.resumeRecordings(in: cutRecordings) }
         let calls = CallRegistry(store: store, log: log, defaultTimeoutSeconds: configuration.ringTimeoutSeconds, outbox: hooks,
                                  pushPlatforms: providers.keys.sorted { $0.rawValue < $1.rawValue }, limits: configuration.ringLimits)
         calls.authTokenTTLSeconds = configuration.authTokenTTLSeconds
@@ -920,9 +923,12 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     }
 
     /// Recordings a crash cut: every file's last page marked as the end (a torn page dropped),
-    /// and the row finished with what the files hold.
-    static func finaliseInterruptedRecordings(_ store: CallStore, dataDir: String, log: ServerLog, onlyLocal: Bool = false) {
-        guard let open = try? store.unfinishedRecordings(), !open.isEmpty else { return }
+    /// and the row finished with what the files hold. Returns their sessions (a recording
+    /// starts again in each when its people come back).
+    @discardableResult
+    static func finaliseInterruptedRecordings(_ store: CallStore, dataDir: String, log: ServerLog, onlyLocal: Bool = false) -> [String] {
+        guard let open = try? store.unfinishedRecordings(), !open.isEmpty else { return [] }
+        var sessions: [String] = []
         for r in open {
             let dir = (dataDir as NSString).appendingPathComponent("recordings/\(r.rid)")
             // (Another node's recording, perhaps running now: not this node's to finish.)
@@ -939,7 +945,9 @@ extension CallServer: WebServerDelegate, SignalOutbox {
             let ended = r.startedAt + (files.map(\.durationMs).max() ?? 0)
             try? store.recordingFinished(rid: r.rid, endedAt: ended, files: files)
             log.warn("finalised a recording an unclean shutdown cut", ["rid": r.rid, "files": "\(files.count)"])
+            if !r.sessionId.isEmpty { sessions.append(r.sessionId) }
         }
+        return sessions
     }
 
 }

@@ -276,9 +276,11 @@ extension CallStore {
     }
 
     /// Recordings a crash left without an end (finalised at start).
-    public func unfinishedRecordings() throws(DatabaseError) -> [(rid: String, startedAt: Int64)] {
+    public func unfinishedRecordings() throws(DatabaseError) -> [(rid: String, sessionId: String, startedAt: Int64)] {
         try locked { () throws(DatabaseError) in
-            try db.query("SELECT rid, started_at FROM recordings WHERE ended_at IS NULL").map { ($0[0].text ?? "", $0[1].int ?? 0) }
+            try db.query("SELECT rid, session_id, started_at FROM recordings WHERE ended_at IS NULL").map {
+                ($0[0].text ?? "", $0[1].text ?? "", $0[2].int ?? 0)
+            }
         }
     }
 

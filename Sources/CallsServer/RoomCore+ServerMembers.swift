@@ -71,6 +71,15 @@ extension RoomCore {
         log(.info, "\(f.rawValue) requested", ["session": room.sessionId, "id": id, "by": pid])
     }
 
+    /// The session's recording was cut by a crash and a moderator is back: it starts again (a
+    /// new recording of the same call; the room hears `recording` started), once, within
+    /// `recordingResumeSeconds` of the restart.
+    func resumeRecordingIfCut(_ room: Room, by pid: String, connection: ConnectionID) {
+        guard let until = recordingsToResume.removeValue(forKey: room.sessionId), now <= until, room.runs[.recording] == nil else { return }
+        log(.info, "recording resumed after a restart", ["session": room.sessionId, "by": pid])
+        setFeature(room, .recording, on: true, language: nil, target: nil, by: pid, connection: connection)
+    }
+
     /// Stops a feature: its member is told to leave (it finishes its files as its connection
     /// closes) and the room hears it stopped.
     func endFeature(_ room: Room, _ f: SessionFeature, reason: LeaveReason, failed: (code: SignalErrorCode, message: String)? = nil) {

@@ -145,6 +145,10 @@ final class RoomCore {
     /// The effects of the input being handled, and its time.
     var effects: [RoomEffect] = []
     var now: Int64 = 0
+    /// Sessions whose recording a crash cut, until when it starts again on a moderator's return.
+    var recordingsToResume: [String: Int64] = [:]
+    /// How long after a restart a cut recording may still start again (s).
+    static let recordingResumeSeconds: Int64 = 600
 
     init(signer: CallTokenSigner, appID: String, limits: RoomLimits, mediaPort: Int, publicURL: String? = nil,
          mediaHost: String? = nil, mediaPublicPort: Int? = nil,
@@ -181,6 +185,8 @@ final class RoomCore {
         case .timerFired(let t): timerFired(t)
         case .dominantSpeaker(let room, let key): dominantSpeakerChanged(roomIndex: room, key: key)
         case .stored(let receipt): stored(receipt)
+        case .resumeRecordings(let sessions):
+            for sid in sessions { recordingsToResume[sid] = now + Self.recordingResumeSeconds * 1000 }
         case .memberFailed(let sid, let f, let id, let code, let reason):
             memberFailed(session: sid, feature: f, id: id, code: code, reason: reason)
         case .heartbeat:
@@ -492,6 +498,7 @@ final class RoomCore {
             for f in SessionFeature.allCases { if let run = room.runs[f], run.member != nil { send(Self.stateMessage(f, active: true, run: run), to: c) } }
             for (presenter, frames) in room.shares.sorted(by: { $0.key < $1.key }) { for f in frames { send(.screenShare(pid: presenter, frame: f), to: c) } }
             if p.wire.role == .moderator {
+                resumeRecordingIfCut(room, by: pid, connection: c)
                 lobbyRequests(room, to: c)
                 if let bans = roomRules.rules(sid)?.bannedUids, !bans.isEmpty { send(.roomBans(bans), to: c) }
             }

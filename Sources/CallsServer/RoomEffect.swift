@@ -19,6 +19,9 @@ enum RoomInput: Sendable {
     /// The operator changed a room's rules: the banned leave it; `liftedBan`, a removal from
     /// the live session lifted, lets that uid back in.
     case rulesChanged(session: String, liftedBan: String?)
+    /// A crash cut these sessions' recordings: each starts again when a moderator is back in
+    /// it (within `RoomCore.recordingResumeSeconds`).
+    case resumeRecordings([String])
     /// The server could not start a room's member (a full quota, no model for the language).
     case memberFailed(session: String, feature: SessionFeature, id: String, code: SignalErrorCode?, reason: String)
 }

@@ -101,6 +101,8 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     /// `left` handed to the outbox.
     /// `uid`'s tokens were revoked: they leave every room now (any thread).
     func revoke(_ r: Revocation) { queue.async { self.run(.revoked(r)) } }
+    /// Recordings a crash cut start again as their sessions come back (`RoomInput.resumeRecordings`).
+    func resumeRecordings(in sessions: [String]) { queue.async { self.run(.resumeRecordings(sessions)) } }
 
     /// A room's rules changed (here or on another node): any thread.
     func rulesChanged(session: String, liftedBan: String?) { queue.async { self.run(.rulesChanged(session: session, liftedBan: liftedBan)) } }

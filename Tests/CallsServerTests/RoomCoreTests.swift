@@ -55,6 +55,22 @@ final class RoomCoreTests: XCTestCase {
         throw CancellationError()
     }
 
+    /// A recording a crash cut starts again when a moderator is back — once, and only within
+    /// `recordingResumeSeconds` of the restart (virtual clock).
+    func testACutRecordingResumesWhenAModeratorIsBackInTime() throws {
+        func startsRecording(_ effects: [RoomEffect]) -> Bool {
+            effects.contains { if case .startMember(let l) = $0 { return l.feature == .recording }; return false }
+        }
+        _ = input(.resumeRecordings(["taped", "late"]))
+        let r = try XCTUnwrap(requests(message(.join(.init(callToken: token("kim", "taped"), sessionId: "taped")), a)).first)
+        XCTAssertTrue(startsRecording(ok(r, name: "Kim")), "the first one back moderates: the recording starts again")
+        let r2 = try XCTUnwrap(requests(message(.join(.init(callToken: token("lou", "taped"), sessionId: "taped")), b)).first)
+        XCTAssertFalse(startsRecording(ok(r2, name: "Lou")), "once")
+        now += RoomCore.recordingResumeSeconds * 1000 + 1
+        let r3 = try XCTUnwrap(requests(message(.join(.init(callToken: token("max", "late"), sessionId: "late")), c)).first)
+        XCTAssertFalse(startsRecording(ok(r3, name: "Max")), "too late: nobody is recorded by surprise")
+    }
+
     func testAJoinIsAnnouncedOnlyAfterItsRowCommits() throws {
         let effects = message(.join(.init(callToken: token("ann"), sessionId: "room", idleTimeoutSeconds: 60)), a)
         XCTAssertTrue(sent(effects, to: a).isEmpty, "nothing is said before the disk has it: \(effects)")

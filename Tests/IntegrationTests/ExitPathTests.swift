@@ -223,9 +223,10 @@ final class ExitPathTests: XCTestCase {
         XCTAssertTrue(tmux.waitFor("in call"), tmux.screen())
     }
 
-    /// The server crashes while recording: the session comes back (a rejoin), the recording
-    /// did not — so everyone hears it stopped and REC goes out, never a "● REC" over nothing.
-    func testARecordingLostWithTheServerIsToldStopped() throws {
+    /// The server crashes while recording: the session comes back (a rejoin) and so does the
+    /// recording — everyone hears the old one stopped (REC never shows over nothing) and a new
+    /// one started by the returning moderator; the cut one is finalised and listed.
+    func testARecordingCutByACrashResumesWithTheCall() throws {
         _ = server.stop()
         let listen = "127.0.0.1:\(try FreePort.tcp())"
         server = try CallroomdProcess(dataDir: tmp.file("data3"), listen: listen, extra: ["--log-level", "error"])
@@ -235,13 +236,27 @@ final class ExitPathTests: XCTestCase {
         XCTAssertNotNil(lou.waitForLine { $0.contains(#""event":"onSessionJoined""#) }, lou.errorOutput)
         kim.send("start-recording")  // the first to join moderates
         XCTAssertNotNil(lou.waitForLine { $0.contains(#""event":"onRecordingStarted""#) }, "\(lou.output.suffix(3))")
+        Thread.sleep(forTimeInterval: 1.5)  // a second or so on disk
         server.process.signal(SIGKILL)
         _ = server.process.wait(timeout: 5)
+        let apiKey = server.apiKey
         server = try CallroomdProcess(dataDir: tmp.file("data3"), listen: listen, extra: ["--log-level", "error"])
         for p in [kim, lou] {
             XCTAssertNotNil(p.waitForLine(timeout: 20) { $0.contains(#""event":"onSessionRejoined""#) }, "\(p.output.suffix(3))")
-            XCTAssertNotNil(p.waitForLine(timeout: 5) { $0.contains(#""event":"onRecordingStopped""#) }, "REC goes out: \(p.output.suffix(3))")
+            let rejoined = p.output.lastIndex { $0.contains(#""event":"onSessionRejoined""#) } ?? 0
+            XCTAssertNotNil(p.waitForLine(timeout: 5) { _ in p.output[rejoined...].contains { $0.contains(#""event":"onRecordingStopped""#) } },
+                            "the lost one is over: \(p.output.suffix(3))")
+            XCTAssertNotNil(p.waitForLine(timeout: 15) { _ in p.output[rejoined...].contains { $0.contains(#""event":"onRecordingStarted""#) } },
+                            "and recording goes on with the call: \(p.output.suffix(4))")
         }
+        // Both recordings are kept: the cut one finalised at the restart, the resumed one when it stops.
+        for p in [kim, lou] { p.send("stop-recording") }  // (whichever came back first moderates now)
+        XCTAssertNotNil(lou.waitForLine(timeout: 10) { _ in lou.output.filter { $0.contains(#""event":"onRecordingStopped""#) }.count >= 2 },
+                        "\(lou.output.suffix(3))")
+        Thread.sleep(forTimeInterval: 1)  // the recorder finishes its files and row
+        let calls = BlockingHTTP.request("GET", server.url + "/v3/calls?sessionId=taped", headers: ["apikey": apiKey]).json
+        let rows = (calls["data"] as? [[String: Any]] ?? []).flatMap { ($0["recordings"] as? [[String: Any]]) ?? [] }
+        XCTAssertEqual(rows.count, 2, "the cut recording and the resumed one: \(calls)")
     }
 
     // MARK: SSH
