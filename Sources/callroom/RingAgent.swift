@@ -333,10 +333,17 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     /// Cancel (a call still ringing out), leave (the call in progress), or quit.
     private func hangUp() {
         if joined { return CallSession.shared.leaveSession() }
-        guard let c = current, !listening else {
-            screen?.stop()
-            onExit?()
+        let quit: @MainActor () -> Void = { [weak self] in
+            self?.screen?.stop()
+            self?.onExit?()
             ProcessExit.now(ExitCode.ok)
+        }
+        guard let c = current, !listening else {
+            // Quitting while a call rings in declines it: the caller hears at once, not at the timeout.
+            if listening, let ringing = current {
+                return CometChat.rejectCall(sessionID: ringing.sessionID, status: .rejected, onSuccess: { _ in quit() }, onError: { _ in quit() })
+            }
+            return quit()
         }
         CometChat.rejectCall(sessionID: c.sessionID, status: .cancelled, onSuccess: { [weak self] r in
             self?.emit("rejectCall", call: r)

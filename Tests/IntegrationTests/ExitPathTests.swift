@@ -77,7 +77,9 @@ final class ExitPathTests: XCTestCase {
         XCTAssertTrue(tmux2.waitFor("Incoming call"), tmux2.screen())
         kill(try XCTUnwrap(callroomPID(uid: "idle2")), SIGTERM)
         XCTAssertTrue(tmux2.waitFor("EXIT=0", timeout: 3), "kill -TERM while a call rings in: \(tmux2.screen())")
-        caller.signal(SIGTERM)
+        // The caller hears at once that it was declined, not at the timeout.
+        XCTAssertNotNil(caller.waitForLine(timeout: 3) { $0.contains(#""event":"onOutgoingCallRejected""#) }, "\(caller.output.suffix(2))")
+        XCTAssertEqual(caller.wait(timeout: 5), 4)
     }
 
     func testAHangupWhileRingingOutCancelsTheCallForTheCallee() throws {
