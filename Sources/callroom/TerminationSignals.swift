@@ -1,6 +1,9 @@
 import Foundation
 import Synchronization
 
+/// Where the signal handlers write (set once, before they are installed; non-blocking).
+private nonisolated(unsafe) var signalPipe: Int32 = -1
+
 /// SIGINT, SIGTERM and SIGHUP for every `callroom` command, on every screen: the first one
 /// leaves cleanly (the call, the ring, presence) and the process exits as leaving does (0:
 /// "You left"; 4 for a call cancelled while ringing out).
@@ -16,15 +19,12 @@ import Synchronization
 /// processes start with default dispositions (exec resets handlers).
 ///
 /// The current screen sets `onSignal` (leave the call, cancel the ring, go offline) and exits
-/// when that is done; whatever happens the process exits 128 + the signal `grace` seconds
-/// later, and a second signal exits so at once — both after `beforeForcedExit` (restore the terminal, stop the demo's
-/// server); a main thread stuck for two seconds more is not waited for. With no handler set, a
-/// signal exits at once.
+/// when that is done; whatever happens the process exits with 128 + the signal `grace` seconds
+/// later, and at once on a second signal — both after `beforeForcedExit` (restore the
+/// terminal, stop the demo's server); a main thread stuck for two seconds more is not waited
+/// for. With no handler set, a signal exits at once.
 ///
 /// Thread rules: `install` once, on the main thread, first; everything else on the main queue.
-/// Where the handlers write (set once, before they are installed).
-private nonisolated(unsafe) var signalPipe: Int32 = -1
-
 @MainActor
 enum TerminationSignals {
     /// Seconds from the first signal to the forced exit.
@@ -47,6 +47,7 @@ enum TerminationSignals {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { return }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        _ = fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK)  // a handler never blocks
         signalPipe = fds[1]
         for sig in [SIGINT, SIGTERM, SIGHUP] {
             var action = sigaction()
