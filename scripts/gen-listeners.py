@@ -5,7 +5,7 @@ The listener protocols in Sources/CometChatCallsSDK/Listeners.swift are the only
 callback is declared. From them this writes:
   Sources/CometChatCallsSDK/Listeners+Defaults.generated.swift  the empty default implementations
   Sources/CometChatCallsSDK/CallEvent.generated.swift           the CallEvent enum, listener, callback, payload, deliver
-  Sources/CallsTUI/ListenerBridge+Callbacks.generated.swift     ListenerBridge's conformances
+  Sources/CallsTUI/Controller/ListenerBridge+Callbacks.generated.swift  ListenerBridge's conformances
 Usage: gen-listeners.py [--check]   (--check: exit 1 when a generated file is out of date)
 """
 import os
@@ -195,7 +195,7 @@ def main():
     files = {
         "Sources/CometChatCallsSDK/Listeners+Defaults.generated.swift": defaults(protocols),
         "Sources/CometChatCallsSDK/CallEvent.generated.swift": call_event(protocols),
-        "Sources/CallsTUI/ListenerBridge+Callbacks.generated.swift": bridge(protocols),
+        "Sources/CallsTUI/Controller/ListenerBridge+Callbacks.generated.swift": bridge(protocols),
     }
     stale = []
     for path, text in files.items():

@@ -38,7 +38,7 @@ final class BotDirector {
         if let exe = CommandLine.arguments.first {
             candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("../share/callroom").standardized)
         }
-        candidates.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Resources").standardized)
+        candidates.append(URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../Resources").standardized)  // (Sources/callroom/Sessions/)
         return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("clips").path) }
     }
 
