@@ -27,4 +27,11 @@ public enum DescriptorWriter {
     /// Writes `text` as UTF-8.
     @discardableResult
     public static func write(_ fd: Int32, _ text: String) -> Bool { write(fd, text.utf8) }
+
+    /// Whether the other end of `fd` is gone, asked without waiting (`poll(2)` for `events`
+    /// reports POLLHUP, POLLERR or POLLNVAL): a terminal that hung up, a pipe whose reader closed.
+    public static func isHungUp(_ fd: Int32, events: Int16) -> Bool {
+        var p = pollfd(fd: fd, events: events, revents: 0)
+        return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0
+    }
 }

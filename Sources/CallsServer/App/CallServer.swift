@@ -887,12 +887,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
             let dir = (configuration.dataDir as NSString).appendingPathComponent("recordings/\(r.rid)")
             let tracks = r.tracks.map { dir + "/" + $0 }.filter { FileManager.default.fileExists(atPath: $0) }
             guard !tracks.isEmpty else { continue }  // (another node's, or deleted)
-            let mixed = dir + "/mixed.opus"
-            do { try OggOpusMixdown.mix(tracks, into: mixed) } catch {
-                try? FileManager.default.removeItem(atPath: mixed)
-                continue
-            }
-            guard let f = StoredRecordingFile.finalised(mixed, kind: "mixed", uid: nil, pid: nil) else { continue }
+            guard let f = try? StoredRecordingFile.mix(tracks, inDirectory: dir) else { continue }
             do {
                 try store.recordingFileAdded(rid: r.rid, file: f)
                 made += 1
@@ -940,8 +935,9 @@ extension CallServer: WebServerDelegate, SignalOutbox {
             for t in tracks {
                 if let f = StoredRecordingFile.finalised(dir + "/" + t, kind: "participant", uid: nil, pid: String(t.dropLast(5))) { files.append(f) }
             }
-            if !files.isEmpty, !names.contains("mixed.opus") { _ = try? OggOpusMixdown.mix(tracks.map { dir + "/" + $0 }, into: dir + "/mixed.opus") }
-            if let f = StoredRecordingFile.finalised(dir + "/mixed.opus", kind: "mixed", uid: nil, pid: nil) { files.insert(f, at: 0) }
+            let mixed = names.contains("mixed.opus") ? StoredRecordingFile.finalised(dir + "/mixed.opus", kind: "mixed", uid: nil, pid: nil)
+                : files.isEmpty ? nil : try? StoredRecordingFile.mix(tracks.map { dir + "/" + $0 }, inDirectory: dir)
+            if let f = mixed { files.insert(f, at: 0) }
             let ended = r.startedAt + (files.map(\.durationMs).max() ?? 0)
             try? store.recordingFinished(rid: r.rid, endedAt: ended, files: files)
             log.warn("finalised a recording an unclean shutdown cut", ["rid": r.rid, "files": "\(files.count)"])

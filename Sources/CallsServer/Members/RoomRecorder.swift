@@ -75,18 +75,16 @@ final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
             return r
         }
         for w in writers.values { try? w.finish() }
-        // The mixed file, from the participants' (after the call, off its path).
-        let mixed = config.dir + "/mixed.opus"
+        // The mixed file, from the participants' (after the call, off its path). Without room
+        // for it, the server makes it once there is (`CallServer.mixPendingRecordings`).
+        var files: [StoredRecordingFile] = []
         if !writers.isEmpty {
-            do { try OggOpusMixdown.mix(writers.values.map(\.path).sorted(), into: mixed) } catch {
-                // A part-written mix is no mix: it goes, and the server makes it again from the
-                // participants' files once there is room (`CallServer.mixPendingRecordings`).
-                try? FileManager.default.removeItem(atPath: mixed)
+            do throws(RecordingError) {
+                if let f = try StoredRecordingFile.mix(writers.values.map(\.path).sorted(), inDirectory: config.dir) { files.append(f) }
+            } catch {
                 log.warn("recording mix deferred: it is made once the disk has room", ["rid": config.rid, "error": "\(error)"])
             }
         }
-        var files: [StoredRecordingFile] = []
-        if let f = StoredRecordingFile.finalised(mixed, kind: "mixed", uid: nil, pid: nil) { files.append(f) }
         for (ssrc, w) in writers {
             if let f = StoredRecordingFile.finalised(w.path, kind: "participant", uid: names[ssrc]?.uid, pid: names[ssrc]?.pid) { files.append(f) }
         }
@@ -112,6 +110,18 @@ final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
 extension StoredRecordingFile {
     /// A recording's file once finished: finalised (`OggOpusFile.finalise`: an end marked if a
     /// crash left none), with its length and size. Nil when it is missing or not Ogg Opus.
+    /// The room's mix made from the participants' files `tracks` into `dir/mixed.opus` and
+    /// finalised (nil: nothing playable came of it). A mix that fails is removed — a
+    /// part-written mix is never served — and the error thrown. Any thread.
+    static func mix(_ tracks: [String], inDirectory dir: String) throws(RecordingError) -> StoredRecordingFile? {
+        let mixed = dir + "/mixed.opus"
+        do { _ = try OggOpusMixdown.mix(tracks, into: mixed) } catch {
+            try? FileManager.default.removeItem(atPath: mixed)
+            throw error
+        }
+        return finalised(mixed, kind: "mixed", uid: nil, pid: nil)
+    }
+
     static func finalised(_ path: String, kind: String, uid: String?, pid: String?) -> StoredRecordingFile? {
         guard let s = try? OggOpusFile.finalise(path) else { return nil }
         let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0

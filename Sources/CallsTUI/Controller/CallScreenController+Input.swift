@@ -39,13 +39,7 @@ extension CallScreenController {
         case .leave:
             let leaveButton = button?.id == BuiltInButton.leaveSession.rawValue
             if [.char("l"), .char("L"), .char("q"), .char("Q"), .enter].contains(input) || leaveButton {
-                if session.isCallSessionActive() {
-                    model.status = "leaving…"
-                    leaving = true
-                    session.click(.leaveSession)
-                } else {
-                    quit()
-                }
+                quit()
             } else {
                 model.toast("Still in the call")
             }

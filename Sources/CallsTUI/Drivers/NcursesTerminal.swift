@@ -237,8 +237,7 @@ public final class NcursesTerminal: TerminalDriver {
         let now = DispatchTime.now().uptimeNanoseconds
         guard !hungUp, now - lastHangupCheck > 500_000_000 else { return }
         lastHangupCheck = now
-        var p = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-        guard Foundation.poll(&p, 1, 0) == 1, p.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 else { return }
+        guard DescriptorWriter.isHungUp(STDIN_FILENO, events: Int16(POLLIN)) else { return }
         hungUp = true
         kill(getpid(), SIGHUP)
     }

@@ -62,7 +62,7 @@ enum DemoCommand {
             guard let s = Double(d), s > 0, s <= 86_400 else { Console.fail("--duration must be a positive number of seconds") }
             duration = s
         }
-        if let bad = scenario.expectations.map({ Int($0.kind.who.map { $0.dropFirst(4) } ?? "0") ?? 0 }).first(where: { $0 > bots }) {
+        if let bad = scenario.expectations.compactMap({ $0.kind.who.flatMap(BotDirector.bot(ofUID:)) }).first(where: { $0 > bots }) {
             Console.fail("the scenario expects bot \(bad), but there are \(bots) (--bots)")
         }
         let scenarioName = URL(fileURLWithPath: args["scenario"] ?? "random").deletingPathExtension().lastPathComponent

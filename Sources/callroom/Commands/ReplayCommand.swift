@@ -93,9 +93,9 @@ final class ReplayPlayer {
     func start() {
         let c = controller
         c.summarySeconds = 3600  // the recorded call's summary stays until a key
-        c.onFinished = { _ in c.stop(); ProcessExit.now(ExitCode.ok) }
+        c.onFinished = { [weak self] _ in self?.quit() }
         c.inputInterceptor = { [weak self] input in self?.key(input) ?? false }
-        TerminationSignals.onSignal = { _ in c.stop(); ProcessExit.now(ExitCode.ok) }
+        TerminationSignals.onSignal = { [weak self] _ in self?.quit() }
         TerminationSignals.beforeForcedExit = { c.stop() }
         c.start()
         showStatus()
@@ -109,11 +109,17 @@ final class ReplayPlayer {
         case .char("."): if paused, index < events.count { deliver() }
         case .char("+"): speed = min(100, speed * 2); schedule()
         case .char("-"): speed = max(0.1, speed / 2); schedule()
-        case .char("q"), .char("Q"), .interrupt: controller.stop(); ProcessExit.now(ExitCode.ok)
+        case .char("q"), .char("Q"), .interrupt: quit()
         default: return false
         }
         showStatus()
         return true
+    }
+
+    /// The terminal restored, the process ends.
+    private func quit() -> Never {
+        controller.stop()
+        ProcessExit.now(ExitCode.ok)
     }
 
     private func schedule() {

@@ -9,7 +9,20 @@ import Synchronization
 /// Thread rules: `out` and `err` from any thread; `onOutputClosed` is set and run on main.
 enum Console {
     static func out(_ line: String) {
-        guard !DescriptorWriter.write(STDOUT_FILENO, line + "\n") else { return }
+        if !DescriptorWriter.write(STDOUT_FILENO, line + "\n") { outputGone() }
+    }
+
+    /// One JSON object on a line of stdout, with `ts` (ISO 8601, UTC, milliseconds) added and
+    /// keys sorted: the headless clients' own lines beside the listener callbacks'.
+    static func outJSON(_ fields: [String: Any]) {
+        var d = fields
+        d["ts"] = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
+        guard let data = try? JSONSerialization.data(withJSONObject: d, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        out(String(decoding: data, as: UTF8.self))
+    }
+
+    /// The reader of stdout is gone: `onOutputClosed` runs, once, on main.
+    private static func outputGone() {
         guard !outputClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         DispatchQueue.main.async { MainActor.assumeIsolated { onOutputClosed?() } }
     }
@@ -31,12 +44,7 @@ enum Console {
         guard watch == nil, isatty(STDOUT_FILENO) == 0 else { return }
         let t = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
         t.schedule(deadline: .now() + 1, repeating: 1)
-        t.setEventHandler {
-            var p = pollfd(fd: STDOUT_FILENO, events: Int16(POLLOUT), revents: 0)
-            guard poll(&p, 1, 0) == 1, p.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 else { return }
-            guard !outputClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            DispatchQueue.main.async { MainActor.assumeIsolated { onOutputClosed?() } }
-        }
+        t.setEventHandler { if DescriptorWriter.isHungUp(STDOUT_FILENO, events: Int16(POLLOUT)) { outputGone() } }
         t.resume()
         watch = t
     }

@@ -42,6 +42,10 @@ final class BotDirector {
         return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("clips").path) }
     }
 
+    /// Bot `bot`'s uid (`bot-3`), and the bot a uid names (nil: not a bot's).
+    nonisolated static func uid(_ bot: Int) -> String { "bot-\(bot)" }
+    nonisolated static func bot(ofUID uid: String) -> Int? { uid.hasPrefix("bot-") ? Int(uid.dropFirst(4)) : nil }
+
     /// Bot `bot`'s name: distinct whatever their number (the eleventh is "Ada Lovelace 2").
     func name(_ bot: Int) -> String {
         let base = Self.names[(bot - 1) % Self.names.count], round = (bot - 1) / Self.names.count
@@ -89,7 +93,7 @@ final class BotDirector {
         let settings = SessionSettingsBuilder().setSessionType(.video).setAudioInput(input(bot)).setAudioOutput("none")
             .setVideoSource("avatar").setVideoFormat(width: 160, height: 90, fps: 10, bitrateKbps: 120).build()
         do {
-            _ = try await client.login(uid: "bot-\(bot)", authKey: authKey, name: name(bot))
+            _ = try await client.login(uid: Self.uid(bot), authKey: authKey, name: name(bot))
             try await client.join(callToken: try await client.generateToken(sessionID: sessionID), sessionID: sessionID, settings: settings)
             client.setVideoSubscriptions([])  // bots watch no one: no decoding for nothing
             bots[bot] = client
@@ -102,7 +106,7 @@ final class BotDirector {
     func device(_ bot: Int) async -> SignalDevice? {
         if let d = devices[bot] { return d }
         do {
-            let d = try await SignalDevice.online(serverURL, appID, authKey, "bot-\(bot)", name: name(bot))
+            let d = try await SignalDevice.online(serverURL, appID, authKey, Self.uid(bot), name: name(bot))
             devices[bot] = d
             return d
         } catch {

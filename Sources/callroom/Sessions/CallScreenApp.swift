@@ -38,7 +38,7 @@ enum CallScreenApp {
             ProcessExit.now(ScenarioRun.exitStatus(code))
         }
         // A signal leaves at once, without the summary screen (the summary is still printed).
-        TerminationSignals.onSignal = { _ in c.summarySeconds = 0; c.quit() }
+        TerminationSignals.onSignal = { _ in finishNow() }
         TerminationSignals.beforeForcedExit = { c.stop(); cleanup?() }
         c.start()
         do throws(CometChatCallException) {

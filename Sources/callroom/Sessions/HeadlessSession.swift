@@ -74,11 +74,7 @@ final class HeadlessSession {
         default: return
         }
         let ending = endingOverride ?? CallSession.shared.sessionEnding ?? fallback
-        let ts = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
-        if let line = try? JSONSerialization.data(withJSONObject: ["event": "sessionEnding", "ending": ending.code, "message": ending.sentence, "ts": ts],
-                                                  options: [.sortedKeys, .withoutEscapingSlashes]) {
-            Console.out(String(decoding: line, as: UTF8.self))
-        }
+        Console.outJSON(["event": "sessionEnding", "ending": ending.code, "message": ending.sentence])
         finish(ending.exitStatus)
     }
 
@@ -97,10 +93,8 @@ final class HeadlessSession {
     }
 
     /// The session is over (its media threads joined, every line written straight to the
-    /// descriptors): the cleanup runs, then the process ends without `exit`'s teardown. That
-    /// teardown (OpenSSL's and libwebsockets' atexit handlers) could run while a library thread
-    /// was still winding down: a CI run saw one clean leave end in SIGABRT (issue #35 tracks the
-    /// lifetime itself). There is no terminal to restore here.
+    /// descriptors): the cleanup runs, then the process ends (`ProcessExit`: no atexit teardown
+    /// under a library thread still winding down).
     private func finish(_ code: Int32) -> Never {
         onExit?()
         ProcessExit.now(ScenarioRun.exitStatus(code))

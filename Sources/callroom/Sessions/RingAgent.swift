@@ -397,12 +397,10 @@ final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegate {
     private func emit(_ event: String, _ fields: [String: Any], listener: Bool = false, connection: Bool = false) {
         guard screen == nil else { return }
         var d = fields
-        d["ts"] = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
         d["event"] = event
         if listener { d["listener"] = "CometChatCallDelegate" }
         if connection { d["listener"] = "CometChatConnectionDelegate" }
-        guard let data = try? JSONSerialization.data(withJSONObject: d, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        Console.out(String(decoding: data, as: UTF8.self))
+        Console.outJSON(d)
     }
 
     private func report(_ event: String, _ e: CometChatException?) {

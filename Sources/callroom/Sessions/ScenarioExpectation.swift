@@ -45,7 +45,7 @@ struct ScenarioExpectation: Equatable, Sendable {
     static func uid(_ word: String) -> String? {
         if word == "you" { return "you" }
         guard let n = Int(word), (1...20).contains(n) else { return nil }
-        return "bot-\(n)"
+        return BotDirector.uid(n)
     }
 
     /// Parses the words after `expect`; nil with the reason when they are not an expectation.
@@ -160,7 +160,7 @@ struct ExpectationChecker {
     }
 
     private static func seconds(_ t: Double) -> String { t == t.rounded() ? String(Int(t)) : String(format: "%.1f", t) }
-    private static func name(_ uid: String) -> String { uid == "you" ? "you" : "bot \(uid.dropFirst(4))" }
+    private static func name(_ uid: String) -> String { BotDirector.bot(ofUID: uid).map { "bot \($0)" } ?? uid }
 
     private static func judge(_ s: ScenarioExpectation.State, _ p: Participant?) -> (Bool, String) {
         guard let p else { return (s == .absent, "absent") }
