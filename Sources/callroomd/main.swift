@@ -78,7 +78,7 @@ let usage = """
       -h, --help              show this help
 
     On start it prints one line: callroomd listening on http(s)://HOST:PORT media udp://HOST:PORT
-    Keys not given are generated on first start, saved in DIR/keys.json (0600, DIR 0700) and printed once.
+    On first start the keys go into DIR/keys.json (0600, DIR 0700): given ones as given, the rest generated and printed once.
     SIGINT or SIGTERM ends every call and shuts down cleanly (exit status 0). SIGHUP reloads the
     TLS certificate and key.
 
@@ -278,11 +278,11 @@ do { try server.start() } catch { fail(error.description, code: 1) }
 
 /// Writes straight to fd 1 (unbuffered), so a supervisor sees the line at once.
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-if server.generatedKeys {
+if !server.generatedKeys.isEmpty {
+    // Only what was generated: a key given by a flag or file is the operator's and never printed.
     say("callroomd generated keys (shown once; stored in \(config.dataDir)/keys.json):")
-    say("  appId   \(server.keys.appId)")
-    say("  apiKey  \(server.keys.apiKey)")
-    say("  authKey \(server.keys.authKey)")
+    let values = ["appId": server.keys.appId, "apiKey": server.keys.apiKey, "authKey": server.keys.authKey]
+    for name in server.generatedKeys { say("  \(name.padding(toLength: 7, withPad: " ", startingAt: 0)) \(values[name] ?? "")") }
 }
 if let fp = server.tlsFingerprint, let files = server.tlsFiles {
     say("callroomd TLS certificate \(files.certificate)\(server.generatedCertificate ? " (self-signed, made now)" : "") sha256 \(fp)")

@@ -120,15 +120,36 @@ final class RESTTests: XCTestCase {
 
     func testKeysPersistAcrossRestarts() throws {
         let keys = h.server.keys
-        XCTAssertTrue(h.server.generatedKeys)
+        XCTAssertEqual(h.server.generatedKeys, ["appId", "apiKey", "authKey"])
         _ = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"dave"}"#)
         h.stop()
         let again = try ServerHarness(dataDir: h.dir)
         defer { again.stop() }
-        XCTAssertFalse(again.server.generatedKeys)
+        XCTAssertEqual(again.server.generatedKeys, [])
         XCTAssertEqual(again.server.keys, keys)
         XCTAssertEqual(again.request("GET", "/v3/users/dave", headers: again.adminHeaders).data["uid"] as? String, "dave")
         let attrs = try FileManager.default.attributesOfItem(atPath: h.dir + "/keys.json")
         XCTAssertEqual((attrs[.posixPermissions] as? NSNumber)?.intValue, 0o600)
+    }
+
+    /// A key given on first start is what keys.json keeps (a later start without the flag uses
+    /// it) and is never printed as generated; only the keys made now are.
+    func testGivenKeysAreSavedOnFirstStartAndNotCalledGenerated() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crs-given-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try ServerHarness(dataDir: dir) { $0.apiKey = "operator-chosen-api-key" }
+        XCTAssertEqual(first.server.generatedKeys, ["appId", "authKey"])
+        XCTAssertEqual(first.server.keys.apiKey, "operator-chosen-api-key")
+        let saved = try JSONDecoder().decode(ServerKeys.self, from: Data(contentsOf: URL(fileURLWithPath: dir + "/keys.json")))
+        XCTAssertEqual(saved, first.server.keys)
+        first.stop()
+        let again = try ServerHarness(dataDir: dir)
+        XCTAssertEqual(again.server.keys.apiKey, "operator-chosen-api-key")
+        // Later starts: a flag overrides keys.json without changing it.
+        again.stop()
+        let overridden = try ServerHarness(dataDir: dir) { $0.authKey = "for-this-start" }
+        defer { overridden.stop() }
+        XCTAssertEqual(overridden.server.keys.authKey, "for-this-start")
+        XCTAssertEqual(try JSONDecoder().decode(ServerKeys.self, from: Data(contentsOf: URL(fileURLWithPath: dir + "/keys.json"))), saved)
     }
 }

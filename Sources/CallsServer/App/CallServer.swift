@@ -19,8 +19,9 @@ import Synchronization
 public final class CallServer: @unchecked Sendable {
     public let configuration: ServerConfiguration
     public private(set) var keys: ServerKeys
-    /// True when this start generated new keys (print them once).
-    public private(set) var generatedKeys = false
+    /// The keys this start generated and saved in keys.json (`appId`, `apiKey`, `authKey`;
+    /// empty on later starts): print them once. Keys given by flags are saved, never printed.
+    public private(set) var generatedKeys: [String] = []
     public private(set) var port = 0
     public private(set) var mediaPort = 0
     public let log: ServerLog
@@ -181,10 +182,8 @@ public final class CallServer: @unchecked Sendable {
         let descriptors = DescriptorLimit.raiseToHard()
         let connectionBudget = min(configuration.maxConnections ?? Int.max, DescriptorLimit.connectionBudget(limit: descriptors.now))
         log.info("descriptors", ["limit": "\(descriptors.now)", "was": "\(descriptors.before)", "connections": "\(connectionBudget)"])
-        var (k, generated) = try ServerKeys.loadOrCreate(dataDir: dir)
-        if let v = configuration.appId { k.appId = v }
-        if let v = configuration.apiKey { k.apiKey = v }
-        if let v = configuration.authKey { k.authKey = v }
+        let given = ServerKeys.Given(appId: configuration.appId, apiKey: configuration.apiKey, authKey: configuration.authKey)
+        let (k, created, generated) = try ServerKeys.loadOrCreate(dataDir: dir, given: given)
         keys = k
         generatedKeys = generated
         // Before any port is bound: a bad key file stops the start with nothing to undo.
@@ -202,7 +201,7 @@ public final class CallServer: @unchecked Sendable {
         /// Sessions whose recording a crash cut: it starts again when their people are back.
         var cutRecordings: [String] = []
         let dbPath = (dir as NSString).appendingPathComponent("callroom.sqlite")
-        if configuration.databaseURL == nil && !generated { try Self.checkDatabaseBesideKeys(dbPath) }
+        if configuration.databaseURL == nil && !created { try Self.checkDatabaseBesideKeys(dbPath) }
         guard configuration.databaseURL != nil || PrivateFiles.create(dbPath) else { throw .cannotWrite(dbPath) }
         do {
             if let url = configuration.databaseURL {
