@@ -44,6 +44,29 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertNil(try store.latestCall(sessionId: "s"), "the failed batch left nothing")
     }
 
+    /// A database that is down is a typed error the ringing side answers as such: `hello` with a
+    /// valid token hears ERR_STORAGE (try again), never that the token does not exist — and
+    /// once the database is back the same token is welcome.
+    func testRingingSaysStorageNotBadTokenWhileTheDatabaseIsDown() throws {
+        let pg = try cluster()
+        defer { pg.stop(mode: "immediate") }
+        let url = try pg.createDatabase()
+        let h = try ServerHarness { $0.databaseURL = url }
+        defer { h.stop(); h.removeData() }
+        let token = try RingingTests.authToken(url: h.server.url, appId: h.server.keys.appId, authKey: h.server.keys.authKey, uid: "ada")
+        pg.stop(mode: "immediate")
+        let p = try SignalProbe(url: h.server.url)
+        p.send(.hello(authToken: token))
+        XCTAssertEqual(p.error(), "ERR_STORAGE")
+        try pg.start()
+        // The first statement after the return reconnects (libpq can still call the dead
+        // connection OK after one failure: the store drops it on any connection failure).
+        let again = try SignalProbe(url: h.server.url)
+        again.send(.hello(authToken: token))
+        let answer = again.wait { if case .welcome = $0 { return true }; if case .error = $0 { return true }; return false }
+        guard case .welcome("ada", _)? = answer else { return XCTFail("welcome once the database is back, not \(String(describing: answer))") }
+    }
+
     func testNodesStartingTogetherMigrateOnce() throws {
         let pg = try cluster()
         defer { pg.stop(mode: "immediate") }

@@ -50,6 +50,14 @@ final class RingCoreTests: XCTestCase {
         XCTAssertEqual(error(input(.message(.acceptCall(sessionId: "x"), from: b1)), to: b1), .notOnline)
     }
 
+    func testAStoreThatCannotBeReadIsSaidAsStorageNeverAsAnUnknownTokenOrReceiver() {
+        XCTAssertEqual(error(input(.storeUnavailable(a, during: .hello)), to: a), .storage)
+        online()
+        let e = input(.storeUnavailable(a, during: .initiateCall))
+        XCTAssertEqual(error(e, to: a), .storage)
+        XCTAssertTrue(sent(e, to: b1).isEmpty, "nothing rings")
+    }
+
     func testTheFirstAcceptWinsAndTheOtherDeviceStopsRinging() throws {
         online()
         let sid = try ringBob()

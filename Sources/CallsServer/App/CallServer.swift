@@ -25,6 +25,8 @@ public final class CallServer: @unchecked Sendable {
     public private(set) var port = 0
     public private(set) var mediaPort = 0
     public let log: ServerLog
+    /// Store failures of the recordings' maintenance (retention sweep, late mixes).
+    private let maintenance: StoreOutage
 
     private var web: WebServer?
     private var relay: MediaRelay?
@@ -77,6 +79,7 @@ public final class CallServer: @unchecked Sendable {
             SharedRateLimiter(redis: $0, name: "rest", capacity: configuration.restRequestsPerSecond * 2, perSecond: configuration.restRequestsPerSecond)
         }
         refusals = Refusals(log: log)
+        maintenance = StoreOutage("recordings", log: log)
         self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
         nodeID = configuration.nodeID ?? Self.defaultNodeID(host: configuration.host, port: configuration.port)
         recognizers = RecognizerPool(engine: PocketSphinxEngine(modelRoot: configuration.captionModelDir), capacity: configuration.captionDecoders)
@@ -218,8 +221,8 @@ public final class CallServer: @unchecked Sendable {
             }
             // Several nodes share the database: only what this node's data directory holds is this node's to finish.
             let onlyLocal = configuration.redisURL != nil
-            cutRecordings = Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log, onlyLocal: onlyLocal)
-            Self.finaliseInterruptedTranscripts(store, dataDir: dir, log: log, onlyLocal: onlyLocal)
+            cutRecordings = try Self.finaliseInterruptedRecordings(store, dataDir: dir, log: log, onlyLocal: onlyLocal)
+            try Self.finaliseInterruptedTranscripts(store, dataDir: dir, log: log, onlyLocal: onlyLocal)
         } catch {
             throw .database(error.description)
         }
@@ -250,7 +253,9 @@ public final class CallServer: @unchecked Sendable {
         limits.gracePeriodSeconds = configuration.gracePeriodSeconds
         limits.maxRooms = configuration.maxRooms
         limits.maxRoomsPerUser = configuration.maxRoomsPerUser
-        let directory = WebhookDirectory(fixed: configuration.webhooks, added: Self.added(store, beside: configuration.webhooks))
+        let added: [WebhookConfig]
+        do { added = try Self.added(store, beside: configuration.webhooks) } catch { throw .database(error.description) }
+        let directory = WebhookDirectory(fixed: configuration.webhooks, added: added)
         let hooks = WebhookOutbox(directory: directory, appID: k.appId, region: configuration.region)
         let revocations: TokenRevocations
         let roomRules: RoomRulesDirectory
@@ -346,7 +351,10 @@ public final class CallServer: @unchecked Sendable {
                                 publicURL: configuration.publicURL ?? url, webhooks: directory, roomRules: roomRules,
                                 webhooksChanged: { [weak deliverer, log, fixed = configuration.webhooks] in
             // A webhook was added, changed or removed over REST: sign and send with the new set.
-            directory.setAdded(Self.added(store, beside: fixed))
+            do { directory.setAdded(try Self.added(store, beside: fixed)) } catch {
+                // (The REST write committed; the next change, or a restart, reads the set again.)
+                log.error("webhooks changed but the store could not be read: sending with the previous set", ["error": "\(error)"])
+            }
             deliverer?.start()
             log.info("webhooks changed", ["count": "\(directory.all.count)"])
         }, revoke: { [weak rooms, weak calls, weak self, log] revocation in
@@ -513,9 +521,13 @@ public final class CallServer: @unchecked Sendable {
         // Calls this node's last run left open, and those of nodes that are gone.
         if let store {
             let live = Set(try membership.nodes().map(\.id)).subtracting([nodeID])
-            let owners = ((try? store.nodesWithOpenCalls()) ?? []).subtracting(live).union([nodeID])
-            if let closed = try? store.closeInterruptedCalls(of: .nodes(owners)), closed > 0 {
-                log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)", "nodes": owners.sorted().joined(separator: ",")])
+            do {
+                let owners = try store.nodesWithOpenCalls().subtracting(live).union([nodeID])
+                let closed = try store.closeInterruptedCalls(of: .nodes(owners))
+                if closed > 0 { log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)", "nodes": owners.sorted().joined(separator: ",")]) }
+            } catch {
+                // (Every live node closes a gone node's calls; a restart of this one closes its own.)
+                log.error("could not close calls left open by an unclean shutdown", ["error": "\(error)"])
             }
         }
         let seen = Locked<Set<String>>([])
@@ -526,8 +538,12 @@ public final class CallServer: @unchecked Sendable {
             let gone = seen.withLock { was in defer { was = live }; return was.subtracting(live) }
             guard !gone.isEmpty, let store else { return }
             DispatchQueue.global().async {
-                if let closed = try? store.closeInterruptedCalls(of: .nodes(gone)), closed > 0 {
-                    log.warn("closed the calls of a node that is gone", ["count": "\(closed)", "nodes": gone.sorted().joined(separator: ",")])
+                do {
+                    let closed = try store.closeInterruptedCalls(of: .nodes(gone))
+                    if closed > 0 { log.warn("closed the calls of a node that is gone", ["count": "\(closed)", "nodes": gone.sorted().joined(separator: ",")]) }
+                } catch {
+                    // Another live node does it too; a restart of this one closes its own.
+                    log.error("could not close the calls of a node that is gone", ["nodes": gone.sorted().joined(separator: ","), "error": "\(error)"])
                 }
             }
         }
@@ -646,8 +662,8 @@ public final class CallServer: @unchecked Sendable {
     }
 
     /// The REST-added webhooks (a config-file id takes precedence over the same id in the store).
-    private static func added(_ store: CallStore, beside fixed: [WebhookConfig]) -> [WebhookConfig] {
-        ((try? store.addedWebhooks()) ?? []).filter { w in !fixed.contains { $0.id == w.id } }
+    private static func added(_ store: CallStore, beside fixed: [WebhookConfig]) throws(DatabaseError) -> [WebhookConfig] {
+        try store.addedWebhooks().filter { w in !fixed.contains { $0.id == w.id } }
     }
 
     /// Whether any webhook is (or was, since start) configured: its counters are in /metrics.
@@ -866,7 +882,9 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     public func sweepRecordings(now: Int64 = epochMilliseconds()) -> Int {
         guard configuration.recordingRetentionDays > 0, let store else { return 0 }
         let before = now - Int64(configuration.recordingRetentionDays) * 86_400_000
-        guard let expired = try? store.deleteRecordings(endedBefore: before) else { return 0 }
+        guard let expired = maintenance.attempt("delete expired recordings", { () throws(DatabaseError) in
+            try store.deleteRecordings(endedBefore: before)
+        }) else { return 0 }
         for rid in expired {
             try? FileManager.default.removeItem(atPath: (configuration.dataDir as NSString).appendingPathComponent("recordings/\(rid)"))
         }
@@ -880,7 +898,9 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     /// made. Every 30 s and at start, on a utility queue; any thread.
     @discardableResult
     public func mixPendingRecordings() -> Int {
-        guard let store, let pending = try? store.recordingsWithoutMix(limit: 20) else { return 0 }
+        guard let store, let pending = maintenance.attempt("recordings without a mix", { () throws(DatabaseError) in
+            try store.recordingsWithoutMix(limit: 20)
+        }) else { return 0 }
         var made = 0
         for r in pending {
             let dir = (configuration.dataDir as NSString).appendingPathComponent("recordings/\(r.rid)")
@@ -900,8 +920,8 @@ extension CallServer: WebServerDelegate, SignalOutbox {
 
     /// Transcripts a crash cut: the JSON document written from the lines (every caption up to
     /// the last), the row finished.
-    static func finaliseInterruptedTranscripts(_ store: CallStore, dataDir: String, log: ServerLog, onlyLocal: Bool = false) {
-        guard let open = try? store.unfinishedTranscripts(), !open.isEmpty else { return }
+    static func finaliseInterruptedTranscripts(_ store: CallStore, dataDir: String, log: ServerLog, onlyLocal: Bool = false) throws(DatabaseError) {
+        let open = try store.unfinishedTranscripts()
         for t in open {
             let lines = (dataDir as NSString).appendingPathComponent("transcripts/\(t.tid).jsonl")
             // (Another node's transcript, perhaps running now: not this node's to finish.)
@@ -910,7 +930,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
             let segments = doc?.segments ?? []
             let ended = t.startedAt + Int64(((segments.map(\.end).max() ?? 0) * 1000).rounded())
             let url = RoomTranscriber.path(t.sessionId, t.tid)
-            try? store.transcriptionFinished(tid: t.tid, endedAt: max(ended, t.startedAt + 1), url: url,
+            try store.transcriptionFinished(tid: t.tid, endedAt: max(ended, t.startedAt + 1), url: url,
                                              meta: RoomTranscriber.meta(doc?.language ?? "en-US", doc?.engine ?? "pocketsphinx", segments.count, url))
             log.warn("finalised a transcript an unclean shutdown cut", ["tid": t.tid, "segments": "\(segments.count)"])
         }
@@ -920,8 +940,9 @@ extension CallServer: WebServerDelegate, SignalOutbox {
     /// and the row finished with what the files hold. Returns their sessions (a recording
     /// starts again in each when its people come back).
     @discardableResult
-    static func finaliseInterruptedRecordings(_ store: CallStore, dataDir: String, log: ServerLog, onlyLocal: Bool = false) -> [String] {
-        guard let open = try? store.unfinishedRecordings(), !open.isEmpty else { return [] }
+    static func finaliseInterruptedRecordings(_ store: CallStore, dataDir: String, log: ServerLog,
+                                              onlyLocal: Bool = false) throws(DatabaseError) -> [String] {
+        let open = try store.unfinishedRecordings()
         var sessions: [String] = []
         for r in open {
             let dir = (dataDir as NSString).appendingPathComponent("recordings/\(r.rid)")
@@ -938,7 +959,7 @@ extension CallServer: WebServerDelegate, SignalOutbox {
                 : files.isEmpty ? nil : try? StoredRecordingFile.mix(tracks.map { dir + "/" + $0 }, inDirectory: dir)
             if let f = mixed { files.insert(f, at: 0) }
             let ended = r.startedAt + (files.map(\.durationMs).max() ?? 0)
-            try? store.recordingFinished(rid: r.rid, endedAt: ended, files: files)
+            try store.recordingFinished(rid: r.rid, endedAt: ended, files: files)
             log.warn("finalised a recording an unclean shutdown cut", ["rid": r.rid, "files": "\(files.count)"])
             if !r.sessionId.isEmpty { sessions.append(r.sessionId) }
         }

@@ -22,10 +22,13 @@ public final class ServerLog: Sendable {
     public let format: Format
     public let level: Level
     private let lock = NSLock()
+    /// Where lines go instead of stderr (tests read the log this way).
+    private let sink: (@Sendable (String) -> Void)?
 
-    public init(format: Format = .text, level: Level = .info) {
+    public init(format: Format = .text, level: Level = .info, sink: (@Sendable (String) -> Void)? = nil) {
         self.format = format
         self.level = level
+        self.sink = sink
     }
 
     public func debug(_ m: String, _ f: [String: String] = [:]) { write(.debug, m, f) }
@@ -49,7 +52,7 @@ public final class ServerLog: Sendable {
             line = "{" + parts.joined(separator: ",") + "}\n"
         }
         lock.lock()
-        DescriptorWriter.write(STDERR_FILENO, line)  // a closed stderr drops the line, never the server
+        if let sink { sink(line) } else { DescriptorWriter.write(STDERR_FILENO, line) }  // a closed stderr drops the line, never the server
         lock.unlock()
     }
 }

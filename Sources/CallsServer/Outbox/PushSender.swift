@@ -26,22 +26,27 @@ final class PushSender: @unchecked Sendable {
     private let providers: [PushPlatform: any PushProvider]
     private let log: ServerLog
     private let thread = OutboxThread(name: "callroom.push")
+    private let outage: StoreOutage
     let counters = PushCounters()
 
     init(store: CallStore, providers: [PushPlatform: any PushProvider], log: ServerLog) {
         self.store = store
         self.providers = providers
         self.log = log
+        outage = StoreOutage("push", log: log)
     }
 
     func start() {
         thread.start { [self] in
             while thread.isRunning {
-                let due = (try? store.duePushes(now: epochMilliseconds(), limit: 50)) ?? []
+                let due = outage.attempt("due pushes") { () throws(DatabaseError) in try store.duePushes(now: epochMilliseconds(), limit: 50) } ?? []
                 for p in due where thread.isRunning {
                     // Nodes sharing the database: whoever claims it sends it.
                     let at = epochMilliseconds()
-                    guard (try? store.claimPush(id: p.id, now: at, until: at + WebhookDeliverer.claimLeaseMs)) == true else { continue }
+                    let claimed = outage.attempt("claim push") { () throws(DatabaseError) in
+                        try store.claimPush(id: p.id, now: at, until: at + WebhookDeliverer.claimLeaseMs)
+                    }
+                    guard claimed == true else { continue }
                     attempt(p)
                 }
                 if due.isEmpty { thread.idle() }
@@ -58,14 +63,14 @@ final class PushSender: @unchecked Sendable {
     private func attempt(_ p: StoredPush) {
         let now = epochMilliseconds()
         if now >= p.expiresAt {
-            try? store.recordPush(id: p.id, status: .expired, httpStatus: nil, reason: p.lastReason, providerId: nil, next: nil, at: now)
+            record(p, .expired, httpStatus: nil, reason: p.lastReason, providerId: nil, next: nil, at: now)
             counters.expired.add(1, ordering: .relaxed)
             return
         }
-        if p.action == PushEvent.Action.ended.rawValue, (try? store.supersedeUnsentRing(p)) == true { return }
+        if p.action == PushEvent.Action.ended.rawValue,
+           outage.attempt("supersede unsent ring", { () throws(DatabaseError) in try store.supersedeUnsentRing(p) }) == true { return }
         guard let provider = providers[p.platform] else {
-            try? store.recordPush(id: p.id, status: .failed, httpStatus: nil, reason: "\(p.platform.rawValue) is not configured", providerId: nil,
-                                  next: nil, at: now)
+            record(p, .failed, httpStatus: nil, reason: "\(p.platform.rawValue) is not configured", providerId: nil, next: nil, at: now)
             counters.failed.add(1, ordering: .relaxed)
             return
         }
@@ -73,19 +78,27 @@ final class PushSender: @unchecked Sendable {
         let at = epochMilliseconds()
         switch outcome {
         case let .sent(status, providerId):
-            try? store.recordPush(id: p.id, status: .sent, httpStatus: status, reason: nil, providerId: providerId, next: nil, at: at)
+            record(p, .sent, httpStatus: status, reason: nil, providerId: providerId, next: nil, at: at)
             if p.platform == .fcm { counters.sentFCM.add(1, ordering: .relaxed) } else { counters.sentAPNs.add(1, ordering: .relaxed) }
         case let .retry(status, reason, afterMs):
             let delay = afterMs ?? WebhookDeliverer.backoffMs(afterAttempts: p.attempts + 1) / 4
-            try? store.recordPush(id: p.id, status: .pending, httpStatus: status, reason: reason, providerId: nil, next: at + delay, at: at)
+            record(p, .pending, httpStatus: status, reason: reason, providerId: nil, next: at + delay, at: at)
             counters.retried.add(1, ordering: .relaxed)
         case let .failed(status, reason, purge):
-            try? store.recordPush(id: p.id, status: .failed, httpStatus: status, reason: reason, providerId: nil, next: nil, at: at)
+            record(p, .failed, httpStatus: status, reason: reason, providerId: nil, next: nil, at: at)
             counters.failed.add(1, ordering: .relaxed)
-            if purge, (try? store.purgePushToken(platform: p.platform, token: p.token)) == true {
+            if purge, outage.attempt("purge push token", { () throws(DatabaseError) in try store.purgePushToken(platform: p.platform, token: p.token) }) == true {
                 counters.tokensPurged.add(1, ordering: .relaxed)
                 log.info("push token purged", ["uid": p.uid, "platform": p.platform.rawValue, "reason": reason])
             }
+        }
+    }
+
+    /// A push's outcome on disk. If the store fails here the claim's lease runs out and the push
+    /// is tried again while its lifetime lasts.
+    private func record(_ p: StoredPush, _ status: StoredPush.Status, httpStatus: Int?, reason: String?, providerId: String?, next: Int64?, at: Int64) {
+        _ = outage.attempt("record push") { () throws(DatabaseError) in
+            try store.recordPush(id: p.id, status: status, httpStatus: httpStatus, reason: reason, providerId: providerId, next: next, at: at)
         }
     }
 }

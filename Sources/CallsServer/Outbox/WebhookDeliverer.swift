@@ -44,6 +44,7 @@ final class WebhookDeliverer: @unchecked Sendable {
     static let claimLeaseMs: Int64 = 30_000
     private let log: ServerLog
     private let thread = OutboxThread(name: "callroom.webhooks")
+    private let outage: StoreOutage
     let counters = WebhookCounters()
 
     init(store: CallStore, webhooks: WebhookDirectory, maxAttempts: Int, queueLimit: Int = 100_000, log: ServerLog) {
@@ -52,6 +53,7 @@ final class WebhookDeliverer: @unchecked Sendable {
         self.maxAttempts = max(1, maxAttempts)
         self.queueLimit = max(1, queueLimit)
         self.log = log
+        outage = StoreOutage("webhooks", log: log)
     }
 
     func start() { thread.start { [self] in loop() } }
@@ -81,12 +83,13 @@ final class WebhookDeliverer: @unchecked Sendable {
             enforceBound()
             let now = epochMilliseconds()
             let skip = paused.filter { $0.value.until > now }.map(\.key)
-            let due = (try? store.dueDeliveries(now: now, limit: 50, excluding: skip)) ?? []
+            let due = outage.attempt("due deliveries") { () throws(DatabaseError) in try store.dueDeliveries(now: now, limit: 50, excluding: skip) } ?? []
             for d in due where thread.isRunning {
                 if let p = paused[d.webhookId], p.until > epochMilliseconds() { continue }
                 // Nodes sharing the database: whoever claims it sends it (the lease covers one attempt).
                 let at = epochMilliseconds()
-                guard (try? store.claimDelivery(id: d.id, now: at, until: at + Self.claimLeaseMs)) == true else { continue }
+                let claimed = outage.attempt("claim delivery") { () throws(DatabaseError) in try store.claimDelivery(id: d.id, now: at, until: at + Self.claimLeaseMs) }
+                guard claimed == true else { continue }
                 attempt(d, client)
             }
             if due.isEmpty { thread.idle() }
@@ -98,8 +101,11 @@ final class WebhookDeliverer: @unchecked Sendable {
         let now = epochMilliseconds()
         guard now - boundCheckedAt >= 1000 else { return }
         boundCheckedAt = now
-        for (id, n) in (try? store.pendingDeliveryCounts()) ?? [:] where n > queueLimit {
-            let dropped = (try? store.dropOldestDeliveries(webhookId: id, count: n - queueLimit)) ?? 0
+        let counts = outage.attempt("pending delivery counts") { () throws(DatabaseError) in try store.pendingDeliveryCounts() } ?? [:]
+        for (id, n) in counts where n > queueLimit {
+            let dropped = outage.attempt("drop oldest deliveries") { () throws(DatabaseError) in
+                try store.dropOldestDeliveries(webhookId: id, count: n - queueLimit)
+            } ?? 0
             guard dropped > 0 else { continue }
             counters.dropped.add(UInt64(dropped), ordering: .relaxed)
             log.warn("webhook queue full: dropped the oldest undelivered events", ["webhook": id, "dropped": "\(dropped)", "limit": "\(queueLimit)"])
@@ -109,8 +115,7 @@ final class WebhookDeliverer: @unchecked Sendable {
     private func attempt(_ d: StoredDelivery, _ client: CurlClient) {
         guard let hook = webhooks.webhook(d.webhookId) else {
             // The webhook left the configuration: nothing can sign or send it any more.
-            try? store.recordAttempt(id: d.id, status: "dead", httpStatus: nil, error: "webhook '\(d.webhookId)' is not configured",
-                                     next: nil, at: epochMilliseconds())
+            record(d, status: "dead", httpStatus: nil, error: "webhook '\(d.webhookId)' is not configured", next: nil, at: epochMilliseconds())
             counters.deadLettered.add(1, ordering: .relaxed)
             return
         }
@@ -128,13 +133,13 @@ final class WebhookDeliverer: @unchecked Sendable {
         let at = epochMilliseconds()
         switch result {
         case .success(let r) where (200..<300).contains(r.status):
-            try? store.recordAttempt(id: d.id, status: "delivered", httpStatus: r.status, error: nil, next: nil, at: at)
+            record(d, status: "delivered", httpStatus: r.status, error: nil, next: nil, at: at)
             counters.delivered.add(1, ordering: .relaxed)
             // The receiver is back: what waits in backoff for it goes now, not at its retry time.
             if let p = paused.removeValue(forKey: d.webhookId) {
                 log.info("webhook receiver answers again", ["webhook": d.webhookId, "failed_attempts": "\(p.failures)"])
             }
-            if d.attempts > 0 { try? store.expediteDeliveries(webhookId: d.webhookId, at: at) }
+            if d.attempts > 0 { _ = outage.attempt("expedite deliveries") { () throws(DatabaseError) in try store.expediteDeliveries(webhookId: d.webhookId, at: at) } }
         case .success(let r):
             failed(d, httpStatus: r.status, error: "HTTP \(r.status)", at: at)
         case .failure(let e):
@@ -150,12 +155,19 @@ final class WebhookDeliverer: @unchecked Sendable {
         p.until = at + min(Self.maxPauseMs, Self.backoffMs(afterAttempts: p.failures))
         paused[d.webhookId] = p
         if d.attempts + 1 >= maxAttempts {
-            try? store.recordAttempt(id: d.id, status: "dead", httpStatus: httpStatus, error: error, next: nil, at: at)
+            record(d, status: "dead", httpStatus: httpStatus, error: error, next: nil, at: at)
             counters.deadLettered.add(1, ordering: .relaxed)
             log.warn("webhook delivery dead-lettered", ["delivery": d.deliveryId, "webhook": d.webhookId, "error": error])
         } else {
-            try? store.recordAttempt(id: d.id, status: "pending", httpStatus: httpStatus, error: error,
-                                     next: at + Self.backoffMs(afterAttempts: d.attempts + 1), at: at)
+            record(d, status: "pending", httpStatus: httpStatus, error: error, next: at + Self.backoffMs(afterAttempts: d.attempts + 1), at: at)
+        }
+    }
+
+    /// An attempt's outcome on disk. If the store fails here the claim's lease runs out and the
+    /// delivery is attempted again (at least once: receivers dedupe by `X-CallRoom-Delivery-Id`).
+    private func record(_ d: StoredDelivery, status: String, httpStatus: Int?, error: String?, next: Int64?, at: Int64) {
+        _ = outage.attempt("record attempt") { () throws(DatabaseError) in
+            try store.recordAttempt(id: d.id, status: status, httpStatus: httpStatus, error: error, next: next, at: at)
         }
     }
 }

@@ -72,24 +72,37 @@ final class CallRegistry: SignalHandler, @unchecked Sendable {
         switch message {
         case .hello(let token):
             // A store read on this queue (WAL: readers do not wait for the writer's fsync).
-            let user = (try? store.user(authToken: token, maxAgeSeconds: authTokenTTLSeconds)).flatMap { $0 }
-                .map { RingUser(uid: $0.uid, name: $0.name, tokenId: CallStore.authTokenID(token)) }
-            run(.hello(c, user))
+            do {
+                let user = try store.user(authToken: token, maxAgeSeconds: authTokenTTLSeconds)
+                run(.hello(c, user.map { RingUser(uid: $0.uid, name: $0.name, tokenId: CallStore.authTokenID(token)) }))
+            } catch {
+                storeFailed(error, c, .hello)
+            }
         case let .initiateCall(receiverId, receiverType, type, timeout):
-            run(.initiate(c, receiverId: receiverId, receiverType: receiverType, type: type, timeoutSeconds: timeout,
-                          receiver: lookUp(receiverId, receiverType)))
+            do {
+                let receiver = try lookUp(receiverId, receiverType)
+                run(.initiate(c, receiverId: receiverId, receiverType: receiverType, type: type, timeoutSeconds: timeout, receiver: receiver))
+            } catch {
+                storeFailed(error, c, .initiateCall)
+            }
         default:
             run(.message(message, from: c))
         }
     }
 
-    private func lookUp(_ id: String, _ type: CallReceiverType) -> RingReceiver {
+    private func storeFailed(_ error: DatabaseError, _ c: ConnectionID, _ read: RingStoreRead) {
+        log.warn("ringing: the store could not be read", ["message": read.rawValue, "error": error.description])
+        run(.storeUnavailable(c, during: read))
+    }
+
+    private func lookUp(_ id: String, _ type: CallReceiverType) throws(DatabaseError) -> RingReceiver {
         switch type {
         case .user:
-            return RingReceiver(user: (try? store.user(uid: id)).flatMap { $0 }.map { RingUser(uid: $0.uid, name: $0.name) }, group: nil)
+            return RingReceiver(user: try store.user(uid: id).map { RingUser(uid: $0.uid, name: $0.name) }, group: nil)
         case .group:
-            guard let g = (try? store.group(guid: id)).flatMap({ $0 }) else { return RingReceiver(user: nil, group: nil) }
-            let members = g.members.map { uid in RingUser(uid: uid, name: (try? store.user(uid: uid))?.flatMap { $0 }?.name ?? uid) }
+            guard let g = try store.group(guid: id) else { return RingReceiver(user: nil, group: nil) }
+            var members: [RingUser] = []
+            for uid in g.members { members.append(RingUser(uid: uid, name: try store.user(uid: uid)?.name ?? uid)) }
             return RingReceiver(user: nil, group: (g.guid, g.name, members))
         }
     }

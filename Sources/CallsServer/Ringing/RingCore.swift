@@ -106,6 +106,8 @@ final class RingCore {
         case let .initiate(c, receiverId, receiverType, type, timeout, receiver):
             initiate(c, receiverId: receiverId, receiverType: receiverType, type: type, timeout: timeout, receiver: receiver)
         case .message(let m, let c): received(m, from: c)
+        case .storeUnavailable(let c, let read):
+            fail(c, .storage, "The server could not read its database for \(read.rawValue); try again.")
         case .connectionClosed(let c):
             if let u = users.removeValue(forKey: c) {
                 devices[u.uid]?.remove(c)

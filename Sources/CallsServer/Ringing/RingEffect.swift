@@ -36,6 +36,14 @@ struct RingReceiver: Sendable, Equatable {
     }
 }
 
+/// The store reads the ringing runner makes before it hands a message to the core.
+enum RingStoreRead: String, Sendable {
+    /// The auth token's user, for `hello`.
+    case hello
+    /// The receiver (user, or group and its members' names), for `initiateCall`.
+    case initiateCall
+}
+
 /// What happens to ringing calls; the runner feeds these to `RingCore`.
 enum RingInput: Sendable {
     /// `hello`, with the user the auth token belongs to (nil: unknown token).
@@ -45,6 +53,9 @@ enum RingInput: Sendable {
                   receiver: RingReceiver)
     /// `acceptCall`, `rejectCall`, `endCall`.
     case message(ClientMessage, from: ConnectionID)
+    /// The store could not be read to answer `message` (`hello`, `initiateCall`): the client
+    /// hears `ERR_STORAGE` (try again), never that its token or receiver does not exist.
+    case storeUnavailable(ConnectionID, during: RingStoreRead)
     case connectionClosed(ConnectionID)
     /// A call rang for its whole timeout.
     case timedOut(sessionId: String)

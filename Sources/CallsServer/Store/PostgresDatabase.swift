@@ -52,6 +52,19 @@ public final class PostgresDatabase: StoreDatabase, @unchecked Sendable {
         _ = PQexec(conn, "SET client_min_messages = warning").map { PQclear($0) }
     }
 
+    /// The connection failed under a statement: it is dropped, so the next statement (outside a
+    /// transaction) connects afresh. libpq can report "server closed the connection" and still
+    /// say CONNECTION_OK until it reads again — without this the first statement after the
+    /// server returns failed too.
+    private func lost(_ c: OpaquePointer, _ message: String) -> DatabaseError {
+        let error = DatabaseError.unavailable("\(location): \(message.trimmingCharacters(in: .whitespacesAndNewlines))")
+        if conn == c {
+            PQfinish(c)
+            conn = nil
+        }
+        return error
+    }
+
     /// A live connection: reconnects when it was lost (only between transactions).
     private func live() throws(DatabaseError) -> OpaquePointer {
         if let conn, PQstatus(conn) == CONNECTION_OK { return conn }
@@ -89,7 +102,7 @@ public final class PostgresDatabase: StoreDatabase, @unchecked Sendable {
             types.withUnsafeBufferPointer { t in PQexecParams(c, text, Int32(ptrs.count), t.baseAddress, ptrs, nil, nil, 0) }
         }
         defer { PQclear(result) }
-        guard let result else { throw .unavailable("\(location): \(String(cString: PQerrorMessage(c)))") }
+        guard let result else { throw lost(c, String(cString: PQerrorMessage(c))) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK:
             changes = Int(String(cString: PQcmdTuples(result))) ?? 0
@@ -100,7 +113,7 @@ public final class PostgresDatabase: StoreDatabase, @unchecked Sendable {
             return rows(result)
         default:
             let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
-            if PQstatus(c) != CONNECTION_OK || Self.isConnectionFailure(result) { throw .unavailable("\(location): \(message)") }
+            if PQstatus(c) != CONNECTION_OK || Self.isConnectionFailure(result) { throw lost(c, message) }
             throw .step(message: message)
         }
     }
