@@ -335,6 +335,8 @@ public final class WebServer: @unchecked Sendable {
     }
 
     private func enqueue(_ id: UInt64, _ item: Outgoing) {
+        // Stopped (or not started): nothing will send it.
+        guard running.load(ordering: .acquiring) else { return }
         outbox.withLock { $0.append((id, item)) }
         waker.wake()
     }
