@@ -65,6 +65,27 @@ final class RoomClockTests: XCTestCase {
 
     let a = ConnectionID(node: "n", local: 1), b = ConnectionID(node: "n", local: 2), b2 = ConnectionID(node: "n", local: 3)
 
+    /// The store heartbeat runs on the runner's scheduler: it beats as virtual time passes (a
+    /// crash loses at most one beat of end time) and not at all once stopped.
+    func testTheStoreHeartbeatBeatsOnTheSchedulersClock() throws {
+        _ = try join("ann", ConnectionID(node: "n", local: 1))
+        let start = clock.nowMilliseconds()
+        func lastSeen() throws -> Int64? {
+            try registry.store.locked { () throws(DatabaseError) in try registry.store.db.query("SELECT last_seen_at FROM calls", []).first?.first?.int }
+        }
+        XCTAssertEqual(try lastSeen(), start)
+        registry.startHeartbeat(every: 5)
+        advance(by: 4.9)
+        XCTAssertEqual(try lastSeen(), start, "not before the period")
+        advance(by: 0.1)
+        XCTAssertEqual(try lastSeen(), start + 5000)
+        advance(by: 10)
+        XCTAssertEqual(try lastSeen(), start + 15000, "every period")
+        registry.stopHeartbeat()
+        advance(by: 30)
+        XCTAssertEqual(try lastSeen(), start + 15000, "stopped")
+    }
+
     func testAloneForTheIdleTimeoutEndsTheSessionAndJoiningDisarmsIt() throws {
         _ = try join("ann", a, idle: 60)
         advance(by: 59)

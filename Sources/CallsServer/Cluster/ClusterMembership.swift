@@ -6,12 +6,17 @@ import Foundation
 /// on a clean stop it leaves at once. Redis going away is logged once (and once when it is back):
 /// calls on this node are not affected, the next heartbeat after Redis returns re-registers.
 ///
-/// Thread rules: `start`/`stop` from the server's owner; everything else on its own queue
-/// (`callroom.cluster`), which owns the Redis connection.
+/// Thread rules: `start`/`stop` from the server's owner. The heartbeat runs on its own queue
+/// (`callroom.cluster`) with its own Redis connection; lookups and room placement (`nodes`,
+/// `place`, `placeRinging`, `lookup`: called by the router for a join) run on another
+/// (`callroom.cluster.place`) with another connection — a join never waits behind a heartbeat
+/// (which also reads the rooms' load), and a heartbeat never waits behind a placement.
 final class ClusterMembership: @unchecked Sendable {
     let nodeID: String
     private let queue = DispatchQueue(label: "callroom.cluster")
     private let registry: NodeRegistry
+    private let placementQueue = DispatchQueue(label: "callroom.cluster.place")
+    private let placement: NodeRegistry
     private let describe: @Sendable () -> (url: String, media: String, participants: Int, rooms: [String])
     private let log: ServerLog
     /// This node's keys' fingerprint, refreshed in Redis with each heartbeat (`agreeOnKeys`).
@@ -30,6 +35,7 @@ final class ClusterMembership: @unchecked Sendable {
          describe: @escaping @Sendable () -> (url: String, media: String, participants: Int, rooms: [String])) throws(RedisError) {
         self.nodeID = nodeID
         self.registry = NodeRegistry(redis: try RedisClient(address: redis))
+        self.placement = NodeRegistry(redis: try RedisClient(address: redis))
         self.describe = describe
         self.keysFingerprint = keysFingerprint
         self.log = log
@@ -60,21 +66,21 @@ final class ClusterMembership: @unchecked Sendable {
 
     /// Every live node, as the registry has it.
     func nodes() throws(RedisError) -> [ClusterNode] {
-        let r: Result<[ClusterNode], RedisError> = queue.sync { Result { () throws(RedisError) in try registry.liveNodes() } }
+        let r: Result<[ClusterNode], RedisError> = placementQueue.sync { Result { () throws(RedisError) in try placement.liveNodes() } }
         return try r.get()
     }
 
     /// The node `session` lives on, placing it (on the least-loaded live node) when it is new
-    /// or its node is gone. Nil: no node takes rooms. Blocks on the registry's queue.
+    /// or its node is gone. Nil: no node takes rooms. Blocks on the placement queue.
     func place(session: String) throws(RedisError) -> String? {
-        let r: Result<String?, RedisError> = queue.sync { Result { () throws(RedisError) in try registry.place(session: session)?.id } }
+        let r: Result<String?, RedisError> = placementQueue.sync { Result { () throws(RedisError) in try placement.place(session: session)?.id } }
         return try r.get()
     }
 
     /// The node that runs presence and ringing for the cluster, placing it when there is none
-    /// alive. Blocks on the registry's queue.
+    /// alive. Blocks on the placement queue.
     func placeRinging() throws(RedisError) -> String? {
-        let r: Result<String?, RedisError> = queue.sync { Result { () throws(RedisError) in try registry.placeRinging()?.id } }
+        let r: Result<String?, RedisError> = placementQueue.sync { Result { () throws(RedisError) in try placement.placeRinging()?.id } }
         return try r.get()
     }
 
@@ -83,7 +89,7 @@ final class ClusterMembership: @unchecked Sendable {
 
     /// The live node `session` lives on, if any (no placing).
     func lookup(session: String) throws(RedisError) -> String? {
-        let r: Result<String?, RedisError> = queue.sync { Result { () throws(RedisError) in try registry.node(forSession: session)?.id } }
+        let r: Result<String?, RedisError> = placementQueue.sync { Result { () throws(RedisError) in try placement.node(forSession: session)?.id } }
         return try r.get()
     }
 

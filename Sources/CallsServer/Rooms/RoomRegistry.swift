@@ -2,40 +2,40 @@ import CallsCore
 import CallsSecurity
 import Foundation
 
-/// Runs the rooms: owns the queue that `RoomCore` is confined to, the clock and the timers,
-/// and does the core's effects: messages and closes through the `SignalOutbox`, durable writes
-/// through the `StoreWriter` (whose receipts come back as inputs), membership patches to the
-/// relay, log lines.
+/// Runs the rooms: a `CoreRunner` drives `RoomCore` (its queue, clock, timers and store
+/// writer); this type does the core's effects — messages and closes through the `SignalOutbox`,
+/// membership patches to the relay, server members, log and audit lines — and gives the rooms
+/// their entry points.
 ///
 /// ```
 ///  router ─▶ received/connectionClosed ─┐
 ///  relay ──▶ dominant speaker ──────────┤        ┌─▶ send / close ─▶ SignalOutbox
-///  timers ─▶ fired ─────────────────────┼─▶ queue: core.handle(input, now) ─▶ effects ─┼─▶ persist ─▶ StoreWriter ─┐
+///  timers, heartbeat (Scheduler) ─▶ fired ┼─▶ runner queue: core.handle(input, now) ─▶ effects ─┼─▶ persist ─▶ StoreWriter ─┐
 ///  store writer ─▶ receipts ────────────┘        ├─▶ relay patch ─▶ MediaRelay          │
 ///         ▲                                      └─▶ schedule / cancel / log             │
 ///         └──────────────────────────────────────────────────────────────────────────────┘
 /// ```
-/// Thread rules: entry points from any thread hop onto `queue`; the core, the timers table and
-/// the effects run only there (`dispatchPrecondition`).
+/// Thread rules: entry points from any thread hop onto the runner's queue; the core, its timers
+/// and the effects run only there (`dispatchPrecondition`). The `var` hooks are set before start.
 final class RoomRegistry: SignalHandler, @unchecked Sendable {
-    let queue = DispatchQueue(label: "callroom.rooms")
-    let core: RoomCore
+    private let runner: CoreRunner<RoomCore, RoomTimer>
+    var queue: DispatchQueue { runner.queue }
+    var core: RoomCore { runner.core }
     let store: CallStore
     let relay: MediaRelay
     let log: ServerLog
     /// Time and timers (grace periods, idle timeouts): real, or virtual in tests.
-    let scheduler: any Scheduler
-    private var writer: StoreWriter!
+    var scheduler: any Scheduler { runner.scheduler }
     weak var outboxRef: (any SignalOutbox)?
     /// Told (on `queue`) when a room empties; set before start.
     var onRoomEnded: (@Sendable (String) -> Void)?
-    /// Confined to `queue`.
-    private var timers: TimerTable<RoomTimer>!
-    private var heartbeat: DispatchSourceTimer?
 
     /// Told (on the writer's queue) after each batch of writes commits: the webhook deliverer
     /// looks at the outbox then. Set before start.
-    var onCommitted: (@Sendable () -> Void)?
+    var onCommitted: (@Sendable () -> Void)? {
+        get { committedHook.withLock { $0 } }
+        set { committedHook.withLock { $0 = newValue } }
+    }
     /// Where moderators' actions are recorded (set before the server listens).
     var audit: AuditLog?
     /// Applies a moderator's ban for good (or its lifting): stored, in the rules, every node told
@@ -47,76 +47,65 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
          revocations: TokenRevocations = TokenRevocations(),
          roomRules: RoomRulesDirectory = RoomRulesDirectory(defaultModeration: .firstJoiner),
          scheduler: any Scheduler = DispatchScheduler.shared) {
-        self.scheduler = scheduler
         self.store = store
         self.relay = relay
         self.log = log
-        core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, publicURL: publicURL,
-                        mediaHost: mediaPublicAddress?.host, mediaPublicPort: mediaPublicAddress?.port, revocations: revocations,
-                        roomRules: roomRules, outbox: outbox)
-        timers = TimerTable(scheduler: scheduler, queue: queue)
-        writer = StoreWriter(store: store) { [weak self] receipts in
-            guard let self else { return }
-            self.onCommitted?()
-            self.queue.async { for r in receipts { self.run(.stored(r)) } }
-        }
+        let core = RoomCore(signer: signer, appID: appID, limits: limits, mediaPort: relay.port, publicURL: publicURL,
+                            mediaHost: mediaPublicAddress?.host, mediaPublicPort: mediaPublicAddress?.port, revocations: revocations,
+                            roomRules: roomRules, outbox: outbox)
+        let committed = Locked<(@Sendable () -> Void)?>(nil)
+        runner = CoreRunner(label: "callroom.rooms", core: core, store: store, scheduler: scheduler, stored: { .stored($0) },
+                            committed: { committed.withLock { $0 }?() })
+        committedHook = committed
+        runner.setPerform { [unowned self] effect in self.perform(effect) }
     }
+
+    private let committedHook: Locked<(@Sendable () -> Void)?>
 
     func attach(outbox: any SignalOutbox) {
         outboxRef = outbox
         relay.onDominantSpeaker = { [weak self] room, key in
-            guard let registry = self else { return }
-            registry.queue.async { registry.run(.dominantSpeaker(room: room, key: key)) }
+            self?.runner.async(.dominantSpeaker(room: room, key: key))
         }
     }
 
-    /// Starts the store heartbeat that bounds how much end time a crash can lose.
-    func startHeartbeat(every seconds: Double = 5) {
-        let t = DispatchSource.makeTimerSource(queue: queue)
-        t.schedule(deadline: .now() + seconds, repeating: seconds)
-        t.setEventHandler { [weak self] in self?.run(.heartbeat) }
-        t.resume()
-        heartbeat = t
-    }
+    /// Starts the store heartbeat that bounds how much end time a crash can lose (on the scheduler).
+    func startHeartbeat(every seconds: Double = 5) { runner.startHeartbeat(every: seconds) { .heartbeat } }
 
-    func stopHeartbeat() { heartbeat?.cancel(); heartbeat = nil }
+    func stopHeartbeat() { runner.stopHeartbeat() }
 
-    var roomCount: Int { queue.sync { core.rooms.count } }
-    var participantCount: Int { queue.sync { core.participantCount } }
+    var roomCount: Int { runner.read { $0.rooms.count } }
+    var participantCount: Int { runner.read { $0.participantCount } }
     /// The rooms this node holds (their session ids), and its participants, in one look.
-    var load: (rooms: [String], participants: Int) { queue.sync { (Array(core.rooms.keys), core.participantCount) } }
+    var load: (rooms: [String], participants: Int) { runner.read { (Array($0.rooms.keys), $0.participantCount) } }
 
     // MARK: Entry points (any thread)
 
     /// A room-family message from the router (rate-limited there already).
-    func received(_ message: ClientMessage, from connection: ConnectionID) {
-        queue.async { self.run(.message(message, from: connection)) }
-    }
+    func received(_ message: ClientMessage, from connection: ConnectionID) { runner.async(.message(message, from: connection)) }
 
-    func connectionClosed(_ connection: ConnectionID) {
-        queue.async { self.run(.connectionClosed(connection)) }
-    }
+    func connectionClosed(_ connection: ConnectionID) { runner.async(.connectionClosed(connection)) }
+
+    /// `uid`'s tokens were revoked: they leave every room now (any thread).
+    func revoke(_ r: Revocation) { runner.async(.revoked(r)) }
+    /// Recordings a crash cut start again as their sessions come back (`RoomInput.resumeRecordings`).
+    func resumeRecordings(in sessions: [String]) { runner.async(.resumeRecordings(sessions)) }
+
+    /// A room's rules changed (here or on another node): any thread.
+    func rulesChanged(session: String, liftedBan: String?) { runner.async(.rulesChanged(session: session, liftedBan: liftedBan)) }
 
     /// Ends every call (server shutdown) and returns once every leave is on disk and its
     /// `left` handed to the outbox.
-    /// `uid`'s tokens were revoked: they leave every room now (any thread).
-    func revoke(_ r: Revocation) { queue.async { self.run(.revoked(r)) } }
-    /// Recordings a crash cut start again as their sessions come back (`RoomInput.resumeRecordings`).
-    func resumeRecordings(in sessions: [String]) { queue.async { self.run(.resumeRecordings(sessions)) } }
-
-    /// A room's rules changed (here or on another node): any thread.
-    func rulesChanged(session: String, liftedBan: String?) { queue.async { self.run(.rulesChanged(session: session, liftedBan: liftedBan)) } }
-
     func closeAll(reason: LeaveReason) {
-        queue.sync { run(.shutdown(reason)) }
+        runner.sync(.shutdown(reason))
         settle()
     }
 
     /// Blocks until the store writer is idle and every receipt it produced has been handled
     /// (tests use it after each input; shutdown uses it once).
-    func settle() { writer.settle(runner: queue) { !core.pendingWrites.isEmpty } }
+    func settle() { runner.settle() }
 
-    // MARK: The effect loop (on the queue)
+    // MARK: The effects (on the queue)
 
     /// Starts a server member for a room (on the queue; it must only hand off).
     private var memberLauncher: (@Sendable (MemberLaunch) -> Void)?
@@ -124,7 +113,7 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     /// A member could not start (any thread); `code` when the failure has its own (a language
     /// with no model).
     func memberFailed(_ launch: MemberLaunch, code: SignalErrorCode? = nil, reason: String) {
-        queue.async { self.run(.memberFailed(session: launch.session, feature: launch.feature, id: launch.id, code: code, reason: reason)) }
+        runner.async(.memberFailed(session: launch.session, feature: launch.feature, id: launch.id, code: code, reason: reason))
     }
 
     /// Sets how members start and which features they offer (the server, once it listens).
@@ -135,21 +124,15 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
         }
     }
 
-    private func run(_ input: RoomInput) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        for effect in core.handle(input, now: scheduler.nowMilliseconds()) { perform(effect) }
-    }
-
     private func perform(_ effect: RoomEffect) {
         dispatchPrecondition(condition: .onQueue(queue))
         switch effect {
         case .send(let m, let c): outboxRef?.send(m, to: c)
         case .close(let c): outboxRef?.close(c)
-        case .persist(let request): writer.submit(request)
+        case .persist(let request): runner.submit(request)
         case .relay(let patch): relay.apply(patch)
-        case .schedule(let timer, let seconds):
-            timers.schedule(timer, after: seconds) { [weak self] t in self?.run(.timerFired(t)) }
-        case .cancel(let timer): timers.cancel(timer)
+        case .schedule(let timer, let seconds): runner.schedule(timer, after: seconds) { .timerFired($0) }
+        case .cancel(let timer): runner.cancel(timer)
         case .log(let level, let message, let fields): log.write(level, message, fields)
         case .audit(let entry): audit?.record(entry)
         case .setBan(let sid, let uid, let banned):
@@ -164,4 +147,8 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
             launch(m)
         }
     }
+}
+
+extension RoomCore: RunnableCore {
+    var hasPendingWrites: Bool { !pendingWrites.isEmpty }
 }
