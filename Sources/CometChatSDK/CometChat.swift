@@ -21,7 +21,7 @@ public enum CometChat {
         init(_ s: CallsCore.CallStatus) { self = callStatus(rawValue: s.rawValue) ?? .initiated }
     }
 
-    struct State {
+    struct State: Sendable {
         var settings: CallAppSettings?
         var serverURL: URL?
         var user: User?
@@ -34,7 +34,8 @@ public enum CometChat {
 
     /// A listener held weakly (the documented `add…Listener` calls do not retain); read back
     /// as its protocol (`object as? any …Delegate`).
-    final class WeakListener { weak var object: AnyObject?; init(_ o: AnyObject) { object = o } }
+    /// Unchecked: `object` is set once at init; a weak load is atomic in the Swift runtime.
+    final class WeakListener: @unchecked Sendable { weak var object: AnyObject?; init(_ o: AnyObject) { object = o } }
 
     static let state = Locked<State>(State())
 

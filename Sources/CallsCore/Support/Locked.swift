@@ -7,9 +7,12 @@ import Glibc
 /// futex-based `Mutex`, and reported every access inside its closures as a race), so a
 /// `--sanitize=thread` run checks this state for real. Same call shape as `Mutex`.
 ///
+/// Sendable only when `Value` is (as NIO's `NIOLockedValueBox`): a lock makes access to a
+/// value exclusive, it does not make a non-Sendable value safe to hand to another thread.
+///
 /// Thread rules: any thread; never call `withLock` on the same instance from inside its own
 /// closure (not recursive).
-public final class Locked<Value>: @unchecked Sendable {
+public final class Locked<Value> {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
@@ -33,3 +36,5 @@ public final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+extension Locked: @unchecked Sendable where Value: Sendable {}

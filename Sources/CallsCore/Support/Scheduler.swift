@@ -77,3 +77,34 @@ public final class VirtualScheduler: Scheduler, @unchecked Sendable {
         lock.withLock { now = max(now, target) }
     }
 }
+
+/// Work that repeats on a scheduler until cancelled (a heartbeat, a maintenance sweep): each
+/// run schedules the next, so a virtual clock drives it like any timer.
+///
+/// Thread rules: any thread.
+public final class RepeatingWork: Sendable {
+    private let current = Locked<ScheduledWork?>(nil)
+    private let stopped = Locked(false)
+
+    /// Runs `work` on `queue` after `first` seconds, then every `every` seconds.
+    public init(on scheduler: any Scheduler, queue: DispatchQueue, first: Double, every: Double, _ work: @escaping @Sendable () -> Void) {
+        schedule(scheduler, queue, after: first, every: every, work)
+    }
+
+    private func schedule(_ scheduler: any Scheduler, _ queue: DispatchQueue, after: Double, every: Double, _ work: @escaping @Sendable () -> Void) {
+        let next = scheduler.schedule(after: after, on: queue) { [weak self] in
+            guard let self, !self.stopped.withLock({ $0 }) else { return }
+            work()
+            self.schedule(scheduler, queue, after: every, every: every, work)
+        }
+        let cancelled = stopped.withLock { $0 }
+        current.withLock { $0 = next }
+        if cancelled { next.cancel() }
+    }
+
+    /// No more runs (one under way finishes).
+    public func cancel() {
+        stopped.withLock { $0 = true }
+        current.withLock { $0 }?.cancel()
+    }
+}

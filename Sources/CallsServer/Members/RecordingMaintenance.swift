@@ -7,7 +7,7 @@ import Foundation
 /// back (every 30 s, once there is room). Store failures are `StoreOutage`'s: the step is
 /// skipped and tried on the next turn.
 ///
-/// Thread rules: the timers run on a utility queue; `sweep` and `mixPending` from any thread
+/// Thread rules: the timers run on a utility queue (on the scheduler: virtual in tests); `sweep` and `mixPending` from any thread
 /// (tests call them); `stop` from the server's owner.
 final class RecordingMaintenance: Sendable {
     private let store: CallStore
@@ -15,9 +15,11 @@ final class RecordingMaintenance: Sendable {
     private let retentionDays: Int
     private let log: ServerLog
     private let outage: StoreOutage
-    private let timers = Locked<[any DispatchSourceTimer]>([])
+    private let timers = Locked<[RepeatingWork]>([])
+    private let scheduler: any Scheduler
 
-    init(store: CallStore, dataDir: String, retentionDays: Int, log: ServerLog) {
+    init(store: CallStore, dataDir: String, retentionDays: Int, log: ServerLog, scheduler: any Scheduler = DispatchScheduler.shared) {
+        self.scheduler = scheduler
         self.store = store
         self.dataDir = dataDir
         self.retentionDays = retentionDays
@@ -28,17 +30,10 @@ final class RecordingMaintenance: Sendable {
     /// Starts the timers: mixes every 30 s (the first after 1 s), retention hourly (the first now).
     func start() {
         let queue = DispatchQueue.global(qos: .utility)
-        let mixes = DispatchSource.makeTimerSource(queue: queue)
-        mixes.schedule(deadline: .now() + 1, repeating: .seconds(30))
-        mixes.setEventHandler { [weak self] in self?.mixPending() }
-        var started = [mixes]
+        var started = [RepeatingWork(on: scheduler, queue: queue, first: 1, every: 30) { [weak self] in self?.mixPending() }]
         if retentionDays > 0 {
-            let sweep = DispatchSource.makeTimerSource(queue: queue)
-            sweep.schedule(deadline: .now(), repeating: .seconds(3600))
-            sweep.setEventHandler { [weak self] in self?.sweep() }
-            started.append(sweep)
+            started.append(RepeatingWork(on: scheduler, queue: queue, first: 0, every: 3600) { [weak self] in self?.sweep() })
         }
-        for t in started { t.resume() }
         timers.withLock { $0 = started }
     }
 

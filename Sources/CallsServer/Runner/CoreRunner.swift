@@ -33,7 +33,7 @@ final class CoreRunner<Core: RunnableCore, TimerKey: Hashable & Sendable>: @unch
     /// What each effect does (the owner's); set once before the first input.
     private var perform: ((Core.Effect) -> Void)?
     /// The repeating heartbeat (nil: not started, or stopped).
-    private var heartbeat: ScheduledWork?
+    private let heartbeat = Locked<RepeatingWork?>(nil)
 
     init(label: String, core: Core, store: CallStore, scheduler: any Scheduler, stored: @escaping @Sendable (StoreReceipt) -> Core.Input,
          committed: (@Sendable () -> Void)? = nil) {
@@ -65,22 +65,14 @@ final class CoreRunner<Core: RunnableCore, TimerKey: Hashable & Sendable>: @unch
     /// Blocks until the store writer is idle and every receipt it produced has been handled.
     func settle() { writer.settle(runner: queue) { core.hasPendingWrites } }
 
-    /// Feeds `input` every `seconds` on the scheduler (the store heartbeat), until `stopHeartbeat`.
-    /// The first beat is `seconds` after this call (scheduled before it returns).
+    /// Feeds `input` every `seconds` on the scheduler (the store heartbeat), until
+    /// `stopHeartbeat`. The first beat is `seconds` after this call.
     func startHeartbeat(every seconds: Double, _ input: @escaping @Sendable () -> Core.Input) {
-        queue.sync { beat(every: seconds, input) }
+        let beat = RepeatingWork(on: scheduler, queue: queue, first: seconds, every: seconds) { [weak self] in self?.run(input()) }
+        heartbeat.withLock { $0?.cancel(); $0 = beat }
     }
 
-    func stopHeartbeat() { queue.sync { heartbeat?.cancel(); heartbeat = nil } }
-
-    private func beat(every seconds: Double, _ input: @escaping @Sendable () -> Core.Input) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        heartbeat = scheduler.schedule(after: seconds, on: queue) { [weak self] in
-            guard let self, self.heartbeat != nil else { return }
-            self.run(input())
-            self.beat(every: seconds, input)
-        }
-    }
+    func stopHeartbeat() { heartbeat.withLock { $0?.cancel(); $0 = nil } }
 
     // MARK: On the queue
 
