@@ -205,7 +205,7 @@ final class ALSADevice: @unchecked Sendable {
 }
 
 /// `alsa:NAME` input: capture from an ALSA PCM.
-public final class ALSAInput: AudioInput, @unchecked Sendable {
+public final class ALSAInput: AudioInput, Sendable {
     public var name: String { "alsa:\(device.name)" }
     private let device: ALSADevice
 
@@ -228,7 +228,7 @@ public final class ALSAInput: AudioInput, @unchecked Sendable {
 }
 
 /// `alsa:NAME` output: playback to an ALSA PCM.
-public final class ALSAOutput: AudioOutput, UnderrunCounting, @unchecked Sendable {
+public final class ALSAOutput: AudioOutput, UnderrunCounting, Sendable {
     public var name: String { "alsa:\(device.name)" }
     private let device: ALSADevice
 

@@ -1,6 +1,6 @@
 /// The error every failing SDK call reports: a documented code and a human-readable text.
 /// Codes are listed in docs/sdk.md. Immutable; safe to pass between threads.
-public final class CometChatCallException: Error, @unchecked Sendable, CustomStringConvertible {
+public final class CometChatCallException: Error, Sendable, CustomStringConvertible {
     public let errorCode: String
     public let errorDescription: String
 

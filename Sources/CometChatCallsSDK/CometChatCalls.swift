@@ -7,7 +7,7 @@ import Synchronization
 /// Thread rules: every method may be called from any thread. Completion handlers run on the
 /// callback queue (main unless `CallAppSettingsBuilder.set(callbackQueue:)` says otherwise);
 /// because the documented handlers are not `@Sendable`, call these methods from that queue.
-public final class CometChatCalls: @unchecked Sendable {
+public final class CometChatCalls: Sendable {
     struct State {
         var settings: CallAppSettings?
         var serverURL: URL?

@@ -104,7 +104,7 @@ final class MediaEngine: @unchecked Sendable {
     private let impairedDrops = Atomic<Int>(0)
     /// What reading the socket needs, held by whichever thread reads it (`drainSocket`): the
     /// batch buffers and, in benchmarks, the impairment's draws and held packets.
-    private struct ReceiveState: @unchecked Sendable {
+    private struct ReceiveState: Sendable {
         let batch = UDPBatchReceiver(capacity: 32, timestamps: true)
         // Audio's draws, then video's own: video packets do not shift which audio packets a seed drops.
         var rngs: [SplitMix64]

@@ -18,7 +18,7 @@ extension AudioMode {
 
 /// v4: the result of `generateToken(authToken:sessionID:…)`.
 @available(*, deprecated, message: "CometChatCalls v4 API: use SessionSettingsBuilder and CallSession listeners")
-public final class GenerateToken: @unchecked Sendable {
+public final class GenerateToken: Sendable {
     public let token: String?
     public let sessionId: String
     init(token: String?, sessionId: String) { self.token = token; self.sessionId = sessionId }

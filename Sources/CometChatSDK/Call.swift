@@ -9,7 +9,7 @@ public class AppEntity: @unchecked Sendable {
 }
 
 /// A user of the app.
-public final class User: AppEntity, @unchecked Sendable {
+public final class User: AppEntity, Sendable {
     public let uid: String
     public let avatar: String?
     public init(uid: String, name: String, avatar: String? = nil) {
@@ -20,7 +20,7 @@ public final class User: AppEntity, @unchecked Sendable {
 }
 
 /// A group of users (`guid`).
-public final class Group: AppEntity, @unchecked Sendable {
+public final class Group: AppEntity, Sendable {
     public let guid: String
     public init(guid: String, name: String) {
         self.guid = guid
@@ -71,7 +71,7 @@ public final class Call: @unchecked Sendable {
 }
 
 /// The error every failing chat-side call reports: a documented code and a text.
-public final class CometChatException: Error, @unchecked Sendable, CustomStringConvertible {
+public final class CometChatException: Error, Sendable, CustomStringConvertible {
     public let errorCode: String
     public let errorDescription: String
     public init(errorCode: String, errorDescription: String) {

@@ -36,7 +36,7 @@ public struct ClusterNode: Codable, Sendable, Equatable {
 /// each of its rooms puts the room on a live node.
 ///
 /// Thread rules: one owner at a time (the RedisClient is not thread-safe); callers serialise.
-public final class NodeRegistry: @unchecked Sendable {
+public final class NodeRegistry: Sendable {
     public let redis: RedisClient
     public let ttlMs: Int
     static let nodePrefix = "callroom:node:"

@@ -11,7 +11,7 @@ import Foundation
 ///
 /// Thread rules: `add`/`remove` from any thread (`remove` returns once the hub no longer
 /// touches that member); members' `pump`/`tickFromHub` run only on the hub's thread.
-final class ServerMemberHub: @unchecked Sendable {
+final class ServerMemberHub: Sendable {
     private let poller: ReadinessPoller
     private struct State {
         var members: [UInt64: ServerMember] = [:]

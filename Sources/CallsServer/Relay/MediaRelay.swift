@@ -74,7 +74,7 @@ public final class RelayCounters: Sendable {
 /// Thread rules: `start`/`stop`/`close` from the owner; `update(_:)` from any thread (the
 /// registry's queue); everything else happens on the worker threads, which allocate nothing per
 /// packet and share only batch-granular state (`RelayShared`).
-final class MediaRelay: @unchecked Sendable {
+final class MediaRelay: Sendable {
     private let shared: RelayShared
     private let workers: [RelayWorker]
     private let stopped = DispatchSemaphore(value: 0)

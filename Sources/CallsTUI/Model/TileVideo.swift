@@ -5,7 +5,7 @@ import CallsVideo
 /// number (a new frame is a change), never by its pixels. Its picture for a tile size is made
 /// once and kept until the frame or the size changes (redraws for other reasons cost nothing).
 /// A value; owned by the UI thread.
-public struct TileVideo: Equatable, @unchecked Sendable {
+public struct TileVideo: Equatable, Sendable {
     public let frame: VideoFrame
     public let serial: UInt64
     /// Your own preview: shown as a mirror shows you.

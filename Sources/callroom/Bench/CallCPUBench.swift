@@ -16,7 +16,7 @@ enum CallCPUBench {
     }
 
     /// A child client: its process, and the JSON lines it printed.
-    final class Client: @unchecked Sendable {
+    final class Client: Sendable {
         let uid: String
         let process = Process()
         private let input = Pipe(), output = Pipe()

@@ -13,7 +13,7 @@ import Synchronization
 /// takes to drain once the receiver is back, and how many requests the dead receiver got.
 enum WebhookBench {
     /// Records arrivals: (transition time ms from the body, arrival ms).
-    final class Receiver: WebServerDelegate, @unchecked Sendable {
+    final class Receiver: WebServerDelegate, Sendable {
         let arrivals = Mutex<[(Int64, Int64)]>([])
         let up = Atomic<Bool>(true)
         /// Requests answered 503 (the receiver was down).
