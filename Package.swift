@@ -72,7 +72,7 @@ let package = Package(
         .executableTarget(name: "RingingExample", dependencies: ["CometChatCallsSDK", "CometChatSDK"], path: "Examples/RingingExample"),
 
         // MARK: Tests
-        .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport"], path: "Tests/CallRoomTestSupport"),
+        .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsSecurity"], path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),

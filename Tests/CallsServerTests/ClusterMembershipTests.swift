@@ -21,12 +21,6 @@ final class ClusterMembershipTests: XCTestCase {
         h.request("GET", "/v3/cluster/nodes", headers: h.adminHeaders).data["nodes"] as? [[String: Any]] ?? []
     }
 
-    func eventually(_ seconds: Double = 5, _ what: () throws -> Bool) rethrows -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end { if try what() { return true }; Thread.sleep(forTimeInterval: 0.05) }
-        return try what()
-    }
-
     func testNodesRegisterWithTheirLoadAndRoomsAndLeaveCleanly() throws {
         let a = try ServerHarness { $0.redisURL = self.redis.address; $0.nodeID = "node-a" }
         defer { a.stop(); a.removeData() }

@@ -37,12 +37,6 @@ final class ClusterRoutingTests: XCTestCase {
         XCTAssertTrue(eventually { (try? self.nodes[0].server.clusterNodes()?.count) == ids.count }, "every node registered")
     }
 
-    func eventually(_ seconds: Double = 5, _ what: () -> Bool) -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end { if what() { return true }; Thread.sleep(forTimeInterval: 0.02) }
-        return what()
-    }
-
     func join(_ node: ServerHarness, _ uid: String, session: String) throws -> (SignalProbe, ServerMessage.Joined) {
         let p = try SignalProbe(url: node.server.url)
         p.send(.join(.init(callToken: try node.callToken(uid: uid, session: session), sessionId: session)))

@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 @testable import CallsServer
 import Testing
 

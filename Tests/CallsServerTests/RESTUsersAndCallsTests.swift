@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsCore
 import CallsServer
 import XCTest

@@ -247,6 +247,20 @@ final class RelayFastPathTests: XCTestCase {
         withExtendedLifetime([x, y]) {}
     }
 
+    /// A fast path that cannot load leaves every descriptor alone: it once closed fd 0 twice on
+    /// its way out, taking whatever held fd 0 (in the suite, a PostgreSQL connection).
+    func testAFailedFastPathClosesNoDescriptorOfOthers() throws {
+        let saved = dup(0)
+        XCTAssertGreaterThanOrEqual(saved, 0)
+        let null = open("/dev/null", O_RDONLY)
+        XCTAssertEqual(dup2(null, 0), 0)
+        close(null)
+        defer { dup2(saved, 0); close(saved) }
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("none.bpf.o").path
+        XCTAssertThrowsError(try RelayFastPath(objectPath: missing, host: "127.0.0.1", port: 9))
+        XCTAssertNotEqual(fcntl(0, F_GETFD), -1, "fd 0 is still open")
+    }
+
     func testOnRefusesToStartWithoutTheProgram() throws {
         let missing = FileManager.default.temporaryDirectory.appendingPathComponent("none.bpf.o").path
         XCTAssertThrowsError(try ServerHarness { $0.relayFastPath = .on; $0.relayFastPathObject = missing }) { error in

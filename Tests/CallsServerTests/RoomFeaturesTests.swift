@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsCore
 import CallsSecurity
 import CallsServer

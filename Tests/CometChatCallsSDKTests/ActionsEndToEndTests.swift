@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsServer
 import CallsTUI
 @testable import CometChatCallsSDK
@@ -11,37 +12,17 @@ import FoundationNetworking
 /// client's listener callbacks (all five protocols, via `ListenerBridge`) and at a second
 /// participant.
 final class ActionsEndToEndTests: XCTestCase {
-    final class Events: @unchecked Sendable {
-        private let lock = NSLock()
-        private var list: [CallEvent] = []
-        func add(_ e: CallEvent) { lock.lock(); list.append(e); lock.unlock() }
-        var all: [CallEvent] { lock.lock(); defer { lock.unlock() }; return list }
-        func clear() { lock.lock(); list.removeAll(); lock.unlock() }
-        @discardableResult
-        func wait(_ what: String = "", timeout: TimeInterval = 5, _ match: (CallEvent) -> Bool) -> CallEvent? {
-            let end = Date().addingTimeInterval(timeout)
-            while Date() < end {
-                if let e = all.first(where: match) { return e }
-                Thread.sleep(forTimeInterval: 0.01)
-            }
-            XCTFail("no event \(what) within \(timeout) s; saw \(all.map(\.callback))")
-            return nil
-        }
-        func has(_ e: CallEvent) -> Bool { wait("\(e.callback)") { $0 == e } != nil }
-        func error(_ code: String) -> Bool { wait(code) { if case .error(code, _) = $0 { return true }; return false } != nil }
-    }
-
     var t: TestServer!
     var server: CallServer { t.server }
-    var mine = Events()
-    var peer = Events()
+    var mine = EventRecorder<CallEvent>()
+    var peer = EventRecorder<CallEvent>()
     var bridge: ListenerBridge!
     var bob: CallsClient!
     let queue = DispatchQueue(label: "sdk-callbacks")
 
     override func setUp() async throws {
         CometChatCalls.resetForTesting()
-        t = try TestServer()
+        t = try TestServer.forSDK()
         try t.initializeSDK(queue: queue)
         let m = mine
         bridge = ListenerBridge { m.add($0) }

@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsAudio
 import CallsCore
 import CallsServer
@@ -9,10 +10,10 @@ import XCTest
 /// redundant copies, FEC and concealment fill the gaps, playback never stalls.
 final class ImpairedCallTests: XCTestCase {
     func testLossyNetworkStillDeliversAContinuousTone() async throws {
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
         let wav = t.dir + "/heard.wav"
-        let events = EventRecorder()
+        let events = EventRecorder<CallEvent>()
         let listener = try await t.joinedClient("lis", session: "lossy", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("file:\(wav)").setJitterTargetFrames(3)
             .setNetworkImpairment(NetworkImpairment(lossPercent: 10, jitterMs: 30, seed: 7)).build(), onEvent: { events.add($0) })
@@ -56,15 +57,6 @@ final class ImpairedCallTests: XCTestCase {
     func readSamples(_ path: String) -> [Int16]? { WAVHelpers.readSamples(path) }
 }
 
-/// Collects events from any queue.
-final class EventRecorder: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [CallEvent] = []
-    func add(_ e: CallEvent) { lock.lock(); list.append(e); lock.unlock() }
-    var all: [CallEvent] { lock.lock(); defer { lock.unlock() }; return list }
-    func clear() { lock.lock(); list.removeAll(); lock.unlock() }
-}
-
 /// Level and WAV reading for these tests.
 enum WAVHelpers {
     static func rms(_ s: ArraySlice<Int16>) -> Double {
@@ -86,7 +78,7 @@ enum WAVHelpers {
 /// Short playback periods with playout phase alignment keep a tone continuous.
 final class ShortPeriodCallTests: XCTestCase {
     func testFivePeriodPlaybackStaysContinuous() async throws {
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
         let wav = t.dir + "/heard5.wav"
         let listener = try await t.joinedClient("lis", session: "p5", settings: SessionSettingsBuilder()
@@ -110,7 +102,7 @@ final class ShortPeriodCallTests: XCTestCase {
 /// making a packet late.
 final class PlayoutPhaseCallTests: XCTestCase {
     func testTheListenerMovesPlayoutEarlierInTheQuietAndNoPacketGoesLate() async throws {
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
         // 100 ms beeps every 500 ms (quiet frames between), written with the engine's own WAV writer.
         let beeps = t.dir + "/beeps.wav", heard = t.dir + "/heard-phase.wav"

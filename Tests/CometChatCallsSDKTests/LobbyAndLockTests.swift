@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsServer
 @testable import CometChatCallsSDK
 import Foundation
@@ -9,9 +10,9 @@ final class LobbyAndLockTests: XCTestCase {
     private var quiet: SessionSettingsBuilder.SessionSettings { SessionSettingsBuilder().setAudioInput("tone:440").setAudioOutput("null").build() }
 
     func testAGuestWaitsInTheLobbyUntilTheHostLetsThemIn() async throws {
-        let t = try TestServer { $0.roomAccess = .lobby }
+        let t = try TestServer.forSDK { $0.roomAccess = .lobby }
         defer { t.stop() }
-        let hostEvents = EventRecorder(), guestEvents = EventRecorder(), otherEvents = EventRecorder()
+        let hostEvents = EventRecorder<CallEvent>(), guestEvents = EventRecorder<CallEvent>(), otherEvents = EventRecorder<CallEvent>()
         let host = try await t.joinedClient("host", session: "lobby", settings: quiet, onEvent: { hostEvents.add($0) })
         // The guest's join does not return while they wait.
         let guest = CallsClient(serverURL: t.url, appID: t.appId, eventQueue: DispatchQueue(label: "guest"), onEvent: { guestEvents.add($0) })
@@ -46,9 +47,9 @@ final class LobbyAndLockTests: XCTestCase {
     }
 
     func testAModeratorLocksTheRoom() async throws {
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
-        let hostEvents = EventRecorder(), guestEvents = EventRecorder()
+        let hostEvents = EventRecorder<CallEvent>(), guestEvents = EventRecorder<CallEvent>()
         let host = try await t.joinedClient("host", session: "locked", settings: quiet, onEvent: { hostEvents.add($0) })
         let guest = try await t.joinedClient("guest", session: "locked", settings: quiet, onEvent: { guestEvents.add($0) })
         guest.setRoomLocked(true)

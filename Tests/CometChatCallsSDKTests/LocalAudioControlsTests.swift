@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsAudio
 import CallsServer
 @testable import CometChatCallsSDK
@@ -7,7 +8,7 @@ import XCTest
 /// Push-to-talk, per-participant volume and capture processing in a real call.
 final class LocalAudioControlsTests: XCTestCase {
     func testPushToTalkAndVolume() async throws {
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
         let speaker = try await t.joinedClient("spk", session: "ptt", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none")
@@ -52,7 +53,7 @@ final class LocalAudioControlsTests: XCTestCase {
 /// The settings panel's device choices and test tone, in a real call.
 final class AudioDeviceSwitchTests: XCTestCase {
     func testSwitchingTheMicrophoneAndATestTone() async throws {
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
         let speaker = try await t.joinedClient("mic", session: "devs", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("none").build())

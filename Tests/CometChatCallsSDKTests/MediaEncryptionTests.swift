@@ -18,7 +18,7 @@ final class MediaEncryptionTests: XCTestCase {
     /// every forged packet fails authentication and the real stream plays on.
     func testRTPSpoofedFromABoundAddressIsRefusedByEveryReceiver() async throws {
         try XCTSkipUnless(SpoofedUDP.isAvailable, "raw sockets need root: the spoofing attack cannot be reproduced here")
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
         let listener = try await t.joinedClient("lis", session: "spoof", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null").build())
@@ -48,7 +48,7 @@ final class MediaEncryptionTests: XCTestCase {
     }
 
     func testKeysRotateWhenAMemberLeavesAndTheCallCarriesOn() async throws {
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
         let speaker = try await t.joinedClient("spk", session: "rotate", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none").build())
@@ -81,9 +81,9 @@ final class MediaEncryptionTests: XCTestCase {
 /// nothing listens on, so no bind is ever answered and both clients fall back.
 final class MediaOverSignallingTests: XCTestCase {
     func testBothClientsFallBackAndHearEachOther() async throws {
-        let t = try TestServer { $0.mediaPublicAddress = "127.0.0.2" }  // the relay is bound to 127.0.0.1 only
+        let t = try TestServer.forSDK { $0.mediaPublicAddress = "127.0.0.2" }  // the relay is bound to 127.0.0.1 only
         defer { t.stop() }
-        let events = EventRecorder()
+        let events = EventRecorder<CallEvent>()
         let listener = try await t.joinedClient("lis", session: "tunnel", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null").build(), onEvent: { events.add($0) })
         let speaker = try await t.joinedClient("spk", session: "tunnel", settings: SessionSettingsBuilder()

@@ -12,9 +12,9 @@ final class RecordingTests: XCTestCase {
     func testAModeratorRecordsTheRoomAndItsFilesAreServed() async throws {
         try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/opusinfo"), "needs opus-tools (scripts/install-deps.sh)")
         // A webhook for recording_generated (its receiver need not answer: the outbox row is what is checked).
-        let t = try TestServer { $0.webhooks = [WebhookConfig(id: "rec", url: "http://127.0.0.1:9/hook", secret: "s3cret", triggers: ["recording_generated"])] }
+        let t = try TestServer.forSDK { $0.webhooks = [WebhookConfig(id: "rec", url: "http://127.0.0.1:9/hook", secret: "s3cret", triggers: ["recording_generated"])] }
         defer { t.stop() }
-        let modEvents = EventRecorder(), guestEvents = EventRecorder()
+        let modEvents = EventRecorder<CallEvent>(), guestEvents = EventRecorder<CallEvent>()
         let mod = try await t.joinedClient("mod", session: "rec", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
         let guest = try await t.joinedClient("guest", session: "rec", settings: SessionSettingsBuilder()
@@ -115,19 +115,19 @@ final class RecordingTests: XCTestCase {
 /// Storage limits: a full quota refuses a recording at once, with the reason; recordings past
 /// their retention are deleted, files and call-log entries both.
 final class RecordingLimitsTests: XCTestCase {
-    func moderator(_ t: TestServer, _ events: EventRecorder) async throws -> CallsClient {
+    func moderator(_ t: TestServer, _ events: EventRecorder<CallEvent>) async throws -> CallsClient {
         try await t.joinedClient("boss", session: "kept", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { events.add($0) })
     }
 
     func testAFullQuotaRefusesARecordingAtOnce() async throws {
-        let t = try TestServer { $0.recordingQuotaMB = 1 }
+        let t = try TestServer.forSDK { $0.recordingQuotaMB = 1 }
         defer { t.stop() }
         // 2 MB of earlier recordings already.
         let old = t.dir + "/recordings/rec_old"
         try FileManager.default.createDirectory(atPath: old, withIntermediateDirectories: true)
         try Data(count: 2_000_000).write(to: URL(fileURLWithPath: old + "/mixed.opus"))
-        let events = EventRecorder()
+        let events = EventRecorder<CallEvent>()
         let boss = try await moderator(t, events)
         let asked = Date()
         boss.setSessionFeature(.recording, enabled: true)
@@ -142,9 +142,9 @@ final class RecordingLimitsTests: XCTestCase {
     }
 
     func testRecordingsPastTheirRetentionAreDeleted() async throws {
-        let t = try TestServer { $0.recordingRetentionDays = 7 }
+        let t = try TestServer.forSDK { $0.recordingRetentionDays = 7 }
         defer { t.stop() }
-        let events = EventRecorder()
+        let events = EventRecorder<CallEvent>()
         let boss = try await moderator(t, events)
         boss.setSessionFeature(.recording, enabled: true)
         for _ in 0..<60 where !events.all.contains(.recordingStarted) { try await Task.sleep(nanoseconds: 50_000_000) }
@@ -183,9 +183,9 @@ final class RecordingFullDiskTests: XCTestCase {
         let m = try ManagedProcess("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=96k", "tmpfs", data + "/recordings"])
         try XCTSkipUnless(m.wait(timeout: 10) == 0, "cannot mount a tmpfs here: \(m.errorOutput)")
         defer { _ = try? ManagedProcess("/usr/bin/umount", ["-l", data + "/recordings"]).wait(timeout: 10) }
-        let t = try TestServer { $0.dataDir = data }
+        let t = try TestServer.forSDK { $0.dataDir = data }
         defer { t.stop() }
-        let modEvents = EventRecorder(), guestEvents = EventRecorder()
+        let modEvents = EventRecorder<CallEvent>(), guestEvents = EventRecorder<CallEvent>()
         let mod = try await t.joinedClient("mod", session: "full", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
         let guest = try await t.joinedClient("guest", session: "full", settings: SessionSettingsBuilder()

@@ -12,9 +12,9 @@ import XCTest
 final class RedundantAudioCallTests: XCTestCase {
     func testLossReportsSwitchRedundancyOnAndLostFramesArePlayedFromCopies() async throws {
         try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/opusdec"), "needs opus-tools (scripts/install-deps.sh)")
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
-        let modEvents = EventRecorder()
+        let modEvents = EventRecorder<CallEvent>()
         let speaker = try await t.joinedClient("spk", session: "red", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none").build(), onEvent: { modEvents.add($0) })
         let listener = try await t.joinedClient("lis", session: "red", settings: SessionSettingsBuilder()
@@ -76,7 +76,7 @@ final class RedundantAudioCallTests: XCTestCase {
     /// Losses in bursts: the listener reports the longest run it lost in a row, and the speaker
     /// repeats enough frames to cover runs longer than four (at half its bitrate).
     func testRunsLostInARowRaiseTheRedundancyBeyondWhatTheRateAsks() async throws {
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
         let speaker = try await t.joinedClient("spk", session: "bursts", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none").build())
@@ -100,7 +100,7 @@ final class RedundantAudioCallTests: XCTestCase {
     }
 
     func testASpeakerWithRedundancyOffSendsPlainOpusWithFEC() async throws {
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
         let speaker = try await t.joinedClient("spk", session: "plain", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none").enableAudioRedundancy(false).build())

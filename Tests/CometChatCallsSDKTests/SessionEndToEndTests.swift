@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsServer
 @testable import CometChatCallsSDK
 import Foundation
@@ -33,12 +34,7 @@ final class Recorder: SessionStatusListener, MediaEventsListener, ParticipantEve
     func onParticipantAudioUnmuted(participant: Participant) { note("onParticipantAudioUnmuted", participant) }
 
     func waitFor(_ name: String, count: Int = 1, timeout: TimeInterval = 5) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if events.filter({ $0 == name }).count >= count { return true }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return false
+        eventually(timeout) { events.filter({ $0 == name }).count >= count }
     }
 }
 
@@ -49,7 +45,7 @@ final class SessionEndToEndTests: XCTestCase {
 
     override func setUpWithError() throws {
         CometChatCalls.resetForTesting()
-        t = try TestServer()
+        t = try TestServer.forSDK()
         try t.initializeSDK(queue: queue)
     }
 

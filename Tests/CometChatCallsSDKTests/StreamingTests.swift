@@ -37,14 +37,14 @@ final class StreamingTests: XCTestCase {
                           "needs icecast2 and opus-tools (scripts/install-deps.sh)")
         let ice = try IcecastServer()
         try ice.start()
-        let t = try TestServer {
+        let t = try TestServer.forSDK {
             $0.streamingURL = "http://source:\(ice.password)@127.0.0.1:\(ice.port)/{sessionId}.opus"
             $0.streamingReconnectSeconds = 30
         }
         defer { t.stop() }
         let dir = TemporaryDirectory("callroom-stream")
         defer { dir.remove() }
-        let modEvents = EventRecorder(), guestEvents = EventRecorder()
+        let modEvents = EventRecorder<CallEvent>(), guestEvents = EventRecorder<CallEvent>()
         let mod = try await t.joinedClient("mod", session: "onair", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
         let guest = try await t.joinedClient("guest", session: "onair", settings: SessionSettingsBuilder()
@@ -93,9 +93,9 @@ final class StreamingTests: XCTestCase {
         let ice = try IcecastServer()
         try ice.start()
         // A wrong source password: the moderator is told at once; nobody hears "started".
-        let wrong = try TestServer { $0.streamingURL = "http://source:not-it@127.0.0.1:\(ice.port)/x.opus" }
+        let wrong = try TestServer.forSDK { $0.streamingURL = "http://source:not-it@127.0.0.1:\(ice.port)/x.opus" }
         defer { wrong.stop() }
-        let events = EventRecorder()
+        let events = EventRecorder<CallEvent>()
         let mod = try await wrong.joinedClient("mod", session: "nope", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("null").setStreamingURL("http://source:x@127.0.0.1:9/y.opus").build(), onEvent: { events.add($0) })
         // A session's own URL is refused unless the server allows it.
@@ -117,9 +117,9 @@ final class StreamingTests: XCTestCase {
         await plain.leave()
 
         // No streamingURL at all.
-        let none = try TestServer()
+        let none = try TestServer.forSDK()
         defer { none.stop() }
-        let e2 = EventRecorder()
+        let e2 = EventRecorder<CallEvent>()
         let c = try await none.joinedClient("mod", session: "quiet", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null").build(), onEvent: { e2.add($0) })
         c.setSessionFeature(.streaming, enabled: true)

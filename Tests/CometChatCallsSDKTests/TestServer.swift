@@ -1,20 +1,16 @@
+import CallRoomTestSupport
 import CallsServer
 @testable import CometChatCallsSDK
 import Foundation
 import XCTest
 
-/// An in-process `CallServer` on loopback with a temporary data directory, for SDK tests.
-final class TestServer {
-    let server: CallServer
-    let dir: String
+/// The SDK tests' server: the one harness, its data removed on stop.
+typealias TestServer = ServerHarness
 
-    init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-\(UUID().uuidString.prefix(8))").path
-        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
-        c.logLevel = .error
-        configure(&c)
-        server = CallServer(configuration: c)
-        try server.start()
+extension ServerHarness {
+    /// A server for an SDK test (its data directory removed on `stop()`).
+    static func forSDK(configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> ServerHarness {
+        try ServerHarness(removesDataOnStop: true, configure: configure)
     }
 
     var url: URL { URL(string: server.url) ?? URL(fileURLWithPath: "/") }
@@ -35,19 +31,34 @@ final class TestServer {
         try await c.join(callToken: try await c.generateToken(sessionID: session), sessionID: session, settings: settings)
         return c
     }
-
-    func stop() {
-        server.stop()
-        try? FileManager.default.removeItem(atPath: dir)
-    }
 }
 
 extension XCTestCase {
     /// Waits (every 50 ms, up to `seconds`) until `events` holds one that matches; fails with
     /// `what` and every callback seen when none came.
-    func waitFor(_ what: String, _ events: EventRecorder, seconds: Double = 5, file: StaticString = #filePath, line: UInt = #line,
+    func waitFor(_ what: String, _ events: EventRecorder<CallEvent>, seconds: Double = 5, file: StaticString = #filePath, line: UInt = #line,
                  _ match: @escaping (CallEvent) -> Bool) async throws {
-        for _ in 0..<Int(seconds * 20) where !events.all.contains(where: match) { try await Task.sleep(nanoseconds: 50_000_000) }
-        XCTAssertTrue(events.all.contains(where: match), "\(what): \(events.all.map(\.callback))", file: file, line: line)
+        let seen = await eventually(seconds) { events.all.contains(where: match) }
+        XCTAssertTrue(seen, "\(what): \(events.all.map(\.callback))", file: file, line: line)
+    }
+}
+
+extension EventRecorder where Event == CallEvent {
+    /// The first event matching `match` within `timeout`; a test failure naming `what` and every
+    /// callback seen when none came.
+    @discardableResult
+    func wait(_ what: String, timeout: TimeInterval = 5, file: StaticString = #filePath, line: UInt = #line,
+              _ match: (CallEvent) -> Bool) -> CallEvent? {
+        if let e = wait(timeout, match) { return e }
+        XCTFail("no event \(what) within \(timeout) s; saw \(all.map(\.callback))", file: file, line: line)
+        return nil
+    }
+
+    func has(_ e: CallEvent, file: StaticString = #filePath, line: UInt = #line) -> Bool {
+        wait("\(e.callback)", file: file, line: line) { $0 == e } != nil
+    }
+
+    func error(_ code: String, file: StaticString = #filePath, line: UInt = #line) -> Bool {
+        wait(code, file: file, line: line) { if case .error(code, _) = $0 { return true }; return false } != nil
     }
 }

@@ -21,9 +21,9 @@ final class TranscriptionTests: XCTestCase {
     func testCaptionsReachTheRoomAndTheTranscriptIsStored() async throws {
         try XCTSkipUnless(FileManager.default.fileExists(atPath: "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin"),
                           "needs pocketsphinx-en-us (scripts/install-deps.sh)")
-        let t = try TestServer()
+        let t = try TestServer.forSDK()
         defer { t.stop() }
-        let modEvents = EventRecorder(), guestEvents = EventRecorder()
+        let modEvents = EventRecorder<CallEvent>(), guestEvents = EventRecorder<CallEvent>()
         let mod = try await t.joinedClient("mod", session: "cc", settings: SessionSettingsBuilder()
             .setAudioInput("file:" + BuiltProducts.packageRoot + "/Resources/clips/\(Self.clip).wav").setAudioOutput("null").build(),
                                            name: "Katherine", onEvent: { modEvents.add($0) })

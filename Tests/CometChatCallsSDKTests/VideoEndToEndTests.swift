@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsCore
 import CallsServer
 import CallsVideo
@@ -12,7 +13,7 @@ import XCTest
 final class VideoEndToEndTests: XCTestCase {
     var t: TestServer!
 
-    override func setUp() async throws { t = try TestServer() }
+    override func setUp() async throws { t = try TestServer.forSDK() }
     override func tearDown() async throws { t.stop() }
 
     func settings(_ source: String = "pattern", impair: NetworkImpairment? = nil) -> SessionSettingsBuilder.SessionSettings {
@@ -23,8 +24,8 @@ final class VideoEndToEndTests: XCTestCase {
     }
 
     func waitUntil(_ what: String, seconds: Double = 8, _ ok: () -> Bool) async throws {
-        for _ in 0..<Int(seconds * 20) where !ok() { try await Task.sleep(nanoseconds: 50_000_000) }
-        XCTAssertTrue(ok(), what)
+        let held = await eventually(seconds) { ok() }
+        XCTAssertTrue(held, what)
     }
 
     func testThePatternArrivesDecodedWithItsColoursAndClock() async throws {

@@ -174,9 +174,4 @@ final class ClusterFailoverTests: XCTestCase {
         print("cluster fail-over: bob heard \(before) windows of tone before, a gap of \(best.length), \(after) after (50 ms each)")
     }
 
-    func eventually(_ seconds: Double = 5, _ what: () -> Bool) -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end { if what() { return true }; Thread.sleep(forTimeInterval: 0.05) }
-        return what()
-    }
 }

@@ -31,7 +31,15 @@ public enum RelayFastPathError: Error, Equatable, Sendable, CustomStringConverti
 /// Thread rules: one thread at a time after `init` — the relay keeps it behind
 /// `RelayShared.fastPath`'s lock (any worker syncs it; worker 0 harvests it).
 final class RelayFastPath: @unchecked Sendable {
-    private var bpf = callroom_bpf()
+    /// The program's handles. The descriptors `callroom_bpf_close` closes start at -1: a zeroed
+    /// struct would close fd 0 (twice) when an init that failed early deinitialises — whatever
+    /// holds fd 0 by then (a database connection, once stdin is closed) lost its socket.
+    private var bpf: callroom_bpf = {
+        var b = callroom_bpf()
+        b.link_fd = -1
+        b.stats_enable_fd = -1
+        return b
+    }()
     /// What the maps hold now: member key → its sender entry, and room → destinations.
     private var members: [UInt64: Sender] = [:]
     private var rooms: [Int: [SocketAddress]] = [:]

@@ -1,4 +1,3 @@
-import CallRoomTestSupport
 import CallsCore
 import CallsSecurity
 import CallsServer
@@ -9,63 +8,76 @@ import XCTest
 import FoundationNetworking
 #endif
 
-/// An in-process server on loopback with a temporary data directory, plus REST helpers.
-final class ServerHarness {
-    let dir: String
-    let server: CallServer
+/// The one in-process test server: a `CallServer` on loopback with a temporary data directory
+/// (in the suite's PostgreSQL pass, its store in a database of its own), plus REST and
+/// signalling helpers. Server, SDK and integration tests all start theirs with this.
+public final class ServerHarness {
+    public let dir: String
+    public let server: CallServer
     /// The PostgreSQL database of the suite's PostgreSQL pass (nil: SQLite in `dir`).
-    let databaseURL: String?
+    public let databaseURL: String?
 
-    init(dataDir: String? = nil, autoCreate: Bool = true, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
-        dir = dataDir ?? FileManager.default.temporaryDirectory.appendingPathComponent("crs-\(UUID().uuidString.prefix(8))").path
-        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
+    /// Deletes the data directory on `stop()` (tests that never look at it afterwards).
+    public let removesDataOnStop: Bool
+
+    /// Starts a server on loopback ports the kernel picks, in `dataDir` (a new temporary one by
+    /// default), configured by `configure` last.
+    public init(dataDir: String? = nil, autoCreate: Bool = true, removesDataOnStop: Bool = false,
+                configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        self.removesDataOnStop = removesDataOnStop
+        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0,
+                                    dataDir: dataDir ?? FileManager.default.temporaryDirectory.appendingPathComponent("crs-\(UUID().uuidString.prefix(8))").path)
         c.autoCreateUsers = autoCreate
         c.logLevel = .error
         // The suite's PostgreSQL pass: the store in a database of its own per data directory.
-        if StoreBackend.current == .postgres { c.databaseURL = try PostgresCluster.shared().database(forDataDir: dir) }
+        if StoreBackend.current == .postgres { c.databaseURL = try PostgresCluster.shared().database(forDataDir: c.dataDir) }
         configure(&c)
+        dir = c.dataDir
         databaseURL = c.databaseURL
         server = CallServer(configuration: c)
         try server.start()
     }
 
-    func stop() { server.stop() }
+    public func stop() {
+        server.stop()
+        if removesDataOnStop { removeData() }
+    }
 
     /// A new data directory holding this server's keys.json: another node of its cluster
     /// (callroomd refuses to join a cluster with other keys).
-    func dataDirSharingKeys(_ name: String = "node") throws -> String { try Self.dataDir(withKeysFrom: dir, name: name) }
+    public func dataDirSharingKeys(_ name: String = "node") throws -> String { try Self.dataDir(withKeysFrom: dir, name: name) }
 
     /// A new data directory holding a copy of `source`'s keys.json.
-    static func dataDir(withKeysFrom source: String, name: String = "node") throws -> String {
+    public static func dataDir(withKeysFrom source: String, name: String = "node") throws -> String {
         let d = FileManager.default.temporaryDirectory.appendingPathComponent("crs-\(name)-\(UUID().uuidString.prefix(6))").path
         try CallroomdProcess.shareKeys(from: source, into: d)
         return d
     }
 
     /// Another connection to the server's store, from outside the server (as an operator's would be).
-    func storeDatabase() throws -> any StoreDatabase {
+    public func storeDatabase() throws -> any StoreDatabase {
         if let databaseURL { return try PostgresDatabase(url: databaseURL) }
         return try SQLiteDatabase(path: dir + "/callroom.sqlite")
     }
-    func removeData() { try? FileManager.default.removeItem(atPath: dir) }
+    public func removeData() { try? FileManager.default.removeItem(atPath: dir) }
 
-    typealias Reply = BlockingHTTP.Reply
+    public typealias Reply = BlockingHTTP.Reply
 
     /// A blocking HTTP request to this server (tests only).
-    func request(_ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil) -> Reply {
+    public func request(_ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil) -> Reply {
         BlockingHTTP.request(method, server.url + path, headers: headers, body: body)
     }
 
-    var adminHeaders: [String: String] { ["apikey": server.keys.apiKey] }
+    public var adminHeaders: [String: String] { ["apikey": server.keys.apiKey] }
 
     /// Logs `uid` in with the auth key and returns a call token for `session`.
-    func callToken(uid: String, session: String, name: String? = nil) throws -> String {
+    public func callToken(uid: String, session: String, name: String? = nil) throws -> String {
         try ServerHarness.callToken(url: server.url, appId: server.keys.appId, authKey: server.keys.authKey,
                                     uid: uid, session: session, name: name)
     }
 
     /// The same against any server (an out-of-process `callroomd` too).
-    static func callToken(url: String, appId: String, authKey: String, uid: String, session: String,
+    public static func callToken(url: String, appId: String, authKey: String, uid: String, session: String,
                           name: String? = nil, trust: TLSTrust? = nil) throws -> String {
         var body = #"{"uid":"\#(uid)","authKey":"\#(authKey)""#
         if let name { body += #","name":"\#(name)""# }
@@ -84,81 +96,72 @@ final class ServerHarness {
 }
 
 /// A signalling client for tests: records every server message.
-final class SignalProbe: WebSocketClientDelegate, @unchecked Sendable {
+public final class SignalProbe: WebSocketClientDelegate, @unchecked Sendable {
     private let lock = NSLock()
     private var messages: [ServerMessage] = []
     private var raw: [String] = []
-    private(set) var closed = false
-    private(set) var client: WebSocketClient!
+    public private(set) var closed = false
+    public private(set) var client: WebSocketClient!
 
-    init(url: String, trust: TLSTrust = .system) throws {
+    public init(url: String, trust: TLSTrust = .system) throws {
         client = WebSocketClient(url: URL(string: url + "/v1/signal")!, trust: trust, delegate: self)
         try client.connect()
     }
 
-    func webSocketDidOpen(_ c: WebSocketClient) {}
-    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
+    public func webSocketDidOpen(_ c: WebSocketClient) {}
+    public func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
         lock.lock(); defer { lock.unlock() }
         raw.append(String(decoding: message, as: UTF8.self))
         if let m = try? ServerMessage(json: Data(message)) { messages.append(m) }
     }
-    func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) {
+    public func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) {
         lock.lock(); closed = true; lock.unlock()
     }
 
-    func send(_ m: ClientMessage) { client.send(text: m.json()) }
-    func sendRaw(_ s: String) { client.send(text: s) }
+    public func send(_ m: ClientMessage) { client.send(text: m.json()) }
+    public func sendRaw(_ s: String) { client.send(text: s) }
 
-    var all: [ServerMessage] { lock.lock(); defer { lock.unlock() }; return messages }
-    var isClosed: Bool { lock.lock(); defer { lock.unlock() }; return closed }
+    public var all: [ServerMessage] { lock.lock(); defer { lock.unlock() }; return messages }
+    public var isClosed: Bool { lock.lock(); defer { lock.unlock() }; return closed }
 
     /// Waits for a message matching `match` (searching everything received so far).
-    func wait(timeout: TimeInterval = 5, _ match: (ServerMessage) -> Bool) -> ServerMessage? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let m = all.first(where: match) { return m }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return nil
+    public func wait(timeout: TimeInterval = 5, _ match: (ServerMessage) -> Bool) -> ServerMessage? {
+        eventuallyValue(timeout) { all.first(where: match) }
     }
 
-    func waitClosed(timeout: TimeInterval = 5) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline { if isClosed { return true }; Thread.sleep(forTimeInterval: 0.01) }
-        return false
-    }
+    public func waitClosed(timeout: TimeInterval = 5) -> Bool { eventually(timeout) { isClosed } }
 
-    func joined(timeout: TimeInterval = 5) -> ServerMessage.Joined? {
+    public func joined(timeout: TimeInterval = 5) -> ServerMessage.Joined? {
         if case .joined(let j)? = wait(timeout: timeout, { if case .joined = $0 { return true }; return false }) { return j }
         return nil
     }
 
-    func error(timeout: TimeInterval = 5) -> String? {
+    public func error(timeout: TimeInterval = 5) -> String? {
         if case .error(let code, _)? = wait(timeout: timeout, { if case .error = $0 { return true }; return false }) { return code.rawValue }
         return nil
     }
 
-    func disconnect() { client.disconnect() }
+    public func disconnect() { client.disconnect() }
 }
 
 extension ServerHarness {
     /// A server with short timers, for grace-period and idle tests.
-    static func quick(grace: Double) throws -> ServerHarness {
+    public static func quick(grace: Double) throws -> ServerHarness {
         try ServerHarness(configure: { $0.gracePeriodSeconds = grace })
     }
 }
 
 /// A participant joined over signalling, with a loopback UDP socket bound to the relay.
-struct BoundParticipant {
-    let probe: SignalProbe
-    let socket: UDPSocket
-    let joined: ServerMessage.Joined
-    let relay: SocketAddress
-    var ssrc: UInt32 { joined.you.ssrc }
+public struct BoundParticipant {
+    public let probe: SignalProbe
+    public let socket: UDPSocket
+    public let joined: ServerMessage.Joined
+    public let relay: SocketAddress
+    public var ssrc: UInt32 { joined.you.ssrc }
 
     /// Logs `uid` in on the server at `url`, joins `session` (a video session: it gets a video
     /// SSRC too) and binds a fresh socket (asserting the bind acknowledgement).
-    static func join(url: String, appId: String, authKey: String, uid: String, session: String,
+    public static func join(url: String, appId: String, authKey: String, uid: String, session: String,
                      sessionType: SignalSessionType = .voice) throws -> BoundParticipant {
         let probe = try SignalProbe(url: url)
         probe.send(.join(.init(callToken: try ServerHarness.callToken(url: url, appId: appId, authKey: authKey,
@@ -173,21 +176,21 @@ struct BoundParticipant {
 }
 
 extension ServerHarness {
-    func joinAndBind(_ uid: String, session: String, sessionType: SignalSessionType = .voice) throws -> BoundParticipant {
+    public func joinAndBind(_ uid: String, session: String, sessionType: SignalSessionType = .voice) throws -> BoundParticipant {
         try BoundParticipant.join(url: server.url, appId: server.keys.appId, authKey: server.keys.authKey, uid: uid, session: session,
                                   sessionType: sessionType)
     }
 }
 
 extension CallroomdProcess {
-    func joinAndBind(_ uid: String, session: String) throws -> BoundParticipant {
+    public func joinAndBind(_ uid: String, session: String) throws -> BoundParticipant {
         try BoundParticipant.join(url: url, appId: appId, authKey: authKey, uid: uid, session: session)
     }
 }
 
 extension UDPSocket {
     /// Waits up to `timeoutMs` for one datagram: its bytes and its sender (tests only).
-    func receiveDatagram(timeoutMs: Int32 = 1000) -> (bytes: [UInt8], from: SocketAddress)? {
+    public func receiveDatagram(timeoutMs: Int32 = 1000) -> (bytes: [UInt8], from: SocketAddress)? {
         guard waitReadable(timeoutMs: timeoutMs) else { return nil }
         var buf = [UInt8](repeating: 0, count: 2048)
         guard let r = buf.withUnsafeMutableBytes({ receive(into: $0) }) else { return nil }
@@ -195,11 +198,11 @@ extension UDPSocket {
     }
 
     /// The next datagram's bytes, or nil after `timeoutMs`.
-    func receiveBytes(timeoutMs: Int32 = 1000) -> [UInt8]? { receiveDatagram(timeoutMs: timeoutMs)?.bytes }
+    public func receiveBytes(timeoutMs: Int32 = 1000) -> [UInt8]? { receiveDatagram(timeoutMs: timeoutMs)?.bytes }
 
     /// Binds this socket for the participant `j` describes: bind, answer the consent challenge,
     /// acknowledged (tests only).
-    func bindMedia(_ j: ServerMessage.Joined, relay: SocketAddress) -> Bool {
+    public func bindMedia(_ j: ServerMessage.Joined, relay: SocketAddress) -> Bool {
         MediaConsent(ssrc: j.you.ssrc, token: Hex.decode(j.bindToken) ?? []).handshake(
             send: { self.send($0, to: relay) }, receive: { self.receiveBytes(timeoutMs: $0) })
     }

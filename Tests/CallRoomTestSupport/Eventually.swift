@@ -1,0 +1,55 @@
+import CallsCore
+import Foundation
+
+/// The suite's one way to wait: for a condition, never for a fixed time. Polls `condition`
+/// every `poll` seconds (10 ms) until it holds (true, at once) or `seconds` have passed (false).
+@discardableResult
+public func eventually(_ seconds: Double = 5, poll: Double = 0.01, _ condition: () throws -> Bool) rethrows -> Bool {
+    try eventuallyValue(seconds, poll: poll) { try condition() ? true : nil } ?? false
+}
+
+/// The first value `produce` gives (non-nil) within `seconds`, or nil.
+public func eventuallyValue<T>(_ seconds: Double = 5, poll: Double = 0.01, _ produce: () throws -> T?) rethrows -> T? {
+    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
+    while true {
+        if let v = try produce() { return v }
+        guard monotonicNanoseconds() < deadline else { return nil }
+        Thread.sleep(forTimeInterval: poll)
+    }
+}
+
+/// `eventually` for async tests (sleeps without holding a thread).
+@discardableResult
+public func eventually(_ seconds: Double = 5, poll: Double = 0.01, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
+    while true {
+        if try await condition() { return true }
+        guard monotonicNanoseconds() < deadline else { return false }
+        try? await Task.sleep(nanoseconds: UInt64(poll * 1e9))
+    }
+}
+
+/// The suite's one event recorder: whatever a test observes (SDK callbacks, listener names,
+/// server messages), in arrival order, from any thread; and the waits on it.
+///
+/// Thread rules: any thread.
+public final class EventRecorder<Event: Sendable>: Sendable {
+    private let events = Locked<[Event]>([])
+
+    public init() {}
+
+    public func add(_ e: Event) { events.withLock { $0.append(e) } }
+    public var all: [Event] { events.withLock { $0 } }
+    public func clear() { events.withLock { $0.removeAll() } }
+    public func count(where match: (Event) -> Bool) -> Int { all.filter(match).count }
+
+    /// The first recorded event (so far, or arriving within `seconds`) that matches.
+    public func wait(_ seconds: Double = 5, _ match: (Event) -> Bool) -> Event? {
+        eventuallyValue(seconds) { all.first(where: match) }
+    }
+
+    /// Whether `count` events matching `match` were recorded within `seconds`.
+    public func wait(count: Int, _ seconds: Double = 5, _ match: (Event) -> Bool) -> Bool {
+        eventually(seconds) { self.count(where: match) >= count }
+    }
+}
