@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsTransport
 import Foundation
 
@@ -50,7 +51,7 @@ public final class ManagedProcess: @unchecked Sendable {
             // SIGTERM, then SIGKILL after 5 s: a stuck child must not hold the suite up.
             process.terminate()
             let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            eventually(5, poll: 0.02) { !process.isRunning }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
@@ -86,8 +87,7 @@ public final class ManagedProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         guard !process.isRunning else { return nil }
-        let drained = Date().addingTimeInterval(2)
-        while !lock.withLock({ stdoutEnded && stderrEnded }) && Date() < drained { Thread.sleep(forTimeInterval: 0.005) }
+        eventually(2, poll: 0.005) { lock.withLock({ stdoutEnded && stderrEnded }) }
         return process.terminationStatus
     }
 

@@ -34,8 +34,7 @@ final class RelayFastPathTests: XCTestCase {
     }
 
     func waitFor(_ what: String, _ condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(2)
-        while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        eventually(2, poll: 0.01) { condition() }
         XCTAssertTrue(condition(), what)
     }
 

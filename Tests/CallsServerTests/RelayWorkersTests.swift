@@ -24,8 +24,7 @@ final class RelayWorkersTests: XCTestCase {
         }
         // Workers add to the shared counters once per received batch, after its sends.
         let counters = try XCTUnwrap(h.server.relayCounters)
-        let deadline = Date().addingTimeInterval(2)
-        while counters.forwarded.load(ordering: .relaxed) < 12 * 11 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        eventually(2, poll: 0.01) { counters.forwarded.load(ordering: .relaxed) >= 12 * 11 }
         XCTAssertEqual(counters.forwarded.load(ordering: .relaxed), 12 * 11)
         XCTAssertEqual(counters.binds.load(ordering: .relaxed), 12)
         // The kernel spread the 12 senders over the 4 sockets (each sent a bind, its consent answer and one packet).
@@ -82,8 +81,7 @@ final class RelayStaleDropTests: XCTestCase {
         // SIGSTOP is asynchronous: wait until the kernel reports the process stopped ('T').
         let pid = server.process.process.processIdentifier
         server.process.signal(SIGSTOP)
-        let stopDeadline = Date().addingTimeInterval(2)
-        while Self.state(pid) != "T" && Date() < stopDeadline { Thread.sleep(forTimeInterval: 0.005) }
+        eventually(2, poll: 0.005) { Self.state(pid) == "T" }
         XCTAssertEqual(Self.state(pid), "T", "callroomd stopped")
         for k in 0..<5 { sender.send(RTPPacket(sequenceNumber: UInt16(2 + k), timestamp: 0, ssrc: ssrc, payload: [2]).encoded(), to: relay) }
         Thread.sleep(forTimeInterval: 0.4)

@@ -319,8 +319,7 @@ final class WebhookTests: XCTestCase {
         let ann = try RingingTests.online(url: url, appId: app, authKey: key, uid: "ann")
         let bob = try RingingTests.online(url: url, appId: app, authKey: key, uid: "bob")
         XCTAssertEqual(ringAndCancel(ann, bob, times: 10).count, 10)
-        let end = Date().addingTimeInterval(15)
-        while receiver.received.filter({ $0.answered == 200 }).count < 20 && Date() < end { Thread.sleep(forTimeInterval: 0.05) }
+        eventually(15, poll: 0.05) { receiver.received.filter({ $0.answered == 200 }).count >= 20 }
         let got = receiver.received
         let refused = got.filter { $0.answered == 503 }.count
         XCTAssertEqual(got.filter { $0.answered == 200 }.count, 20, "every event delivered once it answered")

@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsAudio
 import CallsCore
 import CallsSecurity
@@ -40,7 +41,7 @@ final class DeviceLossTests: XCTestCase {
                          keys: [WireMediaKey(ssrc: 1, epoch: 0, key: Base64URL.encode([UInt8](repeating: 7, count: 28)))])
         defer { engine.stop() }
         let deadline = Date().addingTimeInterval(5)
-        while notices.withLock({ $0.count }) < 2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        eventually(5, poll: 0.05) { notices.withLock({ $0.count }) >= 2 }
         let seen = notices.withLock { $0 }
         XCTAssertEqual(seen.count, 2, "\(seen)")
         XCTAssertTrue(seen.first?.contains("capture device alsa:usb-headset lost") == true, "\(seen)")
@@ -152,8 +153,7 @@ final class AutomaticPlaybackPeriodTests: XCTestCase {
         Thread.sleep(forTimeInterval: 0.5)
         XCTAssertEqual(engine.playbackPeriodMs.load(ordering: .relaxed), 5, "it starts at the smallest period")
         XCTAssertTrue(first.sizes.withLock { $0 }.allSatisfy { $0 == 960 }, "whole frames, whatever the period")
-        let deadline = Date().addingTimeInterval(6)
-        while reopened.withLock({ $0.isEmpty }) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        eventually(6, poll: 0.05) { !reopened.withLock({ $0.isEmpty }) }
         let second = try XCTUnwrap(reopened.withLock { $0.first }, "reopened after repeated under-runs")
         XCTAssertEqual(second.periodSamples, 480, "at 10 ms")
         XCTAssertEqual(engine.playbackPeriodMs.load(ordering: .relaxed), 10)

@@ -147,7 +147,7 @@ final class RecordingLimitsTests: XCTestCase {
         let events = EventRecorder<CallEvent>()
         let boss = try await moderator(t, events)
         boss.setSessionFeature(.recording, enabled: true)
-        for _ in 0..<60 where !events.all.contains(.recordingStarted) { try await Task.sleep(nanoseconds: 50_000_000) }
+        await eventually(3) { events.all.contains(.recordingStarted) }
         try await Task.sleep(nanoseconds: 1_200_000_000)
         boss.setSessionFeature(.recording, enabled: false)
         let admin = ["apikey": t.server.keys.apiKey]
@@ -191,7 +191,7 @@ final class RecordingFullDiskTests: XCTestCase {
         let guest = try await t.joinedClient("guest", session: "full", settings: SessionSettingsBuilder()
             .setAudioInput("tone:660").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
         mod.setSessionFeature(.recording, enabled: true)
-        for _ in 0..<100 where !guestEvents.all.contains(.recordingStarted) { try await Task.sleep(nanoseconds: 50_000_000) }
+        await eventually(5) { guestEvents.all.contains(.recordingStarted) }
         XCTAssertTrue(guestEvents.all.contains(.recordingStarted))
         // The disk fills: the moderator hears why, everyone that it stopped.
         for _ in 0..<600 where !modEvents.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) {
@@ -199,7 +199,7 @@ final class RecordingFullDiskTests: XCTestCase {
         }
         XCTAssertTrue(modEvents.all.contains { if case .error("ERR_RECORDING_FAILED", let m) = $0 { return m.contains("No space left") }; return false },
                       "the moderator is told why: \(modEvents.all)")
-        for _ in 0..<100 where !guestEvents.all.contains(.recordingStopped) { try await Task.sleep(nanoseconds: 50_000_000) }
+        await eventually(5) { guestEvents.all.contains(.recordingStopped) }
         XCTAssertTrue(guestEvents.all.contains(.recordingStopped))
         XCTAssertFalse(guest.isServerRecording)
         // What fitted is in the call log, finished, and plays.

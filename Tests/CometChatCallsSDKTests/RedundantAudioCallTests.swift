@@ -107,7 +107,7 @@ final class RedundantAudioCallTests: XCTestCase {
         let listener = try await t.joinedClient("lis", session: "plain", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null")
             .setNetworkImpairment(NetworkImpairment(lossPercent: 10, jitterMs: 0, seed: 3)).build())
-        for _ in 0..<80 where (speaker.fecExpectedLossPercent ?? 0) < 6 { try await Task.sleep(nanoseconds: 100_000_000) }
+        await eventually(8) { (speaker.fecExpectedLossPercent ?? 0) >= 6 }
         XCTAssertEqual(speaker.fecExpectedLossPercent.map { $0 >= 6 }, true, "the reports came")
         try await Task.sleep(nanoseconds: 1_000_000_000)
         XCTAssertEqual(speaker.mediaReport?.redundancyFrames, 0)

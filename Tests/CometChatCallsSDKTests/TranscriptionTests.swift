@@ -46,7 +46,7 @@ final class TranscriptionTests: XCTestCase {
         // The clip loops: within two of its turns the guest has final captions of it.
         let modPID = try XCTUnwrap(mod.localParticipantID)
         func captions() -> [Caption] { guestEvents.all.compactMap { if case .captionReceived(let c) = $0 { return c }; return nil } }
-        for _ in 0..<400 where captions().filter({ $0.final && !$0.text.isEmpty }).count < 2 { try await Task.sleep(nanoseconds: 50_000_000) }
+        await eventually(20) { captions().filter({ $0.final && !$0.text.isEmpty }).count >= 2 }
         let finals = captions().filter { $0.final && !$0.text.isEmpty }
         XCTAssertGreaterThanOrEqual(finals.count, 1, "final captions: \(captions())")
         let c = try XCTUnwrap(finals.first)

@@ -94,8 +94,7 @@ final class ServerOperationsTests: XCTestCase {
             }
             XCTAssertTrue(seen.contains("callroomd listening on"), "try \(i) did not start")
             kill(p.processIdentifier, SIGTERM)
-            let deadline = Date().addingTimeInterval(5)
-            while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            eventually(5, poll: 0.01) { !p.isRunning }
             if p.isRunning { hung += 1; kill(p.processIdentifier, SIGKILL); p.waitUntilExit(); continue }
             if p.terminationReason != .exit || p.terminationStatus != 0 { failed += 1 }
         }

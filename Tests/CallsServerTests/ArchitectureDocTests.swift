@@ -1,0 +1,89 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// docs/architecture.md says what the code is, checked where it can be: every thread and
+/// queue the code names is in its thread table and every name there is in the code; every type
+/// it names in backticks is declared (in Sources or Tests, or is a target); every path it names
+/// exists. (As `RESTContractTests` does for the endpoints and error codes of protocol.md.)
+final class ArchitectureDocTests: XCTestCase {
+    let root = BuiltProducts.packageRoot
+
+    func doc() throws -> String { try String(contentsOfFile: root + "/docs/architecture.md", encoding: .utf8) }
+
+    func swiftFiles(under dir: String) -> [String] {
+        let base = root + "/" + dir
+        return (FileManager.default.enumerator(atPath: base)?.allObjects as? [String] ?? [])
+            .filter { $0.hasSuffix(".swift") }.map { base + "/" + $0 }
+    }
+
+    func source(_ dir: String) -> String {
+        swiftFiles(under: dir).compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
+    }
+
+    func matches(_ pattern: String, in text: String, group: Int = 1) -> [String] {
+        guard let re = try? NSRegularExpression(pattern: pattern) else { return [] }
+        let ns = text as NSString
+        return re.matches(in: text, range: NSRange(location: 0, length: ns.length)).map { ns.substring(with: $0.range(at: group)) }
+    }
+
+    /// Thread and queue names in the code, an interpolation standing for any segment.
+    func codeThreadNames() -> Set<String> {
+        let src = source("Sources")
+        let named = matches(#"(?:label: |\.name = |name: |spawn\(|ThreadName\.set\()"(callroom\.[^"]+)""#, in: src)
+        return Set(named)
+    }
+
+    func tableThreadNames(_ doc: String) throws -> Set<String> {
+        guard let start = doc.range(of: "## Threads at a glance"), let end = doc.range(of: "### Generated sources") else {
+            throw XCTSkip("no thread table")
+        }
+        let table = String(doc[start.upperBound..<end.lowerBound])
+        return Set(matches(#"`(callroom\.[a-z0-9.-]+)`"#, in: table))
+    }
+
+    /// A code name with `\(…)` in it matches any table name with something in its place.
+    func covers(_ codeName: String, _ tableName: String) -> Bool {
+        guard codeName.contains("\\(") else { return codeName == tableName }
+        let parts = codeName.components(separatedBy: #"\("#)
+        let pattern = "^" + NSRegularExpression.escapedPattern(for: parts[0]) + parts.dropFirst().map { p -> String in
+            let rest = p.split(separator: ")", maxSplits: 1).dropFirst().first.map(String.init) ?? ""
+            return "[a-z0-9]+" + NSRegularExpression.escapedPattern(for: rest)
+        }.joined() + "$"
+        return tableName.range(of: pattern, options: .regularExpression) != nil
+    }
+
+    func testTheThreadTableListsEveryThreadAndQueueTheCodeNames() throws {
+        let code = codeThreadNames(), table = try tableThreadNames(try doc())
+        XCTAssertGreaterThan(code.count, 20)
+        for name in code.sorted() {
+            XCTAssertTrue(table.contains { covers(name, $0) }, "\(name) runs in the code but is not in architecture.md's thread table")
+        }
+        for name in table.sorted() {
+            XCTAssertTrue(code.contains { covers($0, name) } || code.contains { covers($0, name + ".0") },
+                          "architecture.md's thread table names \(name), which no code starts")
+        }
+    }
+
+    func testEveryTypeItNamesIsDeclared() throws {
+        let text = try doc()
+        let declared = Set(matches(#"\b(?:class|struct|enum|protocol|typealias|actor|extension)\s+(\w+)"#,
+                                   in: source("Sources") + source("Tests")))
+        let package = try String(contentsOfFile: root + "/Package.swift", encoding: .utf8)
+        let targets = Set(matches(#"name: "(\w+)""#, in: package))
+        // From the toolchain, named in the history the page tells.
+        let toolchain: Set<String> = ["Mutex"]
+        let named = Set(matches(#"`([A-Z][a-z]+[A-Za-z0-9]*)`"#, in: text))
+        XCTAssertGreaterThan(named.count, 100)
+        for n in named.sorted() where !declared.contains(n) && !targets.contains(n) && !toolchain.contains(n) {
+            XCTFail("architecture.md names `\(n)`, which nothing declares")
+        }
+    }
+
+    func testEveryPathItNamesExists() throws {
+        let text = try doc()
+        for path in Set(matches(#"`((?:Sources|Tests|scripts|Resources|docs)/[^`\s*]+)`"#, in: text)).sorted() {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: root + "/" + path), "architecture.md names \(path), which does not exist")
+        }
+    }
+}
