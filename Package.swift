@@ -56,14 +56,17 @@ let package = Package(
         .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout"]),
         .target(name: "CallsCaptions", dependencies: ["CallsCore", "CallsAudio", "CPocketSphinx"]),
         .target(name: "CallsVideo", dependencies: ["CallsCore", "CVpx", "CChafa", "CYuv", "CV4L2", "CFreeType", "CZlib"]),
+        // The C edges of the server's store and cluster: one Swift type owning each handle.
+        .target(name: "CallsDatabase", dependencies: ["CSQLite", "CPostgres"]),
+        .target(name: "CallsRedis", dependencies: ["CallsCore", "CHiredis"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CallsCaptions",
-                                                    "CSQLite", "CPostgres", "CHiredis", "CBPF"]),
+                                                    "CallsDatabase", "CallsRedis", "CBPF"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsVideo"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CallsVideo", "CNcurses"]),
 
         // MARK: Executables
-        .executableTarget(name: "callroomd", dependencies: ["CallsServer", "CallsRecording"]),
+        .executableTarget(name: "callroomd", dependencies: ["CallsServer", "CallsRecording", "CallsRedis"]),
         .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CometChatSDK", "CallsTUI", "CallsServer", "CallsAudio", "CallsCaptions", "CallsVideo"],
                           resources: []),
 
@@ -72,16 +75,16 @@ let package = Package(
         .executableTarget(name: "RingingExample", dependencies: ["CometChatCallsSDK", "CometChatSDK"], path: "Examples/RingingExample"),
 
         // MARK: Tests
-        .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsSecurity"], path: "Tests/CallRoomTestSupport"),
+        .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsSecurity", "CallsDatabase", "CallsRedis"], path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
-        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallRoomTestSupport", "callroomd"]),
+        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsRedis", "CallRoomTestSupport", "callroomd"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK", "CZlib"], exclude: ["Golden"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CometChatCallsSDK", "CZlib",
+        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CallsDatabase", "CallsRedis", "CometChatCallsSDK", "CZlib",
                                                          "CallRoomTestSupport", "callroom", "callroomd", "CallsSDKExample", "RingingExample"]),
     ],
     swiftLanguageModes: [.v6]

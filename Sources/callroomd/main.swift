@@ -2,6 +2,7 @@ import CallsCore
 import CallsServer
 import CallsRecording
 import Foundation
+import CallsRedis
 
 let usage = """
     callroomd — the CallRoom calls server (REST, WebSocket signalling, UDP media relay)

@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import CallsRedis
 #endif
 
 /// A real, throwaway Redis server (Debian `redis-server`) for the cluster's tests, listening on

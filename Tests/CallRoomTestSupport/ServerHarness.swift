@@ -6,6 +6,7 @@ import Foundation
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import CallsDatabase
 #endif
 
 /// The one in-process test server: a `CallServer` on loopback with a temporary data directory

@@ -4,6 +4,7 @@ import CallsTransport
 @testable import CallsServer
 import Foundation
 import XCTest
+import CallsRedis
 
 /// Three callroomd nodes (in this process) on one real redis-server, the same keys: a client may
 /// hold its signalling on any node and still lands in the room's one node — its join placed

@@ -1,6 +1,7 @@
 import CallRoomTestSupport
 @testable import CallsServer
 import Testing
+import CallsDatabase
 
 /// The store's SQLite dialect turned into PostgreSQL's: each rule, and what must stay as it is.
 @Suite("PostgreSQL dialect")

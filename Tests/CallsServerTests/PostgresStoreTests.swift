@@ -3,6 +3,7 @@ import CallsCore
 @testable import CallsServer
 import Foundation
 import XCTest
+import CallsDatabase
 
 /// What only PostgreSQL brings, against real PostgreSQL servers each test starts for itself:
 /// the store rides out the server going away (clear errors, nothing half-written, reconnected

@@ -4,6 +4,7 @@ import CallsCore
 import CallsSecurity
 import Foundation
 import XCTest
+import CallsDatabase
 
 /// The room registry on a virtual clock with a fake outbox: idle timeouts, grace periods and
 /// token expiry without sleeping (the registry's queue still runs; time only moves by hand).

@@ -3,6 +3,7 @@ import CallsCore
 @testable import CallsServer
 import Foundation
 import XCTest
+import CallsRedis
 
 /// The REST rate limit counted over every node, in a real redis-server: one address's requests
 /// spread over two nodes get the limit once, not once per node; Redis away leaves each node's

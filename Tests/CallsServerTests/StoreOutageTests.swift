@@ -2,6 +2,7 @@ import CallRoomTestSupport
 @testable import CallsServer
 import CallsCore
 import XCTest
+import CallsDatabase
 
 /// A background loop meeting a failing store: the error reaches it (nil, the step skipped), the
 /// log says so once when the outage starts and once when it ends — never once per retry.

@@ -3,6 +3,7 @@ import CallRoomTestSupport
 import CallsCore
 import Foundation
 import XCTest
+import CallsDatabase
 
 /// The store writer against a real SQLite file (and a real PostgreSQL database in the suite's
 /// PostgreSQL pass): group commit, a failing request rolled back alone, references resolved

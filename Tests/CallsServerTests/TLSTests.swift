@@ -5,6 +5,7 @@ import CallsSecurity
 import CallsTransport
 import Foundation
 import XCTest
+import CallsDatabase
 
 /// TLS for REST and signalling (libwebsockets + OpenSSL): served, verified by clients, reloaded
 /// without dropping calls; plain HTTP only on loopback; private files from their first byte.

@@ -2,6 +2,7 @@ import CallRoomTestSupport
 @testable import CallsServer
 import Foundation
 import XCTest
+import CallsDatabase
 
 /// One test's database: a SQLite file in a temporary directory, or a fresh database on the
 /// process's throwaway PostgreSQL cluster (`PostgresCluster`). Opening it again gives the same

@@ -4,6 +4,7 @@ import Foundation
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import CallsDatabase
 #endif
 
 /// The walking skeleton end to end: a real `callroomd` process on loopback and two headless

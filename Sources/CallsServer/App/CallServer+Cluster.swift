@@ -1,6 +1,7 @@
 import CallsCore
 import CallsSecurity
 import Foundation
+import CallsRedis
 
 /// The cluster part of the assembly (`redisURL`): one set of keys agreed, the membership (its
 /// heartbeats start once the port is known), the bus to the other nodes and the router that

@@ -4,6 +4,8 @@ import CallsRecording
 import CallsSecurity
 import CallsTransport
 import Foundation
+import CallsRedis
+import CallsDatabase
 
 /// The CallRoom calls server: REST + WebSocket signalling on one TCP port (libwebsockets), a
 /// UDP media relay, and a store (SQLite, or PostgreSQL shared by a cluster). `callroomd` and

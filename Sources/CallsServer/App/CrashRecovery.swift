@@ -2,6 +2,7 @@ import CallsCaptions
 import CallsCore
 import CallsRecording
 import Foundation
+import CallsDatabase
 
 /// What a start does about the last run's unclean end, before anything serves: refuses a data
 /// directory whose database was lost beside old keys, and finishes what a crash cut — transcripts

@@ -1,5 +1,6 @@
 import CallsCore
 import Foundation
+import CallsRedis
 
 /// Signalling between nodes over Redis pub/sub: each node reads its own channel
 /// (`ClusterEnvelope.channel(of:)`) and publishes to the others'. What one node sends another

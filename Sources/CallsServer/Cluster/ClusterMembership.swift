@@ -1,5 +1,6 @@
 import CallsCore
 import Foundation
+import CallsRedis
 
 /// This node's place in the cluster (`--redis`): every second it tells the registry
 /// (`NodeRegistry`, in Redis) where it is, its load (participants, CPU) and the rooms it holds;

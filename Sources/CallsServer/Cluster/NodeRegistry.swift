@@ -1,4 +1,5 @@
 import Foundation
+import CallsRedis
 
 /// One callroomd node as the cluster sees it: where clients and other nodes reach it, and its load.
 public struct ClusterNode: Codable, Sendable, Equatable {

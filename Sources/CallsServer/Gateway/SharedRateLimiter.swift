@@ -1,5 +1,6 @@
 import CallsCore
 import Foundation
+import CallsRedis
 
 /// A per-peer rate limit that every node shares, kept in Redis: behind a load balancer one
 /// address's requests land on any node, and the limit holds for their sum, not per node.

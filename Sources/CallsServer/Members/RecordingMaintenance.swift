@@ -1,6 +1,7 @@
 import CallsCore
 import CallsRecording
 import Foundation
+import CallsDatabase
 
 /// The recordings' upkeep while the server runs: deleting those past their retention (at
 /// start, then hourly, with `recordingRetentionDays`) and making the mixes a full disk held

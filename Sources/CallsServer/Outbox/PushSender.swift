@@ -1,6 +1,7 @@
 import CallsCore
 import Foundation
 import Synchronization
+import CallsDatabase
 
 /// Counters of push sending, for `/metrics`. Any thread.
 public final class PushCounters: Sendable {

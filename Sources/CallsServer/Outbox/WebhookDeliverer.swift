@@ -2,6 +2,7 @@ import CallsCore
 import CallsTransport
 import Foundation
 import Synchronization
+import CallsDatabase
 
 /// Counters of webhook delivery, for `/metrics`. Any thread.
 public final class WebhookCounters: Sendable {

@@ -1,5 +1,6 @@
 import CallsCore
 import Foundation
+import CallsDatabase
 
 /// Runs presence and ringing calls: a `CoreRunner` drives `RingCore` (its queue, clock,
 /// timers and store writer); this type makes the store reads the core needs (a `hello`'s auth

@@ -1,6 +1,7 @@
 import CallsCore
 import CallsSecurity
 import Foundation
+import CallsDatabase
 
 /// What the operator says about one room (`PUT /v3/rooms/{sessionId}`): who becomes moderator,
 /// a passcode, an allow-list of uids. A value.

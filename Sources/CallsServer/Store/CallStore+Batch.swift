@@ -1,5 +1,6 @@
 import Foundation
 import CallsCore
+import CallsDatabase
 
 /// Row ids behind the rooms' references. Owned by the store writer (its queue only).
 struct StoreRefs: Sendable {

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsDatabase
 
 /// Filters for listing calls (`GET /v3/calls`). Nil means "any".
 public struct CallFilter: Sendable, Equatable {

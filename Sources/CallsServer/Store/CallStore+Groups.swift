@@ -1,4 +1,5 @@
 import CallsCore
+import CallsDatabase
 
 /// A group: a guid, a name, an owner, and its members (uids, in joining order).
 public struct StoredGroup: Sendable, Equatable, Codable {

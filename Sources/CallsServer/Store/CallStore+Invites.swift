@@ -1,4 +1,5 @@
 import CallsCore
+import CallsDatabase
 
 /// An invite grant as stored (`/v3/rooms/{sessionId}/invites`): the signed link carries only
 /// its id, session and expiry; the rest — who made it, how often it may be used, whether it was

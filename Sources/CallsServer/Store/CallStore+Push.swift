@@ -1,5 +1,6 @@
 import CallsCore
 import Foundation
+import CallsDatabase
 
 /// A device's push token as registered (`/v3/users/{uid}/push_tokens`).
 public struct StoredPushToken: Sendable, Equatable, Codable {

@@ -1,5 +1,6 @@
 import CallsCore
 import CallsSecurity
+import CallsDatabase
 
 /// One page of a listing, with the total count across pages.
 public struct Page<T: Sendable>: Sendable {

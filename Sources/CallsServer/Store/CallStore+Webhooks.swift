@@ -1,5 +1,6 @@
 import CallsCore
 import Foundation
+import CallsDatabase
 
 /// A webhook delivery as the deliverer and the REST listing see it.
 public struct StoredDelivery: Sendable, Equatable, Codable {

@@ -1,6 +1,7 @@
 import CallsCore
 import CallsSecurity
 import Foundation
+import CallsDatabase
 
 /// A stored user.
 public struct StoredUser: Sendable, Equatable, Codable {

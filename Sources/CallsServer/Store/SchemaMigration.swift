@@ -1,3 +1,4 @@
+import CallsDatabase
 /// One step of the store's schema, from `version - 1` to `version`: SQL run in the same
 /// transaction as every other pending step and the new `schema_version`. Steps are never edited
 /// once released; a change is a new step at the end of `all`. A value; any thread.

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsDatabase
 
 /// How a background loop (webhooks, pushes, maintenance) meets a store that fails: every
 /// failure is a `DatabaseError` the loop sees (nil here, and the loop skips that step and tries

@@ -10,9 +10,9 @@ import Foundation
 /// shutting the socket down.
 ///
 /// Thread rules: `start`/`stop` from the owner; `onMessage`/`onState` run on the subscriber's thread.
-final class RedisSubscriber: @unchecked Sendable {
-    let address: String
-    let channel: String
+package final class RedisSubscriber: @unchecked Sendable {
+    package let address: String
+    package let channel: String
     private let onMessage: @Sendable ([UInt8]) -> Void
     /// Told true when subscribed (first time and after each reconnection), false when the connection is lost.
     private let onState: @Sendable (Bool) -> Void
@@ -23,7 +23,7 @@ final class RedisSubscriber: @unchecked Sendable {
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
-    init(address: String, channel: String, onState: @escaping @Sendable (Bool) -> Void = { _ in },
+    package init(address: String, channel: String, onState: @escaping @Sendable (Bool) -> Void = { _ in },
          onMessage: @escaping @Sendable ([UInt8]) -> Void) {
         self.address = address
         self.channel = channel
@@ -32,7 +32,7 @@ final class RedisSubscriber: @unchecked Sendable {
     }
 
     /// Subscribes now (throws when Redis cannot be reached), then reads on a new thread.
-    func start() throws(RedisError) {
+    package func start() throws(RedisError) {
         let c = try subscribe()
         lock.withLock { context = c }
         onState(true)
@@ -43,7 +43,7 @@ final class RedisSubscriber: @unchecked Sendable {
     }
 
     /// Ends the subscription and waits for the thread.
-    func stop() {
+    package func stop() {
         let running = lock.withLock { () -> Bool in
             guard !stopping else { return false }
             stopping = true

@@ -12,8 +12,8 @@
 ///  BEGIN IMMEDIATE                        ─▶ BEGIN
 /// ```
 /// Pure; any thread.
-enum PostgresDialect {
-    static func translate(_ sql: String) -> String {
+package enum PostgresDialect {
+    package static func translate(_ sql: String) -> String {
         var out = ""
         out.reserveCapacity(sql.count + 16)
         let chars = Array(sql)

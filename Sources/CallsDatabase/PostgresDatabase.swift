@@ -33,7 +33,7 @@ public final class PostgresDatabase: StoreDatabase, @unchecked Sendable {
     deinit { PQfinish(conn) }
 
     /// The URL without its password (for logs and errors).
-    static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         guard var c = URLComponents(string: url), c.password != nil else { return url }
         c.password = "***"
         return c.string ?? url
@@ -121,7 +121,7 @@ public final class PostgresDatabase: StoreDatabase, @unchecked Sendable {
     /// A failure of the connection rather than of the statement: libpq's own (no SQLSTATE: the
     /// server went away mid-statement), class 08 (connection exception), or the server shutting
     /// down or starting (57P01–57P03).
-    static func isConnectionFailure(_ r: OpaquePointer) -> Bool {
+    package static func isConnectionFailure(_ r: OpaquePointer) -> Bool {
         guard let f = PQresultErrorField(r, Int32(UInt8(ascii: "C"))) else { return true }
         let state = String(cString: f)
         return state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
