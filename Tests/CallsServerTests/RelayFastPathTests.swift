@@ -4,6 +4,7 @@ import CallsCore
 import CallsTransport
 import Foundation
 import XCTest
+@testable import CallsRelay
 
 /// The relay's eBPF fast path, for real: the program is loaded into this machine's kernel and
 /// attached to the loopback interface. Needs root (CI runs as root) and the object that

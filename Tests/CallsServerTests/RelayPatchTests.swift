@@ -4,6 +4,7 @@ import CallsCore
 import CallsSecurity
 import CallsTransport
 import XCTest
+@testable import CallsRelay
 
 /// Relay membership as per-room patches: a change touches its own room only, tokens follow
 /// the members, and every worker's copy ends up where the canonical table is.

@@ -4,6 +4,7 @@ import CallsCore
 import CallsTransport
 import Foundation
 import XCTest
+@testable import CallsRelay
 
 /// The relay's worker threads: one UDP port shared by several sockets (`SO_REUSEPORT`), bindings
 /// accepted on one worker used as destinations by the others.

@@ -5,6 +5,7 @@ import CallsSecurity
 import Foundation
 import XCTest
 import CallsDatabase
+@testable import CallsRelay
 
 /// The room registry on a virtual clock with a fake outbox: idle timeouts, grace periods and
 /// token expiry without sleeping (the registry's queue still runs; time only moves by hand).

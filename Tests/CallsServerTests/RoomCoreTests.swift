@@ -3,6 +3,7 @@ import CallRoomTestSupport
 import CallsCore
 import CallsSecurity
 import XCTest
+@testable import CallsRelay
 
 /// The room core alone: inputs in, effects out, time given by the test. No store, no
 /// sockets, no queue, no sleeps; receipts are written by hand, so every ordering promise about

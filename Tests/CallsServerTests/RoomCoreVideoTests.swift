@@ -2,6 +2,7 @@ import CallRoomTestSupport
 @testable import CallsServer
 import CallsCore
 import XCTest
+@testable import CallsRelay
 
 /// Video in the room core (no sockets): subscriptions become the relay's per-sender subscriber
 /// sets, a new subscriber and a receiver's request reach the sender as keyframe requests, a

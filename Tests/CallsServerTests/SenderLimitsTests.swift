@@ -4,6 +4,7 @@ import CallsCore
 import CallsTransport
 import Foundation
 import XCTest
+@testable import CallsRelay
 
 /// Per-sender media limits at the relay (#34): one member cannot make the relay flood the room.
 final class SenderLimitsTests: XCTestCase {

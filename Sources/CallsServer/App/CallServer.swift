@@ -6,6 +6,7 @@ import CallsTransport
 import Foundation
 import CallsRedis
 import CallsDatabase
+import CallsRelay
 
 /// The CallRoom calls server: REST + WebSocket signalling on one TCP port (libwebsockets), a
 /// UDP media relay, and a store (SQLite, or PostgreSQL shared by a cluster). `callroomd` and

@@ -1,3 +1,4 @@
+import CallsRelay
 /// Renders the server's counters in the Prometheus text exposition format (`GET /metrics`).
 /// Contains counts only: no ids, keys or tokens.
 struct MetricsReport {

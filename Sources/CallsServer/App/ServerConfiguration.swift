@@ -1,4 +1,5 @@
 import Foundation
+import CallsRelay
 
 /// How a `CallServer` is run. A value; build it from flags or a config file.
 public struct ServerConfiguration: Sendable {

@@ -1,3 +1,4 @@
+import CallsCore
 /// Token buckets per peer address, in a bounded table that spraying addresses cannot reset: when
 /// it is full, the buckets dropped first are the full ones (the same as a fresh bucket, so
 /// nothing is lost), then the fullest; an exhausted peer's bucket is the last to go.

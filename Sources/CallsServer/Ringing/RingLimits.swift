@@ -1,3 +1,4 @@
+import CallsCore
 /// How often calls may ring (#34): per caller, per callee and per group, each a token bucket
 /// (a burst, then a rate per minute; a rate of 0: no limit). Over any of them `initiateCall` is
 /// refused with `ERR_RATE_LIMITED` and nothing rings. A value; whoever holds it owns it (the ring core).

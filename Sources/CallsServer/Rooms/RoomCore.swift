@@ -1,6 +1,7 @@
 import CallsCore
 import CallsSecurity
 import Foundation
+import CallsRelay
 
 /// Every live room and participant, as pure logic: `handle(_:now:)` takes one input and
 /// returns the effects (messages, closes, durable writes, relay patches, timers, log lines)

@@ -1,6 +1,7 @@
 import CallsCore
 import CallsSecurity
 import Foundation
+import CallsRelay
 
 /// Runs the rooms: a `CoreRunner` drives `RoomCore` (its queue, clock, timers and store
 /// writer); this type does the core's effects — messages and closes through the `SignalOutbox`,

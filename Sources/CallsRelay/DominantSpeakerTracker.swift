@@ -6,22 +6,22 @@
 /// room's loudest member above the speech threshold becomes a candidate; it takes over when it
 /// stays the candidate for `confirmations` evaluations and is `marginDB` louder than the current
 /// speaker (or the current one is silent). The last speaker stays dominant through silence.
-struct DominantSpeakerTracker {
-    struct Loudness { var energy: Double; var last: UInt64 }
+package struct DominantSpeakerTracker {
+    package struct Loudness { var energy: Double; var last: UInt64 }
 
-    var periodNanoseconds: UInt64 = 300_000_000
-    var staleNanoseconds: UInt64 = 400_000_000
+    package var periodNanoseconds: UInt64 = 300_000_000
+    package var staleNanoseconds: UInt64 = 400_000_000
     /// -50 dBov: quieter than this is not speech.
-    var threshold = 77.0
-    var marginDB = 6.0
-    var confirmations = 2
+    package var threshold = 77.0
+    package var marginDB = 6.0
+    package var confirmations = 2
 
     private var loudness: [UInt64: Loudness] = [:]
     private var dominant: [Int: UInt64] = [:]
     private var candidate: [Int: (key: UInt64, count: Int)] = [:]
     private var lastEvaluation: UInt64 = 0
 
-    mutating func heard(_ key: UInt64, level: UInt8, now: UInt64) {
+    package mutating func heard(_ key: UInt64, level: UInt8, now: UInt64) {
         let loud = 127 - Double(min(level, 127))
         var l = loudness[key] ?? Loudness(energy: loud, last: now)
         l.energy = 0.7 * l.energy + 0.3 * loud
@@ -30,7 +30,7 @@ struct DominantSpeakerTracker {
     }
 
     /// Forgets members that left (a room's dominant speaker among them included).
-    mutating func forget(_ keys: [UInt64]) {
+    package mutating func forget(_ keys: [UInt64]) {
         let gone = Set(keys)
         for k in keys { loudness[k] = nil }
         for (room, key) in dominant where gone.contains(key) { dominant[room] = nil }
@@ -44,7 +44,7 @@ struct DominantSpeakerTracker {
     }
 
     /// Returns the rooms whose dominant speaker changed, or nil when it is not time yet.
-    mutating func evaluate(_ table: RelayTable, now: UInt64) -> [(Int, UInt64?)]? {
+    package mutating func evaluate(_ table: RelayTable, now: UInt64) -> [(Int, UInt64?)]? {
         guard now >= lastEvaluation, now - lastEvaluation >= periodNanoseconds else { return nil }
         lastEvaluation = now
         // A worker may still report a level of a member that has just left: such entries go

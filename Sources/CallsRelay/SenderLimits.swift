@@ -25,20 +25,20 @@ public struct SenderLimits: Sendable, Equatable {
 /// clock the caller gives. Pure: tested on a virtual clock.
 ///
 /// Thread rules: a value owned by one relay worker (or the tunnel path, under its lock).
-struct SenderBudget {
+package struct SenderBudget {
     /// One token bucket in nanotokens (a token is 10⁹ of them), so refills need no division.
-    struct Bucket {
-        var nanotokens: UInt64
-        let perSecond: UInt64
+    package struct Bucket {
+        package var nanotokens: UInt64
+        package let perSecond: UInt64
 
-        init(perSecond: UInt64) {
+        package init(perSecond: UInt64) {
             self.perSecond = perSecond
             nanotokens = perSecond &* 1_000_000_000
         }
 
         /// Refills for `elapsed` nanoseconds (capped at one second's worth) and takes `cost`
         /// tokens if there are that many. A rate of 0 is no limit.
-        mutating func take(_ cost: UInt64, elapsed: UInt64) -> Bool {
+        package mutating func take(_ cost: UInt64, elapsed: UInt64) -> Bool {
             guard perSecond > 0 else { return true }
             let capacity = perSecond &* 1_000_000_000
             nanotokens = min(capacity, nanotokens &+ min(elapsed, 1_000_000_000) &* perSecond)
@@ -50,12 +50,12 @@ struct SenderBudget {
     }
 
     /// One stream's two buckets and when it was last heard.
-    struct Stream {
-        var packets: Bucket
-        var bytes: Bucket
-        var last: UInt64
+    package struct Stream {
+        package var packets: Bucket
+        package var bytes: Bucket
+        package var last: UInt64
 
-        mutating func admit(_ size: UInt64, now: UInt64) -> Bool {
+        package mutating func admit(_ size: UInt64, now: UInt64) -> Bool {
             let elapsed = now &- last
             last = now
             var p = packets, b = bytes
@@ -74,14 +74,14 @@ struct SenderBudget {
     private var audio: Stream
     private var video: Stream
 
-    init(_ limits: SenderLimits, now: UInt64) {
+    package init(_ limits: SenderLimits, now: UInt64) {
         audio = Stream(packets: Bucket(perSecond: limits.audioPacketsPerSecond), bytes: Bucket(perSecond: limits.audioBytesPerSecond), last: now)
         video = Stream(packets: Bucket(perSecond: limits.videoPacketsPerSecond), bytes: Bucket(perSecond: limits.videoBytesPerSecond), last: now)
     }
 
     /// Whether a packet of `bytes` on `kind` at `now` (nanoseconds, monotonic) is within the
     /// member's limits; a packet over either bucket takes nothing from the other.
-    mutating func admit(_ kind: MediaStreamKind, bytes: Int, now: UInt64) -> Bool {
+    package mutating func admit(_ kind: MediaStreamKind, bytes: Int, now: UInt64) -> Bool {
         let size = UInt64(max(0, bytes))
         switch kind {
         case .audio: return audio.admit(size, now: now)

@@ -30,7 +30,7 @@ public enum RelayFastPathError: Error, Equatable, Sendable, CustomStringConverti
 ///
 /// Thread rules: one thread at a time after `init` — the relay keeps it behind
 /// `RelayShared.fastPath`'s lock (any worker syncs it; worker 0 harvests it).
-final class RelayFastPath: @unchecked Sendable {
+package final class RelayFastPath: @unchecked Sendable {
     /// The program's handles. The descriptors `callroom_bpf_close` closes start at -1: a zeroed
     /// struct would close fd 0 (twice) when an init that failed early deinitialises — whatever
     /// holds fd 0 by then (a database connection, once stdin is closed) lost its socket.
@@ -53,20 +53,20 @@ final class RelayFastPath: @unchecked Sendable {
 
     /// A member's entry in `cr_members`: what the program forwards of its packets, and where.
     private struct Sender: Equatable {
-        var address: SocketAddress
-        var room: Int
-        var ssrc: UInt32
-        var videoSSRC: UInt32
+        package var address: SocketAddress
+        package var room: Int
+        package var ssrc: UInt32
+        package var videoSSRC: UInt32
         /// `CR_AUDIO_ON` | `CR_VIDEO_ON`.
-        var flags: UInt32
+        package var flags: UInt32
         /// Bit i: entry i of the room's destination list subscribed to its video.
-        var videoMask: UInt64
-        var slot: UInt32
+        package var videoMask: UInt64
+        package var slot: UInt32
     }
 
     /// Loads `objectPath` and attaches it to the interface holding `host`, for packets to
     /// `host:port`.
-    init(objectPath: String, host: String, port: Int, senderLimits: SenderLimits = SenderLimits()) throws(RelayFastPathError) {
+    package init(objectPath: String, host: String, port: Int, senderLimits: SenderLimits = SenderLimits()) throws(RelayFastPathError) {
         guard access(objectPath, R_OK) == 0 else { throw .objectMissing(objectPath) }
         guard let address = SocketAddress(host: host, port: port), address.ip != 0,
               let ifindex = Self.interfaceIndex(holding: address.ip) else { throw .noInterface(host) }
@@ -85,17 +85,17 @@ final class RelayFastPath: @unchecked Sendable {
 
     /// Detaches the program and frees its maps (idempotent): from here on every packet goes to
     /// the relay's sockets, or nowhere once they are closed.
-    func close() { callroom_bpf_close(&bpf) }
+    package func close() { callroom_bpf_close(&bpf) }
 
     /// Makes the maps match `table` and `bindings`: every bound member, and for each room of at
     /// most 64 bound members its destination list (larger rooms stay with the socket relay).
-    func sync(_ table: RelayTable, _ bindings: RelayBindings) {
+    package func sync(_ table: RelayTable, _ bindings: RelayBindings) {
         for room in Set(table.rooms.keys).union(roomKeys.keys) { sync(room: room, table, bindings) }
     }
 
     /// The same for one room: all a bind, a mute, a paused camera or a video subscription can
     /// change, at the cost of that room's size.
-    func sync(room: Int, _ table: RelayTable, _ bindings: RelayBindings) {
+    package func sync(room: Int, _ table: RelayTable, _ bindings: RelayBindings) {
         var want: [(key: UInt64, address: SocketAddress, member: RelayTable.Member)] = []
         for k in table.rooms[room] ?? [] {
             if let a = bindings.addressOf[k], let m = table.members[k] { want.append((k, a, m)) }
@@ -183,7 +183,7 @@ final class RelayFastPath: @unchecked Sendable {
 
     /// Levels the program stored since the last call: (member key, RFC 6464 level, monotonic
     /// time). Reads the shared mapping: no system call.
-    func newLevels() -> [(key: UInt64, level: UInt8, at: UInt64)] {
+    package func newLevels() -> [(key: UInt64, level: UInt8, at: UInt64)] {
         var out: [(key: UInt64, level: UInt8, at: UInt64)] = []
         for (k, m) in members {
             let l = level(m.slot)
@@ -195,21 +195,21 @@ final class RelayFastPath: @unchecked Sendable {
     }
 
     /// What the program counted since the last call.
-    struct StatsDelta {
-        var received: UInt64 = 0, receivedBytes: UInt64 = 0
+    package struct StatsDelta {
+        package var received: UInt64 = 0, receivedBytes: UInt64 = 0
         /// Copies sent (audio and video), and their bytes.
-        var forwarded: UInt64 = 0, forwardedBytes: UInt64 = 0
+        package var forwarded: UInt64 = 0, forwardedBytes: UInt64 = 0
         /// Copies it failed to send.
-        var sendFailed: UInt64 = 0
+        package var sendFailed: UInt64 = 0
         /// Video copies sent to subscribers, and withheld from the rest of the room.
-        var videoForwarded: UInt64 = 0, videoWithheld: UInt64 = 0
+        package var videoForwarded: UInt64 = 0, videoWithheld: UInt64 = 0
         /// Packets over their sender's budget, dropped in the kernel.
-        var rateLimited: UInt64 = 0
+        package var rateLimited: UInt64 = 0
     }
 
     /// Packets and bytes the program received and forwarded, copies it failed to send, video
     /// copies forwarded and withheld, since the last call.
-    func statsDelta() -> StatsDelta {
+    package func statsDelta() -> StatsDelta {
         var now = [UInt64](repeating: 0, count: Int(CR_STATS))
         guard callroom_bpf_stats(&bpf, &now) == 0 else { return StatsDelta() }
         defer { lastStats = now }
@@ -220,14 +220,14 @@ final class RelayFastPath: @unchecked Sendable {
     }
 
     /// The program's total run time in nanoseconds (0 when the kernel's run-time stats are off).
-    var runNanoseconds: UInt64 {
+    package var runNanoseconds: UInt64 {
         var ns: UInt64 = 0, count: UInt64 = 0
         return callroom_bpf_run_time(&bpf, &ns, &count) == 0 ? ns : 0
     }
 
     /// Where the object is looked for when the configuration names none: next to the running
     /// executable, then in SwiftPM's `.build/bpf` (where scripts/build-bpf.sh puts it).
-    static func defaultObjectPath() -> String {
+    package static func defaultObjectPath() -> String {
         var buf = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buf, buf.count - 1)
         guard n > 0 else { return "relay_fastpath.bpf.o" }
@@ -239,7 +239,7 @@ final class RelayFastPath: @unchecked Sendable {
     }
 
     /// The index of the interface that holds `ip` (network byte order), from getifaddrs.
-    static func interfaceIndex(holding ip: UInt32) -> UInt32? {
+    package static func interfaceIndex(holding ip: UInt32) -> UInt32? {
         var list: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&list) == 0, let first = list else { return nil }
         defer { freeifaddrs(list) }

@@ -10,10 +10,10 @@ import Synchronization
 ///
 /// Thread rules: `loop()` runs on the worker's own thread and owns every stored property but
 /// `socket` (closed by the relay after the loop ends) and `onDominantSpeaker` (set before start).
-final class RelayWorker: @unchecked Sendable {
-    let index: Int
-    let socket: UDPSocket
-    var onDominantSpeaker: (@Sendable (Int, UInt64?) -> Void)?
+package final class RelayWorker: @unchecked Sendable {
+    package let index: Int
+    package let socket: UDPSocket
+    package var onDominantSpeaker: (@Sendable (Int, UInt64?) -> Void)?
     private let shared: RelayShared
     private let receiver: UDPBatchReceiver
     private let sender = UDPBatchSender()
@@ -41,7 +41,7 @@ final class RelayWorker: @unchecked Sendable {
     /// The monotonic time of the batch being handled (one clock read a batch).
     private var batchNow: UInt64 = 0
 
-    init(index: Int, socket: UDPSocket, shared: RelayShared) {
+    package init(index: Int, socket: UDPSocket, shared: RelayShared) {
         self.index = index
         self.socket = socket
         self.shared = shared
@@ -50,7 +50,7 @@ final class RelayWorker: @unchecked Sendable {
         levels.reserveCapacity(receiver.capacity)
     }
 
-    func loop() {
+    package func loop() {
         // The kernel's thread name (top -H, /proc; at most 15 bytes): Foundation's `Thread.name` is not.
         ThreadName.set("callroom.relay\(index)")
         while shared.running.load(ordering: .acquiring) {

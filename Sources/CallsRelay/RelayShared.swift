@@ -6,25 +6,25 @@ import Synchronization
 /// Where each bound participant's media comes from, and the bind rate limits per source.
 /// The canonical copy lives in `RelayState`; each worker keeps its own, brought up to date by
 /// the same changes in the same order.
-struct RelayBindings: Sendable {
-    var addressOf: [UInt64: SocketAddress] = [:]
-    var memberAt: [SocketAddress: UInt64] = [:]
-    var bindLimiters: [SocketAddress: RateLimiter] = [:]
+package struct RelayBindings: Sendable {
+    package var addressOf: [UInt64: SocketAddress] = [:]
+    package var memberAt: [SocketAddress: UInt64] = [:]
+    package var bindLimiters: [SocketAddress: RateLimiter] = [:]
     /// Consent (canonical copy only): when each bound member last answered a challenge, when
     /// it was last challenged, and the challenges awaiting an answer by the address they went to.
-    var consentAt: [UInt64: UInt64] = [:]
-    var challengedAt: [UInt64: UInt64] = [:]
-    var challenges: [SocketAddress: PendingChallenge] = [:]
+    package var consentAt: [UInt64: UInt64] = [:]
+    package var challengedAt: [UInt64: UInt64] = [:]
+    package var challenges: [SocketAddress: PendingChallenge] = [:]
 
-    struct PendingChallenge: Sendable {
-        var key: UInt64
-        var nonce: [UInt8]
-        var sentAt: UInt64
+    package struct PendingChallenge: Sendable {
+        package var key: UInt64
+        package var nonce: [UInt8]
+        package var sentAt: UInt64
     }
 
     /// Sends `address` a fresh challenge for `key` (or, within a second, the one in flight, so a
     /// re-sent bind does not invalidate the answer on its way): the datagram to send.
-    mutating func challenge(_ key: UInt64, ssrc: UInt32, at address: SocketAddress, now: UInt64) -> [UInt8] {
+    package mutating func challenge(_ key: UInt64, ssrc: UInt32, at address: SocketAddress, now: UInt64) -> [UInt8] {
         if let c = challenges[address], c.key == key, now &- c.sentAt < 1_000_000_000 {
             return MediaBinding.encodeChallenge(.init(ssrc: ssrc, nonce: c.nonce))
         }
@@ -33,52 +33,52 @@ struct RelayBindings: Sendable {
         return MediaBinding.encodeChallenge(.init(ssrc: ssrc, nonce: nonce))
     }
 
-    mutating func bind(_ key: UInt64, to address: SocketAddress) {
+    package mutating func bind(_ key: UInt64, to address: SocketAddress) {
         if let old = addressOf[key], old != address { memberAt[old] = nil }
         addressOf[key] = address
         memberAt[address] = key
     }
 
     /// Stops media to and from a member's address (its consent lapsed); it may bind again.
-    mutating func unbind(_ key: UInt64) {
+    package mutating func unbind(_ key: UInt64) {
         if let a = addressOf.removeValue(forKey: key), memberAt[a] == key { memberAt[a] = nil }
         consentAt[key] = nil
         challengedAt[key] = nil
     }
 
     /// Drops the bindings of members that left.
-    mutating func forget(_ keys: [UInt64]) {
+    package mutating func forget(_ keys: [UInt64]) {
         for k in keys { unbind(k) }
     }
 }
 
 /// One change to the relay's membership or bindings, as each worker applies it.
-enum RelayChange: Sendable {
+package enum RelayChange: Sendable {
     case patch(RelayPatch)
     case bound(key: UInt64, address: SocketAddress)
     case unbound(key: UInt64)
 }
 
 /// The relay's canonical membership and bindings, and what each worker has yet to apply.
-struct RelayState: Sendable {
-    var table = RelayTable()
-    var bindings = RelayBindings()
+package struct RelayState: Sendable {
+    package var table = RelayTable()
+    package var bindings = RelayBindings()
     /// Media over signalling: each tunnelled member's sending budget.
-    var tunnelBudgets: [UInt64: SenderBudget] = [:]
+    package var tunnelBudgets: [UInt64: SenderBudget] = [:]
     /// Changes per worker, in order; a worker takes its list whole (an O(1) swap).
-    var inboxes: [[RelayChange]]
+    package var inboxes: [[RelayChange]]
     /// A worker whose inbox overflowed (it was not running) copies the canonical state instead.
-    var resync: [Bool]
+    package var resync: [Bool]
 
     /// More changes than this waiting for one worker: drop them and resync it.
-    static let inboxLimit = 65_536
+    package static let inboxLimit = 65_536
 
-    init(workers: Int) {
+    package init(workers: Int) {
         inboxes = Array(repeating: [], count: workers)
         resync = Array(repeating: false, count: workers)
     }
 
-    mutating func post(_ change: RelayChange) {
+    package mutating func post(_ change: RelayChange) {
         for i in inboxes.indices {
             if inboxes[i].count >= Self.inboxLimit {
                 inboxes[i] = []
@@ -91,28 +91,28 @@ struct RelayState: Sendable {
 
 /// State the relay's worker threads share. Every field is thread-safe; the hot path touches it
 /// once per received batch (an atomic load), never per packet.
-final class RelayShared: Sendable {
-    let counters: RelayCounters
+package final class RelayShared: Sendable {
+    package let counters: RelayCounters
     /// Membership and bindings; `generation` moves whenever a change is posted.
-    let state: Locked<RelayState>
-    let generation = Atomic<UInt64>(0)
+    package let state: Locked<RelayState>
+    package let generation = Atomic<UInt64>(0)
     /// Levels from every worker feed one tracker; worker 0 evaluates it.
-    let speakers = Locked<DominantSpeakerTracker>(DominantSpeakerTracker())
-    let running = Atomic<Bool>(false)
+    package let speakers = Locked<DominantSpeakerTracker>(DominantSpeakerTracker())
+    package let running = Atomic<Bool>(false)
     /// The kernel fast path, if attached. Whoever changes the bindings brings its maps in step
     /// (`syncFastPath`); worker 0 also harvests its counters and levels.
     /// Lock order: `fastPath` before `state`.
-    let fastPath = Locked<RelayFastPath?>(nil)
+    package let fastPath = Locked<RelayFastPath?>(nil)
     /// RTP older than this when a worker reads it is stale and dropped (0: never).
-    let maxDelayNanoseconds: Int64
+    package let maxDelayNanoseconds: Int64
     /// A bound address is challenged this often, and unbound when it has not answered for
     /// `consentTimeout` (RFC 7675's 5 s and 30 s by default).
-    let consentIntervalNanoseconds: UInt64
-    let consentTimeoutNanoseconds: UInt64
+    package let consentIntervalNanoseconds: UInt64
+    package let consentTimeoutNanoseconds: UInt64
     /// What each member may send (every path).
-    let senderLimits: SenderLimits
+    package let senderLimits: SenderLimits
 
-    init(workers: Int, maxDelayNanoseconds: Int64, consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000,
+    package init(workers: Int, maxDelayNanoseconds: Int64, consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000,
          senderLimits: SenderLimits = SenderLimits()) {
         self.senderLimits = senderLimits
         counters = RelayCounters(workers: workers)
@@ -125,11 +125,11 @@ final class RelayShared: Sendable {
     /// Media over signalling: hands one packet to a member's signalling connection (the web
     /// server's send; set by the server before the relay starts), and the UDP socket packets
     /// from such members leave by.
-    let tunnelSink = Locked<(@Sendable (UInt64, [UInt8]) -> Void)?>(nil)
-    let tunnelSocket = Locked<UDPSocket?>(nil)
+    package let tunnelSink = Locked<(@Sendable (UInt64, [UInt8]) -> Void)?>(nil)
+    package let tunnelSocket = Locked<UDPSocket?>(nil)
 
     /// Applies one room's new membership (any thread; the room registry's).
-    func apply(_ patch: RelayPatch) {
+    package func apply(_ patch: RelayPatch) {
         let removed = state.withLock { s -> [UInt64] in
             let removed = s.table.apply(patch)
             s.bindings.forget(removed)
@@ -146,7 +146,7 @@ final class RelayShared: Sendable {
     /// rate, the challenge to send back there (the same one again within a second, so a
     /// client re-sending its bind does not invalidate the answer in flight). Nothing is bound
     /// until the challenge is answered (`consent`).
-    func challenge(_ bind: MediaBinding.Bind, from address: SocketAddress, now: UInt64) -> ChallengeOutcome {
+    package func challenge(_ bind: MediaBinding.Bind, from address: SocketAddress, now: UInt64) -> ChallengeOutcome {
         state.withLock { s -> ChallengeOutcome in
             guard let key = s.table.bySSRC[bind.ssrc], let member = s.table.members[key],
                   member.consent?.verifies(bind) == true else { return .badProof }
@@ -159,12 +159,12 @@ final class RelayShared: Sendable {
         }
     }
 
-    enum ChallengeOutcome { case challenge([UInt8]), badProof, rateLimited }
+    package enum ChallengeOutcome { case challenge([UInt8]), badProof, rateLimited }
 
     /// A consent response from `address`: when it answers the challenge sent there, in time,
     /// with its member's MAC, media flows to and from that address (a new address replaces
     /// the old only now) and its consent is fresh again.
-    func consent(_ response: MediaBinding.Response, from address: SocketAddress, now: UInt64) -> ConsentOutcome {
+    package func consent(_ response: MediaBinding.Response, from address: SocketAddress, now: UInt64) -> ConsentOutcome {
         let outcome = state.withLock { s -> ConsentOutcome in
             guard let c = s.bindings.challenges[address], now &- c.sentAt <= consentTimeoutNanoseconds,
                   let member = s.table.members[c.key], member.tunnel == nil,
@@ -181,12 +181,12 @@ final class RelayShared: Sendable {
         return outcome
     }
 
-    enum ConsentOutcome { case bound(RelayTable.Member), refreshed(RelayTable.Member), refused }
+    package enum ConsentOutcome { case bound(RelayTable.Member), refreshed(RelayTable.Member), refused }
 
     /// Consent freshness, once a second from worker 0: the challenges due (each bound address
     /// every interval), and the members whose address stopped answering — unbound here, their
     /// rooms returned so the fast path drops them too.
-    func tendConsent(now: UInt64) -> (challenges: [(SocketAddress, [UInt8])], expired: Int, rooms: Set<Int>) {
+    package func tendConsent(now: UInt64) -> (challenges: [(SocketAddress, [UInt8])], expired: Int, rooms: Set<Int>) {
         let result = state.withLock { s -> ([(SocketAddress, [UInt8])], Int, Set<Int>) in
             var due: [(SocketAddress, [UInt8])] = []
             var expired: [UInt64] = []
@@ -219,7 +219,7 @@ final class RelayShared: Sendable {
     /// socket, to its other over-signalling members by their connections — after the same
     /// checks (a member of a room, its SSRC, not muted). Returns false when dropped.
     @discardableResult
-    func receiveTunnelled(_ datagram: [UInt8], from connection: UInt64, now: UInt64) -> Bool {
+    package func receiveTunnelled(_ datagram: [UInt8], from connection: UInt64, now: UInt64) -> Bool {
         guard datagram.count >= 12, datagram[0] >> 6 == 2 else {
             counters.droppedMalformed.add(1, ordering: .relaxed)
             return false
@@ -275,7 +275,7 @@ final class RelayShared: Sendable {
 
     /// Takes worker `index`'s pending changes; `resync` when it must copy the whole state
     /// (`table`, `bindings`) instead.
-    func takeChanges(worker index: Int) -> (changes: [RelayChange], resync: (RelayTable, RelayBindings)?) {
+    package func takeChanges(worker index: Int) -> (changes: [RelayChange], resync: (RelayTable, RelayBindings)?) {
         state.withLock { s in
             var mine: [RelayChange] = []
             swap(&mine, &s.inboxes[index])
@@ -288,7 +288,7 @@ final class RelayShared: Sendable {
     /// Brings the fast path's maps up to the canonical table and bindings for `rooms` (nil:
     /// every room). Any worker; a bind does this for its member's room before it is
     /// acknowledged, so a new member hears the room from its first packet on.
-    func syncFastPath(rooms: Set<Int>?) {
+    package func syncFastPath(rooms: Set<Int>?) {
         fastPath.withLock { fp in
             guard let fp else { return }
             state.withLock { s in

@@ -36,7 +36,7 @@ public final class RelayCounters: Sendable {
     public let droppedRateLimited = Atomic<UInt64>(0)
 
     /// Counts a packet `admission` dropped (nothing for one it forwards).
-    func countDrop(_ admission: RelayAdmission) {
+    package func countDrop(_ admission: RelayAdmission) {
         switch admission {
         case .forward: return
         case .ssrcMismatch: droppedSSRCMismatch.add(1, ordering: .relaxed)
@@ -51,13 +51,13 @@ public final class RelayCounters: Sendable {
     /// Datagrams received by each relay worker (how the kernel spread the senders).
     public var receivedPerWorker: [UInt64] { perWorker.map { $0.received.load(ordering: .relaxed) } }
 
-    final class WorkerCount: Sendable {
-        let received = Atomic<UInt64>(0)
-        init() {}
+    package final class WorkerCount: Sendable {
+        package let received = Atomic<UInt64>(0)
+        package init() {}
     }
-    let perWorker: [WorkerCount]
+    package let perWorker: [WorkerCount]
 
-    init(workers: Int) { perWorker = (0..<max(1, workers)).map { _ in WorkerCount() } }
+    package init(workers: Int) { perWorker = (0..<max(1, workers)).map { _ in WorkerCount() } }
 }
 
 /// The UDP media relay (an SFU for audio): forwards each RTP datagram from a bound participant
@@ -74,20 +74,20 @@ public final class RelayCounters: Sendable {
 /// Thread rules: `start`/`stop`/`close` from the owner; `update(_:)` from any thread (the
 /// registry's queue); everything else happens on the worker threads, which allocate nothing per
 /// packet and share only batch-granular state (`RelayShared`).
-final class MediaRelay: Sendable {
+package final class MediaRelay: Sendable {
     private let shared: RelayShared
     private let workers: [RelayWorker]
     private let stopped = DispatchSemaphore(value: 0)
-    let port: Int
+    package let port: Int
 
-    var counters: RelayCounters { shared.counters }
+    package var counters: RelayCounters { shared.counters }
 
     /// Attaches the kernel fast path: the workers keep its maps in step. Before `start()`.
-    func attachFastPath(_ fastPath: RelayFastPath) { shared.fastPath.withLock { $0 = fastPath } }
+    package func attachFastPath(_ fastPath: RelayFastPath) { shared.fastPath.withLock { $0 = fastPath } }
 
     /// Called on worker 0 when a room's loudest speaker changes (room index, member key). Set
     /// before `start()`; it must only hand off (the registry hops to its queue).
-    var onDominantSpeaker: (@Sendable (Int, UInt64?) -> Void)? {
+    package var onDominantSpeaker: (@Sendable (Int, UInt64?) -> Void)? {
         get { workers[0].onDominantSpeaker }
         set { workers[0].onDominantSpeaker = newValue }
     }
@@ -96,7 +96,7 @@ final class MediaRelay: Sendable {
     /// the port is first claimed without `SO_REUSEPORT`, so a port another process holds is
     /// refused rather than silently shared. RTP that waited in a socket longer than
     /// `maxDelayMs` (0: no limit) is dropped instead of forwarded.
-    init(host: String, port: Int, threads: Int = 1, maxDelayMs: Int = 0,
+    package init(host: String, port: Int, threads: Int = 1, maxDelayMs: Int = 0,
          consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000, senderLimits: SenderLimits = SenderLimits()) throws(UDPSocketError) {
         let n = max(1, min(threads, 64))
         shared = RelayShared(workers: n, maxDelayNanoseconds: Int64(max(0, maxDelayMs)) * 1_000_000,
@@ -128,7 +128,7 @@ final class MediaRelay: Sendable {
     }
 
     /// Starts one thread per worker.
-    func start() {
+    package func start() {
         shared.running.store(true, ordering: .releasing)
         for w in workers {
             let t = Thread { [stopped] in
@@ -141,7 +141,7 @@ final class MediaRelay: Sendable {
     }
 
     /// Stops the workers (each within one 50 ms poll) and closes the sockets.
-    func stop() {
+    package func stop() {
         guard shared.running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         for _ in workers { stopped.wait() }
         close()
@@ -149,7 +149,7 @@ final class MediaRelay: Sendable {
 
     /// Detaches the kernel fast path and closes the sockets of a relay that was never started
     /// (or has stopped).
-    func close() {
+    package func close() {
         shared.fastPath.withLock { fp in
             fp?.close()
             fp = nil
@@ -159,20 +159,20 @@ final class MediaRelay: Sendable {
 
     /// Applies one room's new membership (the cost of that room, not of the server). Safe from
     /// any thread.
-    func apply(_ patch: RelayPatch) { shared.apply(patch) }
+    package func apply(_ patch: RelayPatch) { shared.apply(patch) }
 
     /// Media over signalling: `sink` sends one packet to a connection (binary frame). Before `start()`.
-    func setTunnelSink(_ sink: @escaping @Sendable (UInt64, [UInt8]) -> Void) {
+    package func setTunnelSink(_ sink: @escaping @Sendable (UInt64, [UInt8]) -> Void) {
         shared.tunnelSink.withLock { $0 = sink }
         shared.tunnelSocket.withLock { $0 = workers[0].socket }
     }
 
     /// A packet a member sent over its signalling connection (the web server's thread).
-    func receiveTunnelled(_ datagram: [UInt8], from connection: UInt64) {
+    package func receiveTunnelled(_ datagram: [UInt8], from connection: UInt64) {
         shared.receiveTunnelled(datagram, from: connection, now: monotonicNanoseconds())
     }
 
     /// The RFC 6464 level (0 loud … 127 silent) in a datagram's one-byte header extension, if any.
     /// Reads in place; allocates nothing.
-    static func audioLevel(_ d: UnsafeRawBufferPointer) -> UInt8? { RTPPacket.audioLevel(inDatagram: d)?.level }
+    package static func audioLevel(_ d: UnsafeRawBufferPointer) -> UInt8? { RTPPacket.audioLevel(inDatagram: d)?.level }
 }
