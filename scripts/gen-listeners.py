@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Derives every list of listener callbacks from their one declaration.
 
-The listener protocols in Sources/CometChatCallsSDK/Listeners.swift are the only place a
+The listener protocols in Sources/CometChatCallsSDK/API/Listeners.swift are the only place a
 callback is declared. From them this writes:
-  Sources/CometChatCallsSDK/Listeners+Defaults.generated.swift  the empty default implementations
-  Sources/CometChatCallsSDK/CallEvent.generated.swift           the CallEvent enum, listener, callback, payload, deliver
+  Sources/CometChatCallsSDK/API/Listeners+Defaults.generated.swift  the empty default implementations
+  Sources/CometChatCallsSDK/API/CallEvent.generated.swift           the CallEvent enum, listener, callback, payload, deliver
   Sources/CallsTUI/Controller/ListenerBridge+Callbacks.generated.swift  ListenerBridge's conformances
 Usage: gen-listeners.py [--check]   (--check: exit 1 when a generated file is out of date)
 """
@@ -13,7 +13,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE = os.path.join(ROOT, "Sources/CometChatCallsSDK/Listeners.swift")
+SOURCE = os.path.join(ROOT, "Sources/CometChatCallsSDK/API/Listeners.swift")
 # Protocol → (ListenerSet field, the `listener` name events carry on the wire and in logs).
 SETS = {
     "SessionStatusListener": ("session", "SessionStatusListener"),
@@ -193,8 +193,8 @@ def bridge(protocols):
 def main():
     protocols = parse()
     files = {
-        "Sources/CometChatCallsSDK/Listeners+Defaults.generated.swift": defaults(protocols),
-        "Sources/CometChatCallsSDK/CallEvent.generated.swift": call_event(protocols),
+        "Sources/CometChatCallsSDK/API/Listeners+Defaults.generated.swift": defaults(protocols),
+        "Sources/CometChatCallsSDK/API/CallEvent.generated.swift": call_event(protocols),
         "Sources/CallsTUI/Controller/ListenerBridge+Callbacks.generated.swift": bridge(protocols),
     }
     stale = []

@@ -9,8 +9,8 @@ import Synchronization
 /// The client's media pipeline for one joined session.
 ///
 /// ```
-///  capture thread:  AudioInput.read ─▶ level ─▶ (muted? skip) ─▶ Opus encode ─▶ [RED: + previous frames]
-///                   ─▶ RTP+level ─▶ SRTP protect ─▶ UDP ─▶ relay
+///  capture thread:  AudioInput.read ─▶ FilterChain (processing, probes, level) ─▶ BindingWatch (bind, UDP blocked?)
+///                   ─▶ (muted? skip) ─▶ AudioSendStage (Opus ─▶ [RED] ─▶ RTP + level) ─▶ SRTP protect ─▶ transmit (UDP │ tunnel)
 ///  drain:           UDP (recvmmsg, kernel arrival times) ─▶ consent challenge → answer │ bind ack
 ///                   │ SRTP unprotect (in place) ─▶ RTP header ─▶ [impairment] ─▶ ReceiveMixer.insert
 ///                   (the playback thread before each mix; the receive thread every 100 ms as a
@@ -436,22 +436,16 @@ final class MediaEngine: @unchecked Sendable {
         socket.send(c.bindDatagram, to: relay)
     }
 
+    /// The capture thread: read a frame, run the filters, keep the binding, then (unmuted, and
+    /// once the relay let us in) the send stage makes the packet, SRTP protects it and the
+    /// transport sends it.
     private func captureLoop() {
         let pcm = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
         let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: 1500, alignment: 8)
-        let primary = UnsafeMutableRawBufferPointer.allocate(byteCount: RedundantAudio.maxBlockBytes, alignment: 8)
-        defer { pcm.deallocate(); packet.deallocate(); primary.deallocate() }
-        let history = RedundancyHistory()
-        var seq = UInt16.random(in: 0...UInt16.max)
-        var appliedLoss: Int32 = 5
-        var fecOn = true
-        var appliedBitrate = options.bitrate
-        var timestamp = UInt32.random(in: 0...UInt32.max)
-        var frame = 0
+        defer { pcm.deallocate(); packet.deallocate() }
+        let stage = AudioSendStage(encoder: encoder, baseBitrate: options.bitrate, frameSamples: frameSamples)
+        var watch = BindingWatch(frameMs: frameMs, blockedAfterMs: options.udpBlockedAfterMs)
         var encoderGeneration = mediaGeneration.load(ordering: .acquiring)
-        // The binding whose silence was reported (each binding is judged once: a rejoin's new
-        // relay gets its own 2.5 s, however long the call has run).
-        var udpBlockedReportedFor: UInt64 = 0
         bindingSince.store(monotonicNanoseconds(), ordering: .releasing)
         sendBind()
         while running.load(ordering: .acquiring) {
@@ -463,61 +457,35 @@ final class MediaEngine: @unchecked Sendable {
                 captureDeviceLost(error)
                 continue
             }
-            filters.captured(pcm, FrameInfo(sequence: seq, at: monotonicNanoseconds()))
-            let loss = Int32(expectedLoss.load(ordering: .relaxed))
-            if loss != appliedLoss { encoder.setExpectedLoss(percent: loss); appliedLoss = loss }
-            // Whole copies of the previous frames replace in-band FEC (a coarse copy of one
-            // frame that takes bits from this one): FEC only while nothing is repeated.
+            filters.captured(pcm, FrameInfo(sequence: stage.sequence, at: monotonicNanoseconds()))
             let distance = redundancyDistance.load(ordering: .relaxed)
-            if (distance == 0) != fecOn { fecOn = distance == 0; encoder.setFEC(fecOn) }
-            let bitrate = RedundancyPolicy.bitrate(base: options.bitrate, distance: distance)
-            if bitrate != appliedBitrate { encoder.setBitrate(Int32(bitrate)); appliedBitrate = bitrate }
-            frame += 1
+            stage.tune(expectedLossPercent: Int32(expectedLoss.load(ordering: .relaxed)), distance: distance)
             framesCaptured.add(1, ordering: .relaxed)
             let db = meter.lastDBFS ?? LevelMeter.silenceDBFS
-            // Re-bind until acknowledged, then every 5 s to keep NAT bindings alive.
-            let bindEvery = bound.load(ordering: .relaxed) ? 5000 / frameMs : 10
-            if frame % bindEvery == 0 { sendBind() }
-            let since = bindingSince.load(ordering: .acquiring)
-            if udpBlockedReportedFor != since, !bound.load(ordering: .acquiring),
-               monotonicNanoseconds() &- since > UInt64(options.udpBlockedAfterMs) * 1_000_000 {
-                udpBlockedReportedFor = since
-                options.onUDPBlocked?()
-            }
-            timestamp &+= UInt32(frameSamples)
+            let due = watch.frame(bound: bound.load(ordering: .acquiring), bindingSince: bindingSince.load(ordering: .acquiring),
+                                  now: monotonicNanoseconds())
+            if due.bind { sendBind() }
+            if due.blocked { options.onUDPBlocked?() }
+            stage.advance()
             guard isTransmitting else { continue }
             // Nothing goes out before we answered the relay's challenge (or it acknowledged us),
             // unless media goes over the signalling tunnel; a new relay gets a new stream.
             guard mayTransmit else { continue }
             let generation = mediaGeneration.load(ordering: .acquiring)
-            if generation != encoderGeneration { encoder.reset(); history.reset(); encoderGeneration = generation }
+            if generation != encoderGeneration { stage.restart(); encoderGeneration = generation }
             let level = RTPPacket.AudioLevel(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: LevelMeter.isVoice(dbfs: db))
-            let cpu = threadCPUNanoseconds()
-            let encoding = try? encoder.encode(UnsafeBufferPointer(pcm), into: primary.bindMemory(to: UInt8.self))
-            encodeCPUNanoseconds.add(threadCPUNanoseconds() &- cpu, ordering: .relaxed)
-            guard let encoded = encoding else { continue }
-            let frame = UnsafeRawBufferPointer(rebasing: primary[0..<encoded])
-            let redundant = distance > 0 && history.available(sequence: seq, timestamp: timestamp, distance: distance) > 0
-            let h = RTPPacket.writeHeader(into: packet, payloadType: redundant ? RedundantAudio.payloadType : RTPPacket.opusPayloadType,
-                                          sequenceNumber: seq, timestamp: timestamp, ssrc: ssrc, audioLevel: level)
-            let body = UnsafeMutableRawBufferPointer(rebasing: packet[h...])
-            var n = encoded
-            if redundant {
-                guard let written = history.payload(into: body, payloadType: RTPPacket.opusPayloadType, primary: frame, sequence: seq,
-                                                    timestamp: timestamp, distance: distance) else { continue }
-                n = written.bytes
-            } else {
-                body.copyMemory(from: frame)
-            }
-            history.remember(frame, sequence: seq, timestamp: timestamp)
+            let cpuBefore = stage.encodeCPUNanoseconds
+            let made = stage.packetize(UnsafeBufferPointer(pcm), level: level, ssrc: ssrc, distance: distance, into: packet)
+            encodeCPUNanoseconds.add(stage.encodeCPUNanoseconds &- cpuBefore, ordering: .relaxed)
+            guard let made else { continue }
             pendingSendKey.applyIfDue(to: srtpSender.withLock { $0 })
-            guard let sender = srtpSender.withLock({ $0 }), let length = try? sender.protect(packet, length: h + n) else { continue }
+            guard let sender = srtpSender.withLock({ $0 }), let length = try? sender.protect(packet, length: made.length) else { continue }
             if transmit(UnsafeRawBufferPointer(rebasing: packet[0..<length])) {
                 packetsSent.add(1, ordering: .relaxed)
-                payloadBytesSent.add(n, ordering: .relaxed)
-                probe?.sent(sequence: seq, at: monotonicNanoseconds())
+                payloadBytesSent.add(made.payload, ordering: .relaxed)
+                probe?.sent(sequence: stage.sequence, at: monotonicNanoseconds())
             }
-            seq &+= 1
+            stage.sent()
         }
     }
 
