@@ -18,29 +18,37 @@ final class LocalAudioControlsTests: XCTestCase {
         let listener = try await t.joinedClient("lis", session: "ptt", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null").build(), probe: mix)
         let pid = try XCTUnwrap(speaker.localParticipantID)
-        func level(settle: Double = 0.6) async -> Float {
-            try? await Task.sleep(nanoseconds: UInt64(settle * 1e9))
+        /// The listener's meter for the speaker once it satisfies `ok` (or after 5 s).
+        func level(until ok: (Float) -> Bool) async -> Float {
+            await eventually(5) { ok(listener.audioLevels()[pid] ?? -127) }
             return listener.audioLevels()[pid] ?? -127
         }
-        let normal = await level(settle: 1.0)
+        let normal = await level { $0 > -30 }
         XCTAssertGreaterThan(normal, -30, "heard with processing on")
 
         speaker.setPushToTalk(true)
         XCTAssertFalse(speaker.isTransmitting)
-        let silentLevel = await level()
+        let silentLevel = await level { $0 < -60 }
         XCTAssertLessThan(silentLevel, -60, "push-to-talk: nothing sent while not talking")
         speaker.setTalking(true)
         XCTAssertTrue(speaker.isTransmitting)
-        let talkingLevel = await level()
+        let talkingLevel = await level { $0 > -30 }
         XCTAssertGreaterThan(talkingLevel, -30, "sent while talking")
 
+        // The mix's level once it is steady (two readings 200 ms apart within half a dB).
+        var last = mix.level
+        await eventually(5, poll: 0.2) {
+            let now = mix.level
+            defer { last = now }
+            return now > -30 && abs(now - last) < 0.5
+        }
         let full = mix.level
         listener.setVolume(0.25, for: "spk")
-        try await Task.sleep(nanoseconds: 500_000_000)
+        await eventually(5) { abs(mix.level - (full - 12)) < 2 }
         XCTAssertEqual(mix.level, full - 12, accuracy: 2, "volume 0.25 plays 12 dB quieter")
         XCTAssertGreaterThan(listener.audioLevels()[pid] ?? -127, -30, "the tile meter still shows what they send")
         listener.setVolume(0, for: pid)
-        try await Task.sleep(nanoseconds: 500_000_000)
+        await eventually(5) { mix.level < -90 }
         XCTAssertLessThan(mix.level, -90, "volume 0 silences one participant")
         // Pauses in sending (push-to-talk, mute) are not network loss.
         try await Task.sleep(nanoseconds: 2_200_000_000)
@@ -61,22 +69,24 @@ final class AudioDeviceSwitchTests: XCTestCase {
         let listener = try await t.joinedClient("ear", session: "devs", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null").build(), probe: mix)
         let pid = try XCTUnwrap(speaker.localParticipantID)
-        try await Task.sleep(nanoseconds: 600_000_000)
+        await eventually(5) { listener.mediaStatistics.map { $0.packetsReceived > 10 } ?? false }
         XCTAssertLessThan(listener.audioLevels()[pid] ?? -127, -60, "null microphone: silence")
         XCTAssertLessThan(mix.level, -60)
         try speaker.setAudioInput("tone:440")
         XCTAssertEqual(speaker.audioEndpoints.input, "tone:440")
-        try await Task.sleep(nanoseconds: 800_000_000)
+        await eventually(5) { (listener.audioLevels()[pid] ?? -127) > -30 }
         XCTAssertGreaterThan(listener.audioLevels()[pid] ?? -127, -30, "the new microphone is heard at once")
         try speaker.setAudioInput("null")
-        try await Task.sleep(nanoseconds: 800_000_000)
+        await eventually(5) { mix.level < -60 }
         XCTAssertLessThan(mix.level, -60, "back to silence")
         listener.playTestTone(seconds: 1)
-        try await Task.sleep(nanoseconds: 300_000_000)
+        let toneStarted = Date()
+        await eventually(5) { mix.level > -30 }
         XCTAssertGreaterThan(mix.level, -30, "the test tone plays locally")
         XCTAssertLessThan(speaker.audioLevels()[listener.localParticipantID ?? ""] ?? -127, -60, "and is not sent")
-        try await Task.sleep(nanoseconds: 1_200_000_000)
-        XCTAssertLessThan(mix.level, -60, "for one second")
+        await eventually(5) { mix.level < -60 }
+        XCTAssertLessThan(mix.level, -60, "the tone ends")
+        XCTAssertGreaterThan(Date().timeIntervalSince(toneStarted), 0.8, "after about a second")
         XCTAssertThrowsError(try speaker.setAudioInput("bogus:1"))
         await speaker.leave()
         await listener.leave()
