@@ -53,3 +53,24 @@ public final class EventRecorder<Event: Sendable>: Sendable {
         eventually(seconds) { self.count(where: match) >= count }
     }
 }
+
+/// For what must not happen: whether `condition` holds for the whole of `seconds`, checked every
+/// `poll` (false as soon as it fails — the window is watched, not only its end).
+public func holds(for seconds: Double, poll: Double = 0.02, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
+    while monotonicNanoseconds() < deadline {
+        guard try condition() else { return false }
+        Thread.sleep(forTimeInterval: poll)
+    }
+    return try condition()
+}
+
+/// `holds(for:)` for async tests.
+public func holds(for seconds: Double, poll: Double = 0.02, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
+    while monotonicNanoseconds() < deadline {
+        guard try await condition() else { return false }
+        try? await Task.sleep(nanoseconds: UInt64(poll * 1e9))
+    }
+    return try await condition()
+}

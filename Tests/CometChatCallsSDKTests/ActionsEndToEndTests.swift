@@ -67,8 +67,7 @@ final class ActionsEndToEndTests: XCTestCase {
         s.switchCamera()
         XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .REAR)))
         // The change reaches Bob through the server, so it lands a round trip later than Alice's own event.
-        let deadline = Date().addingTimeInterval(5)
-        while bob.participants.first(where: { $0.uid == "alice" })?.cameraFacing != .REAR, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        await eventually(5) { bob.participants.first(where: { $0.uid == "alice" })?.cameraFacing == .REAR }
         XCTAssertEqual(bob.participants.first { $0.uid == "alice" }?.cameraFacing, .REAR, "camera facing goes through the server")
         s.switchCamera()
         XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .FRONT)))
@@ -136,8 +135,8 @@ final class ActionsEndToEndTests: XCTestCase {
         s.setLayout("DIAGONAL")
         XCTAssertTrue(mine.error("INVALID_LAYOUT"))
         s.setAudioMode("SPEAKER")
-        try await Task.sleep(nanoseconds: 300_000_000)
-        XCTAssertFalse(mine.all.contains(.audioModeChanged(audioMode: .speaker)), "picking the current mode fires nothing")
+        let quiet = await holds(for: 0.3) { !mine.all.contains(.audioModeChanged(audioMode: .speaker)) }
+        XCTAssertTrue(quiet, "picking the current mode fires nothing")
         s.setAudioMode("EARPIECE")
         XCTAssertTrue(mine.error("AUDIO_MODE_UNAVAILABLE"), "no earpiece on Linux")
         s.setAudioMode("LOUD")
@@ -226,9 +225,12 @@ final class ActionsEndToEndTests: XCTestCase {
         try await CometChatCalls.joinSession(sessionID: "solo-log", callSetting: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null").build())
         CallSession.shared.leaveSession()
         mine.wait { if case .sessionLeft = $0 { return true }; return false }
-        try await Task.sleep(nanoseconds: 300_000_000)
-
-        let all = try await CallLogsRequest.CallLogsBuilder().set(limit: 1).build().fetchNext()
+        // The leave is on disk a moment after `sessionLeft`: the log lists the session once it is.
+        var all: [CallLog] = []
+        await eventually(5) {
+            all = (try? await CallLogsRequest.CallLogsBuilder().set(limit: 1).build().fetchNext()) ?? []
+            return all.first?.sessionID == "solo-log"
+        }
         XCTAssertEqual(all.map(\.sessionID), ["solo-log"], "newest first, one per page")
         let request = CallLogsRequest.CallLogsBuilder().set(limit: 10).set(callStatus: .ended).set(uid: "bob").build()
         let done = expectation(description: "fetchNext")

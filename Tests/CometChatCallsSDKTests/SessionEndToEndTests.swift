@@ -133,11 +133,8 @@ final class SessionEndToEndTests: XCTestCase {
 
         // Our tone reaches bob: his engine measures our level well above silence.
         let alicePID = try XCTUnwrap(CallSession.shared.localParticipantID)
-        var heard: Float = -127
-        for _ in 0..<100 where heard < -30 {
-            try await Task.sleep(nanoseconds: 30_000_000)
-            heard = listenerBot.audioLevels()[alicePID] ?? -127
-        }
+        await eventually(3) { (listenerBot.audioLevels()[alicePID] ?? -127) >= -30 }
+        let heard = listenerBot.audioLevels()[alicePID] ?? -127
         XCTAssertGreaterThan(heard, -30, "bob hears alice's tone")
 
         CallSession.shared.muteAudio()
@@ -167,8 +164,8 @@ final class SessionEndToEndTests: XCTestCase {
 
         CallSession.shared.clearAllListeners()
         let again = try await bot("carol")
-        try await Task.sleep(nanoseconds: 200_000_000)
-        XCTAssertFalse(rec.events.contains("onParticipantJoined") && rec.participant(for: "onParticipantJoined")?.uid == "carol")
+        let silent = await holds(for: 0.3) { !(rec.events.contains("onParticipantJoined") && rec.participant(for: "onParticipantJoined")?.uid == "carol") }
+        XCTAssertTrue(silent, "a cleared listener hears nothing more")
         await again.leave()
     }
 
@@ -204,9 +201,7 @@ final class ReconnectionTests: XCTestCase {
             func add(_ e: CallEvent) { lock.lock(); events.append(e); lock.unlock() }
             var all: [CallEvent] { lock.lock(); defer { lock.unlock() }; return events }
             func wait(_ match: (CallEvent) -> Bool, timeout: TimeInterval = 5) -> Bool {
-                let end = Date().addingTimeInterval(timeout)
-                while Date() < end { if all.contains(where: match) { return true }; Thread.sleep(forTimeInterval: 0.01) }
-                return false
+                eventually(timeout) { all.contains(where: match) }
             }
         }
         let aLog = Log(), bLog = Log()
@@ -231,11 +226,8 @@ final class ReconnectionTests: XCTestCase {
         XCTAssertTrue(bLog.wait { if case .participantAudioMuted(let p) = $0 { return p.uid == "ada" }; return false })
         a.setAudioMuted(false)
         let aPID = try XCTUnwrap(pidBefore)
-        var heard: Float = -127
-        for _ in 0..<100 where heard < -30 {
-            try await Task.sleep(nanoseconds: 30_000_000)
-            heard = b.audioLevels()[aPID] ?? -127
-        }
+        await eventually(3) { (b.audioLevels()[aPID] ?? -127) >= -30 }
+        let heard = b.audioLevels()[aPID] ?? -127
         XCTAssertGreaterThan(heard, -30, "media flows after the resume")
         await a.leave()
         await b.leave()

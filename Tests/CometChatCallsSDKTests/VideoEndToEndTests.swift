@@ -65,10 +65,10 @@ final class VideoEndToEndTests: XCTestCase {
         let alicePID = try XCTUnwrap(alice.localParticipantID)
         carol.setVideoSubscriptions([])  // carol's screen shows no one's video
         try await waitUntil("bob draws alice") { (bob.videoReport?.received[alicePID]?.framesDecoded ?? 0) >= 10 }
-        try await Task.sleep(nanoseconds: 300_000_000)
         let before = (counters.videoForwarded.load(ordering: .relaxed), counters.videoWithheld.load(ordering: .relaxed),
                       carol.videoReport?.received[alicePID]?.packets ?? 0)
-        try await Task.sleep(nanoseconds: 1_500_000_000)
+        // A second and a half of alice's video (15 fps: 20 frames and more), counted at the relay.
+        await eventually(5) { counters.videoForwarded.load(ordering: .relaxed) - before.0 >= 40 }
         let forwarded = counters.videoForwarded.load(ordering: .relaxed) - before.0
         let withheld = counters.videoWithheld.load(ordering: .relaxed) - before.1
         // One copy of each of alice's packets to bob, one withheld from carol.
@@ -84,10 +84,16 @@ final class VideoEndToEndTests: XCTestCase {
         XCTAssertEqual(carol.videoReport?.received[alicePID]?.framesDropped, 0, "it started on a keyframe")
         // Alice pauses: the relay forwards nothing more.
         alice.setVideoPaused(true)
-        try await Task.sleep(nanoseconds: 600_000_000)
+        // Once the last frames in flight are through, the count stops (steady for half a second).
+        var seen = counters.videoForwarded.load(ordering: .relaxed)
+        await eventually(5, poll: 0.5) {
+            let now = counters.videoForwarded.load(ordering: .relaxed)
+            defer { seen = now }
+            return now == seen
+        }
         let pausedAt = counters.videoForwarded.load(ordering: .relaxed)
-        try await Task.sleep(nanoseconds: 1_000_000_000)
-        XCTAssertEqual(counters.videoForwarded.load(ordering: .relaxed), pausedAt, "nothing forwarded while paused")
+        let still = await holds(for: 1) { counters.videoForwarded.load(ordering: .relaxed) == pausedAt }
+        XCTAssertTrue(still, "nothing forwarded while paused")
         XCTAssertNil(alice.videoFrame(participantID: alicePID), "no preview while paused")
         alice.setVideoPaused(false)
         let resumedFrames = bob.videoReport?.received[alicePID]?.framesDecoded ?? 0
