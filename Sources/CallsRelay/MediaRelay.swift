@@ -157,6 +157,13 @@ package final class MediaRelay: Sendable {
         for w in workers { w.socket.close() }
     }
 
+    /// Whether the fast path's maps hold every membership and binding change posted so far
+    /// (worker 0 brings them in within one batch or 50 ms). True without a fast path.
+    package var fastPathCaughtUp: Bool {
+        guard shared.fastPath.withLock({ $0 != nil }) else { return true }
+        return shared.fastPathGeneration.load(ordering: .acquiring) >= shared.generation.load(ordering: .acquiring)
+    }
+
     /// Applies one room's new membership (the cost of that room, not of the server). Safe from
     /// any thread.
     package func apply(_ patch: RelayPatch) { shared.apply(patch) }

@@ -96,6 +96,9 @@ package final class RelayShared: Sendable {
     /// Membership and bindings; `generation` moves whenever a change is posted.
     package let state: Locked<RelayState>
     package let generation = Atomic<UInt64>(0)
+    /// The `generation` whose changes worker 0 has brought into the fast path's maps (tests and
+    /// the operator's view: the kernel forwards by the current membership once it catches up).
+    package let fastPathGeneration = Atomic<UInt64>(0)
     /// Levels from every worker feed one tracker; worker 0 evaluates it.
     package let speakers = Locked<DominantSpeakerTracker>(DominantSpeakerTracker())
     package let running = Atomic<Bool>(false)

@@ -223,6 +223,7 @@ package final class RelayWorker: @unchecked Sendable {
             shared.syncFastPath(rooms: fastPathDirty)
             fastPathDirty = []
         }
+        shared.fastPathGeneration.store(seenGeneration, ordering: .releasing)
         let now = monotonicNanoseconds()
         guard now &- lastHarvest >= 50_000_000 else { return }
         lastHarvest = now
