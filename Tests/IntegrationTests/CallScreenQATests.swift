@@ -17,11 +17,7 @@ final class CallScreenQATests: XCTestCase {
     func keys(_ k: String...) { t.run(["send-keys", "-t", session] + k) }
 
     func expectScreen(_ text: String, _ step: String, timeout: TimeInterval = 8, file: StaticString = #filePath, line: UInt = #line) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if screen().contains(text) { return }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        if eventually(timeout, poll: 0.05, { screen().contains(text) }) { return }
         XCTFail("\(step): '\(text)' not on screen:\n\(screen())", file: file, line: line)
     }
 
@@ -33,19 +29,16 @@ final class CallScreenQATests: XCTestCase {
     func count(_ event: String) -> Int { eventLog().filter { $0.contains("\"event\":\"\(event)\"") }.count }
 
     func expectEvent(_ event: String, _ containing: String = "", _ step: String, file: StaticString = #filePath, line: UInt = #line) {
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline {
-            if eventLog().contains(where: { $0.contains("\"event\":\"\(event)\"") && (containing.isEmpty || $0.contains(containing)) }) { return }
-            Thread.sleep(forTimeInterval: 0.05)
+        if eventually(5, poll: 0.05, { eventLog().contains(where: { $0.contains("\"event\":\"\(event)\"") && (containing.isEmpty || $0.contains(containing)) }) }) {
+            return
         }
         XCTFail("\(step): no \(event) \(containing) in the event log", file: file, line: line)
     }
 
     /// Waits until `event` has fired `n` times, then makes sure it stays at `n`.
     func expectExactly(_ n: Int, _ event: String, _ step: String, file: StaticString = #filePath, line: UInt = #line) {
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline && count(event) < n { Thread.sleep(forTimeInterval: 0.05) }
-        Thread.sleep(forTimeInterval: 0.4)
+        eventually(5, poll: 0.05) { count(event) >= n }
+        _ = holds(for: 0.4, poll: 0.05) { count(event) == n }
         XCTAssertEqual(count(event), n, "\(step): \(event) fired \(count(event)) times, expected \(n)", file: file, line: line)
     }
 
@@ -134,7 +127,7 @@ final class CallScreenQATests: XCTestCase {
         expectScreen("Keys · Esc or ? closes", "help")
         let t0 = Date()
         keys("Escape")
-        while screen().contains("Keys · Esc or ? closes") && Date().timeIntervalSince(t0) < 3 { Thread.sleep(forTimeInterval: 0.01) }
+        eventually(3) { !screen().contains("Keys · Esc or ? closes") }
         XCTAssertLessThan(Date().timeIntervalSince(t0), 0.5, "Esc closes within the escape delay (25 ms) plus tmux round trips")
 
         keys("w")
@@ -175,16 +168,14 @@ final class CallScreenQATests: XCTestCase {
         keys("Escape")
         // Home and End as rxvt and VT220 send them: no Esc, no '[', no key commands.
         for seq in ["[7~", "[8~", "[1~", "[4~", "OH", "OF"] { client.send([esc] + Array(seq.utf8)) }
-        Thread.sleep(forTimeInterval: 0.3)
-        XCTAssertEqual(count("onCallLayoutChanged"), 0, "no stray keys from the sequences")
+        XCTAssertTrue(holds(for: 0.3, poll: 0.05) { count("onCallLayoutChanged") == 0 }, "no stray keys from the sequences")
         // A prompt answered "stay" goes at once and never comes back; Enter confirms the next.
         keys("l")
         expectScreen("Leave the call?", "leave asks")
         keys("x")
         expectScreen("Still in the call", "stay")
         XCTAssertFalse(screen().contains("Leave the call?"), "the answered prompt is gone:\n\(screen())")
-        Thread.sleep(forTimeInterval: 2)
-        XCTAssertFalse(screen().contains("Leave the call?"), "…and does not come back")
+        XCTAssertTrue(holds(for: 2, poll: 0.1) { !screen().contains("Leave the call?") }, "…and does not come back")
         keys("l")
         expectScreen("Leave the call?", "leave asks again")
         keys("Enter")
@@ -240,8 +231,7 @@ final class CallScreenQATests: XCTestCase {
         clickLabel("[?] Help")
         expectScreen("Keys · Esc or ? closes", "help by mouse")
         clickLabel("[?] Help")
-        Thread.sleep(forTimeInterval: 0.3)
-        XCTAssertFalse(screen().contains("Keys · Esc or ? closes"), "a second click closes help")
+        XCTAssertTrue(eventually(3) { !screen().contains("Keys · Esc or ? closes") }, "a second click closes help")
         // The wheel scrolls the list's selection (the list is open), not a button.
         client.wheel(up: false, x: 10, y: 5)
         clickLabel("[l] Leave")
