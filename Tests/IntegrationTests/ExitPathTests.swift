@@ -28,8 +28,7 @@ final class ExitPathTests: XCTestCase {
 
     /// The pid of the `callroom` process run with `--uid uid` (not the shell or tmux around it).
     func callroomPID(uid: String, timeout: TimeInterval = 10) -> pid_t? {
-        let deadline = Date().addingTimeInterval(timeout)
-        repeat {
+        eventuallyValue(timeout, poll: 0.05) { () -> pid_t? in
             for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
                 guard let pid = pid_t(entry), let raw = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
                 let argv = raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
@@ -37,20 +36,16 @@ final class ExitPathTests: XCTestCase {
                       argv[i + 1] == uid else { continue }
                 return pid
             }
-            Thread.sleep(forTimeInterval: 0.05)
-        } while Date() < deadline
-        return nil
+            return nil
+        }
     }
 
     /// Whether `pid` is gone (or a zombie) within `timeout` seconds.
     func gone(_ pid: pid_t, within timeout: TimeInterval) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        repeat {
+        eventually(timeout, poll: 0.02) {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
-            if stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z") == true { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        } while Date() < deadline
-        return false
+            return stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z") == true
+        }
     }
 
     func tmuxSession(_ name: String) throws -> Tmux {
@@ -219,8 +214,7 @@ final class ExitPathTests: XCTestCase {
         XCTAssertTrue(tmux.waitFor("Connection lost — retrying"), tmux.screen())
         XCTAssertTrue(tmux.waitFor(" s of 30"), "the grace period counted: \(tmux.screen())")
         server = try CallroomdProcess(dataDir: tmp.file("data2"), listen: listen, extra: ["--log-level", "error"])
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline && tmux.screen().contains("Connection lost") { Thread.sleep(forTimeInterval: 0.1) }
+        eventually(20, poll: 0.1) { !tmux.screen().contains("Connection lost") }
         XCTAssertFalse(tmux.screen().contains("Connection lost"), "back again, the banner goes: \(tmux.screen())")
         XCTAssertTrue(tmux.waitFor("in call"), tmux.screen())
     }
@@ -255,9 +249,14 @@ final class ExitPathTests: XCTestCase {
         for p in [kim, lou] { p.send("stop-recording") }  // (whichever came back first moderates now)
         XCTAssertNotNil(lou.waitForLine(timeout: 10) { _ in lou.output.filter { $0.contains(#""event":"onRecordingStopped""#) }.count >= 2 },
                         "\(lou.output.suffix(3))")
-        Thread.sleep(forTimeInterval: 1)  // the recorder finishes its files and row
-        let calls = BlockingHTTP.request("GET", server.url + "/v3/calls?sessionId=taped", headers: ["apikey": apiKey]).json
-        let rows = (calls["data"] as? [[String: Any]] ?? []).flatMap { ($0["recordings"] as? [[String: Any]]) ?? [] }
+        // The recorder finishes its files and row a moment after it says it stopped.
+        var calls: [String: Any] = [:]
+        func recordings() -> [[String: Any]] {
+            calls = BlockingHTTP.request("GET", server.url + "/v3/calls?sessionId=taped", headers: ["apikey": apiKey]).json
+            return (calls["data"] as? [[String: Any]] ?? []).flatMap { ($0["recordings"] as? [[String: Any]]) ?? [] }
+        }
+        eventually(5, poll: 0.1) { recordings().count >= 2 }
+        let rows = recordings()
         XCTAssertEqual(rows.count, 2, "the cut recording and the resumed one: \(calls)")
     }
 
@@ -276,8 +275,7 @@ final class ExitPathTests: XCTestCase {
         XCTAssertNotNil(bob.waitForLine(timeout: 20) { $0.contains(#""event":"onParticipantJoined""#) },
                         "the call over SSH connected: \(bob.output.suffix(3)) \(ssh.errorOutput) \(sshd.log)")
         let pid = try XCTUnwrap(callroomPID(uid: "sann"), "the remote callroom runs")
-        Thread.sleep(forTimeInterval: 1)
-        XCTAssertFalse(bob.output.contains { $0.contains(#""event":"onCallEndedMessageReceived""#) },
+        XCTAssertTrue(holds(for: 1, poll: 0.05) { !bob.output.contains { $0.contains(#""event":"onCallEndedMessageReceived""#) } },
                        "still in the call before the drop: \(ssh.output.suffix(5)) \(ssh.errorOutput)")
         ssh.signal(SIGKILL)  // the connection drops as a closed laptop or a lost network would
         let dropped = Date()
