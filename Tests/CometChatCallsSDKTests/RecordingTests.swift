@@ -35,12 +35,11 @@ final class RecordingTests: XCTestCase {
 
         // The call log lists it once the recorder has finished its files.
         let admin = ["apikey": t.server.keys.apiKey]
-        var rec: [String: Any] = [:]
-        for _ in 0..<50 {
+        let rec = eventuallyValue(5, poll: 0.1) { () -> [String: Any]? in
             let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/rec", headers: admin).data
-            if let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber, (r["files"] as? [Any])?.count == 3 { rec = r; break }
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
+            guard let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber, (r["files"] as? [Any])?.count == 3 else { return nil }
+            return r
+        } ?? [:]
         let files = try XCTUnwrap(rec["files"] as? [[String: Any]], "\(rec)")
         XCTAssertEqual(Set(files.compactMap { $0["kind"] as? String }), ["mixed", "participant"])
         let duration = try XCTUnwrap(rec["duration"] as? Double)
@@ -131,9 +130,7 @@ final class RecordingLimitsTests: XCTestCase {
         let boss = try await moderator(t, events)
         let asked = Date()
         boss.setSessionFeature(.recording, enabled: true)
-        for _ in 0..<60 where !events.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) {
-            try await Task.sleep(nanoseconds: 50_000_000)
-        }
+        await eventually(3) { events.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) }
         let refusal = events.all.compactMap { e -> String? in if case .error("ERR_RECORDING_FAILED", let m) = e { return m }; return nil }.first
         XCTAssertTrue(refusal?.contains("quota") == true, "\(events.all.map(\.callback))")
         XCTAssertLessThan(Date().timeIntervalSince(asked), 2, "at once, not after the start timeout")
@@ -152,9 +149,9 @@ final class RecordingLimitsTests: XCTestCase {
         boss.setSessionFeature(.recording, enabled: false)
         let admin = ["apikey": t.server.keys.apiKey]
         var rid: String?
-        for _ in 0..<50 where rid == nil {
+        rid = eventuallyValue(5, poll: 0.1) { () -> String? in
             let r = (BlockingHTTP.request("GET", t.server.url + "/v3/calls/kept", headers: admin).data["recordings"] as? [[String: Any]])?.first
-            if r?["endTime"] is NSNumber { rid = r?["rid"] as? String } else { try await Task.sleep(nanoseconds: 100_000_000) }
+            return r?["endTime"] is NSNumber ? r?["rid"] as? String : nil
         }
         let id = try XCTUnwrap(rid)
         XCTAssertEqual(t.server.sweepRecordings(), 0, "a fresh recording stays")
@@ -194,9 +191,7 @@ final class RecordingFullDiskTests: XCTestCase {
         await eventually(5) { guestEvents.all.contains(.recordingStarted) }
         XCTAssertTrue(guestEvents.all.contains(.recordingStarted))
         // The disk fills: the moderator hears why, everyone that it stopped.
-        for _ in 0..<600 where !modEvents.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) {
-            try await Task.sleep(nanoseconds: 50_000_000)
-        }
+        await eventually(30) { modEvents.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) }
         XCTAssertTrue(modEvents.all.contains { if case .error("ERR_RECORDING_FAILED", let m) = $0 { return m.contains("No space left") }; return false },
                       "the moderator is told why: \(modEvents.all)")
         await eventually(5) { guestEvents.all.contains(.recordingStopped) }
@@ -204,12 +199,11 @@ final class RecordingFullDiskTests: XCTestCase {
         XCTAssertFalse(guest.isServerRecording)
         // What fitted is in the call log, finished, and plays.
         let admin = ["apikey": t.server.keys.apiKey]
-        var files: [[String: Any]] = []
-        for _ in 0..<100 {
+        let files: [[String: Any]] = eventuallyValue(10, poll: 0.1) { () -> [[String: Any]]? in
             let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/full", headers: admin).data
-            if let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber { files = r["files"] as? [[String: Any]] ?? []; break }
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
+            guard let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber else { return nil }
+            return r["files"] as? [[String: Any]] ?? []
+        } ?? []
         let tracks = files.filter { $0["kind"] as? String == "participant" }
         XCTAssertEqual(tracks.count, 2, "both participants' files: \(files)")
         for f in tracks {
