@@ -84,7 +84,7 @@ final class ConfigAndMetricsTests: XCTestCase {
         let s = try UDPSocket(host: "127.0.0.1", port: 0)
         XCTAssertTrue(s.bindMedia(j, relay: relay))
         s.send([0x80, 0, 1], to: relay)  // malformed
-        Thread.sleep(forTimeInterval: 0.1)
+        eventually(3) { h.server.metricsText().contains(#"callroom_relay_packets_dropped_total{reason="malformed"} 1"#) }
         let text = h.server.metricsText()
         func value(_ line: String) -> Double? {
             text.split(separator: "\n").first { $0.hasPrefix(line + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
@@ -102,8 +102,7 @@ final class ConfigAndMetricsTests: XCTestCase {
         XCTAssertEqual(r.status, 200)
         p.send(.leave)
         XCTAssertTrue(p.waitClosed())
-        Thread.sleep(forTimeInterval: 0.1)
-        XCTAssertTrue(h.server.metricsText().contains("callroom_rooms 0"))
+        XCTAssertTrue(eventually(3) { h.server.metricsText().contains("callroom_rooms 0") })
         XCTAssertFalse(h.server.metricsText().contains(h.server.keys.apiKey))
     }
 }

@@ -1,7 +1,7 @@
 import CallRoomTestSupport
 import CallsCore
 import CallsSecurity
-import CallsServer
+@testable import CallsServer
 import CallsTransport
 import XCTest
 
@@ -51,12 +51,11 @@ final class SignallingAndRelayTests: XCTestCase {
         XCTAssertNotNil(a.wait { $0 == .pong(9) })
         a.send(.leave)
         // The call is recorded with both participants' join and leave times.
-        let deadline = Date().addingTimeInterval(3)
         var call: [String: Any] = [:]
-        repeat {
+        eventually(3, poll: 0.05) {
             call = h.request("GET", "/v3/calls/room", headers: h.adminHeaders).data
-            Thread.sleep(forTimeInterval: 0.05)
-        } while call["status"] as? String != "ended" && Date() < deadline
+            return call["status"] as? String == "ended"
+        }
         XCTAssertEqual(call["status"] as? String, "ended")
         let ps = call["participants"] as? [[String: Any]] ?? []
         XCTAssertEqual(ps.compactMap { $0["uid"] as? String }, ["alice", "bob"])
@@ -153,7 +152,7 @@ final class SignallingAndRelayTests: XCTestCase {
         XCTAssertEqual(sa.receiveBytes(), packet(1), "heard before the mute")
         a.send(.muteParticipant(pid: jb.you.pid))
         XCTAssertNotNil(b.wait { if case .participantUpdated(let p, change: .audioMuted) = $0 { return p.pid == jb.you.pid }; return false })
-        Thread.sleep(forTimeInterval: 0.1)  // the relay's workers apply the patch between batches
+        h.server.running?.rooms.queue.sync {}  // the patch is posted; the workers apply it before their next batch
         sb.send(packet(2), to: relay)
         sb.send(packet(3), to: relay)
         XCTAssertNil(sa.receiveBytes(timeoutMs: 300), "a muted client that keeps sending is not heard")
@@ -165,7 +164,7 @@ final class SignallingAndRelayTests: XCTestCase {
         // Unmuting itself (everyone sees it) lifts the mute at the relay.
         b.send(.setAudioMuted(false))
         XCTAssertNotNil(a.wait { if case .participantUpdated(let p, change: .audioUnmuted) = $0 { return p.pid == jb.you.pid }; return false })
-        Thread.sleep(forTimeInterval: 0.1)
+        h.server.running?.rooms.queue.sync {}
         sb.send(packet(4), to: relay)
         XCTAssertEqual(sa.receiveBytes(), packet(4))
     }
