@@ -99,10 +99,10 @@ final class PushTests: XCTestCase {
 
         // Listed over REST with the services' ids; counted in /metrics.
         var listed: [[String: Any]] = []
-        let end = Date().addingTimeInterval(5)
-        repeat {
+        eventually(5, poll: 0.05) {
             listed = h.request("GET", "/v3/push/deliveries?sessionId=\(sid)", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []
-        } while listed.filter({ $0["status"] as? String == "sent" }).count < 4 && Date() < end && { Thread.sleep(forTimeInterval: 0.05); return true }()
+            return listed.filter({ $0["status"] as? String == "sent" }).count >= 4
+        }
         XCTAssertEqual(listed.map { $0["status"] as? String }, ["sent", "sent", "sent", "sent"])
         XCTAssertTrue(listed.allSatisfy { ($0["providerId"] as? String)?.isEmpty == false })
         let metrics = h.server.metricsText()
@@ -140,8 +140,7 @@ final class PushTests: XCTestCase {
         XCTAssertEqual(all.count, 3)
         XCTAssertEqual(all[2].path, "/3/device/\(Self.voipToken)")
         XCTAssertEqual(json(all[2].body)["reason"] as? String, "answered")
-        Thread.sleep(forTimeInterval: 0.3)
-        XCTAssertEqual(standIn.requests.filter { $0.service == "apns" }.count, 3, "nothing for Cat, still ringing")
+        XCTAssertTrue(holds(for: 0.3) { standIn.requests.filter { $0.service == "apns" }.count == 3 }, "nothing for Cat, still ringing")
         _ = sid
     }
 
@@ -164,12 +163,11 @@ final class PushTests: XCTestCase {
         ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
         XCTAssertNotNil(call(ann, .initiated))
         // Settled: every push either sent or failed, none pending.
-        let end = Date().addingTimeInterval(10)
         var listed: [[String: Any]] = []
-        repeat {
-            Thread.sleep(forTimeInterval: 0.1)
+        eventually(10, poll: 0.1) {
             listed = h.request("GET", "/v3/push/deliveries", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []
-        } while (listed.count < 4 || listed.contains { $0["status"] as? String == "pending" }) && Date() < end
+            return listed.count >= 4 && !listed.contains { $0["status"] as? String == "pending" }
+        }
         let byToken = Dictionary(uniqueKeysWithValues: listed.map { ($0["token"] as? String ?? "", $0) })
         XCTAssertEqual(byToken[Self.voipToken]?["status"] as? String, "sent")
         XCTAssertEqual(byToken[Self.fcmToken]?["status"] as? String, "sent")

@@ -121,11 +121,7 @@ final class TLSTests: XCTestCase {
         try second.certificatePEM.write(toFile: cert, atomically: true, encoding: .utf8)
         try second.privateKeyPEM.write(toFile: key, atomically: true, encoding: .utf8)
         server.process.signal(SIGHUP)
-        let end = Date().addingTimeInterval(5)
-        var served = false
-        while !served && Date() < end {
-            if case .success = get(server.url + "/healthz", new) { served = true } else { Thread.sleep(forTimeInterval: 0.1) }
-        }
+        let served = eventually(5, poll: 0.1) { if case .success = get(server.url + "/healthz", new) { return true }; return false }
         XCTAssertTrue(served, "new connections get the renewed certificate")
         // The call in progress was not dropped: it still talks to the server.
         p.send(.ping(7))

@@ -246,8 +246,7 @@ final class WebhookTests: XCTestCase {
                        "ERR_WEBHOOK_NOT_FOUND")
         _ = ringAndCancel(ann, bob, times: 1)
         XCTAssertTrue(ops.waitFor(3))
-        Thread.sleep(forTimeInterval: 0.3)
-        XCTAssertEqual(ops.received.count, 3, "call_cancelled is no longer wanted")
+        XCTAssertTrue(holds(for: 0.3) { ops.received.count == 3 }, "call_cancelled is no longer wanted")
         XCTAssertEqual(ops.received[2].headers["x-cometchat-signature"],
                        Hex.encode(Crypto.hmacSHA256(key: Array("new-secret-0123456789".utf8), message: Array(ops.received[2].body.utf8))))
         // Kept across a restart.
@@ -264,7 +263,7 @@ final class WebhookTests: XCTestCase {
         ann = try RingingTests.online(url: h.server.url, appId: app, authKey: key, uid: "ann")
         bob = try RingingTests.online(url: h.server.url, appId: app, authKey: key, uid: "bob")
         _ = ringAndCancel(ann, bob, times: 1)
-        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertTrue(holds(for: 0.5) { ops.received.count == 3 && fixed.received.isEmpty }, "a deleted webhook hears nothing")
         XCTAssertEqual(ops.received.count, 3)
         XCTAssertEqual(fixed.received.count, 0, "the fixed one wants only call_ended")
     }
@@ -289,11 +288,10 @@ final class WebhookTests: XCTestCase {
         let sessions = ringAndCancel(ann, bob, times: 8)
         XCTAssertEqual(sessions.count, 8)
         var dropped: [[String: Any]] = []
-        let end = Date().addingTimeInterval(5)
-        repeat {
-            Thread.sleep(forTimeInterval: 0.1)
+        eventually(5, poll: 0.1) {
             dropped = h.request("GET", "/v3/webhooks/deliveries?status=dropped&perPage=100", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []
-        } while dropped.count < 6 && Date() < end
+            return dropped.count >= 6
+        }
         XCTAssertEqual(dropped.count, 6, "16 events, a bound of 10")
         let pending = h.request("GET", "/v3/webhooks/deliveries?status=pending&perPage=100", headers: h.adminHeaders).json["data"] as? [[String: Any]] ?? []
         XCTAssertEqual(pending.count, 10)

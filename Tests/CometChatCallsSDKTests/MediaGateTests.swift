@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsAudio
 import CallsCore
 import CallsSecurity
@@ -21,8 +22,7 @@ final class MediaGateTests: XCTestCase {
     }
 
     func wait(until condition: () -> Bool, seconds: Double = 3) {
-        let start = Date()
-        while !condition() && Date().timeIntervalSince(start) < seconds { Thread.sleep(forTimeInterval: 0.01) }
+        eventually(seconds) { condition() }
     }
 
     func testNothingIsSentBeforeTheRelayAcknowledgesAndEverythingAfter() throws {
