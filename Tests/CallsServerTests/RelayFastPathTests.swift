@@ -47,7 +47,7 @@ final class RelayFastPathTests: XCTestCase {
             p.send(.ping(id))
             XCTAssertNotNil(p.wait { $0 == .pong(id) }, "pong")
         }
-        h.server.running?.rooms.queue.sync {}
+        h.server.running?.parts.rooms.queue.sync {}
         waitFor("the fast path's maps caught up") { h.server.running?.relay.fastPathCaughtUp == true }
     }
 

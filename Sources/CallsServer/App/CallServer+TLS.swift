@@ -63,7 +63,7 @@ extension CallServer {
     /// old one stays. Returns the new fingerprint.
     @discardableResult
     public func reloadTLS() -> Result<String, ServerStartError> {
-        guard let files = tlsFiles, let web = running?.web else { return .failure(.tls("TLS is not on")) }
+        guard let files = tlsFiles, let web = running?.parts.web else { return .failure(.tls("TLS is not on")) }
         let fp: String
         do { fp = try Self.checkTLS(files) } catch {
             log.error("TLS reload refused; keeping the old certificate", ["error": error.description])

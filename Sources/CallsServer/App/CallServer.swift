@@ -101,8 +101,7 @@ public final class CallServer: @unchecked Sendable {
         let members = MemberLauncher(configuration: configuration, endpoints: memberEndpoints(relayPort: relay.port, tls: tlsFiles != nil),
                                      store: store, log: log, hooks: built.hooks, recognizers: recognizers)
         let maintenance = RecordingMaintenance(store: store, dataDir: dir, retentionDays: configuration.recordingRetentionDays, log: log)
-        let running = RunningServer(store: store, relay: relay, web: built.web, gateway: built.gateway, rooms: built.rooms, calls: built.calls,
-                                    webhooks: built.webhooks, push: built.push, cluster: built.cluster, members: members, maintenance: maintenance)
+        let running = RunningServer(store: store, relay: relay, parts: built, members: members, maintenance: maintenance)
         runningBox.withLock { $0 = running }
         // (Created once the port is known: invite links need the address. Until then: 503.)
         built.gateway.attach(router: restRouter(built, store: store, relayPort: relay.port))
@@ -128,7 +127,7 @@ public final class CallServer: @unchecked Sendable {
 
     /// What `assemble` built: the running parts before the port opens, and what the REST router
     /// and the members need beside them.
-    struct Assembly {
+    struct Assembly: Sendable {
         let web: WebServer
         let gateway: WebGateway
         let rooms: RoomRegistry
@@ -351,41 +350,41 @@ public final class CallServer: @unchecked Sendable {
 
     /// The cluster's live nodes as the registry has them (nil: not in a cluster).
     public func clusterNodes() throws(RedisError) -> [ClusterNode]? {
-        guard let cluster = running?.cluster, cluster.isLive else { return nil }
+        guard let cluster = running?.parts.cluster, cluster.isLive else { return nil }
         return try cluster.membership.nodes()
     }
 
     /// Stops taking new rooms (the registry stops placing them here); the rooms it has carry on.
-    public func drain() { running?.cluster?.membership.drain() }
+    public func drain() { running?.parts.cluster?.membership.drain() }
 
     /// This node's id in the cluster (nil: not in a cluster).
-    public var clusterNodeID: String? { running?.cluster.flatMap { $0.isLive ? $0.membership.nodeID : nil } }
+    public var clusterNodeID: String? { running?.parts.cluster.flatMap { $0.isLive ? $0.membership.nodeID : nil } }
 
     /// How many rooms this node holds now (any thread; `--drain` waits for 0).
-    public var roomsHeld: Int { running?.rooms.roomCount ?? 0 }
+    public var roomsHeld: Int { running?.parts.rooms.roomCount ?? 0 }
 
     /// Tests: this node's sockets whose room is elsewhere, and other nodes' sockets in rooms here.
-    var clusterRouterCounts: (bound: Int, guests: Int)? { running?.cluster?.router.counts }
+    var clusterRouterCounts: (bound: Int, guests: Int)? { running?.parts.cluster?.router.counts }
 
     /// Tests: this node falls silent to the cluster as if it had died — no more heartbeats
     /// (its entry expires), no more bus — while its rooms and sockets stay.
-    func abandonClusterForTests() { running?.cluster?.abandon() }
+    func abandonClusterForTests() { running?.parts.cluster?.abandon() }
 
     /// The Prometheus text of `GET /metrics`.
     public func metricsText() -> String {
         guard let r = running else { return "" }
-        return MetricsReport.render(rooms: r.rooms.roomCount, participants: r.rooms.participantCount,
-                                    connections: r.gateway.openSockets.load(ordering: .relaxed), relay: r.relay.counters,
-                                    store: r.store.metrics, httpRequests: r.gateway.httpRequests.load(ordering: .relaxed),
-                                    webhooks: r.webhooks.isRunning ? r.webhooks.counters : nil, push: r.push?.counters,
+        return MetricsReport.render(rooms: r.parts.rooms.roomCount, participants: r.parts.rooms.participantCount,
+                                    connections: r.parts.gateway.openSockets.load(ordering: .relaxed), relay: r.relay.counters,
+                                    store: r.store.metrics, httpRequests: r.parts.gateway.httpRequests.load(ordering: .relaxed),
+                                    webhooks: r.parts.webhooks.isRunning ? r.parts.webhooks.counters : nil, push: r.parts.push?.counters,
                                     refusals: refusals.all.map { ($0.0.rawValue, $0.1) })
     }
 
     /// Push counters (nil when no push service is configured).
-    public var pushCounters: PushCounters? { running?.push?.counters }
+    public var pushCounters: PushCounters? { running?.parts.push?.counters }
 
     /// Webhook delivery counters.
-    public var webhookCounters: WebhookCounters? { running?.webhooks.counters }
+    public var webhookCounters: WebhookCounters? { running?.parts.webhooks.counters }
 
     /// Relay counters (packets received, forwarded, dropped by reason).
     public var relayCounters: RelayCounters? { running?.relay.counters }
@@ -401,7 +400,7 @@ public final class CallServer: @unchecked Sendable {
     public func mixPendingRecordings() -> Int { running?.maintenance.mixPending() ?? 0 }
 
     /// Tells every other live node (revocations, room rules): queued off the caller's thread.
-    private func broadcast(_ envelope: ClusterEnvelope) { running?.cluster?.broadcast(envelope, log: log) }
+    private func broadcast(_ envelope: ClusterEnvelope) { running?.parts.cluster?.broadcast(envelope, log: log) }
 
     /// A revocation here (from REST or another node): its tokens refused from now on, the
     /// sessions and presence connections it covers ended.
@@ -414,7 +413,7 @@ public final class CallServer: @unchecked Sendable {
     /// A room's rules or bans changed on this node (REST or a moderator): the rooms here apply
     /// them (the banned leave; `lifted` gets back in), and every other node hears.
     private func roomRulesChanged(_ sessionId: String, _ rules: RoomRules?, lifted: String?) {
-        running?.rooms.rulesChanged(session: sessionId, liftedBan: lifted)
+        running?.parts.rooms.rulesChanged(session: sessionId, liftedBan: lifted)
         broadcast(.roomRules(session: sessionId, rules: rules, lifted: lifted))
     }
 

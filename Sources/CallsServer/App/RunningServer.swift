@@ -12,29 +12,16 @@ import CallsRelay
 final class RunningServer: Sendable {
     let store: CallStore
     let relay: MediaRelay
-    let web: WebServer
-    let gateway: WebGateway
-    let rooms: RoomRegistry
-    let calls: CallRegistry
-    let webhooks: WebhookDeliverer
-    let push: PushSender?
-    /// This node's cluster link (nil: one node).
-    let cluster: ClusterLink?
+    /// The signalling side: web server, gateway, rooms, ringing, outboxes, cluster link.
+    let parts: CallServer.Assembly
     let members: MemberLauncher
     let maintenance: RecordingMaintenance
     private let stopped = Atomic<Bool>(false)
 
-    init(store: CallStore, relay: MediaRelay, web: WebServer, gateway: WebGateway, rooms: RoomRegistry, calls: CallRegistry,
-         webhooks: WebhookDeliverer, push: PushSender?, cluster: ClusterLink?, members: MemberLauncher, maintenance: RecordingMaintenance) {
+    init(store: CallStore, relay: MediaRelay, parts: CallServer.Assembly, members: MemberLauncher, maintenance: RecordingMaintenance) {
         self.store = store
         self.relay = relay
-        self.web = web
-        self.gateway = gateway
-        self.rooms = rooms
-        self.calls = calls
-        self.webhooks = webhooks
-        self.push = push
-        self.cluster = cluster
+        self.parts = parts
         self.members = members
         self.maintenance = maintenance
     }
@@ -45,18 +32,18 @@ final class RunningServer: Sendable {
     /// outboxes, and last the bus, the web server and the relay.
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        cluster?.leave()
+        parts.cluster?.leave()
         maintenance.stop()
-        rooms.closeAll(reason: .serverShuttingDown)
+        parts.rooms.closeAll(reason: .serverShuttingDown)
         members.stopAll()
-        rooms.stopHeartbeat()
-        calls.settle()
-        webhooks.stop()
-        push?.stop()
+        parts.rooms.stopHeartbeat()
+        parts.calls.settle()
+        parts.webhooks.stop()
+        parts.push?.stop()
         // Give queued `left` messages a moment to flush before the sockets go.
         Thread.sleep(forTimeInterval: 0.05)
-        cluster?.stop()
-        web.stop()
+        parts.cluster?.stop()
+        parts.web.stop()
         relay.stop()
     }
 }
