@@ -96,7 +96,7 @@ extension CallsClient {
 
     func handle(_ m: ServerMessage) {
         dispatchPrecondition(condition: .onQueue(state))
-        lastHeardAt = monotonicNanoseconds()
+        reconnect.heard(at: monotonicNanoseconds())
         switch m {
         case .joined(let j) where phase == .reconnecting && rejoining:
             rejoined(j)
@@ -138,8 +138,7 @@ extension CallsClient {
             let before = rosterOrder
             adopt(j)
             phase = .joined
-            reconnectAttempt = 0
-            reconnectDeadline = nil
+            reconnect.recovered()
             if let token = Hex.decode(j.bindToken) { engine?.rebind(token: token) }
             engine?.updateKeys(j.mediaKeys ?? [])  // keys may have rotated while we were away
             if mediaOverSignalling { socket?.send(text: ClientMessage.setMediaOverSignalling(true).json()) }
@@ -315,7 +314,7 @@ extension CallsClient {
             }
             // The heartbeat: pings every 2 s are answered; 5 s of silence is a dead or stalled
             // server (a TCP connection can stay "open" to a stopped process for minutes).
-            if self.lastHeardAt != 0, monotonicNanoseconds() - self.lastHeardAt > Self.serverSilenceNanoseconds {
+            if self.reconnect.isServerSilent(at: monotonicNanoseconds()) {
                 self.dropSocket()
                 return self.connectionLost()
             }
@@ -396,18 +395,14 @@ extension CallsClient {
             return emit(.connectionClosed)
         }
         phase = .reconnecting
-        reconnectAttempt = 0
-        reconnectDeadline = Date().addingTimeInterval(Double(gracePeriodSeconds))
+        reconnect.lost(at: monotonicNanoseconds(), graceSeconds: gracePeriodSeconds)
         emit(.connectionLost)
         scheduleReconnect()
     }
 
     func scheduleReconnect() {
         guard phase == .reconnecting else { return }
-        guard let deadline = reconnectDeadline, Date() < deadline else { return giveUpReconnecting() }
-        // At most 1 s between attempts: a restarted server is found within a second of being back.
-        let delay = min(1.0, 0.25 * pow(2, Double(reconnectAttempt)))
-        reconnectAttempt += 1
+        guard let delay = reconnect.nextAttempt(at: monotonicNanoseconds()) else { return giveUpReconnecting() }
         state.asyncAfter(deadline: .now() + delay) { [weak self] in self?.attemptResume() }
     }
 
@@ -488,8 +483,7 @@ extension CallsClient {
         }
         adopt(j)
         phase = .joined
-        reconnectAttempt = 0
-        reconnectDeadline = nil
+        reconnect.recovered()
         if mediaOverSignalling { socket?.send(text: ClientMessage.setMediaOverSignalling(true).json()) }
         let roster = publishRoster()
         published.withLock { $0.localPID = j.you.pid; $0.rejoins += 1 }

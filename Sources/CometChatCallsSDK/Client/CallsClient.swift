@@ -39,8 +39,8 @@ public final class CallsClient: @unchecked Sendable {
     var pendingNotices: [String] = []
     var resumeToken: String?
     var gracePeriodSeconds = 30
-    var reconnectDeadline: Date?
-    var reconnectAttempt = 0
+    /// The heartbeat's verdict and the reconnect attempts' timing.
+    var reconnect = ReconnectSchedule()
     /// A rejoin is under way: the server lost our session (it restarted), so we join again with
     /// a fresh call token on the reconnect connection. Confined to `state`.
     var rejoining = false
@@ -56,10 +56,6 @@ public final class CallsClient: @unchecked Sendable {
     /// Pings in flight (id → send time, monotonic ns) and the last measured round trip.
     var pingsSent: [Int: UInt64] = [:]
     var pingCounter = 0
-    /// When the server was last heard from (any message), monotonic ns; the heartbeat compares.
-    var lastHeardAt: UInt64 = 0
-    /// Silence from the server longer than this means it is gone or stalled (`connectionLost`).
-    static let serverSilenceNanoseconds: UInt64 = 5_000_000_000
     var roundTripMs: Double?
     /// The speaker output, kept open while another audio mode plays (state queue).
     var parkedSpeaker: (any AudioOutput)?
