@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "CallsServer", targets: ["CallsServer"]),
         .executable(name: "callroom", targets: ["callroom"]),
         .executable(name: "callroomd", targets: ["callroomd"]),
+        .executable(name: "callroom-bench", targets: ["callroom-bench"]),
         // Measurement only: preloaded by benchmarks and tests to count allocations.
         .library(name: "callroom-alloc-counter", type: .dynamic, targets: ["CallroomAllocCounter"]),
     ],
@@ -69,8 +70,12 @@ let package = Package(
 
         // MARK: Executables
         .executableTarget(name: "callroomd", dependencies: ["CallsServer", "CallsRecording", "CallsRedis"]),
-        .executableTarget(name: "callroom", dependencies: ["CometChatCallsSDK", "CometChatSDK", "CallsTUI", "CallsServer", "CallsAudio", "CallsCaptions", "CallsVideo"],
-                          resources: []),
+        // The user's commands, shared by both executables (the call screen, ringing, bots, sessions).
+        .target(name: "CallroomKit", dependencies: ["CometChatCallsSDK", "CometChatSDK", "CallsTUI", "CallsServer", "CallsAudio", "CallsCaptions", "CallsVideo"]),
+        .executableTarget(name: "callroom", dependencies: ["CallroomKit", "CallsCore"]),
+        // Benchmarks and the load generator: not in the shipped `callroom` (which forwards `bench` here).
+        .executableTarget(name: "callroom-bench", dependencies: ["CallroomKit", "CometChatCallsSDK", "CometChatSDK", "CallsServer", "CallsAudio",
+                                                                 "CallsCaptions", "CallsVideo", "CallsTUI", "CallsTransport", "CallsSecurity", "CallsRelay"]),
 
         // MARK: Examples
         .executableTarget(name: "CallsSDKExample", dependencies: ["CometChatCallsSDK"], path: "Examples/CallsSDKExample"),
@@ -87,7 +92,7 @@ let package = Package(
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK", "CZlib"], exclude: ["Golden"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CallsDatabase", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",
-                                                         "CallRoomTestSupport", "callroom", "callroomd", "CallsSDKExample", "RingingExample"]),
+                                                         "CallRoomTestSupport", "CallroomKit", "callroom", "callroom-bench", "callroomd", "CallsSDKExample", "RingingExample"]),
     ],
     swiftLanguageModes: [.v6]
 )

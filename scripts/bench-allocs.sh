@@ -17,7 +17,7 @@ secs=${1:-10}
 [ "$(id -u)" = 0 ] || { echo "bench-allocs: uprobes need root" >&2; exit 2; }
 source scripts/need-package.sh
 need_package perf linux-perf bench-allocs
-swift build -c release --product callroom >/dev/null
+swift build -c release --product callroom >/dev/null && swift build -c release --product callroom-bench >/dev/null
 swift build -c release --product callroomd >/dev/null
 bin=.build/release
 libc=$(ldd "$bin/callroom" | awk '/libc\.so\.6/ {print $3}')

@@ -9,7 +9,7 @@ set -euo pipefail
 joins=${1:-100}
 rounds=${2:-2}
 bin=$(swift build -c release --show-bin-path)
-for b in callroomd callroom; do
+for b in callroomd callroom callroom-bench; do
   [ -x "$bin/$b" ] || { echo "bench-cluster-join: build first: swift build -c release --product $b" >&2; exit 2; }
 done
 command -v redis-server >/dev/null || { echo "bench-cluster-join: redis-server missing: scripts/install-deps.sh" >&2; exit 2; }

@@ -26,7 +26,7 @@ case "$source" in tone|speech) ;; *) echo "bench-cpu-baresip: the source is tone
 period=${CALLROOM_PERIOD_MS:-auto}   # CallRoom's playback period: auto (the default) or 5/10/20
 source scripts/need-package.sh
 need_package baresip baresip-core bench-cpu-baresip
-swift build -c release --product callroom >/dev/null
+swift build -c release --product callroom >/dev/null && swift build -c release --product callroom-bench >/dev/null
 swift build -c release --product callroomd >/dev/null
 bin=.build/release
 tmp=$(mktemp -d)

@@ -17,7 +17,7 @@ speakers=${2:-10}
 [[ "$secs" =~ ^[0-9]+$ && "$secs" -ge 5 ]] || { echo "bench-cpu-room: SECONDS is a whole number ≥ 5" >&2; exit 2; }
 [[ "$speakers" =~ ^[0-9]+$ && "$speakers" -ge 2 && "$speakers" -le 21 ]] || { echo "bench-cpu-room: SPEAKERS is 2…21" >&2; exit 2; }
 command -v tmux >/dev/null || { echo "bench-cpu-room: tmux missing" >&2; exit 2; }
-swift build -c release --product callroom >/dev/null
+swift build -c release --product callroom >/dev/null && swift build -c release --product callroom-bench >/dev/null
 swift build -c release --product callroomd >/dev/null
 bin=$PWD/.build/release
 tmp=$(mktemp -d)

@@ -52,7 +52,7 @@ source scripts/pesq-env.sh
 pesq_env bench-pesq
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-if ! swift build -c release --product callroom > "$work/build.log" 2>&1; then cat "$work/build.log" >&2; exit 1; fi
+if ! { swift build -c release --product callroom && swift build -c release --product callroom-bench; } > "$work/build.log" 2>&1; then cat "$work/build.log" >&2; exit 1; fi
 bin="$(swift build -c release --show-bin-path)"
 sox "$clip" -r 16000 -c 1 -b 16 "$work/ref.wav"
 sox "$clip" -r 48000 -c 1 -b 16 "$work/clip48.wav"

@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
 done
 bash scripts/install-python-deps.sh
 work="$(mktemp -d)"
-if ! { swift build -c release --product callroomd && swift build -c release --product callroom; } > "$work/build.log" 2>&1; then
+if ! { swift build -c release --product callroomd && swift build -c release --product callroom && swift build -c release --product callroom-bench; } > "$work/build.log" 2>&1; then
     cat "$work/build.log" >&2; exit 1
 fi
 bin="$(swift build -c release --show-bin-path)"

@@ -30,7 +30,7 @@ pesq_env bench-recording-pesq
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 if [ -z "$bin" ]; then
-    if ! swift build -c release --product callroomd > "$work/build.log" 2>&1 || ! swift build -c release --product callroom >> "$work/build.log" 2>&1; then
+    if ! swift build -c release --product callroomd > "$work/build.log" 2>&1 || ! swift build -c release --product callroom >> "$work/build.log" 2>&1 || ! swift build -c release --product callroom-bench >> "$work/build.log" 2>&1; then
         cat "$work/build.log" >&2; exit 1
     fi
     bin="$(swift build -c release --show-bin-path)"

@@ -76,7 +76,7 @@ if [ -n "$pin" ]; then
     [ -n "$threads" ] || threads="--relay-threads 1"
 fi
 work="$(mktemp -d)"
-if ! { swift build -c release --product callroomd && swift build -c release --product callroom; } > "$work/build.log" 2>&1; then
+if ! { swift build -c release --product callroomd && swift build -c release --product callroom && swift build -c release --product callroom-bench; } > "$work/build.log" 2>&1; then
     cat "$work/build.log" >&2; exit 1
 fi
 bin="$(swift build -c release --show-bin-path)"

@@ -16,7 +16,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 work="$(mktemp -d)"
-if ! { swift build -c release --product callroomd && swift build -c release --product callroom; } > "$work/build.log" 2>&1; then
+if ! { swift build -c release --product callroomd && swift build -c release --product callroom && swift build -c release --product callroom-bench; } > "$work/build.log" 2>&1; then
     cat "$work/build.log" >&2; exit 1
 fi
 bin="$(swift build -c release --show-bin-path)"

@@ -1,3 +1,4 @@
+import CallroomKit
 import CallsCore
 import Foundation
 
@@ -18,7 +19,7 @@ let topUsage = """
       share     share a terminal (a tmux pane, or a command) into a session as text
       replay    show a recorded event log on the call screen at its recorded timing (layout QA)
       devices   list audio devices (ALSA capture and playback) and cameras
-      bench     measure latency, quality under loss, and CPU (see 'callroom bench --help')
+      bench     measure latency, quality under loss, and CPU (runs callroom-bench; see 'callroom bench --help')
       --version print the version
 
     With credentials and no command ('callroom --server URL --uid UID --auth-key KEY') it runs
@@ -37,7 +38,7 @@ case "demo": DemoCommand.run(Array(argv.dropFirst()))
 case "devices": DevicesCommand.run(Array(argv.dropFirst()))
 case "share": ShareCommand.run(Array(argv.dropFirst()))
 case "bots": BotsCommand.run(Array(argv.dropFirst()))
-case "bench": BenchCommand.run(Array(argv.dropFirst()))
+case "bench": BenchForward.exec(Array(argv.dropFirst()))  // benchmarks are callroom-bench's
 case "replay": ReplayCommand.run(Array(argv.dropFirst()))
 case "--version": Console.out("callroom \(CallRoomVersion.string)")
 case nil, "--help", "-h", "help": Console.out(topUsage)

@@ -2,7 +2,7 @@ import CallRoomTestSupport
 import CometChatCallsSDK
 import Foundation
 import XCTest
-@testable import callroom
+@testable import CallroomKit
 
 /// Scenario assertions: `expect` lines parsed with clear errors, judged on a virtual clock (no
 /// sockets, no sleeps), and a demo run as a CI test — the bundled QA scenario passes, a

@@ -1,0 +1,123 @@
+import CallsTUI
+import CallsTransport
+import CometChatCallsSDK
+import Foundation
+
+/// `callroom join --headless`: prints every listener callback as one JSON line on stdout and
+/// reads commands from stdin, one per line. Runs on the main queue.
+@MainActor
+package final class HeadlessSession {
+    private static var current: HeadlessSession?
+
+    /// Registers listeners (before joining, as documented, so the join callbacks are seen),
+    /// logs in, joins, and keeps the session running until it ends. `cleanup` runs before exit.
+    package static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
+                    token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
+                    loggedIn: Bool = false, eventLog: String? = nil, cleanup: (@MainActor () -> Void)? = nil) async {
+        EventLogFile.open(eventLog)
+        let runner = HeadlessSession()
+        runner.onExit = cleanup
+        runner.start()
+        current = runner
+        do throws(CometChatCallException) {
+            if !loggedIn { _ = try await SDKSetup.initAndLogin(options) }
+            if let token {
+                try await CometChatCalls.joinSession(callToken: try await token(), callSetting: settings)
+            } else {
+                try await CometChatCalls.joinSession(sessionID: sessionID, callSetting: settings)
+            }
+            runner.reportAudioNotices()
+            // Input ended, a signal came or stdout closed while joining: leave now that we can.
+            if runner.leaving { CallSession.shared.leaveSession() }
+        } catch {
+            cleanup?()
+            Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
+        }
+    }
+
+    private var bridge: ListenerBridge?
+    private var leaving = false
+    /// Runs before the process exits (the demo stops its server here).
+    package var onExit: (@MainActor () -> Void)?
+
+    package func start() {
+        let bridge = ListenerBridge { [weak self] event in
+            MainActor.assumeIsolated { self?.handle(event) }
+        }
+        bridge.register()
+        self.bridge = bridge
+        DescriptorReader.startLines(STDIN_FILENO, name: "callroom.stdin") { event in
+            DispatchQueue.main.async { MainActor.assumeIsolated { HeadlessSession.current?.received(event) } }
+        }
+        // SIGINT, SIGTERM and SIGHUP leave cleanly (others see onParticipantLeft at once, not a ghost).
+        TerminationSignals.onSignal = { [weak self] _ in self?.leave() }
+        TerminationSignals.beforeForcedExit = { [weak self] in self?.onExit?() }
+        // Whoever reads stdout went away (`| head -1`): leave cleanly, then exit 0.
+        Console.onOutputClosed = { [weak self] in self?.leave() }
+    }
+
+    /// Reports audio fallbacks (no sound card) on stderr, after the join opened the devices.
+    private func reportAudioNotices() {
+        for n in CallSession.shared.audioNotices { Console.err("callroom: \(n)") }
+    }
+
+    /// Prints one listener callback as a JSON line; after the session ends, one more line says
+    /// how (`{"event":"sessionEnding","ending":"removed","message":"You were removed by Grace"}`)
+    /// and the process exits with that ending's status.
+    package func handle(_ event: CallEvent) {
+        Console.out(event.jsonLine())
+        let fallback: SessionEnding
+        switch event {
+        case .sessionLeft: fallback = .left
+        case .sessionTimedOut: fallback = .timedOut
+        case .connectionClosed: fallback = .connectionLost
+        default: return
+        }
+        let ending = endingOverride ?? CallSession.shared.sessionEnding ?? fallback
+        Console.outJSON(["event": "sessionEnding", "ending": ending.code, "message": ending.sentence])
+        finish(ending.exitStatus)
+    }
+
+    /// How the app says the session ended (the other person hung up), over the SDK's `left`.
+    private var endingOverride: SessionEnding?
+
+    /// Leaves the current headless session now (a scenario's duration is over).
+    package static func finishNow() { current?.leave() }
+
+    /// Leaves the current headless session because of `ending` (see `CallScreenController.leave(because:)`).
+    package static func leave(because ending: SessionEnding) {
+        guard let s = current else { return CallSession.shared.leaveSession() }
+        guard !s.leaving else { return }  // we left first: the call's end is its echo
+        s.endingOverride = ending
+        s.leave()
+    }
+
+    /// The session is over (its media threads joined, every line written straight to the
+    /// descriptors): the cleanup runs, then the process ends (`ProcessExit`: no atexit teardown
+    /// under a library thread still winding down).
+    private func finish(_ code: Int32) -> Never {
+        onExit?()
+        ProcessExit.now(ScenarioRun.exitStatus(code))
+    }
+
+    /// A line of standard input, or its end (which leaves cleanly, once; an unfinished last line
+    /// is not a command).
+    private func received(_ event: DescriptorReader.LineEvent) {
+        switch event {
+        case .line(let line): run(line.trimmingCharacters(in: .whitespaces))
+        case .end: leave()
+        }
+    }
+
+    private func run(_ line: String) {
+        let words = line.split(separator: " ")
+        if let first = words.first, ["leave", "leave-session"].contains(first), words.count == 1 { return leave() }
+        HeadlessCommands.run(line)
+    }
+
+    private func leave() {
+        guard !leaving else { return }
+        leaving = true
+        CallSession.shared.leaveSession()
+    }
+}

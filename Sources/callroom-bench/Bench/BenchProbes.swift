@@ -1,0 +1,136 @@
+import CallroomKit
+import CallsAudio
+import CallsCore
+import CometChatCallsSDK
+import Foundation
+import Synchronization
+
+/// Finds the onset of a click burst: the first loud sample after 100 ms without one. (Codec
+/// pre-echo before an attack stays well below `loud`, so it does not hide the onset.)
+struct OnsetDetector {
+    var quietSamples = 0
+    let loud: Int16 = 2000
+    let quietNeeded = 4800  // 100 ms
+
+    /// The sample index of an onset in `frame`, if one starts here.
+    mutating func onset(in frame: UnsafeBufferPointer<Int16>) -> Int? {
+        for (i, s) in frame.enumerated() {
+            let a = abs(Int(s))
+            if a > Int(loud), quietSamples >= quietNeeded {
+                quietSamples = 0
+                return i
+            }
+            quietSamples = a < Int(loud) ? quietSamples + 1 : 0
+        }
+        return nil
+    }
+}
+
+/// A microphone that clicks: 1 kHz bursts every 400 ms, each starting at a different offset
+/// inside its frame, paced in real time. Records when each burst's first sample "was spoken".
+final class MarkerInput: AudioInput, @unchecked Sendable {
+    let name = "marker"
+    private var pacer: Pacer
+    private let frameSamples: Int
+    private var sample = 0
+    private let closed = Atomic<Bool>(false)
+    let mouthTimes = Locked<[UInt64]>([])
+    static let interval = 19_200  // 400 ms
+    static let burst = 2_400  // 50 ms
+
+    init(frameSamples: Int) {
+        self.frameSamples = frameSamples
+        pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / 48_000)
+    }
+
+    func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
+        guard !closed.load(ordering: .acquiring) else { throw .closed }
+        pacer.wait(samples: frame.count)
+        let now = monotonicNanoseconds()
+        let periodNs = UInt64(frameSamples) * 1_000_000_000 / 48_000
+        for i in 0..<frame.count {
+            // Bursts start 0, 7, 14, … ms into successive 400 ms slots (offsets vary within frames).
+            let slot = sample / Self.interval
+            let start = slot * Self.interval + (slot * 336) % frameSamples
+            let k = sample - start
+            if k == 0 { mouthTimes.withLock { $0.append(now - periodNs + UInt64(i) * 1_000_000_000 / 48_000) } }
+            frame[i] = (k >= 0 && k < Self.burst) ? Int16(sin(2 * Double.pi * 1000 * Double(k) / 48_000) * 16_000) : 0
+            sample += 1
+        }
+    }
+
+    func close() { closed.store(true, ordering: .releasing) }
+}
+
+/// A speaker that listens: paced like a device, it notes when each click reaches the ear — the
+/// chunk's write time plus the sound a real device still has queued then (one playback period:
+/// an ALSA playback write returns when the queue is down to one period, `ALSADevice`) plus the
+/// onset's offset in the chunk.
+final class EarOutput: AudioOutput, @unchecked Sendable {
+    let name = "ear"
+    private var pacer: Pacer
+    private let periodNs: UInt64
+    private let queuedNs: UInt64
+    private var detector = OnsetDetector()
+    private let closed = Atomic<Bool>(false)
+    private var lastWrite: UInt64 = 0
+    let earTimes = Locked<[UInt64]>([])
+    let stalls = Atomic<Int>(0)
+    let frames = Atomic<Int>(0)
+    let silentFrames = Atomic<Int>(0)
+    /// Also writes every frame heard here (for an offline speech-quality score).
+    private let recorder: FileOutput?
+
+    /// - Parameter queuedSamples: what the device holds when a chunk is written (the playback period).
+    init(frameSamples: Int, queuedSamples: Int, recorder: FileOutput? = nil) {
+        periodNs = UInt64(frameSamples) * 1_000_000_000 / 48_000
+        queuedNs = UInt64(queuedSamples) * 1_000_000_000 / 48_000
+        pacer = Pacer(periodNanoseconds: periodNs)
+        self.recorder = recorder
+    }
+
+    func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
+        guard !closed.load(ordering: .acquiring) else { throw .closed }
+        let now = monotonicNanoseconds()
+        if lastWrite != 0 && now - lastWrite > 3 * periodNs { stalls.add(1, ordering: .relaxed) }
+        lastWrite = now
+        frames.add(1, ordering: .relaxed)
+        if frame.allSatisfy({ abs(Int($0)) < 100 }) { silentFrames.add(1, ordering: .relaxed) }
+        try? recorder?.write(frame)
+        if let i = detector.onset(in: frame) {
+            // The device still plays what it has queued before this chunk's first sample.
+            earTimes.withLock { $0.append(now + queuedNs + UInt64(i) * 1_000_000_000 / 48_000) }
+        }
+        pacer.wait(samples: frame.count)
+    }
+
+    func close() { closed.store(true, ordering: .releasing) }
+}
+
+/// Per-stage timing of the clicks through the pipeline.
+final class StageProbe: MediaProbe, @unchecked Sendable {
+    private let lock = NSLock()
+    private var detector = OnsetDetector()
+    private var playDetector = OnsetDetector()
+    private(set) var onsetSeq: [UInt16: UInt64] = [:]  // seq → frame captured
+    private(set) var sentAt: [UInt16: UInt64] = [:]
+    private(set) var receivedAt: [UInt16: UInt64] = [:]
+    private(set) var playedAt: [UInt64] = []
+
+    func captured(_ frame: UnsafeBufferPointer<Int16>, sequence: UInt16, at t: UInt64) {
+        lock.lock(); defer { lock.unlock() }
+        if detector.onset(in: frame) != nil { onsetSeq[sequence] = t }
+    }
+    func sent(sequence: UInt16, at t: UInt64) {
+        lock.lock(); defer { lock.unlock() }
+        if onsetSeq[sequence] != nil { sentAt[sequence] = t }
+    }
+    func received(ssrc: UInt32, sequence: UInt16, at t: UInt64) {
+        lock.lock(); defer { lock.unlock() }
+        receivedAt[sequence] = t
+    }
+    func played(_ frame: UnsafeBufferPointer<Int16>, at t: UInt64) {
+        lock.lock(); defer { lock.unlock() }
+        if playDetector.onset(in: frame) != nil { playedAt.append(t) }
+    }
+}
