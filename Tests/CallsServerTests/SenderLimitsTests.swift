@@ -69,7 +69,8 @@ final class SenderLimitsTests: XCTestCase {
         let flooder = try h.joinAndBind("mallory", session: "flood")
         let talker = try h.joinAndBind("tess", session: "flood")
         let listener = try h.joinAndBind("lee", session: "flood")
-        Thread.sleep(forTimeInterval: 0.2)  // (the fast path's maps take the bindings within 50 ms)
+        h.server.running?.parts.rooms.queue.sync {}
+        XCTAssertTrue(eventually(2) { h.server.running?.relay.fastPathCaughtUp == true }, "the fast path's maps hold the bindings")
         let start = Date()
         var sent = 0, spoken = 0
         var seq: UInt16 = 0
@@ -97,8 +98,7 @@ final class SenderLimitsTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(fromFlooder, 250, "its budget still goes through")
         XCTAssertEqual(fromTalker, spoken, "the others are heard normally")
         let counters = try XCTUnwrap(h.server.relayCounters)
-        let deadline = Date() + 2
-        while counters.droppedRateLimited.load(ordering: .relaxed) < UInt64(sent - fromFlooder) && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        eventually(2, poll: 0.02) { counters.droppedRateLimited.load(ordering: .relaxed) >= UInt64(sent - fromFlooder) }
         XCTAssertEqual(counters.droppedRateLimited.load(ordering: .relaxed), UInt64(sent - fromFlooder), "every one dropped is counted")
         if fastPath { XCTAssertGreaterThan(counters.fastPathForwarded.load(ordering: .relaxed), 0, "the kernel forwarded") }
     }
