@@ -52,10 +52,9 @@ final class ResourceBoundsTests: XCTestCase {
         held.forEach { _ = Glibc.close($0) }
         held = []
         var reply = BlockingHTTP.request("GET", server.url + "/metrics")
-        let deadline = Date() + 10
-        while reply.status != 200 && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.1)
+        eventually(10, poll: 0.1) {
             reply = BlockingHTTP.request("GET", server.url + "/metrics")
+            return reply.status == 200
         }
         XCTAssertEqual(reply.status, 200, "served again once the connections went")
         XCTAssertTrue(reply.text.contains(#"callroom_refused_total{cause="descriptor_budget"}"#) && !reply.text.contains(#"cause="descriptor_budget"} 0"#),
