@@ -128,18 +128,13 @@ public final class CallServer: @unchecked Sendable {
     /// What `assemble` built: the running parts before the port opens, and what the REST router
     /// and the members need beside them.
     struct Assembly: Sendable {
-        let web: WebServer
-        let gateway: WebGateway
-        let rooms: RoomRegistry
-        let calls: CallRegistry
-        let webhooks: WebhookDeliverer
-        let push: PushSender?
-        let cluster: ClusterLink?
-        let hooks: WebhookOutbox
-        let directory: WebhookDirectory
-        let revocations: TokenRevocations
-        let roomRules: RoomRulesDirectory
-        let signer: CallTokenSigner
+        /// Where connections arrive and how the signalling gets out.
+        let web: WebServer, gateway: WebGateway
+        /// The two cores' runners, the outboxes, and this node's cluster link (nil: one node).
+        let rooms: RoomRegistry, calls: CallRegistry
+        let webhooks: WebhookDeliverer, push: PushSender?, cluster: ClusterLink?
+        /// What the REST router shares with them.
+        let hooks: WebhookOutbox, directory: WebhookDirectory, revocations: TokenRevocations, roomRules: RoomRulesDirectory, signer: CallTokenSigner
     }
 
     /// The data directory, created (or tightened) to 0700.
