@@ -75,6 +75,7 @@ public final class RedisClient: @unchecked Sendable {
             throw .unavailable("\(address): \(message)")
         }
         redisSetTimeout(c, timeout)
+        _ = fcntl(c.pointee.fd, F_SETFD, FD_CLOEXEC)  // not inherited by the processes we start
         context = c
     }
 

@@ -110,6 +110,7 @@ package final class RedisSubscriber: @unchecked Sendable {
             if let c { redisFree(c) }
             throw .unavailable("\(address): \(message)")
         }
+        _ = fcntl(c.pointee.fd, F_SETFD, FD_CLOEXEC)  // not inherited by the processes we start
         let ok: Bool = channel.withCString { ch in
             var lengths = [9, strlen(ch)]
             return "SUBSCRIBE".withCString { cmd in

@@ -152,7 +152,9 @@ final class AbuseTests: XCTestCase {
         let again = try XCTUnwrap(eventuallyValue(5) { () -> SignalProbe? in
             guard let p = try? SignalProbe(url: h.server.url), let token = try? h.callToken(uid: "ann", session: "cap") else { return nil }
             p.send(.join(.init(callToken: token)))
-            return p.joined(timeout: 1) != nil ? p : nil
+            if p.joined(timeout: 1) != nil { return p }
+            p.disconnect()
+            return nil
         }, "a slot freed is a slot")
         XCTAssertNotNil(again.all.first { if case .joined = $0 { return true }; return false })
     }

@@ -46,7 +46,8 @@ public final class CallServer: @unchecked Sendable {
     public internal(set) var tlsFingerprint: String?
     /// True when this start made the self-signed certificate (print its fingerprint).
     public internal(set) var generatedCertificate = false
-    /// What runs, once started (set once; never reset).
+    /// What runs, once started (set once by `start`, taken away by `stop`; readers take it under
+    /// the lock and keep what they took until they are done).
     private let runningBox = Locked<RunningServer?>(nil)
     var running: RunningServer? { runningBox.withLock { $0 } }
 
@@ -120,8 +121,13 @@ public final class CallServer: @unchecked Sendable {
         log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "data_dir": dir])
     }
 
-    /// Ends every call, stops both ports and waits for the threads. Idempotent.
-    public func stop() { running?.stop() }
+    /// Ends every call, stops both ports and waits for the threads, then lets go of the running
+    /// parts — their descriptors (store, Redis, files) close as the last reader drops them.
+    /// Idempotent; what the server reported (counters, metrics) is empty from here on.
+    public func stop() {
+        running?.stop()
+        runningBox.withLock { $0 = nil }
+    }
 
     // MARK: Assembly
 

@@ -45,5 +45,6 @@ final class RunningServer: Sendable {
         parts.cluster?.stop()
         parts.web.stop()
         relay.stop()
+        parts.gateway.detach()
     }
 }

@@ -63,6 +63,14 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
     /// Once, when the port is known (invite links need the address).
     func attach(router r: RESTRouter) { router.withLock { $0 = r } }
 
+    /// The server stopped: the gateway lets go of what it reached (the signal router holds the
+    /// gateway as its outbox, so this is what lets the stopped server's parts go). Requests and
+    /// messages from here on are dropped.
+    func detach() {
+        links.withLock { $0 = nil }
+        router.withLock { $0 = nil }
+    }
+
     // MARK: REST
 
     func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
