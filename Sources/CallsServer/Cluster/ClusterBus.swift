@@ -1,5 +1,6 @@
 import CallsCore
 import Foundation
+import Synchronization
 import CallsRedis
 
 /// Signalling between nodes over Redis pub/sub: each node reads its own channel
@@ -10,14 +11,14 @@ import CallsRedis
 ///
 /// Thread rules: `publish` from any thread (it queues on `callroom.cluster.bus`, which owns the
 /// publishing connection); `onEnvelope` runs on the subscriber's thread.
-final class ClusterBus: @unchecked Sendable {
+final class ClusterBus: Sendable {
     let nodeID: String
     private let queue = DispatchQueue(label: "callroom.cluster.bus")
     private let publisher: RedisClient
     private let subscriber: RedisSubscriber
     private let log: ServerLog
-    /// Confined to `queue`: whether the last publish failed (logged once a spell).
-    private var failing = false
+    /// Whether the last publish failed (logged once a spell; written on `queue`).
+    private let failing = Atomic<Bool>(false)
     /// Envelopes published and received (metrics, tests).
     let published = Locked<UInt64>(0)
 
@@ -48,9 +49,9 @@ final class ClusterBus: @unchecked Sendable {
             do {
                 try publisher.command(["PUBLISH", ClusterEnvelope.channel(of: node), String(decoding: bytes, as: UTF8.self)])
                 published.withLock { $0 += 1 }
-                if failing { failing = false; log.info("cluster bus: publishing again", ["node": nodeID]) }
+                if failing.exchange(false, ordering: .relaxed) { log.info("cluster bus: publishing again", ["node": nodeID]) }
             } catch {
-                if !failing { failing = true; log.warn("cluster bus: cannot publish; messages to other nodes are lost until redis returns", ["error": "\(error)"]) }
+                if !failing.exchange(true, ordering: .relaxed) { log.warn("cluster bus: cannot publish; messages to other nodes are lost until redis returns", ["error": "\(error)"]) }
             }
         }
     }

@@ -15,17 +15,16 @@ import CallsRedis
 /// Redis is not tried again for `retryAfterSeconds`, so a black-holed Redis does not hold each
 /// request up for the command timeout.
 ///
-/// Thread rules: any thread; the connection is used under `lock`, one command at a time.
-final class SharedRateLimiter: @unchecked Sendable {
+/// Thread rules: any thread; the connection is used under its lock, one command at a time.
+final class SharedRateLimiter: Sendable {
     let name: String
     private let address: String
     /// The script's ARGV: the interval between requests and the burst's tolerance (µs).
     private let interval: String
     private let tolerance: String
     private let retryAfterNanoseconds: UInt64
-    private let lock = NSLock()
-    private var redis: RedisClient?
-    private var offlineUntil: UInt64 = 0
+    /// The connection (made on first use, dropped when Redis is unavailable) and when to try again.
+    private let connection = Locked<(redis: RedisClient?, offlineUntil: UInt64)>((nil, 0))
 
     /// KEYS[1] the peer's key; ARGV[1] the interval, ARGV[2] the tolerance (µs). 1 allowed, 0 not.
     static let script = """
@@ -54,16 +53,16 @@ final class SharedRateLimiter: @unchecked Sendable {
     /// Whether `peer` may make one more request, counted cluster-wide; nil when Redis cannot
     /// answer (now, or failed less than `retryAfterSeconds` ago).
     func allow(_ peer: String, now: UInt64 = monotonicNanoseconds()) -> Bool? {
-        lock.withLock { () -> Bool? in
-            guard now >= offlineUntil else { return nil }
+        connection.withLock { c -> Bool? in
+            guard now >= c.offlineUntil else { return nil }
             do throws(RedisError) {
-                if redis == nil { redis = try RedisClient(address: address, timeoutMs: 250) }
-                guard let r = redis else { return nil }
+                if c.redis == nil { c.redis = try RedisClient(address: address, timeoutMs: 250) }
+                guard let r = c.redis else { return nil }
                 let reply = try r.command(["EVAL", Self.script, "1", Self.key(name: name, peer: peer), interval, tolerance])
                 return reply.integer == 1
             } catch {
-                if case .unavailable = error { redis = nil }
-                offlineUntil = now + retryAfterNanoseconds
+                if case .unavailable = error { c.redis = nil }
+                c.offlineUntil = now + retryAfterNanoseconds
                 return nil
             }
         }

@@ -58,12 +58,11 @@ protocol SignalRouter: AnyObject, Sendable {
 /// answers keep-alives itself, and hands each family to its handler.
 ///
 /// Thread rules: any thread; its own state (rate limiters) is behind a lock.
-final class LocalSignalRouter: SignalRouter, @unchecked Sendable {
+final class LocalSignalRouter: SignalRouter, Sendable {
     private let outbox: any SignalOutbox
     private let handlers: [SignalFamily: any SignalHandler]
     private let limits: RoomLimits
-    private let lock = NSLock()
-    private var limiters: [ConnectionID: RateLimiter] = [:]
+    private let limiters = Locked<[ConnectionID: RateLimiter]>([:])
 
     init(outbox: any SignalOutbox, limits: RoomLimits, handlers: [SignalFamily: any SignalHandler]) {
         self.outbox = outbox
@@ -103,7 +102,7 @@ final class LocalSignalRouter: SignalRouter, @unchecked Sendable {
     }
 
     func connectionClosed(_ connection: ConnectionID) {
-        lock.withLock { limiters[connection] = nil }
+        limiters.withLock { $0[connection] = nil }
         remoteConnectionClosed(connection)
     }
 
@@ -115,10 +114,10 @@ final class LocalSignalRouter: SignalRouter, @unchecked Sendable {
 
     /// Per-connection signalling rate limit; each refusal is reported.
     func admit(_ connection: ConnectionID) -> Bool {
-        let ok = lock.withLock { () -> Bool in
-            var l = limiters[connection] ?? RateLimiter(capacity: limits.signalBurst, perSecond: limits.signalPerSecond)
+        let ok = limiters.withLock { all -> Bool in
+            var l = all[connection] ?? RateLimiter(capacity: limits.signalBurst, perSecond: limits.signalPerSecond)
             let ok = l.allow(now: monotonicNanoseconds())
-            limiters[connection] = l
+            all[connection] = l
             return ok
         }
         if !ok { outbox.send(.error(code: .rateLimited, message: "Too many messages; slow down."), to: connection) }
