@@ -12,12 +12,11 @@ public protocol Scheduler: AnyObject, Sendable {
 }
 
 /// A scheduled piece of work; `cancel()` stops it if it has not run. Any thread.
-public final class ScheduledWork: @unchecked Sendable {
-    private let lock = NSLock()
-    private var cancelled = false
+public final class ScheduledWork: Sendable {
+    private let cancelled = Locked(false)
     public init() {}
-    public func cancel() { lock.withLock { cancelled = true } }
-    public var isCancelled: Bool { lock.withLock { cancelled } }
+    public func cancel() { cancelled.withLock { $0 = true } }
+    public var isCancelled: Bool { cancelled.withLock { $0 } }
 }
 
 /// The real clock: `Date()` and `DispatchQueue.asyncAfter`.
@@ -36,45 +35,47 @@ public final class DispatchScheduler: Scheduler {
 /// each on its queue (synchronously: call `advance` from a thread other than those queues).
 ///
 /// Thread rules: any thread; pending work is behind a lock.
-public final class VirtualScheduler: Scheduler, @unchecked Sendable {
-    private struct Pending { var due: Int64; var order: Int; var queue: DispatchQueue; var work: @Sendable () -> Void; var handle: ScheduledWork }
-    private let lock = NSLock()
-    private var now: Int64
-    private var pending: [Pending] = []
-    private var counter = 0
+public final class VirtualScheduler: Scheduler, Sendable {
+    private struct Pending: Sendable { var due: Int64; var order: Int; var queue: DispatchQueue; var work: @Sendable () -> Void; var handle: ScheduledWork }
+    private struct State: Sendable {
+        var now: Int64
+        var pending: [Pending] = []
+        var counter = 0
+    }
+    private let state: Locked<State>
 
-    public init(startMilliseconds: Int64 = 1_700_000_000_000) { now = startMilliseconds }
+    public init(startMilliseconds: Int64 = 1_700_000_000_000) { state = Locked(State(now: startMilliseconds)) }
 
-    public func nowMilliseconds() -> Int64 { lock.withLock { now } }
+    public func nowMilliseconds() -> Int64 { state.withLock { $0.now } }
 
     public func schedule(after seconds: Double, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> ScheduledWork {
         let w = ScheduledWork()
-        lock.withLock {
-            counter += 1
-            pending.append(Pending(due: now + Int64((max(0, seconds) * 1000).rounded()), order: counter, queue: queue, work: work, handle: w))
+        state.withLock { s in
+            s.counter += 1
+            s.pending.append(Pending(due: s.now + Int64((max(0, seconds) * 1000).rounded()), order: s.counter, queue: queue, work: work, handle: w))
         }
         return w
     }
 
     /// Work scheduled and not yet run or cancelled.
-    public var pendingCount: Int { lock.withLock { pending.filter { !$0.handle.isCancelled }.count } }
+    public var pendingCount: Int { state.withLock { $0.pending.filter { !$0.handle.isCancelled }.count } }
 
     /// Moves time forward by `seconds`, running everything that falls due on the way.
     public func advance(by seconds: Double) {
-        let target = lock.withLock { now + Int64((seconds * 1000).rounded()) }
+        let target = state.withLock { $0.now + Int64((seconds * 1000).rounded()) }
         while true {
-            let next: Pending? = lock.withLock {
-                pending.removeAll { $0.handle.isCancelled }
-                guard let i = pending.indices.filter({ pending[$0].due <= target })
-                    .min(by: { (pending[$0].due, pending[$0].order) < (pending[$1].due, pending[$1].order) }) else { return nil }
-                let p = pending.remove(at: i)
-                now = max(now, p.due)
+            let next: Pending? = state.withLock { s in
+                s.pending.removeAll { $0.handle.isCancelled }
+                guard let i = s.pending.indices.filter({ s.pending[$0].due <= target })
+                    .min(by: { (s.pending[$0].due, s.pending[$0].order) < (s.pending[$1].due, s.pending[$1].order) }) else { return nil }
+                let p = s.pending.remove(at: i)
+                s.now = max(s.now, p.due)
                 return p
             }
             guard let p = next else { break }
             if !p.handle.isCancelled { p.queue.sync { p.work() } }
         }
-        lock.withLock { now = max(now, target) }
+        state.withLock { $0.now = max($0.now, target) }
     }
 }
 
