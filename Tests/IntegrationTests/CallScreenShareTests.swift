@@ -32,8 +32,7 @@ final class CallScreenShareTests: XCTestCase {
         let join = "\(BuiltProducts.path("callroom")) join triage --server \(url) --uid lead --auth-key \(authKey) --input null --output null; sleep 30"
         XCTAssertEqual(t.run(["new-window", "-t", socket, "LANG=C.UTF-8 \(join)"]).status, 0)
         func waitScreen(_ text: String, _ step: String, timeout: TimeInterval = 10) {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline { if t.screen().contains(text) { return }; Thread.sleep(forTimeInterval: 0.05) }
+            if eventually(timeout, poll: 0.05, { t.screen().contains(text) }) { return }
             XCTFail("\(step): '\(text)' not on screen:\n\(t.screen())")
         }
         waitScreen("Share term", "the share button is on the bar")

@@ -50,6 +50,20 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(e4.contains("--frame-ms"))
     }
 
+    /// Benchmarks are not in the shipped `callroom`: `callroom bench` runs `callroom-bench` beside
+    /// it, and without one says how to build it (a failure, status 1 — not a usage error).
+    func testBenchRunsTheBenchExecutableBesideOrSaysHowToGetIt() throws {
+        let (ok, out, _) = try run("callroom", ["bench", "--help"])
+        XCTAssertEqual(ok, 0)
+        XCTAssertTrue(out.joined(separator: "\n").contains("callroom bench latency"), "\(out)")
+        let alone = TemporaryDirectory("callroom-alone")
+        defer { alone.remove() }
+        try FileManager.default.copyItem(atPath: BuiltProducts.path("callroom"), toPath: alone.file("callroom"))
+        let p = try ManagedProcess(alone.file("callroom"), ["bench", "latency"])
+        XCTAssertEqual(p.wait(timeout: 10), 1)
+        XCTAssertTrue(p.errorOutput.contains("callroom-bench is not installed"), p.errorOutput)
+    }
+
     func testUnreachableServerFailsWithExitOne() throws {
         let (status, _, err) = try run("callroom", ["join", "s", "--server", "http://127.0.0.1:9", "--app-id", "a", "--uid", "u",
                                                     "--auth-key", "k", "--headless", "--input", "null", "--output", "null"])

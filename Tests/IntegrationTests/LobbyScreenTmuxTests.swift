@@ -75,9 +75,8 @@ final class LobbyScreenTmuxTests: XCTestCase {
         XCTAssertEqual((BlockingHTTP.request("GET", server.url + "/v3/rooms/lobbyroom/bans", headers: ["apikey": server.apiKey]).data["bannedUids"] as? [String]), ["guest"])
         tmux.keys("U")
         XCTAssertTrue(tmux.waitFor("Lifting the ban on guest"), tmux.screen())
-        let deadline = Date() + 5
-        while Date() < deadline, !((BlockingHTTP.request("GET", server.url + "/v3/rooms/lobbyroom/bans", headers: ["apikey": server.apiKey]).data["bannedUids"] as? [String]) ?? ["?"]).isEmpty {
-            Thread.sleep(forTimeInterval: 0.1)
+        eventually(5, poll: 0.1) {
+            ((BlockingHTTP.request("GET", server.url + "/v3/rooms/lobbyroom/bans", headers: ["apikey": server.apiKey]).data["bannedUids"] as? [String]) ?? ["?"]).isEmpty
         }
         XCTAssertEqual((BlockingHTTP.request("GET", server.url + "/v3/rooms/lobbyroom/bans", headers: ["apikey": server.apiKey]).data["bannedUids"] as? [String]) ?? [], [])
     }

@@ -102,13 +102,10 @@ final class RingScreenTmuxTests: XCTestCase {
         XCTAssertTrue(tmux.start("LC_ALL=C LANG=C NO_COLOR=1 \(BuiltProducts.path("callroom")) call cat --uid dan --server \(server.url) --auth-key \(server.authKey) --input null --output null; echo RING-EXIT=$?; sleep 30",
                                  width: 40, height: 12))
         // The outcome on the screen (an ASCII frame under LANG=C) for a moment, then on the shell.
-        let deadline = Date().addingTimeInterval(15)
-        var framed = ""
-        while Date() < deadline {
+        let framed = eventuallyValue(15, poll: 0.05) { () -> String? in
             let s = tmux.screen()
-            if s.contains("+ CallRoom") && s.contains("cat is busy") { framed = s; break }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+            return s.contains("+ CallRoom") && s.contains("cat is busy") ? s : nil
+        } ?? ""
         XCTAssertFalse(framed.isEmpty, "the framed outcome: \(tmux.screen())")
         XCTAssertTrue(tmux.waitFor("RING-EXIT=4"), tmux.screen())
         XCTAssertTrue(tmux.screen().contains("callroom: cat is busy"), "said on the shell too")

@@ -5,19 +5,19 @@ import Foundation
 /// hand their arguments to it (`execv`: the same process, the same pid, its exit status).
 package enum BenchForward {
     /// Runs `callroom-bench` from `callroom`'s own directory with `arguments`; fails with a
-    /// clear message (status 1) when it is not there.
+    /// clear message (status 1, a failure — not a usage error) when it is not there.
     package static func exec(_ arguments: [String]) -> Never {
         let me = ownPath
         let path = sibling("callroom-bench")
         guard FileManager.default.isExecutableFile(atPath: path) else {
             Console.fail("callroom-bench is not installed beside \(me): build it with 'swift build --product callroom-bench' "
-                         + "(benchmarks and the load generator are not part of the shipped callroom)")
+                         + "(benchmarks and the load generator are not part of the shipped callroom)", code: ExitCode.failure)
         }
         let argv = [path] + arguments
         var cArgs = argv.map { strdup($0) } + [nil]
         execv(path, &cArgs)
         let why = String(cString: strerror(errno))
-        Console.fail("cannot run \(path): \(why)")
+        Console.fail("cannot run \(path): \(why)", code: ExitCode.failure)
     }
 
     /// This executable's path.
