@@ -25,11 +25,8 @@ final class RedundantAudioCallTests: XCTestCase {
         // One frame is repeated from the start (5 % assumed); the first report (after half a second
         // of audio, then every 2 s) raises it to what 10 % asks for; then copies repair the losses.
         XCTAssertGreaterThanOrEqual(speaker.mediaReport?.redundancyFrames ?? 0, 1, "from the first packet")
-        var frames = 0
-        for _ in 0..<80 where frames < 2 {
-            try await Task.sleep(nanoseconds: 100_000_000)
-            frames = speaker.mediaReport?.redundancyFrames ?? 0
-        }
+        await eventually(8, poll: 0.1) { (speaker.mediaReport?.redundancyFrames ?? 0) >= 2 }
+        let frames = speaker.mediaReport?.redundancyFrames ?? 0
         XCTAssertGreaterThanOrEqual(frames, 2, "10 % loss reported: two (or more) previous frames repeated")
         XCTAssertEqual(speaker.fecExpectedLossPercent.map { $0 >= 6 }, true, "the loss reached the speaker")
         let before = try XCTUnwrap(listener.mediaReport)
@@ -53,11 +50,11 @@ final class RedundantAudioCallTests: XCTestCase {
         try await waitFor("stopped", modEvents) { $0 == .recordingStopped }
         let admin = ["apikey": t.server.keys.apiKey]
         var files: [[String: Any]] = []
-        for _ in 0..<50 {
+        files = eventuallyValue(5, poll: 0.1) { () -> [[String: Any]]? in
             let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/red", headers: admin).data
-            if let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber, let f = r["files"] as? [[String: Any]], f.count == 3 { files = f; break }
-            try await Task.sleep(nanoseconds: 100_000_000)
-        }
+            guard let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber, let f = r["files"] as? [[String: Any]], f.count == 3 else { return nil }
+            return f
+        } ?? []
         let track = try XCTUnwrap(files.first { $0["uid"] as? String == "spk" }?["url"] as? String, "\(files)")
         let dir = TemporaryDirectory("callroom-red")
         defer { dir.remove() }
@@ -83,11 +80,8 @@ final class RedundantAudioCallTests: XCTestCase {
         let listener = try await t.joinedClient("lis", session: "bursts", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null")
             .setNetworkImpairment(NetworkImpairment(lossPercent: 20, jitterMs: 0, seed: 7, burstLength: 3)).build())
-        var frames = 0
-        for _ in 0..<100 where frames < 5 {
-            try await Task.sleep(nanoseconds: 100_000_000)
-            frames = speaker.mediaReport?.redundancyFrames ?? 0
-        }
+        await eventually(10, poll: 0.1) { (speaker.mediaReport?.redundancyFrames ?? 0) >= 5 }
+        let frames = speaker.mediaReport?.redundancyFrames ?? 0
         XCTAssertGreaterThanOrEqual(frames, 5, "runs of five and more reported: five or six previous frames repeated")
         let before = try XCTUnwrap(listener.mediaReport)
         try await Task.sleep(nanoseconds: 3_000_000_000)
@@ -109,7 +103,8 @@ final class RedundantAudioCallTests: XCTestCase {
             .setNetworkImpairment(NetworkImpairment(lossPercent: 10, jitterMs: 0, seed: 3)).build())
         await eventually(8) { (speaker.fecExpectedLossPercent ?? 0) >= 6 }
         XCTAssertEqual(speaker.fecExpectedLossPercent.map { $0 >= 6 }, true, "the reports came")
-        try await Task.sleep(nanoseconds: 1_000_000_000)
+        let none = await holds(for: 1) { speaker.mediaReport?.redundancyFrames == 0 }
+        XCTAssertTrue(none, "a receiver without RED: nothing repeated")
         XCTAssertEqual(speaker.mediaReport?.redundancyFrames, 0)
         let r = try XCTUnwrap(listener.mediaReport)
         XCTAssertEqual(r.repaired, 0, "nothing to repair from")
