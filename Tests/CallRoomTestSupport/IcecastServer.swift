@@ -46,10 +46,7 @@ public final class IcecastServer: @unchecked Sendable {
     public func start() throws {
         let p = try ManagedProcess(Self.binary, ["-c", dir.file("icecast.xml")])
         process = p
-        for _ in 0..<100 {
-            if BlockingHTTP.request("GET", "http://127.0.0.1:\(port)/status-json.xsl").status == 200 { return }
-            usleep(50_000)
-        }
+        if eventually(5, poll: 0.05, { BlockingHTTP.request("GET", "http://127.0.0.1:\(port)/status-json.xsl").status == 200 }) { return }
         throw NSError(domain: "IcecastServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "icecast2 did not start: \(p.errorOutput)"])
     }
 

@@ -84,8 +84,7 @@ public final class ManagedProcess: @unchecked Sendable {
     /// Waits for exit; returns the status, or nil on timeout. After an exit, also waits (up to
     /// 2 s) until its output has been read to the end, so `output` holds every line it printed.
     public func wait(timeout: TimeInterval = 10) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        eventually(timeout, poll: 0.02) { !process.isRunning }
         guard !process.isRunning else { return nil }
         eventually(2, poll: 0.005) { lock.withLock({ stdoutEnded && stderrEnded }) }
         return process.terminationStatus

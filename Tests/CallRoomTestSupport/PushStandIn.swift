@@ -62,12 +62,8 @@ public final class PushStandIn {
     /// Waits until `n` requests of `service` (apns, fcm, oauth; nil: any) have been answered.
     @discardableResult
     public func waitFor(_ n: Int, service: String? = nil, timeout: TimeInterval = 15) -> [Request] {
-        let end = Date().addingTimeInterval(timeout)
-        while true {
-            let r = requests.filter { service == nil || $0.service == service }
-            if r.count >= n || Date() >= end { return r }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        let wanted = { self.requests.filter { service == nil || $0.service == service } }
+        return eventuallyValue(timeout, poll: 0.02) { wanted().count >= n ? wanted() : nil } ?? wanted()
     }
 
     public func stop() {

@@ -37,10 +37,7 @@ public final class RedisServer: @unchecked Sendable {
         process = p
         // Until it accepts a connection: the socket file appears at bind(2), a moment before
         // listen(2), and a command sent in between is refused.
-        for _ in 0..<200 {
-            if FileManager.default.fileExists(atPath: socket) && Self.accepts(socket) { return }
-            usleep(10_000)
-        }
+        if eventually(2, poll: 0.01, { FileManager.default.fileExists(atPath: socket) && Self.accepts(socket) }) { return }
         throw NSError(domain: "RedisServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "redis-server did not start: \(p.errorOutput)"])
     }
 

@@ -72,12 +72,7 @@ public final class Tmux {
 
     /// Waits until `text` is on screen.
     public func waitFor(_ text: String, timeout: TimeInterval = 15) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if screen().contains(text) { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return false
+        eventually(timeout, poll: 0.1) { screen().contains(text) }
     }
 }
 

@@ -61,12 +61,7 @@ public final class WebhookReceiver {
 
     /// Waits until `n` requests have arrived.
     public func waitFor(_ n: Int, timeout: TimeInterval = 15) -> Bool {
-        let end = Date().addingTimeInterval(timeout)
-        while Date() < end {
-            if received.count >= n { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return false
+        eventually(timeout, poll: 0.05) { received.count >= n }
     }
 
     public func stop() {
