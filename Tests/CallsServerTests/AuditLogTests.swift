@@ -37,13 +37,11 @@ final class AuditLogTests: XCTestCase {
 
         let path = tmp.file("data") + "/audit.jsonl"
         var lines: [[String: Any]] = []
-        let deadline = Date() + 3
-        repeat {
+        eventually(3, poll: 0.05) {
             let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
             lines = text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-            if lines.count >= 6 { break }
-            Thread.sleep(forTimeInterval: 0.05)
-        } while Date() < deadline
+            return lines.count >= 6
+        }
         func has(_ actor: String, _ action: String, _ result: String) -> Bool {
             lines.contains { ($0["actor"] as? String)?.hasPrefix(actor) == true && $0["action"] as? String == action && $0["result"] as? String == result }
         }

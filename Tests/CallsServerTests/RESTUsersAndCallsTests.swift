@@ -70,10 +70,7 @@ final class RESTUsersAndCallsTests: XCTestCase {
             probes.append(p)
         }
         for p in probes { p.send(.leave); XCTAssertTrue(p.waitClosed()) }
-        let deadline = Date().addingTimeInterval(3)
-        while h.request("GET", "/v3/calls/\(session)", headers: h.adminHeaders).data["status"] as? String != "ended", Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        eventually(3, poll: 0.02) { h.request("GET", "/v3/calls/\(session)", headers: h.adminHeaders).data["status"] as? String == "ended" }
     }
 
     func testCallListingFiltersPagingAndUserScope() throws {

@@ -14,9 +14,7 @@ final class HeartbeatTests: XCTestCase {
         func add(_ e: CallEvent) { lock.lock(); events.append((e, Date())); lock.unlock() }
         func first(_ e: CallEvent) -> Date? { lock.lock(); defer { lock.unlock() }; return events.first { $0.0 == e }?.1 }
         func wait(_ e: CallEvent, timeout: TimeInterval) -> Date? {
-            let end = Date().addingTimeInterval(timeout)
-            while Date() < end { if let d = first(e) { return d }; Thread.sleep(forTimeInterval: 0.02) }
-            return nil
+            eventuallyValue(timeout, poll: 0.02) { first(e) }
         }
     }
 

@@ -69,10 +69,9 @@ final class TranscriptionTests: XCTestCase {
         // The call log and /transcriptions list it once the transcriber has written it.
         let admin = ["apikey": t.server.keys.apiKey]
         var list: [[String: Any]] = []
-        for _ in 0..<50 {
+        await eventually(5, poll: 0.1) {
             list = BlockingHTTP.request("GET", t.server.url + "/v3/calls/cc/transcriptions", headers: admin).json["data"] as? [[String: Any]] ?? []
-            if let e = list.first?["endTime"] as? NSNumber, e.int64Value > 0 { break }
-            try await Task.sleep(nanoseconds: 100_000_000)
+            return ((list.first?["endTime"] as? NSNumber)?.int64Value ?? 0) > 0
         }
         let tr = try XCTUnwrap(list.first, "\(list)")
         let tid = try XCTUnwrap(tr["tid"] as? String)

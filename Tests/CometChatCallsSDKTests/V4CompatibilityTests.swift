@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsServer
 @testable import CometChatCallsSDK
 import Foundation
@@ -21,9 +22,7 @@ final class V4CompatibilityTests: XCTestCase {
         func onUserMuted(rtcMutedUser: RTCMutedUser) { note("onUserMuted:\(rtcMutedUser.muted.uid):\(rtcMutedUser.isMuted)") }
         func onCallSwitchedToVideo(callSwitchedInfo: CallSwitchRequestInfo) { note("onCallSwitchedToVideo") }
         func wait(_ s: String) -> Bool {
-            let end = Date().addingTimeInterval(5)
-            while Date() < end { lock.lock(); let ok = seen.contains(s); lock.unlock(); if ok { return true }; Thread.sleep(forTimeInterval: 0.01) }
-            return false
+            eventually(5) { lock.lock(); defer { lock.unlock() }; return seen.contains(s) }
         }
     }
 
