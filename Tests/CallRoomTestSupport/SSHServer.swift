@@ -49,13 +49,14 @@ public final class SSHServer: @unchecked Sendable {
         guard Self.run(Self.binary, ["-f", dir.file("sshd_config"), "-E", dir.file("sshd.log")]) == 0 else {
             throw Self.failure("sshd did not start: \(log)")
         }
-        for _ in 0..<200 {
-            if let text = try? String(contentsOfFile: dir.file("sshd.pid"), encoding: .utf8),
-               let p = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), FreePort.accepts(port: port) {
-                pid = p
-                return
-            }
-            usleep(20_000)
+        let started = eventuallyValue(4, poll: 0.02) { () -> pid_t? in
+            guard let text = try? String(contentsOfFile: dir.file("sshd.pid"), encoding: .utf8),
+                  let p = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), FreePort.accepts(port: port) else { return nil }
+            return p
+        }
+        if let started {
+            pid = started
+            return
         }
         throw Self.failure("sshd did not start: \(log)")
     }
