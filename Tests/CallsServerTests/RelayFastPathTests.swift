@@ -39,18 +39,6 @@ final class RelayFastPathTests: XCTestCase {
         XCTAssertTrue(condition(), what)
     }
 
-    /// Waits until the server has handled what `probes` sent so far (a ping answered after it,
-    /// then the rooms' queue drained) and worker 0 has brought every change into the maps.
-    func settled(_ h: ServerHarness, after probes: SignalProbe...) {
-        for p in probes {
-            let id = Int.random(in: 1...1_000_000)
-            p.send(.ping(id))
-            XCTAssertNotNil(p.wait { $0 == .pong(id) }, "pong")
-        }
-        h.server.running?.parts.rooms.queue.sync {}
-        waitFor("the fast path's maps caught up") { h.server.running?.relay.fastPathCaughtUp == true }
-    }
-
     func testTheKernelForwardsToTheRoomAndTheRelayStaysInCharge() throws {
         let h = try ServerHarness { $0.relayFastPath = .on; $0.relayFastPathObject = Self.object }
         defer { h.stop(); h.removeData() }
@@ -58,7 +46,7 @@ final class RelayFastPathTests: XCTestCase {
         let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
         let a = try h.joinAndBind("a", session: "room"), b = try h.joinAndBind("b", session: "room"), c = try h.joinAndBind("c", session: "room")
         let other = try h.joinAndBind("z", session: "elsewhere")
-        settled(h)
+        h.settleRelay()
 
         let packet = RTPPacket(sequenceNumber: 7, timestamp: 960, ssrc: a.joined.you.ssrc,
                                audioLevel: .init(level: 30, voiceActivity: true), payload: [9, 8, 7]).encoded()
@@ -97,7 +85,7 @@ final class RelayFastPathTests: XCTestCase {
         let h2 = try ServerHarness { $0.relayFastPath = .on; $0.relayFastPathObject = Self.object }
         defer { h2.stop(); h2.removeData() }
         let p = try h2.joinAndBind("p", session: "second"), q = try h2.joinAndBind("q", session: "second")
-        settled(h2)
+        h2.settleRelay()
         let relay2 = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h2.server.mediaPort))
         p.socket.send(RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: p.joined.you.ssrc, payload: [4]).encoded(), to: relay2)
         XCTAssertEqual(q.socket.receiveDatagram()?.1, relay2, "the second server's room works")
@@ -117,13 +105,13 @@ final class RelayFastPathTests: XCTestCase {
             late.probe.send(.leave)
             XCTAssertTrue(late.probe.waitClosed())
         }
-        settled(h)
+        h.settleRelay()
         for m in [b, c] { while m.socket.receiveDatagram(timeoutMs: 50) != nil {} }
 
         // A member who leaves is taken out of the room's list.
         b.probe.send(.leave)
         XCTAssertTrue(b.probe.waitClosed())
-        settled(h)
+        h.settleRelay()
         while b.socket.receiveDatagram(timeoutMs: 50) != nil {}
         while c.socket.receiveDatagram(timeoutMs: 50) != nil {}
         a.socket.send(RTPPacket(sequenceNumber: 500, timestamp: 2, ssrc: a.joined.you.ssrc, payload: [5]).encoded(), to: relay)
@@ -145,14 +133,14 @@ final class RelayFastPathTests: XCTestCase {
         let counters = try XCTUnwrap(h.server.relayCounters)
         let relay = try XCTUnwrap(SocketAddress(host: "127.0.0.1", port: h.server.mediaPort))
         let mod = try h.joinAndBind("mod", session: "mute"), loud = try h.joinAndBind("loud", session: "mute")
-        settled(h)
+        h.settleRelay()
         func packet(_ n: UInt16) -> [UInt8] { RTPPacket(sequenceNumber: n, timestamp: UInt32(n) * 960, ssrc: loud.joined.you.ssrc, payload: [3]).encoded() }
         loud.socket.send(packet(1), to: relay)
         XCTAssertEqual(mod.socket.receiveBytes(), packet(1))
         waitFor("forwarded by the kernel") { counters.fastPathForwarded.load(ordering: .relaxed) == 1 }
         mod.probe.send(.muteParticipant(pid: loud.joined.you.pid))
         XCTAssertNotNil(loud.probe.wait { if case .participantUpdated(_, change: .audioMuted) = $0 { return true }; return false })
-        settled(h)
+        h.settleRelay()
         loud.socket.send(packet(2), to: relay)
         XCTAssertNil(mod.socket.receiveBytes(timeoutMs: 300), "not forwarded, by the kernel or the workers")
         waitFor("the workers saw it and dropped it") { counters.droppedMuted.load(ordering: .relaxed) == 1 }
@@ -182,7 +170,7 @@ final class RelayFastPathTests: XCTestCase {
         func drain() { for m in [cam, first, watcher, other] { while m.socket.receiveDatagram(timeoutMs: 30) != nil {} } }
 
         watcher.probe.send(.subscribeVideo(pids: [cam.joined.you.pid]))
-        settled(h, after: watcher.probe)
+        h.settleRelay(after: watcher.probe)
         drain()
         let p1 = frame()
         cam.socket.send(p1, to: relay)
@@ -200,7 +188,7 @@ final class RelayFastPathTests: XCTestCase {
         // Positions in the room's list move when an earlier member leaves: the mask follows.
         first.probe.send(.leave)
         XCTAssertTrue(first.probe.waitClosed())
-        settled(h)
+        h.settleRelay()
         drain()
         let p2 = frame()
         cam.socket.send(p2, to: relay)
@@ -211,7 +199,7 @@ final class RelayFastPathTests: XCTestCase {
         other.probe.send(.muteParticipant(pid: cam.joined.you.pid))
         XCTAssertNotNil(cam.probe.wait { if case .participantUpdated(_, change: .audioMuted) = $0 { return true }; return false })
         other.probe.send(.subscribeVideo(pids: [cam.joined.you.pid]))
-        settled(h, after: other.probe)
+        h.settleRelay(after: other.probe)
         drain()
         let p3 = frame()
         cam.socket.send(p3, to: relay)
@@ -227,7 +215,7 @@ final class RelayFastPathTests: XCTestCase {
 
         // A paused camera: its packets go up and the workers drop them.
         cam.probe.send(.setVideoPaused(true))
-        settled(h, after: cam.probe)
+        h.settleRelay(after: cam.probe)
         cam.socket.send(frame(), to: relay)
         XCTAssertNil(watcher.socket.receiveBytes(timeoutMs: 200), "paused video is not forwarded")
         waitFor("dropped as video_paused") { counters.droppedVideoPaused.load(ordering: .relaxed) == 1 }

@@ -69,8 +69,7 @@ final class SenderLimitsTests: XCTestCase {
         let flooder = try h.joinAndBind("mallory", session: "flood")
         let talker = try h.joinAndBind("tess", session: "flood")
         let listener = try h.joinAndBind("lee", session: "flood")
-        h.server.running?.parts.rooms.queue.sync {}
-        XCTAssertTrue(eventually(2) { h.server.running?.relay.fastPathCaughtUp == true }, "the fast path's maps hold the bindings")
+        h.settleRelay()  // the fast path's maps hold the bindings
         let start = Date()
         var sent = 0, spoken = 0
         var seq: UInt16 = 0

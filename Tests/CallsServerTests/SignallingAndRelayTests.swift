@@ -152,7 +152,7 @@ final class SignallingAndRelayTests: XCTestCase {
         XCTAssertEqual(sa.receiveBytes(), packet(1), "heard before the mute")
         a.send(.muteParticipant(pid: jb.you.pid))
         XCTAssertNotNil(b.wait { if case .participantUpdated(let p, change: .audioMuted) = $0 { return p.pid == jb.you.pid }; return false })
-        h.server.running?.parts.rooms.queue.sync {}  // the patch is posted; the workers apply it before their next batch
+        h.settleRelay()  // the patch is posted; the workers apply it before their next batch
         sb.send(packet(2), to: relay)
         sb.send(packet(3), to: relay)
         XCTAssertNil(sa.receiveBytes(timeoutMs: 300), "a muted client that keeps sending is not heard")
@@ -164,7 +164,7 @@ final class SignallingAndRelayTests: XCTestCase {
         // Unmuting itself (everyone sees it) lifts the mute at the relay.
         b.send(.setAudioMuted(false))
         XCTAssertNotNil(a.wait { if case .participantUpdated(let p, change: .audioUnmuted) = $0 { return p.pid == jb.you.pid }; return false })
-        h.server.running?.parts.rooms.queue.sync {}
+        h.settleRelay()
         sb.send(packet(4), to: relay)
         XCTAssertEqual(sa.receiveBytes(), packet(4))
     }

@@ -99,7 +99,7 @@ final class AudioSendStage {
 struct BindingWatch {
     let frameMs: Int
     let blockedAfterMs: Int
-    private var frame = 0
+    private var frames = 0
     /// The binding whose silence was reported.
     private var reportedFor: UInt64 = 0
 
@@ -110,13 +110,13 @@ struct BindingWatch {
 
     /// One captured frame: whether to send a bind now, and whether to report UDP blocked.
     mutating func frame(bound: Bool, bindingSince since: UInt64, now: UInt64) -> (bind: Bool, blocked: Bool) {
-        frame += 1
+        frames += 1
         let every = bound ? max(1, 5000 / frameMs) : 10
         var blocked = false
         if reportedFor != since, !bound, now &- since > UInt64(blockedAfterMs) * 1_000_000 {
             reportedFor = since
             blocked = true
         }
-        return (frame % every == 0, blocked)
+        return (frames % every == 0, blocked)
     }
 }

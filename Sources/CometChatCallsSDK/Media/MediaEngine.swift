@@ -474,9 +474,8 @@ final class MediaEngine: @unchecked Sendable {
             let generation = mediaGeneration.load(ordering: .acquiring)
             if generation != encoderGeneration { stage.restart(); encoderGeneration = generation }
             let level = RTPPacket.AudioLevel(level: LevelMeter.rfc6464(dbfs: db), voiceActivity: LevelMeter.isVoice(dbfs: db))
-            let cpuBefore = stage.encodeCPUNanoseconds
             let made = stage.packetize(UnsafeBufferPointer(pcm), level: level, ssrc: ssrc, distance: distance, into: packet)
-            encodeCPUNanoseconds.add(stage.encodeCPUNanoseconds &- cpuBefore, ordering: .relaxed)
+            encodeCPUNanoseconds.store(stage.encodeCPUNanoseconds, ordering: .relaxed)  // (one stage for the engine's life)
             guard let made else { continue }
             pendingSendKey.applyIfDue(to: srtpSender.withLock { $0 })
             guard let sender = srtpSender.withLock({ $0 }), let length = try? sender.protect(packet, length: made.length) else { continue }
