@@ -13,10 +13,8 @@ import CallsDatabase
 final class CallRegistry: SignalHandler, @unchecked Sendable {
     private let runner: CoreRunner<RingCore, String>
     var queue: DispatchQueue { runner.queue }
-    var core: RingCore { runner.core }
     let store: CallStore
     let log: ServerLog
-    var scheduler: any Scheduler { runner.scheduler }
     weak var outboxRef: (any SignalOutbox)?
     /// Every transition once it is on disk.
     var onEvent: (@Sendable (CallTrigger, WireCall) -> Void)?

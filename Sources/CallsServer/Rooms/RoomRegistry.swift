@@ -25,8 +25,6 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     let store: CallStore
     let relay: MediaRelay
     let log: ServerLog
-    /// Time and timers (grace periods, idle timeouts): real, or virtual in tests.
-    var scheduler: any Scheduler { runner.scheduler }
     weak var outboxRef: (any SignalOutbox)?
     /// Told (on `queue`) when a room empties; set before start.
     var onRoomEnded: (@Sendable (String) -> Void)?
