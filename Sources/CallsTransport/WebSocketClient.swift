@@ -129,7 +129,9 @@ public final class WebSocketClient: @unchecked Sendable {
         waker.wake()
     }
 
-    /// Closes after the queued messages are written, and waits for the service thread.
+    /// Closes after the queued messages are written, and waits for the service thread. Not
+    /// needed after `didCloseWith`: a connection that ended has let go of its thread and
+    /// libwebsockets context already.
     public func disconnect() {
         closeFlag.store(true, ordering: .releasing)
         guard running.load(ordering: .acquiring) else { return }
@@ -148,12 +150,15 @@ public final class WebSocketClient: @unchecked Sendable {
         var closeDeadline: UInt64 = 0
         while running.load(ordering: .acquiring) {
             if lws_service(ctx, 0) < 0 { break }
+            // The connection is gone (closed by the peer, failed, or torn down): the thread and
+            // the context go with it, whether or not the owner ever calls `disconnect()`.
+            if wsi == nil { break }
             if closeFlag.load(ordering: .acquiring) {
                 if closeDeadline == 0 {
                     closeDeadline = monotonicNanoseconds() + 500_000_000
                     if let w = wsi { lws_callback_on_writable(w) }
                 }
-                if wsi == nil || monotonicNanoseconds() > closeDeadline { break }
+                if monotonicNanoseconds() > closeDeadline { break }
             }
         }
         // No other thread may wake the context once it is being destroyed.
@@ -161,7 +166,7 @@ public final class WebSocketClient: @unchecked Sendable {
         lws_context_destroy(ctx)
         context = nil
         wsi = nil
-        report(nil)
+        report(closeFlag.load(ordering: .acquiring) ? nil : .closedByPeer)
         running.store(false, ordering: .releasing)
         finished.signal()
     }

@@ -50,11 +50,12 @@ public final class ManagedProcess: @unchecked Sendable {
         if process.isRunning {
             // SIGTERM, then SIGKILL after 5 s: a stuck child must not hold the suite up.
             process.terminate()
-            let deadline = Date().addingTimeInterval(5)
             eventually(5, poll: 0.02) { !process.isRunning }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
         }
+        // Always: Foundation keeps a Process that was never waited for — and its three pipes —
+        // for the rest of the suite (it once reached ~1,000 descriptors; PostgreSQL then refused).
+        process.waitUntilExit()
     }
 
     /// Every stdout line so far.
@@ -63,16 +64,15 @@ public final class ManagedProcess: @unchecked Sendable {
 
     /// Waits until a stdout line satisfies `match`; returns it, or nil on timeout.
     public func waitForLine(timeout: TimeInterval = 10, _ match: (String) -> Bool) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        var seen = 0
-        while Date() < deadline {
+        var seen = 0, ended = false
+        let found = eventuallyValue(timeout, poll: 0.02) { () -> String? in
             let now = output
-            for l in now[seen...] where match(l) { return l }
+            if let l = now[seen...].first(where: match) { return l }
             seen = now.count
-            if !process.isRunning && output.count == seen { return nil }
-            Thread.sleep(forTimeInterval: 0.02)
+            ended = !process.isRunning && output.count == seen
+            return ended ? "" : nil
         }
-        return nil
+        return ended ? nil : found
     }
 
     public func send(_ line: String) {
@@ -86,6 +86,7 @@ public final class ManagedProcess: @unchecked Sendable {
     public func wait(timeout: TimeInterval = 10) -> Int32? {
         eventually(timeout, poll: 0.02) { !process.isRunning }
         guard !process.isRunning else { return nil }
+        process.waitUntilExit()
         eventually(2, poll: 0.005) { lock.withLock({ stdoutEnded && stderrEnded }) }
         return process.terminationStatus
     }

@@ -114,32 +114,11 @@ public final class PostgresCluster: @unchecked Sendable {
         return url(name)
     }
 
-    /// Runs a PostgreSQL tool (as `postgres` when we are root), returning its status and output.
-    /// With posix_spawn and waitpid rather than Foundation's Process: the server `pg_ctl start`
-    /// leaves running confused Process's exit monitoring (it never saw pg_ctl end).
+    /// Runs a PostgreSQL tool (as `postgres` when we are root), returning its status and output
+    /// (a `DetachedTool`: `pg_ctl start` leaves the server running).
     static func run(_ tool: String, _ args: [String]) -> (status: Int32, output: String) {
         let asRoot = getuid() == 0 && !tool.hasPrefix("/bin/")
-        let argv = asRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--", tool] + args : [tool] + args
-        // Output to a file, not a pipe: the server pg_ctl starts inherits it and would hold a pipe open.
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("callroom-pgtool-\(UUID().uuidString.prefix(8)).out").path
-        defer { unlink(out) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var cargs = argv.map { strdup($0) } + [nil]
-        defer { for a in cargs { free(a) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, &cargs, environ)
-        guard rc == 0 else { return (-1, "cannot run \(argv[0]): \(String(cString: strerror(rc)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
-        // WIFEXITED / WEXITSTATUS by hand (macros Swift does not import).
-        let exited = status & 0x7F == 0
-        return (exited ? (status >> 8) & 0xFF : -1, text)
+        return DetachedTool.run(asRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--", tool] + args : [tool] + args, timeout: 120)
     }
 
     private static func error(_ m: String) -> NSError { NSError(domain: "PostgresCluster", code: 1, userInfo: [NSLocalizedDescriptionKey: m]) }

@@ -37,12 +37,10 @@ final class AbuseTests: XCTestCase {
                               body: #"{"uid":"ann","authKey":"\#(h.server.keys.authKey)"}"#)
         user.send(.hello(authToken: try XCTUnwrap(login.data["authToken"] as? String)))
         XCTAssertNotNil(user.wait { if case .welcome = $0 { return true }; return false })
-        let deadline = Date() + 3
-        var i = 0
-        while Date() < deadline && !pinger.isClosed {
+        paced(every: 0.05, for: 3) { i in
+            guard !pinger.isClosed else { return false }
             pinger.send(.ping(i))
-            i += 1
-            Thread.sleep(forTimeInterval: 0.05)
+            return true
         }
         XCTAssertTrue(liar.waitClosed(timeout: 3), "a refused hello held the connection for ever before")
         XCTAssertTrue(pinger.isClosed, "keep-alives alone do not keep a connection")
@@ -68,10 +66,12 @@ final class AbuseTests: XCTestCase {
         XCTAssertNotNil(viewer.wait { if case .participantJoined(let p) = $0 { return p.uid == "sam" }; return false })
         let row = String(repeating: "é", count: 300)
         let frames = 150
-        for seq in 1...frames {
+        // Paced under the signalling rate limit (50 a second).
+        paced(every: 0.022, for: 10) { tick in
+            let seq = tick + 1
             presenter.send(.screenShare(ScreenShareFrame(seq: seq, full: seq == 1, columns: 300, rows: 90, cursor: nil, styles: [.plain],
                                                          runs: (0..<90).map { .init(x: 0, y: $0, text: row, style: 0) })))
-            Thread.sleep(forTimeInterval: 0.022)  // under the signalling rate limit (50 a second)
+            return seq < frames
         }
         XCTAssertNotNil(viewer.wait(timeout: 10) { if case .screenShare(_, let f) = $0 { return f.seq == frames }; return false },
                         "a reading member gets every frame")

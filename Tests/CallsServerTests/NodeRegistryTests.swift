@@ -77,11 +77,9 @@ final class NodeRegistryTests: XCTestCase {
         XCTAssertEqual(try a.place(session: "r")?.id, "n1")
         // n1 dies (kill -9: no goodbye, no more heartbeats); n2 keeps beating.
         let died = Date()
-        var gone: TimeInterval?
-        while Date().timeIntervalSince(died) < 3 {
+        let gone = try eventuallyValue(3, poll: 0.05) { () -> TimeInterval? in
             try b.heartbeat(node("n2", 50))
-            if try !b.liveNodes().contains(where: { $0.id == "n1" }) { gone = Date().timeIntervalSince(died); break }
-            Thread.sleep(forTimeInterval: 0.05)
+            return try b.liveNodes().contains(where: { $0.id == "n1" }) ? nil : Date().timeIntervalSince(died)
         }
         let after = try XCTUnwrap(gone, "n1 never expired")
         XCTAssertLessThan(after, 1.0, "gone within its 600 ms TTL (and a beat)")

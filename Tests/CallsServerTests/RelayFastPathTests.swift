@@ -71,13 +71,11 @@ final class RelayFastPathTests: XCTestCase {
         waitFor("the workers dropped the spoofed SSRC") { counters.droppedSSRCMismatch.load(ordering: .relaxed) == 1 }
 
         // Levels the program reads feed the dominant-speaker tracker.
-        var seq: UInt16 = 100
-        let end = Date().addingTimeInterval(1.2)
-        while Date() < end {
-            seq &+= 1
+        paced(every: 0.02, for: 1.2) { tick in
+            let seq = UInt16(101 + tick)
             c.socket.send(RTPPacket(sequenceNumber: seq, timestamp: UInt32(seq) * 960, ssrc: c.joined.you.ssrc,
                                     audioLevel: .init(level: 10, voiceActivity: true), payload: [1]).encoded(), to: relay)
-            Thread.sleep(forTimeInterval: 0.02)
+            return true
         }
         XCTAssertNotNil(a.probe.wait { $0 == .dominantSpeaker(pid: c.joined.you.pid) }, "c became the dominant speaker")
 
@@ -233,10 +231,10 @@ final class RelayFastPathTests: XCTestCase {
         let server = try CallroomdProcess(dataDir: dir, extra: ["--config", config, "--log-level", "error"])
         let x = try server.joinAndBind("x", session: "kill"), y = try server.joinAndBind("y", session: "kill")
         let relay = x.relay
-        Thread.sleep(forTimeInterval: 0.2)
         let packet = RTPPacket(sequenceNumber: 1, timestamp: 0, ssrc: x.ssrc, payload: [1]).encoded()
-        x.socket.send(packet, to: relay)
-        XCTAssertNotNil(y.socket.receiveBytes(), "forwarded while the server runs")
+        // (Sent until one arrives: the program's maps take the bindings a moment after the binds.)
+        XCTAssertTrue(eventually(3, poll: 0) { x.socket.send(packet, to: relay); return y.socket.receiveBytes(timeoutMs: 50) != nil },
+                      "forwarded while the server runs")
 
         server.process.signal(SIGKILL)
         _ = server.process.wait()

@@ -156,15 +156,13 @@ final class RoomFeaturesTests: XCTestCase {
             XCTAssertTrue(s.bindMedia(j, relay: relay))
         }
         func talk(loud: (UDPSocket, UInt32), quiet: (UDPSocket, UInt32), seconds: Double) {
-            var seq: UInt16 = 0
-            let end = Date().addingTimeInterval(seconds)
-            while Date() < end {
-                seq &+= 1
+            paced(every: 0.02, for: seconds) { tick in
+                let seq = UInt16(truncatingIfNeeded: tick + 1)
                 loud.0.send(RTPPacket(sequenceNumber: seq, timestamp: UInt32(seq) * 960, ssrc: loud.1,
                                       audioLevel: .init(level: 12, voiceActivity: true), payload: [1]).encoded(), to: relay)
                 quiet.0.send(RTPPacket(sequenceNumber: seq, timestamp: UInt32(seq) * 960, ssrc: quiet.1,
                                        audioLevel: .init(level: 110, voiceActivity: false), payload: [1]).encoded(), to: relay)
-                Thread.sleep(forTimeInterval: 0.02)
+                return true
             }
         }
         talk(loud: (sa, ja.you.ssrc), quiet: (sb, jb.you.ssrc), seconds: 1.2)

@@ -32,4 +32,18 @@ final class ServerLifecycleTests: XCTestCase {
         } ?? openDescriptors()
         XCTAssertLessThanOrEqual(after, before + 4, "20 servers started and stopped: \(before) descriptors open before, \(after) after")
     }
+
+    /// What the suite starts as a daemon (PostgreSQL, tmux servers) inherits none of the test
+    /// process's descriptors: they would hold its pipes open and count against the daemon's
+    /// own limit.
+    func testAToolThatLeavesADaemonInheritsNothingButItsOutput() throws {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let r = DetachedTool.run(["/bin/ls", "/proc/self/fd"], timeout: 10)
+        XCTAssertEqual(r.status, 0, r.output)
+        let inherited = r.output.split(separator: "\n").compactMap { Int($0) }.sorted()
+        // 0–2, and the directory ls reads.
+        XCTAssertEqual(inherited, [0, 1, 2, 3], "descriptors the tool had: \(inherited) (the test process has \(openDescriptors()))")
+    }
 }

@@ -116,7 +116,7 @@ final class TLSTests: XCTestCase {
         // Renew: a broken pair first (refused, the old one stays), then the real one.
         try "not a certificate".write(toFile: cert, atomically: true, encoding: .utf8)
         server.process.signal(SIGHUP)
-        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertTrue(eventually(5) { server.process.errorOutput.contains("TLS reload refused") }, server.process.errorOutput)
         guard case .success = get(server.url + "/healthz", old) else { return XCTFail("a bad renewal replaced the working certificate") }
         try second.certificatePEM.write(toFile: cert, atomically: true, encoding: .utf8)
         try second.privateKeyPEM.write(toFile: key, atomically: true, encoding: .utf8)

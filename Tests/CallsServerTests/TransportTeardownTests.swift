@@ -94,4 +94,40 @@ final class TransportTeardownTests: XCTestCase {
             client.disconnect()
         }
     }
+
+    /// A connection that ends from the other side lets go of its thread and libwebsockets
+    /// context (an eventfd, /dev/urandom, the socket) by itself: owners that replace a lost
+    /// socket with a new one (every reconnect) and never call `disconnect()` on the old one
+    /// leak nothing. (Before, each such client kept them until the process ended; the suite's
+    /// test process reached ~1,000 descriptors and the PostgreSQL it started refused to run.)
+    func testAConnectionClosedByThePeerLetsGoOfItsThreadAndContext() throws {
+        func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+        let warm = Echo()
+        let warmServer = WebServer(host: "127.0.0.1", delegate: warm)
+        _ = try warmServer.start(port: 0)
+        warmServer.stop()
+        let before = openDescriptors()
+        let echo = Echo()
+        let server = WebServer(host: "127.0.0.1", delegate: echo)
+        echo.server = server
+        let port = try server.start(port: 0)
+        let counter = Counter()
+        let url = try XCTUnwrap(URL(string: "ws://127.0.0.1:\(port)/v1/signal"))
+        var clients: [WebSocketClient] = []
+        for _ in 0..<30 {
+            let c = WebSocketClient(url: url, delegate: counter)
+            try c.connect()
+            clients.append(c)
+        }
+        XCTAssertTrue(eventually(5) { counter.lock.lock(); defer { counter.lock.unlock() }; return counter.opened == 30 }, "30 connections open")
+        XCTAssertGreaterThan(openDescriptors(), before + 30, "each open connection holds descriptors")
+        server.stop()
+        XCTAssertTrue(eventually(5) { counter.lock.lock(); defer { counter.lock.unlock() }; return counter.closed == 30 }, "each hears its end")
+        let after = eventuallyValue(5) { () -> Int? in
+            let n = openDescriptors()
+            return n <= before + 2 ? n : nil
+        } ?? openDescriptors()
+        XCTAssertLessThanOrEqual(after, before + 2, "30 connections closed by the server, never disconnect()ed: \(before) descriptors before, \(after) after")
+        withExtendedLifetime(clients) {}
+    }
 }

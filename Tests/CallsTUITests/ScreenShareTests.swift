@@ -1,3 +1,4 @@
+import CallRoomTestSupport
 import CallsCore
 import CallsVideo
 @testable import CallsTUI
@@ -13,12 +14,10 @@ final class ScreenShareTests: XCTestCase {
         _ = try tmux(["new-session", "-d", "-s", "s", "-x", "40", "-y", "5",
                       "printf '\\033[31mred\\033[0m plain \\033[1;44mbold on blue\\033[0m 日本 \\033[38;5;208mo\\033[38;2;1;2;3mr\\033[0m\\n'; sleep 20"])
         defer { _ = try? tmux(["kill-server"]) }
-        var lines: [String] = []
-        for _ in 0..<40 {
-            lines = try tmux(["capture-pane", "-p", "-e", "-t", "s"]).components(separatedBy: "\n")
-            if lines.first?.contains("plain") == true { break }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        let lines = try eventuallyValue(2, poll: 0.05) { () -> [String]? in
+            let l = try tmux(["capture-pane", "-p", "-e", "-t", "s"]).components(separatedBy: "\n")
+            return l.first?.contains("plain") == true ? l : nil
+        } ?? []
         let g = TerminalCapture.grid(lines: lines, columns: 40, rows: 5, cursor: GridPoint(x: 0, y: 1))
         XCTAssertEqual(g.line(0).trimmingCharacters(in: .whitespaces), "red plain bold on blue 日本 or")
         XCTAssertEqual(g[0, 0].style.fg, 1, "red")

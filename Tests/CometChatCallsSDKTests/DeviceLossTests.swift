@@ -149,7 +149,7 @@ final class AutomaticPlaybackPeriodTests: XCTestCase {
         try engine.start(relay: sink.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16),
                          keys: [WireMediaKey(ssrc: 1, epoch: 0, key: Base64URL.encode([UInt8](repeating: 7, count: 28)))])
         defer { engine.stop() }
-        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertTrue(eventually(2) { first.sizes.withLock { $0.count } >= 5 }, "playing")
         XCTAssertEqual(engine.playbackPeriodMs.load(ordering: .relaxed), 5, "it starts at the smallest period")
         XCTAssertTrue(first.sizes.withLock { $0 }.allSatisfy { $0 == 960 }, "whole frames, whatever the period")
         eventually(6, poll: 0.05) { !reopened.withLock({ $0.isEmpty }) }
@@ -157,9 +157,8 @@ final class AutomaticPlaybackPeriodTests: XCTestCase {
         XCTAssertEqual(second.periodSamples, 480, "at 10 ms")
         XCTAssertEqual(engine.playbackPeriodMs.load(ordering: .relaxed), 10)
         XCTAssertTrue(notices.withLock { $0 }.contains { $0.contains("playback period raised to 10 ms") }, "\(notices.withLock { $0 })")
-        Thread.sleep(forTimeInterval: 0.4)
+        XCTAssertTrue(eventually(2) { second.sizes.withLock { $0.count } > 10 }, "playing on the reopened device")
         let sizes = second.sizes.withLock { $0 }
-        XCTAssertGreaterThan(sizes.count, 10)
         XCTAssertTrue(sizes.allSatisfy { $0 == 960 }, "whole frames to the reopened device: \(Set(sizes))")
         XCTAssertEqual(reopened.withLock { $0.count }, 1, "it keeps up at 10 ms: no further move")
     }

@@ -35,11 +35,12 @@ final class MediaGateTests: XCTestCase {
         XCTAssertTrue(holds(for: 0.2) { e.statistics.packetsSent == 0 }, "no audio before the acknowledgement")
         XCTAssertGreaterThanOrEqual(relay.binds.load(ordering: .relaxed), 1, "the bind went out at once")
         wait(until: { e.statistics.bound })
-        Thread.sleep(forTimeInterval: 0.4)
+        wait(until: { relay.mediaAfterAck.load(ordering: .relaxed) >= 15 })
         XCTAssertEqual(relay.mediaBeforeAck.load(ordering: .relaxed), 0, "nothing the relay would have dropped")
         let after = relay.mediaAfterAck.load(ordering: .relaxed)
-        XCTAssertGreaterThanOrEqual(after, 15, "a frame every 20 ms once acknowledged (\(after) in 0.4 s)")
-        XCTAssertEqual(e.statistics.packetsSent, after)
+        XCTAssertGreaterThanOrEqual(after, 15, "frames flow once acknowledged")
+        XCTAssertTrue(eventually(1) { e.statistics.packetsSent <= relay.mediaAfterAck.load(ordering: .relaxed) + 1 },
+                      "every frame sent reached the relay after its acknowledgement")
     }
 
     func testAMoveToAnotherRelayWaitsForItsAcknowledgementButARebindDoesNot() throws {
@@ -55,15 +56,13 @@ final class MediaGateTests: XCTestCase {
         first.acking.store(false, ordering: .releasing)
         e.rebind(token: token(9))
         let before = first.mediaAfterAck.load(ordering: .relaxed)
-        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertTrue(eventually(2) { first.mediaAfterAck.load(ordering: .relaxed) - before >= 10 }, "audio kept flowing through a rebind")
         XCTAssertFalse(e.statistics.bound)
-        XCTAssertGreaterThanOrEqual(first.mediaAfterAck.load(ordering: .relaxed) - before, 10, "audio kept flowing through a rebind")
 
         // A rejoin on another relay: nothing until that relay acknowledges, then audio again.
         try e.retarget(relay: second.socket.localAddress, ssrc: 2, bindToken: token(2), keys: [key(2)])
         let sentAtMove = e.statistics.packetsSent
-        Thread.sleep(forTimeInterval: 0.2)
-        XCTAssertEqual(e.statistics.packetsSent, sentAtMove, "silent while the new relay has not acknowledged")
+        XCTAssertTrue(holds(for: 0.2) { e.statistics.packetsSent == sentAtMove }, "silent while the new relay has not acknowledged")
         wait(until: { second.mediaAfterAck.load(ordering: .relaxed) >= 10 })
         XCTAssertEqual(second.mediaBeforeAck.load(ordering: .relaxed), 0)
         XCTAssertGreaterThanOrEqual(second.mediaAfterAck.load(ordering: .relaxed), 10)

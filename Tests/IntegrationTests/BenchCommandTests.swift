@@ -8,7 +8,6 @@ final class BenchCommandTests: XCTestCase {
     func run(_ args: [String], environment: [String: String]? = nil) throws -> (Int32?, [String]) {
         let p = try ManagedProcess(BuiltProducts.path("callroom"), ["bench"] + args, environment: environment)
         let status = p.wait(timeout: 60)
-        Thread.sleep(forTimeInterval: 0.05)
         return (status, p.output)
     }
 

@@ -7,7 +7,6 @@ final class CommandLineTests: XCTestCase {
     func run(_ tool: String, _ args: [String], timeout: TimeInterval = 10) throws -> (Int32?, [String], String) {
         let p = try ManagedProcess(BuiltProducts.path(tool), args)
         let status = p.wait(timeout: timeout)
-        Thread.sleep(forTimeInterval: 0.05)
         return (status, p.output, p.errorOutput)
     }
 

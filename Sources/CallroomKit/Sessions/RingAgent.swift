@@ -439,14 +439,7 @@ package enum Notifier {
     }
 
     private static func launch(_ tool: String, _ args: [String]) {
-        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-            .map { "\($0)/\(tool)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let path else { return }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try? p.run()
+        guard let path = ChildProcess.find(tool) else { return }
+        ChildProcess.launch(path, args)
     }
 }

@@ -64,27 +64,8 @@ struct Clipboard {
 
     /// Runs a program found on PATH (nil status when it is not there), waiting at most 2 s.
     private func run(_ name: String, _ args: [String], input: String? = nil) -> (status: Int32?, output: String?) {
-        guard let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map({ "\($0)/\(name)" })
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return (nil, nil) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        let out = Pipe(), inp = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        p.standardInput = input == nil ? FileHandle.nullDevice : inp
-        do { try p.run() } catch { return (nil, nil) }
-        if let input {
-            DescriptorWriter.write(inp.fileHandleForWriting.fileDescriptor, input)  // a tool that quit early is no crash
-            try? inp.fileHandleForWriting.close()
-        }
-        let deadline = Date().addingTimeInterval(2)
-        while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
-        if p.isRunning {
-            p.terminate()
-            return (nil, nil)
-        }
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (p.terminationStatus, text)
+        guard let path = ChildProcess.find(name, path: environment["PATH"]) else { return (nil, nil) }
+        let r = ChildProcess.run(path, args, input: input, timeout: 2)
+        return (r.status, r.status == nil ? nil : r.output)
     }
 }

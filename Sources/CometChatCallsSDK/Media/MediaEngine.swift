@@ -12,7 +12,8 @@ import Synchronization
 ///  capture thread:  AudioInput.read ─▶ FilterChain (processing, probes, level) ─▶ BindingWatch (bind, UDP blocked?)
 ///                   ─▶ (muted? skip) ─▶ AudioSendStage (Opus ─▶ [RED] ─▶ RTP + level) ─▶ SRTP protect ─▶ transmit (UDP │ tunnel)
 ///  drain:           UDP (recvmmsg, kernel arrival times) ─▶ consent challenge → answer │ bind ack
-///                   │ SRTP unprotect (in place) ─▶ RTP header ─▶ [impairment] ─▶ ReceiveMixer.insert
+///                   │ MediaReceiveStage (SRTP unprotect in place ─▶ RTP header ─▶ [impairment]) ─▶ ReceiveMixer.insert │ VideoEngine
+///  tunnel:          the signalling connection's thread ─▶ the same MediaReceiveStage
 ///                   (the playback thread before each mix; the receive thread every 100 ms as a
 ///                   backstop, or as packets come when nothing is played)
 ///  playback thread: drain, then ReceiveMixer.mixNext (jitter buffers ─▶ decode / FEC / PLC ─▶ levels ─▶ gains ─▶ mix)
@@ -100,17 +101,12 @@ final class MediaEngine: @unchecked Sendable {
     private let threadsDone = DispatchSemaphore(value: 0)
     private var threadCount = 0
     private let jitterTargetFrames: Int
-    private let impairment: NetworkImpairment?
     private let impairedDrops = Atomic<Int>(0)
-    /// What reading the socket needs, held by whichever thread reads it (`drainSocket`): the
-    /// batch buffers and, in benchmarks, the impairment's draws and held packets.
+    /// What receiving needs, held by whichever thread receives (`drainSocket`, the tunnel):
+    /// the batch buffers and the receive stage (with, in benchmarks, the impairment's held packets).
     private struct ReceiveState: Sendable {
         let batch = UDPBatchReceiver(capacity: 32, timestamps: true)
-        // Audio's draws, then video's own: video packets do not shift which audio packets a seed drops.
-        var rngs: [SplitMix64]
-        var losses: [NetworkImpairment.LossProcess]
-        /// Impaired packets waiting for their release time (tests and `--loss/--jitter` only).
-        var delayed: [(release: UInt64, datagram: [UInt8])] = []
+        var stage: MediaReceiveStage
     }
     private let receiveState: Locked<ReceiveState>
     /// Ends the receive thread's backstop wait at `stop`.
@@ -193,10 +189,6 @@ final class MediaEngine: @unchecked Sendable {
         let frameMs = options.frameMs, jitterTargetFrames = options.jitterTargetFrames, impairment = options.impairment
         self.options = options
         redundancyDistance = Atomic(options.redundancy ? RedundancyPolicy().distance : 0)
-        self.impairment = impairment
-        receiveState = Locked(ReceiveState(
-            rngs: [SplitMix64(seed: impairment?.seed ?? 1), SplitMix64(seed: (impairment?.seed ?? 1) &+ 0x9E37_79B9_7F4A_7C15)],
-            losses: impairment.map { [NetworkImpairment.LossProcess($0), NetworkImpairment.LossProcess($0)] } ?? []))
         self.probe = probe
         self.inputBox = Locked(input)
         self.hasOutput = output != nil
@@ -223,6 +215,7 @@ final class MediaEngine: @unchecked Sendable {
             throw .network("\(error)")
         }
         self.processor = processor
+        receiveState = Locked(ReceiveState(stage: MediaReceiveStage(srtp: srtpReceiver, impairment: impairment)))
         let chain: [(any AudioFilter)?] = [processor, probe.map { ProbeFilter($0) }, meter]
         filters = FilterChain(chain.compactMap { $0 })
         if let v = options.video {
@@ -376,17 +369,19 @@ final class MediaEngine: @unchecked Sendable {
     func receiveTunnelled(_ bytes: [UInt8]) {
         guard hasOutput || video != nil, bytes.count <= 2048 else { return }
         var b = bytes
-        let length = b.withUnsafeMutableBytes { raw in Result { () throws(SRTPError) in try srtpReceiver.unprotect(raw, length: bytes.count) } }
-        guard case .success(let n) = length else {
-            srtpRejected.add(1, ordering: .relaxed)
-            return
+        let ssrc = self.ssrc
+        let outcome = receiveState.withLock { st in  // one receiver at a time
+            b.withUnsafeMutableBytes { raw in
+                st.stage.receive(raw, length: bytes.count, ownSSRC: ssrc, arrival: monotonicNanoseconds(), impaired: false, deliver: deliver)
+            }
         }
-        b.withUnsafeBytes { raw in
-            let d = UnsafeRawBufferPointer(rebasing: raw[0..<n])
-            guard let h = try? RTPHeader(parsing: d), h.ssrc != ssrc else { return }
-            packetsReceived.add(1, ordering: .relaxed)
-            receiveState.withLock { _ in deliver(h, d, arrival: monotonicNanoseconds()) }  // one deliverer at a time
-        }
+        count(outcome)
+    }
+
+    private func count(_ outcome: MediaReceiveStage.Outcome) {
+        if outcome.received { packetsReceived.add(1, ordering: .relaxed) }
+        if outcome == .rejected { srtpRejected.add(1, ordering: .relaxed) }
+        if outcome == .impairedDrop { impairedDrops.add(1, ordering: .relaxed) }
     }
 
     /// A sender left: its packets no longer verify (audio, and video when it had some).
@@ -497,7 +492,7 @@ final class MediaEngine: @unchecked Sendable {
     private func receiveLoop() {
         while running.load(ordering: .acquiring) {
             var wait: Int32 = 50
-            if let next = receiveState.withLock({ $0.delayed.first?.release }) {
+            if let next = receiveState.withLock({ $0.stage.nextRelease }) {
                 let now = monotonicNanoseconds()
                 wait = next <= now ? 0 : Int32(min(50, (next - now) / 1_000_000 + 1))
             }
@@ -522,49 +517,32 @@ final class MediaEngine: @unchecked Sendable {
                     guard st.batch.source(i) == relay else { continue }
                     let raw = st.batch.datagram(i)
                     if MediaBinding.isControl(raw) {
-                        if let ackSSRC = MediaBinding.parseAck(raw) {
-                            if ackSSRC == ssrc { bound.store(true, ordering: .releasing); mediaOpen.store(true, ordering: .releasing) }
-                        } else if let answer = consent.withLock({ $0 })?.answer(raw) {
+                        switch MediaReceiveStage.control(raw, ownSSRC: ssrc, consent: consent.withLock { $0 }) {
+                        case .acknowledged:
+                            bound.store(true, ordering: .releasing)
+                            mediaOpen.store(true, ordering: .releasing)
+                        case .answer(let answer):
                             socket.send(answer, to: relay)
                             // Audio sent from now on reaches the relay after the answer that binds us.
                             mediaOpen.store(true, ordering: .releasing)
+                        case .ignored:
+                            break
                         }
                         continue
                     }
                     guard hasOutput || video != nil else { continue }
-                    let length: Int
-                    do { length = try srtpReceiver.unprotect(st.batch.mutableDatagram(i), length: st.batch.length(i)) } catch {
-                        srtpRejected.add(1, ordering: .relaxed)
-                        continue
-                    }
-                    let d = UnsafeRawBufferPointer(rebasing: st.batch.datagram(i)[0..<length])
-                    guard let h = try? RTPHeader(parsing: d), h.ssrc != ssrc else { continue }
-                    packetsReceived.add(1, ordering: .relaxed)
                     // When the kernel had it (CLOCK_REALTIME) on the monotonic clock.
                     let stamped = st.batch.arrivalNanoseconds(i)
                     let arrival = stamped > 0 && stamped <= realNow ? now &- UInt64(realNow - stamped) : now
-                    guard let imp = impairment else { deliver(h, d, arrival: arrival); continue }
-                    // Impairment: drop, or hold for a random delay (which also reorders).
-                    let r = h.payloadType == VP8Payload.payloadType ? 1 : 0
-                    if st.losses[r].drops(using: &st.rngs[r]) {
-                        impairedDrops.add(1, ordering: .relaxed)
-                        continue
-                    }
-                    let release = arrival + UInt64(Double.random(in: 0...max(0, imp.jitterMs), using: &st.rngs[r]) * 1_000_000)
-                    let at = st.delayed.firstIndex { $0.release > release } ?? st.delayed.count
-                    st.delayed.insert((release, Array(d)), at: at)
+                    count(st.stage.receive(st.batch.mutableDatagram(i), length: st.batch.length(i), ownSSRC: ssrc, arrival: arrival, deliver: deliver))
                 }
                 if n < st.batch.capacity { break }
             }
-            // Released as arriving at their release time (exact, whenever they are read).
-            while let first = st.delayed.first, first.release <= now {
-                st.delayed.removeFirst()
-                first.datagram.withUnsafeBytes { d in if let h = try? RTPHeader(parsing: d) { deliver(h, d, arrival: first.release) } }
-            }
+            st.stage.release(now: now, deliver: deliver)
         }
     }
 
-    private func deliver(_ h: RTPHeader, _ datagram: UnsafeRawBufferPointer, arrival: UInt64) {
+    private func deliver(_ h: RTPHeader, _ datagram: UnsafeRawBufferPointer, _ arrival: UInt64) {
         if h.payloadType == VP8Payload.payloadType {
             video?.receive(h, datagram)
             return

@@ -69,6 +69,7 @@ enum CallCPUBench {
             let deadline = Date().addingTimeInterval(3)
             while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
             if process.isRunning { process.terminate() }
+            process.waitUntilExit()  // (Foundation keeps an unwaited Process and its pipes open)
         }
     }
 
