@@ -59,22 +59,25 @@ let package = Package(
         .target(name: "CallsVideo", dependencies: ["CallsCore", "CVpx", "CChafa", "CYuv", "CV4L2", "CFreeType", "CZlib"]),
         // The C edges of the server's store and cluster: one Swift type owning each handle.
         .target(name: "CallsDatabase", dependencies: ["CSQLite", "CPostgres"]),
+        // The store: schema and migrations, the typed queries, the group-committing writer, the
+        // outbox rows written with each transition (over CallsDatabase: SQLite | PostgreSQL).
+        .target(name: "CallsStore", dependencies: ["CallsCore", "CallsSecurity", "CallsDatabase"]),
         .target(name: "CallsRedis", dependencies: ["CallsCore", "CHiredis"]),
         // The media relay: UDP workers, the relay table, consent, the eBPF fast path (CBPF).
         .target(name: "CallsRelay", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CBPF"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CallsCaptions",
-                                                    "CallsDatabase", "CallsRedis", "CallsRelay"]),
+                                                    "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsVideo"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CallsVideo", "CNcurses"]),
 
         // MARK: Executables
-        .executableTarget(name: "callroomd", dependencies: ["CallsServer", "CallsRecording", "CallsRedis"]),
+        .executableTarget(name: "callroomd", dependencies: ["CallsServer", "CallsStore", "CallsRecording", "CallsRedis"]),
         // The user's commands, shared by both executables (the call screen, ringing, bots, sessions).
         .target(name: "CallroomKit", dependencies: ["CometChatCallsSDK", "CometChatSDK", "CallsTUI", "CallsServer", "CallsAudio", "CallsCaptions", "CallsVideo"]),
         .executableTarget(name: "callroom", dependencies: ["CallroomKit", "CallsCore"]),
         // Benchmarks and the load generator: not in the shipped `callroom` (which forwards `bench` here).
-        .executableTarget(name: "callroom-bench", dependencies: ["CallroomKit", "CometChatCallsSDK", "CometChatSDK", "CallsServer", "CallsAudio",
+        .executableTarget(name: "callroom-bench", dependencies: ["CallroomKit", "CometChatCallsSDK", "CometChatSDK", "CallsServer", "CallsStore", "CallsAudio",
                                                                  "CallsCaptions", "CallsVideo", "CallsTUI", "CallsTransport", "CallsSecurity", "CallsRelay"]),
 
         // MARK: Examples
@@ -82,16 +85,16 @@ let package = Package(
         .executableTarget(name: "RingingExample", dependencies: ["CometChatCallsSDK", "CometChatSDK"], path: "Examples/RingingExample"),
 
         // MARK: Tests
-        .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsSecurity", "CallsDatabase", "CallsRedis", "CallsRelay"], path: "Tests/CallRoomTestSupport"),
+        .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsSecurity", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"], path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
-        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsRedis", "CallsRelay", "CallRoomTestSupport", "callroomd"]),
-        .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
+        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay", "CallRoomTestSupport", "callroomd"]),
+        .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsStore", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK", "CZlib", "CallRoomTestSupport"], exclude: ["Golden"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CallsDatabase", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",
+        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",
                                                          "CallRoomTestSupport", "CallroomKit", "callroom", "callroom-bench", "callroomd", "CallsSDKExample", "RingingExample"]),
     ],
     swiftLanguageModes: [.v6]

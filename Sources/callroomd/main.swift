@@ -1,8 +1,9 @@
 import CallsCore
-import CallsServer
 import CallsRecording
-import Foundation
 import CallsRedis
+import CallsServer
+import CallsStore
+import Foundation
 
 let usage = """
     callroomd — the CallRoom calls server (REST, WebSocket signalling, UDP media relay)

@@ -1,5 +1,6 @@
 import CallRoomTestSupport
 @testable import CallsServer
+@testable import CallsStore
 import XCTest
 
 /// The store itself (on SQLite, and on PostgreSQL in the suite's PostgreSQL pass: `StoreBackend.current`).

@@ -1,5 +1,6 @@
 import CallRoomTestSupport
 @testable import CallsServer
+@testable import CallsStore
 import XCTest
 
 /// Call logs with several nodes on one database (SQLite here, PostgreSQL in the suite's

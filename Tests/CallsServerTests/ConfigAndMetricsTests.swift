@@ -2,6 +2,7 @@ import CallRoomTestSupport
 import CallsCore
 import CallsSecurity
 @testable import CallsServer
+@testable import CallsStore
 import CallsTransport
 import XCTest
 

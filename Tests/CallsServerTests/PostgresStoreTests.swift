@@ -1,9 +1,10 @@
 import CallRoomTestSupport
 import CallsCore
+import CallsDatabase
 @testable import CallsServer
+@testable import CallsStore
 import Foundation
 import XCTest
-import CallsDatabase
 
 /// What only PostgreSQL brings, against real PostgreSQL servers each test starts for itself:
 /// the store rides out the server going away (clear errors, nothing half-written, reconnected

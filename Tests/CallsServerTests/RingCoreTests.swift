@@ -1,6 +1,7 @@
 import CallRoomTestSupport
-@testable import CallsServer
 import CallsCore
+@testable import CallsServer
+@testable import CallsStore
 import XCTest
 
 /// Ringing calls as pure logic: devices say hello, calls ring, receipts release what was

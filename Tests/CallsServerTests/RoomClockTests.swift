@@ -1,11 +1,12 @@
 import CallRoomTestSupport
-@testable import CallsServer
 import CallsCore
-import CallsSecurity
-import Foundation
-import XCTest
 import CallsDatabase
 @testable import CallsRelay
+import CallsSecurity
+@testable import CallsServer
+@testable import CallsStore
+import Foundation
+import XCTest
 
 /// The room registry on a virtual clock with a fake outbox: idle timeouts, grace periods and
 /// token expiry without sleeping (the registry's queue still runs; time only moves by hand).

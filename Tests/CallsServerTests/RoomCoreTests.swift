@@ -1,9 +1,10 @@
 import CallRoomTestSupport
-@testable import CallsServer
 import CallsCore
-import CallsSecurity
-import XCTest
 @testable import CallsRelay
+import CallsSecurity
+@testable import CallsServer
+@testable import CallsStore
+import XCTest
 
 /// The room core alone: inputs in, effects out, time given by the test. No store, no
 /// sockets, no queue, no sleeps; receipts are written by hand, so every ordering promise about

@@ -1,5 +1,6 @@
 import CallRoomTestSupport
 @testable import CallsServer
+@testable import CallsStore
 import Foundation
 import XCTest
 

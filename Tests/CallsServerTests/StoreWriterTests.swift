@@ -1,9 +1,10 @@
 import CallRoomTestSupport
-@testable import CallsServer
 import CallsCore
+import CallsDatabase
+@testable import CallsServer
+@testable import CallsStore
 import Foundation
 import XCTest
-import CallsDatabase
 
 /// The store writer against a real SQLite file (and a real PostgreSQL database in the suite's
 /// PostgreSQL pass): group commit, a failing request rolled back alone, references resolved

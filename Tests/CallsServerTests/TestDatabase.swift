@@ -1,8 +1,9 @@
 import CallRoomTestSupport
+import CallsDatabase
 @testable import CallsServer
+@testable import CallsStore
 import Foundation
 import XCTest
-import CallsDatabase
 
 /// One test's database: a SQLite file in a temporary directory, or a fresh database on the
 /// process's throwaway PostgreSQL cluster (`PostgresCluster`). Opening it again gives the same

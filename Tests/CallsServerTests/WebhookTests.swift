@@ -1,7 +1,8 @@
-@testable import CallsServer
 import CallRoomTestSupport
 import CallsCore
 import CallsSecurity
+@testable import CallsServer
+@testable import CallsStore
 import Foundation
 import XCTest
 

@@ -1,6 +1,7 @@
 import CallRoomTestSupport
 import CallsCore
 import CallsServer
+import CallsStore
 @testable import CometChatCallsSDK
 import Foundation
 import XCTest

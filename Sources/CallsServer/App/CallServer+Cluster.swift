@@ -1,7 +1,8 @@
 import CallsCore
-import CallsSecurity
-import Foundation
 import CallsRedis
+import CallsSecurity
+import CallsStore
+import Foundation
 
 /// The cluster part of the assembly (`redisURL`): one set of keys agreed, the membership (its
 /// heartbeats start once the port is known), the bus to the other nodes and the router that

@@ -1,12 +1,13 @@
 import CallsCaptions
 import CallsCore
+import CallsDatabase
 import CallsRecording
+import CallsRedis
+import CallsRelay
 import CallsSecurity
+import CallsStore
 import CallsTransport
 import Foundation
-import CallsRedis
-import CallsDatabase
-import CallsRelay
 
 /// The CallRoom calls server: REST + WebSocket signalling on one TCP port (libwebsockets), a
 /// UDP media relay, and a store (SQLite, or PostgreSQL shared by a cluster). `callroomd` and

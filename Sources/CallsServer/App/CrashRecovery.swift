@@ -1,8 +1,9 @@
 import CallsCaptions
 import CallsCore
-import CallsRecording
-import Foundation
 import CallsDatabase
+import CallsRecording
+import CallsStore
+import Foundation
 
 /// What a start does about the last run's unclean end, before anything serves: refuses a data
 /// directory whose database was lost beside old keys, and finishes what a crash cut — transcripts

@@ -1,4 +1,5 @@
 import CallsRelay
+import CallsStore
 /// Renders the server's counters in the Prometheus text exposition format (`GET /metrics`).
 /// Contains counts only: no ids, keys or tokens.
 struct MetricsReport {

@@ -1,7 +1,8 @@
+import CallsRelay
+import CallsStore
 import CallsTransport
 import Foundation
 import Synchronization
-import CallsRelay
 
 /// Everything a started server runs, assembled once by `CallServer.start()` and never changed
 /// after: readers on any queue take the set (behind the server's lock) and use its parts; `stop()`

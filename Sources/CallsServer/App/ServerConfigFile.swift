@@ -1,3 +1,4 @@
+import CallsStore
 import Foundation
 
 /// `callroomd --config FILE`: a JSON object whose keys mirror the command-line flags. Flags

@@ -1,5 +1,6 @@
-import Foundation
 import CallsRelay
+import CallsStore
+import Foundation
 
 /// How a `CallServer` is run. A value; build it from flags or a config file.
 public struct ServerConfiguration: Sendable {

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsStore
 import Foundation
 
 /// What one node tells another over Redis pub/sub (channel `callroom:signal:{node}`): a

@@ -2,6 +2,7 @@ import CallsCaptions
 import CallsCore
 import CallsRecording
 import CallsSecurity
+import CallsStore
 import CallsTransport
 import Foundation
 

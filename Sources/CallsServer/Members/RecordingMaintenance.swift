@@ -1,7 +1,8 @@
 import CallsCore
-import CallsRecording
-import Foundation
 import CallsDatabase
+import CallsRecording
+import CallsStore
+import Foundation
 
 /// The recordings' upkeep while the server runs: deleting those past their retention (at
 /// start, then hourly, with `recordingRetentionDays`) and making the mixes a full disk held

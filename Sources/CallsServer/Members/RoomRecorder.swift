@@ -1,6 +1,7 @@
 import CallsCore
 import CallsRecording
 import CallsSecurity
+import CallsStore
 import CallsTransport
 import Foundation
 import Synchronization

@@ -1,6 +1,7 @@
 import CallsAudio
 import CallsCaptions
 import CallsCore
+import CallsStore
 import Foundation
 
 /// The server's transcriber for one room: a `ServerMember`'s sink that decodes each speaker

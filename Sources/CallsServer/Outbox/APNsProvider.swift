@@ -1,6 +1,7 @@
 import CallsCore
-import CallsTransport
 import CallsSecurity
+import CallsStore
+import CallsTransport
 import Foundation
 
 /// The APNs provider token: an ES256 JWT (`kid` key id, `iss` team id, `iat`) reused for 50

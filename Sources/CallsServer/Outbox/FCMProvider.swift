@@ -1,6 +1,7 @@
 import CallsCore
-import CallsTransport
 import CallsSecurity
+import CallsStore
+import CallsTransport
 import Foundation
 
 /// Sends FCM HTTP v1 data messages (`POST /v1/projects/<project>/messages:send`) with an OAuth

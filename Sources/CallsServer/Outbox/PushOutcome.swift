@@ -1,3 +1,5 @@
+import CallsStore
+
 /// What one attempt to send a push came to.
 enum PushOutcome: Sendable, Equatable {
     /// Accepted by the service (its id for the push, if it gave one).

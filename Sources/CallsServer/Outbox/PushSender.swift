@@ -1,7 +1,8 @@
 import CallsCore
+import CallsDatabase
+import CallsStore
 import Foundation
 import Synchronization
-import CallsDatabase
 
 /// Counters of push sending, for `/metrics`. Any thread.
 public final class PushCounters: Sendable {

@@ -1,8 +1,9 @@
 import CallsCore
+import CallsDatabase
+import CallsStore
 import CallsTransport
 import Foundation
 import Synchronization
-import CallsDatabase
 
 /// Counters of webhook delivery, for `/metrics`. Any thread.
 public final class WebhookCounters: Sendable {

@@ -1,3 +1,5 @@
+import CallsStore
+
 /// What one viewer of a call may fetch of it (#34): the operator (API key) and the call's
 /// moderators everything; any other participant only what overlaps their own presence — the
 /// recordings and transcripts that ran while they were there, the chat sent meanwhile. A late

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsStore
 import Foundation
 
 // MARK: Response bodies

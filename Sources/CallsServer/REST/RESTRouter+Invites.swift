@@ -1,5 +1,6 @@
 import CallsCore
 import CallsSecurity
+import CallsStore
 import CallsTransport
 import Foundation
 

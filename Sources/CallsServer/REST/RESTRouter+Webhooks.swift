@@ -1,4 +1,5 @@
 import CallsCore
+import CallsStore
 import CallsTransport
 import Foundation
 

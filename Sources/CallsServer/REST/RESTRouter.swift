@@ -1,9 +1,10 @@
 import CallsCore
+import CallsDatabase
+import CallsRedis
 import CallsSecurity
+import CallsStore
 import CallsTransport
 import Foundation
-import CallsRedis
-import CallsDatabase
 
 /// The REST API: validate → authorise → delegate to the store. Runs on the REST worker queue,
 /// never on the web service thread. Every endpoint is documented in docs/protocol.md.

@@ -1,6 +1,7 @@
 import CallsCore
-import Foundation
 import CallsDatabase
+import CallsStore
+import Foundation
 
 /// Runs presence and ringing calls: a `CoreRunner` drives `RingCore` (its queue, clock,
 /// timers and store writer); this type makes the store reads the core needs (a `hello`'s auth

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsStore
 import Foundation
 
 /// Presence and ringing calls, as pure logic (like `RoomCore`): `handle(_:now:)` takes one

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsStore
 
 // MARK: Store receipts: what waited for the disk happens now (or is reported failed)
 extension RoomCore {

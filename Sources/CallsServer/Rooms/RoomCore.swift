@@ -1,7 +1,8 @@
 import CallsCore
-import CallsSecurity
-import Foundation
 import CallsRelay
+import CallsSecurity
+import CallsStore
+import Foundation
 
 /// Every live room and participant, as pure logic: `handle(_:now:)` takes one input and
 /// returns the effects (messages, closes, durable writes, relay patches, timers, log lines)

@@ -1,6 +1,7 @@
 import CallsCore
-import CallsSecurity
 import CallsRelay
+import CallsSecurity
+import CallsStore
 
 /// What happens to the rooms: a message, a closed connection, a timer, the relay's speaker
 /// tracker, a store receipt, the heartbeat, shutdown. The runner feeds these to `RoomCore`.

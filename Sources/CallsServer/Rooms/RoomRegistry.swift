@@ -1,7 +1,8 @@
 import CallsCore
-import CallsSecurity
-import Foundation
 import CallsRelay
+import CallsSecurity
+import CallsStore
+import Foundation
 
 /// Runs the rooms: a `CoreRunner` drives `RoomCore` (its queue, clock, timers and store
 /// writer); this type does the core's effects — messages and closes through the `SignalOutbox`,

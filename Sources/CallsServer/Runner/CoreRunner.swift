@@ -1,4 +1,5 @@
 import CallsCore
+import CallsStore
 import Foundation
 
 /// A pure core a `CoreRunner` drives: `handle(input, now) -> [effect]`, nothing else.

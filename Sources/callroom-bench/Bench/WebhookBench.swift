@@ -1,6 +1,7 @@
 import CallroomKit
 import CallsCore
 import CallsServer
+import CallsStore
 import CallsTransport
 import Foundation
 import Synchronization

@@ -3,23 +3,23 @@ import CallsCore
 import CallsDatabase
 
 /// Row ids behind the rooms' references. Owned by the store writer (its queue only).
-struct StoreRefs: Sendable {
-    var calls: [CallRef: Int64] = [:]
-    var participants: [ParticipantRef: Int64] = [:]
+package struct StoreRefs: Sendable {
+    package var calls: [CallRef: Int64] = [:]
+    package var participants: [ParticipantRef: Int64] = [:]
 
     /// Changes not yet committed, over committed refs: a value is a row id, or nil for
     /// "removed". Small (one request's or one batch's), so nothing copies the whole map.
-    struct Overlay {
-        var calls: [CallRef: Int64?] = [:]
-        var participants: [ParticipantRef: Int64?] = [:]
+    package struct Overlay {
+        package var calls: [CallRef: Int64?] = [:]
+        package var participants: [ParticipantRef: Int64?] = [:]
 
-        mutating func merge(_ o: Overlay) {
+        package mutating func merge(_ o: Overlay) {
             calls.merge(o.calls) { $1 }
             participants.merge(o.participants) { $1 }
         }
     }
 
-    mutating func merge(_ o: Overlay) {
+    package mutating func merge(_ o: Overlay) {
         for (k, v) in o.calls { calls[k] = v }
         for (k, v) in o.participants { participants[k] = v }
     }
@@ -27,16 +27,16 @@ struct StoreRefs: Sendable {
 
 /// Committed refs seen through the batch's and the request's uncommitted changes.
 private struct RefView {
-    var batch: StoreRefs.Overlay
-    var request = StoreRefs.Overlay()
+    package var batch: StoreRefs.Overlay
+    package var request = StoreRefs.Overlay()
 
-    func call(_ r: CallRef, _ committed: borrowing StoreRefs) -> Int64? {
+    package func call(_ r: CallRef, _ committed: borrowing StoreRefs) -> Int64? {
         if let v = request.calls[r] { return v }
         if let v = batch.calls[r] { return v }
         return committed.calls[r]
     }
 
-    func participant(_ r: ParticipantRef, _ committed: borrowing StoreRefs) -> Int64? {
+    package func participant(_ r: ParticipantRef, _ committed: borrowing StoreRefs) -> Int64? {
         if let v = request.participants[r] { return v }
         if let v = batch.participants[r] { return v }
         return committed.participants[r]
@@ -47,7 +47,7 @@ extension CallStore {
     /// Writes `requests` in one transaction, each inside its own savepoint: a failing request
     /// is rolled back alone and reported; the others commit together (one fsync for the batch).
     /// A failed commit fails them all. `refs` changes only by what committed.
-    func commit(_ requests: [StoreRequest], refs: inout StoreRefs) -> [StoreReceipt] {
+    package func commit(_ requests: [StoreRequest], refs: inout StoreRefs) -> [StoreReceipt] {
         guard !requests.isEmpty else { return [] }
         var receipts: [StoreReceipt] = []
         var batch = StoreRefs.Overlay()
@@ -227,7 +227,7 @@ extension CallStore {
     }
 
     /// Queues webhook deliveries (inside the batch transaction).
-    func insertOutbox(_ rows: [OutboxRow]) throws(DatabaseError) {
+    package func insertOutbox(_ rows: [OutboxRow]) throws(DatabaseError) {
         for r in rows {
             try db.execute("""
                 INSERT INTO webhook_deliveries(delivery_id, webhook_id, url, session_id, trigger, body, created_at, next_attempt_at)

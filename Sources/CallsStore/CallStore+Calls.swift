@@ -70,7 +70,7 @@ extension CallStore {
     }
 
     /// One call with its participants (caller holds the lock).
-    func loadCall(id: Int64) throws(DatabaseError) -> StoredCall? {
+    package func loadCall(id: Int64) throws(DatabaseError) -> StoredCall? {
         guard let r = try db.query("""
             SELECT c.id, c.session_id, c.type, c.mode, c.status, c.initiated_at, c.started_at, c.ended_at,
                 c.initiator_uid, COALESCE(iu.name, c.initiator_uid), c.receiver_type, c.receiver_id,
@@ -181,14 +181,14 @@ extension CallStore {
     }
 
     /// The transcriber finished (or a crash-cut transcript was finalised): its end, URL and metadata.
-    func transcriptionFinished(tid: String, endedAt: Int64, url: String, meta: String) throws(DatabaseError) {
+    package func transcriptionFinished(tid: String, endedAt: Int64, url: String, meta: String) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             try db.execute("UPDATE transcripts SET end_time = ?, url = ?, meta = ? WHERE tid = ?", [.int(endedAt), .text(url), .text(meta), .text(tid)])
         }
     }
 
     /// Transcripts a crash left without an end (finalised at start), with their session.
-    func unfinishedTranscripts() throws(DatabaseError) -> [(tid: String, sessionId: String, startedAt: Int64)] {
+    package func unfinishedTranscripts() throws(DatabaseError) -> [(tid: String, sessionId: String, startedAt: Int64)] {
         try locked { () throws(DatabaseError) in
             try db.query("SELECT t.tid, c.session_id, t.start_time FROM transcripts t JOIN calls c ON c.id = t.call_id WHERE t.end_time = 0")
                 .map { ($0[0].text ?? "", $0[1].text ?? "", $0[2].int ?? 0) }
@@ -196,7 +196,7 @@ extension CallStore {
     }
 
     /// One transcript of a call of `sessionId` (any call, not only the latest).
-    func transcript(sessionId: String, tid: String) throws(DatabaseError) -> (StoredTranscript, callID: Int64)? {
+    package func transcript(sessionId: String, tid: String) throws(DatabaseError) -> (StoredTranscript, callID: Int64)? {
         try locked { () throws(DatabaseError) in
             guard let row = try db.query("""
                 SELECT t.tid, t.start_time, t.end_time, t.url, t.meta, t.call_id FROM transcripts t JOIN calls c ON c.id = t.call_id
@@ -211,7 +211,7 @@ extension CallStore {
 // MARK: Recordings
 extension CallStore {
     /// The recorder finished: the recording's end and its files (replacing any listed before).
-    func recordingFinished(rid: String, endedAt: Int64, files: [StoredRecordingFile], outbox: [OutboxRow] = []) throws(DatabaseError) {
+    package func recordingFinished(rid: String, endedAt: Int64, files: [StoredRecordingFile], outbox: [OutboxRow] = []) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             try db.transaction { () throws(DatabaseError) in
                 try insertOutbox(outbox)
@@ -231,7 +231,7 @@ extension CallStore {
 
     /// Finished recordings with participants' files but no mix (the disk was full when they
     /// stopped), oldest first, at most `limit`.
-    func recordingsWithoutMix(limit: Int) throws(DatabaseError) -> [(rid: String, tracks: [String])] {
+    package func recordingsWithoutMix(limit: Int) throws(DatabaseError) -> [(rid: String, tracks: [String])] {
         try locked { () throws(DatabaseError) in
             let rids = try db.query("""
                 SELECT r.rid FROM recordings r WHERE r.ended_at IS NOT NULL
@@ -250,7 +250,7 @@ extension CallStore {
     }
 
     /// Adds a file to a finished recording (its mix, made after it stopped).
-    func recordingFileAdded(rid: String, file f: StoredRecordingFile) throws(DatabaseError) {
+    package func recordingFileAdded(rid: String, file f: StoredRecordingFile) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             try db.transaction { () throws(DatabaseError) in
                 try db.execute("""
@@ -263,7 +263,7 @@ extension CallStore {
     }
 
     /// Deletes the rows of recordings that ended before `before`; returns their ids.
-    func deleteRecordings(endedBefore before: Int64) throws(DatabaseError) -> [String] {
+    package func deleteRecordings(endedBefore before: Int64) throws(DatabaseError) -> [String] {
         try locked { () throws(DatabaseError) in
             try db.transaction { () throws(DatabaseError) -> [String] in
                 let rids = try db.query("SELECT rid FROM recordings WHERE ended_at IS NOT NULL AND ended_at < ?", [.int(before)]).compactMap { $0[0].text }

@@ -80,7 +80,7 @@ extension CallStore {
     }
 
     /// (Caller holds the lock.)
-    func loadGroup(_ guid: String) throws(DatabaseError) -> StoredGroup? {
+    package func loadGroup(_ guid: String) throws(DatabaseError) -> StoredGroup? {
         guard let r = try db.query("SELECT guid, name, owner_uid, created_at FROM groups WHERE guid = ?", [.text(guid)]).first else { return nil }
         let members = try db.query("SELECT uid FROM group_members WHERE guid = ? ORDER BY joined_at, uid", [.text(guid)]).compactMap { $0.first?.text }
         return StoredGroup(guid: r[0].text ?? guid, name: r[1].text ?? guid, owner: r[2].text ?? "", createdAt: r[3].int ?? 0, members: members)
@@ -90,7 +90,7 @@ extension CallStore {
 extension CallStore {
     /// Ringing calls not yet answered or ended (mode `call`, status `initiated`), for the ring
     /// registry to restore after a restart.
-    func ringingCalls() throws(DatabaseError) -> [WireCall] {
+    package func ringingCalls() throws(DatabaseError) -> [WireCall] {
         try locked { () throws(DatabaseError) in
             let rows = try db.query("""
                 SELECT c.id, c.session_id, c.type, c.initiated_at, c.initiator_uid, c.receiver_id, c.receiver_type, c.ring_timeout_s

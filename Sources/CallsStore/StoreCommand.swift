@@ -2,13 +2,19 @@ import CallsCore
 
 /// A call as the rooms know it before (and after) the store gives it a row: the store writer
 /// maps each reference to its row id.
-struct CallRef: Hashable, Sendable { var value: UInt64 }
+package struct CallRef: Hashable, Sendable {
+    package var value: UInt64
+    package init(value: UInt64) { self.value = value }
+}
 
 /// A participant's row in a call, the same way.
-struct ParticipantRef: Hashable, Sendable { var value: UInt64 }
+package struct ParticipantRef: Hashable, Sendable {
+    package var value: UInt64
+    package init(value: UInt64) { self.value = value }
+}
 
 /// One durable write the rooms ask for. Names are wire-independent (the calls table's values).
-enum StoreCommand: Sendable, Equatable {
+package enum StoreCommand: Sendable, Equatable {
     case startCall(CallRef, sessionId: String, type: String, mode: String, at: Int64)
     /// The participant's name is `displayName`, else the user's stored name, else the uid; the
     /// receipt carries the name used.
@@ -43,37 +49,50 @@ enum StoreCommand: Sendable, Equatable {
 }
 
 /// A room event for webhooks (`StoreCommand.roomHook`).
-struct RoomHook: Sendable, Equatable {
-    enum Kind: String, Sendable { case started, joined, left, ended }
-    var kind: Kind
-    var call: CallRef
-    var sessionId: String
-    var uid: String?
-    var pid: String?
-    var at: Int64
-    var outbox: WebhookOutbox
+package struct RoomHook: Sendable, Equatable {
+    package enum Kind: String, Sendable { case started, joined, left, ended }
+    package var kind: Kind
+    package var call: CallRef
+    package var sessionId: String
+    package var uid: String?
+    package var pid: String?
+    package var at: Int64
+    package var outbox: WebhookOutbox
+    package init(kind: Kind, call: CallRef, sessionId: String, uid: String? = nil, pid: String? = nil, at: Int64, outbox: WebhookOutbox) {
+        self.kind = kind
+        self.call = call
+        self.sessionId = sessionId
+        self.uid = uid
+        self.pid = pid
+        self.at = at
+        self.outbox = outbox
+    }
 }
 
 /// Commands that succeed or fail together (one savepoint in the writer's batch transaction).
-struct StoreRequest: Sendable, Equatable {
-    var id: UInt64
-    var commands: [StoreCommand]
+package struct StoreRequest: Sendable, Equatable {
+    package var id: UInt64
+    package var commands: [StoreCommand]
+    package init(id: UInt64, commands: [StoreCommand]) {
+        self.id = id
+        self.commands = commands
+    }
 }
 
 /// What became of a request, once its batch committed (or failed).
-struct StoreReceipt: Sendable, Equatable {
-    struct Output: Sendable, Equatable {
+package struct StoreReceipt: Sendable, Equatable {
+    package struct Output: Sendable, Equatable {
         /// The name a `participantJoined` recorded.
-        var name: String?
+        package var name: String?
         /// The id of a `chat` message.
-        var chatID: Int64?
+        package var chatID: Int64?
     }
 
-    var id: UInt64
-    var result: Result<Output, StoreFailure>
+    package var id: UInt64
+    package var result: Result<Output, StoreFailure>
 }
 
 /// Why a request was not written (the SQLite error, for the log).
-struct StoreFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    var description: String
+package struct StoreFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    package var description: String
 }

@@ -84,7 +84,7 @@ extension CallStore {
 
     /// The auth tokens revoked one by one since `since` (epoch ms); older ones are forgotten
     /// (every call token they minted has expired by then).
-    func authTokenRevocations(since: Int64) throws(DatabaseError) -> Set<String> {
+    package func authTokenRevocations(since: Int64) throws(DatabaseError) -> Set<String> {
         try locked { () throws(DatabaseError) in
             try db.execute("DELETE FROM auth_token_revocations WHERE revoked_at < ?", [.int(since)])
             return Set(try db.query("SELECT token_id FROM auth_token_revocations").compactMap { $0[0].text })

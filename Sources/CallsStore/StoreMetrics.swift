@@ -12,9 +12,9 @@ public final class StoreMetrics: Sendable {
     public let batchedRequests = Atomic<UInt64>(0)
     public let requestFailures = Atomic<UInt64>(0)
 
-    init() {}
+    package init() {}
 
-    func record(micros: UInt64, failed: Bool) {
+    package func record(micros: UInt64, failed: Bool) {
         operations.add(1, ordering: .relaxed)
         totalMicroseconds.add(micros, ordering: .relaxed)
         if failed { failures.add(1, ordering: .relaxed) }

@@ -1,7 +1,6 @@
 import CallsCore
 import CallsSecurity
 import Foundation
-import CallsDatabase
 
 /// What the operator says about one room (`PUT /v3/rooms/{sessionId}`): who becomes moderator,
 /// a passcode, an allow-list of uids. A value.
@@ -25,8 +24,8 @@ public struct RoomRules: Sendable, Equatable, Codable {
     /// nil: the server's `roomAccess`.
     public var access: Access?
     /// SHA-256 of salt ‖ passcode (hex), and the salt; the passcode itself is never kept.
-    var passcodeHash: String?
-    var passcodeSalt: String?
+    package var passcodeHash: String?
+    package var passcodeSalt: String?
     /// nil: anyone with a call token; else only these uids.
     public var allowedUids: [String]?
     /// Users banned from the room for good (`/v3/rooms/{sessionId}/bans`).
@@ -41,51 +40,16 @@ public struct RoomRules: Sendable, Equatable, Codable {
         if let passcode { setPasscode(passcode) }
     }
 
-    mutating func setPasscode(_ passcode: String) {
+    package mutating func setPasscode(_ passcode: String) {
         let salt = Crypto.randomHex(16)
         passcodeSalt = salt
         passcodeHash = Crypto.sha256Hex(salt + passcode)
     }
 
     /// Whether `given` is the room's passcode (constant time).
-    func passcodeMatches(_ given: String?) -> Bool {
+    package func passcodeMatches(_ given: String?) -> Bool {
         guard let hash = passcodeHash, let salt = passcodeSalt else { return true }
         guard let given else { return false }
         return Crypto.constantTimeEqual(Array(Crypto.sha256Hex(salt + given).utf8), Array(hash.utf8))
     }
-}
-
-/// The rules of every room that has some (shared by the REST router, which changes them, and
-/// the room core, which reads them on each join), and the server's default moderation.
-///
-/// Thread rules: any thread (a lock).
-final class RoomRulesDirectory: Sendable {
-    let defaultModeration: RoomRules.Moderation
-    let defaultAccess: RoomRules.Access
-    private let rules: Locked<[String: RoomRules]>
-
-    init(defaultModeration: RoomRules.Moderation, defaultAccess: RoomRules.Access = .open, rules: [String: RoomRules] = [:]) {
-        self.defaultModeration = defaultModeration
-        self.defaultAccess = defaultAccess
-        self.rules = Locked(rules)
-    }
-
-    func access(_ sessionId: String) -> RoomRules.Access { rules(sessionId)?.access ?? defaultAccess }
-
-    /// Bans `uid` from room `sessionId` for good (or lifts it): the rules stored, then in force
-    /// here. Returns the new rules. (The REST endpoint and moderators both come through here.)
-    func setBan(_ uid: String, banned: Bool, in sessionId: String, store: CallStore) throws(DatabaseError) -> RoomRules {
-        var r = rules(sessionId) ?? RoomRules()
-        var bans = r.bannedUids ?? []
-        if banned { if !bans.contains(uid) { bans.append(uid) } } else { bans.removeAll { $0 == uid } }
-        r.bannedUids = bans.isEmpty ? nil : bans
-        try store.setRoomRules(sessionId, r)
-        set(sessionId, r)
-        return r
-    }
-
-    func rules(_ sessionId: String) -> RoomRules? { rules.withLock { $0[sessionId] } }
-    func set(_ sessionId: String, _ r: RoomRules?) { rules.withLock { $0[sessionId] = r } }
-    func moderation(_ sessionId: String) -> RoomRules.Moderation { rules(sessionId)?.moderation ?? defaultModeration }
-    func moderatorMute(_ sessionId: String) -> RoomRules.ModeratorMute { rules(sessionId)?.moderatorMute ?? .selfUnmute }
 }

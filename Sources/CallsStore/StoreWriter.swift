@@ -8,7 +8,7 @@ import Foundation
 /// Thread rules: `submit` and `waitUntilIdle` from any thread; the batches run on the writer's
 /// own serial queue, which alone touches `refs`. `onReceipts` is called on that queue (it must
 /// hand off: the room runner hops to its own queue).
-final class StoreWriter: @unchecked Sendable {
+package final class StoreWriter: @unchecked Sendable {
     private let store: CallStore
     private let queue = DispatchQueue(label: "callroom.store-writer")
     private let lock = NSLock()
@@ -19,14 +19,14 @@ final class StoreWriter: @unchecked Sendable {
     private let maxBatch: Int
     private let onReceipts: @Sendable ([StoreReceipt]) -> Void
 
-    init(store: CallStore, maxBatch: Int = 512, onReceipts: @escaping @Sendable ([StoreReceipt]) -> Void) {
+    package init(store: CallStore, maxBatch: Int = 512, onReceipts: @escaping @Sendable ([StoreReceipt]) -> Void) {
         self.store = store
         self.maxBatch = max(1, maxBatch)
         self.onReceipts = onReceipts
     }
 
     /// Queues a request; its receipt follows its batch's commit.
-    func submit(_ request: StoreRequest) {
+    package func submit(_ request: StoreRequest) {
         let start = lock.withLock { () -> Bool in
             pending.append(request)
             defer { draining = true }
@@ -36,7 +36,7 @@ final class StoreWriter: @unchecked Sendable {
     }
 
     /// Blocks until every request submitted so far has been written and its receipt handed on.
-    func waitUntilIdle() {
+    package func waitUntilIdle() {
         while true {
             queue.sync {}
             if lock.withLock({ pending.isEmpty && !draining }) { return }
@@ -45,7 +45,7 @@ final class StoreWriter: @unchecked Sendable {
 
     /// Blocks until every write so far is on disk and the runner on `queue` (which hands the
     /// receipts to its core) has handled them all: `hasPending` is asked on `queue`.
-    func settle(runner queue: DispatchQueue, hasPending: () -> Bool) {
+    package func settle(runner queue: DispatchQueue, hasPending: () -> Bool) {
         repeat {
             waitUntilIdle()
             queue.sync {}

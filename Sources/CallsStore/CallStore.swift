@@ -76,12 +76,12 @@ public struct StoredCallParticipant: Sendable, Equatable {
 /// on an internal lock, so it may be called from any thread; callers keep it off the relay and
 /// web service threads.
 public final class CallStore: @unchecked Sendable {
-    let db: any StoreDatabase
+    package let db: any StoreDatabase
     private let lock = NSLock()
     /// A call an unclean shutdown cut (its row's `reopenable_until`) continues when its session
     /// is joined again within this window (clients rejoin after a restart, or on another node;
     /// the call log shows one call, not two).
-    static let reopenWindowMilliseconds: Int64 = 120_000
+    package static let reopenWindowMilliseconds: Int64 = 120_000
     /// The node whose rooms write here (`calls.node_id`), several nodes sharing the database;
     /// nil for one node. Set before the rooms start.
     public var nodeID: String? {
@@ -89,7 +89,7 @@ public final class CallStore: @unchecked Sendable {
         set { lock.withLock { owner = newValue } }
     }
     /// Under the lock (`nodeID`).
-    var owner: String?
+    package var owner: String?
     /// Operation counts and latency, for `/metrics`.
     public let metrics = StoreMetrics()
     /// The schema this build writes (the last migration's version).
@@ -105,13 +105,13 @@ public final class CallStore: @unchecked Sendable {
         try self.init(database: database, migrations: SchemaMigration.all)
     }
 
-    init(database: any StoreDatabase, migrations: [SchemaMigration]) throws(DatabaseError) {
+    package init(database: any StoreDatabase, migrations: [SchemaMigration]) throws(DatabaseError) {
         db = database
         try migrate(migrations)
     }
 
     /// Opens with another list of migrations (tests of the migration path).
-    convenience init(path: String, migrations: [SchemaMigration]) throws(DatabaseError) {
+    package convenience init(path: String, migrations: [SchemaMigration]) throws(DatabaseError) {
         try self.init(database: try SQLiteDatabase(path: path), migrations: migrations)
     }
 
@@ -154,7 +154,7 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// Runs `body` under the store lock, timing it (lock wait included) for `/metrics`.
-    func locked<T>(_ body: () throws(DatabaseError) -> T) throws(DatabaseError) -> T {
+    package func locked<T>(_ body: () throws(DatabaseError) -> T) throws(DatabaseError) -> T {
         let start = monotonicNanoseconds()
         lock.lock()
         var failed = true
@@ -185,7 +185,7 @@ public final class CallStore: @unchecked Sendable {
         }
     }
 
-    static func user(_ r: [DatabaseValue]) -> StoredUser {
+    package static func user(_ r: [DatabaseValue]) -> StoredUser {
         StoredUser(uid: r[0].text ?? "", name: r[1].text ?? "", avatar: r[2].text, createdAt: r[3].int ?? 0)
     }
 
@@ -211,7 +211,7 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// Records that `uid`'s call tokens issued before `notBefore` (seconds) no longer count.
-    func revokeTokens(uid: String, notBefore: Int64) throws(DatabaseError) {
+    package func revokeTokens(uid: String, notBefore: Int64) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             try db.execute("""
                 INSERT INTO token_revocations(uid, not_before) VALUES (?, ?)
@@ -221,7 +221,7 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// Sets (nil: removes) a room's rules.
-    func setRoomRules(_ sessionId: String, _ rules: RoomRules?) throws(DatabaseError) {
+    package func setRoomRules(_ sessionId: String, _ rules: RoomRules?) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             if let rules, let json = try? JSONEncoder().encode(rules) {
                 try db.execute("""
@@ -235,7 +235,7 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// Every room's rules (loaded at start).
-    func allRoomRules() throws(DatabaseError) -> [String: RoomRules] {
+    package func allRoomRules() throws(DatabaseError) -> [String: RoomRules] {
         try locked { () throws(DatabaseError) in
             var out: [String: RoomRules] = [:]
             for r in try db.query("SELECT session_id, rules FROM room_rules") {
@@ -246,7 +246,7 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// Every revocation (loaded at start).
-    func tokenRevocations() throws(DatabaseError) -> [String: Int64] {
+    package func tokenRevocations() throws(DatabaseError) -> [String: Int64] {
         try locked { () throws(DatabaseError) in
             var out: [String: Int64] = [:]
             for r in try db.query("SELECT uid, not_before FROM token_revocations") { out[r[0].text ?? ""] = r[1].int ?? 0 }
@@ -306,7 +306,7 @@ public final class CallStore: @unchecked Sendable {
     }
 
     /// A call by its row id, with its participants.
-    func call(id: Int64) throws(DatabaseError) -> StoredCall? {
+    package func call(id: Int64) throws(DatabaseError) -> StoredCall? {
         try locked { () throws(DatabaseError) in try loadCall(id: id) }
     }
 

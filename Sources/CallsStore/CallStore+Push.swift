@@ -41,7 +41,7 @@ public struct StoredPush: Sendable, Equatable, Codable {
 
 /// How many tokens one user keeps: registering another drops the oldest (phones re-register
 /// often and a dead token is only purged when a push to it fails).
-let maxPushTokensPerUser = 20
+package let maxPushTokensPerUser = 20
 
 extension CallStore {
     /// Registers (or moves to `uid`) a device token. Returns the stored row.
@@ -87,7 +87,7 @@ extension CallStore {
     }
 
     /// A token the push service said is dead (`Unregistered`, `BadDeviceToken`).
-    func purgePushToken(platform: PushPlatform, token: String) throws(DatabaseError) -> Bool {
+    package func purgePushToken(platform: PushPlatform, token: String) throws(DatabaseError) -> Bool {
         try locked { () throws(DatabaseError) in
             try db.execute("DELETE FROM push_tokens WHERE platform = ? AND token = ?", [.text(platform.rawValue), .text(token)])
             return db.changes > 0
@@ -95,7 +95,7 @@ extension CallStore {
     }
 
     /// One row per token of the event's user on a platform that rings calls (inside the batch).
-    func insertPushes(_ e: PushEvent) throws(DatabaseError) {
+    package func insertPushes(_ e: PushEvent) throws(DatabaseError) {
         let platforms = e.platforms.filter(\.ringsCalls)
         guard !platforms.isEmpty else { return }
         let marks = platforms.map { _ in "?" }.joined(separator: ", ")
@@ -130,7 +130,7 @@ extension CallStore {
     }
 
     /// Pending pushes due at `now`, oldest first.
-    func duePushes(now: Int64, limit: Int) throws(DatabaseError) -> [StoredPush] {
+    package func duePushes(now: Int64, limit: Int) throws(DatabaseError) -> [StoredPush] {
         try locked { () throws(DatabaseError) in
             try db.query("SELECT \(Self.pushColumns) FROM push_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?",
                          [.int(now), .int(Int64(limit))]).map(Self.push)
@@ -138,7 +138,7 @@ extension CallStore {
     }
 
     /// Takes push `id` for one attempt (as `claimDelivery`: one node wins; the lease runs out at `until`).
-    func claimPush(id: Int64, now: Int64, until: Int64) throws(DatabaseError) -> Bool {
+    package func claimPush(id: Int64, now: Int64, until: Int64) throws(DatabaseError) -> Bool {
         try locked { () throws(DatabaseError) in
             try db.execute("UPDATE push_deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at <= ?",
                            [.int(until), .int(id), .int(now)])
@@ -147,7 +147,7 @@ extension CallStore {
     }
 
     /// Records an attempt's outcome (`next`: when a pending push is tried again).
-    func recordPush(id: Int64, status: StoredPush.Status, httpStatus: Int?, reason: String?, providerId: String?, next: Int64?,
+    package func recordPush(id: Int64, status: StoredPush.Status, httpStatus: Int?, reason: String?, providerId: String?, next: Int64?,
                     at now: Int64) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             try db.execute("""
@@ -162,7 +162,7 @@ extension CallStore {
 
     /// An `ended` push is due while the same token's `initiated` push for that call is still
     /// unsent: neither is worth sending. Marks both superseded; false when there was none.
-    func supersedeUnsentRing(_ end: StoredPush) throws(DatabaseError) -> Bool {
+    package func supersedeUnsentRing(_ end: StoredPush) throws(DatabaseError) -> Bool {
         try locked { () throws(DatabaseError) in
             try db.transaction { () throws(DatabaseError) in
                 try db.execute("""

@@ -6,21 +6,21 @@ import CallsDatabase
 /// The statements are SQLite's dialect; on PostgreSQL they are translated (`PostgresDialect`)
 /// and followed by `postgresAlso`: what SQLite gives every table for free (`rowid`, as a `seq`
 /// BIGSERIAL column where queries order by it).
-struct SchemaMigration: Sendable {
-    let version: Int64
-    let statements: [String]
-    var postgresAlso: [String] = []
+package struct SchemaMigration: Sendable {
+    package let version: Int64
+    package let statements: [String]
+    package var postgresAlso: [String] = []
 
     /// The statements to run on `kind`.
-    func statements(for kind: StoreDatabaseKind) -> [String] {
+    package func statements(for kind: StoreDatabaseKind) -> [String] {
         kind == .postgres ? statements + postgresAlso : statements
     }
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
+    package static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
 
-    static let v1 = SchemaMigration(version: 1, statements: [
+    package static let v1 = SchemaMigration(version: 1, statements: [
         """
         CREATE TABLE IF NOT EXISTS users(uid TEXT PRIMARY KEY, name TEXT NOT NULL, avatar TEXT,
             created_at INTEGER NOT NULL)
@@ -55,7 +55,7 @@ struct SchemaMigration: Sendable {
     ])
 
     /// Ringing calls (who called whom, each member's outcome) and groups.
-    static let v2 = SchemaMigration(version: 2, statements: [
+    package static let v2 = SchemaMigration(version: 2, statements: [
         "ALTER TABLE calls ADD COLUMN initiator_uid TEXT",
         "ALTER TABLE calls ADD COLUMN receiver_id TEXT",
         "ALTER TABLE calls ADD COLUMN receiver_type TEXT",
@@ -75,7 +75,7 @@ struct SchemaMigration: Sendable {
     ], postgresAlso: ["ALTER TABLE call_members ADD COLUMN seq BIGSERIAL"])
 
     /// The webhook outbox: one row per event per webhook, written with the transition.
-    static let v3 = SchemaMigration(version: 3, statements: [
+    package static let v3 = SchemaMigration(version: 3, statements: [
         """
         CREATE TABLE webhook_deliveries(id INTEGER PRIMARY KEY AUTOINCREMENT, delivery_id TEXT NOT NULL UNIQUE,
             webhook_id TEXT NOT NULL, url TEXT NOT NULL, session_id TEXT NOT NULL, trigger TEXT NOT NULL, body TEXT NOT NULL,
@@ -88,7 +88,7 @@ struct SchemaMigration: Sendable {
     ])
 
     /// Push tokens per user and the push outbox (one row per push per token).
-    static let v4 = SchemaMigration(version: 4, statements: [
+    package static let v4 = SchemaMigration(version: 4, statements: [
         """
         CREATE TABLE push_tokens(platform TEXT NOT NULL, token TEXT NOT NULL, uid TEXT NOT NULL, app_bundle_id TEXT,
             created_at INTEGER NOT NULL, PRIMARY KEY(platform, token))
@@ -107,7 +107,7 @@ struct SchemaMigration: Sendable {
 
     /// Webhooks added over REST (beside the config file's), and the per-webhook pending count
     /// the queue bound reads.
-    static let v5 = SchemaMigration(version: 5, statements: [
+    package static let v5 = SchemaMigration(version: 5, statements: [
         """
         CREATE TABLE webhooks(id TEXT PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL, triggers TEXT,
             created_at INTEGER NOT NULL)
@@ -116,17 +116,17 @@ struct SchemaMigration: Sendable {
     ])
 
     /// Revoked call tokens: per user, tokens issued before `not_before` (seconds) are refused.
-    static let v6 = SchemaMigration(version: 6, statements: [
+    package static let v6 = SchemaMigration(version: 6, statements: [
         "CREATE TABLE token_revocations(uid TEXT PRIMARY KEY, not_before INTEGER NOT NULL)",
     ])
 
     /// The operator's rules per room (JSON of `RoomRules`: moderation, passcode hash, allow-list).
-    static let v7 = SchemaMigration(version: 7, statements: [
+    package static let v7 = SchemaMigration(version: 7, statements: [
         "CREATE TABLE room_rules(session_id TEXT PRIMARY KEY, rules TEXT NOT NULL, updated_at INTEGER NOT NULL)",
     ])
 
     /// Recordings of calls (the server's recorder) and their files (the mixed room, one per participant).
-    static let v8 = SchemaMigration(version: 8, statements: [
+    package static let v8 = SchemaMigration(version: 8, statements: [
         """
         CREATE TABLE recordings(rid TEXT PRIMARY KEY, call_id INTEGER NOT NULL REFERENCES calls(id), session_id TEXT NOT NULL,
             started_at INTEGER NOT NULL, ended_at INTEGER, duration_ms INTEGER, bytes INTEGER)
@@ -140,14 +140,14 @@ struct SchemaMigration: Sendable {
 
     /// Calls owned by a node (several nodes on one database), and a call an unclean stop cut
     /// kept reopenable in the store rather than in one process's memory (any node may restart it).
-    static let v9 = SchemaMigration(version: 9, statements: [
+    package static let v9 = SchemaMigration(version: 9, statements: [
         "ALTER TABLE calls ADD COLUMN node_id TEXT",
         "ALTER TABLE calls ADD COLUMN reopenable_until INTEGER",
     ])
 
     /// Whether a participant moderated the call (at any time): moderators fetch every recording,
     /// transcript and message of it; others only what overlaps their presence.
-    static let v10 = SchemaMigration(version: 10, statements: [
+    package static let v10 = SchemaMigration(version: 10, statements: [
         "ALTER TABLE call_participants ADD COLUMN moderated INTEGER",
         // One auth token revoked: the call tokens minted with it (`atid`) stop working.
         "CREATE TABLE IF NOT EXISTS auth_token_revocations(token_id TEXT PRIMARY KEY, revoked_at INTEGER NOT NULL)",

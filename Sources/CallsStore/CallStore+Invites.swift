@@ -16,10 +16,21 @@ public struct StoredInvite: Sendable, Equatable, Codable {
     public var maxUses: Int?
     public var uses: Int
     public var revokedAt: Int64?
+    public init(inviteId: String, sessionId: String, role: String, createdBy: String, createdAt: Int64, expiresAt: Int64, maxUses: Int? = nil, uses: Int, revokedAt: Int64? = nil) {
+        self.inviteId = inviteId
+        self.sessionId = sessionId
+        self.role = role
+        self.createdBy = createdBy
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.maxUses = maxUses
+        self.uses = uses
+        self.revokedAt = revokedAt
+    }
 }
 
 extension CallStore {
-    func createInvite(_ i: StoredInvite) throws(DatabaseError) {
+    package func createInvite(_ i: StoredInvite) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             try db.execute("""
                 INSERT INTO invites(invite_id, session_id, role, created_by, created_at, expires_at, max_uses, uses)
@@ -50,7 +61,7 @@ extension CallStore {
 
     /// Takes one use of an invite at `now` (epoch ms), in one statement (two nodes cannot both
     /// take the last one). Nil: no such invite, or it is revoked, expired or used up.
-    func useInvite(id: String, sessionId: String, at now: Int64) throws(DatabaseError) -> StoredInvite? {
+    package func useInvite(id: String, sessionId: String, at now: Int64) throws(DatabaseError) -> StoredInvite? {
         try locked { () throws(DatabaseError) -> StoredInvite? in
             try db.execute("""
                 UPDATE invites SET uses = uses + 1 WHERE invite_id = ? AND session_id = ? AND revoked_at IS NULL AND expires_at > ?
@@ -62,7 +73,7 @@ extension CallStore {
     }
 
     /// Revokes an invite of `sessionId`; false when there is none.
-    func revokeInvite(id: String, sessionId: String, at now: Int64) throws(DatabaseError) -> Bool {
+    package func revokeInvite(id: String, sessionId: String, at now: Int64) throws(DatabaseError) -> Bool {
         try locked { () throws(DatabaseError) in
             try db.execute("UPDATE invites SET revoked_at = COALESCE(revoked_at, ?) WHERE invite_id = ? AND session_id = ?",
                            [.int(now), .text(id), .text(sessionId)])
@@ -71,14 +82,14 @@ extension CallStore {
     }
 
     /// Invites revoked while their call tokens may still be about (for the rooms to refuse them).
-    func revokedInvites(since: Int64) throws(DatabaseError) -> Set<String> {
+    package func revokedInvites(since: Int64) throws(DatabaseError) -> Set<String> {
         try locked { () throws(DatabaseError) in
             Set(try db.query("SELECT invite_id FROM invites WHERE revoked_at IS NOT NULL AND revoked_at >= ?", [.int(since)]).compactMap { $0[0].text })
         }
     }
 
     /// Whether `uid` is in the live call of `sessionId` now (a participant may invite others).
-    func isInLiveCall(uid: String, sessionId: String) throws(DatabaseError) -> Bool {
+    package func isInLiveCall(uid: String, sessionId: String) throws(DatabaseError) -> Bool {
         try locked { () throws(DatabaseError) in
             try !db.query("""
                 SELECT 1 FROM call_participants p JOIN calls c ON c.id = p.call_id

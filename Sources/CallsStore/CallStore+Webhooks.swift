@@ -37,7 +37,7 @@ extension CallStore {
     /// Deliveries due at `now`, oldest first, at most one per (webhook, session) and only the
     /// oldest pending one of each: a session's events reach a receiver in order.
     /// `excluding`: webhooks paused now (their rows are not even read).
-    func dueDeliveries(now: Int64, limit: Int, excluding: [String] = []) throws(DatabaseError) -> [StoredDelivery] {
+    package func dueDeliveries(now: Int64, limit: Int, excluding: [String] = []) throws(DatabaseError) -> [StoredDelivery] {
         let skip = excluding.isEmpty ? "" : "AND d.webhook_id NOT IN (\(excluding.map { _ in "?" }.joined(separator: ", ")))"
         return try locked { () throws(DatabaseError) in
             try db.query("""
@@ -54,7 +54,7 @@ extension CallStore {
     /// then no node sees it due again before `until` (its next attempt, or the lease running out
     /// when this node dies mid-attempt). Nodes sharing one database each call this before an
     /// attempt; only one wins (the row's update is atomic), so each event goes out once.
-    func claimDelivery(id: Int64, now: Int64, until: Int64) throws(DatabaseError) -> Bool {
+    package func claimDelivery(id: Int64, now: Int64, until: Int64) throws(DatabaseError) -> Bool {
         try locked { () throws(DatabaseError) in
             try db.execute("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at <= ?",
                            [.int(until), .int(id), .int(now)])
@@ -63,7 +63,7 @@ extension CallStore {
     }
 
     /// Records an attempt: delivered, to be retried at `next`, or dead.
-    func recordAttempt(id: Int64, status: String, httpStatus: Int?, error: String?, next: Int64?, at now: Int64) throws(DatabaseError) {
+    package func recordAttempt(id: Int64, status: String, httpStatus: Int?, error: String?, next: Int64?, at now: Int64) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             try db.execute("""
                 UPDATE webhook_deliveries SET attempts = attempts + 1, status = ?, last_status = ?, last_error = ?,
@@ -75,7 +75,7 @@ extension CallStore {
     }
 
     /// Makes every pending delivery to a webhook due now (it answered again after failing).
-    func expediteDeliveries(webhookId: String, at now: Int64) throws(DatabaseError) {
+    package func expediteDeliveries(webhookId: String, at now: Int64) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             try db.execute("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE status = 'pending' AND webhook_id = ? AND next_attempt_at > ?",
                            [.int(now), .text(webhookId), .int(now)])
@@ -106,7 +106,7 @@ extension CallStore {
     // MARK: Webhooks added over REST
 
     /// The webhooks added over REST, oldest first.
-    func addedWebhooks() throws(DatabaseError) -> [WebhookConfig] {
+    package func addedWebhooks() throws(DatabaseError) -> [WebhookConfig] {
         try locked { () throws(DatabaseError) in
             try db.query("SELECT id, url, secret, triggers FROM webhooks ORDER BY created_at, id").map { r in
                 let triggers = r[3].text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }.map(Set.init)
@@ -116,7 +116,7 @@ extension CallStore {
     }
 
     /// Adds (`replace` false: false when the id exists) or replaces (false when it does not) one.
-    func saveWebhook(_ w: WebhookConfig, replace: Bool, at now: Int64) throws(DatabaseError) -> Bool {
+    package func saveWebhook(_ w: WebhookConfig, replace: Bool, at now: Int64) throws(DatabaseError) -> Bool {
         try locked { () throws(DatabaseError) in
             let triggers: DatabaseValue = w.triggers.map { t in .text(String(decoding: (try? JSONEncoder().encode(t.sorted())) ?? Data("[]".utf8), as: UTF8.self)) } ?? .null
             if replace {
@@ -129,7 +129,7 @@ extension CallStore {
         }
     }
 
-    func deleteWebhook(id: String) throws(DatabaseError) -> Bool {
+    package func deleteWebhook(id: String) throws(DatabaseError) -> Bool {
         try locked { () throws(DatabaseError) in
             try db.execute("DELETE FROM webhooks WHERE id = ?", [.text(id)])
             return db.changes > 0
@@ -139,7 +139,7 @@ extension CallStore {
     // MARK: The queue bound
 
     /// Undelivered deliveries per webhook.
-    func pendingDeliveryCounts() throws(DatabaseError) -> [String: Int] {
+    package func pendingDeliveryCounts() throws(DatabaseError) -> [String: Int] {
         try locked { () throws(DatabaseError) in
             var out: [String: Int] = [:]
             for r in try db.query("SELECT webhook_id, COUNT(*) FROM webhook_deliveries WHERE status = 'pending' GROUP BY webhook_id") {
@@ -150,7 +150,7 @@ extension CallStore {
     }
 
     /// Marks the oldest `count` pending deliveries of a webhook `dropped`. Returns how many.
-    func dropOldestDeliveries(webhookId: String, count: Int) throws(DatabaseError) -> Int {
+    package func dropOldestDeliveries(webhookId: String, count: Int) throws(DatabaseError) -> Int {
         try locked { () throws(DatabaseError) in
             try db.execute("""
                 UPDATE webhook_deliveries SET status = 'dropped', last_error = 'queue full: dropped oldest'
