@@ -65,8 +65,12 @@ let package = Package(
         .target(name: "CallsRedis", dependencies: ["CallsCore", "CHiredis"]),
         // The media relay: UDP workers, the relay table, consent, the eBPF fast path (CBPF).
         .target(name: "CallsRelay", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CBPF"]),
+        // Members the server starts into rooms: the recorder, the transcriber, the live streamer
+        // (each a participant over signalling and the relay), and the hub that serves their sockets.
+        .target(name: "CallsMembers", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording",
+                                                     "CallsCaptions", "CallsStore"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CallsCaptions",
-                                                    "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"]),
+                                                    "CallsMembers", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsVideo"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CallsVideo", "CNcurses"]),

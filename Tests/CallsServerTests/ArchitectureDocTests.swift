@@ -86,4 +86,19 @@ final class ArchitectureDocTests: XCTestCase {
             XCTAssertTrue(FileManager.default.fileExists(atPath: root + "/" + path), "architecture.md names \(path), which does not exist")
         }
     }
+
+    /// Tests/slow-tests.txt (what `scripts/test.sh --quick` skips) names test classes that
+    /// exist: a renamed class would otherwise silently join the quick loop, a typo skip nothing.
+    func testTheSlowTestListNamesTestClasses() throws {
+        let list = try String(contentsOfFile: root + "/Tests/slow-tests.txt", encoding: .utf8)
+        let names = list.split(separator: "\n").compactMap { line -> String? in
+            let text = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            return text.split(separator: " ").first.map(String.init)
+        }
+        XCTAssertGreaterThan(names.count, 10)
+        let declared = Set(matches(#"class (\w+): XCTestCase"#, in: source("Tests")))
+        for n in names { XCTAssertTrue(declared.contains(n), "slow-tests.txt names \(n), which is no XCTestCase class") }
+        XCTAssertEqual(Set(names).count, names.count, "each class once")
+    }
 }
+

@@ -1,6 +1,7 @@
 import CallsCaptions
 import CallsCore
 import CallsDatabase
+import CallsMembers
 import CallsRecording
 import CallsStore
 import Foundation

@@ -1,3 +1,4 @@
+import CallsCore
 import CallsRelay
 import CallsStore
 import Foundation

@@ -1,5 +1,6 @@
 import CallsCaptions
 import CallsCore
+import CallsMembers
 import CallsRecording
 import CallsSecurity
 import CallsStore

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsMembers
 import CallsStore
 import Foundation
 

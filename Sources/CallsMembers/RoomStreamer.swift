@@ -21,54 +21,60 @@ import Synchronization
 /// Thread rules: `connect` before the member starts (any thread); `received`/`tick` on the
 /// member's receive thread; the sender thread owns the `IcecastSource`; `finished` on the
 /// stopping thread; shared state behind a lock.
-final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
-    struct Config: Sendable {
-        var sessionId: String
-        var id: String
-        var target: IcecastTarget
-        var reconnectSeconds: Double
+package final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
+    package struct Config: Sendable {
+        package var sessionId: String
+        package var id: String
+        package var target: IcecastTarget
+        package var reconnectSeconds: Double
+        package init(sessionId: String, id: String, target: IcecastTarget, reconnectSeconds: Double) {
+            self.sessionId = sessionId
+            self.id = id
+            self.target = target
+            self.reconnectSeconds = reconnectSeconds
+        }
     }
 
-    let config: Config
+    package let config: Config
     private let log: ServerLog
     /// Set before the member starts (`attach`); status goes out through it.
     private weak var member: ServerMember?
-    func attach(_ member: ServerMember) { self.member = member }
+    package func attach(_ member: ServerMember) { self.member = member }
     private let source: IcecastSource
     private let mix = LiveMix(delayMs: 200)
     /// Confined to the receive thread (then the stopping thread).
     private var encoder: OggOpusEncoder?
 
     private struct Shared {
-        var pages: [UInt8] = []
+        package var pages: [UInt8] = []
         /// The sender reconnected: the next pages must start a new Ogg stream.
-        var restart = false
-        var failure: String?
-        var senderRunning = true
+        package var restart = false
+        package var failure: String?
+        package var senderRunning = true
     }
     private let shared = Locked(Shared())
     private let senderDone = DispatchSemaphore(value: 0)
     private var senderStarted = false
 
-    init(config: Config, log: ServerLog) throws {
+    package init(config: Config, log: ServerLog) throws {
         self.config = config
         self.log = log
         source = try IcecastSource(target: config.target, name: "CallRoom: \(config.sessionId)")
     }
 
     /// The first connection (before joining): throws what Icecast said.
-    func connect() throws(StreamError) {
+    package func connect() throws(StreamError) {
         try source.connect(timeout: 5)
         log.info("stream connected", ["session": config.sessionId, "id": config.id, "target": config.target.description])
     }
 
     // MARK: Receive thread
 
-    func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
+    package func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
         mix.packet(ssrc: h.ssrc, timestamp: h.timestamp, payload: payload, atMs: atMs)
     }
 
-    func tick(nowMs: Int64) throws(ServerMemberFailure) {
+    package func tick(nowMs: Int64) throws(ServerMemberFailure) {
         if !senderStarted {
             senderStarted = true
             let t = Thread { [self] in
@@ -147,7 +153,7 @@ final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
 
     // MARK: The end
 
-    func finished(failure: String?) {
+    package func finished(failure: String?) {
         if let encoder {
             try? encoder.finish(name: config.target.mount)  // the last pages: the end of the Ogg stream
             self.encoder = nil

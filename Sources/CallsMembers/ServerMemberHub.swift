@@ -11,27 +11,27 @@ import Foundation
 ///
 /// Thread rules: `add`/`remove` from any thread (`remove` returns once the hub no longer
 /// touches that member); members' `pump`/`tickFromHub` run only on the hub's thread.
-final class ServerMemberHub: Sendable {
+package final class ServerMemberHub: Sendable {
     private let poller: ReadinessPoller
     private struct State {
-        var members: [UInt64: ServerMember] = [:]
-        var nextTag: UInt64 = 1
-        var running = false
-        var stopping = false
+        package var members: [UInt64: ServerMember] = [:]
+        package var nextTag: UInt64 = 1
+        package var running = false
+        package var stopping = false
     }
     private let state = Locked(State())
     /// Held while the hub works on members, so `remove` can wait for it to let go of one.
     private let working = NSLock()
     private let done = DispatchSemaphore(value: 0)
 
-    init?() {
+    package init?() {
         guard let p = ReadinessPoller() else { return nil }
         poller = p
     }
 
     /// Takes `member` in (its socket bound and its consent acknowledged); starts the thread on
     /// the first. Returns the tag to remove it with.
-    func add(_ member: ServerMember, fd: Int32) -> UInt64? {
+    package func add(_ member: ServerMember, fd: Int32) -> UInt64? {
         let (tag, start) = state.withLock { s -> (UInt64?, Bool) in
             guard !s.stopping else { return (nil, false) }
             let t = s.nextTag
@@ -54,7 +54,7 @@ final class ServerMemberHub: Sendable {
     }
 
     /// Lets go of a member: when this returns, the hub is not calling it and never will again.
-    func remove(_ tag: UInt64, fd: Int32) {
+    package func remove(_ tag: UInt64, fd: Int32) {
         working.lock()
         poller.remove(fd)
         state.withLock { _ = $0.members.removeValue(forKey: tag) }
@@ -62,7 +62,7 @@ final class ServerMemberHub: Sendable {
     }
 
     /// Stops the thread (the server stopping, after every member was removed).
-    func stop() {
+    package func stop() {
         let wasRunning = state.withLock { s -> Bool in
             s.stopping = true
             return s.running

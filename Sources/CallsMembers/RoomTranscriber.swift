@@ -20,15 +20,21 @@ import Foundation
 ///
 /// Thread rules: `received`/`tick` on the member's receive thread, `finished` on the stopping
 /// thread after it; `member` is set once, before the member starts.
-final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
-    struct Config: Sendable {
-        var sessionId: String
-        var tid: String
-        var language: String
-        var dir: String
+package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
+    package struct Config: Sendable {
+        package var sessionId: String
+        package var tid: String
+        package var language: String
+        package var dir: String
+        package init(sessionId: String, tid: String, language: String, dir: String) {
+            self.sessionId = sessionId
+            self.tid = tid
+            self.language = language
+            self.dir = dir
+        }
     }
 
-    let config: Config
+    package let config: Config
     private let pool: RecognizerPool
     private let store: CallStore
     private let log: ServerLog
@@ -36,26 +42,26 @@ final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
     private let startedAt = epochMilliseconds()
     /// Set before the member starts (`attach`); captions go out through it.
     private weak var member: ServerMember?
-    func attach(_ member: ServerMember) { self.member = member }
+    package func attach(_ member: ServerMember) { self.member = member }
     /// Recognition runs in `received`: a thread of its own.
-    let sharesReceiveThread = false
+    package let sharesReceiveThread = false
 
     private final class Speaker {
-        let who: ServerMember.Speaker
-        let decoder: OpusDecoder
-        let captioner: SpeakerCaptioner
+        package let who: ServerMember.Speaker
+        package let decoder: OpusDecoder
+        package let captioner: SpeakerCaptioner
         /// The speaker's RTP clock on the transcript's timeline.
-        var clock = RTPClockAnchor(toleranceMs: 3000)
-        var pcm = [Int16](repeating: 0, count: 5760)
-        var reportedFailures = 0
-        init(who: ServerMember.Speaker, decoder: OpusDecoder, captioner: SpeakerCaptioner) {
+        package var clock = RTPClockAnchor(toleranceMs: 3000)
+        package var pcm = [Int16](repeating: 0, count: 5760)
+        package var reportedFailures = 0
+        package init(who: ServerMember.Speaker, decoder: OpusDecoder, captioner: SpeakerCaptioner) {
             self.who = who; self.decoder = decoder; self.captioner = captioner
         }
     }
     /// Confined to the receive thread (then to the stopping thread, after it ended).
     private var speakers: [UInt32: Speaker] = [:]
 
-    init(config: Config, pool: RecognizerPool, store: CallStore, log: ServerLog) throws {
+    package init(config: Config, pool: RecognizerPool, store: CallStore, log: ServerLog) throws {
         self.config = config
         self.pool = pool
         self.store = store
@@ -65,7 +71,7 @@ final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
                                       engine: pool.engine.name, startedAt: startedAt)
     }
 
-    func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
+    package func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
         guard let s = try speaker(who, ssrc: h.ssrc) else { return }
         let t = s.clock.sample(of: h.timestamp, arrivedAtMs: atMs) / 48
         let n = s.pcm.withUnsafeMutableBufferPointer { s.decoder.decode(payload, into: $0) }
@@ -74,14 +80,14 @@ final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         try checkFailures(s)
     }
 
-    func tick(nowMs: Int64) throws(ServerMemberFailure) {
+    package func tick(nowMs: Int64) throws(ServerMemberFailure) {
         for s in speakers.values {
             s.captioner.tick(nowMs: nowMs)
             try checkFailures(s)
         }
     }
 
-    func finished(failure: String?) {
+    package func finished(failure: String?) {
         let end = member?.nowMs() ?? 0
         for s in speakers.values { s.captioner.finish(nowMs: end) }
         let now = epochMilliseconds()
@@ -136,13 +142,13 @@ final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
 
     /// Where the transcript is served (its JSON; `.vtt` for WebVTT), under the server's URL:
     /// stored as this path, answered with the public URL in front (`StoredTranscript.served`).
-    static func path(_ sessionId: String, _ tid: String) -> String {
+    package static func path(_ sessionId: String, _ tid: String) -> String {
         let s = sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? sessionId
         return "/v3/calls/\(s)/transcriptions/\(tid)"
     }
 
     /// The row's `metaData`: language, engine, segment count and the WebVTT URL.
-    static func meta(_ language: String, _ engine: String, _ segments: Int, _ path: String) -> String {
+    package static func meta(_ language: String, _ engine: String, _ segments: Int, _ path: String) -> String {
         struct Meta: Encodable { var language: String; var engine: String; var segments: Int; var vtt: String }
         let enc = JSONEncoder()
         enc.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -153,7 +159,7 @@ final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
 extension StoredTranscript {
     /// As REST answers it: `url` with the server's public URL in front (the row keeps the path,
     /// so a changed address or port never leaves stale links).
-    func served(_ publicURL: String) -> StoredTranscript {
+    package func served(_ publicURL: String) -> StoredTranscript {
         var t = self
         if t.url.hasPrefix("/") { t.url = publicURL + t.url }
         return t

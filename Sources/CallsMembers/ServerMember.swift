@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 
 /// What a server member does with a room's media: the recorder, the transcriber, the streamer.
-protocol ServerMemberSink: AnyObject, Sendable {
+package protocol ServerMemberSink: AnyObject, Sendable {
     /// One verified, decrypted packet from `speaker` (nil: a sender not in the roster yet), at
     /// `atMs` (milliseconds since the member joined). On the member's receive thread.
     func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from speaker: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure)
@@ -21,13 +21,13 @@ protocol ServerMemberSink: AnyObject, Sendable {
 }
 
 extension ServerMemberSink {
-    func tick(nowMs: Int64) throws(ServerMemberFailure) {}
-    func attach(_ member: ServerMember) {}
-    var sharesReceiveThread: Bool { true }
+    package func tick(nowMs: Int64) throws(ServerMemberFailure) {}
+    package func attach(_ member: ServerMember) {}
+    package var sharesReceiveThread: Bool { true }
 }
 
 /// A sink could not go on (a full disk, a recogniser that failed): the member stops.
-struct ServerMemberFailure: Error { var reason: String }
+package struct ServerMemberFailure: Error { var reason: String }
 
 /// A member of a room run by the server (for recording, transcription, streaming): it joins
 /// over the server's own signalling like any client (a call token with the feature's role,
@@ -43,26 +43,35 @@ struct ServerMemberFailure: Error { var reason: String }
 /// Thread rules: `start`/`stop`/`send` from any thread; media runs on the receive thread —
 /// the `ServerMemberHub`'s for recorders and streamers, the member's own for transcribers — and
 /// `stop` waits until it no longer does; state shared through `Locked`.
-final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
-    struct Config: Sendable {
-        var signallingURL: URL
-        var trust: TLSTrust
-        var relay: SocketAddress
-        var sessionId: String
+package final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
+    package struct Config: Sendable {
+        package var signallingURL: URL
+        package var trust: TLSTrust
+        package var relay: SocketAddress
+        package var sessionId: String
         /// The feature run's id (`rec_…`, `tr_…`, `st_…`).
-        var id: String
-        var callToken: String
-        var feature: SessionFeature
+        package var id: String
+        package var callToken: String
+        package var feature: SessionFeature
+        package init(signallingURL: URL, trust: TLSTrust, relay: SocketAddress, sessionId: String, id: String, callToken: String, feature: SessionFeature) {
+            self.signallingURL = signallingURL
+            self.trust = trust
+            self.relay = relay
+            self.sessionId = sessionId
+            self.id = id
+            self.callToken = callToken
+            self.feature = feature
+        }
     }
 
     /// Who sends with an SSRC (from `joined` and the roster).
-    struct Speaker: Sendable, Equatable {
-        var uid: String
-        var pid: String
-        var name: String
+    package struct Speaker: Sendable, Equatable {
+        package var uid: String
+        package var pid: String
+        package var name: String
     }
 
-    let config: Config
+    package let config: Config
     private let log: ServerLog
     private let onFinished: @Sendable (ServerMember) -> Void
     private var client: WebSocketClient?
@@ -80,12 +89,12 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
     private let threads = Atomic<Int>(0)
 
     private struct State {
-        var consent: MediaConsent?
-        var names: [UInt32: Speaker] = [:]
-        var failure: String?
-        var sink: (any ServerMemberSink)?
+        package var consent: MediaConsent?
+        package var names: [UInt32: Speaker] = [:]
+        package var failure: String?
+        package var sink: (any ServerMemberSink)?
         /// Its tag in the hub, once the hub receives for it.
-        var hubTag: UInt64?
+        package var hubTag: UInt64?
     }
     private let state: Locked<State>
 
@@ -94,7 +103,7 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
     /// recvmmsg: a wake-up takes everything 20 ms gathered in a call or two, not one each.
     private let batch = UDPBatchReceiver(capacity: 64)
 
-    init(config: Config, sink: any ServerMemberSink, hub: ServerMemberHub?, log: ServerLog,
+    package init(config: Config, sink: any ServerMemberSink, hub: ServerMemberHub? = nil, log: ServerLog,
          onFinished: @escaping @Sendable (ServerMember) -> Void) throws {
         self.config = config
         self.hub = hub
@@ -107,14 +116,14 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
     }
 
     /// Joins the room.
-    func start() throws {
+    package func start() throws {
         let c = WebSocketClient(url: config.signallingURL, trust: config.trust, delegate: self)
         client = c
         try c.connect()
     }
 
     /// Stops (idempotent): threads end, the sink finishes.
-    func stop() {
+    package func stop() {
         // Under the lock `spawn` takes: no thread starts once this has read the count.
         let started = state.withLock { _ -> Int in
             _ = stopped.exchange(true, ordering: .acquiringAndReleasing)
@@ -136,16 +145,16 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
     }
 
     /// A message to the server over this member's signalling (captions, stream status).
-    func send(_ m: ClientMessage) { client?.send(text: m.json()) }
+    package func send(_ m: ClientMessage) { client?.send(text: m.json()) }
 
     /// Milliseconds since the member joined.
-    func nowMs() -> Int64 { Int64((monotonicNanoseconds() &- startedAt.load(ordering: .acquiring)) / 1_000_000) }
+    package func nowMs() -> Int64 { Int64((monotonicNanoseconds() &- startedAt.load(ordering: .acquiring)) / 1_000_000) }
 
     /// Who sends with `ssrc`.
-    func speaker(_ ssrc: UInt32) -> Speaker? { state.withLock { $0.names[ssrc] } }
+    package func speaker(_ ssrc: UInt32) -> Speaker? { state.withLock { $0.names[ssrc] } }
 
     /// Stops with a reason (logged, and kept for the sink).
-    func fail(_ why: String) {
+    package func fail(_ why: String) {
         let first = state.withLock { s -> Bool in
             defer { s.failure = s.failure ?? why }
             return s.failure == nil
@@ -158,12 +167,12 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
 
     // MARK: Signalling (the WebSocket's thread)
 
-    func webSocketDidOpen(_ c: WebSocketClient) {
+    package func webSocketDidOpen(_ c: WebSocketClient) {
         c.send(text: ClientMessage.join(.init(callToken: config.callToken, sessionId: config.sessionId, audioMuted: true,
                                               videoPaused: true, sessionType: .voice, idleTimeoutSeconds: 0)).json())
     }
 
-    func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
+    package func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
         guard !binary, let m = try? ServerMessage(json: Data(message)) else { return }
         switch m {
         case .joined(let j):
@@ -193,7 +202,7 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         }
     }
 
-    func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) {
+    package func webSocket(_ c: WebSocketClient, didCloseWith error: WebSocketClientError?) {
         DispatchQueue.global().async { self.stop() }
     }
 
@@ -249,7 +258,7 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
 
     /// Takes what the socket holds (recvmmsg batches): consent answered, media to the sink.
     /// On the hub's thread or the member's own.
-    func pump() {
+    package func pump() {
         guard running.load(ordering: .acquiring), let (consent, sink) = state.withLock({ s in s.consent.flatMap { c in s.sink.map { (c, $0) } } }) else { return }
         let relay = config.relay
         do {
@@ -281,7 +290,7 @@ final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
     }
 
     /// The sink's time-driven work (every ≈ 20 ms).
-    func tickFromHub() {
+    package func tickFromHub() {
         guard running.load(ordering: .acquiring), let sink = state.withLock({ $0.sink }) else { return }
         do { try sink.tick(nowMs: nowMs()) } catch {
             running.store(false, ordering: .releasing)

@@ -21,27 +21,33 @@ import Synchronization
 ///
 /// Thread rules: `received` on the member's receive thread, `finished` on the stopping thread
 /// after it; state behind a lock.
-final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
-    struct Config: Sendable {
-        var sessionId: String
-        var rid: String
-        var dir: String
-        var publicURL: String
+package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
+    package struct Config: Sendable {
+        package var sessionId: String
+        package var rid: String
+        package var dir: String
+        package var publicURL: String
+        package init(sessionId: String, rid: String, dir: String, publicURL: String) {
+            self.sessionId = sessionId
+            self.rid = rid
+            self.dir = dir
+            self.publicURL = publicURL
+        }
     }
 
-    let config: Config
+    package let config: Config
     private let store: CallStore
     private let log: ServerLog
     private let outbox: WebhookOutbox
 
     private struct State {
-        var writers: [UInt32: OggOpusWriter] = [:]
-        var names: [UInt32: ServerMember.Speaker] = [:]
+        package var writers: [UInt32: OggOpusWriter] = [:]
+        package var names: [UInt32: ServerMember.Speaker] = [:]
     }
     private let state = Locked(State())
 
     /// Creates the recording's directory.
-    init(config: Config, store: CallStore, log: ServerLog, outbox: WebhookOutbox) throws {
+    package init(config: Config, store: CallStore, log: ServerLog, outbox: WebhookOutbox) throws {
         self.config = config
         self.store = store
         self.log = log
@@ -50,7 +56,7 @@ final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
     }
 
     /// The packet as it came, into its sender's file (opened at its first packet).
-    func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
+    package func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
         let error = state.withLock { s -> String? in
             if let who { s.names[h.ssrc] = who }
             if s.writers[h.ssrc] == nil {
@@ -69,7 +75,7 @@ final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
 
     // MARK: The end
 
-    func finished(failure: String?) {
+    package func finished(failure: String?) {
         let (writers, names) = state.withLock { s in
             let r = (s.writers, s.names)
             s.writers = [:]
@@ -102,7 +108,7 @@ final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
     }
 
     /// Where the mixed file is served.
-    static func url(_ publicURL: String, _ sessionId: String, _ rid: String) -> String {
+    package static func url(_ publicURL: String, _ sessionId: String, _ rid: String) -> String {
         let s = sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? sessionId
         return publicURL + "/v3/calls/\(s)/recordings/\(rid)"
     }
@@ -114,7 +120,7 @@ extension StoredRecordingFile {
     /// The room's mix made from the participants' files `tracks` into `dir/mixed.opus` and
     /// finalised (nil: nothing playable came of it). A mix that fails is removed — a
     /// part-written mix is never served — and the error thrown. Any thread.
-    static func mix(_ tracks: [String], inDirectory dir: String) throws(RecordingError) -> StoredRecordingFile? {
+    package static func mix(_ tracks: [String], inDirectory dir: String) throws(RecordingError) -> StoredRecordingFile? {
         let mixed = dir + "/mixed.opus"
         do { _ = try OggOpusMixdown.mix(tracks, into: mixed) } catch {
             try? FileManager.default.removeItem(atPath: mixed)
@@ -123,7 +129,7 @@ extension StoredRecordingFile {
         return finalised(mixed, kind: "mixed", uid: nil, pid: nil)
     }
 
-    static func finalised(_ path: String, kind: String, uid: String?, pid: String?) -> StoredRecordingFile? {
+    package static func finalised(_ path: String, kind: String, uid: String?, pid: String?) -> StoredRecordingFile? {
         guard let s = try? OggOpusFile.finalise(path) else { return nil }
         let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
         return StoredRecordingFile(name: (path as NSString).lastPathComponent, kind: kind, uid: uid, pid: pid,

@@ -1,4 +1,3 @@
-import CallsCore
 import Foundation
 
 /// The server's structured log, on stderr, as text or JSON lines. Never pass secrets in
