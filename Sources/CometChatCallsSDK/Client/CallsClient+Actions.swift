@@ -108,13 +108,13 @@ extension CallsClient {
         let frameSamples = AudioFormat.samples(ms: state.sync { settings.audioFrameMs })
         guard let engine = state.sync(execute: { self.engine }) else { return }
         if speaker, let parked = state.sync(execute: { () -> (any AudioOutput)? in defer { parkedSpeaker = nil }; return parkedSpeaker }) {
-            engine.swapOutput(parked)?.close()
+            engine.devices.swapOutput(parked)?.close()
             return
         }
         do {
             let (output, notice) = try AudioEndpoint(spec: spec).openOutputFallingBack(frameSamples: frameSamples,
                                                                                        periodMs: engine.currentPlaybackPeriodMs)
-            let old = engine.swapOutput(output)
+            let old = engine.devices.swapOutput(output)
             let wasSpeaker = state.sync { parkedSpeaker == nil }
             if wasSpeaker, let old { state.sync { parkedSpeaker = old } } else { old?.close() }
             if let notice { published.withLock { $0.notices.append(notice) } }
@@ -133,7 +133,7 @@ extension CallsClient {
         do {
             let (input, notice) = try AudioEndpoint(spec: spec).openInputFallingBack(frameSamples: frameSamples)
             guard let engine = state.sync(execute: { self.engine }) else { return input.close() }
-            engine.replaceInput(input)
+            engine.devices.replaceInput(input)
             state.sync { settings.audioInput = spec }
             published.withLock { $0.inUse?.input = notice == nil ? spec : "null" }
             if let notice { published.withLock { $0.notices.append(notice) }; emit(.audioNotice(notice)) }
@@ -149,7 +149,7 @@ extension CallsClient {
             let period = state.sync(execute: { self.engine })?.currentPlaybackPeriodMs
             let (output, notice) = try AudioEndpoint(spec: spec).openOutputFallingBack(frameSamples: frameSamples, periodMs: period)
             guard let engine = state.sync(execute: { self.engine }) else { return output.close() }
-            engine.swapOutput(output)?.close()
+            engine.devices.swapOutput(output)?.close()
             state.sync { settings.audioOutput = spec; parkedSpeaker?.close(); parkedSpeaker = nil }
             published.withLock { $0.inUse?.output = notice == nil ? spec : "null" }
             if let notice { published.withLock { $0.notices.append(notice) }; emit(.audioNotice(notice)) }
@@ -173,12 +173,12 @@ extension CallsClient {
 extension CallsClient {
     /// Replaces the playback endpoint with a custom one (benchmarks, QA rigs).
     public func replaceOutputForBenchmark(_ output: any AudioOutput) {
-        state.sync { engine }?.replaceOutput(output)
+        state.sync { engine }?.devices.replaceOutput(output)
     }
 
     /// Replaces the capture endpoint with a custom one (benchmarks, QA rigs).
     public func replaceInputForBenchmark(_ input: any AudioInput) {
-        state.sync { engine }?.replaceInput(input)
+        state.sync { engine }?.devices.replaceInput(input)
     }
 }
 

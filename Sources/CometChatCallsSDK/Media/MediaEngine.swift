@@ -42,9 +42,9 @@ final class MediaEngine: @unchecked Sendable {
 
     let frameSamples: Int
     let frameMs: Int
-    private let inputBox: Locked<any AudioInput>
+    /// The capture and playback devices, and their loss and return.
+    let devices: AudioDeviceSupervisor
     private let hasOutput: Bool
-    private let outputBox: Locked<(any AudioOutput)?>
     private let socket: UDPSocket
     private let encoder: OpusEncoder
     /// Where media goes and our SSRC: set by `start`, changed by `retarget` (a rejoin after the
@@ -117,7 +117,6 @@ final class MediaEngine: @unchecked Sendable {
     private let pushToTalk = Atomic<Bool>(false)
     private let talking = Atomic<Bool>(false)
     private let options: Options
-    private let deviceFailures = Atomic<Int>(0)
     /// Times the playout frame boundary moved earlier (phase alignment: `PlayoutPhase`), and by
     /// how many samples in all.
     let phaseAdvances = Atomic<Int>(0)
@@ -190,9 +189,10 @@ final class MediaEngine: @unchecked Sendable {
         self.options = options
         redundancyDistance = Atomic(options.redundancy ? RedundancyPolicy().distance : 0)
         self.probe = probe
-        self.inputBox = Locked(input)
         self.hasOutput = output != nil
-        self.outputBox = Locked(output)
+        devices = AudioDeviceSupervisor(input: input, output: output, frameSamples: AudioFormat.samples(ms: frameMs),
+                                        reopen: .init(input: options.reopenInput, output: options.reopenOutput, retrySeconds: options.retrySeconds),
+                                        notice: options.onNotice)
         self.frameMs = frameMs
         self.frameSamples = AudioFormat.samples(ms: frameMs)
         self.jitterTargetFrames = jitterTargetFrames
@@ -282,8 +282,7 @@ final class MediaEngine: @unchecked Sendable {
     func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
         video?.stop()
-        inputBox.withLock { $0 }.close()
-        outputBox.withLock { $0 }?.close()
+        devices.stop()
         receiveWake.signal()
         for _ in 0..<threadCount { threadsDone.wait() }
         threadCount = 0
@@ -444,12 +443,12 @@ final class MediaEngine: @unchecked Sendable {
         bindingSince.store(monotonicNanoseconds(), ordering: .releasing)
         sendBind()
         while running.load(ordering: .acquiring) {
-            let input = inputBox.withLock { $0 }
+            let input = devices.input
             do { try input.read(pcm) } catch {
-                if running.load(ordering: .acquiring), inputBox.withLock({ $0 }) !== input { continue }
+                if running.load(ordering: .acquiring), devices.input !== input { continue }
                 guard error != .closed, running.load(ordering: .acquiring) else { break }
                 // The device failed (unplugged): keep the call going on silence and retry it.
-                captureDeviceLost(error)
+                devices.inputLost(error)
                 continue
             }
             filters.captured(pcm, FrameInfo(sequence: stage.sequence, at: monotonicNanoseconds()))
@@ -603,68 +602,18 @@ final class MediaEngine: @unchecked Sendable {
 
     /// ALSA over- and under-runs recovered so far (capture + playback).
     var xruns: Int {
-        let i = (inputBox.withLock { $0 } as? ALSAInput)?.xruns ?? 0
-        let o = (outputBox.withLock { $0 } as? ALSAOutput)?.xruns ?? 0
+        let i = (devices.input as? ALSAInput)?.xruns ?? 0
+        let o = (devices.output as? ALSAOutput)?.xruns ?? 0
         return i + o
     }
 
     /// Device failures seen so far (for reports).
-    var deviceFailureCount: Int { deviceFailures.load(ordering: .relaxed) }
-
-    private func captureDeviceLost(_ error: AudioError) {
-        deviceFailures.add(1, ordering: .relaxed)
-        let lost = inputBox.withLock { $0 }
-        replaceInput(NullInput(frameSamples: frameSamples))
-        lost.close()
-        options.onNotice?("capture device \(lost.name) lost (\(error)): sending silence until it returns")
-        guard let reopen = options.reopenInput else { return }
-        retry(every: options.retrySeconds, { try reopen() }) { [weak self] input in
-            self?.replaceInput(input)
-            self?.options.onNotice?("capture device \(input.name) is back")
-        }
-    }
-
-    private func playbackDeviceLost(_ error: AudioError) {
-        deviceFailures.add(1, ordering: .relaxed)
-        guard let lost = outputBox.withLock({ $0 }) else { return }
-        replaceOutput(NullOutput(frameSamples: frameSamples))
-        options.onNotice?("playback device \(lost.name) lost (\(error)): playing to null until it returns")
-        guard let reopen = options.reopenOutput else { return }
-        let period = playbackPeriodMs.load(ordering: .relaxed)
-        retry(every: options.retrySeconds, { try reopen(period) }) { [weak self] output in
-            self?.replaceOutput(output)
-            self?.options.onNotice?("playback device \(output.name) is back")
-        }
-    }
-
-    /// Tries `open` every `seconds` on a utility queue until it succeeds or the engine stops.
-    private func retry<T>(every seconds: Double, _ open: @escaping @Sendable () throws -> T, then use: @escaping @Sendable (T) -> Void) {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + seconds) { [weak self] in
-            guard let self, self.running.load(ordering: .acquiring) else { return }
-            if let v = try? open() { use(v) } else { self.retry(every: seconds, open, then: use) }
-        }
-    }
-
-    /// Moves capture to another input at once; closes the old one.
-    func replaceInput(_ new: any AudioInput) {
-        let old = inputBox.withLock { box -> any AudioInput in let o = box; box = new; return o }
-        old.close()
-    }
-
-    /// Moves playback to another output at once (audio mode switch); closes the old one.
-    /// Does nothing for an engine that receives no audio.
-    func replaceOutput(_ new: any AudioOutput) { swapOutput(new)?.close() }
+    var deviceFailureCount: Int { devices.failures }
 
     /// Plays a 440 Hz tone locally (not sent) for `seconds`, mixed into what you hear.
     func playTestTone(seconds: Double) {
         testTone.withLock { $0 = ToneInput(frequency: 440, frameSamples: frameSamples, amplitude: 0.2) }
         testToneFrames.store(Int(seconds * 1000) / frameMs, ordering: .relaxed)
-    }
-
-    /// Puts `new` in place of the playback endpoint and returns the old one, still open.
-    func swapOutput(_ new: any AudioOutput) -> (any AudioOutput)? {
-        guard hasOutput else { new.close(); return nil }
-        return outputBox.withLock { box -> (any AudioOutput)? in let o = box; box = new; return o }
     }
 
     private func playbackLoop() {
@@ -679,7 +628,7 @@ final class MediaEngine: @unchecked Sendable {
         use(periodMs: policy.periodMs)
         var offset = frameSamples
         var length = frameSamples
-        var device = outputBox.withLock { $0 }
+        var device = devices.output
         var frames = 0
         // An advance the evidence asked for waits for a quiet frame (at most a second): cutting
         // milliseconds out of speech is heard (and costs PESQ), out of silence it is not.
@@ -688,13 +637,13 @@ final class MediaEngine: @unchecked Sendable {
             if offset >= length {
                 // About once a second: does the device keep up with this period?
                 frames += 1
-                let current = outputBox.withLock { $0 }
+                let current = devices.output
                 if current !== device { device = current; policy.reopened(now: monotonicNanoseconds()) }
                 if frames % max(1, 1000 / frameMs) == 0, let counting = current as? UnderrunCounting,
                    let next = policy.observe(xruns: counting.xruns, now: monotonicNanoseconds()) {
                     let from = policy.backOffs.last
                     if let reopen = options.reopenOutput, let fresh = try? reopen(next) {
-                        replaceOutput(fresh)
+                        devices.replaceOutput(fresh)
                         device = fresh
                     }
                     policy.reopened(now: monotonicNanoseconds())
@@ -730,12 +679,12 @@ final class MediaEngine: @unchecked Sendable {
             // The whole frame at once: the device's write returns when its queue is down to one
             // period, so the next frame is mixed just in time (one wake-up a frame, not a period).
             let n = length - offset
-            guard let output = outputBox.withLock({ $0 }) else { break }
+            guard let output = devices.output else { break }
             do { try output.write(UnsafeBufferPointer(rebasing: out[offset..<(offset + n)])) } catch {
                 // A closed output that was replaced is expected.
-                if running.load(ordering: .acquiring), outputBox.withLock({ $0 }) !== output { continue }
+                if running.load(ordering: .acquiring), devices.output !== output { continue }
                 guard error != .closed, running.load(ordering: .acquiring) else { break }
-                playbackDeviceLost(error)
+                devices.outputLost(error, periodMs: playbackPeriodMs.load(ordering: .relaxed))
             }
             offset += n
         }
