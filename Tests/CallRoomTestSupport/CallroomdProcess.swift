@@ -10,7 +10,6 @@ public final class CallroomdProcess {
     /// Everything it printed on stdout so far.
     public var output: [String] { process.output }
 
-    public struct StartFailed: Error, CustomStringConvertible { public var description: String }
 
     /// Starts `callroomd --listen LISTEN --data-dir DIR` plus `extra` arguments; with a
     /// `launcher` (an absolute path and its arguments, e.g. `/usr/bin/prlimit --nofile=…`),
@@ -20,7 +19,7 @@ public final class CallroomdProcess {
         let command = launcher + arguments
         process = try ManagedProcess(command[0], Array(command.dropFirst()))
         guard let line = process.waitForLine(timeout: 15, { $0.hasPrefix("callroomd listening on http") }) else {
-            throw StartFailed(description: "callroomd did not start: \(process.errorOutput)")
+            throw TestFailure("callroomd did not start: \(process.errorOutput)")
         }
         let words = line.split(separator: " ").map(String.init)
         url = words[3]

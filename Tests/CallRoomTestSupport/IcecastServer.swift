@@ -47,7 +47,7 @@ public final class IcecastServer: @unchecked Sendable {
         let p = try ManagedProcess(Self.binary, ["-c", dir.file("icecast.xml")])
         process = p
         if eventually(5, poll: 0.05, { BlockingHTTP.request("GET", "http://127.0.0.1:\(port)/status-json.xsl").status == 200 }) { return }
-        throw NSError(domain: "IcecastServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "icecast2 did not start: \(p.errorOutput)"])
+        throw TestFailure("icecast2 did not start: \(p.errorOutput)")
     }
 
     /// Gone at once, as a crash (connections reset).

@@ -47,7 +47,7 @@ public final class PostgresCluster: @unchecked Sendable {
     public static func shared() throws -> PostgresCluster {
         try lock.withLock {
             if let c = started { return c }
-            if let f = failure { throw NSError(domain: "PostgresCluster", code: 1, userInfo: [NSLocalizedDescriptionKey: f]) }
+            if let f = failure { throw TestFailure(f) }
             do {
                 let c = try PostgresCluster()
                 started = c
@@ -121,5 +121,5 @@ public final class PostgresCluster: @unchecked Sendable {
         return DetachedTool.run(asRoot ? ["/usr/sbin/runuser", "-u", "postgres", "--", tool] + args : [tool] + args, timeout: 120)
     }
 
-    private static func error(_ m: String) -> NSError { NSError(domain: "PostgresCluster", code: 1, userInfo: [NSLocalizedDescriptionKey: m]) }
+    private static func error(_ m: String) -> TestFailure { TestFailure(m) }
 }

@@ -23,7 +23,6 @@ public final class PushStandIn {
     private let process: ManagedProcess
     private let log: String
 
-    public struct Failed: Error, CustomStringConvertible { public let description: String }
 
     /// Writes fixtures into `dir` and starts serving; `options` are the script's serve flags
     /// (`--unregistered TOKEN`, `--throttle N`, `--expire-first-provider-token`, …).
@@ -33,13 +32,13 @@ public final class PushStandIn {
         let script = BuiltProducts.packageRoot + "/scripts/push-standin.py"
         let fixtures = try ManagedProcess("/usr/bin/env", ["python3", script, "fixtures", dir])
         guard fixtures.wait(timeout: 30) == 0 else {
-            throw Failed(description: "push stand-in fixtures failed (run scripts/install-python-deps.sh: h2, cryptography): \(fixtures.errorOutput)")
+            throw TestFailure("push stand-in fixtures failed (run scripts/install-python-deps.sh: h2, cryptography): \(fixtures.errorOutput)")
         }
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process = try ManagedProcess("/usr/bin/env", ["python3", script, "serve", dir, "--log", log, "--team-id", teamId, "--key-id", keyId,
                                                       "--bundle", bundle, "--project", project] + options)
         guard let line = process.waitForLine(timeout: 15, { Int($0) != nil }), let p = Int(line) else {
-            throw Failed(description: "push stand-in did not start: \(process.errorOutput)")
+            throw TestFailure("push stand-in did not start: \(process.errorOutput)")
         }
         port = p
     }

@@ -9,13 +9,12 @@ import Glibc
 public final class RawWebSocket {
     public let fd: Int32
 
-    public struct Failed: Error, CustomStringConvertible { public var description: String }
 
     /// Connects to `127.0.0.1:port` with a small receive buffer (set before connecting, so the
     /// window the server sees stays small) and upgrades on `path` with `subprotocol`.
     public init(port: Int, path: String = "/v1/signal", subprotocol: String, receiveBuffer: Int32 = 4096) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failed(description: "socket: \(errno)") }
+        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
         var size = receiveBuffer
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         var addr = sockaddr_in()
@@ -23,7 +22,7 @@ public final class RawWebSocket {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         addr.sin_port = UInt16(port).bigEndian
         let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard ok == 0 else { close(fd); throw Failed(description: "connect: \(errno)") }
+        guard ok == 0 else { close(fd); throw TestFailure("connect: \(errno)") }
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: \(subprotocol)\r\n\r\n"
         try write(Array(request.utf8))
@@ -31,12 +30,12 @@ public final class RawWebSocket {
         var head: [UInt8] = []
         var byte: UInt8 = 0
         while !head.suffix(4).elementsEqual([13, 10, 13, 10]) {
-            guard recv(fd, &byte, 1, 0) == 1, head.count < 8192 else { close(fd); throw Failed(description: "no upgrade: \(String(decoding: head, as: UTF8.self))") }
+            guard recv(fd, &byte, 1, 0) == 1, head.count < 8192 else { close(fd); throw TestFailure("no upgrade: \(String(decoding: head, as: UTF8.self))") }
             head.append(byte)
         }
         guard String(decoding: head, as: UTF8.self).hasPrefix("HTTP/1.1 101") else {
             close(fd)
-            throw Failed(description: "refused: \(String(decoding: head, as: UTF8.self))")
+            throw TestFailure("refused: \(String(decoding: head, as: UTF8.self))")
         }
     }
 
@@ -64,7 +63,7 @@ public final class RawWebSocket {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw Failed(description: "send: \(errno)") }
+            guard n > 0 else { throw TestFailure("send: \(errno)") }
             sent += n
         }
     }

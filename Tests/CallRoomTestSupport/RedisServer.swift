@@ -38,7 +38,7 @@ public final class RedisServer: @unchecked Sendable {
         // Until it accepts a connection: the socket file appears at bind(2), a moment before
         // listen(2), and a command sent in between is refused.
         if eventually(2, poll: 0.01, { FileManager.default.fileExists(atPath: socket) && Self.accepts(socket) }) { return }
-        throw NSError(domain: "RedisServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "redis-server did not start: \(p.errorOutput)"])
+        throw TestFailure("redis-server did not start: \(p.errorOutput)")
     }
 
     /// Whether a Unix socket at `path` accepts a connection now.

@@ -100,12 +100,11 @@ public final class TmuxClient {
         process = try ManagedProcess("/usr/bin/env", ["python3", "-c", Self.script, tmux.session, tmux.session, "\(width)", "\(height)"],
                                      environment: ["TMUX": ""])
         guard process.waitForLine(timeout: 10, { $0 == "ready" }) != nil else {
-            throw StartFailed(description: "tmux client did not attach: \(process.errorOutput)")
+            throw TestFailure("tmux client did not attach: \(process.errorOutput)")
         }
         Thread.sleep(forTimeInterval: 0.3)
     }
 
-    public struct StartFailed: Error, CustomStringConvertible { public let description: String }
 
     private var acks = 0
     private func command(_ line: String) {

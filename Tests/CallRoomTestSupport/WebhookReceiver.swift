@@ -40,12 +40,11 @@ public final class WebhookReceiver {
         args.append("\(answerDelaySeconds)")
         process = try ManagedProcess("/usr/bin/env", args)
         guard let line = process.waitForLine(timeout: 10, { Int($0) != nil }), let p = Int(line) else {
-            throw Failed(description: "receiver did not start: \(process.errorOutput)")
+            throw TestFailure("receiver did not start: \(process.errorOutput)")
         }
         self.port = p
     }
 
-    public struct Failed: Error, CustomStringConvertible { public let description: String }
 
     public var url: String { "http://127.0.0.1:\(port)/hook" }
 

@@ -10,11 +10,6 @@ import Testing
 /// derivation the doc describes, done here from scratch with plain AES (OpenSSL's ECB and GCM),
 /// gives the same bytes; and a receiver opens them. A third party following the doc gets the
 /// packet right first time.
-struct ExampleError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 @Suite("SRTP worked example")
 struct SRTPWorkedExampleTests {
     static let masterKey: [UInt8] = Array(0x00...0x0f)
@@ -36,10 +31,10 @@ struct SRTPWorkedExampleTests {
     /// The hex blocks under a heading of docs/protocol.md, by their label ("rtp:", "srtp:" …).
     static func documented() throws -> [String: [UInt8]] {
         let doc = try String(contentsOfFile: BuiltProducts.packageRoot + "/docs/protocol.md", encoding: .utf8)
-        guard let start = doc.range(of: "#### SRTP, worked") else { throw ExampleError( "protocol.md has no \"SRTP, worked\" section") }
+        guard let start = doc.range(of: "#### SRTP, worked") else { throw TestFailure("protocol.md has no \"SRTP, worked\" section") }
         let section = doc[start.upperBound...].prefix { _ in true }
         guard let open = section.range(of: "```"), let close = section[open.upperBound...].range(of: "```") else {
-            throw ExampleError( "the worked example has no code block")
+            throw TestFailure("the worked example has no code block")
         }
         var out: [String: [UInt8]] = [:]
         var label: String?
@@ -137,7 +132,7 @@ struct SRTPWorkedExampleTests {
     }
 
     static func gcm(key: [UInt8], nonce: [UInt8], aad: [UInt8], plaintext: [UInt8]) throws -> ([UInt8], [UInt8]) {
-        guard let ctx = EVP_CIPHER_CTX_new() else { throw ExampleError( "EVP_CIPHER_CTX_new") }
+        guard let ctx = EVP_CIPHER_CTX_new() else { throw TestFailure("EVP_CIPHER_CTX_new") }
         defer { EVP_CIPHER_CTX_free(ctx) }
         var n: Int32 = 0
         var cipher = [UInt8](repeating: 0, count: plaintext.count + 16)
@@ -146,10 +141,10 @@ struct SRTPWorkedExampleTests {
               EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1,
               EVP_EncryptInit_ex(ctx, nil, nil, key, nonce) == 1,
               EVP_EncryptUpdate(ctx, nil, &n, aad, Int32(aad.count)) == 1,
-              EVP_EncryptUpdate(ctx, &cipher, &n, plaintext, Int32(plaintext.count)) == 1 else { throw ExampleError( "AES-GCM") }
+              EVP_EncryptUpdate(ctx, &cipher, &n, plaintext, Int32(plaintext.count)) == 1 else { throw TestFailure("AES-GCM") }
         let written = Int(n)
         guard EVP_EncryptFinal_ex(ctx, &cipher[written], &n) == 1,
-              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1 else { throw ExampleError( "AES-GCM tag") }
+              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1 else { throw TestFailure("AES-GCM tag") }
         return (Array(cipher.prefix(written + Int(n))), tag)
     }
 

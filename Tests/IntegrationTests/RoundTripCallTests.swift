@@ -12,7 +12,6 @@ import XCTest
 final class RoundTripCallTests: XCTestCase {
     /// The server behind the delay proxy, in `dir`.
     struct DelayedServer {
-        struct ProxyFailed: Error, CustomStringConvertible { var description: String }
         let server: CallroomdProcess
         let proxy: ManagedProcess
 
@@ -24,7 +23,7 @@ final class RoundTripCallTests: XCTestCase {
             proxy = try ManagedProcess("/usr/bin/env", ["python3", BuiltProducts.packageRoot + "/scripts/udp-delay-proxy.py", "0",
                                                          "127.0.0.1:\(mediaPort)", "\(oneWayMs)"])
             guard let ready = proxy.waitForLine(timeout: 10, { $0.hasPrefix("ready") }), let port = ready.split(separator: " ").last else {
-                throw ProxyFailed(description: "the delay proxy did not start: \(proxy.errorOutput)")
+                throw TestFailure("the delay proxy did not start: \(proxy.errorOutput)")
             }
             try #"{"mediaPublicAddress": "127.0.0.1:\#(port)"}"#.write(toFile: dir.file("config.json"), atomically: false, encoding: .utf8)
             server = try CallroomdProcess(dataDir: dir.file("data"),

@@ -9,42 +9,25 @@ import CallsDatabase
 ///
 /// Thread rules: owned by one loop; any thread, one at a time (an internal lock).
 final class StoreOutage: Sendable {
-    private let log: ServerLog
-    private let owner: String
-    private let state = Locked<(since: Int64?, failures: Int)>((nil, 0))
+    private let outage: OutageLog
 
     /// `owner` names the loop in the log lines ("webhooks", "push", "recordings").
     init(_ owner: String, log: ServerLog) {
-        self.owner = owner
-        self.log = log
+        outage = OutageLog(log, started: "\(owner): the database failed; retrying", ended: "\(owner): the database answers again")
     }
 
     /// Runs one store operation: its value, or nil when the store failed (logged as above).
     func attempt<T>(_ operation: String, _ body: () throws(DatabaseError) -> T) -> T? {
         do {
             let value = try body()
-            let ended = state.withLock { s -> (since: Int64, failures: Int)? in
-                guard let since = s.since else { return nil }
-                defer { s = (nil, 0) }
-                return (since, s.failures)
-            }
-            if let ended {
-                log.info("\(owner): the database answers again", ["failed_operations": "\(ended.failures)",
-                                                                   "outage_ms": "\(max(0, epochMilliseconds() - ended.since))"])
-            }
+            outage.succeeded()
             return value
         } catch {
-            let first = state.withLock { s -> Bool in
-                s.failures += 1
-                guard s.since == nil else { return false }
-                s.since = epochMilliseconds()
-                return true
-            }
-            if first { log.warn("\(owner): the database failed; retrying", ["operation": operation, "error": error.description]) }
+            outage.failed(["operation": operation, "error": error.description])
             return nil
         }
     }
 
     /// Whether the last operation failed (an outage is going on).
-    var isOngoing: Bool { state.withLock { $0.since != nil } }
+    var isOngoing: Bool { outage.isOngoing }
 }

@@ -17,14 +17,16 @@ final class ClusterBus: Sendable {
     private let publisher: RedisClient
     private let subscriber: RedisSubscriber
     private let log: ServerLog
-    /// Whether the last publish failed (logged once a spell; written on `queue`).
-    private let failing = Atomic<Bool>(false)
+    /// Publishing failures, logged once a spell.
+    private let outage: OutageLog
     /// Envelopes published and received (metrics, tests).
     let published = Locked<UInt64>(0)
 
     init(redis: String, nodeID: String, log: ServerLog, onEnvelope: @escaping @Sendable (ClusterEnvelope) -> Void) throws(RedisError) {
         self.nodeID = nodeID
         self.log = log
+        outage = OutageLog(log, started: "cluster bus: cannot publish; messages to other nodes are lost until redis returns",
+                           ended: "cluster bus: publishing again", fields: ["node": nodeID])
         publisher = try RedisClient(address: redis)
         subscriber = RedisSubscriber(address: redis, channel: ClusterEnvelope.channel(of: nodeID), onState: { up in
             if up { log.debug("cluster bus subscribed", ["node": nodeID]) } else { log.warn("cluster bus lost redis: resubscribing", ["node": nodeID]) }
@@ -49,9 +51,9 @@ final class ClusterBus: Sendable {
             do {
                 try publisher.command(["PUBLISH", ClusterEnvelope.channel(of: node), String(decoding: bytes, as: UTF8.self)])
                 published.withLock { $0 += 1 }
-                if failing.exchange(false, ordering: .relaxed) { log.info("cluster bus: publishing again", ["node": nodeID]) }
+                outage.succeeded()
             } catch {
-                if !failing.exchange(true, ordering: .relaxed) { log.warn("cluster bus: cannot publish; messages to other nodes are lost until redis returns", ["error": "\(error)"]) }
+                outage.failed(["error": "\(error)"])
             }
         }
     }

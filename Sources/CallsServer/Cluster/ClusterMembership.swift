@@ -24,7 +24,8 @@ final class ClusterMembership: @unchecked Sendable {
     private let keysFingerprint: String?
     private var keysDiffer = false
     private var timer: DispatchSourceTimer?
-    private var reachable = true
+    /// Heartbeats that cannot reach Redis, logged once a spell.
+    private let outage: OutageLog
     private var lastCPU: (wall: UInt64, cpu: UInt64)?
     private var draining = false
     /// This node runs ringing (its heartbeat re-asserts that after a Redis restart).
@@ -40,6 +41,8 @@ final class ClusterMembership: @unchecked Sendable {
         self.describe = describe
         self.keysFingerprint = keysFingerprint
         self.log = log
+        outage = OutageLog(log, started: "redis unavailable: this node is not registered until it returns",
+                           ended: "redis is back: registered again", fields: ["node": nodeID])
     }
 
     func start(every seconds: Double = 1) {
@@ -117,9 +120,9 @@ final class ClusterMembership: @unchecked Sendable {
                 keysDiffer = differ
             }
             if let onLiveNodes { onLiveNodes(Set(try registry.liveNodes().map(\.id))) }
-            if !reachable { log.info("redis is back: registered again", ["node": nodeID]); reachable = true }
+            outage.succeeded()
         } catch {
-            if reachable { log.warn("redis unavailable: this node is not registered until it returns", ["node": nodeID, "error": "\(error)"]); reachable = false }
+            outage.failed(["error": "\(error)"])
         }
     }
 
