@@ -38,26 +38,28 @@ public enum SoundFile {
 }
 
 /// `file:PATH` input: the file's audio played in real time, looping.
-public final class FileInput: AudioInput, @unchecked Sendable {
+public final class FileInput: AudioInput, Sendable {
     public let name: String
     private let samples: [Int16]
-    private var position = 0
-    private var pacer: Pacer
+    /// (Its one reader's: the lock is never contended, it makes that checked.)
+    private let state: Mutex<(position: Int, pacer: Pacer)>
     private let closed = Atomic<Bool>(false)
 
     public init(path: String, frameSamples: Int) throws(AudioError) {
         name = "file:\(path)"
         samples = try SoundFile.readMono48k(path: path)
-        pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+        state = Mutex((0, Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))))
     }
 
     public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
-        pacer.wait(samples: frame.count)
-        for i in 0..<frame.count {
-            frame[i] = samples[position]
-            position += 1
-            if position == samples.count { position = 0 }
+        state.withLock { s in
+            s.pacer.wait(samples: frame.count)
+            for i in 0..<frame.count {
+                frame[i] = samples[s.position]
+                s.position += 1
+                if s.position == samples.count { s.position = 0 }
+            }
         }
     }
 

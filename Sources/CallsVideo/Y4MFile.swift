@@ -1,5 +1,6 @@
 import CallsCore
 import Foundation
+import Synchronization
 
 /// YUV4MPEG2 (`.y4m`): the plain raw-video file format ffmpeg, libvpx's tools and mpv read.
 /// A header line (`YUV4MPEG2 W320 H180 F15:1 Ip A1:1 C420jpeg`), then per frame `FRAME\n` and
@@ -85,13 +86,13 @@ public enum Y4MReader {
 /// A video file played as a camera, looped: its frames in turn, one per `read`.
 ///
 /// Thread rules: `read` from one thread; `close` from any.
-public final class Y4MFileSource: VideoSource, @unchecked Sendable {
+public final class Y4MFileSource: VideoSource, Sendable {
     public let name: String
     public let width: Int
     public let height: Int
     public let fps: Int
     private let frames: [VideoFrame]
-    private var next = 0
+    private let next = Atomic<Int>(0)
     private let closed = Locked(false)
 
     public init(path: String) throws(VideoError) {
@@ -105,8 +106,7 @@ public final class Y4MFileSource: VideoSource, @unchecked Sendable {
 
     public func read(at nanoseconds: UInt64) throws(VideoError) -> VideoFrame {
         guard !closed.withLock({ $0 }) else { throw .closed }
-        var f = frames[next % frames.count]
-        next += 1
+        var f = frames[next.wrappingAdd(1, ordering: .relaxed).oldValue % frames.count]
         f.captureNanoseconds = nanoseconds
         return f
     }

@@ -28,11 +28,11 @@ struct OnsetDetector {
 
 /// A microphone that clicks: 1 kHz bursts every 400 ms, each starting at a different offset
 /// inside its frame, paced in real time. Records when each burst's first sample "was spoken".
-final class MarkerInput: AudioInput, @unchecked Sendable {
+final class MarkerInput: AudioInput, Sendable {
     let name = "marker"
-    private var pacer: Pacer
+    /// The reader's own (never contended: the lock makes that checked).
+    private let state: Mutex<(pacer: Pacer, sample: Int)>
     private let frameSamples: Int
-    private var sample = 0
     private let closed = Atomic<Bool>(false)
     let mouthTimes = Locked<[UInt64]>([])
     static let interval = 19_200  // 400 ms
@@ -40,22 +40,24 @@ final class MarkerInput: AudioInput, @unchecked Sendable {
 
     init(frameSamples: Int) {
         self.frameSamples = frameSamples
-        pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / 48_000)
+        state = Mutex((Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / 48_000), 0))
     }
 
     func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
-        pacer.wait(samples: frame.count)
-        let now = monotonicNanoseconds()
-        let periodNs = UInt64(frameSamples) * 1_000_000_000 / 48_000
-        for i in 0..<frame.count {
-            // Bursts start 0, 7, 14, … ms into successive 400 ms slots (offsets vary within frames).
-            let slot = sample / Self.interval
-            let start = slot * Self.interval + (slot * 336) % frameSamples
-            let k = sample - start
-            if k == 0 { mouthTimes.withLock { $0.append(now - periodNs + UInt64(i) * 1_000_000_000 / 48_000) } }
-            frame[i] = (k >= 0 && k < Self.burst) ? Int16(sin(2 * Double.pi * 1000 * Double(k) / 48_000) * 16_000) : 0
-            sample += 1
+        state.withLock { st in
+            st.pacer.wait(samples: frame.count)
+            let now = monotonicNanoseconds()
+            let periodNs = UInt64(frameSamples) * 1_000_000_000 / 48_000
+            for i in 0..<frame.count {
+                // Bursts start 0, 7, 14, … ms into successive 400 ms slots (offsets vary within frames).
+                let slot = st.sample / Self.interval
+                let start = slot * Self.interval + (slot * 336) % frameSamples
+                let k = st.sample - start
+                if k == 0 { mouthTimes.withLock { $0.append(now - periodNs + UInt64(i) * 1_000_000_000 / 48_000) } }
+                frame[i] = (k >= 0 && k < Self.burst) ? Int16(sin(2 * Double.pi * 1000 * Double(k) / 48_000) * 16_000) : 0
+                st.sample += 1
+            }
         }
     }
 
@@ -66,14 +68,13 @@ final class MarkerInput: AudioInput, @unchecked Sendable {
 /// chunk's write time plus the sound a real device still has queued then (one playback period:
 /// an ALSA playback write returns when the queue is down to one period, `ALSADevice`) plus the
 /// onset's offset in the chunk.
-final class EarOutput: AudioOutput, @unchecked Sendable {
+final class EarOutput: AudioOutput, Sendable {
     let name = "ear"
-    private var pacer: Pacer
+    /// The writer's own (never contended: the lock makes that checked).
+    private let state: Mutex<(pacer: Pacer, detector: OnsetDetector, lastWrite: UInt64)>
     private let periodNs: UInt64
     private let queuedNs: UInt64
-    private var detector = OnsetDetector()
     private let closed = Atomic<Bool>(false)
-    private var lastWrite: UInt64 = 0
     let earTimes = Locked<[UInt64]>([])
     let stalls = Atomic<Int>(0)
     let frames = Atomic<Int>(0)
@@ -85,23 +86,25 @@ final class EarOutput: AudioOutput, @unchecked Sendable {
     init(frameSamples: Int, queuedSamples: Int, recorder: FileOutput? = nil) {
         periodNs = UInt64(frameSamples) * 1_000_000_000 / 48_000
         queuedNs = UInt64(queuedSamples) * 1_000_000_000 / 48_000
-        pacer = Pacer(periodNanoseconds: periodNs)
+        state = Mutex((Pacer(periodNanoseconds: periodNs), OnsetDetector(), 0))
         self.recorder = recorder
     }
 
     func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
         let now = monotonicNanoseconds()
-        if lastWrite != 0 && now - lastWrite > 3 * periodNs { stalls.add(1, ordering: .relaxed) }
-        lastWrite = now
         frames.add(1, ordering: .relaxed)
         if frame.allSatisfy({ abs(Int($0)) < 100 }) { silentFrames.add(1, ordering: .relaxed) }
         try? recorder?.write(frame)
-        if let i = detector.onset(in: frame) {
-            // The device still plays what it has queued before this chunk's first sample.
-            earTimes.withLock { $0.append(now + queuedNs + UInt64(i) * 1_000_000_000 / 48_000) }
+        state.withLock { st in
+            if st.lastWrite != 0 && now - st.lastWrite > 3 * periodNs { stalls.add(1, ordering: .relaxed) }
+            st.lastWrite = now
+            if let i = st.detector.onset(in: frame) {
+                // The device still plays what it has queued before this chunk's first sample.
+                earTimes.withLock { $0.append(now + queuedNs + UInt64(i) * 1_000_000_000 / 48_000) }
+            }
+            st.pacer.wait(samples: frame.count)
         }
-        pacer.wait(samples: frame.count)
     }
 
     func close() { closed.store(true, ordering: .releasing) }
