@@ -81,4 +81,34 @@ final class MediaGateTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(tunnelled.load(ordering: .relaxed), 10, "UDP blocked: audio goes over signalling")
         XCTAssertEqual(silent.mediaBeforeAck.load(ordering: .relaxed), 0)
     }
+
+    /// The transport is one seam: the tunnel takes every packet while it is set (a move to
+    /// another relay meanwhile included), and clearing it sends to the relay of now — over UDP,
+    /// once that relay acknowledges.
+    func testTheTunnelTakesOverAndHandsBackToTheCurrentRelay() throws {
+        let first = try FakeRelay(ackAfter: 0), second = try FakeRelay(ackAfter: 0)
+        defer { first.stop(); second.stop() }
+        let e = try engine()
+        try e.start(relay: first.socket.localAddress, ssrc: 1, bindToken: token(1), keys: [key(1)])
+        defer { e.stop() }
+        wait(until: { first.mediaAfterAck.load(ordering: .relaxed) >= 5 })
+        let tunnelled = Atomic<Int>(0)
+        e.setTunnel { _ in tunnelled.add(1, ordering: .relaxed) }
+        XCTAssertTrue(e.isTunnelled)
+        wait(until: { tunnelled.load(ordering: .relaxed) >= 5 })
+        let atFirst = first.mediaAfterAck.load(ordering: .relaxed)
+        try e.retarget(relay: second.socket.localAddress, ssrc: 2, bindToken: token(2), keys: [key(2)])
+        let before = tunnelled.load(ordering: .relaxed)
+        wait(until: { tunnelled.load(ordering: .relaxed) >= before + 5 })
+        XCTAssertLessThanOrEqual(first.mediaAfterAck.load(ordering: .relaxed), atFirst + 1, "nothing more over UDP while tunnelled")
+        XCTAssertEqual(second.mediaAfterAck.load(ordering: .relaxed) + second.mediaBeforeAck.load(ordering: .relaxed), 0,
+                       "a move while tunnelled stays in the tunnel")
+        e.setTunnel(nil)
+        XCTAssertFalse(e.isTunnelled)
+        wait(until: { second.mediaAfterAck.load(ordering: .relaxed) >= 5 })
+        XCTAssertEqual(second.mediaBeforeAck.load(ordering: .relaxed), 0, "back on UDP, to the relay of now, after its acknowledgement")
+        let settled = tunnelled.load(ordering: .relaxed)
+        XCTAssertTrue(holds(for: 0.2) { tunnelled.load(ordering: .relaxed) == settled }, "the tunnel gets nothing more")
+    }
 }
+

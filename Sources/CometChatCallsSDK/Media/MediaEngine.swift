@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// ```
 ///  capture thread:  AudioInput.read ─▶ FilterChain (processing, probes, level) ─▶ BindingWatch (bind, UDP blocked?)
-///                   ─▶ (muted? skip) ─▶ AudioSendStage (Opus ─▶ [RED] ─▶ RTP + level) ─▶ SRTP protect ─▶ transmit (UDP │ tunnel)
+///                   ─▶ (muted? skip) ─▶ AudioSendStage (Opus ─▶ [RED] ─▶ RTP + level) ─▶ SRTP protect
+///                   ─▶ PacketTransport (RelayUDPTransport │ SignallingTunnel)
 ///  drain:           UDP (recvmmsg, kernel arrival times) ─▶ consent challenge → answer │ bind ack
 ///                   │ MediaReceiveStage (SRTP unprotect in place ─▶ RTP header ─▶ [impairment]) ─▶ ReceiveMixer.insert │ VideoEngine
 ///  tunnel:          the signalling connection's thread ─▶ the same MediaReceiveStage
@@ -69,9 +70,12 @@ final class MediaEngine: @unchecked Sendable {
     /// Keys given per sender SSRC so far: a departed sender's keys are removed a moment later
     /// only if none came since (`forgetSender`).
     private let keyGenerations = Locked<[UInt32: Int]>([:])
-    /// Media over the signalling connection (UDP blocked): where protected packets go instead
-    /// of the UDP socket. Set from the client's state queue, read by the capture thread.
-    private let tunnel = Locked<(@Sendable ([UInt8]) -> Void)?>(nil)
+    /// Where protected packets go: UDP to the relay (set by `start`/`retarget`), or the
+    /// signalling connection when UDP is blocked (`setTunnel`, from the client's state queue).
+    /// Read by the capture and video threads for every packet.
+    private let transport: Locked<any PacketTransport>
+    /// The relay transport to return to when the tunnel is no longer needed.
+    private var relayTransport: RelayUDPTransport { RelayUDPTransport(socket: socket, relay: relay) }
     static let keySwitchDelayNanoseconds: UInt64 = 250_000_000
 
     private let running = Atomic<Bool>(false)
@@ -216,6 +220,7 @@ final class MediaEngine: @unchecked Sendable {
         }
         self.processor = processor
         receiveState = Locked(ReceiveState(stage: MediaReceiveStage(srtp: srtpReceiver, impairment: impairment)))
+        transport = Locked(RelayUDPTransport(socket: socket, relay: SocketAddress(ip: 0, port: 0)))  // (`start` names the relay)
         let chain: [(any AudioFilter)?] = [processor, probe.map { ProbeFilter($0) }, meter]
         filters = FilterChain(chain.compactMap { $0 })
         if let v = options.video {
@@ -236,20 +241,14 @@ final class MediaEngine: @unchecked Sendable {
 
     /// Sends one protected packet to the relay, or over signalling when UDP is blocked (any
     /// media thread: the capture and video threads share the socket).
-    private func transmit(_ p: UnsafeRawBufferPointer) -> Bool {
-        if let t = tunnel.withLock({ $0 }) {
-            t(Array(p))
-            return true
-        }
-        return socket.send(p, to: relay)
-    }
+    private func transmit(_ p: UnsafeRawBufferPointer) -> Bool { transport.withLock { $0 }.send(p) }
 
     /// Starts sending to and receiving from the relay at `relay`, bound by `bindToken`, media
     /// protected with `keys` (ours, whose SSRC is `ssrc`, and the other members').
     func start(relay: SocketAddress, ssrc: UInt32, bindToken: [UInt8], keys: [WireMediaKey]) throws(MediaEngineError) {
         let sender = try Self.sender(ssrc: ssrc, keys: keys)
         srtpSender.withLock { $0 = sender }
-        relayPacked.store(UInt64(relay.ip) << 16 | UInt64(relay.port), ordering: .releasing)
+        moveRelay(to: relay)
         ssrcValue.store(ssrc, ordering: .releasing)
         consent.withLock { $0 = MediaConsent(ssrc: ssrc, token: bindToken) }
         updateKeys(keys)
@@ -317,7 +316,7 @@ final class MediaEngine: @unchecked Sendable {
         pendingSendKey.cancel()
         srtpSender.withLock { $0 = sender }
         srtpReceiver.removeAll()
-        relayPacked.store(UInt64(relay.ip) << 16 | UInt64(relay.port), ordering: .releasing)
+        moveRelay(to: relay)
         ssrcValue.store(newSSRC, ordering: .releasing)
         consent.withLock { $0 = MediaConsent(ssrc: newSSRC, token: bindToken) }
         updateKeys(keys)
@@ -360,8 +359,18 @@ final class MediaEngine: @unchecked Sendable {
 
     /// Sends media over `send` (binary frames on the signalling connection) instead of UDP,
     /// or back over UDP (nil).
-    func setTunnel(_ send: (@Sendable ([UInt8]) -> Void)?) { tunnel.withLock { $0 = send } }
-    var isTunnelled: Bool { tunnel.withLock { $0 != nil } }
+    func setTunnel(_ send: (@Sendable ([UInt8]) -> Void)?) {
+        let relayTransport = relayTransport
+        transport.withLock { $0 = send.map { SignallingTunnel(deliver: $0) } ?? relayTransport }
+    }
+    var isTunnelled: Bool { transport.withLock { $0.kind == .signalling } }
+
+    /// Sends to `relay` from now on (over UDP unless media goes through the tunnel).
+    private func moveRelay(to relay: SocketAddress) {
+        relayPacked.store(UInt64(relay.ip) << 16 | UInt64(relay.port), ordering: .releasing)
+        let udp = relayTransport
+        transport.withLock { if $0.kind == .udp { $0 = udp } }
+    }
 
     /// One SRTP packet that came over the signalling connection (its thread): verified,
     /// decrypted and delivered like one from the relay's UDP socket.
