@@ -65,12 +65,15 @@ let package = Package(
         .target(name: "CallsRedis", dependencies: ["CallsCore", "CHiredis"]),
         // The media relay: UDP workers, the relay table, consent, the eBPF fast path (CBPF).
         .target(name: "CallsRelay", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CBPF"]),
+        // The cluster's shared state over Redis: the node registry (liveness, room placement) and
+        // the bus between nodes (envelopes).
+        .target(name: "CallsCluster", dependencies: ["CallsCore", "CallsStore", "CallsRedis"]),
         // Members the server starts into rooms: the recorder, the transcriber, the live streamer
         // (each a participant over signalling and the relay), and the hub that serves their sockets.
         .target(name: "CallsMembers", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording",
                                                      "CallsCaptions", "CallsStore"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CallsCaptions",
-                                                    "CallsMembers", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"]),
+                                                    "CallsMembers", "CallsCluster", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsVideo"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CallsVideo", "CNcurses"]),
@@ -89,16 +92,16 @@ let package = Package(
         .executableTarget(name: "RingingExample", dependencies: ["CometChatCallsSDK", "CometChatSDK"], path: "Examples/RingingExample"),
 
         // MARK: Tests
-        .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsSecurity", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"], path: "Tests/CallRoomTestSupport"),
+        .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsSecurity", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay"], path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
-        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay", "CallRoomTestSupport", "callroomd"]),
+        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay", "CallRoomTestSupport", "callroomd"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsStore", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK", "CZlib", "CallRoomTestSupport"], exclude: ["Golden"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",
+        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",
                                                          "CallRoomTestSupport", "CallroomKit", "callroom", "callroom-bench", "callroomd", "CallsSDKExample", "RingingExample"]),
     ],
     swiftLanguageModes: [.v6]

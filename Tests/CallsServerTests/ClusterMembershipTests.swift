@@ -1,9 +1,10 @@
 import CallRoomTestSupport
+@testable import CallsCluster
 import CallsCore
+import CallsRedis
 @testable import CallsServer
 import Foundation
 import XCTest
-import CallsRedis
 
 /// callroomd nodes in a cluster registry, against a real redis-server: they register with their
 /// address and load, list each other, show the rooms they hold; a clean stop leaves at once,

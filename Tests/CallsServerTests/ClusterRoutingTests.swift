@@ -1,10 +1,11 @@
 import CallRoomTestSupport
+@testable import CallsCluster
 import CallsCore
-import CallsTransport
+import CallsRedis
 @testable import CallsServer
+import CallsTransport
 import Foundation
 import XCTest
-import CallsRedis
 
 /// Three callroomd nodes (in this process) on one real redis-server, the same keys: a client may
 /// hold its signalling on any node and still lands in the room's one node — its join placed

@@ -1,8 +1,9 @@
 import CallRoomTestSupport
+@testable import CallsCluster
+import CallsRedis
 @testable import CallsServer
 import Foundation
 import XCTest
-import CallsRedis
 
 /// The cluster's registry against a real redis-server the test starts: three nodes register
 /// with their load, rooms go to the least-loaded live node and stay there, a node that stops

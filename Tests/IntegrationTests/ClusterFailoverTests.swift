@@ -1,8 +1,9 @@
 import CallRoomTestSupport
+import CallsCluster
+import CallsRedis
 import CallsServer
 import Foundation
 import XCTest
-import CallsRedis
 
 /// Three `callroomd` processes on loopback, one real redis-server and one throwaway PostgreSQL
 /// cluster, the same keys: two headless `callroom join` clients whose signalling is on two other

@@ -1,3 +1,4 @@
+import CallsCluster
 import CallsCore
 import CallsRedis
 import CallsSecurity

@@ -1,4 +1,5 @@
 import CallsCaptions
+import CallsCluster
 import CallsCore
 import CallsDatabase
 import CallsRecording

@@ -1,6 +1,7 @@
+import CallsCluster
 import CallsCore
-import Foundation
 import CallsRedis
+import Foundation
 
 /// This node's place in the cluster (`--redis`): every second it tells the registry
 /// (`NodeRegistry`, in Redis) where it is, its load (participants, CPU) and the rooms it holds;

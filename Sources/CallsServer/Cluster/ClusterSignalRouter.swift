@@ -1,3 +1,4 @@
+import CallsCluster
 import CallsCore
 import CallsSecurity
 import Foundation

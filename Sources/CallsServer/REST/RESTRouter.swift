@@ -1,3 +1,4 @@
+import CallsCluster
 import CallsCore
 import CallsDatabase
 import CallsRedis

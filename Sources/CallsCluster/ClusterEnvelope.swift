@@ -6,7 +6,7 @@ import Foundation
 /// client's message forwarded to the node that handles it (the room's, or the ringing node),
 /// the answers sent back to the node holding the client's socket, and the socket's end either way. The signalling
 /// messages inside travel as their own JSON text, unchanged. A value; any thread.
-enum ClusterEnvelope: Equatable, Sendable {
+package enum ClusterEnvelope: Equatable, Sendable {
     /// A client's message from `from` (a connection the sending node holds), for the node that
     /// handles it: a room message for the room's node, presence and ringing for the ringing node.
     case forward(from: ConnectionID, message: String)
@@ -33,20 +33,20 @@ enum ClusterEnvelope: Equatable, Sendable {
     case roomRules(session: String, rules: RoomRules?, lifted: String? = nil)
 
     /// The channel a node reads.
-    static func channel(of node: String) -> String { "callroom:signal:" + node }
+    package static func channel(of node: String) -> String { "callroom:signal:" + node }
 
     private enum Kind: String, Codable { case forward, toClient = "client", close, closed, roomEnded, revoked, revokedAuthToken = "revokedToken", revokedInvite, roomRules = "rules" }
     private struct Wire: Codable {
-        var k: Kind
-        var node: String?
-        var local: UInt64
-        var m: String?
-        var at: Int64? = nil
-        var rules: RoomRules? = nil
-        var lifted: String? = nil
+        package var k: Kind
+        package var node: String?
+        package var local: UInt64
+        package var m: String?
+        package var at: Int64? = nil
+        package var rules: RoomRules? = nil
+        package var lifted: String? = nil
     }
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         let w: Wire
         switch self {
         case .forward(let c, let m): w = Wire(k: .forward, node: c.node, local: c.local, m: m)
@@ -63,7 +63,7 @@ enum ClusterEnvelope: Equatable, Sendable {
     }
 
     /// Nil for bytes that are not an envelope (another version, or junk on the channel).
-    init?(_ bytes: [UInt8]) {
+    package init?(_ bytes: [UInt8]) {
         guard let w = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else { return nil }
         switch w.k {
         case .forward:

@@ -11,8 +11,8 @@ import CallsRedis
 ///
 /// Thread rules: `publish` from any thread (it queues on `callroom.cluster.bus`, which owns the
 /// publishing connection); `onEnvelope` runs on the subscriber's thread.
-final class ClusterBus: Sendable {
-    let nodeID: String
+package final class ClusterBus: Sendable {
+    package let nodeID: String
     private let queue = DispatchQueue(label: "callroom.cluster.bus")
     private let publisher: RedisClient
     private let subscriber: RedisSubscriber
@@ -20,9 +20,9 @@ final class ClusterBus: Sendable {
     /// Publishing failures, logged once a spell.
     private let outage: OutageLog
     /// Envelopes published and received (metrics, tests).
-    let published = Locked<UInt64>(0)
+    package let published = Locked<UInt64>(0)
 
-    init(redis: String, nodeID: String, log: ServerLog, onEnvelope: @escaping @Sendable (ClusterEnvelope) -> Void) throws(RedisError) {
+    package init(redis: String, nodeID: String, log: ServerLog, onEnvelope: @escaping @Sendable (ClusterEnvelope) -> Void) throws(RedisError) {
         self.nodeID = nodeID
         self.log = log
         outage = OutageLog(log, started: "cluster bus: cannot publish; messages to other nodes are lost until redis returns",
@@ -36,16 +36,16 @@ final class ClusterBus: Sendable {
         })
     }
 
-    func start() throws(RedisError) { try subscriber.start() }
+    package func start() throws(RedisError) { try subscriber.start() }
 
     /// Waits for what is queued to be published, then stops reading.
-    func stop() {
+    package func stop() {
         queue.sync {}
         subscriber.stop()
     }
 
     /// Sends `envelope` to `node` (queued: never blocks the caller on Redis).
-    func publish(_ envelope: ClusterEnvelope, to node: String) {
+    package func publish(_ envelope: ClusterEnvelope, to node: String) {
         let bytes = envelope.encoded()
         queue.async { [self] in
             do {

@@ -40,11 +40,11 @@ public struct ClusterNode: Codable, Sendable, Equatable {
 public final class NodeRegistry: Sendable {
     public let redis: RedisClient
     public let ttlMs: Int
-    static let nodePrefix = "callroom:node:"
-    static let nodesKey = "callroom:nodes"
-    static let roomPrefix = "callroom:room:"
+    package static let nodePrefix = "callroom:node:"
+    package static let nodesKey = "callroom:nodes"
+    package static let roomPrefix = "callroom:room:"
     /// Rooms placed on a node since its last heartbeat (a count; the heartbeat clears it).
-    static let placedPrefix = "callroom:placed:"
+    package static let placedPrefix = "callroom:placed:"
 
     public init(redis: RedisClient, ttlMs: Int = 3000) {
         self.redis = redis
@@ -52,7 +52,7 @@ public final class NodeRegistry: Sendable {
     }
 
     /// The node that runs presence and ringing for the whole cluster.
-    static let ringingKey = "callroom:ringing"
+    package static let ringingKey = "callroom:ringing"
 
     /// Registers (or refreshes) `node` and re-asserts the rooms it holds (and ringing, when it runs it).
     public func heartbeat(_ node: ClusterNode, rooms: [String] = [], ringing: Bool = false) throws(RedisError) {
@@ -65,7 +65,7 @@ public final class NodeRegistry: Sendable {
     }
 
     /// Whose keys the cluster runs on (`callroom:keys`, a fingerprint of them, not the keys).
-    static let keysKey = "callroom:keys"
+    package static let keysKey = "callroom:keys"
 
     /// The cluster's keys fingerprint: `fingerprint` when no live node has set one (it is set),
     /// else the one they set. Refreshed with the node TTL while a node with those keys beats, so
@@ -163,7 +163,7 @@ public final class NodeRegistry: Sendable {
     public static func leastLoaded(_ nodes: [ClusterNode]) -> ClusterNode? { byLoad(nodes).first }
 
     /// The nodes that take new rooms, least loaded first (`leastLoaded`'s order).
-    static func byLoad(_ nodes: [ClusterNode]) -> [ClusterNode] {
+    package static func byLoad(_ nodes: [ClusterNode]) -> [ClusterNode] {
         nodes.filter { !$0.draining }.sorted { a, b in
             if a.participants != b.participants { return a.participants < b.participants }
             if a.cpuPercent != b.cpuPercent { return a.cpuPercent < b.cpuPercent }
