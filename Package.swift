@@ -50,7 +50,10 @@ let package = Package(
         .target(name: "CallroomAllocCounter"),
 
         // MARK: Swift libraries (arrows point down: nothing imports upward)
-        .target(name: "CallsCore"),
+        // Support any module needs: locks, clocks, the scheduler, the logs, the argument scanner.
+        .target(name: "CallsSupport"),
+        // The wire (signalling messages, RTP, the media bind) and media framing (RED, the impairment model).
+        .target(name: "CallsCore", dependencies: ["CallsSupport"]),
         .target(name: "CallsSecurity", dependencies: ["CallsCore", "COpenSSL", "CSRTP"]),
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch", "CCurl"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),

@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// Simulated bad network for QA and tests: random loss and delay variation applied to the
 /// media a client receives, before its jitter buffer. `loss=PCT,jitter=MS[,burst=N][,seed=N]`.
 /// Loss is independent per packet, or with `burst` in bursts (a two-state Gilbert model whose

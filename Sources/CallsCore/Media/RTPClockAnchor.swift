@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// One sender's RTP clock (48 kHz) placed on a local timeline: anchored where its first packet
 /// arrived, each later packet placed by its timestamp (so the relay's batching and DTX gaps keep
 /// the speech's timing; a packet a little out of order lands where it belongs), and anchored

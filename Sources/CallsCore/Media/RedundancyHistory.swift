@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// The sending side of redundant audio (`RedundantAudio`, RFC 2198): the Opus packets of the
 /// last frames sent, and the payload that repeats them before this frame's packet.
 ///

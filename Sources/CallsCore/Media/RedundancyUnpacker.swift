@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// Turns redundant-audio packets (`RedundantAudio`, RFC 2198) back into one plain Opus packet per
 /// frame, in order, for receivers that take packets as they come rather than through a jitter
 /// buffer (the server's recorder, streamer and captioner): a frame whose own packet was lost is

@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// RFC 2198 redundant audio: one RTP payload carrying the Opus packets of the frames sent just
 /// before this one, then this frame's own, so a receiver rebuilds a lost frame from a later
 /// packet at full quality (in-band FEC is a coarser copy, and only one frame back).

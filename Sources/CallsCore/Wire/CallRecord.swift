@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// A logged call as the REST API carries it (`GET /v3/calls`, `GET /v3/calls/{sessionId}`):
 /// written by the server, read by the SDK's call logs. Times are milliseconds since the epoch.
 public struct CallRecord: Codable, Sendable, Equatable {

@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// The server-side name of each call transition (`shared/reference/calls-api.md` §9): what the
 /// webhooks issue delivers. Emitted as `RingEffect.event` once the transition is on disk.
 public enum CallTrigger: String, Sendable, CaseIterable {

@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// A signalling connection anywhere in a deployment: the node that holds its socket and that
 /// node's own id for it. On a single node every connection carries this server's node id; a
 /// multi-node router (Redis, later) forwards by `node`. A value; any thread.

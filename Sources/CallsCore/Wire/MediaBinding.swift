@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// The datagrams by which a client binds its address to its participant at the relay's UDP
 /// port, and keeps its consent to receive media there (the model is ICE consent freshness,
 /// RFC 7675): media flows to an address only after it answered a challenge no one off the

@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// Where a device's push token came from, and so which service the server sends it through.
 public enum PushPlatform: String, Codable, Sendable, CaseIterable {
     /// A PushKit VoIP token (APNs, topic `<bundle>.voip`): incoming calls ring it.

@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// An RTP packet (RFC 3550) carrying one Opus frame (RFC 7587), optionally with the
 /// client-to-mixer audio level header extension (RFC 6464) in the one-byte form (RFC 8285).
 ///

@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// Ringing calls on the wire: who calls whom, and what became of it. Shared by the server and
 /// the chat-side SDK (`CometChatSDK`). docs/protocol.md has the state machine.
 

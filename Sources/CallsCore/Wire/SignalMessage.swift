@@ -1,3 +1,4 @@
+import CallsSupport
 import Foundation
 
 /// The signalling protocol version this build speaks. Sent in `join`; the server refuses others.

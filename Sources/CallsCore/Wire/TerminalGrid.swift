@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// A shared terminal as text: a grid of cells (a character and its style) and the cursor. The
 /// sharer captures one (`callroom share`), sends what changed as `ScreenShareFrame`s, and every
 /// viewer applies them to its own copy — exact text, not a picture of it. A value; any thread.

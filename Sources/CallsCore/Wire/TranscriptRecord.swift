@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// A transcript of a call as the REST API carries it (`GET /v3/calls/{sessionId}/transcriptions`):
 /// written by the server, read by the SDK's `TranscriptsRequest`. Times are ms since the epoch.
 public struct TranscriptRecord: Codable, Sendable, Equatable {

@@ -1,3 +1,4 @@
+import CallsSupport
 import Foundation
 
 /// One kind of signalling message, declared once: its wire `type`, the `Codable` body whose

@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// A participant as the server describes it on the wire: one device (`pid`) of one user (`uid`).
 /// The server is the single source of truth for every field.
 public struct WireParticipant: Codable, Sendable, Equatable, Hashable {

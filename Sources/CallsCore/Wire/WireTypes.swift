@@ -1,3 +1,5 @@
+import CallsSupport
+
 /// Typed values of the signalling wire, shared by the server and the SDK: each encodes as the
 /// string docs/protocol.md names, so the JSON is unchanged. Closed sets are enums (an unknown
 /// value is a malformed message); sets a newer server may extend (leave reasons, error codes)
