@@ -8,7 +8,7 @@ import Foundation
 ///
 /// Thread rules: runs on its own serial queue (`callroom.share`: a tmux capture blocks, never on
 /// main); `start` once, `cancel` from any thread.
-public final class ShareLoop: @unchecked Sendable {
+public final class ShareLoop: Sendable {
     static let fullEveryNanoseconds: UInt64 = 5_000_000_000
     static let maxRunsPerMessage = 400
     public let tmux: TmuxPane
@@ -16,10 +16,13 @@ public final class ShareLoop: @unchecked Sendable {
     private let send: @Sendable (ScreenShareFrame) -> Void
     private let ended: @Sendable () -> Void
     private let cancelled = Locked(false)
-    // Confined to `queue`.
-    private var last: TerminalGrid?
-    private var seq = 0
-    private var lastFull: UInt64 = 0
+    /// What was sent: used on `queue` only (the lock is never contended; it makes that checked).
+    private struct Sent: Sendable {
+        var last: TerminalGrid?
+        var seq = 0
+        var lastFull: UInt64 = 0
+    }
+    private let sent = Locked(Sent())
 
     public init(tmux: TmuxPane, send: @escaping @Sendable (ScreenShareFrame) -> Void, ended: @escaping @Sendable () -> Void) {
         self.tmux = tmux
@@ -35,16 +38,17 @@ public final class ShareLoop: @unchecked Sendable {
         guard let geo = tmux.geometry(), let lines = tmux.capture() else { return ended() }
         let grid = TerminalCapture.grid(lines: lines, columns: geo.columns, rows: geo.rows, cursor: geo.cursor)
         let now = monotonicNanoseconds()
-        let forceFull = now - lastFull > Self.fullEveryNanoseconds
-        if forceFull || grid != last {
-            let frame = grid.frame(since: forceFull ? nil : last, seq: seq + 1)
-            if frame.full { lastFull = now }
-            for part in frame.split(maxRuns: Self.maxRunsPerMessage) {
-                send(part)
-                seq = part.seq
-            }
-            last = grid
+        let parts = sent.withLock { s -> [ScreenShareFrame] in
+            let forceFull = now - s.lastFull > Self.fullEveryNanoseconds
+            guard forceFull || grid != s.last else { return [] }
+            let frame = grid.frame(since: forceFull ? nil : s.last, seq: s.seq + 1)
+            if frame.full { s.lastFull = now }
+            let parts = frame.split(maxRuns: Self.maxRunsPerMessage)
+            s.seq = parts.last?.seq ?? s.seq
+            s.last = grid
+            return parts
         }
+        for part in parts { send(part) }
         queue.asyncAfter(deadline: .now() + 0.1) { self.tick() }
     }
 }
