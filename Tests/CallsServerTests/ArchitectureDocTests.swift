@@ -100,5 +100,49 @@ final class ArchitectureDocTests: XCTestCase {
         for n in names { XCTAssertTrue(declared.contains(n), "slow-tests.txt names \(n), which is no XCTestCase class") }
         XCTAssertEqual(Set(names).count, names.count, "each class once")
     }
+
+    /// The ownership table's "enforced by" column names mechanisms the code of that row uses:
+    /// a row that says `Locked`, `Mutex`, atomics or `dispatchPrecondition` names at least one
+    /// type (in its first or last column) whose declaring file — or one of its `Type+….swift`
+    /// extensions — uses it. (A row whose type lost its lock would otherwise keep claiming it.)
+    func testTheOwnershipTablesMechanismsAreInTheCodeOfTheirRows() throws {
+        let doc = try doc()
+        guard let start = doc.range(of: "### Who owns what"), let end = doc.range(of: "### ThreadSanitizer") else {
+            return XCTFail("no ownership table")
+        }
+        let rows = doc[start.upperBound..<end.lowerBound].split(separator: "\n").filter { $0.hasPrefix("| ") && !$0.hasPrefix("| state") }
+        XCTAssertGreaterThan(rows.count, 25)
+        let files = swiftFiles(under: "Sources")
+        func code(of type: String) -> String {
+            let base = type.split(separator: ".").first.map(String.init) ?? type
+            let declaring = files.filter { f in
+                let name = (f as NSString).lastPathComponent
+                if name == base + ".swift" || name.hasPrefix(base + "+") { return true }
+                guard let text = try? String(contentsOfFile: f, encoding: .utf8) else { return false }
+                return text.range(of: #"(class|struct|enum|actor) "# + base + #"\b"#, options: .regularExpression) != nil
+            }
+            return declaring.compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
+        }
+        let mechanisms: [(claim: String, inCode: [String])] = [
+            ("`Locked`", ["Locked<", "Locked("]), ("Mutex", ["Mutex<", "Mutex("]),
+            ("atomics", ["Atomic<", "Atomic("]), ("dispatchPrecondition", ["dispatchPrecondition("]),
+        ]
+        var checked = 0
+        for row in rows {
+            let cells = row.split(separator: "|", omittingEmptySubsequences: false).map { String($0) }
+            guard cells.count >= 5 else { continue }
+            let enforced = cells[4]
+            let types = matches(#"`([A-Z][A-Za-z]+(?:\.[A-Z][A-Za-z]+)?)`"#, in: cells[1] + cells[4])
+                .filter { !["Locked", "Mutex"].contains($0) }
+            guard !types.isEmpty else { continue }
+            let source = types.map(code(of:)).joined(separator: "\n")
+            for m in mechanisms where enforced.contains(m.claim) {
+                checked += 1
+                XCTAssertTrue(m.inCode.contains { source.contains($0) },
+                              "the row of \(types) says \(m.claim), which none of their code uses: \(row.prefix(120))")
+            }
+        }
+        XCTAssertGreaterThan(checked, 15, "claims checked")
+    }
 }
 
