@@ -34,7 +34,8 @@ public enum ChildProcess {
         let collected = Locked(Data())
         let done = DispatchSemaphore(value: 0)
         let reading = Thread {
-            collected.withLock { $0 = out.fileHandleForReading.readDataToEndOfFile() }
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            collected.withLock { $0 = data }
             done.signal()
         }
         reading.start()
