@@ -34,17 +34,15 @@ public enum DetachedTool {
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, tool, &actions, nil, &cArgs, &cEnv)
         guard rc == 0 else { return (-1, "cannot run \(tool): \(String(cString: strerror(rc)))") }
-        let deadline = Date().addingTimeInterval(timeout)
         var status: Int32 = 0
-        while true {
+        let ended = eventually(timeout, poll: 0.005) {
             let r = waitpid(pid, &status, WNOHANG)
-            if r == pid || (r == -1 && errno != EINTR) { break }
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-                return (-1, "\(argv.joined(separator: " ")) did not finish within \(Int(timeout)) s")
-            }
-            usleep(5_000)
+            return r == pid || (r == -1 && errno != EINTR)
+        }
+        guard ended else {
+            kill(pid, SIGKILL)
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+            return (-1, "\(argv.joined(separator: " ")) did not finish within \(Int(timeout)) s")
         }
         // WIFEXITED / WEXITSTATUS by hand (macros Swift does not import).
         let exitCode = status & 0x7F == 0 ? (status >> 8) & 0xFF : -1

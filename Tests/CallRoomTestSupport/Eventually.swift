@@ -1,3 +1,4 @@
+import CallsAudio
 import CallsCore
 import Foundation
 
@@ -77,17 +78,16 @@ public func holds(for seconds: Double, poll: Double = 0.02, _ condition: () asyn
 
 /// Synthetic traffic on the real clock, the one place tests pace it: calls `body` with 0, 1, 2…
 /// every `interval` seconds (a talker's packet every 20 ms, a keep-alive every 50 ms) for
-/// `duration` seconds, or until it returns false. Ticks are on a fixed schedule (a slow body
-/// does not stretch the stream). Not a wait: to wait for something, use `eventually`.
+/// `duration` seconds, or until it returns false. Ticks are on absolute deadlines (the
+/// synthetic endpoints' `Pacer`: a slow body does not stretch the stream). Not a wait: to wait
+/// for something, use `eventually`.
 public func paced(every interval: Double, for duration: Double, _ body: (Int) throws -> Bool) rethrows {
-    let start = monotonicNanoseconds()
-    let step = UInt64(max(0, interval) * 1e9), end = start + UInt64(max(0, duration) * 1e9)
+    let end = monotonicNanoseconds() + UInt64(max(0, duration) * 1e9)
+    var pacer = Pacer(periodNanoseconds: UInt64(max(0, interval) * 1e9))
     var tick = 0
     while monotonicNanoseconds() < end {
         guard try body(tick) else { return }
         tick += 1
-        let next = start + UInt64(tick) * step
-        let now = monotonicNanoseconds()
-        if next > now { Thread.sleep(forTimeInterval: Double(next - now) / 1e9) }
+        pacer.wait()
     }
 }

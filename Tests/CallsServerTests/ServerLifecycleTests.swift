@@ -9,14 +9,12 @@ import XCTest
 /// a cycle until the process ends. (The suite's PostgreSQL pass once ran out: a `postgres` it
 /// started inherited ~980 descriptors.)
 final class ServerLifecycleTests: XCTestCase {
-    func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
-
     func testAStoppedServerLeavesNoDescriptorsBehind() throws {
         // One first: what stays for the process (libraries' one-time descriptors) is not a leak.
         let warm = try ServerHarness(removesDataOnStop: true)
         _ = try warm.joinAndBind("a", session: "warm")
         warm.stop()
-        let before = openDescriptors()
+        let before = openDescriptorCount()
         for i in 0..<20 {
             let h = try ServerHarness(removesDataOnStop: true)
             let p = try h.joinAndBind("u\(i)", session: "s\(i)")
@@ -27,9 +25,9 @@ final class ServerLifecycleTests: XCTestCase {
             h.stop()
         }
         let after = eventuallyValue(5) { () -> Int? in
-            let n = openDescriptors()
+            let n = openDescriptorCount()
             return n <= before + 4 ? n : nil
-        } ?? openDescriptors()
+        } ?? openDescriptorCount()
         XCTAssertLessThanOrEqual(after, before + 4, "20 servers started and stopped: \(before) descriptors open before, \(after) after")
     }
 
@@ -44,6 +42,6 @@ final class ServerLifecycleTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.output)
         let inherited = r.output.split(separator: "\n").compactMap { Int($0) }.sorted()
         // 0–2, and the directory ls reads.
-        XCTAssertEqual(inherited, [0, 1, 2, 3], "descriptors the tool had: \(inherited) (the test process has \(openDescriptors()))")
+        XCTAssertEqual(inherited, [0, 1, 2, 3], "descriptors the tool had: \(inherited) (the test process has \(openDescriptorCount()))")
     }
 }

@@ -101,12 +101,11 @@ final class TransportTeardownTests: XCTestCase {
     /// leak nothing. (Before, each such client kept them until the process ended; the suite's
     /// test process reached ~1,000 descriptors and the PostgreSQL it started refused to run.)
     func testAConnectionClosedByThePeerLetsGoOfItsThreadAndContext() throws {
-        func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
         let warm = Echo()
         let warmServer = WebServer(host: "127.0.0.1", delegate: warm)
         _ = try warmServer.start(port: 0)
         warmServer.stop()
-        let before = openDescriptors()
+        let before = openDescriptorCount()
         let echo = Echo()
         let server = WebServer(host: "127.0.0.1", delegate: echo)
         echo.server = server
@@ -120,13 +119,13 @@ final class TransportTeardownTests: XCTestCase {
             clients.append(c)
         }
         XCTAssertTrue(eventually(5) { counter.lock.lock(); defer { counter.lock.unlock() }; return counter.opened == 30 }, "30 connections open")
-        XCTAssertGreaterThan(openDescriptors(), before + 30, "each open connection holds descriptors")
+        XCTAssertGreaterThan(openDescriptorCount(), before + 30, "each open connection holds descriptors")
         server.stop()
         XCTAssertTrue(eventually(5) { counter.lock.lock(); defer { counter.lock.unlock() }; return counter.closed == 30 }, "each hears its end")
         let after = eventuallyValue(5) { () -> Int? in
-            let n = openDescriptors()
+            let n = openDescriptorCount()
             return n <= before + 2 ? n : nil
-        } ?? openDescriptors()
+        } ?? openDescriptorCount()
         XCTAssertLessThanOrEqual(after, before + 2, "30 connections closed by the server, never disconnect()ed: \(before) descriptors before, \(after) after")
         withExtendedLifetime(clients) {}
     }

@@ -7,8 +7,6 @@ import XCTest
 /// the text reaches the tool, a copy leaves nothing behind (each once leaked a `Process` and its
 /// pipes: Foundation keeps an unwaited one), and a tool that hangs costs at most its timeout.
 final class ClipboardTests: XCTestCase {
-    func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
-
     func tool(_ dir: TemporaryDirectory, _ name: String, _ body: String) throws {
         let path = dir.file(name)
         try "#!/bin/sh\n\(body)\n".write(toFile: path, atomically: true, encoding: .utf8)
@@ -22,10 +20,10 @@ final class ClipboardTests: XCTestCase {
         let clipboard = Clipboard(environment: ["PATH": dir.path, "DISPLAY": ":9"], terminalDeclaresOSC52: false, writeToTerminal: { _ in })
         XCTAssertEqual(clipboard.copy("https://example.test/i/first"), .tool("xclip"))
         XCTAssertEqual(try String(contentsOfFile: dir.file("clipboard"), encoding: .utf8), "https://example.test/i/first")
-        let before = openDescriptors()
+        let before = openDescriptorCount()
         for i in 0..<30 { XCTAssertEqual(clipboard.copy("link \(i)"), .tool("xclip")) }
         XCTAssertEqual(try String(contentsOfFile: dir.file("clipboard"), encoding: .utf8), "link 29")
-        XCTAssertLessThanOrEqual(openDescriptors(), before + 2, "30 copies: \(before) descriptors before, \(openDescriptors()) after")
+        XCTAssertLessThanOrEqual(openDescriptorCount(), before + 2, "30 copies: \(before) descriptors before, \(openDescriptorCount()) after")
     }
 
     func testAToolThatHangsIsGivenUpOnAndTheNextOneTried() throws {
