@@ -45,7 +45,8 @@ final class MediaEngine: @unchecked Sendable {
     let frameMs: Int
     /// The capture and playback devices, and their loss and return.
     let devices: AudioDeviceSupervisor
-    private let hasOutput: Bool
+    /// Whether this engine plays audio (an engine without output keeps no jitter buffers).
+    private var hasOutput: Bool { devices.hasOutput }
     private let socket: UDPSocket
     private let encoder: OpusEncoder
     /// Where media goes and our SSRC: set by `start`, changed by `retarget` (a rejoin after the
@@ -193,7 +194,6 @@ final class MediaEngine: @unchecked Sendable {
         self.options = options
         redundancyDistance = Atomic(options.redundancy ? RedundancyPolicy().distance : 0)
         self.probe = probe
-        self.hasOutput = output != nil
         devices = AudioDeviceSupervisor(input: input, output: output, frameSamples: AudioFormat.samples(ms: frameMs),
                                         reopen: .init(input: options.reopenInput, output: options.reopenOutput, retrySeconds: options.retrySeconds),
                                         notice: options.onNotice)
