@@ -49,9 +49,7 @@ package enum BotsCommand {
         if args["duration"] != nil && (duration ?? 0) <= 0 { Console.fail("--duration must be a positive number of seconds") }
         let scenario: Scenario
         do { scenario = try BotDirector.loadScenario(args["scenario"], bots: count, seed: seed) } catch { Console.fail(error.message) }
-        var s = server
-        if !s.contains("://") { s = "http://" + s }
-        guard let url = URL(string: s), url.host != nil else { Console.fail("'\(server)' is not a server URL") }
+        guard let url = SDKSetup.serverURL(server) else { Console.fail("'\(server)' is not a server URL") }
         signal(SIGPIPE, SIG_IGN)
         Task { @MainActor in
             var appID = args["app-id"] ?? ""

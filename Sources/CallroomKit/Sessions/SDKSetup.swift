@@ -6,6 +6,13 @@ import Foundation
 /// Initialises the SDK and logs in the way `callroom join` and `callroom demo` need:
 /// through the documented public API only.
 package enum SDKSetup {
+    /// A server as the user gave it (`host:port` or a URL): `http://` when no scheme is given;
+    /// nil when it names no host.
+    package static func serverURL(_ given: String) -> URL? {
+        guard let url = URL(string: given.contains("://") ? given : "http://" + given), url.host != nil else { return nil }
+        return url
+    }
+
     package struct Options: Sendable {
         package var server: String?
         package var settingsFile: String?
@@ -66,14 +73,12 @@ package enum SDKSetup {
         if let file = o.settingsFile {
             try CometChatCalls.initFromSettings(path: file)
         } else {
-            var s = o.server ?? ""
-            if !s.contains("://") { s = "http://" + s }
-            guard let url = URL(string: s), url.host != nil else {
+            guard let url = serverURL(o.server ?? "") else {
                 throw CometChatCallException(errorCode: "HOST_INVALID", errorDescription: "'\(o.server ?? "")' is not a server URL")
             }
             let appID: String
             if let a = o.appID { appID = a } else { appID = try await fetchAppID(server: url, trust: o.trust) }
-            try CometChatCalls.initialize(CallAppSettingsBuilder().set(appID: appID).set(region: "local").set(host: s)
+            try CometChatCalls.initialize(CallAppSettingsBuilder().set(appID: appID).set(region: "local").set(host: url.absoluteString)
                 .set(caFile: o.caFile).set(insecureTLS: o.insecure).build())
         }
         if let token = o.authToken { return try await CometChatCalls.login(authToken: token) }

@@ -32,8 +32,7 @@ enum LoadCommand {
         guard (1...256).contains(concurrency) else { Console.fail("--join-concurrency must be 1…256") }
         var urls: [URL] = []
         for one in server.split(separator: ",").map(String.init) {
-            let s = one.contains("://") ? one : "http://" + one
-            guard let u = URL(string: s), u.host != nil else { Console.fail("'\(one)' is not a server URL") }
+            guard let u = SDKSetup.serverURL(one) else { Console.fail("'\(one)' is not a server URL") }
             urls.append(u)
         }
         guard let url = urls.first else { Console.fail("--server needs a URL") }

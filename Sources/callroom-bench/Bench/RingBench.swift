@@ -19,7 +19,7 @@ import FoundationNetworking
 ///   latency of every ring, and the server's CPU and memory for it (with `--server-pid`).
 enum RingBench {
     static func run(_ args: ArgumentScanner) -> Never {
-        guard let server = args["server"], let key = args["auth-key"], let url = URL(string: server.contains("://") ? server : "http://" + server) else {
+        guard let server = args["server"], let key = args["auth-key"], let url = SDKSetup.serverURL(server) else {
             Console.fail("bench ring needs --server URL and --auth-key KEY")
         }
         let calls = Int(args["calls"] ?? "100") ?? 0, together = Int(args["simultaneous"] ?? "0") ?? -1
