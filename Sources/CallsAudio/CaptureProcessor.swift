@@ -1,4 +1,5 @@
 import CSpeexDSP
+import CallsCore
 import Foundation
 
 /// Which capture processing runs on the microphone before encoding.
@@ -28,12 +29,32 @@ public struct CaptureProcessing: Sendable, Equatable {
 ///                   (denoise, AGC, residual echo suppression) ─▶ voice activity
 /// ```
 /// Thread rules: `process` from the capture thread, `played` from the playback thread; both
-/// hold a short lock around the echo canceller, whose two calls share its buffers.
-public final class CaptureProcessor: @unchecked Sendable {
-    private let preprocess: OpaquePointer
-    private let echo: OpaquePointer?
-    private let lock = NSLock()
-    private let scratch: UnsafeMutablePointer<Int16>
+/// hold a short lock around SpeexDSP's state: the echo canceller's two calls share its
+/// buffers, and the preprocessor reads the canceller's residual echo.
+public final class CaptureProcessor: Sendable {
+    /// SpeexDSP's states and the frames they work on, owned and freed together. A caller's
+    /// frame is copied in and out sample by sample (a frame is 960 samples at most), so the
+    /// compiler sees that no caller's pointer is kept with SpeexDSP's state.
+    private struct Speex: ~Copyable {
+        let preprocess: OpaquePointer
+        let echo: OpaquePointer?
+        let input: UnsafeMutableBufferPointer<Int16>
+        let output: UnsafeMutableBufferPointer<Int16>
+        init(preprocess: OpaquePointer, echo: OpaquePointer?, frameSamples: Int) {
+            self.preprocess = preprocess
+            self.echo = echo
+            input = .allocate(capacity: frameSamples)
+            output = .allocate(capacity: frameSamples)
+        }
+        deinit {
+            if let echo { speex_echo_state_destroy(echo) }
+            speex_preprocess_state_destroy(preprocess)
+            input.deallocate()
+            output.deallocate()
+        }
+    }
+    private let speex: LockedState<Speex>
+    private let cancelsEcho: Bool
     public let frameSamples: Int
     public let options: CaptureProcessing
 
@@ -42,14 +63,13 @@ public final class CaptureProcessor: @unchecked Sendable {
         guard let pp = speex_preprocess_state_init(Int32(frameSamples), Int32(AudioFormat.sampleRate)) else {
             throw .codec("cannot create the SpeexDSP preprocessor")
         }
-        preprocess = pp
         self.frameSamples = frameSamples
         self.options = options
-        scratch = .allocate(capacity: frameSamples)
         callroom_preprocess_set_int(pp, callroom_pp_denoise, options.noiseSuppression ? 1 : 0)
         callroom_preprocess_set_int(pp, callroom_pp_noise_suppress, -25)
         callroom_preprocess_set_int(pp, callroom_pp_agc, options.automaticGain ? 1 : 0)
         callroom_preprocess_set_int(pp, callroom_pp_vad, 0)
+        let echo: OpaquePointer?
         if options.echoCancellation {
             let tail = AudioFormat.samples(ms: echoTailMs)
             guard let e = speex_echo_state_init(Int32(frameSamples), Int32(tail)) else {
@@ -62,33 +82,34 @@ public final class CaptureProcessor: @unchecked Sendable {
         } else {
             echo = nil
         }
-    }
-
-    deinit {
-        if let echo { speex_echo_state_destroy(echo) }
-        speex_preprocess_state_destroy(preprocess)
-        scratch.deallocate()
+        cancelsEcho = echo != nil
+        speex = LockedState(Speex(preprocess: pp, echo: echo, frameSamples: frameSamples))
     }
 
     /// Tells the echo canceller what was just played (playback thread).
     public func played(_ frame: UnsafeBufferPointer<Int16>) {
-        guard let echo, frame.count == frameSamples, let base = frame.baseAddress else { return }
-        lock.lock()
-        speex_echo_playback(echo, base)
-        lock.unlock()
+        guard cancelsEcho, frame.count == frameSamples else { return }
+        speex.withLock { s in
+            guard let echo = s.echo else { return }
+            for i in 0..<frame.count { s.input[i] = frame[i] }
+            speex_echo_playback(echo, s.input.baseAddress)
+        }
     }
 
     /// Processes one captured frame in place (capture thread).
     public func process(_ frame: UnsafeMutableBufferPointer<Int16>) {
-        guard frame.count == frameSamples, let base = frame.baseAddress else { return }
-        if let echo {
-            lock.lock()
-            speex_echo_capture(echo, base, scratch)
-            lock.unlock()
-            base.update(from: scratch, count: frameSamples)
-        }
-        if options.noiseSuppression || options.automaticGain || echo != nil {
-            _ = speex_preprocess_run(preprocess, base)
+        guard frame.count == frameSamples else { return }
+        let runPreprocessor = options.noiseSuppression || options.automaticGain || cancelsEcho
+        guard runPreprocessor else { return }
+        speex.withLock { s in
+            for i in 0..<frame.count { s.input[i] = frame[i] }
+            var result = s.input
+            if let echo = s.echo {
+                speex_echo_capture(echo, s.input.baseAddress, s.output.baseAddress)
+                result = s.output
+            }
+            _ = speex_preprocess_run(s.preprocess, result.baseAddress)
+            for i in 0..<frame.count { frame[i] = result[i] }
         }
     }
 }

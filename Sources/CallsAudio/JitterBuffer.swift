@@ -33,7 +33,7 @@ import CallsCore
 /// into a free slot, `nextDecision()` names the slot to decode, and `payload(_:)` reads it.
 ///
 /// Thread rules: owned by one thread at a time (`ReceiveMixer` guards it with its lock).
-public final class JitterBuffer: @unchecked Sendable {
+public final class JitterBuffer {
     /// A playout decision with the payload as an array (tests, and callers that may allocate).
     public enum Playout: Equatable, Sendable {
         case packet([UInt8])

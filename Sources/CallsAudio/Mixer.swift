@@ -3,7 +3,7 @@
 ///
 /// Thread rules: owned by the playback thread. Preallocated: `reset`, `add` and `render`
 /// never allocate.
-public final class Mixer: @unchecked Sendable {
+public final class Mixer {
     private var accumulator: [Float]
     public let frameSamples: Int
     /// Samples whose magnitude the limiter reduced in the last `render`.

@@ -2,7 +2,7 @@ import COpus
 
 /// An Opus encoder for 48 kHz mono VoIP, owning its state.
 /// Thread rules: one thread at a time (the capture thread).
-public final class OpusEncoder: @unchecked Sendable {
+public final class OpusEncoder {
     private let state: OpaquePointer
     public let frameSamples: Int
 
@@ -93,7 +93,7 @@ public final class OpusEncoder: @unchecked Sendable {
 
 /// An Opus decoder for 48 kHz mono, with loss concealment and in-band FEC recovery.
 /// Thread rules: one thread at a time (the playback thread).
-public final class OpusDecoder: @unchecked Sendable {
+public final class OpusDecoder {
     private let state: OpaquePointer
     /// The longest Opus packet (120 ms at 48 kHz): what a decode may write.
     public static let maxPacketSamples = 5760

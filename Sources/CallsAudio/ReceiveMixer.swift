@@ -19,7 +19,7 @@ import Synchronization
 /// each sender's decoder and scratch are the playback thread's alone.
 public final class ReceiveMixer: @unchecked Sendable {
     /// One sender's receive state.
-    final class Sender: @unchecked Sendable {
+    final class Sender {
         let ssrc: UInt32
         /// Under the lock.
         let buffer: JitterBuffer

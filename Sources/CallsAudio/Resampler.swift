@@ -2,7 +2,7 @@ import CSpeexDSP
 
 /// Sample-rate conversion of mono Int16 audio with SpeexDSP's resampler. Owns its state.
 /// Thread rules: one thread at a time.
-public final class Resampler: @unchecked Sendable {
+public final class Resampler {
     private let state: OpaquePointer
     public let inputRate: Int
     public let outputRate: Int

@@ -1,3 +1,4 @@
+import CallsCore
 import Foundation
 import Synchronization
 
@@ -5,11 +6,11 @@ import Synchronization
 public final class NullInput: AudioInput, Sendable {
     public let name = "null"
     /// (Its one reader's: the lock is never contended, it makes that checked.)
-    private let pacer: Mutex<Pacer>
+    private let pacer: Locked<Pacer>
     private let closed = Atomic<Bool>(false)
 
     public init(frameSamples: Int) {
-        pacer = Mutex(Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate)))
+        pacer = Locked(Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate)))
     }
 
     public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
@@ -25,11 +26,11 @@ public final class NullInput: AudioInput, Sendable {
 public final class NullOutput: AudioOutput, Sendable {
     public let name = "null"
     /// (Its one writer's: the lock is never contended, it makes that checked.)
-    private let pacer: Mutex<Pacer>
+    private let pacer: Locked<Pacer>
     private let closed = Atomic<Bool>(false)
 
     public init(frameSamples: Int) {
-        pacer = Mutex(Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate)))
+        pacer = Locked(Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate)))
     }
 
     public func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
@@ -50,10 +51,10 @@ public final class ToneInput: AudioInput, Sendable {
     /// The oscillator: (cos, sin) of the phase, turned by one sample's step per sample (two
     /// multiplications instead of a `sin` call: a synthetic microphone should cost next to nothing).
     private struct Oscillator { var re = 1.0, im = 0.0, elapsedSamples = 0 }
-    private let oscillator = Mutex(Oscillator())
+    private let oscillator = Locked(Oscillator())
     private let stepCos: Double, stepSin: Double
     /// (Its one reader's: the locks are never contended, they make that checked.)
-    private let pacer: Mutex<Pacer>
+    private let pacer: Locked<Pacer>
     private let closed = Atomic<Bool>(false)
 
     public init(frequency: Double, frameSamples: Int, amplitude: Double = 0.25, cadence: (onMs: Int, offMs: Int)? = nil) {
@@ -63,7 +64,7 @@ public final class ToneInput: AudioInput, Sendable {
         self.name = "tone:\(frequency.formatted(.number.grouping(.never)))"
         let step = 2 * Double.pi * frequency / Double(AudioFormat.sampleRate)
         (stepCos, stepSin) = (cos(step), sin(step))
-        pacer = Mutex(Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate)))
+        pacer = Locked(Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate)))
     }
 
     public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {

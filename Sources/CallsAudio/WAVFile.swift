@@ -1,4 +1,5 @@
 import CSndFile
+import CallsCore
 import Foundation
 import Synchronization
 
@@ -42,13 +43,13 @@ public final class FileInput: AudioInput, Sendable {
     public let name: String
     private let samples: [Int16]
     /// (Its one reader's: the lock is never contended, it makes that checked.)
-    private let state: Mutex<(position: Int, pacer: Pacer)>
+    private let state: Locked<(position: Int, pacer: Pacer)>
     private let closed = Atomic<Bool>(false)
 
     public init(path: String, frameSamples: Int) throws(AudioError) {
         name = "file:\(path)"
         samples = try SoundFile.readMono48k(path: path)
-        state = Mutex((0, Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))))
+        state = Locked((0, Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))))
     }
 
     public func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
@@ -68,11 +69,22 @@ public final class FileInput: AudioInput, Sendable {
 
 /// `file:PATH.wav` output: a 48 kHz mono 16-bit WAV written as heard, paced in real time.
 /// The header is kept current on every write, so the file is valid even if the process dies.
-public final class FileOutput: AudioOutput, @unchecked Sendable {
+public final class FileOutput: AudioOutput {
     public let name: String
-    private var file: OpaquePointer?
-    private var pacer: Pacer
-    private let lock = NSLock()
+    /// libsndfile's handle until `close`, and the samples being written (`write` and `close`
+    /// come from different threads). The caller's frame is copied in sample by sample, so the
+    /// compiler sees that no caller's pointer is kept with the file.
+    private struct Writer: ~Copyable {
+        var file: OpaquePointer?
+        let staging = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 4800)
+        deinit {
+            if let file { sf_close(file) }
+            staging.deallocate()
+        }
+    }
+    private let writer: LockedState<Writer>
+    /// The writer's alone (never contended).
+    private let pacer: Locked<Pacer>
     private let paced: Bool
 
     /// - Parameter paced: false writes as fast as frames come (offline rendering, tests).
@@ -86,26 +98,32 @@ public final class FileOutput: AudioOutput, @unchecked Sendable {
             throw .file(path: path, reason: String(cString: sf_strerror(nil)))
         }
         sf_command(f, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE))
-        file = f
+        writer = LockedState(Writer(file: f))
         self.paced = paced
-        pacer = Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate))
+        pacer = Locked(Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / UInt64(AudioFormat.sampleRate)))
     }
 
-    deinit { close() }
-
     public func write(_ frame: UnsafeBufferPointer<Int16>) throws(AudioError) {
-        if paced { pacer.wait(samples: frame.count) }
-        lock.lock()
-        defer { lock.unlock() }
-        guard let f = file else { throw .closed }
-        let n = sf_write_short(f, frame.baseAddress, sf_count_t(frame.count))
-        guard n == frame.count else { throw .file(path: name, reason: String(cString: sf_strerror(f))) }
+        if paced { pacer.withLock { $0.wait(samples: frame.count) } }
+        let name = name
+        try writer.withLock { w throws(AudioError) in
+            guard let f = w.file else { throw .closed }
+            var start = 0
+            while start < frame.count {
+                let n = min(w.staging.count, frame.count - start)
+                for i in 0..<n { w.staging[i] = frame[start + i] }
+                guard sf_write_short(f, w.staging.baseAddress, sf_count_t(n)) == n else {
+                    throw .file(path: name, reason: String(cString: sf_strerror(f)))
+                }
+                start += n
+            }
+        }
     }
 
     public func close() {
-        lock.lock()
-        defer { lock.unlock() }
-        if let f = file { sf_close(f) }
-        file = nil
+        writer.withLock { w in
+            if let f = w.file { sf_close(f) }
+            w.file = nil
+        }
     }
 }

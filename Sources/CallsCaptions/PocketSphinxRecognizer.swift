@@ -1,4 +1,5 @@
 import CPocketSphinx
+import CallsCore
 import Foundation
 import Synchronization
 
@@ -42,22 +43,27 @@ public struct PocketSphinxEngine: SpeechRecognizerEngine {
     }
 }
 
-/// One PocketSphinx decoder. Owns it (freed on deinit). Thread rules: one thread at a time.
-final class PocketSphinxRecognizer: SpeechRecognizer, @unchecked Sendable {
+/// One PocketSphinx decoder. Owns it (freed on deinit). Thread rules: one thread at a time
+/// (the pool leases it); the decoder lives in a `Mutex` that is never contended, so the
+/// compiler checks that it is not shared some other way.
+final class PocketSphinxRecognizer: SpeechRecognizer {
     let language: String
-    private let decoder: OpaquePointer
-    private var inUtterance = false
+    /// The decoder and the samples being fed to it. A caller's samples are copied in sample by
+    /// sample, so the compiler sees that no caller's pointer is kept with the decoder.
+    private struct Decoder: ~Copyable {
+        let handle: OpaquePointer
+        var inUtterance = false
+        let staging = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 4096)
+        deinit { ps_free(handle); staging.deallocate() }
+    }
+    private let decoder: LockedState<Decoder>
 
     /// PocketSphinx logs to stderr unless told otherwise: once per process, it is silenced.
     private static let quiet: Void = { err_set_logfp(nil) }()
 
     init(language: String, hmm: String, lm: String, dict: String) throws(CaptionError) {
         _ = Self.quiet
-        let args = ["-hmm", hmm, "-lm", lm, "-dict", dict, "-logfn", "/dev/null"]
-        // cmd_ln_init is variadic; cmd_ln_parse_r takes the same arguments as an argv.
-        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) }
-        defer { for p in argv { free(p) } }
-        guard let config = argv.withUnsafeMutableBufferPointer({ cmd_ln_parse_r(nil, ps_args(), Int32(args.count), $0.baseAddress, 1) }) else {
+        guard let config = Self.configuration(["-hmm", hmm, "-lm", lm, "-dict", dict, "-logfn", "/dev/null"]) else {
             throw .recognizer("pocketsphinx refused its configuration for \(language)")
         }
         guard let d = ps_init(config) else {
@@ -65,34 +71,56 @@ final class PocketSphinxRecognizer: SpeechRecognizer, @unchecked Sendable {
             throw .recognizer("pocketsphinx could not load the \(language) model (\(hmm))")
         }
         cmd_ln_free_r(config)  // the decoder holds its own reference
-        decoder = d
+        decoder = LockedState(Decoder(handle: d))
         self.language = language
     }
 
-    deinit { ps_free(decoder) }
+    /// PocketSphinx's configuration from command-line style arguments (nil when refused).
+    private static func configuration(_ args: [String]) -> OpaquePointer? {
+        // cmd_ln_init is variadic; cmd_ln_parse_r takes the same arguments as an argv.
+        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) }
+        defer { for p in argv { free(p) } }
+        return argv.withUnsafeMutableBufferPointer { cmd_ln_parse_r(nil, ps_args(), Int32(args.count), $0.baseAddress, 1) }
+    }
 
     func begin() throws(CaptionError) {
-        if inUtterance { _ = ps_end_utt(decoder) }
-        guard ps_start_utt(decoder) >= 0 else { throw .recognizer("pocketsphinx could not start an utterance") }
-        inUtterance = true
+        try decoder.withLock { (d) throws(CaptionError) in
+            if d.inUtterance { _ = ps_end_utt(d.handle) }
+            guard ps_start_utt(d.handle) >= 0 else { throw .recognizer("pocketsphinx could not start an utterance") }
+            d.inUtterance = true
+        }
     }
 
     func feed(_ samples: UnsafeBufferPointer<Int16>) throws(CaptionError) {
-        guard inUtterance, let base = samples.baseAddress, samples.count > 0 else { return }
-        guard ps_process_raw(decoder, base, samples.count, 0, 0) >= 0 else { throw .recognizer("pocketsphinx could not process audio") }
+        guard samples.count > 0 else { return }
+        try decoder.withLock { (d) throws(CaptionError) in
+            guard d.inUtterance else { return }
+            var start = 0
+            while start < samples.count {
+                let n = min(d.staging.count, samples.count - start)
+                for i in 0..<n { d.staging[i] = samples[start + i] }
+                guard ps_process_raw(d.handle, d.staging.baseAddress, n, 0, 0) >= 0 else { throw .recognizer("pocketsphinx could not process audio") }
+                start += n
+            }
+        }
     }
 
+
     func partial() -> String {
-        guard inUtterance else { return "" }
-        var score: Int32 = 0
-        return ps_get_hyp(decoder, &score).map { String(cString: $0) } ?? ""
+        decoder.withLock { d in
+            guard d.inUtterance else { return "" }
+            var score: Int32 = 0
+            return ps_get_hyp(d.handle, &score).map { String(cString: $0) } ?? ""
+        }
     }
 
     func end() throws(CaptionError) -> String {
-        guard inUtterance else { return "" }
-        inUtterance = false
-        guard ps_end_utt(decoder) >= 0 else { throw .recognizer("pocketsphinx could not end an utterance") }
-        var score: Int32 = 0
-        return ps_get_hyp(decoder, &score).map { String(cString: $0) } ?? ""
+        try decoder.withLock { (d) throws(CaptionError) -> String in
+            guard d.inUtterance else { return "" }
+            d.inUtterance = false
+            guard ps_end_utt(d.handle) >= 0 else { throw .recognizer("pocketsphinx could not end an utterance") }
+            var score: Int32 = 0
+            return ps_get_hyp(d.handle, &score).map { String(cString: $0) } ?? ""
+        }
     }
 }

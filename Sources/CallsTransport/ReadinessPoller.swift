@@ -4,7 +4,9 @@ import Glibc
 #endif
 
 /// Waits for any of many descriptors to become readable (`epoll`), reporting the tag each was
-/// registered with. Owns its epoll descriptor (closed on deinit). One thread at a time.
+/// registered with. Owns its epoll descriptor (closed on deinit).
+/// Thread rules: `wait` from one thread (it fills the tag buffer); `add` and `remove` from any
+/// thread (`epoll_ctl` beside a running `epoll_wait` is safe).
 public final class ReadinessPoller: @unchecked Sendable {
     private let ep: Int32
     private let tags: UnsafeMutablePointer<UInt64>

@@ -5,7 +5,7 @@ import Glibc
 
 /// Sends one datagram to many addresses with a single `sendmmsg` system call, from a
 /// preallocated address table (no allocation per send). Owned by one thread (the relay's).
-public final class UDPBatchSender: @unchecked Sendable {
+public final class UDPBatchSender {
     public static let capacity = 64
     private let addresses: UnsafeMutablePointer<sockaddr_in>
     private var count = 0

@@ -9,8 +9,9 @@ import Synchronization
 /// mouth opens with `setMouthOpen` (or moves idly) — the demo's bots. The rear-facing variant draws its
 /// bars in reverse order, so a switch of camera shows. For machines without a camera, and QA.
 ///
-/// Thread rules: `read` from one thread; `close`, `setMouthOpen` from any.
-public final class TestPatternSource: VideoSource, @unchecked Sendable {
+/// Thread rules: `read` from one thread (its drawing state is behind a lock that is never
+/// contended); `close`, `setMouthOpen` from any.
+public final class TestPatternSource: VideoSource {
     public enum Style: Sendable { case pattern, avatar }
 
     public let name: String
@@ -21,12 +22,17 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
     private let background: (y: UInt8, u: UInt8, v: UInt8)
     private let closed = Atomic<Bool>(false)
     private let mouth = Atomic<Int>(0)
-    private var frameCount = 0
-    /// The text line: its font, the name drawn once, and the clock's last text and drawing.
-    private let text: TextRasterizer?
+    /// The name drawn once (nil without a font).
     private let nameBitmap: TextRasterizer.Bitmap?
-    private var firstFrameAt: UInt64?
-    private var clock: (text: String, bitmap: TextRasterizer.Bitmap)?
+    /// What `read` changes: frames made, and the text line's font (FreeType's state), first
+    /// frame time and the clock's last text and drawing.
+    private struct Drawing {
+        var frameCount = 0
+        let text: TextRasterizer?
+        var firstFrameAt: UInt64?
+        var clock: (text: String, bitmap: TextRasterizer.Bitmap)?
+    }
+    private let drawing: LockedState<Drawing>
 
     /// The seven bars, left to right (front-facing): white, yellow, cyan, green, magenta, red, blue.
     public static let bars: [(r: Int, g: Int, b: Int)] = [(235, 235, 235), (235, 235, 16), (16, 235, 235), (16, 235, 16),
@@ -44,8 +50,9 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
         let r = 40 + Int(h & 0x7F), g = 40 + Int(h >> 8 & 0x7F), b = 40 + Int(h >> 16 & 0x7F)
         background = YUV.from(r: r, g: g, b: b)
         // The text line sits between the sweep and the stamp: a seventh of the height.
-        text = style == .pattern ? TextRasterizer(pixelSize: max(8, self.height / 7)) : nil
+        let text = style == .pattern ? TextRasterizer(pixelSize: max(8, self.height / 7)) : nil
         nameBitmap = text?.render(name)
+        drawing = LockedState(Drawing(text: text))
     }
 
     /// The clock's text for a capture `elapsed` nanoseconds after the first frame: "m:ss.t".
@@ -62,9 +69,9 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
         guard !closed.load(ordering: .acquiring) else { throw .closed }
         var f = VideoFrame(width: width, height: height, y: background.y, u: background.u, v: background.v)
         f.captureNanoseconds = nanoseconds
-        frameCount += 1
+        let frameCount = drawing.withLock { d in d.frameCount += 1; return d.frameCount }
         guard style == .pattern else {
-            drawFace(&f)
+            drawFace(&f, frameCount: frameCount)
             return f
         }
         drawBars(&f)
@@ -94,12 +101,16 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
     /// The name at the left and the clock at the right, white on a dark plate, between the
     /// sweep and the stamp. The name gives way to the clock when both do not fit.
     private func drawTextLine(_ f: inout VideoFrame, at nanoseconds: UInt64) {
-        guard let text, let nameBitmap else { return }
-        let start = firstFrameAt ?? nanoseconds
-        firstFrameAt = start
-        let now = Self.clockText(elapsed: nanoseconds &- start)
-        if clock?.text != now { clock = (now, text.render(now)) }
-        guard let clockBitmap = clock?.bitmap else { return }
+        guard let nameBitmap else { return }
+        let clockBitmap: TextRasterizer.Bitmap? = drawing.withLock { d in
+            guard let text = d.text else { return nil }
+            let start = d.firstFrameAt ?? nanoseconds
+            d.firstFrameAt = start
+            let now = Self.clockText(elapsed: nanoseconds &- start)
+            if d.clock?.text != now { d.clock = (now, text.render(now)) }
+            return d.clock?.bitmap
+        }
+        guard let clockBitmap else { return }
         let top = (height * 2 / 3 - nameBitmap.height / 3) & ~1
         let margin = max(2, width / 64) & ~1
         let clockX = (width - margin - clockBitmap.width) & ~1
@@ -123,7 +134,7 @@ public final class TestPatternSource: VideoSource, @unchecked Sendable {
         }
     }
 
-    private func drawFace(_ f: inout VideoFrame) {
+    private func drawFace(_ f: inout VideoFrame, frameCount: Int) {
         let cx = width / 2, cy = height * 5 / 12, r = height / 3
         let skin = YUV.from(r: 224, g: 172, b: 105), dark = YUV.from(r: 40, g: 30, b: 30)
         disc(&f, cx: cx, cy: cy, r: r, skin)

@@ -9,7 +9,7 @@ import Foundation
 ///
 /// Thread rules: `read` from one thread (the video sender's); `close` from any. The descriptor
 /// is owned and closed with the object.
-public final class V4L2Camera: VideoSource, @unchecked Sendable {
+public final class V4L2Camera: VideoSource {
     public let name: String
     public let path: String
     public let width: Int
@@ -17,7 +17,8 @@ public final class V4L2Camera: VideoSource, @unchecked Sendable {
     private let deviceWidth: Int
     private let deviceHeight: Int
     private let fd: Locked<Int32>
-    private var buffer: [UInt8]
+    /// The reader's frame buffer (never contended: `read` comes from one thread).
+    private let buffer: Locked<[UInt8]>
 
     /// A camera on the machine (`callroom devices`).
     public struct Device: Sendable, Equatable {
@@ -74,7 +75,7 @@ public final class V4L2Camera: VideoSource, @unchecked Sendable {
         self.height = height & ~1
         deviceWidth = Int(fmt.fmt.pix.width) & ~1
         deviceHeight = Int(fmt.fmt.pix.height) & ~1
-        buffer = [UInt8](repeating: 0, count: max(Int(fmt.fmt.pix.sizeimage), VideoFrame.byteCount(width: deviceWidth, height: deviceHeight)))
+        buffer = Locked([UInt8](repeating: 0, count: max(Int(fmt.fmt.pix.sizeimage), VideoFrame.byteCount(width: deviceWidth, height: deviceHeight))))
         self.fd = Locked(fd)
     }
 
@@ -90,13 +91,16 @@ public final class V4L2Camera: VideoSource, @unchecked Sendable {
         guard d >= 0 else { throw .closed }
         var p = pollfd(fd: d, events: Int16(POLLIN), revents: 0)
         guard poll(&p, 1, 200) > 0 else { throw .device(path, "no frame within 200 ms") }
-        let n = buffer.withUnsafeMutableBytes { v4l2_read(d, $0.baseAddress, $0.count) }
         let size = VideoFrame.byteCount(width: deviceWidth, height: deviceHeight)
+        let (n, failure, bytes) = buffer.withLock { b -> (Int, Int32, [UInt8]) in
+            let n = b.withUnsafeMutableBytes { v4l2_read(d, $0.baseAddress, $0.count) }
+            return (n, errno, n >= size ? Array(b[0..<size]) : [])
+        }
         guard n >= size else {
             if fd.withLock({ $0 }) < 0 { throw .closed }
-            throw .device(path, n < 0 ? String(cString: strerror(errno)) : "short frame (\(n) bytes)")
+            throw .device(path, n < 0 ? String(cString: strerror(failure)) : "short frame (\(n) bytes)")
         }
-        let f = VideoFrame(width: deviceWidth, height: deviceHeight, bytes: Array(buffer[0..<size]), captureNanoseconds: nanoseconds)
+        let f = VideoFrame(width: deviceWidth, height: deviceHeight, bytes: bytes, captureNanoseconds: nanoseconds)
         return f.scaled(width: width, height: height)
     }
 

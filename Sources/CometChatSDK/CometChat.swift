@@ -159,9 +159,9 @@ public enum CometChat {
     /// A change of the chat connection: tell the connection listeners (from the connection's queue).
     static func dispatchConnection(_ change: ChatConnectionState) {
         let (listeners, queue) = state.withLock { s in (s.connectionListeners.values.compactMap { $0.object as? any CometChatConnectionDelegate }, s.settings?.callbackQueue ?? .main) }
-        let box = ListenerBox(listeners)
+        let box = UncheckedBox(listeners)
         queue.async {
-            for l in box.listeners {
+            for l in box.value {
                 switch change {
                 case .disconnected: l.disconnected()
                 case .connecting: l.connecting()
@@ -242,9 +242,9 @@ public enum CometChat {
             return (s.user?.uid, s.listeners.values.compactMap { $0.object as? any CometChatCallDelegate }, s.settings?.callbackQueue ?? .main)
         }
         let mine = me == wire.initiator.id
-        let box = ListenerBox(listeners)
+        let box = UncheckedBox(listeners)
         queue.async {
-            for l in box.listeners {
+            for l in box.value {
                 switch kind {
                 case .incoming: l.onIncomingCallReceived(incomingCall: call, error: nil)
                 case .accepted: if mine { l.onOutgoingCallAccepted(acceptedCall: call, error: nil) }
@@ -262,15 +262,11 @@ public enum CometChat {
 
 /// Documented-style handlers are not `@Sendable`; they are only ever called on the callback
 /// queue they were given for (the thread rule above), which these boxes carry them to.
-final class Handlers<T>: @unchecked Sendable {
-    let success: (T) -> Void
-    let failure: (CometChatException) -> Void
-    init(success: @escaping (T) -> Void, failure: @escaping (CometChatException) -> Void) { self.success = success; self.failure = failure }
-}
-
-final class ListenerBox<Listener>: @unchecked Sendable {
-    let listeners: [Listener]
-    init(_ l: [Listener]) { listeners = l }
+struct Handlers<T>: Sendable {
+    private let box: UncheckedBox<(success: (T) -> Void, failure: (CometChatException) -> Void)>
+    init(success: @escaping (T) -> Void, failure: @escaping (CometChatException) -> Void) { box = UncheckedBox((success, failure)) }
+    func success(_ value: T) { box.value.success(value) }
+    func failure(_ error: CometChatException) { box.value.failure(error) }
 }
 
 /// Runs a closure on the callback queue.

@@ -2,7 +2,6 @@ import CallsCore
 import CallsVideo
 import CometChatCallsSDK
 import Foundation
-import Synchronization
 
 /// `--video-out DIR`: every received participant's decoded frames as DIR/PID.y4m (YUV4MPEG2,
 /// which ffmpeg, mpv and libvpx's tools read), for QA and for tests that check content (the
@@ -12,7 +11,7 @@ import Synchronization
 /// created on first use and closed by `close()` from any thread.
 package final class VideoDump: Sendable {
     package let directory: String
-    private let writers = Mutex<[String: Y4MWriter]>([:])
+    private let writers = LockedState<[String: Y4MWriter]>([:])
     private let failed = Locked<Set<String>>([])
 
     /// Creates DIR when missing; fails when it cannot be made or written.

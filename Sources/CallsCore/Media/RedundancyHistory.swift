@@ -13,7 +13,7 @@ import CallsSupport
 /// allocated per frame.
 ///
 /// Thread rules: one thread at a time (the capture thread).
-public final class RedundancyHistory: @unchecked Sendable {
+public final class RedundancyHistory {
     private let storage: UnsafeMutableRawBufferPointer
     private var sequences = [UInt16](repeating: 0, count: RedundantAudio.maxDistance)
     private var timestamps = [UInt32](repeating: 0, count: RedundantAudio.maxDistance)

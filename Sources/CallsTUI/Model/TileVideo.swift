@@ -1,5 +1,6 @@
 import CallsCore
 import CallsVideo
+import Synchronization
 
 /// A participant's latest video frame as the call screen holds it: compared by its serial
 /// number (a new frame is a change), never by its pixels. Its picture for a tile size is made
@@ -24,26 +25,26 @@ public struct TileVideo: Equatable, Sendable {
     func picture(columns: Int, rows: Int, mode: PictureMode, unicode: Bool) -> Picture {
         let fit = TerminalPicture.fit(width: frame.width, height: frame.height, columns: columns, rows: rows)
         let key = PictureCache.Key(columns: fit.columns, rows: fit.rows, mode: mode, unicode: unicode)
-        if let p = cache.picture, cache.key == key { return p }
+        if let kept = cache.kept.withLock({ $0 }), kept.key == key { return kept.picture }
         let p = PictureRenderers.shared.render(frame, key: key, mirrored: mirrored)
-        cache.key = key
-        cache.picture = p
+        cache.kept.withLock { $0 = (key, p) }
         return p
     }
 }
 
-/// One frame's rendered picture (UI thread).
-final class PictureCache: @unchecked Sendable {
-    struct Key: Equatable { var columns: Int; var rows: Int; var mode: PictureMode; var unicode: Bool }
-    var key: Key?
-    var picture: Picture?
+/// One frame's rendered picture and the size it was made for (the UI thread's; the lock is
+/// never contended and lets the value the call screen's model holds stay `Sendable`).
+final class PictureCache: Sendable {
+    struct Key: Equatable, Sendable { var columns: Int; var rows: Int; var mode: PictureMode; var unicode: Bool }
+    let kept = Locked<(key: Key, picture: Picture)?>(nil)
 }
 
 /// The chafa renderers, one per mode (each keeps its canvases); used under a lock, though only
 /// the UI thread draws.
-final class PictureRenderers: @unchecked Sendable {
+final class PictureRenderers: Sendable {
     static let shared = PictureRenderers()
-    private let renderers = Locked<[String: TerminalPicture]>([:])
+    /// Chafa's canvases are C state; the `Mutex` owns them (it is Sendable for any value it holds).
+    private let renderers = LockedState<[String: TerminalPicture]>([:])
     /// Pictures made so far (tests: a redraw of the same frame at the same size makes none).
     let rendered = Locked(0)
 

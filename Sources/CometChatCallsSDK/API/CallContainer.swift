@@ -12,11 +12,3 @@ public extension CallContainer {
     func callSessionDidStart(_ session: CallSession, settings: SessionSettingsBuilder.SessionSettings) {}
     func callSessionDidEnd(_ session: CallSession) {}
 }
-
-/// Carries a value across a queue hop the compiler cannot prove safe. Used only to deliver
-/// documented (non-Sendable) callbacks on the configured callback queue, which is where the
-/// SDK documents they run.
-struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}

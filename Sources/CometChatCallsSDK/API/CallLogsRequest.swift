@@ -7,7 +7,7 @@ import Foundation
 /// Thread rules: a request is used by one thread at a time; handlers run on the SDK callback queue.
 public final class CallLogsRequest: @unchecked Sendable {
     /// Builds a `CallLogsRequest`. Every filter is optional.
-    public final class CallLogsBuilder: @unchecked Sendable {
+    public final class CallLogsBuilder {
         var limit = 30
         var query: [String: String] = [:]
 

@@ -1,3 +1,4 @@
+import CallsCore
 import Foundation
 
 extension CometChatCalls {

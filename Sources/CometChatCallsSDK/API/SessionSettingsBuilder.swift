@@ -6,7 +6,7 @@ import CallsCore
 /// Every setter returns the builder, so calls chain; `build()` returns an immutable
 /// `SessionSettingsBuilder.SessionSettings`. Defaults are the documented ones (docs/sdk.md).
 /// Thread rules: a builder is used by one thread; the built settings are a Sendable value.
-public final class SessionSettingsBuilder: @unchecked Sendable {
+public final class SessionSettingsBuilder {
     /// The settings of one session. A value; any thread.
     public struct SessionSettings: Sendable, Equatable {
         /// Title shown in the header.

@@ -15,7 +15,7 @@ extension TranscriptRecord {
 /// Transcripts exist once the server transcribes; until then every page is empty (not an error).
 /// Thread rules: one thread at a time; handlers run on the SDK callback queue.
 public final class TranscriptsRequest: @unchecked Sendable {
-    public final class TranscriptsBuilder: @unchecked Sendable {
+    public final class TranscriptsBuilder {
         var sessionId = ""
         var limit = 30
         public init() {}

@@ -134,7 +134,7 @@ extension CometChatCalls {
     /// v4: `CometChatCalls.CallSettingsBuilder.setDefaultLayout(true).setIsAudioOnly(false).setDelegate(self).build()`.
     /// Each setter exists as a static (starting a builder) and as an instance method (chaining).
     @available(*, deprecated, message: "CometChatCalls v4 API: use SessionSettingsBuilder and CallSession listeners")
-    public final class CallSettingsBuilder: @unchecked Sendable {
+    public final class CallSettingsBuilder {
         private var settings = CallSettings()
         public init() {}
 

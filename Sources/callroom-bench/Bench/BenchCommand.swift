@@ -241,10 +241,11 @@ enum PipelineBench {
         }
         // Stages, matched by sequence number of each click's first frame.
         var capture: [Double] = [], encode: [Double] = [], network: [Double] = [], jitter: [Double] = []
-        let onsets = speakerProbe.onsetSeq.sorted { $0.value < $1.value }
-        let played = listenerProbe.playedAt
+        let spoken = speakerProbe.timings, heard = listenerProbe.timings
+        let onsets = spoken.onsetSeq.sorted { $0.value < $1.value }
+        let played = heard.playedAt
         for (seq, cap) in onsets {
-            guard let sent = speakerProbe.sentAt[seq], let recv = listenerProbe.receivedAt[seq],
+            guard let sent = spoken.sentAt[seq], let recv = heard.receivedAt[seq],
                   let play = played.first(where: { $0 >= recv }) else { continue }
             // Signed: on loopback the packet can arrive before the sender's probe notes the send.
             func ms(_ from: UInt64, _ to: UInt64) -> Double { (Double(to) - Double(from)) / 1e6 }
@@ -258,7 +259,7 @@ enum PipelineBench {
             if let m = mouths.last(where: { $0 <= cap && cap - $0 <= periodNs + 5_000_000 }) { capture.append(Double(cap - m) / 1e6) }
         }
         if ProcessInfo.processInfo.environment["CALLROOM_BENCH_DEBUG"] != nil {
-            Console.err("mouths \(mouths.count) ears \(ears.count) onsets \(onsets.count) sent \(speakerProbe.sentAt.count) received \(listenerProbe.receivedAt.count) played \(played.count) ear frames \(ear.frames.load(ordering: .relaxed)) silent \(ear.silentFrames.load(ordering: .relaxed))")
+            Console.err("mouths \(mouths.count) ears \(ears.count) onsets \(onsets.count) sent \(spoken.sentAt.count) received \(heard.receivedAt.count) played \(played.count) ear frames \(ear.frames.load(ordering: .relaxed)) silent \(ear.silentFrames.load(ordering: .relaxed))")
         }
         Console.out("callroom bench latency: \(frameMs) ms frames, \(periodText) playback period, jitter buffer start depth \(jitterFrames == 1 ? "measured" : "≥ \(jitterFrames)"), \(seconds) s, \(total.count) clicks, Opus \(profile.rawValue)" +
                     (impairment.map { ", impaired: \(Int($0.lossPercent)) % loss, 0…\(Int($0.jitterMs)) ms jitter" } ?? ""))

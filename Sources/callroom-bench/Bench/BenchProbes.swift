@@ -31,7 +31,7 @@ struct OnsetDetector {
 final class MarkerInput: AudioInput, Sendable {
     let name = "marker"
     /// The reader's own (never contended: the lock makes that checked).
-    private let state: Mutex<(pacer: Pacer, sample: Int)>
+    private let state: Locked<(pacer: Pacer, sample: Int)>
     private let frameSamples: Int
     private let closed = Atomic<Bool>(false)
     let mouthTimes = Locked<[UInt64]>([])
@@ -40,7 +40,7 @@ final class MarkerInput: AudioInput, Sendable {
 
     init(frameSamples: Int) {
         self.frameSamples = frameSamples
-        state = Mutex((Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / 48_000), 0))
+        state = Locked((Pacer(periodNanoseconds: UInt64(frameSamples) * 1_000_000_000 / 48_000), 0))
     }
 
     func read(_ frame: UnsafeMutableBufferPointer<Int16>) throws(AudioError) {
@@ -71,7 +71,7 @@ final class MarkerInput: AudioInput, Sendable {
 final class EarOutput: AudioOutput, Sendable {
     let name = "ear"
     /// The writer's own (never contended: the lock makes that checked).
-    private let state: Mutex<(pacer: Pacer, detector: OnsetDetector, lastWrite: UInt64)>
+    private let state: Locked<(pacer: Pacer, detector: OnsetDetector, lastWrite: UInt64)>
     private let periodNs: UInt64
     private let queuedNs: UInt64
     private let closed = Atomic<Bool>(false)
@@ -86,7 +86,7 @@ final class EarOutput: AudioOutput, Sendable {
     init(frameSamples: Int, queuedSamples: Int, recorder: FileOutput? = nil) {
         periodNs = UInt64(frameSamples) * 1_000_000_000 / 48_000
         queuedNs = UInt64(queuedSamples) * 1_000_000_000 / 48_000
-        state = Mutex((Pacer(periodNanoseconds: periodNs), OnsetDetector(), 0))
+        state = Locked((Pacer(periodNanoseconds: periodNs), OnsetDetector(), 0))
         self.recorder = recorder
     }
 
@@ -110,30 +110,30 @@ final class EarOutput: AudioOutput, Sendable {
     func close() { closed.store(true, ordering: .releasing) }
 }
 
-/// Per-stage timing of the clicks through the pipeline.
-final class StageProbe: MediaProbe, @unchecked Sendable {
-    private let lock = NSLock()
-    private var detector = OnsetDetector()
-    private var playDetector = OnsetDetector()
-    private(set) var onsetSeq: [UInt16: UInt64] = [:]  // seq → frame captured
-    private(set) var sentAt: [UInt16: UInt64] = [:]
-    private(set) var receivedAt: [UInt16: UInt64] = [:]
-    private(set) var playedAt: [UInt64] = []
+/// Per-stage timing of the clicks through the pipeline. Written from the capture, receive and
+/// playback threads; read when the run is over (`timings`).
+final class StageProbe: MediaProbe {
+    struct Timings: Sendable {
+        var detector = OnsetDetector()
+        var playDetector = OnsetDetector()
+        var onsetSeq: [UInt16: UInt64] = [:]  // seq → frame captured
+        var sentAt: [UInt16: UInt64] = [:]
+        var receivedAt: [UInt16: UInt64] = [:]
+        var playedAt: [UInt64] = []
+    }
+    private let state = Locked(Timings())
+    var timings: Timings { state.withLock { $0 } }
 
     func captured(_ frame: UnsafeBufferPointer<Int16>, sequence: UInt16, at t: UInt64) {
-        lock.lock(); defer { lock.unlock() }
-        if detector.onset(in: frame) != nil { onsetSeq[sequence] = t }
+        state.withLock { s in if s.detector.onset(in: frame) != nil { s.onsetSeq[sequence] = t } }
     }
     func sent(sequence: UInt16, at t: UInt64) {
-        lock.lock(); defer { lock.unlock() }
-        if onsetSeq[sequence] != nil { sentAt[sequence] = t }
+        state.withLock { s in if s.onsetSeq[sequence] != nil { s.sentAt[sequence] = t } }
     }
     func received(ssrc: UInt32, sequence: UInt16, at t: UInt64) {
-        lock.lock(); defer { lock.unlock() }
-        receivedAt[sequence] = t
+        state.withLock { $0.receivedAt[sequence] = t }
     }
     func played(_ frame: UnsafeBufferPointer<Int16>, at t: UInt64) {
-        lock.lock(); defer { lock.unlock() }
-        if playDetector.onset(in: frame) != nil { playedAt.append(t) }
+        state.withLock { s in if s.playDetector.onset(in: frame) != nil { s.playedAt.append(t) } }
     }
 }

@@ -37,12 +37,14 @@ final class LoadGenerator: @unchecked Sendable {
     }
 
     /// Collects one bot's signalling messages.
-    final class SignalSink: WebSocketClientDelegate, @unchecked Sendable {
+    final class SignalSink: WebSocketClientDelegate {
         let joined = Locked<ServerMessage.Joined?>(nil)
         /// When `joined` arrived (monotonic nanoseconds, on the WebSocket's thread).
         let joinedNanoseconds = Atomic<UInt64>(0)
         let closed = Atomic<Bool>(false)
-        var client: WebSocketClient?
+        /// The bot's connection (set once it is made; its delegate is this sink).
+        let connection = Locked<WebSocketClient?>(nil)
+        var client: WebSocketClient? { connection.withLock { $0 } }
         func webSocketDidOpen(_ c: WebSocketClient) {}
         func webSocket(_ c: WebSocketClient, didReceive message: [UInt8], binary: Bool) {
             if case .joined(let j)? = try? ServerMessage(json: Data(message)) {
@@ -127,7 +129,7 @@ final class LoadGenerator: @unchecked Sendable {
         let token = try await c.generateToken(sessionID: "load-room-\(r)")
         let sink = SignalSink()
         let ws = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), delegate: sink)
-        sink.client = ws
+        sink.connection.withLock { $0 = ws }
         do { try ws.connect() } catch { throw CometChatCallException(errorCode: "NETWORK_ERROR", errorDescription: "\(error)") }
         let joinSent = monotonicNanoseconds()
         ws.send(text: ClientMessage.join(.init(callToken: token, sessionId: "load-room-\(r)", audioMuted: false,

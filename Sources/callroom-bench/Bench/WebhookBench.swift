@@ -16,7 +16,7 @@ import Synchronization
 enum WebhookBench {
     /// Records arrivals: (transition time ms from the body, arrival ms).
     final class Receiver: WebServerDelegate, Sendable {
-        let arrivals = Mutex<[(Int64, Int64)]>([])
+        let arrivals = Locked<[(Int64, Int64)]>([])
         let up = Atomic<Bool>(true)
         /// Requests answered 503 (the receiver was down).
         let refused = Atomic<Int>(0)
