@@ -8,15 +8,10 @@ import XCTest
 /// TCP connection stays "open") is noticed within seconds; a stall shorter than the grace period
 /// resumes, a longer one ends the session instead of hanging forever "reconnecting".
 final class HeartbeatTests: XCTestCase {
-    final class Log: @unchecked Sendable {
-        let lock = NSLock()
-        var events: [(CallEvent, Date)] = []
-        func add(_ e: CallEvent) { lock.lock(); events.append((e, Date())); lock.unlock() }
-        func first(_ e: CallEvent) -> Date? { lock.lock(); defer { lock.unlock() }; return events.first { $0.0 == e }?.1 }
-        func wait(_ e: CallEvent, timeout: TimeInterval) -> Date? {
-            eventuallyValue(timeout, poll: 0.02) { first(e) }
-        }
-    }
+    /// The client's events with when each came.
+    typealias Log = EventRecorder<(event: CallEvent, at: Date)>
+
+    private func when(_ e: CallEvent, in log: Log, timeout: TimeInterval) -> Date? { log.wait(timeout) { $0.event == e }?.at }
 
     private func start(grace: Double) throws -> (CallServer, String) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-hb-\(UUID().uuidString.prefix(6))").path
@@ -30,7 +25,7 @@ final class HeartbeatTests: XCTestCase {
 
     private func joinThrough(_ recorder: TCPRecorder, _ server: CallServer, log: Log) async throws -> CallsClient {
         let url = try XCTUnwrap(URL(string: "http://127.0.0.1:\(recorder.port)"))
-        let client = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "hb")) { log.add($0) }
+        let client = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "hb")) { log.add(($0, Date())) }
         _ = try await client.login(uid: "ada", authKey: server.keys.authKey)
         try await client.join(callToken: try await client.generateToken(sessionID: "hb"), sessionID: "hb",
                               settings: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null").build())
@@ -46,10 +41,10 @@ final class HeartbeatTests: XCTestCase {
         let client = try await joinThrough(recorder, server, log: log)
         let stalled = Date()
         recorder.pause(true)
-        let lost = try XCTUnwrap(log.wait(.connectionLost, timeout: 10), "never noticed (it used to hang)")
+        let lost = try XCTUnwrap(when(.connectionLost, in: log, timeout: 10), "never noticed (it used to hang)")
         XCTAssertLessThan(lost.timeIntervalSince(stalled), 7.5, "noticed within the 5 s heartbeat (+ one 2 s tick)")
         recorder.pause(false)
-        XCTAssertNotNil(log.wait(.connectionRestored, timeout: 10), "the stall ended within the grace period: resumed")
+        XCTAssertNotNil(when(.connectionRestored, in: log, timeout: 10), "the stall ended within the grace period: resumed")
         XCTAssertTrue(client.isSessionActive)
         await client.leave()
     }
@@ -62,8 +57,8 @@ final class HeartbeatTests: XCTestCase {
         let log = Log()
         let client = try await joinThrough(recorder, server, log: log)
         recorder.pause(true)
-        XCTAssertNotNil(log.wait(.connectionLost, timeout: 10))
-        XCTAssertNotNil(log.wait(.connectionClosed, timeout: 10), "gave up after the grace period instead of reconnecting forever")
+        XCTAssertNotNil(when(.connectionLost, in: log, timeout: 10))
+        XCTAssertNotNil(when(.connectionClosed, in: log, timeout: 10), "gave up after the grace period instead of reconnecting forever")
         XCTAssertFalse(client.isSessionActive)
     }
 }

@@ -195,16 +195,7 @@ final class ReconnectionTests: XCTestCase {
         defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
         let url = try XCTUnwrap(URL(string: server.url))
 
-        final class Log: @unchecked Sendable {
-            let lock = NSLock()
-            var events: [CallEvent] = []
-            func add(_ e: CallEvent) { lock.lock(); events.append(e); lock.unlock() }
-            var all: [CallEvent] { lock.lock(); defer { lock.unlock() }; return events }
-            func wait(_ match: (CallEvent) -> Bool, timeout: TimeInterval = 5) -> Bool {
-                eventually(timeout) { all.contains(where: match) }
-            }
-        }
-        let aLog = Log(), bLog = Log()
+        let aLog = EventRecorder<CallEvent>(), bLog = EventRecorder<CallEvent>()
         let a = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "a")) { aLog.add($0) }
         let b = CallsClient(serverURL: url, appID: server.keys.appId, eventQueue: DispatchQueue(label: "b")) { bLog.add($0) }
         let settings = SessionSettingsBuilder().setAudioInput("tone:500").setAudioOutput("null").build()
@@ -212,18 +203,18 @@ final class ReconnectionTests: XCTestCase {
             _ = try await client.login(uid: uid, authKey: server.keys.authKey)
             try await client.join(callToken: try await client.generateToken(sessionID: "rc"), sessionID: "rc", settings: settings)
         }
-        XCTAssertTrue(aLog.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false })
+        XCTAssertNotNil(aLog.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false })
         let pidBefore = a.localParticipantID
 
         a.simulateConnectionDrop()
-        XCTAssertTrue(aLog.wait { $0 == .connectionLost }, "onConnectionLost fires")
-        XCTAssertTrue(aLog.wait { $0 == .connectionRestored }, "onConnectionRestored fires")
+        XCTAssertNotNil(aLog.wait { $0 == .connectionLost }, "onConnectionLost fires")
+        XCTAssertNotNil(aLog.wait { $0 == .connectionRestored }, "onConnectionRestored fires")
         XCTAssertEqual(a.localParticipantID, pidBefore, "the same participant")
         XCTAssertTrue(a.isSessionActive)
         XCTAssertFalse(bLog.all.contains { if case .participantLeft = $0 { return true }; return false }, "the peer saw no leave")
         // Still a working session: a mute after the resume reaches the peer, and media re-bound.
         a.setAudioMuted(true)
-        XCTAssertTrue(bLog.wait { if case .participantAudioMuted(let p) = $0 { return p.uid == "ada" }; return false })
+        XCTAssertNotNil(bLog.wait { if case .participantAudioMuted(let p) = $0 { return p.uid == "ada" }; return false })
         a.setAudioMuted(false)
         let aPID = try XCTUnwrap(pidBefore)
         await eventually(3) { (b.audioLevels()[aPID] ?? -127) >= -30 }
@@ -231,6 +222,49 @@ final class ReconnectionTests: XCTestCase {
         XCTAssertGreaterThan(heard, -30, "media flows after the resume")
         await a.leave()
         await b.leave()
-        XCTAssertTrue(aLog.wait { $0 == .sessionLeft })
+        XCTAssertNotNil(aLog.wait { $0 == .sessionLeft })
+    }
+
+    /// The server is killed (-9) and started again on its port: its rooms are gone, its users,
+    /// tokens and keys are on disk. Each client's resume is refused as expired, and it rejoins
+    /// the same session with a fresh call token on a new connection and a new relay — and they
+    /// hear each other again. (The rejoin's transitions are `ClientConnectionTests`; this is the
+    /// whole of it, for real.)
+    func testAfterAServerCrashAndRestartBothClientsRejoinAndHearEachOther() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-rj-\(UUID().uuidString.prefix(6))").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try CallroomdProcess(dataDir: dir)
+        let url = try XCTUnwrap(URL(string: first.url))
+        let port = try XCTUnwrap(url.port)
+        let aLog = EventRecorder<CallEvent>(), bLog = EventRecorder<CallEvent>()
+        let a = CallsClient(serverURL: url, appID: first.appId, eventQueue: DispatchQueue(label: "a")) { aLog.add($0) }
+        let b = CallsClient(serverURL: url, appID: first.appId, eventQueue: DispatchQueue(label: "b")) { bLog.add($0) }
+        for (client, uid, tone) in [(a, "ada", "tone:440"), (b, "bob", "tone:700")] {
+            _ = try await client.login(uid: uid, authKey: first.authKey)
+            try await client.join(callToken: try await client.generateToken(sessionID: "restart"), sessionID: "restart",
+                                  settings: SessionSettingsBuilder().setAudioInput(tone).setAudioOutput("null").build())
+        }
+        XCTAssertNotNil(aLog.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false })
+
+        first.process.signal(SIGKILL)
+        _ = first.process.wait()
+        XCTAssertNotNil(aLog.wait(10) { $0 == .connectionLost })
+        let second = try CallroomdProcess(dataDir: dir, listen: "127.0.0.1:\(port)")
+        defer { _ = second.stop() }
+        for (client, log) in [(a, aLog), (b, bLog)] {
+            XCTAssertNotNil(log.wait(15) { if case .sessionRejoined = $0 { return true }; return false },
+                            "rejoined, not given up: \(log.all.map { "\($0)".prefix(40) })")
+            XCTAssertNotNil(log.wait { $0 == .connectionRestored })
+            XCTAssertEqual(client.sessionRejoinCount, 1)
+            XCTAssertTrue(client.isSessionActive)
+            XCTAssertFalse(log.all.contains { $0 == .connectionClosed }, "never gave up")
+        }
+        // Both are in the restarted server's room, and each hears the other through its new relay.
+        XCTAssertTrue(eventually(10) { Set(a.participants.map(\.uid)) == ["ada", "bob"] && Set(b.participants.map(\.uid)) == ["ada", "bob"] })
+        let aPID = try XCTUnwrap(a.localParticipantID), bPID = try XCTUnwrap(b.localParticipantID)
+        let heard = await eventually(5) { (b.audioLevels()[aPID] ?? -127) >= -30 && (a.audioLevels()[bPID] ?? -127) >= -30 }
+        XCTAssertTrue(heard, "levels after the rejoin: \(b.audioLevels()) \(a.audioLevels())")
+        await a.leave()
+        await b.leave()
     }
 }

@@ -34,22 +34,7 @@ extension CallsClient {
     func closed(_ error: WebSocketClientError?, from link: SignalLink) {
         state.async {
             guard link === self.link else { return }
-            switch self.phase {
-            case .joining:
-                self.failJoin(CometChatCallException(errorCode: CometChatCallException.networkError,
-                                                     errorDescription: "the server closed the connection (\(error.map { "\($0)" } ?? "closed"))"))
-            case .joined:
-                self.connectionLost()
-            case .reconnecting:
-                // The server closes a connection whose resume it refused: a rejoin is coming.
-                if self.rejoining && self.rejoinLink !== link { return }
-                self.rejoining = false
-                self.scheduleReconnect()
-            case .leaving:
-                self.finish(.left, emitLeft: true)
-            case .idle, .ended:
-                break
-            }
+            self.feed(.closed(reason: error.map { "\($0)" } ?? "closed"))
         }
     }
 
@@ -57,7 +42,7 @@ extension CallsClient {
         engine?.stop()
         engine = nil
         dropSocket()
-        phase = .ended
+        _ = connection.handle(.joinFailed, at: monotonicNanoseconds())
         joinContinuation?.resume(throwing: e)
         joinContinuation = nil
     }
@@ -88,17 +73,15 @@ extension CallsClient {
         me = j.you
         rosterOrder = j.participants.map(\.pid)
         rosterByPID = Dictionary(j.participants.map { ($0.pid, $0) }, uniquingKeysWith: { a, _ in a })
-        resumeToken = j.resumeToken
-        gracePeriodSeconds = j.gracePeriodSeconds ?? 30
-        published.withLock { $0.graceSeconds = gracePeriodSeconds }
+        published.withLock { $0.graceSeconds = j.gracePeriodSeconds ?? 30 }
         dominantPID = j.dominantSpeaker
     }
 
     func handle(_ m: ServerMessage) {
         dispatchPrecondition(condition: .onQueue(state))
-        reconnect.heard(at: monotonicNanoseconds())
+        feed(.heard)
         switch m {
-        case .joined(let j) where phase == .reconnecting && rejoining:
+        case .joined(let j) where phase == .reconnecting && connection.rejoin == .joinSent:
             rejoined(j)
         case .joined(let j):
             guard phase == .joining else { return }
@@ -111,7 +94,7 @@ extension CallsClient {
             do { try engine?.start(relay: relay, ssrc: j.you.ssrc, bindToken: token, keys: j.mediaKeys ?? []) } catch {
                 return failJoin(CometChatCallException(errorCode: CometChatCallException.networkError, errorDescription: "\(error)"))
             }
-            phase = .joined
+            feed(.joined(resumeToken: j.resumeToken, graceSeconds: j.gracePeriodSeconds))
             let roster = publishRoster()
             published.withLock {
                 $0.active = true
@@ -134,11 +117,10 @@ extension CallsClient {
             joinContinuation?.resume()
             joinContinuation = nil
         case .resumed(let j):
-            guard phase == .reconnecting else { return }
+            guard phase == .reconnecting, connection.rejoin == nil else { return }
             let before = rosterOrder
             adopt(j)
-            phase = .joined
-            reconnect.recovered()
+            feed(.resumed(resumeToken: j.resumeToken, graceSeconds: j.gracePeriodSeconds))
             if let token = Hex.decode(j.bindToken) { engine?.rebind(token: token) }
             engine?.updateKeys(j.mediaKeys ?? [])  // keys may have rotated while we were away
             if mediaOverSignalling { socket?.send(text: ClientMessage.setMediaOverSignalling(true).json()) }
@@ -183,14 +165,8 @@ extension CallsClient {
             finish(SessionEnding(reason: reason, by: by), emitLeft: reason != .timedOut)
             if reason == .timedOut { emit(.sessionTimedOut) }
         case .error(let code, let message):
-            if phase == .joining {
-                failJoin(CometChatCallException(errorCode: code.rawValue, errorDescription: message))
-            } else if phase == .reconnecting && code == .resumeExpired && !rejoining {
-                rejoin()
-            } else if phase == .reconnecting && rejoining {
-                rejoining = false
-                emit(.error(code: code.rawValue, message: "rejoining failed: \(message)"))
-                giveUpReconnecting()
+            if connection.claims(code) {
+                feed(.refused(code: code.rawValue, message: message, canRejoin: !sessionID.isEmpty))
             } else {
                 // Our unmute was refused: the microphone goes back to muted here too.
                 if code == .mutedByModerator { engine?.setMuted(true); published.withLock { $0.muted = true } }
@@ -281,7 +257,7 @@ extension CallsClient {
             guard phase == .joined || phase == .leaving else { return }
             engine?.updateKeys(keys)
         case .pong(let id):
-            if let sent = pingsSent.removeValue(forKey: id) { roundTripMs = Double(monotonicNanoseconds() - sent) / 1e6 }
+            feed(.pong(id: id))
         case .welcome, .call:
             break  // presence and ringing travel on the chat side's own connection (CometChatSDK)
         }
@@ -312,17 +288,10 @@ extension CallsClient {
                 }
                 return
             }
-            // The heartbeat: pings every 2 s are answered; 5 s of silence is a dead or stalled
-            // server (a TCP connection can stay "open" to a stopped process for minutes).
-            if self.reconnect.isServerSilent(at: monotonicNanoseconds()) {
-                self.dropSocket()
-                return self.connectionLost()
-            }
-            // A ping per report interval measures the round trip to the server (signalling).
-            self.pingCounter += 1
-            self.pingsSent = self.pingsSent.filter { $0.key > self.pingCounter - 5 }
-            self.pingsSent[self.pingCounter] = monotonicNanoseconds()
-            self.socket?.send(text: ClientMessage.ping(self.pingCounter).json())
+            // The heartbeat: a ping per report interval (the round trip to the server), or, after
+            // 5 s of silence, the connection is lost.
+            self.feed(.heartbeat)
+            guard self.phase == .joined else { return }
             self.sendReceiverReport(video: self.engine?.video?.reportSinceLast(seconds: 2) ?? [])
             self.announceQualityChanges()
         }
@@ -385,85 +354,75 @@ extension CallsClient {
         }
     }
 
-    // MARK: Reconnection
+    // MARK: Connection effects
 
-    /// The signalling connection dropped while in a call: media keeps flowing, and we try to
-    /// resume within the server's grace period.
-    private func connectionLost() {
-        guard resumeToken != nil else {
-            finish(.connectionLost, emitLeft: false)
-            return emit(.connectionClosed)
+    /// Feeds one input to the connection's state (now) and carries out what it asks.
+    func feed(_ input: ClientConnection.Input) {
+        dispatchPrecondition(condition: .onQueue(state))
+        run(connection.handle(input, at: monotonicNanoseconds()))
+    }
+
+    /// Carries out the connection's effects, in order (state queue).
+    func run(_ effects: [ClientConnection.Effect]) {
+        dispatchPrecondition(condition: .onQueue(state))
+        for effect in effects {
+            switch effect {
+            case .failJoin(let code, let message):
+                failJoin(CometChatCallException(errorCode: code, errorDescription: message))
+            case .announceLost:
+                emit(.connectionLost)
+            case .drop:
+                dropSocket()
+            case .openResume(let token):
+                open(sending: .resume(token: token))
+            case .fetchRejoinToken:
+                fetchRejoinToken()
+            case .openRejoin(let callToken):
+                let s = settings
+                open(sending: .join(.init(callToken: callToken, sessionId: sessionID, displayName: s.displayName,
+                                          audioMuted: engine?.isMuted ?? s.startAudioMuted, videoPaused: s.startVideoPaused,
+                                          sessionType: s.sessionType == .voice ? .voice : .video,
+                                          idleTimeoutSeconds: max(0, s.idleTimeoutPeriod), passcode: s.passcode)))
+            case .after(let seconds, let input):
+                state.asyncAfter(deadline: .now() + seconds) { [weak self] in self?.feed(input) }
+            case .ping(let id):
+                socket?.send(text: ClientMessage.ping(id).json())
+            case .sendLeave:
+                socket?.send(text: ClientMessage.leave.json())
+            case .finishLeaving:
+                finish(.left, emitLeft: true)
+            case .giveUp:
+                finish(.connectionLost, emitLeft: false)
+                emit(.connectionClosed)
+            case .rejoinFailed(let code, let message):
+                emit(.error(code: code, message: "rejoining failed: \(message)"))
+            }
         }
-        phase = .reconnecting
-        reconnect.lost(at: monotonicNanoseconds(), graceSeconds: gracePeriodSeconds)
-        emit(.connectionLost)
-        scheduleReconnect()
     }
 
-    func scheduleReconnect() {
-        guard phase == .reconnecting else { return }
-        guard let delay = reconnect.nextAttempt(at: monotonicNanoseconds()) else { return giveUpReconnecting() }
-        state.asyncAfter(deadline: .now() + delay) { [weak self] in self?.attemptResume() }
-    }
-
-    private func attemptResume() {
-        guard phase == .reconnecting, !rejoining, let token = resumeToken else { return }
+    /// A new signalling connection (the old one dropped first) with `message` as its first.
+    private func open(sending message: ClientMessage) {
         dropSocket()
         let link = SignalLink(client: self)
         let socket = WebSocketClient(url: serverURL.appendingPathComponent("v1/signal"), trust: trust, delegate: link)
         self.link = link
         self.socket = socket
-        do { try socket.connect() } catch { return scheduleReconnect() }
-        socket.send(text: ClientMessage.resume(token: token).json())
-        // A server that accepts the connection but never answers (stopped) does not hold us:
-        // this attempt ends after 3 s and the next is tried, until the grace period is over.
-        state.asyncAfter(deadline: .now() + 3) { [weak self, weak link] in
-            guard let self, self.phase == .reconnecting, let link, link === self.link else { return }
-            self.dropSocket()
-            self.scheduleReconnect()
-        }
+        do { try socket.connect() } catch { return feed(.connectFailed) }
+        socket.send(text: message.json())
     }
 
     /// The server no longer knows our session (it restarted, or the grace period passed there):
-    /// join it again with a fresh call token on this connection, keeping devices and threads.
-    private func rejoin() {
-        guard phase == .reconnecting, !sessionID.isEmpty else { return giveUpReconnecting() }
-        rejoining = true
-        let session = sessionID, s = settings, link = self.link
+    /// a fresh call token for it, to join again keeping devices and threads.
+    private func fetchRejoinToken() {
+        let session = sessionID
         Task { [weak self] in
             guard let self else { return }
-            let token: String
-            do throws(CometChatCallException) { token = try await self.generateToken(sessionID: session) } catch {
+            do throws(CometChatCallException) {
+                let token = try await self.generateToken(sessionID: session)
+                self.state.async { self.feed(.rejoinToken(token)) }
+            } catch {
                 let code = error.errorCode, text = error.errorDescription
-                self.state.async {
-                    guard self.phase == .reconnecting else { return }
-                    self.rejoining = false
-                    self.emit(.error(code: code, message: "rejoining failed: \(text)"))
-                    self.giveUpReconnecting()
-                }
-                return
-            }
-            self.state.async {
-                guard self.phase == .reconnecting, self.rejoining else { return }
-                // The server closes the connection that failed to resume: join on a fresh one.
-                if link !== self.link || self.socket == nil { return self.scheduleReconnect() }
-                self.dropSocket()
-                let link = SignalLink(client: self)
-                let socket = WebSocketClient(url: self.serverURL.appendingPathComponent("v1/signal"), trust: self.trust, delegate: link)
-                self.link = link
-                self.socket = socket
-                self.rejoinLink = link
-                do { try socket.connect() } catch { self.rejoining = false; return self.scheduleReconnect() }
-                socket.send(text: ClientMessage.join(.init(callToken: token, sessionId: session, displayName: s.displayName,
-                                                           audioMuted: self.engine?.isMuted ?? s.startAudioMuted, videoPaused: s.startVideoPaused,
-                                                           sessionType: s.sessionType == .voice ? .voice : .video,
-                                                           idleTimeoutSeconds: max(0, s.idleTimeoutPeriod), passcode: s.passcode)).json())
-                self.state.asyncAfter(deadline: .now() + 5) { [weak self, weak link] in
-                    guard let self, self.phase == .reconnecting, self.rejoining, let link, link === self.link else { return }
-                    self.rejoining = false
-                    self.dropSocket()
-                    self.scheduleReconnect()
-                }
+                self.state.async { self.feed(.rejoinTokenFailed(code: code, message: text)) }
             }
         }
     }
@@ -471,19 +430,17 @@ extension CallsClient {
     /// The rejoin was admitted: the engine moves to the new participant; peers saw us leave
     /// (when the old server's state went) and join again.
     private func rejoined(_ j: ServerMessage.Joined) {
-        rejoining = false
         let host = j.mediaHost ?? serverURL.host ?? "127.0.0.1"
         guard let relay = SocketAddress.resolve(host: host, port: j.mediaPort), let token = Hex.decode(j.bindToken) else {
             emit(.error(code: CometChatCallException.networkError, message: "cannot resolve media relay \(host):\(j.mediaPort)"))
-            return giveUpReconnecting()
+            return run([.giveUp])
         }
         do { try engine?.retarget(relay: relay, ssrc: j.you.ssrc, bindToken: token, keys: j.mediaKeys ?? []) } catch {
             emit(.error(code: CometChatCallException.networkError, message: "\(error)"))
-            return giveUpReconnecting()
+            return run([.giveUp])
         }
         adopt(j)
-        phase = .joined
-        reconnect.recovered()
+        feed(.rejoined(resumeToken: j.resumeToken, graceSeconds: j.gracePeriodSeconds))
         if mediaOverSignalling { socket?.send(text: ClientMessage.setMediaOverSignalling(true).json()) }
         let roster = publishRoster()
         published.withLock { $0.localPID = j.you.pid; $0.rejoins += 1 }
@@ -503,11 +460,6 @@ extension CallsClient {
         if streaming { emit(.streamingStopped) }
     }
 
-    private func giveUpReconnecting() {
-        finish(.connectionLost, emitLeft: false)
-        emit(.connectionClosed)
-    }
-
     /// Tests: drop the signalling connection abruptly, as a network failure would.
     func simulateConnectionDrop() {
         state.async { self.socket?.abortInBackground() }
@@ -518,19 +470,16 @@ extension CallsClient {
     func finish(_ ending: SessionEnding, emitLeft: Bool) {
         dispatchPrecondition(condition: .onQueue(state))
         guard [.joined, .leaving, .reconnecting].contains(phase) else { return }
-        phase = .ended
+        feed(.ended)
         reportTimer?.cancel()
         reportTimer = nil
         lossReports = [:]
         lastQualities = [:]
         parkedSpeaker?.close()
         parkedSpeaker = nil
-        pingsSent = [:]
-        roundTripMs = nil
         engine?.stop()
         engine = nil
         dropSocket()
-        resumeToken = nil
         published.withLock {
             $0.active = false
             $0.roster = []

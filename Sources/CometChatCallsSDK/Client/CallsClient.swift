@@ -23,7 +23,10 @@ public final class CallsClient: @unchecked Sendable {
     let state = DispatchQueue(label: "callroom.client")
 
     // Confined to `state`
-    var phase: Phase = .idle
+    /// Where the session is, the heartbeat, resume and rejoin: one value, its transitions
+    /// carried out by `run` (CallsClient+Signalling).
+    var connection = ClientConnection()
+    var phase: ClientConnection.Phase { connection.phase }
     var socket: WebSocketClient? { didSet { mediaPath.withLock { $0.socket = socket } } }
     var link: SignalLink?
     var engine: MediaEngine? { didSet { mediaPath.withLock { $0.engine = engine } } }
@@ -37,26 +40,13 @@ public final class CallsClient: @unchecked Sendable {
     var leaveContinuation: CheckedContinuation<Void, Never>?
     var settings = SessionSettingsBuilder.SessionSettings()
     var pendingNotices: [String] = []
-    var resumeToken: String?
-    var gracePeriodSeconds = 30
-    /// The heartbeat's verdict and the reconnect attempts' timing.
-    var reconnect = ReconnectSchedule()
-    /// A rejoin is under way: the server lost our session (it restarted), so we join again with
-    /// a fresh call token on the reconnect connection. Confined to `state`.
-    var rejoining = false
     /// Whose video we show (sent as `subscribeVideo`); nil: everyone's, up to `autoVideoSubscriptions`.
     var videoSubscriptions: [String]?
     var sentVideoSubscriptions: [String]?
-    /// The connection the rejoin runs on (a close of the refused one is expected, not a failure).
-    weak var rejoinLink: SignalLink?
     var dominantPID: String?
     var reportTimer: DispatchSourceTimer?
     /// The latest loss report of each receiver of our audio.
     var lossReports: [String: ReceiverLossReport] = [:]
-    /// Pings in flight (id → send time, monotonic ns) and the last measured round trip.
-    var pingsSent: [Int: UInt64] = [:]
-    var pingCounter = 0
-    var roundTripMs: Double?
     /// The speaker output, kept open while another audio mode plays (state queue).
     var parkedSpeaker: (any AudioOutput)?
     /// Connection quality per pid at the last report interval (for change events).
@@ -133,8 +123,6 @@ public final class CallsClient: @unchecked Sendable {
     /// call token because the server had lost it (a restart), rather than resumed (the flag that
     /// goes with `onConnectionRestored`; `onSessionRejoined` fires too).
     public var sessionRejoinCount: Int { published.withLock { $0.rejoins } }
-
-    enum Phase { case idle, joining, joined, reconnecting, leaving, ended }
 
     /// - Parameters:
     ///   - serverURL: `http://host:port` of a `callroomd`.
@@ -295,11 +283,10 @@ public final class CallsClient: @unchecked Sendable {
     public func leave() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             state.async {
-                guard [.joined, .joining, .reconnecting].contains(self.phase) else { return c.resume() }
-                self.phase = .leaving
+                let effects = self.connection.handle(.leave, at: monotonicNanoseconds())
+                guard !effects.isEmpty else { return c.resume() }
                 self.leaveContinuation = c
-                self.socket?.send(text: ClientMessage.leave.json())
-                self.state.asyncAfter(deadline: .now() + 2) { [weak self] in self?.finish(.left, emitLeft: true) }
+                self.run(effects)
             }
         }
     }
@@ -398,7 +385,7 @@ public final class CallsClient: @unchecked Sendable {
         self.socket = socket
         self.joinContinuation = continuation
         pendingNotices = notices
-        phase = .joining
+        feed(.joinSent)
         engine.setMuted(settings.startAudioMuted)
         socket.send(text: ClientMessage.join(.init(callToken: callToken, sessionId: expectedSessionID, displayName: settings.displayName,
                                                    audioMuted: settings.startAudioMuted, videoPaused: settings.startVideoPaused,

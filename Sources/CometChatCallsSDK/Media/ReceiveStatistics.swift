@@ -50,7 +50,7 @@ extension CallsClient {
     }
 
     /// The last measured round trip to the server over signalling (ms), measured every 2 s.
-    public var serverRoundTripMs: Double? { state.sync { roundTripMs } }
+    public var serverRoundTripMs: Double? { state.sync { connection.roundTripMs } }
 }
 
 extension CallSession {
