@@ -70,13 +70,16 @@ let package = Package(
         .target(name: "CallsRelay", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CBPF"]),
         // The cluster's shared state over Redis: the node registry (liveness, room placement) and
         // the bus between nodes (envelopes).
-        .target(name: "CallsCluster", dependencies: ["CallsCore", "CallsStore", "CallsRedis"]),
+        // How signalling messages reach the parts behind the gateway: the router seam, message
+        // families, the outbox the rooms send through, resume tokens.
+        .target(name: "CallsSignalling", dependencies: ["CallsCore"]),
+        .target(name: "CallsCluster", dependencies: ["CallsCore", "CallsStore", "CallsRedis", "CallsSignalling", "CallsSecurity"]),
         // Members the server starts into rooms: the recorder, the transcriber, the live streamer
         // (each a participant over signalling and the relay), and the hub that serves their sockets.
         .target(name: "CallsMembers", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording",
                                                      "CallsCaptions", "CallsStore"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CallsCaptions",
-                                                    "CallsMembers", "CallsCluster", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"]),
+                                                    "CallsMembers", "CallsCluster", "CallsSignalling", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsVideo"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CallsVideo", "CNcurses"]),
@@ -101,7 +104,7 @@ let package = Package(
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
-        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay", "CallRoomTestSupport", "callroomd"]),
+        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsSignalling", "CallsRedis", "CallsRelay", "CallRoomTestSupport", "callroomd"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsStore", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK", "CZlib", "CallRoomTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",

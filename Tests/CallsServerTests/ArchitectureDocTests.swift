@@ -105,32 +105,39 @@ final class ArchitectureDocTests: XCTestCase {
     /// a row that says `Locked`, `Mutex`, atomics or `dispatchPrecondition` names at least one
     /// type (in its first or last column) whose declaring file — or one of its `Type+….swift`
     /// extensions — uses it. (A row whose type lost its lock would otherwise keep claiming it.)
-    func testTheOwnershipTablesMechanismsAreInTheCodeOfTheirRows() throws {
+    /// The ownership table's rows, split into cells (state, owner, others, enforced by).
+    func ownershipRows() throws -> [[String]] {
         let doc = try doc()
         guard let start = doc.range(of: "### Who owns what"), let end = doc.range(of: "### ThreadSanitizer") else {
-            return XCTFail("no ownership table")
+            throw TestFailure("no ownership table")
         }
-        let rows = doc[start.upperBound..<end.lowerBound].split(separator: "\n").filter { $0.hasPrefix("| ") && !$0.hasPrefix("| state") }
+        return doc[start.upperBound..<end.lowerBound].split(separator: "\n").filter { $0.hasPrefix("| ") && !$0.hasPrefix("| state") }
+            .map { $0.split(separator: "|", omittingEmptySubsequences: false).map { String($0) } }
+            .filter { $0.count >= 5 }
+    }
+
+    /// The code of `type`: its declaring file and its `Type+….swift` extensions.
+    func code(of type: String) -> String {
+        let base = type.split(separator: ".").first.map(String.init) ?? type
+        let declaring = swiftFiles(under: "Sources").filter { f in
+            let name = (f as NSString).lastPathComponent
+            if name == base + ".swift" || name.hasPrefix(base + "+") { return true }
+            guard let text = try? String(contentsOfFile: f, encoding: .utf8) else { return false }
+            return text.range(of: #"(class|struct|enum|actor) "# + base + #"\b"#, options: .regularExpression) != nil
+        }
+        return declaring.compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
+    }
+
+    func testTheOwnershipTablesMechanismsAreInTheCodeOfTheirRows() throws {
+        let rows = try ownershipRows()
         XCTAssertGreaterThan(rows.count, 25)
-        let files = swiftFiles(under: "Sources")
-        func code(of type: String) -> String {
-            let base = type.split(separator: ".").first.map(String.init) ?? type
-            let declaring = files.filter { f in
-                let name = (f as NSString).lastPathComponent
-                if name == base + ".swift" || name.hasPrefix(base + "+") { return true }
-                guard let text = try? String(contentsOfFile: f, encoding: .utf8) else { return false }
-                return text.range(of: #"(class|struct|enum|actor) "# + base + #"\b"#, options: .regularExpression) != nil
-            }
-            return declaring.compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
-        }
         let mechanisms: [(claim: String, inCode: [String])] = [
-            ("`Locked`", ["Locked<", "Locked("]), ("Mutex", ["Mutex<", "Mutex("]),
+            ("`Locked`", ["Locked<", "Locked("]), ("`LockedState`", ["LockedState<", "LockedState("]), ("Mutex", ["Mutex<", "Mutex("]),
             ("atomics", ["Atomic<", "Atomic("]), ("dispatchPrecondition", ["dispatchPrecondition("]),
         ]
         var checked = 0
-        for row in rows {
-            let cells = row.split(separator: "|", omittingEmptySubsequences: false).map { String($0) }
-            guard cells.count >= 5 else { continue }
+        for cells in rows {
+            let row = cells.joined(separator: "|")
             let enforced = cells[4]
             let types = matches(#"`([A-Z][A-Za-z]+(?:\.[A-Z][A-Za-z]+)?)`"#, in: cells[1] + cells[4])
                 .filter { !["Locked", "Mutex"].contains($0) }
@@ -144,5 +151,28 @@ final class ArchitectureDocTests: XCTestCase {
         }
         XCTAssertGreaterThan(checked, 15, "claims checked")
     }
-}
 
+    /// The owner column: every thread or queue it names (`callroom.…`) is one the code names, and
+    /// the code of the row's types is where that thread or queue is made or checked (its label
+    /// is in it) — a row cannot name a queue its types never touch.
+    func testTheOwnershipTablesOwnersAreTheThreadsTheCodeOfTheirRowsUses() throws {
+        let rows = try ownershipRows()
+        let threads = codeThreadNames()
+        var checked = 0
+        for cells in rows {
+            let owners = matches(#"`(callroom\.[a-z0-9.\-]+)`"#, in: cells[2])
+            let types = matches(#"`([A-Z][A-Za-z]+(?:\.[A-Z][A-Za-z]+)?)`"#, in: cells[1] + cells[2] + cells[4])
+                .filter { !["Locked", "LockedState", "Mutex"].contains($0) }
+            guard !owners.isEmpty, !types.isEmpty else { continue }
+            let source = types.map(code(of:)).joined(separator: "\n")
+            let named = Set(matches(#""(callroom\.[^"]+)""#, in: source))
+            for owner in owners {
+                checked += 1
+                XCTAssertTrue(threads.contains { covers($0, owner) }, "the owner \(owner) of \(types) is no thread or queue of the code")
+                XCTAssertTrue(named.contains { covers($0, owner) },
+                              "the row of \(types) says \(owner) owns it, but their code never names that thread or queue: \(cells[1].prefix(80))")
+            }
+        }
+        XCTAssertGreaterThan(checked, 8, "owners checked")
+    }
+}

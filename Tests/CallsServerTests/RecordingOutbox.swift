@@ -1,6 +1,7 @@
 import CallRoomTestSupport
 @testable import CallsServer
 import CallsCore
+import CallsSignalling
 import Foundation
 
 /// A `SignalOutbox` that records what it is asked to send and close (tests without sockets).

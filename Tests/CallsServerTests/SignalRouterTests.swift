@@ -1,6 +1,7 @@
 import CallRoomTestSupport
 @testable import CallsServer
 import CallsCore
+import CallsSignalling
 import Foundation
 import XCTest
 
@@ -19,7 +20,7 @@ final class SignalRouterTests: XCTestCase {
 
     func testRoomMessagesReachTheRoomHandlerAndPingsAreAnsweredByTheRouter() {
         let out = RecordingOutbox(), rooms = Handler()
-        let r = LocalSignalRouter(outbox: out, limits: RoomLimits(), handlers: [.room: rooms])
+        let r = LocalSignalRouter(outbox: out, signalBurst: RoomLimits().signalBurst, signalPerSecond: RoomLimits().signalPerSecond, handlers: [.room: rooms])
         r.received(.join(.init(callToken: "t")), from: a)
         r.received(.setAudioMuted(true), from: a)
         r.received(.ping(7), from: b)
@@ -31,7 +32,7 @@ final class SignalRouterTests: XCTestCase {
 
     func testAFamilyWithoutAHandlerIsRefused() {
         let out = RecordingOutbox()
-        let r = LocalSignalRouter(outbox: out, limits: RoomLimits(), handlers: [:])
+        let r = LocalSignalRouter(outbox: out, signalBurst: RoomLimits().signalBurst, signalPerSecond: RoomLimits().signalPerSecond, handlers: [:])
         r.received(.leave, from: a)
         guard case .error(.unknownType, _)? = out.sent.first?.0 else { return XCTFail("\(out.sent)") }
     }
@@ -41,7 +42,7 @@ final class SignalRouterTests: XCTestCase {
         var limits = RoomLimits()
         limits.signalBurst = 5
         limits.signalPerSecond = 0.001
-        let r = LocalSignalRouter(outbox: out, limits: limits, handlers: [.room: rooms])
+        let r = LocalSignalRouter(outbox: out, signalBurst: limits.signalBurst, signalPerSecond: limits.signalPerSecond, handlers: [.room: rooms])
         for i in 0..<10 { r.received(.ping(i), from: a) }
         for _ in 0..<3 { r.received(.leave, from: a) }
         XCTAssertEqual(out.sent.filter { if case .pong = $0.0 { return true }; return false }.count, 5, "the burst, then refusals")
@@ -56,7 +57,7 @@ final class SignalRouterTests: XCTestCase {
 
     func testDecodeErrorsAndClosesGoToEveryHandlerOnce() {
         let out = RecordingOutbox(), h = Handler()
-        let r = LocalSignalRouter(outbox: out, limits: RoomLimits(), handlers: [.room: h, .presence: h])
+        let r = LocalSignalRouter(outbox: out, signalBurst: RoomLimits().signalBurst, signalPerSecond: RoomLimits().signalPerSecond, handlers: [.room: h, .presence: h])
         r.rejected(.unknownType("dance"), from: a)
         r.rejected(.notJSON, from: a)
         XCTAssertEqual(out.sent.compactMap { m -> SignalErrorCode? in if case .error(let c, _) = m.0 { return c }; return nil }, [.unknownType, .badMessage])

@@ -2,6 +2,7 @@ import CallsCluster
 import CallsCore
 import CallsRedis
 import CallsSecurity
+import CallsSignalling
 import CallsStore
 import Foundation
 

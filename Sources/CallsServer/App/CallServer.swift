@@ -6,6 +6,7 @@ import CallsRecording
 import CallsRedis
 import CallsRelay
 import CallsSecurity
+import CallsSignalling
 import CallsStore
 import CallsTransport
 import Foundation
@@ -278,7 +279,7 @@ public final class CallServer: @unchecked Sendable {
                             exemptLoopback: configuration.connectionLimitExemptsLoopback, delegate: gateway)
         rooms.attach(outbox: gateway)
         calls.attach(outbox: gateway)
-        let localSignals = LocalSignalRouter(outbox: gateway, limits: limits, handlers: [.room: rooms, .presence: calls, .calls: calls])
+        let localSignals = LocalSignalRouter(outbox: gateway, signalBurst: limits.signalBurst, signalPerSecond: limits.signalPerSecond, handlers: [.room: rooms, .presence: calls, .calls: calls])
         var cluster: ClusterLink?
         if let redis = configuration.redisURL {
             // Joined before the port opens: the first join may already be for a room elsewhere.

@@ -1,8 +1,10 @@
+import CallsCluster
 import CallsCore
 import CallsTransport
 import Foundation
 import Synchronization
 import CallsRelay
+import CallsSignalling
 
 /// Where the web server meets the rest of the server, both ways: REST requests (limits, the
 /// route table, the audit of operator writes), WebSocket admission (per-address limit, the join

@@ -1,5 +1,6 @@
 import CallsCore
 import CallsDatabase
+import CallsSignalling
 import CallsStore
 import Foundation
 

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsSignalling
 
 // MARK: Reconnection, idle timeout, dominant speaker
 extension RoomCore {

@@ -1,5 +1,6 @@
 import CallsCore
 import CallsSecurity
+import CallsSignalling
 import CallsStore
 
 // MARK: Server members: the recorder, the transcriber, the streamer (members that hold keys)

@@ -1,6 +1,7 @@
 import CallsCore
 import CallsRelay
 import CallsSecurity
+import CallsSignalling
 import CallsStore
 import Foundation
 

@@ -1,6 +1,7 @@
 import CallsCluster
 import CallsCore
 import CallsSecurity
+import CallsSignalling
 import Foundation
 
 /// The router of a node in a cluster (`--redis`), after LiveKit's `pkg/routing`: a room lives
@@ -27,9 +28,9 @@ import Foundation
 /// Thread rules: entry points from any thread; the bindings live on `queue`
 /// (`callroom.cluster.route`), which also keeps each connection's messages in order while a
 /// placement waits on Redis.
-final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
-    let nodeID: String
-    let local: LocalSignalRouter
+package final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
+    package let nodeID: String
+    package let local: LocalSignalRouter
     private let queue = DispatchQueue(label: "callroom.cluster.route")
     private let outbox: any SignalOutbox
     private let signer: CallTokenSigner
@@ -53,7 +54,7 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
     /// On `queue`: other nodes' connections with rooms or presence here, by their node.
     private var guests: [String: Set<ConnectionID>] = [:]
 
-    init(nodeID: String, local: LocalSignalRouter, outbox: any SignalOutbox, signer: CallTokenSigner, appID: String, log: ServerLog,
+    package init(nodeID: String, local: LocalSignalRouter, outbox: any SignalOutbox, signer: CallTokenSigner, appID: String, log: ServerLog,
          registry: ClusterMembership, becameRingingNode: @escaping @Sendable () -> Void, ringRoomEnded: @escaping @Sendable (String) -> Void) {
         self.nodeID = nodeID
         self.local = local
@@ -66,11 +67,11 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
         self.ringRoomEnded = ringRoomEnded
     }
 
-    func attach(bus: ClusterBus) { self.bus = bus }
+    package func attach(bus: ClusterBus) { self.bus = bus }
 
     // MARK: This node's clients
 
-    func received(_ message: ClientMessage, from connection: ConnectionID) {
+    package func received(_ message: ClientMessage, from connection: ConnectionID) {
         guard local.admit(connection) else { return }
         if case .ping = message { return local.dispatch(message, from: connection) }
         queue.async { [self] in
@@ -93,9 +94,9 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
         }
     }
 
-    func rejected(_ error: SignalDecodeError, from connection: ConnectionID) { local.rejected(error, from: connection) }
+    package func rejected(_ error: SignalDecodeError, from connection: ConnectionID) { local.rejected(error, from: connection) }
 
-    func connectionClosed(_ connection: ConnectionID) {
+    package func connectionClosed(_ connection: ConnectionID) {
         local.connectionClosed(connection)
         queue.async { [self] in
             let nodes = Set([bound.removeValue(forKey: connection), present.removeValue(forKey: connection)?.node].compactMap { $0 })
@@ -104,7 +105,7 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
     }
 
     /// A room of this node ended: the ringing node hears it (an accepted call's room).
-    func roomEnded(_ session: String) {
+    package func roomEnded(_ session: String) {
         queue.async { [self] in
             if let node = ringingNode, node != nodeID, let bus { bus.publish(.roomEnded(session: session), to: node) } else { ringRoomEnded(session) }
         }
@@ -157,7 +158,7 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
 
     // MARK: Other nodes' messages (the bus's thread)
 
-    func arrived(_ envelope: ClusterEnvelope) {
+    package func arrived(_ envelope: ClusterEnvelope) {
         switch envelope {
         case .forward(let from, let text):
             guard from.node != nodeID else { return }
@@ -189,7 +190,7 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
     /// The registry's live nodes (each heartbeat): clients bound to a node that is gone are
     /// closed here (they resume or rejoin), presence bound there is said again to the new
     /// ringing node, and that node's clients in rooms and rings here are treated as disconnected.
-    func liveNodes(_ live: Set<String>) {
+    package func liveNodes(_ live: Set<String>) {
         queue.async { [self] in
             for (c, node) in bound where !live.contains(node) {
                 bound[c] = nil
@@ -218,5 +219,5 @@ final class ClusterSignalRouter: SignalRouter, @unchecked Sendable {
     }
 
     /// How many of this node's connections are bound elsewhere (rooms), and other nodes' here (tests).
-    var counts: (bound: Int, guests: Int) { queue.sync { (bound.count, guests.values.reduce(0) { $0 + $1.count }) } }
+    package var counts: (bound: Int, guests: Int) { queue.sync { (bound.count, guests.values.reduce(0) { $0 + $1.count }) } }
 }

@@ -2,7 +2,7 @@ import CallsCore
 import Foundation
 
 /// The families of client messages; each has one handler behind the router.
-enum SignalFamily: Hashable, Sendable {
+package enum SignalFamily: Hashable, Sendable {
     /// Joining, leaving and everything inside a room.
     case room
     /// Not about any room: keep-alives, and a user's presence (`hello`).
@@ -13,7 +13,7 @@ enum SignalFamily: Hashable, Sendable {
 
 extension ClientMessage {
     /// The family that handles this message.
-    var family: SignalFamily {
+    package var family: SignalFamily {
         switch self {
         case .ping, .hello: return .presence
         case .initiateCall, .acceptCall, .rejectCall, .endCall: return .calls
@@ -28,16 +28,16 @@ extension ClientMessage {
 
 /// Handles one family of signalling messages. Called from the router (any thread); the
 /// handler confines its own state (the room registry hops onto its queue).
-protocol SignalHandler: AnyObject, Sendable {
+package protocol SignalHandler: AnyObject, Sendable {
     func received(_ message: ClientMessage, from connection: ConnectionID)
     /// The connection closed; every handler hears it.
     func connectionClosed(_ connection: ConnectionID)
 }
 
 /// Where every inbound signalling message goes: one seam between the transport and the
-/// components behind it, keyed by message family. `LocalSignalRouter` serves one node; a
-/// cluster router will wrap it (LiveKit's `pkg/routing` is the model).
-protocol SignalRouter: AnyObject, Sendable {
+/// components behind it, keyed by message family. `LocalSignalRouter` serves one node;
+/// `ClusterSignalRouter` (CallsCluster) wraps it (LiveKit's `pkg/routing` is the model).
+package protocol SignalRouter: AnyObject, Sendable {
     func received(_ message: ClientMessage, from connection: ConnectionID)
     /// A frame that did not decode; answered with the matching error code.
     func rejected(_ error: SignalDecodeError, from connection: ConnectionID)
@@ -48,25 +48,28 @@ protocol SignalRouter: AnyObject, Sendable {
 /// answers keep-alives itself, and hands each family to its handler.
 ///
 /// Thread rules: any thread; its own state (rate limiters) is behind a lock.
-final class LocalSignalRouter: SignalRouter, Sendable {
+package final class LocalSignalRouter: SignalRouter, Sendable {
     private let outbox: any SignalOutbox
     private let handlers: [SignalFamily: any SignalHandler]
-    private let limits: RoomLimits
+    /// Each connection's message budget: `signalBurst` at once, refilled at `signalPerSecond`.
+    private let signalBurst: Double
+    private let signalPerSecond: Double
     private let limiters = Locked<[ConnectionID: RateLimiter]>([:])
 
-    init(outbox: any SignalOutbox, limits: RoomLimits, handlers: [SignalFamily: any SignalHandler]) {
+    package init(outbox: any SignalOutbox, signalBurst: Double, signalPerSecond: Double, handlers: [SignalFamily: any SignalHandler]) {
         self.outbox = outbox
-        self.limits = limits
+        self.signalBurst = signalBurst
+        self.signalPerSecond = signalPerSecond
         self.handlers = handlers
     }
 
-    func received(_ message: ClientMessage, from connection: ConnectionID) {
+    package func received(_ message: ClientMessage, from connection: ConnectionID) {
         guard admit(connection) else { return }
         dispatch(message, from: connection)
     }
 
     /// Hands an admitted message to its family's handler (keep-alives answered here).
-    func dispatch(_ message: ClientMessage, from connection: ConnectionID) {
+    package func dispatch(_ message: ClientMessage, from connection: ConnectionID) {
         switch message.family {
         case .presence:
             if case .ping(let id) = message { return outbox.send(.pong(id), to: connection) }
@@ -79,7 +82,7 @@ final class LocalSignalRouter: SignalRouter, Sendable {
         h.received(message, from: connection)
     }
 
-    func rejected(_ error: SignalDecodeError, from connection: ConnectionID) {
+    package func rejected(_ error: SignalDecodeError, from connection: ConnectionID) {
         guard admit(connection) else { return }
         let (code, text): (SignalErrorCode, String)
         switch error {
@@ -91,21 +94,21 @@ final class LocalSignalRouter: SignalRouter, Sendable {
         outbox.send(.error(code: code, message: text), to: connection)
     }
 
-    func connectionClosed(_ connection: ConnectionID) {
+    package func connectionClosed(_ connection: ConnectionID) {
         limiters.withLock { $0[connection] = nil }
         remoteConnectionClosed(connection)
     }
 
     /// A connection of another node closed (the rate limiter of this node never had it).
-    func remoteConnectionClosed(_ connection: ConnectionID) {
+    package func remoteConnectionClosed(_ connection: ConnectionID) {
         var told = Set<ObjectIdentifier>()
         for h in handlers.values where told.insert(ObjectIdentifier(h)).inserted { h.connectionClosed(connection) }
     }
 
     /// Per-connection signalling rate limit; each refusal is reported.
-    func admit(_ connection: ConnectionID) -> Bool {
+    package func admit(_ connection: ConnectionID) -> Bool {
         let ok = limiters.withLock { all -> Bool in
-            var l = all[connection] ?? RateLimiter(capacity: limits.signalBurst, perSecond: limits.signalPerSecond)
+            var l = all[connection] ?? RateLimiter(capacity: signalBurst, perSecond: signalPerSecond)
             let ok = l.allow(now: monotonicNanoseconds())
             all[connection] = l
             return ok

@@ -13,8 +13,8 @@ import Foundation
 /// `place`, `placeRinging`, `lookup`: called by the router for a join) run on another
 /// (`callroom.cluster.place`) with another connection — a join never waits behind a heartbeat
 /// (which also reads the rooms' load), and a heartbeat never waits behind a placement.
-final class ClusterMembership: @unchecked Sendable {
-    let nodeID: String
+package final class ClusterMembership: @unchecked Sendable {
+    package let nodeID: String
     private let queue = DispatchQueue(label: "callroom.cluster")
     private let registry: NodeRegistry
     private let placementQueue = DispatchQueue(label: "callroom.cluster.place")
@@ -32,9 +32,9 @@ final class ClusterMembership: @unchecked Sendable {
     /// This node runs ringing (its heartbeat re-asserts that after a Redis restart).
     private var runsRinging = false
     /// Told (on the queue) the ids of the live nodes after each heartbeat that reached Redis.
-    var onLiveNodes: (@Sendable (Set<String>) -> Void)?
+    package var onLiveNodes: (@Sendable (Set<String>) -> Void)?
 
-    init(redis: String, nodeID: String, keysFingerprint: String? = nil, log: ServerLog,
+    package init(redis: String, nodeID: String, keysFingerprint: String? = nil, log: ServerLog,
          describe: @escaping @Sendable () -> (url: String, media: String, participants: Int, rooms: [String])) throws(RedisError) {
         self.nodeID = nodeID
         self.registry = NodeRegistry(redis: try RedisClient(address: redis))
@@ -46,7 +46,7 @@ final class ClusterMembership: @unchecked Sendable {
                            ended: "redis is back: registered again", fields: ["node": nodeID])
     }
 
-    func start(every seconds: Double = 1) {
+    package func start(every seconds: Double = 1) {
         let t = DispatchSource.makeTimerSource(queue: queue)
         t.schedule(deadline: .now(), repeating: seconds)
         t.setEventHandler { [weak self] in self?.beat() }
@@ -55,7 +55,7 @@ final class ClusterMembership: @unchecked Sendable {
     }
 
     /// Leaves the cluster now (waits for the queue: the last heartbeat cannot come after it).
-    func stop() {
+    package func stop() {
         queue.sync {
             timer?.cancel()
             timer = nil
@@ -64,42 +64,42 @@ final class ClusterMembership: @unchecked Sendable {
     }
 
     /// Stops beating without leaving (tests: a node that died; its entry expires with its TTL).
-    func abandon() { queue.sync { timer?.cancel(); timer = nil } }
+    package func abandon() { queue.sync { timer?.cancel(); timer = nil } }
 
     /// Takes no new rooms from now on (they go to other nodes); keeps the ones it has.
-    func drain() { queue.async { self.draining = true; self.beat() } }
+    package func drain() { queue.async { self.draining = true; self.beat() } }
 
     /// Every live node, as the registry has it.
-    func nodes() throws(RedisError) -> [ClusterNode] {
+    package func nodes() throws(RedisError) -> [ClusterNode] {
         let r: Result<[ClusterNode], RedisError> = placementQueue.sync { Result { () throws(RedisError) in try placement.liveNodes() } }
         return try r.get()
     }
 
     /// The node `session` lives on, placing it (on the least-loaded live node) when it is new
     /// or its node is gone. Nil: no node takes rooms. Blocks on the placement queue.
-    func place(session: String) throws(RedisError) -> String? {
+    package func place(session: String) throws(RedisError) -> String? {
         let r: Result<String?, RedisError> = placementQueue.sync { Result { () throws(RedisError) in try placement.place(session: session)?.id } }
         return try r.get()
     }
 
     /// The node that runs presence and ringing for the cluster, placing it when there is none
     /// alive. Blocks on the placement queue.
-    func placeRinging() throws(RedisError) -> String? {
+    package func placeRinging() throws(RedisError) -> String? {
         let r: Result<String?, RedisError> = placementQueue.sync { Result { () throws(RedisError) in try placement.placeRinging()?.id } }
         return try r.get()
     }
 
     /// This node runs presence and ringing now: its heartbeats say so again after a Redis restart.
-    func markRunsRinging() { queue.async { self.runsRinging = true } }
+    package func markRunsRinging() { queue.async { self.runsRinging = true } }
 
     /// The live node `session` lives on, if any (no placing).
-    func lookup(session: String) throws(RedisError) -> String? {
+    package func lookup(session: String) throws(RedisError) -> String? {
         let r: Result<String?, RedisError> = placementQueue.sync { Result { () throws(RedisError) in try placement.node(forSession: session)?.id } }
         return try r.get()
     }
 
     /// A room of this node ended: its entry in the room map goes (queued).
-    func release(session: String) {
+    package func release(session: String) {
         queue.async { [self] in
             do { try registry.release(session: session, nodeID: nodeID) } catch {
                 log.warn("redis: a room's placement could not be released (it expires with this node)", ["session": session, "error": "\(error)"])

@@ -10,26 +10,26 @@ import Synchronization
 ///
 /// Thread rules: any thread. After `abandon()` or `stop()` nothing more goes to the other nodes
 /// (`liveBus` is nil) and the node registry is no longer asked (`isLive` false).
-final class ClusterLink: Sendable {
-    let membership: ClusterMembership
-    let router: ClusterSignalRouter
+package final class ClusterLink: Sendable {
+    package let membership: ClusterMembership
+    package let router: ClusterSignalRouter
     private let bus: ClusterBus
     private let silent = Atomic<Bool>(false)
 
-    init(membership: ClusterMembership, bus: ClusterBus, router: ClusterSignalRouter) {
+    package init(membership: ClusterMembership, bus: ClusterBus, router: ClusterSignalRouter) {
         self.membership = membership
         self.bus = bus
         self.router = router
     }
 
     /// Whether this node still takes part (not abandoned, not stopped).
-    var isLive: Bool { !silent.load(ordering: .acquiring) }
+    package var isLive: Bool { !silent.load(ordering: .acquiring) }
 
     /// The bus while this node takes part.
-    var liveBus: ClusterBus? { isLive ? bus : nil }
+    package var liveBus: ClusterBus? { isLive ? bus : nil }
 
     /// Tells every other live node (revocations, room rules): queued off the caller's thread.
-    func broadcast(_ envelope: ClusterEnvelope, log: ServerLog) {
+    package func broadcast(_ envelope: ClusterEnvelope, log: ServerLog) {
         guard let bus = liveBus else { return }
         let membership = membership
         DispatchQueue.global().async {
@@ -42,18 +42,18 @@ final class ClusterLink: Sendable {
     }
 
     /// Leaves the registry (its entry goes) — first in a shutdown, so no room is placed here.
-    func leave() {
+    package func leave() {
         membership.stop()
     }
 
     /// Stops the bus after what is queued was published — last, after the rooms said goodbye.
-    func stop() {
+    package func stop() {
         silent.store(true, ordering: .releasing)
         bus.stop()
     }
 
     /// Tests: no more heartbeats (the entry expires), no more bus.
-    func abandon() {
+    package func abandon() {
         silent.store(true, ordering: .releasing)
         membership.abandon()
         bus.stop()
