@@ -87,24 +87,39 @@ final class ArchitectureDocTests: XCTestCase {
         }
     }
 
-    /// Tests/slow-tests.txt (what `scripts/test.sh --quick` skips) names test classes that
-    /// exist: a renamed class would otherwise silently join the quick loop, a typo skip nothing.
-    func testTheSlowTestListNamesTestClasses() throws {
-        let list = try String(contentsOfFile: root + "/Tests/slow-tests.txt", encoding: .utf8)
-        let names = list.split(separator: "\n").compactMap { line -> String? in
+    /// The class names a test list names (one a line, `#` comments).
+    func listedClasses(_ file: String) throws -> [String] {
+        let list = try String(contentsOfFile: root + "/Tests/" + file, encoding: .utf8)
+        return list.split(separator: "\n").compactMap { line -> String? in
             let text = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
             return text.split(separator: " ").first.map(String.init)
         }
+    }
+
+    /// Tests/slow-tests.txt (what `scripts/test.sh --quick` skips) names test classes that
+    /// exist: a renamed class would otherwise silently join the quick loop, a typo skip nothing.
+    func testTheSlowTestListNamesTestClasses() throws {
+        let names = try listedClasses("slow-tests.txt")
         XCTAssertGreaterThan(names.count, 10)
         let declared = Set(matches(#"class (\w+): XCTestCase"#, in: source("Tests")))
         for n in names { XCTAssertTrue(declared.contains(n), "slow-tests.txt names \(n), which is no XCTestCase class") }
         XCTAssertEqual(Set(names).count, names.count, "each class once")
     }
 
-    /// The ownership table's "enforced by" column names mechanisms the code of that row uses:
-    /// a row that says `Locked`, `Mutex`, atomics or `dispatchPrecondition` names at least one
-    /// type (in its first or last column) whose declaring file — or one of its `Type+….swift`
-    /// extensions — uses it. (A row whose type lost its lock would otherwise keep claiming it.)
+    /// Tests/postgres-pass-skips.txt names server test classes (the PostgreSQL pass filters
+    /// `CallsServerTests`, so another target's class there, or a typo, would skip nothing).
+    /// Why each may be left out (its subject is not the store) is the list's own comment.
+    func testThePostgresPassSkipsOnlyServerTestsThatDoNotTouchTheStore() throws {
+        let names = try listedClasses("postgres-pass-skips.txt")
+        XCTAssertGreaterThan(names.count, 5)
+        let serverFiles = swiftFiles(under: "Tests/CallsServerTests")
+        for n in names {
+            let file = serverFiles.first { (try? String(contentsOfFile: $0, encoding: .utf8))?.contains("class \(n): XCTestCase") == true }
+            XCTAssertNotNil(file, "postgres-pass-skips.txt names \(n), which is no CallsServerTests class")
+        }
+        XCTAssertEqual(Set(names).count, names.count, "each class once")
+    }
+
     /// The ownership table's rows, split into cells (state, owner, others, enforced by).
     func ownershipRows() throws -> [[String]] {
         let doc = try doc()
