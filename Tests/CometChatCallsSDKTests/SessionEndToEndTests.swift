@@ -1,23 +1,20 @@
 import CallRoomTestSupport
+import CallsCore
 import CallsServer
 @testable import CometChatCallsSDK
 import Foundation
 import XCTest
 
-/// Records every callback of all five listener protocols (as the documented API delivers them).
-final class Recorder: SessionStatusListener, MediaEventsListener, ParticipantEventListener, @unchecked Sendable {
-    private let lock = NSLock()
-    private var names: [String] = []
-    private(set) var lastRoster: [Participant] = []
-    private var payloads: [(String, Participant)] = []
+/// Records every callback of all five listener protocols (as the documented API delivers them),
+/// on the suite's one `EventRecorder`.
+final class Recorder: SessionStatusListener, MediaEventsListener, ParticipantEventListener, Sendable {
+    private let log = EventRecorder<(name: String, participant: Participant?)>()
+    private let roster = Locked<[Participant]>([])
 
-    private func note(_ n: String, _ p: Participant? = nil) {
-        lock.lock(); defer { lock.unlock() }
-        names.append(n)
-        if let p { payloads.append((n, p)) }
-    }
-    var events: [String] { lock.lock(); defer { lock.unlock() }; return names }
-    func participant(for event: String) -> Participant? { lock.lock(); defer { lock.unlock() }; return payloads.last { $0.0 == event }?.1 }
+    private func note(_ n: String, _ p: Participant? = nil) { log.add((n, p)) }
+    var events: [String] { log.all.map(\.name) }
+    var lastRoster: [Participant] { roster.withLock { $0 } }
+    func participant(for event: String) -> Participant? { log.all.last { $0.name == event && $0.participant != nil }?.participant }
 
     func onSessionJoined() { note("onSessionJoined") }
     func onSessionLeft() { note("onSessionLeft") }
@@ -27,14 +24,14 @@ final class Recorder: SessionStatusListener, MediaEventsListener, ParticipantEve
     func onParticipantJoined(participant: Participant) { note("onParticipantJoined", participant) }
     func onParticipantLeft(participant: Participant) { note("onParticipantLeft", participant) }
     func onParticipantListChanged(participants: [Participant]) {
-        lock.lock(); lastRoster = participants; lock.unlock()
+        roster.withLock { $0 = participants }
         note("onParticipantListChanged")
     }
     func onParticipantAudioMuted(participant: Participant) { note("onParticipantAudioMuted", participant) }
     func onParticipantAudioUnmuted(participant: Participant) { note("onParticipantAudioUnmuted", participant) }
 
     func waitFor(_ name: String, count: Int = 1, timeout: TimeInterval = 5) -> Bool {
-        eventually(timeout) { events.filter({ $0 == name }).count >= count }
+        log.wait(count: count, timeout) { $0.name == name }
     }
 }
 

@@ -51,6 +51,9 @@ final class HeadlessCommandsTests: XCTestCase {
         expect(ben, ["onChatMessage", "hello everyone"], after: "send-chat hello everyone", on: ann)
         expect(ann, [#""isCallSessionActive":true"#], after: "is-call-session-active")
         expect(ann, [#""participants""#, "ben"], after: "participants")
+        // A guest invite to share: the session's link with a grant, never a key.
+        expect(ann, [#"{"inviteLink":""# + url + "/call/cmds?invite="], after: "invite-link")
+        XCTAssertFalse(ann.output.contains { $0.contains("inviteLink") && $0.contains(key) }, "the invite carries no auth key")
         ann.send("set-chat-button-unread-count 4")
         ann.send("hide-settings-panel")
         // Bad commands: a JSON error line each, and nothing changes.

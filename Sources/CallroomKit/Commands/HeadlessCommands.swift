@@ -66,6 +66,9 @@ package enum HeadlessCommands {
             Command(name: "is-call-session-active", arity: .none, help: "prints {\"isCallSessionActive\": …}") { _ in
                 printJSON(["isCallSessionActive": s.isCallSessionActive()])
             },
+            Command(name: "invite-link", arity: .none, help: "prints {\"inviteLink\": …}: a guest invite to share (no account, no key)") { _ in
+                Task { @MainActor in printJSON(["inviteLink": await s.shareableInviteLink() ?? NSNull()]) }
+            },
             Command(name: "participants", arity: .none, help: "prints the roster") { _ in
                 printJSON(["participants": s.participants.map(\.jsonObject)])
             },
