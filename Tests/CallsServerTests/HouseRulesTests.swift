@@ -28,9 +28,15 @@ final class HouseRulesTests: XCTestCase {
     /// (102 when #36 was filed; C handles shared across threads, queue-confined owners, the
     /// vendor API's non-final classes and the SDKs' one callback box).
     func testHandClaimedSendableStaysWithinItsBudget() throws {
-        let claims = try matching(#"@unchecked Sendable"#, under: "Sources")
-        XCTAssertFalse(claims.isEmpty, "the count found nothing: the check itself is broken")
-        XCTAssertLessThanOrEqual(claims.count, 50, claims.joined(separator: "\n"))
+        try assertBudget(#"@unchecked Sendable"#, under: "Sources", atMost: 50)
+    }
+
+    /// At least one and at most `budget` lines under `dir` match `pattern` (none would mean the
+    /// count itself broke); the lines are listed when there are too many.
+    func assertBudget(_ pattern: String, under dir: String, atMost budget: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        let found = try matching(pattern, under: dir)
+        XCTAssertFalse(found.isEmpty, "the count found nothing: the check itself is broken", file: file, line: line)
+        XCTAssertLessThanOrEqual(found.count, budget, found.joined(separator: "\n"), file: file, line: line)
     }
 
     /// A lock's closure written with its parameter's type (`{ (s: inout State) in`) is taken as
@@ -44,9 +50,7 @@ final class HouseRulesTests: XCTestCase {
     /// Tests wait on conditions or virtual time; the fixed sleeps left are few and each says why
     /// (184 when #36 was filed; the support library's own polls are counted too).
     func testTestsSleepLessThanTheyDid() throws {
-        let sleeps = try matching(#"Thread\.sleep|usleep\(|Task\.sleep|[^a-zA-Z.]sleep\("#, under: "Tests")
-        XCTAssertFalse(sleeps.isEmpty, "the count found nothing: the check itself is broken")
-        XCTAssertLessThanOrEqual(sleeps.count, 54, sleeps.joined(separator: "\n"))
+        try assertBudget(#"Thread\.sleep|usleep\(|Task\.sleep|[^a-zA-Z.]sleep\("#, under: "Tests", atMost: 54)
     }
 
     /// A database that is down is a typed error the server handles and counts, never a `try?`.
