@@ -96,46 +96,10 @@ extension CallStore {
                 try db.execute("INSERT INTO transcripts(call_id, tid, start_time, end_time, url, meta) VALUES (?, ?, ?, 0, '', ?)",
                                [.int(callID), .text(tid), .int(now), .text(meta)])
             case let .startCall(ref, sessionId, type, mode, now):
-                let node: DatabaseValue = owner.map { .text($0) } ?? .null
-                // A call an unclean shutdown cut continues when its session is joined again soon (here or on another node).
-                if let cut = try db.query("""
-                    SELECT id FROM calls WHERE session_id = ? AND ended_at IS NOT NULL AND reopenable_until >= ? ORDER BY id DESC LIMIT 1
-                    """, [.text(sessionId), .int(now)]).first?.first?.int {
-                    try db.execute("""
-                        UPDATE calls SET status = 'ongoing', ended_at = NULL, reopenable_until = NULL, last_seen_at = ?, node_id = ? WHERE id = ?
-                        """, [.int(now), node, .int(cut)])
-                    refs.request.calls[ref] = cut
-                    continue
-                }
-                // The room of an accepted ringing call records into that call's row; with several
-                // nodes, so does a room whose node died before anyone closed its call (the room was
-                // placed here because that node is gone): its participants left at its last heartbeat.
-                let takeOver = owner == nil ? "mode = 'call'" : "(mode = 'call' OR (node_id IS NOT NULL AND node_id <> ?))"
-                if let open = try db.query("""
-                    SELECT id, node_id, COALESCE(last_seen_at, started_at, initiated_at) FROM calls
-                    WHERE session_id = ? AND ended_at IS NULL AND \(takeOver) ORDER BY id DESC LIMIT 1
-                    """, [.text(sessionId)] + (owner.map { [.text($0)] } ?? [])).first, let id = open[0].int {
-                    if let was = open[1].text, was != owner, let end = open[2].int {
-                        try db.execute("UPDATE call_participants SET left_at = MAX(joined_at, ?) WHERE call_id = ? AND left_at IS NULL",
-                                       [.int(end), .int(id)])
-                    }
-                    try db.execute("UPDATE calls SET last_seen_at = ?, node_id = ? WHERE id = ?", [.int(now), node, .int(id)])
-                    refs.request.calls[ref] = id
-                    continue
-                }
-                try db.execute("""
-                    INSERT INTO calls(session_id, type, mode, status, initiated_at, started_at, last_seen_at, node_id)
-                    VALUES (?, ?, ?, 'ongoing', ?, ?, ?, ?)
-                    """, [.text(sessionId), .text(type), .text(mode), .int(now), .int(now), .int(now), node])
-                refs.request.calls[ref] = db.lastInsertRowID
+                refs.request.calls[ref] = try openCall(sessionId: sessionId, type: type, mode: mode, now: now)
             case let .participantJoined(ref, call, uid, pid, displayName, now):
                 guard let callID = refs.call(call, committed) else { throw DatabaseError.step(message: "the call was not recorded") }
-                var name = uid
-                if let d = displayName {
-                    name = d
-                } else if let stored = try db.query("SELECT name FROM users WHERE uid = ?", [.text(uid)]).first?.first?.text {
-                    name = stored
-                }
+                let name = try participantName(uid: uid, displayName: displayName)
                 try db.execute("INSERT INTO call_participants(call_id, uid, pid, name, joined_at) VALUES (?, ?, ?, ?, ?)",
                                [.int(callID), .text(uid), .text(pid), .text(name), .int(now)])
                 refs.request.participants[ref] = db.lastInsertRowID
@@ -159,31 +123,9 @@ extension CallStore {
                 try db.execute("UPDATE calls SET status = 'ended', ended_at = ?, last_seen_at = ? WHERE id = ?",
                                [.int(now), .int(now), .int(id)])
             case let .ringStarted(call):
-                // (A receiver found busy makes a call that starts and ends `busy` in one step.)
-                try db.execute("""
-                    INSERT INTO calls(session_id, type, mode, status, initiated_at, ended_at, last_seen_at, initiator_uid, receiver_id,
-                        receiver_type, ring_timeout_s) VALUES (?, ?, 'call', ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, [.text(call.sessionId), .text(call.type.rawValue), .text(call.status.rawValue), .int(call.initiatedAt),
-                          call.endedAt.map { DatabaseValue.int($0) } ?? .null, .int(call.initiatedAt),
-                          .text(call.initiator.id), .text(call.receiver.id), .text(call.receiverType.rawValue), .int(Int64(call.timeoutSeconds))])
-                let id = db.lastInsertRowID
-                for m in call.members {
-                    try db.execute("INSERT INTO call_members(call_id, uid, outcome, updated_at) VALUES (?, ?, ?, ?)",
-                                   [.int(id), .text(m.uid), .text(m.outcome.rawValue), .int(call.initiatedAt)])
-                }
+                try insertRingingCall(call)
             case let .ringStatus(sessionId, status, startedAt, endedAt):
-                let started: DatabaseValue = startedAt.map { DatabaseValue.int($0) } ?? .null
-                let ended: DatabaseValue = endedAt.map { DatabaseValue.int($0) } ?? .null
-                try db.execute("""
-                    UPDATE calls SET status = ?, started_at = COALESCE(?, started_at), ended_at = COALESCE(?, ended_at),
-                        last_seen_at = COALESCE(?, ?, last_seen_at) WHERE session_id = ? AND mode = 'call'
-                    """, [.text(status.rawValue), started, ended, ended, started, .text(sessionId)])
-                if endedAt != nil {
-                    try db.execute("""
-                        UPDATE call_participants SET left_at = ? WHERE left_at IS NULL
-                            AND call_id IN (SELECT id FROM calls WHERE session_id = ? AND mode = 'call')
-                        """, [ended, .text(sessionId)])
-                }
+                try updateRingingCall(sessionId: sessionId, status: status, startedAt: startedAt, endedAt: endedAt)
             case let .ringMember(sessionId, uid, outcome, now):
                 try db.execute("""
                     UPDATE call_members SET outcome = ?, updated_at = ?
@@ -194,28 +136,8 @@ extension CallStore {
             case .push(let events):
                 for e in events { try insertPushes(e) }
             case .roomHook(let hook):
-                guard let callID = refs.call(hook.call, committed),
-                      let mode = try db.query("SELECT mode FROM calls WHERE id = ?", [.int(callID)]).first?.first?.text else { continue }
-                let ringing = mode == "call"
-                let trigger: String
-                switch (hook.kind, ringing) {
-                case (.started, false): trigger = "meeting_started"
-                case (.ended, false): trigger = "meeting_ended"
-                case (.joined, false): trigger = "meeting_participant_joined"
-                case (.left, false): trigger = "meeting_participant_left"
-                case (.joined, true): trigger = "call_participant_joined"
-                case (.left, true): trigger = "call_participant_left"
-                case (.started, true), (.ended, true): continue  // the ring registry sends call_started / call_ended
-                }
-                var participant: WebhookOutbox.RoomData.Participant?
-                if let uid = hook.uid, let pid = hook.pid {
-                    // No row: the join was never recorded, so nobody heard of it joining or leaving.
-                    guard let name = try db.query("SELECT name FROM call_participants WHERE call_id = ? AND pid = ? ORDER BY id DESC LIMIT 1",
-                                                  [.int(callID), .text(pid)]).first?.first?.text else { continue }
-                    participant = .init(uid: uid, pid: pid, name: name)
-                }
-                try insertOutbox(hook.outbox.roomRows(trigger, type: ringing ? "call" : "meet",
-                                                      data: .init(sessionId: hook.sessionId, participant: participant, at: hook.at), at: hook.at))
+                guard let callID = refs.call(hook.call, committed) else { continue }
+                try announce(hook, callID: callID)
             case let .heartbeat(calls, now):
                 for ref in calls {
                     guard let id = refs.call(ref, committed) else { continue }
