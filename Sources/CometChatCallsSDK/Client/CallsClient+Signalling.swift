@@ -128,39 +128,6 @@ extension CallsClient {
             sendVideoSubscriptions(force: true)  // a resumed participant kept them; a new connection re-states them
             emit(.connectionRestored)
             if before != rosterOrder { emit(.participantListChanged(participants: roster)) }
-        case .participantJoined(let w):
-            guard phase == .joined else { return }
-            if rosterByPID[w.pid] == nil { rosterOrder.append(w.pid) }
-            rosterByPID[w.pid] = w
-            let roster = publishRoster()
-            sendVideoSubscriptions()
-            emit(.participantJoined(participant: participant(w)))
-            emit(.participantListChanged(participants: roster))
-        case .participantLeft(let w, let reason):
-            guard phase == .joined || phase == .leaving, rosterByPID.removeValue(forKey: w.pid) != nil else { return }
-            rosterOrder.removeAll { $0 == w.pid }
-            engine?.forgetSender(w.ssrc, videoSSRC: w.videoSsrc)
-            published.withLock { $0.screens[w.pid] = nil }
-            let roster = publishRoster()
-            sendVideoSubscriptions()
-            var gone = participant(w, joined: false)
-            gone.leftReason = reason.rawValue
-            emit(.participantLeft(participant: gone))
-            emit(.participantListChanged(participants: roster))
-        case .participantUpdated(let w, let change):
-            guard phase == .joined, rosterByPID[w.pid] != nil else { return }
-            rosterByPID[w.pid] = w
-            publishRoster()
-            if !w.isPresenting { published.withLock { $0.screens[w.pid] = nil } }
-            if w.pid == me?.pid { updatedSelf(w, change) } else { updatedOther(participant(w), change) }
-        case .dominantSpeaker(let pid):
-            guard phase == .joined, pid != dominantPID else { return }
-            dominantPID = pid
-            if let pid, let w = rosterByPID[pid] { emit(.dominantSpeakerChanged(participant: participant(w))) }
-        case .chat(let m):
-            guard phase == .joined else { return }
-            published.withLock { $0.chat.append(m); if $0.chat.count > 500 { $0.chat.removeFirst() } }
-            emit(.chatMessage(m))
         case .left(let reason, let by):
             finish(SessionEnding(reason: reason, by: by), emitLeft: reason != .timedOut)
             if reason == .timedOut { emit(.sessionTimedOut) }
@@ -179,85 +146,14 @@ extension CallsClient {
                 }
                 emit(.error(code: code.rawValue, message: message))
             }
-        case .roomLocked(let locked, _):
-            guard phase == .joined else { return }
-            published.withLock { $0.locked = locked }
-            emit(.roomLockChanged(locked: locked))
-        case .lobbyWaiting:
-            guard phase == .joining else { return }
-            published.withLock { $0.waitingInLobby = true }
-            emit(.waitingInLobby)
-        case .lobbyRequest(let w):
-            guard phase == .joined else { return }
-            let p = participant(w, joined: false)
-            published.withLock { l in if !l.lobby.contains(where: { $0.pid == w.pid }) { l.lobby.append(p) } }
-            emit(.lobbyRequest(participant: p))
-        case .roomBans(let uids):
-            published.withLock { $0.bans = uids }
-        case .lobbyResolved(let pid, let admitted):
-            guard phase == .joined, let p = published.withLock({ l -> Participant? in
-                defer { l.lobby.removeAll { $0.pid == pid } }
-                return l.lobby.first { $0.pid == pid }
-            }) else { return }
-            emit(.lobbyRequestResolved(participant: p, admitted: admitted))
-        case .lossReport(let from, let loss, let redundancy, let burst, let blocks):
-            guard phase == .joined else { return }
-            let now = Date()
-            // A run this report saw, or the longest of the last 6 s it said before.
-            let run = max(burst ?? 0, lossReports[from].map { now.timeIntervalSince($0.runAt) < 6 ? $0.longestRun : 0 } ?? 0)
-            let runAt = (burst ?? 0) >= run ? now : lossReports[from]?.runAt ?? now
-            lossReports[from] = ReceiverLossReport(lossPercent: loss, at: now, decodesRedundancy: redundancy, longestRun: run, runAt: runAt,
-                                                   acceptsBlocks: blocks ?? (redundancy ? RedundantAudio.legacyBlocks : 0))
-            lossReports = lossReports.filter { now.timeIntervalSince($0.value.at) < 6 }
-            let reports = lossReports.values
-            engine?.setReceiverReports(worstLossPercent: reports.map(\.lossPercent).max() ?? 0,
-                                       longestRun: reports.map(\.longestRun).max() ?? 0,
-                                       acceptedBlocks: reports.map(\.acceptsBlocks).min() ?? RedundantAudio.maxBlocks,
-                                       everyoneDecodesRedundancy: reports.allSatisfy(\.decodesRedundancy))
-        case .screenShare(let pid, let frame):
-            guard phase == .joined, rosterByPID[pid] != nil else { return }
-            published.withLock { p in
-                var g = p.screens[pid] ?? TerminalGrid(columns: frame.columns, rows: frame.rows)
-                // A diff for a grid we do not have (joined mid-share past the kept frames) waits for a full one.
-                guard frame.full || p.screens[pid] != nil else { return }
-                if g.apply(frame) { p.screens[pid] = g }
-            }
-        case .keyframeRequest:
-            guard phase == .joined else { return }
-            engine?.video?.requestKeyframe()
-        case .videoReport(let from, let loss, _):
-            guard phase == .joined else { return }
-            engine?.video?.report(from: from, lossPercent: loss)
-        case .recording(let active, let by, _):
-            guard phase == .joined else { return }
-            published.withLock { $0.serverRecording = active }
-            emit(active ? .recordingStarted : .recordingStopped)
-            if active, let by, let w = rosterByPID[by] { emit(.participantStartedRecording(participant: participant(w))) }
-        case .transcription(let active, _, _, let language):
-            guard phase == .joined else { return }
-            published.withLock { $0.transcriptionLanguage = active ? (language ?? "en-US") : nil }
-            emit(active ? .transcriptionStarted(language: language ?? "en-US") : .transcriptionStopped)
-        case .caption(let c):
-            guard phase == .joined else { return }
-            emit(.captionReceived(c))
-        case .streaming(let s, _, let detail):
-            guard phase == .joined else { return }
-            let before = published.withLock { p -> StreamState? in
-                defer { p.stream = s == .stopped ? nil : s }
-                return p.stream
-            }
-            switch s {
-            case .live where before == nil: emit(.streamingStarted)
-            case .live: emit(.streamingReconnected)
-            case .reconnecting: emit(.streamingReconnecting(reason: detail ?? "the streaming server dropped"))
-            case .stopped where before != nil: emit(.streamingStopped)
-            case .stopped: break
-            }
-        case .mediaKeys(let keys):
-            guard phase == .joined || phase == .leaving else { return }
-            engine?.updateKeys(keys)
         case .pong(let id):
             feed(.pong(id: id))
+        case .participantJoined, .participantLeft, .participantUpdated, .dominantSpeaker:
+            rosterMessage(m)
+        case .chat, .roomLocked, .lobbyWaiting, .lobbyRequest, .roomBans, .lobbyResolved, .screenShare, .recording, .transcription, .caption, .streaming:
+            roomMessage(m)
+        case .lossReport, .keyframeRequest, .videoReport, .mediaKeys:
+            mediaMessage(m)
         case .welcome, .call:
             break  // presence and ringing travel on the chat side's own connection (CometChatSDK)
         }
@@ -310,48 +206,6 @@ extension CallsClient {
             if let p = roster.first(where: { $0.pid == pid }) { emit(.connectionQualityChanged(participant: p, quality: q)) }
         }
         lastQualities = now
-    }
-
-    private func updatedSelf(_ w: WireParticipant, _ change: ParticipantChange) {
-        me = w
-        published.withLock { $0.muted = w.isAudioMuted }
-        switch change {
-        case .audioMuted:
-            engine?.setMuted(true)  // also when a moderator muted us
-            emit(.audioMuted)
-        case .audioUnmuted: emit(.audioUnMuted)
-        case .videoPaused:
-            engine?.video?.setPaused(true)  // also when a moderator paused us
-            emit(.videoPaused)
-        case .videoResumed:
-            engine?.video?.setPaused(false)
-            emit(.videoResumed)
-        case .cameraFacingChanged:
-            engine?.video?.switchFacing(w.cameraFacing == "REAR" ? .rear : .front)
-            emit(.cameraFacingChanged(cameraFacing: CameraFacing(rawValue: w.cameraFacing) ?? .FRONT))
-        case .handRaised, .handLowered, .presentingStarted, .presentingStopped, .recordingStarted, .recordingStopped,
-             .pinned, .unpinned, .roleChanged, .unmuteAllowed:
-            // Hand, screen share, recording, pin and role changes are participant events, you included.
-            updatedOther(participant(w), change)
-        }
-    }
-
-    private func updatedOther(_ p: Participant, _ change: ParticipantChange) {
-        switch change {
-        case .audioMuted: emit(.participantAudioMuted(participant: p))
-        case .audioUnmuted: emit(.participantAudioUnmuted(participant: p))
-        case .videoPaused: emit(.participantVideoPaused(participant: p))
-        case .videoResumed: emit(.participantVideoResumed(participant: p))
-        case .handRaised: emit(.participantHandRaised(participant: p))
-        case .handLowered: emit(.participantHandLowered(participant: p))
-        case .presentingStarted: emit(.participantStartedScreenShare(participant: p))
-        case .presentingStopped: emit(.participantStoppedScreenShare(participant: p))
-        case .recordingStarted: emit(.participantStartedRecording(participant: p))
-        case .recordingStopped: emit(.participantStoppedRecording(participant: p))
-        // No callback of their own: the roster carries them.
-        case .pinned, .unpinned, .roleChanged, .cameraFacingChanged, .unmuteAllowed:
-            emit(.participantListChanged(participants: published.withLock { $0.roster }))
-        }
     }
 
     // MARK: Connection effects
