@@ -20,8 +20,8 @@ final class CallScreenShareTests: XCTestCase {
         defer { _ = server.stop() }
         let (url, authKey) = (server.url, server.authKey)
 
-        let events = EventLines()
-        let viewer = CallsClient(serverURL: try XCTUnwrap(URL(string: url)), appID: server.appId, eventQueue: DispatchQueue(label: "viewer")) { events.add($0) }
+        let events = EventRecorder<String>()
+        let viewer = CallsClient(serverURL: try XCTUnwrap(URL(string: url)), appID: server.appId, eventQueue: DispatchQueue(label: "viewer")) { events.add($0.callback) }
         _ = try await viewer.login(uid: "qa", authKey: authKey)
         try await viewer.join(callToken: try await viewer.generateToken(sessionID: "triage"), sessionID: "triage",
                               settings: SessionSettingsBuilder().setSessionType(.voice).setAudioInput("null").setAudioOutput("none").build())

@@ -16,8 +16,8 @@ final class ScreenShareEndToEndTests: XCTestCase {
         defer { _ = server.stop() }
         let (url, appId, authKey) = (server.url, server.appId, server.authKey)
 
-        let events = EventLines()
-        let viewer = CallsClient(serverURL: try XCTUnwrap(URL(string: url)), appID: appId, eventQueue: DispatchQueue(label: "viewer")) { events.add($0) }
+        let events = EventRecorder<String>()
+        let viewer = CallsClient(serverURL: try XCTUnwrap(URL(string: url)), appID: appId, eventQueue: DispatchQueue(label: "viewer")) { events.add($0.callback) }
         _ = try await viewer.login(uid: "qa", authKey: authKey)
         try await viewer.join(callToken: try await viewer.generateToken(sessionID: "triage"), sessionID: "triage",
                               settings: SessionSettingsBuilder().setSessionType(.voice).setAudioInput("null").setAudioOutput("none").build())
@@ -50,11 +50,7 @@ final class ScreenShareEndToEndTests: XCTestCase {
     }
 }
 
-/// Listener callback names, from any queue.
-final class EventLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [String] = []
-    func add(_ e: CallEvent) { lock.lock(); list.append(e.callback); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return list }
+/// Listener callback names (`EventRecorder<String>` of `CallEvent.callback`): whether one came.
+extension EventRecorder where Event == String {
     func has(_ name: String) -> Bool { all.contains { $0.hasSuffix(name) || $0 == name } }
 }
