@@ -13,14 +13,8 @@ final class HeartbeatTests: XCTestCase {
 
     private func when(_ e: CallEvent, in log: Log, timeout: TimeInterval) -> Date? { log.wait(timeout) { $0.event == e }?.at }
 
-    private func start(grace: Double) throws -> (CallServer, String) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-hb-\(UUID().uuidString.prefix(6))").path
-        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
-        c.logLevel = .error
-        c.gracePeriodSeconds = grace
-        let server = CallServer(configuration: c)
-        try server.start()
-        return (server, dir)
+    private func start(grace: Double) throws -> ServerHarness {
+        try ServerHarness(removesDataOnStop: true) { $0.gracePeriodSeconds = grace }
     }
 
     private func joinThrough(_ recorder: TCPRecorder, _ server: CallServer, log: Log) async throws -> CallsClient {
@@ -33,8 +27,8 @@ final class HeartbeatTests: XCTestCase {
     }
 
     func testAStalledServerIsNoticedAndAShortStallResumes() async throws {
-        let (server, dir) = try start(grace: 20)
-        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let harness = try start(grace: 20), server = harness.server
+        defer { harness.stop() }
         let recorder = try TCPRecorder(forwardingTo: server.port)
         defer { recorder.stop() }
         let log = Log()
@@ -50,8 +44,8 @@ final class HeartbeatTests: XCTestCase {
     }
 
     func testAStallLongerThanTheGracePeriodEndsTheSession() async throws {
-        let (server, dir) = try start(grace: 2)
-        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let harness = try start(grace: 2), server = harness.server
+        defer { harness.stop() }
         let recorder = try TCPRecorder(forwardingTo: server.port)
         defer { recorder.stop() }
         let log = Log()

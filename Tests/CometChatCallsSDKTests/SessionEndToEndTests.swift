@@ -183,13 +183,9 @@ final class ReconnectionTests: XCTestCase {
     func testDroppedSignallingIsResumedWithoutPeersNoticing() async throws {
         CometChatCalls.resetForTesting()
         defer { CometChatCalls.resetForTesting() }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crsdk-\(UUID().uuidString.prefix(6))").path
-        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
-        c.logLevel = .error
-        c.gracePeriodSeconds = 5
-        let server = CallServer(configuration: c)
-        try server.start()
-        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let harness = try ServerHarness(removesDataOnStop: true) { $0.gracePeriodSeconds = 5 }
+        defer { harness.stop() }
+        let server = harness.server
         let url = try XCTUnwrap(URL(string: server.url))
 
         let aLog = EventRecorder<CallEvent>(), bLog = EventRecorder<CallEvent>()

@@ -47,12 +47,9 @@ final class V4CompatibilityTests: XCTestCase {
 
     func testStartSessionDeliversV4Events() async throws {
         CometChatCalls.resetForTesting()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("crv4-\(UUID().uuidString.prefix(6))").path
-        var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: dir)
-        c.logLevel = .error
-        let server = CallServer(configuration: c)
-        try server.start()
-        defer { CometChatCalls.resetForTesting(); server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        let harness = try ServerHarness(removesDataOnStop: true)
+        let server = harness.server
+        defer { CometChatCalls.resetForTesting(); harness.stop() }
         try CometChatCalls.initialize(CallAppSettingsBuilder().set(appID: server.keys.appId).set(region: "local").set(host: server.url)
             .set(callbackQueue: DispatchQueue(label: "v4")).build())
         // The v4 flow: an auth token from the REST API, then generateToken(authToken:sessionID:) and startSession.
