@@ -27,6 +27,12 @@ public final class CallsClient: @unchecked Sendable {
     /// carried out by `run` (CallsClient+Signalling).
     var connection = ClientConnection()
     var phase: ClientConnection.Phase { connection.phase }
+
+    /// Tests of the whole client against a stalled server: how long the server may be silent
+    /// before the connection counts as lost (5 s), set before joining.
+    func setServerSilence(seconds: Double) {
+        state.sync { connection = ClientConnection(serverSilence: UInt64(seconds * 1e9)) }
+    }
     var socket: WebSocketClient? { didSet { mediaPath.withLock { $0.socket = socket } } }
     var link: SignalLink?
     var engine: MediaEngine? { didSet { mediaPath.withLock { $0.engine = engine } } }

@@ -97,7 +97,7 @@ struct ClientConnection: Sendable, Equatable {
     private(set) var resumeToken: String?
     private(set) var graceSeconds = 30
     /// The heartbeat's verdict and the attempts' back-off.
-    private(set) var schedule = ReconnectSchedule()
+    private(set) var schedule: ReconnectSchedule
     /// The retry scheduled last, and the attempt made last: a timer names one, and only the
     /// latest acts (two reasons to retry make one retry; an old attempt's deadline is ignored).
     private(set) var retryID = 0
@@ -106,6 +106,12 @@ struct ClientConnection: Sendable, Equatable {
     private(set) var pingsSent: [Int: UInt64] = [:]
     private(set) var pingCounter = 0
     private(set) var roundTripMs: Double?
+
+    /// - Parameter serverSilence: how long the server may say nothing before the connection
+    ///   counts as lost (nanoseconds; 5 s).
+    init(serverSilence: UInt64 = ReconnectSchedule.defaultServerSilence) {
+        schedule = ReconnectSchedule(serverSilence: serverSilence)
+    }
 
     /// Whether a server error is this value's business (the join, or getting back), rather than
     /// the session's (a refused unmute, a refused tunnel).
@@ -118,7 +124,7 @@ struct ClientConnection: Sendable, Equatable {
         switch input {
         case .joinSent:
             guard phase == .idle || phase == .ended else { return [] }
-            self = ClientConnection()
+            self = ClientConnection(serverSilence: schedule.serverSilence)
             phase = .joining
             return []
         case .joined(let token, let grace):

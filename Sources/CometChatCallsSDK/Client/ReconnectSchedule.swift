@@ -7,8 +7,10 @@
 ///
 /// Thread rules: a value the client's state queue owns.
 struct ReconnectSchedule: Sendable, Equatable {
-    /// Silence from the server longer than this means it is gone or stalled.
-    static let serverSilence: UInt64 = 5_000_000_000
+    /// Silence from the server longer than this means it is gone or stalled (5 s; tests of the
+    /// whole client against a stalled server use less).
+    static let defaultServerSilence: UInt64 = 5_000_000_000
+    let serverSilence: UInt64
     /// The longest wait between two attempts.
     static let maxDelaySeconds = 1.0
 
@@ -19,12 +21,14 @@ struct ReconnectSchedule: Sendable, Equatable {
     /// When the grace period ends (nil: connected).
     private(set) var deadline: UInt64?
 
+    init(serverSilence: UInt64 = Self.defaultServerSilence) { self.serverSilence = serverSilence }
+
     /// Any message from the server.
     mutating func heard(at now: UInt64) { lastHeard = now }
 
     /// The heartbeat's verdict: heard from once, then silent too long.
     func isServerSilent(at now: UInt64) -> Bool {
-        lastHeard != 0 && now &- lastHeard > Self.serverSilence
+        lastHeard != 0 && now &- lastHeard > serverSilence
     }
 
     /// The connection dropped: attempts start over, within `graceSeconds` from now.
