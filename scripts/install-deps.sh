@@ -20,6 +20,7 @@ packages=(
   libpq-dev           # the server's store on PostgreSQL (several nodes)
   libhiredis-dev      # several nodes: the registry and room placement in Redis
   libsrtp2-dev        # SRTP: encrypted, authenticated media
+  libsofia-sip-ua-dev # WebRTC: browsers' session descriptions (sofia-sip's SDP parser)
   libogg-dev          # recordings: Ogg Opus per participant (RFC 7845)
   libopusenc-dev      # recordings: the mixed room as Ogg Opus
   opus-tools          # tests: opusinfo/opusdec check every recording from outside

@@ -1,0 +1,108 @@
+@testable import CallsWebRTC
+import Foundation
+import Testing
+
+@Suite("Session descriptions: browsers' offers read with sofia-sip, answers written and read back")
+struct SessionDescriptionTests {
+    let transport = SDPAnswer.Transport(iceUfrag: "crUf", icePwd: "callroomIcePasswordOf22c", fingerprint:
+                                            "AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99",
+                                        address: "127.0.0.1", port: 40000, audioSSRC: 1111, videoSSRC: 2222, cname: "callroom")
+
+    @Test func chromiumsOfferIsRead() throws {
+        let offer = try SessionDescription.parse(SDPOffers.chromium)
+        #expect(offer.bundle == ["0", "1", "2"])
+        #expect(offer.media.map(\.kind) == [.audio, .video, .application])
+        #expect(offer.media.map(\.mid) == ["0", "1", "2"])
+        #expect(offer.media[2].direction == .sendrecv, "no direction attribute: sendrecv (RFC 8866 §6.7)")
+        let audio = offer.media[0], video = offer.media[1]
+        #expect(audio.proto == "UDP/TLS/RTP/SAVPF")
+        #expect(audio.iceUfrag == "4ZcD" && audio.icePwd == "2/1muCWoOi3uLifh0NuRHlMJ")
+        #expect(audio.fingerprint?.algorithm == "sha-256")
+        #expect(audio.setup == "actpass")
+        #expect(audio.rtcpMux)
+        #expect(audio.direction == .sendrecv)
+        let opus = try #require(audio.codecs.first { $0.name == "opus" })
+        #expect(opus.payloadType == 111 && opus.clockRate == 48000 && opus.channels == 2)
+        #expect(opus.parameters == "minptime=10;useinbandfec=1")
+        #expect(opus.feedback == ["transport-cc"])
+        #expect(audio.codecs.contains { $0.name == "red" && $0.parameters == "111/111" })
+        #expect(audio.extensions[1] == "urn:ietf:params:rtp-hdrext:ssrc-audio-level")
+        #expect(audio.ssrcs == [3221717890])
+        let vp8 = try #require(video.codecs.first { $0.name == "VP8" })
+        #expect(vp8.payloadType == 96)
+        #expect(vp8.feedback == ["goog-remb", "transport-cc", "ccm fir", "nack", "nack pli"])
+        #expect(video.ssrcs == [1876233011, 2839442094])
+    }
+
+    @Test func firefoxsSessionLevelTransportReachesEachSection() throws {
+        let offer = try SessionDescription.parse(SDPOffers.firefoxAudio)
+        let audio = try #require(offer.media.first)
+        #expect(audio.fingerprint?.value.hasPrefix("1C:2B") == true, "the session's fingerprint")
+        #expect(audio.iceUfrag == "0f1e2d3c")
+        #expect(audio.extensions[2] == "urn:ietf:params:rtp-hdrext:csrc-audio-level", "an extmap with a direction")
+        #expect(audio.codecs.first { $0.payloadType == 109 }?.parameters == "maxplaybackrate=48000;stereo=1;useinbandfec=1")
+    }
+
+    @Test func chromiumIsAnsweredWithOpusAndVP8OnOneBundleAndTheDataChannelRefused() throws {
+        let offer = try SessionDescription.parse(SDPOffers.chromium)
+        let answer = try SDPAnswer(offer: offer, transport: transport, sessionID: 42)
+        let a = answer.description
+        #expect(a.iceLite)
+        #expect(a.bundle == ["0", "1"])
+        #expect(a.media.map(\.kind) == [.audio, .video, .application])
+        #expect(a.media.map(\.mid) == ["0", "1", "2"], "every section answered, in the offer's order, mids kept")
+        #expect(a.media[2].isRejected)
+        #expect(answer.payloadTypes == ["0": 111, "1": 96], "the browser's payload types")
+        let audio = a.media[0], video = a.media[1]
+        #expect(audio.codecs.map(\.name) == ["opus"] && audio.codecs[0].channels == 2)
+        #expect(audio.codecs[0].parameters == "minptime=10;useinbandfec=1")
+        #expect(audio.extensions == [1: "urn:ietf:params:rtp-hdrext:ssrc-audio-level", 4: "urn:ietf:params:rtp-hdrext:sdes:mid"],
+                "the level and the mid, at the browser's ids; nothing we would not send")
+        #expect(video.codecs.map(\.name) == ["VP8"])
+        #expect(video.codecs[0].feedback == ["nack", "nack pli", "ccm fir", "goog-remb"], "no transport-cc: not implemented")
+        for m in [audio, video] {
+            #expect(m.port == 40000 && m.setup == "passive" && m.rtcpMux && m.direction == .sendrecv)
+            #expect(m.iceUfrag == "crUf" && m.fingerprint?.value == transport.fingerprint)
+        }
+        #expect(audio.ssrcs == [1111] && video.ssrcs == [2222])
+        #expect(answer.text.contains("a=candidate:1 1 udp 2130706431 127.0.0.1 40000 typ host\r\n"))
+        #expect(!answer.text.contains("\n\n") && answer.text.hasSuffix("\r\n"))
+    }
+
+    @Test func aSectionWeDoNotSendOnIsRecvOnlyAndASendOnlyOfferIsReceived() throws {
+        var t = transport
+        t.videoSSRC = nil
+        let answer = try SDPAnswer(offer: try SessionDescription.parse(SDPOffers.chromium), transport: t, sessionID: 1)
+        #expect(answer.description.media[1].direction == .recvonly)
+        #expect(answer.description.media[1].ssrcs.isEmpty)
+        let sendOnly = SDPOffers.firefoxAudio.replacingOccurrences(of: "a=sendrecv\r\na=extmap:1", with: "a=sendonly\r\na=extmap:1")
+        let a2 = try SDPAnswer(offer: try SessionDescription.parse(sendOnly), transport: transport, sessionID: 2)
+        #expect(a2.description.media[0].direction == .recvonly)
+        #expect(a2.description.media[0].ssrcs.isEmpty, "we say nothing of a stream we do not send")
+    }
+
+    @Test func offersWeCannotServeAreRefusedSayingWhy() throws {
+        #expect(throws: SDPError.notBundled) {
+            try SDPAnswer(offer: try SessionDescription.parse(SDPOffers.chromium.replacingOccurrences(of: "a=group:BUNDLE 0 1 2\r\n", with: "")),
+                          transport: transport, sessionID: 1)
+        }
+        let noOpus = SDPOffers.firefoxAudio.replacingOccurrences(of: "a=rtpmap:109 opus/48000/2\r\n", with: "a=rtpmap:109 ISAC/16000\r\n")
+        #expect(throws: SDPError.noCommonCodec) {
+            try SDPAnswer(offer: try SessionDescription.parse(noOpus), transport: transport, sessionID: 1)
+        }
+        let noKeys = SDPOffers.firefoxAudio.replacingOccurrences(of: "a=fingerprint:", with: "a=x-fingerprint:")
+        #expect(throws: SDPError.missingTransport(mid: "0")) {
+            try SDPAnswer(offer: try SessionDescription.parse(noKeys), transport: transport, sessionID: 1)
+        }
+        #expect(throws: SDPError.tooLarge(bytes: SDPError.maxBytes + 1)) {
+            try SessionDescription.parse(String(repeating: "a", count: SDPError.maxBytes + 1))
+        }
+        do {
+            _ = try SessionDescription.parse("hello, I am not SDP")
+            Issue.record("parsed")
+        } catch {
+            guard case .malformed(let why) = error else { Issue.record("\(error)"); return }
+            #expect(!why.isEmpty)
+        }
+    }
+}
