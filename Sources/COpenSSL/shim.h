@@ -14,10 +14,31 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <openssl/obj_mac.h>
+#include <openssl/ssl.h>
+#include <openssl/srtp.h>
 
 /* X509V3_set_ctx_nodb is a macro; a v3 context for a self-signed certificate. */
 static inline void callroom_x509v3_self_ctx(X509V3_CTX *ctx, X509 *cert) {
     X509V3_set_ctx(ctx, cert, cert, NULL, NULL, 0);
     X509V3_set_ctx_nodb(ctx);
+}
+
+/* DTLS-SRTP (RFC 5764) for browsers' media: the peer's certificate is accepted during the
+ * handshake and checked against the fingerprint its session description gave, after it. */
+static int callroom_dtls_accept_any_certificate(int preverify_ok, X509_STORE_CTX *ctx) {
+    (void)preverify_ok; (void)ctx;
+    return 1;
+}
+static inline void callroom_dtls_require_peer_certificate(SSL_CTX *ctx) {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, callroom_dtls_accept_any_certificate);
+}
+/* SSL_CTX_set_min_proto_version is a macro: DTLS 1.2 at least. */
+static inline int callroom_dtls_require_1_2(SSL_CTX *ctx) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION);
+}
+/* DTLS_set_link_mtu is a macro: records sized for `mtu`-byte datagrams. */
+static inline long callroom_dtls_set_mtu(SSL *ssl, long mtu) {
+    SSL_set_options(ssl, SSL_OP_NO_QUERY_MTU);
+    return DTLS_set_link_mtu(ssl, mtu);
 }
 #endif

@@ -84,7 +84,7 @@ public enum SelfSignedCertificate {
     }
 
     /// The first certificate in `pem` (the caller frees it).
-    private static func readCertificate(_ pem: String) throws(CertificateError) -> OpaquePointer {
+    static func readCertificate(_ pem: String) throws(CertificateError) -> OpaquePointer {
         guard let cert = withBIO(pem, { PEM_read_bio_X509($0, nil, nil, nil) }) else {
             ERR_clear_error()
             throw CertificateError(message: "the certificate is not PEM")
@@ -93,7 +93,7 @@ public enum SelfSignedCertificate {
     }
 
     /// Runs `read` on a read-only memory BIO over `text`'s bytes, freed afterwards.
-    private static func withBIO(_ text: String, _ read: (OpaquePointer) -> OpaquePointer?) -> OpaquePointer? {
+    static func withBIO(_ text: String, _ read: (OpaquePointer) -> OpaquePointer?) -> OpaquePointer? {
         let bytes = Array(text.utf8)
         return bytes.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
@@ -102,7 +102,7 @@ public enum SelfSignedCertificate {
         }
     }
 
-    private static func fingerprint(_ x: OpaquePointer) throws(CertificateError) -> String {
+    static func fingerprint(_ x: OpaquePointer) throws(CertificateError) -> String {
         var md = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var len: UInt32 = 0
         guard X509_digest(x, EVP_sha256(), &md, &len) == 1 else { throw CertificateError(message: "X509_digest failed") }
