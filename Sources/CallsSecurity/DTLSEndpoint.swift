@@ -197,6 +197,12 @@ public struct DTLSSRTPKeys: Sendable, Equatable {
     public var local: [UInt8]
     /// Key ‖ salt the peer protects what it sends with.
     public var remote: [UInt8]
+
+    public init(profile: Profile, local: [UInt8], remote: [UInt8]) {
+        self.profile = profile
+        self.local = local
+        self.remote = remote
+    }
 }
 
 /// Why a DTLS-SRTP association failed. Messages carry no key material.
