@@ -42,38 +42,34 @@ public final class PeerSRTPSession {
     /// Encrypts the RTP packet in `buffer[0..<length]` in place and appends its tag; `buffer`
     /// needs `maxRTPOverhead` bytes of room past `length`. Returns the protected length.
     public func protect(_ buffer: UnsafeMutableRawBufferPointer, length: Int) throws(SRTPError) -> Int {
-        guard length >= 12, buffer.count >= length + Self.maxRTPOverhead, let base = buffer.baseAddress else { throw .badPacket }
-        var n = Int32(length)
-        let status = srtp_protect(outbound, base, &n)
-        guard status == srtp_err_status_ok else { throw SRTPError(status: status, call: "srtp_protect") }
-        return Int(n)
+        try Self.apply(srtp_protect, "srtp_protect", outbound, buffer, length: length, minimum: 12, room: Self.maxRTPOverhead)
     }
 
     /// Verifies and decrypts the peer's SRTP packet in `buffer[0..<length]` in place; returns
     /// the RTP length.
     public func unprotect(_ buffer: UnsafeMutableRawBufferPointer, length: Int) throws(SRTPError) -> Int {
-        guard length >= 12, length <= buffer.count, let base = buffer.baseAddress else { throw .badPacket }
-        var n = Int32(length)
-        let status = srtp_unprotect(inbound, base, &n)
-        guard status == srtp_err_status_ok else { throw SRTPError(status: status, call: "srtp_unprotect") }
-        return Int(n)
+        try Self.apply(srtp_unprotect, "srtp_unprotect", inbound, buffer, length: length, minimum: 12, room: 0)
     }
 
     /// `protect` for an RTCP compound packet (receiver reports, NACK, PLI, REMB).
     public func protectRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int) throws(SRTPError) -> Int {
-        guard length >= 8, buffer.count >= length + Self.maxRTCPOverhead, let base = buffer.baseAddress else { throw .badPacket }
-        var n = Int32(length)
-        let status = srtp_protect_rtcp(outbound, base, &n)
-        guard status == srtp_err_status_ok else { throw SRTPError(status: status, call: "srtp_protect_rtcp") }
-        return Int(n)
+        try Self.apply(srtp_protect_rtcp, "srtp_protect_rtcp", outbound, buffer, length: length, minimum: 8, room: Self.maxRTCPOverhead)
     }
 
     /// `unprotect` for the peer's SRTCP.
     public func unprotectRTCP(_ buffer: UnsafeMutableRawBufferPointer, length: Int) throws(SRTPError) -> Int {
-        guard length >= 8, length <= buffer.count, let base = buffer.baseAddress else { throw .badPacket }
+        try Self.apply(srtp_unprotect_rtcp, "srtp_unprotect_rtcp", inbound, buffer, length: length, minimum: 8, room: 0)
+    }
+
+    /// Runs one of libsrtp's in-place calls on `buffer[0..<length]` (at least `minimum` bytes,
+    /// `room` more past it for what the call adds); returns the new length.
+    private static func apply(_ call: (OpaquePointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int32>?) -> srtp_err_status_t,
+                              _ name: String, _ session: OpaquePointer, _ buffer: UnsafeMutableRawBufferPointer,
+                              length: Int, minimum: Int, room: Int) throws(SRTPError) -> Int {
+        guard length >= minimum, length <= buffer.count, buffer.count >= length + room, let base = buffer.baseAddress else { throw .badPacket }
         var n = Int32(length)
-        let status = srtp_unprotect_rtcp(inbound, base, &n)
-        guard status == srtp_err_status_ok else { throw SRTPError(status: status, call: "srtp_unprotect_rtcp") }
+        let status = call(session, base, &n)
+        guard status == srtp_err_status_ok else { throw SRTPError(status: status, call: name) }
         return Int(n)
     }
 
