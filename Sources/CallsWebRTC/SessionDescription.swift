@@ -69,10 +69,12 @@ public struct SessionDescription: Sendable, Equatable {
     public var bundle: [String]
     public var iceLite: Bool
 
-    /// Parses `text` with sofia-sip's SDP parser.
+    /// Parses `text` with sofia-sip's SDP parser, after `SDPPrecheck` (which keeps the parser
+    /// from the malformed `m=` lines it never returns from).
     /// - Throws: `SDPError.malformed` with the parser's reason.
     public static func parse(_ text: String) throws(SDPError) -> SessionDescription {
         guard text.utf8.count <= SDPError.maxBytes else { throw .tooLarge(bytes: text.utf8.count) }
+        try SDPPrecheck.check(text)
         guard let home = su_home_new(isize_t(MemoryLayout<su_home_t>.size)) else { throw .malformed("no memory for the parser") }
         defer { su_home_unref(home.assumingMemoryBound(to: su_home_t.self)) }
         let h = home.assumingMemoryBound(to: su_home_t.self)
