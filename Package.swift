@@ -31,6 +31,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "CSofiaSDP", pkgConfig: "sofia-sip-ua", providers: [.apt(["libsofia-sip-ua-dev"])]),
+        // No pkgConfig: nice.pc adds -pthread, which SwiftPM prohibits (the modulemap links it).
+        .systemLibrary(name: "CNice", providers: [.apt(["libnice-dev"])]),
         .systemLibrary(name: "COgg", pkgConfig: "ogg", providers: [.apt(["libogg-dev"])]),
         .systemLibrary(name: "COpusEnc", pkgConfig: "libopusenc", providers: [.apt(["libopusenc-dev"])]),
         .systemLibrary(name: "CPocketSphinx", pkgConfig: "pocketsphinx", providers: [.apt(["libpocketsphinx-dev", "pocketsphinx-en-us"])]),
@@ -57,7 +59,7 @@ let package = Package(
         .target(name: "CallsCore", dependencies: ["CallsSupport"]),
         .target(name: "CallsSecurity", dependencies: ["CallsCore", "COpenSSL", "CSRTP"]),
         // Browsers' side of a call (issue #37): session descriptions through sofia-sip's SDP parser.
-        .target(name: "CallsWebRTC", dependencies: ["CallsCore", "CSofiaSDP"]),
+        .target(name: "CallsWebRTC", dependencies: ["CNice", "CallsCore", "CallsTransport", "CSofiaSDP"]),
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch", "CCurl"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout"]),
@@ -103,7 +105,7 @@ let package = Package(
         // MARK: Tests
         .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsAudio", "CallsSecurity", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay"], path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
-        .testTarget(name: "CallsWebRTCTests", dependencies: ["CallsWebRTC"]),
+        .testTarget(name: "CallsWebRTCTests", dependencies: ["CNice", "CallsWebRTC", "CallsTransport"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),

@@ -21,6 +21,7 @@ packages=(
   libhiredis-dev      # several nodes: the registry and room placement in Redis
   libsrtp2-dev        # SRTP: encrypted, authenticated media
   libsofia-sip-ua-dev # WebRTC: browsers' session descriptions (sofia-sip's SDP parser)
+  libnice-dev         # WebRTC: libnice's STUN library answers browsers' ICE checks
   libogg-dev          # recordings: Ogg Opus per participant (RFC 7845)
   libopusenc-dev      # recordings: the mixed room as Ogg Opus
   opus-tools          # tests: opusinfo/opusdec check every recording from outside

@@ -22,12 +22,12 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         self.port = UInt16(port)
     }
 
-    init(_ sin: sockaddr_in) {
+    package init(_ sin: sockaddr_in) {
         ip = sin.sin_addr.s_addr
         port = UInt16(bigEndian: sin.sin_port)
     }
 
-    var sockaddr: sockaddr_in {
+    package var sockaddr: sockaddr_in {
         var s = sockaddr_in()
         s.sin_family = sa_family_t(AF_INET)
         s.sin_port = port.bigEndian

@@ -75,13 +75,14 @@ public struct SessionDescription: Sendable, Equatable {
     public static func parse(_ text: String) throws(SDPError) -> SessionDescription {
         guard text.utf8.count <= SDPError.maxBytes else { throw .tooLarge(bytes: text.utf8.count) }
         try SDPPrecheck.check(text)
-        guard let home = su_home_new(isize_t(MemoryLayout<su_home_t>.size)) else { throw .malformed("no memory for the parser") }
-        defer { su_home_unref(home.assumingMemoryBound(to: su_home_t.self)) }
+        let sofia = try SofiaSDP.shared.get()
+        guard let home = sofia.homeNew(isize_t(MemoryLayout<su_home_t>.size)) else { throw .malformed("no memory for the parser") }
         let h = home.assumingMemoryBound(to: su_home_t.self)
-        let parser = text.withCString { sdp_parse(h, $0, isize_t(text.utf8.count), 0) }
-        defer { sdp_parser_free(parser) }
-        guard let session = sdp_session(parser) else {
-            throw .malformed(sdp_parsing_error(parser).map { String(cString: $0) } ?? "not a session description")
+        defer { _ = sofia.homeUnref(h) }
+        let parser = text.withCString { sofia.parse(h, $0, issize_t(text.utf8.count), 0) }
+        defer { sofia.parserFree(parser) }
+        guard let session = sofia.session(parser) else {
+            throw .malformed(sofia.parsingError(parser).map { String(cString: $0) } ?? "not a session description")
         }
         return SessionDescription(session.pointee)
     }
@@ -202,6 +203,8 @@ public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
     case notBundled
     /// Nothing in the offer this server sends or receives (no Opus, no VP8).
     case noCommonCodec
+    /// sofia-sip's library could not be opened (not installed: `scripts/install-deps.sh`).
+    case parserUnavailable(String)
 
     /// The longest description read (a browser's offer with audio, video and data is 3–6 KiB).
     public static let maxBytes = 64 * 1024
@@ -213,6 +216,7 @@ public enum SDPError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingTransport(let mid): return "section \(mid) has no ICE credentials or DTLS fingerprint"
         case .notBundled: return "the sections are not bundled (a=group:BUNDLE): one transport per peer is served"
         case .noCommonCodec: return "nothing offered that this server speaks (Opus audio, VP8 video)"
+        case .parserUnavailable(let why): return "the SDP parser (sofia-sip) is not available: \(why)"
         }
     }
 }
