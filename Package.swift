@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "CallsCore", dependencies: ["CallsSupport"]),
         .target(name: "CallsSecurity", dependencies: ["CallsCore", "COpenSSL", "CSRTP"]),
         // Browsers' side of a call (issue #37): session descriptions through sofia-sip's SDP parser.
-        .target(name: "CallsWebRTC", dependencies: ["CNice", "CallsCore", "CallsTransport", "CSofiaSDP"]),
+        .target(name: "CallsWebRTC", dependencies: ["CNice", "CallsCore", "CallsSecurity", "CallsTransport", "CSofiaSDP"]),
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch", "CCurl"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout"]),
@@ -105,7 +105,7 @@ let package = Package(
         // MARK: Tests
         .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsAudio", "CallsSecurity", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay"], path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
-        .testTarget(name: "CallsWebRTCTests", dependencies: ["CNice", "CallsWebRTC", "CallsTransport"]),
+        .testTarget(name: "CallsWebRTCTests", dependencies: ["CNice", "CallsWebRTC", "CallsSecurity", "CallsTransport"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
