@@ -84,7 +84,7 @@ let package = Package(
         .target(name: "CallsMembers", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording",
                                                      "CallsCaptions", "CallsStore"]),
         .target(name: "CallsServer", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsRecording", "CallsCaptions",
-                                                    "CallsMembers", "CallsCluster", "CallsSignalling", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay"]),
+                                                    "CallsMembers", "CallsCluster", "CallsSignalling", "CallsDatabase", "CallsStore", "CallsRedis", "CallsRelay", "CallsWebRTC"]),
         .target(name: "CometChatCallsSDK", dependencies: ["CallsCore", "CallsSecurity", "CallsTransport", "CallsAudio", "CallsVideo"]),
         .target(name: "CometChatSDK", dependencies: ["CallsCore", "CallsTransport", "CometChatCallsSDK"]),
         .target(name: "CallsTUI", dependencies: ["CallsCore", "CometChatCallsSDK", "CallsVideo", "CNcurses"]),

@@ -18,7 +18,7 @@ extension ClientMessage {
         case .ping, .hello: return .presence
         case .initiateCall, .acceptCall, .rejectCall, .endCall: return .calls
         case .join, .resume, .setAudioMuted, .setVideoPaused, .setHandRaised, .setPresenting, .setRecording, .setCameraFacing,
-             .setSessionFeature, .pin, .muteParticipant, .allowUnmute, .pauseParticipantVideo, .removeParticipant, .chat, .receiverReport, .setMediaOverSignalling, .leave,
+             .setSessionFeature, .pin, .muteParticipant, .allowUnmute, .pauseParticipantVideo, .removeParticipant, .chat, .receiverReport, .setMediaOverSignalling, .webrtcOffer, .leave,
              .subscribeVideo, .requestKeyframe, .screenShare, .setRoomLocked, .admitFromLobby, .denyFromLobby, .allowRejoin, .setBan,
              .caption, .streamStatus, .memberStopped:
             return .room

@@ -18,9 +18,13 @@ public struct SDPAnswer: Sendable, Equatable {
         public var audioSSRC: UInt32?
         public var videoSSRC: UInt32?
         public var cname: String
+        /// What we send on particular sections (by mid), over `audioSSRC`/`videoSSRC`: a room's
+        /// other participants, each on a section the browser receives on.
+        public var senders: [String: Sender]
 
         public init(iceUfrag: String, icePwd: String, fingerprint: String, address: String, port: Int,
-                    audioSSRC: UInt32? = nil, videoSSRC: UInt32? = nil, cname: String) {
+                    audioSSRC: UInt32? = nil, videoSSRC: UInt32? = nil, cname: String, senders: [String: Sender] = [:]) {
+            self.senders = senders
             self.iceUfrag = iceUfrag
             self.icePwd = icePwd
             self.fingerprint = fingerprint
@@ -30,6 +34,14 @@ public struct SDPAnswer: Sendable, Equatable {
             self.videoSSRC = videoSSRC
             self.cname = cname
         }
+    }
+
+    /// One stream we send on a section: its SSRC and the media stream it belongs to (`a=msid`:
+    /// a participant's audio and video share one, so the browser's `track` event names them).
+    public struct Sender: Sendable, Equatable {
+        public var ssrc: UInt32
+        public var stream: String
+        public init(ssrc: UInt32, stream: String) { self.ssrc = ssrc; self.stream = stream }
     }
 
     /// Header extensions taken when offered (the level for dominant speaker and mix-loudest;
@@ -67,7 +79,8 @@ public struct SDPAnswer: Sendable, Equatable {
             guard m.iceUfrag != nil, m.icePwd != nil, m.fingerprint != nil else { throw .missingTransport(mid: mid) }
             accepted.append(mid)
             payloadTypes[mid] = codec.payloadType
-            let ours = m.kind == .audio ? t.audioSSRC : t.videoSSRC
+            let sender = t.senders[mid]
+            let ours = sender?.ssrc ?? (m.kind == .audio ? t.audioSSRC : t.videoSSRC)
             var direction = m.direction.answered
             if ours == nil, direction == .sendrecv { direction = .recvonly }
             if ours == nil, direction == .sendonly { direction = .inactive }
@@ -86,7 +99,14 @@ public struct SDPAnswer: Sendable, Equatable {
             for (id, uri) in m.extensions.sorted(by: { $0.key < $1.key }) where Self.extensions.contains(uri) {
                 sections.append("a=extmap:\(id) \(uri)")
             }
-            if let ours, direction == .sendrecv || direction == .sendonly { sections.append("a=ssrc:\(ours) cname:\(t.cname)") }
+            if let ours, direction == .sendrecv || direction == .sendonly {
+                if let sender {
+                    let msid = "\(sender.stream) \(m.kind.rawValue)-\(ours)"
+                    sections += ["a=msid:\(msid)", "a=ssrc:\(ours) cname:\(t.cname)", "a=ssrc:\(ours) msid:\(msid)"]
+                } else {
+                    sections.append("a=ssrc:\(ours) cname:\(t.cname)")
+                }
+            }
             sections += ["a=candidate:1 1 udp 2130706431 \(t.address) \(t.port) typ host", "a=end-of-candidates"]
         }
         guard !accepted.isEmpty else { throw .noCommonCodec }

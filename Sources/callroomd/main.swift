@@ -8,7 +8,7 @@ import Foundation
 let usage = """
     callroomd — the CallRoom calls server (REST, WebSocket signalling, UDP media relay)
 
-    USAGE: callroomd [--config FILE] [--listen HOST:PORT] [--media-port PORT] [--data-dir DIR] [--database URL]
+    USAGE: callroomd [--config FILE] [--listen HOST:PORT] [--media-port PORT] [--webrtc-port PORT|off] [--data-dir DIR] [--database URL]
                      [--redis URL [--node-id ID]]
                      [--app-id ID] [--api-key KEY] [--auth-key KEY] [--no-auto-create-users]
                      [--log-format text|json] [--log-level debug|info|warn|error] [--relay-threads N]
@@ -36,6 +36,8 @@ let usage = """
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
+      --webrtc-port PORT|off  UDP port for browsers' WebRTC media (default 0: a free one; off:
+                              no browsers)
       --data-dir DIR          database and keys (default ./callroom-data)
       --database URL          keep the store in PostgreSQL instead of DIR/callroom.sqlite:
                               postgres://USER:PASSWORD@HOST:PORT/DB (or $CALLROOM_DATABASE_URL,
@@ -94,7 +96,7 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 let args: ArgumentScanner
 do {
     args = try ArgumentScanner(CommandLine.arguments.dropFirst(),
-                               valued: ["config", "listen", "media-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads", "relay-fast-path",
+                               valued: ["config", "listen", "media-port", "webrtc-port", "data-dir", "app-id", "api-key", "auth-key", "log-format", "log-level", "relay-threads", "relay-fast-path",
                                         "tls-cert", "tls-key", "api-key-file", "auth-key-file", "database", "database-file", "redis", "node-id"],
                                boolean: ["no-auto-create-users", "help", "version", "tls-self-signed", "allow-plain-http", "production",
                                          "no-auth-key-login", "drain"])
@@ -120,6 +122,15 @@ do {
 if let m = pick("media-port", file.mediaPort.map(String.init)) {
     guard let p = Int(m), (0...65535).contains(p) else { fail("media port must be 0…65535") }
     config.mediaPort = p
+}
+if file.webrtc == false { config.webrtcPort = nil }
+if let w = pick("webrtc-port", file.webrtcPort.map(String.init)) {
+    if w == "off" {
+        config.webrtcPort = nil
+    } else {
+        guard let p = Int(w), (0...65535).contains(p) else { fail("webrtc port must be 0…65535 or off") }
+        config.webrtcPort = p
+    }
 }
 config.appId = pick("app-id", file.appId)
 /// A config-file integer within `range`, else an exit naming the key and the range.

@@ -57,6 +57,9 @@ public enum ClientMessage: Sendable, Equatable {
     /// UDP to the relay is blocked: carry this participant's media over this connection (binary
     /// frames, one SRTP packet each, both ways) instead; false goes back to UDP.
     case setMediaOverSignalling(Bool)
+    /// A browser's session description (WebRTC, JSEP): its media go through the server's WebRTC
+    /// gateway; answered by `webrtcAnswer`. Sent again to renegotiate (people joined or left).
+    case webrtcOffer(sdp: String)
     /// Leaves the room; the server answers `left` and closes.
     case leave
     /// Moderators: lock the room (no new joins; those inside stay) or unlock it.
@@ -181,6 +184,8 @@ public enum ServerMessage: Sendable, Equatable {
     /// Senders' SRTP keys changed: a member joined (its key), or one left (everyone's new epoch,
     /// your own included: switch to it shortly, receivers hold both meanwhile).
     case mediaKeys([WireMediaKey])
+    /// The server's answer to a `webrtcOffer` (ICE-lite, DTLS server, one bundle).
+    case webrtcAnswer(sdp: String)
     /// You left (or were made to leave); the server closes the connection after this.
     /// `by`: who removed you (their display name), when a moderator did.
     case left(reason: LeaveReason, by: String? = nil)
@@ -273,6 +278,7 @@ private struct IdBody: Codable, Sendable { var id: Int }
 private struct Empty: Codable, Sendable {}
 private struct PidBody: Codable, Sendable { var pid: String? }
 private struct TextBody: Codable, Sendable { var text: String }
+private struct SDPBody: Codable, Sendable { var sdp: String }
 private struct ReportsBody: Codable, Sendable { var reports: [LossReport] }
 private struct PidsBody: Codable, Sendable { var pids: [String] }
 private struct ShareBody: Codable, Sendable { var pid: String?; var frame: ScreenShareFrame }
@@ -338,6 +344,7 @@ extension ClientMessage {
                  match: { if case .screenShare(let f) = $0 { return ShareBody(pid: nil, frame: f) }; return nil }),
         WireCase("setMediaOverSignalling", Flag.self, make: { .setMediaOverSignalling($0.value) },
                  match: { if case .setMediaOverSignalling(let v) = $0 { return Flag(value: v) }; return nil }),
+        WireCase("webrtcOffer", SDPBody.self, make: { .webrtcOffer(sdp: $0.sdp) }, match: { if case .webrtcOffer(let s) = $0 { return SDPBody(sdp: s) }; return nil }),
         WireCase("leave", Empty.self, make: { _ in .leave }, match: { if case .leave = $0 { return Empty() }; return nil }),
         WireCase("setRoomLocked", Flag.self, make: { .setRoomLocked($0.value) }, match: { if case .setRoomLocked(let v) = $0 { return Flag(value: v) }; return nil }),
         WireCase("admitFromLobby", PidBody.self, make: { $0.pid.map { .admitFromLobby(pid: $0) } },
@@ -399,6 +406,7 @@ extension ServerMessage {
         WireCase("streaming", StreamBody.self, make: { .streaming(state: $0.state, by: $0.pid, detail: $0.detail) },
                  match: { if case .streaming(let s, let p, let d) = $0 { return StreamBody(state: s, pid: p, detail: d) }; return nil }),
         WireCase("mediaKeys", KeysBody.self, make: { .mediaKeys($0.keys) }, match: { if case .mediaKeys(let k) = $0 { return KeysBody(keys: k) }; return nil }),
+        WireCase("webrtcAnswer", SDPBody.self, make: { .webrtcAnswer(sdp: $0.sdp) }, match: { if case .webrtcAnswer(let s) = $0 { return SDPBody(sdp: s) }; return nil }),
         WireCase("left", ReasonBody.self, make: { .left(reason: $0.reason, by: $0.by) },
                  match: { if case .left(let r, let by) = $0 { return ReasonBody(reason: r, by: by) }; return nil }),
         WireCase("error", ErrorBody.self, make: { .error(code: $0.code, message: $0.message) },

@@ -143,6 +143,9 @@ public struct SignalErrorCode: OpenWireValue {
     /// client keeps its media on UDP).
     public static let mediaTunnelUnavailable = SignalErrorCode(rawValue: "ERR_MEDIA_TUNNEL_UNAVAILABLE")
     public static let messageTooLong = SignalErrorCode(rawValue: "ERR_MESSAGE_TOO_LONG")
+    /// A `webrtcOffer` the server cannot answer (not SDP, nothing it speaks, not bundled, no
+    /// WebRTC gateway on this server or this node); the message says which.
+    public static let webrtcOfferRefused = SignalErrorCode(rawValue: "ERR_WEBRTC_OFFER")
     public static let rateLimited = SignalErrorCode(rawValue: "ERR_RATE_LIMITED")
     public static let roomFull = SignalErrorCode(rawValue: "ERR_ROOM_FULL")
     public static let storage = SignalErrorCode(rawValue: "ERR_STORAGE")

@@ -105,15 +105,20 @@ public final class CallServer: @unchecked Sendable {
         let members = MemberLauncher(configuration: configuration, endpoints: memberEndpoints(relayPort: relay.port, tls: tlsFiles != nil),
                                      store: store, log: log, hooks: built.hooks, recognizers: recognizers)
         let maintenance = RecordingMaintenance(store: store, dataDir: dir, retentionDays: configuration.recordingRetentionDays, log: log)
-        let running = RunningServer(store: store, relay: relay, parts: built, members: members, maintenance: maintenance)
+        let webrtc = openWebRTC(relay: relay, rooms: built.rooms, mediaPublic: mediaPublic)
+        let running = RunningServer(store: store, relay: relay, parts: built, members: members, maintenance: maintenance, webrtc: webrtc)
         runningBox.withLock { $0 = running }
         // (Created once the port is known: invite links need the address. Until then: 503.)
         built.gateway.attach(router: restRouter(built, store: store, relayPort: relay.port))
         built.rooms.setMemberLauncher(offering: members.offered) { [weak members, weak rooms = built.rooms] launch in
             members?.launch(launch, rooms: rooms)
         }
-        // Media over signalling (UDP blocked): the relay's copies go out as binary frames.
-        relay.setTunnelSink { [weak web = built.web] connection, bytes in web?.send(bytes, binary: true, to: connection) }
+        // Tunnelled members: a browser's leg (the WebRTC gateway re-protects for it), else media
+        // over signalling (UDP blocked): the relay's copies go out as binary frames.
+        relay.setTunnelSink { [weak web = built.web] connection, bytes in
+            if webrtc?.deliver(bytes, to: connection) == true { return }
+            web?.send(bytes, binary: true, to: connection)
+        }
         relay.start()
         maintenance.start()
         // Deliveries left from an earlier run go out too (the outbox is in the store).
@@ -121,7 +126,8 @@ public final class CallServer: @unchecked Sendable {
         built.push?.start()
         built.rooms.startHeartbeat(every: configuration.storeHeartbeatSeconds)
         built.cluster?.membership.start()
-        log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "data_dir": dir])
+        webrtc?.start()
+        log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "webrtc_udp": webrtc.map { "\($0.port)" } ?? "off", "data_dir": dir])
     }
 
     /// Ends every call, stops both ports and waits for the threads, then lets go of the running
@@ -196,6 +202,28 @@ public final class CallServer: @unchecked Sendable {
     }
 
     /// The UDP relay, with the kernel fast path where configured (and loadable, for `auto`).
+    /// The WebRTC gateway on `webrtcPort` (nil: off, or its port would not open — said, and
+    /// browsers' offers are refused). Its candidate is the media's public host, else the
+    /// listening host (a wildcard one: 127.0.0.1, with a warning).
+    private func openWebRTC(relay: MediaRelay, rooms: RoomRegistry, mediaPublic: (host: String, port: Int?)?) -> WebRTCGateway? {
+        guard let port = configuration.webrtcPort else { return nil }
+        var candidate = mediaPublic?.host ?? configuration.host
+        if Self.isWildcard(candidate) {
+            log.warn("browsers are told to send media to 127.0.0.1: give --media-public-address for others to reach it", ["webrtc_port": "\(port)"])
+            candidate = "127.0.0.1"
+        }
+        do {
+            let gateway = try WebRTCGateway(host: configuration.host, port: port, candidateAddress: candidate, relay: relay, log: log) {
+                [weak rooms] connection, pid in rooms?.received(.requestKeyframe(pid: pid), from: connection)
+            }
+            rooms.webrtc = gateway
+            return gateway
+        } catch {
+            log.error("no WebRTC gateway: browsers cannot join", ["webrtc_port": "\(port)", "error": "\(error)"])
+            return nil
+        }
+    }
+
     private func openRelay() throws(ServerStartError) -> MediaRelay {
         let c = configuration
         let relay: MediaRelay

@@ -17,9 +17,13 @@ final class RunningServer: Sendable {
     let parts: CallServer.Assembly
     let members: MemberLauncher
     let maintenance: RecordingMaintenance
+    /// Browsers' media (nil: off).
+    let webrtc: WebRTCGateway?
     private let stopped = Atomic<Bool>(false)
 
-    init(store: CallStore, relay: MediaRelay, parts: CallServer.Assembly, members: MemberLauncher, maintenance: RecordingMaintenance) {
+    init(store: CallStore, relay: MediaRelay, parts: CallServer.Assembly, members: MemberLauncher, maintenance: RecordingMaintenance,
+         webrtc: WebRTCGateway?) {
+        self.webrtc = webrtc
         self.store = store
         self.relay = relay
         self.parts = parts
@@ -45,6 +49,7 @@ final class RunningServer: Sendable {
         Thread.sleep(forTimeInterval: 0.05)
         parts.cluster?.stop()
         parts.web.stop()
+        webrtc?.stop()
         relay.stop()
         parts.gateway.detach()
     }

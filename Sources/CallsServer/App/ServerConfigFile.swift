@@ -12,6 +12,9 @@ import Foundation
 public struct ServerConfigFile: Sendable, Equatable {
     public var listen: String?
     public var mediaPort: Int?
+    /// Browsers' WebRTC media port (`webrtc: false` turns the gateway off).
+    public var webrtcPort: Int?
+    public var webrtc: Bool?
     public var dataDir: String?
     /// The store on PostgreSQL (a URL; nil: SQLite in the data directory).
     public var database: String?
@@ -86,7 +89,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPath: String?
     public var relayFastPathObject: String?
 
-    public static let keys: Set<String> = ["listen", "mediaPort", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
+    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
@@ -130,6 +133,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         var c = ServerConfigFile()
         c.listen = try string("listen")
         c.mediaPort = try int("mediaPort")
+        c.webrtcPort = try int("webrtcPort")
         c.dataDir = try string("dataDir")
         c.database = try string("database")
         c.redis = try string("redis")
@@ -144,12 +148,13 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.logFormat = try string("logFormat")
         c.tlsCert = try string("tlsCert")
         c.tlsKey = try string("tlsKey")
-        for k in ["tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "firstJoinerModerator", "streamingAllowSessionURLs"] {
+        for k in ["webrtc", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "firstJoinerModerator", "streamingAllowSessionURLs"] {
             guard let v = obj[k] else { continue }
             guard isBoolean(v), let b = v as? Bool else { throw Invalid(message: "\(path): '\(k)' must be true or false") }
             switch k {
             case "tlsSelfSigned": c.tlsSelfSigned = b
             case "allowPlainHTTP": c.allowPlainHTTP = b
+            case "webrtc": c.webrtc = b
             case "authKeyLogin": c.authKeyLogin = b
             case "firstJoinerModerator": c.firstJoinerModerator = b
             case "streamingAllowSessionURLs": c.streamingAllowSessionURLs = b

@@ -10,6 +10,9 @@ public struct ServerConfiguration: Sendable {
     public var port: Int
     /// UDP media port (0 picks a free one).
     public var mediaPort: Int
+    /// Browsers' media (WebRTC: ICE-lite, DTLS-SRTP) arrive on this UDP port of the same host
+    /// (0: a free one; nil: no WebRTC gateway, browsers' offers are refused).
+    public var webrtcPort: Int? = 0
     /// Where the database and keys live; created if missing.
     public var dataDir: String
     /// The store on PostgreSQL (`postgres://USER:PASSWORD@HOST:PORT/DB` or a libpq connection

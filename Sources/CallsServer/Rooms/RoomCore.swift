@@ -141,6 +141,8 @@ final class RoomCore {
     var memberConnections: [ConnectionID: (session: String, feature: SessionFeature)] = [:]
     /// What `joined.features` announces (the server sets it before it listens).
     var offeredFeatures: Set<SessionFeature> = [.recording]
+    /// Whether this server runs a WebRTC gateway (browsers' `webrtcOffer` is answered).
+    var webrtcAvailable = false
     func nextMemberKey() -> UInt64 { defer { nextKey += 1 }; return nextKey }
     private var nextRef: UInt64 = 1
     private var nextRequest: UInt64 = 1
@@ -297,6 +299,7 @@ final class RoomCore {
             room.participants[pid]?.mediaOverSignalling = v
             patchRelay(room)
             log(.info, v ? "media over signalling (UDP blocked)" : "media back on UDP", ["session": sid, "pid": pid])
+        case .webrtcOffer(let sdp): webrtcOffer(room, pid, sdp: sdp, connection: connection)
         case .join, .resume: break
         case .ping, .hello, .initiateCall, .acceptCall, .rejectCall, .endCall: break  // (other families: never routed here)
         }

@@ -58,6 +58,24 @@ enum RoomEffect: Sendable, Equatable {
     case roomEnded(session: String)
     /// Start a server member for a room: it joins with this call token (its feature's role).
     case startMember(MemberLaunch)
+    /// A browser's offer for the WebRTC gateway to answer (its participant is tunnelled already).
+    case webrtcOffer(WebRTCOfferRequest)
+}
+
+/// What the WebRTC gateway needs to answer a browser's offer: whose it is, the participant's
+/// native key (its SSRCs), every other admitted member's key and who they are (the senders the
+/// browser may receive), and the offer.
+struct WebRTCOfferRequest: Sendable, Equatable {
+    struct Sender: Sendable, Equatable {
+        var pid: String
+        var key: WireMediaKey
+    }
+    var connection: ConnectionID
+    var session: String
+    var pid: String
+    var ownKey: WireMediaKey
+    var senders: [Sender]
+    var sdp: String
 }
 
 /// Where the core's fresh ids and secrets come from (random; fixed in tests if they need).

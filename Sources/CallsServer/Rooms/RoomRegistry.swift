@@ -39,6 +39,10 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     }
     /// Where moderators' actions are recorded (set before the server listens).
     var audit: AuditLog?
+    /// Browsers' media (set before the server listens; nil: no WebRTC gateway).
+    var webrtc: WebRTCGateway? {
+        didSet { let on = webrtc != nil; queue.sync { core.webrtcAvailable = on } }
+    }
     /// Applies a moderator's ban for good (or its lifting): stored, in the rules, every node told
     /// (the same as the REST endpoint). Set before the server listens; called off this queue.
     var setBan: (@Sendable (String, String, Bool) -> Void)?
@@ -85,7 +89,10 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     /// A room-family message from the router (rate-limited there already).
     func received(_ message: ClientMessage, from connection: ConnectionID) { runner.async(.message(message, from: connection)) }
 
-    func connectionClosed(_ connection: ConnectionID) { runner.async(.connectionClosed(connection)) }
+    func connectionClosed(_ connection: ConnectionID) {
+        webrtc?.remove(connection)
+        runner.async(.connectionClosed(connection))
+    }
 
     /// `uid`'s tokens were revoked: they leave every room now (any thread).
     func revoke(_ r: Revocation) { runner.async(.revoked(r)) }
@@ -128,7 +135,12 @@ final class RoomRegistry: SignalHandler, @unchecked Sendable {
     private func perform(_ effect: RoomEffect) {
         dispatchPrecondition(condition: .onQueue(queue))
         switch effect {
-        case .send(let m, let c): outboxRef?.send(m, to: c)
+        case .send(let m, let c):
+            webrtc?.observe(m, to: c)
+            outboxRef?.send(m, to: c)
+        case .webrtcOffer(let request):
+            let reply = webrtc?.answer(request) ?? .error(code: .webrtcOfferRefused, message: "This server has no WebRTC gateway.")
+            outboxRef?.send(reply, to: request.connection)
         case .close(let c): outboxRef?.close(c)
         case .persist(let request): runner.submit(request)
         case .relay(let patch): relay.apply(patch)

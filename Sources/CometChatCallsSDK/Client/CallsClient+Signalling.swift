@@ -156,6 +156,8 @@ extension CallsClient {
             mediaMessage(m)
         case .welcome, .call:
             break  // presence and ringing travel on the chat side's own connection (CometChatSDK)
+        case .webrtcAnswer:
+            break  // browsers' (this SDK's media is native: it never offers)
         }
     }
 

@@ -1,0 +1,305 @@
+import CallsCore
+import CallsRelay
+import CallsSecurity
+import CallsTransport
+import CallsWebRTC
+import Foundation
+import Synchronization
+
+/// Browsers' media: one UDP port where every browser leg's bundled transport arrives (ICE-lite
+/// checks, DTLS, SRTP/SRTCP — RFC 7983 keeps them apart), each leg a `WebRTCPeer` that is its
+/// participant's tunnelled member on the relay.
+///
+/// ```
+///  browser ─UDP─▶ reader thread ─▶ STUN: ICELiteResponder (reply, nominate the address)
+///                               └─▶ by address: WebRTCPeer.receive ─▶ DTLS replies ─UDP─▶ browser
+///                                                                 └─▶ native SRTP ─▶ MediaRelay.receiveTunnelled
+///  MediaRelay workers ─ tunnel sink ─▶ deliver: WebRTCPeer.fromRoom ─UDP─▶ browser
+///  rooms' queue ─▶ answer (offer → SDP answer), observe (keys, roster, reports), remove
+/// ```
+///
+/// Thread rules: `answer`, `observe`, `remove` on the rooms' queue; `deliver` on relay workers;
+/// the reader thread (`callroom.webrtc`) owns the responder. The legs' table is behind one lock;
+/// each leg's media state behind the peer's own.
+final class WebRTCGateway: Sendable {
+    /// Counted for /metrics.
+    final class Counters: Sendable {
+        let received = Atomic<UInt64>(0)
+        let sent = Atomic<UInt64>(0)
+        let toRoom = Atomic<UInt64>(0)
+        let stunAnswered = Atomic<UInt64>(0)
+        let stunRefused = Atomic<UInt64>(0)
+        let unknownSource = Atomic<UInt64>(0)
+        let dropped = Atomic<UInt64>(0)
+        let handshakes = Atomic<UInt64>(0)
+        let handshakeFailures = Atomic<UInt64>(0)
+    }
+
+    /// One browser's leg and what the gateway keeps for it.
+    private struct Leg: Sendable {
+        let peer: WebRTCPeer
+        let connection: ConnectionID
+        /// Which room sender each receiving section (mid) carries (their pid).
+        var assignment: [String: String] = [:]
+        /// Native video SSRC → pid, for the browser's keyframe requests.
+        var videoOwner: [UInt32: String] = [:]
+        /// What the browser's video may use (REMB), adapted from its receivers' reports.
+        var bitsPerSecond: UInt64 = WebRTCGateway.startBitsPerSecond
+        /// Keyframe requests forwarded lately (at most two a second per leg).
+        var lastKeyframe: UInt64 = 0
+    }
+
+    private struct Table {
+        var legs: [UInt64: Leg] = [:]
+        var byUfrag: [String: UInt64] = [:]
+        var byAddress: [SocketAddress: UInt64] = [:]
+    }
+
+    static let startBitsPerSecond: UInt64 = 800_000
+    static let minBitsPerSecond: UInt64 = 150_000
+    static let maxBitsPerSecond: UInt64 = 2_500_000
+    /// The most browser legs one server holds (each has DTLS and four SRTP sessions).
+    static let maxLegs = 500
+
+    let port: Int
+    /// The address in the answer's candidate (`mediaPublicAddress`, else the listening host).
+    let candidateAddress: String
+    let counters = Counters()
+    private let socket: UDPSocket
+    private let identity: TLSIdentity
+    private let relay: MediaRelay
+    private let log: ServerLog
+    private let table = Locked(Table())
+    private let stopping = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Where a browser's keyframe request goes (the rooms: `requestKeyframe` from its connection).
+    private let keyframe: @Sendable (ConnectionID, String) -> Void
+
+    init(host: String, port: Int, candidateAddress: String, relay: MediaRelay, log: ServerLog,
+         keyframe: @escaping @Sendable (ConnectionID, String) -> Void) throws {
+        socket = try UDPSocket(host: host, port: port)
+        self.port = Int(socket.localAddress.port)
+        self.candidateAddress = candidateAddress
+        identity = try SelfSignedCertificate.generate(commonName: "callroomd WebRTC", dnsNames: [], ipAddresses: [])
+        self.relay = relay
+        self.log = log
+        self.keyframe = keyframe
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            ThreadName.set("callroom.webrtc")
+            read()
+            finished.signal()
+        }
+        thread.start()
+    }
+
+    func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        finished.wait()
+        socket.close()
+    }
+
+    var legCount: Int { table.withLock { $0.legs.count } }
+
+    // MARK: Rooms' queue
+
+    /// Answers a browser's offer (a first one creates its leg; later ones renegotiate it).
+    func answer(_ r: WebRTCOfferRequest) -> ServerMessage {
+        let offer: SessionDescription
+        do { offer = try SessionDescription.parse(r.sdp) } catch { return .error(code: .webrtcOfferRefused, message: error.description) }
+        guard let fingerprint = offer.media.first(where: { !$0.isRejected })?.fingerprint, fingerprint.algorithm == "sha-256" else {
+            return .error(code: .webrtcOfferRefused, message: "The offer names no sha-256 DTLS fingerprint.")
+        }
+        let local = r.connection.local
+        let existing = table.withLock { $0.legs[local] }
+        guard existing != nil || legCount < Self.maxLegs else {
+            return .error(code: .webrtcOfferRefused, message: "This server holds \(Self.maxLegs) browser legs already.")
+        }
+        var leg: Leg
+        if let existing {
+            leg = existing
+        } else {
+            do {
+                let peer = try WebRTCPeer(connection: local, localUfrag: Crypto.randomHex(4), localPassword: Crypto.randomHex(12),
+                                          identity: identity, remoteFingerprint: fingerprint.value, ownKey: r.ownKey,
+                                          negotiated: .init(opus: nil, vp8: nil, levelID: nil))
+                leg = Leg(peer: peer, connection: r.connection)
+            } catch {
+                return .error(code: .webrtcOfferRefused, message: "The browser's leg could not be set up: \(error)")
+            }
+        }
+        // Which sender each receiving section carries: kept while they stay, new ones to free sections.
+        let senders = Dictionary(r.senders.map { ($0.pid, $0.key) }, uniquingKeysWith: { a, _ in a })
+        var assignment = leg.assignment.filter { senders[$0.value] != nil }
+        for kind in [SessionDescription.Kind.audio, .video] {
+            let sections = offer.media.filter { $0.kind == kind && !$0.isRejected && $0.direction == .recvonly }.compactMap(\.mid)
+            var waiting = r.senders.map(\.pid).filter { pid in !sections.contains { assignment[$0] == pid } }
+            for mid in sections where assignment[mid] == nil && !waiting.isEmpty { assignment[mid] = waiting.removeFirst() }
+            for mid in assignment.keys where offer.media.first(where: { $0.mid == mid })?.kind == kind && !sections.contains(mid) {
+                assignment[mid] = nil
+            }
+        }
+        var answerSenders: [String: SDPAnswer.Sender] = [:]
+        var forwarding: Set<UInt32> = []
+        for (mid, pid) in assignment {
+            guard let key = senders[pid], let m = offer.media.first(where: { $0.mid == mid }) else { continue }
+            let ssrc = m.kind == .audio ? key.ssrc : (key.videoSsrc ?? 0)
+            answerSenders[mid] = SDPAnswer.Sender(ssrc: ssrc, stream: pid)
+            forwarding.insert(ssrc)
+        }
+        let transport = SDPAnswer.Transport(iceUfrag: leg.peer.localUfrag, icePwd: leg.peer.localPassword, fingerprint: identity.fingerprint,
+                                            address: candidateAddress, port: port, cname: "callroom", senders: answerSenders)
+        let answer: SDPAnswer
+        do { answer = try SDPAnswer(offer: offer, transport: transport, sessionID: UInt64(truncatingIfNeeded: local)) } catch {
+            return .error(code: .webrtcOfferRefused, message: error.description)
+        }
+        let firstAudio = offer.media.first { $0.kind == .audio && answer.payloadTypes[$0.mid ?? ""] != nil }
+        let firstVideo = offer.media.first { $0.kind == .video && answer.payloadTypes[$0.mid ?? ""] != nil }
+        let levelID = firstAudio?.extensions.first { $0.value == "urn:ietf:params:rtp-hdrext:ssrc-audio-level" }.map { UInt8(clamping: $0.key) }
+        let negotiated = WebRTCPeer.Negotiated(opus: firstAudio.flatMap { answer.payloadTypes[$0.mid ?? ""] },
+                                               vp8: firstVideo.flatMap { answer.payloadTypes[$0.mid ?? ""] }, levelID: levelID)
+        leg.peer.setKeys([r.ownKey] + r.senders.map(\.key))
+        leg.peer.configure(negotiated, forwarding: forwarding)
+        leg.assignment = assignment
+        for s in r.senders { if let v = s.key.videoSsrc { leg.videoOwner[v] = s.pid } }
+        let stored = leg
+        table.withLock { t in
+            t.legs[local] = stored
+            t.byUfrag[stored.peer.localUfrag] = local
+        }
+        return .webrtcAnswer(sdp: answer.text)
+    }
+
+    /// A message the rooms send to `connection`: a browser leg's keys, roster and reports follow them.
+    func observe(_ message: ServerMessage, to connection: ConnectionID) {
+        let local = connection.local
+        switch message {
+        case .mediaKeys(let keys):
+            table.withLock { $0.legs[local] }?.peer.setKeys(keys)
+        case .participantJoined(let p):
+            table.withLock { t in if let v = p.videoSsrc { t.legs[local]?.videoOwner[v] = p.pid } }
+        case .participantLeft(let p, _):
+            table.withLock { t in
+                if let v = p.videoSsrc { t.legs[local]?.videoOwner[v] = nil }
+            }
+            table.withLock { $0.legs[local] }?.peer.removeSender(ssrc: p.ssrc, videoSSRC: p.videoSsrc)
+        case .videoReport(_, let loss, _):
+            // The receivers' loss of this browser's video: REMB down by a third above 10 %, up a tenth under 2 %.
+            table.withLock { t in
+                guard var leg = t.legs[local] else { return }
+                if loss > 10 { leg.bitsPerSecond = max(Self.minBitsPerSecond, leg.bitsPerSecond * 2 / 3) }
+                if loss < 2 { leg.bitsPerSecond = min(Self.maxBitsPerSecond, leg.bitsPerSecond * 11 / 10) }
+                t.legs[local] = leg
+            }
+        case .left:
+            remove(connection)
+        default:
+            break
+        }
+    }
+
+    /// The connection's leg goes (it left, its connection closed).
+    func remove(_ connection: ConnectionID) {
+        table.withLock { t in
+            guard let leg = t.legs.removeValue(forKey: connection.local) else { return }
+            t.byUfrag[leg.peer.localUfrag] = nil
+            t.byAddress = t.byAddress.filter { $0.value != connection.local }
+        }
+    }
+
+    // MARK: Relay workers
+
+    /// A packet the relay sends to a tunnelled member: to its browser when it has a leg here
+    /// (true), else false (the member's media go over its WebSocket).
+    func deliver(_ bytes: [UInt8], to connection: UInt64) -> Bool {
+        guard let peer = table.withLock({ $0.legs[connection]?.peer }) else { return false }
+        switch bytes.withUnsafeBytes({ peer.fromRoom($0) }) {
+        case .send(let out, let to):
+            if socket.send(out, to: to) { counters.sent.add(1, ordering: .relaxed) }
+        case .dropped:
+            counters.dropped.add(1, ordering: .relaxed)
+        }
+        return true
+    }
+
+    // MARK: The reader thread
+
+    private func read() {
+        let responder = ICELiteResponder()
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var lastTick = monotonicNanoseconds()
+        while !stopping.load(ordering: .acquiring) {
+            if socket.waitReadable(timeoutMs: 100) {
+                while let (n, from) = buffer.withUnsafeMutableBytes({ socket.receive(into: $0) }) {
+                    counters.received.add(1, ordering: .relaxed)
+                    handle(Array(buffer[0..<n]), from: from, responder: responder)
+                }
+            }
+            let now = monotonicNanoseconds()
+            if now - lastTick >= 1_000_000_000 {
+                lastTick = now
+                sendEstimates()
+            }
+        }
+    }
+
+    private func handle(_ datagram: [UInt8], from: SocketAddress, responder: ICELiteResponder) {
+        if datagram.withUnsafeBytes({ ICELiteResponder.isSTUN($0) }) {
+            let outcome = responder.respond(to: datagram, from: from) { ufrag in
+                table.withLock { t in t.byUfrag[ufrag].flatMap { t.legs[$0]?.peer.localPassword } }
+            }
+            guard case .reply(let reply, let ufrag, let nominated) = outcome else { counters.stunRefused.add(1, ordering: .relaxed); return }
+            counters.stunAnswered.add(1, ordering: .relaxed)
+            _ = socket.send(reply, to: from)
+            let peer = table.withLock { t -> WebRTCPeer? in
+                guard let local = t.byUfrag[ufrag], let leg = t.legs[local] else { return nil }
+                t.byAddress[from] = local
+                return leg.peer
+            }
+            // The first checked address carries media until the browser nominates one.
+            if let peer, nominated || peer.address == nil { peer.nominate(from) }
+            return
+        }
+        guard let leg = table.withLock({ t in t.byAddress[from].flatMap { t.legs[$0] } }) else {
+            counters.unknownSource.add(1, ordering: .relaxed)
+            return
+        }
+        for event in leg.peer.receive(datagram) {
+            switch event {
+            case .reply(let datagrams):
+                for d in datagrams where socket.send(d, to: from) { counters.sent.add(1, ordering: .relaxed) }
+            case .connected(let profile):
+                counters.handshakes.add(1, ordering: .relaxed)
+                log.info("browser leg connected", ["pid": "\(leg.connection)", "srtp": "\(profile)", "from": "\(from)"])
+            case .failed(let why):
+                counters.handshakeFailures.add(1, ordering: .relaxed)
+                log.warn("browser leg's DTLS handshake failed", ["connection": "\(leg.connection)", "why": why])
+            case .toRoom(let bytes):
+                counters.toRoom.add(1, ordering: .relaxed)
+                relay.receiveTunnelled(bytes, from: leg.connection.local)
+            case .keyframe(let ssrc):
+                let now = monotonicNanoseconds()
+                let target = table.withLock { t -> String? in
+                    guard var l = t.legs[leg.connection.local], now - l.lastKeyframe >= 500_000_000, let pid = l.videoOwner[ssrc] else { return nil }
+                    l.lastKeyframe = now
+                    t.legs[leg.connection.local] = l
+                    return pid
+                }
+                if let target { keyframe(leg.connection, target) }
+            case .dropped:
+                counters.dropped.add(1, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// Each connected leg's REMB, once a second.
+    private func sendEstimates() {
+        for leg in table.withLock({ Array($0.legs.values) }) {
+            if let (bytes, to) = leg.peer.remb(bitsPerSecond: leg.bitsPerSecond), socket.send(bytes, to: to) {
+                counters.sent.add(1, ordering: .relaxed)
+            }
+        }
+    }
+}
