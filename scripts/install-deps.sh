@@ -46,7 +46,8 @@ packages=(
 # SSH servers the tests start throwaway instances of; `--core` skips them, as the demo needs none.
 if [ "${1:-}" != "--core" ]; then
   packages+=(clang postgresql redis-server
-             openssh-server openssh-client) # tests: a real sshd on loopback (the call screen over SSH)
+             openssh-server openssh-client  # tests: a real sshd on loopback (the call screen over SSH)
+             chromium)                      # tests: a real browser joins rooms from the invite link (WebRTC)
 fi
 
 missing=()

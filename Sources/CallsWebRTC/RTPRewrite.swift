@@ -15,6 +15,8 @@ public enum RTPRewrite {
     /// CallRoom's payload types (protocol.md).
     public static let nativeOpus: UInt8 = 111
     public static let nativeVP8: UInt8 = 96
+    /// CallRoom's redundant audio (RFC 2198, blocks of Opus at 111).
+    public static let nativeRED: UInt8 = 63
     /// CallRoom's level extension id.
     public static let nativeLevelID: UInt8 = 1
 
@@ -115,6 +117,24 @@ public enum RTPRewrite {
             buffer[16] = levelID << 4; buffer[17] = h.level ?? 0x7F; buffer[18] = 0; buffer[19] = 0
         }
         return headerLength + h.payloadLength
+    }
+
+    /// Where the primary (newest) block of an RFC 2198 payload is: past the block headers (4
+    /// bytes each while F is set, then 1) and the redundant blocks' lengths. Nil when the
+    /// headers run past the payload.
+    public static func redPrimary(_ p: UnsafeRawBufferPointer, _ h: Header) -> (offset: Int, length: Int)? {
+        var at = h.payloadOffset
+        let end = h.payloadOffset + h.payloadLength
+        var redundant = 0
+        while at < end, p[at] & 0x80 != 0 {
+            guard at + 4 <= end else { return nil }
+            redundant += Int(p[at + 2] & 0x03) << 8 | Int(p[at + 3])
+            at += 4
+        }
+        guard at < end else { return nil }
+        at += 1  // the primary's one-byte header
+        guard at + redundant <= end else { return nil }
+        return (at + redundant, end - at - redundant)
     }
 
     /// The longest header `write` writes.

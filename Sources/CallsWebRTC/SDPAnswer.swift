@@ -56,6 +56,8 @@ public struct SDPAnswer: Sendable, Equatable {
     public let description: SessionDescription
     /// The payload type taken for each accepted section (by mid): Opus or VP8.
     public let payloadTypes: [String: UInt8]
+    /// Audio sections where redundant audio (RFC 2198, `red/48000/2` over Opus at 111) was taken too.
+    public let redPayloadTypes: [String: UInt8]
 
     /// Answers `offer` for `transport`.
     /// - Throws: `SDPError.notBundled` when the offer's media are not one bundle,
@@ -68,6 +70,7 @@ public struct SDPAnswer: Sendable, Equatable {
         var sections: [String] = []
         var accepted: [String] = []
         var payloadTypes: [String: UInt8] = [:]
+        var redPayloadTypes: [String: UInt8] = [:]
         for (index, m) in offer.media.enumerated() {
             let mid = m.mid ?? String(index)
             guard !m.isRejected, let codec = Self.codec(for: m) else {
@@ -84,7 +87,11 @@ public struct SDPAnswer: Sendable, Equatable {
             var direction = m.direction.answered
             if ours == nil, direction == .sendrecv { direction = .recvonly }
             if ours == nil, direction == .sendonly { direction = .inactive }
-            sections += ["m=\(m.kind.rawValue) \(t.port) UDP/TLS/RTP/SAVPF \(codec.payloadType)",
+            // RED where offered over Opus at 111 (CallRoom's own: the blocks inside pass unchanged).
+            let red = m.kind == .audio && codec.payloadType == RTPRewrite.nativeOpus
+                ? m.codecs.first { $0.name.lowercased() == "red" && $0.clockRate == 48000 }?.payloadType : nil
+            if let red { redPayloadTypes[mid] = red }
+            sections += ["m=\(m.kind.rawValue) \(t.port) UDP/TLS/RTP/SAVPF \(codec.payloadType)" + (red.map { " \($0)" } ?? ""),
                          "c=IN IP4 \(t.address)",
                          "a=mid:\(mid)",
                          "a=ice-ufrag:\(t.iceUfrag)", "a=ice-pwd:\(t.icePwd)",
@@ -93,6 +100,7 @@ public struct SDPAnswer: Sendable, Equatable {
                          "a=rtpmap:\(codec.payloadType) \(codec.name)/\(codec.clockRate)" + (m.kind == .audio ? "/2" : "")]
             if m.kind == .audio {
                 sections.append("a=fmtp:\(codec.payloadType) minptime=10;useinbandfec=1")
+                if let red { sections += ["a=rtpmap:\(red) red/48000/2", "a=fmtp:\(red) \(codec.payloadType)/\(codec.payloadType)"] }
             } else {
                 for f in Self.videoFeedback where codec.feedback.contains(f) { sections.append("a=rtcp-fb:\(codec.payloadType) \(f)") }
             }
@@ -115,6 +123,7 @@ public struct SDPAnswer: Sendable, Equatable {
         self.text = text
         self.description = try SessionDescription.parse(text)
         self.payloadTypes = payloadTypes
+        self.redPayloadTypes = redPayloadTypes
     }
 
     /// The payload type this gateway takes from a section: Opus at 48 kHz stereo-signalled (as

@@ -55,7 +55,12 @@ public final class WebRTCPeer: Sendable {
         public var vp8: UInt8?
         /// The browser's id for the RFC 6464 level extension (nil: not negotiated).
         public var levelID: UInt8?
-        public init(opus: UInt8?, vp8: UInt8?, levelID: UInt8?) { self.opus = opus; self.vp8 = vp8; self.levelID = levelID }
+        /// Redundant audio (RFC 2198), when negotiated (only with Opus at 111, CallRoom's own,
+        /// so the blocks inside need no rewriting).
+        public var red: UInt8?
+        public init(opus: UInt8?, vp8: UInt8?, levelID: UInt8?, red: UInt8? = nil) {
+            self.opus = opus; self.vp8 = vp8; self.levelID = levelID; self.red = red
+        }
     }
 
     private struct Ingress {
@@ -212,10 +217,11 @@ public final class WebRTCPeer: Sendable {
         guard let header = buffer.withUnsafeBytes({ RTPRewrite.read(UnsafeRawBufferPointer(rebasing: $0[0..<n]), levelID: negotiated.levelID) }) else {
             return [.dropped(.notRTP)]
         }
-        let audio: Bool
+        let audio: Bool, nativeType: UInt8
         switch header.payloadType {
-        case negotiated.opus: audio = true
-        case negotiated.vp8: audio = false
+        case negotiated.opus: (audio, nativeType) = (true, RTPRewrite.nativeOpus)
+        case negotiated.red where negotiated.red != nil: (audio, nativeType) = (true, RTPRewrite.nativeRED)
+        case negotiated.vp8: (audio, nativeType) = (false, RTPRewrite.nativeVP8)
         default: return [.dropped(.unknownPayload)]
         }
         // (Padding-only packets, a browser's bandwidth probes: nothing to forward.)
@@ -228,7 +234,7 @@ public final class WebRTCPeer: Sendable {
         let sender = audio ? i.audio : i.video
         do {
             let out = try buffer.withUnsafeMutableBytes { b throws(SRTPError) -> Int in
-                let length = RTPRewrite.write(b, header: header, payloadType: audio ? RTPRewrite.nativeOpus : RTPRewrite.nativeVP8,
+                let length = RTPRewrite.write(b, header: header, payloadType: nativeType,
                                               ssrc: audio ? audioSSRC : videoSSRC, marker: audio ? false : header.marker,
                                               levelID: audio ? RTPRewrite.nativeLevelID : nil)
                 return try sender.protect(b, length: length)
@@ -276,10 +282,27 @@ public final class WebRTCPeer: Sendable {
         return egress.withLock { e -> Forward in
             guard let srtp = e.srtp, let address = e.address else { return .dropped(.beforeHandshake) }
             guard e.forwarding.contains(header.ssrc) else { return .dropped(.notForwarded) }
-            let audio = header.payloadType == RTPRewrite.nativeOpus
-            guard let pt = audio ? e.negotiated.opus : (header.payloadType == RTPRewrite.nativeVP8 ? e.negotiated.vp8 : nil) else {
-                return .dropped(.unknownPayload)
+            var header = header
+            let audio = header.payloadType == RTPRewrite.nativeOpus || header.payloadType == RTPRewrite.nativeRED
+            let pt: UInt8?
+            switch header.payloadType {
+            case RTPRewrite.nativeOpus: pt = e.negotiated.opus
+            case RTPRewrite.nativeRED:
+                if let red = e.negotiated.red {
+                    pt = red
+                } else {
+                    // A browser that did not take RED gets the packet's own (primary) frame.
+                    guard let primary = buffer.withUnsafeBytes({ RTPRewrite.redPrimary(UnsafeRawBufferPointer(rebasing: $0[0..<n]), header) }) else {
+                        return .dropped(.unknownPayload)
+                    }
+                    header.payloadOffset = primary.offset
+                    header.payloadLength = primary.length
+                    pt = e.negotiated.opus
+                }
+            case RTPRewrite.nativeVP8: pt = e.negotiated.vp8
+            default: pt = nil
             }
+            guard let pt else { return .dropped(.unknownPayload) }
             let levelID = audio ? e.negotiated.levelID : nil
             do {
                 let out = try buffer.withUnsafeMutableBytes { b throws(SRTPError) -> Int in

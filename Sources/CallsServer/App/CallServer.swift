@@ -409,7 +409,7 @@ public final class CallServer: @unchecked Sendable {
                                     connections: r.parts.gateway.openSockets.load(ordering: .relaxed), relay: r.relay.counters,
                                     store: r.store.metrics, httpRequests: r.parts.gateway.httpRequests.load(ordering: .relaxed),
                                     webhooks: r.parts.webhooks.isRunning ? r.parts.webhooks.counters : nil, push: r.parts.push?.counters,
-                                    refusals: refusals.all.map { ($0.0.rawValue, $0.1) })
+                                    refusals: refusals.all.map { ($0.0.rawValue, $0.1) }, webrtc: r.webrtc)
     }
 
     /// Push counters (nil when no push service is configured).

@@ -1,3 +1,4 @@
+import CallsWebRTC
 import CallsRelay
 import CallsStore
 /// Renders the server's counters in the Prometheus text exposition format (`GET /metrics`).
@@ -20,7 +21,7 @@ struct MetricsReport {
 
     static func render(rooms: Int, participants: Int, connections: Int, relay: RelayCounters, store: StoreMetrics,
                        httpRequests: UInt64, webhooks: WebhookCounters? = nil, push: PushCounters? = nil,
-                       refusals: [(String, UInt64)] = []) -> String {
+                       refusals: [(String, UInt64)] = [], webrtc: WebRTCGateway? = nil) -> String {
         var r = MetricsReport()
         r.gauge("callroom_rooms", "Rooms with at least one participant.", rooms)
         r.gauge("callroom_participants", "Participants in all rooms.", participants)
@@ -101,6 +102,20 @@ struct MetricsReport {
             r.counter("callroom_push_expired_total", "Pushes not sent within their 30 s lifetime.", p.expired.load(ordering: .relaxed))
             r.counter("callroom_push_tokens_purged_total", "Device tokens removed because the service said they are dead.",
                       p.tokensPurged.load(ordering: .relaxed))
+        }
+        if let w = webrtc {
+            let c = w.counters
+            r.gauge("callroom_webrtc_legs", "Browsers' media legs through the WebRTC gateway.", w.legCount)
+            r.counter("callroom_webrtc_datagrams_total", "Datagrams on the WebRTC port: received from browsers, sent to them.", [
+                ("direction=\"in\"", c.received.load(ordering: .relaxed)), ("direction=\"out\"", c.sent.load(ordering: .relaxed))])
+            r.counter("callroom_webrtc_packets_to_room_total", "Browsers' RTP re-protected and handed to the relay.", c.toRoom.load(ordering: .relaxed))
+            r.counter("callroom_webrtc_stun_total", "ICE checks (STUN Binding requests): answered, refused.", [
+                ("outcome=\"answered\"", c.stunAnswered.load(ordering: .relaxed)), ("outcome=\"refused\"", c.stunRefused.load(ordering: .relaxed))])
+            r.counter("callroom_webrtc_handshakes_total", "DTLS handshakes with browsers: done, failed.", [
+                ("outcome=\"done\"", c.handshakes.load(ordering: .relaxed)), ("outcome=\"failed\"", c.handshakeFailures.load(ordering: .relaxed))])
+            r.counter("callroom_webrtc_packets_dropped_total", "Packets a browser leg did not pass on, by reason.",
+                      [("reason=\"unknown_source\"", c.unknownSource.load(ordering: .relaxed))]
+                      + WebRTCPeer.Drop.allCases.map { ("reason=\"\($0.rawValue)\"", c.dropped[$0]?.value.load(ordering: .relaxed) ?? 0) })
         }
         return r.text
     }

@@ -13,6 +13,10 @@ public struct ServerConfiguration: Sendable {
     /// Browsers' media (WebRTC: ICE-lite, DTLS-SRTP) arrive on this UDP port of the same host
     /// (0: a free one; nil: no WebRTC gateway, browsers' offers are refused).
     public var webrtcPort: Int? = 0
+    /// What browsers' `RTCPeerConnection` gets as `iceServers` (JSON, as the W3C spec writes it:
+    /// `[{"urls": "turn:turn.example.com:3478?transport=tcp", "username": …, "credential": …}]`):
+    /// a TURN server for browsers whose UDP is blocked. Default: none.
+    public var webrtcIceServers = "[]"
     /// Where the database and keys live; created if missing.
     public var dataDir: String
     /// The store on PostgreSQL (`postgres://USER:PASSWORD@HOST:PORT/DB` or a libpq connection

@@ -33,37 +33,95 @@ struct InvitePage {
         publicURL + "/call/" + (sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? sessionId)
     }
 
-    /// What the page is sent with: no script, style, frame or form of anyone's runs in it, its
-    /// type is not sniffed, and the link (a session id) does not leak to other sites.
+    /// What the page is sent with: only this server's own script and style run in it (no inline
+    /// code, nothing from elsewhere), it connects only back here (the REST redeem and the
+    /// signalling WebSocket), its type is not sniffed, it is not framed, and the link (a grant)
+    /// does not leak to other sites.
     static let securityHeaders: [(name: String, value: String)] = [
-        ("content-security-policy", "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+        ("content-security-policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+            + "media-src 'self' blob: mediastream:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
         ("x-content-type-options", "nosniff"),
         ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
     ]
 
-    /// The page: which call, how many are in it now (never who: anyone with the link reads it),
-    /// and how to join from a terminal or the app.
-    static func html(sessionId: String, publicURL: String, present: Int, status: String?, invite: String? = nil) -> String {
+    /// The page: which call and how many are in it now (never who: anyone with the link reads
+    /// it); with an invite, the browser's way in (`/web/call.js`: name, devices, preview, then
+    /// the call); and how to join from a terminal or the app. `iceServers` is the JSON the page
+    /// hands `RTCPeerConnection` (a TURN server, when the operator runs one).
+    static func html(sessionId: String, publicURL: String, present: Int, status: String?, invite: String? = nil,
+                     appId: String = "", iceServers: String = "[]") -> String {
         let sid = escape(sessionId)
         let link = escape(link(publicURL: publicURL, sessionId: sessionId))
-        let who = present == 0 ? "<p>Nobody is in the call right now.</p>"
-            : present == 1 ? "<p>One person is in the call now.</p>" : "<p>\(present) people are in the call now.</p>"
-        let state = status.map { "<p>Status: \(escape($0))</p>" } ?? ""
+        let who = present == 0 ? "Nobody is in the call right now."
+            : present == 1 ? "One person is in the call now." : "\(present) people are in the call now."
+        let state = status.map { " Status: \(escape($0))." } ?? ""
+        let terminal = invite.map { "<pre>callroom join '\(link)?invite=\(escape($0))' --name YOUR_NAME</pre><p>This invite lets you in as a guest: no account, just a name.</p>" }
+            ?? "<pre>callroom join \(link) --uid YOUR_UID --auth-token TOKEN</pre><p>With an account of this app (your backend gives you the auth token).</p>"
         return """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>Join \(sid) · CallRoom</title></head>
-            <body>
+            <meta name="color-scheme" content="light dark">
+            <title>Join \(sid) · CallRoom</title><link rel="stylesheet" href="/web/call.css"></head>
+            <body data-session="\(sid)" data-invite="\(escape(invite ?? ""))" data-app-id="\(escape(appId))" data-ice-servers="\(escape(iceServers))">
+            <main id="prejoin">
             <h1>Join the call \(sid)</h1>
-            \(state)\(who)
-            <h2>From a terminal</h2>
-            \(invite.map { "<pre>callroom join '\(link)?invite=\(escape($0))' --name YOUR_NAME</pre><p>This invite lets you in as a guest: no account, just a name.</p>" }
-                ?? "<pre>callroom join \(link) --uid YOUR_UID --auth-token TOKEN</pre><p>With an account of this app (your backend gives you the auth token).</p>")
-            <h2>From the app</h2>
-            <p><a href="callroom://call/\(escape(sessionId))">Open in CallRoom</a> · <a href="\(link)">\(link)</a></p>
+            <p>\(who)\(state)</p>
+            <div id="notice" class="notice hidden" role="status" aria-live="polite"></div>
+            <div class="prejoin">
+            <div class="preview card"><video id="preview-video" class="hidden" autoplay muted playsinline></video>
+            <div id="preview-placeholder" class="placeholder">Camera preview</div></div>
+            <div class="card">
+            <label for="name">Your name</label><input id="name" type="text" maxlength="80" autocomplete="name" placeholder="How the others see you">
+            <label for="mic">Microphone</label><select id="mic"></select>
+            <div class="meter" aria-label="Microphone level"><div id="meter-level"></div></div>
+            <label for="camera">Camera</label><select id="camera"></select>
+            <p id="camera-note" class="status"></p>
+            <div class="actions"><button id="join" class="primary">Join</button><button id="join-audio">Join with audio only</button></div>
+            </div></div>
+            <details><summary>Join from a terminal or the app instead</summary>
+            \(terminal)
+            <p><a href="callroom://call/\(sid)">Open in CallRoom</a> · <a href="\(link)">\(link)</a></p>
+            </details>
+            </main>
+            <div id="call" class="call hidden">
+            <div class="stage"><div id="tiles" class="tiles" aria-label="Participants"></div>
+            <aside id="side" class="side hidden">
+            <section id="people-panel"><header><strong id="count"></strong><button data-close aria-label="Close">✕</button></header><ul id="people"></ul></section>
+            <section id="chat-panel" class="hidden"><header><strong>Chat</strong><button data-close aria-label="Close">✕</button></header>
+            <ul id="messages"></ul><form id="chat-form"><input id="chat-text" type="text" maxlength="2000" aria-label="Message"><button class="primary">Send</button></form></section>
+            </aside></div>
+            <div id="status" class="status" role="status" aria-live="polite"></div>
+            <nav class="bar"><button id="mute" aria-pressed="false">Mute</button><button id="camera-toggle">Camera off</button>
+            <button id="hand" aria-pressed="false">Raise hand</button><button id="panel-chat">Chat</button><button id="panel-people">People</button>
+            <button id="copy-link">Copy invite link</button><button id="leave" class="danger">Leave</button></nav>
+            </div>
+            <main id="ended" class="hidden"><h1 id="ended-text"></h1><p><a href="">Join again</a></p></main>
+            <script src="/web/call.js"></script>
             </body></html>
             """
     }
+
+    /// The page's own files (Resources/web), by name, with their types.
+    static let assets: [String: String] = ["call.js": "text/javascript; charset=utf-8", "call.css": "text/css; charset=utf-8"]
+
+    /// An asset's bytes (read once from the bundle), or nil for any other name.
+    static func asset(_ name: String) -> [UInt8]? {
+        guard assets[name] != nil else { return nil }
+        return loadedAssets[name]
+    }
+
+    private static let loadedAssets: [String: [UInt8]] = {
+        var out: [String: [UInt8]] = [:]
+        for name in assets.keys {
+            let parts = name.split(separator: ".")
+            if let url = Bundle.module.url(forResource: String(parts[0]), withExtension: String(parts[1]), subdirectory: "web"),
+               let data = try? Data(contentsOf: url) {
+                out[name] = Array(data)
+            }
+        }
+        return out
+    }()
 
     /// `apple-app-site-association`: the apps that open `/call/*` links.
     static func appleAppSiteAssociation(appIDs: [String]) -> String {

@@ -77,8 +77,15 @@ struct RESTRouter: Sendable {
             let present = call.map { c in c.endedAt == nil ? c.participants.filter { $0.leftAt == nil }.count : 0 } ?? 0
             // (A grant is shown back only as the characters a JWT has: nothing else reaches the page.)
             let invite = r.query["invite"].flatMap { g in g.count <= 4096 && g.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) ? g : nil }
-            let html = InvitePage.html(sessionId: parts[1], publicURL: rt.publicURL, present: present, status: call?.status, invite: invite)
+            let html = InvitePage.html(sessionId: parts[1], publicURL: rt.publicURL, present: present, status: call?.status, invite: invite,
+                                       appId: rt.keys.appId, iceServers: rt.config.webrtcIceServers)
             return HTTPResponse(status: 200, contentType: "text/html; charset=utf-8", body: Array(html.utf8), headers: InvitePage.securityHeaders)
+        },
+        // The browser page's own script and style (Resources/web).
+        Route(.get, "web/*") { _, _, parts in
+            guard let body = InvitePage.asset(parts[1]), let type = InvitePage.assets[parts[1]] else { throw ServerError(.notFound, "No such file.") }
+            return HTTPResponse(status: 200, contentType: type, body: body,
+                                headers: [("x-content-type-options", "nosniff"), ("cache-control", "no-cache")])
         },
         Route(.get, ".well-known/apple-app-site-association") { rt, _, _ in
             HTTPResponse(status: 200, contentType: "application/json", body: Array(InvitePage.appleAppSiteAssociation(appIDs: rt.config.appleAppIDs).utf8))

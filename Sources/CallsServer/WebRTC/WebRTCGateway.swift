@@ -30,9 +30,13 @@ final class WebRTCGateway: Sendable {
         let stunAnswered = Atomic<UInt64>(0)
         let stunRefused = Atomic<UInt64>(0)
         let unknownSource = Atomic<UInt64>(0)
-        let dropped = Atomic<UInt64>(0)
+        /// Packets a leg did not pass on, by reason.
+        let dropped: [WebRTCPeer.Drop: Count] = Dictionary(uniqueKeysWithValues: WebRTCPeer.Drop.allCases.map { ($0, Count()) })
         let handshakes = Atomic<UInt64>(0)
         let handshakeFailures = Atomic<UInt64>(0)
+
+        final class Count: Sendable { let value = Atomic<UInt64>(0) }
+        func drop(_ d: WebRTCPeer.Drop) { dropped[d]?.value.add(1, ordering: .relaxed) }
     }
 
     /// One browser's leg and what the gateway keeps for it.
@@ -159,7 +163,8 @@ final class WebRTCGateway: Sendable {
         let firstVideo = offer.media.first { $0.kind == .video && answer.payloadTypes[$0.mid ?? ""] != nil }
         let levelID = firstAudio?.extensions.first { $0.value == "urn:ietf:params:rtp-hdrext:ssrc-audio-level" }.map { UInt8(clamping: $0.key) }
         let negotiated = WebRTCPeer.Negotiated(opus: firstAudio.flatMap { answer.payloadTypes[$0.mid ?? ""] },
-                                               vp8: firstVideo.flatMap { answer.payloadTypes[$0.mid ?? ""] }, levelID: levelID)
+                                               vp8: firstVideo.flatMap { answer.payloadTypes[$0.mid ?? ""] }, levelID: levelID,
+                                               red: firstAudio.flatMap { answer.redPayloadTypes[$0.mid ?? ""] })
         leg.peer.setKeys([r.ownKey] + r.senders.map(\.key))
         leg.peer.configure(negotiated, forwarding: forwarding)
         leg.assignment = assignment
@@ -218,8 +223,8 @@ final class WebRTCGateway: Sendable {
         switch bytes.withUnsafeBytes({ peer.fromRoom($0) }) {
         case .send(let out, let to):
             if socket.send(out, to: to) { counters.sent.add(1, ordering: .relaxed) }
-        case .dropped:
-            counters.dropped.add(1, ordering: .relaxed)
+        case .dropped(let why):
+            counters.drop(why)
         }
         return true
     }
@@ -288,8 +293,8 @@ final class WebRTCGateway: Sendable {
                     return pid
                 }
                 if let target { keyframe(leg.connection, target) }
-            case .dropped:
-                counters.dropped.add(1, ordering: .relaxed)
+            case .dropped(let why):
+                counters.drop(why)
             }
         }
     }

@@ -1,0 +1,354 @@
+// CallRoom in a browser: join a room from its invite link. Plain JS, no framework, no build step.
+// The page speaks the same signalling as every client (docs/protocol.md); its media go over
+// WebRTC to the server's gateway (`webrtcOffer` / `webrtcAnswer`).
+"use strict";
+(() => {
+  const page = document.body.dataset;
+  const $ = (id) => document.getElementById(id);
+  const state = {
+    phase: "prejoin", name: "", token: null, ws: null, pc: null, me: null, roster: new Map(), local: null,
+    withVideo: true, muted: false, cameraOff: false, hand: false, resumeToken: null, streams: new Map(),
+    byPid: new Map(), negotiating: false, again: false, dominant: null, chat: [], error: null, reconnecting: false,
+    answers: 0, sessionId: page.session,
+  };
+  // For people debugging a call (and the tests): the page's state.
+  window.callroom = state;
+
+  function show(id, on) { $(id).classList.toggle("hidden", !on); }
+  function notice(text, isError) {
+    const n = $("notice");
+    n.textContent = text;
+    n.classList.toggle("error", !!isError);
+    show("notice", !!text);
+    state.error = isError ? text : null;
+  }
+  function initials(name) { return (name || "?").split(/\s+/).map((w) => w[0] || "").join("").slice(0, 2).toUpperCase(); }
+
+  // ---- Before joining: devices, preview, input meter -------------------------------------
+  let meterTimer = null;
+  async function openDevices() {
+    if (state.local) state.local.getTracks().forEach((t) => t.stop());
+    const mic = $("mic").value, cam = $("camera").value;
+    const constraints = { audio: mic ? { deviceId: { exact: mic } } : true, video: state.withVideo ? (cam ? { deviceId: { exact: cam } } : true) : false };
+    try {
+      state.local = await navigator.mediaDevices.getUserMedia(constraints);
+    } catch (e) {
+      state.local = null;
+      if (e.name === "NotAllowedError" || e.name === "SecurityError") {
+        notice("The browser was not allowed to use your microphone or camera. Allow it in the address bar, then reload.", true);
+      } else if (e.name === "NotFoundError" || e.name === "OverconstrainedError") {
+        if (state.withVideo) { state.withVideo = false; $("camera-note").textContent = "No camera found: you join with audio only."; return openDevices(); }
+        notice("No microphone found. Plug one in, then reload.", true);
+      } else {
+        notice("Your devices could not be opened: " + e.message, true);
+      }
+      return false;
+    }
+    $("preview-video").srcObject = state.local;
+    show("preview-video", state.local.getVideoTracks().length > 0);
+    show("preview-placeholder", state.local.getVideoTracks().length === 0);
+    await listDevices();
+    startMeter(state.local);
+    notice("");
+    return true;
+  }
+  async function listDevices() {
+    const devices = await navigator.mediaDevices.enumerateDevices();
+    for (const [id, kind] of [["mic", "audioinput"], ["camera", "videoinput"]]) {
+      const select = $(id), chosen = select.value;
+      select.replaceChildren(...devices.filter((d) => d.kind === kind).map((d, i) => {
+        const o = document.createElement("option");
+        o.value = d.deviceId;
+        o.textContent = d.label || (kind === "audioinput" ? "Microphone " : "Camera ") + (i + 1);
+        return o;
+      }));
+      if (chosen) select.value = chosen;
+    }
+  }
+  function startMeter(stream) {
+    clearInterval(meterTimer);
+    if (!stream.getAudioTracks().length) return;
+    const ctx = new AudioContext();
+    const analyser = ctx.createAnalyser();
+    analyser.fftSize = 512;
+    ctx.createMediaStreamSource(stream).connect(analyser);
+    const data = new Float32Array(analyser.fftSize);
+    meterTimer = setInterval(() => {
+      analyser.getFloatTimeDomainData(data);
+      let sum = 0;
+      for (const v of data) sum += v * v;
+      const db = 10 * Math.log10(sum / data.length + 1e-10);
+      $("meter-level").style.width = Math.max(0, Math.min(100, (db + 60) * 100 / 60)) + "%";
+    }, 100);
+  }
+
+  // ---- Joining: the invite becomes a call token; the signalling connection -------------------
+  async function join(withVideo) {
+    await state.devicesReady;
+    const name = $("name").value.trim();
+    if (!name) { notice("Type your name first: it is how the others see you.", true); $("name").focus(); return; }
+    if (!page.invite) { notice("This link has no invite in it. Ask for an invite link (it ends in ?invite=…).", true); return; }
+    state.name = name;
+    state.withVideo = withVideo && !!(state.local && state.local.getVideoTracks().length);
+    if (!withVideo && state.local) state.local.getVideoTracks().forEach((t) => { t.stop(); state.local.removeTrack(t); });
+    $("join").disabled = $("join-audio").disabled = true;
+    notice("Joining…");
+    let body;
+    try {
+      const r = await fetch("/v3/invites/redeem", { method: "POST", headers: { "content-type": "application/json", appId: page.appId },
+                                                     body: JSON.stringify({ invite: page.invite, name }) });
+      body = await r.json();
+      if (!r.ok) throw new Error((body.error && body.error.message) || ("HTTP " + r.status));
+    } catch (e) {
+      $("join").disabled = $("join-audio").disabled = false;
+      notice("This invite does not let you in: " + e.message, true);
+      return;
+    }
+    state.token = body.data.token;
+    state.sessionId = body.data.sessionId;
+    connect(false);
+  }
+
+  function connect(resuming) {
+    const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/v1/signal", "callroom-signal");
+    state.ws = ws;
+    ws.onopen = () => {
+      if (resuming && state.resumeToken) send({ type: "resume", resumeToken: state.resumeToken });
+      else send({ type: "join", v: 1, callToken: state.token, sessionId: state.sessionId, displayName: state.name,
+                  audioMuted: state.muted, videoPaused: !state.withVideo, sessionType: state.withVideo ? "video" : "voice" });
+    };
+    ws.onmessage = (e) => { try { handle(JSON.parse(e.data)); } catch (err) { console.error(err); } };
+    ws.onclose = () => {
+      if (state.ws !== ws || state.phase !== "call") return;
+      // A network blip: take the participant back within the grace period.
+      state.reconnecting = true;
+      $("status").textContent = "Reconnecting…";
+      setTimeout(() => { if (state.phase === "call") connect(true); }, 1000);
+    };
+  }
+  function send(m) { if (state.ws && state.ws.readyState === 1) state.ws.send(JSON.stringify(m)); }
+
+  function handle(m) {
+    switch (m.type) {
+      case "joined":
+      case "resumed":
+        state.me = m.you;
+        state.resumeToken = m.resumeToken;
+        state.roster = new Map(m.participants.map((p) => [p.pid, p]));
+        state.reconnecting = false;
+        if (m.inviteLink) state.inviteLink = m.inviteLink + "?invite=" + page.invite;
+        enterCall();
+        restartMedia();
+        break;
+      case "lobbyWaiting": notice("Waiting for the host to let you in…"); break;
+      case "participantJoined": state.roster.set(m.participant.pid, m.participant); render(); negotiate(); break;
+      case "participantLeft": state.roster.delete(m.participant.pid); dropStreams(m.participant.pid); render(); negotiate(); break;
+      case "participantUpdated":
+        state.roster.set(m.participant.pid, m.participant);
+        if (state.me && m.participant.pid === state.me.pid) state.me = m.participant;
+        render();
+        break;
+      case "dominantSpeaker": state.dominant = m.pid || null; render(); break;
+      case "chat": state.chat.push(m); renderChat(); break;
+      case "webrtcAnswer":
+        state.pc.setRemoteDescription({ type: "answer", sdp: m.sdp }).then(() => {
+          state.answers += 1;
+          state.negotiating = false;
+          if (state.again) { state.again = false; negotiate(); }
+        }).catch((e) => { state.negotiating = false; notice("The media could not be set up: " + e.message, true); });
+        break;
+      case "left": leave(reasonText(m.reason, m.by)); break;
+      case "error": onError(m.code, m.message); break;
+      default: break;
+    }
+  }
+  function reasonText(reason, by) {
+    switch (reason) {
+      case "removed": return "You were removed from the call" + (by ? " by " + by : "") + ".";
+      case "sessionEnded": return "The call has ended.";
+      case "revoked": return "Your invite was revoked.";
+      case "serverShuttingDown": return "The server is restarting. Join again in a moment.";
+      default: return "You left the call.";
+    }
+  }
+  function onError(code, message) {
+    const fatal = { AUTH_ERR_TOKEN_EXPIRED: "Your invite has expired.", AUTH_ERR_TOKEN_REVOKED: "Your invite was revoked.",
+                    ERR_ROOM_LOCKED: "The room is locked: nobody new may join now.", ERR_LOBBY_DENIED: "The host did not let you in.",
+                    ERR_ROOM_FULL: "The room is full.", ERR_BANNED_FROM_ROOM: "You may not join this room.",
+                    ERR_REMOVED_FROM_SESSION: "You were removed from this call.", ERR_SESSION_ENDED: "The call has ended." };
+    if (fatal[code]) { leave(fatal[code]); return; }
+    if (code === "ERR_RESUME_EXPIRED" || code === "ERR_RESUME_INVALID") { state.resumeToken = null; connect(false); return; }
+    notice(message || code, true);
+  }
+
+  // ---- Media: one RTCPeerConnection, renegotiated as people come and go ----------------------
+  function restartMedia() {
+    if (state.pc) state.pc.close();
+    state.streams.clear();
+    state.byPid.clear();
+    const pc = new RTCPeerConnection({ bundlePolicy: "max-bundle", rtcpMuxPolicy: "require", iceServers: JSON.parse(page.iceServers || "[]") });
+    state.pc = pc;
+    const audio = state.local && state.local.getAudioTracks()[0];
+    const video = state.local && state.local.getVideoTracks()[0];
+    if (audio) pc.addTransceiver(audio, { direction: "sendonly", streams: [state.local] });
+    if (video) pc.addTransceiver(video, { direction: "sendonly", streams: [state.local] });
+    pc.ontrack = (e) => {
+      const pid = e.streams[0] && e.streams[0].id;
+      if (!pid) return;
+      let s = state.streams.get(pid);
+      if (!s) { s = new MediaStream(); state.streams.set(pid, s); }
+      s.getTracks().filter((t) => t.kind === e.track.kind).forEach((t) => s.removeTrack(t));
+      s.addTrack(e.track);
+      const list = state.byPid.get(pid) || [];
+      list.push(e.transceiver);
+      state.byPid.set(pid, list);
+      render();
+    };
+    pc.onconnectionstatechange = () => {
+      $("status").textContent = pc.connectionState === "connected" ? "" :
+        pc.connectionState === "failed" ? "Media could not get through (a firewall?)." : "Connecting media… (" + pc.connectionState + ")";
+      if (pc.connectionState === "failed" && state.phase === "call") setTimeout(restartMedia, 2000);
+    };
+    negotiate();
+  }
+  function dropStreams(pid) {
+    for (const t of state.byPid.get(pid) || []) { try { t.stop(); } catch (e) { /* already stopped */ } }
+    state.byPid.delete(pid);
+    state.streams.delete(pid);
+  }
+  // One offer at a time; changes meanwhile make one more.
+  async function negotiate() {
+    const pc = state.pc;
+    if (!pc || state.phase !== "call") return;
+    if (state.negotiating) { state.again = true; return; }
+    state.negotiating = true;
+    // A receiving pair of sections for everyone else (free ones are reused by the server).
+    const others = [...state.roster.keys()].filter((p) => !state.me || p !== state.me.pid).length;
+    const receiving = (kind) => pc.getTransceivers().filter((t) => !t.stopped && t.direction === "recvonly" && t.receiver.track.kind === kind).length;
+    for (const kind of ["audio", "video"]) for (let n = receiving(kind); n < others; n++) pc.addTransceiver(kind, { direction: "recvonly" });
+    try {
+      await pc.setLocalDescription(await pc.createOffer());
+      send({ type: "webrtcOffer", sdp: pc.localDescription.sdp });
+    } catch (e) {
+      state.negotiating = false;
+      notice("The media could not be set up: " + e.message, true);
+    }
+    send({ type: "subscribeVideo", pids: [...state.roster.keys()].filter((p) => !state.me || p !== state.me.pid) });
+  }
+
+  // ---- In the call -------------------------------------------------------------------------
+  function enterCall() {
+    if (state.phase === "call") return;
+    state.phase = "call";
+    clearInterval(meterTimer);
+    show("prejoin", false);
+    show("call", true);
+    notice("");
+    render();
+  }
+  function render() {
+    if (state.phase !== "call") return;
+    const tiles = $("tiles");
+    const seen = new Set();
+    for (const p of state.roster.values()) {
+      seen.add(p.pid);
+      let tile = tiles.querySelector('[data-pid="' + CSS.escape(p.pid) + '"]');
+      if (!tile) {
+        tile = document.createElement("div");
+        tile.className = "tile";
+        tile.dataset.pid = p.pid;
+        const v = document.createElement("video");
+        v.autoplay = true; v.playsInline = true;
+        const i = document.createElement("div"); i.className = "initials";
+        const l = document.createElement("div"); l.className = "label";
+        tile.append(v, i, l);
+        tiles.append(tile);
+      }
+      const mine = state.me && p.pid === state.me.pid;
+      const v = tile.querySelector("video");
+      const stream = mine ? state.local : state.streams.get(p.pid);
+      if (v.srcObject !== (stream || null)) v.srcObject = stream || null;
+      v.muted = !!mine;
+      const hasVideo = !!stream && stream.getVideoTracks().length > 0 && !p.isVideoPaused;
+      v.classList.toggle("hidden", !hasVideo);
+      tile.querySelector(".initials").textContent = hasVideo ? "" : initials(p.name);
+      tile.querySelector(".label").textContent = (p.isAudioMuted ? "🔇 " : "") + (p.raisedHandTimestamp ? "✋ " : "") + p.name + (mine ? " (you)" : "");
+      tile.classList.toggle("speaking", state.dominant === p.pid);
+    }
+    for (const t of [...tiles.children]) if (!seen.has(t.dataset.pid)) t.remove();
+    $("people").replaceChildren(...[...state.roster.values()].map((p) => {
+      const li = document.createElement("li");
+      li.textContent = p.name + (p.role === "moderator" ? " · host" : "") + (p.isAudioMuted ? " · muted" : "") + (p.raisedHandTimestamp ? " · hand raised" : "");
+      return li;
+    }));
+    $("count").textContent = state.roster.size + (state.roster.size === 1 ? " person" : " people");
+    $("mute").setAttribute("aria-pressed", String(state.muted));
+    $("mute").textContent = state.muted ? "Unmute" : "Mute";
+    $("camera-toggle").textContent = state.cameraOff ? "Camera on" : "Camera off";
+    $("camera-toggle").disabled = !(state.local && state.local.getVideoTracks().length);
+    $("hand").setAttribute("aria-pressed", String(state.hand));
+  }
+  function renderChat() {
+    $("messages").replaceChildren(...state.chat.slice(-200).map((m) => {
+      const li = document.createElement("li");
+      const b = document.createElement("strong");
+      b.textContent = m.name + ": ";
+      li.append(b, document.createTextNode(m.text));
+      return li;
+    }));
+    $("messages").scrollTop = 1e9;
+  }
+  function leave(text) {
+    if (state.phase === "left") return;
+    if (state.phase === "call") send({ type: "leave" });
+    state.phase = "left";
+    if (state.pc) state.pc.close();
+    if (state.local) state.local.getTracks().forEach((t) => t.stop());
+    if (state.ws) state.ws.close();
+    show("call", false);
+    show("prejoin", false);
+    show("ended", true);
+    $("ended-text").textContent = text;
+  }
+
+  // ---- Controls ------------------------------------------------------------------------------
+  $("join").onclick = () => join(true);
+  $("join-audio").onclick = () => join(false);
+  $("mic").onchange = $("camera").onchange = () => openDevices();
+  $("mute").onclick = () => {
+    state.muted = !state.muted;
+    if (state.local) state.local.getAudioTracks().forEach((t) => { t.enabled = !state.muted; });
+    send({ type: "setAudioMuted", value: state.muted });
+    render();
+  };
+  $("camera-toggle").onclick = () => {
+    state.cameraOff = !state.cameraOff;
+    if (state.local) state.local.getVideoTracks().forEach((t) => { t.enabled = !state.cameraOff; });
+    send({ type: "setVideoPaused", value: state.cameraOff });
+    render();
+  };
+  $("hand").onclick = () => { state.hand = !state.hand; send({ type: "setHandRaised", value: state.hand }); render(); };
+  $("leave").onclick = () => leave("You left the call.");
+  $("panel-people").onclick = () => { show("side", true); show("people-panel", true); show("chat-panel", false); };
+  $("panel-chat").onclick = () => { show("side", true); show("chat-panel", true); show("people-panel", false); };
+  for (const b of document.querySelectorAll("[data-close]")) b.onclick = () => show("side", false);
+  $("chat-form").onsubmit = (e) => {
+    e.preventDefault();
+    const text = $("chat-text").value.trim();
+    if (text) send({ type: "chat", text });
+    $("chat-text").value = "";
+  };
+  $("copy-link").onclick = async () => {
+    const link = state.inviteLink || location.href;
+    try { await navigator.clipboard.writeText(link); $("status").textContent = "Invite link copied."; } catch (e) { prompt("The invite link:", link); }
+  };
+  window.addEventListener("pagehide", () => { if (state.phase === "call") send({ type: "leave" }); });
+
+  if (!window.RTCPeerConnection || !navigator.mediaDevices) {
+    notice("This browser cannot make calls (no WebRTC). Use a current Chromium, Chrome, Edge, Firefox or Safari.", true);
+  } else if (page.invite) {
+    state.devicesReady = openDevices();
+  } else {
+    notice("This link has no invite in it. Ask for an invite link (it ends in ?invite=…), or join from a terminal below.", true);
+  }
+})();

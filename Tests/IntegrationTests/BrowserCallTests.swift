@@ -1,0 +1,103 @@
+import CallRoomTestSupport
+import Foundation
+import XCTest
+
+/// A real browser in a room (issue #37): Debian's Chromium, headless, opens the invite link,
+/// joins by the page (name, Join), and its media go over WebRTC through callroomd's gateway —
+/// ICE-lite, DTLS-SRTP, its RTP rewritten to CallRoom's form and back.
+final class BrowserCallTests: XCTestCase {
+    /// A mono 16-bit WAV of `hz` for `seconds` (the browser's fake microphone plays it in a loop).
+    static func toneWAV(_ path: String, hz: Double, seconds: Double = 10, rate: Int = 48_000) throws {
+        let n = Int(seconds * Double(rate))
+        var data = Data()
+        func le<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
+        data.append(contentsOf: Array("RIFF".utf8)); le(UInt32(36 + n * 2)); data.append(contentsOf: Array("WAVEfmt ".utf8))
+        le(UInt32(16)); le(UInt16(1)); le(UInt16(1)); le(UInt32(rate)); le(UInt32(rate * 2)); le(UInt16(2)); le(UInt16(16))
+        data.append(contentsOf: Array("data".utf8)); le(UInt32(n * 2))
+        for i in 0..<n { le(Int16(8000 * sin(2 * Double.pi * hz * Double(i) / Double(rate)))) }
+        try data.write(to: URL(fileURLWithPath: path))
+    }
+
+    /// A guest invite link for `session` (the operator's).
+    static func invite(_ server: CallroomdProcess, session: String) -> String? {
+        let r = BlockingHTTP.request("POST", server.url + "/v3/rooms/\(session)/invites", headers: ["apikey": server.apiKey, "appId": server.appId],
+                                     body: #"{"role":"guest","maxUses":10}"#)
+        return r.data["link"] as? String
+    }
+
+    /// How loud `hz` is against other frequencies in what the page receives from `pid` (WebAudio
+    /// on the remote stream, an FFT over a second): dB of the tone's bin over the loudest other.
+    static func heard(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page, pid: String, hz: Double) throws -> Double? {
+        let js = """
+            (async () => {
+              const s = window.callroom.streams.get(\(String(reflecting: pid)));
+              if (!s || !s.getAudioTracks().length) return null;
+              const ctx = new AudioContext();
+              const an = ctx.createAnalyser(); an.fftSize = 8192; an.smoothingTimeConstant = 0.5;
+              ctx.createMediaStreamSource(s).connect(an);
+              await new Promise(r => setTimeout(r, 1500));
+              const bins = new Float32Array(an.frequencyBinCount); an.getFloatFrequencyData(bins);
+              const bin = (f) => Math.round(f * an.fftSize / ctx.sampleRate);
+              const tone = Math.max(bins[bin(\(hz)) - 1], bins[bin(\(hz))], bins[bin(\(hz)) + 1]);
+              let other = -Infinity;
+              for (const f of [150, 250, 700, 1000, 1500, 2500, 4000]) other = Math.max(other, bins[bin(f)]);
+              ctx.close();
+              return tone - other;
+            })()
+            """
+        return try browser.evaluate(page, js) as? Double
+    }
+
+    /// The browser's RTP counters (for a failing test's message).
+    static func stats(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page) -> String {
+        let js = """
+            (async () => {
+              const out = [];
+              (await window.callroom.pc.getStats()).forEach(r => {
+                if (r.type === 'inbound-rtp' || r.type === 'outbound-rtp') out.push(r.type + ' ' + r.kind + ' ssrc ' + r.ssrc + ' packets ' + (r.packetsReceived ?? r.packetsSent) + ' bytes ' + (r.bytesReceived ?? r.bytesSent) + (r.totalAudioEnergy !== undefined ? ' energy ' + r.totalAudioEnergy : '') + (r.framesDecoded !== undefined ? ' frames ' + r.framesDecoded : ''));
+                if (r.type === 'transport') out.push('transport dtls ' + r.dtlsState + ' srtp ' + r.srtpCipher);
+              });
+              return out.join('\\n') + '\\nOFFER\\n' + window.callroom.pc.localDescription.sdp + '\\nANSWER\\n' + window.callroom.pc.remoteDescription.sdp + '\\nTRANSCEIVERS ' + window.callroom.pc.getTransceivers().map(t => t.mid + ':' + t.direction + '/' + t.currentDirection).join(' ');
+            })()
+            """
+        return ((try? browser.evaluate(page, js)) as? String) ?? "no stats"
+    }
+
+    func testABrowserAndATerminalHearEachOther() throws {
+        let tmp = TemporaryDirectory("callroom-browser")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        guard let link = Self.invite(callroomd, session: "web") else { return XCTFail("no invite") }
+        let browserTone = tmp.path + "/browser-880.wav", heardPath = tmp.path + "/terminal-heard.wav"
+        try Self.toneWAV(browserTone, hz: 880)
+        let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "web", "--server", callroomd.url, "--uid", "term",
+                                                                           "--auth-key", callroomd.authKey, "--input", "tone:440",
+                                                                           "--output", "file:" + heardPath, "--headless"])
+        XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
+
+        let browser = try HeadlessChromium(audioFile: browserTone)
+        defer { browser.close() }
+        let page = try browser.open(link)
+        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Web Guest'; document.getElementById('join').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && window.callroom.pc && window.callroom.pc.connectionState === 'connected'",
+                                          timeout: 20), "the browser's media did not connect: \(String(describing: try? browser.evaluate(page, "JSON.stringify({phase: window.callroom.phase, error: window.callroom.error, ice: window.callroom.pc && window.callroom.pc.iceConnectionState, conn: window.callroom.pc && window.callroom.pc.connectionState, answers: window.callroom.answers})")))\n\(callroomd.output.suffix(20).joined(separator: "\n"))")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantJoined") && $0.contains("Web Guest") }, "the terminal sees the browser join")
+        let termPid = try browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String
+        XCTAssertNotNil(termPid)
+        // The browser hears the terminal's 440 Hz.
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid ?? "")))", timeout: 10), "no stream from the terminal")
+        var best = -Double.infinity
+        for _ in 0..<6 where best < 20 {
+            best = max(best, try Self.heard(browser, page, pid: termPid ?? "", hz: 440) ?? -Double.infinity)
+        }
+        XCTAssertGreaterThan(best, 20, "the terminal's tone is not what the browser hears:\n\(Self.stats(browser, page))\n\(BlockingHTTP.request("GET", callroomd.url + "/metrics").text.split(separator: "\n").filter { $0.hasPrefix("callroom_webrtc") || $0.hasPrefix("callroom_relay_tunnel") || $0.hasPrefix("callroom_relay_packets") }.joined(separator: "\n"))")
+        // The terminal hears the browser's 880 Hz.
+        Thread.sleep(forTimeInterval: 2)
+        terminal.send("leave")
+        XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
+        guard let wav = SignalAnalysis.readWAV(heardPath) else { return XCTFail("no WAV from the terminal") }
+        let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 880, over: [440, 250, 1500, 3000])
+        XCTAssertGreaterThan(carrying.carrying, 10, "the browser's tone heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
+    }
+}
