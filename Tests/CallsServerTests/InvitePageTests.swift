@@ -22,14 +22,25 @@ final class InvitePageTests: XCTestCase {
         XCTAssertTrue(html.contains("Join the call standup"), html)
         XCTAssertTrue(html.contains("One person is in the call now."), html)
         XCTAssertFalse(html.contains("alert(1)") || html.contains("mallory"), "no names to someone not authenticated: \(html)")
-        XCTAssertFalse(html.contains("<script>"))
+        XCTAssertFalse(html.contains("<script>"), "no inline script")
         XCTAssertEqual(page.headers["x-content-type-options"], "nosniff")
         XCTAssertTrue(page.headers["content-security-policy"]?.contains("default-src 'none'") == true, "\(page.headers)")
         XCTAssertEqual(page.headers["referrer-policy"], "no-referrer")
         XCTAssertFalse(html.contains("auth-key"), "the page never asks for the shared key")
         let invited = BlockingHTTP.request("GET", h.server.url + "/call/standup?invite=aa.bb-cc_dd").text
         XCTAssertTrue(invited.contains("callroom join 'https://calls.example.com/call/standup?invite=aa.bb-cc_dd' --name YOUR_NAME"), invited)
-        XCTAssertFalse(BlockingHTTP.request("GET", h.server.url + "/call/standup?invite=%3Cscript%3E").text.contains("<script"), "only a grant's characters come back")
+        let hostile = BlockingHTTP.request("GET", h.server.url + "/call/standup?invite=%3Cscript%3E").text
+        XCTAssertEqual(hostile.components(separatedBy: "<script").count, 2, "only a grant's characters come back: the page's own script is the one tag")
+        XCTAssertTrue(hostile.contains(#"<script src="/web/call.js"></script>"#) && hostile.contains(#"data-invite="""#), hostile)
+        // The browser's way in: its own script and style, nothing inline, nothing from elsewhere.
+        XCTAssertTrue(invited.contains(#"data-invite="aa.bb-cc_dd""#) && invited.contains(#"<link rel="stylesheet" href="/web/call.css">"#))
+        let csp = page.headers["content-security-policy"] ?? ""
+        XCTAssertTrue(csp.contains("script-src 'self'") && csp.contains("connect-src 'self'") && !csp.contains("unsafe"), csp)
+        let script = BlockingHTTP.request("GET", h.server.url + "/web/call.js")
+        XCTAssertEqual(script.status, 200)
+        XCTAssertTrue(script.headers["content-type"]?.hasPrefix("text/javascript") == true && script.text.contains("webrtcOffer"))
+        XCTAssertEqual(BlockingHTTP.request("GET", h.server.url + "/web/call.css").status, 200)
+        XCTAssertEqual(BlockingHTTP.request("GET", h.server.url + "/web/..%2Fkeys.json").status, 404, "only the page's own files")
         XCTAssertTrue(html.contains("callroom join https://calls.example.com/call/standup"), "the public link, not loopback")
         XCTAssertTrue(html.contains(#"href="callroom://call/standup""#))
         XCTAssertEqual(h.request("GET", "/v3/app").data["publicURL"] as? String, "https://calls.example.com")

@@ -54,8 +54,9 @@ struct SessionDescriptionTests {
         #expect(a.media[2].isRejected)
         #expect(answer.payloadTypes == ["0": 111, "1": 96], "the browser's payload types")
         let audio = a.media[0], video = a.media[1]
-        #expect(audio.codecs.map(\.name) == ["opus"] && audio.codecs[0].channels == 2)
+        #expect(audio.codecs.map(\.name) == ["opus", "red"] && audio.codecs[0].channels == 2)
         #expect(audio.codecs[0].parameters == "minptime=10;useinbandfec=1")
+        #expect(answer.redPayloadTypes == ["0": 63] && audio.codecs[1].parameters == "111/111", "RED over Opus at 111, as offered")
         #expect(audio.extensions == [1: "urn:ietf:params:rtp-hdrext:ssrc-audio-level", 4: "urn:ietf:params:rtp-hdrext:sdes:mid"],
                 "the level and the mid, at the browser's ids; nothing we would not send")
         #expect(video.codecs.map(\.name) == ["VP8"])
@@ -67,6 +68,16 @@ struct SessionDescriptionTests {
         #expect(audio.ssrcs == [1111] && video.ssrcs == [2222])
         #expect(answer.text.contains("a=candidate:1 1 udp 2130706431 127.0.0.1 40000 typ host\r\n"))
         #expect(!answer.text.contains("\n\n") && answer.text.hasSuffix("\r\n"))
+    }
+
+    /// Firefox's Opus is at 109: RED's blocks would need rewriting, so RED is not taken there.
+    @Test func redIsTakenOnlyOverOpusAt111() throws {
+        let offer = try SessionDescription.parse(SDPOffers.firefoxAudio.replacingOccurrences(of: "m=audio 9 UDP/TLS/RTP/SAVPF 109 9 0 8 101",
+                                                                                           with: "m=audio 9 UDP/TLS/RTP/SAVPF 109 63 9 0 8 101")
+                                                 .replacingOccurrences(of: "a=rtpmap:109 opus/48000/2\r\n", with: "a=rtpmap:109 opus/48000/2\r\na=rtpmap:63 red/48000/2\r\n"))
+        #expect(offer.media[0].codecs.contains { $0.name == "red" })
+        let answer = try SDPAnswer(offer: offer, transport: transport, sessionID: 1)
+        #expect(answer.redPayloadTypes.isEmpty && !answer.text.contains("red/"))
     }
 
     @Test func aSectionWeDoNotSendOnIsRecvOnlyAndASendOnlyOfferIsReceived() throws {

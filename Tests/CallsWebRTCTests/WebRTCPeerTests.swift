@@ -125,6 +125,28 @@ struct WebRTCPeerTests {
         #expect(peer.receive(Array(pli[0..<p])) == [.keyframe(ssrc: Self.otherVideo)])
     }
 
+    /// CallRoom's redundant audio to a browser that did not take RED: the packet's own frame.
+    @Test func theRoomsRedundantAudioReachesABrowserWithoutREDAsItsPrimaryFrame() throws {
+        let (peer, browser) = try Self.connected()
+        let sender = try SRTPSender(ssrc: Self.otherSSRC, key: SRTPKey(Self.key(Self.otherSSRC, video: Self.otherVideo, fill: 2))!)
+        // One redundant block (3 bytes, 960 samples back) and the primary (4 bytes).
+        let red: [UInt8] = [0x80 | 111, 0x0F, 0x00, 0x03, 111, 9, 9, 9, 1, 2, 3, 4]
+        var native: [UInt8] = [0x90, 63, 0, 9, 0, 0, 0x07, 0x80, 0x22, 0x22, 0x00, 0x01, 0xBE, 0xDE, 0, 1, 0x10, 0x85, 0, 0] + red
+        let length = native.count
+        native += [UInt8](repeating: 0, count: 32)
+        let n = try native.withUnsafeMutableBytes { try sender.protect($0, length: length) }
+        guard case .send(var out, _) = native.withUnsafeBytes({ peer.fromRoom(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) else {
+            Issue.record("not forwarded"); return
+        }
+        let outLength = out.count
+        let m = try out.withUnsafeMutableBytes { try browser.srtp!.unprotect($0, length: outLength) }
+        #expect(out[1] == 109 && Array(out[20..<m]) == [1, 2, 3, 4], "Opus at the browser's type, the primary frame alone")
+        // Headers that run past the payload: nothing.
+        let cut: [UInt8] = [0x80, 63, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0x80 | 111, 0x0F]
+        let header = cut.withUnsafeBytes { RTPRewrite.read($0, levelID: nil) }!
+        #expect(cut.withUnsafeBytes { RTPRewrite.redPrimary($0, header) } == nil)
+    }
+
     @Test func aFlightIsCutIntoDatagramsAtRecordBoundaries() {
         func record(_ n: Int) -> [UInt8] { [22, 0xFE, 0xFD] + [UInt8](repeating: 0, count: 8) + [UInt8(n >> 8), UInt8(n & 0xFF)] + [UInt8](repeating: 7, count: n) }
         let flight = record(600) + record(500) + record(300) + record(100)
