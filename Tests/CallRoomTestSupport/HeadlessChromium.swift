@@ -129,12 +129,7 @@ public final class HeadlessChromium {
 
     /// Polls `condition` (a JS boolean expression) until true or `timeout`.
     public func waitFor(_ page: Page, _ condition: String, timeout: TimeInterval) throws -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if (try? evaluate(page, "Boolean(\(condition))", timeout: 5)) as? Bool == true { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return false
+        eventually(timeout, poll: 0.1) { (try? evaluate(page, "Boolean(\(condition))", timeout: 5)) as? Bool == true }
     }
 
     /// A PNG of the page as it is drawn.

@@ -48,6 +48,12 @@ final class BrowserCallTests: XCTestCase {
         return try browser.evaluate(page, js) as? Double
     }
 
+    /// A counter of the server's /metrics (the first line of that name, labels included).
+    static func metric(_ server: CallroomdProcess, _ name: String) -> Double? {
+        BlockingHTTP.request("GET", server.url + "/metrics").text.split(separator: "\n")
+            .first { $0.hasPrefix(name + " ") || $0.hasPrefix(name + "{") }.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+    }
+
     /// The browser's RTP counters (for a failing test's message).
     static func stats(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page) -> String {
         let js = """
@@ -92,8 +98,10 @@ final class BrowserCallTests: XCTestCase {
             best = max(best, try Self.heard(browser, page, pid: termPid ?? "", hz: 440) ?? -Double.infinity)
         }
         XCTAssertGreaterThan(best, 20, "the terminal's tone is not what the browser hears:\n\(Self.stats(browser, page))\n\(BlockingHTTP.request("GET", callroomd.url + "/metrics").text.split(separator: "\n").filter { $0.hasPrefix("callroom_webrtc") || $0.hasPrefix("callroom_relay_tunnel") || $0.hasPrefix("callroom_relay_packets") }.joined(separator: "\n"))")
-        // The terminal hears the browser's 880 Hz.
-        Thread.sleep(forTimeInterval: 2)
+        // The terminal hears the browser's 880 Hz (two seconds more of it, by the gateway's count).
+        let toRoom = { Int(Self.metric(callroomd, "callroom_webrtc_packets_to_room_total") ?? 0) }
+        let before = toRoom()
+        XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 100 + 60 }, "the browser's audio and video stopped reaching the room")
         terminal.send("leave")
         XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
         guard let wav = SignalAnalysis.readWAV(heardPath) else { return XCTFail("no WAV from the terminal") }
