@@ -69,7 +69,9 @@ final class BrowserCallTests: XCTestCase {
         return ((try? browser.evaluate(page, js)) as? String) ?? "no stats"
     }
 
-    func testABrowserAndATerminalHearEachOther() throws {
+    /// One browser and one terminal: each hears the other's tone, each decodes the other's
+    /// video, and mute, hand, chat and leave are seen both ways.
+    func testABrowserAndATerminalHearSeeAndFollowEachOther() throws {
         let tmp = TemporaryDirectory("callroom-browser")
         defer { tmp.remove() }
         let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
@@ -79,7 +81,8 @@ final class BrowserCallTests: XCTestCase {
         try Self.toneWAV(browserTone, hz: 880)
         let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "web", "--server", callroomd.url, "--uid", "term",
                                                                            "--auth-key", callroomd.authKey, "--input", "tone:440",
-                                                                           "--output", "file:" + heardPath, "--headless"])
+                                                                           "--output", "file:" + heardPath, "--video", "pattern",
+                                                                           "--video-out", tmp.path, "--headless"])
         XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
 
         let browser = try HeadlessChromium(audioFile: browserTone)
@@ -98,12 +101,41 @@ final class BrowserCallTests: XCTestCase {
             best = max(best, try Self.heard(browser, page, pid: termPid ?? "", hz: 440) ?? -Double.infinity)
         }
         XCTAssertGreaterThan(best, 20, "the terminal's tone is not what the browser hears:\n\(Self.stats(browser, page))\n\(BlockingHTTP.request("GET", callroomd.url + "/metrics").text.split(separator: "\n").filter { $0.hasPrefix("callroom_webrtc") || $0.hasPrefix("callroom_relay_tunnel") || $0.hasPrefix("callroom_relay_packets") }.joined(separator: "\n"))")
+        // Video both ways: the browser decodes the terminal's pattern; the terminal writes the browser's frames.
+        let framesDecoded = "(async () => { let n = 0; (await window.callroom.pc.getStats()).forEach(r => { if (r.type === 'inbound-rtp' && r.kind === 'video') n += r.framesDecoded || 0; }); return n; })()"
+        XCTAssertTrue(eventually(15, poll: 0.2) { ((try? browser.evaluate(page, framesDecoded)) as? Int ?? 0) >= 10 },
+                      "the browser decoded no video from the terminal:\n\(Self.stats(browser, page))")
+        let webPid = try browser.evaluate(page, "window.callroom.me.pid") as? String ?? ""
+        let y4m = tmp.path + "/\(webPid).y4m"
+        let frames = { (try? Data(contentsOf: URL(fileURLWithPath: y4m)))?.split(separator: UInt8(ascii: "F"), omittingEmptySubsequences: false).count ?? 0 }
+        XCTAssertTrue(eventually(15, poll: 0.2) { (try? String(contentsOfFile: y4m, encoding: .isoLatin1))?.components(separatedBy: "FRAME").count ?? 0 > 10 },
+                      "the terminal wrote no frames of the browser's video (\(frames()))")
+        // Mute, hand and chat, from the browser to the terminal …
+        _ = try browser.evaluate(page, "document.getElementById('mute').click(); document.getElementById('hand').click(); true")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onParticipantAudioMuted") && $0.contains("Web Guest") }, "mute not seen")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onParticipantHandRaised") && $0.contains("Web Guest") }, "hand not seen")
+        _ = try browser.evaluate(page, "document.getElementById('chat-text').value = 'hello from the browser'; document.getElementById('chat-form').requestSubmit(); true")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onChatMessage") && $0.contains("hello from the browser") }, "chat not seen")
+        _ = try browser.evaluate(page, "document.getElementById('mute').click(); true")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onParticipantAudioUnmuted") && $0.contains("Web Guest") }, "unmute not seen")
+        // … and from the terminal to the browser (its roster, its chat, its tile's label).
+        terminal.send("mute-audio")
+        terminal.send("raise-hand")
+        terminal.send("send-chat hello from the terminal")
+        let termState = "(() => { const p = window.callroom.roster.get(\(String(reflecting: termPid ?? ""))); return !!p && p.isAudioMuted && !!p.raisedHandTimestamp && window.callroom.chat.some(m => m.text === 'hello from the terminal'); })()"
+        XCTAssertTrue(try browser.waitFor(page, termState, timeout: 5), "the terminal's mute, hand or chat not seen in the browser")
+        let label = try browser.evaluate(page, "document.querySelector('[data-pid=\"' + \(String(reflecting: termPid ?? "")) + '\"] .label').textContent") as? String ?? ""
+        XCTAssertTrue(label.contains("🔇") && label.contains("✋"), "the tile shows the mute and the hand: \(label)")
+        terminal.send("unmute")
+
         // The terminal hears the browser's 880 Hz (two seconds more of it, by the gateway's count).
         let toRoom = { Int(Self.metric(callroomd, "callroom_webrtc_packets_to_room_total") ?? 0) }
         let before = toRoom()
         XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 100 + 60 }, "the browser's audio and video stopped reaching the room")
         terminal.send("leave")
         XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
+        XCTAssertTrue(try browser.waitFor(page, "!window.callroom.roster.has(\(String(reflecting: termPid ?? "")))", timeout: 5), "the terminal's leave not seen")
+        XCTAssertTrue(try browser.waitFor(page, "document.querySelectorAll('.tile').length === 1", timeout: 5), "its tile stays")
         guard let wav = SignalAnalysis.readWAV(heardPath) else { return XCTFail("no WAV from the terminal") }
         let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 880, over: [440, 250, 1500, 3000])
         XCTAssertGreaterThan(carrying.carrying, 10, "the browser's tone heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
