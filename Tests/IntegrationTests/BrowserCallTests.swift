@@ -140,4 +140,77 @@ final class BrowserCallTests: XCTestCase {
         let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 880, over: [440, 250, 1500, 3000])
         XCTAssertGreaterThan(carrying.carrying, 10, "the browser's tone heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
     }
+
+    /// Two browsers and two terminals in one room: everyone hears everyone (four tones, each
+    /// found in what each of the others receives), and a terminal's call screen in tmux shows a
+    /// browser's tile with its video.
+    func testTwoBrowsersAndTwoTerminalsAllHearEachOtherAndTheCallScreenShowsABrowser() throws {
+        let tmp = TemporaryDirectory("callroom-browsers")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        guard let link = Self.invite(callroomd, session: "four") else { return XCTFail("no invite") }
+        let heardPath = tmp.path + "/ann-heard.wav"
+        let ann = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "four", "--server", callroomd.url, "--uid", "ann", "--name", "Ann",
+                                                                      "--auth-key", callroomd.authKey, "--input", "tone:440", "--output", "file:" + heardPath,
+                                                                      "--headless"])
+        XCTAssertNotNil(ann.waitForLine { $0.contains("onSessionJoined") }, ann.errorOutput)
+        let tmux = Tmux(session: "browsers-\(getpid())")
+        XCTAssertTrue(tmux.start("env -u NO_COLOR TERM=tmux-256color \(BuiltProducts.path("callroom")) join four --server \(callroomd.url) --uid bea --name Bea --auth-key \(callroomd.authKey) --input tone:620 --output null --video none",
+                                 width: 120, height: 40))
+        XCTAssertNotNil(ann.waitForLine(timeout: 10) { $0.contains("onParticipantJoined") && $0.contains("Bea") }, tmux.screen())
+
+        var browsers: [(HeadlessChromium, HeadlessChromium.Page)] = []
+        defer { browsers.forEach { $0.0.close() } }
+        for (name, hz, video) in [("Web One", 880.0, true), ("Web Two", 1100.0, false)] {
+            let wav = tmp.path + "/\(Int(hz)).wav"
+            try Self.toneWAV(wav, hz: hz)
+            let browser = try HeadlessChromium(audioFile: wav)
+            let page = try browser.open(link)
+            _ = try browser.evaluate(page, "document.getElementById('name').value = \(String(reflecting: name)); document.getElementById('\(video ? "join" : "join-audio")').click(); true")
+            XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20), "\(name) did not connect")
+            browsers.append((browser, page))
+        }
+        let pids = try Dictionary(uniqueKeysWithValues: ["Ann", "Bea", "Web One", "Web Two"].map { name in
+            (name, try XCTUnwrap(browsers[0].0.evaluate(browsers[0].1, "[...window.callroom.roster.values()].find(p => p.name === \(String(reflecting: name)))?.pid") as? String, name))
+        })
+        // Each browser hears the other three, each on its own stream.
+        for (index, tones) in [[("Ann", 440.0), ("Bea", 620.0), ("Web Two", 1100.0)], [("Ann", 440.0), ("Bea", 620.0), ("Web One", 880.0)]].enumerated() {
+            let (browser, page) = browsers[index]
+            for (who, hz) in tones {
+                let pid = pids[who] ?? ""
+                XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: pid)))", timeout: 15), "browser \(index + 1) has no stream of \(who)")
+                var best = -Double.infinity
+                for _ in 0..<6 where best < 20 { best = max(best, try Self.heard(browser, page, pid: pid, hz: hz) ?? -Double.infinity) }
+                XCTAssertGreaterThan(best, 20, "browser \(index + 1) does not hear \(who)'s \(Int(hz)) Hz:\n\(Self.stats(browser, page))")
+            }
+        }
+        // Bea's call screen shows Web One's tile with a picture: many colours in its half-block cells
+        // (Web One is the only one sending video: Bea receives only, Web Two joined with audio only).
+        XCTAssertTrue(tmux.waitFor("Web One", timeout: 10), tmux.screen())
+        let colourful = eventually(15, poll: 0.5) {
+            let painted = tmux.run(["capture-pane", "-p", "-e", "-t", tmux.session]).output
+            // (The call screen's own styles set no background colour; picture cells set one each.)
+            let backgrounds = Set(painted.components(separatedBy: "\u{1b}[").dropFirst().map { $0.prefix { $0 != "m" } }.filter { $0.contains("48;5;") || $0.contains("48;2;") })
+            return backgrounds.count >= 3
+        }
+        let painted = tmux.run(["capture-pane", "-p", "-e", "-t", tmux.session]).output
+        let colours = Set(painted.components(separatedBy: "\u{1b}[").dropFirst().map { String($0.prefix { $0 != "m" }) }.filter { $0.contains("48;") })
+        if !colourful { try? painted.write(toFile: NSTemporaryDirectory() + "/callroom-browser-screen.txt", atomically: true, encoding: .utf8) }
+        XCTAssertTrue(colourful, "no video picture on the call screen (\(colours.count) background colours):\n\(tmux.screen())")
+        // Ann hears Bea and both browsers (each tone well over the quiet between them).
+        let toRoom = { Int(Self.metric(callroomd, "callroom_webrtc_packets_to_room_total") ?? 0) }
+        let before = toRoom()
+        XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 300 }, "the browsers' media stopped reaching the room")
+        ann.send("leave")
+        XCTAssertEqual(ann.wait(timeout: 10), 0, ann.errorOutput)
+        let wav = try XCTUnwrap(SignalAnalysis.readWAV(heardPath))
+        let last = wav.samples.suffix(48_000 * 2)
+        for hz in [620.0, 880.0, 1100.0] {
+            let db = 10 * log10(SignalAnalysis.tonePower(last, frequency: hz) / (SignalAnalysis.tonePower(last, frequency: 760) + 1e-15))
+            XCTAssertGreaterThan(db, 20, "Ann does not hear \(Int(hz)) Hz in her last two seconds (\(db) dB over 760 Hz)")
+        }
+        tmux.keys("l")
+        tmux.keys("l")
+    }
 }
