@@ -213,4 +213,121 @@ final class BrowserCallTests: XCTestCase {
         tmux.keys("l")
         tmux.keys("l")
     }
+
+    /// What the page says when it cannot let you in: a denied permission, a revoked or used-up
+    /// invite, a locked room; an account holder in a lobby room waits for the host, who admits
+    /// one browser and sends another away. And at a phone's width the call fits the screen.
+    func testThePageSaysWhyItCannotJoinAndWaitsInTheLobby() throws {
+        let tmp = TemporaryDirectory("callroom-browser-no")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let admin = ["apikey": callroomd.apiKey, "appId": callroomd.appId]
+        func joinBy(_ browser: HeadlessChromium, _ url: String, name: String) throws -> HeadlessChromium.Page {
+            let page = try browser.open(url)
+            _ = try browser.evaluate(page, "document.getElementById('name').value = \(String(reflecting: name)); document.getElementById('join').click(); true")
+            return page
+        }
+        func noticeOf(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page) -> String {
+            ((try? browser.evaluate(page, "document.getElementById('notice').textContent + ' ' + document.getElementById('ended-text').textContent")) as? String) ?? ""
+        }
+
+        // A browser that may not use the microphone or camera is told so, before joining.
+        do {
+            let denied = try HeadlessChromium(denyMedia: true)
+            defer { denied.close() }
+            guard let link = Self.invite(callroomd, session: "nope") else { return XCTFail("no invite") }
+            let page = try denied.open(link)
+            XCTAssertTrue(try denied.waitFor(page, "window.callroom.error && window.callroom.error.includes('not allowed to use your microphone or camera')", timeout: 10),
+                          noticeOf(denied, page))
+        }
+
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        // A revoked invite, and one used up.
+        let minted = BlockingHTTP.request("POST", callroomd.url + "/v3/rooms/nope/invites", headers: admin, body: #"{"role":"guest","maxUses":1}"#)
+        let revokedLink = try XCTUnwrap(minted.data["link"] as? String), inviteId = try XCTUnwrap(minted.data["inviteId"] as? String)
+        XCTAssertEqual(BlockingHTTP.request("DELETE", callroomd.url + "/v3/rooms/nope/invites/\(inviteId)", headers: admin).status, 200)
+        var page = try joinBy(browser, revokedLink, name: "Late")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.error && window.callroom.error.includes('revoked or used up')", timeout: 10), noticeOf(browser, page))
+        let once = try XCTUnwrap(BlockingHTTP.request("POST", callroomd.url + "/v3/rooms/nope/invites", headers: admin, body: #"{"role":"guest","maxUses":1}"#).data["link"] as? String)
+        XCTAssertEqual(BlockingHTTP.request("POST", callroomd.url + "/v3/invites/redeem", headers: ["appId": callroomd.appId],
+                                            body: #"{"invite":"\#(once.components(separatedBy: "invite=")[1])","name":"First"}"#).status, 200)
+        page = try joinBy(browser, once, name: "Second")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.error && window.callroom.error.includes('revoked or used up')", timeout: 10), noticeOf(browser, page))
+
+        // A locked room.
+        let host = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "locked", "--server", callroomd.url, "--uid", "host", "--auth-key", callroomd.authKey,
+                                                                       "--input", "null", "--output", "null", "--headless"])
+        XCTAssertNotNil(host.waitForLine { $0.contains("onSessionJoined") }, host.errorOutput)
+        host.send("lock-room")
+        XCTAssertNotNil(host.waitForLine(timeout: 5) { $0.contains("onRoomLockChanged") || $0.contains("locked") }, "the room did not lock")
+        page = try joinBy(browser, try XCTUnwrap(Self.invite(callroomd, session: "locked")), name: "Knocker")
+        XCTAssertTrue(try browser.waitFor(page, "document.getElementById('ended-text').textContent.includes('locked')", timeout: 10), noticeOf(browser, page))
+        host.send("leave")
+        _ = host.wait(timeout: 10)
+
+        // A lobby room: an account holder (no invite) waits; the host admits one, denies another.
+        XCTAssertEqual(BlockingHTTP.request("PUT", callroomd.url + "/v3/rooms/lob", headers: admin, body: #"{"access":"lobby"}"#).status, 200)
+        let mod = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "lob", "--server", callroomd.url, "--uid", "mod", "--auth-key", callroomd.authKey,
+                                                                      "--input", "null", "--output", "null", "--headless"])
+        XCTAssertNotNil(mod.waitForLine { $0.contains("onSessionJoined") }, mod.errorOutput)
+        func account(_ uid: String) throws -> String {
+            _ = BlockingHTTP.request("POST", callroomd.url + "/v3/users", headers: admin, body: #"{"uid":"\#(uid)","name":"\#(uid)"}"#)
+            return try XCTUnwrap(BlockingHTTP.request("POST", callroomd.url + "/v3/users/\(uid)/auth_tokens", headers: admin).data["authToken"] as? String)
+        }
+        var waiting: [HeadlessChromium.Page] = []
+        for uid in ["kim", "lee"] {
+            let p = try joinBy(browser, callroomd.url + "/call/lob#authToken=" + (try account(uid)), name: uid.capitalized)
+            XCTAssertTrue(try browser.waitFor(p, "window.callroom.phase === 'lobby' && document.getElementById('notice').textContent.includes('Waiting for the host')", timeout: 10),
+                          noticeOf(browser, p))
+            waiting.append(p)
+        }
+        func requestPid(_ name: String) -> String? {
+            mod.waitForLine(timeout: 5) { $0.contains("onLobbyRequest") && $0.contains(name) }
+                .flatMap { line in (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] }
+                .flatMap { ($0["participant"] as? [String: Any])?["pid"] as? String ?? (($0["onLobbyRequest"] as? [String: Any])?["participant"] as? [String: Any])?["pid"] as? String }
+        }
+        let kim = try XCTUnwrap(requestPid("Kim"), mod.output.suffix(5).joined(separator: "\n"))
+        let lee = try XCTUnwrap(requestPid("Lee"), mod.output.suffix(5).joined(separator: "\n"))
+        mod.send("admit \(kim)")
+        mod.send("deny \(lee)")
+        XCTAssertTrue(try browser.waitFor(waiting[0], "window.callroom.phase === 'call' && window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 15),
+                      noticeOf(browser, waiting[0]))
+        XCTAssertTrue(try browser.waitFor(waiting[1], "document.getElementById('ended-text').textContent.includes('did not let you in')", timeout: 10),
+                      noticeOf(browser, waiting[1]))
+        mod.send("leave")
+        _ = mod.wait(timeout: 10)
+    }
+
+    /// At a phone's width (390×844) the call fits: nothing wider than the screen, the control
+    /// bar on it. The screenshot is kept for a person to look at (CALLROOM_SCREENSHOT_DIR).
+    func testAtAPhonesWidthTheCallFitsTheScreen() throws {
+        let tmp = TemporaryDirectory("callroom-browser-phone")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let other = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "phone", "--server", callroomd.url, "--uid", "desk", "--name", "Desk Person",
+                                                                        "--auth-key", callroomd.authKey, "--input", "tone:440", "--output", "null",
+                                                                        "--video", "pattern", "--headless"])
+        XCTAssertNotNil(other.waitForLine { $0.contains("onSessionJoined") }, other.errorOutput)
+        let browser = try HeadlessChromium(windowSize: "390,844", extraFlags: ["--force-device-scale-factor=1"])
+        defer { browser.close() }
+        _ = try browser.call("Emulation.setDeviceMetricsOverride", ["width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true],
+                             session: try browser.open("about:blank").session)
+        let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "phone")))
+        _ = try browser.call("Emulation.setDeviceMetricsOverride", ["width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true], session: page.session)
+        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Phone'; document.getElementById('join').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected' && document.querySelectorAll('.tile').length === 2", timeout: 20))
+        XCTAssertTrue(try browser.waitFor(page, "document.querySelector('.tile:not([data-pid=\"' + window.callroom.me.pid + '\"]) video').videoWidth > 0", timeout: 15),
+                      "the other's video is not playing")
+        let fits = try browser.evaluate(page, "document.documentElement.scrollWidth <= window.innerWidth && document.querySelector('.bar').getBoundingClientRect().bottom <= window.innerHeight && window.innerWidth === 390") as? Bool
+        XCTAssertEqual(fits, true, "wider than the phone, or the controls off screen")
+        let png = try browser.screenshot(page)
+        XCTAssertGreaterThan(png.count, 10_000)
+        let dir = ProcessInfo.processInfo.environment["CALLROOM_SCREENSHOT_DIR"] ?? tmp.path
+        try png.write(to: URL(fileURLWithPath: dir + "/browser-phone-390x844.png"))
+        other.send("leave")
+        _ = other.wait(timeout: 10)
+    }
 }

@@ -4,6 +4,9 @@
 "use strict";
 (() => {
   const page = document.body.dataset;
+  // An account holder's way in without an invite: `#authToken=…` (a fragment: never sent to the
+  // server in the request line, never in a log), exchanged for a call token of this session.
+  const authToken = new URLSearchParams(location.hash.slice(1)).get("authToken");
   const $ = (id) => document.getElementById(id);
   const state = {
     phase: "prejoin", name: "", token: null, ws: null, pc: null, me: null, roster: new Map(), local: null,
@@ -87,7 +90,7 @@
     await state.devicesReady;
     const name = $("name").value.trim();
     if (!name) { notice("Type your name first: it is how the others see you.", true); $("name").focus(); return; }
-    if (!page.invite) { notice("This link has no invite in it. Ask for an invite link (it ends in ?invite=…).", true); return; }
+    if (!page.invite && !authToken) { notice("This link has no invite in it. Ask for an invite link (it ends in ?invite=…).", true); return; }
     state.name = name;
     state.withVideo = withVideo && !!(state.local && state.local.getVideoTracks().length);
     if (!withVideo && state.local) state.local.getVideoTracks().forEach((t) => { t.stop(); state.local.removeTrack(t); });
@@ -95,17 +98,20 @@
     notice("Joining…");
     let body;
     try {
-      const r = await fetch("/v3/invites/redeem", { method: "POST", headers: { "content-type": "application/json", appId: page.appId },
-                                                     body: JSON.stringify({ invite: page.invite, name }) });
+      const r = page.invite
+        ? await fetch("/v3/invites/redeem", { method: "POST", headers: { "content-type": "application/json", appId: page.appId },
+                                               body: JSON.stringify({ invite: page.invite, name }) })
+        : await fetch("/v3.0/call_tokens", { method: "POST", headers: { "content-type": "application/json", appId: page.appId, authToken },
+                                              body: JSON.stringify({ sessionId: page.session }) });
       body = await r.json();
       if (!r.ok) throw new Error((body.error && body.error.message) || ("HTTP " + r.status));
     } catch (e) {
       $("join").disabled = $("join-audio").disabled = false;
-      notice("This invite does not let you in: " + e.message, true);
+      notice((page.invite ? "This invite does not let you in: " : "Your account cannot join this call: ") + e.message, true);
       return;
     }
     state.token = body.data.token;
-    state.sessionId = body.data.sessionId;
+    state.sessionId = body.data.sessionId || page.session;
     connect(false);
   }
 
@@ -140,7 +146,7 @@
         enterCall();
         restartMedia();
         break;
-      case "lobbyWaiting": notice("Waiting for the host to let you in…"); break;
+      case "lobbyWaiting": state.phase = "lobby"; notice("Waiting for the host to let you in…"); break;
       case "participantJoined": state.roster.set(m.participant.pid, m.participant); render(); negotiate(); break;
       case "participantLeft": state.roster.delete(m.participant.pid); dropStreams(m.participant.pid); render(); negotiate(); break;
       case "participantUpdated":
@@ -239,6 +245,7 @@
   // ---- In the call -------------------------------------------------------------------------
   function enterCall() {
     if (state.phase === "call") return;
+    if (state.phase === "lobby") notice("");
     state.phase = "call";
     clearInterval(meterTimer);
     show("prejoin", false);
@@ -300,7 +307,7 @@
   }
   function leave(text) {
     if (state.phase === "left") return;
-    if (state.phase === "call") send({ type: "leave" });
+    if (state.phase === "call" || state.phase === "lobby") send({ type: "leave" });
     state.phase = "left";
     if (state.pc) state.pc.close();
     if (state.local) state.local.getTracks().forEach((t) => t.stop());
@@ -346,7 +353,7 @@
 
   if (!window.RTCPeerConnection || !navigator.mediaDevices) {
     notice("This browser cannot make calls (no WebRTC). Use a current Chromium, Chrome, Edge, Firefox or Safari.", true);
-  } else if (page.invite) {
+  } else if (page.invite || authToken) {
     state.devicesReady = openDevices();
   } else {
     notice("This link has no invite in it. Ask for an invite link (it ends in ?invite=…), or join from a terminal below.", true);
