@@ -34,7 +34,9 @@ public final class HeadlessChromium {
     ///   - audioFile: a WAV the fake microphone plays (looped); nil: Chromium's beep.
     ///   - denyMedia: answer permission prompts no (the page sees `NotAllowedError`).
     ///   - windowSize: the viewport, `"390,844"` for a phone.
-    public init(audioFile: String? = nil, denyMedia: Bool = false, windowSize: String = "1280,800", extraFlags: [String] = []) throws {
+    ///   - launcher: run it through this (`ip netns exec NAME`: in another network namespace).
+    public init(audioFile: String? = nil, denyMedia: Bool = false, windowSize: String = "1280,800", extraFlags: [String] = [],
+                launcher: [String] = []) throws {
         guard let binary = Self.binary else { throw Failure(description: "chromium is not installed (scripts/install-deps.sh)") }
         profile = FileManager.default.temporaryDirectory.appendingPathComponent("callroom-chromium-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: profile, withIntermediateDirectories: true)
@@ -58,13 +60,14 @@ public final class HeadlessChromium {
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 3)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 4)
         for fd in [toChild[0], toChild[1], fromChild[0], fromChild[1]] where fd > 4 { posix_spawn_file_actions_addclose(&actions, fd) }
-        var cArgs = ([binary] + flags).map { strdup($0) } + [nil]
+        let argv = launcher + [binary] + flags
+        var cArgs = argv.map { strdup($0) } + [nil]
         var env = ProcessInfo.processInfo.environment
         env["LANG"] = env["LANG"] ?? "C.UTF-8"
         var cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (cArgs + cEnv).forEach { free($0) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, binary, &actions, nil, &cArgs, &cEnv)
+        let rc = posix_spawn(&child, argv[0], &actions, nil, &cArgs, &cEnv)
         Glibc.close(toChild[0])
         Glibc.close(fromChild[1])
         guard rc == 0 else { throw Failure(description: "cannot run \(binary): \(String(cString: strerror(rc)))") }

@@ -330,4 +330,51 @@ final class BrowserCallTests: XCTestCase {
         other.send("leave")
         _ = other.wait(timeout: 10)
     }
+
+    /// A network blip: the browser (in its own network namespace) loses its link for 3 s or
+    /// more — until its ICE says `disconnected`. When the link is back the same connection
+    /// carries media again (no reload, no new offer) and it hears the terminal again.
+    func testAfterANetworkBlipTheBrowserHearsTheRoomAgain() throws {
+        guard VethNamespace.isAvailable else { throw XCTSkip("needs root and iproute2 for a network namespace") }
+        let ns = VethNamespace(name: "crweb\(getpid() % 100_000)", hostSide: "crw\(getpid() % 100_000)", peerSide: "crweb", prefix: "10.203.79")
+        if let failed = try ns.create() { return XCTFail("cannot make the namespace: \(failed)") }
+        defer { ns.remove() }
+        let tmp = TemporaryDirectory("callroom-browser-blip")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data", listen: ns.hostIP + ":0", extra: ["--allow-plain-http"])
+        defer { _ = callroomd.stop() }
+        let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "blip", "--server", callroomd.url, "--uid", "term",
+                                                                           "--auth-key", callroomd.authKey, "--input", "tone:440", "--output", "null", "--headless"])
+        XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
+        let browser = try HeadlessChromium(extraFlags: ["--unsafely-treat-insecure-origin-as-secure=\(callroomd.url)"],
+                                           launcher: ["/usr/sbin/ip", "netns", "exec", ns.name])
+        defer { browser.close() }
+        let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "blip")))
+        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Roamer'; document.getElementById('join').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20),
+                      "not connected over the namespace's link: \(Self.stats(browser, page))")
+        let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
+        func hears() throws -> Bool {
+            var best = -Double.infinity
+            for _ in 0..<6 where best < 20 { best = max(best, try Self.heard(browser, page, pid: termPid, hz: 440) ?? -Double.infinity) }
+            return best > 20
+        }
+        XCTAssertTrue(try hears(), "the browser does not hear the terminal before the blip")
+        let answers = try browser.evaluate(page, "window.callroom.answers") as? Int
+        let packets = "(async () => { let n = 0; (await window.callroom.pc.getStats()).forEach(r => { if (r.type === 'inbound-rtp' && r.kind === 'audio') n += r.packetsReceived; }); return n; })()"
+        XCTAssertEqual(try VethNamespace.ip(["link", "set", ns.hostSide, "down"]), 0)
+        let cut = Date()
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc.iceConnectionState === 'disconnected'", timeout: 10),
+                      "the browser never noticed the link was gone")
+        XCTAssertTrue(eventually(5, poll: 0.1) { Date().timeIntervalSince(cut) >= 3 })  // (at least 3 s without a link)
+        let during = try browser.evaluate(page, packets) as? Int ?? 0
+        XCTAssertEqual(try VethNamespace.ip(["link", "set", ns.hostSide, "up"]), 0)
+        XCTAssertTrue(eventually(15, poll: 0.2) { ((try? browser.evaluate(page, packets)) as? Int ?? 0) > during + 100 },
+                      "no audio after the link came back: \(Self.stats(browser, page))")
+        XCTAssertTrue(try hears(), "the browser does not hear the terminal after the blip")
+        XCTAssertEqual(try browser.evaluate(page, "window.callroom.answers") as? Int, answers, "the same connection carried on (no new offer)")
+        XCTAssertEqual(try browser.evaluate(page, "window.callroom.phase") as? String, "call")
+        terminal.send("leave")
+        _ = terminal.wait(timeout: 10)
+    }
 }
