@@ -32,7 +32,7 @@ let usage = """
                           relayAudioPacketsPerSecond, relayAudioBytesPerSecond,
                           relayVideoPacketsPerSecond, relayVideoBytesPerSecond,
                           ringCallerPerMinute, ringCalleePerMinute, ringGroupPerMinute, roomAccess,
-                          mediaPublicAddress); flags given
+                          mediaPublicAddress, webrtc, webrtcPort, webrtcIceServers); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)
@@ -197,6 +197,7 @@ if let r = file.region { config.region = r }
 if let r = bounded("restRequestsPerSecond", file.restRequestsPerSecond, 1...1_000_000) { config.restRequestsPerSecond = Double(r) }
 if let w = file.webhooks { config.webhooks = w }
 config.mediaPublicAddress = file.mediaPublicAddress
+if let servers = file.webrtcIceServers { config.webrtcIceServers = servers }
 config.apns = file.apns
 config.fcm = file.fcm
 if let u = file.publicURL { config.publicURL = u }

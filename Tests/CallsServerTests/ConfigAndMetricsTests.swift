@@ -28,6 +28,21 @@ final class ConfigAndMetricsTests: XCTestCase {
         XCTAssertEqual(WebhookDeliverer.backoffMs(afterAttempts: 30, random: 1), 60_000)
     }
 
+    /// Browsers' media: the port, off, and the ICE servers the page hands its peer connection.
+    func testWebRTCConfiguration() throws {
+        let c = try ServerConfigFile.parse(Data(#"{"webrtcPort":7883,"webrtc":true,"webrtcIceServers":[{"urls":["turn:turn.example.com:3478?transport=udp","turns:turn.example.com:5349"],"username":"u","credential":"p"}]}"#.utf8))
+        XCTAssertEqual(c.webrtcPort, 7883)
+        XCTAssertEqual(c.webrtc, true)
+        let servers = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try XCTUnwrap(c.webrtcIceServers).utf8)) as? [[String: Any]])
+        XCTAssertEqual(servers.first?["username"] as? String, "u")
+        XCTAssertEqual(try ServerConfigFile.parse(Data(#"{"webrtc":false}"#.utf8)).webrtc, false)
+        for bad in [#"{"webrtcIceServers":[{"urls":"http://x"}]}"#, #"{"webrtcIceServers":{"urls":"turn:x"}}"#,
+                    #"{"webrtcIceServers":[{"urls":"turn:x","password":"p"}]}"#, #"{"webrtcPort":"7883"}"#] {
+            XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad)
+        }
+        XCTAssertEqual(ServerConfiguration(dataDir: "/tmp/x").webrtcPort, 0, "on by default, on a free port")
+    }
+
     func testPushConfiguration() throws {
         let c = try ServerConfigFile.parse(Data(#"{"apns":{"keyFile":"/k.p8","keyId":"ABC123DEFG","teamId":"DEF123GHIJ","bundleId":"com.example.app","environment":"sandbox"},"fcm":{"serviceAccountFile":"/sa.json","endpoint":"https://127.0.0.1:9/"}}"#.utf8))
         XCTAssertEqual(c.apns, APNsConfig(keyFile: "/k.p8", keyId: "ABC123DEFG", teamId: "DEF123GHIJ", bundleId: "com.example.app", endpoint: APNsConfig.sandbox))

@@ -15,6 +15,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     /// Browsers' WebRTC media port (`webrtc: false` turns the gateway off).
     public var webrtcPort: Int?
     public var webrtc: Bool?
+    /// Browsers' ICE servers (a TURN server), as JSON text: `[{"urls": …, "username"?, "credential"?}]`.
+    public var webrtcIceServers: String?
     public var dataDir: String?
     /// The store on PostgreSQL (a URL; nil: SQLite in the data directory).
     public var database: String?
@@ -89,7 +91,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPath: String?
     public var relayFastPathObject: String?
 
-    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
+    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
@@ -171,6 +173,21 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.authTokenTTLSeconds = try int("authTokenTTLSeconds")
         c.maxRooms = try int("maxRooms")
         c.mediaPublicAddress = try string("mediaPublicAddress")
+        if let servers = obj["webrtcIceServers"] {
+            // What RTCPeerConnection takes: each entry's `urls` a string or strings (stun:, turn:,
+            // turns:), `username` and `credential` strings when given.
+            let list = servers as? [[String: Any]]
+            let valid = list?.allSatisfy { e in
+                let urls = (e["urls"] as? String).map { [$0] } ?? (e["urls"] as? [String]) ?? []
+                return !urls.isEmpty && urls.allSatisfy { u in ["stun:", "turn:", "turns:"].contains { u.hasPrefix($0) } }
+                    && e.keys.allSatisfy { ["urls", "username", "credential"].contains($0) }
+                    && (e["username"] == nil || e["username"] is String) && (e["credential"] == nil || e["credential"] is String)
+            } ?? false
+            guard let list, valid, let data = try? JSONSerialization.data(withJSONObject: list, options: [.sortedKeys]) else {
+                throw Invalid(message: "\(path): 'webrtcIceServers' must be a list of {\"urls\": \"stun:…|turn:…|turns:…\" or [those], \"username\"?, \"credential\"?}")
+            }
+            c.webrtcIceServers = String(decoding: data, as: UTF8.self)
+        }
         c.maxRoomsPerUser = try int("maxRoomsPerUser")
         c.maxConnectionsPerAddress = try int("maxConnectionsPerAddress")
         c.joinTimeoutSeconds = try int("joinTimeoutSeconds")

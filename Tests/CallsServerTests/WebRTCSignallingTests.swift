@@ -1,0 +1,74 @@
+@testable import CallsServer
+import CallRoomTestSupport
+import CallsCore
+import Foundation
+import XCTest
+
+/// The signalling side of a browser's leg over real WebSockets: an offer is answered (ICE-lite,
+/// the gateway's port, the room's other senders on the browser's receiving sections) or refused
+/// saying why; the leg goes when its participant leaves.
+final class WebRTCSignallingTests: XCTestCase {
+    /// A browser-shaped offer: audio and video it sends, one audio and one video section to receive on.
+    static let offer = [
+        "v=0", "o=- 1 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0 1 2 3",
+        "m=audio 9 UDP/TLS/RTP/SAVPF 111 63", "c=IN IP4 0.0.0.0", "a=mid:0", "a=sendonly", "a=rtcp-mux",
+        "a=ice-ufrag:brUf", "a=ice-pwd:browserIcePasswordOf24ch", "a=setup:actpass",
+        "a=fingerprint:sha-256 AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99",
+        "a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level", "a=rtpmap:111 opus/48000/2", "a=rtpmap:63 red/48000/2", "a=ssrc:11 cname:b",
+        "m=video 9 UDP/TLS/RTP/SAVPF 96", "c=IN IP4 0.0.0.0", "a=mid:1", "a=sendonly", "a=rtcp-mux",
+        "a=ice-ufrag:brUf", "a=ice-pwd:browserIcePasswordOf24ch", "a=setup:actpass",
+        "a=fingerprint:sha-256 AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99",
+        "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack pli", "a=ssrc:12 cname:b",
+        "m=audio 9 UDP/TLS/RTP/SAVPF 111", "c=IN IP4 0.0.0.0", "a=mid:2", "a=recvonly", "a=rtcp-mux",
+        "a=ice-ufrag:brUf", "a=ice-pwd:browserIcePasswordOf24ch", "a=setup:actpass",
+        "a=fingerprint:sha-256 AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99",
+        "a=rtpmap:111 opus/48000/2",
+        "m=video 9 UDP/TLS/RTP/SAVPF 96", "c=IN IP4 0.0.0.0", "a=mid:3", "a=recvonly", "a=rtcp-mux",
+        "a=ice-ufrag:brUf", "a=ice-pwd:browserIcePasswordOf24ch", "a=setup:actpass",
+        "a=fingerprint:sha-256 AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99",
+        "a=rtpmap:96 VP8/90000",
+    ].joined(separator: "\r\n") + "\r\n"
+
+    func testAnOfferIsAnsweredWithTheRoomsSenderAndTheLegGoesWithItsParticipant() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let native = try SignalProbe(url: h.server.url)
+        native.send(.join(.init(callToken: try h.callToken(uid: "term", session: "rtc"))))
+        let term = try XCTUnwrap(native.joined()).you
+        let web = try SignalProbe(url: h.server.url)
+        web.send(.join(.init(callToken: try h.callToken(uid: "web", session: "rtc"), sessionType: .video)))
+        XCTAssertNotNil(web.joined())
+        web.send(.webrtcOffer(sdp: Self.offer))
+        guard case .webrtcAnswer(let sdp)? = web.wait(timeout: 5, { if case .webrtcAnswer = $0 { return true }; if case .error = $0 { return true }; return false }) else {
+            return XCTFail("no answer: \(web.all.suffix(3))")
+        }
+        XCTAssertTrue(sdp.contains("a=ice-lite\r\n") && sdp.contains("a=setup:passive\r\n"), sdp)
+        let port = try XCTUnwrap(h.server.metricsText().split(separator: "\n").first { $0.hasPrefix("callroom_webrtc_legs ") })
+        XCTAssertEqual(port, "callroom_webrtc_legs 1")
+        XCTAssertTrue(sdp.contains("a=ssrc:\(term.ssrc) msid:\(term.pid) audio-\(term.ssrc)"), "the terminal's audio on the receiving section: \(sdp)")
+        XCTAssertTrue(sdp.contains("a=ssrc:\(term.videoSsrc ?? 0) msid:\(term.pid) video-\(term.videoSsrc ?? 0)"), sdp)
+        XCTAssertTrue(sdp.contains("m=audio") && sdp.contains(" 111 63\r\n") && sdp.contains("a=fmtp:63 111/111"), "RED taken over Opus at 111")
+        // Bad offers: refused saying why, the connection stays.
+        for (bad, why) in [("hello", "not a session description"), (Self.offer.replacingOccurrences(of: "a=group:BUNDLE 0 1 2 3\r\n", with: ""), "not bundled"),
+                           (Self.offer.replacingOccurrences(of: "m=audio 9 UDP/TLS/RTP/SAVPF 111 63", with: "m=audio 9 UDP/TLS/RTP/SAVPF ;63"), "m= line")] {
+            web.send(.webrtcOffer(sdp: bad))
+            let refused = web.wait(timeout: 5) { if case .error(.webrtcOfferRefused, let m) = $0 { return m.contains(why) }; return false }
+            XCTAssertNotNil(refused, "\(why): \(web.all.suffix(2))")
+        }
+        XCTAssertFalse(web.isClosed)
+        web.send(.leave)
+        XCTAssertTrue(web.waitClosed())
+        XCTAssertTrue(eventually(3) { h.server.metricsText().contains("callroom_webrtc_legs 0") })
+    }
+
+    func testAServerWithoutTheGatewayRefusesOffers() throws {
+        let h = try ServerHarness { $0.webrtcPort = nil }
+        defer { h.stop(); h.removeData() }
+        let web = try SignalProbe(url: h.server.url)
+        web.send(.join(.init(callToken: try h.callToken(uid: "web", session: "off"))))
+        XCTAssertNotNil(web.joined())
+        web.send(.webrtcOffer(sdp: Self.offer))
+        XCTAssertNotNil(web.wait(timeout: 5) { if case .error(.webrtcOfferRefused, let m) = $0 { return m.contains("no WebRTC gateway") }; return false })
+        XCTAssertFalse(h.server.metricsText().contains("callroom_webrtc_legs"))
+    }
+}
