@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""A browser in a room, measured (issue #37): headless Chromium joins a release callroomd from the
+invite link next to a headless terminal (`callroom join --headless`, a 440 Hz tone).
+
+Figures, one run each:
+  page_bytes            what the page weighs: HTML + call.js + call.css as served
+  join_to_audio_ms      from the click on Join to the browser's first decoded audio from the
+                        terminal (getStats: inbound audio with energy, polled every 10 ms), median of runs
+  ice_connected_ms      from the click to the peer connection's `connected`
+  cpu_us_per_packet     callroomd's CPU (utime + stime) per packet it forwards, over 20 s: two
+                        terminals (native legs), then a terminal and a browser (a browser leg);
+                        the ratio of the two
+  rss_kib_per_leg       callroomd's resident memory with 3 browser legs minus with none, per leg
+
+  scripts/bench-browser.sh [--runs N]
+
+Chromium is driven over the DevTools protocol on a pipe (--remote-debugging-pipe), as the test
+suite's HeadlessChromium does. Prints one JSON object.
+"""
+import json
+import os
+import re
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+BIN = os.environ["CALLROOM_BIN"]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+class Chromium:
+    """One headless Chromium, commands over fds 3 (in) and 4 (out), NUL-separated JSON."""
+
+    def __init__(self, profile):
+        to_child_r, self.to_child = os.pipe()
+        self.from_child, from_child_w = os.pipe()
+        flags = ["--headless=new", "--remote-debugging-pipe", "--no-sandbox", "--no-first-run", "--disable-gpu",
+                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--use-fake-device-for-media-stream",
+                 "--use-fake-ui-for-media-stream", "--autoplay-policy=no-user-gesture-required", "about:blank"]
+        script = f'exec "$@" 3<&{to_child_r} 4>&{from_child_w}'
+        self.proc = subprocess.Popen(["bash", "-c", script, "_", CHROMIUM] + flags, pass_fds=(to_child_r, from_child_w),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.next_id = 1
+        self.pending = b""
+
+    def call(self, method, params=None, session=None, timeout=20):
+        ident = self.next_id
+        self.next_id += 1
+        message = {"id": ident, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self.to_child, json.dumps(message).encode() + b"\0")
+        deadline = time.time() + timeout
+        while True:
+            while b"\0" in self.pending:
+                text, self.pending = self.pending.split(b"\0", 1)
+                reply = json.loads(text)
+                if reply.get("id") == ident:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
+                    return reply.get("result", {})
+            left = deadline - time.time()
+            if left <= 0:
+                raise TimeoutError(method)
+            ready, _, _ = select.select([self.from_child], [], [], left)
+            if ready:
+                chunk = os.read(self.from_child, 65536)
+                if not chunk:
+                    raise RuntimeError("chromium exited")
+                self.pending += chunk
+
+    def open(self, url):
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.call("Runtime.enable", session=session)
+        self.call("Page.navigate", {"url": url}, session=session)
+        self.wait(session, "document.readyState === 'complete' && !!window.callroom")
+        return session
+
+    def eval(self, session, expression, timeout=30):
+        r = self.call("Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True,
+                                           "userGesture": True}, session=session, timeout=timeout)
+        if "exceptionDetails" in r:
+            raise RuntimeError(r["exceptionDetails"])
+        return r.get("result", {}).get("value")
+
+    def wait(self, session, condition, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.eval(session, f"Boolean({condition})"):
+                return True
+            time.sleep(0.05)
+        raise TimeoutError(condition)
+
+    def close(self):
+        try:
+            self.call("Browser.close", timeout=3)
+        except Exception:
+            pass
+        self.proc.kill()
+        self.proc.wait()
+
+
+def http(url, method="GET", headers=None, body=None):
+    req = urllib.request.Request(url, method=method, headers=headers or {}, data=body.encode() if body else None)
+    with urllib.request.urlopen(req) as r:
+        return r.read()
+
+
+def metric(url, name):
+    for line in http(url + "/metrics").decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+# The click, then polling the stats until audio with energy arrives (in the page, 10 ms apart).
+CLICK_TO_AUDIO = """
+(async () => {
+  const t0 = performance.now();
+  document.getElementById('name').value = 'Bench'; document.getElementById('join').click();
+  let ice = null;
+  for (;;) {
+    await new Promise(r => setTimeout(r, 10));
+    const pc = window.callroom.pc;
+    if (!pc) continue;
+    if (ice === null && pc.connectionState === 'connected') ice = performance.now() - t0;
+    let energy = 0;
+    (await pc.getStats()).forEach(s => { if (s.type === 'inbound-rtp' && s.kind === 'audio') energy += s.totalAudioEnergy || 0; });
+    if (energy > 0) return { audio: performance.now() - t0, ice };
+    if (performance.now() - t0 > 20000) return null;
+  }
+})()
+"""
+
+
+def main():
+    runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 5
+    work = tempfile.mkdtemp(prefix="bench-browser-")
+    server = subprocess.Popen([f"{BIN}/callroomd", "--listen", "127.0.0.1:0", "--data-dir", f"{work}/data", "--log-level", "warn"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines = []
+    while True:
+        line = server.stdout.readline()
+        lines.append(line)
+        if "listening on http" in line:
+            break
+    url = re.search(r"http://[0-9.:]+", line).group(0)
+    app_id = line.split()[-1]
+
+    def key(name):
+        return next(l.split()[-1] for l in lines if name in l)
+    api_key, auth_key = key("apiKey"), key("authKey")
+    admin = {"apikey": api_key, "appId": app_id, "content-type": "application/json"}
+    out = {}
+    clients = []
+    browsers = []
+
+    def terminal(session, uid, tone):
+        p = subprocess.Popen([f"{BIN}/callroom", "join", session, "--server", url, "--uid", uid, "--auth-key", auth_key,
+                              "--input", f"tone:{tone}", "--output", "null", "--headless"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        while "onSessionJoined" not in p.stdout.readline():
+            pass
+        clients.append(p)
+        return p
+
+    def invite(session):
+        return json.loads(http(url + f"/v3/rooms/{session}/invites", "POST", admin, '{"role":"guest","maxUses":100}'))["data"]["link"]
+
+    try:
+        # Page weight: what a browser downloads to show the page.
+        link = invite("weight")
+        page = http(link)
+        out["page_bytes"] = len(page) + len(http(url + "/web/call.js")) + len(http(url + "/web/call.css"))
+
+        # Click → first audio, a fresh browser and room each run.
+        audio, ice = [], []
+        for run in range(runs):
+            terminal(f"join{run}", "term", 440)
+            b = Chromium(f"{work}/profile{run}")
+            browsers.append(b)
+            s = b.open(invite(f"join{run}"))
+            b.wait(s, "window.callroom.local !== null", 10)  # the devices are open, as a person sees the preview
+            r = b.eval(s, CLICK_TO_AUDIO)
+            if r:
+                audio.append(r["audio"])
+                ice.append(r["ice"])
+            b.close()
+            browsers.remove(b)
+            c = clients.pop()
+            c.stdin.write("leave\n")
+            c.stdin.flush()
+            c.wait()
+        out["join_to_audio_ms"] = {"median": round(statistics.median(audio)), "runs": [round(a) for a in audio]}
+        out["ice_connected_ms"] = {"median": round(statistics.median(ice)), "runs": [round(a) for a in ice]}
+
+        # CPU per forwarded packet: native legs, then a browser leg.
+        def cpu_per_packet(seconds=20):
+            time.sleep(2)
+            c0, f0 = cpu_seconds(server.pid), metric(url, "callroom_relay_packets_forwarded_total")
+            time.sleep(seconds)
+            c1, f1 = cpu_seconds(server.pid), metric(url, "callroom_relay_packets_forwarded_total")
+            return (c1 - c0) * 1e6 / max(1.0, f1 - f0), (f1 - f0) / seconds
+
+        terminal("cpu-native", "a", 440)
+        terminal("cpu-native", "b", 660)
+        native, native_rate = cpu_per_packet()
+        for c in clients:
+            c.stdin.write("leave\n")
+            c.stdin.flush()
+            c.wait()
+        clients.clear()
+        terminal("cpu-web", "a", 440)
+        b = Chromium(f"{work}/profile-cpu")
+        browsers.append(b)
+        s = b.open(invite("cpu-web"))
+        b.wait(s, "window.callroom.local !== null", 10)
+        b.eval(s, "document.getElementById('name').value = 'Bench'; document.getElementById('join-audio').click(); true")
+        b.wait(s, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'")
+        web, web_rate = cpu_per_packet()
+        out["cpu_us_per_packet"] = {"native_legs": round(native, 1), "browser_leg": round(web, 1),
+                                    "ratio": round(web / native, 2), "packets_per_s": [round(native_rate), round(web_rate)]}
+        b.close()
+        browsers.remove(b)
+        for c in clients:
+            c.stdin.write("leave\n")
+            c.stdin.flush()
+            c.wait()
+        clients.clear()
+
+        # Memory per browser leg: three browsers in a room against none.
+        time.sleep(2)
+        before = rss_kib(server.pid)
+        terminal("mem", "a", 440)
+        for i in range(3):
+            b = Chromium(f"{work}/profile-mem{i}")
+            browsers.append(b)
+            s = b.open(invite("mem"))
+            b.wait(s, "window.callroom.local !== null", 10)
+            b.eval(s, f"document.getElementById('name').value = 'B{i}'; document.getElementById('join').click(); true")
+            b.wait(s, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'")
+        time.sleep(5)
+        out["rss_kib_per_leg"] = round((rss_kib(server.pid) - before) / 3)
+        out["legs"] = metric(url, "callroom_webrtc_legs")
+    finally:
+        for b in browsers:
+            b.close()
+        for c in clients:
+            c.kill()
+        server.terminate()
+        server.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
