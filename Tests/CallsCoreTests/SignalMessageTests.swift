@@ -47,6 +47,7 @@ struct SignalMessageTests {
         .receiverReport([LossReport(ssrc: 9, lossPercent: 21, red: true, burst: 5, redBlocks: 8)]),
         .screenShare(sampleShare),
         .setRoomLocked(true), .admitFromLobby(pid: "w1"), .denyFromLobby(pid: "w2"), .allowRejoin(uid: "eve"), .setBan(uid: "eve", banned: true),
+        .webrtcOffer(sdp: "v=0\r\n"),
     ]
 
     static let sampleShare: ScreenShareFrame = {
@@ -98,6 +99,7 @@ struct SignalMessageTests {
             .roomLocked(true, by: "p1"), .roomLocked(false, by: nil), .lobbyWaiting, .lobbyRequest(alice), .lobbyResolved(pid: "w1", admitted: true),
             .joined(.init(sessionId: "s", you: alice, participants: [alice], mediaPort: 4000, bindToken: "00ff", locked: true)),
             .roomBans(["eve", "mallory"]),
+            .webrtcAnswer(sdp: "v=0\r\na=ice-lite\r\n"),
         ]
     }
 

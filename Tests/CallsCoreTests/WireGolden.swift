@@ -1,7 +1,7 @@
 /// The exact JSON text of `SignalMessageTests`' samples, in order (client, then server). The
 /// room messages were recorded before the table-driven codec replaced the hand-written
 /// switches (issue #12); the presence and ringing messages (issue #13) when they were added.
-/// The video messages (issue #17) when they were added; `red` (redundant audio, issue #18) too; lock and lobby (issue #34) too. The wire must not change under a refactor.
+/// The video messages (issue #17) when they were added; `red` (redundant audio, issue #18) too; lock and lobby (issue #34) too; the browsers' offer and answer (issue #37) too. The wire must not change under a refactor.
 enum WireGolden {
     static let lines: [String] = [
         #"{"audioMuted":true,"callToken":"t.o.k","displayName":"A","idleTimeoutSeconds":0,"sessionId":"s","sessionType":"voice","type":"join","v":1,"videoPaused":false}"#,
@@ -46,6 +46,7 @@ enum WireGolden {
         #"{"pid":"w2","type":"denyFromLobby"}"#,
         #"{"type":"allowRejoin","uid":"eve"}"#,
         #"{"type":"setBan","uid":"eve","value":true}"#,
+        #"{"sdp":"v=0\r\n","type":"webrtcOffer"}"#,
         #"{"bindToken":"00ff","mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"sessionId":"s","type":"joined","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"bindToken":"00ff","dominantSpeaker":"p1","gracePeriodSeconds":30,"mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"resumeToken":"r","sessionId":"s","type":"resumed","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"pid":"p1","type":"dominantSpeaker"}"#,
@@ -100,5 +101,6 @@ enum WireGolden {
         #"{"pid":"w1","type":"lobbyResolved","value":true}"#,
         #"{"bindToken":"00ff","locked":true,"mediaPort":4000,"participants":[{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}],"sessionId":"s","type":"joined","you":{"cameraFacing":"FRONT","isAudioMuted":false,"isPinned":false,"isPresenting":false,"isRecording":false,"isVideoPaused":true,"joinedAt":1700000000000,"name":"Alice","pid":"p1","role":"moderator","ssrc":42,"uid":"alice"}}"#,
         #"{"type":"roomBans","uids":["eve","mallory"]}"#,
+        #"{"sdp":"v=0\r\na=ice-lite\r\n","type":"webrtcAnswer"}"#,
     ]
 }

@@ -48,13 +48,21 @@ final class WebRTCSignallingTests: XCTestCase {
         XCTAssertTrue(sdp.contains("a=ssrc:\(term.ssrc) msid:\(term.pid) audio-\(term.ssrc)"), "the terminal's audio on the receiving section: \(sdp)")
         XCTAssertTrue(sdp.contains("a=ssrc:\(term.videoSsrc ?? 0) msid:\(term.pid) video-\(term.videoSsrc ?? 0)"), sdp)
         XCTAssertTrue(sdp.contains("m=audio") && sdp.contains(" 111 63\r\n") && sdp.contains("a=fmtp:63 111/111"), "RED taken over Opus at 111")
-        // Bad offers: refused saying why, the connection stays.
-        for (bad, why) in [("hello", "not a session description"), (Self.offer.replacingOccurrences(of: "a=group:BUNDLE 0 1 2 3\r\n", with: ""), "not bundled"),
-                           (Self.offer.replacingOccurrences(of: "m=audio 9 UDP/TLS/RTP/SAVPF 111 63", with: "m=audio 9 UDP/TLS/RTP/SAVPF ;63"), "m= line")] {
-            web.send(.webrtcOffer(sdp: bad))
-            let refused = web.wait(timeout: 5) { if case .error(.webrtcOfferRefused, let m) = $0 { return m.contains(why) }; return false }
-            XCTAssertNotNil(refused, "\(why): \(web.all.suffix(2))")
+        // Offers are rationed: one right after another is refused (the page waits for each answer).
+        web.send(.webrtcOffer(sdp: Self.offer))
+        XCTAssertNotNil(web.wait(timeout: 5) { if case .error(.webrtcOfferRefused, let m) = $0 { return m.contains("Too many offers") }; return false })
+        // Bad offers (each from a participant of its own): refused saying why, the connection stays.
+        for (n, (bad, why)) in [("hello", "not a session description"), (Self.offer.replacingOccurrences(of: "a=group:BUNDLE 0 1 2 3\r\n", with: ""), "not bundled"),
+                                (Self.offer.replacingOccurrences(of: "m=audio 9 UDP/TLS/RTP/SAVPF 111 63", with: "m=audio 9 UDP/TLS/RTP/SAVPF ;63"), "m= line")].enumerated() {
+            let other = try SignalProbe(url: h.server.url)
+            other.send(.join(.init(callToken: try h.callToken(uid: "bad\(n)", session: "rtc"))))
+            XCTAssertNotNil(other.joined())
+            other.send(.webrtcOffer(sdp: bad))
+            let refused = other.wait(timeout: 5) { if case .error(.webrtcOfferRefused, let m) = $0 { return m.contains(why) }; return false }
+            XCTAssertNotNil(refused, "\(why): \(other.all.suffix(2))")
+            XCTAssertFalse(other.isClosed)
         }
+        XCTAssertTrue(h.server.metricsText().contains(#"callroom_refused_total{cause="webrtc_offer"} 4"#), "refusals counted")
         XCTAssertFalse(web.isClosed)
         web.send(.leave)
         XCTAssertTrue(web.waitClosed())

@@ -210,6 +210,13 @@ final class BrowserCallTests: XCTestCase {
             let db = 10 * log10(SignalAnalysis.tonePower(last, frequency: hz) / (SignalAnalysis.tonePower(last, frequency: 760) + 1e-15))
             XCTAssertGreaterThan(db, 20, "Ann does not hear \(Int(hz)) Hz in her last two seconds (\(db) dB over 760 Hz)")
         }
+        // A browser leaves (its Leave button): the others see it go, its tile goes from the call screen.
+        _ = try browsers[1].0.evaluate(browsers[1].1, "document.getElementById('leave').click(); true")
+        XCTAssertTrue(try browsers[0].0.waitFor(browsers[0].1, "![...window.callroom.roster.values()].some(p => p.name === 'Web Two')", timeout: 5),
+                      "Web One does not see Web Two leave")
+        let counted = tmux.waitFor("2 participants", timeout: 5)  // (Ann left before: Bea and Web One)
+        if !counted { try? tmux.screen().write(toFile: NSTemporaryDirectory() + "/callroom-bea-screen.txt", atomically: true, encoding: .utf8) }
+        XCTAssertTrue(counted, "Bea's screen still counts Web Two")
         tmux.keys("l")
         tmux.keys("l")
     }
@@ -327,6 +334,11 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertGreaterThan(png.count, 10_000)
         let dir = ProcessInfo.processInfo.environment["CALLROOM_SCREENSHOT_DIR"] ?? tmp.path
         try png.write(to: URL(fileURLWithPath: dir + "/browser-phone-390x844.png"))
+        // Dark, as the system asks: the page's background follows.
+        _ = try browser.call("Emulation.setEmulatedMedia", ["features": [["name": "prefers-color-scheme", "value": "dark"]]], session: page.session)
+        let background = try browser.evaluate(page, "getComputedStyle(document.body).backgroundColor") as? String
+        XCTAssertEqual(background, "rgb(15, 17, 21)", "the dark background")
+        try browser.screenshot(page).write(to: URL(fileURLWithPath: dir + "/browser-phone-390x844-dark.png"))
         other.send("leave")
         _ = other.wait(timeout: 10)
     }

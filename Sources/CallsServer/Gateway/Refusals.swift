@@ -23,6 +23,9 @@ enum RefusalCause: String, Sendable, CaseIterable {
     case slowConsumer = "slow_consumer"
     /// A TCP connection hung up at accept: the server's descriptors are spent (`maxConnections`).
     case descriptorBudget = "descriptor_budget"
+    /// A browser's offer the WebRTC gateway could not answer (not SDP, nothing it speaks, too
+    /// many offers, its leg limit).
+    case webrtcOffer = "webrtc_offer"
 }
 
 /// Counts every refusal and logs it once per cause per peer per interval (so 1,500 refusals

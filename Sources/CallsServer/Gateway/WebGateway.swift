@@ -224,6 +224,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         case .removedFromSession, .tokenInUse, .notOnAllowList, .passcodeWrong, .roomFull, .notCallParty, .bannedFromRoom: return .roomAccess
         case .notModerator: return .moderation
         case .rateLimited: return .signalRate
+        case .webrtcOfferRefused: return .webrtcOffer
         default: return nil
         }
     }

@@ -49,8 +49,11 @@ final class RoomCore {
         /// Its SRTP master key and epoch (handed to every member; renewed when anyone leaves).
         var mediaKey: [UInt8] = []
         var keyEpoch: UInt8 = 0
-        /// Its media travels over its signalling connection (UDP is blocked for it).
+        /// Its media travels over its signalling connection (UDP is blocked for it), or through
+        /// the WebRTC gateway (a browser).
         var mediaOverSignalling = false
+        /// When its last `webrtcOffer` came (ms): offers are parsed on this queue, so they are rationed.
+        var lastOfferAt: Int64 = .min
         /// The pids whose video it shows (`subscribeVideo`): the relay sends it only theirs.
         var videoSubscriptions: Set<String> = []
 
