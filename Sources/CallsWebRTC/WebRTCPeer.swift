@@ -263,8 +263,8 @@ public final class WebRTCPeer: Sendable {
     }
 
     /// One packet the relay sends this participant (a native sender's SRTP, or another browser
-    /// leg's, re-protected natively): for the browser, or nil (not assigned to any of its
-    /// sections, no key, no nominated address yet). Any relay worker.
+    /// leg's, re-protected natively): what to send the browser, or why not (no section of its
+    /// carries that SSRC, no key for the sender, a replay, no nominated address yet). Any relay worker.
     public func fromRoom(_ datagram: UnsafeRawBufferPointer) -> Forward {
         var buffer = [UInt8](repeating: 0, count: datagram.count + RTPRewrite.maxHeader + PeerSRTPSession.maxRTPOverhead)
         let n: Int
@@ -321,6 +321,19 @@ public final class WebRTCPeer: Sendable {
     public enum Forward: Equatable, Sendable {
         case send([UInt8], to: SocketAddress)
         case dropped(Drop)
+    }
+
+    /// An SRTCP PLI asking the browser for a keyframe of its video (someone in the room lost
+    /// frames of it, or began to show it), or nil before the handshake and its first video packet.
+    public func keyframeRequest() -> (bytes: [UInt8], to: SocketAddress)? {
+        egress.withLock { e -> (bytes: [UInt8], to: SocketAddress)? in
+            guard let srtp = e.srtp, let address = e.address, let media = e.browserVideo.sorted().first else { return nil }
+            var buffer = RTCPFeedback.keyframe(from: videoSSRC, media: media).bytes
+            let length = buffer.count
+            buffer += [UInt8](repeating: 0, count: PeerSRTPSession.maxRTCPOverhead)
+            guard let n = try? buffer.withUnsafeMutableBytes({ b throws(SRTPError) in try srtp.protectRTCP(b, length: length) }) else { return nil }
+            return (Array(buffer[0..<n]), address)
+        }
     }
 
     /// An SRTCP REMB telling the browser what its video may use (and the address), or nil

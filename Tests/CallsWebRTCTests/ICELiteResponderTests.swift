@@ -1,4 +1,5 @@
 import CNice
+import CallsCore
 import CallsTransport
 @testable import CallsWebRTC
 import Glibc
@@ -100,7 +101,7 @@ struct ICELiteResponderTests {
     /// still a valid check (the integrity covers every byte before it).
     @Test func mangledChecksNeverTrapAndAreNotAnswered() {
         let responder = ICELiteResponder()
-        var rng = SplitMix(seed: 0x1CE)
+        var rng = SplitMix64(seed: 0x1CE)
         var answered = 0
         for _ in 0..<5000 {
             // (A fresh browser each time: an agent remembers a bounded number of unanswered checks.)

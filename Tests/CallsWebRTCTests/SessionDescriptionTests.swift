@@ -1,3 +1,4 @@
+import CallsCore
 @testable import CallsWebRTC
 import Foundation
 import Testing
@@ -140,7 +141,7 @@ struct SessionDescriptionTests {
     /// 3,000 offers mangled by a seeded generator (bytes replaced, inserted, deleted, lines
     /// swapped) all come back, parsed or refused; none traps or hangs.
     @Test func mangledOffersAlwaysComeBack() {
-        var rng = SplitMix(seed: 0x5D9)
+        var rng = SplitMix64(seed: 0x5D9)  // (seeded: the same mangling every run)
         let pool = Array(" ;:/=\"(),<>?@[\\]{}\t\r\n\u{0}~*".utf8) + [0xC3, 0xA9, 0xFF, 0x80]
         var parsed = 0, refused = 0
         for i in 0..<3000 {
@@ -158,18 +159,5 @@ struct SessionDescriptionTests {
         }
         #expect(parsed + refused == 3000)
         #expect(refused > 100 && parsed > 100, "parsed \(parsed), refused \(refused)")
-    }
-}
-
-/// A small seeded generator (SplitMix64) so the mangling is the same every run.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

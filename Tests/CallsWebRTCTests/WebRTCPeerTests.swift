@@ -147,6 +147,20 @@ struct WebRTCPeerTests {
         #expect(cut.withUnsafeBytes { RTPRewrite.redPrimary($0, header) } == nil)
     }
 
+    /// The room asks for a keyframe of the browser's video: a PLI for the SSRC the browser sends
+    /// video from (none before its first video packet).
+    @Test func aKeyframeRequestForTheBrowsersVideoIsAPLI() throws {
+        let (peer, browser) = try Self.connected()
+        #expect(peer.keyframeRequest() == nil, "no video from the browser yet")
+        var video: [UInt8] = [0x80, 0x80 | 120, 0, 1, 0, 0, 0, 9, 0xB0, 0xB0, 0xB0, 0x01, 0x90, 0x80, 0x80, 0x01, 0x10, 0x02] + [UInt8](repeating: 0, count: 32)
+        let n = try video.withUnsafeMutableBytes { try browser.srtp!.protect($0, length: 18) }
+        guard case .toRoom? = peer.receive(Array(video[0..<n])).first else { Issue.record("the browser's video did not reach the room"); return }
+        guard var (pli, _) = peer.keyframeRequest() else { Issue.record("no PLI"); return }
+        let length = pli.count
+        let m = try pli.withUnsafeMutableBytes { try browser.srtp!.unprotectRTCP($0, length: length) }
+        #expect(pli.withUnsafeBytes { RTCPFeedback.parse(UnsafeRawBufferPointer(rebasing: $0[0..<m])) } == [.keyframe(from: Self.ownVideo, media: 0xB0B0_B001)])
+    }
+
     @Test func aFlightIsCutIntoDatagramsAtRecordBoundaries() {
         func record(_ n: Int) -> [UInt8] { [22, 0xFE, 0xFD] + [UInt8](repeating: 0, count: 8) + [UInt8(n >> 8), UInt8(n & 0xFF)] + [UInt8](repeating: 7, count: n) }
         let flight = record(600) + record(500) + record(300) + record(100)

@@ -198,6 +198,11 @@ final class WebRTCGateway: Sendable {
                 if loss < 2 { leg.bitsPerSecond = min(Self.maxBitsPerSecond, leg.bitsPerSecond * 11 / 10) }
                 t.legs[local] = leg
             }
+        case .keyframeRequest:
+            // Someone needs a keyframe of this browser's video: a PLI, which browsers answer.
+            if let (bytes, to) = table.withLock({ $0.legs[local] })?.peer.keyframeRequest(), socket.send(bytes, to: to) {
+                counters.sent.add(1, ordering: .relaxed)
+            }
         case .left:
             remove(connection)
         default:
