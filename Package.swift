@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
-        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsSignalling", "CallsRedis", "CallsRelay", "CallRoomTestSupport", "callroomd"]),
+        .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsSignalling", "CallsRedis", "CallsRelay", "CallsSecurity", "CallRoomTestSupport", "callroomd"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsStore", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK", "CZlib", "CallRoomTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",

@@ -1,6 +1,8 @@
 @testable import CallsServer
 import CallRoomTestSupport
 import CallsCore
+import CallsRelay
+import CallsSecurity
 import Foundation
 import XCTest
 
@@ -78,5 +80,26 @@ final class WebRTCSignallingTests: XCTestCase {
         web.send(.webrtcOffer(sdp: Self.offer))
         XCTAssertNotNil(web.wait(timeout: 5) { if case .error(.webrtcOfferRefused, let m) = $0 { return m.contains("no WebRTC gateway") }; return false })
         XCTAssertFalse(h.server.metricsText().contains("callroom_webrtc_legs"))
+    }
+
+    /// A renegotiation keeps the browser's leg (same ICE credentials on our side); a new peer
+    /// connection on the same page — a new certificate or new ICE credentials — gets a new leg.
+    func testANewPeerConnectionOnTheSamePageGetsANewLeg() throws {
+        let relay = try MediaRelay(host: "127.0.0.1", port: 0)
+        defer { relay.close() }
+        let gateway = try WebRTCGateway(host: "127.0.0.1", port: 0, candidateAddress: "127.0.0.1", relay: relay, log: ServerLog(level: .error)) { _, _ in }
+        defer { gateway.stop() }
+        let key = WireMediaKey(ssrc: 7, epoch: 0, key: Base64URL.encode([UInt8](repeating: 1, count: 28)), videoSsrc: 8)
+        func answer(_ sdp: String) throws -> String {
+            let r = WebRTCOfferRequest(connection: ConnectionID(node: "n", local: 1), session: "s", pid: "p", ownKey: key, senders: [], sdp: sdp)
+            guard case .webrtcAnswer(let text) = gateway.answer(r) else { throw TestFailure("no answer") }
+            return try XCTUnwrap(text.split(separator: "\r\n").first { $0.hasPrefix("a=ice-ufrag:") }.map(String.init))
+        }
+        let first = try answer(Self.offer)
+        XCTAssertEqual(try answer(Self.offer), first, "a renegotiation keeps the leg")
+        XCTAssertNotEqual(try answer(Self.offer.replacingOccurrences(of: "a=ice-ufrag:brUf", with: "a=ice-ufrag:brU2")), first, "an ICE restart: a new leg")
+        let second = try answer(Self.offer.replacingOccurrences(of: "sha-256 AA:BB", with: "sha-256 AB:BB"))
+        XCTAssertNotEqual(second, first, "a new certificate: a new leg")
+        XCTAssertEqual(gateway.legCount, 1, "the old legs are gone")
     }
 }

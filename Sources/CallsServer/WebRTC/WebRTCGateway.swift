@@ -43,6 +43,10 @@ final class WebRTCGateway: Sendable {
     private struct Leg: Sendable {
         let peer: WebRTCPeer
         let connection: ConnectionID
+        /// The browser's side of the transport, from its offer: a new one (another peer
+        /// connection on the same page: a new certificate, new ICE credentials) needs a new leg.
+        let remoteFingerprint: String
+        let remoteUfrag: String?
         /// Which room sender each receiving section (mid) carries (their pid).
         var assignment: [String: String] = [:]
         /// Native video SSRC → pid, for the browser's keyframe requests.
@@ -75,6 +79,7 @@ final class WebRTCGateway: Sendable {
     private let log: ServerLog
     private let table = Locked(Table())
     private let stopping = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     /// Where a browser's keyframe request goes (the rooms: `requestKeyframe` from its connection).
     private let keyframe: @Sendable (ConnectionID, String) -> Void
@@ -91,6 +96,7 @@ final class WebRTCGateway: Sendable {
     }
 
     func start() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let thread = Thread { [self] in
             ThreadName.set("callroom.webrtc")
             read()
@@ -101,7 +107,7 @@ final class WebRTCGateway: Sendable {
 
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        finished.wait()
+        if started.load(ordering: .acquiring) { finished.wait() }
         socket.close()
     }
 
@@ -117,7 +123,14 @@ final class WebRTCGateway: Sendable {
             return .error(code: .webrtcOfferRefused, message: "The offer names no sha-256 DTLS fingerprint.")
         }
         let local = r.connection.local
-        let existing = table.withLock { $0.legs[local] }
+        let remoteUfrag = offer.media.first(where: { !$0.isRejected })?.iceUfrag
+        // A renegotiation keeps its leg; a new peer connection (ICE restart, a new certificate) replaces it.
+        let existing = table.withLock { t -> Leg? in
+            guard let leg = t.legs[local] else { return nil }
+            if leg.remoteFingerprint == fingerprint.value.uppercased() && leg.remoteUfrag == remoteUfrag { return leg }
+            Self.drop(local, from: &t)
+            return nil
+        }
         guard existing != nil || legCount < Self.maxLegs else {
             return .error(code: .webrtcOfferRefused, message: "This server holds \(Self.maxLegs) browser legs already.")
         }
@@ -129,7 +142,7 @@ final class WebRTCGateway: Sendable {
                 let peer = try WebRTCPeer(connection: local, localUfrag: Crypto.randomHex(4), localPassword: Crypto.randomHex(12),
                                           identity: identity, remoteFingerprint: fingerprint.value, ownKey: r.ownKey,
                                           negotiated: .init(opus: nil, vp8: nil, levelID: nil))
-                leg = Leg(peer: peer, connection: r.connection)
+                leg = Leg(peer: peer, connection: r.connection, remoteFingerprint: fingerprint.value.uppercased(), remoteUfrag: remoteUfrag)
             } catch {
                 return .error(code: .webrtcOfferRefused, message: "The browser's leg could not be set up: \(error)")
             }
@@ -212,11 +225,13 @@ final class WebRTCGateway: Sendable {
 
     /// The connection's leg goes (it left, its connection closed).
     func remove(_ connection: ConnectionID) {
-        table.withLock { t in
-            guard let leg = t.legs.removeValue(forKey: connection.local) else { return }
-            t.byUfrag[leg.peer.localUfrag] = nil
-            t.byAddress = t.byAddress.filter { $0.value != connection.local }
-        }
+        table.withLock { Self.drop(connection.local, from: &$0) }
+    }
+
+    private static func drop(_ local: UInt64, from t: inout Table) {
+        guard let leg = t.legs.removeValue(forKey: local) else { return }
+        t.byUfrag[leg.peer.localUfrag] = nil
+        t.byAddress = t.byAddress.filter { $0.value != local }
     }
 
     // MARK: Relay workers
