@@ -389,4 +389,42 @@ final class BrowserCallTests: XCTestCase {
         terminal.send("leave")
         _ = terminal.wait(timeout: 10)
     }
+
+    /// A host in the browser (an account holder, first into a lobby room): the People panel admits
+    /// a terminal from the lobby, mutes it, locks the room and removes it.
+    func testAHostInTheBrowserAdmitsMutesLocksAndRemoves() throws {
+        let tmp = TemporaryDirectory("callroom-browser-host")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let admin = ["apikey": callroomd.apiKey, "appId": callroomd.appId]
+        XCTAssertEqual(BlockingHTTP.request("PUT", callroomd.url + "/v3/rooms/hosted", headers: admin, body: #"{"access":"lobby"}"#).status, 200)
+        _ = BlockingHTTP.request("POST", callroomd.url + "/v3/users", headers: admin, body: #"{"uid":"hana","name":"Hana"}"#)
+        let token = try XCTUnwrap(BlockingHTTP.request("POST", callroomd.url + "/v3/users/hana/auth_tokens", headers: admin).data["authToken"] as? String)
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        let page = try browser.open(callroomd.url + "/call/hosted#authToken=" + token)
+        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Hana'; document.getElementById('join').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && window.callroom.me.role === 'moderator'", timeout: 15),
+                      "the first one in does not host")
+        XCTAssertTrue(try browser.evaluate(page, "!document.getElementById('lock').classList.contains('hidden')") as? Bool == true, "no lock button for the host")
+        let guest = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "hosted", "--server", callroomd.url, "--uid", "gus", "--name", "Gus",
+                                                                        "--auth-key", callroomd.authKey, "--input", "tone:440", "--output", "null", "--headless"])
+        XCTAssertTrue(try browser.waitFor(page, "document.querySelector('#people [data-lobby] button')", timeout: 10), "no lobby request in the People panel")
+        _ = try browser.evaluate(page, "document.querySelector('#people [data-lobby] button').click(); true")  // Admit
+        XCTAssertNotNil(guest.waitForLine(timeout: 10) { $0.contains("onSessionJoined") }, "the host's admit did not let Gus in: \(guest.errorOutput)")
+        let gus = "[...window.callroom.roster.values()].find(p => p.uid === 'gus')"
+        XCTAssertTrue(try browser.waitFor(page, "!!\(gus)", timeout: 5))
+        let clickOnGus = { (label: String) in
+            "[...document.querySelectorAll('#people li[data-pid=\"' + \(gus).pid + '\"] button')].find(b => b.textContent === '\(label)').click(); true"
+        }
+        _ = try browser.evaluate(page, clickOnGus("Mute"))
+        XCTAssertNotNil(guest.waitForLine(timeout: 5) { $0.contains("onAudioMuted") }, "the host's mute not felt")
+        _ = try browser.evaluate(page, "document.getElementById('lock').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.locked && document.getElementById('lock').textContent === 'Unlock room'", timeout: 5))
+        _ = try browser.evaluate(page, clickOnGus("Remove"))
+        XCTAssertNotNil(guest.waitForLine(timeout: 5) { $0.contains("removed") }, "the host's removal not felt: \(guest.output.suffix(3))")
+        XCTAssertTrue(try browser.waitFor(page, "!\(gus)", timeout: 5), "Gus still in the browser's roster")
+        _ = guest.wait(timeout: 10)
+    }
 }

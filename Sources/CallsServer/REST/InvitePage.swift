@@ -94,7 +94,7 @@ struct InvitePage {
             <div id="status" class="status" role="status" aria-live="polite"></div>
             <nav class="bar"><button id="mute" aria-pressed="false">Mute</button><button id="camera-toggle">Camera off</button>
             <button id="hand" aria-pressed="false">Raise hand</button><button id="panel-chat">Chat</button><button id="panel-people">People</button>
-            <button id="copy-link">Copy invite link</button><button id="leave" class="danger">Leave</button></nav>
+            <button id="copy-link">Copy invite link</button><button id="lock" class="hidden">Lock room</button><button id="leave" class="danger">Leave</button></nav>
             </div>
             <main id="ended" class="hidden"><h1 id="ended-text"></h1><p><a href="">Join again</a></p></main>
             <script src="/web/call.js"></script>

@@ -12,7 +12,7 @@
     phase: "prejoin", name: "", token: null, ws: null, pc: null, me: null, roster: new Map(), local: null,
     withVideo: true, muted: false, cameraOff: false, hand: false, resumeToken: null, streams: new Map(),
     byPid: new Map(), negotiating: false, again: false, dominant: null, chat: [], error: null, reconnecting: false,
-    answers: 0, sessionId: page.session,
+    answers: 0, sessionId: page.session, lobby: new Map(), locked: false,
   };
   // For people debugging a call (and the tests): the page's state.
   window.callroom = state;
@@ -142,7 +142,8 @@
         state.resumeToken = m.resumeToken;
         state.roster = new Map(m.participants.map((p) => [p.pid, p]));
         state.reconnecting = false;
-        if (m.inviteLink) state.inviteLink = m.inviteLink + "?invite=" + page.invite;
+        if (m.inviteLink) state.inviteLink = m.inviteLink + (page.invite ? "?invite=" + page.invite : "");
+        state.locked = !!m.locked;
         enterCall();
         restartMedia();
         break;
@@ -155,6 +156,13 @@
         render();
         break;
       case "dominantSpeaker": state.dominant = m.pid || null; render(); break;
+      case "lobbyRequest":
+        state.lobby.set(m.participant.pid, m.participant);
+        $("status").textContent = m.participant.name + " is waiting to join (People).";
+        render();
+        break;
+      case "lobbyResolved": state.lobby.delete(m.pid); render(); break;
+      case "roomLocked": state.locked = !!m.value; render(); break;
       case "chat": state.chat.push(m); renderChat(); break;
       case "webrtcAnswer":
         state.pc.setRemoteDescription({ type: "answer", sdp: m.sdp }).then(() => {
@@ -283,11 +291,31 @@
       tile.classList.toggle("speaking", state.dominant === p.pid);
     }
     for (const t of [...tiles.children]) if (!seen.has(t.dataset.pid)) t.remove();
+    // Moderators (a host) act on the others from here: mute, remove; admit or deny the lobby; lock.
+    const host = !!state.me && state.me.role === "moderator";
+    const button = (label, message) => {
+      const b = document.createElement("button");
+      b.textContent = label;
+      b.onclick = () => send(message);
+      return b;
+    };
     $("people").replaceChildren(...[...state.roster.values()].map((p) => {
       const li = document.createElement("li");
-      li.textContent = p.name + (p.role === "moderator" ? " · host" : "") + (p.isAudioMuted ? " · muted" : "") + (p.raisedHandTimestamp ? " · hand raised" : "");
+      li.dataset.pid = p.pid;
+      li.append(document.createTextNode(p.name + (p.role === "moderator" ? " · host" : "") + (p.isAudioMuted ? " · muted" : "") + (p.raisedHandTimestamp ? " · hand raised" : "")));
+      if (host && p.pid !== state.me.pid) {
+        li.append(" ", button("Mute", { type: "muteParticipant", pid: p.pid }), " ", button("Remove", { type: "removeParticipant", pid: p.pid }));
+      }
+      return li;
+    }), ...[...state.lobby.values()].map((p) => {
+      const li = document.createElement("li");
+      li.dataset.lobby = p.pid;
+      li.append(document.createTextNode(p.name + " is waiting "), button("Admit", { type: "admitFromLobby", pid: p.pid }), " ",
+                button("Deny", { type: "denyFromLobby", pid: p.pid }));
       return li;
     }));
+    $("lock").classList.toggle("hidden", !host);
+    $("lock").textContent = state.locked ? "Unlock room" : "Lock room";
     $("count").textContent = state.roster.size + (state.roster.size === 1 ? " person" : " people");
     $("mute").setAttribute("aria-pressed", String(state.muted));
     $("mute").textContent = state.muted ? "Unmute" : "Mute";
@@ -336,6 +364,7 @@
   };
   $("hand").onclick = () => { state.hand = !state.hand; send({ type: "setHandRaised", value: state.hand }); render(); };
   $("leave").onclick = () => leave("You left the call.");
+  $("lock").onclick = () => send({ type: "setRoomLocked", value: !state.locked });
   $("panel-people").onclick = () => { show("side", true); show("people-panel", true); show("chat-panel", false); };
   $("panel-chat").onclick = () => { show("side", true); show("chat-panel", true); show("people-panel", false); };
   for (const b of document.querySelectorAll("[data-close]")) b.onclick = () => show("side", false);
