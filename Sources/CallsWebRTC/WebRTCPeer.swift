@@ -325,23 +325,27 @@ public final class WebRTCPeer: Sendable {
 
     /// An SRTCP PLI asking the browser for a keyframe of its video (someone in the room lost
     /// frames of it, or began to show it), or nil before the handshake and its first video packet.
-    public func keyframeRequest() -> (bytes: [UInt8], to: SocketAddress)? {
-        egress.withLock { e -> (bytes: [UInt8], to: SocketAddress)? in
-            guard let srtp = e.srtp, let address = e.address, let media = e.browserVideo.sorted().first else { return nil }
-            var buffer = RTCPFeedback.keyframe(from: videoSSRC, media: media).bytes
-            let length = buffer.count
-            buffer += [UInt8](repeating: 0, count: PeerSRTPSession.maxRTCPOverhead)
-            guard let n = try? buffer.withUnsafeMutableBytes({ b throws(SRTPError) in try srtp.protectRTCP(b, length: length) }) else { return nil }
-            return (Array(buffer[0..<n]), address)
-        }
-    }
+    public func keyframeRequest() -> (bytes: [UInt8], to: SocketAddress)? { sendControl(.keyframe) }
 
     /// An SRTCP REMB telling the browser what its video may use (and the address), or nil
     /// before the handshake and the browser's first video packet.
-    public func remb(bitsPerSecond: UInt64) -> (bytes: [UInt8], to: SocketAddress)? {
+    public func remb(bitsPerSecond: UInt64) -> (bytes: [UInt8], to: SocketAddress)? { sendControl(.remb(bitsPerSecond)) }
+
+    /// The RTCP this side sends the browser about its own video.
+    private enum Control: Sendable { case keyframe, remb(UInt64) }
+
+    /// One RTCP packet about the browser's video, protected under its DTLS keys, and where it
+    /// goes; nil before the handshake, a nominated address and the browser's first video packet.
+    private func sendControl(_ kind: Control) -> (bytes: [UInt8], to: SocketAddress)? {
         egress.withLock { e -> (bytes: [UInt8], to: SocketAddress)? in
-            guard let srtp = e.srtp, let address = e.address, !e.browserVideo.isEmpty else { return nil }
-            var buffer = RTCPFeedback.remb(from: videoSSRC, bitsPerSecond: bitsPerSecond, ssrcs: e.browserVideo.sorted()).bytes
+            let video = e.browserVideo.sorted()
+            guard let srtp = e.srtp, let address = e.address, let first = video.first else { return nil }
+            let packet: RTCPFeedback
+            switch kind {
+            case .keyframe: packet = .keyframe(from: videoSSRC, media: first)
+            case .remb(let bps): packet = .remb(from: videoSSRC, bitsPerSecond: bps, ssrcs: video)
+            }
+            var buffer = packet.bytes
             let length = buffer.count
             buffer += [UInt8](repeating: 0, count: PeerSRTPSession.maxRTCPOverhead)
             guard let n = try? buffer.withUnsafeMutableBytes({ b throws(SRTPError) in try srtp.protectRTCP(b, length: length) }) else { return nil }

@@ -199,10 +199,11 @@ final class WebRTCGateway: Sendable {
         case .participantJoined(let p):
             table.withLock { t in if let v = p.videoSsrc { t.legs[local]?.videoOwner[v] = p.pid } }
         case .participantLeft(let p, _):
-            table.withLock { t in
+            let peer = table.withLock { t -> WebRTCPeer? in
                 if let v = p.videoSsrc { t.legs[local]?.videoOwner[v] = nil }
+                return t.legs[local]?.peer
             }
-            table.withLock { $0.legs[local] }?.peer.removeSender(ssrc: p.ssrc, videoSSRC: p.videoSsrc)
+            peer?.removeSender(ssrc: p.ssrc, videoSSRC: p.videoSsrc)
         case .videoReport(_, let loss, _):
             // The receivers' loss of this browser's video: REMB down by a third above 10 %, up a tenth under 2 %.
             table.withLock { t in
