@@ -47,7 +47,8 @@ packages=(
 if [ "${1:-}" != "--core" ]; then
   packages+=(clang postgresql redis-server
              openssh-server openssh-client  # tests: a real sshd on loopback (the call screen over SSH)
-             chromium)                      # tests: a real browser joins rooms from the invite link (WebRTC)
+             chromium                       # tests: a real browser joins rooms from the invite link (WebRTC)
+             firefox-esr)                   # tests: and Firefox, driven over its Marionette protocol
 fi
 
 missing=()

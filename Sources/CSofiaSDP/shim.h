@@ -27,8 +27,7 @@
 #include <netdb.h>
 #include <sofia-sip/su_alloc.h>
 #include <sofia-sip/sdp.h>
-/* sdp_parse's strictness flags, as constants Swift sees. */
+/* sdp_parse's flags, as constants Swift sees. */
 static const int callroom_sdp_strict = sdp_f_strict;
-static const int callroom_sdp_mode_sendonly = sdp_sendonly;
-static const int callroom_sdp_mode_recvonly = sdp_recvonly;
+static const int callroom_sdp_mode_manual = sdp_f_mode_manual;
 #endif

@@ -27,7 +27,7 @@ public struct SessionDescription: Sendable, Equatable {
     public enum Kind: String, Sendable, Equatable { case audio, video, application, other }
 
     /// Which way media flows in a section, from the writer's side.
-    public enum Direction: String, Sendable, Equatable {
+    public enum Direction: String, Sendable, Equatable, CaseIterable {
         case sendrecv, sendonly, recvonly, inactive
 
         /// The direction an answer gives to a section offered this way (RFC 3264 §6.1).
@@ -60,8 +60,11 @@ public struct SessionDescription: Sendable, Equatable {
         public var rtcpMux: Bool
         /// The SSRCs the writer will send from (`a=ssrc:`), in order, each once.
         public var ssrcs: [UInt32]
-        /// A section with port 0: rejected, or stopped.
-        public var isRejected: Bool { port == 0 }
+        /// `a=bundle-only` (RFC 8843 §6): port 0 yet live, carried on the bundle's transport —
+        /// how Firefox offers every section after the first under `max-bundle`.
+        public var bundleOnly: Bool = false
+        /// A section with port 0 and not bundle-only: rejected, or stopped.
+        public var isRejected: Bool { port == 0 && !bundleOnly }
     }
 
     public var media: [Media]
@@ -79,7 +82,9 @@ public struct SessionDescription: Sendable, Equatable {
         guard let home = sofia.homeNew(isize_t(MemoryLayout<su_home_t>.size)) else { throw .malformed("no memory for the parser") }
         let h = home.assumingMemoryBound(to: su_home_t.self)
         defer { _ = sofia.homeUnref(h) }
-        let parser = text.withCString { sofia.parse(h, $0, issize_t(text.utf8.count), 0) }
+        // sdp_f_mode_manual: the direction attributes stay attributes, read below — sofia's own
+        // reading calls every port-0 section inactive, bundle-only ones too.
+        let parser = text.withCString { sofia.parse(h, $0, issize_t(text.utf8.count), Int32(callroom_sdp_mode_manual)) }
         defer { sofia.parserFree(parser) }
         guard let session = sofia.session(parser) else {
             throw .malformed(sofia.parsingError(parser).map { String(cString: $0) } ?? "not a session description")
@@ -172,14 +177,10 @@ public struct SessionDescription: Sendable, Equatable {
                                     parameters: fmtp[Int(pt)], feedback: feedback[Int(pt)] ?? []))
             }
         }
-        // sofia-sip reads the direction attributes (section or session level) into `m_mode`.
-        let direction: Direction
-        switch Int32(m.m_mode) {
-        case callroom_sdp_mode_sendonly: direction = .sendonly
-        case callroom_sdp_mode_recvonly: direction = .recvonly
-        case callroom_sdp_mode_sendonly | callroom_sdp_mode_recvonly: direction = .sendrecv
-        default: direction = .inactive
-        }
+        // The section's direction attribute, else the session's, else sendrecv (RFC 4566 §6).
+        let directions = Set(Direction.allCases.map(\.rawValue))
+        let direction = (attrs.last { directions.contains($0.name) } ?? session.last { directions.contains($0.name) })
+            .flatMap { Direction(rawValue: $0.name) } ?? .sendrecv
         let fingerprint = value("fingerprint").flatMap { f -> Fingerprint? in
             let p = f.split(separator: " ")
             return p.count == 2 ? Fingerprint(algorithm: p[0].lowercased(), value: String(p[1])) : nil
@@ -187,7 +188,7 @@ public struct SessionDescription: Sendable, Equatable {
         return Media(kind: kind, port: Int(m.m_port), proto: m.m_proto_name.map { String(cString: $0) } ?? "",
                      mid: attrs.first { $0.name == "mid" }?.value, direction: direction, codecs: codecs, extensions: extensions,
                      iceUfrag: value("ice-ufrag"), icePwd: value("ice-pwd"), fingerprint: fingerprint, setup: value("setup"),
-                     rtcpMux: attrs.contains { $0.name == "rtcp-mux" }, ssrcs: ssrcs)
+                     rtcpMux: attrs.contains { $0.name == "rtcp-mux" }, ssrcs: ssrcs, bundleOnly: attrs.contains { $0.name == "bundle-only" })
     }
 }
 

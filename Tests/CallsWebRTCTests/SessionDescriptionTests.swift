@@ -71,6 +71,25 @@ struct SessionDescriptionTests {
         #expect(!answer.text.contains("\n\n") && answer.text.hasSuffix("\r\n"))
     }
 
+    /// Firefox's max-bundle offer: its bundle-only sections (port 0) are live and answered on
+    /// the one transport (before, they were taken for refused and Firefox sent no video).
+    @Test func firefoxsBundleOnlySectionsAreAnsweredNotRefused() throws {
+        let offer = try SessionDescription.parse(SDPOffers.firefoxMaxBundle)
+        #expect(offer.media.map(\.bundleOnly) == [false, true, true, true])
+        #expect(offer.media.allSatisfy { !$0.isRejected })
+        let answer = try SDPAnswer(offer: offer, transport: transport, sessionID: 7)
+        let a = answer.description
+        #expect(a.bundle == ["0", "1", "2", "3"])
+        #expect(a.media.allSatisfy { $0.port == 40000 && !$0.isRejected })
+        #expect(answer.payloadTypes == ["0": 109, "1": 120, "2": 109, "3": 120], "Firefox's payload types")
+        #expect(a.media.map(\.direction) == [.recvonly, .recvonly, .sendonly, .sendonly])
+        #expect(answer.redPayloadTypes.isEmpty)
+        // A section that is port 0 without bundle-only stays refused.
+        let stopped = try SessionDescription.parse(SDPOffers.firefoxMaxBundle.replacingOccurrences(of: "a=bundle-only\r\na=recvonly\r\na=ice-pwd:f7f13390906194273d34192d8df2115c\r\na=ice-ufrag:93a0e347\r\na=mid:3",
+                                                                                                      with: "a=recvonly\r\na=ice-pwd:f7f13390906194273d34192d8df2115c\r\na=ice-ufrag:93a0e347\r\na=mid:3"))
+        #expect(stopped.media.map(\.isRejected) == [false, false, false, true])
+    }
+
     /// Firefox's Opus is at 109: RED's blocks would need rewriting, so RED is not taken there.
     @Test func redIsTakenOnlyOverOpusAt111() throws {
         let offer = try SessionDescription.parse(SDPOffers.firefoxAudio.replacingOccurrences(of: "m=audio 9 UDP/TLS/RTP/SAVPF 109 9 0 8 101",

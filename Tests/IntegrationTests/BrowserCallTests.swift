@@ -28,7 +28,12 @@ final class BrowserCallTests: XCTestCase {
     /// How loud `hz` is against other frequencies in what the page receives from `pid` (WebAudio
     /// on the remote stream, an FFT over a second): dB of the tone's bin over the loudest other.
     static func heard(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page, pid: String, hz: Double) throws -> Double? {
-        let js = """
+        try browser.evaluate(page, heardScript(pid: pid, hz: hz)) as? Double
+    }
+
+    /// The page-side measurement of `heard` (any browser).
+    static func heardScript(pid: String, hz: Double) -> String {
+        """
             (async () => {
               const s = window.callroom.streams.get(\(String(reflecting: pid)));
               if (!s || !s.getAudioTracks().length) return null;
@@ -45,7 +50,6 @@ final class BrowserCallTests: XCTestCase {
               return tone - other;
             })()
             """
-        return try browser.evaluate(page, js) as? Double
     }
 
     /// A counter of the server's /metrics (the first line of that name, labels included).
@@ -56,7 +60,11 @@ final class BrowserCallTests: XCTestCase {
 
     /// The browser's RTP counters (for a failing test's message).
     static func stats(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page) -> String {
-        let js = """
+        ((try? browser.evaluate(page, statsScript)) as? String) ?? "no stats"
+    }
+
+    /// The page-side listing of `stats` (any browser).
+    static let statsScript = """
             (async () => {
               const out = [];
               (await window.callroom.pc.getStats()).forEach(r => {
@@ -66,8 +74,6 @@ final class BrowserCallTests: XCTestCase {
               return out.join('\\n') + '\\nOFFER\\n' + window.callroom.pc.localDescription.sdp + '\\nANSWER\\n' + window.callroom.pc.remoteDescription.sdp + '\\nTRANSCEIVERS ' + window.callroom.pc.getTransceivers().map(t => t.mid + ':' + t.direction + '/' + t.currentDirection).join(' ');
             })()
             """
-        return ((try? browser.evaluate(page, js)) as? String) ?? "no stats"
-    }
 
     /// One browser and one terminal: each hears the other's tone, each decodes the other's
     /// video, and mute, hand, chat and leave are seen both ways.
@@ -426,5 +432,82 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertNotNil(guest.waitForLine(timeout: 5) { $0.contains("removed") }, "the host's removal not felt: \(guest.output.suffix(3))")
         XCTAssertTrue(try browser.waitFor(page, "!\(gus)", timeout: 5), "Gus still in the browser's roster")
         _ = guest.wait(timeout: 10)
+    }
+
+    /// Firefox (Debian's firefox-esr over Marionette) and a terminal: each hears the other, each
+    /// decodes the other's video, chat both ways, leave seen. Firefox differs from Chromium where
+    /// it matters to the gateway: Opus at 109 and VP8 at 120 (no RED: the terminal's RED is cut to
+    /// its primary frame), the transport at session level, and every section after the first
+    /// offered `bundle-only` with port 0. It gathers no loopback candidates, so it runs in a
+    /// network namespace and callroomd listens on the veth pair's host side.
+    func testFirefoxAndATerminalHearAndSeeEachOther() throws {
+        guard VethNamespace.isAvailable else { throw XCTSkip("needs root and iproute2 for a network namespace") }
+        guard HeadlessFirefox.binary != nil else { throw XCTSkip("firefox-esr is not installed (scripts/install-deps.sh)") }
+        let ns = VethNamespace(name: "crfox\(getpid() % 100_000)", hostSide: "crf\(getpid() % 100_000)", peerSide: "crfox", prefix: "10.203.80")
+        if let failed = try ns.create() { return XCTFail("cannot make the namespace: \(failed)") }
+        defer { ns.remove() }
+        let tmp = TemporaryDirectory("callroom-firefox")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data", listen: ns.hostIP + ":0", extra: ["--allow-plain-http"])
+        defer { _ = callroomd.stop() }
+        let heardPath = tmp.path + "/terminal-heard.wav"
+        let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "fox", "--server", callroomd.url, "--uid", "term",
+                                                                           "--auth-key", callroomd.authKey, "--input", "tone:440",
+                                                                           "--output", "file:" + heardPath, "--video", "pattern",
+                                                                           "--video-out", tmp.path, "--headless"])
+        XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
+        let firefox = try HeadlessFirefox(namespace: ns.name, secureHosts: [ns.hostIP])
+        defer { firefox.close() }
+        try firefox.open(try XCTUnwrap(Self.invite(callroomd, session: "fox")))
+        _ = try firefox.evaluate("(() => { document.getElementById('name').value = 'Fox'; document.getElementById('join').click(); return true; })()")
+        XCTAssertTrue(firefox.waitFor("window.callroom.phase === 'call' && window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20),
+                      "Firefox's media did not connect: \(String(describing: try? firefox.evaluate("JSON.stringify({phase: window.callroom.phase, error: window.callroom.error, conn: window.callroom.pc && window.callroom.pc.connectionState})")))")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantJoined") && $0.contains("Fox") }, "the terminal sees Firefox join")
+        let termPid = try XCTUnwrap(firefox.evaluate("[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
+        // Firefox hears the terminal (RED cut to Opus at 109) and decodes its VP8 at 120. (Headless
+        // Firefox here has no audio device, so WebAudio never runs — its AudioContext stays
+        // suspended; the decoder's own measure is used instead: the energy of what it decoded
+        // grows while the terminal speaks and stops growing while it is muted.)
+        XCTAssertTrue(firefox.waitFor("window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10), "no stream from the terminal")
+        // Energy and packets of what Firefox decoded from the terminal, gained over 100 more packets
+        // (2 s of audio) or 3 s, whichever comes first.
+        let counters = "(async () => { let e = 0, n = 0; (await window.callroom.pc.getStats()).forEach(r => { if (r.type === 'inbound-rtp' && r.kind === 'audio') { e += r.totalAudioEnergy || 0; n += r.packetsReceived || 0; } }); return [e, n]; })()"
+        func energyGained() throws -> Double {
+            let start = try XCTUnwrap(firefox.evaluate(counters) as? [Double])
+            var now = start
+            _ = eventually(3, poll: 0.1) { now = (try? firefox.evaluate(counters) as? [Double]) ?? now; return now[1] >= start[1] + 100 }
+            return now[0] - start[0]
+        }
+        let speaking = try energyGained()
+        // The terminal's tone at 8000/32768 of full scale: ~0.06 of energy a second, decoded.
+        XCTAssertGreaterThan(speaking, 0.05, "Firefox decodes no sound from the terminal:\n\((try? firefox.evaluate(Self.statsScript)) as? String ?? "")")
+        terminal.send("mute-audio")
+        XCTAssertTrue(firefox.waitFor("window.callroom.roster.get(\(String(reflecting: termPid))).isAudioMuted", timeout: 5), "the terminal's mute not seen")
+        _ = try energyGained()  // (what was on its way)
+        let muted = try energyGained()
+        XCTAssertLessThan(muted, speaking / 10, "what Firefox decodes is not the terminal's: \(muted) of energy while it is muted, against \(speaking)")
+        terminal.send("unmute")
+        let framesDecoded = "(async () => { let n = 0; (await window.callroom.pc.getStats()).forEach(r => { if (r.type === 'inbound-rtp' && r.kind === 'video') n += r.framesDecoded || 0; }); return n; })()"
+        XCTAssertTrue(eventually(15, poll: 0.2) { ((try? firefox.evaluate(framesDecoded)) as? Int ?? 0) >= 10 }, "Firefox decoded no video from the terminal")
+        // The terminal writes Firefox's fake camera frames.
+        let webPid = try XCTUnwrap(firefox.evaluate("window.callroom.me.pid") as? String)
+        XCTAssertTrue(eventually(15, poll: 0.2) { (try? String(contentsOfFile: tmp.path + "/\(webPid).y4m", encoding: .isoLatin1))?.components(separatedBy: "FRAME").count ?? 0 > 10 },
+                      "the terminal wrote no frames of Firefox's video")
+        // Chat both ways.
+        _ = try firefox.evaluate("(() => { document.getElementById('chat-text').value = 'hello from firefox'; document.getElementById('chat-form').requestSubmit(); return true; })()")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onChatMessage") && $0.contains("hello from firefox") }, "chat not seen")
+        terminal.send("send-chat hello from the terminal")
+        XCTAssertTrue(firefox.waitFor("window.callroom.chat.some(m => m.text === 'hello from the terminal')", timeout: 5), "the terminal's chat not seen in Firefox")
+        // Firefox's fake microphone is a 1 kHz tone: the terminal hears it.
+        let toRoom = { Int(Self.metric(callroomd, "callroom_webrtc_packets_to_room_total") ?? 0) }
+        let before = toRoom()
+        XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 150 }, "Firefox's media stopped reaching the room")
+        _ = try firefox.evaluate("(() => { document.getElementById('leave').click(); return true; })()")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onParticipantLeft") && $0.contains("Fox") }, "Firefox's leave not seen")
+        terminal.send("leave")
+        XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
+        let wav = try XCTUnwrap(SignalAnalysis.readWAV(heardPath))
+        let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 1000, over: [440, 250, 1500, 3000])
+        XCTAssertGreaterThan(carrying.carrying, 10, "Firefox's 1 kHz heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
     }
 }
