@@ -48,7 +48,8 @@ if [ "${1:-}" != "--core" ]; then
   packages+=(clang postgresql redis-server
              openssh-server openssh-client  # tests: a real sshd on loopback (the call screen over SSH)
              chromium                       # tests: a real browser joins rooms from the invite link (WebRTC)
-             firefox-esr)                   # tests: and Firefox, driven over its Marionette protocol
+             firefox-esr                    # tests: and Firefox, driven over its Marionette protocol
+             coturn)                        # tests: a browser whose UDP is blocked relays through TURN over TCP
 fi
 
 missing=()

@@ -510,4 +510,74 @@ final class BrowserCallTests: XCTestCase {
         let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 1000, over: [440, 250, 1500, 3000])
         XCTAssertGreaterThan(carrying.carrying, 10, "Firefox's 1 kHz heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
     }
+
+    /// UDP blocked: the browser (in a network namespace whose UDP is routed to a blackhole —
+    /// every datagram it sends fails) reaches the room only through Debian's coturn over TCP,
+    /// given to the page by `webrtcIceServers`. Its ICE pairs a TURN relay candidate over TCP with
+    /// the gateway's port; coturn relays to the gateway over UDP from the host side. It hears
+    /// the terminal and the terminal hears it.
+    func testWithUDPBlockedTheBrowserRelaysThroughTURNOverTCP() throws {
+        guard VethNamespace.isAvailable else { throw XCTSkip("needs root and iproute2 for a network namespace") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/turnserver") else { throw XCTSkip("coturn is not installed (scripts/install-deps.sh)") }
+        let ns = VethNamespace(name: "crturn\(getpid() % 100_000)", hostSide: "crt\(getpid() % 100_000)", peerSide: "crturn", prefix: "10.203.81")
+        if let failed = try ns.create() { return XCTFail("cannot make the namespace: \(failed)") }
+        defer { ns.remove() }
+        // Every UDP datagram from the namespace (but to its own addresses) goes to a blackhole.
+        for step in [["-n", ns.name, "rule", "add", "ipproto", "udp", "lookup", "100", "pref", "100"],
+                     ["-n", ns.name, "route", "add", "blackhole", "default", "table", "100"]] {
+            XCTAssertEqual(try VethNamespace.ip(step), 0, "ip " + step.joined(separator: " "))
+        }
+        let tmp = TemporaryDirectory("callroom-browser-turn")
+        defer { tmp.remove() }
+        let turnPort = 3478 + Int(getpid() % 1000)
+        let turn = try ManagedProcess("/usr/bin/turnserver", ["-n", "--listening-ip", ns.hostIP, "--listening-port", String(turnPort), "--relay-ip", ns.hostIP,
+                                                            "--no-udp", "--no-tls", "--no-dtls", "--lt-cred-mech", "--user", "callroom:turn-test-password",
+                                                            "--realm", "callroom.test", "--no-cli", "--log-file", "stdout", "--simple-log",
+                                                            "--pidfile", tmp.path + "/turnserver.pid"])
+        defer { turn.signal(SIGTERM); if turn.wait(timeout: 5) == nil { turn.signal(SIGKILL) } }
+        XCTAssertNotNil(turn.waitForLine(timeout: 10) { $0.contains("Total General servers") || $0.contains("IPv4. TCP listener opened") }, turn.output.suffix(10).joined(separator: "\n"))
+        let config = tmp.path + "/callroomd.json"
+        try #"{"webrtcIceServers": [{"urls": ["turn:\#(ns.hostIP):\#(turnPort)?transport=tcp"], "username": "callroom", "credential": "turn-test-password"}]}"#
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data", listen: ns.hostIP + ":0", extra: ["--allow-plain-http", "--config", config])
+        defer { _ = callroomd.stop() }
+        let heardPath = tmp.path + "/terminal-heard.wav"
+        let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "turn", "--server", callroomd.url, "--uid", "term", "--auth-key", callroomd.authKey,
+                                                                           "--input", "tone:440", "--output", "file:" + heardPath, "--headless"])
+        XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
+        let tone = tmp.path + "/880.wav"
+        try Self.toneWAV(tone, hz: 880)
+        let browser = try HeadlessChromium(audioFile: tone, extraFlags: ["--unsafely-treat-insecure-origin-as-secure=\(callroomd.url)"],
+                                           launcher: ["/usr/sbin/ip", "netns", "exec", ns.name])
+        defer { browser.close() }
+        let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "turn")))
+        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Behind A Firewall'; document.getElementById('join-audio').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 30),
+                      "not connected through TURN: \(Self.stats(browser, page))\n\(turn.output.suffix(15).joined(separator: "\n"))")
+        // The pair in use: a relay candidate, allocated over TCP.
+        let pair = """
+            (async () => {
+              const stats = await window.callroom.pc.getStats(); let out = null;
+              stats.forEach(r => { if (r.type === 'transport' && r.selectedCandidatePairId) {
+                const p = stats.get(r.selectedCandidatePairId), l = stats.get(p.localCandidateId);
+                out = l.candidateType + '/' + (l.relayProtocol || ''); } });
+              return out;
+            })()
+            """
+        let selected = try browser.evaluate(page, pair) as? String ?? ""
+        XCTAssertEqual(selected, "relay/tcp", "the browser's pair is not a TURN relay over TCP: \(selected)")
+        let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10), "no stream from the terminal")
+        var best = -Double.infinity
+        for _ in 0..<6 where best < 20 { best = max(best, try Self.heard(browser, page, pid: termPid, hz: 440) ?? -Double.infinity) }
+        XCTAssertGreaterThan(best, 20, "the browser does not hear the terminal through TURN:\n\(Self.stats(browser, page))")
+        let toRoom = { Int(Self.metric(callroomd, "callroom_webrtc_packets_to_room_total") ?? 0) }
+        let before = toRoom()
+        XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 100 }, "the browser's audio stopped reaching the room")
+        terminal.send("leave")
+        XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
+        let wav = try XCTUnwrap(SignalAnalysis.readWAV(heardPath))
+        let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 880, over: [440, 250, 1500, 3000])
+        XCTAssertGreaterThan(carrying.carrying, 10, "the browser's tone heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
+    }
 }
