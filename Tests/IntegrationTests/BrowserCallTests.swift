@@ -120,6 +120,9 @@ final class BrowserCallTests: XCTestCase {
         _ = try browser.evaluate(page, "document.getElementById('mute').click(); document.getElementById('hand').click(); true")
         XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onParticipantAudioMuted") && $0.contains("Web Guest") }, "mute not seen")
         XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onParticipantHandRaised") && $0.contains("Web Guest") }, "hand not seen")
+        // The speaking ring: with the browser muted the terminal is the dominant speaker …
+        let ringOn = { (pid: String) in "document.querySelector('[data-pid=\"' + \(String(reflecting: pid)) + '\"]').classList.contains('speaking') && window.callroom.dominant === \(String(reflecting: pid))" }
+        XCTAssertTrue(try browser.waitFor(page, ringOn(termPid ?? ""), timeout: 8), "no speaking ring on the terminal's tile (dominant: \(String(describing: try? browser.evaluate(page, "window.callroom.dominant"))))")
         _ = try browser.evaluate(page, "document.getElementById('chat-text').value = 'hello from the browser'; document.getElementById('chat-form').requestSubmit(); true")
         XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onChatMessage") && $0.contains("hello from the browser") }, "chat not seen")
         _ = try browser.evaluate(page, "document.getElementById('mute').click(); true")
@@ -130,6 +133,9 @@ final class BrowserCallTests: XCTestCase {
         terminal.send("send-chat hello from the terminal")
         let termState = "(() => { const p = window.callroom.roster.get(\(String(reflecting: termPid ?? ""))); return !!p && p.isAudioMuted && !!p.raisedHandTimestamp && window.callroom.chat.some(m => m.text === 'hello from the terminal'); })()"
         XCTAssertTrue(try browser.waitFor(page, termState, timeout: 5), "the terminal's mute, hand or chat not seen in the browser")
+        // … and with the terminal muted, the browser is: its level, rewritten into CallRoom's
+        // extension by the gateway, counts as every native sender's does.
+        XCTAssertTrue(try browser.waitFor(page, ringOn(webPid), timeout: 8), "the browser never became the dominant speaker (dominant: \(String(describing: try? browser.evaluate(page, "window.callroom.dominant"))))")
         let label = try browser.evaluate(page, "document.querySelector('[data-pid=\"' + \(String(reflecting: termPid ?? "")) + '\"] .label').textContent") as? String ?? ""
         XCTAssertTrue(label.contains("🔇") && label.contains("✋"), "the tile shows the mute and the hand: \(label)")
         terminal.send("unmute")
@@ -579,5 +585,42 @@ final class BrowserCallTests: XCTestCase {
         let wav = try XCTUnwrap(SignalAnalysis.readWAV(heardPath))
         let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 880, over: [440, 250, 1500, 3000])
         XCTAssertGreaterThan(carrying.carrying, 10, "the browser's tone heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
+    }
+
+    /// A host (a terminal) mutes a browser where the room holds a host's mute, then allows it to
+    /// unmute, then stops its video: the page says so and its controls and tracks follow — never
+    /// a "Mute" button on a microphone the server silences.
+    func testAHostsMuteAndStoppedVideoAreToldTruthfullyInTheBrowser() throws {
+        let tmp = TemporaryDirectory("callroom-browser-held")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let admin = ["apikey": callroomd.apiKey, "appId": callroomd.appId]
+        XCTAssertEqual(BlockingHTTP.request("PUT", callroomd.url + "/v3/rooms/held", headers: admin, body: #"{"moderatorMute":"untilAllowed"}"#).status, 200)
+        let host = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "held", "--server", callroomd.url, "--uid", "host", "--auth-key", callroomd.authKey,
+                                                                       "--input", "null", "--output", "null", "--headless"])
+        XCTAssertNotNil(host.waitForLine { $0.contains("onSessionJoined") }, host.errorOutput)
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "held")))
+        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Guest'; document.getElementById('join').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20))
+        let pid = try XCTUnwrap(browser.evaluate(page, "window.callroom.me.pid") as? String)
+        let controls = "JSON.stringify({muted: window.callroom.muted, mic: window.callroom.local.getAudioTracks()[0].enabled, button: document.getElementById('mute').textContent, disabled: document.getElementById('mute').disabled, cameraOff: window.callroom.cameraOff, camera: window.callroom.local.getVideoTracks()[0].enabled, cameraButton: document.getElementById('camera-toggle').textContent, status: document.getElementById('status').textContent})"
+        func state() -> String { ((try? browser.evaluate(page, controls)) as? String) ?? "" }
+        host.send("mute-participant \(pid)")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.muted && !window.callroom.local.getAudioTracks()[0].enabled && document.getElementById('mute').textContent === 'Muted by host' && document.getElementById('mute').disabled && document.getElementById('status').textContent.includes('host muted you')", timeout: 5), state())
+        // Its own click cannot unmute it meanwhile.
+        _ = try browser.evaluate(page, "document.getElementById('mute').click(); true")
+        XCTAssertEqual(try browser.evaluate(page, "window.callroom.muted") as? Bool, true, state())
+        host.send("allow-unmute \(pid)")
+        XCTAssertTrue(try browser.waitFor(page, "document.getElementById('mute').textContent === 'Unmute' && !document.getElementById('mute').disabled && document.getElementById('status').textContent.includes('allows you to unmute')", timeout: 5), state())
+        _ = try browser.evaluate(page, "document.getElementById('mute').click(); true")
+        XCTAssertNotNil(host.waitForLine(timeout: 5) { $0.contains("onParticipantAudioUnmuted") && $0.contains("Guest") }, "the browser's unmute not seen: \(state())")
+        XCTAssertEqual(try browser.evaluate(page, "window.callroom.local.getAudioTracks()[0].enabled") as? Bool, true)
+        host.send("pause-participant-video \(pid)")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.cameraOff && !window.callroom.local.getVideoTracks()[0].enabled && document.getElementById('camera-toggle').textContent === 'Camera on' && document.getElementById('status').textContent.includes('stopped your video')", timeout: 5), state())
+        host.send("leave")
+        _ = host.wait(timeout: 10)
     }
 }

@@ -43,6 +43,8 @@ final class WebRTCGateway: Sendable {
     private struct Leg: Sendable {
         let peer: WebRTCPeer
         let connection: ConnectionID
+        /// The browser's participant (for the log).
+        let pid: String
         /// The browser's side of the transport, from its offer: a new one (another peer
         /// connection on the same page: a new certificate, new ICE credentials) needs a new leg.
         let remoteFingerprint: String
@@ -142,7 +144,7 @@ final class WebRTCGateway: Sendable {
                 let peer = try WebRTCPeer(connection: local, localUfrag: Crypto.randomHex(4), localPassword: Crypto.randomHex(12),
                                           identity: identity, remoteFingerprint: fingerprint.value, ownKey: r.ownKey,
                                           negotiated: .init(opus: nil, vp8: nil, levelID: nil))
-                leg = Leg(peer: peer, connection: r.connection, remoteFingerprint: fingerprint.value.uppercased(), remoteUfrag: remoteUfrag)
+                leg = Leg(peer: peer, connection: r.connection, pid: r.pid, remoteFingerprint: fingerprint.value.uppercased(), remoteUfrag: remoteUfrag)
             } catch {
                 return .error(code: .webrtcOfferRefused, message: "The browser's leg could not be set up: \(error)")
             }
@@ -298,10 +300,10 @@ final class WebRTCGateway: Sendable {
                 for d in datagrams where socket.send(d, to: from) { counters.sent.add(1, ordering: .relaxed) }
             case .connected(let profile):
                 counters.handshakes.add(1, ordering: .relaxed)
-                log.info("browser leg connected", ["pid": "\(leg.connection)", "srtp": "\(profile)", "from": "\(from)"])
+                log.info("browser leg connected", ["pid": leg.pid, "connection": "\(leg.connection)", "srtp": "\(profile)", "from": "\(from)"])
             case .failed(let why):
                 counters.handshakeFailures.add(1, ordering: .relaxed)
-                log.warn("browser leg's DTLS handshake failed", ["connection": "\(leg.connection)", "why": why])
+                log.warn("browser leg's DTLS handshake failed", ["pid": leg.pid, "connection": "\(leg.connection)", "why": why])
             case .toRoom(let bytes):
                 counters.toRoom.add(1, ordering: .relaxed)
                 relay.receiveTunnelled(bytes, from: leg.connection.local)

@@ -23,6 +23,7 @@ enum BenchCommand {
                callroom bench join --server URL --auth-key KEY [--joins N] [--ca-file FILE | --insecure]
                callroom bench captions [--language en-US] [--model-dir DIR]
                callroom bench video [--seconds N]
+               callroom bench peer-latency --server URL --auth-key KEY --session ID [--seconds N]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
                  client → capture → Opus → RTP/UDP → callroomd's relay (in process) → jitter buffer →
@@ -66,11 +67,14 @@ enum BenchCommand {
                  time with 4, 9 and 25 video tiles at 120x40 (every tile a new frame each render);
                  glass-to-glass latency through an in-process server (--seconds, default 10); last
                  line video encode_ms=… render25_ms=… glass_to_glass_ms=…
+        peer-latency  a clicking, listening terminal participant in a room of an outside server for
+                 --seconds (default 15); prints one JSON line: mouths_ms and ears_ms (wall clock,
+                 ms since the epoch) for pairing with another participant's (a browser's) clicks
 
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join", "captions", "video"].contains(sub) else {
+        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join", "captions", "video", "peer-latency"].contains(sub) else {
             Console.out(usage)
             exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
         }
@@ -78,7 +82,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds", "call-seconds",
-                                                                        "joins", "ca-file", "language", "model-dir", "complexity", "profile", "burst", "bitrate", "redundancy"],
+                                                                        "joins", "ca-file", "session", "language", "model-dir", "complexity", "profile", "burst", "bitrate", "redundancy"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -98,6 +102,8 @@ enum BenchCommand {
             RingBench.run(args)
         case "join":
             JoinBench.run(args)
+        case "peer-latency":
+            PeerLatencyBench.run(args)
         case "video":
             let seconds = int("seconds", 10, 2...600)
             Task { await VideoBench.run(seconds: seconds); exit(ExitCode.ok) }

@@ -11,8 +11,8 @@
   const state = {
     phase: "prejoin", name: "", token: null, ws: null, pc: null, me: null, roster: new Map(), local: null,
     withVideo: true, muted: false, cameraOff: false, hand: false, resumeToken: null, streams: new Map(),
-    byPid: new Map(), negotiating: false, again: false, dominant: null, chat: [], error: null, reconnecting: false,
-    answers: 0, sessionId: page.session, lobby: new Map(), locked: false,
+    byPid: new Map(), negotiating: false, again: false, heldByHost: false, dominant: null, chat: [], error: null, reconnecting: false,
+    answers: 0, lastOfferAt: -Infinity, sessionId: page.session, lobby: new Map(), locked: false,
   };
   // For people debugging a call (and the tests): the page's state.
   window.callroom = state;
@@ -139,8 +139,10 @@
       case "joined":
       case "resumed":
         state.me = m.you;
+        followHost(m.you);
         state.resumeToken = m.resumeToken;
         state.roster = new Map(m.participants.map((p) => [p.pid, p]));
+        state.dominant = m.dominantSpeaker || null;
         state.reconnecting = false;
         if (m.inviteLink) state.inviteLink = m.inviteLink + (page.invite ? "?invite=" + page.invite : "");
         state.locked = !!m.locked;
@@ -152,7 +154,7 @@
       case "participantLeft": state.roster.delete(m.participant.pid); dropStreams(m.participant.pid); render(); negotiate(); break;
       case "participantUpdated":
         state.roster.set(m.participant.pid, m.participant);
-        if (state.me && m.participant.pid === state.me.pid) state.me = m.participant;
+        if (state.me && m.participant.pid === state.me.pid) { state.me = m.participant; followHost(m.participant); }
         render();
         break;
       case "dominantSpeaker": state.dominant = m.pid || null; render(); break;
@@ -192,6 +194,11 @@
                     ERR_REMOVED_FROM_SESSION: "You were removed from this call.", ERR_SESSION_ENDED: "The call has ended." };
     if (fatal[code]) { leave(fatal[code]); return; }
     if (code === "ERR_RESUME_EXPIRED" || code === "ERR_RESUME_INVALID") { state.resumeToken = null; connect(false); return; }
+    if (code === "ERR_WEBRTC_OFFER") {
+      // The offer was refused: no answer comes, so the next change may offer again.
+      state.negotiating = false;
+      if (state.again) { state.again = false; setTimeout(negotiate, 300); }
+    }
     notice(message || code, true);
   }
 
@@ -230,18 +237,23 @@
     state.byPid.delete(pid);
     state.streams.delete(pid);
   }
-  // One offer at a time; changes meanwhile make one more.
+  // One offer at a time, and at most one every 300 ms (the server takes one every 250 ms);
+  // changes meanwhile make one more.
   async function negotiate() {
     const pc = state.pc;
     if (!pc || state.phase !== "call") return;
     if (state.negotiating) { state.again = true; return; }
     state.negotiating = true;
+    const wait = state.lastOfferAt + 300 - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (state.pc !== pc || state.phase !== "call") { state.negotiating = false; return; }
     // A receiving pair of sections for everyone else (free ones are reused by the server).
     const others = [...state.roster.keys()].filter((p) => !state.me || p !== state.me.pid).length;
     const receiving = (kind) => pc.getTransceivers().filter((t) => !t.stopped && t.direction === "recvonly" && t.receiver.track.kind === kind).length;
     for (const kind of ["audio", "video"]) for (let n = receiving(kind); n < others; n++) pc.addTransceiver(kind, { direction: "recvonly" });
     try {
       await pc.setLocalDescription(await pc.createOffer());
+      state.lastOfferAt = performance.now();
       send({ type: "webrtcOffer", sdp: pc.localDescription.sdp });
     } catch (e) {
       state.negotiating = false;
@@ -291,7 +303,8 @@
       tile.classList.toggle("speaking", state.dominant === p.pid);
     }
     for (const t of [...tiles.children]) if (!seen.has(t.dataset.pid)) t.remove();
-    // Moderators (a host) act on the others from here: mute, remove; admit or deny the lobby; lock.
+    // Moderators (a host) act on the others from here: mute (and allow unmuting when the room
+    // holds a host's mute), stop video, remove; admit or deny the lobby; lock.
     const host = !!state.me && state.me.role === "moderator";
     const button = (label, message) => {
       const b = document.createElement("button");
@@ -304,7 +317,10 @@
       li.dataset.pid = p.pid;
       li.append(document.createTextNode(p.name + (p.role === "moderator" ? " · host" : "") + (p.isAudioMuted ? " · muted" : "") + (p.raisedHandTimestamp ? " · hand raised" : "")));
       if (host && p.pid !== state.me.pid) {
-        li.append(" ", button("Mute", { type: "muteParticipant", pid: p.pid }), " ", button("Remove", { type: "removeParticipant", pid: p.pid }));
+        if (!p.isAudioMuted) li.append(" ", button("Mute", { type: "muteParticipant", pid: p.pid }));
+        if (p.mutedByModerator) li.append(" ", button("Allow unmute", { type: "allowUnmute", pid: p.pid }));
+        if (p.videoSsrc && !p.isVideoPaused) li.append(" ", button("Stop video", { type: "pauseParticipantVideo", pid: p.pid }));
+        li.append(" ", button("Remove", { type: "removeParticipant", pid: p.pid }));
       }
       return li;
     }), ...[...state.lobby.values()].map((p) => {
@@ -318,7 +334,8 @@
     $("lock").textContent = state.locked ? "Unlock room" : "Lock room";
     $("count").textContent = state.roster.size + (state.roster.size === 1 ? " person" : " people");
     $("mute").setAttribute("aria-pressed", String(state.muted));
-    $("mute").textContent = state.muted ? "Unmute" : "Mute";
+    $("mute").textContent = state.muted ? (state.heldByHost ? "Muted by host" : "Unmute") : "Mute";
+    $("mute").disabled = state.muted && !!state.heldByHost;
     $("camera-toggle").textContent = state.cameraOff ? "Camera on" : "Camera off";
     $("camera-toggle").disabled = !(state.local && state.local.getVideoTracks().length);
     $("hand").setAttribute("aria-pressed", String(state.hand));
@@ -346,11 +363,29 @@
     $("ended-text").textContent = text;
   }
 
+  // What a host did to me shows here as it is: muted (held until allowed, if the room says so),
+  // video stopped — the local tracks follow, so the controls never claim otherwise.
+  function followHost(me) {
+    if (me.isAudioMuted && !state.muted) {
+      state.muted = true;
+      if (state.local) state.local.getAudioTracks().forEach((t) => { t.enabled = false; });
+      $("status").textContent = me.mutedByModerator ? "The host muted you. You can unmute when the host allows it." : "The host muted you.";
+    }
+    if (me.isVideoPaused && !state.cameraOff) {
+      state.cameraOff = true;
+      if (state.local) state.local.getVideoTracks().forEach((t) => { t.enabled = false; });
+      $("status").textContent = "The host stopped your video.";
+    }
+    if (!me.mutedByModerator && state.heldByHost) $("status").textContent = "The host allows you to unmute.";
+    state.heldByHost = !!me.mutedByModerator;
+  }
+
   // ---- Controls ------------------------------------------------------------------------------
   $("join").onclick = () => join(true);
   $("join-audio").onclick = () => join(false);
   $("mic").onchange = $("camera").onchange = () => openDevices();
   $("mute").onclick = () => {
+    if (state.muted && state.heldByHost) return;
     state.muted = !state.muted;
     if (state.local) state.local.getAudioTracks().forEach((t) => { t.enabled = !state.muted; });
     send({ type: "setAudioMuted", value: state.muted });
