@@ -623,4 +623,32 @@ final class BrowserCallTests: XCTestCase {
         host.send("leave")
         _ = host.wait(timeout: 10)
     }
+
+    /// A terminal that joins just after the browser's first answer: the browser's next offer
+    /// would come inside the server's 250 ms between offers. The page waits out the interval
+    /// (before, the refused offer left it waiting for an answer for ever and it never heard the
+    /// terminal).
+    func testATerminalJoiningJustAfterTheBrowserIsHeard() throws {
+        let tmp = TemporaryDirectory("callroom-browser-race")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "race")))
+        _ = try browser.evaluate(page, "document.getElementById('name').value = 'First'; document.getElementById('join-audio').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.answers >= 1", timeout: 20))
+        let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "race", "--server", callroomd.url, "--uid", "term", "--auth-key", callroomd.authKey,
+                                                                           "--input", "tone:440", "--output", "null", "--headless"])
+        XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
+        let termPid = try XCTUnwrap(eventually(5, poll: 0.05) { (try? browser.evaluate(page, "[...window.callroom.roster.values()].some(p => p.uid === 'term')")) as? Bool == true }
+            ? browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String : nil)
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10),
+                      "no stream from the terminal: \(Self.stats(browser, page))")
+        var best = -Double.infinity
+        for _ in 0..<6 where best < 20 { best = max(best, try Self.heard(browser, page, pid: termPid, hz: 440) ?? -Double.infinity) }
+        XCTAssertGreaterThan(best, 20, "the browser does not hear the terminal")
+        terminal.send("leave")
+        _ = terminal.wait(timeout: 10)
+    }
 }
