@@ -91,7 +91,7 @@ final class WebRTCSignallingTests: XCTestCase {
         defer { gateway.stop() }
         let key = WireMediaKey(ssrc: 7, epoch: 0, key: Base64URL.encode([UInt8](repeating: 1, count: 28)), videoSsrc: 8)
         func answer(_ sdp: String) throws -> String {
-            let r = WebRTCOfferRequest(connection: ConnectionID(node: "n", local: 1), session: "s", pid: "p", ownKey: key, senders: [], sdp: sdp)
+            let r = WebRTCOfferRequest(connection: ConnectionID(node: "n", local: 1), tunnel: RoomCore.webrtcTunnel(1), session: "s", pid: "p", ownKey: key, senders: [], sdp: sdp)
             guard case .webrtcAnswer(let text) = gateway.answer(r) else { throw TestFailure("no answer") }
             return try XCTUnwrap(text.split(separator: "\r\n").first { $0.hasPrefix("a=ice-ufrag:") }.map(String.init))
         }
@@ -101,5 +101,32 @@ final class WebRTCSignallingTests: XCTestCase {
         let second = try answer(Self.offer.replacingOccurrences(of: "sha-256 AA:BB", with: "sha-256 AB:BB"))
         XCTAssertNotEqual(second, first, "a new certificate: a new leg")
         XCTAssertEqual(gateway.legCount, 1, "the old legs are gone")
+    }
+
+    /// In a cluster a room's node answers browsers whose WebSockets are on other nodes, and node
+    /// ids are per node: two connections may both be "5". Legs are the participants' (their tunnel
+    /// ids), and a connection is found whole — one node's connection 5 never reaches the other's leg.
+    func testConnectionsOfTwoNodesWithTheSameLocalIdHaveTheirOwnLegs() throws {
+        let relay = try MediaRelay(host: "127.0.0.1", port: 0)
+        defer { relay.close() }
+        let gateway = try WebRTCGateway(host: "127.0.0.1", port: 0, candidateAddress: "127.0.0.1", relay: relay, log: ServerLog(level: .error)) { _, _ in }
+        defer { gateway.stop() }
+        func answer(node: String, member: UInt64) throws -> String {
+            let key = WireMediaKey(ssrc: UInt32(member), epoch: 0, key: Base64URL.encode([UInt8](repeating: UInt8(member), count: 28)), videoSsrc: UInt32(member) + 100)
+            let r = WebRTCOfferRequest(connection: ConnectionID(node: node, local: 5), tunnel: RoomCore.webrtcTunnel(member), session: "s", pid: "p\(member)",
+                                       ownKey: key, senders: [], sdp: Self.offer)
+            let reply = gateway.answer(r)
+            guard case .webrtcAnswer(let text) = reply else { throw TestFailure("no answer: \(reply)") }
+            return try XCTUnwrap(text.split(separator: "\r\n").first { $0.hasPrefix("a=ice-ufrag:") }.map(String.init))
+        }
+        let onA = try answer(node: "node-a", member: 1), onB = try answer(node: "node-b", member: 2)
+        XCTAssertNotEqual(onA, onB)
+        XCTAssertEqual(gateway.legCount, 2, "one leg each")
+        gateway.observe(.left(reason: .left, by: nil), to: ConnectionID(node: "node-b", local: 5))
+        XCTAssertEqual(gateway.legCount, 1, "node B's connection 5 took its own leg only")
+        XCTAssertEqual(try answer(node: "node-a", member: 1), onA, "node A's leg is still there (a renegotiation keeps it)")
+        gateway.remove(ConnectionID(node: "node-c", local: 5))
+        XCTAssertEqual(gateway.legCount, 1, "a connection without a leg removes nothing")
+        XCTAssertEqual(RoomCore.webrtcTunnel(1) & (1 << 63), 1 << 63, "browser tunnels are apart from WebSocket ids")
     }
 }

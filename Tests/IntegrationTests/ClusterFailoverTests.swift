@@ -176,4 +176,49 @@ final class ClusterFailoverTests: XCTestCase {
         print("cluster fail-over: bob heard \(before) windows of tone before, a gap of \(best.length), \(after) after (50 ms each)")
     }
 
+
+    /// A browser opens an invite link served by node B while the room is on node A: its offer is
+    /// answered by A's WebRTC gateway (the room's node: its relay holds the media), its media go
+    /// straight to A's WebRTC port, and it and a terminal on A hear each other. Node B holds its
+    /// WebSocket only. (Connection ids are per node: A's gateway keys the leg by the participant.)
+    func testABrowserWhoseWebSocketIsOnAnotherNodeHearsAndIsHeard() throws {
+        guard HeadlessChromium.binary != nil else { throw XCTSkip("chromium is not installed (scripts/install-deps.sh)") }
+        let database = try pg.createDatabase()
+        let a = try startNode("node-a", database: database)
+        let b = try startNode("node-b", database: database)
+        let registry = NodeRegistry(redis: try RedisClient(address: redis.address))
+        XCTAssertTrue(eventually { (try? registry.liveNodes().count) == 2 }, "two nodes registered")
+        let wav = tmp.file("term-heard.wav")
+        let term = try client("term", via: a, authKey: a.authKey, input: "tone:440", output: "file:\(wav)", room: "mixed")
+        defer { term.signal(SIGKILL); _ = term.wait() }
+        XCTAssertNotNil(term.waitForLine(timeout: 15) { $0.contains("onSessionJoined") }, term.errorOutput)
+        XCTAssertEqual(try registry.node(forSession: "mixed")?.id, "node-a")
+        let minted = BlockingHTTP.request("POST", b.url + "/v3/rooms/mixed/invites", headers: ["apikey": a.apiKey, "appId": a.appId], body: #"{"role":"guest"}"#)
+        let link = try XCTUnwrap(minted.data["link"] as? String, minted.text)
+        XCTAssertTrue(link.hasPrefix(b.url), "the link is node B's: \(link)")
+        let tone = tmp.file("880.wav")
+        try BrowserCallTests.toneWAV(tone, hz: 880)
+        let browser = try HeadlessChromium(audioFile: tone)
+        defer { browser.close() }
+        let page = try browser.open(link)
+        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Web'; document.getElementById('join-audio').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20),
+                      "not connected: \(BrowserCallTests.stats(browser, page))")
+        XCTAssertEqual(BrowserCallTests.metric(a, "callroom_webrtc_legs"), 1, "the leg is on the room's node")
+        XCTAssertEqual(BrowserCallTests.metric(b, "callroom_webrtc_legs"), 0, "none on the node holding the WebSocket")
+        let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10))
+        var best = -Double.infinity
+        for _ in 0..<6 where best < 20 { best = max(best, try BrowserCallTests.heard(browser, page, pid: termPid, hz: 440) ?? -Double.infinity) }
+        XCTAssertGreaterThan(best, 20, "the browser does not hear the terminal across nodes:\n\(BrowserCallTests.stats(browser, page))")
+        let toRoom = { Int(BrowserCallTests.metric(a, "callroom_webrtc_packets_to_room_total") ?? 0) }
+        let before = toRoom()
+        XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 100 })
+        term.send("leave")
+        XCTAssertEqual(term.wait(timeout: 10), 0, term.errorOutput)
+        let heard = try XCTUnwrap(SignalAnalysis.readWAV(wav))
+        let carrying = SignalAnalysis.windowsCarrying(heard.samples, tone: 880, over: [440, 250, 1500, 3000])
+        XCTAssertGreaterThan(carrying.carrying, 10, "the terminal heard the browser in \(carrying.carrying) of \(carrying.of) windows")
+        XCTAssertTrue(try browser.waitFor(page, "!window.callroom.roster.has(\(String(reflecting: termPid)))", timeout: 5), "the terminal's leave not seen across nodes")
+    }
 }

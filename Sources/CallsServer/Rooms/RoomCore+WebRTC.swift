@@ -17,13 +17,14 @@ extension RoomCore {
             return fail(connection, .webrtcOfferRefused, "Too many offers: at most one every \(Self.offerIntervalMs) ms.", close: false)
         }
         room.participants[pid]?.lastOfferAt = now
-        if !me.mediaOverSignalling {
+        if !me.viaWebRTC {
             room.participants[pid]?.mediaOverSignalling = true
+            room.participants[pid]?.viaWebRTC = true
             patchRelay(room)
             log(.info, "media through the WebRTC gateway", ["session": room.sessionId, "pid": pid])
         }
         let senders = room.admitted.filter { $0.wire.pid != pid }.map { WebRTCOfferRequest.Sender(pid: $0.wire.pid, key: $0.wireKey) }
-        effects.append(.webrtcOffer(WebRTCOfferRequest(connection: connection, session: room.sessionId, pid: pid, ownKey: me.wireKey,
+        effects.append(.webrtcOffer(WebRTCOfferRequest(connection: connection, tunnel: Self.webrtcTunnel(me.key), session: room.sessionId, pid: pid, ownKey: me.wireKey,
                                                        senders: senders, sdp: sdp)))
     }
 }

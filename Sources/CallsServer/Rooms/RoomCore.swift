@@ -50,8 +50,9 @@ final class RoomCore {
         var mediaKey: [UInt8] = []
         var keyEpoch: UInt8 = 0
         /// Its media travels over its signalling connection (UDP is blocked for it), or through
-        /// the WebRTC gateway (a browser).
+        /// the WebRTC gateway (a browser: `viaWebRTC` too).
         var mediaOverSignalling = false
+        var viaWebRTC = false
         /// When its last `webrtcOffer` came (ms): offers are parsed on this queue, so they are rationed.
         var lastOfferAt: Int64 = .min
         /// The pids whose video it shows (`subscribeVideo`): the relay sends it only theirs.
@@ -333,6 +334,16 @@ final class RoomCore {
         effects.append(.persist(StoreRequest(id: id, commands: commands)))
     }
 
+    /// The relay's tunnel id of a tunnelled member: a browser leg's is its member key with the top
+    /// bit set (unique on this node, wherever its WebSocket is — in a cluster that may be another
+    /// node, whose connection ids can equal ours); media over signalling's is its WebSocket here.
+    func tunnel(of p: Participant) -> UInt64? {
+        if p.viaWebRTC { return Self.webrtcTunnel(p.key) }
+        return p.mediaOverSignalling ? p.connection?.local : nil
+    }
+
+    static func webrtcTunnel(_ key: UInt64) -> UInt64 { key | 1 << 63 }
+
     /// The room's media membership: its admitted participants, each video going to those
     /// whose subscriptions name it.
     func patchRelay(_ room: Room) {
@@ -341,7 +352,7 @@ final class RoomCore {
         for p in admitted { for s in p.videoSubscriptions { subscribers[s, default: []].insert(p.key) } }
         let members = (admitted + room.members).map { p -> RelayTable.Member in
             var m = RelayTable.Member(key: p.key, room: room.index, ssrc: p.wire.ssrc, consent: MediaConsent(ssrc: p.wire.ssrc, token: p.bindToken),
-                                      muted: p.serverMuted, tunnel: p.mediaOverSignalling ? p.connection?.local : nil)
+                                      muted: p.serverMuted, tunnel: tunnel(of: p))
             m.videoSSRC = p.wire.videoSsrc ?? 0
             m.videoPaused = p.wire.isVideoPaused
             m.videoSubscribers = subscribers[p.wire.pid] ?? []

@@ -71,6 +71,8 @@ struct WebRTCOfferRequest: Sendable, Equatable {
         var key: WireMediaKey
     }
     var connection: ConnectionID
+    /// The participant's tunnel id in the relay (`RoomCore.tunnel(of:)`): the leg's key.
+    var tunnel: UInt64
     var session: String
     var pid: String
     var ownKey: WireMediaKey

@@ -43,6 +43,8 @@ final class WebRTCGateway: Sendable {
     private struct Leg: Sendable {
         let peer: WebRTCPeer
         let connection: ConnectionID
+        /// The relay's tunnel id of its participant (the table's key).
+        let tunnel: UInt64
         /// The browser's participant (for the log).
         let pid: String
         /// The browser's side of the transport, from its offer: a new one (another peer
@@ -59,8 +61,12 @@ final class WebRTCGateway: Sendable {
         var lastKeyframe: UInt64 = 0
     }
 
+    /// Legs by their tunnel id (the relay's name for the participant: `WebRTCOfferRequest.tunnel`);
+    /// the signalling connection's leg — in a cluster the connection may be on another node, and
+    /// its node-local id may equal one of ours, so connections are looked up whole.
     private struct Table {
         var legs: [UInt64: Leg] = [:]
+        var byConnection: [ConnectionID: UInt64] = [:]
         var byUfrag: [String: UInt64] = [:]
         var byAddress: [SocketAddress: UInt64] = [:]
     }
@@ -124,7 +130,7 @@ final class WebRTCGateway: Sendable {
         guard let fingerprint = offer.media.first(where: { !$0.isRejected })?.fingerprint, fingerprint.algorithm == "sha-256" else {
             return .error(code: .webrtcOfferRefused, message: "The offer names no sha-256 DTLS fingerprint.")
         }
-        let local = r.connection.local
+        let local = r.tunnel
         let remoteUfrag = offer.media.first(where: { !$0.isRejected })?.iceUfrag
         // A renegotiation keeps its leg; a new peer connection (ICE restart, a new certificate) replaces it.
         let existing = table.withLock { t -> Leg? in
@@ -144,7 +150,7 @@ final class WebRTCGateway: Sendable {
                 let peer = try WebRTCPeer(connection: local, localUfrag: Crypto.randomHex(4), localPassword: Crypto.randomHex(12),
                                           identity: identity, remoteFingerprint: fingerprint.value, ownKey: r.ownKey,
                                           negotiated: .init(opus: nil, vp8: nil, levelID: nil))
-                leg = Leg(peer: peer, connection: r.connection, pid: r.pid, remoteFingerprint: fingerprint.value.uppercased(), remoteUfrag: remoteUfrag)
+                leg = Leg(peer: peer, connection: r.connection, tunnel: local, pid: r.pid, remoteFingerprint: fingerprint.value.uppercased(), remoteUfrag: remoteUfrag)
             } catch {
                 return .error(code: .webrtcOfferRefused, message: "The browser's leg could not be set up: \(error)")
             }
@@ -187,6 +193,7 @@ final class WebRTCGateway: Sendable {
         let stored = leg
         table.withLock { t in
             t.legs[local] = stored
+            t.byConnection[stored.connection] = local
             t.byUfrag[stored.peer.localUfrag] = local
         }
         return .webrtcAnswer(sdp: answer.text)
@@ -194,7 +201,11 @@ final class WebRTCGateway: Sendable {
 
     /// A message the rooms send to `connection`: a browser leg's keys, roster and reports follow them.
     func observe(_ message: ServerMessage, to connection: ConnectionID) {
-        let local = connection.local
+        switch message {
+        case .mediaKeys, .participantJoined, .participantLeft, .videoReport, .keyframeRequest, .left: break
+        default: return
+        }
+        guard let local = table.withLock({ $0.byConnection[connection] }) else { return }
         switch message {
         case .mediaKeys(let keys):
             table.withLock { $0.legs[local] }?.peer.setKeys(keys)
@@ -228,13 +239,14 @@ final class WebRTCGateway: Sendable {
 
     /// The connection's leg goes (it left, its connection closed).
     func remove(_ connection: ConnectionID) {
-        table.withLock { Self.drop(connection.local, from: &$0) }
+        table.withLock { t in if let tunnel = t.byConnection[connection] { Self.drop(tunnel, from: &t) } }
     }
 
-    private static func drop(_ local: UInt64, from t: inout Table) {
-        guard let leg = t.legs.removeValue(forKey: local) else { return }
+    private static func drop(_ tunnel: UInt64, from t: inout Table) {
+        guard let leg = t.legs.removeValue(forKey: tunnel) else { return }
+        if t.byConnection[leg.connection] == tunnel { t.byConnection[leg.connection] = nil }
         t.byUfrag[leg.peer.localUfrag] = nil
-        t.byAddress = t.byAddress.filter { $0.value != local }
+        t.byAddress = t.byAddress.filter { $0.value != tunnel }
     }
 
     // MARK: Relay workers
@@ -306,13 +318,13 @@ final class WebRTCGateway: Sendable {
                 log.warn("browser leg's DTLS handshake failed", ["pid": leg.pid, "connection": "\(leg.connection)", "why": why])
             case .toRoom(let bytes):
                 counters.toRoom.add(1, ordering: .relaxed)
-                relay.receiveTunnelled(bytes, from: leg.connection.local)
+                relay.receiveTunnelled(bytes, from: leg.tunnel)
             case .keyframe(let ssrc):
                 let now = monotonicNanoseconds()
                 let target = table.withLock { t -> String? in
-                    guard var l = t.legs[leg.connection.local], now - l.lastKeyframe >= 500_000_000, let pid = l.videoOwner[ssrc] else { return nil }
+                    guard var l = t.legs[leg.tunnel], now - l.lastKeyframe >= 500_000_000, let pid = l.videoOwner[ssrc] else { return nil }
                     l.lastKeyframe = now
-                    t.legs[leg.connection.local] = l
+                    t.legs[leg.tunnel] = l
                     return pid
                 }
                 if let target { keyframe(leg.connection, target) }
