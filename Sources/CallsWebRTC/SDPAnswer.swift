@@ -66,7 +66,8 @@ public struct SDPAnswer: Sendable, Equatable {
     public init(offer: SessionDescription, transport t: Transport, sessionID: UInt64) throws(SDPError) {
         let live = offer.media.filter { !$0.isRejected }
         guard !live.isEmpty, !offer.bundle.isEmpty, live.allSatisfy({ $0.mid.map(offer.bundle.contains) == true }) else { throw .notBundled }
-        var lines = ["v=0", "o=- \(sessionID) 2 IN IP4 \(t.address)", "s=-", "t=0 0", "a=ice-lite"]
+        // The session id under 2^63 (JSEP §5.2.1): Firefox refuses an answer whose id is larger.
+        var lines = ["v=0", "o=- \(sessionID & (UInt64.max >> 1)) 2 IN IP4 \(t.address)", "s=-", "t=0 0", "a=ice-lite"]
         var sections: [String] = []
         var accepted: [String] = []
         var payloadTypes: [String: UInt8] = [:]

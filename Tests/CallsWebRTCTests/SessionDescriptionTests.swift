@@ -84,6 +84,9 @@ struct SessionDescriptionTests {
         #expect(answer.payloadTypes == ["0": 109, "1": 120, "2": 109, "3": 120], "Firefox's payload types")
         #expect(a.media.map(\.direction) == [.recvonly, .recvonly, .sendonly, .sendonly])
         #expect(answer.redPayloadTypes.isEmpty)
+        // Its session id stays under 2^63, whatever id it is given (Firefox refuses a larger one).
+        let big = try SDPAnswer(offer: offer, transport: transport, sessionID: .max)
+        #expect(big.text.contains("o=- \(Int64.max) 2 IN IP4 "))
         // A section that is port 0 without bundle-only stays refused.
         let stopped = try SessionDescription.parse(SDPOffers.firefoxMaxBundle.replacingOccurrences(of: "a=bundle-only\r\na=recvonly\r\na=ice-pwd:f7f13390906194273d34192d8df2115c\r\na=ice-ufrag:93a0e347\r\na=mid:3",
                                                                                                       with: "a=recvonly\r\na=ice-pwd:f7f13390906194273d34192d8df2115c\r\na=ice-ufrag:93a0e347\r\na=mid:3"))

@@ -18,6 +18,14 @@ final class BrowserCallTests: XCTestCase {
         try data.write(to: URL(fileURLWithPath: path))
     }
 
+    /// Types `name` on the page and clicks Join (with `video`) or Join with audio only.
+    static func clickJoin(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page, name: String, video: Bool = true) throws {
+        _ = try browser.evaluate(page, "document.getElementById('name').value = \(String(reflecting: name)); document.getElementById('\(video ? "join" : "join-audio")').click(); true")
+    }
+
+    /// The page's media are through: its peer connection is `connected`.
+    static let mediaConnected = "window.callroom.pc && window.callroom.pc.connectionState === 'connected'"
+
     /// A guest invite link for `session` (the operator's).
     static func invite(_ server: CallroomdProcess, session: String) -> String? {
         let r = BlockingHTTP.request("POST", server.url + "/v3/rooms/\(session)/invites", headers: ["apikey": server.apiKey, "appId": server.appId],
@@ -94,8 +102,8 @@ final class BrowserCallTests: XCTestCase {
         let browser = try HeadlessChromium(audioFile: browserTone)
         defer { browser.close() }
         let page = try browser.open(link)
-        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Web Guest'; document.getElementById('join').click(); true")
-        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && window.callroom.pc && window.callroom.pc.connectionState === 'connected'",
+        try Self.clickJoin(browser, page, name: "Web Guest")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && \(Self.mediaConnected)",
                                           timeout: 20), "the browser's media did not connect: \(String(describing: try? browser.evaluate(page, "JSON.stringify({phase: window.callroom.phase, error: window.callroom.error, ice: window.callroom.pc && window.callroom.pc.iceConnectionState, conn: window.callroom.pc && window.callroom.pc.connectionState, answers: window.callroom.answers})")))\n\(callroomd.output.suffix(20).joined(separator: "\n"))")
         XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantJoined") && $0.contains("Web Guest") }, "the terminal sees the browser join")
         let termPid = try browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String
@@ -179,8 +187,8 @@ final class BrowserCallTests: XCTestCase {
             try Self.toneWAV(wav, hz: hz)
             let browser = try HeadlessChromium(audioFile: wav)
             let page = try browser.open(link)
-            _ = try browser.evaluate(page, "document.getElementById('name').value = \(String(reflecting: name)); document.getElementById('\(video ? "join" : "join-audio")').click(); true")
-            XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20), "\(name) did not connect")
+            try Self.clickJoin(browser, page, name: name, video: video)
+            XCTAssertTrue(try browser.waitFor(page, Self.mediaConnected, timeout: 20), "\(name) did not connect")
             browsers.append((browser, page))
         }
         let pids = try Dictionary(uniqueKeysWithValues: ["Ann", "Bea", "Web One", "Web Two"].map { name in
@@ -244,7 +252,7 @@ final class BrowserCallTests: XCTestCase {
         let admin = ["apikey": callroomd.apiKey, "appId": callroomd.appId]
         func joinBy(_ browser: HeadlessChromium, _ url: String, name: String) throws -> HeadlessChromium.Page {
             let page = try browser.open(url)
-            _ = try browser.evaluate(page, "document.getElementById('name').value = \(String(reflecting: name)); document.getElementById('join').click(); true")
+            try Self.clickJoin(browser, page, name: name)
             return page
         }
         func noticeOf(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page) -> String {
@@ -311,7 +319,7 @@ final class BrowserCallTests: XCTestCase {
         let lee = try XCTUnwrap(requestPid("Lee"), mod.output.suffix(5).joined(separator: "\n"))
         mod.send("admit \(kim)")
         mod.send("deny \(lee)")
-        XCTAssertTrue(try browser.waitFor(waiting[0], "window.callroom.phase === 'call' && window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 15),
+        XCTAssertTrue(try browser.waitFor(waiting[0], "window.callroom.phase === 'call' && \(Self.mediaConnected)", timeout: 15),
                       noticeOf(browser, waiting[0]))
         XCTAssertTrue(try browser.waitFor(waiting[1], "document.getElementById('ended-text').textContent.includes('did not let you in')", timeout: 10),
                       noticeOf(browser, waiting[1]))
@@ -336,7 +344,7 @@ final class BrowserCallTests: XCTestCase {
                              session: try browser.open("about:blank").session)
         let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "phone")))
         _ = try browser.call("Emulation.setDeviceMetricsOverride", ["width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true], session: page.session)
-        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Phone'; document.getElementById('join').click(); true")
+        try Self.clickJoin(browser, page, name: "Phone")
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected' && document.querySelectorAll('.tile').length === 2", timeout: 20))
         XCTAssertTrue(try browser.waitFor(page, "document.querySelector('.tile:not([data-pid=\"' + window.callroom.me.pid + '\"]) video').videoWidth > 0", timeout: 15),
                       "the other's video is not playing")
@@ -374,8 +382,8 @@ final class BrowserCallTests: XCTestCase {
                                            launcher: ["/usr/sbin/ip", "netns", "exec", ns.name])
         defer { browser.close() }
         let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "blip")))
-        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Roamer'; document.getElementById('join').click(); true")
-        XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20),
+        try Self.clickJoin(browser, page, name: "Roamer")
+        XCTAssertTrue(try browser.waitFor(page, Self.mediaConnected, timeout: 20),
                       "not connected over the namespace's link: \(Self.stats(browser, page))")
         let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
         func hears() throws -> Bool {
@@ -416,7 +424,7 @@ final class BrowserCallTests: XCTestCase {
         let browser = try HeadlessChromium()
         defer { browser.close() }
         let page = try browser.open(callroomd.url + "/call/hosted#authToken=" + token)
-        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Hana'; document.getElementById('join').click(); true")
+        try Self.clickJoin(browser, page, name: "Hana")
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && window.callroom.me.role === 'moderator'", timeout: 15),
                       "the first one in does not host")
         XCTAssertTrue(try browser.evaluate(page, "!document.getElementById('lock').classList.contains('hidden')") as? Bool == true, "no lock button for the host")
@@ -466,7 +474,7 @@ final class BrowserCallTests: XCTestCase {
         defer { firefox.close() }
         try firefox.open(try XCTUnwrap(Self.invite(callroomd, session: "fox")))
         _ = try firefox.evaluate("(() => { document.getElementById('name').value = 'Fox'; document.getElementById('join').click(); return true; })()")
-        XCTAssertTrue(firefox.waitFor("window.callroom.phase === 'call' && window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20),
+        XCTAssertTrue(firefox.waitFor("window.callroom.phase === 'call' && \(Self.mediaConnected)", timeout: 20),
                       "Firefox's media did not connect: \(String(describing: try? firefox.evaluate("JSON.stringify({phase: window.callroom.phase, error: window.callroom.error, conn: window.callroom.pc && window.callroom.pc.connectionState})")))")
         XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantJoined") && $0.contains("Fox") }, "the terminal sees Firefox join")
         let termPid = try XCTUnwrap(firefox.evaluate("[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
@@ -557,8 +565,8 @@ final class BrowserCallTests: XCTestCase {
                                            launcher: ["/usr/sbin/ip", "netns", "exec", ns.name])
         defer { browser.close() }
         let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "turn")))
-        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Behind A Firewall'; document.getElementById('join-audio').click(); true")
-        XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 30),
+        try Self.clickJoin(browser, page, name: "Behind A Firewall", video: false)
+        XCTAssertTrue(try browser.waitFor(page, Self.mediaConnected, timeout: 30),
                       "not connected through TURN: \(Self.stats(browser, page))\n\(turn.output.suffix(15).joined(separator: "\n"))")
         // The pair in use: a relay candidate, allocated over TCP.
         let pair = """
@@ -603,8 +611,8 @@ final class BrowserCallTests: XCTestCase {
         let browser = try HeadlessChromium()
         defer { browser.close() }
         let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "held")))
-        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Guest'; document.getElementById('join').click(); true")
-        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20))
+        try Self.clickJoin(browser, page, name: "Guest")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && \(Self.mediaConnected)", timeout: 20))
         let pid = try XCTUnwrap(browser.evaluate(page, "window.callroom.me.pid") as? String)
         let controls = "JSON.stringify({muted: window.callroom.muted, mic: window.callroom.local.getAudioTracks()[0].enabled, button: document.getElementById('mute').textContent, disabled: document.getElementById('mute').disabled, cameraOff: window.callroom.cameraOff, camera: window.callroom.local.getVideoTracks()[0].enabled, cameraButton: document.getElementById('camera-toggle').textContent, status: document.getElementById('status').textContent})"
         func state() -> String { ((try? browser.evaluate(page, controls)) as? String) ?? "" }
@@ -636,7 +644,7 @@ final class BrowserCallTests: XCTestCase {
         let browser = try HeadlessChromium()
         defer { browser.close() }
         let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "race")))
-        _ = try browser.evaluate(page, "document.getElementById('name').value = 'First'; document.getElementById('join-audio').click(); true")
+        try Self.clickJoin(browser, page, name: "First", video: false)
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.answers >= 1", timeout: 20))
         let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "race", "--server", callroomd.url, "--uid", "term", "--auth-key", callroomd.authKey,
                                                                            "--input", "tone:440", "--output", "null", "--headless"])

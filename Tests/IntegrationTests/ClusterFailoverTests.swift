@@ -201,8 +201,8 @@ final class ClusterFailoverTests: XCTestCase {
         let browser = try HeadlessChromium(audioFile: tone)
         defer { browser.close() }
         let page = try browser.open(link)
-        _ = try browser.evaluate(page, "document.getElementById('name').value = 'Web'; document.getElementById('join-audio').click(); true")
-        XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected'", timeout: 20),
+        try BrowserCallTests.clickJoin(browser, page, name: "Web", video: false)
+        XCTAssertTrue(try browser.waitFor(page, BrowserCallTests.mediaConnected, timeout: 20),
                       "not connected: \(BrowserCallTests.stats(browser, page))")
         XCTAssertEqual(BrowserCallTests.metric(a, "callroom_webrtc_legs"), 1, "the leg is on the room's node")
         XCTAssertEqual(BrowserCallTests.metric(b, "callroom_webrtc_legs"), 0, "none on the node holding the WebSocket")

@@ -177,7 +177,7 @@ final class WebRTCGateway: Sendable {
         let transport = SDPAnswer.Transport(iceUfrag: leg.peer.localUfrag, icePwd: leg.peer.localPassword, fingerprint: identity.fingerprint,
                                             address: candidateAddress, port: port, cname: "callroom", senders: answerSenders)
         let answer: SDPAnswer
-        do { answer = try SDPAnswer(offer: offer, transport: transport, sessionID: UInt64(truncatingIfNeeded: local)) } catch {
+        do { answer = try SDPAnswer(offer: offer, transport: transport, sessionID: local) } catch {
             return .error(code: .webrtcOfferRefused, message: error.description)
         }
         let firstAudio = offer.media.first { $0.kind == .audio && answer.payloadTypes[$0.mid ?? ""] != nil }
