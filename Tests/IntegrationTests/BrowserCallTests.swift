@@ -1,4 +1,5 @@
 import CallRoomTestSupport
+import CallsSecurity
 import Foundation
 import XCTest
 
@@ -37,6 +38,27 @@ final class BrowserCallTests: XCTestCase {
     /// on the remote stream, an FFT over a second): dB of the tone's bin over the loudest other.
     static func heard(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page, pid: String, hz: Double) throws -> Double? {
         try browser.evaluate(page, heardScript(pid: pid, hz: hz)) as? Double
+    }
+
+    /// `heard` at its clearest over up to six tries (it stops at the first over 20 dB).
+    static func clearest(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page, pid: String, hz: Double) throws -> Double {
+        var best = -Double.infinity
+        for _ in 0..<6 where best < 20 { best = max(best, try heard(browser, page, pid: pid, hz: hz) ?? -Double.infinity) }
+        return best
+    }
+
+    /// Whether the browsers' media go on reaching the room: `packets` more re-protected by the gateway within 10 s.
+    static func browsersKeepReaching(_ server: CallroomdProcess, packets: Int) -> Bool {
+        let toRoom = { Int(metric(server, "callroom_webrtc_packets_to_room_total") ?? 0) }
+        let before = toRoom()
+        return eventually(10, poll: 0.1) { toRoom() >= before + packets }
+    }
+
+    /// In how many 100 ms windows of the WAV at `path` the tone `hz` stands out.
+    static func windowsCarrying(_ path: String, hz: Double) throws -> (carrying: Int, of: Int) {
+        let wav = try XCTUnwrap(SignalAnalysis.readWAV(path), "no WAV at \(path)")
+        let r = SignalAnalysis.windowsCarrying(wav.samples, tone: hz, over: [440, 250, 1500, 3000].filter { $0 != hz })
+        return (r.carrying, r.of)
     }
 
     /// The page-side measurement of `heard` (any browser).
@@ -110,10 +132,7 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertNotNil(termPid)
         // The browser hears the terminal's 440 Hz.
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid ?? "")))", timeout: 10), "no stream from the terminal")
-        var best = -Double.infinity
-        for _ in 0..<6 where best < 20 {
-            best = max(best, try Self.heard(browser, page, pid: termPid ?? "", hz: 440) ?? -Double.infinity)
-        }
+        let best = try Self.clearest(browser, page, pid: termPid ?? "", hz: 440)
         XCTAssertGreaterThan(best, 20, "the terminal's tone is not what the browser hears:\n\(Self.stats(browser, page))\n\(BlockingHTTP.request("GET", callroomd.url + "/metrics").text.split(separator: "\n").filter { $0.hasPrefix("callroom_webrtc") || $0.hasPrefix("callroom_relay_tunnel") || $0.hasPrefix("callroom_relay_packets") }.joined(separator: "\n"))")
         // Video both ways: the browser decodes the terminal's pattern; the terminal writes the browser's frames.
         let framesDecoded = "(async () => { let n = 0; (await window.callroom.pc.getStats()).forEach(r => { if (r.type === 'inbound-rtp' && r.kind === 'video') n += r.framesDecoded || 0; }); return n; })()"
@@ -149,15 +168,12 @@ final class BrowserCallTests: XCTestCase {
         terminal.send("unmute")
 
         // The terminal hears the browser's 880 Hz (two seconds more of it, by the gateway's count).
-        let toRoom = { Int(Self.metric(callroomd, "callroom_webrtc_packets_to_room_total") ?? 0) }
-        let before = toRoom()
-        XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 100 + 60 }, "the browser's audio and video stopped reaching the room")
+        XCTAssertTrue(Self.browsersKeepReaching(callroomd, packets: 100 + 60), "the browser's audio and video stopped reaching the room")
         terminal.send("leave")
         XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
         XCTAssertTrue(try browser.waitFor(page, "!window.callroom.roster.has(\(String(reflecting: termPid ?? "")))", timeout: 5), "the terminal's leave not seen")
         XCTAssertTrue(try browser.waitFor(page, "document.querySelectorAll('.tile').length === 1", timeout: 5), "its tile stays")
-        guard let wav = SignalAnalysis.readWAV(heardPath) else { return XCTFail("no WAV from the terminal") }
-        let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 880, over: [440, 250, 1500, 3000])
+        let carrying = try Self.windowsCarrying(heardPath, hz: 880)
         XCTAssertGreaterThan(carrying.carrying, 10, "the browser's tone heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
     }
 
@@ -200,8 +216,7 @@ final class BrowserCallTests: XCTestCase {
             for (who, hz) in tones {
                 let pid = pids[who] ?? ""
                 XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: pid)))", timeout: 15), "browser \(index + 1) has no stream of \(who)")
-                var best = -Double.infinity
-                for _ in 0..<6 where best < 20 { best = max(best, try Self.heard(browser, page, pid: pid, hz: hz) ?? -Double.infinity) }
+                let best = try Self.clearest(browser, page, pid: pid, hz: hz)
                 XCTAssertGreaterThan(best, 20, "browser \(index + 1) does not hear \(who)'s \(Int(hz)) Hz:\n\(Self.stats(browser, page))")
             }
         }
@@ -219,9 +234,7 @@ final class BrowserCallTests: XCTestCase {
         if !colourful { try? painted.write(toFile: NSTemporaryDirectory() + "/callroom-browser-screen.txt", atomically: true, encoding: .utf8) }
         XCTAssertTrue(colourful, "no video picture on the call screen (\(colours.count) background colours):\n\(tmux.screen())")
         // Ann hears Bea and both browsers (each tone well over the quiet between them).
-        let toRoom = { Int(Self.metric(callroomd, "callroom_webrtc_packets_to_room_total") ?? 0) }
-        let before = toRoom()
-        XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 300 }, "the browsers' media stopped reaching the room")
+        XCTAssertTrue(Self.browsersKeepReaching(callroomd, packets: 300), "the browsers' media stopped reaching the room")
         ann.send("leave")
         XCTAssertEqual(ann.wait(timeout: 10), 0, ann.errorOutput)
         let wav = try XCTUnwrap(SignalAnalysis.readWAV(heardPath))
@@ -282,6 +295,22 @@ final class BrowserCallTests: XCTestCase {
                                             body: #"{"invite":"\#(once.components(separatedBy: "invite=")[1])","name":"First"}"#).status, 200)
         page = try joinBy(browser, once, name: "Second")
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.error && window.callroom.error.includes('revoked or used up')", timeout: 10), noticeOf(browser, page))
+        // An expired one: a real invite's grant signed again with the server's own secret (from its
+        // keys.json) but an expiry in the past — exactly what a link a day too old carries.
+        let fresh = BlockingHTTP.request("POST", callroomd.url + "/v3/rooms/nope/invites", headers: admin, body: #"{"role":"guest"}"#)
+        let freshId = try XCTUnwrap(fresh.data["inviteId"] as? String)
+        let keys = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: tmp.path + "/data/keys.json"))) as? [String: Any])
+        let secret = try XCTUnwrap(keys["tokenSecret"] as? String)
+        let now = Int64(Date().timeIntervalSince1970)
+        let secretBytes = stride(from: 0, to: secret.count - 1, by: 2).compactMap { i -> UInt8? in
+            let at = secret.index(secret.startIndex, offsetBy: i)
+            return UInt8(secret[at...secret.index(after: at)], radix: 16)
+        }
+        let expired = CallTokenSigner(secret: secretBytes).sign(CallTokenClaims(
+            app: callroomd.appId, sub: "invite", sid: "nope", iat: now - 7200, exp: now - 3600, role: "guest", jti: freshId,
+            aud: CallTokenClaims.inviteAudience(appId: callroomd.appId)))
+        page = try joinBy(browser, callroomd.url + "/call/nope?invite=" + expired, name: "Too Late")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.error && window.callroom.error.includes('expired')", timeout: 10), noticeOf(browser, page))
 
         // A locked room.
         let host = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "locked", "--server", callroomd.url, "--uid", "host", "--auth-key", callroomd.authKey,
@@ -387,8 +416,7 @@ final class BrowserCallTests: XCTestCase {
                       "not connected over the namespace's link: \(Self.stats(browser, page))")
         let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
         func hears() throws -> Bool {
-            var best = -Double.infinity
-            for _ in 0..<6 where best < 20 { best = max(best, try Self.heard(browser, page, pid: termPid, hz: 440) ?? -Double.infinity) }
+            let best = try Self.clearest(browser, page, pid: termPid, hz: 440)
             return best > 20
         }
         XCTAssertTrue(try hears(), "the browser does not hear the terminal before the blip")
@@ -513,15 +541,12 @@ final class BrowserCallTests: XCTestCase {
         terminal.send("send-chat hello from the terminal")
         XCTAssertTrue(firefox.waitFor("window.callroom.chat.some(m => m.text === 'hello from the terminal')", timeout: 5), "the terminal's chat not seen in Firefox")
         // Firefox's fake microphone is a 1 kHz tone: the terminal hears it.
-        let toRoom = { Int(Self.metric(callroomd, "callroom_webrtc_packets_to_room_total") ?? 0) }
-        let before = toRoom()
-        XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 150 }, "Firefox's media stopped reaching the room")
+        XCTAssertTrue(Self.browsersKeepReaching(callroomd, packets: 150), "Firefox's media stopped reaching the room")
         _ = try firefox.evaluate("(() => { document.getElementById('leave').click(); return true; })()")
         XCTAssertNotNil(terminal.waitForLine(timeout: 5) { $0.contains("onParticipantLeft") && $0.contains("Fox") }, "Firefox's leave not seen")
         terminal.send("leave")
         XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
-        let wav = try XCTUnwrap(SignalAnalysis.readWAV(heardPath))
-        let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 1000, over: [440, 250, 1500, 3000])
+        let carrying = try Self.windowsCarrying(heardPath, hz: 1000)
         XCTAssertGreaterThan(carrying.carrying, 10, "Firefox's 1 kHz heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
     }
 
@@ -582,16 +607,12 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertEqual(selected, "relay/tcp", "the browser's pair is not a TURN relay over TCP: \(selected)")
         let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10), "no stream from the terminal")
-        var best = -Double.infinity
-        for _ in 0..<6 where best < 20 { best = max(best, try Self.heard(browser, page, pid: termPid, hz: 440) ?? -Double.infinity) }
+        let best = try Self.clearest(browser, page, pid: termPid, hz: 440)
         XCTAssertGreaterThan(best, 20, "the browser does not hear the terminal through TURN:\n\(Self.stats(browser, page))")
-        let toRoom = { Int(Self.metric(callroomd, "callroom_webrtc_packets_to_room_total") ?? 0) }
-        let before = toRoom()
-        XCTAssertTrue(eventually(10, poll: 0.1) { toRoom() >= before + 100 }, "the browser's audio stopped reaching the room")
+        XCTAssertTrue(Self.browsersKeepReaching(callroomd, packets: 100), "the browser's audio stopped reaching the room")
         terminal.send("leave")
         XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
-        let wav = try XCTUnwrap(SignalAnalysis.readWAV(heardPath))
-        let carrying = SignalAnalysis.windowsCarrying(wav.samples, tone: 880, over: [440, 250, 1500, 3000])
+        let carrying = try Self.windowsCarrying(heardPath, hz: 880)
         XCTAssertGreaterThan(carrying.carrying, 10, "the browser's tone heard in \(carrying.carrying) of \(carrying.of) windows of 100 ms")
     }
 
@@ -653,8 +674,7 @@ final class BrowserCallTests: XCTestCase {
             ? browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String : nil)
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10),
                       "no stream from the terminal: \(Self.stats(browser, page))")
-        var best = -Double.infinity
-        for _ in 0..<6 where best < 20 { best = max(best, try Self.heard(browser, page, pid: termPid, hz: 440) ?? -Double.infinity) }
+        let best = try Self.clearest(browser, page, pid: termPid, hz: 440)
         XCTAssertGreaterThan(best, 20, "the browser does not hear the terminal")
         terminal.send("leave")
         _ = terminal.wait(timeout: 10)
