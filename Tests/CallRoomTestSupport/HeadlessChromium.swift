@@ -105,8 +105,9 @@ public final class HeadlessChromium {
         public let target: String
     }
 
-    /// Opens `url` in a new page and waits for its load.
-    public func open(_ url: String) throws -> Page {
+    /// Opens `url` in a new page and waits for its load; `beforeLoad` (JS) runs in it before any of
+    /// the page's own scripts (to stand in for the machine: no camera, no microphone).
+    public func open(_ url: String, beforeLoad: String? = nil) throws -> Page {
         let created = try call("Target.createTarget", ["url": "about:blank"])
         guard let target = created["targetId"] as? String else { throw Failure(description: "no target: \(created)") }
         let attached = try call("Target.attachToTarget", ["targetId": target, "flatten": true])
@@ -114,6 +115,7 @@ public final class HeadlessChromium {
         let page = Page(session: session, target: target)
         _ = try call("Page.enable", [:], session: session)
         _ = try call("Runtime.enable", [:], session: session)
+        if let beforeLoad { _ = try call("Page.addScriptToEvaluateOnNewDocument", ["source": beforeLoad], session: session) }
         _ = try call("Page.navigate", ["url": url], session: session)
         guard try waitFor(page, "document.readyState === 'complete'", timeout: 20) else { throw Failure(description: "\(url) did not load") }
         return page

@@ -284,11 +284,28 @@ final class BrowserCallTests: XCTestCase {
 
         let browser = try HeadlessChromium()
         defer { browser.close() }
+        // A machine without a camera (the browser says NotFoundError for video): the page falls back
+        // to audio only, says so, and joins; without a microphone either, it says that.
+        let noDevice = { (what: String) in """
+            const real = navigator.mediaDevices.getUserMedia.bind(navigator.mediaDevices);
+            navigator.mediaDevices.getUserMedia = async (c) => {
+              if (\(what == "camera" ? "c.video" : "true")) throw new DOMException('Requested device not found', 'NotFoundError');
+              return real(c);
+            };
+            """ }
+        var page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "nope")), beforeLoad: noDevice("camera"))
+        XCTAssertTrue(try browser.waitFor(page, "document.getElementById('camera-note').textContent.includes('No camera found') && window.callroom.local && window.callroom.local.getVideoTracks().length === 0 && window.callroom.local.getAudioTracks().length === 1", timeout: 10),
+                      noticeOf(browser, page))
+        try Self.clickJoin(browser, page, name: "Camera-less")
+        XCTAssertTrue(try browser.waitFor(page, Self.mediaConnected, timeout: 20), "joined with audio only: \(noticeOf(browser, page))")
+        _ = try browser.evaluate(page, "document.getElementById('leave').click(); true")
+        page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "nope")), beforeLoad: noDevice("microphone"))
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.error && window.callroom.error.includes('No microphone found')", timeout: 10), noticeOf(browser, page))
         // A revoked invite, and one used up.
         let minted = BlockingHTTP.request("POST", callroomd.url + "/v3/rooms/nope/invites", headers: admin, body: #"{"role":"guest","maxUses":1}"#)
         let revokedLink = try XCTUnwrap(minted.data["link"] as? String), inviteId = try XCTUnwrap(minted.data["inviteId"] as? String)
         XCTAssertEqual(BlockingHTTP.request("DELETE", callroomd.url + "/v3/rooms/nope/invites/\(inviteId)", headers: admin).status, 200)
-        var page = try joinBy(browser, revokedLink, name: "Late")
+        page = try joinBy(browser, revokedLink, name: "Late")
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.error && window.callroom.error.includes('revoked or used up')", timeout: 10), noticeOf(browser, page))
         let once = try XCTUnwrap(BlockingHTTP.request("POST", callroomd.url + "/v3/rooms/nope/invites", headers: admin, body: #"{"role":"guest","maxUses":1}"#).data["link"] as? String)
         XCTAssertEqual(BlockingHTTP.request("POST", callroomd.url + "/v3/invites/redeem", headers: ["appId": callroomd.appId],
@@ -651,6 +668,10 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.cameraOff && !window.callroom.local.getVideoTracks()[0].enabled && document.getElementById('camera-toggle').textContent === 'Camera on' && document.getElementById('status').textContent.includes('stopped your video')", timeout: 5), state())
         host.send("leave")
         _ = host.wait(timeout: 10)
+        // The server stops: the page says it is restarting (the wire's "server shutting down").
+        _ = callroomd.stop()
+        XCTAssertTrue(try browser.waitFor(page, "document.getElementById('ended-text').textContent.includes('server is restarting')", timeout: 10),
+                      String(describing: try? browser.evaluate(page, "document.getElementById('ended-text').textContent")))
     }
 
     /// A terminal that joins just after the browser's first answer: the browser's next offer

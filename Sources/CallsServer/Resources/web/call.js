@@ -180,20 +180,22 @@
   }
   function reasonText(reason, by) {
     switch (reason) {
+      // (The server's LeaveReason values, protocol.md.)
       case "removed": return "You were removed from the call" + (by ? " by " + by : "") + ".";
-      case "sessionEnded": return "The call has ended.";
       case "revoked": return "Your invite was revoked.";
-      case "serverShuttingDown": return "The server is restarting. Join again in a moment.";
-      default: return "You left the call.";
+      case "timedOut": return "You were alone in the call for a long time, so it ended.";
+      case "server shutting down": return "The server is restarting. Join again in a moment.";
+      case "left": return "You left the call.";
+      default: return "You are no longer in the call (" + reason + ").";
     }
   }
   function onError(code, message) {
     const fatal = { AUTH_ERR_TOKEN_EXPIRED: "Your invite has expired.", AUTH_ERR_TOKEN_REVOKED: "Your invite was revoked.",
                     ERR_ROOM_LOCKED: "The room is locked: nobody new may join now.", ERR_LOBBY_DENIED: "The host did not let you in.",
                     ERR_ROOM_FULL: "The room is full.", ERR_BANNED_FROM_ROOM: "You may not join this room.",
-                    ERR_REMOVED_FROM_SESSION: "You were removed from this call.", ERR_SESSION_ENDED: "The call has ended." };
+                    ERR_REMOVED_FROM_SESSION: "You were removed from this call." };
     if (fatal[code]) { leave(fatal[code]); return; }
-    if (code === "ERR_RESUME_EXPIRED" || code === "ERR_RESUME_INVALID") { state.resumeToken = null; connect(false); return; }
+    if (code === "ERR_RESUME_EXPIRED") { state.resumeToken = null; connect(false); return; }
     if (code === "ERR_WEBRTC_OFFER") {
       // The offer was refused: no answer comes, so the next change may offer again.
       state.negotiating = false;
