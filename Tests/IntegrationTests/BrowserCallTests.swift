@@ -573,9 +573,19 @@ final class BrowserCallTests: XCTestCase {
     /// the gateway's port; coturn relays to the gateway over UDP from the host side. It hears
     /// the terminal and the terminal hears it.
     func testWithUDPBlockedTheBrowserRelaysThroughTURNOverTCP() throws {
+        try relayThroughTURN(tls: false)
+    }
+
+    /// The same over TLS (`turns:`; coturn with a certificate of its own, which the browser is
+    /// told to accept: a real deployment's is a CA's).
+    func testWithUDPBlockedTheBrowserRelaysThroughTURNOverTLS() throws {
+        try relayThroughTURN(tls: true)
+    }
+
+    private func relayThroughTURN(tls: Bool) throws {
         guard VethNamespace.isAvailable else { throw XCTSkip("needs root and iproute2 for a network namespace") }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/turnserver") else { throw XCTSkip("coturn is not installed (scripts/install-deps.sh)") }
-        let ns = VethNamespace(name: "crturn\(getpid() % 100_000)", hostSide: "crt\(getpid() % 100_000)", peerSide: "crturn", prefix: "10.203.81")
+        let ns = VethNamespace(name: "crturn\(getpid() % 100_000)", hostSide: "crt\(getpid() % 100_000)", peerSide: "crturn", prefix: tls ? "10.203.82" : "10.203.81")
         if let failed = try ns.create() { return XCTFail("cannot make the namespace: \(failed)") }
         defer { ns.remove() }
         // Every UDP datagram from the namespace (but to its own addresses) goes to a blackhole.
@@ -586,14 +596,22 @@ final class BrowserCallTests: XCTestCase {
         let tmp = TemporaryDirectory("callroom-browser-turn")
         defer { tmp.remove() }
         let turnPort = 3478 + Int(getpid() % 1000)
-        let turn = try ManagedProcess("/usr/bin/turnserver", ["-n", "--listening-ip", ns.hostIP, "--listening-port", String(turnPort), "--relay-ip", ns.hostIP,
-                                                            "--no-udp", "--no-tls", "--no-dtls", "--lt-cred-mech", "--user", "callroom:turn-test-password",
-                                                            "--realm", "callroom.test", "--no-cli", "--log-file", "stdout", "--simple-log",
-                                                            "--pidfile", tmp.path + "/turnserver.pid"])
+        var listeners = ["--no-tls", "--listening-port", String(turnPort)]
+        if tls {
+            let identity = try SelfSignedCertificate.generate(commonName: "turn.callroom.test", dnsNames: [], ipAddresses: [ns.hostIP])
+            try identity.certificatePEM.write(toFile: tmp.path + "/turn.pem", atomically: true, encoding: .utf8)
+            try identity.privateKeyPEM.write(toFile: tmp.path + "/turn.key", atomically: true, encoding: .utf8)
+            listeners = ["--no-tcp", "--tls-listening-port", String(turnPort), "--cert", tmp.path + "/turn.pem", "--pkey", tmp.path + "/turn.key"]
+        }
+        let turn = try ManagedProcess("/usr/bin/turnserver", ["-n", "--listening-ip", ns.hostIP, "--relay-ip", ns.hostIP] + listeners +
+                                                            ["--no-udp", "--no-dtls", "--lt-cred-mech", "--user", "callroom:turn-test-password",
+                                                             "--realm", "callroom.test", "--no-cli", "--log-file", "stdout", "--simple-log",
+                                                             "--pidfile", tmp.path + "/turnserver.pid"])
         defer { turn.signal(SIGTERM); if turn.wait(timeout: 5) == nil { turn.signal(SIGKILL) } }
-        XCTAssertNotNil(turn.waitForLine(timeout: 10) { $0.contains("Total General servers") || $0.contains("IPv4. TCP listener opened") }, turn.output.suffix(10).joined(separator: "\n"))
+        XCTAssertNotNil(turn.waitForLine(timeout: 10) { $0.contains("Total General servers") || $0.contains("listener opened") }, turn.output.suffix(10).joined(separator: "\n"))
         let config = tmp.path + "/callroomd.json"
-        try #"{"webrtcIceServers": [{"urls": ["turn:\#(ns.hostIP):\#(turnPort)?transport=tcp"], "username": "callroom", "credential": "turn-test-password"}]}"#
+        let url = tls ? "turns:\(ns.hostIP):\(turnPort)?transport=tcp" : "turn:\(ns.hostIP):\(turnPort)?transport=tcp"
+        try #"{"webrtcIceServers": [{"urls": ["\#(url)"], "username": "callroom", "credential": "turn-test-password"}]}"#
             .write(toFile: config, atomically: true, encoding: .utf8)
         let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data", listen: ns.hostIP + ":0", extra: ["--allow-plain-http", "--config", config])
         defer { _ = callroomd.stop() }
@@ -603,7 +621,7 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
         let tone = tmp.path + "/880.wav"
         try Self.toneWAV(tone, hz: 880)
-        let browser = try HeadlessChromium(audioFile: tone, extraFlags: ["--unsafely-treat-insecure-origin-as-secure=\(callroomd.url)"],
+        let browser = try HeadlessChromium(audioFile: tone, extraFlags: ["--unsafely-treat-insecure-origin-as-secure=\(callroomd.url)"] + (tls ? ["--ignore-certificate-errors"] : []),
                                            launcher: ["/usr/sbin/ip", "netns", "exec", ns.name])
         defer { browser.close() }
         let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "turn")))
@@ -621,7 +639,7 @@ final class BrowserCallTests: XCTestCase {
             })()
             """
         let selected = try browser.evaluate(page, pair) as? String ?? ""
-        XCTAssertEqual(selected, "relay/tcp", "the browser's pair is not a TURN relay over TCP: \(selected)")
+        XCTAssertEqual(selected, tls ? "relay/tls" : "relay/tcp", "the browser's pair is not a TURN relay over \(tls ? "TLS" : "TCP"): \(selected)")
         let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10), "no stream from the terminal")
         let best = try Self.clearest(browser, page, pid: termPid, hz: 440)
