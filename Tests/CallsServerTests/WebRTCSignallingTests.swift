@@ -128,5 +128,15 @@ final class WebRTCSignallingTests: XCTestCase {
         gateway.remove(ConnectionID(node: "node-c", local: 5))
         XCTAssertEqual(gateway.legCount, 1, "a connection without a leg removes nothing")
         XCTAssertEqual(RoomCore.webrtcTunnel(1) & (1 << 63), 1 << 63, "browser tunnels are apart from WebSocket ids")
+        // A resumed participant renegotiates on its new connection: the leg follows it, and the
+        // old connection's close takes nothing.
+        let key = WireMediaKey(ssrc: 1, epoch: 0, key: Base64URL.encode([UInt8](repeating: 1, count: 28)), videoSsrc: 101)
+        let resumed = WebRTCOfferRequest(connection: ConnectionID(node: "node-a", local: 9), tunnel: RoomCore.webrtcTunnel(1), session: "s", pid: "p1",
+                                         ownKey: key, senders: [], sdp: Self.offer)
+        guard case .webrtcAnswer = gateway.answer(resumed) else { return XCTFail("no answer on the new connection") }
+        gateway.remove(ConnectionID(node: "node-a", local: 5))
+        XCTAssertEqual(gateway.legCount, 1, "the old connection's close left the leg alone")
+        gateway.remove(ConnectionID(node: "node-a", local: 9))
+        XCTAssertEqual(gateway.legCount, 0, "the new connection's close took it")
     }
 }

@@ -42,7 +42,8 @@ final class WebRTCGateway: Sendable {
     /// One browser's leg and what the gateway keeps for it.
     private struct Leg: Sendable {
         let peer: WebRTCPeer
-        let connection: ConnectionID
+        /// The signalling connection its offers came on (the latest: a resumed participant's is new).
+        var connection: ConnectionID
         /// The relay's tunnel id of its participant (the table's key).
         let tunnel: UInt64
         /// The browser's participant (for the log).
@@ -190,8 +191,10 @@ final class WebRTCGateway: Sendable {
         leg.peer.configure(negotiated, forwarding: forwarding)
         leg.assignment = assignment
         for s in r.senders { if let v = s.key.videoSsrc { leg.videoOwner[v] = s.pid } }
+        leg.connection = r.connection
         let stored = leg
         table.withLock { t in
+            if let before = t.legs[local]?.connection, before != stored.connection, t.byConnection[before] == local { t.byConnection[before] = nil }
             t.legs[local] = stored
             t.byConnection[stored.connection] = local
             t.byUfrag[stored.peer.localUfrag] = local
