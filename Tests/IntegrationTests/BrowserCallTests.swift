@@ -672,6 +672,11 @@ final class BrowserCallTests: XCTestCase {
         let pid = try XCTUnwrap(browser.evaluate(page, "window.callroom.me.pid") as? String)
         let controls = "JSON.stringify({muted: window.callroom.muted, mic: window.callroom.local.getAudioTracks()[0].enabled, button: document.getElementById('mute').textContent, disabled: document.getElementById('mute').disabled, cameraOff: window.callroom.cameraOff, camera: window.callroom.local.getVideoTracks()[0].enabled, cameraButton: document.getElementById('camera-toggle').textContent, status: document.getElementById('status').textContent})"
         func state() -> String { ((try? browser.evaluate(page, controls)) as? String) ?? "" }
+        // Its own quick mute and unmute: the server's answers to them are not the host's doing.
+        _ = try browser.evaluate(page, "document.getElementById('mute').click(); document.getElementById('mute').click(); true")
+        XCTAssertNotNil(host.waitForLine(timeout: 5) { $0.contains("onParticipantAudioUnmuted") && $0.contains("Guest") }, "the unmute not seen")
+        XCTAssertTrue(try browser.evaluate(page, "!window.callroom.muted && window.callroom.local.getAudioTracks()[0].enabled && document.getElementById('mute').textContent === 'Mute' && !document.getElementById('status').textContent.includes('host')") as? Bool == true,
+                      "its own toggles taken for the host's: \(state())")
         host.send("mute-participant \(pid)")
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.muted && !window.callroom.local.getAudioTracks()[0].enabled && document.getElementById('mute').textContent === 'Muted by host' && document.getElementById('mute').disabled && document.getElementById('status').textContent.includes('host muted you')", timeout: 5), state())
         // Its own click cannot unmute it meanwhile.

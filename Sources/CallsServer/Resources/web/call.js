@@ -11,7 +11,7 @@
   const state = {
     phase: "prejoin", name: "", token: null, ws: null, pc: null, me: null, roster: new Map(), local: null,
     withVideo: true, muted: false, cameraOff: false, hand: false, resumeToken: null, streams: new Map(),
-    byPid: new Map(), negotiating: false, again: false, heldByHost: false, dominant: null, chat: [], error: null, reconnecting: false,
+    byPid: new Map(), negotiating: false, again: false, heldByHost: false, ownPending: { audio: 0, video: 0 }, dominant: null, chat: [], error: null, reconnecting: false,
     answers: 0, lastOfferAt: -Infinity, sessionId: page.session, lobby: new Map(), locked: false,
   };
   // For people debugging a call (and the tests): the page's state.
@@ -139,6 +139,7 @@
       case "joined":
       case "resumed":
         state.me = m.you;
+        state.ownPending = { audio: 0, video: 0 };  // (a new connection: nothing of mine is in flight on it)
         followHost(m.you);
         state.resumeToken = m.resumeToken;
         state.roster = new Map(m.participants.map((p) => [p.pid, p]));
@@ -154,7 +155,7 @@
       case "participantLeft": state.roster.delete(m.participant.pid); dropStreams(m.participant.pid); render(); negotiate(); break;
       case "participantUpdated":
         state.roster.set(m.participant.pid, m.participant);
-        if (state.me && m.participant.pid === state.me.pid) { state.me = m.participant; followHost(m.participant); }
+        if (state.me && m.participant.pid === state.me.pid) { state.me = m.participant; followHost(m.participant, m.change); }
         render();
         break;
       case "dominantSpeaker": state.dominant = m.pid || null; render(); break;
@@ -196,10 +197,12 @@
                     ERR_REMOVED_FROM_SESSION: "You were removed from this call." };
     if (fatal[code]) { leave(fatal[code]); return; }
     if (code === "ERR_RESUME_EXPIRED") { state.resumeToken = null; connect(false); return; }
+    if (code === "ERR_MUTED_BY_MODERATOR" && state.ownPending.audio > 0) state.ownPending.audio -= 1;  // (no update will answer it)
     if (code === "ERR_WEBRTC_OFFER") {
-      // The offer was refused: no answer comes, so the next change may offer again.
+      // The offer was refused: no answer comes. Too soon after the last one: offer again in a
+      // moment (it carried changes); otherwise the next change may offer again.
       state.negotiating = false;
-      if (state.again) { state.again = false; setTimeout(negotiate, 300); }
+      if (state.again || (message || "").startsWith("Too many offers")) { state.again = false; setTimeout(negotiate, 300); return; }
     }
     notice(message || code, true);
   }
@@ -366,8 +369,11 @@
   }
 
   // What a host did to me shows here as it is: muted (held until allowed, if the room says so),
-  // video stopped — the local tracks follow, so the controls never claim otherwise.
-  function followHost(me) {
+  // video stopped — the local tracks follow, so the controls never claim otherwise. An update
+  // that answers my own mute or camera toggle (one each, in order) is not the host's.
+  function followHost(me, change) {
+    const kind = change === "audioMuted" || change === "audioUnmuted" ? "audio" : change === "videoPaused" || change === "videoResumed" ? "video" : null;
+    if (kind && state.ownPending[kind] > 0) { state.ownPending[kind] -= 1; return; }
     if (me.isAudioMuted && !state.muted) {
       state.muted = true;
       if (state.local) state.local.getAudioTracks().forEach((t) => { t.enabled = false; });
@@ -390,12 +396,14 @@
     if (state.muted && state.heldByHost) return;
     state.muted = !state.muted;
     if (state.local) state.local.getAudioTracks().forEach((t) => { t.enabled = !state.muted; });
+    state.ownPending.audio += 1;
     send({ type: "setAudioMuted", value: state.muted });
     render();
   };
   $("camera-toggle").onclick = () => {
     state.cameraOff = !state.cameraOff;
     if (state.local) state.local.getVideoTracks().forEach((t) => { t.enabled = !state.cameraOff; });
+    state.ownPending.video += 1;
     send({ type: "setVideoPaused", value: state.cameraOff });
     render();
   };
