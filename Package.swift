@@ -106,7 +106,7 @@ let package = Package(
         // MARK: Tests
         .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsAudio", "CallsSecurity", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay"], path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
-        .testTarget(name: "CallsWebRTCTests", dependencies: ["CNice", "CallsCore", "CallsWebRTC", "CallsSecurity", "CallsTransport"]),
+        .testTarget(name: "CallsWebRTCTests", dependencies: ["CNice", "CallsCore", "CallsWebRTC", "CallsSecurity", "CallsTransport", "CallRoomTestSupport"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),

@@ -36,6 +36,20 @@ static inline void callroom_dtls_require_peer_certificate(SSL_CTX *ctx) {
 static inline int callroom_dtls_require_1_2(SSL_CTX *ctx) {
     return (int)SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION);
 }
+/* DTLSv1_handle_timeout is a macro: resends the last flight when its timer ran out. */
+static inline long callroom_dtls_handle_timeout(SSL *ssl) {
+    return DTLSv1_handle_timeout(ssl);
+}
+/* A server's flight timer: 100 ms at first, doubling to 4 s (OpenSSL's own starts at 1 s, as
+   long as a browser's; ours must fire first, or both sides resend at once). */
+static unsigned int callroom_dtls_server_timer(SSL *ssl, unsigned int previous_us) {
+    (void)ssl;
+    if (previous_us == 0) return 100000;
+    return previous_us >= 2000000 ? 4000000 : previous_us * 2;
+}
+static inline void callroom_dtls_use_server_timer(SSL *ssl) {
+    DTLS_set_timer_cb(ssl, callroom_dtls_server_timer);
+}
 /* DTLS_set_link_mtu is a macro: records sized for `mtu`-byte datagrams. */
 static inline long callroom_dtls_set_mtu(SSL *ssl, long mtu) {
     SSL_set_options(ssl, SSL_OP_NO_QUERY_MTU);

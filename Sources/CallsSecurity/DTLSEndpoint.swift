@@ -57,7 +57,9 @@ public final class DTLSEndpoint {
         SSL_set_bio(ssl, rbio, wbio)  // the connection owns both now
         _ = callroom_dtls_set_mtu(ssl, Self.mtu)
         switch role {
-        case .server: SSL_set_accept_state(ssl)
+        case .server:
+            SSL_set_accept_state(ssl)
+            callroom_dtls_use_server_timer(ssl)
         case .client: SSL_set_connect_state(ssl)
         }
         self.role = role
@@ -112,6 +114,22 @@ public final class DTLSEndpoint {
             while sink.withUnsafeMutableBytes({ SSL_read(connection, $0.baseAddress, Int32($0.count)) }) > 0 {}
             ERR_clear_error()
         }
+        return written()
+    }
+
+    /// The last flight again when its retransmission timer ran out, else nothing (RFC 6347
+    /// §4.2.4). A server's timer starts at 100 ms and doubles to 4 s; a client's is OpenSSL's
+    /// (1 s). Call it now and then until the handshake finishes: without it a lost flight is
+    /// resent only when the peer resends its own.
+    /// - Throws: `DTLSError.handshake` when OpenSSL gives up (too many timeouts).
+    public func retransmitIfDue() throws(DTLSError) -> [UInt8] {
+        guard !finished else { return [] }
+        if callroom_dtls_handle_timeout(connection) < 0 { throw .handshake(Self.openSSLError()) }
+        return written()
+    }
+
+    /// What OpenSSL wrote for the peer since the last call.
+    private func written() -> [UInt8] {
         let pending = Int(BIO_ctrl_pending(outgoing))
         guard pending > 0 else { return [] }
         var out = [UInt8](repeating: 0, count: pending)

@@ -145,6 +145,18 @@ public final class WebRTCPeer: Sendable {
 
     public var address: SocketAddress? { egress.withLock { $0.address } }
 
+    /// The handshake's last flight again when its retransmission timer ran out (100 ms, doubling),
+    /// cut into datagrams, with where to send them (the nominated address); nil when nothing is
+    /// due, the handshake is done, or no address is known yet. The gateway's reader thread.
+    public func retransmitHandshake() -> (datagrams: [[UInt8]], to: SocketAddress)? {
+        guard let address = egress.withLock({ $0.address }) else { return nil }
+        let flight = ingress.withLock { i -> [UInt8] in
+            guard !i.dtls.isConnected else { return [] }
+            return (try? i.dtls.retransmitIfDue()) ?? []
+        }
+        return flight.isEmpty ? nil : (Self.datagrams(of: flight), address)
+    }
+
     /// Whether the DTLS handshake finished.
     public var isConnected: Bool { egress.withLock { $0.srtp != nil } }
 

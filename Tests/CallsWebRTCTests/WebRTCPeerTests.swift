@@ -2,6 +2,7 @@ import CallsCore
 import CallsSecurity
 import CallsTransport
 @testable import CallsWebRTC
+import CallRoomTestSupport
 import Foundation
 import Testing
 
@@ -167,5 +168,41 @@ struct WebRTCPeerTests {
         let datagrams = WebRTCPeer.datagrams(of: flight)
         #expect(datagrams.map(\.count) == [613 + 513, 313 + 113])
         #expect(datagrams.joined().elementsEqual(flight))
+    }
+
+    /// The server's first flight is lost and the browser says nothing more: the leg resends it when
+    /// its timer runs out (100 ms — before a browser's own 1 s), and the handshake completes.
+    @Test func aLostServerFlightIsResentWhenItsTimerRunsOut() throws {
+        let server = try SelfSignedCertificate.generate(commonName: "callroomd", dnsNames: [], ipAddresses: [])
+        let browserID = try SelfSignedCertificate.generate(commonName: "browser", dnsNames: [], ipAddresses: [])
+        let peer = try WebRTCPeer(connection: 7, localUfrag: "u", localPassword: "p", identity: server, remoteFingerprint: browserID.fingerprint,
+                                  ownKey: Self.key(Self.ownSSRC, video: Self.ownVideo, fill: 1), negotiated: .init(opus: 109, vp8: 120, levelID: 3))
+        let browser = try DTLSEndpoint(role: .client, identity: browserID, remoteFingerprint: server.fingerprint)
+        #expect(peer.retransmitHandshake() == nil, "no address yet, nothing to resend")
+        let address = SocketAddress(host: "192.0.2.9", port: 5000)!
+        peer.nominate(address)
+        let started = Date()
+        var lost = 0
+        for e in peer.receive(try browser.start()) { if case .reply(let d) = e { lost += d.count } }
+        #expect(lost > 0, "the server's flight (lost on the way)")
+        var again: (datagrams: [[UInt8]], to: SocketAddress)?
+        #expect(eventually(3, poll: 0.01) { again = peer.retransmitHandshake(); return again != nil }, "resent when the timer ran out")
+        let waited = Date().timeIntervalSince(started)
+        #expect(waited >= 0.09 && waited < 0.9, "after about 100 ms, before a browser's 1 s: \(waited) s")
+        #expect(again?.to == address)
+        var toServer = try (again?.datagrams ?? []).map { try browser.receive($0) }.filter { !$0.isEmpty }
+        var connected = false
+        for _ in 0..<4 where !connected {
+            var toBrowser: [[UInt8]] = []
+            for d in toServer {
+                for e in peer.receive(d) {
+                    if case .reply(let datagrams) = e { toBrowser += datagrams }
+                    if case .connected = e { connected = true }
+                }
+            }
+            toServer = try toBrowser.map { try browser.receive($0) }.filter { !$0.isEmpty }
+        }
+        #expect(connected && browser.isConnected)
+        #expect(peer.retransmitHandshake() == nil, "nothing to resend once connected")
     }
 }

@@ -113,6 +113,8 @@ struct MetricsReport {
                 ("outcome=\"answered\"", c.stunAnswered.load(ordering: .relaxed)), ("outcome=\"refused\"", c.stunRefused.load(ordering: .relaxed))])
             r.counter("callroom_webrtc_handshakes_total", "DTLS handshakes with browsers: done, failed.", [
                 ("outcome=\"done\"", c.handshakes.load(ordering: .relaxed)), ("outcome=\"failed\"", c.handshakeFailures.load(ordering: .relaxed))])
+            r.counter("callroom_webrtc_handshake_retransmits_total", "DTLS flights resent to browsers when their retransmission timer ran out.",
+                      c.handshakeRetransmits.load(ordering: .relaxed))
             r.counter("callroom_webrtc_packets_dropped_total", "Packets a browser leg did not pass on, by reason.",
                       [("reason=\"unknown_source\"", c.unknownSource.load(ordering: .relaxed))]
                       + WebRTCPeer.Drop.allCases.map { ("reason=\"\($0.rawValue)\"", c.dropped[$0]?.value.load(ordering: .relaxed) ?? 0) })

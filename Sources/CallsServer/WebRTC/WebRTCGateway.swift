@@ -34,6 +34,8 @@ final class WebRTCGateway: Sendable {
         let dropped: [WebRTCPeer.Drop: Count] = Dictionary(uniqueKeysWithValues: WebRTCPeer.Drop.allCases.map { ($0, Count()) })
         let handshakes = Atomic<UInt64>(0)
         let handshakeFailures = Atomic<UInt64>(0)
+        /// Flights resent when their timer ran out (the browser did not answer in time).
+        let handshakeRetransmits = Atomic<UInt64>(0)
 
         final class Count: Sendable { let value = Atomic<UInt64>(0) }
         func drop(_ d: WebRTCPeer.Drop) { dropped[d]?.value.add(1, ordering: .relaxed) }
@@ -272,15 +274,19 @@ final class WebRTCGateway: Sendable {
     private func read() {
         let responder = ICELiteResponder()
         var buffer = [UInt8](repeating: 0, count: 2048)
-        var lastTick = monotonicNanoseconds()
+        var lastTick = monotonicNanoseconds(), lastRetransmitCheck = lastTick
         while !stopping.load(ordering: .acquiring) {
-            if socket.waitReadable(timeoutMs: 100) {
+            if socket.waitReadable(timeoutMs: 50) {
                 while let (n, from) = buffer.withUnsafeMutableBytes({ socket.receive(into: $0) }) {
                     counters.received.add(1, ordering: .relaxed)
                     handle(Array(buffer[0..<n]), from: from, responder: responder)
                 }
             }
             let now = monotonicNanoseconds()
+            if now - lastRetransmitCheck >= 50_000_000 {
+                lastRetransmitCheck = now
+                retransmitHandshakes()
+            }
             if now - lastTick >= 1_000_000_000 {
                 lastTick = now
                 sendEstimates()
@@ -334,6 +340,16 @@ final class WebRTCGateway: Sendable {
             case .dropped(let why):
                 counters.drop(why)
             }
+        }
+    }
+
+    /// Handshakes whose flight went unanswered past its timer get it resent (100 ms, doubling):
+    /// a lost flight would otherwise wait for the browser's own retransmission.
+    private func retransmitHandshakes() {
+        for leg in table.withLock({ Array($0.legs.values) }) where !leg.peer.isConnected {
+            guard let (datagrams, to) = leg.peer.retransmitHandshake() else { continue }
+            counters.handshakeRetransmits.add(1, ordering: .relaxed)
+            for d in datagrams where socket.send(d, to: to) { counters.sent.add(1, ordering: .relaxed) }
         }
     }
 
