@@ -251,7 +251,8 @@ public final class WebRTCPeer: Sendable {
                                               levelID: audio ? RTPRewrite.nativeLevelID : nil)
                 return try sender.protect(b, length: length)
             }
-            return [.toRoom(Array(buffer[0..<out]))]
+            buffer.removeSubrange(out...)  // (in place: the packet keeps this buffer, no copy)
+            return [.toRoom(buffer)]
         } catch {
             return [.dropped(.noKey)]
         }
@@ -322,7 +323,8 @@ public final class WebRTCPeer: Sendable {
                                                   levelID: levelID)
                     return try srtp.protect(b, length: length)
                 }
-                return .send(Array(buffer[0..<out]), to: address)
+                buffer.removeSubrange(out...)  // (in place: the packet keeps this buffer, no copy)
+                return .send(buffer, to: address)
             } catch {
                 return .dropped(.badSRTP)
             }
