@@ -60,6 +60,7 @@ let package = Package(
         .target(name: "CallsSecurity", dependencies: ["CallsCore", "COpenSSL", "CSRTP"]),
         // Browsers' side of a call (issue #37): session descriptions through sofia-sip's SDP parser.
         .target(name: "CallsWebRTC", dependencies: ["CNice", "CallsCore", "CallsSecurity", "CallsTransport", "CSofiaSDP"]),
+        .target(name: "CallsObjectStorage", dependencies: ["CallsSupport", "CallsSecurity", "CallsTransport"]),
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch", "CCurl"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout"]),
@@ -106,6 +107,7 @@ let package = Package(
         // MARK: Tests
         .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsAudio", "CallsSecurity", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay"], path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
+        .testTarget(name: "CallsObjectStorageTests", dependencies: ["CallsObjectStorage", "CallRoomTestSupport"]),
         .testTarget(name: "CallsWebRTCTests", dependencies: ["CNice", "CallsCore", "CallsWebRTC", "CallsSecurity", "CallsTransport", "CallRoomTestSupport"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),

@@ -48,6 +48,7 @@ package final class CurlClient {
 
     /// Collects a response (libcurl's write and header callbacks append here).
     private final class Sink {
+        var limit = 1 << 20
         var bytes: [UInt8] = []
         var headers: [String: String] = [:]
     }
@@ -72,10 +73,16 @@ package final class CurlClient {
         request("POST", url, headers: headers, body: body, timeoutMs: timeoutMs)
     }
 
-    /// Any method; `body` nil sends none.
-    package func request(_ method: String, _ url: String, headers: [String], body: [UInt8]?, timeoutMs: Int) -> Result<Response, CurlError> {
+    /// Signs every request with AWS Signature Version 4 (libcurl's `CURLOPT_AWS_SIGV4`): the
+    /// provider string (`aws:amz:REGION:s3`) and the key pair. Nil: unsigned.
+    package var awsSigV4: (provider: String, accessKey: String, secretKey: String)?
+
+    /// Any method; `body` nil sends none; a response body is kept up to `bodyLimit` bytes.
+    package func request(_ method: String, _ url: String, headers: [String], body: [UInt8]?, timeoutMs: Int,
+                         bodyLimit: Int = 1 << 20) -> Result<Response, CurlError> {
         curl_easy_reset(handle)
         let sink = Sink()
+        sink.limit = bodyLimit
         var list: UnsafeMutablePointer<curl_slist>?
         for h in headers { list = curl_slist_append(list, h) }
         defer { curl_slist_free_all(list) }
@@ -87,7 +94,11 @@ package final class CurlClient {
                 _ = callroom_curl_set_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress))
                 _ = callroom_curl_set_long(handle, CURLOPT_POSTFIELDSIZE, raw.count)
             }
-            if method != "POST" && !(method == "GET" && body == nil) { _ = callroom_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, method) }
+            if method == "HEAD" {
+                _ = callroom_curl_set_long(handle, CURLOPT_NOBODY, 1)  // (a HEAD reply's length names no body to wait for)
+            } else if method != "POST" && !(method == "GET" && body == nil) {
+                _ = callroom_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, method)
+            }
             _ = callroom_curl_set_slist(handle, CURLOPT_HTTPHEADER, list)
             _ = callroom_curl_set_long(handle, CURLOPT_TIMEOUT_MS, timeoutMs)
             _ = callroom_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMs, 5000))
@@ -98,6 +109,11 @@ package final class CurlClient {
             case .http2Required: _ = callroom_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_0))
             }
             if let caFile { _ = callroom_curl_set_string(handle, CURLOPT_CAINFO, caFile) }
+            if let aws = awsSigV4 {
+                _ = callroom_curl_set_string(handle, CURLOPT_AWS_SIGV4, aws.provider)
+                _ = callroom_curl_set_string(handle, CURLOPT_USERNAME, aws.accessKey)
+                _ = callroom_curl_set_string(handle, CURLOPT_PASSWORD, aws.secretKey)
+            }
             if insecure {
                 _ = callroom_curl_set_long(handle, CURLOPT_SSL_VERIFYPEER, 0)
                 _ = callroom_curl_set_long(handle, CURLOPT_SSL_VERIFYHOST, 0)
@@ -106,8 +122,8 @@ package final class CurlClient {
                 guard let data, let user else { return 0 }
                 let sink = Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue()
                 let n = size * count
-                if sink.bytes.count < 1 << 20 {
-                    sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n).prefix((1 << 20) - sink.bytes.count))
+                if sink.bytes.count < sink.limit {
+                    sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n).prefix(sink.limit - sink.bytes.count))
                 }
                 return n
             }

@@ -1,0 +1,85 @@
+import CallRoomTestSupport
+@testable import CallsObjectStorage
+import Foundation
+import XCTest
+
+/// The S3 client against a real S3-compatible server (moto's, started here): objects stored,
+/// read back, sized and removed; a file over one part goes up as a multipart upload and comes
+/// back byte for byte; the store's refusals and an unreachable store are told apart.
+final class S3ClientTests: XCTestCase {
+    var moto: MotoServer!
+
+    override func setUpWithError() throws {
+        guard MotoServer.binary != nil else { throw XCTSkip("moto_server is not installed (scripts/install-python-deps.sh)") }
+        moto = try MotoServer()
+    }
+
+    override func tearDown() {
+        moto?.stop()
+        moto = nil
+    }
+
+    func client(bucket: String = "callroom-recordings", partSize: Int = 5 << 20) throws -> S3Client {
+        try S3Client(ObjectStorageConfiguration(endpoint: moto.endpoint, bucket: bucket, region: "us-east-1",
+                                                accessKeyID: "testing", secretAccessKey: "testing-secret"), partSize: partSize)
+    }
+
+    func testAnObjectIsStoredReadSizedAndRemoved() throws {
+        let s3 = try client()
+        try s3.createBucket()
+        try s3.createBucket()  // (ours already: fine)
+        let bytes = Array("OggS and then some".utf8)
+        try s3.put("recordings/s1/rec_1.ogg", bytes: bytes, contentType: "audio/ogg")
+        XCTAssertEqual(try s3.get("recordings/s1/rec_1.ogg"), bytes)
+        XCTAssertEqual(try s3.size("recordings/s1/rec_1.ogg"), bytes.count)
+        try s3.delete("recordings/s1/rec_1.ogg")
+        XCTAssertNil(try s3.size("recordings/s1/rec_1.ogg"))
+        XCTAssertThrowsError(try s3.get("recordings/s1/rec_1.ogg")) { error in
+            guard case ObjectStorageError.refused(404, "NoSuchKey", _) = error else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testAFileOverOnePartGoesUpInPartsAndComesBackWhole() throws {
+        let s3 = try client()
+        try s3.createBucket()
+        let tmp = TemporaryDirectory("callroom-s3")
+        defer { tmp.remove() }
+        var bytes = [UInt8](repeating: 0, count: 11 << 20 + 12_345)  // three parts of 5 MiB at most
+        var x: UInt32 = 2_463_534_242
+        for i in bytes.indices { x ^= x << 13; x ^= x >> 17; x ^= x << 5; bytes[i] = UInt8(truncatingIfNeeded: x) }
+        try Data(bytes).write(to: URL(fileURLWithPath: tmp.file("big.ogg")))
+        try s3.upload("recordings/s2/big.ogg", file: tmp.file("big.ogg"), contentType: "audio/ogg")
+        XCTAssertEqual(try s3.size("recordings/s2/big.ogg"), bytes.count)
+        XCTAssertEqual(try s3.get("recordings/s2/big.ogg"), bytes, "the parts, in order, make the file")
+        // A small file: one request.
+        try Data("vtt".utf8).write(to: URL(fileURLWithPath: tmp.file("small.vtt")))
+        try s3.upload("transcripts/s2/t.vtt", file: tmp.file("small.vtt"), contentType: "text/vtt")
+        XCTAssertEqual(try s3.get("transcripts/s2/t.vtt"), Array("vtt".utf8))
+        XCTAssertThrowsError(try s3.upload("x/missing", file: tmp.file("none"), contentType: "audio/ogg")) { error in
+            guard case ObjectStorageError.file = error else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testRefusalsAndAnUnreachableStoreAreToldApart() throws {
+        let s3 = try client(bucket: "no-such-bucket")
+        XCTAssertThrowsError(try s3.put("a/b", bytes: [1], contentType: "application/octet-stream")) { error in
+            guard case ObjectStorageError.refused(404, "NoSuchBucket", _) = error else { return XCTFail("\(error)") }
+            XCTAssertFalse((error as? ObjectStorageError)?.isTransient ?? true)
+        }
+        for key in ["../etc/passwd", "/abs", "a//b", "a b", "", String(repeating: "k", count: 513)] {
+            XCTAssertThrowsError(try s3.put(key, bytes: [1], contentType: "x/y"), key) { error in
+                guard case ObjectStorageError.badKey = error else { return XCTFail("\(key): \(error)") }
+            }
+        }
+        moto.stop()
+        XCTAssertThrowsError(try s3.get("a/b")) { error in
+            guard case ObjectStorageError.unreachable = error, (error as? ObjectStorageError)?.isTransient == true else { return XCTFail("\(error)") }
+        }
+        for (bad, why) in [(ObjectStorageConfiguration(endpoint: "ftp://x", bucket: "abc", region: "r", accessKeyID: "a", secretAccessKey: "s"), "endpoint"),
+                           (ObjectStorageConfiguration(endpoint: "http://x/path", bucket: "abc", region: "r", accessKeyID: "a", secretAccessKey: "s"), "endpoint"),
+                           (ObjectStorageConfiguration(endpoint: "http://x", bucket: "AB", region: "r", accessKeyID: "a", secretAccessKey: "s"), "bucket"),
+                           (ObjectStorageConfiguration(endpoint: "http://x", bucket: "abc", region: "r", accessKeyID: "", secretAccessKey: "s"), "accessKeyID")] {
+            XCTAssertTrue(bad.problem?.contains(why) == true, "\(bad.endpoint) \(bad.bucket): \(String(describing: bad.problem))")
+        }
+    }
+}
