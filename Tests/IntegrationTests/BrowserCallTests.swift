@@ -723,4 +723,50 @@ final class BrowserCallTests: XCTestCase {
         terminal.send("leave")
         _ = terminal.wait(timeout: 10)
     }
+
+    /// "Copy invite link": a guest's copy is the invite (the grant in `?invite=`); an account
+    /// holder's `#authToken=…` leaves the address bar as the page loads and is never in a copied
+    /// link (it stays for the tab, so a reload still joins). And the microphone picker switches
+    /// the device the page uses.
+    func testTheCopiedLinkNeverCarriesAnAuthTokenAndThePickerSwitchesDevices() throws {
+        let tmp = TemporaryDirectory("callroom-browser-link")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let admin = ["apikey": callroomd.apiKey, "appId": callroomd.appId]
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        _ = try browser.call("Browser.grantPermissions", ["permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"], "origin": callroomd.url])
+        let copied = "(async () => { document.getElementById('copy-link').click(); await new Promise(r => setTimeout(r, 300)); return await navigator.clipboard.readText(); })()"
+        // A guest: the picker first, then the call and its link.
+        let link = try XCTUnwrap(Self.invite(callroomd, session: "links"))
+        var page = try browser.open(link)
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.local && document.getElementById('mic').options.length >= 2", timeout: 10),
+                      "the fake devices are listed")
+        let second = try XCTUnwrap(browser.evaluate(page, "document.getElementById('mic').options[1].value") as? String)
+        _ = try browser.evaluate(page, "const m = document.getElementById('mic'); m.value = m.options[1].value; m.dispatchEvent(new Event('change')); true")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.local && window.callroom.local.getAudioTracks()[0].getSettings().deviceId === \(String(reflecting: second))", timeout: 10),
+                      "the page did not switch to the microphone picked")
+        try Self.clickJoin(browser, page, name: "Guest")
+        XCTAssertTrue(try browser.waitFor(page, Self.mediaConnected, timeout: 20))
+        XCTAssertEqual(try browser.evaluate(page, copied) as? String, link, "a guest copies the invite it came with")
+        // An account holder: the token is gone from the address bar and from what is copied.
+        _ = BlockingHTTP.request("POST", callroomd.url + "/v3/users", headers: admin, body: #"{"uid":"ada","name":"Ada"}"#)
+        let token = try XCTUnwrap(BlockingHTTP.request("POST", callroomd.url + "/v3/users/ada/auth_tokens", headers: admin).data["authToken"] as? String)
+        page = try browser.open(callroomd.url + "/call/links#authToken=" + token)
+        XCTAssertEqual(try browser.evaluate(page, "location.href") as? String, callroomd.url + "/call/links", "the token left the address bar")
+        try Self.clickJoin(browser, page, name: "Ada")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && \(Self.mediaConnected)", timeout: 20))
+        let theirs = try XCTUnwrap(browser.evaluate(page, copied) as? String)
+        XCTAssertFalse(theirs.contains(token) || theirs.contains("authToken"), "the copied link carries the auth token: \(theirs)")
+        XCTAssertEqual(theirs, callroomd.url + "/call/links")
+        // A reload (same tab) still joins: the token stayed with the tab.
+        _ = try browser.evaluate(page, "document.getElementById('leave').click(); true")
+        _ = try browser.call("Page.reload", [:], session: page.session)
+        XCTAssertTrue(try browser.waitFor(page, "document.readyState === 'complete' && !!window.callroom && window.callroom.phase === 'prejoin' && !window.callroom.error", timeout: 10),
+                      "after a reload: \(String(describing: try? browser.evaluate(page, "window.callroom && window.callroom.error")))")
+        try Self.clickJoin(browser, page, name: "Ada")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && window.callroom.me && window.callroom.me.uid === 'ada'", timeout: 20),
+                      "the reload did not join as Ada")
+    }
 }

@@ -5,8 +5,16 @@
 (() => {
   const page = document.body.dataset;
   // An account holder's way in without an invite: `#authToken=…` (a fragment: never sent to the
-  // server in the request line, never in a log), exchanged for a call token of this session.
-  const authToken = new URLSearchParams(location.hash.slice(1)).get("authToken");
+  // server in the request line, never in a log), exchanged for a call token of this session. It
+  // leaves the address bar at once (kept for this tab only, so a reload still works): a link
+  // copied, shared or shown on a screen never carries it.
+  const fromLink = new URLSearchParams(location.hash.slice(1)).get("authToken");
+  const tokenKey = "callroom.authToken." + document.body.dataset.session;
+  if (fromLink) {
+    try { sessionStorage.setItem(tokenKey, fromLink); } catch (e) { /* storage off: this load only */ }
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  const authToken = fromLink || (() => { try { return sessionStorage.getItem(tokenKey); } catch (e) { return null; } })();
   const $ = (id) => document.getElementById(id);
   const state = {
     phase: "prejoin", name: "", token: null, ws: null, pc: null, me: null, roster: new Map(), local: null,
@@ -420,7 +428,7 @@
     $("chat-text").value = "";
   };
   $("copy-link").onclick = async () => {
-    const link = state.inviteLink || location.href;
+    const link = state.inviteLink || location.origin + location.pathname + location.search;  // (never a fragment)
     try { await navigator.clipboard.writeText(link); $("status").textContent = "Invite link copied."; } catch (e) { prompt("The invite link:", link); }
   };
   window.addEventListener("pagehide", () => { if (state.phase === "call") send({ type: "leave" }); });
