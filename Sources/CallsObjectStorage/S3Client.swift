@@ -124,7 +124,8 @@ public final class S3Client {
                       bodyLimit: Int = 1 << 20) throws(ObjectStorageError) -> CurlClient.Response {
         let url = configuration.endpoint + path + (query.map { "?" + $0 } ?? "")
         let hash = Hex.encode(Crypto.sha256(body ?? []))
-        var headers = headers + ["x-amz-content-sha256: \(hash)", "Expect:"]  // (no 100-continue round trip)
+        // (Every header given here is signed: none may be one libcurl then drops, as "Expect:" is.)
+        var headers = headers + ["x-amz-content-sha256: \(hash)"]
         // A body always names its type: libcurl's default (a form) makes some servers parse it away.
         if body != nil, !headers.contains(where: { $0.lowercased().hasPrefix("content-type:") }) { headers.append("Content-Type: application/octet-stream") }
         switch curl.request(method, url, headers: headers, body: body, timeoutMs: timeoutMs, bodyLimit: bodyLimit) {

@@ -82,4 +82,33 @@ final class S3ClientTests: XCTestCase {
             XCTAssertTrue(bad.problem?.contains(why) == true, "\(bad.endpoint) \(bad.bucket): \(String(describing: bad.problem))")
         }
     }
+
+    /// With a store that checks credentials (moto's IAM mode): the key it issued works; a wrong
+    /// secret and an unknown key are refused, each with S3's own code — and neither carries the secret.
+    func testWrongCredentialsAreRefusedSayingWhich() throws {
+        moto.stop()
+        moto = try MotoServer(checkingCredentials: true)
+        let key = try moto.createCredentials()
+        func client(id: String, secret: String) throws -> S3Client {
+            try S3Client(ObjectStorageConfiguration(endpoint: moto.endpoint, bucket: "checked", region: "us-east-1", accessKeyID: id, secretAccessKey: secret))
+        }
+        let good = try client(id: key.id, secret: key.secret)
+        try good.createBucket()
+        try good.put("a/b", bytes: [1, 2, 3], contentType: "application/octet-stream")
+        XCTAssertEqual(try good.get("a/b"), [1, 2, 3])
+        // A multipart upload signs its queries too (uploads=, partNumber=, uploadId=).
+        let tmp = TemporaryDirectory("callroom-s3-signed")
+        defer { tmp.remove() }
+        try Data(repeating: 7, count: 6 << 20).write(to: URL(fileURLWithPath: tmp.file("six.ogg")))
+        try good.upload("a/six.ogg", file: tmp.file("six.ogg"), contentType: "audio/ogg")
+        XCTAssertEqual(try good.size("a/six.ogg"), 6 << 20)
+        for (id, secret, code) in [(key.id, "not-the-secret", "SignatureDoesNotMatch"), ("AKIAUNKNOWNKEY000000", key.secret, "InvalidAccessKeyId")] {
+            XCTAssertThrowsError(try client(id: id, secret: secret).get("a/b")) { error in
+                guard case ObjectStorageError.refused(403, let got, _) = error else { return XCTFail("\(error)") }
+                XCTAssertEqual(got, code)
+                XCTAssertFalse("\(error)".contains(secret), "the error carries the secret")
+                XCTAssertFalse((error as? ObjectStorageError)?.isTransient ?? true, "wrong credentials are not worth retrying")
+            }
+        }
+    }
 }
