@@ -48,9 +48,10 @@ package final class CurlClient {
 
     /// Collects a response (libcurl's write and header callbacks append here).
     private final class Sink {
-        var limit = 1 << 20
+        let limit: Int
         var bytes: [UInt8] = []
         var headers: [String: String] = [:]
+        init(limit: Int) { self.limit = limit }
     }
 
     package init(caFile: String? = nil, insecure: Bool = false, version: Version = .http2OverTLS) throws(CurlError) {
@@ -81,8 +82,7 @@ package final class CurlClient {
     package func request(_ method: String, _ url: String, headers: [String], body: [UInt8]?, timeoutMs: Int,
                          bodyLimit: Int = 1 << 20) -> Result<Response, CurlError> {
         curl_easy_reset(handle)
-        let sink = Sink()
-        sink.limit = bodyLimit
+        let sink = Sink(limit: bodyLimit)
         var list: UnsafeMutablePointer<curl_slist>?
         for h in headers { list = curl_slist_append(list, h) }
         defer { curl_slist_free_all(list) }

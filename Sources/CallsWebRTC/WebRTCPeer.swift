@@ -150,10 +150,7 @@ public final class WebRTCPeer: Sendable {
     /// due, the handshake is done, or no address is known yet. The gateway's reader thread.
     public func retransmitHandshake() -> (datagrams: [[UInt8]], to: SocketAddress)? {
         guard let address = egress.withLock({ $0.address }) else { return nil }
-        let flight = ingress.withLock { i -> [UInt8] in
-            guard !i.dtls.isConnected else { return [] }
-            return (try? i.dtls.retransmitIfDue()) ?? []
-        }
+        let flight = ingress.withLock { i in (try? i.dtls.retransmitIfDue()) ?? [] }  // (nothing once connected)
         return flight.isEmpty ? nil : (Self.datagrams(of: flight), address)
     }
 

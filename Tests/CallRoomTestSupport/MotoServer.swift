@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+import Glibc  // (SIGTERM, SIGKILL)
 #endif
 
 /// moto's S3-compatible server (PyPI `moto[server]`, installed by scripts/install-python-deps.sh
@@ -24,7 +24,7 @@ public final class MotoServer {
     ///   `createCredentials` spends) must be signed with a key moto issued, as S3 itself checks.
     public init(checkingCredentials: Bool = false) throws {
         guard let binary = Self.binary else { throw TestFailure("moto_server is not installed (scripts/install-python-deps.sh)") }
-        port = try Self.freePort()
+        port = try FreePort.tcp()
         var environment = ProcessInfo.processInfo.environment
         if checkingCredentials { environment["INITIAL_NO_AUTH_ACTION_COUNT"] = "3" }
         process = try ManagedProcess(binary, ["-H", "127.0.0.1", "-p", String(port)], environment: environment)
@@ -62,17 +62,5 @@ public final class MotoServer {
     public func stop() {
         process.signal(SIGTERM)
         if process.wait(timeout: 5) == nil { process.signal(SIGKILL); _ = process.wait(timeout: 5) }
-    }
-
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 } }
-        guard bound else { throw TestFailure("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

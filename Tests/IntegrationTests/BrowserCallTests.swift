@@ -24,6 +24,11 @@ final class BrowserCallTests: XCTestCase {
         _ = try browser.evaluate(page, "document.getElementById('name').value = \(String(reflecting: name)); document.getElementById('\(video ? "join" : "join-audio")').click(); true")
     }
 
+    /// The pid of the participant `uid` in the page's roster, when it is there.
+    static func pid(_ browser: HeadlessChromium, _ page: HeadlessChromium.Page, uid: String) throws -> String? {
+        try browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === \(String(reflecting: uid)))?.pid") as? String
+    }
+
     /// The page's media are through: its peer connection is `connected`.
     static let mediaConnected = "window.callroom.pc && window.callroom.pc.connectionState === 'connected'"
 
@@ -128,7 +133,7 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && \(Self.mediaConnected)",
                                           timeout: 20), "the browser's media did not connect: \(String(describing: try? browser.evaluate(page, "JSON.stringify({phase: window.callroom.phase, error: window.callroom.error, ice: window.callroom.pc && window.callroom.pc.iceConnectionState, conn: window.callroom.pc && window.callroom.pc.connectionState, answers: window.callroom.answers})")))\n\(callroomd.output.suffix(20).joined(separator: "\n"))")
         XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantJoined") && $0.contains("Web Guest") }, "the terminal sees the browser join")
-        let termPid = try browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String
+        let termPid = try Self.pid(browser, page, uid: "term")
         XCTAssertNotNil(termPid)
         // The browser hears the terminal's 440 Hz.
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid ?? "")))", timeout: 10), "no stream from the terminal")
@@ -431,7 +436,7 @@ final class BrowserCallTests: XCTestCase {
         try Self.clickJoin(browser, page, name: "Roamer")
         XCTAssertTrue(try browser.waitFor(page, Self.mediaConnected, timeout: 20),
                       "not connected over the namespace's link: \(Self.stats(browser, page))")
-        let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
+        let termPid = try XCTUnwrap(Self.pid(browser, page, uid: "term"))
         func hears() throws -> Bool {
             let best = try Self.clearest(browser, page, pid: termPid, hz: 440)
             return best > 20
@@ -640,7 +645,7 @@ final class BrowserCallTests: XCTestCase {
             """
         let selected = try browser.evaluate(page, pair) as? String ?? ""
         XCTAssertEqual(selected, tls ? "relay/tls" : "relay/tcp", "the browser's pair is not a TURN relay over \(tls ? "TLS" : "TCP"): \(selected)")
-        let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
+        let termPid = try XCTUnwrap(Self.pid(browser, page, uid: "term"))
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10), "no stream from the terminal")
         let best = try Self.clearest(browser, page, pid: termPid, hz: 440)
         XCTAssertGreaterThan(best, 20, "the browser does not hear the terminal through TURN:\n\(Self.stats(browser, page))")
@@ -714,8 +719,7 @@ final class BrowserCallTests: XCTestCase {
         let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "race", "--server", callroomd.url, "--uid", "term", "--auth-key", callroomd.authKey,
                                                                            "--input", "tone:440", "--output", "null", "--headless"])
         XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
-        let termPid = try XCTUnwrap(eventually(5, poll: 0.05) { (try? browser.evaluate(page, "[...window.callroom.roster.values()].some(p => p.uid === 'term')")) as? Bool == true }
-            ? browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String : nil)
+        let termPid = try XCTUnwrap(eventuallyValue(5, poll: 0.05) { try? Self.pid(browser, page, uid: "term") }, "the terminal not in the browser's roster")
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10),
                       "no stream from the terminal: \(Self.stats(browser, page))")
         let best = try Self.clearest(browser, page, pid: termPid, hz: 440)

@@ -207,7 +207,7 @@ final class ClusterFailoverTests: XCTestCase {
                       "not connected: \(BrowserCallTests.stats(browser, page))")
         XCTAssertEqual(BrowserCallTests.metric(a, "callroom_webrtc_legs"), 1, "the leg is on the room's node")
         XCTAssertEqual(BrowserCallTests.metric(b, "callroom_webrtc_legs"), 0, "none on the node holding the WebSocket")
-        let termPid = try XCTUnwrap(browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === 'term').pid") as? String)
+        let termPid = try XCTUnwrap(BrowserCallTests.pid(browser, page, uid: "term"))
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.streams.has(\(String(reflecting: termPid)))", timeout: 10))
         let best = try BrowserCallTests.clearest(browser, page, pid: termPid, hz: 440)
         XCTAssertGreaterThan(best, 20, "the browser does not hear the terminal across nodes:\n\(BrowserCallTests.stats(browser, page))")
