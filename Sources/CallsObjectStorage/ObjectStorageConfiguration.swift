@@ -8,13 +8,20 @@ public struct ObjectStorageConfiguration: Sendable, Equatable, Codable {
     public var region: String
     public var accessKeyID: String
     public var secretAccessKey: String
+    /// Put before every key (`callroom/`, or empty): several servers or apps share a bucket.
+    public var prefix: String
+    /// CA bundle for an `https` endpoint with a private CA (nil: the system's).
+    public var caFile: String?
 
-    public init(endpoint: String, bucket: String, region: String, accessKeyID: String, secretAccessKey: String) {
+    public init(endpoint: String, bucket: String, region: String, accessKeyID: String, secretAccessKey: String,
+                prefix: String = "", caFile: String? = nil) {
         self.endpoint = endpoint
         self.bucket = bucket
         self.region = region
         self.accessKeyID = accessKeyID
         self.secretAccessKey = secretAccessKey
+        self.prefix = prefix
+        self.caFile = caFile
     }
 
     /// What is wrong with it, if anything (checked at start, before any request).
@@ -32,6 +39,11 @@ public struct ObjectStorageConfiguration: Sendable, Equatable, Codable {
         guard !region.isEmpty, region.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else { return "objectStorage.region is not a region name" }
         guard !accessKeyID.isEmpty, !secretAccessKey.isEmpty, !accessKeyID.contains(":") else {
             return "objectStorage needs accessKeyID and secretAccessKey"
+        }
+        let keyCharacters = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/-")
+        guard prefix.isEmpty || (prefix.count <= 100 && prefix.hasSuffix("/") && !prefix.hasPrefix("/") && prefix.allSatisfy(keyCharacters.contains)
+                                 && !prefix.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })) else {
+            return "objectStorage.prefix must be empty or up to 100 of A-Z a-z 0-9 . _ / - ending in '/'"
         }
         return nil
     }

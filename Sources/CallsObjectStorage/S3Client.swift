@@ -23,7 +23,7 @@ public final class S3Client {
         self.configuration = configuration
         self.partSize = max(5 << 20, partSize)
         self.timeoutMs = timeoutMs
-        do { curl = try CurlClient(caFile: caFile, version: .http2OverTLS) } catch { throw .unreachable(error.description) }
+        do { curl = try CurlClient(caFile: caFile ?? configuration.caFile, version: .http2OverTLS) } catch { throw .unreachable(error.description) }
         curl.awsSigV4 = ("aws:amz:\(configuration.region):s3", configuration.accessKeyID, configuration.secretAccessKey)
     }
 
@@ -111,7 +111,9 @@ public final class S3Client {
 
     // MARK: Requests
 
-    private func path(_ key: String) throws(ObjectStorageError) -> String {
+    /// `/BUCKET/PREFIX KEY` (keys are relative to the configured prefix).
+    private func path(_ relativeKey: String) throws(ObjectStorageError) -> String {
+        let key = configuration.prefix + relativeKey
         let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/-")
         guard (1...512).contains(key.utf8.count), key.allSatisfy(allowed.contains), !key.hasPrefix("/"),
               !key.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {

@@ -92,10 +92,13 @@ extension CallStore {
         for row in try db.query("SELECT rid, session_id, started_at, ended_at, duration_ms FROM recordings WHERE call_id = ? ORDER BY started_at",
                                 [.int(id)]) {
             let rid = row[0].text ?? ""
+            let storage = try storage(of: rid)
             let files = try db.query("SELECT name, kind, uid, pid, duration_ms, bytes FROM recording_files WHERE rid = ? ORDER BY kind, name",
                                      [.text(rid)]).map {
-                StoredRecordingFile(name: $0[0].text ?? "", kind: $0[1].text ?? "", uid: $0[2].text, pid: $0[3].text,
-                                    durationMs: $0[4].int ?? 0, bytes: $0[5].int ?? 0)
+                var f = StoredRecordingFile(name: $0[0].text ?? "", kind: $0[1].text ?? "", uid: $0[2].text, pid: $0[3].text,
+                                            durationMs: $0[4].int ?? 0, bytes: $0[5].int ?? 0)
+                f.storage = storage[f.name] ?? .local
+                return f
             }
             call.recordings.append(StoredRecording(rid: rid, sessionId: row[1].text ?? "", startedAt: row[2].int ?? 0, endedAt: row[3].int,
                                                    durationMs: row[4].int, files: files))
@@ -174,17 +177,27 @@ extension CallStore {
     /// (Under the lock.)
     private func transcriptRows(callID: Int64, sessionId: String, limit: Int, offset: Int) throws(DatabaseError) -> [StoredTranscript] {
         try db.query("SELECT tid, start_time, end_time, url, meta FROM transcripts WHERE call_id = ? ORDER BY id LIMIT ? OFFSET ?",
-                     [.int(callID), .int(Int64(limit)), .int(Int64(offset))]).map {
-            StoredTranscript(tid: $0[0].text ?? "", mid: sessionId, roomName: sessionId, startTime: $0[1].int ?? 0,
-                             endTime: $0[2].int ?? 0, url: $0[3].text ?? "", metaData: $0[4].text)
+                     [.int(callID), .int(Int64(limit)), .int(Int64(offset))]).map { (row) throws(DatabaseError) -> StoredTranscript in
+            let tid = row[0].text ?? ""
+            return StoredTranscript(tid: tid, mid: sessionId, roomName: sessionId, startTime: row[1].int ?? 0,
+                                    endTime: row[2].int ?? 0, url: row[3].text ?? "", metaData: row[4].text,
+                                    storage: Self.transcriptStorage(try storage(of: tid)))
         }
     }
 
     /// The transcriber finished (or a crash-cut transcript was finalised): its end, URL and metadata.
     package func transcriptionFinished(tid: String, endedAt: Int64, url: String, meta: String) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
-            try db.execute("UPDATE transcripts SET end_time = ?, url = ?, meta = ? WHERE tid = ?", [.int(endedAt), .text(url), .text(meta), .text(tid)])
+            try db.transaction { () throws(DatabaseError) in
+                try db.execute("UPDATE transcripts SET end_time = ?, url = ?, meta = ? WHERE tid = ?", [.int(endedAt), .text(url), .text(meta), .text(tid)])
+                try queueUploads(.transcript, owner: tid, names: ["\(tid).vtt", "\(tid).json"], now: epochMilliseconds())
+            }
         }
+    }
+
+    /// A transcript's files are where the least far along of them is.
+    static func transcriptStorage(_ files: [String: FileStorage]) -> FileStorage {
+        files.isEmpty ? .local : files.values.contains(.uploading) ? .uploading : .objectStorage
     }
 
     /// Transcripts a crash left without an end (finalised at start), with their session.
@@ -202,8 +215,9 @@ extension CallStore {
                 SELECT t.tid, t.start_time, t.end_time, t.url, t.meta, t.call_id FROM transcripts t JOIN calls c ON c.id = t.call_id
                 WHERE t.tid = ? AND c.session_id = ?
                 """, [.text(tid), .text(sessionId)]).first else { return nil }
-            return (StoredTranscript(tid: row[0].text ?? "", mid: sessionId, roomName: sessionId, startTime: row[1].int ?? 0,
-                                     endTime: row[2].int ?? 0, url: row[3].text ?? "", metaData: row[4].text), row[5].int ?? 0)
+            return (StoredTranscript(tid: tid, mid: sessionId, roomName: sessionId, startTime: row[1].int ?? 0,
+                                     endTime: row[2].int ?? 0, url: row[3].text ?? "", metaData: row[4].text,
+                                     storage: Self.transcriptStorage(try storage(of: tid))), row[5].int ?? 0)
         }
     }
 }
@@ -225,6 +239,7 @@ extension CallStore {
                         """, [.text(rid), .text(f.name), .text(f.kind), f.uid.map { .text($0) } ?? .null, f.pid.map { .text($0) } ?? .null,
                               .int(f.durationMs), .int(f.bytes)])
                 }
+                try queueUploads(.recording, owner: rid, names: files.map(\.name), now: epochMilliseconds())
             }
         }
     }
@@ -258,6 +273,7 @@ extension CallStore {
                     """, [.text(rid), .text(f.name), .text(f.kind), f.uid.map { .text($0) } ?? .null, f.pid.map { .text($0) } ?? .null,
                           .int(f.durationMs), .int(f.bytes)])
                 try db.execute("UPDATE recordings SET bytes = COALESCE(bytes, 0) + ? WHERE rid = ?", [.int(f.bytes), .text(rid)])
+                try queueUploads(.recording, owner: rid, names: [f.name], now: epochMilliseconds())
             }
         }
     }
@@ -271,6 +287,8 @@ extension CallStore {
                     try db.execute("DELETE FROM recording_files WHERE rid = ?", [.text(rid)])
                     try db.execute("DELETE FROM recordings WHERE rid = ?", [.text(rid)])
                 }
+                // (Their objects go from the bucket too, by the uploader: any node, retried.)
+                try queueDeletions(.recording, owners: rids, now: epochMilliseconds())
                 return rids
             }
         }

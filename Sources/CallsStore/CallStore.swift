@@ -53,6 +53,8 @@ public struct StoredRecordingFile: Sendable, Equatable {
     public var pid: String?
     public var durationMs: Int64
     public var bytes: Int64
+    /// Where it is kept (read from `stored_objects`; not written with the file's row).
+    public var storage: FileStorage = .local
     public init(name: String, kind: String, uid: String?, pid: String?, durationMs: Int64, bytes: Int64) {
         self.name = name; self.kind = kind; self.uid = uid; self.pid = pid; self.durationMs = durationMs; self.bytes = bytes
     }
@@ -90,6 +92,14 @@ public final class CallStore: @unchecked Sendable {
     }
     /// Under the lock (`nodeID`).
     package var owner: String?
+    /// Object storage is configured: finished recordings' and transcripts' files are queued
+    /// for upload (`stored_objects`) in the transaction that finishes them. Set before the rooms start.
+    public var queuesUploads: Bool {
+        get { lock.withLock { uploads } }
+        set { lock.withLock { uploads = newValue } }
+    }
+    /// Under the lock (`queuesUploads`).
+    package var uploads = false
     /// Operation counts and latency, for `/metrics`.
     public let metrics = StoreMetrics()
     /// The schema this build writes (the last migration's version).

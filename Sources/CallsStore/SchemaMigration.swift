@@ -18,7 +18,7 @@ package struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    package static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
+    package static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11]
 
     package static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -158,5 +158,18 @@ package struct SchemaMigration: Sendable {
             uses INTEGER NOT NULL DEFAULT 0, revoked_at INTEGER)
         """,
         "CREATE INDEX IF NOT EXISTS invites_session ON invites(session_id)",
+    ])
+
+    /// Files bound for object storage (recordings, transcripts): a persistent queue of uploads
+    /// and deletions — one row per file, `key` relative to the data directory and the bucket's
+    /// prefix, `owner` the recording or transcript, `node_id` the node that holds the file.
+    package static let v11 = SchemaMigration(version: 11, statements: [
+        """
+        CREATE TABLE stored_objects(key TEXT PRIMARY KEY, kind TEXT NOT NULL, owner TEXT NOT NULL, name TEXT NOT NULL,
+            node_id TEXT, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL,
+            last_error TEXT, bytes INTEGER, stored_at INTEGER)
+        """,
+        "CREATE INDEX stored_objects_owner ON stored_objects(owner)",
+        "CREATE INDEX stored_objects_due ON stored_objects(state, next_at)",
     ])
 }

@@ -24,7 +24,7 @@ let usage = """
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               mediaConsentIntervalMs, mediaConsentTimeoutMs, recordingRetentionDays, recordingQuotaMB,
                               captionModelDir, captionDecoders, streamingURL, streamingAllowSessionURLs,
-                              streamingReconnectSeconds,
+                              streamingReconnectSeconds, objectStorage,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
@@ -200,6 +200,7 @@ config.mediaPublicAddress = file.mediaPublicAddress
 if let servers = file.webrtcIceServers { config.webrtcIceServers = servers }
 config.apns = file.apns
 config.fcm = file.fcm
+config.objectStorage = file.objectStorage
 if let u = file.publicURL { config.publicURL = u }
 if let a = file.appleAppIDs { config.appleAppIDs = a }
 if let a = file.androidApps { config.androidApps = a }

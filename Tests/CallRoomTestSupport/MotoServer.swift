@@ -64,3 +64,35 @@ public final class MotoServer {
         if process.wait(timeout: 5) == nil { process.signal(SIGKILL); _ = process.wait(timeout: 5) }
     }
 }
+
+/// `scripts/s3-fault-proxy.py` in front of an S3-compatible server: forwards every request,
+/// but answers the first `failFirst` object writes under `recordings/` and `transcripts/` with
+/// S3's 503 ServiceUnavailable, and holds such writes unanswered while `stallWhile` exists.
+/// `lines` are its "<outcome> <METHOD> <path>" reports.
+///
+/// Thread rules: one test thread drives it.
+public final class S3FaultProxy {
+    public let port: Int
+    public var endpoint: String { "http://127.0.0.1:\(port)" }
+    private let process: ManagedProcess
+    public var lines: [String] { process.output }
+
+    public init(upstream: String, failFirst: Int = 0, stallWhile: String? = nil) throws {
+        port = try FreePort.tcp()
+        var arguments = [BuiltProducts.packageRoot + "/scripts/s3-fault-proxy.py", "--port", String(port), "--upstream", upstream,
+                         "--fail-first", String(failFirst)]
+        if let stallWhile { arguments += ["--stall-while", stallWhile] }
+        process = try ManagedProcess("/usr/bin/env", ["python3"] + arguments)
+        guard process.waitForLine(timeout: 15, { $0 == "ready" }) != nil else {
+            process.signal(SIGKILL)
+            throw TestFailure("s3-fault-proxy did not start: \(process.errorOutput.suffix(1000))")
+        }
+    }
+
+    deinit { stop() }
+
+    public func stop() {
+        process.signal(SIGTERM)
+        if process.wait(timeout: 5) == nil { process.signal(SIGKILL); _ = process.wait(timeout: 5) }
+    }
+}

@@ -37,8 +37,12 @@ public struct CallRecord: Codable, Sendable, Equatable {
             /// Seconds.
             public var duration: Double
             public var bytes: Int64
-            public init(name: String, kind: String, uid: String?, pid: String?, url: String, duration: Double, bytes: Int64) {
+            /// Where the file is kept (absent from servers before object storage: `local`).
+            public var storage: FileStorage?
+            public init(name: String, kind: String, uid: String?, pid: String?, url: String, duration: Double, bytes: Int64,
+                        storage: FileStorage? = nil) {
                 self.name = name; self.kind = kind; self.uid = uid; self.pid = pid; self.url = url; self.duration = duration; self.bytes = bytes
+                self.storage = storage
             }
         }
         public var rid: String

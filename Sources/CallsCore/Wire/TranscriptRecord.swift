@@ -10,9 +10,13 @@ public struct TranscriptRecord: Codable, Sendable, Equatable {
     public var endTime: Int64
     public var url: String
     public var metaData: String?
+    /// Where its files are kept (absent from servers before object storage: `local`).
+    public var storage: FileStorage?
 
-    public init(tid: String, mid: String, roomName: String, startTime: Int64, endTime: Int64, url: String, metaData: String?) {
+    public init(tid: String, mid: String, roomName: String, startTime: Int64, endTime: Int64, url: String, metaData: String?,
+                storage: FileStorage? = nil) {
         self.tid = tid; self.mid = mid; self.roomName = roomName; self.startTime = startTime; self.endTime = endTime
         self.url = url; self.metaData = metaData
+        self.storage = storage
     }
 }

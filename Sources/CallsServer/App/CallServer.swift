@@ -1,3 +1,4 @@
+import CallsObjectStorage
 import CallsCaptions
 import CallsCluster
 import CallsCore
@@ -87,6 +88,7 @@ public final class CallServer: @unchecked Sendable {
         generatedKeys = generated
         // Before any port is bound: a bad key file stops the start with nothing to undo.
         let providers = try pushProviders()
+        try probeObjectStorage()
         let mediaPublic = try mediaPublicAddress()
         let (store, cutRecordings) = try openStore(dir, keysCreatedNow: created)
         let relay = try openRelay()
@@ -105,8 +107,12 @@ public final class CallServer: @unchecked Sendable {
         let members = MemberLauncher(configuration: configuration, endpoints: memberEndpoints(relayPort: relay.port, tls: tlsFiles != nil),
                                      store: store, log: log, hooks: built.hooks, recognizers: recognizers)
         let maintenance = RecordingMaintenance(store: store, dataDir: dir, retentionDays: configuration.recordingRetentionDays, log: log)
+        let uploader = configuration.objectStorage.map {
+            ObjectUploader(configuration: $0, store: store, dataDir: dir, nodeID: configuration.redisURL == nil ? nil : nodeID, log: log)
+        }
         let webrtc = openWebRTC(relay: relay, rooms: built.rooms, mediaPublic: mediaPublic)
-        let running = RunningServer(store: store, relay: relay, parts: built, members: members, maintenance: maintenance, webrtc: webrtc)
+        let running = RunningServer(store: store, relay: relay, parts: built, members: members, maintenance: maintenance,
+                                    uploader: uploader, webrtc: webrtc)
         runningBox.withLock { $0 = running }
         // (Created once the port is known: invite links need the address. Until then: 503.)
         built.gateway.attach(router: restRouter(built, store: store, relayPort: relay.port))
@@ -121,6 +127,7 @@ public final class CallServer: @unchecked Sendable {
         }
         relay.start()
         maintenance.start()
+        uploader?.start()
         // Deliveries left from an earlier run go out too (the outbox is in the store).
         if !built.directory.isEmpty { built.webhooks.start() }
         built.push?.start()
@@ -184,6 +191,8 @@ public final class CallServer: @unchecked Sendable {
         do {
             let store: CallStore
             if let url = configuration.databaseURL { store = try CallStore(database: try PostgresDatabase(url: url)) } else { store = try CallStore(path: dbPath) }
+            // (Before crash recovery: what it finishes is queued for the bucket too.)
+            store.queuesUploads = configuration.objectStorage != nil
             if configuration.redisURL == nil {
                 let closed = try store.closeInterruptedCalls()
                 if closed > 0 { log.warn("closed calls left open by an unclean shutdown", ["count": "\(closed)"]) }
@@ -199,6 +208,31 @@ public final class CallServer: @unchecked Sendable {
         } catch {
             throw .database(error.description)
         }
+    }
+
+    /// `objectStorage`: a small object stored and deleted before the ports open, so wrong
+    /// credentials, a missing bucket or a refused write stop the start with the store's code; a
+    /// store that does not answer now is only warned of (uploads wait in the queue for it).
+    private func probeObjectStorage() throws(ServerStartError) {
+        guard let c = configuration.objectStorage else { return }
+        let fields = ["endpoint": c.endpoint, "bucket": c.bucket]
+        if c.endpoint.hasPrefix("http://"), !Self.isLoopbackEndpoint(c.endpoint) {
+            log.warn("object storage over plain http: recordings cross the network unencrypted", fields)
+        }
+        guard let (message, transient) = ObjectUploader.probe(c, nodeID: nodeID) else {
+            log.info("object storage ready", fields)
+            return
+        }
+        guard transient else {
+            throw .objectStorage("object storage \(c.endpoint) bucket '\(c.bucket)' refused a test write: \(message) "
+                                 + "(check objectStorage's accessKeyID and secret, the bucket's name and region, and that the key may put and delete objects)")
+        }
+        log.warn("object storage does not answer now; uploads wait in their queue", fields.merging(["error": message]) { a, _ in a })
+    }
+
+    static func isLoopbackEndpoint(_ endpoint: String) -> Bool {
+        guard let host = URL(string: endpoint)?.host else { return false }
+        return host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
     }
 
     /// The UDP relay, with the kernel fast path where configured (and loadable, for `auto`).
@@ -409,8 +443,14 @@ public final class CallServer: @unchecked Sendable {
                                     connections: r.parts.gateway.openSockets.load(ordering: .relaxed), relay: r.relay.counters,
                                     store: r.store.metrics, httpRequests: r.parts.gateway.httpRequests.load(ordering: .relaxed),
                                     webhooks: r.parts.webhooks.isRunning ? r.parts.webhooks.counters : nil, push: r.parts.push?.counters,
-                                    refusals: refusals.all.map { ($0.0.rawValue, $0.1) }, webrtc: r.webrtc)
+                                    refusals: refusals.all.map { ($0.0.rawValue, $0.1) }, webrtc: r.webrtc,
+                                    objects: r.uploader.map { ($0.counters, (try? r.store.objectCounts()) ?? [:]) })
     }
+
+    /// Uploads and deletions due in object storage, now rather than on the next 2 s turn;
+    /// returns how many succeeded (0 without object storage). Any thread.
+    @discardableResult
+    public func uploadDueObjects() -> Int { running?.uploader?.turn() ?? 0 }
 
     /// Push counters (nil when no push service is configured).
     public var pushCounters: PushCounters? { running?.parts.push?.counters }

@@ -21,7 +21,8 @@ struct MetricsReport {
 
     static func render(rooms: Int, participants: Int, connections: Int, relay: RelayCounters, store: StoreMetrics,
                        httpRequests: UInt64, webhooks: WebhookCounters? = nil, push: PushCounters? = nil,
-                       refusals: [(String, UInt64)] = [], webrtc: WebRTCGateway? = nil) -> String {
+                       refusals: [(String, UInt64)] = [], webrtc: WebRTCGateway? = nil,
+                       objects: (counters: ObjectUploader.Counters, queue: [StoredObject.State: Int])? = nil) -> String {
         var r = MetricsReport()
         r.gauge("callroom_rooms", "Rooms with at least one participant.", rooms)
         r.gauge("callroom_participants", "Participants in all rooms.", participants)
@@ -102,6 +103,15 @@ struct MetricsReport {
             r.counter("callroom_push_expired_total", "Pushes not sent within their 30 s lifetime.", p.expired.load(ordering: .relaxed))
             r.counter("callroom_push_tokens_purged_total", "Device tokens removed because the service said they are dead.",
                       p.tokensPurged.load(ordering: .relaxed))
+        }
+        if let (c, queue) = objects {
+            r.counter("callroom_object_storage_operations_total", "Object storage: files uploaded, objects deleted, attempts failed (retried with back-off).", [
+                ("outcome=\"uploaded\"", c.uploaded.load(ordering: .relaxed)), ("outcome=\"deleted\"", c.deleted.load(ordering: .relaxed)),
+                ("outcome=\"failed\"", c.failed.load(ordering: .relaxed))])
+            r.counter("callroom_object_storage_uploaded_bytes_total", "Bytes uploaded to object storage.", c.uploadedBytes.load(ordering: .relaxed))
+            r.lines += ["# HELP callroom_object_storage_queue Files in the object-storage queue, by state (upload: waiting; delete: to be removed).",
+                        "# TYPE callroom_object_storage_queue gauge"]
+                + [StoredObject.State.upload, .stored, .delete].map { "callroom_object_storage_queue{state=\"\($0.rawValue)\"} \(queue[$0] ?? 0)" }
         }
         if let w = webrtc {
             let c = w.counters

@@ -17,12 +17,15 @@ final class RunningServer: Sendable {
     let parts: CallServer.Assembly
     let members: MemberLauncher
     let maintenance: RecordingMaintenance
+    /// Uploads to object storage (nil: not configured).
+    let uploader: ObjectUploader?
     /// Browsers' media (nil: off).
     let webrtc: WebRTCGateway?
     private let stopped = Atomic<Bool>(false)
 
     init(store: CallStore, relay: MediaRelay, parts: CallServer.Assembly, members: MemberLauncher, maintenance: RecordingMaintenance,
-         webrtc: WebRTCGateway?) {
+         uploader: ObjectUploader?, webrtc: WebRTCGateway?) {
+        self.uploader = uploader
         self.webrtc = webrtc
         self.store = store
         self.relay = relay
@@ -39,6 +42,8 @@ final class RunningServer: Sendable {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         parts.cluster?.leave()
         maintenance.stop()
+        // (An upload under way is cut when the process ends; its row stays queued for the next start.)
+        uploader?.stop()
         parts.rooms.closeAll(reason: .serverShuttingDown)
         members.stopAll()
         parts.rooms.stopHeartbeat()

@@ -1,3 +1,4 @@
+import CallsObjectStorage
 import CallsStore
 import Foundation
 
@@ -69,6 +70,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var production: Bool?
     public var apns: APNsConfig?
     public var fcm: FCMConfig?
+    public var objectStorage: ObjectStorageConfiguration?
 
     /// Every trigger a webhook may ask for (calls-api.md §9).
     public static let webhookTriggers: Set<String> = [
@@ -94,7 +96,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
-                                           "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders",
+                                           "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
 
     /// Why a config file was refused (the message names the file and the key).
@@ -244,6 +246,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         }
         c.apns = try parseAPNs(obj["apns"], path: path)
         c.fcm = try parseFCM(obj["fcm"], path: path)
+        c.objectStorage = try parseObjectStorage(obj["objectStorage"], path: path)
         c.restRequestsPerSecond = try int("restRequestsPerSecond")
         c.relayThreads = try int("relayThreads")
         c.relayMaxDelayMs = try int("relayMaxDelayMs")
@@ -304,6 +307,41 @@ public struct ServerConfigFile: Sendable, Equatable {
             guard let f = f as? String, !f.isEmpty else { throw Invalid(message: "\(path): fcm.caFile must be a path") }
             c.caFile = f
         }
+        return c
+    }
+
+    /// `{"endpoint", "bucket", "region"?, "accessKeyID", "secretAccessKey" | "secretAccessKeyFile", "prefix"?, "caFile"?}`:
+    /// the secret inline or in a file only its owner may read (as push keys).
+    private static func parseObjectStorage(_ v: Any?, path: String) throws(Invalid) -> ObjectStorageConfiguration? {
+        guard let v else { return nil }
+        guard let o = v as? [String: Any] else { throw Invalid(message: "\(path): 'objectStorage' must be an object") }
+        try onlyKeys(o, ["endpoint", "bucket", "region", "accessKeyID", "secretAccessKey", "secretAccessKeyFile", "prefix", "caFile"], at: "\(path): objectStorage")
+        func text(_ k: String) throws(Invalid) -> String? {
+            guard let x = o[k] else { return nil }
+            guard let s = x as? String, !s.isEmpty else { throw Invalid(message: "\(path): objectStorage.\(k) must be a non-empty string") }
+            return s
+        }
+        guard let endpoint = try text("endpoint"), let bucket = try text("bucket"), let keyID = try text("accessKeyID") else {
+            throw Invalid(message: "\(path): objectStorage needs endpoint, bucket and accessKeyID")
+        }
+        let secret: String
+        switch (try text("secretAccessKey"), try text("secretAccessKeyFile")) {
+        case (let s?, nil): secret = s
+        case (nil, let file?):
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+                  let data = FileManager.default.contents(atPath: file) else {
+                throw Invalid(message: "\(path): objectStorage.secretAccessKeyFile '\(file)' cannot be read")
+            }
+            if let mode = attributes[.posixPermissions] as? NSNumber, mode.intValue & 0o077 != 0 {
+                throw Invalid(message: "\(path): objectStorage.secretAccessKeyFile '\(file)' may be read by others (chmod 600 it)")
+            }
+            secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        default: throw Invalid(message: "\(path): objectStorage needs one of secretAccessKey and secretAccessKeyFile")
+        }
+        let c = ObjectStorageConfiguration(endpoint: endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint, bucket: bucket,
+                                           region: try text("region") ?? "us-east-1", accessKeyID: keyID, secretAccessKey: secret,
+                                           prefix: try text("prefix") ?? "", caFile: try text("caFile"))
+        if let problem = c.problem { throw Invalid(message: "\(path): \(problem)") }
         return c
     }
 

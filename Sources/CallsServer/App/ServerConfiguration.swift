@@ -1,3 +1,4 @@
+import CallsObjectStorage
 import CallsCore
 import CallsRelay
 import CallsStore
@@ -120,6 +121,9 @@ public struct ServerConfiguration: Sendable {
     public var recordingRetentionDays: Int = 0
     /// No new recording starts while the recordings take this many MB (0: no limit).
     public var recordingQuotaMB: Int = 0
+    /// Where finished recordings and transcripts are uploaded (an S3-compatible bucket), so that
+    /// every node serves them and no node's loss takes them (nil: local files only).
+    public var objectStorage: ObjectStorageConfiguration?
     /// Where the caption models are (PocketSphinx's layout: `{dir}/en-us/…`; Debian
     /// `pocketsphinx-en-us` installs en-US under the default).
     public var captionModelDir: String = "/usr/share/pocketsphinx/model"
@@ -187,6 +191,8 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     case redis(String)
     /// `--redis`: this node's keys are not the ones the cluster's live nodes run on.
     case clusterKeys(ours: String, cluster: String)
+    /// `objectStorage`: the bucket refused the start's probe (credentials, permissions, no such bucket).
+    case objectStorage(String)
 
     public var description: String {
         switch self {
@@ -201,6 +207,7 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
         case .tls(let m): return m
         case .badSetting(let m): return m
         case .redis(let m): return m
+        case .objectStorage(let m): return m
         case .clusterKeys(let ours, let cluster):
             return "this node's keys (fingerprint \(ours)) are not the cluster's (\(cluster), set by its live nodes): "
                 + "give every node the same keys — copy keys.json from a running node into this data directory, "

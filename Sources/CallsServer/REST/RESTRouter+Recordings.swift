@@ -1,5 +1,6 @@
 import CallsCaptions
 import CallsCore
+import CallsStore
 import CallsTransport
 import Foundation
 
@@ -24,11 +25,9 @@ extension RESTRouter {
             throw ServerError(.notFound, rec.endedAt == nil ? "The recording is still going; its files come when it stops."
                                                            : "No file '\(name.prefix(60))' in recording '\(rid.prefix(40))'.")
         }
-        let path = (config.dataDir as NSString).appendingPathComponent("recordings/\(rid)/\(name)")
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ServerError(.notFound, "The file of recording '\(rid.prefix(40))' is gone (retention?).")
-        }
-        let bytes = [UInt8](data)
+        // This node's disk, else the bucket (any node serves what any node uploaded).
+        let bytes = try files.read(StoredObject.key(.recording, owner: rid, name: name),
+                                   gone: "The file of recording '\(rid.prefix(40))' is gone (retention?).")
         var headers: [(name: String, value: String)] = [("accept-ranges", "bytes"),
                                                         ("content-disposition", "inline; filename=\"\(rid)-\(name)\"")]
         guard let spec = r.header("range") else { return HTTPResponse(status: 200, contentType: "audio/ogg", body: bytes, headers: headers) }
@@ -61,23 +60,29 @@ extension RESTRouter {
                 throw ServerError(.forbidden, "You were not in the call while transcript '\(tid)' ran; only a moderator or the operator may fetch it.")
             }
         }
-        let dir = (config.dataDir as NSString).appendingPathComponent("transcripts")
+        let gone = "The transcript '\(tid)' is gone (retention?)."
         if isVTT {
-            guard let data = FileManager.default.contents(atPath: dir + "/\(tid).vtt") else {
-                throw ServerError(.notFound, "The transcript '\(tid)' is gone (retention?).")
-            }
-            return HTTPResponse(status: 200, contentType: "text/vtt; charset=utf-8", body: [UInt8](data))
+            let body = try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).vtt"), gone: gone)
+            return HTTPResponse(status: 200, contentType: "text/vtt; charset=utf-8", body: body)
         }
-        let json = t.endTime > 0 ? FileManager.default.contents(atPath: dir + "/\(tid).json") : nil
-        guard let body = try json ?? (try? TranscriptWriter.document(linesPath: dir + "/\(tid).jsonl")).map({ doc -> Data in
+        if t.endTime > 0 {
+            return HTTPResponse(status: 200, contentType: "application/json",
+                                body: try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).json"), gone: gone))
+        }
+        // Still being made: built from its lines, on the node that makes it.
+        let lines = (config.dataDir as NSString).appendingPathComponent("transcripts/\(tid).jsonl")
+        guard let body = (try? TranscriptWriter.document(linesPath: lines)).flatMap({ doc -> Data? in
             let enc = JSONEncoder()
             enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-            return try enc.encode(doc)
+            return try? enc.encode(doc)
         }) else {
-            throw ServerError(.notFound, "The transcript '\(tid)' is gone (retention?).")
+            throw ServerError(.notFound, gone)
         }
         return HTTPResponse(status: 200, contentType: "application/json", body: [UInt8](body))
     }
+
+    /// Finished files, from this node's disk or the bucket.
+    var files: StoredFileReader { StoredFileReader(dataDir: config.dataDir, store: store, objectStorage: config.objectStorage) }
 
     /// `bytes=a-b`, `bytes=a-` or `bytes=-n` (one range) within `total`; nil when not satisfiable.
     static func byteRange(_ spec: String, total: Int) -> Range<Int>? {
