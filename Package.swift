@@ -117,7 +117,7 @@ let package = Package(
         .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsSignalling", "CallsRedis", "CallsRelay", "CallsSecurity", "CallRoomTestSupport", "callroomd"]),
         .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsStore", "CallsObjectStorage", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK", "CZlib", "CallRoomTestSupport"], exclude: ["Golden"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsSecurity", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",
+        .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsSecurity", "CallsTransport", "CallsDatabase", "CallsStore", "CallsObjectStorage", "CallsCluster", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",
                                                          "CallRoomTestSupport", "CallroomKit", "callroom", "callroom-bench", "callroomd", "CallsSDKExample", "RingingExample"]),
     ],
     swiftLanguageModes: [.v6]

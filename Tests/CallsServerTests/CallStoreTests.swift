@@ -32,6 +32,56 @@ final class CallStoreTests: XCTestCase {
         XCTAssertEqual(try s.closeInterruptedCalls(), 0)
     }
 
+    /// Object storage's queue (#38): files are queued in the transaction that finishes their
+    /// recording only when uploads are on; this node's rows come first; an upload that lands after
+    /// retention queued the deletion stays queued for deletion; failures push the next attempt back.
+    func testFilesAreQueuedForObjectStorageWithTheirRecordingAndDeletedWithRetention() throws {
+        let database = try TestDatabase()
+        defer { database.remove() }
+        let s = try database.store()
+        let call = CallRef(value: 1)
+        var refs = StoreRefs()
+        _ = s.commit([StoreRequest(id: 1, commands: [.startCall(call, sessionId: "s", type: "audio", mode: "meet", at: 1000),
+                                                     .recordingStarted(rid: "rec_off", call: call, sessionId: "s", at: 1000),
+                                                     .recordingStarted(rid: "rec_on", call: call, sessionId: "s", at: 1000),
+                                                     .recordingStarted(rid: "rec_other", call: call, sessionId: "s", at: 1000)])], refs: &refs)
+        let file = { (name: String) in StoredRecordingFile(name: name, kind: "mixed", uid: nil, pid: nil, durationMs: 1000, bytes: 10) }
+        try s.recordingFinished(rid: "rec_off", endedAt: 2000, files: [file("mixed.opus")])
+        XCTAssertEqual(try s.dueObjects(now: .max, nodeID: nil, limit: 10), [], "object storage off: nothing queued")
+        s.queuesUploads = true
+        s.nodeID = "node-b"
+        try s.recordingFinished(rid: "rec_other", endedAt: 2000, files: [file("mixed.opus")])
+        s.nodeID = "node-a"
+        try s.recordingFinished(rid: "rec_on", endedAt: 3000, files: [file("mixed.opus"), file("p1.opus")])
+        let due = try s.dueObjects(now: .max, nodeID: "node-a", limit: 10)
+        XCTAssertEqual(due.map(\.key), ["recordings/rec_on/mixed.opus", "recordings/rec_on/p1.opus", "recordings/rec_other/mixed.opus"],
+                       "this node's first")
+        XCTAssertEqual(due.first?.nodeID, "node-a")
+        XCTAssertEqual(try s.recording(sessionId: "s", rid: "rec_on")?.recording.files.map(\.storage), [.uploading, .uploading])
+        XCTAssertEqual(try s.recording(sessionId: "s", rid: "rec_off")?.recording.files.map(\.storage), [.local])
+        // One lands; one fails and waits its back-off.
+        try s.objectStored(key: "recordings/rec_on/mixed.opus", bytes: 10, nodeID: "node-a", now: 4000)
+        let later = Int64(Date().timeIntervalSince1970 * 1000) + 60_000  // (rows are queued at the wall clock's now)
+        try s.objectFailed(key: "recordings/rec_on/p1.opus", error: "object storage refused (503 ServiceUnavailable)", retryAt: later)
+        XCTAssertEqual(try s.dueObjects(now: later - 1, nodeID: "node-a", limit: 10).map(\.key), ["recordings/rec_other/mixed.opus"])
+        let retried = try XCTUnwrap(try s.dueObjects(now: later, nodeID: "node-a", limit: 10).first)
+        XCTAssertEqual(retried.attempts, 1)
+        XCTAssertEqual(retried.lastError, "object storage refused (503 ServiceUnavailable)")
+        XCTAssertEqual(try s.recording(sessionId: "s", rid: "rec_on")?.recording.files.map(\.storage), [.objectStorage, .uploading])
+        XCTAssertEqual(try s.objectCounts(), [.stored: 1, .upload: 2])
+        // Retention: every object of the recording is to be deleted — the one under way too, even if it lands now.
+        XCTAssertEqual(Set(try s.deleteRecordings(endedBefore: 3500)), ["rec_off", "rec_on", "rec_other"])
+        try s.objectStored(key: "recordings/rec_on/p1.opus", bytes: 10, nodeID: "node-a", now: 10_000)
+        let deletions = try s.dueObjects(now: .max, nodeID: "node-a", limit: 10)
+        XCTAssertEqual(Set(deletions.map(\.state)), [.delete])
+        XCTAssertEqual(deletions.count, 3)
+        for d in deletions { try s.objectDeleted(key: d.key) }
+        XCTAssertEqual(try s.objectCounts(), [:])
+        XCTAssertEqual(ObjectUploader.retryDelay(afterAttempts: 1), 2000)
+        XCTAssertEqual(ObjectUploader.retryDelay(afterAttempts: 4), 16_000)
+        XCTAssertEqual(ObjectUploader.retryDelay(afterAttempts: 40), 600_000)
+    }
+
     func testAuthTokensAreStoredHashed() throws {
         let database = try TestDatabase()
         defer { database.remove() }

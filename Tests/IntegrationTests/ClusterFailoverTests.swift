@@ -1,5 +1,6 @@
 import CallRoomTestSupport
 import CallsCluster
+import CallsObjectStorage
 import CallsRedis
 import CallsServer
 import Foundation
@@ -34,11 +35,12 @@ final class ClusterFailoverTests: XCTestCase {
     }
 
     /// Starts node `id` on the shared database and Redis, with the first node's keys.
-    func startNode(_ id: String, database: String, extra: [String] = []) throws -> CallroomdProcess {
+    func startNode(_ id: String, database: String, extra: [String] = [], settings: [String: Any] = [:]) throws -> CallroomdProcess {
         let dir = tmp.file(id)
         if nodes["node-a"] != nil { try CallroomdProcess.shareKeys(from: tmp.file("node-a"), into: dir) }
         let config = tmp.file("\(id).json")
-        try #"{"storeHeartbeatSeconds":1,"logLevel":"info"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let json = settings.merging(["storeHeartbeatSeconds": 1, "logLevel": "info"]) { mine, _ in mine }
+        try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: config))
         let n = try CallroomdProcess(dataDir: dir, extra: ["--config", config, "--database", database, "--redis", redis.address, "--node-id", id] + extra)
         nodes[id] = n
         return n
@@ -217,5 +219,54 @@ final class ClusterFailoverTests: XCTestCase {
         let carrying = try BrowserCallTests.windowsCarrying(wav, hz: 880)
         XCTAssertGreaterThan(carrying.carrying, 10, "the terminal heard the browser in \(carrying.carrying) of \(carrying.of) windows")
         XCTAssertTrue(try browser.waitFor(page, "!window.callroom.roster.has(\(String(reflecting: termPid)))", timeout: 5), "the terminal's leave not seen across nodes")
+    }
+
+    /// Object storage (#38): a recording made on one node is uploaded, served by every node, and
+    /// still served after `kill -9` of the node that made it.
+    func testARecordingIsServedByEveryNodeAndOutlivesTheNodeThatMadeIt() throws {
+        guard MotoServer.binary != nil else { throw XCTSkip("needs moto (scripts/install-python-deps.sh)") }
+        let moto = try MotoServer()
+        defer { moto.stop() }
+        let bucket = ObjectStorageConfiguration(endpoint: moto.endpoint, bucket: "cluster-calls", region: "us-east-1", accessKeyID: "AKID", secretAccessKey: "s")
+        try S3Client(bucket).createBucket()
+        let storage: [String: Any] = ["objectStorage": ["endpoint": moto.endpoint, "bucket": "cluster-calls", "accessKeyID": "AKID", "secretAccessKey": "s"]]
+        let database = try pg.createDatabase()
+        let a = try startNode("node-a", database: database, settings: storage)
+        let b = try startNode("node-b", database: database, settings: storage)
+        let registry = NodeRegistry(redis: try RedisClient(address: redis.address))
+        XCTAssertTrue(eventually { (try? registry.liveNodes().count) == 2 }, "two nodes registered")
+        let bots = try ManagedProcess(BuiltProducts.path("callroom"), ["bots", "--server", "\(a.url),\(b.url)", "--auth-key", a.authKey, "--rooms", "1",
+                                                                       "--per-room", "2", "--duration", "3", "--record"])
+        XCTAssertEqual(bots.wait(timeout: 60), 0, bots.errorOutput)
+        let admin = ["apikey": a.apiKey]
+        // Uploaded: the call log, through either node, says every file is in object storage.
+        var recording: [String: Any] = [:], session = ""
+        XCTAssertTrue(eventually(30, poll: 0.3) {
+            let calls = BlockingHTTP.request("GET", b.url + "/v3/calls", headers: admin).json["data"] as? [[String: Any]] ?? []
+            guard let call = calls.first(where: { ($0["recordings"] as? [Any])?.isEmpty == false }),
+                  let r = (call["recordings"] as? [[String: Any]])?.first, let files = r["files"] as? [[String: Any]], files.count == 3 else { return false }
+            recording = r
+            session = call["sessionId"] as? String ?? ""
+            return files.allSatisfy { $0["storage"] as? String == "objectStorage" }
+        }, "uploaded: \(recording)")
+        let rid = try XCTUnwrap(recording["rid"] as? String)
+        let maker = FileManager.default.fileExists(atPath: tmp.file("node-a") + "/recordings/\(rid)") ? "node-a" : "node-b"
+        let other = maker == "node-a" ? b : a
+        let path = "/v3/calls/\(session)/recordings/\(rid)"
+        let original = try XCTUnwrap(FileManager.default.contents(atPath: tmp.file(maker) + "/recordings/\(rid)/mixed.opus"))
+        for node in [a, b] {
+            let got = BlockingHTTP.request("GET", node.url + path, headers: admin)
+            XCTAssertEqual(got.status, 200, "\(node.url): \(got.text)")
+            XCTAssertEqual(got.body, original, "the same file through \(node.url)")
+        }
+        // The node that made it dies: the other still serves it, from the bucket.
+        nodes[maker]?.process.signal(SIGKILL)
+        _ = nodes[maker]?.process.wait()
+        nodes[maker] = nil
+        let after = BlockingHTTP.request("GET", other.url + path, headers: admin)
+        XCTAssertEqual(after.status, 200, after.text)
+        XCTAssertEqual(after.body, original)
+        let participant = try XCTUnwrap((recording["files"] as? [[String: Any]])?.first { $0["kind"] as? String == "participant" }?["pid"] as? String)
+        XCTAssertEqual(BlockingHTTP.request("GET", other.url + path + "/\(participant)", headers: admin).status, 200)
     }
 }
