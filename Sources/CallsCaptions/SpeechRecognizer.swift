@@ -14,6 +14,13 @@ public protocol SpeechRecognizer: AnyObject, Sendable {
     func partial() -> String
     /// Ends the utterance and returns its final text (empty for noise).
     func end() throws(CaptionError) -> String
+    /// A worker process's CPU seconds and resident memory (KiB) so far; nil for an in-process
+    /// recogniser (benchmarks).
+    var workerUsage: (cpuSeconds: Double, residentKiB: Int)? { get }
+}
+
+extension SpeechRecognizer {
+    public var workerUsage: (cpuSeconds: Double, residentKiB: Int)? { nil }
 }
 
 /// Makes recognisers for a language: where the models are and what they cost to load.

@@ -110,7 +110,7 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         let tid = config.tid
         do {
             let decoder = try OpusDecoder()
-            let captioner = try SpeakerCaptioner(language: config.language, pool: pool) { [weak self] c in
+            let captioner = try SpeakerCaptioner(language: config.language, pool: pool, timing: CaptionTiming(for: pool.engine.name)) { [weak self] c in
                 self?.caption(c, who, tid)
             }
             let s = Speaker(who: who, decoder: decoder, captioner: captioner)

@@ -23,7 +23,8 @@ let usage = """
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               mediaConsentIntervalMs, mediaConsentTimeoutMs, recordingRetentionDays, recordingQuotaMB,
-                              captionModelDir, captionDecoders, streamingURL, streamingAllowSessionURLs,
+                              captionModelDir, captionDecoders, captionsEngine, whisperPython, whisperModelDir,
+                              streamingURL, streamingAllowSessionURLs,
                               streamingReconnectSeconds, objectStorage,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
@@ -226,6 +227,18 @@ if let d = file.captionModelDir {
     config.captionModelDir = d
 }
 if let n = bounded("captionDecoders", file.captionDecoders, 1...64) { config.captionDecoders = n }
+if let e = file.captionsEngine {
+    guard let choice = CaptionsEngineChoice(rawValue: e) else { fail("captionsEngine must be automatic, whisper or pocketsphinx") }
+    config.captionsEngine = choice
+}
+if let p = file.whisperPython {
+    guard FileManager.default.isExecutableFile(atPath: p) else { fail("whisperPython \(p) is not an executable") }
+    config.whisperPython = p
+}
+if let d = file.whisperModelDir {
+    guard FileManager.default.fileExists(atPath: d + "/model.bin") else { fail("whisperModelDir \(d) has no model.bin (a CTranslate2 Whisper model)") }
+    config.whisperModelDir = d
+}
 if let u = file.streamingURL {
     do { _ = try IcecastTarget(url: u, sessionId: "check") } catch { fail("streamingURL: \(error)") }
     config.streamingURL = u

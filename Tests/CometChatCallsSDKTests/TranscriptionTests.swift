@@ -59,7 +59,9 @@ final class TranscriptionTests: XCTestCase {
         // docs/benchmarks.md has its word error rate; here, a good share of the clip's words).
         let said = Set(WordErrorRate.words(try reference()))
         let heard = Set(finals.flatMap { WordErrorRate.words($0.text) })
-        XCTAssertGreaterThanOrEqual(said.intersection(heard).count, 4, "heard \(finals.map(\.text)) for \(said)")
+        // (Whisper, where installed, hears most of them: docs/benchmarks.md.)
+        XCTAssertGreaterThanOrEqual(said.intersection(heard).count, t.server.captionEngine == "whisper" ? 9 : 4,
+                                    "\(t.server.captionEngine) heard \(finals.map(\.text)) for \(said)")
         XCTAssertTrue(modEvents.all.contains { if case .captionReceived(let x) = $0 { return x.pid == modPID }; return false }, "the speaker sees their own captions")
 
         mod.setSessionFeature(.transcription, enabled: false)
@@ -93,7 +95,7 @@ final class TranscriptionTests: XCTestCase {
         let doc = try JSONDecoder().decode(TranscriptDocument.self, from: json.body)
         XCTAssertEqual(doc.tid, tid)
         XCTAssertEqual(doc.language, "en-US")
-        XCTAssertEqual(doc.engine, "pocketsphinx")
+        XCTAssertEqual(doc.engine, t.server.captionEngine)
         let first = try XCTUnwrap(doc.segments.first)
         XCTAssertEqual(first.speaker, .init(uid: "mod", pid: modPID, name: "Katherine"))
         XCTAssertLessThan(first.start, first.end)

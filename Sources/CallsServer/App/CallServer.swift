@@ -43,6 +43,10 @@ public final class CallServer: @unchecked Sendable {
     public let nodeID: String
     /// The recognisers every transcriber shares.
     let recognizers: RecognizerPool
+    /// The caption engine transcriptions use (`whisper`, `pocketsphinx`).
+    public var captionEngine: String { recognizers.engine.name }
+    /// Which caption engine was chosen and why (logged at start).
+    private let captionEngineNote: (level: ServerLog.Level, message: String)
     /// Counts and logs every refusal (REST auth, rate limits, signalling auth, room rules …).
     let refusals: Refusals
     /// The TLS files served (nil: plain HTTP) and the certificate's SHA-256 fingerprint.
@@ -61,7 +65,9 @@ public final class CallServer: @unchecked Sendable {
         refusals = Refusals(log: log)
         self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
         nodeID = configuration.nodeID ?? Self.defaultNodeID(host: configuration.host, port: configuration.port)
-        recognizers = RecognizerPool(engine: PocketSphinxEngine(modelRoot: configuration.captionModelDir), capacity: configuration.captionDecoders)
+        let captions = Self.captionEngine(configuration)
+        captionEngineNote = captions.note
+        recognizers = RecognizerPool(engine: captions.engine, capacity: configuration.captionDecoders)
         // Low descriptors for libshout's select(2), taken while they are free.
         LowDescriptors.reserve()
     }
@@ -134,6 +140,7 @@ public final class CallServer: @unchecked Sendable {
         built.rooms.startHeartbeat(every: configuration.storeHeartbeatSeconds)
         built.cluster?.membership.start()
         webrtc?.start()
+        log.write(captionEngineNote.level, captionEngineNote.message, ["engine": recognizers.engine.name])
         log.info("listening", ["http": url, "media_udp": "\(mediaPort)", "webrtc_udp": webrtc.map { "\($0.port)" } ?? "off", "data_dir": dir])
     }
 
@@ -208,6 +215,18 @@ public final class CallServer: @unchecked Sendable {
         } catch {
             throw .database(error.description)
         }
+    }
+
+    /// The caption engine `captionsEngine` asks for: Whisper where its files are (a cheap
+    /// check: no process starts until someone is transcribed), else PocketSphinx — said at start,
+    /// as a warning when Whisper was asked for by name.
+    static func captionEngine(_ c: ServerConfiguration) -> (engine: SpeechRecognizerEngine, note: (level: ServerLog.Level, message: String)) {
+        let pocketSphinx = PocketSphinxEngine(modelRoot: c.captionModelDir)
+        if c.captionsEngine == .pocketsphinx { return (pocketSphinx, (.info, "captions by PocketSphinx (captionsEngine)")) }
+        let whisper = WhisperEngine(python: c.whisperPython, modelDir: c.whisperModelDir)
+        if whisper.isInstalled { return (whisper, (.info, "captions by Whisper (\(c.whisperModelDir ?? "tiny.en"), worker processes under \(c.whisperPython))")) }
+        let why = "the Whisper engine is not installed at \(c.whisperPython) (scripts/install-deps.sh): captions by PocketSphinx"
+        return (pocketSphinx, (c.captionsEngine == .whisper ? .warn : .info, why))
     }
 
     /// `objectStorage`: a small object stored and deleted before the ports open, so wrong

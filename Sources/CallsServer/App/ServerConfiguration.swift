@@ -1,8 +1,14 @@
+import CallsCaptions
 import CallsObjectStorage
 import CallsCore
 import CallsRelay
 import CallsStore
 import Foundation
+
+/// `captionsEngine`.
+public enum CaptionsEngineChoice: String, Sendable, CaseIterable {
+    case automatic, whisper, pocketsphinx
+}
 
 /// How a `CallServer` is run. A value; build it from flags or a config file.
 public struct ServerConfiguration: Sendable {
@@ -127,6 +133,13 @@ public struct ServerConfiguration: Sendable {
     /// Where the caption models are (PocketSphinx's layout: `{dir}/en-us/…`; Debian
     /// `pocketsphinx-en-us` installs en-US under the default).
     public var captionModelDir: String = "/usr/share/pocketsphinx/model"
+    /// Which caption engine transcribes: Whisper where it is installed, else PocketSphinx
+    /// (`automatic`), or one of them by name (Whisper not installed: PocketSphinx, said at start).
+    public var captionsEngine: CaptionsEngineChoice = .automatic
+    /// The Whisper engine's Python (a venv with faster-whisper and its model: scripts/install-deps.sh).
+    public var whisperPython: String = WhisperEngine.defaultPython
+    /// Another CTranslate2 Whisper model (a directory with model.bin); nil: the installed tiny.en.
+    public var whisperModelDir: String?
     /// Recognisers shared by every transcription on the server (each ≈ 95 MB; a speaker holds
     /// one while talking, others wait their turn): about one per core.
     public var captionDecoders: Int = 2

@@ -21,7 +21,8 @@ enum BenchCommand {
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
                callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]
                callroom bench join --server URL --auth-key KEY [--joins N] [--ca-file FILE | --insecure]
-               callroom bench captions [--language en-US] [--model-dir DIR]
+               callroom bench captions [--engine pocketsphinx,whisper] [--language en-US] [--model-dir DIR]
+                                       [--whisper-python PATH] [--librivox DIR]
                callroom bench video [--seconds N]
                callroom bench peer-latency --server URL --auth-key KEY --session ID [--seconds N]
 
@@ -60,9 +61,11 @@ enum BenchCommand {
                  --outage-seconds) and how many requests the dead receiver got
         join       what joining costs a new client, one at a time (--joins, default 50): login, call
                  token, signalling connect + join; over https:// each pays its TLS handshake
-        captions   the server's captions on the bundled speech clips (known text) after Opus:
-                 word error rate, real-time factor of recognition, and how long after speech
-                 ends the final caption is out; last line captions wer=X rtf=Y final_after_speech_ms=Z
+        captions   each caption engine (--engine, default both; Whisper where installed) on the
+                 bundled speech clips and on LibriVox's read speech (--librivox, Debian's
+                 pocketsphinx-testdata) after Opus: word error rate, real-time factor (the
+                 worker's CPU too), the final caption's delay after speech, the partials' interval,
+                 memory per recogniser; one line per engine and corpus: captions engine=… wer=…
         video      VP8 encode/decode per frame at 160x90, 320x180, 640x360; the call screen's render
                  time with 4, 9 and 25 video tiles at 120x40 (every tile a new frame each render);
                  glass-to-glass latency through an in-process server (--seconds, default 10); last
@@ -82,7 +85,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds", "call-seconds",
-                                                                        "joins", "ca-file", "session", "language", "model-dir", "complexity", "profile", "burst", "bitrate", "redundancy"],
+                                                                        "joins", "ca-file", "session", "language", "model-dir", "engine", "whisper-python", "librivox", "complexity", "profile", "burst", "bitrate", "redundancy"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -108,7 +111,9 @@ enum BenchCommand {
             let seconds = int("seconds", 10, 2...600)
             Task { await VideoBench.run(seconds: seconds); exit(ExitCode.ok) }
         case "captions":
-            CaptionBench.run(language: args["language"] ?? "en-US", modelRoot: args["model-dir"])
+            CaptionBench.run(language: args["language"] ?? "en-US", modelRoot: args["model-dir"],
+                             engines: (args["engine"] ?? "pocketsphinx,whisper").split(separator: ",").map(String.init),
+                             whisperPython: args["whisper-python"], librivox: args["librivox"] ?? "/usr/share/pocketsphinx/test/data/librivox")
             exit(ExitCode.ok)
         case "webhooks":
             WebhookBench.run(calls: int("calls", 200, 1...100_000), outageCalls: int("outage-calls", 0, 0...100_000),

