@@ -62,6 +62,19 @@ public final class RecognizerPool: Sendable {
         }
     }
 
+    /// Lets go of the idle recognisers (a Whisper worker's process ends with its recogniser);
+    /// ones leased now are kept by their lessees. The server's stop calls it after its
+    /// transcribers have stopped; recognisers are made again on the next need.
+    public func drain() {
+        let idle = state.withLock { s -> [SpeechRecognizer] in
+            let all = s.idle.values.flatMap { $0 }
+            for (language, list) in s.idle { s.made[language, default: 0] -= list.count }
+            s.idle = [:]
+            return all
+        }
+        _ = idle  // (released here, outside the lock)
+    }
+
     /// Recognisers leased now (for metrics and tests).
     public var leased: Int { state.withLock { $0.leased } }
 }

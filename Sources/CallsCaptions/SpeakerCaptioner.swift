@@ -143,17 +143,26 @@ public final class SpeakerCaptioner {
     /// Utterances waiting, oldest first, while a recogniser can be had.
     private func recogniseWaiting() {
         while let w = waiting.first {
+            // (Taken off the queue once a recogniser is had, failing or not: a failure drops this
+            // utterance only, never the next one.)
+            let r: SpeechRecognizer
             do {
-                guard let r = try pool.lease(language: language) else { return }
-                waiting.removeFirst()
-                try r.begin()
-                try w.samples.withUnsafeBufferPointer { p throws(CaptionError) in try r.feed(p) }
-                let text = try r.end()
-                pool.giveBack(r)
-                if !text.isEmpty { emit(CaptionSegment(id: w.id, text: text, isFinal: true, startMs: w.startMs, endMs: w.endMs)) }
+                guard let leased = try pool.lease(language: language) else { return }
+                r = leased
             } catch {
                 failures.append(error.description)
                 waiting.removeFirst()
+                continue
+            }
+            waiting.removeFirst()
+            defer { pool.giveBack(r) }
+            do {
+                try r.begin()
+                try w.samples.withUnsafeBufferPointer { p throws(CaptionError) in try r.feed(p) }
+                let text = try r.end()
+                if !text.isEmpty { emit(CaptionSegment(id: w.id, text: text, isFinal: true, startMs: w.startMs, endMs: w.endMs)) }
+            } catch {
+                failures.append(error.description)
             }
         }
     }
@@ -172,9 +181,12 @@ public final class SpeakerCaptioner {
     /// Leases a recogniser and gives it the audio buffered so far.
     private func attachRecognizer() {
         guard utterance != nil, recognizer == nil else { return }
-        do {
+        do throws(CaptionError) {
             guard let r = try pool.lease(language: language) else { return }
-            try r.begin()
+            do throws(CaptionError) { try r.begin() } catch {
+                pool.giveBack(r)  // (a recogniser that cannot begin is not kept from others)
+                throw error
+            }
             recognizer = r
             let pending = buffered
             buffered.removeAll(keepingCapacity: true)

@@ -37,11 +37,12 @@ final class WhisperRecognizer: SpeechRecognizer {
     }
 
     func begin() throws(CaptionError) {
-        try state.withLock { (s: inout State) throws(CaptionError) in
+        try state.withLock { (s) throws(CaptionError) in
             s.samples.removeAll(keepingCapacity: true)
             s.latest = ""
             s.asked = 0
-            try drainInFlight(&s)
+            // (A worker that died or went out of step since: a new one.)
+            do { try drainInFlight(&s) } catch { try restart(&s) }
             if s.worker?.isAlive != true { try restart(&s) }
         }
     }
@@ -76,7 +77,7 @@ final class WhisperRecognizer: SpeechRecognizer {
     }
 
     func end() throws(CaptionError) -> String {
-        try state.withLock { (s: inout State) throws(CaptionError) -> String in
+        try state.withLock { (s) throws(CaptionError) -> String in
             defer { s.samples.removeAll(keepingCapacity: true) }
             guard !s.samples.isEmpty else { return "" }
             do { return try recognise(&s) } catch {

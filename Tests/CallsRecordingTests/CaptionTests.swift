@@ -24,6 +24,24 @@ struct CountingEngine: SpeechRecognizerEngine {
     }
 }
 
+/// A recogniser whose `begin` fails while `failing` > 0 (a Whisper worker that cannot start).
+final class FailingRecognizer: SpeechRecognizer, @unchecked Sendable {
+    let language = "en-US"
+    nonisolated(unsafe) static var failing = 0
+    func begin() throws(CaptionError) {
+        if Self.failing > 0 { Self.failing -= 1; throw .recognizer("cannot start") }
+    }
+    func feed(_ s: UnsafeBufferPointer<Int16>) throws(CaptionError) {}
+    func partial() -> String { "" }
+    func end() throws(CaptionError) -> String { "words" }
+}
+
+struct FailingEngine: SpeechRecognizerEngine {
+    let name = "failing"
+    func languages() -> [String] { ["en-US"] }
+    func make(language: String) throws(CaptionError) -> SpeechRecognizer { FailingRecognizer() }
+}
+
 /// The captioner's segmentation, partials and sharing of recognisers, on a virtual clock (time
 /// is the frames' own), and PocketSphinx on a bundled clip.
 final class CaptionTests: XCTestCase {
@@ -59,6 +77,23 @@ final class CaptionTests: XCTestCase {
         XCTAssertTrue(partials.allSatisfy { $0.id == f.id && $0.startMs == f.startMs })
         XCTAssertEqual(partials.map(\.endMs), partials.map(\.endMs).sorted())
         XCTAssertFalse(c.isSpeaking)
+    }
+
+    /// A recogniser that cannot begin is given back to the pool (not lost to every later
+    /// speaker), and the next utterance is captioned.
+    func testARecognizerThatCannotBeginGoesBackToThePool() throws {
+        var got: [CaptionSegment] = []
+        let pool = RecognizerPool(engine: FailingEngine(), capacity: 1)
+        let c = try SpeakerCaptioner(language: "en-US", pool: pool) { got.append($0) }
+        FailingRecognizer.failing = 1000
+        play(c, frames(200, false) + frames(1000, true) + frames(1000, false))
+        XCTAssertFalse(c.failures.isEmpty)
+        XCTAssertEqual(pool.leased, 0, "given back after failing to begin")
+        FailingRecognizer.failing = 0
+        c.finish(nowMs: 2200)
+        play(c, frames(1000, true) + frames(1000, false), from: 3000)
+        XCTAssertEqual(got.filter(\.isFinal).last?.text, "words", "\(got)")
+        XCTAssertEqual(pool.leased, 0)
     }
 
     func testAShortPauseKeepsOneUtteranceALongOneMakesTwo() throws {

@@ -40,13 +40,16 @@ final class WhisperEngineTests: XCTestCase {
         let r = try engine().make(language: "en-US")
         let (samples, text) = try utterance("0870")
         try r.begin()
-        // Fed in 100 ms chunks at twice real time: partials come while it is fed.
+        // Fed a second at a time: a new partial guess comes for each while it is fed.
         var partials: [String] = []
-        for chunk in stride(from: 0, to: samples.count, by: 1600) {
-            try feed(r, Array(samples[chunk..<min(samples.count, chunk + 1600)]))
-            let p = r.partial()
-            if !p.isEmpty, p != partials.last { partials.append(p) }
-            usleep(50_000)
+        for chunk in stride(from: 0, to: samples.count, by: 16_000) {
+            try feed(r, Array(samples[chunk..<min(samples.count, chunk + 16_000)]))
+            _ = eventually(5, poll: 0.05) {
+                let p = r.partial()
+                guard !p.isEmpty, p != partials.last else { return false }
+                partials.append(p)
+                return true
+            }
         }
         XCTAssertGreaterThanOrEqual(partials.count, 2, "partial guesses while fed: \(partials)")
         let final = try r.end()
@@ -80,6 +83,20 @@ final class WhisperEngineTests: XCTestCase {
         try r.begin()
         try feed(r, samples)
         XCTAssertFalse(try r.end().isEmpty)
+    }
+
+    func testAPoolsIdleWorkersEndWhenItIsDrained() throws {
+        let pool = RecognizerPool(engine: try engine(), capacity: 2)
+        let pid: pid_t
+        do {
+            let r = try XCTUnwrap(try pool.lease(language: "en-US") as? WhisperRecognizer)
+            pid = try XCTUnwrap(r.workerPID)
+            pool.giveBack(r)
+        }
+        XCTAssertEqual(kill(pid, 0), 0, "kept warm while idle")
+        pool.drain()
+        XCTAssertTrue(eventually(5) { kill(pid, 0) != 0 }, "the worker ended (and was reaped) with its recogniser")
+        XCTAssertNotNil(try pool.lease(language: "en-US"), "made again on the next need")
     }
 
     func testOnlyEnglishIsOffered() throws {

@@ -150,6 +150,8 @@ public final class CallServer: @unchecked Sendable {
     public func stop() {
         running?.stop()
         runningBox.withLock { $0 = nil }
+        // (The transcribers have stopped: idle Whisper workers end now, not with the process.)
+        recognizers.drain()
     }
 
     // MARK: Assembly
