@@ -4,6 +4,8 @@ import CallsSecurity
 @testable import CallsServer
 @testable import CallsStore
 import CallsTransport
+import CallsObjectStorage
+import CallsCaptions
 import XCTest
 
 final class ConfigAndMetricsTests: XCTestCase {
@@ -58,6 +60,58 @@ final class ConfigAndMetricsTests: XCTestCase {
                            (#"{"fcm":{}}"#, "serviceAccountFile")] {
             XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad) {
                 XCTAssertTrue(($0 as? ServerConfigFile.Invalid)?.message.contains(why) == true, "\($0)")
+            }
+        }
+    }
+
+    func testObjectStorageConfiguration() throws {
+        let dir = TemporaryDirectory("callroom-s3-config")
+        defer { dir.remove() }
+        let secret = dir.file("secret")
+        try "s3cr3t\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret)
+        let c = try ServerConfigFile.parse(Data(#"{"objectStorage":{"endpoint":"https://s3.example.com/","bucket":"calls","region":"eu-west-1","accessKeyID":"AKID","secretAccessKeyFile":"\#(secret)","prefix":"node/"}}"#.utf8))
+        XCTAssertEqual(c.objectStorage, ObjectStorageConfiguration(endpoint: "https://s3.example.com", bucket: "calls", region: "eu-west-1",
+                                                                   accessKeyID: "AKID", secretAccessKey: "s3cr3t", prefix: "node/"))
+        XCTAssertEqual(try ServerConfigFile.parse(Data(#"{"objectStorage":{"endpoint":"http://127.0.0.1:9000","bucket":"calls","accessKeyID":"A","secretAccessKey":"S"}}"#.utf8)).objectStorage?.region,
+                       "us-east-1", "the region when the store has none")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: secret)
+        let base = #""endpoint":"http://127.0.0.1:9000","bucket":"calls","accessKeyID":"A""#
+        for (bad, why) in [(#"{"objectStorage":"s3://calls"}"#, "'objectStorage' must be an object"),
+                           (#"{"objectStorage":{\#(base)}}"#, "one of secretAccessKey and secretAccessKeyFile"),
+                           (#"{"objectStorage":{\#(base),"secretAccessKey":"S","secretAccessKeyFile":"/x"}}"#, "one of secretAccessKey and secretAccessKeyFile"),
+                           (#"{"objectStorage":{\#(base),"secretAccessKeyFile":"\#(secret)"}}"#, "may be read by others"),
+                           (#"{"objectStorage":{\#(base),"secretAccessKeyFile":"/nonexistent"}}"#, "cannot be read"),
+                           (#"{"objectStorage":{"endpoint":"ftp://x","bucket":"calls","accessKeyID":"A","secretAccessKey":"S"}}"#, "http(s)://HOST[:PORT]"),
+                           (#"{"objectStorage":{"endpoint":"http://x","bucket":"Calls_1","accessKeyID":"A","secretAccessKey":"S"}}"#, "objectStorage.bucket"),
+                           (#"{"objectStorage":{\#(base),"secretAccessKey":"S","prefix":"../up/"}}"#, "objectStorage.prefix"),
+                           (#"{"objectStorage":{\#(base),"secretAccessKey":"S","prefix":"noslash"}}"#, "objectStorage.prefix"),
+                           (#"{"objectStorage":{\#(base),"secretAccessKey":"S","acl":"public"}}"#, "unknown key 'acl'")] {
+            XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad) {
+                let message = ($0 as? ServerConfigFile.Invalid)?.message ?? ""
+                XCTAssertTrue(message.contains(why), "\(bad): \(message)")
+                XCTAssertFalse(message.contains("s3cr3t"), "no secret in the error")
+            }
+        }
+    }
+
+    func testTheCaptionEngineIsChosenAndSaid() {
+        var c = ServerConfiguration(dataDir: "/tmp/unused")
+        c.captionsEngine = .pocketsphinx
+        XCTAssertEqual(CallServer.captionEngine(c).engine.name, "pocketsphinx")
+        c.captionsEngine = .whisper
+        c.whisperPython = "/nonexistent/python3"
+        let fallback = CallServer.captionEngine(c)
+        XCTAssertEqual(fallback.engine.name, "pocketsphinx", "Whisper asked for but not installed: PocketSphinx")
+        XCTAssertEqual(fallback.note.level, .warn)
+        XCTAssertTrue(fallback.note.message.contains("not installed at /nonexistent/python3"), fallback.note.message)
+        c.captionsEngine = .automatic
+        XCTAssertEqual(CallServer.captionEngine(c).note.level, .info, "automatic: no warning")
+        c.whisperPython = WhisperEngine.defaultPython
+        XCTAssertEqual(CallServer.captionEngine(c).engine.name, WhisperEngine().isInstalled ? "whisper" : "pocketsphinx")
+        for (bad, why) in [(#"{"captionsEngine":7}"#, "captionsEngine")] {
+            XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad) {
+                XCTAssertTrue((($0 as? ServerConfigFile.Invalid)?.message ?? "").contains(why), "\($0)")
             }
         }
     }
