@@ -94,6 +94,18 @@ public final class S3Client {
         try send("GET", path: try path(key), body: nil, bodyLimit: limit).body
     }
 
+    /// Bytes `range` of the object (clipped to its end, as S3 does) and the object's whole size,
+    /// from the store's `Content-Range` (at most `limit` bytes).
+    public func get(_ key: String, range: Range<Int>, limit: Int = 64 << 20) throws(ObjectStorageError) -> (bytes: [UInt8], total: Int) {
+        let reply = try send("GET", path: try path(key), body: nil, headers: ["Range: bytes=\(range.lowerBound)-\(range.upperBound - 1)"], bodyLimit: limit)
+        // `bytes a-b/total` (206), or the whole object (200: a store that ignores Range).
+        if reply.status == 200 { return (Array(reply.body[min(range.lowerBound, reply.body.count)..<min(range.upperBound, reply.body.count)]), reply.body.count) }
+        guard let total = reply.headers["content-range"]?.split(separator: "/").last.flatMap({ Int($0) }) else {
+            throw .badReply("a ranged reply without Content-Range")
+        }
+        return (reply.body, total)
+    }
+
     /// The object's size, or nil when there is none.
     public func size(_ key: String) throws(ObjectStorageError) -> Int? {
         do {

@@ -31,6 +31,8 @@ public struct StoredObject: Sendable, Equatable {
     /// Failed attempts so far.
     public var attempts: Int
     public var lastError: String?
+    /// Its size once stored.
+    public var bytes: Int64? = nil
 
     /// The key of file `name` of recording `rid` or of a transcript.
     public static func key(_ kind: Kind, owner: String, name: String) -> String {
@@ -108,12 +110,12 @@ extension CallStore {
     /// The row of `key` (nil: never queued — object storage off, or an older file).
     package func storedObject(key: String) throws(DatabaseError) -> StoredObject? {
         try locked { () throws(DatabaseError) in
-            guard let row = try db.query("SELECT kind, owner, name, node_id, state, attempts, last_error FROM stored_objects WHERE key = ?",
+            guard let row = try db.query("SELECT kind, owner, name, node_id, state, attempts, last_error, bytes FROM stored_objects WHERE key = ?",
                                          [.text(key)]).first,
                   let kind = row[0].text.flatMap(StoredObject.Kind.init(rawValue:)),
                   let state = row[4].text.flatMap(StoredObject.State.init(rawValue:)) else { return nil }
             return StoredObject(key: key, kind: kind, owner: row[1].text ?? "", name: row[2].text ?? "", nodeID: row[3].text,
-                                state: state, attempts: Int(row[5].int ?? 0), lastError: row[6].text)
+                                state: state, attempts: Int(row[5].int ?? 0), lastError: row[6].text, bytes: row[7].int)
         }
     }
 

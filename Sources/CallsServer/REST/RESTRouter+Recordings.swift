@@ -25,19 +25,21 @@ extension RESTRouter {
             throw ServerError(.notFound, rec.endedAt == nil ? "The recording is still going; its files come when it stops."
                                                            : "No file '\(name.prefix(60))' in recording '\(rid.prefix(40))'.")
         }
-        // This node's disk, else the bucket (any node serves what any node uploaded).
-        let bytes = try files.read(StoredObject.key(.recording, owner: rid, name: name),
-                                   gone: "The file of recording '\(rid.prefix(40))' is gone (retention?).")
+        // This node's disk, else the bucket (any node serves what any node uploaded), a range as a range.
         var headers: [(name: String, value: String)] = [("accept-ranges", "bytes"),
                                                         ("content-disposition", "inline; filename=\"\(rid)-\(name)\"")]
-        guard let spec = r.header("range") else { return HTTPResponse(status: 200, contentType: "audio/ogg", body: bytes, headers: headers) }
-        guard let range = Self.byteRange(spec, total: bytes.count) else {
-            headers.append(("content-range", "bytes */\(bytes.count)"))
-            return HTTPResponse(status: 416, json: RESTErrorCode.badRequest.json("Range '\(spec.prefix(60))' is not satisfiable (\(bytes.count) bytes)."))
+        let served: StoredFileReader.Served
+        do {
+            served = try files.read(StoredObject.key(.recording, owner: rid, name: name), rangeSpec: r.header("range"),
+                                    gone: "The file of recording '\(rid.prefix(40))' is gone (retention?).")
+        } catch let u as StoredFileReader.Unsatisfiable {
+            headers.append(("content-range", "bytes */\(u.total)"))
+            return HTTPResponse(status: 416, json: RESTErrorCode.badRequest.json("Range '\(u.spec.prefix(60))' is not satisfiable (\(u.total) bytes)."))
                 .adding(headers)
         }
-        headers.append(("content-range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(bytes.count)"))
-        return HTTPResponse(status: 206, contentType: "audio/ogg", body: Array(bytes[range]), headers: headers)
+        guard let range = served.range else { return HTTPResponse(status: 200, contentType: "audio/ogg", body: served.bytes, headers: headers) }
+        headers.append(("content-range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(served.total)"))
+        return HTTPResponse(status: 206, contentType: "audio/ogg", body: served.bytes, headers: headers)
     }
 
     /// A transcript: `{tid}` or `{tid}.json` (the JSON document), `{tid}.vtt` (WebVTT), to the
@@ -62,12 +64,12 @@ extension RESTRouter {
         }
         let gone = "The transcript '\(tid)' is gone (retention?)."
         if isVTT {
-            let body = try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).vtt"), gone: gone)
+            let body = try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).vtt"), rangeSpec: nil, gone: gone).bytes
             return HTTPResponse(status: 200, contentType: "text/vtt; charset=utf-8", body: body)
         }
         if t.endTime > 0 {
             return HTTPResponse(status: 200, contentType: "application/json",
-                                body: try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).json"), gone: gone))
+                                body: try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).json"), rangeSpec: nil, gone: gone).bytes)
         }
         // Still being made: built from its lines, on the node that makes it.
         let lines = (config.dataDir as NSString).appendingPathComponent("transcripts/\(tid).jsonl")
