@@ -38,6 +38,7 @@ let package = Package(
         .systemLibrary(name: "CPocketSphinx", pkgConfig: "pocketsphinx", providers: [.apt(["libpocketsphinx-dev", "pocketsphinx-en-us"])]),
         // No pkgConfig: shout.pc adds -pthread, which SwiftPM prohibits (the modulemap links it).
         .systemLibrary(name: "CShout", providers: [.apt(["libshout-dev"])]),
+        .systemLibrary(name: "CAVFormat", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev"])]),
         .systemLibrary(name: "CVpx", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "CChafa", pkgConfig: "chafa", providers: [.apt(["libchafa-dev"])]),
         // No pkgConfig: Debian's libyuv-dev ships no .pc file.
@@ -63,7 +64,7 @@ let package = Package(
         .target(name: "CallsObjectStorage", dependencies: ["CallsSupport", "CallsSecurity", "CallsTransport"]),
         .target(name: "CallsTransport", dependencies: ["CallsCore", "CWebSockets", "CSocketBatch", "CCurl"]),
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
-        .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout"]),
+        .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout", "CAVFormat"]),
         .target(name: "CallsCaptions", dependencies: ["CallsSupport", "CallsCore", "CallsAudio", "CPocketSphinx"],
                 resources: [.copy("Resources/whisper-worker.py")]),
         .target(name: "CallsVideo", dependencies: ["CallsCore", "CVpx", "CChafa", "CYuv", "CV4L2", "CFreeType", "CZlib"]),
@@ -112,7 +113,7 @@ let package = Package(
         .testTarget(name: "CallsObjectStorageTests", dependencies: ["CallsObjectStorage", "CallRoomTestSupport"]),
         .testTarget(name: "CallsWebRTCTests", dependencies: ["CNice", "CallsCore", "CallsWebRTC", "CallsSecurity", "CallsTransport", "CallRoomTestSupport"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
-        .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallRoomTestSupport"]),
+        .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallsVideo", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsSignalling", "CallsRedis", "CallsRelay", "CallsSecurity", "CallsObjectStorage", "CallsCaptions", "CallRoomTestSupport", "callroomd"]),

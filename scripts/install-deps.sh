@@ -33,6 +33,8 @@ packages=(
   pocketsphinx-testdata # benchmarks: read human speech (LibriVox) with its text, for word error rates
   python3-venv        # captions: the Whisper engine's virtual environment (below)
   libshout-dev        # live streaming to Icecast
+  libavformat-dev     # recordings with video: VP8 + Opus muxed into WebM (libavformat)
+  ffmpeg              # tests: ffprobe checks every WebM recording from outside
   icecast2            # tests: a real Icecast server for the live stream
   libvpx-dev          # video: VP8 encoder and decoder
   libv4l-dev          # video: cameras (libv4l2 converts their formats)

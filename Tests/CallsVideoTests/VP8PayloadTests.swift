@@ -1,3 +1,4 @@
+import CallsCore
 import CallsVideo
 import Testing
 
