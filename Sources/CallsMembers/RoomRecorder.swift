@@ -43,7 +43,21 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
     private struct State {
         package var writers: [UInt32: OggOpusWriter] = [:]
         package var names: [UInt32: ServerMember.Speaker] = [:]
+        /// Each video sender's frames being put together, and their file.
+        package var video: [UInt32: VideoTrack] = [:]
     }
+
+    /// One participant's video: RTP back to VP8 frames, frames into `{pid}.ivf`.
+    private struct VideoTrack {
+        var pid: String
+        var assembler = VP8FrameAssembler()
+        var writer: VP8TrackWriter
+        /// When a keyframe was last asked for (ms), so a sender is asked at most once a second.
+        var askedAtMs: Int64 = -10_000
+    }
+    private weak var member: ServerMember?
+    /// Most video senders recorded at once (each holds a file and a frame assembler).
+    static let maxVideoTracks = 64
     private let state = Locked(State())
 
     /// Creates the recording's directory.
@@ -55,8 +69,12 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: config.dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
-    /// The packet as it came, into its sender's file (opened at its first packet).
+    package func attach(_ member: ServerMember) { self.member = member }
+
+    /// The packet as it came, into its sender's file (opened at its first packet); video
+    /// packets into their sender's frames.
     package func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
+        if h.payloadType == VP8Payload.payloadType { return try receivedVideo(h, payload: payload, from: who, atMs: atMs) }
         let error = state.withLock { s -> String? in
             if let who { s.names[h.ssrc] = who }
             if s.writers[h.ssrc] == nil {
@@ -73,15 +91,45 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
         if let error { throw ServerMemberFailure(reason: error) }
     }
 
+    private func receivedVideo(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
+        guard let who else { return }  // (not in the roster yet: its frames come again)
+        enum Outcome { case fine, ask(String), failed(String) }
+        let outcome = state.withLock { s -> Outcome in
+            if s.video[h.ssrc] == nil {
+                guard s.video.count < Self.maxVideoTracks else { return .fine }
+                s.video[h.ssrc] = VideoTrack(pid: who.pid, writer: VP8TrackWriter(path: config.dir + "/\(who.pid).ivf"))
+            }
+            guard var track = s.video[h.ssrc] else { return .fine }
+            defer { s.video[h.ssrc] = track }
+            var needKeyframe = false
+            switch track.assembler.insert(sequence: h.sequenceNumber, timestamp: h.timestamp, marker: h.marker, payload: UnsafeRawBufferPointer(payload)) {
+            case .pending: break
+            case .needKeyframe: needKeyframe = true
+            case .frame(let f):
+                do { needKeyframe = !(try track.writer.append(f.data, isKeyframe: f.isKeyframe, atMs: atMs)) } catch { return .failed("\(error)") }
+            }
+            guard needKeyframe, atMs - track.askedAtMs >= 1000 else { return .fine }
+            track.askedAtMs = atMs
+            return .ask(track.pid)
+        }
+        switch outcome {
+        case .fine: return
+        case .ask(let pid): member?.send(.requestKeyframe(pid: pid))
+        case .failed(let why): throw ServerMemberFailure(reason: why)
+        }
+    }
+
     // MARK: The end
 
     package func finished(failure: String?) {
-        let (writers, names) = state.withLock { s in
-            let r = (s.writers, s.names)
+        let (writers, names, video) = state.withLock { s in
+            let r = (s.writers, s.names, s.video)
             s.writers = [:]
+            s.video = [:]
             return r
         }
         for w in writers.values { try? w.finish() }
+        for v in video.values { try? v.writer.finish() }
         // The mixed file, from the participants' (after the call, off its path). Without room
         // for it, the server makes it once there is (`CallServer.mixPendingRecordings`).
         var files: [StoredRecordingFile] = []
@@ -95,6 +143,8 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
         for (ssrc, w) in writers {
             if let f = StoredRecordingFile.finalised(w.path, kind: "participant", uid: names[ssrc]?.uid, pid: names[ssrc]?.pid) { files.append(f) }
         }
+        files += videoFiles(video.values.map { ($0.pid, $0.writer) }, audio: writers.map { (names[$0.key]?.pid, $0.value.path) },
+                            names: names)
         let now = epochMilliseconds()
         let duration = files.map(\.durationMs).max() ?? 0
         let rows = outbox.recordingRows(.init(sessionId: config.sessionId, rid: config.rid,
@@ -107,6 +157,22 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
                                         "seconds": "\(duration / 1000)", "error": failure ?? ""])
     }
 
+    /// Each video sender's WebM: their VP8 beside their audio (`WebMMuxer`), the IVF removed.
+    /// A sender with no audio file (muted throughout) or no keyframe has no WebM.
+    private func videoFiles(_ tracks: [(pid: String, writer: VP8TrackWriter)], audio: [(pid: String?, path: String)],
+                            names: [UInt32: ServerMember.Speaker]) -> [StoredRecordingFile] {
+        var files: [StoredRecordingFile] = []
+        for (pid, writer) in tracks {
+            guard writer.frames > 0, let a = audio.first(where: { $0.pid == pid }) else {
+                StoredRecordingFile.removeVideoTrack(writer.path)
+                continue
+            }
+            if let f = StoredRecordingFile.webm(pid: pid, uid: names.values.first { $0.pid == pid }?.uid, audio: a.path, video: writer.path,
+                                                inDirectory: config.dir, log: log) { files.append(f) }
+        }
+        return files
+    }
+
     /// Where the mixed file is served.
     package static func url(_ publicURL: String, _ sessionId: String, _ rid: String) -> String {
         let s = sessionId.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? sessionId
@@ -115,6 +181,31 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
 }
 
 extension StoredRecordingFile {
+    /// Participant `pid`'s WebM from their audio file and video track (the track and its start
+    /// mark removed after, made or not): nil when it cannot be made (said in the log). Any thread.
+    package static func webm(pid: String, uid: String?, audio: String, video: String, inDirectory dir: String, log: ServerLog) -> StoredRecordingFile? {
+        defer { removeVideoTrack(video) }
+        guard let videoStart = VP8TrackWriter.startMs(of: video), let audioStart = OggOpusMixdown.startOffsetMs(audio) else { return nil }
+        let output = dir + "/\(pid).webm"
+        do throws(RecordingError) {
+            try WebMMuxer.mux(audio: audio, audioStartMs: audioStart, video: video, videoStartMs: videoStart, into: output)
+        } catch {
+            log.warn("a participant's video could not be put into WebM", ["dir": dir, "pid": pid, "error": "\(error)"])
+            return nil
+        }
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? NSNumber)?.int64Value ?? 0
+        // (The file's length: ffprobe's, from its last packet.)
+        let durationMs = WebMMuxer.durationMs(output) ?? ((try? OggOpusFile.inspect(audio).seconds).map { Int64($0 * 1000) } ?? 0)
+        var f = StoredRecordingFile(name: "\(pid).webm", kind: "participant", uid: uid, pid: pid, durationMs: durationMs, bytes: bytes)
+        f.video = true
+        return f
+    }
+
+    package static func removeVideoTrack(_ path: String) {
+        try? FileManager.default.removeItem(atPath: path)
+        try? FileManager.default.removeItem(atPath: path + ".start")
+    }
+
     /// A recording's file once finished: finalised (`OggOpusFile.finalise`: an end marked if a
     /// crash left none), with its length and size. Nil when it is missing or not Ogg Opus.
     /// The room's mix made from the participants' files `tracks` into `dir/mixed.opus` and

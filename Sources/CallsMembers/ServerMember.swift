@@ -90,6 +90,7 @@ package final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
 
     private struct State {
         package var consent: MediaConsent?
+        /// By audio SSRC, and by video SSRC for members that take video.
         package var names: [UInt32: Speaker] = [:]
         package var failure: String?
         package var sink: (any ServerMemberSink)?
@@ -179,8 +180,8 @@ package final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
             guard let token = Hex.decode(j.bindToken) else { return fail("no bind token in joined") }
             state.withLock { s in
                 s.consent = MediaConsent(ssrc: j.you.ssrc, token: token)
-                for p in j.participants { s.names[p.ssrc] = Speaker(uid: p.uid, pid: p.pid, name: p.name) }
             }
+            for p in j.participants { roster(p) }
             install(j.mediaKeys ?? [])
             startedAt.store(monotonicNanoseconds(), ordering: .releasing)
             guard !stopped.load(ordering: .acquiring) else { return }
@@ -190,9 +191,9 @@ package final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         case .mediaKeys(let keys):
             install(keys)
         case .participantJoined(let w):
-            state.withLock { $0.names[w.ssrc] = Speaker(uid: w.uid, pid: w.pid, name: w.name) }
+            roster(w)
         case .participantUpdated(let w, _):
-            state.withLock { $0.names[w.ssrc] = Speaker(uid: w.uid, pid: w.pid, name: w.name) }
+            roster(w)
         case .left:
             DispatchQueue.global().async { self.stop() }
         case .error(let code, let message):
@@ -210,6 +211,20 @@ package final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         for w in keys {
             guard let key = SRTPKey(w) else { continue }
             try? receiver.setKey(key, for: w.ssrc)
+            if takesVideo, let v = w.videoSsrc { try? receiver.setKey(key, for: v) }
+        }
+    }
+
+    /// Recorders take everyone's video (their files are WebM where someone sent video).
+    private var takesVideo: Bool { config.feature == .recording }
+
+    /// A roster entry: who sends with its SSRCs (a recorder gets everyone's video: the room
+    /// sends it every sender's, and asks them for keyframes when it joins).
+    private func roster(_ w: WireParticipant) {
+        let speaker = Speaker(uid: w.uid, pid: w.pid, name: w.name)
+        state.withLock { s in
+            s.names[w.ssrc] = speaker
+            if takesVideo, let v = w.videoSsrc { s.names[v] = speaker }
         }
     }
 

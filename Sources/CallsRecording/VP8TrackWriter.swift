@@ -15,8 +15,10 @@ package final class VP8TrackWriter {
     private var packet: UnsafeMutablePointer<AVPacket>?
     /// Arrival of the first frame written (ms on the recording's clock).
     package private(set) var firstMs: Int64?
-    private var lastMs: Int64 = -1
+    /// The last frame's time from the first (ms).
+    package private(set) var lastMs: Int64 = -1
     package private(set) var frames = 0
+    private var flushedMs: Int64 = 0
 
     package init(path: String) {
         self.path = path
@@ -35,6 +37,11 @@ package final class VP8TrackWriter {
             guard isKeyframe, let (width, height) = Self.keyframeSize(frame) else { return false }
             try open(width: width, height: height)
             firstMs = atMs
+            // (Where the track starts, beside it: a crash-cut recording's WebM is made from both.)
+            let mark = path + ".start"
+            guard FileManager.default.createFile(atPath: mark, contents: Data("\(atMs)\n".utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw .cannotCreate(path: mark, errno: errno)
+            }
         }
         guard let context, let stream, let packet else { throw .finished }
         // (Timestamps must grow: two frames in one millisecond are a millisecond apart.)
@@ -52,7 +59,19 @@ package final class VP8TrackWriter {
         }
         guard rc >= 0 else { throw .writeFailed(path: path, errno: rc == -Int32(ENOSPC) ? ENOSPC : EIO) }
         frames += 1
+        // On disk at least every second, as the audio's pages are (a crash keeps what came).
+        if pts - flushedMs >= 1000, let pb = context.pointee.pb {
+            avio_flush(pb)
+            flushedMs = pts
+            if pb.pointee.error < 0 { throw .writeFailed(path: path, errno: pb.pointee.error == -Int32(ENOSPC) ? ENOSPC : EIO) }
+        }
         return true
+    }
+
+    /// Where the track at `path` started (ms on the recording's clock), from the mark written
+    /// beside it; nil without one.
+    package static func startMs(of path: String) -> Int64? {
+        (try? String(contentsOfFile: path + ".start", encoding: .utf8)).flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
     /// Ends the file (its trailer written, the context closed). Idempotent.

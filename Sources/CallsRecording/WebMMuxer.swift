@@ -22,6 +22,15 @@ package enum WebMMuxer {
         }
     }
 
+    /// A media file's length as libavformat reads it (ms), or nil.
+    package static func durationMs(_ path: String) -> Int64? {
+        var context: UnsafeMutablePointer<AVFormatContext>?
+        guard avformat_open_input(&context, path, nil, nil) >= 0, let c = context else { return nil }
+        defer { avformat_close_input(&context) }
+        guard avformat_find_stream_info(c, nil) >= 0, c.pointee.duration > 0 else { return nil }
+        return c.pointee.duration / Int64(AV_TIME_BASE / 1000)
+    }
+
     /// One input file and the packet read ahead of it.
     private final class Input {
         var context: UnsafeMutablePointer<AVFormatContext>?

@@ -93,11 +93,12 @@ extension CallStore {
                                 [.int(id)]) {
             let rid = row[0].text ?? ""
             let storage = try storage(of: rid)
-            let files = try db.query("SELECT name, kind, uid, pid, duration_ms, bytes FROM recording_files WHERE rid = ? ORDER BY kind, name",
+            let files = try db.query("SELECT name, kind, uid, pid, duration_ms, bytes, video FROM recording_files WHERE rid = ? ORDER BY kind, name",
                                      [.text(rid)]).map {
                 var f = StoredRecordingFile(name: $0[0].text ?? "", kind: $0[1].text ?? "", uid: $0[2].text, pid: $0[3].text,
                                             durationMs: $0[4].int ?? 0, bytes: $0[5].int ?? 0)
                 f.storage = storage[f.name] ?? .local
+                f.video = ($0[6].int ?? 0) != 0
                 return f
             }
             call.recordings.append(StoredRecording(rid: rid, sessionId: row[1].text ?? "", startedAt: row[2].int ?? 0, endedAt: row[3].int,
@@ -235,9 +236,9 @@ extension CallStore {
                 try db.execute("DELETE FROM recording_files WHERE rid = ?", [.text(rid)])
                 for f in files {
                     try db.execute("""
-                        INSERT INTO recording_files(rid, name, kind, uid, pid, duration_ms, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO recording_files(rid, name, kind, uid, pid, duration_ms, bytes, video) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """, [.text(rid), .text(f.name), .text(f.kind), f.uid.map { .text($0) } ?? .null, f.pid.map { .text($0) } ?? .null,
-                              .int(f.durationMs), .int(f.bytes)])
+                              .int(f.durationMs), .int(f.bytes), .int(f.video ? 1 : 0)])
                 }
                 try queueUploads(.recording, owner: rid, names: files.map(\.name), now: epochMilliseconds())
             }
@@ -250,13 +251,13 @@ extension CallStore {
         try locked { () throws(DatabaseError) in
             let rids = try db.query("""
                 SELECT r.rid FROM recordings r WHERE r.ended_at IS NOT NULL
-                    AND EXISTS (SELECT 1 FROM recording_files f WHERE f.rid = r.rid AND f.kind = 'participant')
+                    AND EXISTS (SELECT 1 FROM recording_files f WHERE f.rid = r.rid AND f.kind = 'participant' AND COALESCE(f.video, 0) = 0)
                     AND NOT EXISTS (SELECT 1 FROM recording_files f WHERE f.rid = r.rid AND f.kind = 'mixed')
                 ORDER BY r.ended_at LIMIT ?
                 """, [.int(Int64(limit))]).compactMap { $0[0].text }
             var out: [(String, [String])] = []
             for rid in rids {
-                let names = try db.query("SELECT name FROM recording_files WHERE rid = ? AND kind = 'participant' ORDER BY name",
+                let names = try db.query("SELECT name FROM recording_files WHERE rid = ? AND kind = 'participant' AND COALESCE(video, 0) = 0 ORDER BY name",
                                          [.text(rid)]).compactMap { $0[0].text }
                 out.append((rid, names))
             }
@@ -269,9 +270,9 @@ extension CallStore {
         try locked { () throws(DatabaseError) in
             try db.transaction { () throws(DatabaseError) in
                 try db.execute("""
-                    INSERT INTO recording_files(rid, name, kind, uid, pid, duration_ms, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO recording_files(rid, name, kind, uid, pid, duration_ms, bytes, video) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """, [.text(rid), .text(f.name), .text(f.kind), f.uid.map { .text($0) } ?? .null, f.pid.map { .text($0) } ?? .null,
-                          .int(f.durationMs), .int(f.bytes)])
+                          .int(f.durationMs), .int(f.bytes), .int(f.video ? 1 : 0)])
                 try db.execute("UPDATE recordings SET bytes = COALESCE(bytes, 0) + ? WHERE rid = ?", [.int(f.bytes), .text(rid)])
                 try queueUploads(.recording, owner: rid, names: [f.name], now: epochMilliseconds())
             }

@@ -55,6 +55,8 @@ public struct StoredRecordingFile: Sendable, Equatable {
     public var bytes: Int64
     /// Where it is kept (read from `stored_objects`; not written with the file's row).
     public var storage: FileStorage = .local
+    /// A WebM with the participant's video beside their audio (else Ogg Opus, audio only).
+    public var video = false
     public init(name: String, kind: String, uid: String?, pid: String?, durationMs: Int64, bytes: Int64) {
         self.name = name; self.kind = kind; self.uid = uid; self.pid = pid; self.durationMs = durationMs; self.bytes = bytes
     }

@@ -18,7 +18,7 @@ package struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    package static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11]
+    package static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12]
 
     package static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -171,5 +171,10 @@ package struct SchemaMigration: Sendable {
         """,
         "CREATE INDEX stored_objects_owner ON stored_objects(owner)",
         "CREATE INDEX stored_objects_due ON stored_objects(state, next_at)",
+    ])
+
+    /// Which recording files carry video (a participant's WebM: VP8 and Opus).
+    package static let v12 = SchemaMigration(version: 12, statements: [
+        "ALTER TABLE recording_files ADD COLUMN video INTEGER",
     ])
 }

@@ -65,7 +65,8 @@ final class ObjectStorageRecordingTests: XCTestCase {
             return (call["recordings"] as? [[String: Any]])?.first
         }
         func storages() -> Set<String> { Set((recording()?["files"] as? [[String: Any]] ?? []).compactMap { $0["storage"] as? String }) }
-        let stored = eventually(30, poll: 0.2) { (recording()?["files"] as? [Any])?.count == 2 && storages() == ["objectStorage"] }
+        // (The mix, the moderator's Ogg Opus and their WebM: the SDK sends the test pattern.)
+        let stored = eventually(30, poll: 0.2) { (recording()?["files"] as? [Any])?.count == 3 && storages() == ["objectStorage"] }
         XCTAssertTrue(stored, "every file in object storage: \(storages()) — proxy: \(proxy.lines.suffix(20))")
         XCTAssertGreaterThanOrEqual(proxy.lines.filter { $0.hasPrefix("failed PUT") }.count, 2, "\(proxy.lines)")
 
@@ -88,7 +89,7 @@ final class ObjectStorageRecordingTests: XCTestCase {
         let vtt = try XCTUnwrap(FileManager.default.contents(atPath: t.dir + "/transcripts/\(tid).vtt"))
         let metrics = t.server.metricsText()
         XCTAssertTrue(metrics.contains(#"callroom_object_storage_operations_total{outcome="failed"} 2"#), metrics)
-        XCTAssertTrue(metrics.contains(#"callroom_object_storage_operations_total{outcome="uploaded"} 4"#), metrics)
+        XCTAssertTrue(metrics.contains(#"callroom_object_storage_operations_total{outcome="uploaded"} 5"#), metrics)
         XCTAssertTrue(metrics.contains(#"callroom_object_storage_queue{state="upload"} 0"#), metrics)
         XCTAssertEqual(try S3Client(bucket).get("transcripts/\(tid).vtt"), [UInt8](vtt))
 

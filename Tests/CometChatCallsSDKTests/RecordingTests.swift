@@ -16,9 +16,10 @@ final class RecordingTests: XCTestCase {
         let t = try TestServer.forSDK { $0.webhooks = [WebhookConfig(id: "rec", url: "http://127.0.0.1:9/hook", secret: "s3cret", triggers: ["recording_generated"])] }
         defer { t.stop() }
         let modEvents = EventRecorder<CallEvent>(), guestEvents = EventRecorder<CallEvent>()
-        let mod = try await t.joinedClient("mod", session: "rec", settings: SessionSettingsBuilder()
+        // (Voice sessions: this test is about the audio files; VideoRecordingTests has the WebM.)
+        let mod = try await t.joinedClient("mod", session: "rec", settings: SessionSettingsBuilder().setSessionType(.voice)
             .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
-        let guest = try await t.joinedClient("guest", session: "rec", settings: SessionSettingsBuilder()
+        let guest = try await t.joinedClient("guest", session: "rec", settings: SessionSettingsBuilder().setSessionType(.voice)
             .setAudioInput("tone:660").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
         guest.setSessionFeature(.recording, enabled: true)
         try await waitFor("a participant may not record", guestEvents) { if case .error("ERR_NOT_MODERATOR", _) = $0 { return true }; return false }
@@ -107,6 +108,74 @@ final class RecordingTests: XCTestCase {
         let mt = try XCTUnwrap(modLogin.data["authToken"] as? String)
         XCTAssertEqual(BlockingHTTP.request("GET", url, headers: ["authToken": mt, "appId": t.appId]).status, 200, "a moderator gets every recording")
         await late.leave()
+        await guest.leave()
+        await mod.leave()
+    }
+}
+
+/// Video in recordings (#38): a participant who sends video gets a WebM (VP8 + Opus) beside the
+/// Ogg Opus files, checked from outside by ffprobe — both streams, its length, the offset between
+/// them — and the call log says which file has video.
+final class VideoRecordingTests: XCTestCase {
+    func testAParticipantsVideoAndAudioAreRecordedAsWebM() async throws {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/ffprobe"), "needs ffmpeg's ffprobe (scripts/install-deps.sh)")
+        let t = try TestServer.forSDK()
+        defer { t.stop() }
+        let events = EventRecorder<CallEvent>()
+        let mod = try await t.joinedClient("mod", session: "vrec", settings: SessionSettingsBuilder().setSessionType(.video)
+            .setAudioInput("tone:440").setAudioOutput("null").setVideoSource("pattern")
+            .setVideoFormat(width: 320, height: 180, fps: 15, bitrateKbps: 300).build(), onEvent: { events.add($0) })
+        let guest = try await t.joinedClient("guest", session: "vrec", settings: SessionSettingsBuilder().setSessionType(.voice)
+            .setAudioInput("tone:660").setAudioOutput("null").build())
+        mod.setSessionFeature(.recording, enabled: true)
+        try await waitFor("onRecordingStarted", events) { $0 == .recordingStarted }
+        // Recorded for a while: the moderator's video file grows past a few frames.
+        let grown = await eventually(20) {
+            let dirs = (try? FileManager.default.contentsOfDirectory(atPath: t.dir + "/recordings")) ?? []
+            return dirs.contains { d in
+                ((try? FileManager.default.contentsOfDirectory(atPath: t.dir + "/recordings/" + d)) ?? []).contains { name in
+                    name.hasSuffix(".ivf") && ((try? FileManager.default.attributesOfItem(atPath: t.dir + "/recordings/\(d)/\(name)")[.size] as? NSNumber)?.intValue ?? 0) > 60_000
+                }
+            }
+        }
+        XCTAssertTrue(grown, "the recorder writes the moderator's video")
+        mod.setSessionFeature(.recording, enabled: false)
+        try await waitFor("onRecordingStopped", events) { $0 == .recordingStopped }
+        let admin = ["apikey": t.server.keys.apiKey]
+        let rec = eventuallyValue(10, poll: 0.1) { () -> [String: Any]? in
+            let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/vrec", headers: admin).data
+            guard let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber else { return nil }
+            return r
+        } ?? [:]
+        let files = try XCTUnwrap(rec["files"] as? [[String: Any]], "\(rec)")
+        let modPID = try XCTUnwrap(mod.localParticipantID)
+        let webm = try XCTUnwrap(files.first { $0["video"] as? Bool == true }, "a file with video: \(files)")
+        XCTAssertEqual(webm["name"] as? String, "\(modPID).webm")
+        XCTAssertEqual(webm["uid"] as? String, "mod")
+        XCTAssertEqual(files.filter { $0["video"] as? Bool == true }.count, 1, "the guest sent no video: \(files)")
+        XCTAssertEqual(files.count, 4, "the mix, two Ogg Opus files, one WebM: \(files)")
+        // Served as video/webm; ffprobe reads both streams from outside.
+        let got = BlockingHTTP.request("GET", try XCTUnwrap(webm["url"] as? String), headers: admin)
+        XCTAssertEqual(got.status, 200, got.text)
+        XCTAssertEqual(got.headers["content-type"], "video/webm")
+        let dir = TemporaryDirectory("callroom-vrec")
+        defer { dir.remove() }
+        try got.body.write(to: URL(fileURLWithPath: dir.file("m.webm")))
+        let p = try ManagedProcess("/usr/bin/ffprobe", ["-v", "error", "-print_format", "json", "-show_streams", "-show_format", dir.file("m.webm")])
+        XCTAssertEqual(p.wait(timeout: 20), 0, p.errorOutput)
+        let info = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(p.output.joined(separator: "\n").utf8)) as? [String: Any])
+        let streams = try XCTUnwrap(info["streams"] as? [[String: Any]])
+        XCTAssertEqual(Set(streams.compactMap { $0["codec_name"] as? String }), ["vp8", "opus"], "\(streams)")
+        let v = try XCTUnwrap(streams.first { $0["codec_name"] as? String == "vp8" })
+        XCTAssertEqual(v["width"] as? Int, 320)
+        XCTAssertEqual(v["height"] as? Int, 180)
+        let a = try XCTUnwrap(streams.first { $0["codec_name"] as? String == "opus" })
+        let duration = try XCTUnwrap(Double((info["format"] as? [String: Any])?["duration"] as? String ?? ""))
+        XCTAssertEqual(duration, try XCTUnwrap(webm["duration"] as? Double), accuracy: 0.1, "the call log's length is the file's")
+        // Audio and video started together in the call (both from the join): within a few frames in the file.
+        let offset = abs((Double(v["start_time"] as? String ?? "") ?? 9) - (Double(a["start_time"] as? String ?? "") ?? 0))
+        XCTAssertLessThan(offset, 0.3, "A/V offset \(offset) s")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: t.dir + "/recordings/\(rec["rid"] as? String ?? "")/\(modPID).ivf"), "the IVF is gone")
         await guest.leave()
         await mod.leave()
     }

@@ -177,8 +177,10 @@ final class ServerOperationsTests: XCTestCase {
         let authKey = try XCTUnwrap(try keys()["authKey"])
         var clients: [ManagedProcess] = []
         for (uid, tone) in [("kim", 300), ("lou", 500)] {
+            // (Kim sends video too: her track becomes a WebM at the restart.)
             let c = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "taped", "--server", url, "--uid", uid, "--auth-key", authKey,
-                                                                        "--input", "tone:\(tone)", "--output", "null", "--headless"])
+                                                                        "--input", "tone:\(tone)", "--output", "null", "--headless"]
+                                                                        + (uid == "kim" ? ["--video", "pattern"] : []))
             XCTAssertNotNil(c.waitForLine { $0.contains("onSessionJoined") }, c.errorOutput)
             clients.append(c)
         }
@@ -194,7 +196,16 @@ final class ServerOperationsTests: XCTestCase {
         XCTAssertEqual(call["hasRecording"] as? Bool, true)
         let rec = try XCTUnwrap((call["recordings"] as? [[String: Any]])?.first, "\(call)")
         XCTAssertNotNil(rec["endTime"] as? NSNumber, "finished at restart")
-        let files = try XCTUnwrap(rec["files"] as? [[String: Any]])
+        var files = try XCTUnwrap(rec["files"] as? [[String: Any]])
+        // Kim's video and audio in one WebM, made from her track and its start mark at the restart.
+        let webm = try XCTUnwrap(files.first { $0["video"] as? Bool == true }, "a WebM: \(files)")
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(webm["duration"] as? Double), 1.5, "\(webm)")
+        let video = tmp.file("kim.webm")
+        try BlockingHTTP.request("GET", try XCTUnwrap(webm["url"] as? String), headers: ["apikey": apiKey]).body.write(to: URL(fileURLWithPath: video))
+        let probe = try ManagedProcess("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", video])
+        XCTAssertEqual(probe.wait(timeout: 20), 0, probe.errorOutput)
+        XCTAssertEqual(Set(probe.output), ["vp8", "opus"], probe.output.joined(separator: " "))
+        files.removeAll { $0["video"] as? Bool == true }
         XCTAssertEqual(files.count, 3, "the mixed room and both participants: \(files)")
         for f in files {
             let seconds = try XCTUnwrap(f["duration"] as? Double)

@@ -39,10 +39,13 @@ public struct CallRecord: Codable, Sendable, Equatable {
             public var bytes: Int64
             /// Where the file is kept (absent from servers before object storage: `local`).
             public var storage: FileStorage?
+            /// True for a participant's WebM (VP8 video and Opus audio); absent for Ogg Opus files.
+            public var video: Bool?
             public init(name: String, kind: String, uid: String?, pid: String?, url: String, duration: Double, bytes: Int64,
-                        storage: FileStorage? = nil) {
+                        storage: FileStorage? = nil, video: Bool? = nil) {
                 self.name = name; self.kind = kind; self.uid = uid; self.pid = pid; self.url = url; self.duration = duration; self.bytes = bytes
                 self.storage = storage
+                self.video = video
             }
         }
         public var rid: String

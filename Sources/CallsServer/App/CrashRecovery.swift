@@ -52,7 +52,7 @@ enum CrashRecovery {
     }
 
     /// Recordings a crash cut: every file's last page marked as the end (a torn page dropped),
-    /// and the row finished with what the files hold. Returns their sessions (a recording
+    /// each video track put into its WebM, and the row finished with what the files hold. Returns their sessions (a recording
     /// starts again in each when its people come back).
     @discardableResult
     static func finaliseInterruptedRecordings(_ store: CallStore, dataDir: String, log: ServerLog,
@@ -73,6 +73,14 @@ enum CrashRecovery {
             let mixed = names.contains("mixed.opus") ? StoredRecordingFile.finalised(dir + "/mixed.opus", kind: "mixed", uid: nil, pid: nil)
                 : files.isEmpty ? nil : try? StoredRecordingFile.mix(tracks.map { dir + "/" + $0 }, inDirectory: dir)
             if let f = mixed { files.insert(f, at: 0) }
+            // Video tracks: each beside its audio into a WebM (from the start mark next to it).
+            for v in names.filter({ $0.hasSuffix(".ivf") }).sorted() {
+                let pid = String(v.dropLast(4))
+                guard names.contains("\(pid).opus") else { StoredRecordingFile.removeVideoTrack(dir + "/" + v); continue }
+                if let f = StoredRecordingFile.webm(pid: pid, uid: nil, audio: dir + "/\(pid).opus", video: dir + "/" + v, inDirectory: dir, log: log) {
+                    files.append(f)
+                }
+            }
             let ended = r.startedAt + (files.map(\.durationMs).max() ?? 0)
             try store.recordingFinished(rid: r.rid, endedAt: ended, files: files)
             log.warn("finalised a recording an unclean shutdown cut", ["rid": r.rid, "files": "\(files.count)"])

@@ -54,8 +54,9 @@ extension CallRecord {
             return Recording(rid: r.rid, recordingURL: url, startTime: r.startedAt, endTime: r.endedAt,
                              duration: Double(r.durationMs ?? 0) / 1000,
                              files: r.files.map { .init(name: $0.name, kind: $0.kind, uid: $0.uid, pid: $0.pid,
-                                                       url: $0.kind == "mixed" ? url : url + "/" + ($0.pid ?? $0.name),
-                                                       duration: Double($0.durationMs) / 1000, bytes: $0.bytes, storage: $0.storage) })
+                                                       url: $0.kind == "mixed" ? url : url + "/" + ($0.video ? $0.name : $0.pid ?? $0.name),
+                                                       duration: Double($0.durationMs) / 1000, bytes: $0.bytes, storage: $0.storage,
+                                                       video: $0.video ? true : nil) })
         }
         hasRecording = !recordings.isEmpty
         transcriptions = c.transcripts.map { $0.served(baseURL) }

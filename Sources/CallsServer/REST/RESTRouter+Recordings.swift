@@ -6,7 +6,8 @@ import Foundation
 
 // MARK: Recordings (`/v3/calls/{sessionId}/recordings/{rid}[/{pid}]`) and transcripts (`…/transcriptions/{tid}[.vtt|.json]`)
 extension RESTRouter {
-    /// The mixed recording (no `pid`) or one participant's, as `audio/ogg`, to the operator
+    /// The mixed recording (no `pid`) or one participant's, as `audio/ogg` — or their video and
+    /// audio as `video/webm` (`{pid}.webm`) — to the operator
     /// (apikey) or a participant of the call (authToken); `Range: bytes=…` answered with 206.
     func recordingFile(_ r: HTTPRequest, sessionId: String, rid: String, pid: String?) throws -> HTTPResponse {
         try validate(sessionId: sessionId)
@@ -20,7 +21,7 @@ extension RESTRouter {
             throw ServerError(.forbidden, "You were not in the call while recording '\(rid.prefix(40))' ran; only a moderator or the operator may fetch it.")
         }
         // Only names the store holds: never a path from the request.
-        let name = pid.map { "\($0).opus" } ?? "mixed.opus"
+        let name = pid.map { $0.hasSuffix(".webm") ? $0 : "\($0).opus" } ?? "mixed.opus"
         guard rec.files.contains(where: { $0.name == name }) else {
             throw ServerError(.notFound, rec.endedAt == nil ? "The recording is still going; its files come when it stops."
                                                            : "No file '\(name.prefix(60))' in recording '\(rid.prefix(40))'.")
@@ -37,9 +38,10 @@ extension RESTRouter {
             return HTTPResponse(status: 416, json: RESTErrorCode.badRequest.json("Range '\(u.spec.prefix(60))' is not satisfiable (\(u.total) bytes)."))
                 .adding(headers)
         }
-        guard let range = served.range else { return HTTPResponse(status: 200, contentType: "audio/ogg", body: served.bytes, headers: headers) }
+        let type = name.hasSuffix(".webm") ? "video/webm" : "audio/ogg"
+        guard let range = served.range else { return HTTPResponse(status: 200, contentType: type, body: served.bytes, headers: headers) }
         headers.append(("content-range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(served.total)"))
-        return HTTPResponse(status: 206, contentType: "audio/ogg", body: served.bytes, headers: headers)
+        return HTTPResponse(status: 206, contentType: type, body: served.bytes, headers: headers)
     }
 
     /// A transcript: `{tid}` or `{tid}.json` (the JSON document), `{tid}.vtt` (WebVTT), to the

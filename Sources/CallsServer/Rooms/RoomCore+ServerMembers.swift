@@ -145,6 +145,10 @@ extension RoomCore {
             }
         }
         broadcast(room, Self.stateMessage(f, active: true, run: run))
+        // The recorder's video files start at a keyframe: every sender is asked for one now.
+        if f == .recording {
+            for s in room.admitted where s.wire.videoSsrc != nil { if let c = s.connection { send(.keyframeRequest(fromPid: p.wire.pid), to: c) } }
+        }
         log(.info, "\(f.rawValue) started", ["session": room.sessionId, "id": run.id])
     }
 
@@ -161,6 +165,10 @@ extension RoomCore {
         case (.streaming, .streamStatus(let state, let detail)):
             guard state != .stopped else { return true }
             broadcast(room, .streaming(state: state, by: run.by, detail: detail.map { String($0.prefix(300)) }))
+        case (.recording, .requestKeyframe(let target)):
+            // (The recorder lost frames of `target`'s video, or has none yet: it asks at most once a second.)
+            guard let member = run.member, let t = room.participants[target], t.admitted, t.wire.videoSsrc != nil, let c = t.connection else { return true }
+            send(.keyframeRequest(fromPid: member.wire.pid), to: c)
         case (_, .memberStopped(let reason)):
             room.runs[f]?.failure = DisplayText.name(reason, limit: 300)
         default:

@@ -345,11 +345,15 @@ final class RoomCore {
     static func webrtcTunnel(_ key: UInt64) -> UInt64 { key | 1 << 63 }
 
     /// The room's media membership: its admitted participants, each video going to those
-    /// whose subscriptions name it.
+    /// whose subscriptions name it (and to the recorder, while one runs).
     func patchRelay(_ room: Room) {
         let admitted = Array(room.admitted)
         var subscribers: [String: Set<UInt64>] = [:]
         for p in admitted { for s in p.videoSubscriptions { subscribers[s, default: []].insert(p.key) } }
+        // The recorder takes everyone's video (each sender's file is a WebM).
+        if let recorder = room.runs[.recording]?.member {
+            for p in admitted where p.wire.videoSsrc != nil { subscribers[p.wire.pid, default: []].insert(recorder.key) }
+        }
         let members = (admitted + room.members).map { p -> RelayTable.Member in
             var m = RelayTable.Member(key: p.key, room: room.index, ssrc: p.wire.ssrc, consent: MediaConsent(ssrc: p.wire.ssrc, token: p.bindToken),
                                       muted: p.serverMuted, tunnel: tunnel(of: p))
