@@ -45,14 +45,7 @@ final class ObjectStorageRecordingTests: XCTestCase {
         mod.setSessionFeature(.transcription, enabled: true)
         try await waitFor("onRecordingStarted", events) { $0 == .recordingStarted }
         // Recorded for a while: the participant's file grows past a second or so of Opus.
-        let grown = await eventually(20) {
-            let dirs = (try? FileManager.default.contentsOfDirectory(atPath: t.dir + "/recordings")) ?? []
-            return dirs.contains { dir in
-                ((try? FileManager.default.contentsOfDirectory(atPath: t.dir + "/recordings/" + dir)) ?? []).contains { name in
-                    ((try? FileManager.default.attributesOfItem(atPath: t.dir + "/recordings/\(dir)/\(name)")[.size] as? NSNumber)?.intValue ?? 0) > 6000
-                }
-            }
-        }
+        let grown = await t.recordingFileGrows(".opus", beyond: 6000)
         XCTAssertTrue(grown, "the recorder writes")
         mod.setSessionFeature(.recording, enabled: false)
         mod.setSessionFeature(.transcription, enabled: false)

@@ -130,14 +130,7 @@ final class VideoRecordingTests: XCTestCase {
         mod.setSessionFeature(.recording, enabled: true)
         try await waitFor("onRecordingStarted", events) { $0 == .recordingStarted }
         // Recorded for a while: the moderator's video file grows past a few frames.
-        let grown = await eventually(20) {
-            let dirs = (try? FileManager.default.contentsOfDirectory(atPath: t.dir + "/recordings")) ?? []
-            return dirs.contains { d in
-                ((try? FileManager.default.contentsOfDirectory(atPath: t.dir + "/recordings/" + d)) ?? []).contains { name in
-                    name.hasSuffix(".ivf") && ((try? FileManager.default.attributesOfItem(atPath: t.dir + "/recordings/\(d)/\(name)")[.size] as? NSNumber)?.intValue ?? 0) > 60_000
-                }
-            }
-        }
+        let grown = await t.recordingFileGrows(".ivf", beyond: 60_000)
         XCTAssertTrue(grown, "the recorder writes the moderator's video")
         mod.setSessionFeature(.recording, enabled: false)
         try await waitFor("onRecordingStopped", events) { $0 == .recordingStopped }

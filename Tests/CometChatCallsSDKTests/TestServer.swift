@@ -31,6 +31,19 @@ extension ServerHarness {
         try await c.join(callToken: try await c.generateToken(sessionID: session), sessionID: session, settings: settings)
         return c
     }
+
+    /// Whether a file of a recording running here, ending in `suffix`, grows past `bytes`
+    /// within `seconds` (the recorder writes what it receives).
+    func recordingFileGrows(_ suffix: String, beyond bytes: Int, within seconds: Double = 20) async -> Bool {
+        let root = dir + "/recordings"
+        return await eventually(seconds) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).contains { rid in
+                ((try? FileManager.default.contentsOfDirectory(atPath: root + "/" + rid)) ?? []).contains { name in
+                    name.hasSuffix(suffix) && ((try? FileManager.default.attributesOfItem(atPath: "\(root)/\(rid)/\(name)")[.size] as? NSNumber)?.intValue ?? 0) > bytes
+                }
+            }
+        }
+    }
 }
 
 extension XCTestCase {
