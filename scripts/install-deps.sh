@@ -30,11 +30,9 @@ packages=(
   opus-tools          # tests: opusinfo/opusdec check every recording from outside
   libpocketsphinx-dev # captions: the offline speech recogniser
   pocketsphinx-en-us  # captions: its en-US model
-  pocketsphinx-testdata # benchmarks: read human speech (LibriVox) with its text, for word error rates
   python3-venv        # captions: the Whisper engine's virtual environment (below)
   libshout-dev        # live streaming to Icecast
   libavformat-dev     # recordings with video: VP8 + Opus muxed into WebM (libavformat)
-  ffmpeg              # tests: ffprobe checks every WebM recording from outside
   icecast2            # tests: a real Icecast server for the live stream
   libvpx-dev          # video: VP8 encoder and decoder
   libv4l-dev          # video: cameras (libv4l2 converts their formats)
@@ -56,7 +54,9 @@ if [ "${1:-}" != "--core" ]; then
              openssh-server openssh-client  # tests: a real sshd on loopback (the call screen over SSH)
              chromium                       # tests: a real browser joins rooms from the invite link (WebRTC)
              firefox-esr                    # tests: and Firefox, driven over its Marionette protocol
-             coturn)                        # tests: a browser whose UDP is blocked relays through TURN over TCP
+             coturn                         # tests: a browser whose UDP is blocked relays through TURN over TCP
+             ffmpeg                         # tests: ffprobe checks every WebM recording from outside
+             pocketsphinx-testdata)         # benchmarks and tests: read human speech (LibriVox) with its text
 fi
 
 missing=()
