@@ -31,6 +31,21 @@ struct VP8PayloadTests {
         p.payload.withUnsafeBytes { a.insert(sequence: p.seq, timestamp: p.ts, marker: p.marker, payload: $0) }
     }
 
+    /// A frame of more packets than any real one is not kept growing (the server's recorder takes
+    /// every sender's packets): 512 packets make a frame, 513 never do.
+    @Test func aFrameOfTooManyPacketsIsNotKept() {
+        for (count, delivered) in [(512, true), (513, false)] {
+            var a = VP8FrameAssembler()
+            let chunks = VP8Payload.packetize(Self.frame(count * 10, key: true, fill: 7), pictureID: 1, maxChunk: 10)
+            #expect(chunks.count == count)
+            var got = false
+            for (k, c) in chunks.enumerated() {
+                if case .frame = Self.feed(&a, Packet(seq: UInt16(k), ts: 9000, marker: k == chunks.count - 1, payload: c)) { got = true }
+            }
+            #expect(got == delivered, "\(count) packets")
+        }
+    }
+
     @Test func descriptorRoundTrip() {
         let d = VP8Payload.descriptor(pictureID: 0x1234, start: true) + [0xAA]
         let parsed = d.withUnsafeBytes { VP8Payload.parse($0) }

@@ -38,6 +38,8 @@ public struct VP8FrameAssembler: Sendable {
     public private(set) var framesDropped = 0
     /// At most this many frames wait for their missing packets.
     static let maxPending = 8
+    /// Packets one frame may have.
+    static let maxChunksPerFrame = 512
 
     public init() {}
 
@@ -47,6 +49,9 @@ public struct VP8FrameAssembler: Sendable {
         if let last = lastTimestamp, Int32(bitPattern: timestamp &- last) <= 0 { return .pending }  // late
         var p = pending[timestamp] ?? Pending()
         guard p.chunks[sequence] == nil else { return .pending }  // duplicate
+        // (Bounded: a frame of more packets than any real one — 512 × ≤ 1500 bytes — is not kept
+        // growing; with `maxPending` frames that is ≤ 6 MB a sender, on the server's recorder too.)
+        guard p.chunks.count < Self.maxChunksPerFrame else { return .pending }
         let data = Array(payload[d.length...])
         p.chunks[sequence] = data
         if d.startOfFrame && d.partition == 0 {
@@ -60,7 +65,7 @@ public struct VP8FrameAssembler: Sendable {
             pending[oldest] = nil
             framesDropped += 1
         }
-        guard let start = p.start, let end = p.end, case let n = Int(end &- start) + 1, n <= 4096, p.chunks.count == n else { return .pending }
+        guard let start = p.start, let end = p.end, case let n = Int(end &- start) + 1, n <= Self.maxChunksPerFrame, p.chunks.count == n else { return .pending }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(p.chunks.values.reduce(0) { $0 + $1.count })
         for i in 0..<n {
