@@ -1,3 +1,4 @@
+import CallsAudio
 import Foundation
 import Synchronization
 
@@ -14,8 +15,8 @@ final class WhisperRecognizer: SpeechRecognizer {
     private struct State: ~Copyable {
         var worker: WhisperWorker?
         var samples: [Int16] = []
-        /// The request in flight (its id, how many samples it carried), if any.
-        var inFlight: (id: Int, samples: Int)?
+        /// The partial request in flight (its id), if any.
+        var inFlight: Int?
         /// Samples the last partial request carried.
         var asked = 0
         var nextID = 1
@@ -57,7 +58,7 @@ final class WhisperRecognizer: SpeechRecognizer {
     func partial() -> String {
         state.withLock { s in
             // A reply that came in since: the newest guess.
-            if let (id, _) = s.inFlight, let r = try? s.worker?.reply(timeout: 0) {
+            if let id = s.inFlight, let r = try? s.worker?.reply(timeout: 0) {
                 if r.id == id { s.inFlight = nil }
                 if let text = r.text, !text.isEmpty { s.latest = text }
             }
@@ -68,7 +69,7 @@ final class WhisperRecognizer: SpeechRecognizer {
                 let id = s.nextID
                 s.nextID += 1
                 if (try? worker.send(id: id, samples: s.samples)) != nil {
-                    s.inFlight = (id, s.samples.count)
+                    s.inFlight = id
                     s.asked = s.samples.count
                 }
             }
@@ -92,15 +93,12 @@ final class WhisperRecognizer: SpeechRecognizer {
     var workerPID: pid_t? { state.withLock { $0.worker?.pid } }
 
     var workerUsage: (cpuSeconds: Double, residentKiB: Int)? {
-        state.withLock { s in s.worker.map { ($0.cpuSeconds, $0.residentKiB) } }
+        state.withLock { s in s.worker?.usage }
     }
 
-    /// Whether the last 240 ms are below −45 dBFS.
+    /// Whether the last 240 ms are not voice (the captioner's level test: at most −45 dBFS).
     static func endsQuiet(_ samples: [Int16]) -> Bool {
-        let tail = samples.suffix(16 * 240)
-        guard !tail.isEmpty else { return true }
-        let energy = tail.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(tail.count)
-        return energy < 32768.0 * 32768.0 * 3.16e-5  // (−45 dBFS)
+        Array(samples.suffix(16 * 240)).withUnsafeBufferPointer { !LevelMeter.isVoice(dbfs: LevelMeter.rmsDBFS($0)) }
     }
 
     // MARK: Requests (under the state's lock)
@@ -111,20 +109,22 @@ final class WhisperRecognizer: SpeechRecognizer {
         let id = s.nextID
         s.nextID += 1
         try worker.send(id: id, samples: s.samples)
-        while true {
-            guard let r = try worker.reply(timeout: Self.replyTimeout) else { throw .recognizer("whisper: no answer in \(Int(Self.replyTimeout)) s") }
-            guard r.id == id else { continue }
-            if let e = r.error { throw .recognizer("whisper: \(e)") }
-            return r.text ?? ""
-        }
+        let r = try reply(id, from: worker)
+        if let e = r.error { throw .recognizer("whisper: \(e)") }
+        return r.text ?? ""
     }
 
     /// Waits for the partial in flight (its answer is of no use now).
     private func drainInFlight(_ s: inout State) throws(CaptionError) {
-        guard let (id, _) = s.inFlight, let worker = s.worker else { return }
+        guard let id = s.inFlight, let worker = s.worker else { return }
         s.inFlight = nil
+        _ = try reply(id, from: worker)
+    }
+
+    /// The reply to request `id` (earlier ones passed over), within `replyTimeout` each.
+    private func reply(_ id: Int, from worker: WhisperWorker) throws(CaptionError) -> WhisperWorker.Reply {
         while let r = try worker.reply(timeout: Self.replyTimeout) {
-            if r.id == id { return }
+            if r.id == id { return r }
         }
         throw .recognizer("whisper: no answer in \(Int(Self.replyTimeout)) s")
     }

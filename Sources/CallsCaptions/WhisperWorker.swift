@@ -104,20 +104,9 @@ final class WhisperWorker {
         return Reply(id: id, text: o["text"] as? String, error: o["error"] as? String, ms: o["ms"] as? Int ?? 0)
     }
 
-    /// CPU seconds the worker has used (user + system, from /proc).
-    var cpuSeconds: Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    /// Resident memory of the worker in KiB (from /proc).
-    var residentKiB: Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    /// CPU seconds the worker has used (user + system) and its resident memory (KiB).
+    var usage: (cpuSeconds: Double, residentKiB: Int) {
+        (ProcessUsage.cpuSeconds(pid) ?? 0, ProcessUsage.residentKiB(pid) ?? 0)
     }
 
     /// Ends the worker (its input closed, then SIGKILL if it lingers) and reaps it.

@@ -49,7 +49,7 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
 
     /// One participant's video: RTP back to VP8 frames, frames into `{pid}.ivf`.
     private struct VideoTrack {
-        var pid: String
+        var who: ServerMember.Speaker
         var assembler = VP8FrameAssembler()
         var writer: VP8TrackWriter
         /// When a keyframe was last asked for (ms), so a sender is asked at most once a second.
@@ -97,7 +97,7 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
         let outcome = state.withLock { s -> Outcome in
             if s.video[h.ssrc] == nil {
                 guard s.video.count < Self.maxVideoTracks else { return .fine }
-                s.video[h.ssrc] = VideoTrack(pid: who.pid, writer: VP8TrackWriter(path: config.dir + "/\(who.pid).ivf"))
+                s.video[h.ssrc] = VideoTrack(who: who, writer: VP8TrackWriter(path: config.dir + "/\(who.pid).ivf"))
             }
             guard var track = s.video[h.ssrc] else { return .fine }
             defer { s.video[h.ssrc] = track }
@@ -110,7 +110,7 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
             }
             guard needKeyframe, atMs - track.askedAtMs >= 1000 else { return .fine }
             track.askedAtMs = atMs
-            return .ask(track.pid)
+            return .ask(track.who.pid)
         }
         switch outcome {
         case .fine: return
@@ -143,8 +143,7 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
         for (ssrc, w) in writers {
             if let f = StoredRecordingFile.finalised(w.path, kind: "participant", uid: names[ssrc]?.uid, pid: names[ssrc]?.pid) { files.append(f) }
         }
-        files += videoFiles(video.values.map { ($0.pid, $0.writer) }, audio: writers.map { (names[$0.key]?.pid, $0.value.path) },
-                            names: names)
+        files += videoFiles(video.values.map { ($0.who, $0.writer) }, audio: writers.map { (names[$0.key]?.pid, $0.value.path) })
         let now = epochMilliseconds()
         let duration = files.map(\.durationMs).max() ?? 0
         let rows = outbox.recordingRows(.init(sessionId: config.sessionId, rid: config.rid,
@@ -159,18 +158,14 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
 
     /// Each video sender's WebM: their VP8 beside their audio (`WebMMuxer`), the IVF removed.
     /// A sender with no audio file (muted throughout) or no keyframe has no WebM.
-    private func videoFiles(_ tracks: [(pid: String, writer: VP8TrackWriter)], audio: [(pid: String?, path: String)],
-                            names: [UInt32: ServerMember.Speaker]) -> [StoredRecordingFile] {
-        var files: [StoredRecordingFile] = []
-        for (pid, writer) in tracks {
-            guard writer.frames > 0, let a = audio.first(where: { $0.pid == pid }) else {
+    private func videoFiles(_ tracks: [(who: ServerMember.Speaker, writer: VP8TrackWriter)], audio: [(pid: String?, path: String)]) -> [StoredRecordingFile] {
+        tracks.compactMap { who, writer in
+            guard writer.frames > 0, let a = audio.first(where: { $0.pid == who.pid }) else {
                 StoredRecordingFile.removeVideoTrack(writer.path)
-                continue
+                return nil
             }
-            if let f = StoredRecordingFile.webm(pid: pid, uid: names.values.first { $0.pid == pid }?.uid, audio: a.path, video: writer.path,
-                                                inDirectory: config.dir, log: log) { files.append(f) }
+            return StoredRecordingFile.webm(pid: who.pid, uid: who.uid, audio: a.path, video: writer.path, inDirectory: config.dir, log: log)
         }
-        return files
     }
 
     /// Where the mixed file is served.

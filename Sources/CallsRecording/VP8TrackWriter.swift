@@ -57,13 +57,13 @@ package final class VP8TrackWriter {
             defer { av_packet_unref(packet) }
             return av_write_frame(context, packet)
         }
-        guard rc >= 0 else { throw .writeFailed(path: path, errno: rc == -Int32(ENOSPC) ? ENOSPC : EIO) }
+        guard rc >= 0 else { throw .writeFailed(path: path, errno: AVFormatError.errno(rc)) }
         frames += 1
         // On disk at least every second, as the audio's pages are (a crash keeps what came).
         if pts - flushedMs >= 1000, let pb = context.pointee.pb {
             avio_flush(pb)
             flushedMs = pts
-            if pb.pointee.error < 0 { throw .writeFailed(path: path, errno: pb.pointee.error == -Int32(ENOSPC) ? ENOSPC : EIO) }
+            if pb.pointee.error < 0 { throw .writeFailed(path: path, errno: AVFormatError.errno(pb.pointee.error)) }
         }
         return true
     }
@@ -123,8 +123,11 @@ package final class VP8TrackWriter {
     }
 }
 
-/// libavformat's error codes in words.
+/// libavformat's error codes in words, and as the errno a write failure reports.
 enum AVFormatError {
+    /// `ENOSPC` for a full disk (`RecordingError.isDiskFull`), else `EIO`.
+    static func errno(_ code: Int32) -> Int32 { code == -ENOSPC ? ENOSPC : EIO }
+
     static func message(_ code: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 128)
         _ = callroom_av_strerror(code, &buffer, buffer.count)

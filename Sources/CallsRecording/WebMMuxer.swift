@@ -60,16 +60,24 @@ package enum WebMMuxer {
             while true {
                 if hasPacket { av_packet_unref(packet); hasPacket = false }
                 guard av_read_frame(context, packet) >= 0 else { return false }
-                if packet.pointee.stream_index == 0 { hasPacket = true; return true }
+                if packet.pointee.stream_index == 0 {
+                    hasPacket = true
+                    if firstPTS == nil { firstPTS = pts }
+                    return true
+                }
             }
         }
 
-        /// The read-ahead packet's time on the output's clock (ms).
+        /// The read-ahead packet's timestamp (its dts where it has no pts).
+        private var pts: Int64 {
+            guard let packet else { return 0 }
+            return packet.pointee.pts == Int64.min ? packet.pointee.dts : packet.pointee.pts
+        }
+
+        /// The read-ahead packet's time on the output's clock (ms), counted from the input's first packet.
         var ms: Int64 {
-            guard let packet else { return .max }
-            let pts = packet.pointee.pts == Int64.min ? packet.pointee.dts : packet.pointee.pts
-            if firstPTS == nil { firstPTS = pts }
-            return av_rescale_q(pts - (firstPTS ?? 0), timeBase, callroom_rational(1, 1000)) + offsetMs
+            guard packet != nil else { return .max }
+            return av_rescale_q(pts - (firstPTS ?? pts), timeBase, callroom_rational(1, 1000)) + offsetMs
         }
 
         deinit {
@@ -115,7 +123,7 @@ package enum WebMMuxer {
             packet.pointee.pos = -1
             let rc = av_interleaved_write_frame(out, packet)
             input.hasPacket = false  // (the muxer took the packet's data)
-            guard rc >= 0 else { throw .writeFailed(path: output, errno: rc == -Int32(ENOSPC) ? ENOSPC : EIO) }
+            guard rc >= 0 else { throw .writeFailed(path: output, errno: AVFormatError.errno(rc)) }
             _ = input.advance()
         }
         guard av_write_trailer(out) >= 0 else { throw .library("libavformat: cannot finish \(output)") }

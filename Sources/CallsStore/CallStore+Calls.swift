@@ -92,13 +92,15 @@ extension CallStore {
         for row in try db.query("SELECT rid, session_id, started_at, ended_at, duration_ms FROM recordings WHERE call_id = ? ORDER BY started_at",
                                 [.int(id)]) {
             let rid = row[0].text ?? ""
-            let storage = try storage(of: rid)
-            let files = try db.query("SELECT name, kind, uid, pid, duration_ms, bytes, video FROM recording_files WHERE rid = ? ORDER BY kind, name",
-                                     [.text(rid)]).map {
+            // (Where each file is, from its object-storage row, in the same query.)
+            let files = try db.query("""
+                SELECT f.name, f.kind, f.uid, f.pid, f.duration_ms, f.bytes, f.video, o.state FROM recording_files f
+                LEFT JOIN stored_objects o ON o.owner = f.rid AND o.name = f.name WHERE f.rid = ? ORDER BY f.kind, f.name
+                """, [.text(rid)]).map {
                 var f = StoredRecordingFile(name: $0[0].text ?? "", kind: $0[1].text ?? "", uid: $0[2].text, pid: $0[3].text,
                                             durationMs: $0[4].int ?? 0, bytes: $0[5].int ?? 0)
-                f.storage = storage[f.name] ?? .local
                 f.video = ($0[6].int ?? 0) != 0
+                f.storage = $0[7].text.map { $0 == StoredObject.State.stored.rawValue ? .objectStorage : .uploading } ?? .local
                 return f
             }
             call.recordings.append(StoredRecording(rid: rid, sessionId: row[1].text ?? "", startedAt: row[2].int ?? 0, endedAt: row[3].int,
@@ -177,12 +179,11 @@ extension CallStore {
 
     /// (Under the lock.)
     private func transcriptRows(callID: Int64, sessionId: String, limit: Int, offset: Int) throws(DatabaseError) -> [StoredTranscript] {
-        try db.query("SELECT tid, start_time, end_time, url, meta FROM transcripts WHERE call_id = ? ORDER BY id LIMIT ? OFFSET ?",
-                     [.int(callID), .int(Int64(limit)), .int(Int64(offset))]).map { (row) throws(DatabaseError) -> StoredTranscript in
-            let tid = row[0].text ?? ""
-            return StoredTranscript(tid: tid, mid: sessionId, roomName: sessionId, startTime: row[1].int ?? 0,
-                                    endTime: row[2].int ?? 0, url: row[3].text ?? "", metaData: row[4].text,
-                                    storage: Self.transcriptStorage(try storage(of: tid)))
+        try db.query("SELECT t.tid, t.start_time, t.end_time, t.url, t.meta, \(Self.transcriptObjects) FROM transcripts t WHERE t.call_id = ? ORDER BY t.id LIMIT ? OFFSET ?",
+                     [.int(callID), .int(Int64(limit)), .int(Int64(offset))]).map {
+            StoredTranscript(tid: $0[0].text ?? "", mid: sessionId, roomName: sessionId, startTime: $0[1].int ?? 0,
+                             endTime: $0[2].int ?? 0, url: $0[3].text ?? "", metaData: $0[4].text,
+                             storage: Self.transcriptStorage(queued: $0[5].int ?? 0, uploading: $0[6].int ?? 0))
         }
     }
 
@@ -196,9 +197,13 @@ extension CallStore {
         }
     }
 
+    /// A transcript's object-storage rows (of transcript `t`): how many, and how many not yet stored.
+    static let transcriptObjects = "(SELECT COUNT(*) FROM stored_objects o WHERE o.owner = t.tid), "
+        + "(SELECT COUNT(*) FROM stored_objects o WHERE o.owner = t.tid AND o.state <> 'stored')"
+
     /// A transcript's files are where the least far along of them is.
-    static func transcriptStorage(_ files: [String: FileStorage]) -> FileStorage {
-        files.isEmpty ? .local : files.values.contains(.uploading) ? .uploading : .objectStorage
+    static func transcriptStorage(queued: Int64, uploading: Int64) -> FileStorage {
+        queued == 0 ? .local : uploading > 0 ? .uploading : .objectStorage
     }
 
     /// Transcripts a crash left without an end (finalised at start), with their session.
@@ -213,12 +218,12 @@ extension CallStore {
     package func transcript(sessionId: String, tid: String) throws(DatabaseError) -> (StoredTranscript, callID: Int64)? {
         try locked { () throws(DatabaseError) in
             guard let row = try db.query("""
-                SELECT t.tid, t.start_time, t.end_time, t.url, t.meta, t.call_id FROM transcripts t JOIN calls c ON c.id = t.call_id
-                WHERE t.tid = ? AND c.session_id = ?
+                SELECT t.tid, t.start_time, t.end_time, t.url, t.meta, t.call_id, \(Self.transcriptObjects) FROM transcripts t
+                JOIN calls c ON c.id = t.call_id WHERE t.tid = ? AND c.session_id = ?
                 """, [.text(tid), .text(sessionId)]).first else { return nil }
             return (StoredTranscript(tid: tid, mid: sessionId, roomName: sessionId, startTime: row[1].int ?? 0,
                                      endTime: row[2].int ?? 0, url: row[3].text ?? "", metaData: row[4].text,
-                                     storage: Self.transcriptStorage(try storage(of: tid))), row[5].int ?? 0)
+                                     storage: Self.transcriptStorage(queued: row[6].int ?? 0, uploading: row[7].int ?? 0)), row[5].int ?? 0)
         }
     }
 }

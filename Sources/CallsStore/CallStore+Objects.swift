@@ -34,6 +34,9 @@ public struct StoredObject: Sendable, Equatable {
     /// Its size once stored.
     public var bytes: Int64? = nil
 
+    /// An error as its row keeps it (at most 300 characters).
+    public static func errorText(_ error: String) -> String { String(error.prefix(300)) }
+
     /// The key of file `name` of recording `rid` or of a transcript.
     public static func key(_ kind: Kind, owner: String, name: String) -> String {
         kind == .recording ? "recordings/\(owner)/\(name)" : "transcripts/\(name)"
@@ -96,7 +99,7 @@ extension CallStore {
     package func objectFailed(key: String, error: String, retryAt: Int64) throws(DatabaseError) {
         try locked { () throws(DatabaseError) in
             try db.execute("UPDATE stored_objects SET attempts = attempts + 1, next_at = ?, last_error = ? WHERE key = ? AND state <> 'stored'",
-                           [.int(retryAt), .text(String(error.prefix(300))), .text(key)])
+                           [.int(retryAt), .text(StoredObject.errorText(error)), .text(key)])
         }
     }
 
@@ -128,16 +131,5 @@ extension CallStore {
             }
             return out
         }
-    }
-
-    /// (Under the lock.) Where the files of `owner` are, from their rows' states: any still
-    /// uploading → `uploading`; all stored → `objectStorage`; none queued → `local`.
-    func storage(of owner: String) throws(DatabaseError) -> [String: FileStorage] {
-        var out: [String: FileStorage] = [:]
-        for row in try db.query("SELECT name, state FROM stored_objects WHERE owner = ?", [.text(owner)]) {
-            guard let name = row[0].text else { continue }
-            out[name] = row[1].text == StoredObject.State.stored.rawValue ? .objectStorage : .uploading
-        }
-        return out
     }
 }

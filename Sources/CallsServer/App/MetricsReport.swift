@@ -6,8 +6,11 @@ import CallsStore
 struct MetricsReport {
     private var lines: [String] = []
 
-    mutating func gauge(_ name: String, _ help: String, _ value: Int) {
-        lines += ["# HELP \(name) \(help)", "# TYPE \(name) gauge", "\(name) \(value)"]
+    mutating func gauge(_ name: String, _ help: String, _ value: Int) { gauge(name, help, [("", value)]) }
+
+    mutating func gauge(_ name: String, _ help: String, _ values: [(labels: String, value: Int)]) {
+        lines += ["# HELP \(name) \(help)", "# TYPE \(name) gauge"]
+        for v in values { lines.append("\(name)\(v.labels.isEmpty ? "" : "{\(v.labels)}") \(v.value)") }
     }
 
     mutating func counter(_ name: String, _ help: String, _ values: [(labels: String, value: UInt64)]) {
@@ -109,9 +112,8 @@ struct MetricsReport {
                 ("outcome=\"uploaded\"", c.uploaded.load(ordering: .relaxed)), ("outcome=\"deleted\"", c.deleted.load(ordering: .relaxed)),
                 ("outcome=\"failed\"", c.failed.load(ordering: .relaxed))])
             r.counter("callroom_object_storage_uploaded_bytes_total", "Bytes uploaded to object storage.", c.uploadedBytes.load(ordering: .relaxed))
-            r.lines += ["# HELP callroom_object_storage_queue Files in the object-storage queue, by state (upload: waiting; delete: to be removed).",
-                        "# TYPE callroom_object_storage_queue gauge"]
-                + [StoredObject.State.upload, .stored, .delete].map { "callroom_object_storage_queue{state=\"\($0.rawValue)\"} \(queue[$0] ?? 0)" }
+            r.gauge("callroom_object_storage_queue", "Files in the object-storage queue, by state (upload: waiting; delete: to be removed).",
+                    [StoredObject.State.upload, .stored, .delete].map { ("state=\"\($0.rawValue)\"", queue[$0] ?? 0) })
         }
         if let w = webrtc {
             let c = w.counters

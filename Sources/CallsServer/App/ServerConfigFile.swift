@@ -334,11 +334,10 @@ public struct ServerConfigFile: Sendable, Equatable {
         switch (try text("secretAccessKey"), try text("secretAccessKeyFile")) {
         case (let s?, nil): secret = s
         case (nil, let file?):
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
-                  let data = FileManager.default.contents(atPath: file) else {
+            guard let mode = PrivateFiles.mode(file), let data = FileManager.default.contents(atPath: file) else {
                 throw Invalid(message: "\(path): objectStorage.secretAccessKeyFile '\(file)' cannot be read")
             }
-            if let mode = attributes[.posixPermissions] as? NSNumber, mode.intValue & 0o077 != 0 {
+            if mode & 0o077 != 0 {
                 throw Invalid(message: "\(path): objectStorage.secretAccessKeyFile '\(file)' may be read by others (chmod 600 it)")
             }
             secret = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

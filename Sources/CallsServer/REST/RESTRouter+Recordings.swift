@@ -38,7 +38,7 @@ extension RESTRouter {
             return HTTPResponse(status: 416, json: RESTErrorCode.badRequest.json("Range '\(u.spec.prefix(60))' is not satisfiable (\(u.total) bytes)."))
                 .adding(headers)
         }
-        let type = name.hasSuffix(".webm") ? "video/webm" : "audio/ogg"
+        let type = StoredFileReader.contentType(name)
         guard let range = served.range else { return HTTPResponse(status: 200, contentType: type, body: served.bytes, headers: headers) }
         headers.append(("content-range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(served.total)"))
         return HTTPResponse(status: 206, contentType: type, body: served.bytes, headers: headers)
@@ -67,7 +67,7 @@ extension RESTRouter {
         let gone = "The transcript '\(tid)' is gone (retention?)."
         if isVTT {
             let body = try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).vtt"), rangeSpec: nil, gone: gone).bytes
-            return HTTPResponse(status: 200, contentType: "text/vtt; charset=utf-8", body: body)
+            return HTTPResponse(status: 200, contentType: StoredFileReader.contentType("\(tid).vtt"), body: body)
         }
         if t.endTime > 0 {
             return HTTPResponse(status: 200, contentType: "application/json",

@@ -36,8 +36,6 @@ final class ObjectUploader: Sendable {
     /// Held for a whole turn: a test's turn and the timer's never overlap.
     private let turnLock = Mutex<Void>(())
     private let outage: StoreOutage
-    /// Keys whose failure was already logged at error level (the rest are warnings).
-    private let told = Locked<Set<String>>([])
 
     /// - Parameter nodeID: this node's id in a cluster (rows it queued carry it); nil alone.
     init(configuration: ObjectStorageConfiguration, store: CallStore, dataDir: String, nodeID: String?, log: ServerLog,
@@ -106,7 +104,7 @@ final class ObjectUploader: Sendable {
                 if !here, let owner = object.nodeID, owner != nodeID { return false }
                 guard here else { throw ObjectStorageError.file("\(object.key) is not in this node's data directory") }
                 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
-                try client.upload(object.key, file: path, contentType: Self.contentType(object.name))
+                try client.upload(object.key, file: path, contentType: StoredFileReader.contentType(object.name))
                 record { () throws(DatabaseError) in try store.objectStored(key: object.key, bytes: size, nodeID: nodeID, now: epochMilliseconds()) }
                 counters.uploaded.add(1, ordering: .relaxed)
                 counters.uploadedBytes.add(UInt64(max(0, size)), ordering: .relaxed)
@@ -119,7 +117,6 @@ final class ObjectUploader: Sendable {
             case .stored:
                 return false
             }
-            told.withLock { _ = $0.remove(object.key) }
             return true
         } catch {
             counters.failed.add(1, ordering: .relaxed)
@@ -130,8 +127,9 @@ final class ObjectUploader: Sendable {
             let fields = ["key": object.key, "action": object.state.rawValue, "attempts": "\(object.attempts + 1)",
                           "retry_in_s": "\(delay / 1000)", "error": error.description]
             // A refusal (credentials, permissions, a missing bucket) is the operator's to mend: said
-            // once as an error per key; passing trouble as warnings.
-            if !error.isTransient, told.withLock({ $0.insert(object.key).inserted }) {
+            // as an error when it is new for the key (its row keeps the last error); the same
+            // refusal again, and passing trouble, as warnings.
+            if !error.isTransient, object.lastError != StoredObject.errorText(error.description) {
                 log.error("object storage refused a file; retrying with back-off until mended", fields)
             } else {
                 log.warn("object storage attempt failed; retrying with back-off", fields)
@@ -147,13 +145,5 @@ final class ObjectUploader: Sendable {
     /// 2 s after the first failure, doubling, at most 10 minutes.
     static func retryDelay(afterAttempts attempts: Int) -> Int64 {
         min(600_000, Int64(2000) << Int64(min(max(attempts - 1, 0), 9)))
-    }
-
-    static func contentType(_ name: String) -> String {
-        if name.hasSuffix(".opus") || name.hasSuffix(".ogg") { return "audio/ogg" }
-        if name.hasSuffix(".webm") { return "video/webm" }
-        if name.hasSuffix(".vtt") { return "text/vtt; charset=utf-8" }
-        if name.hasSuffix(".json") { return "application/json" }
-        return "application/octet-stream"
     }
 }

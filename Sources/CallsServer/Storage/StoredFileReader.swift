@@ -55,6 +55,15 @@ struct StoredFileReader {
         }
     }
 
+    /// The media type of a recording's or transcript's file, by its name (uploads and downloads alike).
+    static func contentType(_ name: String) -> String {
+        if name.hasSuffix(".opus") || name.hasSuffix(".ogg") { return "audio/ogg" }
+        if name.hasSuffix(".webm") { return "video/webm" }
+        if name.hasSuffix(".vtt") { return "text/vtt; charset=utf-8" }
+        if name.hasSuffix(".json") { return "application/json" }
+        return "application/octet-stream"
+    }
+
     /// A range the file cannot give (answered 416 with its size).
     struct Unsatisfiable: Error {
         var total: Int

@@ -1,6 +1,7 @@
 import CallroomKit
 import CallsAudio
 import CallsCaptions
+import CallsCore
 import Foundation
 
 /// `callroom bench captions`: each caption engine side by side on speech whose text is known —
@@ -58,10 +59,10 @@ enum CaptionBench {
             let pool = RecognizerPool(engine: engine, capacity: 1)
             do { try pool.check(language: language) } catch { Console.fail("\(error)", code: ExitCode.failure) }
             let loadStart = Date()
-            let rssBefore = residentKiB()
+            let rssBefore = ProcessUsage.residentKiB(getpid()) ?? 0
             do { if let r = try pool.lease(language: language) { pool.giveBack(r) } } catch { Console.fail("\(error)", code: ExitCode.failure) }
             let loaded = Date().timeIntervalSince(loadStart)
-            let inProcessKiB = residentKiB() - rssBefore
+            let inProcessKiB = (ProcessUsage.residentKiB(getpid()) ?? 0) - rssBefore
             Console.out(String(format: "%@: model load %.2f s (%@)", engine.name, loaded, language))
             for (corpus, utterances) in corpora {
                 var f = Figures()
@@ -151,12 +152,6 @@ enum CaptionBench {
         guard let r = try? pool.lease(language: "en-US") else { return (0, 0) }
         defer { pool.giveBack(r) }
         return r.workerUsage.map { ($0.cpuSeconds, $0.residentKiB) } ?? (0, 0)
-    }
-
-    private static func residentKiB() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
     private static func median(_ xs: [Double]) -> Double { xs.isEmpty ? .nan : xs.sorted()[xs.count / 2] }

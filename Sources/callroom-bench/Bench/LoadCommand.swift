@@ -43,8 +43,8 @@ enum LoadCommand {
             for p in pids { guard let v = read(p) else { return nil }; total += v }
             return total
         }
-        func cpuSeconds() -> Double? { summed(processCPUSeconds) }
-        func rssKiB() -> Int? { summed(residentKiB) }
+        func cpuSeconds() -> Double? { summed(ProcessUsage.cpuSeconds) }
+        func rssKiB() -> Int? { summed(ProcessUsage.residentKiB) }
         func allMetrics() -> [String: Double]? {
             var sum: [String: Double] = [:]
             for u in urls {
@@ -79,12 +79,12 @@ enum LoadCommand {
                 }
                 let m0 = allMetrics(), fast0 = m0?[fastPathRunSeconds] ?? 0
                 let cpu0 = cpuSeconds().map { $0 + fast0 }, fwd0 = m0?[forwardedTotal].map { Int($0) }
-                let own0 = processCPUSeconds(getpid()), machine0 = machineBusySeconds()
+                let own0 = ProcessUsage.cpuSeconds(getpid()), machine0 = machineBusySeconds()
                 let report = gen.run(seconds: duration)
                 try? await Task.sleep(nanoseconds: 100_000_000)  // the fast path's counts reach /metrics every 50 ms
                 let m1 = allMetrics(), fast1 = m1?[fastPathRunSeconds] ?? 0
                 let cpu1 = cpuSeconds().map { $0 + fast1 }, fwd1 = m1?[forwardedTotal].map { Int($0) }
-                let own1 = processCPUSeconds(getpid()), machine1 = machineBusySeconds()
+                let own1 = ProcessUsage.cpuSeconds(getpid()), machine1 = machineBusySeconds()
                 let rss1 = rssKiB()
                 gen.leaveAll()
                 let nominal = rooms * per * Int(duration * 50)
@@ -119,22 +119,6 @@ enum LoadCommand {
             }
         }
         dispatchMain()
-    }
-
-    /// utime + stime of a process, in seconds (from /proc/PID/stat).
-    static func processCPUSeconds(_ pid: Int32) -> Double? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let u = Double(fields[11]), let s = Double(fields[12]) else { return nil }
-        return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    /// Resident memory of a process in KiB (VmRSS from /proc/PID/status).
-    static func residentKiB(_ pid: Int32) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
-        return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
     }
 
     /// Busy time of all cores together (user, nice, system, irq, softirq, steal), in seconds,

@@ -88,7 +88,7 @@ enum RingBench {
             callers.append(try await SignalDevice.online(url, app, key, "ring-a\(i)"))
             callees.append(try await SignalDevice.online(url, app, key, "ring-b\(i)"))
         }
-        let rss0 = pid.flatMap(LoadCommand.residentKiB), cpu0 = pid.flatMap(LoadCommand.processCPUSeconds)
+        let rss0 = pid.flatMap(ProcessUsage.residentKiB), cpu0 = pid.flatMap(ProcessUsage.cpuSeconds)
         let t0 = monotonicNanoseconds()
         for (i, c) in callers.enumerated() { c.send(.initiateCall(receiverId: "ring-b\(i)", receiverType: .user, type: .audio, timeoutSeconds: 60)) }
         var latencies: [Double] = []
@@ -96,7 +96,7 @@ enum RingBench {
             guard let (_, t) = d.wait(timeout: 30, { if case .call(.incoming, _, _) = $0 { return true }; return false }) else { throw BenchError("a callee never rang") }
             latencies.append(Double(t - t0) / 1e6)
         }
-        let cpu1 = pid.flatMap(LoadCommand.processCPUSeconds), rss1 = pid.flatMap(LoadCommand.residentKiB)
+        let cpu1 = pid.flatMap(ProcessUsage.cpuSeconds), rss1 = pid.flatMap(ProcessUsage.residentKiB)
         Console.out("\(n) calls rung at once (\(2 * n) users online):")
         Console.out(report("ring (all sent → each callee's incoming)", latencies))
         if let a = cpu0, let b = cpu1 { Console.out(String(format: "server CPU %.3f s for %d rings (%.3f ms per ring, persisted before announced)", b - a, n, (b - a) * 1000 / Double(n))) }
