@@ -43,6 +43,9 @@ public final class TranscriptWriter {
     private let vtt: FileHandle
     private let lines: FileHandle
 
+    /// The files a transcript `{tid}` has, by their suffix.
+    public static let fileSuffixes = [".vtt", ".json", ".jsonl"]
+
     public init(dir: String, tid: String, sessionId: String, language: String, engine: String, startedAt: Int64) throws(CaptionError) {
         vttPath = dir + "/\(tid).vtt"
         jsonPath = dir + "/\(tid).json"

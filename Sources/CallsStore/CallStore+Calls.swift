@@ -300,6 +300,19 @@ extension CallStore {
         }
     }
 
+    /// Deletes the rows of transcripts that ended before `before` (ones still being written —
+    /// `end_time` 0 — stay); returns their ids. Their objects are queued for deletion too.
+    package func deleteTranscripts(endedBefore before: Int64) throws(DatabaseError) -> [String] {
+        try locked { () throws(DatabaseError) in
+            try db.transaction { () throws(DatabaseError) -> [String] in
+                let tids = try db.query("SELECT tid FROM transcripts WHERE end_time > 0 AND end_time < ?", [.int(before)]).compactMap { $0[0].text }
+                for tid in tids { try db.execute("DELETE FROM transcripts WHERE tid = ?", [.text(tid)]) }
+                try queueDeletions(.transcript, owners: tids, now: epochMilliseconds())
+                return tids
+            }
+        }
+    }
+
     /// Recordings a crash left without an end (finalised at start).
     public func unfinishedRecordings() throws(DatabaseError) -> [(rid: String, sessionId: String, startedAt: Int64)] {
         try locked { () throws(DatabaseError) in

@@ -82,6 +82,29 @@ final class CallStoreTests: XCTestCase {
         XCTAssertEqual(ObjectUploader.retryDelay(afterAttempts: 40), 600_000)
     }
 
+    /// Retention of transcripts: finished ones older than the cut go (rows, objects queued for
+    /// deletion); one still being written stays, whatever its start.
+    func testTranscriptsPastTheCutAreDeletedButNotOnesStillWritten() throws {
+        let database = try TestDatabase()
+        defer { database.remove() }
+        let s = try database.store()
+        s.queuesUploads = true
+        let call = CallRef(value: 1)
+        var refs = StoreRefs()
+        _ = s.commit([StoreRequest(id: 1, commands: [.startCall(call, sessionId: "s", type: "audio", mode: "meet", at: 1000),
+                                                     .transcriptionStarted(tid: "tr_old", call: call, language: "en-US", at: 1000),
+                                                     .transcriptionStarted(tid: "tr_new", call: call, language: "en-US", at: 1000),
+                                                     .transcriptionStarted(tid: "tr_open", call: call, language: "en-US", at: 1000)])], refs: &refs)
+        try s.transcriptionFinished(tid: "tr_old", endedAt: 2000, url: "u", meta: "{}")
+        try s.transcriptionFinished(tid: "tr_new", endedAt: 9000, url: "u", meta: "{}")
+        XCTAssertEqual(try s.deleteTranscripts(endedBefore: 5000), ["tr_old"])
+        XCTAssertEqual(Set(try s.transcripts(sessionId: "s", page: 1, perPage: 10).items.map(\.tid)), ["tr_new", "tr_open"])
+        let due = try s.dueObjects(now: .max, nodeID: nil, limit: 10).filter { $0.key.hasPrefix("transcripts/tr_old") }
+        XCTAssertEqual(Set(due.map(\.state)), [.delete])
+        XCTAssertEqual(due.count, 2, "its .vtt and .json")
+        XCTAssertEqual(try s.deleteTranscripts(endedBefore: .max), ["tr_new"], "never the one still being written")
+    }
+
     func testAuthTokensAreStoredHashed() throws {
         let database = try TestDatabase()
         defer { database.remove() }

@@ -110,11 +110,19 @@ final class ObjectStorageRecordingTests: XCTestCase {
         XCTAssertEqual(caption.body, vtt)
 
         // Retention: the rows go at once, the objects on the uploader's next turn.
-        XCTAssertEqual(t.server.sweepRecordings(now: epochMilliseconds() + 2 * 86_400_000), 1)
+        let swept = t.server.sweepRecordings(now: epochMilliseconds() + 2 * 86_400_000)
+        XCTAssertEqual(swept.recordings, 1)
+        XCTAssertEqual(swept.transcripts, 1, "transcripts have the recordings' retention")
         XCTAssertTrue(eventually(10, poll: 0.2) {
             t.server.uploadDueObjects()
             return (try? S3Client(bucket).size("recordings/\(rid)/mixed.opus")) == .some(nil)
-        }, "the recording's objects deleted")
+                && (try? S3Client(bucket).size("transcripts/\(tid).json")) == .some(nil)
+        }, "the recording's and the transcript's objects deleted")
+        XCTAssertNil(try S3Client(bucket).size("transcripts/\(tid).vtt"))
+        for suffix in [".json", ".jsonl"] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: t.dir + "/transcripts/\(tid)\(suffix)"), "the local \(suffix) removed")
+        }
+        XCTAssertEqual(BlockingHTTP.request("GET", t.server.url + "/v3/calls/bucket/transcriptions/\(tid).vtt", headers: admin).status, 404)
         for name in (rec["files"] as? [[String: Any]] ?? []).compactMap({ $0["name"] as? String }) {
             XCTAssertNil(try S3Client(bucket).size("recordings/\(rid)/\(name)"), name)
         }

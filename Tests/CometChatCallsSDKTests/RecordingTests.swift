@@ -217,9 +217,9 @@ final class RecordingLimitsTests: XCTestCase {
             return r?["endTime"] is NSNumber ? r?["rid"] as? String : nil
         }
         let id = try XCTUnwrap(rid)
-        XCTAssertEqual(t.server.sweepRecordings(), 0, "a fresh recording stays")
+        XCTAssertEqual(t.server.sweepRecordings().recordings, 0, "a fresh recording stays")
         XCTAssertTrue(FileManager.default.fileExists(atPath: t.dir + "/recordings/\(id)"))
-        XCTAssertEqual(t.server.sweepRecordings(now: epochMilliseconds() + 8 * 86_400_000), 1, "eight days on, it goes")
+        XCTAssertEqual(t.server.sweepRecordings(now: epochMilliseconds() + 8 * 86_400_000).recordings, 1, "eight days on, it goes")
         XCTAssertFalse(FileManager.default.fileExists(atPath: t.dir + "/recordings/\(id)"))
         let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/kept", headers: admin).data
         XCTAssertEqual(call["hasRecording"] as? Bool, false)

@@ -482,10 +482,13 @@ public final class CallServer: @unchecked Sendable {
     /// Relay counters (packets received, forwarded, dropped by reason).
     public var relayCounters: RelayCounters? { running?.relay.counters }
 
-    /// Deletes the recordings that ended more than `recordingRetentionDays` before `now`
-    /// (files and rows); returns how many. At start, then hourly.
+    /// Deletes the recordings and transcripts that ended more than `recordingRetentionDays`
+    /// before `now` (files and rows); returns how many of each. At start, then hourly.
     @discardableResult
-    public func sweepRecordings(now: Int64 = epochMilliseconds()) -> Int { running?.maintenance.sweep(now: now) ?? 0 }
+    public func sweepRecordings(now: Int64 = epochMilliseconds()) -> (recordings: Int, transcripts: Int) {
+        let s = running?.maintenance.sweep(now: now)
+        return (s?.recordings ?? 0, s?.transcripts ?? 0)
+    }
 
     /// Makes the mixes a full disk held back, where there is room now; returns how many. Every
     /// 30 s and at start, on a utility queue; any thread.

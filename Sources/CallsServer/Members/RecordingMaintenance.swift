@@ -1,10 +1,11 @@
+import CallsCaptions
 import CallsCore
 import CallsDatabase
 import CallsRecording
 import CallsStore
 import Foundation
 
-/// The recordings' upkeep while the server runs: deleting those past their retention (at
+/// The recordings' upkeep while the server runs: deleting those — and transcripts — past their retention (at
 /// start, then hourly, with `recordingRetentionDays`) and making the mixes a full disk held
 /// back (every 30 s, once there is room). Store failures are `StoreOutage`'s: the step is
 /// skipped and tried on the next turn.
@@ -43,20 +44,39 @@ final class RecordingMaintenance: Sendable {
         for t in timers.withLock({ t in defer { t = [] }; return t }) { t.cancel() }
     }
 
-    /// Deletes the recordings that ended more than `retentionDays` before `now` (files and
-    /// rows); returns how many.
+    /// What a retention sweep deleted.
+    struct Swept: Equatable {
+        var recordings = 0
+        var transcripts = 0
+    }
+
+    /// Deletes the recordings and transcripts that ended more than `retentionDays` before `now`
+    /// (files and rows; their objects are queued for deletion from the bucket).
     @discardableResult
-    func sweep(now: Int64 = epochMilliseconds()) -> Int {
-        guard retentionDays > 0 else { return 0 }
+    func sweep(now: Int64 = epochMilliseconds()) -> Swept {
+        guard retentionDays > 0 else { return Swept() }
         let before = now - Int64(retentionDays) * 86_400_000
-        guard let expired = outage.attempt("delete expired recordings", { () throws(DatabaseError) in
+        var swept = Swept()
+        if let expired = outage.attempt("delete expired recordings", { () throws(DatabaseError) in
             try store.deleteRecordings(endedBefore: before)
-        }) else { return 0 }
-        for rid in expired {
-            try? FileManager.default.removeItem(atPath: (dataDir as NSString).appendingPathComponent("recordings/\(rid)"))
+        }) {
+            for rid in expired {
+                try? FileManager.default.removeItem(atPath: (dataDir as NSString).appendingPathComponent("recordings/\(rid)"))
+            }
+            if !expired.isEmpty { log.info("recordings past retention deleted", ["count": "\(expired.count)"]) }
+            swept.recordings = expired.count
         }
-        if !expired.isEmpty { log.info("recordings past retention deleted", ["count": "\(expired.count)"]) }
-        return expired.count
+        if let expired = outage.attempt("delete expired transcripts", { () throws(DatabaseError) in
+            try store.deleteTranscripts(endedBefore: before)
+        }) {
+            let dir = (dataDir as NSString).appendingPathComponent("transcripts")
+            for tid in expired {
+                for suffix in TranscriptWriter.fileSuffixes { try? FileManager.default.removeItem(atPath: "\(dir)/\(tid)\(suffix)") }
+            }
+            if !expired.isEmpty { log.info("transcripts past retention deleted", ["count": "\(expired.count)"]) }
+            swept.transcripts = expired.count
+        }
+        return swept
     }
 
     /// Recordings that stopped without their mix (the disk was full): the mix made now from the
