@@ -68,7 +68,7 @@ final class WhisperRecognizer: SpeechRecognizer {
                s.samples.count - s.asked >= Self.partialStepSamples, let worker = s.worker {
                 let id = s.nextID
                 s.nextID += 1
-                if (try? worker.send(id: id, samples: s.samples)) != nil {
+                if (try? worker.send(id: id, samples: s.samples, pass: .partial)) != nil {
                     s.inFlight = id
                     s.asked = s.samples.count
                 }
@@ -108,7 +108,7 @@ final class WhisperRecognizer: SpeechRecognizer {
         guard let worker = s.worker else { throw .recognizer("whisper: no worker") }
         let id = s.nextID
         s.nextID += 1
-        try worker.send(id: id, samples: s.samples)
+        try worker.send(id: id, samples: s.samples, pass: .final)
         let r = try reply(id, from: worker)
         if let e = r.error { throw .recognizer("whisper: \(e)") }
         return r.text ?? ""

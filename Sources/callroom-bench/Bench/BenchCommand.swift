@@ -22,7 +22,8 @@ enum BenchCommand {
                callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]
                callroom bench join --server URL --auth-key KEY [--joins N] [--ca-file FILE | --insecure]
                callroom bench captions [--engine pocketsphinx,whisper] [--language en-US] [--model-dir DIR]
-                                       [--whisper-python PATH] [--librivox DIR]
+                                       [--whisper-python PATH] [--whisper-model-dir DIR] [--librivox DIR]
+                                       [--bitrate B/S]
                callroom bench video [--seconds N]
                callroom bench peer-latency --server URL --auth-key KEY --session ID [--seconds N]
 
@@ -63,7 +64,8 @@ enum BenchCommand {
                  token, signalling connect + join; over https:// each pays its TLS handshake
         captions   each caption engine (--engine, default both; Whisper where installed) on the
                  bundled speech clips and on LibriVox's read speech (--librivox, Debian's
-                 pocketsphinx-testdata) after Opus: word error rate, real-time factor (the
+                 pocketsphinx-testdata) after Opus as a session sends it (--bitrate, default the
+                 voice profile's 48 kb/s): word error rate, real-time factor (the
                  worker's CPU too), the final caption's delay after speech, the partials' interval,
                  memory per recogniser; one line per engine and corpus: captions engine=… wer=…
         video      VP8 encode/decode per frame at 160x90, 320x180, 640x360; the call screen's render
@@ -85,7 +87,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds", "call-seconds",
-                                                                        "joins", "ca-file", "session", "language", "model-dir", "engine", "whisper-python", "librivox", "complexity", "profile", "burst", "bitrate", "redundancy"],
+                                                                        "joins", "ca-file", "session", "language", "model-dir", "engine", "whisper-python", "whisper-model-dir", "librivox", "complexity", "profile", "burst", "bitrate", "redundancy"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -113,7 +115,8 @@ enum BenchCommand {
         case "captions":
             CaptionBench.run(language: args["language"] ?? "en-US", modelRoot: args["model-dir"],
                              engines: (args["engine"] ?? "pocketsphinx,whisper").split(separator: ",").map(String.init),
-                             whisperPython: args["whisper-python"], librivox: args["librivox"] ?? "/usr/share/pocketsphinx/test/data/librivox")
+                             whisperPython: args["whisper-python"], whisperModelDir: args["whisper-model-dir"], librivox: args["librivox"] ?? "/usr/share/pocketsphinx/test/data/librivox",
+                             bitrate: int("bitrate", OpusEncoder.Profile.voice.defaultBitrate, 6_000...510_000))
             exit(ExitCode.ok)
         case "webhooks":
             WebhookBench.run(calls: int("calls", 200, 1...100_000), outageCalls: int("outage-calls", 0, 0...100_000),

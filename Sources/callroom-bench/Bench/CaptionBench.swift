@@ -7,7 +7,8 @@ import Foundation
 /// `callroom bench captions`: each caption engine side by side on speech whose text is known —
 /// the bundled clips (espeak-ng voices, `clips/transcripts.tsv`) and read human speech (the
 /// LibriVox utterances of Debian's pocketsphinx-testdata) — through what a call does to them:
-/// Opus at 32 kb/s and 20 ms as clients send, decoded, and captioned by the server's
+/// Opus as a session sends speech (20 ms frames, the voice profile's bitrate — 48 kb/s — and
+/// encoder settings unless `--bitrate` says otherwise), decoded, and captioned by the server's
 /// `SpeakerCaptioner` (SpeexDSP to 16 kHz, the engine), the voice flag from the frame's level
 /// (as clients set RFC 6464's).
 ///
@@ -31,7 +32,7 @@ enum CaptionBench {
         var residentKiB = 0
     }
 
-    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, librivox: String) {
+    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, whisperModelDir: String?, librivox: String, bitrate: Int) {
         guard let resources = BotDirector.resources,
               let table = try? String(contentsOf: resources.appendingPathComponent("clips/transcripts.tsv"), encoding: .utf8) else {
             Console.fail("cannot find clips/transcripts.tsv (set CALLROOM_RESOURCES)", code: ExitCode.failure)
@@ -48,7 +49,7 @@ enum CaptionBench {
             switch name {
             case "pocketsphinx": engine = PocketSphinxEngine(modelRoot: modelRoot ?? PocketSphinxEngine.defaultModelRoot)
             case "whisper":
-                let w = WhisperEngine(python: whisperPython ?? WhisperEngine.defaultPython)
+                let w = WhisperEngine(python: whisperPython ?? WhisperEngine.defaultPython, modelDir: whisperModelDir)
                 if let why = w.unavailability() {
                     Console.out("whisper: not available (\(why))")
                     continue
@@ -63,10 +64,10 @@ enum CaptionBench {
             do { if let r = try pool.lease(language: language) { pool.giveBack(r) } } catch { Console.fail("\(error)", code: ExitCode.failure) }
             let loaded = Date().timeIntervalSince(loadStart)
             let inProcessKiB = (ProcessUsage.residentKiB(getpid()) ?? 0) - rssBefore
-            Console.out(String(format: "%@: model load %.2f s (%@)", engine.name, loaded, language))
+            Console.out(String(format: "%@: model load %.2f s (%@, Opus at %d b/s)", engine.name, loaded, language, bitrate))
             for (corpus, utterances) in corpora {
                 var f = Figures()
-                for u in utterances { caption(u, pool: pool, language: language, realTime: engine.name == "whisper", into: &f) }
+                for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, realTime: engine.name == "whisper", into: &f) }
                 if f.residentKiB == 0 { f.residentKiB = inProcessKiB }
                 let rtf = f.cpuSeconds / max(0.001, f.audioSeconds)
                 Console.out(String(format: "captions engine=%@ corpus=%@ wer=%.3f words=%d rtf=%.3f final_after_speech_ms=%.0f partial_every_ms=%.0f memory_mib=%.0f speakers_on_two_cores=%.1f",
@@ -91,9 +92,9 @@ enum CaptionBench {
         }
     }
 
-    private static func caption(_ u: Utterance, pool: RecognizerPool, language: String, realTime: Bool, into f: inout Figures) {
+    private static func caption(_ u: Utterance, pool: RecognizerPool, language: String, bitrate: Int, realTime: Bool, into f: inout Figures) {
         guard let pcm = try? SoundFile.readMono48k(path: u.path),
-              let enc = try? OpusEncoder(frameMs: 20, bitrate: 32_000), let dec = try? OpusDecoder() else {
+              let enc = try? OpusEncoder(frameMs: 20, bitrate: Int32(bitrate)), let dec = try? OpusDecoder() else {
             Console.fail("cannot read \(u.path)", code: ExitCode.failure)
         }
         var finals: [CaptionSegment] = []
