@@ -156,15 +156,16 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
                                         "seconds": "\(duration / 1000)", "error": failure ?? ""])
     }
 
-    /// Each video sender's WebM: their VP8 beside their audio (`WebMMuxer`), the IVF removed.
-    /// A sender with no audio file (muted throughout) or no keyframe has no WebM.
+    /// Each video sender's WebM: their VP8 beside their audio (`WebMMuxer`; the video alone for
+    /// a sender with no audio file — muted throughout), the IVF removed. No keyframe: no WebM.
     private func videoFiles(_ tracks: [(who: ServerMember.Speaker, writer: VP8TrackWriter)], audio: [(pid: String?, path: String)]) -> [StoredRecordingFile] {
         tracks.compactMap { who, writer in
-            guard writer.frames > 0, let a = audio.first(where: { $0.pid == who.pid }) else {
+            guard writer.frames > 0 else {
                 StoredRecordingFile.removeVideoTrack(writer.path)
                 return nil
             }
-            return StoredRecordingFile.webm(pid: who.pid, uid: who.uid, audio: a.path, video: writer.path, inDirectory: config.dir, log: log)
+            let a = audio.first(where: { $0.pid == who.pid })?.path
+            return StoredRecordingFile.webm(pid: who.pid, uid: who.uid, audio: a, video: writer.path, inDirectory: config.dir, log: log)
         }
     }
 
@@ -176,21 +177,24 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
 }
 
 extension StoredRecordingFile {
-    /// Participant `pid`'s WebM from their audio file and video track (the track and its start
-    /// mark removed after, made or not): nil when it cannot be made (said in the log). Any thread.
-    package static func webm(pid: String, uid: String?, audio: String, video: String, inDirectory dir: String, log: ServerLog) -> StoredRecordingFile? {
+    /// Participant `pid`'s WebM from their audio file (nil or missing: the video alone) and
+    /// video track (the track and its start mark removed after, made or not): nil when it cannot
+    /// be made (said in the log). Any thread.
+    package static func webm(pid: String, uid: String?, audio: String?, video: String, inDirectory dir: String, log: ServerLog) -> StoredRecordingFile? {
         defer { removeVideoTrack(video) }
-        guard let videoStart = VP8TrackWriter.startMs(of: video), let audioStart = OggOpusMixdown.startOffsetMs(audio) else { return nil }
+        guard let videoStart = VP8TrackWriter.startMs(of: video) else { return nil }
+        let sound = audio.flatMap { a in OggOpusMixdown.startOffsetMs(a).map { WebMMuxer.Track(a, startMs: $0) } }
         let output = dir + "/\(pid).webm"
         do throws(RecordingError) {
-            try WebMMuxer.mux(audio: audio, audioStartMs: audioStart, video: video, videoStartMs: videoStart, into: output)
+            try WebMMuxer.mux(audio: sound, video: WebMMuxer.Track(video, startMs: videoStart), into: output)
         } catch {
             log.warn("a participant's video could not be put into WebM", ["dir": dir, "pid": pid, "error": "\(error)"])
             return nil
         }
         let bytes = (try? FileManager.default.attributesOfItem(atPath: output)[.size] as? NSNumber)?.int64Value ?? 0
         // (The file's length: ffprobe's, from its last packet.)
-        let durationMs = WebMMuxer.durationMs(output) ?? ((try? OggOpusFile.inspect(audio).seconds).map { Int64($0 * 1000) } ?? 0)
+        let audioMs = sound.flatMap { try? OggOpusFile.inspect($0.path).seconds }.map { Int64($0 * 1000) }
+        let durationMs = WebMMuxer.durationMs(output) ?? audioMs ?? 0
         var f = StoredRecordingFile(name: "\(pid).webm", kind: "participant", uid: uid, pid: pid, durationMs: durationMs, bytes: bytes)
         f.video = true
         return f

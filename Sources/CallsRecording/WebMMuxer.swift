@@ -5,16 +5,26 @@ import Foundation
 /// `VP8TrackWriter`) put together into one WebM file by libavformat, packets copied as they are
 /// (nothing re-encoded), interleaved by time. The two tracks are placed on the recording's
 /// clock: the audio from its first packet (`START_OFFSET_MS`), the video from its first
-/// keyframe's arrival, so their offset in the file is the one they had in the call.
+/// keyframe's arrival, so their offset in the file is the one they had in the call. A
+/// participant who sent video but never audio (muted throughout) gets a WebM of the video alone.
 ///
 /// Thread rules: any thread (each call owns its libavformat contexts).
 package enum WebMMuxer {
-    /// Writes `output` from `audio` (whose first packet is at `audioStartMs`) and `video` (whose
-    /// first frame is at `videoStartMs`), both on the recording's clock. A failure leaves no
-    /// `output` behind.
-    package static func mux(audio: String, audioStartMs: Int64, video: String, videoStartMs: Int64, into output: String) throws(RecordingError) {
+    /// A file to put into the WebM and when its first packet was, on the recording's clock (ms).
+    package struct Track {
+        package var path: String
+        package var startMs: Int64
+        package init(_ path: String, startMs: Int64) {
+            self.path = path
+            self.startMs = startMs
+        }
+    }
+
+    /// Writes `output` from `audio` (nil: none) and `video`, both placed on the recording's
+    /// clock. A failure leaves no `output` behind.
+    package static func mux(audio: Track?, video: Track, into output: String) throws(RecordingError) {
         do throws(RecordingError) {
-            try write(audio: audio, audioStartMs: audioStartMs, video: video, videoStartMs: videoStartMs, into: output)
+            try write(tracks: (audio.map { [$0] } ?? []) + [video], into: output)
             _ = chmod(output, 0o600)
         } catch {
             try? FileManager.default.removeItem(atPath: output)
@@ -86,10 +96,13 @@ package enum WebMMuxer {
         }
     }
 
-    private static func write(audio: String, audioStartMs: Int64, video: String, videoStartMs: Int64, into output: String) throws(RecordingError) {
+    /// `tracks`: the audio first if there is one, the video last.
+    private static func write(tracks: [Track], into output: String) throws(RecordingError) {
         // Whichever started first starts at 0.
-        let origin = min(audioStartMs, videoStartMs)
-        let inputs = [try Input(path: audio, offsetMs: audioStartMs - origin), try Input(path: video, offsetMs: videoStartMs - origin)]
+        let origin = tracks.map(\.startMs).min() ?? 0
+        var inputs: [Input] = []
+        for t in tracks { inputs.append(try Input(path: t.path, offsetMs: t.startMs - origin)) }
+        let videoIndex = inputs.count - 1
         var out: UnsafeMutablePointer<AVFormatContext>?
         guard avformat_alloc_output_context2(&out, nil, "webm", output) >= 0, let out else { throw .library("libavformat: no webm muxer") }
         defer {
@@ -109,12 +122,13 @@ package enum WebMMuxer {
         guard opened >= 0 else { throw .cannotCreate(path: output, errno: -opened) }
         guard avformat_write_header(out, nil) >= 0 else { throw .library("libavformat: cannot start \(output)") }
         for input in inputs { _ = input.advance() }
-        var last: [Int64] = [-1, -1]
+        var last = [Int64](repeating: -1, count: inputs.count)
         // Interleaved by time: the earlier of the two read-ahead packets goes first.
         while let next = inputs.enumerated().filter({ $0.element.hasPacket }).min(by: { $0.element.ms < $1.element.ms }) {
             let (i, input) = next
             guard let packet = input.packet else { break }
-            let ms = max(input.ms, last[i] + (i == 0 ? 0 : 1))
+            // (Video frames strictly one after another; audio packets may share a millisecond.)
+            let ms = max(input.ms, last[i] + (i == videoIndex ? 1 : 0))
             last[i] = ms
             packet.pointee.pts = ms
             packet.pointee.dts = ms

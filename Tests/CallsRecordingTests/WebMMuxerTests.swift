@@ -50,7 +50,7 @@ final class WebMMuxerTests: XCTestCase {
         XCTAssertEqual(track.firstMs, 1500)
         XCTAssertGreaterThan(written, 30)
         let webm = dir.file("p.webm")
-        try WebMMuxer.mux(audio: audio, audioStartMs: 1000, video: video, videoStartMs: track.firstMs ?? 0, into: webm)
+        try WebMMuxer.mux(audio: .init(audio, startMs: 1000), video: .init(video, startMs: track.firstMs ?? 0), into: webm)
         let info = try Self.probe(webm)
         let streams = try XCTUnwrap(info["streams"] as? [[String: Any]])
         XCTAssertEqual(Set(streams.compactMap { $0["codec_name"] as? String }), ["vp8", "opus"], "\(streams)")
@@ -66,6 +66,29 @@ final class WebMMuxerTests: XCTestCase {
         let offset = try XCTUnwrap(Double(v["start_time"] as? String ?? "")) - (Double(a["start_time"] as? String ?? "") ?? 0)
         XCTAssertEqual(offset, 0.5, accuracy: 0.03, "A/V offset \(offset) s")
         XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: webm)[.posixPermissions] as? Int, 0o600)
+    }
+
+    /// A participant muted throughout: the video alone, every frame, its length.
+    func testVideoWithoutAudioBecomesAWebMOfTheVideoAlone() throws {
+        let video = dir.file("q.ivf")
+        let track = VP8TrackWriter(path: video)
+        let source = TestPatternSource(name: "Cy", width: 160, height: 90)
+        let vp8 = try VP8Encoder(.init(width: 160, height: 90))
+        var written = 0
+        for i in 0..<30 {  // 2 s at 15 fps
+            guard let e = try vp8.encode(try source.read(at: UInt64(i) * 66_666_667), keyframe: i == 0) else { continue }
+            if try track.append(e.data, isKeyframe: e.isKeyframe, atMs: 700 + Int64(i) * 67) { written += 1 }
+        }
+        try track.finish()
+        let webm = dir.file("q.webm")
+        try WebMMuxer.mux(audio: nil, video: .init(video, startMs: 700), into: webm)
+        let info = try Self.probe(webm)
+        let streams = try XCTUnwrap(info["streams"] as? [[String: Any]])
+        XCTAssertEqual(streams.compactMap { $0["codec_name"] as? String }, ["vp8"])
+        XCTAssertEqual(Int(streams.first?["nb_read_packets"] as? String ?? ""), written)
+        let duration = try XCTUnwrap(Double((info["format"] as? [String: Any])?["duration"] as? String ?? ""))
+        XCTAssertEqual(duration, 2.0, accuracy: 0.1)
+        XCTAssertEqual(WebMMuxer.durationMs(webm).map { Double($0) / 1000 } ?? 0, duration, accuracy: 0.01)
     }
 
     func testNothingBeforeTheFirstKeyframeAndTheSizeFromIt() throws {

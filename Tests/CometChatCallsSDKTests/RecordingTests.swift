@@ -115,7 +115,7 @@ final class RecordingTests: XCTestCase {
 
 /// Video in recordings (#38): a participant who sends video gets a WebM (VP8 + Opus) beside the
 /// Ogg Opus files, checked from outside by ffprobe — both streams, its length, the offset between
-/// them — and the call log says which file has video.
+/// them — and the call log says which file has video; one muted throughout gets the video alone.
 final class VideoRecordingTests: XCTestCase {
     func testAParticipantsVideoAndAudioAreRecordedAsWebM() async throws {
         try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/ffprobe"), "needs ffmpeg's ffprobe (scripts/install-deps.sh)")
@@ -127,6 +127,9 @@ final class VideoRecordingTests: XCTestCase {
             .setVideoFormat(width: 320, height: 180, fps: 15, bitrateKbps: 300).build(), onEvent: { events.add($0) })
         let guest = try await t.joinedClient("guest", session: "vrec", settings: SessionSettingsBuilder().setSessionType(.voice)
             .setAudioInput("tone:660").setAudioOutput("null").build())
+        let silent = try await t.joinedClient("silent", session: "vrec", settings: SessionSettingsBuilder().setSessionType(.video)
+            .startAudioMuted(true).setAudioInput("tone:550").setAudioOutput("null").setVideoSource("pattern")
+            .setVideoFormat(width: 160, height: 90, fps: 15, bitrateKbps: 100).build())
         mod.setSessionFeature(.recording, enabled: true)
         try await waitFor("onRecordingStarted", events) { $0 == .recordingStarted }
         // Recorded for a while: the moderator's video file grows past a few frames.
@@ -142,11 +145,16 @@ final class VideoRecordingTests: XCTestCase {
         } ?? [:]
         let files = try XCTUnwrap(rec["files"] as? [[String: Any]], "\(rec)")
         let modPID = try XCTUnwrap(mod.localParticipantID)
-        let webm = try XCTUnwrap(files.first { $0["video"] as? Bool == true }, "a file with video: \(files)")
-        XCTAssertEqual(webm["name"] as? String, "\(modPID).webm")
+        let webm = try XCTUnwrap(files.first { $0["name"] as? String == "\(modPID).webm" }, "the moderator's WebM: \(files)")
+        XCTAssertEqual(webm["video"] as? Bool, true)
         XCTAssertEqual(webm["uid"] as? String, "mod")
-        XCTAssertEqual(files.filter { $0["video"] as? Bool == true }.count, 1, "the guest sent no video: \(files)")
-        XCTAssertEqual(files.count, 4, "the mix, two Ogg Opus files, one WebM: \(files)")
+        XCTAssertEqual(files.filter { $0["video"] as? Bool == true }.count, 2, "the guest sent no video: \(files)")
+        XCTAssertEqual(files.count, 5, "the mix, two Ogg Opus files (the muted one sent no audio), two WebMs: \(files)")
+        // Muted throughout: their video alone.
+        let silentPID = try XCTUnwrap(silent.localParticipantID)
+        let silentFile = try XCTUnwrap(files.first { $0["name"] as? String == "\(silentPID).webm" }, "the muted one's WebM: \(files)")
+        XCTAssertEqual(silentFile["uid"] as? String, "silent")
+        XCTAssertGreaterThan(silentFile["duration"] as? Double ?? 0, 0.5)
         // Served as video/webm; ffprobe reads both streams from outside.
         let got = BlockingHTTP.request("GET", try XCTUnwrap(webm["url"] as? String), headers: admin)
         XCTAssertEqual(got.status, 200, got.text)
@@ -169,6 +177,15 @@ final class VideoRecordingTests: XCTestCase {
         let offset = abs((Double(v["start_time"] as? String ?? "") ?? 9) - (Double(a["start_time"] as? String ?? "") ?? 0))
         XCTAssertLessThan(offset, 0.3, "A/V offset \(offset) s")
         XCTAssertFalse(FileManager.default.fileExists(atPath: t.dir + "/recordings/\(rec["rid"] as? String ?? "")/\(modPID).ivf"), "the IVF is gone")
+        let silentGot = BlockingHTTP.request("GET", try XCTUnwrap(silentFile["url"] as? String), headers: admin)
+        XCTAssertEqual(silentGot.status, 200, silentGot.text)
+        try silentGot.body.write(to: URL(fileURLWithPath: dir.file("s.webm")))
+        let q = try ManagedProcess("/usr/bin/ffprobe", ["-v", "error", "-print_format", "json", "-show_streams", dir.file("s.webm")])
+        XCTAssertEqual(q.wait(timeout: 20), 0, q.errorOutput)
+        let silentStreams = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(q.output.joined(separator: "\n").utf8)) as? [String: Any])?["streams"] as? [[String: Any]])
+        XCTAssertEqual(silentStreams.compactMap { $0["codec_name"] as? String }, ["vp8"])
+        XCTAssertEqual(silentStreams.first?["width"] as? Int, 160)
+        await silent.leave()
         await guest.leave()
         await mod.leave()
     }

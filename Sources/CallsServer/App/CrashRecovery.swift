@@ -73,11 +73,11 @@ enum CrashRecovery {
             let mixed = names.contains("mixed.opus") ? StoredRecordingFile.finalised(dir + "/mixed.opus", kind: "mixed", uid: nil, pid: nil)
                 : files.isEmpty ? nil : try? StoredRecordingFile.mix(tracks.map { dir + "/" + $0 }, inDirectory: dir)
             if let f = mixed { files.insert(f, at: 0) }
-            // Video tracks: each beside its audio into a WebM (from the start mark next to it).
+            // Video tracks: each beside its audio (if any) into a WebM (from the start mark next to it).
             for v in names.filter({ $0.hasSuffix(".ivf") }).sorted() {
                 let pid = String(v.dropLast(4))
-                guard names.contains("\(pid).opus") else { StoredRecordingFile.removeVideoTrack(dir + "/" + v); continue }
-                if let f = StoredRecordingFile.webm(pid: pid, uid: nil, audio: dir + "/\(pid).opus", video: dir + "/" + v, inDirectory: dir, log: log) {
+                let audio = names.contains("\(pid).opus") ? dir + "/\(pid).opus" : nil
+                if let f = StoredRecordingFile.webm(pid: pid, uid: nil, audio: audio, video: dir + "/" + v, inDirectory: dir, log: log) {
                     files.append(f)
                 }
             }
