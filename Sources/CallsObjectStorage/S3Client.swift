@@ -53,11 +53,7 @@ public final class S3Client {
             return try put(key, bytes: bytes, contentType: contentType)
         }
         let objectPath = try path(key)
-        let started = try send("POST", path: objectPath, query: "uploads=", body: [], headers: ["Content-Type: \(contentType)"])
-        guard let uploadID = S3XML.first(["UploadId"], in: started.body)["UploadId"], !uploadID.isEmpty else {
-            throw .badReply("no UploadId in the reply to CreateMultipartUpload")
-        }
-        let idQuery = "uploadId=" + Self.encode(uploadID)
+        let idQuery = "uploadId=" + Self.encode(try beginUpload(key, contentType: contentType).uploadID)
         do throws(ObjectStorageError) {
             var etags: [String] = []
             var number = 1
@@ -119,6 +115,65 @@ public final class S3Client {
     /// Removes the object (removing one that is not there is not an error, as in S3).
     public func delete(_ key: String) throws(ObjectStorageError) {
         _ = try send("DELETE", path: try path(key), body: nil)
+    }
+
+    /// A multipart upload begun and neither completed nor aborted (a crash cut it): its parts
+    /// are kept, and paid for, until it is aborted.
+    public struct IncompleteUpload: Equatable, Sendable {
+        /// Relative to the configured prefix.
+        public var key: String
+        public var uploadID: String
+        public var initiated: Date?
+
+        public init(key: String, uploadID: String, initiated: Date?) {
+            self.key = key
+            self.uploadID = uploadID
+            self.initiated = initiated
+        }
+    }
+
+    /// The incomplete multipart uploads under the configured prefix (ListMultipartUploads; up to
+    /// `pages` pages of 1000).
+    public func incompleteUploads(pages: Int = 10) throws(ObjectStorageError) -> [IncompleteUpload] {
+        var found: [IncompleteUpload] = []
+        var markers: (key: String, id: String)?
+        for _ in 0..<max(1, pages) {
+            var query = "prefix=" + Self.encode(configuration.prefix) + "&uploads="
+            if let m = markers { query = "key-marker=" + Self.encode(m.key) + "&" + query + "&upload-id-marker=" + Self.encode(m.id) }
+            let reply = try send("GET", path: "/\(configuration.bucket)", query: query, body: nil, bodyLimit: 4 << 20)
+            for r in S3XML.records("Upload", fields: ["Key", "UploadId", "Initiated"], in: reply.body) {
+                guard let key = r["Key"], key.hasPrefix(configuration.prefix), let id = r["UploadId"], !id.isEmpty else { continue }
+                found.append(IncompleteUpload(key: String(key.dropFirst(configuration.prefix.count)), uploadID: id,
+                                              initiated: r["Initiated"].flatMap(Self.date)))
+            }
+            let page = S3XML.first(["IsTruncated", "NextKeyMarker", "NextUploadIdMarker"], in: reply.body)
+            guard page["IsTruncated"] == "true", let key = page["NextKeyMarker"], let id = page["NextUploadIdMarker"] else { break }
+            markers = (key, id)
+        }
+        return found
+    }
+
+    /// Begins a multipart upload of `key` (CreateMultipartUpload).
+    func beginUpload(_ key: String, contentType: String) throws(ObjectStorageError) -> IncompleteUpload {
+        let started = try send("POST", path: try path(key), query: "uploads=", body: [], headers: ["Content-Type: \(contentType)"])
+        guard let uploadID = S3XML.first(["UploadId"], in: started.body)["UploadId"], !uploadID.isEmpty else {
+            throw .badReply("no UploadId in the reply to CreateMultipartUpload")
+        }
+        return IncompleteUpload(key: key, uploadID: uploadID, initiated: Date())
+    }
+
+    /// Aborts a multipart upload (its parts are dropped).
+    public func abort(_ upload: IncompleteUpload) throws(ObjectStorageError) {
+        _ = try send("DELETE", path: try path(upload.key), query: "uploadId=" + Self.encode(upload.uploadID), body: nil)
+    }
+
+    /// S3's timestamps: ISO 8601, with or without fractional seconds.
+    static func date(_ text: String) -> Date? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let d = f.date(from: text) { return d }
+        f.formatOptions = [.withInternetDateTime]
+        return f.date(from: text)
     }
 
     // MARK: Requests

@@ -60,6 +60,31 @@ final class S3ClientTests: XCTestCase {
         }
     }
 
+    /// Multipart uploads a crash left: listed under the prefix (keys relative to it, with their
+    /// start), and gone once aborted; others' under another prefix are not ours to see.
+    func testIncompleteUploadsAreListedUnderThePrefixAndAborted() throws {
+        var configuration = try client().configuration
+        configuration.prefix = "node1/"
+        let s3 = try S3Client(configuration)
+        try s3.createBucket()
+        var other = configuration
+        other.prefix = "elsewhere/"
+        let theirs = try S3Client(other).beginUpload("recordings/r9/mixed.opus", contentType: "audio/ogg")
+        let a = try s3.beginUpload("recordings/r1/mixed.opus", contentType: "audio/ogg")
+        let b = try s3.beginUpload("transcripts/t1.json", contentType: "application/json")
+        let listed = try s3.incompleteUploads()
+        XCTAssertEqual(Set(listed.map(\.key)), ["recordings/r1/mixed.opus", "transcripts/t1.json"])
+        XCTAssertEqual(Set(listed.map(\.uploadID)), [a.uploadID, b.uploadID])
+        // (moto says every upload began on 2010-11-10: a date is all that can be checked here.)
+        XCTAssertTrue(listed.allSatisfy { $0.initiated != nil }, "the store says when each began")
+        try s3.abort(try XCTUnwrap(listed.first { $0.uploadID == a.uploadID }))
+        XCTAssertEqual(try s3.incompleteUploads().map(\.uploadID), [b.uploadID])
+        XCTAssertEqual(try S3Client(other).incompleteUploads().map(\.uploadID), [theirs.uploadID])
+        XCTAssertEqual(S3Client.date("2026-12-06T01:02:03.000Z"), Date(timeIntervalSince1970: 1_796_518_923))
+        XCTAssertEqual(S3Client.date("2026-12-06T01:02:03Z"), Date(timeIntervalSince1970: 1_796_518_923))
+        XCTAssertNil(S3Client.date("yesterday"))
+    }
+
     func testRefusalsAndAnUnreachableStoreAreToldApart() throws {
         let s3 = try client(bucket: "no-such-bucket")
         XCTAssertThrowsError(try s3.put("a/b", bytes: [1], contentType: "application/octet-stream")) { error in

@@ -1,4 +1,5 @@
 import CallRoomTestSupport
+import CallsObjectStorage
 @testable import CallsServer
 @testable import CallsStore
 import XCTest
@@ -80,6 +81,13 @@ final class CallStoreTests: XCTestCase {
         XCTAssertEqual(ObjectUploader.retryDelay(afterAttempts: 1), 2000)
         XCTAssertEqual(ObjectUploader.retryDelay(afterAttempts: 4), 16_000)
         XCTAssertEqual(ObjectUploader.retryDelay(afterAttempts: 40), 600_000)
+        // Incomplete multipart uploads: abandoned once older than the cut; one without a start never.
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let uploads = [S3Client.IncompleteUpload(key: "a", uploadID: "1", initiated: now.addingTimeInterval(-90_000)),
+                       S3Client.IncompleteUpload(key: "b", uploadID: "2", initiated: now.addingTimeInterval(-3_600)),
+                       S3Client.IncompleteUpload(key: "c", uploadID: "3", initiated: nil)]
+        XCTAssertEqual(ObjectUploader.abandoned(uploads, olderThan: ObjectUploader.abandonedAfter, now: now).map(\.key), ["a"])
+        XCTAssertEqual(ObjectUploader.abandoned(uploads, olderThan: 60, now: now).map(\.key), ["a", "b"])
     }
 
     /// Retention of transcripts: finished ones older than the cut go (rows, objects queued for

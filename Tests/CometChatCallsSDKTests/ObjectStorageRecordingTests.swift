@@ -1,6 +1,6 @@
 import CallRoomTestSupport
 import CallsCore
-import CallsObjectStorage
+@testable import CallsObjectStorage
 import CallsServer
 @testable import CometChatCallsSDK
 import Foundation
@@ -108,6 +108,13 @@ final class ObjectStorageRecordingTests: XCTestCase {
         let caption = BlockingHTTP.request("GET", t.server.url + "/v3/calls/bucket/transcriptions/\(tid).vtt", headers: admin)
         XCTAssertEqual(caption.status, 200, caption.text)
         XCTAssertEqual(caption.body, vtt)
+
+        // A multipart upload a crash left (moto dates every one 2010-11-10): aborted, once old enough.
+        let left = try S3Client(bucket).beginUpload("recordings/\(rid)/left-by-a-crash.opus", contentType: "audio/ogg")
+        XCTAssertEqual(try S3Client(bucket).incompleteUploads().map(\.uploadID), [left.uploadID])
+        XCTAssertEqual(t.server.abortAbandonedUploads(olderThan: 24 * 3600), 1)
+        XCTAssertEqual(try S3Client(bucket).incompleteUploads(), [])
+        XCTAssertTrue(t.server.metricsText().contains(#"callroom_object_storage_operations_total{outcome="aborted"} 1"#))
 
         // Retention: the rows go at once, the objects on the uploader's next turn.
         let swept = t.server.sweepRecordings(now: epochMilliseconds() + 2 * 86_400_000)

@@ -473,6 +473,11 @@ public final class CallServer: @unchecked Sendable {
     @discardableResult
     public func uploadDueObjects() -> Int { running?.uploader?.turn() ?? 0 }
 
+    /// Aborts the bucket's incomplete multipart uploads begun more than `olderThan` seconds ago
+    /// (at start and every 6 hours: a day); returns how many. Any thread.
+    @discardableResult
+    public func abortAbandonedUploads(olderThan: TimeInterval) -> Int { running?.uploader?.abortAbandonedUploads(olderThan: olderThan) ?? 0 }
+
     /// Push counters (nil when no push service is configured).
     public var pushCounters: PushCounters? { running?.parts.push?.counters }
 

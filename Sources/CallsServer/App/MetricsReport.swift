@@ -108,9 +108,10 @@ struct MetricsReport {
                       p.tokensPurged.load(ordering: .relaxed))
         }
         if let (c, queue) = objects {
-            r.counter("callroom_object_storage_operations_total", "Object storage: files uploaded, objects deleted, attempts failed (retried with back-off).", [
+            r.counter("callroom_object_storage_operations_total",
+                      "Object storage: files uploaded, objects deleted, attempts failed (retried with back-off), abandoned multipart uploads aborted.", [
                 ("outcome=\"uploaded\"", c.uploaded.load(ordering: .relaxed)), ("outcome=\"deleted\"", c.deleted.load(ordering: .relaxed)),
-                ("outcome=\"failed\"", c.failed.load(ordering: .relaxed))])
+                ("outcome=\"failed\"", c.failed.load(ordering: .relaxed)), ("outcome=\"aborted\"", c.aborted.load(ordering: .relaxed))])
             r.counter("callroom_object_storage_uploaded_bytes_total", "Bytes uploaded to object storage.", c.uploadedBytes.load(ordering: .relaxed))
             r.gauge("callroom_object_storage_queue", "Files in the object-storage queue, by state (upload: waiting; delete: to be removed).",
                     [StoredObject.State.upload, .stored, .delete].map { ("state=\"\($0.rawValue)\"", queue[$0] ?? 0) })

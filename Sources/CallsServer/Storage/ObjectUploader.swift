@@ -10,7 +10,10 @@ import Synchronization
 /// ones), deletes the objects of recordings past retention (any node), and retries each
 /// failure with back-off. The queue is in the store, so an upload a crash or `kill -9` cut is
 /// made again after the restart. Local files stay (the node serves its own from disk); the
-/// bucket's copy is what other nodes serve and what outlives the node.
+/// bucket's copy is what other nodes serve and what outlives the node. A multipart upload a
+/// crash cut stays in the bucket, parts and all, until aborted: at start and every 6 hours the
+/// uploader aborts those under the prefix begun more than `abandonedAfter` ago (a day: no
+/// upload of a recording takes that long), whichever node began them.
 ///
 /// Thread rules: its turns run on the serial queue `callroom.objects` (every 2 s on the
 /// scheduler: virtual in tests); `turn` may also be called from any thread (tests), and turns
@@ -22,7 +25,11 @@ final class ObjectUploader: Sendable {
         let uploadedBytes = Atomic<UInt64>(0)
         let deleted = Atomic<UInt64>(0)
         let failed = Atomic<UInt64>(0)
+        let aborted = Atomic<UInt64>(0)
     }
+
+    /// How old an incomplete multipart upload must be to be taken for abandoned.
+    static let abandonedAfter: TimeInterval = 24 * 3600
 
     let configuration: ObjectStorageConfiguration
     let counters = Counters()
@@ -32,7 +39,7 @@ final class ObjectUploader: Sendable {
     private let log: ServerLog
     private let scheduler: any Scheduler
     private let queue = DispatchQueue(label: "callroom.objects", qos: .utility)
-    private let timer = Locked<RepeatingWork?>(nil)
+    private let timers = Locked<[RepeatingWork]>([])
     /// Held for a whole turn: a test's turn and the timer's never overlap.
     private let turnLock = Mutex<Void>(())
     private let outage: StoreOutage
@@ -50,12 +57,40 @@ final class ObjectUploader: Sendable {
     }
 
     func start() {
-        let work = RepeatingWork(on: scheduler, queue: queue, first: 0.5, every: 2) { [weak self] in self?.turn() }
-        timer.withLock { $0 = work }
+        let work = [RepeatingWork(on: scheduler, queue: queue, first: 0.5, every: 2) { [weak self] in self?.turn() },
+                    RepeatingWork(on: scheduler, queue: queue, first: 5, every: 6 * 3600) { [weak self] in self?.abortAbandonedUploads() }]
+        timers.withLock { $0 = work }
     }
 
     func stop() {
-        timer.withLock { t in defer { t = nil }; return t }?.cancel()
+        for t in timers.withLock({ t in defer { t = [] }; return t }) { t.cancel() }
+    }
+
+    /// Aborts the incomplete multipart uploads under the prefix begun before `now − olderThan`
+    /// (ones whose start the store does not say are left); returns how many. Any thread.
+    @discardableResult
+    func abortAbandonedUploads(olderThan: TimeInterval = ObjectUploader.abandonedAfter, now: Date = Date()) -> Int {
+        do throws(ObjectStorageError) {
+            let client = try S3Client(configuration)
+            var aborted = 0
+            for upload in Self.abandoned(try client.incompleteUploads(), olderThan: olderThan, now: now) {
+                try client.abort(upload)
+                aborted += 1
+            }
+            if aborted > 0 {
+                counters.aborted.add(UInt64(aborted), ordering: .relaxed)
+                log.info("abandoned multipart uploads aborted", ["count": "\(aborted)"])
+            }
+            return aborted
+        } catch {
+            log.warn("object storage: cannot abort abandoned multipart uploads (tried again in 6 hours)", ["error": "\(error)"])
+            return 0
+        }
+    }
+
+    /// The uploads of `uploads` begun before `now − olderThan` (not those without a start).
+    static func abandoned(_ uploads: [S3Client.IncompleteUpload], olderThan: TimeInterval, now: Date) -> [S3Client.IncompleteUpload] {
+        uploads.filter { u in u.initiated.map { $0 < now.addingTimeInterval(-olderThan) } ?? false }
     }
 
     /// Before the server opens: stores and deletes a small object, so wrong credentials, a
