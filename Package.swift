@@ -101,7 +101,8 @@ let package = Package(
         .executableTarget(name: "callroom", dependencies: ["CallroomKit", "CallsCore"]),
         // Benchmarks and the load generator: not in the shipped `callroom` (which forwards `bench` here).
         .executableTarget(name: "callroom-bench", dependencies: ["CallroomKit", "CometChatCallsSDK", "CometChatSDK", "CallsServer", "CallsStore", "CallsAudio",
-                                                                 "CallsCaptions", "CallsVideo", "CallsTUI", "CallsTransport", "CallsSecurity", "CallsRelay"]),
+                                                                 "CallsCaptions", "CallsVideo", "CallsTUI", "CallsTransport", "CallsSecurity", "CallsRelay",
+                                                                 "CallsMembers", "CallsSupport"]),
 
         // MARK: Examples
         .executableTarget(name: "CallsSDKExample", dependencies: ["CometChatCallsSDK"], path: "Examples/CallsSDKExample"),

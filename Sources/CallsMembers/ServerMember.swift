@@ -69,6 +69,11 @@ package final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         package var uid: String
         package var pid: String
         package var name: String
+        package init(uid: String, pid: String, name: String) {
+            self.uid = uid
+            self.pid = pid
+            self.name = name
+        }
     }
 
     package let config: Config

@@ -110,7 +110,11 @@ enum CaptionBench {
         } catch { Console.fail("\(error)", code: ExitCode.failure) }
         var packet = [UInt8](repeating: 0, count: 1500), out = [Int16](repeating: 0, count: 960)
         var frame = [Int16](repeating: 0, count: 960)
-        let frames = pcm.count / 960 + 75  // 1.5 s more of silence ends the last utterance
+        // A second of silence before the speech, as in a call (the speaker's stream runs before
+        // they talk: the encoder is warm and the captioner has its pre-roll; the clips start
+        // speaking at their first sample), and 1.5 s after it, which ends the last utterance.
+        let leadIn = 50
+        let frames = leadIn + pcm.count / 960 + 75
         let workerBefore = workerCPU(pool)
         var threadNs: UInt64 = 0
         let start = Date().timeIntervalSince1970
@@ -120,7 +124,10 @@ enum CaptionBench {
                 let now = Date().timeIntervalSince1970
                 if due > now { usleep(UInt32((due - now) * 1e6)) }
             }
-            for k in 0..<960 { frame[k] = i * 960 + k < pcm.count ? pcm[i * 960 + k] : 0 }
+            for k in 0..<960 {
+                let j = (i - leadIn) * 960 + k
+                frame[k] = j >= 0 && j < pcm.count ? pcm[j] : 0
+            }
             let voice = frame.withUnsafeBufferPointer { LevelMeter.isVoice(dbfs: LevelMeter.rmsDBFS($0)) }
             if voice { lastVoice = t + 20; lastVoiceWall = max(Date().timeIntervalSince1970, start + Double(i + 1) * 0.020) }
             let n = (try? frame.withUnsafeBufferPointer { f in try packet.withUnsafeMutableBufferPointer { try enc.encode(f, into: $0) } }) ?? 0

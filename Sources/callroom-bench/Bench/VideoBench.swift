@@ -7,7 +7,8 @@ import Foundation
 
 /// `callroom bench video`: what video costs and how fast it is. VP8 encode and decode per
 /// frame (the test pattern, real libvpx), the call screen's render time with 4, 9 and 25 video
-/// tiles at 120×40 (every tile a new frame every render: the worst case), and glass-to-glass
+/// tiles at 120×40 (every tile a new frame every render: the worst case), the server recorder's
+/// video path (`RecorderVideoBench`), the relay's cost per forwarded copy, and glass-to-glass
 /// latency through an in-process server (the pattern's stamped capture time read back from
 /// the decoded frame on the receiver). Last line machine-readable.
 enum VideoBench {
@@ -34,6 +35,13 @@ enum VideoBench {
                                    n, graphics.rawValue, median, p95, pictures, kb))
                 if n == 9 { summary.append(String(format: "\(graphics.rawValue)9_ms=%.2f", median)) }
             }
+        }
+        for (w, h, kbps) in [(320, 180, 250), (640, 360, 600)] {
+            let r = RecorderVideoBench.run(width: w, height: h, kbps: kbps, seconds: 30)
+            Console.out(String(format: "recorder %dx%d: %.1f µs of receive-thread CPU per frame (%.1f packets, %.2f µs each: RTP → frame → IVF), %.2f %% of a core per sender at 15 fps; VP8 decode of the same frames %.0f µs (%.0fx); at the stop %.0f ms per minute of video into WebM; IVF %.0f KB/s",
+                               w, h, r.usPerFrame, Double(r.packets) / Double(max(1, r.frames)), r.usPerPacket, r.usPerFrame * 15 / 1e4,
+                               r.decodeUsPerFrame, r.decodeUsPerFrame / max(0.001, r.usPerFrame), r.muxMsPerMinute, Double(r.ivfBytes) / 30 / 1000))
+            if w == 640 { summary.append(String(format: "recorder_us_per_frame=%.1f", r.usPerFrame)) }
         }
         let (us, copies) = await relayCost(seconds: seconds)
         Console.out(String(format: "relay: %.1f µs of relay-thread CPU per forwarded video copy (%d copies of 1 sender to 5 subscribers, 640x360 pattern, audio muted; the relay's idle cost over as long subtracted)", us, copies))
