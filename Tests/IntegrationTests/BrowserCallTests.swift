@@ -702,6 +702,60 @@ final class BrowserCallTests: XCTestCase {
                       String(describing: try? browser.evaluate(page, "document.getElementById('ended-text').textContent")))
     }
 
+    /// A browser's video in a recording (#38): the terminal moderator records while a browser
+    /// sends its camera (Chromium's fake device) and microphone; the recorder, a subscriber of
+    /// every video sender, gets the browser's VP8 through the gateway (its keyframe asked for by a
+    /// PLI) and the browser's WebM holds VP8 and Opus, read by ffprobe from outside.
+    func testABrowsersVideoAndAudioAreRecordedAsWebM() throws {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/ffprobe"), "needs ffmpeg's ffprobe (scripts/install-deps.sh)")
+        let tmp = TemporaryDirectory("callroom-browser-rec")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "webrec", "--server", callroomd.url, "--uid", "term",
+                                                                           "--auth-key", callroomd.authKey, "--input", "tone:440", "--output", "null", "--headless"])
+        XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
+        let browserTone = tmp.path + "/browser-880.wav"
+        try Self.toneWAV(browserTone, hz: 880)
+        let browser = try HeadlessChromium(audioFile: browserTone)
+        defer { browser.close() }
+        let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "webrec")))
+        try Self.clickJoin(browser, page, name: "Web Camera")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && \(Self.mediaConnected)", timeout: 20), "the browser's media did not connect")
+        let webPid = try XCTUnwrap(try browser.evaluate(page, "window.callroom.me.pid") as? String)
+        terminal.send("start-recording")  // (the terminal joined first: the moderator)
+        XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onRecordingStarted") }, terminal.errorOutput)
+        // The browser's video track grows in the recording's directory.
+        let recordings = tmp.path + "/data/recordings"
+        let ivfBytes = { () -> Int in
+            let dirs = (try? FileManager.default.contentsOfDirectory(atPath: recordings)) ?? []
+            return dirs.compactMap { (try? FileManager.default.attributesOfItem(atPath: "\(recordings)/\($0)/\(webPid).ivf")[.size] as? NSNumber)?.intValue }.max() ?? 0
+        }
+        XCTAssertTrue(eventually(20, poll: 0.2) { ivfBytes() > 50_000 }, "the recorder writes the browser's video (\(ivfBytes()) bytes)\n\(Self.stats(browser, page))")
+        terminal.send("stop-recording")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onRecordingStopped") }, terminal.errorOutput)
+        let admin = ["apikey": callroomd.apiKey, "appId": callroomd.appId]
+        let file = eventuallyValue(10, poll: 0.2) { () -> [String: Any]? in
+            let call = BlockingHTTP.request("GET", callroomd.url + "/v3/calls/webrec", headers: admin).data
+            let files = (call["recordings"] as? [[String: Any]])?.first?["files"] as? [[String: Any]] ?? []
+            return files.first { $0["name"] as? String == "\(webPid).webm" }
+        }
+        let webm = try XCTUnwrap(file, "the browser's WebM in the call log")
+        XCTAssertEqual(webm["video"] as? Bool, true)
+        let got = BlockingHTTP.request("GET", try XCTUnwrap(webm["url"] as? String), headers: admin)
+        XCTAssertEqual(got.status, 200, got.text)
+        try got.body.write(to: URL(fileURLWithPath: tmp.path + "/web.webm"))
+        let p = try ManagedProcess("/usr/bin/ffprobe", ["-v", "error", "-print_format", "json", "-show_streams", "-count_packets", tmp.path + "/web.webm"])
+        XCTAssertEqual(p.wait(timeout: 20), 0, p.errorOutput)
+        let streams = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(p.output.joined(separator: "\n").utf8)) as? [String: Any])?["streams"] as? [[String: Any]])
+        XCTAssertEqual(Set(streams.compactMap { $0["codec_name"] as? String }), ["vp8", "opus"], "\(streams)")
+        let v = try XCTUnwrap(streams.first { $0["codec_name"] as? String == "vp8" })
+        XCTAssertGreaterThan(v["width"] as? Int ?? 0, 0)
+        XCTAssertGreaterThan(Int(v["nb_read_packets"] as? String ?? "") ?? 0, 20, "the browser's frames: \(v)")
+        terminal.send("leave")
+        _ = terminal.wait(timeout: 10)
+    }
+
     /// A terminal that joins just after the browser's first answer: the browser's next offer
     /// would come inside the server's 250 ms between offers. The page waits out the interval
     /// (before, the refused offer left it waiting for an answer for ever and it never heard the
