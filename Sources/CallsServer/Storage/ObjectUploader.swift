@@ -70,22 +70,35 @@ final class ObjectUploader: Sendable {
     /// (ones whose start the store does not say are left); returns how many. Any thread.
     @discardableResult
     func abortAbandonedUploads(olderThan: TimeInterval = ObjectUploader.abandonedAfter, now: Date = Date()) -> Int {
+        let uploads: [S3Client.IncompleteUpload]
+        let client: S3Client
         do throws(ObjectStorageError) {
-            let client = try S3Client(configuration)
-            var aborted = 0
-            for upload in Self.abandoned(try client.incompleteUploads(), olderThan: olderThan, now: now) {
-                try client.abort(upload)
-                aborted += 1
-            }
-            if aborted > 0 {
-                counters.aborted.add(UInt64(aborted), ordering: .relaxed)
-                log.info("abandoned multipart uploads aborted", ["count": "\(aborted)"])
-            }
-            return aborted
+            client = try S3Client(configuration)
+            uploads = Self.abandoned(try client.incompleteUploads(), olderThan: olderThan, now: now)
         } catch {
-            log.warn("object storage: cannot abort abandoned multipart uploads (tried again in 6 hours)", ["error": "\(error)"])
+            log.warn("object storage: cannot list abandoned multipart uploads (tried again in 6 hours)", ["error": "\(error)"])
             return 0
         }
+        var aborted = 0
+        var failure: ObjectStorageError?
+        for upload in uploads {
+            // (One that cannot be aborted does not keep the others.)
+            do throws(ObjectStorageError) {
+                try client.abort(upload)
+                aborted += 1
+            } catch {
+                failure = error
+            }
+        }
+        if aborted > 0 {
+            counters.aborted.add(UInt64(aborted), ordering: .relaxed)
+            log.info("abandoned multipart uploads aborted", ["count": "\(aborted)"])
+        }
+        if let failure {
+            log.warn("object storage: abandoned multipart uploads not aborted (tried again in 6 hours)",
+                     ["count": "\(uploads.count - aborted)", "error": "\(failure)"])
+        }
+        return aborted
     }
 
     /// The uploads of `uploads` begun before `now − olderThan` (not those without a start).
