@@ -106,7 +106,7 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
             case .pending: break
             case .needKeyframe: needKeyframe = true
             case .frame(let f):
-                do { needKeyframe = !(try track.writer.append(f.data, isKeyframe: f.isKeyframe, atMs: atMs)) } catch { return .failed("\(error)") }
+                do { needKeyframe = !(try track.writer.append(f.data, isKeyframe: f.isKeyframe, atMs: atMs, rtpTimestamp: f.timestamp)) } catch { return .failed("\(error)") }
             }
             guard needKeyframe, atMs - track.askedAtMs >= 1000 else { return .fine }
             track.askedAtMs = atMs

@@ -2,9 +2,12 @@ import CAVFormat
 import Foundation
 
 /// One participant's VP8 video as it came, frame by frame, in an IVF file written by
-/// libavformat's `ivf` muxer: each frame stamped with its arrival (milliseconds on the
-/// recording's clock), the first one a keyframe (earlier frames cannot be decoded and are
-/// skipped). `WebMMuxer` puts it beside the participant's audio when the recording stops.
+/// libavformat's `ivf` muxer, the first frame a keyframe (earlier frames cannot be decoded and
+/// are skipped). Frames are timed by the sender's capture clock (their RTP timestamps), placed
+/// on the recording's clock by the least-delayed frame so far (arrival − capture time at its
+/// smallest), so the network's jitter does not make the video stutter; where capture time and
+/// arrival part by more than half a second (the camera paused, the sender restarted its clock)
+/// the track follows arrival again. Without RTP timestamps, arrival times. `WebMMuxer` puts it beside the participant's audio when the recording stops.
 /// Owns its libavformat context (closed by `finish`, or deinit).
 ///
 /// Thread rules: one thread at a time (the recorder's lock).
@@ -19,6 +22,13 @@ package final class VP8TrackWriter {
     package private(set) var lastMs: Int64 = -1
     package private(set) var frames = 0
     private var flushedMs: Int64 = 0
+    /// The capture clock: the last RTP timestamp, its time unwrapped (90 kHz ticks from the
+    /// first frame), and arrival − capture time at its smallest so far (ms).
+    private var lastRTP: UInt32?
+    private var captureTicks: Int64 = 0
+    private var base: Int64 = 0
+    /// Capture time and arrival may part by this much before the track follows arrival again.
+    static let reanchorMs: Int64 = 500
 
     package init(path: String) {
         self.path = path
@@ -29,10 +39,11 @@ package final class VP8TrackWriter {
     /// Whether a keyframe has started the track.
     package var started: Bool { context != nil }
 
-    /// Writes one whole VP8 frame that arrived at `atMs`; frames before the first keyframe are
-    /// dropped (returns false: ask the sender for a keyframe).
+    /// Writes one whole VP8 frame that arrived at `atMs` (with its RTP timestamp when it came by
+    /// RTP); frames before the first keyframe are dropped (returns false: ask the sender for a
+    /// keyframe).
     @discardableResult
-    package func append(_ frame: [UInt8], isKeyframe: Bool, atMs: Int64) throws(RecordingError) -> Bool {
+    package func append(_ frame: [UInt8], isKeyframe: Bool, atMs: Int64, rtpTimestamp: UInt32? = nil) throws(RecordingError) -> Bool {
         if context == nil {
             guard isKeyframe, let (width, height) = Self.keyframeSize(frame) else { return false }
             try open(width: width, height: height)
@@ -45,7 +56,7 @@ package final class VP8TrackWriter {
         }
         guard let context, let stream, let packet else { throw .finished }
         // (Timestamps must grow: two frames in one millisecond are a millisecond apart.)
-        let pts = max(atMs - (firstMs ?? atMs), lastMs + 1)
+        let pts = max(time(arrivalMs: atMs - (firstMs ?? atMs), rtp: rtpTimestamp), lastMs + 1)
         lastMs = pts
         let rc = frame.withUnsafeBufferPointer { b -> Int32 in
             guard av_new_packet(packet, Int32(b.count)) == 0, let data = packet.pointee.data, let base = b.baseAddress else { return -1 }
@@ -66,6 +77,22 @@ package final class VP8TrackWriter {
             if pb.pointee.error < 0 { throw .writeFailed(path: path, errno: AVFormatError.errno(pb.pointee.error)) }
         }
         return true
+    }
+
+    /// A frame's time from the track's start (ms): its capture time placed by the least-delayed
+    /// frame so far, or its arrival when the two have parted (or there is no RTP timestamp).
+    private func time(arrivalMs: Int64, rtp: UInt32?) -> Int64 {
+        guard let rtp else { return arrivalMs }
+        if let last = lastRTP { captureTicks += Int64(Int32(bitPattern: rtp &- last)) }
+        lastRTP = rtp
+        let captureMs = captureTicks / 90
+        let placed = base + captureMs
+        if frames > 0, abs(arrivalMs - placed) <= Self.reanchorMs {
+            base = min(base, arrivalMs - captureMs)
+            return base + captureMs
+        }
+        base = arrivalMs - captureMs  // the first frame, or capture time and arrival parted
+        return arrivalMs
     }
 
     /// Where the track at `path` started (ms on the recording's clock), from the mark written

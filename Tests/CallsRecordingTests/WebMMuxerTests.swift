@@ -91,6 +91,46 @@ final class WebMMuxerTests: XCTestCase {
         XCTAssertEqual(WebMMuxer.durationMs(webm).map { Double($0) / 1000 } ?? 0, duration, accuracy: 0.01)
     }
 
+    /// Frames timed by the sender's capture clock, not by their arrival: a network's jitter (±30
+    /// ms) leaves the frames 66–67 ms apart in the file, placed by the least-delayed one; a
+    /// sender whose clock jumps (5 s of capture time in one frame, arriving 67 ms later) is
+    /// followed by arrival from there.
+    func testFramesAreTimedByTheSendersClockNotTheNetworksJitter() throws {
+        let video = dir.file("j.ivf")
+        let track = VP8TrackWriter(path: video)
+        let source = TestPatternSource(name: "Di", width: 160, height: 90)
+        let vp8 = try VP8Encoder(.init(width: 160, height: 90))
+        let jitter: [Int64] = [0, 25, -10, 30, 5, -20, 15, 0, 28, -5]
+        var rtp: UInt32 = 4_294_000_000  // (wraps within the track)
+        for i in 0..<60 {
+            guard let e = try vp8.encode(try source.read(at: UInt64(i) * 66_666_667), keyframe: i == 0) else { continue }
+            let arrival = 1000 + Int64(i) * 200 / 3 + jitter[i % jitter.count] + 30  // (≥ the capture time: delay 0–60 ms)
+            if i == 40 { rtp &+= 450_000 }  // the sender's clock jumps 5 s
+            XCTAssertTrue(try track.append(e.data, isKeyframe: e.isKeyframe, atMs: arrival, rtpTimestamp: rtp))
+            rtp &+= 6000
+        }
+        try track.finish()
+        let p = try ManagedProcess("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts", "-of", "csv=p=0", video])
+        XCTAssertEqual(p.wait(timeout: 20), 0, p.errorOutput)
+        let pts = p.output.compactMap { Int($0.trimmingCharacters(in: .whitespaces).split(separator: ",").first ?? "") }
+        XCTAssertEqual(pts.count, 60)
+        let gaps = zip(pts.dropFirst(), pts).map { $0 - $1 }
+        // Placed by the least-delayed frame: the first few gaps take up what the first frame was
+        // late (as do the few after the jump, placed anew by arrival).
+        for (i, g) in gaps.enumerated() where !(0..<6).contains(i) && !(39..<45).contains(i) {
+            XCTAssertTrue((66...67).contains(g), "gap \(i) is \(g) ms: \(gaps)")
+        }
+        XCTAssertTrue((30...110).contains(gaps[39]), "after the clock's jump the track follows arrival: \(gaps[39]) ms")
+        XCTAssertTrue(gaps.allSatisfy { (50...110).contains($0) }, "never a jitter's worth off: \(gaps)")
+        // Without RTP timestamps: arrival, jitter and all.
+        let plain = VP8TrackWriter(path: dir.file("k.ivf"))
+        let key = try XCTUnwrap(try VP8Encoder(.init(width: 160, height: 90)).encode(try source.read(at: 0), keyframe: true))
+        XCTAssertTrue(try plain.append(key.data, isKeyframe: true, atMs: 500))
+        XCTAssertTrue(try plain.append(key.data, isKeyframe: true, atMs: 590))
+        XCTAssertEqual(plain.lastMs, 90)
+        try plain.finish()
+    }
+
     func testNothingBeforeTheFirstKeyframeAndTheSizeFromIt() throws {
         let vp8 = try VP8Encoder(.init(width: 160, height: 90))
         let source = TestPatternSource(name: "Bo", width: 160, height: 90)
