@@ -112,7 +112,8 @@ final class ObjectStorageRecordingTests: XCTestCase {
         // A multipart upload a crash left (moto dates every one 2010-11-10): aborted, once old enough.
         let left = try S3Client(bucket).beginUpload("recordings/\(rid)/left-by-a-crash.opus", contentType: "audio/ogg")
         XCTAssertEqual(try S3Client(bucket).incompleteUploads().map(\.uploadID), [left.uploadID])
-        XCTAssertEqual(t.server.abortAbandonedUploads(olderThan: 24 * 3600), 1)
+        // (The uploader's own sweep, 5 s after start, may have come first under load: either way one abort.)
+        XCTAssertLessThanOrEqual(t.server.abortAbandonedUploads(olderThan: 24 * 3600), 1)
         XCTAssertEqual(try S3Client(bucket).incompleteUploads(), [])
         XCTAssertTrue(t.server.metricsText().contains(#"callroom_object_storage_operations_total{outcome="aborted"} 1"#))
 
