@@ -99,7 +99,8 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
                 guard s.video.count < Self.maxVideoTracks else { return .fine }
                 s.video[h.ssrc] = VideoTrack(who: who, writer: VP8TrackWriter(path: config.dir + "/\(who.pid).ivf"))
             }
-            guard var track = s.video[h.ssrc] else { return .fine }
+            // (Taken out while it is worked on: the assembler's buffers are not copied per packet.)
+            guard var track = s.video.removeValue(forKey: h.ssrc) else { return .fine }
             defer { s.video[h.ssrc] = track }
             var needKeyframe = false
             switch track.assembler.insert(sequence: h.sequenceNumber, timestamp: h.timestamp, marker: h.marker, payload: UnsafeRawBufferPointer(payload)) {

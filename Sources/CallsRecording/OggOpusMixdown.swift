@@ -45,12 +45,12 @@ public enum OggOpusMixdown {
         return Double(written) / 48_000
     }
 
-    /// One participant's file, decoded on demand and placed at its offset.
     /// When a participant's file starts on the recording's clock (its `START_OFFSET_MS` tag), ms.
     package static func startOffsetMs(_ path: String) -> Int64? {
         (try? TrackReader(path: path)).map { Int64($0.startSample / 48) }
     }
 
+    /// One participant's file, decoded on demand and placed at its offset.
     final class TrackReader {
         private var packets: [[UInt8]] = []
         private var next = 0

@@ -1,4 +1,5 @@
 import CAVFormat
+import CallsCore
 import Foundation
 
 /// One participant's VP8 video as it came, frame by frame, in an IVF file written by
@@ -7,8 +8,9 @@ import Foundation
 /// on the recording's clock by the least-delayed frame so far (arrival − capture time at its
 /// smallest), so the network's jitter does not make the video stutter; where capture time and
 /// arrival part by more than half a second (the camera paused, the sender restarted its clock)
-/// the track follows arrival again. Without RTP timestamps, arrival times. `WebMMuxer` puts it beside the participant's audio when the recording stops.
-/// Owns its libavformat context (closed by `finish`, or deinit).
+/// the track follows arrival again. Without RTP timestamps, arrival times. `WebMMuxer` puts it
+/// beside the participant's audio when the recording stops. Owns its libavformat context
+/// (closed by `finish`, or deinit).
 ///
 /// Thread rules: one thread at a time (the recorder's lock).
 package final class VP8TrackWriter {
@@ -85,7 +87,7 @@ package final class VP8TrackWriter {
         guard let rtp else { return arrivalMs }
         if let last = lastRTP { captureTicks += Int64(Int32(bitPattern: rtp &- last)) }
         lastRTP = rtp
-        let captureMs = captureTicks / 90
+        let captureMs = captureTicks * 1000 / Int64(VP8Payload.clockRate)
         let placed = base + captureMs
         if frames > 0, abs(arrivalMs - placed) <= Self.reanchorMs {
             base = min(base, arrivalMs - captureMs)

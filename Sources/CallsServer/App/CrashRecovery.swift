@@ -52,8 +52,8 @@ enum CrashRecovery {
     }
 
     /// Recordings a crash cut: every file's last page marked as the end (a torn page dropped),
-    /// each video track put into its WebM, and the row finished with what the files hold. Returns their sessions (a recording
-    /// starts again in each when its people come back).
+    /// each video track put into its WebM, and the row finished with what the files hold.
+    /// Returns their sessions (a recording starts again in each when its people come back).
     @discardableResult
     static func finaliseInterruptedRecordings(_ store: CallStore, dataDir: String, log: ServerLog,
                                               onlyLocal: Bool = false) throws(DatabaseError) -> [String] {

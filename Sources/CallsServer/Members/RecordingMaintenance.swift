@@ -5,9 +5,9 @@ import CallsRecording
 import CallsStore
 import Foundation
 
-/// The recordings' upkeep while the server runs: deleting those — and transcripts — past their retention (at
-/// start, then hourly, with `recordingRetentionDays`) and making the mixes a full disk held
-/// back (every 30 s, once there is room). Store failures are `StoreOutage`'s: the step is
+/// The recordings' upkeep while the server runs: deleting those — and transcripts — past their
+/// retention (at start, then hourly, with `recordingRetentionDays`) and making the mixes a full
+/// disk held back (every 30 s, once there is room). Store failures are `StoreOutage`'s: the step is
 /// skipped and tried on the next turn.
 ///
 /// Thread rules: the timers run on a utility queue (on the scheduler: virtual in tests); `sweep` and `mixPending` from any thread

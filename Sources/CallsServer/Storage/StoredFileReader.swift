@@ -34,12 +34,7 @@ struct StoredFileReader {
     ///   all busy; 400 for a whole file beyond `maxObjectBytes` asked without a range.
     func read(_ key: String, rangeSpec: String?, gone: String) throws -> Served {
         let path = (dataDir as NSString).appendingPathComponent(key)
-        if let data = FileManager.default.contents(atPath: path) {
-            let bytes = [UInt8](data)
-            guard let spec = rangeSpec else { return Served(bytes: bytes, total: bytes.count, range: nil) }
-            guard let range = RESTRouter.byteRange(spec, total: bytes.count) else { throw Unsatisfiable(total: bytes.count, spec: spec) }
-            return Served(bytes: Array(bytes[range]), total: bytes.count, range: range)
-        }
+        if let served = try Self.fromDisk(path, rangeSpec: rangeSpec) { return served }
         guard let objectStorage else { throw ServerError(.notFound, gone) }
         let row: StoredObject?
         do { row = try store.storedObject(key: key) } catch { throw ServerError.databaseUnavailable }
@@ -53,6 +48,23 @@ struct StoredFileReader {
         case .stored:
             return try fromBucket(key, size: Int(row.bytes ?? 0), rangeSpec: rangeSpec, objectStorage, gone: gone)
         }
+    }
+
+    /// This node's copy, whole or only the range asked for (read from the disk, not the whole
+    /// file); nil when this node has none it can read.
+    private static func fromDisk(_ path: String, rangeSpec: String?) throws -> Served? {
+        guard let file = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? file.close() }
+        guard let spec = rangeSpec else {
+            guard let data = try? file.readToEnd() else { return nil }
+            let bytes = [UInt8](data)
+            return Served(bytes: bytes, total: bytes.count, range: nil)
+        }
+        guard let end = try? file.seekToEnd() else { return nil }
+        let total = Int(end)
+        guard let range = RESTRouter.byteRange(spec, total: total) else { throw Unsatisfiable(total: total, spec: spec) }
+        guard (try? file.seek(toOffset: UInt64(range.lowerBound))) != nil, let data = try? file.read(upToCount: range.count) else { return nil }
+        return Served(bytes: [UInt8](data), total: total, range: range.lowerBound..<(range.lowerBound + data.count))
     }
 
     /// The media type of a recording's or transcript's file, by its name (uploads and downloads alike).
