@@ -71,6 +71,13 @@ final class RecordingTests: XCTestCase {
         XCTAssertEqual(part.status, 206)
         XCTAssertEqual(part.body, mixed.body.prefix(100))
         XCTAssertEqual(part.headers["content-range"], "bytes 0-99/\(mixed.body.count)")
+        // (From the middle and from the end: read from the disk at their offsets.)
+        let middle = BlockingHTTP.request("GET", url, headers: ["authToken": token, "appId": t.appId, "Range": "bytes=1000-1499"])
+        XCTAssertEqual(middle.status, 206)
+        XCTAssertEqual(middle.body, mixed.body.subdata(in: 1000..<1500))
+        let tail = BlockingHTTP.request("GET", url, headers: ["authToken": token, "appId": t.appId, "Range": "bytes=-50"])
+        XCTAssertEqual(tail.body, mixed.body.suffix(50))
+        XCTAssertEqual(tail.headers["content-range"], "bytes \(mixed.body.count - 50)-\(mixed.body.count - 1)/\(mixed.body.count)")
         XCTAssertEqual(BlockingHTTP.request("GET", url, headers: ["authToken": token, "appId": t.appId, "Range": "bytes=\(mixed.body.count)-"]).status, 416)
         // Each participant's own file holds their own tone.
         for (uid, tone, other) in [("mod", 440.0, 660.0), ("guest", 660.0, 440.0)] {
