@@ -27,14 +27,22 @@ public struct CaptionTiming: Sendable, Equatable {
     public var maxUtteranceMs: Int64 = 12_000
     /// How often a partial caption is refreshed while someone talks.
     public var partialEveryMs: Int64 = 500
+    /// Silence after which the recogniser is told the speaker paused (`speechPaused()`), so a
+    /// slow final pass can start before the hangover is over; nil: never.
+    public var pauseHintMs: Int64?
     public init() {}
 
     /// The timing for engine `name` (`SpeechRecognizerEngine.name`): Whisper's final pass
-    /// costs ≈ 0.5 s whatever the utterance's length (it always encodes a 30 s window), so its
-    /// utterances end after 400 ms of silence to keep the final caption within about a second.
+    /// costs ≈ 0.55 s whatever the utterance's length (it encodes a whole 30 s window), so it
+    /// starts after 200 ms of silence (kept when no voice came before the end) and its
+    /// utterances end after 400 ms: the final caption ≈ 0.75–0.85 s after speech. (600 ms kept
+    /// more sentences together, but a looping clip's 12 s utterances came out as repeats.)
     public init(for engine: String) {
         self.init()
-        if engine == "whisper" { hangoverMs = 400 }
+        if engine == "whisper" {
+            hangoverMs = 400
+            pauseHintMs = 200
+        }
     }
 }
 
@@ -62,6 +70,8 @@ public final class SpeakerCaptioner {
     private var lastFrameMs: Int64 = 0
     private var lastPartialMs: Int64 = 0
     private var lastPartial = ""
+    /// Whether the recogniser was told the speaker paused (and not yet that they went on).
+    private var pauseHinted = false
     private var nextID = 1
     /// Utterances that ended while every recogniser was busy: recognised, in order, as soon as
     /// one frees (on a later frame or tick), so a busy server captions late, not never.
@@ -93,7 +103,13 @@ public final class SpeakerCaptioner {
         if scratch.count < pcm.count / 3 + 16 { scratch = [Int16](repeating: 0, count: pcm.count / 3 + 16) }
         let n = scratch.withUnsafeMutableBufferPointer { resampler.process(pcm, into: $0) }
         lastFrameMs = atMs + frameMs
-        if isVoice { lastVoiceMs = atMs + frameMs }
+        if isVoice {
+            lastVoiceMs = atMs + frameMs
+            if pauseHinted {
+                pauseHinted = false
+                recognizer?.speechResumed()
+            }
+        }
         if utterance == nil {
             guard isVoice else {
                 buffered.append(contentsOf: scratch[0..<n])
@@ -118,6 +134,10 @@ public final class SpeakerCaptioner {
         if nowMs - lastVoiceMs >= timing.hangoverMs { return finishUtterance(endMs: lastVoiceMs) }
         if nowMs - u.startMs >= timing.maxUtteranceMs { return finishUtterance(endMs: min(nowMs, lastFrameMs)) }
         if recognizer == nil { attachRecognizer() }
+        if let after = timing.pauseHintMs, let r = recognizer, nowMs - lastVoiceMs >= after {
+            pauseHinted = true
+            r.speechPaused()
+        }
         if let r = recognizer, nowMs - lastPartialMs >= timing.partialEveryMs {
             lastPartialMs = nowMs
             let text = r.partial()
@@ -199,6 +219,7 @@ public final class SpeakerCaptioner {
     private func finishUtterance(endMs: Int64) {
         guard let u = utterance else { return }
         utterance = nil
+        pauseHinted = false
         if recognizer == nil { attachRecognizer() }
         var text = ""
         var queued = false

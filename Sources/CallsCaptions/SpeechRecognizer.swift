@@ -14,6 +14,12 @@ public protocol SpeechRecognizer: AnyObject, Sendable {
     func partial() -> String
     /// Ends the utterance and returns its final text (empty for noise).
     func end() throws(CaptionError) -> String
+    /// The speaker has been quiet for a moment (said on every tick while they stay quiet): the
+    /// utterance may end with the audio fed so far, and a recogniser whose final pass is slow may
+    /// start on it now. Audio fed after this is not voice unless `speechResumed()` follows.
+    func speechPaused()
+    /// Voice again after `speechPaused()`: the utterance goes on.
+    func speechResumed()
     /// A worker process's CPU seconds and resident memory (KiB) so far; nil for an in-process
     /// recogniser (benchmarks).
     var workerUsage: (cpuSeconds: Double, residentKiB: Int)? { get }
@@ -21,6 +27,8 @@ public protocol SpeechRecognizer: AnyObject, Sendable {
 
 extension SpeechRecognizer {
     public var workerUsage: (cpuSeconds: Double, residentKiB: Int)? { nil }
+    public func speechPaused() {}
+    public func speechResumed() {}
 }
 
 /// Makes recognisers for a language: where the models are and what they cost to load.

@@ -5,8 +5,10 @@ import Synchronization
 /// One Whisper worker behind the `SpeechRecognizer` interface. Whisper is not a streaming
 /// recogniser, so the utterance's audio is kept here: a partial caption is a request for the
 /// whole utterance so far, sent without waiting (its reply read on a later `partial()`), at most
-/// one at a time; `end()` recognises the whole utterance and waits for it. A worker that dies is
-/// started again and the utterance retried once.
+/// one at a time; `end()` recognises the whole utterance and waits for it. When the speaker
+/// pauses (`speechPaused()`) the final pass is asked for at once, and `end()` keeps its answer if
+/// no voice came since (only silence was fed after it), so the final caption does not wait for a
+/// whole pass after the hangover. A worker that dies is started again and the utterance retried once.
 ///
 /// Thread rules: one thread at a time (leased from `RecognizerPool`); its state lives in a
 /// `Mutex` that is never contended, so the compiler checks it is not shared some other way.
@@ -15,12 +17,17 @@ final class WhisperRecognizer: SpeechRecognizer {
     private struct State: ~Copyable {
         var worker: WhisperWorker?
         var samples: [Int16] = []
-        /// The partial request in flight (its id), if any.
+        /// The request in flight (its id), if any: a partial, or the pause's final pass.
         var inFlight: Int?
+        /// The final pass asked for when the speaker paused (its id), while no voice came since.
+        var early: Int?
+        /// Its answer, once read (nil: not yet, or it failed).
+        var earlyText: String?
         /// Samples the last partial request carried.
         var asked = 0
         var nextID = 1
         var latest = ""
+        var finalPasses = 0
     }
     private let state: Mutex<State>
     private let start: @Sendable () throws(CaptionError) -> WhisperWorker
@@ -42,6 +49,8 @@ final class WhisperRecognizer: SpeechRecognizer {
             s.samples.removeAll(keepingCapacity: true)
             s.latest = ""
             s.asked = 0
+            s.early = nil
+            s.earlyText = nil
             // (A worker that died or went out of step since: a new one.)
             do { try drainInFlight(&s) } catch { try restart(&s) }
             if s.worker?.isAlive != true { try restart(&s) }
@@ -57,11 +66,7 @@ final class WhisperRecognizer: SpeechRecognizer {
 
     func partial() -> String {
         state.withLock { s in
-            // A reply that came in since: the newest guess.
-            if let id = s.inFlight, let r = try? s.worker?.reply(timeout: 0) {
-                if r.id == id { s.inFlight = nil }
-                if let text = r.text, !text.isEmpty { s.latest = text }
-            }
+            poll(&s)
             // (Not while the last 240 ms are quiet: the utterance may be ending, and the worker
             // should be free for its final pass.)
             if s.inFlight == nil, s.samples.count >= Self.partialStepSamples, !Self.endsQuiet(s.samples),
@@ -77,10 +82,38 @@ final class WhisperRecognizer: SpeechRecognizer {
         }
     }
 
+    func speechPaused() {
+        state.withLock { s in
+            poll(&s)
+            guard s.early == nil, s.inFlight == nil, !s.samples.isEmpty, let worker = s.worker else { return }
+            let id = s.nextID
+            s.nextID += 1
+            if (try? worker.send(id: id, samples: s.samples, pass: .final)) != nil {
+                s.finalPasses += 1
+                s.inFlight = id
+                s.early = id
+                s.asked = s.samples.count
+            }
+        }
+    }
+
+    func speechResumed() {
+        // (Its answer, when it comes, is a partial guess like any other.)
+        state.withLock { s in
+            s.early = nil
+            s.earlyText = nil
+        }
+    }
+
     func end() throws(CaptionError) -> String {
         try state.withLock { (s) throws(CaptionError) -> String in
-            defer { s.samples.removeAll(keepingCapacity: true) }
+            defer {
+                s.samples.removeAll(keepingCapacity: true)
+                s.early = nil
+                s.earlyText = nil
+            }
             guard !s.samples.isEmpty else { return "" }
+            if let text = try? earlyFinal(&s) { return text }
             do { return try recognise(&s) } catch {
                 // The worker died or is out of step: a new one, and the utterance once more.
                 try restart(&s)
@@ -101,7 +134,29 @@ final class WhisperRecognizer: SpeechRecognizer {
         Array(samples.suffix(16 * 240)).withUnsafeBufferPointer { !LevelMeter.isVoice(dbfs: LevelMeter.rmsDBFS($0)) }
     }
 
+    /// Final passes asked for so far, on a pause or at the end (tests).
+    var finalPasses: Int { state.withLock { $0.finalPasses } }
+
     // MARK: Requests (under the state's lock)
+
+    /// Reads a reply that came in since, without waiting: the newest guess, or the pause's final.
+    private func poll(_ s: inout State) {
+        guard let id = s.inFlight, let r = try? s.worker?.reply(timeout: 0) else { return }
+        if r.id == id { s.inFlight = nil }
+        if r.id == s.early { s.earlyText = r.error == nil ? (r.text ?? "") : nil }
+        if let text = r.text, !text.isEmpty { s.latest = text }
+    }
+
+    /// The pause's final pass, when one was asked for and only silence came after it: its
+    /// answer (waited for); nil when there is none to keep.
+    private func earlyFinal(_ s: inout State) throws(CaptionError) -> String? {
+        guard let id = s.early else { return nil }
+        if let text = s.earlyText { return text }
+        guard s.inFlight == id, let worker = s.worker else { return nil }
+        s.inFlight = nil
+        let r = try reply(id, from: worker)
+        return r.error == nil ? (r.text ?? "") : nil
+    }
 
     private func recognise(_ s: inout State) throws(CaptionError) -> String {
         try drainInFlight(&s)
@@ -109,6 +164,7 @@ final class WhisperRecognizer: SpeechRecognizer {
         let id = s.nextID
         s.nextID += 1
         try worker.send(id: id, samples: s.samples, pass: .final)
+        s.finalPasses += 1
         let r = try reply(id, from: worker)
         if let e = r.error { throw .recognizer("whisper: \(e)") }
         return r.text ?? ""

@@ -24,6 +24,25 @@ struct CountingEngine: SpeechRecognizerEngine {
     }
 }
 
+/// A recogniser that notes what the captioner tells it: pauses, resumptions, ends.
+final class HintedRecognizer: SpeechRecognizer, @unchecked Sendable {
+    let language = "en-US"
+    var said: [String] = []
+    func begin() throws(CaptionError) { said.append("begin") }
+    func feed(_ s: UnsafeBufferPointer<Int16>) throws(CaptionError) {}
+    func partial() -> String { "" }
+    func end() throws(CaptionError) -> String { said.append("end"); return "words" }
+    func speechPaused() { if said.last != "paused" { said.append("paused") } }
+    func speechResumed() { said.append("resumed") }
+}
+
+struct HintedEngine: SpeechRecognizerEngine {
+    let name = "hinted"
+    let recognizer = HintedRecognizer()
+    func languages() -> [String] { ["en-US"] }
+    func make(language: String) throws(CaptionError) -> SpeechRecognizer { recognizer }
+}
+
 /// A recogniser whose `begin` fails while `failing` > 0 (a Whisper worker that cannot start).
 final class FailingRecognizer: SpeechRecognizer, @unchecked Sendable {
     let language = "en-US"
@@ -116,6 +135,28 @@ final class CaptionTests: XCTestCase {
         XCTAssertEqual(got.count, 3, "\(got)")
         XCTAssertEqual(got.first?.endMs, 5000)
         XCTAssertEqual(got.map(\.id), [1, 2, 3])
+    }
+
+    /// Whisper's timing: the recogniser hears of a pause after 200 ms of silence (its final pass
+    /// may start), of voice again after it, and the utterance ends after 400 ms.
+    func testTheRecognizerIsToldOfPausesBeforeTheUtteranceEnds() throws {
+        let engine = HintedEngine()
+        var got: [CaptionSegment] = []
+        let c = try SpeakerCaptioner(language: "en-US", pool: RecognizerPool(engine: engine, capacity: 1), timing: CaptionTiming(for: "whisper")) {
+            if $0.isFinal { got.append($0) }
+        }
+        var t = play(c, frames(1000, true) + frames(180, false))
+        XCTAssertEqual(engine.recognizer.said, ["begin"], "180 ms of silence is no pause yet")
+        t = play(c, frames(200, false) + frames(500, true), from: t)
+        XCTAssertEqual(engine.recognizer.said, ["begin", "paused", "resumed"], "a 380 ms pause: one utterance still")
+        t = play(c, frames(300, false), from: t)
+        XCTAssertEqual(engine.recognizer.said, ["begin", "paused", "resumed", "paused"], "still open at 300 ms")
+        XCTAssertTrue(got.isEmpty)
+        play(c, frames(200, false), from: t)
+        XCTAssertEqual(engine.recognizer.said, ["begin", "paused", "resumed", "paused", "end"], "ended at 400 ms")
+        XCTAssertEqual(got.map(\.endMs), [1880])
+        // PocketSphinx's timing tells of no pause.
+        XCTAssertNil(CaptionTiming(for: "pocketsphinx").pauseHintMs)
     }
 
     func testPacketsThatStopEndTheUtteranceOnTheClock() throws {

@@ -85,6 +85,35 @@ final class WhisperEngineTests: XCTestCase {
         XCTAssertFalse(try r.end().isEmpty)
     }
 
+    /// The final pass asked for on a pause is the utterance's final text when only silence
+    /// followed (no second pass at the end); voice after the pause makes it a guess, and the end
+    /// recognises the whole utterance again — both sentences (a final pass without timestamps
+    /// left out the one after the 200 ms pause).
+    func testAFinalPassStartedOnAPauseIsKeptUnlessTheSpeakerGoesOn() throws {
+        let r = try XCTUnwrap(try engine().make(language: "en-US") as? WhisperRecognizer)
+        let first = try utterance("0920"), second = try utterance("0930")
+        let quiet = [Int16](repeating: 0, count: 16 * 200)
+        try r.begin()
+        try feed(r, first.samples + quiet)
+        r.speechPaused()
+        try feed(r, quiet)
+        XCTAssertTrue(eventually(20, poll: 0.05) { !r.partial().isEmpty }, "the pause's pass answered")
+        r.speechPaused()  // (said on every quiet tick: asked for once)
+        let kept = try r.end()
+        XCTAssertEqual(r.finalPasses, 1, "its answer kept: no pass at the end")
+        XCTAssertLessThan(WordErrorRate.rate(reference: first.text, hypothesis: kept), 0.2, "\"\(kept)\" for \"\(first.text)\"")
+
+        try r.begin()
+        try feed(r, first.samples + quiet)
+        r.speechPaused()
+        r.speechResumed()
+        try feed(r, second.samples + quiet)
+        let whole = try r.end()
+        XCTAssertEqual(r.finalPasses, 3, "the pause's pass was not kept: the whole utterance again")
+        let text = first.text + " " + second.text
+        XCTAssertLessThan(WordErrorRate.rate(reference: text, hypothesis: whole), 0.2, "\"\(whole)\" for \"\(text)\"")
+    }
+
     func testAPoolsIdleWorkersEndWhenItIsDrained() throws {
         let pool = RecognizerPool(engine: try engine(), capacity: 2)
         let pid: pid_t

