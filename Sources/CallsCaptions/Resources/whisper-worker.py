@@ -35,8 +35,8 @@ class QuickPass:
     """A partial's pass: the encoder run over the utterance and a second of silence after it, not
     over Whisper's whole 30 s window (≈ 0.03–0.1 s instead of ≈ 0.45 s), then a greedy decode
     held to a length the audio can carry. Whisper is trained on whole windows, so this is less
-    accurate (and not stable with beam search) — good for a guess that lasts a second, not for
-    the final text, which is a whole-window pass."""
+    accurate (and not stable with beam search) — good for a guess that lasts half a second, not
+    for the final text, which is a whole-window pass."""
 
     def __init__(self, model):
         import ctranslate2
