@@ -54,6 +54,14 @@ public final class RecognizerPool: Sendable {
         }
     }
 
+    /// Makes a recogniser for `language` ahead of need when none is idle and fewer than
+    /// `capacity` exist (a Whisper worker takes 0.4–0.7 s to start: the first speaker should not
+    /// wait for it). Slow like `lease`: call it off any latency-critical thread.
+    public func warm(language: String) throws(CaptionError) {
+        guard let r = try lease(language: language) else { return }  // (all busy: they are warm)
+        giveBack(r)
+    }
+
     /// Gives a recogniser back.
     public func giveBack(_ r: SpeechRecognizer) {
         state.withLock { s in

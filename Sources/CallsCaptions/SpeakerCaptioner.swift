@@ -35,7 +35,7 @@ public struct CaptionTiming: Sendable, Equatable {
     /// The timing for engine `name` (`SpeechRecognizerEngine.name`): Whisper's final pass
     /// costs ≈ 0.55 s whatever the utterance's length (it encodes a whole 30 s window), so it
     /// starts after 200 ms of silence (kept when no voice came before the end) and its
-    /// utterances end after 400 ms: the final caption ≈ 0.75–0.85 s after speech. (600 ms kept
+    /// utterances end after 400 ms: the final caption ≈ 0.75–1.0 s after speech. (600 ms kept
     /// more sentences together, but a looping clip's 12 s utterances came out as repeats.)
     public init(for engine: String) {
         self.init()
@@ -141,11 +141,18 @@ public final class SpeakerCaptioner {
         if let r = recognizer, nowMs - lastPartialMs >= timing.partialEveryMs {
             lastPartialMs = nowMs
             let text = r.partial()
-            if !text.isEmpty, text != lastPartial {
+            if !text.isEmpty, text != lastPartial, !Self.collapses(text, from: lastPartial) {
                 lastPartial = text
                 emit(CaptionSegment(id: u.id, text: text, isFinal: false, startMs: u.startMs, endMs: nowMs))
             }
         }
+    }
+
+    /// Whether a new guess has fewer than half the words of the one on screen: a recogniser that
+    /// stopped early on this pass (Whisper's quick pass sometimes ends after a word), not a
+    /// better reading — the caption would shrink to a word and grow back.
+    static func collapses(_ new: String, from shown: String) -> Bool {
+        WordErrorRate.words(new).count * 2 < WordErrorRate.words(shown).count
     }
 
     /// The speaker left or the transcription stops: the open utterance is made final, and what

@@ -29,8 +29,34 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var contentType: String
     public var body: [UInt8]
+    /// A body read from a file as it is sent (`body` is then empty): a download holds one chunk
+    /// of it in memory, not the file.
+    public var file: FileBody?
     /// More response headers (lower-case names), e.g. `content-range`.
     public var headers: [(name: String, value: String)] = []
+
+    /// `count` bytes of the file at `path` from `offset`. The server opens it when the answer's
+    /// head is written (answering 404 if it cannot) and ends the connection if the file turns
+    /// out shorter.
+    public struct FileBody: Sendable, Equatable {
+        public var path: String
+        public var offset: Int
+        public var count: Int
+        public init(path: String, offset: Int, count: Int) {
+            self.path = path
+            self.offset = offset
+            self.count = count
+        }
+    }
+
+    /// A response whose body is read from `file` as it is sent.
+    public init(status: Int, contentType: String, file: FileBody, headers: [(name: String, value: String)] = []) {
+        self.init(status: status, contentType: contentType, body: [], headers: headers)
+        self.file = file
+    }
+
+    /// The body's length in bytes (the file's part when there is one).
+    public var contentLength: Int { file?.count ?? body.count }
 
     public init(status: Int, contentType: String = "application/json", body: [UInt8], headers: [(name: String, value: String)] = []) {
         self.status = status

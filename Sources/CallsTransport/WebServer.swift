@@ -143,6 +143,9 @@ public final class WebServer: @unchecked Sendable {
         var closeAfterResponse = false
         var response: HTTPResponse?
         var headerWritten = false
+        /// Bytes of the response's body written so far, and its file while it is read.
+        var bodySent = 0
+        var bodyFile: FileChunkReader?
         var awaitingResponse = false
         /// Set once the request went to the delegate: libwebsockets may still report body
         /// completion for a body-less POST, which must not run the handler twice.
@@ -485,6 +488,8 @@ public final class WebServer: @unchecked Sendable {
         conn.closeAfterResponse = false
         conn.response = nil
         conn.headerWritten = false
+        conn.bodySent = 0
+        conn.bodyFile = nil
         conn.awaitingResponse = false
         conn.dispatched = false
         conn.peer = Self.peer(wsi)
@@ -556,10 +561,24 @@ public final class WebServer: @unchecked Sendable {
         delegate?.webServer(self, droppedSlowConnection: id, peer: conn.peer, queuedBytes: queued)
     }
 
+    /// A response's body goes out at most this much per writable callback (a large body, or a
+    /// file, is never copied whole into one write).
+    static let bodyChunkBytes = 64 << 10
+
     private func writeHTTP(_ conn: Connection) -> Int32 {
-        guard let response = conn.response else { return 0 }
+        guard var response = conn.response else { return 0 }
         let wsi = conn.wsi
         if !conn.headerWritten {
+            if let file = response.file {
+                // (Opened before the head goes, so a file gone since it was found is a 404, not a cut.)
+                if let reader = FileChunkReader(path: file.path) {
+                    conn.bodyFile = reader
+                } else {
+                    response = HTTPResponse(status: RESTErrorCode.notFound.status,
+                                            json: RESTErrorCode.notFound.json("The file is gone."))
+                    conn.response = response
+                }
+            }
             let capacity = Int(callroom_lws_pre) + 1024
             var buffer = [UInt8](repeating: 0, count: capacity)
             let ok = buffer.withUnsafeMutableBufferPointer { buf -> Bool in
@@ -568,7 +587,7 @@ public final class WebServer: @unchecked Sendable {
                 var p: UnsafeMutablePointer<UInt8>? = start
                 let end = base + capacity - 1
                 if lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType,
-                                               lws_filepos_t(response.body.count), &p, end) != 0 { return false }
+                                               lws_filepos_t(response.contentLength), &p, end) != 0 { return false }
                 if lws_add_http_header_by_name(wsi, "cache-control:", "no-store", 8, &p, end) != 0 { return false }
                 for h in response.headers {
                     let v = Array(h.value.utf8)
@@ -578,18 +597,41 @@ public final class WebServer: @unchecked Sendable {
             }
             guard ok else { return -1 }
             conn.headerWritten = true
-            if !response.body.isEmpty {
+            conn.bodySent = 0
+            if response.contentLength > 0 {
                 lws_callback_on_writable(wsi)
                 return 0
             }
         } else {
-            var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre)) + response.body
-            let n = buffer.withUnsafeMutableBufferPointer { buf in
-                lws_write(wsi, buf.baseAddress! + Int(callroom_lws_pre), response.body.count, LWS_WRITE_HTTP_FINAL)
+            let total = response.contentLength
+            let count = min(Self.bodyChunkBytes, total - conn.bodySent)
+            let last = conn.bodySent + count == total
+            var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre) + count)
+            let n = buffer.withUnsafeMutableBufferPointer { buf -> Int32 in
+                guard let base = buf.baseAddress else { return -1 }
+                let payload = base + Int(callroom_lws_pre)
+                if let file = response.file {
+                    // (A file shorter than its head said: the connection ends, the client sees it cut.)
+                    guard let reader = conn.bodyFile,
+                          reader.read(into: payload, count: count, at: file.offset + conn.bodySent) == count else { return -1 }
+                } else {
+                    response.body.withUnsafeBufferPointer { body in
+                        guard let from = body.baseAddress else { return }
+                        payload.update(from: from + conn.bodySent, count: count)
+                    }
+                }
+                return lws_write(wsi, payload, count, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
             }
             if n < 0 { return -1 }
+            conn.bodySent += count
+            if !last {
+                lws_callback_on_writable(wsi)
+                return 0
+            }
         }
         conn.response = nil
+        conn.bodyFile = nil
+        conn.bodySent = 0
         conn.awaitingResponse = false
         if conn.closeAfterResponse { return -1 }
         return lws_http_transaction_completed(wsi) != 0 ? -1 : 0

@@ -43,6 +43,24 @@ struct HintedEngine: SpeechRecognizerEngine {
     func make(language: String) throws(CaptionError) -> SpeechRecognizer { recognizer }
 }
 
+/// A recogniser whose partial guesses are scripted, one per call.
+final class ScriptedRecognizer: SpeechRecognizer, @unchecked Sendable {
+    let language = "en-US"
+    var guesses: [String]
+    init(_ guesses: [String]) { self.guesses = guesses }
+    func begin() throws(CaptionError) {}
+    func feed(_ s: UnsafeBufferPointer<Int16>) throws(CaptionError) {}
+    func partial() -> String { guesses.isEmpty ? "" : guesses.removeFirst() }
+    func end() throws(CaptionError) -> String { "the final words" }
+}
+
+struct ScriptedEngine: SpeechRecognizerEngine {
+    let name = "scripted"
+    let recognizer: ScriptedRecognizer
+    func languages() -> [String] { ["en-US"] }
+    func make(language: String) throws(CaptionError) -> SpeechRecognizer { recognizer }
+}
+
 /// A recogniser whose `begin` fails while `failing` > 0 (a Whisper worker that cannot start).
 final class FailingRecognizer: SpeechRecognizer, @unchecked Sendable {
     let language = "en-US"
@@ -157,6 +175,33 @@ final class CaptionTests: XCTestCase {
         XCTAssertEqual(got.map(\.endMs), [1880])
         // PocketSphinx's timing tells of no pause.
         XCTAssertNil(CaptionTiming(for: "pocketsphinx").pauseHintMs)
+    }
+
+    /// A pool warmed ahead of need holds an idle recogniser the first speaker gets without one
+    /// being made; warming a pool whose recognisers are all busy makes none.
+    func testAWarmedPoolHasOneReadyForTheFirstSpeaker() throws {
+        let pool = RecognizerPool(engine: CountingEngine(), capacity: 1)
+        try pool.warm(language: "en-US")
+        XCTAssertEqual(pool.leased, 0)
+        let first = try XCTUnwrap(try pool.lease(language: "en-US"))
+        try pool.warm(language: "en-US")
+        XCTAssertNil(try pool.lease(language: "en-US"), "capacity 1: warming made no second one")
+        pool.giveBack(first)
+        try pool.warm(language: "en-US")
+        XCTAssertTrue(try pool.lease(language: "en-US") === first, "the one made ahead, kept warm")
+    }
+
+    /// A guess with fewer than half the words of the caption shown is not shown (the caption
+    /// does not shrink to a word and grow back); a longer or similar one is.
+    func testAPartialDoesNotCollapseToAWord() throws {
+        let engine = ScriptedEngine(recognizer: ScriptedRecognizer(["the trajectory numbers check", "but", "the trajectory numbers",
+                                                                    "the trajectory numbers check out", "I ran"]))
+        var got: [CaptionSegment] = []
+        let c = try SpeakerCaptioner(language: "en-US", pool: RecognizerPool(engine: engine, capacity: 1)) { got.append($0) }
+        play(c, frames(3000, true) + frames(1000, false))
+        XCTAssertEqual(got.filter { !$0.isFinal }.map(\.text), ["the trajectory numbers check", "the trajectory numbers",
+                                                                "the trajectory numbers check out"])
+        XCTAssertEqual(got.last?.text, "the final words")
     }
 
     func testPacketsThatStopEndTheUtteranceOnTheClock() throws {

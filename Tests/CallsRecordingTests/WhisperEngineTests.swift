@@ -67,6 +67,14 @@ final class WhisperEngineTests: XCTestCase {
         try r.begin()
         try feed(r, (0..<32_000).map { _ in Int16.random(in: -3000...3000, using: &g) })
         XCTAssertEqual(try r.end(), "", "white noise")
+        // A 20 ms blip in silence: Whisper with timestamps hears "Thank you so much for watching,
+        // see you in the next video, …" to its token limit; the length bound and the repetition
+        // filter leave nothing.
+        var blip = [Int16](repeating: 0, count: 11_200)
+        for i in 4800..<5120 { blip[i] = Int16(9800 * sin(Double(i) * 0.2)) }
+        try r.begin()
+        try feed(r, blip)
+        XCTAssertEqual(try r.end(), "", "a blip")
     }
 
     func testAWorkerKilledMidUtteranceIsReplacedAndTheUtteranceRecognisedAgain() throws {
@@ -142,6 +150,33 @@ final class WhisperEngineTests: XCTestCase {
             let heard = try XCTUnwrap(reply.text)
             XCTAssertLessThanOrEqual(WordErrorRate.rate(reference: text, hypothesis: heard), 0.15, "\(pass): \(heard)")
         }
+    }
+
+    /// The quick pass's guess is cut where Whisper starts saying again what it just said (its
+    /// loop on a second of audio); speech that says something twice in other words is kept.
+    func testAQuickGuessIsCutWhereItLoops() throws {
+        let e = try engine()
+        let cases = [("Good morning. Good morning, good morning.", "Good morning."),
+                     ("Quick up, get from. Quick up get from, Quick up", "Quick up, get from."),
+                     ("Can a machine tell when it is talking to a person? Can a machine tell when it is tal",
+                      "Can a machine tell when it is talking to a person?"),
+                     ("I had had enough of it", "I had had enough of it"),
+                     ("no no no, I said no", "no no no, I said no")]
+        let program = "import importlib.util, json, sys\n"
+            + "spec = importlib.util.spec_from_file_location('worker', sys.argv[1])\n"
+            + "w = importlib.util.module_from_spec(spec); spec.loader.exec_module(w)\n"
+            + "print(json.dumps([w.cut_loop(t) for t in json.loads(sys.argv[2])]))\n"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: e.python)
+        p.arguments = ["-c", program, try XCTUnwrap(WhisperEngine.script),
+                       String(decoding: try JSONSerialization.data(withJSONObject: cases.map(\.0)), as: UTF8.self)]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+        XCTAssertEqual(try JSONSerialization.jsonObject(with: data) as? [String], cases.map(\.1))
     }
 
     func testOnlyEnglishIsOffered() throws {

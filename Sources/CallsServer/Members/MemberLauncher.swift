@@ -112,6 +112,10 @@ final class MemberLauncher: Sendable {
                 rooms?.memberFailed(launch, code: .languageUnavailable, reason: "Transcription is not available in \(language): \(error).")
                 return nil
             }
+            // (A recogniser started now, not when the first speaker talks: that speaker's audio
+            // would pile up behind a Whisper worker's start. A failure shows on first use.)
+            let pool = recognizers
+            DispatchQueue.global(qos: .utility).async { try? pool.warm(language: language) }
             return try RoomTranscriber(config: .init(sessionId: launch.session, tid: launch.id, language: language,
                                                      dir: (dir as NSString).appendingPathComponent("transcripts")),
                                        pool: recognizers, store: store, log: log)

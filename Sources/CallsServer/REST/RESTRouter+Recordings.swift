@@ -38,10 +38,7 @@ extension RESTRouter {
             return HTTPResponse(status: 416, json: RESTErrorCode.badRequest.json("Range '\(u.spec.prefix(60))' is not satisfiable (\(u.total) bytes)."))
                 .adding(headers)
         }
-        let type = StoredFileReader.contentType(name)
-        guard let range = served.range else { return HTTPResponse(status: 200, contentType: type, body: served.bytes, headers: headers) }
-        headers.append(("content-range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(served.total)"))
-        return HTTPResponse(status: 206, contentType: type, body: served.bytes, headers: headers)
+        return served.response(contentType: StoredFileReader.contentType(name), headers: headers)
     }
 
     /// A transcript: `{tid}` or `{tid}.json` (the JSON document), `{tid}.vtt` (WebVTT), to the
@@ -66,12 +63,12 @@ extension RESTRouter {
         }
         let gone = "The transcript '\(tid)' is gone (retention?)."
         if isVTT {
-            let body = try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).vtt"), rangeSpec: nil, gone: gone).bytes
-            return HTTPResponse(status: 200, contentType: StoredFileReader.contentType("\(tid).vtt"), body: body)
+            return try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).vtt"), rangeSpec: nil, gone: gone)
+                .response(contentType: StoredFileReader.contentType("\(tid).vtt"))
         }
         if t.endTime > 0 {
-            return HTTPResponse(status: 200, contentType: "application/json",
-                                body: try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).json"), rangeSpec: nil, gone: gone).bytes)
+            return try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).json"), rangeSpec: nil, gone: gone)
+                .response(contentType: "application/json")
         }
         // Still being made: built from its lines, on the node that makes it.
         let lines = (config.dataDir as NSString).appendingPathComponent("transcripts/\(tid).jsonl")

@@ -1,20 +1,37 @@
 import CallsObjectStorage
 import CallsStore
+import CallsTransport
 import Foundation
 import Synchronization
 
 /// A finished recording's or transcript's file, read where it is: this node's data directory
 /// first, else the bucket (any node serves what any node uploaded), whole or a byte range.
-/// A range is fetched from the bucket as a range; reads from the bucket are bounded — at most
-/// `maxBucketReads` at once on this node and `maxObjectBytes` each — so downloads cannot
-/// hold more than `maxBucketReads × maxObjectBytes` of memory. A value; any thread (each read
+/// A file on this node's disk is served from the file as it is sent (a download holds one
+/// chunk of it, `WebServer.bodyChunkBytes`). A range is fetched from the bucket as a range;
+/// reads from the bucket are bounded — at most `maxBucketReads` at once on this node and
+/// `maxObjectBytes` each — so downloads cannot hold more than `maxBucketReads × maxObjectBytes`
+/// of memory. A value; any thread (each read
 /// from the bucket makes its own client).
 struct StoredFileReader {
-    /// What a read gives: the bytes, the file's whole size, and which range they are (nil: whole).
+    /// What a read gives: the bytes (or, from this node's disk, the part of the file to send),
+    /// the file's whole size, and which range they are (nil: whole).
     struct Served {
         var bytes: [UInt8]
+        var file: HTTPResponse.FileBody?
         var total: Int
         var range: Range<Int>?
+
+        /// The answer carrying it: 206 with its `Content-Range` for a range, else 200.
+        func response(contentType: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+            var headers = headers
+            var status = 200
+            if let range {
+                status = 206
+                headers.append(("content-range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(total)"))
+            }
+            if let file { return HTTPResponse(status: status, contentType: contentType, file: file, headers: headers) }
+            return HTTPResponse(status: status, contentType: contentType, body: bytes, headers: headers)
+        }
     }
 
     let dataDir: String
@@ -50,21 +67,19 @@ struct StoredFileReader {
         }
     }
 
-    /// This node's copy, whole or only the range asked for (read from the disk, not the whole
-    /// file); nil when this node has none it can read.
+    /// This node's copy, whole or only the range asked for, to be read as it is sent; nil when
+    /// this node has none it can read.
     private static func fromDisk(_ path: String, rangeSpec: String?) throws -> Served? {
         guard let file = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? file.close() }
-        guard let spec = rangeSpec else {
-            guard let data = try? file.readToEnd() else { return nil }
-            let bytes = [UInt8](data)
-            return Served(bytes: bytes, total: bytes.count, range: nil)
-        }
         guard let end = try? file.seekToEnd() else { return nil }
         let total = Int(end)
+        guard let spec = rangeSpec else {
+            return Served(bytes: [], file: HTTPResponse.FileBody(path: path, offset: 0, count: total), total: total, range: nil)
+        }
         guard let range = RESTRouter.byteRange(spec, total: total) else { throw Unsatisfiable(total: total, spec: spec) }
-        guard (try? file.seek(toOffset: UInt64(range.lowerBound))) != nil, let data = try? file.read(upToCount: range.count) else { return nil }
-        return Served(bytes: [UInt8](data), total: total, range: range.lowerBound..<(range.lowerBound + data.count))
+        return Served(bytes: [], file: HTTPResponse.FileBody(path: path, offset: range.lowerBound, count: range.count),
+                      total: total, range: range)
     }
 
     /// The media type of a recording's or transcript's file, by its name (uploads and downloads alike).
@@ -100,10 +115,10 @@ struct StoredFileReader {
             let client = try S3Client(c)
             if let range {
                 let (bytes, total) = try client.get(key, range: range, limit: Self.maxObjectBytes)
-                return Served(bytes: bytes, total: total, range: range.lowerBound..<(range.lowerBound + bytes.count))
+                return Served(bytes: bytes, file: nil, total: total, range: range.lowerBound..<(range.lowerBound + bytes.count))
             }
             let bytes = try client.get(key, limit: Self.maxObjectBytes)
-            return Served(bytes: bytes, total: bytes.count, range: nil)
+            return Served(bytes: bytes, file: nil, total: bytes.count, range: nil)
         } catch .refused(let status, let code, _) where status == 404 || code == "NoSuchKey" {
             throw ServerError(.notFound, gone)
         } catch {
