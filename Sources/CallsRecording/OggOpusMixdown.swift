@@ -45,9 +45,46 @@ public enum OggOpusMixdown {
         return Double(written) / 48_000
     }
 
-    /// When a participant's file starts on the recording's clock (its `START_OFFSET_MS` tag), ms.
+    /// When a participant's file starts on the recording's clock (its `START_OFFSET_MS` tag), ms;
+    /// nil when it is not an Ogg Opus file. Reads its first two packets only (the tags are on its
+    /// second page), not the whole file.
     package static func startOffsetMs(_ path: String) -> Int64? {
-        (try? TrackReader(path: path)).map { Int64($0.startSample / 48) }
+        guard let file = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? file.close() }
+        var sync = ogg_sync_state(), stream = ogg_stream_state(), page = ogg_page(), packet = ogg_packet()
+        ogg_sync_init(&sync)
+        defer { ogg_sync_clear(&sync) }
+        var started = false, head: [[UInt8]] = []
+        defer { if started { ogg_stream_clear(&stream) } }
+        var read = 0
+        while head.count < 2, read < maxHeaderBytes {
+            guard let chunk = try? file.read(upToCount: 4096), !chunk.isEmpty else { break }
+            read += chunk.count
+            OggOpusFile.feed(chunk, to: &sync)
+            while head.count < 2, ogg_sync_pageout(&sync, &page) == 1 {
+                if !started { ogg_stream_init(&stream, ogg_page_serialno(&page)); started = true }
+                ogg_stream_pagein(&stream, &page)
+                while head.count < 2, ogg_stream_packetout(&stream, &packet) == 1 {
+                    head.append(Array(UnsafeBufferPointer(start: packet.packet, count: packet.bytes)))
+                }
+            }
+        }
+        guard head.count == 2, isOpusHead(head[0]) else { return nil }
+        return Int64(offsetMs(tags: head[1]))
+    }
+
+    /// Bytes read at most for a file's two header packets.
+    static let maxHeaderBytes = 1 << 20
+
+    static func isOpusHead(_ packet: [UInt8]) -> Bool {
+        packet.count >= 19 && packet.starts(with: Array("OpusHead".utf8))
+    }
+
+    /// The `START_OFFSET_MS` of an OpusTags packet (0 without one).
+    static func offsetMs(tags packet: [UInt8]) -> Int {
+        let tags = String(decoding: packet, as: UTF8.self)
+        guard let r = tags.range(of: offsetTag + "=") else { return 0 }
+        return Int(tags[r.upperBound...].prefix { $0.isNumber }) ?? 0
     }
 
     /// One participant's file, decoded on demand and placed at its offset.
@@ -77,13 +114,9 @@ public enum OggOpusMixdown {
                 }
             }
             if started { ogg_stream_clear(&stream) }
-            guard all.count >= 2, all[0].starts(with: Array("OpusHead".utf8)), all[0].count >= 19 else { throw .notOggOpus(path: path) }
+            guard all.count >= 2, OggOpusMixdown.isOpusHead(all[0]) else { throw .notOggOpus(path: path) }
             let preSkip = Int(all[0][10]) | Int(all[0][11]) << 8
-            var offsetMs = 0
-            if let tags = String(bytes: all[1], encoding: .utf8) ?? Optional(String(decoding: all[1], as: UTF8.self)),
-               let r = tags.range(of: OggOpusMixdown.offsetTag + "=") {
-                offsetMs = Int(tags[r.upperBound...].prefix { $0.isNumber }) ?? 0
-            }
+            let offsetMs = OggOpusMixdown.offsetMs(tags: all[1])
             packets = Array(all.dropFirst(2))
             do { decoder = try OpusDecoder() } catch { throw .library("\(error)") }
             startSample = offsetMs * 48

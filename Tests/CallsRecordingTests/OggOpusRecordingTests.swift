@@ -185,5 +185,11 @@ extension OggOpusRecordingTests {
         XCTAssertGreaterThanOrEqual(has(660, 11..<19), 7)
         XCTAssertLessThanOrEqual(has(440, 21..<29), 1, "a gone")
         XCTAssertGreaterThanOrEqual(has(660, 21..<29), 7, "b alone last")
+        // Where each starts, from its header pages alone (the WebM's audio is placed by it).
+        XCTAssertEqual(OggOpusMixdown.startOffsetMs(a), 0)
+        XCTAssertEqual(OggOpusMixdown.startOffsetMs(b), 1000)
+        XCTAssertNil(OggOpusMixdown.startOffsetMs(mixed + ".none"))
+        try Data("not an ogg file".utf8).write(to: URL(fileURLWithPath: dir.file("x.opus")))
+        XCTAssertNil(OggOpusMixdown.startOffsetMs(dir.file("x.opus")))
     }
 }
