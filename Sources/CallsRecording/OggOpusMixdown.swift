@@ -92,7 +92,10 @@ public enum OggOpusMixdown {
         private var packets: [[UInt8]] = []
         private var next = 0
         private let decoder: OpusDecoder
-        private var pending: [Int16] = []
+        /// The last packet's samples, `pending[taken..<pendingEnd]` not yet read.
+        private var pending = [Int16](repeating: 0, count: 5760)
+        private var pendingEnd = 0
+        private var taken = 0
         /// The recording sample where this track's audio (after pre-skip) begins.
         let startSample: Int
         private var skip: Int
@@ -133,26 +136,28 @@ public enum OggOpusMixdown {
             var i = 0
             while i < count {
                 let t = at + i
-                if t < startSample || (next >= packets.count && pending.isEmpty) { out[i] = 0; i += 1; continue }
-                if pending.isEmpty { decodeNext(); continue }
-                out[i] = pending.removeFirst()
-                position += 1
-                i += 1
+                if t < startSample || (next >= packets.count && taken == pendingEnd) { out[i] = 0; i += 1; continue }
+                if taken == pendingEnd { decodeNext(); continue }
+                // (As many as this packet has and the block wants, at once.)
+                let n = min(count - i, pendingEnd - taken)
+                pending.withUnsafeBufferPointer { p in
+                    for k in 0..<n { out[i + k] = p[taken + k] }
+                }
+                taken += n
+                position += n
+                i += n
             }
         }
 
+        /// The next packet decoded into `pending` (its pre-skip left out), read from its start.
         private func decodeNext() {
             guard next < packets.count else { return }
-            var pcm = [Int16](repeating: 0, count: 5760)
-            let n = packets[next].withUnsafeBufferPointer { p in pcm.withUnsafeMutableBufferPointer { decoder.decode(p, into: $0) } }
+            let n = max(0, packets[next].withUnsafeBufferPointer { p in pending.withUnsafeMutableBufferPointer { decoder.decode(p, into: $0) } })
             next += 1
-            var frame = Array(pcm.prefix(n))
-            if skip > 0 {
-                let s = min(skip, frame.count)
-                frame.removeFirst(s)
-                skip -= s
-            }
-            pending += frame
+            let s = min(skip, n)
+            skip -= s
+            pendingEnd = n
+            taken = s
         }
     }
 }

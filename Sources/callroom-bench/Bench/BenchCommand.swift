@@ -25,6 +25,7 @@ enum BenchCommand {
                                        [--whisper-python PATH] [--whisper-model-dir DIR] [--whisper-threads N] [--librivox DIR]
                                        [--bitrate B/S] [--pause-hint-ms MS] [--hangover-ms MS]
                callroom bench video [--seconds N]
+               callroom bench mixdown [--participants N] [--seconds S]
                callroom bench peer-latency --server URL --auth-key KEY --session ID [--seconds N]
 
         latency  mouth-to-ear through the whole real pipeline on loopback: a clicking input on one
@@ -70,6 +71,8 @@ enum BenchCommand {
                  defaults: the engine's): word error rate, real-time factor (the
                  worker's CPU too), the final caption's delay after speech, the partials' interval,
                  memory per recogniser; one line per engine and corpus: captions engine=… wer=…
+        mixdown    the recording's mixdown after a call: N participant files (default 10) of S
+                 seconds of speech (default 60), mixed; mixdown cpu_ms_per_room_minute=…
         video      VP8 encode/decode per frame at 160x90, 320x180, 640x360; the call screen's render
                  time with 4, 9 and 25 video tiles at 120x40 (every tile a new frame each render);
                  glass-to-glass latency through an in-process server (--seconds, default 10); last
@@ -81,7 +84,7 @@ enum BenchCommand {
         """
 
     static func run(_ arguments: [String]) -> Never {
-        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join", "captions", "video", "peer-latency"].contains(sub) else {
+        guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join", "captions", "video", "peer-latency", "mixdown"].contains(sub) else {
             Console.out(usage)
             exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
         }
@@ -111,6 +114,9 @@ enum BenchCommand {
             JoinBench.run(args)
         case "peer-latency":
             PeerLatencyBench.run(args)
+        case "mixdown":
+            MixdownBench.run(participants: int("participants", 10, 1...100), seconds: int("seconds", 60, 1...3600))
+            exit(ExitCode.ok)
         case "video":
             let seconds = int("seconds", 10, 2...600)
             Task { await VideoBench.run(seconds: seconds); exit(ExitCode.ok) }
