@@ -32,7 +32,7 @@ enum CaptionBench {
         var residentKiB = 0
     }
 
-    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, whisperModelDir: String?, librivox: String, bitrate: Int, pauseHintMs: Int?, hangoverMs: Int?, whisperThreads: Int) {
+    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, whisperModelDir: String?, librivox: String, bitrate: Int, pauseHintMs: Int?, hangoverMs: Int?, maxUtteranceMs: Int?, whisperThreads: Int) {
         guard let resources = BotDirector.resources,
               let table = try? String(contentsOf: resources.appendingPathComponent("clips/transcripts.tsv"), encoding: .utf8) else {
             Console.fail("cannot find clips/transcripts.tsv (set CALLROOM_RESOURCES)", code: ExitCode.failure)
@@ -70,6 +70,7 @@ enum CaptionBench {
                 var timing = CaptionTiming(for: engine.name)
                 if let ms = pauseHintMs { timing.pauseHintMs = ms > 0 ? Int64(ms) : nil }
                 if let ms = hangoverMs { timing.hangoverMs = Int64(ms) }
+                if let ms = maxUtteranceMs { timing.maxUtteranceMs = Int64(ms) }
                 for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, timing: timing, realTime: engine.name == "whisper", into: &f) }
                 if f.residentKiB == 0 { f.residentKiB = inProcessKiB }
                 let rtf = f.cpuSeconds / max(0.001, f.audioSeconds)
