@@ -10,8 +10,7 @@ import Synchronization
 /// chunk of it, `WebServer.bodyChunkBytes`). A range is fetched from the bucket as a range;
 /// reads from the bucket are bounded — at most `maxBucketReads` at once on this node and
 /// `maxObjectBytes` each — so downloads cannot hold more than `maxBucketReads × maxObjectBytes`
-/// of memory. A value; any thread (each read
-/// from the bucket makes its own client).
+/// of memory. A value; any thread (each read from the bucket makes its own client).
 struct StoredFileReader {
     /// What a read gives: the bytes (or, from this node's disk, the part of the file to send),
     /// the file's whole size, and which range they are (nil: whole).
