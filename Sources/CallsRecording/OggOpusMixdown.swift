@@ -49,28 +49,34 @@ public enum OggOpusMixdown {
     /// nil when it is not an Ogg Opus file. Reads its first two packets only (the tags are on its
     /// second page), not the whole file.
     package static func startOffsetMs(_ path: String) -> Int64? {
+        guard let head = packets(of: path, atMost: 2, maxBytes: maxHeaderBytes), head.count == 2, isOpusHead(head[0]) else { return nil }
+        return Int64(offsetMs(tags: head[1]))
+    }
+
+    /// The first `atMost` packets of the Ogg file at `path` (of its first stream), read in
+    /// chunks until they are out or `maxBytes` were read; nil when it cannot be opened.
+    static func packets(of path: String, atMost: Int = .max, maxBytes: Int = .max) -> [[UInt8]]? {
         guard let file = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? file.close() }
         var sync = ogg_sync_state(), stream = ogg_stream_state(), page = ogg_page(), packet = ogg_packet()
         ogg_sync_init(&sync)
         defer { ogg_sync_clear(&sync) }
-        var started = false, head: [[UInt8]] = []
+        var started = false, out: [[UInt8]] = []
         defer { if started { ogg_stream_clear(&stream) } }
         var read = 0
-        while head.count < 2, read < maxHeaderBytes {
-            guard let chunk = try? file.read(upToCount: 4096), !chunk.isEmpty else { break }
+        while out.count < atMost, read < maxBytes {
+            guard let chunk = try? file.read(upToCount: min(64 << 10, maxBytes - read)), !chunk.isEmpty else { break }
             read += chunk.count
             OggOpusFile.feed(chunk, to: &sync)
-            while head.count < 2, ogg_sync_pageout(&sync, &page) == 1 {
+            while out.count < atMost, ogg_sync_pageout(&sync, &page) == 1 {
                 if !started { ogg_stream_init(&stream, ogg_page_serialno(&page)); started = true }
                 ogg_stream_pagein(&stream, &page)
-                while head.count < 2, ogg_stream_packetout(&stream, &packet) == 1 {
-                    head.append(Array(UnsafeBufferPointer(start: packet.packet, count: packet.bytes)))
+                while out.count < atMost, ogg_stream_packetout(&stream, &packet) == 1 {
+                    out.append(Array(UnsafeBufferPointer(start: packet.packet, count: packet.bytes)))
                 }
             }
         }
-        guard head.count == 2, isOpusHead(head[0]) else { return nil }
-        return Int64(offsetMs(tags: head[1]))
+        return out
     }
 
     /// Bytes read at most for a file's two header packets.
@@ -99,24 +105,10 @@ public enum OggOpusMixdown {
         /// The recording sample where this track's audio (after pre-skip) begins.
         let startSample: Int
         private var skip: Int
-        private var position: Int
         let endSample: Int
 
         init(path: String) throws(RecordingError) {
-            guard let data = FileManager.default.contents(atPath: path) else { throw .cannotRead(path: path, errno: ENOENT) }
-            var sync = ogg_sync_state(), stream = ogg_stream_state()
-            ogg_sync_init(&sync)
-            defer { ogg_sync_clear(&sync) }
-            OggOpusFile.feed(data, to: &sync)
-            var page = ogg_page(), packet = ogg_packet(), started = false, all: [[UInt8]] = []
-            while ogg_sync_pageout(&sync, &page) == 1 {
-                if !started { ogg_stream_init(&stream, ogg_page_serialno(&page)); started = true }
-                ogg_stream_pagein(&stream, &page)
-                while ogg_stream_packetout(&stream, &packet) == 1 {
-                    all.append(Array(UnsafeBufferPointer(start: packet.packet, count: packet.bytes)))
-                }
-            }
-            if started { ogg_stream_clear(&stream) }
+            guard let all = OggOpusMixdown.packets(of: path) else { throw .cannotRead(path: path, errno: ENOENT) }
             guard all.count >= 2, OggOpusMixdown.isOpusHead(all[0]) else { throw .notOggOpus(path: path) }
             let preSkip = Int(all[0][10]) | Int(all[0][11]) << 8
             let offsetMs = OggOpusMixdown.offsetMs(tags: all[1])
@@ -124,7 +116,6 @@ public enum OggOpusMixdown {
             do { decoder = try OpusDecoder() } catch { throw .library("\(error)") }
             startSample = offsetMs * 48
             skip = preSkip
-            position = startSample
             var samples = 0
             for p in packets { samples += p.withUnsafeBufferPointer { Int(opus_packet_samples($0)) } }
             endSample = startSample + max(0, samples - preSkip)
@@ -144,7 +135,6 @@ public enum OggOpusMixdown {
                     for k in 0..<n { out[i + k] = p[taken + k] }
                 }
                 taken += n
-                position += n
                 i += n
             }
         }
