@@ -71,12 +71,7 @@ final class WhisperRecognizer: SpeechRecognizer {
             // should be free for its final pass.)
             if s.inFlight == nil, s.samples.count >= Self.partialStepSamples, !Self.endsQuiet(s.samples),
                s.samples.count - s.asked >= Self.partialStepSamples, let worker = s.worker {
-                let id = s.nextID
-                s.nextID += 1
-                if (try? worker.send(id: id, samples: s.samples, pass: .partial)) != nil {
-                    s.inFlight = id
-                    s.asked = s.samples.count
-                }
+                s.inFlight = try? ask(&s, worker, pass: .partial)
             }
             return s.latest
         }
@@ -86,14 +81,8 @@ final class WhisperRecognizer: SpeechRecognizer {
         state.withLock { s in
             poll(&s)
             guard s.early == nil, s.inFlight == nil, !s.samples.isEmpty, let worker = s.worker else { return }
-            let id = s.nextID
-            s.nextID += 1
-            if (try? worker.send(id: id, samples: s.samples, pass: .final)) != nil {
-                s.finalPasses += 1
-                s.inFlight = id
-                s.early = id
-                s.asked = s.samples.count
-            }
+            s.inFlight = try? ask(&s, worker, pass: .final)
+            s.early = s.inFlight
         }
     }
 
@@ -158,13 +147,20 @@ final class WhisperRecognizer: SpeechRecognizer {
         return r.error == nil ? (r.text ?? "") : nil
     }
 
+    /// Sends the utterance so far to `worker` as a new request (not waiting for it): its id.
+    private func ask(_ s: inout State, _ worker: WhisperWorker, pass: WhisperWorker.Pass) throws(CaptionError) -> Int {
+        let id = s.nextID
+        s.nextID += 1
+        try worker.send(id: id, samples: s.samples, pass: pass)
+        s.asked = s.samples.count
+        if pass == .final { s.finalPasses += 1 }
+        return id
+    }
+
     private func recognise(_ s: inout State) throws(CaptionError) -> String {
         try drainInFlight(&s)
         guard let worker = s.worker else { throw .recognizer("whisper: no worker") }
-        let id = s.nextID
-        s.nextID += 1
-        try worker.send(id: id, samples: s.samples, pass: .final)
-        s.finalPasses += 1
+        let id = try ask(&s, worker, pass: .final)
         let r = try reply(id, from: worker)
         if let e = r.error { throw .recognizer("whisper: \(e)") }
         return r.text ?? ""
