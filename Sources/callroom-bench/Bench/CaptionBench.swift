@@ -65,12 +65,12 @@ enum CaptionBench {
             let loaded = Date().timeIntervalSince(loadStart)
             let inProcessKiB = (ProcessUsage.residentKiB(getpid()) ?? 0) - rssBefore
             Console.out(String(format: "%@: model load %.2f s (%@, Opus at %d b/s)", engine.name, loaded, language, bitrate))
+            var timing = CaptionTiming(for: engine.name)
+            if let ms = pauseHintMs { timing.pauseHintMs = ms > 0 ? Int64(ms) : nil }
+            if let ms = hangoverMs { timing.hangoverMs = Int64(ms) }
+            if let ms = maxUtteranceMs { timing.maxUtteranceMs = Int64(ms) }
             for (corpus, utterances) in corpora {
                 var f = Figures()
-                var timing = CaptionTiming(for: engine.name)
-                if let ms = pauseHintMs { timing.pauseHintMs = ms > 0 ? Int64(ms) : nil }
-                if let ms = hangoverMs { timing.hangoverMs = Int64(ms) }
-                if let ms = maxUtteranceMs { timing.maxUtteranceMs = Int64(ms) }
                 for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, timing: timing, realTime: engine.name == "whisper", into: &f) }
                 if f.residentKiB == 0 { f.residentKiB = inProcessKiB }
                 let rtf = f.cpuSeconds / max(0.001, f.audioSeconds)
