@@ -23,6 +23,12 @@ public struct CaptionTiming: Sendable, Equatable {
     public var preRollMs: Int64 = 300
     /// Silence that ends an utterance.
     public var hangoverMs: Int64 = 600
+    /// An utterance that has run this long ends at a shorter pause (`longHangoverMs`): a speaker
+    /// who talks on with short breaths gets a final caption a sentence or two at a time, not one
+    /// per `maxUtteranceMs` cut mid-word; nil: the hangover is always `hangoverMs`.
+    public var longUtteranceMs: Int64?
+    /// The silence that ends an utterance longer than `longUtteranceMs`.
+    public var longHangoverMs: Int64 = 400
     /// An utterance longer than this is cut (its caption made final) so captions keep flowing.
     public var maxUtteranceMs: Int64 = 12_000
     /// How often a partial caption is refreshed while someone talks.
@@ -34,15 +40,24 @@ public struct CaptionTiming: Sendable, Equatable {
 
     /// The timing for engine `name` (`SpeechRecognizerEngine.name`): Whisper's final pass
     /// costs ≈ 0.55 s whatever the utterance's length (it encodes a whole 30 s window), so it
-    /// starts after 200 ms of silence (kept when no voice came before the end) and its
-    /// utterances end after 400 ms: the final caption ≈ 0.75–1.0 s after speech. (600 ms kept
-    /// more sentences together, but a looping clip's 12 s utterances came out as repeats.)
+    /// starts after 200 ms of silence (kept when no voice came before the end) and the final
+    /// caption comes ≈ 0.8–1.0 s after speech whether the utterance ends after 400 or 600 ms.
+    /// Utterances end after 600 ms — a short sentence cut off alone is misheard far more often
+    /// than within its neighbours (docs/benchmarks.md) — or after 400 ms once 5 s long.
     public init(for engine: String) {
         self.init()
         if engine == "whisper" {
-            hangoverMs = 400
+            hangoverMs = 600
+            longUtteranceMs = 5_000
+            longHangoverMs = 400
             pauseHintMs = 200
         }
+    }
+
+    /// The silence that ends an utterance that has had voice for `spokenMs`.
+    func hangover(afterSpeakingMs spokenMs: Int64) -> Int64 {
+        guard let long = longUtteranceMs, spokenMs >= long else { return hangoverMs }
+        return min(hangoverMs, longHangoverMs)
     }
 }
 
@@ -131,7 +146,7 @@ public final class SpeakerCaptioner {
     public func tick(nowMs: Int64) {
         if !waiting.isEmpty { recogniseWaiting() }
         guard let u = utterance else { return }
-        if nowMs - lastVoiceMs >= timing.hangoverMs { return finishUtterance(endMs: lastVoiceMs) }
+        if nowMs - lastVoiceMs >= timing.hangover(afterSpeakingMs: lastVoiceMs - u.startMs) { return finishUtterance(endMs: lastVoiceMs) }
         if nowMs - u.startMs >= timing.maxUtteranceMs { return finishUtterance(endMs: min(nowMs, lastFrameMs)) }
         if recognizer == nil { attachRecognizer() }
         if let after = timing.pauseHintMs, let r = recognizer, nowMs - lastVoiceMs >= after {

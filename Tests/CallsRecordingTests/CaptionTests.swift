@@ -156,7 +156,7 @@ final class CaptionTests: XCTestCase {
     }
 
     /// Whisper's timing: the recogniser hears of a pause after 200 ms of silence (its final pass
-    /// may start), of voice again after it, and the utterance ends after 400 ms.
+    /// may start), of voice again after it, and a short utterance ends after 600 ms.
     func testTheRecognizerIsToldOfPausesBeforeTheUtteranceEnds() throws {
         let engine = HintedEngine()
         var got: [CaptionSegment] = []
@@ -169,12 +169,32 @@ final class CaptionTests: XCTestCase {
         XCTAssertEqual(engine.recognizer.said, ["begin", "paused", "resumed"], "a 380 ms pause: one utterance still")
         t = play(c, frames(300, false), from: t)
         XCTAssertEqual(engine.recognizer.said, ["begin", "paused", "resumed", "paused"], "still open at 300 ms")
-        XCTAssertTrue(got.isEmpty)
-        play(c, frames(200, false), from: t)
-        XCTAssertEqual(engine.recognizer.said, ["begin", "paused", "resumed", "paused", "end"], "ended at 400 ms")
+        t = play(c, frames(200, false), from: t)
+        XCTAssertTrue(got.isEmpty, "a 1.9 s utterance is still open after 500 ms: \(got)")
+        play(c, frames(100, false), from: t)
+        XCTAssertEqual(engine.recognizer.said, ["begin", "paused", "resumed", "paused", "end"], "ended at 600 ms")
         XCTAssertEqual(got.map(\.endMs), [1880])
         // PocketSphinx's timing tells of no pause.
         XCTAssertNil(CaptionTiming(for: "pocketsphinx").pauseHintMs)
+    }
+
+    /// Whisper's timing keeps a short sentence with the next across a 400 ms pause (alone it is
+    /// misheard more often) but ends an utterance 5 s long at one: someone who talks on with
+    /// short breaths gets final captions as they go, not one per 12 s cut.
+    func testALongUtteranceEndsAtAShorterPause() throws {
+        var got: [CaptionSegment] = []
+        let c = try SpeakerCaptioner(language: "en-US", pool: RecognizerPool(engine: CountingEngine(), capacity: 1), timing: CaptionTiming(for: "whisper")) {
+            if $0.isFinal { got.append($0) }
+        }
+        // 2 s, a 420 ms pause, 3.2 s (5.6 s with the pause), 420 ms, 2 s, silence.
+        play(c, frames(2000, true) + frames(420, false) + frames(3200, true) + frames(420, false) + frames(2000, true) + frames(1000, false))
+        XCTAssertEqual(got.map(\.id), [1, 2], "\(got)")
+        XCTAssertEqual(got.map(\.endMs), [5620, 8040], "the first pause kept, the second (after 5.6 s) ended it")
+        // PocketSphinx's timing: 600 ms whatever the length.
+        XCTAssertNil(CaptionTiming(for: "pocketsphinx").longUtteranceMs)
+        XCTAssertEqual(CaptionTiming(for: "pocketsphinx").hangover(afterSpeakingMs: 20_000), 600)
+        XCTAssertEqual(CaptionTiming(for: "whisper").hangover(afterSpeakingMs: 4_980), 600)
+        XCTAssertEqual(CaptionTiming(for: "whisper").hangover(afterSpeakingMs: 5_000), 400)
     }
 
     /// A pool warmed ahead of need holds an idle recogniser the first speaker gets without one

@@ -24,7 +24,7 @@ enum BenchCommand {
                callroom bench captions [--engine pocketsphinx,whisper] [--language en-US] [--model-dir DIR]
                                        [--whisper-python PATH] [--whisper-model-dir DIR] [--whisper-threads N] [--librivox DIR]
                                        [--bitrate B/S] [--pause-hint-ms MS] [--hangover-ms MS]
-                                       [--max-utterance-ms MS]
+                                       [--long-utterance-ms MS] [--max-utterance-ms MS]
                callroom bench video [--seconds N]
                callroom bench mixdown [--participants N] [--seconds S]
                callroom bench peer-latency --server URL --auth-key KEY --session ID [--seconds N]
@@ -69,6 +69,7 @@ enum BenchCommand {
                  pocketsphinx-testdata) after Opus as a session sends it (--bitrate, default the
                  voice profile's 48 kb/s; --pause-hint-ms: the silence after which the final
                  pass may start, 0 for none; --hangover-ms: the silence that ends an utterance;
+                 --long-utterance-ms: after how long 400 ms ends one, 0 for never;
                  --max-utterance-ms: the longest one;
                  defaults: the engine's): word error rate, real-time factor (the
                  worker's CPU too), the final caption's delay after speech, the partials' interval,
@@ -94,7 +95,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds", "call-seconds",
-                                                                        "joins", "ca-file", "session", "language", "model-dir", "engine", "whisper-python", "whisper-model-dir", "librivox", "pause-hint-ms", "hangover-ms", "max-utterance-ms", "whisper-threads", "complexity", "profile", "burst", "bitrate", "redundancy"],
+                                                                        "joins", "ca-file", "session", "language", "model-dir", "engine", "whisper-python", "whisper-model-dir", "librivox", "pause-hint-ms", "hangover-ms", "long-utterance-ms", "max-utterance-ms", "whisper-threads", "complexity", "profile", "burst", "bitrate", "redundancy"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -127,9 +128,10 @@ enum BenchCommand {
                              engines: (args["engine"] ?? "pocketsphinx,whisper").split(separator: ",").map(String.init),
                              whisperPython: args["whisper-python"], whisperModelDir: args["whisper-model-dir"], librivox: args["librivox"] ?? "/usr/share/pocketsphinx/test/data/librivox",
                              bitrate: int("bitrate", OpusEncoder.Profile.voice.defaultBitrate, 6_000...510_000),
-                             pauseHintMs: args["pause-hint-ms"] == nil ? nil : int("pause-hint-ms", 0, 0...2_000),
-                             hangoverMs: args["hangover-ms"] == nil ? nil : int("hangover-ms", 0, 100...5_000),
-                             maxUtteranceMs: args["max-utterance-ms"] == nil ? nil : int("max-utterance-ms", 0, 1_000...28_000),
+                             overrides: .init(pauseHintMs: args["pause-hint-ms"] == nil ? nil : int("pause-hint-ms", 0, 0...2_000),
+                                              hangoverMs: args["hangover-ms"] == nil ? nil : int("hangover-ms", 0, 100...5_000),
+                                              longUtteranceMs: args["long-utterance-ms"] == nil ? nil : int("long-utterance-ms", 0, 0...28_000),
+                                              maxUtteranceMs: args["max-utterance-ms"] == nil ? nil : int("max-utterance-ms", 0, 1_000...28_000)),
                              whisperThreads: int("whisper-threads", 1, 1...16))
             exit(ExitCode.ok)
         case "webhooks":

@@ -32,7 +32,25 @@ enum CaptionBench {
         var residentKiB = 0
     }
 
-    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, whisperModelDir: String?, librivox: String, bitrate: Int, pauseHintMs: Int?, hangoverMs: Int?, maxUtteranceMs: Int?, whisperThreads: Int) {
+    /// Timing asked for on the command line instead of the engine's (`CaptionTiming(for:)`);
+    /// nil: the engine's, 0 for the optional ones: none.
+    struct TimingOverrides {
+        var pauseHintMs: Int?
+        var hangoverMs: Int?
+        var longUtteranceMs: Int?
+        var maxUtteranceMs: Int?
+
+        func applied(to engineTiming: CaptionTiming) -> CaptionTiming {
+            var timing = engineTiming
+            if let ms = pauseHintMs { timing.pauseHintMs = ms > 0 ? Int64(ms) : nil }
+            if let ms = hangoverMs { timing.hangoverMs = Int64(ms) }
+            if let ms = longUtteranceMs { timing.longUtteranceMs = ms > 0 ? Int64(ms) : nil }
+            if let ms = maxUtteranceMs { timing.maxUtteranceMs = Int64(ms) }
+            return timing
+        }
+    }
+
+    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, whisperModelDir: String?, librivox: String, bitrate: Int, overrides: TimingOverrides, whisperThreads: Int) {
         guard let resources = BotDirector.resources,
               let table = try? String(contentsOf: resources.appendingPathComponent("clips/transcripts.tsv"), encoding: .utf8) else {
             Console.fail("cannot find clips/transcripts.tsv (set CALLROOM_RESOURCES)", code: ExitCode.failure)
@@ -65,10 +83,7 @@ enum CaptionBench {
             let loaded = Date().timeIntervalSince(loadStart)
             let inProcessKiB = (ProcessUsage.residentKiB(getpid()) ?? 0) - rssBefore
             Console.out(String(format: "%@: model load %.2f s (%@, Opus at %d b/s)", engine.name, loaded, language, bitrate))
-            var timing = CaptionTiming(for: engine.name)
-            if let ms = pauseHintMs { timing.pauseHintMs = ms > 0 ? Int64(ms) : nil }
-            if let ms = hangoverMs { timing.hangoverMs = Int64(ms) }
-            if let ms = maxUtteranceMs { timing.maxUtteranceMs = Int64(ms) }
+            let timing = overrides.applied(to: CaptionTiming(for: engine.name))
             for (corpus, utterances) in corpora {
                 var f = Figures()
                 for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, timing: timing, realTime: engine.name == "whisper", into: &f) }
