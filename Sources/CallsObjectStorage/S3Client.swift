@@ -102,6 +102,30 @@ public final class S3Client {
         return (reply.body, total)
     }
 
+    /// Bytes `range` of the object (nil: all of it) handed to `body` as they arrive, never held
+    /// whole: a download of any size. `body` returning false ends the transfer, and so do fewer
+    /// than one byte a second for `stallSeconds` (the receiver's pauses included). Returns when
+    /// the transfer is over.
+    /// - Throws: `.refused` for the store's error status, `.badReply` for a whole object where a
+    ///   range was asked (a store that ignores Range), `.unreachable` when the transfer failed
+    ///   or `body` ended it.
+    public func stream(_ key: String, range: Range<Int>?, stallSeconds: Int = 60,
+                       into body: @escaping (UnsafeRawBufferPointer) -> Bool) throws(ObjectStorageError) {
+        final class Seen { var wholeForRange = false }
+        let seen = Seen()
+        var headers = ["x-amz-content-sha256: \(Hex.encode(Crypto.sha256([])))"]
+        if let range { headers.append("Range: bytes=\(range.lowerBound)-\(range.upperBound - 1)") }
+        let result = curl.get(configuration.endpoint + (try path(key)), headers: headers, deadline: .stall(seconds: stallSeconds)) { status, bytes in
+            if range != nil, status != 206 {
+                seen.wholeForRange = true
+                return false
+            }
+            return body(bytes)
+        }
+        if seen.wholeForRange { throw .badReply("the store answered a ranged read with the whole object") }
+        try check(result)
+    }
+
     /// The object's size, or nil when there is none.
     public func size(_ key: String) throws(ObjectStorageError) -> Int? {
         do {
@@ -197,7 +221,13 @@ public final class S3Client {
         var headers = headers + ["x-amz-content-sha256: \(hash)"]
         // A body always names its type: libcurl's default (a form) makes some servers parse it away.
         if body != nil, !headers.contains(where: { $0.lowercased().hasPrefix("content-type:") }) { headers.append("Content-Type: application/octet-stream") }
-        switch curl.request(method, url, headers: headers, body: body, timeoutMs: timeoutMs, bodyLimit: bodyLimit) {
+        return try check(curl.request(method, url, headers: headers, body: body, timeoutMs: timeoutMs, bodyLimit: bodyLimit))
+    }
+
+    /// A 2xx reply, or the error the store (or the transfer) gave.
+    @discardableResult
+    private func check(_ result: Result<CurlClient.Response, CurlError>) throws(ObjectStorageError) -> CurlClient.Response {
+        switch result {
         case .failure(let e):
             throw .unreachable(e.description)
         case .success(let r) where (200..<300).contains(r.status):

@@ -46,12 +46,29 @@ package final class CurlClient {
     private let insecure: Bool
     private let version: Version
 
-    /// Collects a response (libcurl's write and header callbacks append here).
+    /// Collects a response (libcurl's write and header callbacks append here). With `forward`,
+    /// a 2xx reply's body goes there instead (`false` from it ends the transfer); any other
+    /// status's body (an error document) is still kept.
     private final class Sink {
         let limit: Int
+        let handle: UnsafeMutableRawPointer
+        let forward: ((Int, UnsafeRawBufferPointer) -> Bool)?
         var bytes: [UInt8] = []
         var headers: [String: String] = [:]
-        init(limit: Int) { self.limit = limit }
+        init(limit: Int, handle: UnsafeMutableRawPointer, forward: ((Int, UnsafeRawBufferPointer) -> Bool)?) {
+            self.limit = limit
+            self.handle = handle
+            self.forward = forward
+        }
+    }
+
+    /// How long a transfer may take.
+    package enum Deadline: Sendable {
+        /// The whole exchange within this many milliseconds.
+        case total(ms: Int)
+        /// No end, but fewer than one byte a second for this many seconds ends it (a download
+        /// of any size; the receiver's own pauses count too).
+        case stall(seconds: Int)
     }
 
     package init(caFile: String? = nil, insecure: Bool = false, version: Version = .http2OverTLS) throws(CurlError) {
@@ -81,8 +98,20 @@ package final class CurlClient {
     /// Any method; `body` nil sends none; a response body is kept up to `bodyLimit` bytes.
     package func request(_ method: String, _ url: String, headers: [String], body: [UInt8]?, timeoutMs: Int,
                          bodyLimit: Int = 1 << 20) -> Result<Response, CurlError> {
+        perform(method, url, headers: headers, body: body, deadline: .total(ms: timeoutMs), sink: Sink(limit: bodyLimit, handle: handle, forward: nil))
+    }
+
+    /// A GET whose 2xx body is handed to `body` (with the status) as it arrives — the `Response`
+    /// then has none — never held whole: `body` returning false ends the transfer (a
+    /// `CurlError`, code 23). Another status's body is kept (up to 64 KiB) as `request` keeps it.
+    package func get(_ url: String, headers: [String], deadline: Deadline,
+                     body: @escaping (_ status: Int, _ bytes: UnsafeRawBufferPointer) -> Bool) -> Result<Response, CurlError> {
+        perform("GET", url, headers: headers, body: nil, deadline: deadline, sink: Sink(limit: 64 << 10, handle: handle, forward: body))
+    }
+
+    private func perform(_ method: String, _ url: String, headers: [String], body: [UInt8]?, deadline: Deadline,
+                         sink: Sink) -> Result<Response, CurlError> {
         curl_easy_reset(handle)
-        let sink = Sink(limit: bodyLimit)
         var list: UnsafeMutablePointer<curl_slist>?
         for h in headers { list = curl_slist_append(list, h) }
         defer { curl_slist_free_all(list) }
@@ -100,8 +129,15 @@ package final class CurlClient {
                 _ = callroom_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, method)
             }
             _ = callroom_curl_set_slist(handle, CURLOPT_HTTPHEADER, list)
-            _ = callroom_curl_set_long(handle, CURLOPT_TIMEOUT_MS, timeoutMs)
-            _ = callroom_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, min(timeoutMs, 5000))
+            switch deadline {
+            case .total(let ms):
+                _ = callroom_curl_set_long(handle, CURLOPT_TIMEOUT_MS, ms)
+                _ = callroom_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, min(ms, 5000))
+            case .stall(let seconds):
+                _ = callroom_curl_set_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+                _ = callroom_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, seconds)
+                _ = callroom_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, 5000)
+            }
             _ = callroom_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
             _ = callroom_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 0)
             switch version {
@@ -122,6 +158,10 @@ package final class CurlClient {
                 guard let data, let user else { return 0 }
                 let sink = Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue()
                 let n = size * count
+                let status = sink.forward == nil ? 0 : callroom_curl_response_code(sink.handle)
+                if let forward = sink.forward, (200..<300).contains(status) {
+                    return forward(status, UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+                }
                 if sink.bytes.count < sink.limit {
                     sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n).prefix(sink.limit - sink.bytes.count))
                 }

@@ -32,6 +32,9 @@ public struct HTTPResponse: Sendable {
     /// A body read from a file as it is sent (`body` is then empty): a download holds one chunk
     /// of it in memory, not the file.
     public var file: FileBody?
+    /// A body made elsewhere while it is sent (a download from object storage; `body` is then
+    /// empty): the server writes what has come on each chance to write.
+    public var stream: (any HTTPBodyStream)?
     /// More response headers (lower-case names), e.g. `content-range`.
     public var headers: [(name: String, value: String)] = []
 
@@ -55,8 +58,14 @@ public struct HTTPResponse: Sendable {
         self.file = file
     }
 
-    /// The body's length in bytes (the file's part when there is one).
-    public var contentLength: Int { file?.count ?? body.count }
+    /// A response whose body comes from `stream` as it is sent.
+    public init(status: Int, contentType: String, stream: any HTTPBodyStream, headers: [(name: String, value: String)] = []) {
+        self.init(status: status, contentType: contentType, body: [], headers: headers)
+        self.stream = stream
+    }
+
+    /// The body's length in bytes (the file's part, or the stream's, when there is one).
+    public var contentLength: Int { stream?.count ?? file?.count ?? body.count }
 
     public init(status: Int, contentType: String = "application/json", body: [UInt8], headers: [(name: String, value: String)] = []) {
         self.status = status
@@ -68,4 +77,24 @@ public struct HTTPResponse: Sendable {
     public init(status: Int, json: String) {
         self.init(status: status, contentType: "application/json", body: Array(json.utf8))
     }
+}
+
+/// A response body produced on another thread while it is sent, with its length known before
+/// the head goes (`count`). The server calls `start` once on its service thread when the head is
+/// written, then `read` whenever it may write; `cancel` when the response is over (sent, or the
+/// connection gone), after which the producer stops and frees what it held.
+///
+/// Thread rules: `start`, `read` and `cancel` on the server's service thread; `wake`, given to
+/// `start`, from any thread (the producer calls it when more has come or it failed).
+public protocol HTTPBodyStream: AnyObject, Sendable {
+    /// The body's length in bytes.
+    var count: Int { get }
+    /// The response's head is out: the producer may call `wake` from now on.
+    func start(wake: @escaping @Sendable () -> Void)
+    /// Copies up to `max` bytes into `into`: how many (0: none yet — `wake` comes when there
+    /// are), nil when the body failed or ended short (the connection is cut: the client sees
+    /// a body shorter than its head said, never a wrong one).
+    func read(into: UnsafeMutableRawPointer, max: Int) -> Int?
+    /// The response is over: stop producing.
+    func cancel()
 }

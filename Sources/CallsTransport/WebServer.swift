@@ -126,6 +126,8 @@ public final class WebServer: @unchecked Sendable {
         case response(HTTPResponse)
         case message([UInt8], binary: Bool)
         case close(code: UInt16, reason: String)
+        /// More of a streamed body has come (or it failed): write when the socket allows.
+        case bodyReady
     }
 
     final class Connection {
@@ -143,9 +145,10 @@ public final class WebServer: @unchecked Sendable {
         var closeAfterResponse = false
         var response: HTTPResponse?
         var headerWritten = false
-        /// Bytes of the response's body written so far, and its file while it is read.
+        /// Bytes of the response's body written so far, and its file or stream while it is read.
         var bodySent = 0
         var bodyFile: FileChunkReader?
+        var bodyStream: (any HTTPBodyStream)?
         var awaitingResponse = false
         /// Set once the request went to the delegate: libwebsockets may still report body
         /// completion for a body-less POST, which must not run the handler twice.
@@ -158,6 +161,9 @@ public final class WebServer: @unchecked Sendable {
         var txBytes = 0
         var closeRequest: (UInt16, String)?
         init(wsi: OpaquePointer) { self.wsi = wsi }
+        // (However the connection ends — sent, closed by the peer, the server stopped — a body's
+        // producer stops with it.)
+        deinit { bodyStream?.cancel() }
     }
 
     /// - Parameters:
@@ -416,7 +422,7 @@ public final class WebServer: @unchecked Sendable {
             return dispatchRequest(conn, id: user.load(as: UInt64.self))
         case LWS_CALLBACK_HTTP_WRITEABLE:
             guard let user, let conn = connections[user.load(as: UInt64.self)] else { return -1 }
-            return writeHTTP(conn)
+            return writeHTTP(conn, id: user.load(as: UInt64.self))
         case LWS_CALLBACK_CLOSED_HTTP:
             if let user { connections[user.load(as: UInt64.self)] = nil }
             return 0
@@ -544,6 +550,8 @@ public final class WebServer: @unchecked Sendable {
                 conn.txBytes += bytes.count
             case .close(let code, let reason):
                 conn.closeRequest = (code, reason)
+            case .bodyReady:
+                guard conn.bodyStream != nil else { continue }
             }
             lws_callback_on_writable(conn.wsi)
         }
@@ -565,7 +573,7 @@ public final class WebServer: @unchecked Sendable {
     /// file, is never copied whole into one write).
     static let bodyChunkBytes = 64 << 10
 
-    private func writeHTTP(_ conn: Connection) -> Int32 {
+    private func writeHTTP(_ conn: Connection, id: UInt64) -> Int32 {
         guard var response = conn.response else { return 0 }
         let wsi = conn.wsi
         if !conn.headerWritten {
@@ -598,23 +606,34 @@ public final class WebServer: @unchecked Sendable {
             guard ok else { return -1 }
             conn.headerWritten = true
             conn.bodySent = 0
+            if let stream = response.stream {
+                conn.bodyStream = stream
+                stream.start { [weak self] in self?.enqueue(id, .bodyReady) }
+            }
             if response.contentLength > 0 {
                 lws_callback_on_writable(wsi)
                 return 0
             }
         } else {
             let total = response.contentLength
-            let count = min(Self.bodyChunkBytes, total - conn.bodySent)
-            let last = conn.bodySent + count == total
+            var count = min(Self.bodyChunkBytes, total - conn.bodySent)
             var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre) + count)
+            var last = false
             let n = buffer.withUnsafeMutableBufferPointer { buf -> Int32 in
                 guard let base = buf.baseAddress else { return -1 }
                 let payload = base + Int(callroom_lws_pre)
+                if let stream = conn.bodyStream {
+                    // (Nothing yet: the producer's wake brings the next chance to write.)
+                    guard let got = stream.read(into: payload, max: count) else { return -1 }
+                    count = got
+                    if got == 0 { return 0 }
+                }
+                last = conn.bodySent + count == total
                 if let file = response.file {
                     // (A file shorter than its head said: the connection ends, the client sees it cut.)
                     guard let reader = conn.bodyFile,
                           reader.read(into: payload, count: count, at: file.offset + conn.bodySent) == count else { return -1 }
-                } else {
+                } else if conn.bodyStream == nil {
                     response.body.withUnsafeBufferPointer { body in
                         guard let from = body.baseAddress else { return }
                         payload.update(from: from + conn.bodySent, count: count)
@@ -623,6 +642,7 @@ public final class WebServer: @unchecked Sendable {
                 return lws_write(wsi, payload, count, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
             }
             if n < 0 { return -1 }
+            if count == 0 { return 0 }
             conn.bodySent += count
             if !last {
                 lws_callback_on_writable(wsi)
@@ -631,6 +651,8 @@ public final class WebServer: @unchecked Sendable {
         }
         conn.response = nil
         conn.bodyFile = nil
+        conn.bodyStream?.cancel()
+        conn.bodyStream = nil
         conn.bodySent = 0
         conn.awaitingResponse = false
         if conn.closeAfterResponse { return -1 }

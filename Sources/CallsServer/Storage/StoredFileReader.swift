@@ -5,18 +5,22 @@ import Foundation
 import Synchronization
 
 /// A finished recording's or transcript's file, read where it is: this node's data directory
-/// first, else the bucket (any node serves what any node uploaded), whole or a byte range.
-/// A file on this node's disk is served from the file as it is sent (a download holds one
-/// chunk of it, `WebServer.bodyChunkBytes`). A range is fetched from the bucket as a range;
-/// reads from the bucket are bounded — at most `maxBucketReads` at once on this node and
-/// `maxObjectBytes` each — so downloads cannot hold more than `maxBucketReads × maxObjectBytes`
-/// of memory. A value; any thread (each read from the bucket makes its own client).
+/// first, else the bucket (any node serves what any node uploaded), whole or a byte range, of
+/// any size. A file on this node's disk is read as it is sent (a download holds one chunk of
+/// it, `WebServer.bodyChunkBytes`); one in the bucket is streamed from the store as it is sent
+/// (`BucketDownload`: at most `BucketDownload.bufferBytes` held), a range fetched as a range.
+/// At most `maxBucketReads` bucket downloads run at once on this node. A value; any thread.
 struct StoredFileReader {
-    /// What a read gives: the bytes (or, from this node's disk, the part of the file to send),
-    /// the file's whole size, and which range they are (nil: whole).
+    /// What a read gives: where the body comes from, the file's whole size, and which range of
+    /// it is sent (nil: whole).
     struct Served {
-        var bytes: [UInt8]
-        var file: HTTPResponse.FileBody?
+        enum Body {
+            /// This node's copy: the part of the file to send.
+            case file(HTTPResponse.FileBody)
+            /// The bucket's, streamed.
+            case bucket(BucketDownload)
+        }
+        var body: Body
         var total: Int
         var range: Range<Int>?
 
@@ -28,8 +32,10 @@ struct StoredFileReader {
                 status = 206
                 headers.append(("content-range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(total)"))
             }
-            if let file { return HTTPResponse(status: status, contentType: contentType, file: file, headers: headers) }
-            return HTTPResponse(status: status, contentType: contentType, body: bytes, headers: headers)
+            switch body {
+            case .file(let file): return HTTPResponse(status: status, contentType: contentType, file: file, headers: headers)
+            case .bucket(let download): return HTTPResponse(status: status, contentType: contentType, stream: download, headers: headers)
+            }
         }
     }
 
@@ -37,17 +43,19 @@ struct StoredFileReader {
     let store: CallStore
     /// Nil: no object storage (files are only on the node that made them).
     let objectStorage: ObjectStorageConfiguration?
-    /// The most served from the bucket in one response (a larger file is fetched in ranges).
-    static let maxObjectBytes = 256 << 20
-    static let maxBucketReads = 4
+    /// Downloads from the bucket at once on this node (each a thread and at most
+    /// `BucketDownload.bufferBytes`); more are answered 503.
+    static let maxBucketReads = 8
     private static let bucketReads = Atomic<Int>(0)
+    /// Bucket downloads running now on this node (tests, and what the slot count is).
+    static var bucketReadsNow: Int { bucketReads.load(ordering: .acquiring) }
 
     /// The bytes of `key` (relative to the data directory and the bucket's prefix), whole or
     /// the range `rangeSpec` asks for (`bytes=a-b`); `gone` words the 404.
     /// - Throws: `Unsatisfiable` for a range the file cannot give (answered 416); `ServerError`:
     ///   404 when it is nowhere, 503 while the file waits for its upload on another node, when the
     ///   bucket cannot be read (its code, never a credential) or this node's bucket reads are
-    ///   all busy; 400 for a whole file beyond `maxObjectBytes` asked without a range.
+    ///   all busy.
     func read(_ key: String, rangeSpec: String?, gone: String) throws -> Served {
         let path = (dataDir as NSString).appendingPathComponent(key)
         if let served = try Self.fromDisk(path, rangeSpec: rangeSpec) { return served }
@@ -74,10 +82,10 @@ struct StoredFileReader {
         guard let end = try? file.seekToEnd() else { return nil }
         let total = Int(end)
         guard let spec = rangeSpec else {
-            return Served(bytes: [], file: HTTPResponse.FileBody(path: path, offset: 0, count: total), total: total, range: nil)
+            return Served(body: .file(HTTPResponse.FileBody(path: path, offset: 0, count: total)), total: total, range: nil)
         }
         guard let range = RESTRouter.byteRange(spec, total: total) else { throw Unsatisfiable(total: total, spec: spec) }
-        return Served(bytes: [], file: HTTPResponse.FileBody(path: path, offset: range.lowerBound, count: range.count),
+        return Served(body: .file(HTTPResponse.FileBody(path: path, offset: range.lowerBound, count: range.count)),
                       total: total, range: range)
     }
 
@@ -100,24 +108,18 @@ struct StoredFileReader {
         var range: Range<Int>?
         if let spec = rangeSpec {
             guard let r = RESTRouter.byteRange(spec, total: size) else { throw Unsatisfiable(total: size, spec: spec) }
-            // (At most `maxObjectBytes` in one answer: Content-Range says what came.)
-            range = r.lowerBound..<min(r.upperBound, r.lowerBound + Self.maxObjectBytes)
-        } else if size > Self.maxObjectBytes {
-            throw ServerError.badRequest("The file is \(size) bytes: ask for it in ranges (Range: bytes=a-b) of at most \(Self.maxObjectBytes) bytes.")
+            range = r
         }
         guard Self.bucketReads.add(1, ordering: .acquiringAndReleasing).newValue <= Self.maxBucketReads else {
             Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing)
             throw ServerError(.unavailable, "Too many downloads from object storage on this node now; try again shortly.")
         }
-        defer { Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing) }
         do throws(ObjectStorageError) {
-            let client = try S3Client(c)
-            if let range {
-                let (bytes, total) = try client.get(key, range: range, limit: Self.maxObjectBytes)
-                return Served(bytes: bytes, file: nil, total: total, range: range.lowerBound..<(range.lowerBound + bytes.count))
+            // (The slot is the download's until its thread ends: sent, cut, or refused.)
+            let download = try BucketDownload.open(c, key: key, range: range, count: range?.count ?? size) {
+                Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing)
             }
-            let bytes = try client.get(key, limit: Self.maxObjectBytes)
-            return Served(bytes: bytes, file: nil, total: bytes.count, range: nil)
+            return Served(body: .bucket(download), total: size, range: range)
         } catch .refused(let status, let code, _) where status == 404 || code == "NoSuchKey" {
             throw ServerError(.notFound, gone)
         } catch {

@@ -1,0 +1,182 @@
+import CallsObjectStorage
+import CallsTransport
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One download from object storage streamed to one HTTP response: a thread of its own runs
+/// the GET (`S3Client.stream`) and holds at most `bufferBytes` the client has not taken yet.
+/// While that is full the GET waits; a client that takes nothing for `stallSeconds` (or a
+/// store that sends nothing for as long) ends it, and the client's connection is cut. Whatever
+/// ends it — sent, cut, the client gone — the thread ends and `finished` runs once (the
+/// caller's count of bucket reads).
+///
+/// Thread rules: `open` on a request's thread (it waits for the store's first answer, so a
+/// missing object is a 404 before any head is written); `start`, `read` and `cancel` on the web
+/// server's service thread (`HTTPBodyStream`); the GET on its own thread. State under one `Mutex`.
+final class BucketDownload: HTTPBodyStream {
+    let count: Int
+    /// Most bytes held for one download (what came from the store, not yet sent).
+    static let bufferBytes = 1 << 20
+
+    private struct State {
+        var chunks: [[UInt8]] = []
+        /// Bytes of `chunks[0]` already sent.
+        var sentOfFirst = 0
+        var held = 0
+        var received = 0
+        /// The store answered (bytes came, or the GET ended).
+        var answered = false
+        /// The GET is over: `error` says how, nil when every byte came.
+        var over = false
+        var error: ObjectStorageError?
+        var cancelled = false
+        /// The GET waits for room (`room` is to be signalled when there is).
+        var waiting = false
+        var wake: (@Sendable () -> Void)?
+    }
+    private let state = Mutex(State())
+    /// Signalled when the store first answers, and when the GET is over.
+    private let answered = DispatchSemaphore(value: 0)
+    /// Signalled when the reader took bytes or cancelled (the GET may go on).
+    private let room = DispatchSemaphore(value: 0)
+    private let stallSeconds: Int
+
+    private init(count: Int, stallSeconds: Int) {
+        self.count = count
+        self.stallSeconds = stallSeconds
+    }
+
+    /// Starts the GET of `key` (`range`, or the whole object) from the bucket `storage` names
+    /// and waits for the store's first answer. `count`: the bytes the response's head will
+    /// promise; more or fewer from the store cut the connection. `finished` runs once on the
+    /// GET's thread when it is over.
+    /// - Throws: the store's refusal or an unreachable store (nothing was sent to the client yet).
+    static func open(_ storage: ObjectStorageConfiguration, key: String, range: Range<Int>?, count: Int, stallSeconds: Int = 60,
+                     finished: @escaping @Sendable () -> Void) throws(ObjectStorageError) -> BucketDownload {
+        let d = BucketDownload(count: count, stallSeconds: stallSeconds)
+        let t = Thread {
+            defer { finished() }
+            var error: ObjectStorageError?
+            do throws(ObjectStorageError) {
+                let client = try S3Client(storage)
+                try client.stream(key, range: range, stallSeconds: stallSeconds) { d.arrived($0) }
+            } catch let e { error = e }
+            d.ended(error)
+        }
+        t.name = "callroom.objects.download"
+        t.start()
+        if d.answered.wait(timeout: .now() + .seconds(stallSeconds + 10)) == .timedOut {
+            d.cancel()
+            throw .unreachable("no answer in \(stallSeconds + 10) s")
+        }
+        if let error = d.state.withLock({ $0.received == 0 ? $0.error : nil }) {
+            d.cancel()
+            throw error
+        }
+        return d
+    }
+
+    // MARK: HTTPBodyStream (service thread)
+
+    func start(wake: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            s.wake = wake
+            return !s.chunks.isEmpty || s.over
+        }
+        if now { wake() }
+    }
+
+    func read(into buffer: UnsafeMutableRawPointer, max: Int) -> Int? {
+        let got = state.withLock { s -> Int? in
+            var n = 0
+            while n < max, !s.chunks.isEmpty {
+                let first = s.chunks[0]
+                let take = min(max - n, first.count - s.sentOfFirst)
+                first.withUnsafeBytes { chunk in
+                    if let base = chunk.baseAddress { (buffer + n).copyMemory(from: base + s.sentOfFirst, byteCount: take) }
+                }
+                n += take
+                s.sentOfFirst += take
+                if s.sentOfFirst == first.count {
+                    s.chunks.removeFirst()
+                    s.sentOfFirst = 0
+                }
+            }
+            s.held -= n
+            if n == 0, s.over { return nil }  // (all sent is `count` bytes: the server stops asking first)
+            return n
+        }
+        if let got, got > 0, resume() { room.signal() }
+        return got
+    }
+
+    /// Whether the GET waits for room (it is told once).
+    private func resume() -> Bool {
+        state.withLock { s in
+            defer { s.waiting = false }
+            return s.waiting
+        }
+    }
+
+    func cancel() {
+        state.withLock { s in
+            s.cancelled = true
+            s.chunks = []
+            s.held = 0
+        }
+        if resume() { room.signal() }
+    }
+
+    // MARK: The GET's thread
+
+    /// Bytes from the store: kept for the reader (waiting while `bufferBytes` are held); false
+    /// ends the GET (cancelled, stalled, or more than `count`).
+    private func arrived(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        while true {
+            enum Next { case kept(wake: (@Sendable () -> Void)?, first: Bool), wait, stop }
+            let next = state.withLock { s -> Next in
+                if s.cancelled || s.received + bytes.count > count { return .stop }
+                if s.held > 0, s.held + bytes.count > Self.bufferBytes {
+                    s.waiting = true
+                    return .wait
+                }
+                s.chunks.append(Array(bytes))
+                s.held += bytes.count
+                s.received += bytes.count
+                defer { s.answered = true }
+                return .kept(wake: s.wake, first: !s.answered)
+            }
+            switch next {
+            case .stop:
+                return false
+            case .wait:
+                if room.wait(timeout: .now() + .seconds(stallSeconds)) == .timedOut { return false }
+            case .kept(let wake, let first):
+                if first { answered.signal() }
+                wake?()
+                return true
+            }
+        }
+    }
+
+    private func ended(_ error: ObjectStorageError?) {
+        let (wake, first) = state.withLock { s -> ((@Sendable () -> Void)?, Bool) in
+            s.over = true
+            if error == nil, s.received != count {
+                s.error = .badReply("the store sent \(s.received) bytes of \(count)")
+            } else {
+                s.error = error
+            }
+            // (Short or failed: what is held is not sent — the client sees the body cut.)
+            if s.error != nil {
+                s.chunks = []
+                s.held = 0
+            }
+            defer { s.answered = true }
+            return (s.wake, !s.answered)
+        }
+        if first { answered.signal() }
+        wake?()
+    }
+}

@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CallRoomTestSupport
+import CallsObjectStorage
+@testable import CallsServer
+@testable import CallsStore
+import CallsSupport
+import CallsTransport
+import Foundation
+import XCTest
+
+/// A node that has no copy of a recording streams it from the bucket as it sends it: any size,
+/// whole or a range, byte for byte; a slow client makes the store's GET wait rather than the
+/// node hold the file; a client that leaves frees its download; a store that dies mid-file cuts
+/// the client's connection (never a body that looks whole). Real moto, real HTTP (curl).
+final class BucketDownloadTests: XCTestCase {
+    /// Serves `/KEY` from a `StoredFileReader` with an empty data directory (so: the bucket).
+    final class Node: WebServerDelegate, @unchecked Sendable {
+        let reader: StoredFileReader
+        init(reader: StoredFileReader) { self.reader = reader }
+        func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+            let reader = reader
+            let key = String(request.path.dropFirst())
+            let range = request.headers["range"]
+            DispatchQueue.global().async {
+                do {
+                    respond(try reader.read(key, rangeSpec: range, gone: "gone").response(contentType: "video/webm"))
+                } catch let e as ServerError {
+                    respond(HTTPResponse(status: e.status, json: e.json))
+                } catch {
+                    respond(HTTPResponse(status: 416, json: "{}"))
+                }
+            }
+        }
+        func webServer(_ server: WebServer, didOpen connection: UInt64, path: String, peer: String) {}
+        func webServer(_ server: WebServer, connection: UInt64, didReceive message: [UInt8], binary: Bool) {}
+        func webServer(_ server: WebServer, didClose connection: UInt64) {}
+    }
+
+    var moto: MotoServer!
+    var database: TestDatabase!
+    var dir: TemporaryDirectory!
+
+    override func setUpWithError() throws {
+        guard MotoServer.binary != nil else { throw XCTSkip("moto_server is not installed (scripts/install-python-deps.sh)") }
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "needs curl")
+        moto = try MotoServer()
+        database = try TestDatabase(.sqlite)
+        dir = TemporaryDirectory("callroom-bucket-dl")
+    }
+
+    override func tearDown() {
+        moto?.stop()
+        database?.remove()
+        dir?.remove()
+    }
+
+    var storage: ObjectStorageConfiguration {
+        ObjectStorageConfiguration(endpoint: moto.endpoint, bucket: "callroom-recordings", region: "us-east-1",
+                                   accessKeyID: "testing", secretAccessKey: "testing-secret")
+    }
+
+    /// `size` known bytes uploaded as recording `rid`'s `call.webm`, its row marked stored.
+    func stored(_ rid: String, size: Int, store: CallStore) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: size)
+        var x: UInt32 = 2_463_534_242 &+ UInt32(size)
+        for i in bytes.indices { x ^= x << 13; x ^= x >> 17; x ^= x << 5; bytes[i] = UInt8(truncatingIfNeeded: x) }
+        let file = dir.file("\(rid).webm")
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        let s3 = try S3Client(storage)
+        try s3.createBucket()
+        try s3.upload(StoredObject.key(.recording, owner: rid, name: "call.webm"), file: file, contentType: "video/webm")
+        try FileManager.default.removeItem(atPath: file)
+        var refs = StoreRefs()
+        let call = CallRef(value: 1)
+        _ = store.commit([StoreRequest(id: 1, commands: [.startCall(call, sessionId: "s-\(rid)", type: "video", mode: "meet", at: 1000),
+                                                         .recordingStarted(rid: rid, call: call, sessionId: "s-\(rid)", at: 1000)])], refs: &refs)
+        try store.recordingFinished(rid: rid, endedAt: 2000, files: [StoredRecordingFile(name: "call.webm", kind: "video", uid: nil, pid: nil,
+                                                                                        durationMs: 1000, bytes: Int64(size))])
+        try store.objectStored(key: StoredObject.key(.recording, owner: rid, name: "call.webm"), bytes: Int64(size), nodeID: "node-a", now: 3000)
+        return bytes
+    }
+
+    func serve(_ store: CallStore) throws -> (server: WebServer, node: Node, base: String) {
+        let node = Node(reader: StoredFileReader(dataDir: dir.file("data"), store: store, objectStorage: storage))
+        let server = WebServer(host: "127.0.0.1", delegate: node)
+        let port = try server.start(port: 0)
+        return (server, node, "http://127.0.0.1:\(port)/recordings/")
+    }
+
+    /// curl's exit status, HTTP status, headers and the body it wrote to `out`.
+    func curl(_ url: String, _ extra: [String] = [], out: String) throws -> (exit: Int32, status: Int, body: [UInt8]) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        p.arguments = ["-s", "-o", out, "-w", "%{http_code}"] + extra + [url]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        try p.run()
+        let code = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return (p.terminationStatus, Int(code) ?? 0, [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data()))
+    }
+
+    func testABucketFileIsStreamedWholeOrAsARangeByteForByte() throws {
+        let store = try database.store()
+        store.queuesUploads = true
+        let bytes = try stored("rec_big", size: 11 << 20 + 4321, store: store)  // over the download's 1 MiB buffer many times
+        let (server, node, base) = try serve(store)
+        defer { server.stop(); withExtendedLifetime(node) {} }
+        let out = dir.file("out")
+
+        let whole = try curl(base + "rec_big/call.webm", out: out)
+        XCTAssertEqual(whole.status, 200)
+        XCTAssertEqual(whole.body.count, bytes.count)
+        XCTAssertTrue(whole.body == bytes, "the whole file, byte for byte")
+        let range = try curl(base + "rec_big/call.webm", ["-H", "Range: bytes=3000000-9000000", "-D", dir.file("head")], out: out)
+        XCTAssertEqual(range.status, 206)
+        XCTAssertTrue(range.body == Array(bytes[3_000_000...9_000_000]), "the range, from its offset (\(range.body.count) bytes)")
+        let head = try String(contentsOfFile: dir.file("head"), encoding: .utf8).lowercased()
+        XCTAssertTrue(head.contains("content-range: bytes 3000000-9000000/\(bytes.count)"), head)
+        let tail = try curl(base + "rec_big/call.webm", ["-H", "Range: bytes=-10"], out: out)
+        XCTAssertEqual(tail.body, Array(bytes.suffix(10)))
+        // Gone from the bucket behind the row's back: a 404 before any head (not a 200 that breaks).
+        try S3Client(storage).delete(StoredObject.key(.recording, owner: "rec_big", name: "call.webm"))
+        XCTAssertEqual(try curl(base + "rec_big/call.webm", out: out).status, 404)
+        XCTAssertEqual(try curl(base + "rec_none/call.webm", out: out).status, 404)
+        // Every download's thread is over and its slot free.
+        XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == 0 }, "\(StoredFileReader.bucketReadsNow) still running")
+    }
+
+    /// A client reading at 24 MB/s (so ≈ 4 s for 96 MiB): the node holds at most the download's
+    /// buffer, not what the store could send meanwhile. (Held whole, it grew by the file.)
+    func testASlowClientMakesTheStoreWaitNotTheNodeHoldTheFile() throws {
+        let store = try database.store()
+        store.queuesUploads = true
+        let size = 96 << 20
+        _ = try stored("rec_long", size: size, store: store)
+        let (server, node, base) = try serve(store)
+        defer { server.stop(); withExtendedLifetime(node) {} }
+        let before = try XCTUnwrap(ProcessUsage.residentKiB(getpid()))
+        let peak = Locked(before)
+        let sampler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "rss"))
+        sampler.schedule(deadline: .now(), repeating: .milliseconds(20))
+        sampler.setEventHandler {
+            if let kib = ProcessUsage.residentKiB(getpid()) { peak.withLock { $0 = max($0, kib) } }
+        }
+        sampler.resume()
+        let got = try curl(base + "rec_long/call.webm", ["--limit-rate", "24M"], out: "/dev/null")
+        sampler.cancel()
+        XCTAssertEqual(got.exit, 0)
+        let grew = peak.withLock { $0 } - before
+        XCTAssertLessThan(grew, 24 << 10, "the node grew by \(grew) KiB serving a 96 MiB file to a slow client")
+    }
+
+    /// Clients that hang up mid-file, more of them than the node runs bucket downloads at once:
+    /// each download ends with its client, so the next one is served (not "too many").
+    func testAClientThatLeavesEndsItsDownload() throws {
+        let store = try database.store()
+        store.queuesUploads = true
+        let bytes = try stored("rec_left", size: 11 << 20, store: store)
+        let (server, node, base) = try serve(store)
+        defer { server.stop(); withExtendedLifetime(node) {} }
+        for _ in 0..<(StoredFileReader.maxBucketReads + 2) {
+            let cut = try curl(base + "rec_left/call.webm", ["--limit-rate", "2M", "--max-time", "0.4"], out: dir.file("cut"))
+            XCTAssertEqual(cut.exit, 28, "curl gave up mid-file (timeout)")
+            XCTAssertLessThan(cut.body.count, bytes.count)
+        }
+        XCTAssertTrue(eventually(10) { StoredFileReader.bucketReadsNow == 0 }, "\(StoredFileReader.bucketReadsNow) downloads outlived their clients")
+        XCTAssertTrue(try curl(base + "rec_left/call.webm", out: dir.file("out")).body == bytes)
+    }
+
+    /// The store dies while a client is mid-file: the client's connection is cut — its body is
+    /// shorter than the head said and curl says so — and the node's download ends.
+    func testAStoreThatDiesMidFileCutsTheClient() throws {
+        let store = try database.store()
+        store.queuesUploads = true
+        let bytes = try stored("rec_cut", size: 48 << 20, store: store)
+        let (server, node, base) = try serve(store)
+        defer { server.stop(); withExtendedLifetime(node) {} }
+        let killer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "kill"))
+        killer.schedule(deadline: .now() + 1)
+        killer.setEventHandler { [moto] in moto?.stop() }
+        killer.resume()
+        let got = try curl(base + "rec_cut/call.webm", ["--limit-rate", "8M"], out: dir.file("out"))
+        XCTAssertEqual(got.status, 200)
+        XCTAssertEqual(got.exit, 18, "curl: transfer closed with bytes remaining (partial file)")
+        XCTAssertLessThan(got.body.count, bytes.count)
+        XCTAssertTrue(got.body == Array(bytes.prefix(got.body.count)), "what came is the file's start")
+        XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == 0 })
+    }
+}
