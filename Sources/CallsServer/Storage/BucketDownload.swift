@@ -145,7 +145,9 @@ final class BucketDownload: HTTPBodyStream {
                 s.held += bytes.count
                 s.received += bytes.count
                 defer { s.answered = true }
-                return .kept(wake: s.wake, first: !s.answered)
+                // (The reader waits for a wake only when it found nothing; with bytes left it
+                // asks for the next chance to write itself.)
+                return .kept(wake: s.held == bytes.count ? s.wake : nil, first: !s.answered)
             }
             switch next {
             case .stop:
