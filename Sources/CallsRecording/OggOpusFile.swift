@@ -58,34 +58,16 @@ public enum OggOpusFile {
 
     private struct Page { var offset: Int; var header: [UInt8]; var body: [UInt8] }
 
-    /// Hands a whole file's bytes to libogg's page parser.
-    static func feed(_ data: Data, to sync: inout ogg_sync_state) {
-        data.withUnsafeBytes { raw in
-            if let src = raw.baseAddress, raw.count > 0, let dst = ogg_sync_buffer(&sync, raw.count) {
-                memcpy(dst, src, raw.count)
-                ogg_sync_wrote(&sync, raw.count)
-            }
-        }
-    }
-
+    /// Every page, read as it goes (`OggPageReader`): the summary, and the last page's bytes.
     private static func scan(_ path: String) throws(RecordingError) -> (Summary, Page?) {
-        guard let data = FileManager.default.contents(atPath: path) else { throw .cannotRead(path: path, errno: errno == 0 ? ENOENT : errno) }
-        var sync = ogg_sync_state()
-        ogg_sync_init(&sync)
-        defer { ogg_sync_clear(&sync) }
-        feed(data, to: &sync)
+        guard let reader = OggPageReader(path: path) else { throw .cannotRead(path: path, errno: errno == 0 ? ENOENT : errno) }
         var summary = Summary(serial: 0, preSkip: 0, lastGranule: 0, pages: 0, ended: false, validBytes: 0)
-        var position = 0
         var last: Page?
         var page = ogg_page()
-        while true {
-            let n = ogg_sync_pageseek(&sync, &page)
-            if n == 0 { break }  // need more data: the rest is a torn page
-            if n < 0 { position += -n; continue }  // skipped garbage
-            let header = Array(UnsafeBufferPointer(start: page.header, count: page.header_len))
-            let body = Array(UnsafeBufferPointer(start: page.body, count: page.body_len))
+        while let offset = reader.next(into: &page) {
+            let body = UnsafeBufferPointer(start: page.body, count: page.body_len)
             if summary.pages == 0 {
-                guard body.count >= 19, Array(body[0..<8]) == Array("OpusHead".utf8) else { throw .notOggOpus(path: path) }
+                guard body.count >= 19, body.starts(with: Array("OpusHead".utf8)) else { throw .notOggOpus(path: path) }
                 summary.serial = ogg_page_serialno(&page)
                 summary.preSkip = Int(body[10]) | Int(body[11]) << 8
             }
@@ -93,9 +75,8 @@ public enum OggOpusFile {
             let g = ogg_page_granulepos(&page)
             if g >= 0 { summary.lastGranule = g }
             summary.ended = ogg_page_eos(&page) != 0
-            last = Page(offset: position, header: header, body: body)
-            position += n
-            summary.validBytes = position
+            last = Page(offset: offset, header: Array(UnsafeBufferPointer(start: page.header, count: page.header_len)), body: Array(body))
+            summary.validBytes = reader.position
         }
         guard summary.pages > 0 else { throw .notOggOpus(path: path) }
         return (summary, last)

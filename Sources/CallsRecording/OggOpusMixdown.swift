@@ -53,29 +53,12 @@ public enum OggOpusMixdown {
         return Int64(offsetMs(tags: head[1]))
     }
 
-    /// The first `atMost` packets of the Ogg file at `path` (of its first stream), read in
-    /// chunks until they are out or `maxBytes` were read; nil when it cannot be opened.
-    static func packets(of path: String, atMost: Int = .max, maxBytes: Int = .max) -> [[UInt8]]? {
-        guard let file = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? file.close() }
-        var sync = ogg_sync_state(), stream = ogg_stream_state(), page = ogg_page(), packet = ogg_packet()
-        ogg_sync_init(&sync)
-        defer { ogg_sync_clear(&sync) }
-        var started = false, out: [[UInt8]] = []
-        defer { if started { ogg_stream_clear(&stream) } }
-        var read = 0
-        while out.count < atMost, read < maxBytes {
-            guard let chunk = try? file.read(upToCount: min(64 << 10, maxBytes - read)), !chunk.isEmpty else { break }
-            read += chunk.count
-            OggOpusFile.feed(chunk, to: &sync)
-            while out.count < atMost, ogg_sync_pageout(&sync, &page) == 1 {
-                if !started { ogg_stream_init(&stream, ogg_page_serialno(&page)); started = true }
-                ogg_stream_pagein(&stream, &page)
-                while out.count < atMost, ogg_stream_packetout(&stream, &packet) == 1 {
-                    out.append(Array(UnsafeBufferPointer(start: packet.packet, count: packet.bytes)))
-                }
-            }
-        }
+    /// The first `atMost` packets of the Ogg file at `path` (of its first stream), reading no
+    /// more than `maxBytes` of it; nil when it cannot be opened.
+    static func packets(of path: String, atMost: Int, maxBytes: Int = .max) -> [[UInt8]]? {
+        guard let reader = OggPacketReader(path: path, maxBytes: maxBytes) else { return nil }
+        var out: [[UInt8]] = []
+        while out.count < atMost, let p = reader.next() { out.append(p) }
         return out
     }
 
@@ -93,10 +76,11 @@ public enum OggOpusMixdown {
         return Int(tags[r.upperBound...].prefix { $0.isNumber }) ?? 0
     }
 
-    /// One participant's file, decoded on demand and placed at its offset.
+    /// One participant's file, read and decoded as the mix goes and placed at its offset (its
+    /// length counted first, a pass that decodes nothing): a packet in memory at a time.
     final class TrackReader {
-        private var packets: [[UInt8]] = []
-        private var next = 0
+        private let packets: OggPacketReader
+        private var ended = false
         private let decoder: OpusDecoder
         /// The last packet's samples, `pending[taken..<pendingEnd]` not yet read.
         private var pending = [Int16](repeating: 0, count: 5760)
@@ -108,16 +92,19 @@ public enum OggOpusMixdown {
         let endSample: Int
 
         init(path: String) throws(RecordingError) {
-            guard let all = OggOpusMixdown.packets(of: path) else { throw .cannotRead(path: path, errno: ENOENT) }
-            guard all.count >= 2, OggOpusMixdown.isOpusHead(all[0]) else { throw .notOggOpus(path: path) }
-            let preSkip = Int(all[0][10]) | Int(all[0][11]) << 8
-            let offsetMs = OggOpusMixdown.offsetMs(tags: all[1])
-            packets = Array(all.dropFirst(2))
-            do { decoder = try OpusDecoder() } catch { throw .library("\(error)") }
-            startSample = offsetMs * 48
-            skip = preSkip
+            guard let counting = OggPacketReader(path: path), let reader = OggPacketReader(path: path) else {
+                throw .cannotRead(path: path, errno: ENOENT)
+            }
+            guard let head = counting.next(), let tags = counting.next(), OggOpusMixdown.isOpusHead(head) else { throw .notOggOpus(path: path) }
+            let preSkip = Int(head[10]) | Int(head[11]) << 8
             var samples = 0
-            for p in packets { samples += p.withUnsafeBufferPointer { Int(opus_packet_samples($0)) } }
+            while let p = counting.next() { samples += p.withUnsafeBufferPointer { Int(opus_packet_samples($0)) } }
+            _ = reader.next()
+            _ = reader.next()  // (the two headers)
+            packets = reader
+            do { decoder = try OpusDecoder() } catch { throw .library("\(error)") }
+            startSample = OggOpusMixdown.offsetMs(tags: tags) * 48
+            skip = preSkip
             endSample = startSample + max(0, samples - preSkip)
         }
 
@@ -127,7 +114,7 @@ public enum OggOpusMixdown {
             var i = 0
             while i < count {
                 let t = at + i
-                if t < startSample || (next >= packets.count && taken == pendingEnd) { out[i] = 0; i += 1; continue }
+                if t < startSample || (ended && taken == pendingEnd) { out[i] = 0; i += 1; continue }
                 if taken == pendingEnd { decodeNext(); continue }
                 // (As many as this packet has and the block wants, at once.)
                 let n = min(count - i, pendingEnd - taken)
@@ -141,9 +128,11 @@ public enum OggOpusMixdown {
 
         /// The next packet decoded into `pending` (its pre-skip left out), read from its start.
         private func decodeNext() {
-            guard next < packets.count else { return }
-            let n = max(0, packets[next].withUnsafeBufferPointer { p in pending.withUnsafeMutableBufferPointer { decoder.decode(p, into: $0) } })
-            next += 1
+            guard let packet = packets.next() else {
+                ended = true
+                return
+            }
+            let n = max(0, packet.withUnsafeBufferPointer { p in pending.withUnsafeMutableBufferPointer { decoder.decode(p, into: $0) } })
             let s = min(skip, n)
             skip -= s
             pendingEnd = n
