@@ -15,6 +15,8 @@ public final class RecognizerPool: Sendable {
         var idle: [String: [SpeechRecognizer]] = [:]
         var made: [String: Int] = [:]
         var leased = 0
+        /// Counts `drain()`s: a recogniser warmed across one is not kept.
+        var drains = 0
     }
     private let state = Locked(State())
 
@@ -57,9 +59,18 @@ public final class RecognizerPool: Sendable {
     /// Makes a recogniser for `language` ahead of need when none is idle and fewer than
     /// `capacity` exist (a Whisper worker takes 0.4–0.7 s to start: the first speaker should not
     /// wait for it). Slow like `lease`: call it off any latency-critical thread.
+    /// One made while the pool was drained (the server stopping as its transcription started)
+    /// is let go at once, not kept idle after the drain.
     public func warm(language: String) throws(CaptionError) {
+        let drains = state.withLock { $0.drains }
         guard let r = try lease(language: language) else { return }  // (all busy: they are warm)
-        giveBack(r)
+        let late = state.withLock { s -> SpeechRecognizer? in
+            guard s.drains != drains else { return nil }
+            s.leased -= 1
+            s.made[r.language.lowercased(), default: 1] -= 1
+            return r
+        }
+        if late == nil { giveBack(r) }
     }
 
     /// Gives a recogniser back.
@@ -78,6 +89,7 @@ public final class RecognizerPool: Sendable {
             let all = s.idle.values.flatMap { $0 }
             for (language, list) in s.idle { s.made[language, default: 0] -= list.count }
             s.idle = [:]
+            s.drains += 1
             return all
         }
         _ = idle  // (released here, outside the lock)
@@ -85,4 +97,7 @@ public final class RecognizerPool: Sendable {
 
     /// Recognisers leased now (for metrics and tests).
     public var leased: Int { state.withLock { $0.leased } }
+
+    /// Recognisers idle now, kept warm (tests).
+    public var idle: Int { state.withLock { $0.idle.values.reduce(0) { $0 + $1.count } } }
 }

@@ -24,6 +24,19 @@ struct CountingEngine: SpeechRecognizerEngine {
     }
 }
 
+/// Makes counting recognisers, each only once `gate` is signalled (`started` says it began).
+final class GatedEngine: SpeechRecognizerEngine, Sendable {
+    let name = "gated"
+    let started = DispatchSemaphore(value: 0)
+    let gate = DispatchSemaphore(value: 0)
+    func languages() -> [String] { ["en-US"] }
+    func make(language: String) throws(CaptionError) -> SpeechRecognizer {
+        started.signal()
+        gate.wait()
+        return CountingRecognizer()
+    }
+}
+
 /// A recogniser that notes what the captioner tells it: pauses, resumptions, ends.
 final class HintedRecognizer: SpeechRecognizer, @unchecked Sendable {
     let language = "en-US"
@@ -209,6 +222,28 @@ final class CaptionTests: XCTestCase {
         pool.giveBack(first)
         try pool.warm(language: "en-US")
         XCTAssertTrue(try pool.lease(language: "en-US") === first, "the one made ahead, kept warm")
+    }
+
+    /// The server stops while a recogniser is being warmed (a Whisper worker starting): the pool
+    /// drains meanwhile, and the late one is let go, not kept idle after the drain.
+    func testARecognizerWarmedAcrossADrainIsNotKept() throws {
+        let engine = GatedEngine()
+        let pool = RecognizerPool(engine: engine, capacity: 1)
+        let warmed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            try? pool.warm(language: "en-US")
+            warmed.signal()
+        }
+        XCTAssertEqual(engine.started.wait(timeout: .now() + 5), .success, "the recogniser is being made")
+        pool.drain()
+        engine.gate.signal()
+        XCTAssertEqual(warmed.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(pool.idle, 0, "let go, not kept after the drain")
+        XCTAssertEqual(pool.leased, 0)
+        // The pool works on: one is made on the next need (capacity 1 was given back).
+        engine.gate.signal()
+        try pool.warm(language: "en-US")
+        XCTAssertEqual(pool.idle, 1)
     }
 
     /// A guess with fewer than half the words of the caption shown is not shown (the caption
