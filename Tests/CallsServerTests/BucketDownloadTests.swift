@@ -40,6 +40,8 @@ final class BucketDownloadTests: XCTestCase {
 
     var moto: MotoServer!
     var database: TestDatabase!
+    /// The node's log lines.
+    let logged = EventRecorder<String>()
     var dir: TemporaryDirectory!
 
     override func setUpWithError() throws {
@@ -83,7 +85,8 @@ final class BucketDownloadTests: XCTestCase {
     }
 
     func serve(_ store: CallStore) throws -> (server: WebServer, node: Node, base: String) {
-        let node = Node(reader: StoredFileReader(dataDir: dir.file("data"), store: store, objectStorage: storage))
+        let log = ServerLog(sink: { [logged] in logged.add($0) })
+        let node = Node(reader: StoredFileReader(dataDir: dir.file("data"), store: store, objectStorage: storage, log: log))
         let server = WebServer(host: "127.0.0.1", delegate: node)
         let port = try server.start(port: 0)
         return (server, node, "http://127.0.0.1:\(port)/recordings/")
@@ -169,6 +172,7 @@ final class BucketDownloadTests: XCTestCase {
         }
         XCTAssertTrue(eventually(10) { StoredFileReader.bucketReadsNow == 0 }, "\(StoredFileReader.bucketReadsNow) downloads outlived their clients")
         XCTAssertTrue(try curl(base + "rec_left/call.webm", out: dir.file("out")).body == bytes)
+        XCTAssertFalse(logged.all.contains { $0.contains("cut mid-file") }, "a client leaving is no store failure: \(logged.all)")
     }
 
     /// The store dies while a client is mid-file: the client's connection is cut — its body is
@@ -189,5 +193,8 @@ final class BucketDownloadTests: XCTestCase {
         XCTAssertLessThan(got.body.count, bytes.count)
         XCTAssertTrue(got.body == Array(bytes.prefix(got.body.count)), "what came is the file's start")
         XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == 0 })
+        let line = logged.all.first { $0.contains("a download from object storage was cut mid-file") }
+        XCTAssertNotNil(line, "the failure is logged: \(logged.all)")
+        XCTAssertTrue(line?.contains("recordings/rec_cut/call.webm") == true && line?.contains("testing-secret") == false, line ?? "")
     }
 }

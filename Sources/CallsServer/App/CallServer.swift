@@ -398,7 +398,7 @@ public final class CallServer: @unchecked Sendable {
     /// The REST routes, with what REST changes told to the rest of the server.
     private func restRouter(_ a: Assembly, store: CallStore, relayPort: Int) -> RESTRouter {
         let directory = a.directory, revocations = a.revocations
-        return RESTRouter(store: store, keys: keys, signer: a.signer, config: configuration, mediaPort: relayPort,
+        return RESTRouter(store: store, keys: keys, signer: a.signer, config: configuration, log: log, mediaPort: relayPort,
                           publicURL: configuration.publicURL ?? url, webhooks: directory, roomRules: a.roomRules,
                           webhooksChanged: { [weak deliverer = a.webhooks, log, fixed = configuration.webhooks] in
             // A webhook was added, changed or removed over REST: sign and send with the new set.

@@ -83,7 +83,7 @@ extension RESTRouter {
     }
 
     /// Finished files, from this node's disk or the bucket.
-    var files: StoredFileReader { StoredFileReader(dataDir: config.dataDir, store: store, objectStorage: config.objectStorage) }
+    var files: StoredFileReader { StoredFileReader(dataDir: config.dataDir, store: store, objectStorage: config.objectStorage, log: log) }
 
     /// `bytes=a-b`, `bytes=a-` or `bytes=-n` (one range) within `total`; nil when not satisfiable.
     static func byteRange(_ spec: String, total: Int) -> Range<Int>? {

@@ -14,6 +14,7 @@ struct RESTRouter: Sendable {
     let keys: ServerKeys
     let signer: CallTokenSigner
     let config: ServerConfiguration
+    let log: ServerLog
     let mediaPort: Int
     /// Where people reach this server (`publicURL`, else the listening address): invite links.
     let publicURL: String

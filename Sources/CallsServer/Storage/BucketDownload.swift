@@ -8,14 +8,23 @@ import Synchronization
 /// the GET (`S3Client.stream`) and holds at most `bufferBytes` the client has not taken yet.
 /// While that is full the GET waits; a client that takes nothing for `stallSeconds` (or a
 /// store that sends nothing for as long) ends it, and the client's connection is cut. Whatever
-/// ends it — sent, cut, the client gone — the thread ends and `finished` runs once (the
-/// caller's count of bucket reads).
+/// ends it — sent, cut, the client gone — the thread ends and `finished` runs once with how
+/// (the caller's count of bucket reads, its log).
 ///
 /// Thread rules: `open` on a request's thread (it waits for the store's first answer, so a
 /// missing object is a 404 before any head is written); `start`, `read` and `cancel` on the web
 /// server's service thread (`HTTPBodyStream`); the GET on its own thread. State under one `Mutex`.
 final class BucketDownload: HTTPBodyStream {
     let count: Int
+    /// How a download ended.
+    enum End: Sendable {
+        /// Every byte came from the store.
+        case complete
+        /// The response was over first (the client left, or it was refused before its head).
+        case cancelled(received: Int)
+        /// The store failed, stalled or sent other than `count` bytes.
+        case failed(ObjectStorageError, received: Int)
+    }
     /// Most bytes held for one download (what came from the store, not yet sent).
     static let bufferBytes = 1 << 20
 
@@ -53,16 +62,15 @@ final class BucketDownload: HTTPBodyStream {
     /// GET's thread when it is over.
     /// - Throws: the store's refusal or an unreachable store (nothing was sent to the client yet).
     static func open(_ storage: ObjectStorageConfiguration, key: String, range: Range<Int>?, count: Int, stallSeconds: Int = 60,
-                     finished: @escaping @Sendable () -> Void) throws(ObjectStorageError) -> BucketDownload {
+                     finished: @escaping @Sendable (End) -> Void) throws(ObjectStorageError) -> BucketDownload {
         let d = BucketDownload(count: count, stallSeconds: stallSeconds)
         let t = Thread {
-            defer { finished() }
             var error: ObjectStorageError?
             do throws(ObjectStorageError) {
                 let client = try S3Client(storage)
                 try client.stream(key, range: range, stallSeconds: stallSeconds) { d.arrived($0) }
             } catch let e { error = e }
-            d.ended(error)
+            finished(d.ended(error))
         }
         t.name = "callroom.objects.download"
         t.start()
@@ -162,8 +170,8 @@ final class BucketDownload: HTTPBodyStream {
         }
     }
 
-    private func ended(_ error: ObjectStorageError?) {
-        let (wake, first) = state.withLock { s -> ((@Sendable () -> Void)?, Bool) in
+    private func ended(_ error: ObjectStorageError?) -> End {
+        let (wake, first, end) = state.withLock { s -> ((@Sendable () -> Void)?, Bool, End) in
             s.over = true
             if error == nil, s.received != count {
                 s.error = .badReply("the store sent \(s.received) bytes of \(count)")
@@ -176,9 +184,11 @@ final class BucketDownload: HTTPBodyStream {
                 s.held = 0
             }
             defer { s.answered = true }
-            return (s.wake, !s.answered)
+            let end: End = s.cancelled ? .cancelled(received: s.received) : s.error.map { .failed($0, received: s.received) } ?? .complete
+            return (s.wake, !s.answered, end)
         }
         if first { answered.signal() }
         wake?()
+        return end
     }
 }

@@ -1,5 +1,6 @@
 import CallsObjectStorage
 import CallsStore
+import CallsSupport
 import CallsTransport
 import Foundation
 import Synchronization
@@ -43,6 +44,8 @@ struct StoredFileReader {
     let store: CallStore
     /// Nil: no object storage (files are only on the node that made them).
     let objectStorage: ObjectStorageConfiguration?
+    /// Where a bucket download that fails mid-file is told (before the head, the client is told).
+    var log: ServerLog?
     /// Downloads from the bucket at once on this node (each a thread and at most
     /// `BucketDownload.bufferBytes`); more are answered 503.
     static let maxBucketReads = 8
@@ -116,8 +119,12 @@ struct StoredFileReader {
         }
         do throws(ObjectStorageError) {
             // (The slot is the download's until its thread ends: sent, cut, or refused.)
-            let download = try BucketDownload.open(c, key: key, range: range, count: range?.count ?? size) {
+            let count = range?.count ?? size
+            let download = try BucketDownload.open(c, key: key, range: range, count: count) { [log] end in
                 Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing)
+                if case .failed(let error, let received) = end, received > 0 {
+                    log?.warn("a download from object storage was cut mid-file", ["key": key, "bytes": "\(received) of \(count)", "error": error.description])
+                }
             }
             return Served(body: .bucket(download), total: size, range: range)
         } catch .refused(let status, let code, _) where status == 404 || code == "NoSuchKey" {
