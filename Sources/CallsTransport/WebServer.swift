@@ -161,9 +161,12 @@ public final class WebServer: @unchecked Sendable {
         var txBytes = 0
         var closeRequest: (UInt16, String)?
         init(wsi: OpaquePointer) { self.wsi = wsi }
-        // (However the connection ends — sent, closed by the peer, the server stopped — a body's
-        // producer stops with it.)
-        deinit { bodyStream?.cancel() }
+        // (However the connection ends — sent, closed by the peer, the server stopped, before
+        // or after the answer's head — a body's producer stops with it.)
+        deinit {
+            bodyStream?.cancel()
+            response?.stream?.cancel()
+        }
     }
 
     /// - Parameters:
@@ -323,6 +326,7 @@ public final class WebServer: @unchecked Sendable {
         foreignLoops = nil
         context = nil
         connections.removeAll()
+        for (_, item) in outbox.withLock({ q -> [(UInt64, Outgoing)] in defer { q.removeAll() }; return q }) { Self.drop(item) }
         stopped.signal()
     }
 
@@ -345,9 +349,14 @@ public final class WebServer: @unchecked Sendable {
 
     private func enqueue(_ id: UInt64, _ item: Outgoing) {
         // Stopped (or not started): nothing will send it.
-        guard running.load(ordering: .acquiring) else { return }
+        guard running.load(ordering: .acquiring) else { return Self.drop(item) }
         outbox.withLock { $0.append((id, item)) }
         waker.wake()
+    }
+
+    /// What will not be sent: a streamed body's producer is stopped (not left to time out).
+    private static func drop(_ item: Outgoing) {
+        if case .response(let r) = item { r.stream?.cancel() }
     }
 
     // MARK: Service-thread handlers
@@ -535,10 +544,16 @@ public final class WebServer: @unchecked Sendable {
     private func drainOutbox() {
         let items = outbox.withLock { q -> [(UInt64, Outgoing)] in let items = q; q.removeAll(); return items }
         for (id, item) in items {
-            guard let conn = connections[id] else { continue }
+            guard let conn = connections[id] else {
+                Self.drop(item)
+                continue
+            }
             switch item {
             case .response(let r):
-                guard conn.awaitingResponse else { continue }
+                guard conn.awaitingResponse else {
+                    Self.drop(item)
+                    continue
+                }
                 conn.response = r
             case .message(let bytes, let binary):
                 guard conn.closeRequest == nil else { continue }

@@ -15,15 +15,17 @@ import XCTest
 /// node hold the file; a client that leaves frees its download; a store that dies mid-file cuts
 /// the client's connection (never a body that looks whole). Real moto, real HTTP (curl).
 final class BucketDownloadTests: XCTestCase {
-    /// Serves `/KEY` from a `StoredFileReader` with an empty data directory (so: the bucket).
+    /// Serves `/KEY` from a `StoredFileReader` with an empty data directory (so: the bucket);
+    /// `/late/KEY` the same half a second later.
     final class Node: WebServerDelegate, @unchecked Sendable {
         let reader: StoredFileReader
         init(reader: StoredFileReader) { self.reader = reader }
         func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
             let reader = reader
-            let key = String(request.path.dropFirst())
+            let late = request.path.hasPrefix("/late/")
+            let key = String(request.path.dropFirst(late ? 6 : 1))
             let range = request.headers["range"]
-            DispatchQueue.global().async {
+            DispatchQueue.global().asyncAfter(deadline: .now() + (late ? 0.5 : 0)) {
                 do {
                     respond(try reader.read(key, rangeSpec: range, gone: "gone").response(contentType: "video/webm"))
                 } catch let e as ServerError {
@@ -48,7 +50,7 @@ final class BucketDownloadTests: XCTestCase {
         guard MotoServer.binary != nil else { throw XCTSkip("moto_server is not installed (scripts/install-python-deps.sh)") }
         try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "needs curl")
         moto = try MotoServer()
-        database = try TestDatabase(.sqlite)
+        database = try TestDatabase(.sqlite)  // (the store is not the subject: the PostgreSQL pass skips this class)
         dir = TemporaryDirectory("callroom-bucket-dl")
     }
 
@@ -173,6 +175,23 @@ final class BucketDownloadTests: XCTestCase {
         XCTAssertTrue(eventually(10) { StoredFileReader.bucketReadsNow == 0 }, "\(StoredFileReader.bucketReadsNow) downloads outlived their clients")
         XCTAssertTrue(try curl(base + "rec_left/call.webm", out: dir.file("out")).body == bytes)
         XCTAssertFalse(logged.all.contains { $0.contains("cut mid-file") }, "a client leaving is no store failure: \(logged.all)")
+    }
+
+    /// A client that hangs up before its answer is ready: the download started for the answer
+    /// ends as soon as the answer cannot go (its head's write fails, or the connection is gone
+    /// when it is handed over), not after the 60 s stall holding a download slot.
+    func testAClientGoneBeforeItsAnswerEndsTheDownload() throws {
+        let store = try database.store()
+        store.queuesUploads = true
+        _ = try stored("rec_late", size: 11 << 20, store: store)
+        let (server, node, base) = try serve(store)
+        defer { server.stop(); withExtendedLifetime(node) {} }
+        let started = StoredFileReader.bucketReadsStarted.load(ordering: .relaxed)
+        let gone = try curl(base.replacingOccurrences(of: "/recordings/", with: "/late/recordings/") + "rec_late/call.webm",
+                            ["--max-time", "0.2"], out: dir.file("late"))
+        XCTAssertEqual(gone.exit, 28)
+        XCTAssertTrue(eventually(2) { StoredFileReader.bucketReadsStarted.load(ordering: .relaxed) > started }, "a download starts for the answer")
+        XCTAssertTrue(eventually(3) { StoredFileReader.bucketReadsNow == 0 }, "and ends with it, not after the 60 s stall")
     }
 
     /// The store dies while a client is mid-file: the client's connection is cut — its body is

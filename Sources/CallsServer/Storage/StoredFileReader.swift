@@ -52,6 +52,8 @@ struct StoredFileReader {
     private static let bucketReads = Atomic<Int>(0)
     /// Bucket downloads running now on this node (tests, and what the slot count is).
     static var bucketReadsNow: Int { bucketReads.load(ordering: .acquiring) }
+    /// Bucket downloads started in this process (tests).
+    static let bucketReadsStarted = Atomic<Int>(0)
 
     /// The bytes of `key` (relative to the data directory and the bucket's prefix), whole or
     /// the range `rangeSpec` asks for (`bytes=a-b`); `gone` words the 404.
@@ -117,6 +119,7 @@ struct StoredFileReader {
             Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing)
             throw ServerError(.unavailable, "Too many downloads from object storage on this node now; try again shortly.")
         }
+        Self.bucketReadsStarted.add(1, ordering: .relaxed)
         do throws(ObjectStorageError) {
             // (The slot is the download's until its thread ends: sent, cut, or refused.)
             let count = range?.count ?? size
