@@ -20,4 +20,19 @@ public enum ProcessUsage {
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
         return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
     }
+
+    /// Runs `body` while this process's resident memory is sampled every 10 ms: its result, and
+    /// how far the memory rose above where it was before (KiB; the peak, not the end).
+    public static func growthKiB<T>(during body: () throws -> T) rethrows -> (result: T, grewKiB: Int) {
+        let before = residentKiB(getpid()) ?? 0
+        let peak = Locked(before)
+        let sampler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "callroom.rss-sampler"))
+        sampler.schedule(deadline: .now(), repeating: .milliseconds(10))
+        sampler.setEventHandler { if let kib = residentKiB(getpid()) { peak.withLock { $0 = max($0, kib) } } }
+        sampler.resume()
+        defer { sampler.cancel() }
+        let result = try body()
+        if let kib = residentKiB(getpid()) { peak.withLock { $0 = max($0, kib) } }
+        return (result, peak.withLock { $0 } - before)
+    }
 }

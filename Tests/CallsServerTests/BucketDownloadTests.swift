@@ -144,18 +144,8 @@ final class BucketDownloadTests: XCTestCase {
         _ = try stored("rec_long", size: size, store: store)
         let (server, node, base) = try serve(store)
         defer { server.stop(); withExtendedLifetime(node) {} }
-        let before = try XCTUnwrap(ProcessUsage.residentKiB(getpid()))
-        let peak = Locked(before)
-        let sampler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "rss"))
-        sampler.schedule(deadline: .now(), repeating: .milliseconds(20))
-        sampler.setEventHandler {
-            if let kib = ProcessUsage.residentKiB(getpid()) { peak.withLock { $0 = max($0, kib) } }
-        }
-        sampler.resume()
-        let got = try curl(base + "rec_long/call.webm", ["--limit-rate", "24M"], out: "/dev/null")
-        sampler.cancel()
+        let (got, grew) = try ProcessUsage.growthKiB { try curl(base + "rec_long/call.webm", ["--limit-rate", "24M"], out: "/dev/null") }
         XCTAssertEqual(got.exit, 0)
-        let grew = peak.withLock { $0 } - before
         XCTAssertLessThan(grew, 8 << 10, "the node grew by \(grew) KiB serving a 96 MiB file to a slow client")
     }
 

@@ -94,19 +94,9 @@ final class WebServerBodyTests: XCTestCase {
             server.stop()
             withExtendedLifetime(files) {}
         }
-        let before = try XCTUnwrap(ProcessUsage.residentKiB(getpid()))
-        let peak = Locked(before)
-        let sampler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "rss"))
-        sampler.schedule(deadline: .now(), repeating: .milliseconds(20))
-        sampler.setEventHandler {
-            if let kib = ProcessUsage.residentKiB(getpid()) { peak.withLock { $0 = max($0, kib) } }
-        }
-        sampler.resume()
-        let got = try curl("http://127.0.0.1:\(port)/whole", out: "/dev/null")
-        sampler.cancel()
+        let (got, grew) = try ProcessUsage.growthKiB { try curl("http://127.0.0.1:\(port)/whole", out: "/dev/null") }
         XCTAssertEqual(got.status, 200)
         XCTAssertEqual(got.exit, 0)
-        let grew = peak.withLock { $0 } - before
         XCTAssertLessThan(grew, 64 << 10, "the server grew by \(grew) KiB serving a 512 MiB file")
     }
 }

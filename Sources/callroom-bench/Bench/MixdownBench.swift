@@ -34,20 +34,14 @@ enum MixdownBench {
             try? writer.finish()
             paths.append(path)
         }
-        // (The process's resident memory, sampled every 10 ms while it mixes: how much it grew.)
-        let before = ProcessUsage.residentKiB(getpid()) ?? 0
-        let peak = Locked(before)
-        let sampler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "rss"))
-        sampler.schedule(deadline: .now(), repeating: .milliseconds(10))
-        sampler.setEventHandler { if let kib = ProcessUsage.residentKiB(getpid()) { peak.withLock { $0 = max($0, kib) } } }
-        sampler.resume()
+        // (The process's resident memory, sampled while it mixes: how much it grew.)
         let cpu = CPUBench.threadCPU(), wall = monotonicNanoseconds()
-        let mixed: Double
-        do { mixed = try OggOpusMixdown.mix(paths, into: dir + "/mixed.opus") } catch { Console.fail("mixdown: \(error)", code: ExitCode.failure) }
+        let (mixed, grewKiB) = ProcessUsage.growthKiB { () -> Double in
+            do { return try OggOpusMixdown.mix(paths, into: dir + "/mixed.opus") } catch { Console.fail("mixdown: \(error)", code: ExitCode.failure) }
+        }
         let cpuMs = Double(CPUBench.threadCPU() - cpu) / 1e6, wallMs = Double(monotonicNanoseconds() - wall) / 1e6
-        sampler.cancel()
         let inputBytes = paths.reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: $1)[.size] as? Int) ?? 0) }
         Console.out(String(format: "mixdown participants=%d seconds=%.0f cpu_ms=%.0f wall_ms=%.0f cpu_ms_per_room_minute=%.0f input_kib=%d memory_growth_kib=%d",
-                           participants, mixed, cpuMs, wallMs, cpuMs * 60 / max(1, mixed), inputBytes / 1024, peak.withLock { $0 } - before))
+                           participants, mixed, cpuMs, wallMs, cpuMs * 60 / max(1, mixed), inputBytes / 1024, grewKiB))
     }
 }
