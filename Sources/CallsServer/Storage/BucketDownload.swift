@@ -25,6 +25,8 @@ final class BucketDownload: HTTPBodyStream {
         /// The store failed, stalled or sent other than `count` bytes.
         case failed(ObjectStorageError, received: Int)
     }
+    /// How long `open` waits for the store's first answer (the client waits for the head meanwhile).
+    static let firstAnswerSeconds = 15
     /// Most bytes held for one download (what came from the store, not yet sent).
     static let bufferBytes = 1 << 20
 
@@ -74,9 +76,9 @@ final class BucketDownload: HTTPBodyStream {
         }
         t.name = "callroom.objects.download"
         t.start()
-        if d.answered.wait(timeout: .now() + .seconds(stallSeconds + 10)) == .timedOut {
+        if d.answered.wait(timeout: .now() + .seconds(firstAnswerSeconds)) == .timedOut {
             d.cancel()
-            throw .unreachable("no answer in \(stallSeconds + 10) s")
+            throw .unreachable("no answer in \(firstAnswerSeconds) s")
         }
         if let error = d.state.withLock({ $0.received == 0 ? $0.error : nil }) {
             d.cancel()
