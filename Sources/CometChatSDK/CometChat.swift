@@ -212,6 +212,21 @@ public enum CometChat {
         }, onError: { onError($0) })
     }
 
+    /// `endCall` for a process about to exit on the callback queue's thread, which cannot wait
+    /// for `endCall`'s callbacks there: waits up to `timeout` seconds for the server's answer
+    /// (delivered on the connection's own queue). True when it answered — the other side has
+    /// been told — false when it did not in time, or there is no connection. Any thread but the
+    /// connection's.
+    package static func endCallAndWait(sessionID: String, timeout: Double) -> Bool {
+        guard let connection = state.withLock({ $0.connection }) else { return false }
+        let answered = DispatchSemaphore(value: 0)
+        connection.request(.endCall(sessionId: sessionID), expect: .event(.ended, sessionId: sessionID)) { result in
+            if case .success = result { state.withLock { s in if s.activeCall?.sessionID == sessionID { s.activeCall = nil } } }
+            answered.signal()
+        }
+        return answered.wait(timeout: .now() + timeout) == .success
+    }
+
     private static func send(_ m: ClientMessage, expect: ChatConnection.Expect, onSuccess: @escaping (Call) -> Void,
                              onError: @escaping (CometChatException) -> Void) {
         let (connection, queue) = state.withLock { ($0.connection, $0.settings?.callbackQueue ?? .main) }

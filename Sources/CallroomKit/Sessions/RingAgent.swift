@@ -322,12 +322,11 @@ package final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegat
         }
     }
 
-    /// Ends the call on the chat side after a headless session ended. The process exits next and
-    /// the answer would come on main (this thread), so nothing waits for it: the request is
-    /// given 0.2 s to leave the socket.
+    /// Ends the call on the chat side after a headless session ended, and waits (up to 2 s) for
+    /// the server to answer before the process exits next — so the other side is told even on a
+    /// loaded machine (a fixed 0.2 s for the request to leave the socket was sometimes not enough).
     private func endCall(_ sessionID: String) {
-        CometChat.endCall(sessionID: sessionID, onSuccess: { _ in }, onError: { _ in })
-        Thread.sleep(forTimeInterval: 0.2)
+        _ = CometChat.endCallAndWait(sessionID: sessionID, timeout: 2)
     }
 
     /// Cancel (a call still ringing out), leave (the call in progress), or quit.
