@@ -84,7 +84,8 @@ public struct HTTPResponse: Sendable {
 /// written, then `read` whenever it may write; `cancel` when the response is over (sent, or the
 /// connection gone), after which the producer stops and frees what it held.
 ///
-/// Thread rules: `start`, `read` and `cancel` on the server's service thread; `wake`, given to
+/// Thread rules: `start` and `read` on the server's service thread; `cancel` from any thread (an
+/// answer dropped before it was sent is cancelled where it is dropped); `wake`, given to
 /// `start`, from any thread (the producer calls it when more has come or it failed).
 public protocol HTTPBodyStream: AnyObject, Sendable {
     /// The body's length in bytes.

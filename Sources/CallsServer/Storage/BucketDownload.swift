@@ -12,8 +12,9 @@ import Synchronization
 /// (the caller's count of bucket reads, its log).
 ///
 /// Thread rules: `open` on a request's thread (it waits for the store's first answer, so a
-/// missing object is a 404 before any head is written); `start`, `read` and `cancel` on the web
-/// server's service thread (`HTTPBodyStream`); the GET on its own thread. State under one `Mutex`.
+/// missing object is a 404 before any head is written); `start` and `read` on the web server's
+/// service thread, `cancel` from any (`HTTPBodyStream`); the GET on its own thread. State under
+/// one `Mutex`.
 final class BucketDownload: HTTPBodyStream {
     let count: Int
     /// How a download ended.
