@@ -28,15 +28,20 @@ public struct HTTPRequest: Sendable {
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var contentType: String
-    public var body: [UInt8]
-    /// A body read from a file as it is sent (`body` is then empty): a download holds one chunk
-    /// of it in memory, not the file.
-    public var file: FileBody?
-    /// A body made elsewhere while it is sent (a download from object storage; `body` is then
-    /// empty): the server writes what has come on each chance to write.
-    public var stream: (any HTTPBodyStream)?
+    public var content: Content
     /// More response headers (lower-case names), e.g. `content-range`.
     public var headers: [(name: String, value: String)] = []
+
+    /// Where the body comes from.
+    public enum Content: Sendable {
+        /// These bytes (sent in chunks, never copied whole into one write).
+        case bytes([UInt8])
+        /// A file read as it is sent: a download holds one chunk of it in memory, not the file.
+        case file(FileBody)
+        /// A body made elsewhere while it is sent (a download from object storage): the server
+        /// writes what has come on each chance to write.
+        case stream(any HTTPBodyStream)
+    }
 
     /// `count` bytes of the file at `path` from `offset`. The server opens it when the answer's
     /// head is written (answering 404 if it cannot) and ends the connection if the file turns
@@ -52,26 +57,40 @@ public struct HTTPResponse: Sendable {
         }
     }
 
+    public init(status: Int, contentType: String, content: Content, headers: [(name: String, value: String)] = []) {
+        self.status = status
+        self.contentType = contentType
+        self.content = content
+        self.headers = headers
+    }
+
     /// A response whose body is read from `file` as it is sent.
     public init(status: Int, contentType: String, file: FileBody, headers: [(name: String, value: String)] = []) {
-        self.init(status: status, contentType: contentType, body: [], headers: headers)
-        self.file = file
+        self.init(status: status, contentType: contentType, content: .file(file), headers: headers)
     }
 
     /// A response whose body comes from `stream` as it is sent.
     public init(status: Int, contentType: String, stream: any HTTPBodyStream, headers: [(name: String, value: String)] = []) {
-        self.init(status: status, contentType: contentType, body: [], headers: headers)
-        self.stream = stream
+        self.init(status: status, contentType: contentType, content: .stream(stream), headers: headers)
     }
 
-    /// The body's length in bytes (the file's part, or the stream's, when there is one).
-    public var contentLength: Int { stream?.count ?? file?.count ?? body.count }
-
     public init(status: Int, contentType: String = "application/json", body: [UInt8], headers: [(name: String, value: String)] = []) {
-        self.status = status
-        self.contentType = contentType
-        self.body = body
-        self.headers = headers
+        self.init(status: status, contentType: contentType, content: .bytes(body), headers: headers)
+    }
+
+    /// The body's length in bytes (the file's part, or the stream's).
+    public var contentLength: Int {
+        switch content {
+        case .bytes(let b): return b.count
+        case .file(let f): return f.count
+        case .stream(let s): return s.count
+        }
+    }
+
+    /// The streamed body's producer, if the body is one.
+    var stream: (any HTTPBodyStream)? {
+        if case .stream(let s) = content { return s }
+        return nil
     }
 
     public init(status: Int, json: String) {

@@ -145,10 +145,9 @@ public final class WebServer: @unchecked Sendable {
         var closeAfterResponse = false
         var response: HTTPResponse?
         var headerWritten = false
-        /// Bytes of the response's body written so far, and its file or stream while it is read.
+        /// Bytes of the response's body written so far, and its file while it is read.
         var bodySent = 0
         var bodyFile: FileChunkReader?
-        var bodyStream: (any HTTPBodyStream)?
         var awaitingResponse = false
         /// Set once the request went to the delegate: libwebsockets may still report body
         /// completion for a body-less POST, which must not run the handler twice.
@@ -163,10 +162,7 @@ public final class WebServer: @unchecked Sendable {
         init(wsi: OpaquePointer) { self.wsi = wsi }
         // (However the connection ends — sent, closed by the peer, the server stopped, before
         // or after the answer's head — a body's producer stops with it.)
-        deinit {
-            bodyStream?.cancel()
-            response?.stream?.cancel()
-        }
+        deinit { response?.stream?.cancel() }
     }
 
     /// - Parameters:
@@ -566,7 +562,7 @@ public final class WebServer: @unchecked Sendable {
             case .close(let code, let reason):
                 conn.closeRequest = (code, reason)
             case .bodyReady:
-                guard conn.bodyStream != nil else { continue }
+                guard conn.response?.stream != nil else { continue }
             }
             lws_callback_on_writable(conn.wsi)
         }
@@ -592,7 +588,7 @@ public final class WebServer: @unchecked Sendable {
         guard var response = conn.response else { return 0 }
         let wsi = conn.wsi
         if !conn.headerWritten {
-            if let file = response.file {
+            if case .file(let file) = response.content {
                 // (Opened before the head goes, so a file gone since it was found is a 404, not a cut.)
                 if let reader = FileChunkReader(path: file.path) {
                     conn.bodyFile = reader
@@ -620,54 +616,47 @@ public final class WebServer: @unchecked Sendable {
             }
             guard ok else { return -1 }
             conn.headerWritten = true
-            conn.bodySent = 0
-            if let stream = response.stream {
-                conn.bodyStream = stream
-                stream.start { [weak self] in self?.enqueue(id, .bodyReady) }
-            }
+            response.stream?.start { [weak self] in self?.enqueue(id, .bodyReady) }
             if response.contentLength > 0 {
                 lws_callback_on_writable(wsi)
                 return 0
             }
         } else {
             let total = response.contentLength
-            var count = min(Self.bodyChunkBytes, total - conn.bodySent)
-            var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre) + count)
-            var last = false
+            let want = min(Self.bodyChunkBytes, total - conn.bodySent)
+            var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre) + want)
+            var count = 0
             let n = buffer.withUnsafeMutableBufferPointer { buf -> Int32 in
                 guard let base = buf.baseAddress else { return -1 }
                 let payload = base + Int(callroom_lws_pre)
-                if let stream = conn.bodyStream {
-                    // (Nothing yet: the producer's wake brings the next chance to write.)
-                    guard let got = stream.read(into: payload, max: count) else { return -1 }
-                    count = got
-                    if got == 0 { return 0 }
-                }
-                last = conn.bodySent + count == total
-                if let file = response.file {
+                switch response.content {
+                case .bytes(let body):
+                    body.withUnsafeBufferPointer { b in if let from = b.baseAddress { payload.update(from: from + conn.bodySent, count: want) } }
+                    count = want
+                case .file(let file):
                     // (A file shorter than its head said: the connection ends, the client sees it cut.)
                     guard let reader = conn.bodyFile,
-                          reader.read(into: payload, count: count, at: file.offset + conn.bodySent) == count else { return -1 }
-                } else if conn.bodyStream == nil {
-                    response.body.withUnsafeBufferPointer { body in
-                        guard let from = body.baseAddress else { return }
-                        payload.update(from: from + conn.bodySent, count: count)
-                    }
+                          reader.read(into: payload, count: want, at: file.offset + conn.bodySent) == want else { return -1 }
+                    count = want
+                case .stream(let stream):
+                    // (Nothing yet: the producer's wake brings the next chance to write.)
+                    guard let got = stream.read(into: payload, max: want) else { return -1 }
+                    count = got
                 }
-                return lws_write(wsi, payload, count, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
+                if count == 0 { return 0 }
+                return lws_write(wsi, payload, count, conn.bodySent + count == total ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
             }
             if n < 0 { return -1 }
-            if count == 0 { return 0 }
             conn.bodySent += count
-            if !last {
-                lws_callback_on_writable(wsi)
+            if conn.bodySent < total {
+                // (After nothing from a stream, its wake asks for the next chance instead.)
+                if count > 0 { lws_callback_on_writable(wsi) }
                 return 0
             }
         }
+        response.stream?.cancel()
         conn.response = nil
         conn.bodyFile = nil
-        conn.bodyStream?.cancel()
-        conn.bodyStream = nil
         conn.bodySent = 0
         conn.awaitingResponse = false
         if conn.closeAfterResponse { return -1 }
