@@ -207,9 +207,14 @@ public enum CometChat {
     /// Leave the session too (`CallSession.shared.leaveSession()`).
     public static func endCall(sessionID: String, onSuccess: @escaping (Call?) -> Void, onError: @escaping (CometChatException?) -> Void) {
         send(.endCall(sessionId: sessionID), expect: .event(.ended, sessionId: sessionID), onSuccess: { call in
-            state.withLock { s in if s.activeCall?.sessionID == sessionID { s.activeCall = nil } }
+            ended(sessionID)
             onSuccess(call)
         }, onError: { onError($0) })
+    }
+
+    /// The server ended call `sessionID` at our request: it is no longer the active call.
+    private static func ended(_ sessionID: String) {
+        state.withLock { s in if s.activeCall?.sessionID == sessionID { s.activeCall = nil } }
     }
 
     /// `endCall` for a process about to exit on the callback queue's thread, which cannot wait
@@ -221,7 +226,7 @@ public enum CometChat {
         guard let connection = state.withLock({ $0.connection }) else { return false }
         let answered = DispatchSemaphore(value: 0)
         connection.request(.endCall(sessionId: sessionID), expect: .event(.ended, sessionId: sessionID)) { result in
-            if case .success = result { state.withLock { s in if s.activeCall?.sessionID == sessionID { s.activeCall = nil } } }
+            if case .success = result { ended(sessionID) }
             answered.signal()
         }
         return answered.wait(timeout: .now() + timeout) == .success
