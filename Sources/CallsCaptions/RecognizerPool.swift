@@ -17,6 +17,13 @@ public final class RecognizerPool: Sendable {
         var leased = 0
         /// Counts `drain()`s: a recogniser warmed across one is not kept.
         var drains = 0
+
+        /// A lease for `key` that made a recogniser ends without keeping it (its making failed,
+        /// or it came too late to keep).
+        mutating func unmake(_ key: String) {
+            made[key, default: 1] -= 1
+            leased -= 1
+        }
     }
     private let state = Locked(State())
 
@@ -50,7 +57,7 @@ public final class RecognizerPool: Sendable {
         case .busy: return nil
         case .make:
             do { return try engine.make(language: language) } catch {
-                state.withLock { $0.made[key, default: 1] -= 1; $0.leased -= 1 }
+                state.withLock { $0.unmake(key) }
                 throw error
             }
         }
@@ -64,13 +71,12 @@ public final class RecognizerPool: Sendable {
     public func warm(language: String) throws(CaptionError) {
         let drains = state.withLock { $0.drains }
         guard let r = try lease(language: language) else { return }  // (all busy: they are warm)
-        let late = state.withLock { s -> SpeechRecognizer? in
-            guard s.drains != drains else { return nil }
-            s.leased -= 1
-            s.made[r.language.lowercased(), default: 1] -= 1
-            return r
+        let late = state.withLock { s -> Bool in
+            guard s.drains != drains else { return false }
+            s.unmake(r.language.lowercased())
+            return true
         }
-        if late == nil { giveBack(r) }
+        if !late { giveBack(r) }
     }
 
     /// Gives a recogniser back.
