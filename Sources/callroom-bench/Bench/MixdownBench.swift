@@ -8,7 +8,7 @@ import Foundation
 /// The recording's mixdown after a call (`OggOpusMixdown.mix`), on files like the recorder's:
 /// `participants` Ogg Opus files of `seconds` of speech each (the bundled clips, looped, encoded
 /// at the voice profile's 48 kb/s), each joining a second after the one before. Figures: the
-/// mixdown's CPU per minute of the room, and its wall time.
+/// mixdown's CPU per minute of the room, its wall time, and how much the process's memory grew.
 enum MixdownBench {
     static func run(participants: Int, seconds: Int) {
         guard let resources = BotDirector.resources else { Console.fail("cannot find the bundled clips (set CALLROOM_RESOURCES)", code: ExitCode.failure) }
