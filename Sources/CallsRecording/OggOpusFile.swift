@@ -58,6 +58,17 @@ public enum OggOpusFile {
 
     private struct Page { var offset: Int; var header: [UInt8]; var body: [UInt8] }
 
+    /// Whether `packet` is an OpusHead (RFC 7845 §5.1: the magic, 19 bytes at least).
+    static func isOpusHead(_ packet: some Collection<UInt8>) -> Bool {
+        packet.count >= 19 && packet.starts(with: "OpusHead".utf8)
+    }
+
+    /// The pre-skip of an OpusHead packet (samples at 48 kHz, little-endian at byte 10).
+    static func preSkip(head packet: some RandomAccessCollection<UInt8>) -> Int {
+        let at = packet.index(packet.startIndex, offsetBy: 10)
+        return Int(packet[at]) | Int(packet[packet.index(after: at)]) << 8
+    }
+
     /// Every page, read as it goes (`OggPageReader`): the summary, and the last page's bytes.
     private static func scan(_ path: String) throws(RecordingError) -> (Summary, Page?) {
         guard let reader = OggPageReader(path: path) else { throw .cannotRead(path: path, errno: errno == 0 ? ENOENT : errno) }
@@ -67,9 +78,9 @@ public enum OggOpusFile {
         while let offset = reader.next(into: &page) {
             let body = UnsafeBufferPointer(start: page.body, count: page.body_len)
             if summary.pages == 0 {
-                guard body.count >= 19, body.starts(with: Array("OpusHead".utf8)) else { throw .notOggOpus(path: path) }
+                guard isOpusHead(body) else { throw .notOggOpus(path: path) }
                 summary.serial = ogg_page_serialno(&page)
-                summary.preSkip = Int(body[10]) | Int(body[11]) << 8
+                summary.preSkip = preSkip(head: body)
             }
             summary.pages += 1
             let g = ogg_page_granulepos(&page)

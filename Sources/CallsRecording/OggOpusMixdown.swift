@@ -49,7 +49,7 @@ public enum OggOpusMixdown {
     /// nil when it is not an Ogg Opus file. Reads its first two packets only (the tags are on its
     /// second page), not the whole file.
     package static func startOffsetMs(_ path: String) -> Int64? {
-        guard let head = packets(of: path, atMost: 2, maxBytes: maxHeaderBytes), head.count == 2, isOpusHead(head[0]) else { return nil }
+        guard let head = packets(of: path, atMost: 2, maxBytes: maxHeaderBytes), head.count == 2, OggOpusFile.isOpusHead(head[0]) else { return nil }
         return Int64(offsetMs(tags: head[1]))
     }
 
@@ -64,10 +64,6 @@ public enum OggOpusMixdown {
 
     /// Bytes read at most for a file's two header packets.
     static let maxHeaderBytes = 1 << 20
-
-    static func isOpusHead(_ packet: [UInt8]) -> Bool {
-        packet.count >= 19 && packet.starts(with: Array("OpusHead".utf8))
-    }
 
     /// The `START_OFFSET_MS` of an OpusTags packet (0 without one).
     static func offsetMs(tags packet: [UInt8]) -> Int {
@@ -95,8 +91,8 @@ public enum OggOpusMixdown {
             guard let counting = OggPacketReader(path: path), let reader = OggPacketReader(path: path) else {
                 throw .cannotRead(path: path, errno: ENOENT)
             }
-            guard let head = counting.next(), let tags = counting.next(), OggOpusMixdown.isOpusHead(head) else { throw .notOggOpus(path: path) }
-            let preSkip = Int(head[10]) | Int(head[11]) << 8
+            guard let head = counting.next(), let tags = counting.next(), OggOpusFile.isOpusHead(head) else { throw .notOggOpus(path: path) }
+            let preSkip = OggOpusFile.preSkip(head: head)
             var samples = 0
             while let p = counting.next() { samples += p.withUnsafeBufferPointer { Int(opus_packet_samples($0)) } }
             _ = reader.next()
