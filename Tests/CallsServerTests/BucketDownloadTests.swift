@@ -86,9 +86,10 @@ final class BucketDownloadTests: XCTestCase {
         return bytes
     }
 
-    func serve(_ store: CallStore) throws -> (server: WebServer, node: Node, base: String) {
+    func serve(_ store: CallStore, floor: ReaderPace.Floor = .standard) throws -> (server: WebServer, node: Node, base: String) {
         let log = ServerLog(sink: { [logged] in logged.add($0) })
-        let node = Node(reader: StoredFileReader(dataDir: dir.file("data"), store: store, objectStorage: storage, log: log))
+        let node = Node(reader: StoredFileReader(dataDir: dir.file("data"), store: store, objectStorage: storage, log: log,
+                                                 readerFloor: floor))
         let server = WebServer(host: "127.0.0.1", delegate: node)
         let port = try server.start(port: 0)
         return (server, node, "http://127.0.0.1:\(port)/recordings/")
@@ -147,6 +148,33 @@ final class BucketDownloadTests: XCTestCase {
         let (got, grew) = try ProcessUsage.growthKiB { try curl(base + "rec_long/call.webm", ["--limit-rate", "24M"], out: "/dev/null") }
         XCTAssertEqual(got.exit, 0)
         XCTAssertLessThan(grew, 8 << 10, "the node grew by \(grew) KiB serving a 96 MiB file to a slow client")
+    }
+
+    /// A client that reads far below the floor (20 KB/s against 256 KiB in 4 s) while the store
+    /// waits on it is cut at the end of a window, and its download slot freed — not held the
+    /// half hour the file would take; one that reads far above it gets the file whole (its
+    /// socket's buffers let the node write in lumps seconds apart: the window allows for them).
+    func testAClientSlowerThanTheFloorIsCutAndOneAboveItIsNot() throws {
+        let store = try database.store()
+        store.queuesUploads = true
+        let bytes = try stored("rec_slow", size: 32 << 20, store: store)
+        let (server, node, base) = try serve(store, floor: ReaderPace.Floor(bytes: 256 << 10, seconds: 4))
+        defer { server.stop(); withExtendedLifetime(node) {} }
+        XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == 0 }, "no other test's download runs")
+        let started = StoredFileReader.bucketReadsStarted.load(ordering: .relaxed)
+        let slow = Process()
+        slow.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        slow.arguments = ["-s", "-o", "/dev/null", "--limit-rate", "20K", base + "rec_slow/call.webm"]
+        try slow.run()
+        defer { if slow.isRunning { slow.terminate() } }
+        XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsStarted.load(ordering: .relaxed) > started }, "the slow client's download runs")
+        XCTAssertTrue(eventually(30) { logged.all.contains { $0.contains("its client reads too slowly") } }, "the slow client is cut: \(logged.all)")
+        XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == 0 }, "its download slot is free")
+        let line = logged.all.first { $0.contains("its client reads too slowly") }
+        XCTAssertTrue(line?.contains("recordings/rec_slow/call.webm") == true, line ?? "")
+        let fast = try curl(base + "rec_slow/call.webm", ["--limit-rate", "8M"], out: dir.file("fast"))
+        XCTAssertEqual(fast.exit, 0)
+        XCTAssertTrue(fast.body == bytes, "above the floor, the whole file (\(fast.body.count) of \(bytes.count) bytes)")
     }
 
     /// Clients that hang up mid-file, more of them than the node runs bucket downloads at once:

@@ -6,8 +6,9 @@ import Synchronization
 
 /// One download from object storage streamed to one HTTP response: a thread of its own runs
 /// the GET (`S3Client.stream`) and holds at most `bufferBytes` the client has not taken yet.
-/// While that is full the GET waits; a client that takes nothing for `stallSeconds` (or a
-/// store that sends nothing for as long) ends it, and the client's connection is cut. Whatever
+/// While that is full the GET waits; a client that takes less than its `ReaderPace` floor
+/// meanwhile, or a store that sends nothing for `stallSeconds`, ends it, and the client's
+/// connection is cut. Whatever
 /// ends it — sent, cut, the client gone — the thread ends and `finished` runs once with how
 /// (the caller's count of bucket reads, its log).
 ///
@@ -25,6 +26,9 @@ final class BucketDownload: HTTPBodyStream {
         case cancelled(received: Int)
         /// The store failed, stalled or sent other than `count` bytes.
         case failed(ObjectStorageError, received: Int)
+        /// The client took less than the floor while the store waited on it (`took` in the
+        /// window that judged it); its connection was cut.
+        case tooSlow(received: Int, took: Int)
     }
     /// How long `open` waits for the store's first answer (the client waits for the head meanwhile).
     static let firstAnswerSeconds = 15
@@ -43,30 +47,33 @@ final class BucketDownload: HTTPBodyStream {
         var over = false
         var error: ObjectStorageError?
         var cancelled = false
+        /// Whether the client keeps up while the buffer is full; `slow`: it did not (cut).
+        var pace: ReaderPace
+        var slow: Int?
         /// The GET waits for room (`room` is to be signalled when there is).
         var waiting = false
         var wake: (@Sendable () -> Void)?
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     /// Signalled when the store first answers, and when the GET is over.
     private let answered = DispatchSemaphore(value: 0)
     /// Signalled when the reader took bytes or cancelled (the GET may go on).
     private let room = DispatchSemaphore(value: 0)
-    private let stallSeconds: Int
 
-    private init(count: Int, stallSeconds: Int) {
+    private init(count: Int, floor: ReaderPace.Floor) {
         self.count = count
-        self.stallSeconds = stallSeconds
+        state = Mutex(State(pace: ReaderPace(floor: floor)))
     }
 
     /// Starts the GET of `key` (`range`, or the whole object) from the bucket `storage` names
     /// and waits for the store's first answer. `count`: the bytes the response's head will
-    /// promise; more or fewer from the store cut the connection. `finished` runs once on the
-    /// GET's thread when it is over.
+    /// promise; more or fewer from the store cut the connection. `floor`: the least the client
+    /// takes while the store waits on it. `finished` runs once on the GET's thread when it is over.
     /// - Throws: the store's refusal or an unreachable store (nothing was sent to the client yet).
     static func open(_ storage: ObjectStorageConfiguration, key: String, range: Range<Int>?, count: Int, stallSeconds: Int = 60,
+                     floor: ReaderPace.Floor = .standard,
                      finished: @escaping @Sendable (End) -> Void) throws(ObjectStorageError) -> BucketDownload {
-        let d = BucketDownload(count: count, stallSeconds: stallSeconds)
+        let d = BucketDownload(count: count, floor: floor)
         let t = Thread {
             var error: ObjectStorageError?
             do throws(ObjectStorageError) {
@@ -115,6 +122,7 @@ final class BucketDownload: HTTPBodyStream {
                 }
             }
             s.held -= n
+            s.pace.took(n, emptied: s.held == 0)
             if n == 0, s.over { return nil }  // (all sent is `count` bytes: the server stops asking first)
             return n
         }
@@ -142,15 +150,21 @@ final class BucketDownload: HTTPBodyStream {
     // MARK: The GET's thread
 
     /// Bytes from the store: kept for the reader (waiting while `bufferBytes` are held); false
-    /// ends the GET (cancelled, stalled, or more than `count`).
+    /// ends the GET (cancelled, the reader too slow, or more than `count`).
     private func arrived(_ bytes: UnsafeRawBufferPointer) -> Bool {
         while true {
-            enum Next { case kept(wake: (@Sendable () -> Void)?, first: Bool), wait, stop }
+            enum Next { case kept(wake: (@Sendable () -> Void)?, first: Bool), wait(untilMs: Int64), stop }
             let next = state.withLock { s -> Next in
                 if s.cancelled || s.received + bytes.count > count { return .stop }
                 if s.held > 0, s.held + bytes.count > Self.bufferBytes {
-                    s.waiting = true
-                    return .wait
+                    switch s.pace.full(nowMs: Self.nowMs) {
+                    case .wait(let until):
+                        s.waiting = true
+                        return .wait(untilMs: until)
+                    case .tooSlow(let took):
+                        s.slow = took
+                        return .stop
+                    }
                 }
                 s.chunks.append(Array(bytes))
                 s.held += bytes.count
@@ -163,8 +177,9 @@ final class BucketDownload: HTTPBodyStream {
             switch next {
             case .stop:
                 return false
-            case .wait:
-                if room.wait(timeout: .now() + .seconds(stallSeconds)) == .timedOut { return false }
+            case .wait(let until):
+                // (Woken by the reader, or at the window's end to be judged.)
+                _ = room.wait(timeout: DispatchTime(uptimeNanoseconds: UInt64(max(0, until)) * 1_000_000))
             case .kept(let wake, let first):
                 if first { answered.signal() }
                 wake?()
@@ -172,6 +187,8 @@ final class BucketDownload: HTTPBodyStream {
             }
         }
     }
+
+    private static var nowMs: Int64 { Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000) }
 
     private func ended(_ error: ObjectStorageError?) -> End {
         let (wake, first, end) = state.withLock { s -> ((@Sendable () -> Void)?, Bool, End) in
@@ -187,7 +204,14 @@ final class BucketDownload: HTTPBodyStream {
                 s.held = 0
             }
             defer { s.answered = true }
-            let end: End = s.cancelled ? .cancelled(received: s.received) : s.error.map { .failed($0, received: s.received) } ?? .complete
+            let end: End
+            if s.cancelled {
+                end = .cancelled(received: s.received)
+            } else if let took = s.slow {
+                end = .tooSlow(received: s.received, took: took)
+            } else {
+                end = s.error.map { .failed($0, received: s.received) } ?? .complete
+            }
             return (s.wake, !s.answered, end)
         }
         if first { answered.signal() }

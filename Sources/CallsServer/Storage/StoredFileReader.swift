@@ -46,6 +46,8 @@ struct StoredFileReader {
     let objectStorage: ObjectStorageConfiguration?
     /// Where a bucket download that fails mid-file is told (before the head, the client is told).
     var log: ServerLog?
+    /// The least a bucket download's client takes while the store waits on it (slower: cut).
+    var readerFloor: ReaderPace.Floor = .standard
     /// Downloads from the bucket at once on this node (each a thread and at most
     /// `BucketDownload.bufferBytes`); more are answered 503.
     static let maxBucketReads = 8
@@ -123,10 +125,18 @@ struct StoredFileReader {
         do throws(ObjectStorageError) {
             // (The slot is the download's until its thread ends: sent, cut, or refused.)
             let count = range?.count ?? size
-            let download = try BucketDownload.open(c, key: key, range: range, count: count) { [log] end in
+            let floor = readerFloor
+            let download = try BucketDownload.open(c, key: key, range: range, count: count, floor: floor) { [log] end in
                 Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing)
-                if case .failed(let error, let received) = end, received > 0 {
+                switch end {
+                case .failed(let error, let received) where received > 0:
                     log?.warn("a download from object storage was cut mid-file", ["key": key, "bytes": "\(received) of \(count)", "error": error.description])
+                case .tooSlow(let received, let took):
+                    log?.info("a download from object storage was cut: its client reads too slowly",
+                              ["key": key, "bytes": "\(received) of \(count)",
+                               "took": "\(took) bytes in \(floor.seconds) s (the least is \(floor.bytes))"])
+                default:
+                    break
                 }
             }
             return Served(body: .bucket(download), total: size, range: range)
