@@ -16,7 +16,7 @@ import XCTest
 /// the client's connection (never a body that looks whole). Real moto, real HTTP (curl).
 final class BucketDownloadTests: XCTestCase {
     /// Serves `/KEY` from a `StoredFileReader` with an empty data directory (so: the bucket);
-    /// `/late/KEY` the same half a second later.
+    /// `/late/KEY` the same half a second later; an `authtoken` header names whose download it is (the token is the uid here).
     final class Node: WebServerDelegate, @unchecked Sendable {
         let reader: StoredFileReader
         init(reader: StoredFileReader) { self.reader = reader }
@@ -25,9 +25,10 @@ final class BucketDownloadTests: XCTestCase {
             let late = request.path.hasPrefix("/late/")
             let key = String(request.path.dropFirst(late ? 6 : 1))
             let range = request.headers["range"]
+            let user = request.headers["authtoken"]
             DispatchQueue.global().asyncAfter(deadline: .now() + (late ? 0.5 : 0)) {
                 do {
-                    respond(try reader.read(key, rangeSpec: range, gone: "gone").response(contentType: "video/webm"))
+                    respond(try reader.read(key, rangeSpec: range, gone: "gone", user: user).response(contentType: "video/webm"))
                 } catch let e as ServerError {
                     respond(HTTPResponse(status: e.status, json: e.json))
                 } catch {
@@ -175,6 +176,35 @@ final class BucketDownloadTests: XCTestCase {
         let fast = try curl(base + "rec_slow/call.webm", ["--limit-rate", "8M"], out: dir.file("fast"))
         XCTAssertEqual(fast.exit, 0)
         XCTAssertTrue(fast.body == bytes, "above the floor, the whole file (\(fast.body.count) of \(bytes.count) bytes)")
+    }
+
+    /// One user may run two bucket downloads at once on a node: a third is 429 while another
+    /// user and the operator are served; when one of theirs ends, they may start another.
+    func testOneUserRunsAtMostTwoBucketDownloads() throws {
+        let store = try database.store()
+        store.queuesUploads = true
+        let bytes = try stored("rec_two", size: 32 << 20, store: store)  // (more than the sockets' buffers hold)
+        let (server, node, base) = try serve(store)
+        defer { server.stop(); withExtendedLifetime(node) {} }
+        XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == 0 }, "no other test's download runs")
+        var slow: [Process] = []
+        defer { slow.forEach { if $0.isRunning { $0.terminate() } } }
+        for _ in 0..<StoredFileReader.maxBucketReadsPerUser {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            p.arguments = ["-s", "-o", "/dev/null", "--limit-rate", "100K", "-H", "authtoken: mallory", base + "rec_two/call.webm"]
+            try p.run()
+            slow.append(p)
+        }
+        XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == StoredFileReader.maxBucketReadsPerUser }, "mallory's downloads run")
+        let third = try curl(base + "rec_two/call.webm", ["-H", "authtoken: mallory"], out: dir.file("third"))
+        XCTAssertEqual(third.status, 429)
+        XCTAssertTrue(String(decoding: third.body.prefix(300), as: UTF8.self).contains("ERR_RATE_LIMITED"))
+        XCTAssertTrue(try curl(base + "rec_two/call.webm", ["-H", "authtoken: alice"], out: dir.file("alice")).body == bytes, "another user is served")
+        XCTAssertTrue(try curl(base + "rec_two/call.webm", out: dir.file("operator")).body == bytes, "the operator is served")
+        slow[0].terminate()
+        XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == StoredFileReader.maxBucketReadsPerUser - 1 }, "one of mallory's ends with its client")
+        XCTAssertTrue(try curl(base + "rec_two/call.webm", ["-H", "authtoken: mallory"], out: dir.file("again")).body == bytes, "so mallory may start one")
     }
 
     /// Clients that hang up mid-file, more of them than the node runs bucket downloads at once:

@@ -96,6 +96,8 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
             let path = AuditLog.redacted(path: request.path)
             if response.status == 401 || response.status == 403 {
                 refusals.refused(.restAuth, peer: request.peer, detail: "\(request.method) \(path) → \(response.status)")
+            } else if response.status == 429 {
+                refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(path) → 429")
             }
             // What the operator's key changed (reads are not actions), and what came of it.
             if request.header("apikey") != nil && request.method != "GET" {

@@ -10,7 +10,8 @@ import Synchronization
 /// any size. A file on this node's disk is read as it is sent (a download holds one chunk of
 /// it, `WebServer.bodyChunkBytes`); one in the bucket is streamed from the store as it is sent
 /// (`BucketDownload`: at most `BucketDownload.bufferBytes` held), a range fetched as a range.
-/// At most `maxBucketReads` bucket downloads run at once on this node. A value; any thread.
+/// At most `maxBucketReads` bucket downloads run at once on this node, `maxBucketReadsPerUser`
+/// of them one user's. A value; any thread.
 struct StoredFileReader {
     /// What a read gives: where the body comes from, the file's whole size, and which range of
     /// it is sent (nil: whole).
@@ -52,18 +53,23 @@ struct StoredFileReader {
     /// `BucketDownload.bufferBytes`); more are answered 503.
     static let maxBucketReads = 8
     private static let bucketReads = Atomic<Int>(0)
+    /// Bucket downloads one user (an `authToken`'s) may run at once on this node; more are
+    /// answered 429. The operator's key is held only to `maxBucketReads`.
+    static let maxBucketReadsPerUser = 2
+    private static let userReads = Mutex<[String: Int]>([:])
     /// Bucket downloads running now on this node (tests, and what the slot count is).
     static var bucketReadsNow: Int { bucketReads.load(ordering: .acquiring) }
     /// Bucket downloads started in this process (tests).
     static let bucketReadsStarted = Atomic<Int>(0)
 
     /// The bytes of `key` (relative to the data directory and the bucket's prefix), whole or
-    /// the range `rangeSpec` asks for (`bytes=a-b`); `gone` words the 404.
+    /// the range `rangeSpec` asks for (`bytes=a-b`); `gone` words the 404. `user`: whose
+    /// download it is (nil: the operator's).
     /// - Throws: `Unsatisfiable` for a range the file cannot give (answered 416); `ServerError`:
     ///   404 when it is nowhere, 503 while the file waits for its upload on another node, when the
     ///   bucket cannot be read (its code, never a credential) or this node's bucket reads are
-    ///   all busy.
-    func read(_ key: String, rangeSpec: String?, gone: String) throws -> Served {
+    ///   all busy; 429 when `user` runs `maxBucketReadsPerUser` already.
+    func read(_ key: String, rangeSpec: String?, gone: String, user: String? = nil) throws -> Served {
         let path = (dataDir as NSString).appendingPathComponent(key)
         if let served = try Self.fromDisk(path, rangeSpec: rangeSpec) { return served }
         guard let objectStorage else { throw ServerError(.notFound, gone) }
@@ -77,7 +83,7 @@ struct StoredFileReader {
         case .delete:
             throw ServerError(.notFound, gone)
         case .stored:
-            return try fromBucket(key, size: Int(row.bytes ?? 0), rangeSpec: rangeSpec, objectStorage, gone: gone)
+            return try fromBucket(key, size: Int(row.bytes ?? 0), rangeSpec: rangeSpec, objectStorage, gone: gone, user: user)
         }
     }
 
@@ -105,29 +111,52 @@ struct StoredFileReader {
         return "application/octet-stream"
     }
 
+    /// Gives back `user`'s slot (nil: the operator's, which holds none).
+    private static func release(_ user: String?) {
+        guard let user else { return }
+        userReads.withLock { reads in
+            let left = reads[user, default: 1] - 1
+            reads[user] = left > 0 ? left : nil
+        }
+    }
+
     /// A range the file cannot give (answered 416 with its size).
     struct Unsatisfiable: Error {
         var total: Int
         var spec: String
     }
 
-    private func fromBucket(_ key: String, size: Int, rangeSpec: String?, _ c: ObjectStorageConfiguration, gone: String) throws -> Served {
+    private func fromBucket(_ key: String, size: Int, rangeSpec: String?, _ c: ObjectStorageConfiguration, gone: String,
+                            user: String?) throws -> Served {
         var range: Range<Int>?
         if let spec = rangeSpec {
             guard let r = RESTRouter.byteRange(spec, total: size) else { throw Unsatisfiable(total: size, spec: spec) }
             range = r
         }
+        if let user {
+            let taken = Self.userReads.withLock { reads -> Bool in
+                guard reads[user, default: 0] < Self.maxBucketReadsPerUser else { return false }
+                reads[user, default: 0] += 1
+                return true
+            }
+            guard taken else {
+                throw ServerError(.rateLimited, "You have \(Self.maxBucketReadsPerUser) downloads from object storage running on this node; "
+                                  + "wait for one to finish.")
+            }
+        }
         guard Self.bucketReads.add(1, ordering: .acquiringAndReleasing).newValue <= Self.maxBucketReads else {
             Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing)
+            Self.release(user)
             throw ServerError(.unavailable, "Too many downloads from object storage on this node now; try again shortly.")
         }
         Self.bucketReadsStarted.add(1, ordering: .relaxed)
         do throws(ObjectStorageError) {
-            // (The slot is the download's until its thread ends: sent, cut, or refused.)
+            // (The slots are the download's until its thread ends: sent, cut, or refused.)
             let count = range?.count ?? size
             let floor = readerFloor
             let download = try BucketDownload.open(c, key: key, range: range, count: count, floor: floor) { [log] end in
                 Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing)
+                Self.release(user)
                 switch end {
                 case .failed(let error, let received) where received > 0:
                     log?.warn("a download from object storage was cut mid-file", ["key": key, "bytes": "\(received) of \(count)", "error": error.description])
