@@ -180,6 +180,14 @@ final class AbuseTests: XCTestCase {
         let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "warn"])
         defer { _ = server.stop() }
         for _ in 0..<40 { _ = BlockingHTTP.request("GET", server.url + "/v3/users", headers: ["apikey": "wrong"]) }
+        // First, a client that sends a wrong token and hangs up at once: its refusal is answered
+        // after the socket closed, and its line still names the peer (it said `peer=?`).
+        do {
+            let port = try XCTUnwrap(URLComponents(string: server.url)?.port)
+            let gone = try RawWebSocket(port: port, subprotocol: signallingSubprotocol)
+            try gone.send(text: #"{"type":"join","v":1,"callToken":"not-a-token","audioMuted":false,"videoPaused":false,"sessionType":"voice"}"#)
+        }
+        XCTAssertTrue(eventually(3) { server.process.errorOutput.contains("signal_auth") }, "the hung-up client's refusal is logged")
         for _ in 0..<5 {
             let p = try SignalProbe(url: server.url)
             p.send(.join(.init(callToken: "not-a-token")))
@@ -187,7 +195,7 @@ final class AbuseTests: XCTestCase {
         }
         let metrics = BlockingHTTP.request("GET", server.url + "/metrics").text
         XCTAssertTrue(metrics.contains(#"callroom_refused_total{cause="rest_auth"} 40"#), metrics)
-        XCTAssertTrue(metrics.contains(#"callroom_refused_total{cause="signal_auth"} 5"#), metrics)
+        XCTAssertTrue(metrics.contains(#"callroom_refused_total{cause="signal_auth"} 6"#), metrics)
         eventually(3) { server.process.errorOutput.contains("signal_auth") && server.process.errorOutput.contains("rest_auth") }
         let lines = server.process.errorOutput.split(separator: "\n").filter { $0.contains("refused") }
         XCTAssertEqual(lines.filter { $0.contains("rest_auth") }.count, 1, "40 refusals, one line: \(lines)")

@@ -42,7 +42,20 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
     /// With `--redis`: the same REST limit counted over every node (checked after this node's own).
     private let sharedRESTLimiter: SharedRateLimiter?
     /// Open WebSockets: their peer, and whether the server has let them in yet (`authenticated`).
-    private let sockets = Locked<(peer: [UInt64: String], perAddress: [String: Int], claimed: Set<UInt64>)>(([:], [:], []))
+    private struct Sockets {
+        var peer: [UInt64: String] = [:]
+        var perAddress: [String: Int] = [:]
+        var claimed: Set<UInt64> = []
+        /// The peers of the last `closedKept` sockets closed, oldest first: a refusal answered
+        /// after its client hung up (a bad token sent, then gone) still names the address.
+        var closed: [(connection: UInt64, peer: String)] = []
+        static let closedKept = 1024
+
+        func peer(of connection: UInt64) -> String? {
+            peer[connection] ?? closed.last { $0.connection == connection }?.peer
+        }
+    }
+    private let sockets = Locked(Sockets())
     let openSockets = Atomic<Int>(0)
     let httpRequests = Atomic<UInt64>(0)
 
@@ -174,6 +187,8 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
             if let peer = s.peer.removeValue(forKey: connection) {
                 s.perAddress[peer, default: 1] -= 1
                 if s.perAddress[peer] ?? 0 <= 0 { s.perAddress[peer] = nil }
+                if s.closed.count >= Sockets.closedKept { s.closed.removeFirst(s.closed.count - Sockets.closedKept + 1) }
+                s.closed.append((connection, peer))
             }
         }
         links.withLock { $0 }?.signals.connectionClosed(ConnectionID(node: nodeID, local: connection))
@@ -197,7 +212,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
             return bus.publish(.toClient(local: connection.local, message: message.json()), to: connection.node)
         }
         if case .error(let code, let text) = message, let cause = Self.refusalCause(code) {
-            refusals.refused(cause, peer: sockets.withLock { $0.peer[connection.local] } ?? "?", detail: "\(code.rawValue): \(text)")
+            refusals.refused(cause, peer: sockets.withLock { $0.peer(of: connection.local) } ?? "?", detail: "\(code.rawValue): \(text)")
         }
         if message.authenticates { authenticated(connection.local) }
         l?.web.send(text: message.json(), to: connection.local)
