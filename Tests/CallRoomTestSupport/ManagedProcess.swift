@@ -17,11 +17,12 @@ public final class ManagedProcess: @unchecked Sendable {
     private var stdoutEnded = false
     private var stderrEnded = false
 
-    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+    /// `nullInput`: stdin is /dev/null (as a CI runner gives it), not a pipe the test writes.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, nullInput: Bool = false) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let e = environment { process.environment = ProcessInfo.processInfo.environment.merging(e) { $1 } }
-        process.standardInput = stdinPipe
+        process.standardInput = nullInput ? FileHandle.nullDevice : stdinPipe
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
         // (Reader threads, not readabilityHandler: see DescriptorReader.)

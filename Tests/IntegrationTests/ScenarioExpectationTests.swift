@@ -70,13 +70,14 @@ final class ScenarioExpectationTests: XCTestCase {
         XCTAssertTrue(xml.contains(#"<failure message="at 4 s bot 1 was unmuted"/>"#), xml)
     }
 
-    /// The bundled QA scenario, headless, as CI runs it: exit 0 and a JUnit report of 10 passes.
+    /// The bundled QA scenario, headless, as CI runs it — stdin /dev/null (its end no longer
+    /// ends a run with a duration: all 10 failed at 0.2 s) — exit 0 and a JUnit report of 10 passes.
     func testTheBundledQAScenarioPasses() throws {
         let tmp = TemporaryDirectory("callroom-expect")
         defer { tmp.remove() }
         let demo = try ManagedProcess(BuiltProducts.path("callroom"), ["demo", "--headless", "--bots", "3", "--scenario", "qa-smoke",
                                                                        "--input", "null", "--output", "null", "--report", tmp.file("qa.xml"),
-                                                                       "--event-log", tmp.file("events.jsonl")])
+                                                                       "--event-log", tmp.file("events.jsonl")], nullInput: true)
         XCTAssertEqual(demo.wait(timeout: 40), 0, demo.errorOutput)
         XCTAssertTrue(demo.errorOutput.contains("expectations: 10 passed, 0 failed"), demo.errorOutput)
         let xml = try String(contentsOfFile: tmp.file("qa.xml"), encoding: .utf8)

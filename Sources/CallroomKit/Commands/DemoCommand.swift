@@ -41,7 +41,8 @@ package enum DemoCommand {
                             with the others once you accept ([a]); ending the call returns to idle
           --headless        no screen: print every listener callback as JSON lines, read commands
                             (mute, unmute, leave) from stdin, as 'callroom join --headless' (with
-                            --ring: the call is answered at once)
+                            --ring: the call is answered at once); with a duration (the
+                            scenario's or --duration) the end of stdin does not end the run
 
         """
 
@@ -116,8 +117,9 @@ package enum DemoCommand {
             ScenarioRun.start(scenario: scenario, name: scenarioName, duration: duration, report: args["report"], zero: { runtime.director?.startedAt },
                               leave: { headless ? HeadlessSession.finishNow() : CallScreenApp.finishNow() })
             if headless {
+                // (With a duration, the run lasts it whatever stdin is: `< /dev/null` in CI.)
                 await HeadlessSession.run(options: options, sessionID: sessionID, settings: settings, token: token, eventLog: args["event-log"],
-                                          cleanup: { runtime.shutdown() })
+                                          inputEndLeaves: duration == nil, cleanup: { runtime.shutdown() })
             } else {
                 await CallScreenApp.run(options: options, sessionID: sessionID, settings: settings, title: "CallRoom demo",
                                         eventLog: args["event-log"], token: token, cleanup: { runtime.shutdown() })

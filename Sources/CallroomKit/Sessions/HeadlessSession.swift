@@ -11,11 +11,15 @@ package final class HeadlessSession {
 
     /// Registers listeners (before joining, as documented, so the join callbacks are seen),
     /// logs in, joins, and keeps the session running until it ends. `cleanup` runs before exit.
+    /// `inputEndLeaves`: the end of stdin leaves (false: it only ends the commands — a run
+    /// with a duration lasts it under `< /dev/null`, as CI runs it).
     package static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
                     token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
-                    loggedIn: Bool = false, eventLog: String? = nil, cleanup: (@MainActor () -> Void)? = nil) async {
+                    loggedIn: Bool = false, eventLog: String? = nil, inputEndLeaves: Bool = true,
+                    cleanup: (@MainActor () -> Void)? = nil) async {
         EventLogFile.open(eventLog)
         let runner = HeadlessSession()
+        runner.inputEndLeaves = inputEndLeaves
         runner.onExit = cleanup
         runner.start()
         current = runner
@@ -37,6 +41,7 @@ package final class HeadlessSession {
 
     private var bridge: ListenerBridge?
     private var leaving = false
+    private var inputEndLeaves = true
     /// Runs before the process exits (the demo stops its server here).
     package var onExit: (@MainActor () -> Void)?
 
@@ -100,12 +105,12 @@ package final class HeadlessSession {
         ProcessExit.now(ScenarioRun.exitStatus(code))
     }
 
-    /// A line of standard input, or its end (which leaves cleanly, once; an unfinished last line
-    /// is not a command).
+    /// A line of standard input, or its end (which leaves cleanly, once, unless the run has a
+    /// duration; an unfinished last line is not a command).
     private func received(_ event: DescriptorReader.LineEvent) {
         switch event {
         case .line(let line): run(line.trimmingCharacters(in: .whitespaces))
-        case .end: leave()
+        case .end: if inputEndLeaves { leave() }
         }
     }
 
