@@ -72,6 +72,29 @@ final class HeadlessCommandsTests: XCTestCase {
         XCTAssertEqual(server.wait(), 0)
     }
 
+    /// Commands a script pipes in before the join completes (`printf 'mute\nraise-hand\nleave\n' |
+    /// callroom join … --headless`) run once it does, in order, `leave` last — they were run on
+    /// no session and lost (the peer saw neither the mute nor the hand).
+    func testCommandsSentWhileJoiningRunOnceJoined() throws {
+        let tmp = TemporaryDirectory("callroom-early")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path)
+        let url = callroomd.url, key = callroomd.authKey
+        func client(_ uid: String) throws -> ManagedProcess {
+            try ManagedProcess(BuiltProducts.path("callroom"), ["join", "early", "--server", url, "--uid", uid, "--auth-key", key,
+                                                                "--input", "null", "--output", "null", "--headless"])
+        }
+        let ann = try client("ann")
+        XCTAssertNotNil(ann.waitForLine { $0.contains("onSessionJoined") }, ann.errorOutput)
+        let ben = try client("ben")
+        for line in ["mute-audio", "raise-hand", "leave"] { ben.send(line) }  // (at once: before the join is through)
+        XCTAssertEqual(ben.wait(timeout: 15), 0, ben.errorOutput)
+        XCTAssertTrue(ben.output.contains { $0.contains("onSessionJoined") }, "ben joined, then left: \(ben.output.suffix(3))")
+        XCTAssertNotNil(ann.waitForLine(timeout: 5) { $0.contains("onParticipantAudioMuted") && $0.contains("ben") }, "ben's mute ran")
+        XCTAssertNotNil(ann.waitForLine(timeout: 5) { $0.contains("onParticipantHandRaised") && $0.contains("ben") }, "ben's hand ran")
+        XCTAssertNotNil(ann.waitForLine(timeout: 5) { $0.contains("onParticipantLeft") && $0.contains("ben") }, "and ben left after them")
+    }
+
     /// Audio modes on a machine with headphones (a private ALSA configuration): switching to
     /// them and back continues the speaker's `file:` output instead of rewriting it, and
     /// picking the current mode fires nothing.

@@ -61,8 +61,9 @@ package enum JoinCommand {
           --hide LIST          hide these (same names; a name in both is hidden)
           --event-log FILE     also write every listener callback to FILE as JSON lines
           --headless           no screen: every listener callback is printed on stdout as one JSON
-                               object per line; commands are read from stdin, one per line (below);
-                               end of input leaves
+                               object per line; commands are read from stdin, one per line (below;
+                               those sent while joining run, in order, once joined); end of input
+                               leaves
 
         Without a sound card the client falls back to null and says so.
         Exit status: 0 after a clean leave (a key, end of input, SIGINT/SIGTERM/SIGHUP) or the call

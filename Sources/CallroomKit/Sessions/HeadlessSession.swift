@@ -32,7 +32,8 @@ package final class HeadlessSession {
             }
             runner.reportAudioNotices()
             // Input ended, a signal came or stdout closed while joining: leave now that we can.
-            if runner.leaving { CallSession.shared.leaveSession() }
+            if runner.leaving { return CallSession.shared.leaveSession() }
+            runner.joined()
         } catch {
             cleanup?()
             Console.fail("\(error.errorCode): \(error.errorDescription)", code: ExitCode.failure)
@@ -42,6 +43,11 @@ package final class HeadlessSession {
     private var bridge: ListenerBridge?
     private var leaving = false
     private var inputEndLeaves = true
+    /// Commands read before the session was joined, run in order once it is (nil: joined) —
+    /// `printf 'mute\n' | callroom join … --headless` mutes, as a script means it to.
+    private var early: [String]? = []
+    /// At most this many wait (more: each answered with an error).
+    static let maxEarlyCommands = 256
     /// Runs before the process exits (the demo stops its server here).
     package var onExit: (@MainActor () -> Void)?
 
@@ -115,9 +121,24 @@ package final class HeadlessSession {
     }
 
     private func run(_ line: String) {
+        if early != nil {
+            guard early?.count ?? 0 < Self.maxEarlyCommands else {
+                return HeadlessCommands.printJSON(["error": ["code": "NOT_JOINED", "message": "still joining; \(Self.maxEarlyCommands) commands wait already"]])
+            }
+            early?.append(line)
+            return
+        }
         let words = line.split(separator: " ")
         if let first = words.first, ["leave", "leave-session"].contains(first), words.count == 1 { return leave() }
         HeadlessCommands.run(line)
+    }
+
+    /// The session is joined: the commands that came meanwhile run now, in order (a `leave`
+    /// among them after those before it).
+    private func joined() {
+        let waiting = early ?? []
+        early = nil
+        for line in waiting where !leaving { run(line) }
     }
 
     private func leave() {
