@@ -8,9 +8,8 @@ import Synchronization
 /// the GET (`S3Client.stream`) and holds at most `bufferBytes` the client has not taken yet.
 /// While that is full the GET waits; a client that takes less than its `ReaderPace` floor
 /// meanwhile, or a store that sends nothing for `stallSeconds`, ends it, and the client's
-/// connection is cut. Whatever
-/// ends it — sent, cut, the client gone — the thread ends and `finished` runs once with how
-/// (the caller's count of bucket reads, its log).
+/// connection is cut. Whatever ends it — sent, cut, the client gone — the thread ends and
+/// `finished` runs once with how (the caller's count of bucket reads, its log).
 ///
 /// Thread rules: `open` on a request's thread (it waits for the store's first answer, so a
 /// missing object is a 404 before any head is written); `start` and `read` on the web server's
