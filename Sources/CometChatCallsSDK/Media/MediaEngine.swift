@@ -547,8 +547,12 @@ final class MediaEngine: @unchecked Sendable {
                 if n < st.batch.capacity { break }
             }
             st.stage.release(now: now, deliver: deliver)
+            video?.sweepDeparted()
         }
     }
+
+    /// How many senders' video this engine decodes now (tests).
+    var videoReceiverCount: Int { receiveState.withLock { _ in video?.receiverCount ?? 0 } }
 
     private func deliver(_ h: RTPHeader, _ datagram: UnsafeRawBufferPointer, _ arrival: UInt64) {
         if h.payloadType == VP8Payload.payloadType {

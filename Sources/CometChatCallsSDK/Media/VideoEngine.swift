@@ -14,8 +14,9 @@ import Synchronization
 ///  receive thread: (MediaEngine, payload type 96) ─▶ per sender: VP8FrameAssembler ─▶ VP8 decode
 ///                  ─▶ latest frame (+ onFrame) │ loss or corruption ─▶ onKeyframeNeeded (≤ 2/s)
 /// ```
-/// Thread rules: `start`/`stop` from the owner (the media engine); `receive` on the media
-/// engine's receive thread only (it owns the receivers); everything else from any thread.
+/// Thread rules: `start`/`stop` from the owner (the media engine); `receive`, `sweepDeparted`
+/// and `receiverCount` under the media engine's receive lock only (its receive thread or its
+/// playback thread reading the socket: they own the receivers); everything else from any thread.
 final class VideoEngine: @unchecked Sendable {
     struct Options: Sendable {
         var source: VideoSourceSpec = .auto
@@ -80,6 +81,10 @@ final class VideoEngine: @unchecked Sendable {
         var highestSeq: UInt32?
     }
     private var receivers: [UInt32: Receiver] = [:]
+    /// Senders that left (`forgetSender`, any thread): their receivers — a VP8 decoder each,
+    /// about a megabyte with its frames — go at the receive thread's next `sweepDeparted`.
+    private let departed = Locked<Set<UInt32>>([])
+    private let anyDeparted = Atomic<Bool>(false)
     private let latest = Locked<[UInt32: VideoFrame]>([:])
     private let figures = Locked<[UInt32: ReceiveFigures]>([:])
     /// Receive counts since the last report, per sender (the receive thread adds, the report takes).
@@ -298,10 +303,32 @@ final class VideoEngine: @unchecked Sendable {
         }
     }
 
-    /// A sender left: its decoder and last picture go.
+    /// A sender left: its last picture goes now, its decoder at the receive thread's next
+    /// `sweepDeparted` (they were kept for the rest of the call: a decoder for every video
+    /// sender that ever left).
     func forgetSender(_ ssrc: UInt32) {
-        latest.withLock { $0[ssrc] = nil }
-        figures.withLock { $0[ssrc] = nil }
-        window.withLock { $0[ssrc] = nil }
+        departed.withLock { $0.insert(ssrc) }
+        anyDeparted.store(true, ordering: .releasing)
+        clear([ssrc])
     }
+
+    /// Receive lock (each time the socket is read): drops the receivers of senders that left.
+    func sweepDeparted() {
+        guard anyDeparted.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        let gone = departed.withLock { d in
+            defer { d = [] }
+            return d
+        }
+        for ssrc in gone { receivers[ssrc] = nil }
+        clear(gone)  // (a packet still in flight may have counted itself again meanwhile)
+    }
+
+    private func clear(_ ssrcs: Set<UInt32>) {
+        latest.withLock { l in for s in ssrcs { l[s] = nil } }
+        figures.withLock { f in for s in ssrcs { f[s] = nil } }
+        window.withLock { w in for s in ssrcs { w[s] = nil } }
+    }
+
+    /// The senders whose video this engine decodes now (receive lock; tests).
+    var receiverCount: Int { receivers.count }
 }
