@@ -52,8 +52,17 @@ final class HeadlessCommandsTests: XCTestCase {
         expect(ann, [#""isCallSessionActive":true"#], after: "is-call-session-active")
         expect(ann, [#""participants""#, "ben"], after: "participants")
         // A guest invite to share: the session's link with a grant, never a key.
-        expect(ann, [#"{"inviteLink":""# + url + "/call/cmds?invite="], after: "invite-link")
+        expect(ann, [#""guestInvite":true"#, #""inviteLink":""# + url + "/call/cmds?invite="], after: "invite-link")
         XCTAssertFalse(ann.output.contains { $0.contains("inviteLink") && $0.contains(key) }, "the invite carries no auth key")
+        // A guest who came in with it cannot mint one: the plain link, and it says so and why.
+        let link = try XCTUnwrap(ann.output.last { $0.contains("inviteLink") }.flatMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))).flatMap { ($0 as? [String: Any])?["inviteLink"] as? String }
+        })
+        let guest = try ManagedProcess(BuiltProducts.path("callroom"), ["join", link, "--name", "Grace", "--input", "null", "--output", "null", "--headless"])
+        XCTAssertNotNil(guest.waitForLine { $0.contains("onSessionJoined") }, guest.errorOutput)
+        expect(guest, [#""guestInvite":false"#, #""inviteLink":""# + url + #"/call/cmds""#, #""reason":"guests cannot invite""#], after: "invite-link")
+        guest.send("leave")
+        XCTAssertEqual(guest.wait(), 0)
         ann.send("set-chat-button-unread-count 4")
         ann.send("hide-settings-panel")
         // Bad commands: a JSON error line each, and nothing changes.

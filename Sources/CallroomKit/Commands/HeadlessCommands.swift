@@ -66,8 +66,16 @@ package enum HeadlessCommands {
             Command(name: "is-call-session-active", arity: .none, help: "prints {\"isCallSessionActive\": …}") { _ in
                 printJSON(["isCallSessionActive": s.isCallSessionActive()])
             },
-            Command(name: "invite-link", arity: .none, help: "prints {\"inviteLink\": …}: a guest invite to share (no account, no key)") { _ in
-                Task { @MainActor in printJSON(["inviteLink": await s.shareableInviteLink() ?? NSNull()]) }
+            Command(name: "invite-link", arity: .none,
+                    help: "prints {\"inviteLink\": …, \"guestInvite\": true}: a guest invite to share (no account, no key); "
+                        + "the session's plain link with \"guestInvite\": false and a \"reason\" when none could be made") { _ in
+                Task { @MainActor in
+                    switch await s.shareableLink() {
+                    case .guestInvite(let link): printJSON(["inviteLink": link, "guestInvite": true])
+                    case .sessionLink(let link, let reason): printJSON(["inviteLink": link, "guestInvite": false, "reason": reason])
+                    case nil: printJSON(["inviteLink": NSNull()])
+                    }
+                }
             },
             Command(name: "participants", arity: .none, help: "prints the roster") { _ in
                 printJSON(["participants": s.participants.map(\.jsonObject)])

@@ -237,9 +237,16 @@ extension CallScreenController {
             // A guest invite (no key in it): minted over REST, then copied on the main thread.
             let session = self.session
             Task { @MainActor [weak self] in
-                guard let self, let link = await session.shareableInviteLink() else { return }
-                let outcome = self.driver.copyToClipboard(link)
-                self.model.toast(outcome.inviteToast(link), seconds: outcome == .unavailable ? 15 : 8)
+                guard let self, let shareable = await session.shareableLink() else { return }
+                let outcome = self.driver.copyToClipboard(shareable.link)
+                switch shareable {
+                case .guestInvite(let link):
+                    self.model.toast(outcome.inviteToast(link), seconds: outcome == .unavailable ? 15 : 8)
+                case .sessionLink(let link, let reason):
+                    // Not an invite: said so, with why (a guest's link, a ringing call's room).
+                    self.model.toast("No guest invite (\(reason)); the session's link, for people with an account: \(link)",
+                                     kind: .error, seconds: 15)
+                }
                 self.dirty = true
             }
         default: break

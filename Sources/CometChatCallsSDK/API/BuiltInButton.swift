@@ -85,11 +85,36 @@ extension CallSession {
 
     /// CallRoom: a link to share that lets someone in without an account or a key: a fresh guest
     /// invite (a day, any number of uses) minted for you; the plain session link when you cannot
-    /// mint one (a guest yourself). nil outside a session.
-    public func shareableInviteLink() async -> String? {
+    /// mint one (a guest yourself). nil outside a session. `shareableLink()` says which it is.
+    public func shareableInviteLink() async -> String? { await shareableLink()?.link }
+
+    /// CallRoom: what `shareableInviteLink` gives, and which kind of link it is.
+    public enum ShareableLink: Sendable, Equatable {
+        /// A guest invite: anyone with it comes in with a name, no account.
+        case guestInvite(String)
+        /// The session's plain link — for people with an account of the app (and, in a room that
+        /// admits only the invited, not even them): no invite could be made, `reason` says why.
+        case sessionLink(String, reason: String)
+
+        public var link: String {
+            switch self {
+            case .guestInvite(let l), .sessionLink(let l, _): return l
+            }
+        }
+    }
+
+    /// CallRoom: a guest invite minted for you, else the session's plain link and why (you are a
+    /// guest yourself, the server refused — a ringing call's room takes no invites — or could
+    /// not be reached). nil outside a session. Any thread; it waits for the server.
+    public func shareableLink() async -> ShareableLink? {
         guard let c = currentClient, let plain = c.inviteLink else { return nil }
-        guard let session = c.currentSessionID, let user = c.user, !user.authToken.isEmpty,
-              let invite = try? await c.createInvite(sessionID: session) else { return plain }
-        return invite.link
+        guard let session = c.currentSessionID, let user = c.user, !user.authToken.isEmpty else {
+            return .sessionLink(plain, reason: "guests cannot invite")
+        }
+        do {
+            return .guestInvite(try await c.createInvite(sessionID: session).link)
+        } catch {
+            return .sessionLink(plain, reason: error.errorDescription)
+        }
     }
 }
