@@ -81,9 +81,9 @@ final class HeadlessCommandsTests: XCTestCase {
         XCTAssertEqual(server.wait(), 0)
     }
 
-    /// Commands a script pipes in before the join completes (`printf 'mute\nraise-hand\nleave\n' |
-    /// callroom join … --headless`) run once it does, in order, `leave` last — they were run on
-    /// no session and lost (the peer saw neither the mute nor the hand).
+    /// Commands a script pipes in before the join completes (`printf 'mute\nraise-hand\n' |
+    /// callroom join … --headless`) run once it does, in order, and the end of input leaves after
+    /// them — they were run on no session and lost (the peer saw neither the mute nor the hand).
     func testCommandsSentWhileJoiningRunOnceJoined() throws {
         let tmp = TemporaryDirectory("callroom-early")
         defer { tmp.remove() }
@@ -96,7 +96,8 @@ final class HeadlessCommandsTests: XCTestCase {
         let ann = try client("ann")
         XCTAssertNotNil(ann.waitForLine { $0.contains("onSessionJoined") }, ann.errorOutput)
         let ben = try client("ben")
-        for line in ["mute-audio", "raise-hand", "leave"] { ben.send(line) }  // (at once: before the join is through)
+        for line in ["mute-audio", "raise-hand"] { ben.send(line) }  // (at once: before the join is through)
+        ben.closeInput()
         XCTAssertEqual(ben.wait(timeout: 15), 0, ben.errorOutput)
         XCTAssertTrue(ben.output.contains { $0.contains("onSessionJoined") }, "ben joined, then left: \(ben.output.suffix(3))")
         XCTAssertNotNil(ann.waitForLine(timeout: 5) { $0.contains("onParticipantAudioMuted") && $0.contains("ben") }, "ben's mute ran")

@@ -116,7 +116,10 @@ package final class HeadlessSession {
     private func received(_ event: DescriptorReader.LineEvent) {
         switch event {
         case .line(let line): run(line.trimmingCharacters(in: .whitespaces))
-        case .end: if inputEndLeaves { leave() }
+        case .end:
+            guard inputEndLeaves else { return }
+            // (While joining, after the commands before it: `printf 'mute\n' | callroom join …`.)
+            if early != nil { early?.append("leave") } else { leave() }
         }
     }
 
