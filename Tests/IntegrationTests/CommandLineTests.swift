@@ -103,6 +103,17 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(out.joined(separator: "\n").contains("--show LIST"))
     }
 
+    /// `--duration` is headless only and a positive number of seconds (exit 2 before joining).
+    func testBadDurationsAreUsageErrors() throws {
+        for (args, needle) in [(["--duration", "5"], "--duration goes with --headless"),
+                               (["--duration", "-1", "--headless"], "--duration must be a positive number"),
+                               (["--duration", "soon", "--headless"], "--duration must be a positive number")] {
+            let (status, _, err) = try run("callroom", ["join", "s", "--server", "http://127.0.0.1:9", "--uid", "u", "--auth-key", "k"] + args)
+            XCTAssertEqual(status, 2, "\(args): \(err)")
+            XCTAssertTrue(err.contains(needle), err)
+        }
+    }
+
     func testBadCodecSettingsAreUsageErrors() throws {
         for (args, needle) in [(["--complexity", "11"], "--complexity must be 0…10"), (["--complexity", "low"], "--complexity must be 0…10"),
                                (["--bitrate", "5"], "--bitrate must be 6000…510000")] {

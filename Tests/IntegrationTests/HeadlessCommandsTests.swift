@@ -105,6 +105,23 @@ final class HeadlessCommandsTests: XCTestCase {
         XCTAssertNotNil(ann.waitForLine(timeout: 5) { $0.contains("onParticipantLeft") && $0.contains("ben") }, "and ben left after them")
     }
 
+    /// `--duration` in a script (stdin /dev/null): joined, stays its time, leaves, exits 0 —
+    /// without it the end of input leaves at once.
+    func testADurationKeepsAHeadlessParticipantUnderAClosedStdin() throws {
+        let tmp = TemporaryDirectory("callroom-duration")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path)
+        let p = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "timed", "--server", callroomd.url, "--uid", "ann",
+                                                                    "--auth-key", callroomd.authKey, "--input", "null", "--output", "null",
+                                                                    "--headless", "--duration", "1.5"], nullInput: true)
+        XCTAssertNotNil(p.waitForLine { $0.contains("onSessionJoined") }, p.errorOutput)
+        let joined = Date()
+        XCTAssertEqual(p.wait(timeout: 10), 0, p.errorOutput)
+        let stayed = Date().timeIntervalSince(joined)
+        XCTAssertGreaterThan(stayed, 1.2, "it stayed its duration, not until the end of input")
+        XCTAssertTrue(p.output.contains { $0.contains("onSessionLeft") }, "and left cleanly: \(p.output.suffix(2))")
+    }
+
     /// Audio modes on a machine with headphones (a private ALSA configuration): switching to
     /// them and back continues the speaker's `file:` output instead of rewriting it, and
     /// picking the current mode fires nothing.

@@ -12,7 +12,7 @@ package enum JoinCommand {
                              (--auth-key KEY | --auth-token TOKEN) [--app-id ID]
                              [--input SPEC] [--output SPEC] [--frame-ms 10|20] [--period-ms auto|2|5|10|20] [--impair SPEC]
                              [--bitrate BPS] [--complexity 0-10] [--redundancy on|off] [--mix-loudest N|all]
-                             [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless]
+                             [--capture ns,agc,aec] [--show LIST] [--hide LIST] [--event-log FILE] [--headless [--duration S]]
                              [--ca-file FILE | --insecure] [--passcode CODE] [--video SOURCE] [--video-out DIR]
 
         Joins a session on a CallRoom server and shows the call screen. An invite link
@@ -64,6 +64,8 @@ package enum JoinCommand {
                                object per line; commands are read from stdin, one per line (below;
                                those sent while joining run, in order, once joined); end of input
                                leaves
+          --duration S         (headless) leave S seconds after joining (exit 0); the end of input
+                               then ends only the commands: `< /dev/null` in a script or CI
 
         Without a sound card the client falls back to null and says so.
         Exit status: 0 after a clean leave (a key, end of input, SIGINT/SIGTERM/SIGHUP) or the call
@@ -79,7 +81,7 @@ package enum JoinCommand {
         do {
             args = try ArgumentScanner(arguments, valued: ["video", "video-out", "passcode", "ca-file", "server", "settings", "uid", "name", "auth-key", "auth-token", "app-id",
                                                            "input", "output", "frame-ms", "period-ms", "impair", "capture", "event-log", "show", "hide",
-                                                           "bitrate", "complexity", "redundancy", "mix-loudest"],
+                                                           "bitrate", "complexity", "redundancy", "mix-loudest", "duration"],
                                        boolean: ["insecure", "headless", "help"])
         } catch { Console.fail("\(error.message)\nRun 'callroom join --help' for usage.") }
         if args.has("help") {
@@ -114,6 +116,12 @@ package enum JoinCommand {
         let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
         let headless = args.has("headless")
+        var duration: Double?
+        if let d = args["duration"] {
+            guard headless else { Console.fail("--duration goes with --headless (on the call screen, leave with l or q)") }
+            guard let s = Double(d), s > 0, s <= 86_400 else { Console.fail("--duration must be a positive number of seconds, at most 86400") }
+            duration = s
+        }
         let settings = CometChatCalls.sessionSettingsBuilder
             .setSessionType(.voice)
             .setAudioInput(input)
@@ -188,8 +196,12 @@ package enum JoinCommand {
         Task { @MainActor in
             if headless {
                 await HeadlessSession.run(options: options, sessionID: session, settings: built, token: redeem, eventLog: args["event-log"],
-                                          cleanup: { videoDump?.close() })
+                                          inputEndLeaves: duration == nil, cleanup: { videoDump?.close() })
                 videoDump?.attach()
+                // (Joined now: the duration counts from here.)
+                if let duration {
+                    DispatchQueue.main.asyncAfter(deadline: .now() + duration) { MainActor.assumeIsolated { HeadlessSession.finishNow() } }
+                }
             } else {
                 await CallScreenApp.run(options: options, sessionID: session, settings: built, title: session, eventLog: args["event-log"], token: redeem)
             }
