@@ -96,6 +96,15 @@ final class BucketDownloadTests: XCTestCase {
         return (server, node, "http://127.0.0.1:\(port)/recordings/")
     }
 
+    /// A curl left running (a slow client) that reads `url` at `rate` and throws the body away.
+    func slowCurl(_ url: String, rate: String, _ extra: [String] = []) throws -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        p.arguments = ["-s", "-o", "/dev/null", "--limit-rate", rate] + extra + [url]
+        try p.run()
+        return p
+    }
+
     /// curl's exit status, HTTP status, headers and the body it wrote to `out`.
     func curl(_ url: String, _ extra: [String] = [], out: String) throws -> (exit: Int32, status: Int, body: [UInt8]) {
         let p = Process()
@@ -163,10 +172,7 @@ final class BucketDownloadTests: XCTestCase {
         defer { server.stop(); withExtendedLifetime(node) {} }
         XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == 0 }, "no other test's download runs")
         let started = StoredFileReader.bucketReadsStarted.load(ordering: .relaxed)
-        let slow = Process()
-        slow.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        slow.arguments = ["-s", "-o", "/dev/null", "--limit-rate", "20K", base + "rec_slow/call.webm"]
-        try slow.run()
+        let slow = try slowCurl(base + "rec_slow/call.webm", rate: "20K")
         defer { if slow.isRunning { slow.terminate() } }
         XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsStarted.load(ordering: .relaxed) > started }, "the slow client's download runs")
         XCTAssertTrue(eventually(30) { logged.all.contains { $0.contains("its client reads too slowly") } }, "the slow client is cut: \(logged.all)")
@@ -190,11 +196,7 @@ final class BucketDownloadTests: XCTestCase {
         var slow: [Process] = []
         defer { slow.forEach { if $0.isRunning { $0.terminate() } } }
         for _ in 0..<StoredFileReader.maxBucketReadsPerUser {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            p.arguments = ["-s", "-o", "/dev/null", "--limit-rate", "100K", "-H", "authtoken: mallory", base + "rec_two/call.webm"]
-            try p.run()
-            slow.append(p)
+            slow.append(try slowCurl(base + "rec_two/call.webm", rate: "100K", ["-H", "authtoken: mallory"]))
         }
         XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == StoredFileReader.maxBucketReadsPerUser }, "mallory's downloads run")
         let third = try curl(base + "rec_two/call.webm", ["-H", "authtoken: mallory"], out: dir.file("third"))

@@ -58,11 +58,7 @@ package enum DemoCommand {
         guard let seed = UInt64(args["seed"] ?? "1") else { Console.fail("--seed must be a whole number") }
         let scenario: Scenario
         do { scenario = try BotDirector.loadScenario(args["scenario"], bots: bots, seed: seed) } catch { Console.fail(error.message) }
-        var duration = scenario.duration
-        if let d = args["duration"] {
-            guard let s = Double(d), s > 0, s <= 86_400 else { Console.fail("--duration must be a positive number of seconds") }
-            duration = s
-        }
+        let duration = args.durationSeconds ?? scenario.duration
         if let bad = scenario.expectations.compactMap({ $0.kind.who.flatMap(BotDirector.bot(ofUID:)) }).first(where: { $0 > bots }) {
             Console.fail("the scenario expects bot \(bad), but there are \(bots) (--bots)")
         }

@@ -116,12 +116,8 @@ package enum JoinCommand {
         let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
         let headless = args.has("headless")
-        var duration: Double?
-        if let d = args["duration"] {
-            guard headless else { Console.fail("--duration goes with --headless (on the call screen, leave with l or q)") }
-            guard let s = Double(d), s > 0, s <= 86_400 else { Console.fail("--duration must be a positive number of seconds, at most 86400") }
-            duration = s
-        }
+        if args["duration"] != nil, !headless { Console.fail("--duration goes with --headless (on the call screen, leave with l or q)") }
+        let duration = args.durationSeconds
         let settings = CometChatCalls.sessionSettingsBuilder
             .setSessionType(.voice)
             .setAudioInput(input)

@@ -52,13 +52,17 @@ struct StoredFileReader {
     /// Downloads from the bucket at once on this node (each a thread and at most
     /// `BucketDownload.bufferBytes`); more are answered 503.
     static let maxBucketReads = 8
-    private static let bucketReads = Atomic<Int>(0)
     /// Bucket downloads one user (an `authToken`'s) may run at once on this node; more are
     /// answered 429. The operator's key is held only to `maxBucketReads`.
     static let maxBucketReadsPerUser = 2
-    private static let userReads = Mutex<[String: Int]>([:])
+    /// The bucket downloads running on this node: in all, and per user.
+    private struct Slots {
+        var total = 0
+        var byUser: [String: Int] = [:]
+    }
+    private static let slots = Mutex(Slots())
     /// Bucket downloads running now on this node (tests, and what the slot count is).
-    static var bucketReadsNow: Int { bucketReads.load(ordering: .acquiring) }
+    static var bucketReadsNow: Int { slots.withLock { $0.total } }
     /// Bucket downloads started in this process (tests).
     static let bucketReadsStarted = Atomic<Int>(0)
 
@@ -111,12 +115,30 @@ struct StoredFileReader {
         return "application/octet-stream"
     }
 
-    /// Gives back `user`'s slot (nil: the operator's, which holds none).
+    /// Takes a download slot for `user` (nil: the operator), or says why not: the user's own
+    /// are all running (429), or the node's are (503).
+    private static func take(_ user: String?) -> ServerError? {
+        slots.withLock { s in
+            if let user, s.byUser[user, default: 0] >= maxBucketReadsPerUser {
+                return ServerError(.rateLimited, "You have \(maxBucketReadsPerUser) downloads from object storage running on this node; "
+                                   + "wait for one to finish.")
+            }
+            guard s.total < maxBucketReads else {
+                return ServerError(.unavailable, "Too many downloads from object storage on this node now; try again shortly.")
+            }
+            s.total += 1
+            if let user { s.byUser[user, default: 0] += 1 }
+            return nil
+        }
+    }
+
+    /// Gives back a slot `take` gave `user`.
     private static func release(_ user: String?) {
-        guard let user else { return }
-        userReads.withLock { reads in
-            let left = reads[user, default: 1] - 1
-            reads[user] = left > 0 ? left : nil
+        slots.withLock { s in
+            s.total -= 1
+            guard let user else { return }
+            let left = s.byUser[user, default: 1] - 1
+            s.byUser[user] = left > 0 ? left : nil
         }
     }
 
@@ -133,29 +155,13 @@ struct StoredFileReader {
             guard let r = RESTRouter.byteRange(spec, total: size) else { throw Unsatisfiable(total: size, spec: spec) }
             range = r
         }
-        if let user {
-            let taken = Self.userReads.withLock { reads -> Bool in
-                guard reads[user, default: 0] < Self.maxBucketReadsPerUser else { return false }
-                reads[user, default: 0] += 1
-                return true
-            }
-            guard taken else {
-                throw ServerError(.rateLimited, "You have \(Self.maxBucketReadsPerUser) downloads from object storage running on this node; "
-                                  + "wait for one to finish.")
-            }
-        }
-        guard Self.bucketReads.add(1, ordering: .acquiringAndReleasing).newValue <= Self.maxBucketReads else {
-            Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing)
-            Self.release(user)
-            throw ServerError(.unavailable, "Too many downloads from object storage on this node now; try again shortly.")
-        }
+        if let refusal = Self.take(user) { throw refusal }
         Self.bucketReadsStarted.add(1, ordering: .relaxed)
         do throws(ObjectStorageError) {
             // (The slots are the download's until its thread ends: sent, cut, or refused.)
             let count = range?.count ?? size
             let floor = readerFloor
             let download = try BucketDownload.open(c, key: key, range: range, count: count, floor: floor) { [log] end in
-                Self.bucketReads.subtract(1, ordering: .acquiringAndReleasing)
                 Self.release(user)
                 switch end {
                 case .failed(let error, let received) where received > 0:
