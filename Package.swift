@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "CallsAudio", dependencies: ["CallsCore", "COpus", "CAlsa", "CSpeexDSP", "CSndFile"]),
         .target(name: "CallsRecording", dependencies: ["CallsCore", "CallsAudio", "COgg", "COpusEnc", "COpus", "CShout", "CAVFormat"]),
         .target(name: "CallsCaptions", dependencies: ["CallsSupport", "CallsCore", "CallsAudio", "CPocketSphinx"],
-                resources: [.copy("Resources/whisper-worker.py")]),
+                resources: [.copy("Resources/caption_worker.py"), .copy("Resources/whisper-worker.py"), .copy("Resources/moonshine-worker.py")]),
         .target(name: "CallsVideo", dependencies: ["CallsCore", "CVpx", "CChafa", "CYuv", "CV4L2", "CFreeType", "CZlib"]),
         // The C edges of the server's store and cluster: one Swift type owning each handle.
         .target(name: "CallsDatabase", dependencies: ["CSQLite", "CPostgres"]),

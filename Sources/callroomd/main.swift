@@ -24,6 +24,7 @@ let usage = """
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               mediaConsentIntervalMs, mediaConsentTimeoutMs, recordingRetentionDays, recordingQuotaMB,
                               captionModelDir, captionDecoders, captionsEngine, whisperPython, whisperModelDir,
+                              moonshinePython, moonshineModelDir,
                               streamingURL, streamingAllowSessionURLs,
                               streamingReconnectSeconds, objectStorage,
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
@@ -228,7 +229,7 @@ if let d = file.captionModelDir {
 }
 if let n = bounded("captionDecoders", file.captionDecoders, 1...64) { config.captionDecoders = n }
 if let e = file.captionsEngine {
-    guard let choice = CaptionsEngineChoice(rawValue: e) else { fail("captionsEngine must be automatic, whisper or pocketsphinx") }
+    guard let choice = CaptionsEngineChoice(rawValue: e) else { fail("captionsEngine must be automatic, moonshine, whisper or pocketsphinx") }
     config.captionsEngine = choice
 }
 if let p = file.whisperPython {
@@ -238,6 +239,16 @@ if let p = file.whisperPython {
 if let d = file.whisperModelDir {
     guard FileManager.default.fileExists(atPath: d + "/model.bin") else { fail("whisperModelDir \(d) has no model.bin (a CTranslate2 Whisper model)") }
     config.whisperModelDir = d
+}
+if let p = file.moonshinePython {
+    guard FileManager.default.isExecutableFile(atPath: p) else { fail("moonshinePython \(p) is not an executable") }
+    config.moonshinePython = p
+}
+if let d = file.moonshineModelDir {
+    guard FileManager.default.fileExists(atPath: d + "/encoder_model.onnx") else {
+        fail("moonshineModelDir \(d) has no encoder_model.onnx (moonshine-worker.py --prepare \(d) makes it)")
+    }
+    config.moonshineModelDir = d
 }
 if let u = file.streamingURL {
     do { _ = try IcecastTarget(url: u, sessionId: "check") } catch { fail("streamingURL: \(error)") }

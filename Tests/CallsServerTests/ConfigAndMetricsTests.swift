@@ -101,15 +101,25 @@ final class ConfigAndMetricsTests: XCTestCase {
         XCTAssertEqual(CallServer.captionEngine(c).engine.name, "pocketsphinx")
         c.captionsEngine = .whisper
         c.whisperPython = "/nonexistent/python3"
+        c.moonshineModelDir = "/nonexistent/model"
         let fallback = CallServer.captionEngine(c)
-        XCTAssertEqual(fallback.engine.name, "pocketsphinx", "Whisper asked for but not installed: PocketSphinx")
+        XCTAssertEqual(fallback.engine.name, "pocketsphinx", "Whisper asked for, neither it nor Moonshine installed: PocketSphinx")
         XCTAssertEqual(fallback.note.level, .warn)
         XCTAssertTrue(fallback.note.message.contains("not installed at /nonexistent/python3"), fallback.note.message)
+        c.captionsEngine = .moonshine
+        let both = CallServer.captionEngine(c)
+        XCTAssertEqual(both.engine.name, "pocketsphinx", "Moonshine asked for, neither it nor Whisper installed")
+        XCTAssertEqual(both.note.level, .warn)
+        XCTAssertTrue(both.note.message.contains("its model in /nonexistent/model") && both.note.message.contains("Whisper engine is not installed"), both.note.message)
         c.captionsEngine = .automatic
         XCTAssertEqual(CallServer.captionEngine(c).note.level, .info, "automatic: no warning")
         c.whisperPython = WhisperEngine.defaultPython
-        XCTAssertEqual(CallServer.captionEngine(c).engine.name, WhisperEngine().isInstalled ? "whisper" : "pocketsphinx")
-        for (bad, why) in [(#"{"captionsEngine":7}"#, "captionsEngine")] {
+        c.moonshineModelDir = MoonshineEngine.defaultModelDir
+        let whisper = WhisperEngine().isInstalled, moonshine = MoonshineEngine().isInstalled
+        XCTAssertEqual(CallServer.captionEngine(c).engine.name, whisper ? "whisper" : moonshine ? "moonshine" : "pocketsphinx", "the default by measurement")
+        c.captionsEngine = .moonshine
+        XCTAssertEqual(CallServer.captionEngine(c).engine.name, moonshine ? "moonshine" : whisper ? "whisper" : "pocketsphinx", "asked for by name")
+        for (bad, why) in [(#"{"captionsEngine":7}"#, "captionsEngine"), (#"{"moonshineModelDir":[]}"#, "moonshineModelDir")] {
             XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad) {
                 XCTAssertTrue((($0 as? ServerConfigFile.Invalid)?.message ?? "").contains(why), "\($0)")
             }

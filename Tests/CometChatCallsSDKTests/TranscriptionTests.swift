@@ -115,4 +115,37 @@ final class TranscriptionTests: XCTestCase {
         await guest.leave()
         await mod.leave()
     }
+
+    /// `captionsEngine: moonshine`: the server's captions come from Moonshine's workers, hear the
+    /// clip's words, and the transcript names the engine.
+    func testACaptionsEngineChosenByNameCaptionsTheRoom() async throws {
+        try XCTSkipUnless(MoonshineEngine().isInstalled, "the Moonshine engine is not installed (scripts/install-deps.sh)")
+        let t = try TestServer.forSDK { $0.captionsEngine = .moonshine }
+        defer { t.stop() }
+        XCTAssertEqual(t.server.captionEngine, "moonshine")
+        let guestEvents = EventRecorder<CallEvent>()
+        let mod = try await t.joinedClient("mod", session: "ms", settings: SessionSettingsBuilder()
+            .setAudioInput("file:" + BuiltProducts.packageRoot + "/Resources/clips/\(Self.clip).wav").setAudioOutput("null").build(), name: "Katherine")
+        let guest = try await t.joinedClient("guest", session: "ms", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
+        mod.setSessionFeature(.transcription, enabled: true)
+        func finals() -> [Caption] { guestEvents.all.compactMap { if case .captionReceived(let c) = $0, c.final, !c.text.isEmpty { return c }; return nil } }
+        await eventually(20) { !finals().isEmpty }
+        let said = Set(WordErrorRate.words(try reference()))
+        let heard = Set(finals().flatMap { WordErrorRate.words($0.text) })
+        XCTAssertGreaterThanOrEqual(said.intersection(heard).count, 9, "moonshine heard \(finals().map(\.text)) for \(said)")
+        mod.setSessionFeature(.transcription, enabled: false)
+        let admin = ["apikey": t.server.keys.apiKey]
+        var url: String?
+        await eventually(10, poll: 0.1) {
+            let list = BlockingHTTP.request("GET", t.server.url + "/v3/calls/ms/transcriptions", headers: admin).json["data"] as? [[String: Any]] ?? []
+            guard ((list.first?["endTime"] as? NSNumber)?.int64Value ?? 0) > 0 else { return false }
+            url = list.first?["url"] as? String
+            return true
+        }
+        let doc = try JSONDecoder().decode(TranscriptDocument.self, from: BlockingHTTP.request("GET", try XCTUnwrap(url), headers: admin).body)
+        XCTAssertEqual(doc.engine, "moonshine")
+        await guest.leave()
+        await mod.leave()
+    }
 }

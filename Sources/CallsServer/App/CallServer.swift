@@ -219,16 +219,34 @@ public final class CallServer: @unchecked Sendable {
         }
     }
 
-    /// The caption engine `captionsEngine` asks for: Whisper where its files are (a cheap
-    /// check: no process starts until someone is transcribed), else PocketSphinx — said at start,
-    /// as a warning when Whisper was asked for by name.
+    /// The caption engine `captionsEngine` asks for, when it is installed (a cheap check: no
+    /// process starts until someone is transcribed); else, as `automatic` chooses, the first
+    /// installed of Whisper, Moonshine and PocketSphinx (the default by measurement:
+    /// docs/benchmarks.md) — said at start, as a warning when the one asked for by name is not
+    /// installed.
     static func captionEngine(_ c: ServerConfiguration) -> (engine: SpeechRecognizerEngine, note: (level: ServerLog.Level, message: String)) {
-        let pocketSphinx = PocketSphinxEngine(modelRoot: c.captionModelDir)
-        if c.captionsEngine == .pocketsphinx { return (pocketSphinx, (.info, "captions by PocketSphinx (captionsEngine)")) }
+        let moonshine = MoonshineEngine(python: c.moonshinePython, modelDir: c.moonshineModelDir)
         let whisper = WhisperEngine(python: c.whisperPython, modelDir: c.whisperModelDir)
-        if whisper.isInstalled { return (whisper, (.info, "captions by Whisper (\(c.whisperModelDir ?? "tiny.en"), worker processes under \(c.whisperPython))")) }
-        let why = "the Whisper engine is not installed at \(c.whisperPython) (scripts/install-deps.sh): captions by PocketSphinx"
-        return (pocketSphinx, (c.captionsEngine == .whisper ? .warn : .info, why))
+        typealias Candidate = (choice: CaptionsEngineChoice, engine: SpeechRecognizerEngine, installed: Bool, said: String, missing: String)
+        let automatic: [Candidate] = [
+            (.whisper, whisper, whisper.isInstalled, "Whisper (\(c.whisperModelDir ?? "tiny.en"), worker processes under \(c.whisperPython))",
+             "the Whisper engine is not installed at \(c.whisperPython) (scripts/install-deps.sh)"),
+            (.moonshine, moonshine, moonshine.isInstalled, "Moonshine (base, worker processes under \(c.moonshinePython))",
+             "the Moonshine engine is not installed at \(c.moonshinePython) with its model in \(c.moonshineModelDir) (scripts/install-deps.sh)"),
+            (.pocketsphinx, PocketSphinxEngine(modelRoot: c.captionModelDir), true, "PocketSphinx", ""),
+        ]
+        let candidates = automatic.filter { $0.choice == c.captionsEngine } + automatic.filter { $0.choice != c.captionsEngine }
+        var missing: [String] = []
+        for candidate in candidates {
+            guard candidate.installed else {
+                missing.append(candidate.missing)
+                continue
+            }
+            let said = "captions by \(candidate.said)" + (candidate.choice == c.captionsEngine ? " (captionsEngine)" : "")
+            let asked = c.captionsEngine == .automatic || candidate.choice == c.captionsEngine
+            return (candidate.engine, (asked ? .info : .warn, (missing + [said]).joined(separator: "; ")))
+        }
+        return (automatic[automatic.count - 1].engine, (.warn, missing.joined(separator: "; ")))  // (PocketSphinx is always installed)
     }
 
     /// `objectStorage`: a small object stored and deleted before the ports open, so wrong

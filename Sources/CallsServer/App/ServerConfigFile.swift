@@ -88,6 +88,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var captionsEngine: String?
     public var whisperPython: String?
     public var whisperModelDir: String?
+    public var moonshinePython: String?
+    public var moonshineModelDir: String?
     public var streamingURL: String?
     public var streamingAllowSessionURLs: Bool?
     public var streamingReconnectSeconds: Int?
@@ -99,7 +101,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
-                                           "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage", "captionsEngine", "whisperPython", "whisperModelDir",
+                                           "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage", "captionsEngine", "whisperPython", "whisperModelDir", "moonshinePython", "moonshineModelDir",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
 
     /// Why a config file was refused (the message names the file and the key).
@@ -260,6 +262,8 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.captionsEngine = try string("captionsEngine")
         c.whisperPython = try string("whisperPython")
         c.whisperModelDir = try string("whisperModelDir")
+        c.moonshinePython = try string("moonshinePython")
+        c.moonshineModelDir = try string("moonshineModelDir")
         c.streamingURL = try string("streamingURL")
         c.streamingReconnectSeconds = try int("streamingReconnectSeconds")
         c.mediaConsentIntervalMs = try int("mediaConsentIntervalMs")

@@ -7,7 +7,7 @@ import Foundation
 
 /// `captionsEngine`.
 public enum CaptionsEngineChoice: String, Sendable, CaseIterable {
-    case automatic, whisper, pocketsphinx
+    case automatic, moonshine, whisper, pocketsphinx
 }
 
 /// How a `CallServer` is run. A value; build it from flags or a config file.
@@ -133,9 +133,14 @@ public struct ServerConfiguration: Sendable {
     /// Where the caption models are (PocketSphinx's layout: `{dir}/en-us/…`; Debian
     /// `pocketsphinx-en-us` installs en-US under the default).
     public var captionModelDir: String = "/usr/share/pocketsphinx/model"
-    /// Which caption engine transcribes: Whisper where it is installed, else PocketSphinx
-    /// (`automatic`), or one of them by name (Whisper not installed: PocketSphinx, said at start).
+    /// Which caption engine transcribes: the first installed of Whisper, Moonshine and
+    /// PocketSphinx (`automatic`: the default by measurement, docs/benchmarks.md), or one by name
+    /// (not installed: as `automatic`, said at start).
     public var captionsEngine: CaptionsEngineChoice = .automatic
+    /// The Moonshine engine's Python (a venv with onnxruntime: scripts/install-deps.sh).
+    public var moonshinePython: String = MoonshineEngine.defaultPython
+    /// Its prepared model (`moonshine-worker.py --prepare DIR`).
+    public var moonshineModelDir: String = MoonshineEngine.defaultModelDir
     /// The Whisper engine's Python (a venv with faster-whisper and its model: scripts/install-deps.sh).
     public var whisperPython: String = WhisperEngine.defaultPython
     /// Another CTranslate2 Whisper model (a directory with model.bin); nil: the installed tiny.en.

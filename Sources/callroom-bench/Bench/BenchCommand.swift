@@ -21,8 +21,9 @@ enum BenchCommand {
                callroom bench ring --server URL --auth-key KEY [--calls N] [--simultaneous N] [--server-pid PID]
                callroom bench webhooks [--calls N] [--outage-calls N] [--outage-seconds S]
                callroom bench join --server URL --auth-key KEY [--joins N] [--ca-file FILE | --insecure]
-               callroom bench captions [--engine pocketsphinx,whisper] [--language en-US] [--model-dir DIR]
-                                       [--whisper-python PATH] [--whisper-model-dir DIR] [--whisper-threads N] [--librivox DIR]
+               callroom bench captions [--engine pocketsphinx,whisper,moonshine] [--language en-US] [--model-dir DIR]
+                                       [--whisper-python PATH] [--whisper-model-dir DIR] [--moonshine-python PATH]
+                                       [--moonshine-model-dir DIR] [--threads N] [--librivox DIR]
                                        [--bitrate B/S] [--pause-hint-ms MS] [--hangover-ms MS]
                                        [--long-utterance-ms MS] [--max-utterance-ms MS]
                callroom bench video [--seconds N]
@@ -64,7 +65,8 @@ enum BenchCommand {
                  --outage-seconds) and how many requests the dead receiver got
         join       what joining costs a new client, one at a time (--joins, default 50): login, call
                  token, signalling connect + join; over https:// each pays its TLS handshake
-        captions   each caption engine (--engine, default both; Whisper where installed) on the
+        captions   each caption engine (--engine, default all three; Whisper and Moonshine where
+                 installed; --threads: CPU threads per worker, default 1) on the
                  bundled speech clips and on LibriVox's read speech (--librivox, Debian's
                  pocketsphinx-testdata) after Opus as a session sends it (--bitrate, default the
                  voice profile's 48 kb/s; --pause-hint-ms: the silence after which the final
@@ -96,7 +98,7 @@ enum BenchCommand {
         do {
             args = try ArgumentScanner(arguments.dropFirst(), valued: ["frame-ms", "period-ms", "seconds", "jitter-frames", "loss", "jitter", "seed", "speakers", "frames", "participants", "layout", "input", "record", "destinations", "datagrams",
                                                                         "server", "auth-key", "calls", "simultaneous", "server-pid", "outage-calls", "outage-seconds", "call-seconds",
-                                                                        "joins", "ca-file", "session", "language", "model-dir", "engine", "whisper-python", "whisper-model-dir", "librivox", "pause-hint-ms", "hangover-ms", "long-utterance-ms", "max-utterance-ms", "whisper-threads", "complexity", "profile", "burst", "bitrate", "redundancy"],
+                                                                        "joins", "ca-file", "session", "language", "model-dir", "engine", "whisper-python", "whisper-model-dir", "moonshine-python", "moonshine-model-dir", "threads", "librivox", "pause-hint-ms", "hangover-ms", "long-utterance-ms", "max-utterance-ms", "whisper-threads", "complexity", "profile", "burst", "bitrate", "redundancy"],
                                        boolean: ["help", "insecure"])
         } catch { Console.fail(error.message) }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
@@ -126,14 +128,15 @@ enum BenchCommand {
             Task { await VideoBench.run(seconds: seconds); exit(ExitCode.ok) }
         case "captions":
             CaptionBench.run(language: args["language"] ?? "en-US", modelRoot: args["model-dir"],
-                             engines: (args["engine"] ?? "pocketsphinx,whisper").split(separator: ",").map(String.init),
-                             whisperPython: args["whisper-python"], whisperModelDir: args["whisper-model-dir"], librivox: args["librivox"] ?? "/usr/share/pocketsphinx/test/data/librivox",
+                             engines: (args["engine"] ?? "pocketsphinx,whisper,moonshine").split(separator: ",").map(String.init),
+                             whisperPython: args["whisper-python"], whisperModelDir: args["whisper-model-dir"],
+                             moonshinePython: args["moonshine-python"], moonshineModelDir: args["moonshine-model-dir"], librivox: args["librivox"] ?? "/usr/share/pocketsphinx/test/data/librivox",
                              bitrate: int("bitrate", OpusEncoder.Profile.voice.defaultBitrate, 6_000...510_000),
                              overrides: .init(pauseHintMs: args["pause-hint-ms"] == nil ? nil : int("pause-hint-ms", 0, 0...2_000),
                                               hangoverMs: args["hangover-ms"] == nil ? nil : int("hangover-ms", 0, 100...5_000),
                                               longUtteranceMs: args["long-utterance-ms"] == nil ? nil : int("long-utterance-ms", 0, 0...28_000),
                                               maxUtteranceMs: args["max-utterance-ms"] == nil ? nil : int("max-utterance-ms", 0, 1_000...28_000)),
-                             whisperThreads: int("whisper-threads", 1, 1...16))
+                             workerThreads: int(args["threads"] == nil ? "whisper-threads" : "threads", 1, 1...16))
             exit(ExitCode.ok)
         case "webhooks":
             WebhookBench.run(calls: int("calls", 200, 1...100_000), outageCalls: int("outage-calls", 0, 0...100_000),

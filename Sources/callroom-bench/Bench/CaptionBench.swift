@@ -50,7 +50,7 @@ enum CaptionBench {
         }
     }
 
-    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, whisperModelDir: String?, librivox: String, bitrate: Int, overrides: TimingOverrides, whisperThreads: Int) {
+    static func run(language: String, modelRoot: String?, engines: [String], whisperPython: String?, whisperModelDir: String?, moonshinePython: String?, moonshineModelDir: String?, librivox: String, bitrate: Int, overrides: TimingOverrides, workerThreads: Int) {
         guard let resources = BotDirector.resources,
               let table = try? String(contentsOf: resources.appendingPathComponent("clips/transcripts.tsv"), encoding: .utf8) else {
             Console.fail("cannot find clips/transcripts.tsv (set CALLROOM_RESOURCES)", code: ExitCode.failure)
@@ -67,13 +67,21 @@ enum CaptionBench {
             switch name {
             case "pocketsphinx": engine = PocketSphinxEngine(modelRoot: modelRoot ?? PocketSphinxEngine.defaultModelRoot)
             case "whisper":
-                let w = WhisperEngine(python: whisperPython ?? WhisperEngine.defaultPython, modelDir: whisperModelDir, threads: whisperThreads)
+                let w = WhisperEngine(python: whisperPython ?? WhisperEngine.defaultPython, modelDir: whisperModelDir, threads: workerThreads)
                 if let why = w.unavailability() {
                     Console.out("whisper: not available (\(why))")
                     continue
                 }
                 engine = w
-            default: Console.fail("--engine is pocketsphinx or whisper", code: ExitCode.usage)
+            case "moonshine":
+                let m = MoonshineEngine(python: moonshinePython ?? MoonshineEngine.defaultPython,
+                                        modelDir: moonshineModelDir ?? MoonshineEngine.defaultModelDir, threads: workerThreads)
+                if let why = m.unavailability() {
+                    Console.out("moonshine: not available (\(why))")
+                    continue
+                }
+                engine = m
+            default: Console.fail("--engine is pocketsphinx, whisper or moonshine", code: ExitCode.usage)
             }
             let pool = RecognizerPool(engine: engine, capacity: 1)
             do { try pool.check(language: language) } catch { Console.fail("\(error)", code: ExitCode.failure) }
@@ -86,7 +94,7 @@ enum CaptionBench {
             let timing = overrides.applied(to: CaptionTiming(for: engine.name))
             for (corpus, utterances) in corpora {
                 var f = Figures()
-                for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, timing: timing, realTime: engine.name == "whisper", into: &f) }
+                for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, timing: timing, realTime: engine.name != "pocketsphinx", into: &f) }
                 if f.residentKiB == 0 { f.residentKiB = inProcessKiB }
                 let rtf = f.cpuSeconds / max(0.001, f.audioSeconds)
                 Console.out(String(format: "captions engine=%@ corpus=%@ wer=%.3f words=%d rtf=%.3f final_after_speech_ms=%.0f partial_every_ms=%.0f memory_mib=%.0f speakers_on_two_cores=%.1f",

@@ -5,12 +5,13 @@ import CallsCore
 import CallsSupport
 import Foundation
 
-/// One Whisper worker process (`whisper-worker.py` under the engine's Python): PCM in on its
-/// standard input, a JSON line out on its standard output per request. Owns the process and
-/// both pipes: `close()` (or deinit) ends it and reaps it.
+/// One caption worker process (`whisper-worker.py` or `moonshine-worker.py` under its engine's
+/// Python; the protocol is `caption_worker.py`'s): PCM in on its standard input, a JSON line out
+/// on its standard output per request. Owns the process and both pipes: `close()` (or deinit)
+/// ends it and reaps it.
 ///
 /// Thread rules: one thread at a time (its recogniser's lessee).
-final class WhisperWorker {
+final class RecognizerWorker {
     /// A reply to request `id`: the text, or why there is none.
     struct Reply: Equatable {
         var id: Int
@@ -20,6 +21,8 @@ final class WhisperWorker {
     }
 
     let pid: pid_t
+    /// The engine's name, for messages ("whisper", "moonshine").
+    let engine: String
     /// The model the worker loaded (its directory's name).
     private(set) var model = "?"
     private let input: Int32
@@ -29,13 +32,23 @@ final class WhisperWorker {
     /// Bytes of reply line kept at most (a line longer than this is the worker out of step).
     static let maxLineBytes = 64 << 10
 
-    /// Starts `python script [modelDir]` and waits (up to `timeout` s) for its "ready" line.
-    init(python: String, script: String, modelDir: String?, threads: Int, timeout: Double = 60) throws(CaptionError) {
+    /// The path of the worker script `name` (without ".py") in this module's resources; nil when
+    /// it, or the protocol module every worker imports, is missing.
+    static func script(_ name: String) -> String? {
+        guard Bundle.module.path(forResource: "caption_worker", ofType: "py") != nil else { return nil }
+        return Bundle.module.path(forResource: name, ofType: "py")
+    }
+
+    /// Starts `python script [modelDir]` with `environment` added to callroomd's, and waits (up
+    /// to `timeout` s) for its "ready" line.
+    init(engine: String, python: String, script: String, modelDir: String?, environment: [String: String] = [:],
+         timeout: Double = 60) throws(CaptionError) {
+        self.engine = engine
         var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
-        guard pipe(&toChild) == 0 else { throw .recognizer("whisper: pipe failed (errno \(errno))") }
+        guard pipe(&toChild) == 0 else { throw .recognizer("\(engine): pipe failed (errno \(errno))") }
         guard pipe(&fromChild) == 0 else {
             Glibc.close(toChild[0]); Glibc.close(toChild[1])
-            throw .recognizer("whisper: pipe failed (errno \(errno))")
+            throw .recognizer("\(engine): pipe failed (errno \(errno))")
         }
         // (Not inherited by other children callroomd starts; dup2 gives the worker its own copies.)
         for fd in toChild + fromChild { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -47,8 +60,7 @@ final class WhisperWorker {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         let arguments = [python, script] + (modelDir.map { [$0] } ?? [])
         var env = ProcessInfo.processInfo.environment
-        env["CALLROOM_WHISPER_THREADS"] = String(max(1, threads))
-        env["OMP_NUM_THREADS"] = String(max(1, threads))
+        env.merge(environment) { $1 }
         var cArguments = arguments.map { strdup($0) } + [nil]
         var cEnvironment = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -61,7 +73,7 @@ final class WhisperWorker {
         Glibc.close(fromChild[1])
         guard rc == 0 else {
             Glibc.close(toChild[1]); Glibc.close(fromChild[0])
-            throw .recognizer("whisper: cannot start \(python) (errno \(rc))")
+            throw .recognizer("\(engine): cannot start \(python) (errno \(rc))")
         }
         pid = child
         input = toChild[1]
@@ -69,13 +81,13 @@ final class WhisperWorker {
         // (A worker that died must not kill callroomd when it is written to.)
         signal(SIGPIPE, SIG_IGN)
         var ready: [String: Any]?
-        do { ready = try Self.json(try readLine(timeout: timeout)) } catch {
+        do { ready = try json(try readLine(timeout: timeout)) } catch {
             close()
             throw error
         }
         guard let ready, ready["ready"] as? Bool == true else {
             close()
-            throw .recognizer("whisper: the worker did not load its model")
+            throw .recognizer("\(engine): the worker did not load its model")
         }
         model = ready["model"] as? String ?? "?"
     }
@@ -101,14 +113,14 @@ final class WhisperWorker {
     func send(id: Int, samples: [Int16], pass: Pass) throws(CaptionError) {
         let header = Array("{\"id\":\(id),\"samples\":\(samples.count),\"pass\":\"\(pass.rawValue)\"}\n".utf8)
         let ok = DescriptorWriter.write(input, header) && samples.withUnsafeBytes { DescriptorWriter.write(input, $0) }
-        guard ok else { throw .recognizer("whisper: the worker stopped reading (it died?)") }
+        guard ok else { throw .recognizer("\(engine): the worker stopped reading (it died?)") }
     }
 
     /// The next reply: waits up to `timeout` seconds (0: only what has arrived); nil when none came.
     func reply(timeout: Double) throws(CaptionError) -> Reply? {
         let line: String
         do { line = try readLine(timeout: timeout) } catch .recognizer(let m) where m == Self.noLine { return nil }
-        guard let o = try Self.json(line), let id = o["id"] as? Int else { throw .recognizer("whisper: a reply out of step") }
+        guard let o = try json(line), let id = o["id"] as? Int else { throw .recognizer("\(engine): a reply out of step") }
         return Reply(id: id, text: o["text"] as? String, error: o["error"] as? String, ms: o["ms"] as? Int ?? 0)
     }
 
@@ -134,7 +146,7 @@ final class WhisperWorker {
 
     // MARK: Reading
 
-    private static let noLine = "whisper: no reply yet"
+    private static let noLine = "no reply yet"
 
     private func readLine(timeout: Double) throws(CaptionError) -> String {
         let deadline = monotonicNanoseconds() + UInt64(max(0, timeout) * 1e9)
@@ -144,7 +156,7 @@ final class WhisperWorker {
                 pending.removeFirst(nl + 1)
                 return line
             }
-            guard pending.count <= Self.maxLineBytes else { throw .recognizer("whisper: a reply line too long") }
+            guard pending.count <= Self.maxLineBytes else { throw .recognizer("\(engine): a reply line too long") }
             let now = monotonicNanoseconds()
             let waitMs = now >= deadline ? 0 : Int32(min(1000, (deadline - now) / 1_000_000 + 1))
             var p = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
@@ -157,14 +169,14 @@ final class WhisperWorker {
             var chunk = [UInt8](repeating: 0, count: 4096)
             let n = chunk.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .recognizer("whisper: the worker exited") }
+            guard n > 0 else { throw .recognizer("\(engine): the worker exited") }
             pending += chunk[0..<n]
         }
     }
 
-    private static func json(_ line: String) throws(CaptionError) -> [String: Any]? {
+    private func json(_ line: String) throws(CaptionError) -> [String: Any]? {
         guard let o = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] else {
-            throw .recognizer("whisper: not a JSON reply")
+            throw .recognizer("\(engine): not a JSON reply")
         }
         return o
     }

@@ -2,23 +2,28 @@ import CallsAudio
 import Foundation
 import Synchronization
 
-/// One Whisper worker behind the `SpeechRecognizer` interface. Whisper is not a streaming
-/// recogniser, so the utterance's audio is kept here: a partial caption is a request for the
-/// whole utterance so far, sent without waiting (its reply read on a later `partial()`), at most
-/// one at a time; `end()` recognises the whole utterance and waits for it. When the speaker
-/// pauses (`speechPaused()`) the final pass is asked for at once, and `end()` keeps its answer if
-/// no voice came since (only silence was fed after it), so the final caption does not wait for a
-/// whole pass after the hangover. A worker that dies is started again and the utterance retried once.
+/// One caption worker (Whisper's or Moonshine's) behind the `SpeechRecognizer` interface. Neither
+/// model is a streaming recogniser, so the utterance's audio is kept here: a partial caption is a
+/// request for the whole utterance so far, sent without waiting (its reply read on a later
+/// `partial()`), one at a time; `end()` recognises the whole utterance and waits for it. When the
+/// speaker pauses (`speechPaused()`) the final pass is asked for at once — even behind a partial
+/// in flight, which a worker may then cut short (Moonshine's does: its reply says `superseded`) —
+/// and `end()` keeps its answer if no voice came since (only silence was fed after it), so the
+/// final caption does not wait for a whole pass after the hangover. A worker that dies is started
+/// again and the utterance retried once.
 ///
 /// Thread rules: one thread at a time (leased from `RecognizerPool`); its state lives in a
 /// `Mutex` that is never contended, so the compiler checks it is not shared some other way.
-final class WhisperRecognizer: SpeechRecognizer {
+final class WorkerRecognizer: SpeechRecognizer {
     let language: String
+    /// The engine's name, for messages.
+    let engine: String
     private struct State: ~Copyable {
-        var worker: WhisperWorker?
+        var worker: RecognizerWorker?
         var samples: [Int16] = []
-        /// The request in flight (its id), if any: a partial, or the pause's final pass.
-        var inFlight: Int?
+        /// The requests in flight (their ids, in the order sent; the worker answers in order): a
+        /// partial, the pause's final pass, or a partial and then the pause's final pass.
+        var inFlight: [Int] = []
         /// The final pass asked for when the speaker paused (its id), while no voice came since.
         var early: Int?
         /// Its answer, once read (nil: not yet, or it failed).
@@ -30,7 +35,7 @@ final class WhisperRecognizer: SpeechRecognizer {
         var finalPasses = 0
     }
     private let state: Mutex<State>
-    private let start: @Sendable () throws(CaptionError) -> WhisperWorker
+    private let start: @Sendable () throws(CaptionError) -> RecognizerWorker
     /// Longest utterance recognised (Whisper's window is 30 s; the captioner cuts at 12 s).
     static let maxSamples = 16_000 * 28
     /// New audio needed before another partial is asked for.
@@ -38,7 +43,8 @@ final class WhisperRecognizer: SpeechRecognizer {
     /// How long `end()` waits for the worker.
     static let replyTimeout = 20.0
 
-    init(language: String, start: @escaping @Sendable () throws(CaptionError) -> WhisperWorker) throws(CaptionError) {
+    init(engine: String, language: String, start: @escaping @Sendable () throws(CaptionError) -> RecognizerWorker) throws(CaptionError) {
+        self.engine = engine
         self.language = language
         self.start = start
         state = Mutex(State(worker: try start()))
@@ -69,9 +75,10 @@ final class WhisperRecognizer: SpeechRecognizer {
             poll(&s)
             // (Not while the last 240 ms are quiet: the utterance may be ending, and the worker
             // should be free for its final pass.)
-            if s.inFlight == nil, s.samples.count >= Self.partialStepSamples, !Self.endsQuiet(s.samples),
-               s.samples.count - s.asked >= Self.partialStepSamples, let worker = s.worker {
-                s.inFlight = try? ask(&s, worker, pass: .partial)
+            if s.inFlight.isEmpty, s.samples.count >= Self.partialStepSamples, !Self.endsQuiet(s.samples),
+               s.samples.count - s.asked >= Self.partialStepSamples, let worker = s.worker,
+               let id = try? ask(&s, worker, pass: .partial) {
+                s.inFlight.append(id)
             }
             return s.latest
         }
@@ -80,9 +87,10 @@ final class WhisperRecognizer: SpeechRecognizer {
     func speechPaused() {
         state.withLock { s in
             poll(&s)
-            guard s.early == nil, s.inFlight == nil, !s.samples.isEmpty, let worker = s.worker else { return }
-            s.inFlight = try? ask(&s, worker, pass: .final)
-            s.early = s.inFlight
+            guard s.early == nil, s.inFlight.count <= 1, !s.samples.isEmpty, let worker = s.worker,
+                  let id = try? ask(&s, worker, pass: .final) else { return }
+            s.inFlight.append(id)
+            s.early = id
         }
     }
 
@@ -128,10 +136,17 @@ final class WhisperRecognizer: SpeechRecognizer {
 
     // MARK: Requests (under the state's lock)
 
-    /// Reads a reply that came in since, without waiting: the newest guess, or the pause's final.
+    /// Reads the replies that came in since, without waiting: the newest guess, the pause's final.
     private func poll(_ s: inout State) {
-        guard let id = s.inFlight, let r = try? s.worker?.reply(timeout: 0) else { return }
-        if r.id == id { s.inFlight = nil }
+        while !s.inFlight.isEmpty, let r = try? s.worker?.reply(timeout: 0) {
+            took(r, &s)
+        }
+    }
+
+    /// What reply `r` means: its request (and any before it: answered in order) is done; the
+    /// pause's final pass has its answer; its text is the newest guess.
+    private func took(_ r: RecognizerWorker.Reply, _ s: inout State) {
+        if let i = s.inFlight.firstIndex(of: r.id) { s.inFlight.removeFirst(i + 1) }
         if r.id == s.early { s.earlyText = r.error == nil ? (r.text ?? "") : nil }
         if let text = r.text, !text.isEmpty { s.latest = text }
     }
@@ -141,14 +156,13 @@ final class WhisperRecognizer: SpeechRecognizer {
     private func earlyFinal(_ s: inout State) throws(CaptionError) -> String? {
         guard let id = s.early else { return nil }
         if let text = s.earlyText { return text }
-        guard s.inFlight == id, let worker = s.worker else { return nil }
-        s.inFlight = nil
-        let r = try reply(id, from: worker)
-        return r.error == nil ? (r.text ?? "") : nil
+        guard s.inFlight.contains(id), let worker = s.worker else { return nil }
+        try awaitReplies(through: id, from: worker, &s)
+        return s.earlyText
     }
 
     /// Sends the utterance so far to `worker` as a new request (not waiting for it): its id.
-    private func ask(_ s: inout State, _ worker: WhisperWorker, pass: WhisperWorker.Pass) throws(CaptionError) -> Int {
+    private func ask(_ s: inout State, _ worker: RecognizerWorker, pass: RecognizerWorker.Pass) throws(CaptionError) -> Int {
         let id = s.nextID
         s.nextID += 1
         try worker.send(id: id, samples: s.samples, pass: pass)
@@ -159,32 +173,42 @@ final class WhisperRecognizer: SpeechRecognizer {
 
     private func recognise(_ s: inout State) throws(CaptionError) -> String {
         try drainInFlight(&s)
-        guard let worker = s.worker else { throw .recognizer("whisper: no worker") }
+        guard let worker = s.worker else { throw .recognizer("\(engine): no worker") }
         let id = try ask(&s, worker, pass: .final)
         let r = try reply(id, from: worker)
-        if let e = r.error { throw .recognizer("whisper: \(e)") }
+        if let e = r.error { throw .recognizer("\(engine): \(e)") }
         return r.text ?? ""
     }
 
-    /// Waits for the partial in flight (its answer is of no use now).
+    /// Waits for the requests in flight (their answers are of no use now).
     private func drainInFlight(_ s: inout State) throws(CaptionError) {
-        guard let id = s.inFlight, let worker = s.worker else { return }
-        s.inFlight = nil
-        _ = try reply(id, from: worker)
+        guard let last = s.inFlight.last, let worker = s.worker else { return }
+        try awaitReplies(through: last, from: worker, &s)
+    }
+
+    /// Reads replies, each as `poll` would, until request `id`'s (within `replyTimeout` each).
+    private func awaitReplies(through id: Int, from worker: RecognizerWorker, _ s: inout State) throws(CaptionError) {
+        while s.inFlight.contains(id) {
+            guard let r = try worker.reply(timeout: Self.replyTimeout) else {
+                s.inFlight.removeAll()
+                throw .recognizer("\(engine): no answer in \(Int(Self.replyTimeout)) s")
+            }
+            took(r, &s)
+        }
     }
 
     /// The reply to request `id` (earlier ones passed over), within `replyTimeout` each.
-    private func reply(_ id: Int, from worker: WhisperWorker) throws(CaptionError) -> WhisperWorker.Reply {
+    private func reply(_ id: Int, from worker: RecognizerWorker) throws(CaptionError) -> RecognizerWorker.Reply {
         while let r = try worker.reply(timeout: Self.replyTimeout) {
             if r.id == id { return r }
         }
-        throw .recognizer("whisper: no answer in \(Int(Self.replyTimeout)) s")
+        throw .recognizer("\(engine): no answer in \(Int(Self.replyTimeout)) s")
     }
 
     private func restart(_ s: inout State) throws(CaptionError) {
         s.worker?.close()
         s.worker = nil
-        s.inFlight = nil
+        s.inFlight.removeAll()
         s.worker = try start()
     }
 }
