@@ -17,10 +17,10 @@ Usage: moonshine-worker.py [MODEL_DIR]   (default: `model` in this interpreter's
 
 Why a prepared model: moonshine-cpp ships Moonshine base in ONNX Runtime's own format with its
 weights stored as 8-bit integers that the graph turns back into floats on every run (Cast, Mul,
-Add on each weight): two thirds of a decoder step (48 ms of 70 on this project's machine) went
-there. `--prepare` writes the same graph as ONNX with those weights computed once (float32, the
-very values the graph computed: same text out), beside it in one file each, mapped at load:
-a decoder step 14 ms, a 7 s utterance 0.45 s instead of 1.6 s on one core.
+Add on each weight): most of a decoder step went there. `--prepare` writes the same graph as ONNX
+with those weights computed once (float32, the very values the graph computed: the same text
+out), each model's weights in one file beside it: a decoder step 48 → 14 ms, a 7 s utterance
+≈ 0.45 s instead of ≈ 1.6 s on one core (docs/benchmarks.md).
 """
 import json
 import os

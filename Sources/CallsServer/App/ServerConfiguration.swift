@@ -145,8 +145,9 @@ public struct ServerConfiguration: Sendable {
     public var whisperPython: String = WhisperEngine.defaultPython
     /// Another CTranslate2 Whisper model (a directory with model.bin); nil: the installed tiny.en.
     public var whisperModelDir: String?
-    /// Recognisers shared by every transcription on the server (each ≈ 95 MB; a speaker holds
-    /// one while talking, others wait their turn): about one per core.
+    /// Recognisers shared by every transcription on the server (a Whisper worker ≈ 220 MB, a
+    /// Moonshine worker ≈ 440 MB, a PocketSphinx decoder ≈ 95 MB; a speaker holds one while
+    /// talking, others wait their turn): about one per core.
     public var captionDecoders: Int = 2
     /// Where `startStreaming` sends a room's live mix: an Icecast source URL,
     /// `http://source:PASSWORD@HOST:PORT/MOUNT` (`{sessionId}` in the mount is the room's id);
