@@ -12,7 +12,7 @@ import Foundation
 /// (`/opt/callroom/moonshine/bin/python3`, with onnxruntime), `modelDir` the model it prepared
 /// from the package's (`moonshine-worker.py --prepare`: `/opt/callroom/moonshine/model`).
 /// A value; any thread.
-public struct MoonshineEngine: SpeechRecognizerEngine {
+public struct MoonshineEngine: WorkerEngine {
     public let name = "moonshine"
     public let python: String
     public let modelDir: String
@@ -20,7 +20,6 @@ public struct MoonshineEngine: SpeechRecognizerEngine {
     public let threads: Int
     public static let defaultPython = "/opt/callroom/moonshine/bin/python3"
     public static let defaultModelDir = "/opt/callroom/moonshine/model"
-    public static let languagesOffered = ["en-US"]
     /// The files `modelDir` holds once prepared.
     static let modelFiles = ["encoder_model.onnx", "encoder_model.weights", "decoder_model_merged.onnx",
                              "decoder_model_merged.weights", "tokenizer.bin"]
@@ -54,16 +53,6 @@ public struct MoonshineEngine: SpeechRecognizerEngine {
         return status == 0 ? nil : "\(python) cannot import onnxruntime"
     }
 
-    public func languages() -> [String] { Self.languagesOffered }
-
-    public func make(language: String) throws(CaptionError) -> SpeechRecognizer {
-        guard Self.languagesOffered.contains(where: { $0.lowercased() == language.lowercased() }) else {
-            throw .noModel(language: language, available: Self.languagesOffered)
-        }
-        guard let script = Self.script else { throw .recognizer("moonshine: the worker script is missing") }
-        let environment = ["CALLROOM_MOONSHINE_THREADS": String(max(1, threads)), "OMP_NUM_THREADS": String(max(1, threads))]
-        return try WorkerRecognizer(engine: name, language: "en-US") { [python, modelDir] () throws(CaptionError) -> RecognizerWorker in
-            try RecognizerWorker(engine: "moonshine", python: python, script: script, modelDir: modelDir, environment: environment)
-        }
-    }
+    var workerModelDir: String? { modelDir }
+    var workerEnvironment: [String: String] { ["CALLROOM_MOONSHINE_THREADS": String(max(1, threads)), "OMP_NUM_THREADS": String(max(1, threads))] }
 }

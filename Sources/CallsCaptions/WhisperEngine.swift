@@ -10,14 +10,13 @@ import Foundation
 /// `python` is the interpreter of the virtual environment `scripts/install-deps.sh` makes
 /// (`/opt/callroom/whisper/bin/python3`), with faster-whisper and the model installed.
 /// A value; any thread.
-public struct WhisperEngine: SpeechRecognizerEngine {
+public struct WhisperEngine: WorkerEngine {
     public let name = "whisper"
     public let python: String
     public let modelDir: String?
     /// CPU threads per worker.
     public let threads: Int
     public static let defaultPython = "/opt/callroom/whisper/bin/python3"
-    public static let languagesOffered = ["en-US"]
 
     public init(python: String = WhisperEngine.defaultPython, modelDir: String? = nil, threads: Int = 1) {
         self.python = python
@@ -51,16 +50,6 @@ public struct WhisperEngine: SpeechRecognizerEngine {
         return status == 0 ? nil : "\(python) cannot import faster-whisper or find the model"
     }
 
-    public func languages() -> [String] { Self.languagesOffered }
-
-    public func make(language: String) throws(CaptionError) -> SpeechRecognizer {
-        guard Self.languagesOffered.contains(where: { $0.lowercased() == language.lowercased() }) else {
-            throw .noModel(language: language, available: Self.languagesOffered)
-        }
-        guard let script = Self.script else { throw .recognizer("whisper: the worker script is missing") }
-        let environment = ["CALLROOM_WHISPER_THREADS": String(max(1, threads)), "OMP_NUM_THREADS": String(max(1, threads))]
-        return try WorkerRecognizer(engine: name, language: "en-US") { [python, modelDir] () throws(CaptionError) -> RecognizerWorker in
-            try RecognizerWorker(engine: "whisper", python: python, script: script, modelDir: modelDir, environment: environment)
-        }
-    }
+    var workerModelDir: String? { modelDir }
+    var workerEnvironment: [String: String] { ["CALLROOM_WHISPER_THREADS": String(max(1, threads)), "OMP_NUM_THREADS": String(max(1, threads))] }
 }
