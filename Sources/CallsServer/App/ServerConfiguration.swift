@@ -146,7 +146,7 @@ public struct ServerConfiguration: Sendable {
     /// Another CTranslate2 Whisper model (a directory with model.bin); nil: the installed tiny.en.
     public var whisperModelDir: String?
     /// Recognisers shared by every transcription on the server (a Whisper worker ≈ 220 MB, a
-    /// Moonshine worker ≈ 440 MB, a PocketSphinx decoder ≈ 95 MB; a speaker holds one while
+    /// Moonshine worker ≈ 190 MB and the ≈ 225 MB of weights its workers share, a PocketSphinx decoder ≈ 95 MB; a speaker holds one while
     /// talking, others wait their turn): about one per core.
     public var captionDecoders: Int = 2
     /// Where `startStreaming` sends a room's live mix: an Icecast source URL,
