@@ -56,7 +56,7 @@ public struct CaptionTiming: Sendable, Equatable {
     }
 
     /// The engines whose recognisers are worker processes (`WorkerRecognizer`).
-    static let workerEngines: Set<String> = ["whisper", "moonshine"]
+    public static let workerEngines: Set<String> = ["whisper", "moonshine"]
 
     /// The silence that ends an utterance that has had voice for `spokenMs`.
     func hangover(afterSpeakingMs spokenMs: Int64) -> Int64 {

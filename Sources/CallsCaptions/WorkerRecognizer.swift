@@ -157,7 +157,7 @@ final class WorkerRecognizer: SpeechRecognizer {
         guard let id = s.early else { return nil }
         if let text = s.earlyText { return text }
         guard s.inFlight.contains(id), let worker = s.worker else { return nil }
-        try awaitReplies(through: id, from: worker, &s)
+        try awaitReply(id, from: worker, &s)
         return s.earlyText
     }
 
@@ -175,7 +175,8 @@ final class WorkerRecognizer: SpeechRecognizer {
         try drainInFlight(&s)
         guard let worker = s.worker else { throw .recognizer("\(engine): no worker") }
         let id = try ask(&s, worker, pass: .final)
-        let r = try reply(id, from: worker)
+        s.inFlight.append(id)
+        let r = try awaitReply(id, from: worker, &s)
         if let e = r.error { throw .recognizer("\(engine): \(e)") }
         return r.text ?? ""
     }
@@ -183,26 +184,21 @@ final class WorkerRecognizer: SpeechRecognizer {
     /// Waits for the requests in flight (their answers are of no use now).
     private func drainInFlight(_ s: inout State) throws(CaptionError) {
         guard let last = s.inFlight.last, let worker = s.worker else { return }
-        try awaitReplies(through: last, from: worker, &s)
+        try awaitReply(last, from: worker, &s)
     }
 
-    /// Reads replies, each as `poll` would, until request `id`'s (within `replyTimeout` each).
-    private func awaitReplies(through id: Int, from worker: RecognizerWorker, _ s: inout State) throws(CaptionError) {
-        while s.inFlight.contains(id) {
+    /// Reads replies, each as `poll` would, until the one to request `id` (in flight), which it
+    /// returns; waits `replyTimeout` at most for each.
+    @discardableResult
+    private func awaitReply(_ id: Int, from worker: RecognizerWorker, _ s: inout State) throws(CaptionError) -> RecognizerWorker.Reply {
+        while true {
             guard let r = try worker.reply(timeout: Self.replyTimeout) else {
                 s.inFlight.removeAll()
                 throw .recognizer("\(engine): no answer in \(Int(Self.replyTimeout)) s")
             }
             took(r, &s)
-        }
-    }
-
-    /// The reply to request `id` (earlier ones passed over), within `replyTimeout` each.
-    private func reply(_ id: Int, from worker: RecognizerWorker) throws(CaptionError) -> RecognizerWorker.Reply {
-        while let r = try worker.reply(timeout: Self.replyTimeout) {
             if r.id == id { return r }
         }
-        throw .recognizer("\(engine): no answer in \(Int(Self.replyTimeout)) s")
     }
 
     private func restart(_ s: inout State) throws(CaptionError) {

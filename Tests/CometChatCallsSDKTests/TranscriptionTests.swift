@@ -18,6 +18,18 @@ final class TranscriptionTests: XCTestCase {
         return try XCTUnwrap(table.split(separator: "\n").first { $0.hasPrefix(Self.clip + "\t") }?.split(separator: "\t").last.map(String.init))
     }
 
+    /// Session `session`'s transcripts (`/transcriptions`, as the operator) once the first has
+    /// ended — written by the transcriber —, within `seconds`; empty when it has not by then.
+    func finishedTranscripts(_ t: ServerHarness, session: String, within seconds: Double) async -> [[String: Any]] {
+        var list: [[String: Any]] = []
+        let ended = await eventually(seconds, poll: 0.1) {
+            list = BlockingHTTP.request("GET", t.server.url + "/v3/calls/\(session)/transcriptions",
+                                        headers: ["apikey": t.server.keys.apiKey]).json["data"] as? [[String: Any]] ?? []
+            return ((list.first?["endTime"] as? NSNumber)?.int64Value ?? 0) > 0
+        }
+        return ended ? list : []
+    }
+
     func testCaptionsReachTheRoomAndTheTranscriptIsStored() async throws {
         try XCTSkipUnless(FileManager.default.fileExists(atPath: "/usr/share/pocketsphinx/model/en-us/en-us.lm.bin"),
                           "needs pocketsphinx-en-us (scripts/install-deps.sh)")
@@ -70,11 +82,7 @@ final class TranscriptionTests: XCTestCase {
 
         // The call log and /transcriptions list it once the transcriber has written it.
         let admin = ["apikey": t.server.keys.apiKey]
-        var list: [[String: Any]] = []
-        await eventually(5, poll: 0.1) {
-            list = BlockingHTTP.request("GET", t.server.url + "/v3/calls/cc/transcriptions", headers: admin).json["data"] as? [[String: Any]] ?? []
-            return ((list.first?["endTime"] as? NSNumber)?.int64Value ?? 0) > 0
-        }
+        let list = await finishedTranscripts(t, session: "cc", within: 5)
         let tr = try XCTUnwrap(list.first, "\(list)")
         let tid = try XCTUnwrap(tr["tid"] as? String)
         let url = try XCTUnwrap(tr["url"] as? String)
@@ -135,15 +143,8 @@ final class TranscriptionTests: XCTestCase {
         let heard = Set(finals().flatMap { WordErrorRate.words($0.text) })
         XCTAssertGreaterThanOrEqual(said.intersection(heard).count, 9, "moonshine heard \(finals().map(\.text)) for \(said)")
         mod.setSessionFeature(.transcription, enabled: false)
-        let admin = ["apikey": t.server.keys.apiKey]
-        var url: String?
-        await eventually(10, poll: 0.1) {
-            let list = BlockingHTTP.request("GET", t.server.url + "/v3/calls/ms/transcriptions", headers: admin).json["data"] as? [[String: Any]] ?? []
-            guard ((list.first?["endTime"] as? NSNumber)?.int64Value ?? 0) > 0 else { return false }
-            url = list.first?["url"] as? String
-            return true
-        }
-        let doc = try JSONDecoder().decode(TranscriptDocument.self, from: BlockingHTTP.request("GET", try XCTUnwrap(url), headers: admin).body)
+        let url = await finishedTranscripts(t, session: "ms", within: 10).first?["url"] as? String
+        let doc = try JSONDecoder().decode(TranscriptDocument.self, from: BlockingHTTP.request("GET", try XCTUnwrap(url), headers: ["apikey": t.server.keys.apiKey]).body)
         XCTAssertEqual(doc.engine, "moonshine")
         await guest.leave()
         await mod.leave()

@@ -94,7 +94,7 @@ enum CaptionBench {
             let timing = overrides.applied(to: CaptionTiming(for: engine.name))
             for (corpus, utterances) in corpora {
                 var f = Figures()
-                for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, timing: timing, realTime: engine.name != "pocketsphinx", into: &f) }
+                for u in utterances { caption(u, pool: pool, language: language, bitrate: bitrate, timing: timing, realTime: CaptionTiming.workerEngines.contains(engine.name), into: &f) }
                 if f.residentKiB == 0 { f.residentKiB = inProcessKiB }
                 let rtf = f.cpuSeconds / max(0.001, f.audioSeconds)
                 Console.out(String(format: "captions engine=%@ corpus=%@ wer=%.3f words=%d rtf=%.3f final_after_speech_ms=%.0f partial_every_ms=%.0f memory_mib=%.0f speakers_on_two_cores=%.1f",
