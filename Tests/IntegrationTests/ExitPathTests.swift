@@ -128,6 +128,27 @@ final class ExitPathTests: XCTestCase {
         XCTAssertEqual(dee.wait(timeout: 10), 0)
     }
 
+    /// A terminal that goes away is told twice: the kernel's SIGHUP to the session leader and the
+    /// call screen's own check of its terminal (which sends one more). The second is the same
+    /// news, not an impatient user: the call is still left and the other side hears at once
+    /// (it forced an exit before the leave was sent — a dropped SSH connection left a ghost).
+    func testAHangupToldTwiceStillLeavesTheCall() throws {
+        let tmux = try tmuxSession("hup2")
+        let bob = try headless(["listen", "--uid", "hbob", "--auto-accept"])
+        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
+        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) call hbob --uid hann \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
+        let pid = try XCTUnwrap(callroomPID(uid: "hann"))
+        kill(pid, SIGHUP)
+        usleep(50_000)  // two, not one pending signal merged
+        kill(pid, SIGHUP)
+        XCTAssertNotNil(bob.waitForLine(timeout: 3) { $0.contains(#""event":"onCallEndedMessageReceived""#) },
+                        "bob hears the call end at once: \(bob.output.suffix(3))")
+        XCTAssertTrue(tmux.waitFor("EXIT=0", timeout: 4), tmux.screen())
+        XCTAssertEqual(bob.wait(timeout: 10), 0)
+        XCTAssertTrue(bob.output.contains { $0.contains(#""message":"hann ended the call""#) }, "bob's ending: \(bob.output.suffix(2))")
+    }
+
     /// A signal while the summary waits for its key exits at once.
     func testSIGINTOnTheSummaryExitsAtOnce() throws {
         let tmux = try tmuxSession("summary")

@@ -20,7 +20,8 @@ private nonisolated(unsafe) var signalPipe: Int32 = -1
 ///
 /// The current screen sets `onSignal` (leave the call, cancel the ring, go offline) and exits
 /// when that is done; whatever happens the process exits with 128 + the signal `grace` seconds
-/// later, and at once on a second signal — both after `beforeForcedExit` (restore the
+/// later, and at once on a second SIGINT or SIGTERM (a SIGHUP after the first signal is the
+/// terminal going away, told again, and waits like the first) — both after `beforeForcedExit` (restore the
 /// terminal, stop the demo's server); a main thread stuck for two seconds more is not waited
 /// for. With no handler set, a signal exits at once.
 ///
@@ -37,7 +38,7 @@ package enum TerminationSignals {
     /// Whether a handler is set: without one the waiting thread exits itself (a command busy on
     /// the main thread, a benchmark, still ends on Ctrl-C).
     private nonisolated static let armed = Atomic<Bool>(false)
-    /// Runs before a forced exit (a second signal, the grace period over, no handler).
+    /// Runs before a forced exit (a second SIGINT/SIGTERM, the grace period over, no handler).
     package static var beforeForcedExit: (@MainActor () -> Void)?
     /// The first signal received (nil: none).
     static private(set) var received: Int32?
@@ -83,6 +84,11 @@ package enum TerminationSignals {
     }
 
     private static func deliver(_ sig: Int32) {
+        // A terminal that goes away is told twice — the kernel's SIGHUP to the session leader and
+        // the call screen's own check of its descriptor (`NcursesTerminal`) — up to half a second
+        // apart: the second is the same news, not someone in a hurry, and forcing the exit then
+        // cut the leave short (a dropped SSH connection left the other side waiting).
+        if received != nil, sig == SIGHUP, onSignal != nil { return }
         guard received == nil, let handler = onSignal else { forcedExit(sig) }
         received = sig
         handler(sig)
