@@ -18,6 +18,9 @@ public protocol WebServerDelegate: AnyObject, Sendable {
     /// The peer did not read: more than `maxQueuedBytes` waited for it. Its queue was dropped
     /// and it is being closed with `WebServer.slowConsumerCloseCode` (`didClose` follows).
     func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int)
+    /// A WebSocket message passed `maxMessageBytes` (whole or in fragments): what came of it was
+    /// dropped and the connection is being closed with 1009 (`didClose` follows).
+    func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String)
     /// A TCP connection was hung up as it was accepted: the server holds `maxOpenDescriptors`
     /// descriptors already.
     func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32)
@@ -27,6 +30,7 @@ public protocol WebServerDelegate: AnyObject, Sendable {
 
 extension WebServerDelegate {
     public func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int) {}
+    public func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String) {}
     public func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32) {}
     public func webServer(_ server: WebServer, refusedConnectionFrom address: String, holding: Int) {}
 }
@@ -443,25 +447,27 @@ public final class WebServer: @unchecked Sendable {
             delegate?.webServer(self, didOpen: id, path: conn.path, peer: conn.peer)
             return 0
         case LWS_CALLBACK_RECEIVE:
-            guard let wsi, let user, let conn = connections[user.load(as: UInt64.self)] else { return -1 }
-            if let data, len > 0, !conn.rxOverflow {
-                if conn.rx.count + len > maxMessageBytes {
+            guard let wsi, let id = user?.load(as: UInt64.self), let conn = connections[id] else { return -1 }
+            // Past the limit the connection closes at once — not at the message's last fragment,
+            // which a peer need never send (it streamed fragments for ever into a dropped buffer).
+            guard !conn.rxOverflow else { return 0 }
+            if let data, len > 0 {
+                guard conn.rx.count + len <= maxMessageBytes else {
                     conn.rxOverflow = true
                     conn.rx = []
-                } else {
-                    conn.rx.append(contentsOf: UnsafeRawBufferPointer(start: data, count: len))
-                }
-            }
-            if lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0 {
-                if conn.rxOverflow {
                     conn.closeRequest = (1009, "message too big")
+                    lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)
                     lws_callback_on_writable(wsi)
+                    delegate?.webServer(self, refusedOversizedMessage: id, peer: conn.peer)
                     return 0
                 }
+                conn.rx.append(contentsOf: UnsafeRawBufferPointer(start: data, count: len))
+            }
+            if lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0 {
                 let message = conn.rx
                 conn.rx = []
                 let binary = lws_frame_is_binary(wsi) != 0
-                delegate?.webServer(self, connection: user.load(as: UInt64.self), didReceive: message, binary: binary)
+                delegate?.webServer(self, connection: id, didReceive: message, binary: binary)
             }
             return 0
         case LWS_CALLBACK_SERVER_WRITEABLE:

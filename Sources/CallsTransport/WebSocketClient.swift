@@ -34,7 +34,6 @@ public final class WebSocketClient: @unchecked Sendable {
     private var context: OpaquePointer?
     private var wsi: OpaquePointer?
     private var rx: [UInt8] = []
-    private var rxOverflow = false
     private var tx: [([UInt8], Bool)] = []
     private var reported = false
     private var protocols: UnsafeMutablePointer<lws_protocols>?
@@ -190,13 +189,13 @@ public final class WebSocketClient: @unchecked Sendable {
             return 0
         case LWS_CALLBACK_CLIENT_RECEIVE:
             guard let w else { return -1 }
-            if let data, len > 0, !rxOverflow {
-                if rx.count + len > maxMessageBytes { rxOverflow = true; rx = [] } else {
-                    rx.append(contentsOf: UnsafeRawBufferPointer(start: data, count: len))
-                }
+            // Past the limit the connection ends at once (not at the message's last fragment,
+            // which a server need never send).
+            if let data, len > 0 {
+                guard rx.count + len <= maxMessageBytes else { rx = []; report(.messageTooBig); return -1 }
+                rx.append(contentsOf: UnsafeRawBufferPointer(start: data, count: len))
             }
             if lws_is_final_fragment(w) != 0 && lws_remaining_packet_payload(w) == 0 {
-                if rxOverflow { report(.messageTooBig); return -1 }
                 let m = rx
                 rx = []
                 delegateRef?.webSocket(self, didReceive: m, binary: lws_frame_is_binary(w) != 0)

@@ -42,9 +42,12 @@ public final class RawWebSocket {
     deinit { close(fd) }
 
     /// Sends one masked text frame.
-    public func send(text: String) throws {
-        let payload = Array(text.utf8)
-        var frame: [UInt8] = [0x81]
+    public func send(text: String) throws { try send(frame: Array(text.utf8)) }
+
+    /// Sends one masked frame: `opcode` 1 text, 0 a continuation, 2 binary; `fin` false leaves
+    /// the message open for continuations.
+    public func send(frame payload: [UInt8], opcode: UInt8 = 1, fin: Bool = true) throws {
+        var frame: [UInt8] = [(fin ? 0x80 : 0) | opcode]
         if payload.count < 126 {
             frame.append(0x80 | UInt8(payload.count))
         } else if payload.count <= 0xFFFF {
@@ -66,6 +69,32 @@ public final class RawWebSocket {
             guard n > 0 else { throw TestFailure("send: \(errno)") }
             sent += n
         }
+    }
+
+    /// The status of the close frame the server sends within `timeout` (frames before it are
+    /// skipped); nil when none came — the connection stayed open or ended without one.
+    public func closeStatus(within timeout: TimeInterval) -> UInt16? {
+        let deadline = Date().addingTimeInterval(timeout)
+        func read(_ count: Int) -> [UInt8]? {
+            var out: [UInt8] = []
+            var buf = [UInt8](repeating: 0, count: count)
+            while out.count < count {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let left = Int32(max(0, deadline.timeIntervalSinceNow) * 1000)
+                guard poll(&p, 1, left) == 1 else { return nil }
+                let n = recv(fd, &buf, count - out.count, 0)
+                guard n > 0 else { return nil }
+                out += buf[0..<n]
+            }
+            return out
+        }
+        while let head = read(2) {
+            var length = Int(head[1] & 0x7F)
+            if length >= 126, let ext = read(length == 126 ? 2 : 8) { length = ext.reduce(0) { $0 << 8 | Int($1) } }
+            guard let payload = read(length) else { return nil }
+            if head[0] & 0x0F == 8 { return payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : 1005 }
+        }
+        return nil
     }
 
     /// Whether the server has closed the connection (reset it, or sent FIN after whatever is

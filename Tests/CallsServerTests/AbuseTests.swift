@@ -48,6 +48,28 @@ final class AbuseTests: XCTestCase {
         XCTAssertFalse(user.isClosed, "a welcomed connection stays")
     }
 
+    /// The attack: a message that never ends — fragments streamed for ever, its final one never
+    /// sent. The buffer was dropped past 64 KiB but the connection stayed open (for any number of
+    /// bytes) until a final fragment: now it closes with 1009 as soon as the message passes the
+    /// limit, as a whole frame over it does, and both are counted.
+    func testAMessagePastTheLimitClosesTheConnectionAtOnceEvenUnfinished() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let endless = try RawWebSocket(port: h.server.port, subprotocol: signallingSubprotocol, receiveBuffer: 65_536)
+        let piece = [UInt8](repeating: UInt8(ascii: "a"), count: 16_384)
+        try endless.send(frame: piece, opcode: 1, fin: false)
+        for _ in 0..<4 { try endless.send(frame: piece, opcode: 0, fin: false) }  // 80 KiB, never finished
+        XCTAssertEqual(endless.closeStatus(within: 3), 1009, "closed before the last fragment")
+        let whole = try RawWebSocket(port: h.server.port, subprotocol: signallingSubprotocol, receiveBuffer: 65_536)
+        try whole.send(frame: [UInt8](repeating: UInt8(ascii: "b"), count: 70_000))
+        XCTAssertEqual(whole.closeStatus(within: 3), 1009)
+        let fine = try SignalProbe(url: h.server.url)
+        fine.send(.join(.init(callToken: try h.callToken(uid: "ann", session: "big"))))
+        XCTAssertNotNil(fine.joined(), "the server goes on")
+        XCTAssertTrue(eventually(3) { h.server.metricsText().contains(#"callroom_refused_total{cause="oversized_message"} 2"#) },
+                      h.server.metricsText())
+    }
+
     /// The attack (#34): a member that never reads while a presenter shares a busy terminal;
     /// its queue grew without bound on the server. Now it is closed (4008) once 64 KiB wait,
     /// and the rest of the room goes on.

@@ -39,4 +39,12 @@ final class RESTContractTests: XCTestCase {
         let coded = Dictionary(uniqueKeysWithValues: RESTErrorCode.allCases.map { ($0.rawValue, $0.status) })
         XCTAssertEqual(coded, documented)
     }
+
+    /// The metrics paragraph's `callroom_refused_total{cause="a|b|…"}` names every cause, and no
+    /// other (three causes were counted but not listed before).
+    func testTheRefusalCausesListedAreTheEnum() throws {
+        let line = try XCTUnwrap(protocolDoc().first { $0.hasPrefix(#"`callroom_refused_total{cause=""#) })
+        let listed = line.drop { $0 != "\"" }.dropFirst().prefix { $0 != "\"" }.split(separator: "|").map(String.init)
+        XCTAssertEqual(Set(listed), Set(RefusalCause.allCases.map(\.rawValue)))
+    }
 }

@@ -21,6 +21,8 @@ enum RefusalCause: String, Sendable, CaseIterable {
     case connectionsPerAddress = "connections_per_address"
     /// A WebSocket that did not read what it was sent (`maxQueuedBytesPerConnection`).
     case slowConsumer = "slow_consumer"
+    /// A WebSocket message over the size limit (64 KiB), whole or in fragments: closed 1009.
+    case oversizedMessage = "oversized_message"
     /// A TCP connection hung up at accept: the server's descriptors are spent (`maxConnections`).
     case descriptorBudget = "descriptor_budget"
     /// A browser's offer the WebRTC gateway could not answer (not SDP, nothing it speaks, too

@@ -172,6 +172,10 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         refusals.refused(.slowConsumer, peer: peer, detail: "\(queuedBytes) bytes waiting: closed \(WebServer.slowConsumerCloseCode)")
     }
 
+    func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String) {
+        refusals.refused(.oversizedMessage, peer: peer, detail: "a message over \(server.maxMessageBytes) bytes: closed 1009")
+    }
+
     func webServer(_ server: WebServer, refusedConnectionFrom address: String, holding: Int) {
         refusals.refused(.connectionsPerAddress, peer: address, detail: "\(holding) TCP connections open: refused at accept")
     }

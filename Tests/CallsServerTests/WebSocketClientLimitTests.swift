@@ -1,0 +1,61 @@
+import CallRoomTestSupport
+import CallsCore
+import CallsTransport
+import Foundation
+import XCTest
+
+/// The client's side of the message limit: a server (here a hostile one, in Python) that streams
+/// one message's fragments for ever. The client kept the connection, dropping what came, until
+/// a final fragment that never comes; now it ends it as soon as the message passes
+/// `maxMessageBytes` and says why.
+final class WebSocketClientLimitTests: XCTestCase {
+    final class Ending: WebSocketClientDelegate, @unchecked Sendable {
+        let lock = NSLock()
+        var error: WebSocketClientError?
+        var closed = false
+        func webSocketDidOpen(_ client: WebSocketClient) {}
+        func webSocket(_ client: WebSocketClient, didReceive message: [UInt8], binary: Bool) {}
+        func webSocket(_ client: WebSocketClient, didCloseWith error: WebSocketClientError?) {
+            lock.lock(); self.error = error; closed = true; lock.unlock()
+        }
+        var ended: (Bool, WebSocketClientError?) { lock.lock(); defer { lock.unlock() }; return (closed, error) }
+    }
+
+    /// Accepts one WebSocket and sends an unfinished text message, 16 KiB at a time, until the
+    /// peer goes (printing `port N` first and `gone after N` last).
+    static let endlessServer = #"""
+    import base64, hashlib, socket, sys
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+    print("port", s.getsockname()[1], flush=True)
+    c, _ = s.accept()
+    head = b""
+    while b"\r\n\r\n" not in head: head += c.recv(4096)
+    key = [l.split(b":", 1)[1].strip() for l in head.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key:")][0]
+    accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()).decode()
+    c.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: callroom-signal\r\n\r\n" % accept).encode())
+    piece = b"a" * 16384
+    frame = lambda op: bytes([op, 126]) + len(piece).to_bytes(2, "big") + piece
+    sent = 0
+    try:
+        c.sendall(frame(1)); sent += 1
+        while sent < 100000: c.sendall(frame(0)); sent += 1
+    except OSError:
+        pass
+    print("gone after", sent, flush=True)
+    """#
+
+    func testAMessageThatNeverEndsEndsTheConnectionOnceItPassesTheLimit() throws {
+        let server = try ManagedProcess("/usr/bin/python3", ["-c", Self.endlessServer])
+        let line = try XCTUnwrap(server.waitForLine { $0.hasPrefix("port ") }, server.errorOutput)
+        let port = try XCTUnwrap(Int(line.dropFirst(5)))
+        let ending = Ending()
+        let client = WebSocketClient(url: try XCTUnwrap(URL(string: "ws://127.0.0.1:\(port)/v1/signal")), maxMessageBytes: 65_536, delegate: ending)
+        try client.connect()
+        defer { client.disconnect() }
+        XCTAssertTrue(eventually(5) { ending.ended.0 }, "still open: \(server.output)")
+        XCTAssertEqual(ending.ended.1, .messageTooBig)
+        let gone = try XCTUnwrap(server.waitForLine(timeout: 5) { $0.hasPrefix("gone after ") }, "the server still sends")
+        XCTAssertLessThan(Int(gone.dropFirst(11)) ?? .max, 100_000, "the connection was cut, not the message finished")
+    }
+}
