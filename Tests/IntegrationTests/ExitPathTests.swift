@@ -48,6 +48,14 @@ final class ExitPathTests: XCTestCase {
         }
     }
 
+    /// Whether `sig` waits to be delivered to process `pid` (its `ShdPnd` mask in /proc).
+    static func pending(_ sig: Int32, in pid: pid_t) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("ShdPnd:") }),
+              let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+        return mask & (1 << UInt64(sig - 1)) != 0
+    }
+
     func tmuxSession(_ name: String) throws -> Tmux {
         let tmux = Tmux(session: "\(name)-\(UUID().uuidString.prefix(6))")
         try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
@@ -140,7 +148,8 @@ final class ExitPathTests: XCTestCase {
         XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
         let pid = try XCTUnwrap(callroomPID(uid: "hann"))
         kill(pid, SIGHUP)
-        usleep(50_000)  // two, not one pending signal merged
+        // Two signals, not one: the first taken (no longer pending) before the second is sent.
+        XCTAssertTrue(eventually(2, poll: 0.001) { !Self.pending(SIGHUP, in: pid) })
         kill(pid, SIGHUP)
         XCTAssertNotNil(bob.waitForLine(timeout: 3) { $0.contains(#""event":"onCallEndedMessageReceived""#) },
                         "bob hears the call end at once: \(bob.output.suffix(3))")
