@@ -21,6 +21,9 @@ public protocol WebServerDelegate: AnyObject, Sendable {
     /// A WebSocket message passed `maxMessageBytes` (whole or in fragments): what came of it was
     /// dropped and the connection is being closed with 1009 (`didClose` follows).
     func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String)
+    /// A request's body did not arrive within `bodyTimeoutSeconds` of its head: the connection
+    /// was closed without an answer.
+    func webServer(_ server: WebServer, refusedSlowBodyFrom peer: String, received: Int, of length: Int)
     /// A TCP connection was hung up as it was accepted: the server holds `maxOpenDescriptors`
     /// descriptors already.
     func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32)
@@ -31,6 +34,7 @@ public protocol WebServerDelegate: AnyObject, Sendable {
 extension WebServerDelegate {
     public func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int) {}
     public func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String) {}
+    public func webServer(_ server: WebServer, refusedSlowBodyFrom peer: String, received: Int, of length: Int) {}
     public func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32) {}
     public func webServer(_ server: WebServer, refusedConnectionFrom address: String, holding: Int) {}
 }
@@ -68,6 +72,10 @@ public final class WebServer: @unchecked Sendable {
     /// nil: plain HTTP and WebSocket; else HTTPS and WSS only.
     public let tls: TLSFiles?
     public let maxBodyBytes: Int
+    /// Seconds a request's body has from its head to its last byte; past them the connection
+    /// closes. (libwebsockets' own timeout starts again with every chunk: a body sent a byte a
+    /// second held a connection for as long as its `Content-Length` said.)
+    public let bodyTimeoutSeconds: Int
     public let maxMessageBytes: Int
     /// What may wait to be written to one WebSocket; past it the connection is closed with
     /// `slowConsumerCloseCode` and its queue freed.
@@ -145,6 +153,10 @@ public final class WebServer: @unchecked Sendable {
         var body: [UInt8] = []
         var peer = ""
         var bodyTooLarge = false
+        /// The request's `Content-Length`, its bytes so far, and when they must all be in (monotonic ns).
+        var bodyLength = 0
+        var bodyReceived = 0
+        var bodyDeadline: UInt64 = 0
         /// The answer goes, then the connection (what follows on it is not a request to read).
         var closeAfterResponse = false
         var response: HTTPResponse?
@@ -172,9 +184,10 @@ public final class WebServer: @unchecked Sendable {
     /// - Parameters:
     ///   - host: the interface address to listen on (`127.0.0.1`, `0.0.0.0`).
     ///   - maxBodyBytes: larger HTTP bodies are refused with 413.
+    ///   - bodyTimeoutSeconds: a body not all there this long after its head closes the connection.
     ///   - maxMessageBytes: larger WebSocket messages close the connection with 1009.
     ///   - maxQueuedBytes: more waiting for one WebSocket closes it with `slowConsumerCloseCode`.
-    public init(host: String, tls: TLSFiles? = nil, maxBodyBytes: Int = 64 * 1024, maxMessageBytes: Int = 64 * 1024,
+    public init(host: String, tls: TLSFiles? = nil, maxBodyBytes: Int = 64 * 1024, bodyTimeoutSeconds: Int = 10, maxMessageBytes: Int = 64 * 1024,
                 maxQueuedBytes: Int = 4 * 1024 * 1024, maxOpenDescriptors: Int = DescriptorLimit.connectionBudget(limit: DescriptorLimit.current),
                 maxConnectionsPerAddress: Int? = nil, exemptLoopback: Bool = true, delegate: any WebServerDelegate) {
         self.maxConnectionsPerAddress = maxConnectionsPerAddress
@@ -182,6 +195,7 @@ public final class WebServer: @unchecked Sendable {
         self.host = host
         self.tls = tls
         self.maxBodyBytes = maxBodyBytes
+        self.bodyTimeoutSeconds = max(1, bodyTimeoutSeconds)
         self.maxMessageBytes = maxMessageBytes
         self.maxQueuedBytes = maxQueuedBytes
         self.maxOpenDescriptors = maxOpenDescriptors
@@ -417,9 +431,22 @@ public final class WebServer: @unchecked Sendable {
             if contentLength == 0 {
                 return dispatchRequest(conn, id: user.load(as: UInt64.self))
             }
+            conn.bodyLength = contentLength
+            conn.bodyDeadline = monotonicNanoseconds() + UInt64(bodyTimeoutSeconds) * 1_000_000_000
+            lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, Int32(bodyTimeoutSeconds))
             return 0
         case LWS_CALLBACK_HTTP_BODY:
-            guard let user, let conn = connections[user.load(as: UInt64.self)], let data else { return 0 }
+            // (A request answered already — chunked, 411 — reads nothing more.)
+            guard let wsi, let user, let conn = connections[user.load(as: UInt64.self)], let data, !conn.dispatched else { return 0 }
+            conn.bodyReceived += len
+            // The deadline is the body's, not each chunk's: libwebsockets re-arms its timeout
+            // with every chunk before this callback, so it is set back to what is left.
+            let now = monotonicNanoseconds()
+            guard now < conn.bodyDeadline else {
+                delegate?.webServer(self, refusedSlowBodyFrom: conn.peer, received: conn.bodyReceived, of: conn.bodyLength)
+                return -1
+            }
+            lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, Int32((conn.bodyDeadline - now + 999_999_999) / 1_000_000_000))
             if conn.body.count + len > maxBodyBytes {
                 conn.bodyTooLarge = true
             } else {
@@ -502,6 +529,8 @@ public final class WebServer: @unchecked Sendable {
         conn.path = uri
         conn.body = []
         conn.bodyTooLarge = false
+        conn.bodyLength = 0
+        conn.bodyReceived = 0
         conn.closeAfterResponse = false
         conn.response = nil
         conn.headerWritten = false

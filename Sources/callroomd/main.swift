@@ -30,7 +30,7 @@ let usage = """
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
-                              joinTimeoutSeconds, maxQueuedBytesPerConnection, maxConnections,
+                              joinTimeoutSeconds, requestBodyTimeoutSeconds, maxQueuedBytesPerConnection, maxConnections,
                           relayAudioPacketsPerSecond, relayAudioBytesPerSecond,
                           relayVideoPacketsPerSecond, relayVideoBytesPerSecond,
                           ringCallerPerMinute, ringCalleePerMinute, ringGroupPerMinute, roomAccess,
@@ -176,6 +176,7 @@ if let n = bounded("maxRooms", file.maxRooms, 1...1_000_000) { config.maxRooms =
 if let n = bounded("maxRoomsPerUser", file.maxRoomsPerUser, 1...10_000) { config.maxRoomsPerUser = n }
 if let n = bounded("maxConnectionsPerAddress", file.maxConnectionsPerAddress, 1...100_000) { config.maxConnectionsPerAddress = n }
 if let n = bounded("joinTimeoutSeconds", file.joinTimeoutSeconds, 1...3600) { config.joinTimeoutSeconds = Double(n) }
+if let n = bounded("requestBodyTimeoutSeconds", file.requestBodyTimeoutSeconds, 1...300) { config.requestBodyTimeoutSeconds = n }
 if let n = bounded("maxQueuedBytesPerConnection", file.maxQueuedBytesPerConnection, 65_536...268_435_456) { config.maxQueuedBytesPerConnection = n }
 if let n = bounded("maxConnections", file.maxConnections, 16...10_000_000) { config.maxConnections = n }
 if let n = bounded("relayAudioPacketsPerSecond", file.relayAudioPacketsPerSecond, 0...100_000, " (0: no limit)") { config.senderLimits.audioPacketsPerSecond = UInt64(n) }

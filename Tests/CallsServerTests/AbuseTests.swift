@@ -118,6 +118,37 @@ final class AbuseTests: XCTestCase {
         XCTAssertEqual(h.request("GET", "/healthz").status, 200)
     }
 
+    /// The attack: a request body sent a byte at a time. libwebsockets' 20 s timeout starts
+    /// again with every chunk, so a `Content-Length` of 60,000 at a byte a second held the
+    /// connection for 16 hours. The body now has `requestBodyTimeoutSeconds` from the head,
+    /// counted and logged; a body that comes in time is answered.
+    func testABodySentSlowlyIsCutAtItsDeadline() throws {
+        let h = try ServerHarness { $0.requestBodyTimeoutSeconds = 2 }
+        defer { h.stop(); h.removeData() }
+        let fd = RawHTTP.connect(port: h.server.port)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        let head = "POST /v3/sdk/login HTTP/1.1\r\nHost: x\r\nappId: \(h.server.keys.appId)\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n"
+        _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let start = Date()
+        var cut: TimeInterval?
+        paced(every: 0.25, for: 6) { _ in
+            var byte = UInt8(ascii: " ")
+            if send(fd, &byte, 1, Int32(MSG_NOSIGNAL)) != 1 || RawHTTP.closedByPeer(fd, timeout: 0) {
+                cut = Date().timeIntervalSince(start)
+                return false
+            }
+            return true
+        }
+        let seconds = try XCTUnwrap(cut, "still open after 6 s of a byte every 250 ms")
+        XCTAssertGreaterThan(seconds, 1.5, "not before its deadline")
+        XCTAssertLessThan(seconds, 3.5)
+        XCTAssertTrue(eventually(2) { h.server.metricsText().contains(#"callroom_refused_total{cause="slow_request"} 1"#) }, h.server.metricsText())
+        let login = h.request("POST", "/v3/sdk/login", headers: ["appId": h.server.keys.appId],
+                              body: #"{"uid":"ann","authKey":"\#(h.server.keys.authKey)"}"#)
+        XCTAssertEqual(login.status, 200, "a body in time is answered")
+    }
+
     /// The attack (#34): one address opens TCP connections and says nothing (each held for
     /// libwebsockets' 20 s), taking the whole descriptor budget from everyone else. Now an
     /// address holds at most maxConnectionsPerAddress + 32 connections, counted from accept.

@@ -375,7 +375,8 @@ public final class CallServer: @unchecked Sendable {
             }
         }
         // TCP connections per address: its WebSockets plus room for its HTTP requests.
-        let web = WebServer(host: configuration.host, tls: tlsFiles, maxQueuedBytes: configuration.maxQueuedBytesPerConnection,
+        let web = WebServer(host: configuration.host, tls: tlsFiles, bodyTimeoutSeconds: configuration.requestBodyTimeoutSeconds,
+                            maxQueuedBytes: configuration.maxQueuedBytesPerConnection,
                             maxOpenDescriptors: connectionBudget, maxConnectionsPerAddress: configuration.maxConnectionsPerAddress + 32,
                             exemptLoopback: configuration.connectionLimitExemptsLoopback, delegate: gateway)
         rooms.attach(outbox: gateway)

@@ -52,6 +52,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var maxRoomsPerUser: Int?
     public var maxConnectionsPerAddress: Int?
     public var joinTimeoutSeconds: Int?
+    public var requestBodyTimeoutSeconds: Int?
     public var maxQueuedBytesPerConnection: Int?
     public var maxConnections: Int?
     /// Per-sender relay limits (0: none): packets and bytes a second, audio and video apart.
@@ -99,7 +100,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "requestBodyTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage", "captionsEngine", "whisperPython", "whisperModelDir", "moonshinePython", "moonshineModelDir",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
@@ -198,6 +199,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.maxRoomsPerUser = try int("maxRoomsPerUser")
         c.maxConnectionsPerAddress = try int("maxConnectionsPerAddress")
         c.joinTimeoutSeconds = try int("joinTimeoutSeconds")
+        c.requestBodyTimeoutSeconds = try int("requestBodyTimeoutSeconds")
         c.maxQueuedBytesPerConnection = try int("maxQueuedBytesPerConnection")
         c.maxConnections = try int("maxConnections")
         c.relayAudioPacketsPerSecond = try int("relayAudioPacketsPerSecond")

@@ -95,6 +95,9 @@ public struct ServerConfiguration: Sendable {
     public var connectionLimitExemptsLoopback = true
     /// A WebSocket the server has not let in (`joined`, `welcome`, `resumed`) within this is closed (seconds).
     public var joinTimeoutSeconds: Double = 10
+    /// An HTTP request's body must all be in this long after its head, or the connection
+    /// closes (`slow_request`; seconds).
+    public var requestBodyTimeoutSeconds = 10
     /// Bytes that may wait to be written to one WebSocket; a peer that does not read past this
     /// is closed with code 4008 and its queue freed.
     public var maxQueuedBytesPerConnection = 4 * 1024 * 1024

@@ -21,6 +21,8 @@ enum RefusalCause: String, Sendable, CaseIterable {
     case connectionsPerAddress = "connections_per_address"
     /// A WebSocket that did not read what it was sent (`maxQueuedBytesPerConnection`).
     case slowConsumer = "slow_consumer"
+    /// An HTTP request whose body did not arrive within `requestBodyTimeoutSeconds` of its head.
+    case slowRequest = "slow_request"
     /// A WebSocket message over the size limit (64 KiB), whole or in fragments: closed 1009.
     case oversizedMessage = "oversized_message"
     /// A TCP connection hung up at accept: the server's descriptors are spent (`maxConnections`).

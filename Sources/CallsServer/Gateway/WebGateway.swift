@@ -172,6 +172,10 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         refusals.refused(.slowConsumer, peer: peer, detail: "\(queuedBytes) bytes waiting: closed \(WebServer.slowConsumerCloseCode)")
     }
 
+    func webServer(_ server: WebServer, refusedSlowBodyFrom peer: String, received: Int, of length: Int) {
+        refusals.refused(.slowRequest, peer: peer, detail: "\(received) of \(length) body bytes in \(server.bodyTimeoutSeconds) s: closed")
+    }
+
     func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String) {
         refusals.refused(.oversizedMessage, peer: peer, detail: "a message over \(server.maxMessageBytes) bytes: closed 1009")
     }
