@@ -18,6 +18,9 @@ public enum WebSocketClientError: Error, Equatable, Sendable {
     case connectFailed(String)
     case closedByPeer
     case messageTooBig
+    /// More than `maxQueuedBytes` waited to be written: the server (or the path to it) stopped
+    /// reading.
+    case peerNotReading
 }
 
 /// One client WebSocket connection over libwebsockets, with its own service thread.
@@ -28,6 +31,9 @@ public final class WebSocketClient: @unchecked Sendable {
     public let url: URL
     public let subprotocol: String
     public let maxMessageBytes: Int
+    /// What may wait to be written (bytes); past it the connection ends with `.peerNotReading`
+    /// and what is sent is dropped.
+    public let maxQueuedBytes: Int
     private weak var delegateRef: (any WebSocketClientDelegate)?
 
     // Service-thread state
@@ -41,6 +47,9 @@ public final class WebSocketClient: @unchecked Sendable {
 
     private let running = Atomic<Bool>(false)
     private let outbox = Locked<[([UInt8], Bool)]>([])
+    /// Bytes queued and not yet written (the outbox and `tx`).
+    private let queuedBytes = Atomic<Int>(0)
+    private let stalledFlag = Atomic<Bool>(false)
     private let closeFlag = Atomic<Bool>(false)
     private let abortFlag = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
@@ -50,12 +59,13 @@ public final class WebSocketClient: @unchecked Sendable {
     /// How a `wss://` (or `https://`) server's certificate is checked.
     public let trust: TLSTrust
 
-    public init(url: URL, subprotocol: String = signallingSubprotocol, maxMessageBytes: Int = 1 << 20, trust: TLSTrust = .system,
-                delegate: any WebSocketClientDelegate) {
+    public init(url: URL, subprotocol: String = signallingSubprotocol, maxMessageBytes: Int = 1 << 20, maxQueuedBytes: Int = 4 << 20,
+                trust: TLSTrust = .system, delegate: any WebSocketClientDelegate) {
         self.url = url
         self.trust = trust
         self.subprotocol = subprotocol
         self.maxMessageBytes = maxMessageBytes
+        self.maxQueuedBytes = maxQueuedBytes
         self.delegateRef = delegate
     }
 
@@ -120,10 +130,18 @@ public final class WebSocketClient: @unchecked Sendable {
         t.start()
     }
 
-    /// Queues a message. Safe from any thread; dropped once the connection has closed.
+    /// Queues a message. Safe from any thread; dropped once the connection has closed, or when
+    /// `maxQueuedBytes` wait already (which ends the connection: `.peerNotReading`).
     public func send(text: String) { send(Array(text.utf8), binary: false) }
 
     public func send(_ bytes: [UInt8], binary: Bool) {
+        guard !stalledFlag.load(ordering: .acquiring) else { return }
+        guard queuedBytes.add(bytes.count, ordering: .relaxed).newValue <= maxQueuedBytes else {
+            queuedBytes.subtract(bytes.count, ordering: .relaxed)
+            stalledFlag.store(true, ordering: .releasing)
+            waker.wake()
+            return
+        }
         outbox.withLock { $0.append((bytes, binary)) }
         waker.wake()
     }
@@ -152,6 +170,11 @@ public final class WebSocketClient: @unchecked Sendable {
             // The connection is gone (closed by the peer, failed, or torn down): the thread and
             // the context go with it, whether or not the owner ever calls `disconnect()`.
             if wsi == nil { break }
+            // (A peer that does not read never makes the socket writable: the loop ends it.)
+            if stalledFlag.load(ordering: .acquiring) {
+                report(.peerNotReading)
+                break
+            }
             if closeFlag.load(ordering: .acquiring) {
                 if closeDeadline == 0 {
                     closeDeadline = monotonicNanoseconds() + 500_000_000
@@ -213,6 +236,7 @@ public final class WebSocketClient: @unchecked Sendable {
                     lws_write(w, b.baseAddress! + Int(callroom_lws_pre), bytes.count, binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT)
                 }
                 if n < bytes.count { return -1 }
+                queuedBytes.subtract(bytes.count, ordering: .relaxed)
                 if !tx.isEmpty || closeFlag.load(ordering: .acquiring) { lws_callback_on_writable(w) }
                 return 0
             }
