@@ -12,11 +12,24 @@ public struct StoredGroup: Sendable, Equatable, Codable {
 
 extension CallStore {
     /// Creates a group owned by `owner` with `members` (the owner included); nil if the guid exists.
-    public func createGroup(guid: String, name: String, owner: String, members: [String], now: Int64 = epochMilliseconds())
-        throws(DatabaseError) -> StoredGroup? {
+    /// What `createGroup` did.
+    package enum GroupCreation: Sendable {
+        case created(StoredGroup)
+        case guidTaken
+        /// The owner owns `ownedLimit` groups already.
+        case ownerFull
+    }
+
+    /// Creates a group owned by `owner` (a member) with `members`, unless the guid is taken or
+    /// the owner owns `ownedLimit` groups already (nil: no limit).
+    package func createGroup(guid: String, name: String, owner: String, members: [String], ownedLimit: Int?,
+                             now: Int64 = epochMilliseconds()) throws(DatabaseError) -> GroupCreation {
         try locked { () throws(DatabaseError) in
-            try db.transaction { () throws(DatabaseError) -> StoredGroup? in
-                if try !db.query("SELECT 1 FROM groups WHERE guid = ?", [.text(guid)]).isEmpty { return nil }
+            try db.transaction { () throws(DatabaseError) -> GroupCreation in
+                if try !db.query("SELECT 1 FROM groups WHERE guid = ?", [.text(guid)]).isEmpty { return .guidTaken }
+                if let ownedLimit, (try db.query("SELECT COUNT(*) FROM groups WHERE owner_uid = ?", [.text(owner)]).first?[0].int ?? 0) >= Int64(ownedLimit) {
+                    return .ownerFull
+                }
                 try db.execute("INSERT INTO groups(guid, name, owner_uid, created_at) VALUES (?, ?, ?, ?)",
                                [.text(guid), .text(name), .text(owner), .int(now)])
                 var all = [owner]
@@ -24,7 +37,8 @@ extension CallStore {
                 for (i, m) in all.enumerated() {
                     try db.execute("INSERT INTO group_members(guid, uid, joined_at) VALUES (?, ?, ?)", [.text(guid), .text(m), .int(now + Int64(i))])
                 }
-                return try loadGroup(guid)
+                guard let g = try loadGroup(guid) else { return .guidTaken }
+                return .created(g)
             }
         }
     }

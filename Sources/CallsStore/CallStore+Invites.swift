@@ -29,14 +29,40 @@ public struct StoredInvite: Sendable, Equatable, Codable {
     }
 }
 
+/// What `createInvite` did: made it, or refused it at a limit of live invites.
+package enum InviteCreation: Equatable, Sendable {
+    case created
+    /// The session holds `perSession` live invites already.
+    case sessionFull
+    /// Its maker holds `perMaker` live invites of the session already.
+    case makerFull
+}
+
 extension CallStore {
-    package func createInvite(_ i: StoredInvite) throws(DatabaseError) {
+    /// Stores `i` unless the session already holds `perSession` live invites (not expired,
+    /// revoked or used up), or its maker `perMaker` of them (nil: no limit of their own). First
+    /// the session's invites that can no longer matter are forgotten: those that expired, or were
+    /// revoked, before `forgetBefore` (epoch ms: every call token they let anyone mint has
+    /// expired by then).
+    package func createInvite(_ i: StoredInvite, perSession: Int, perMaker: Int?, forgetBefore: Int64) throws(DatabaseError) -> InviteCreation {
         try locked { () throws(DatabaseError) in
+            try db.execute("""
+                DELETE FROM invites WHERE session_id = ? AND (expires_at < ? OR (revoked_at IS NOT NULL AND revoked_at < ?))
+                """, [.text(i.sessionId), .int(forgetBefore), .int(forgetBefore)])
+            let live = "revoked_at IS NULL AND expires_at > ? AND (max_uses IS NULL OR uses < max_uses)"
+            let inSession = try db.query("SELECT COUNT(*) FROM invites WHERE session_id = ? AND \(live)", [.text(i.sessionId), .int(i.createdAt)])
+            guard (inSession.first?[0].int ?? 0) < Int64(perSession) else { return .sessionFull }
+            if let perMaker {
+                let byMaker = try db.query("SELECT COUNT(*) FROM invites WHERE session_id = ? AND created_by = ? AND \(live)",
+                                           [.text(i.sessionId), .text(i.createdBy), .int(i.createdAt)])
+                guard (byMaker.first?[0].int ?? 0) < Int64(perMaker) else { return .makerFull }
+            }
             try db.execute("""
                 INSERT INTO invites(invite_id, session_id, role, created_by, created_at, expires_at, max_uses, uses)
                 VALUES (?, ?, ?, ?, ?, ?, ?, 0)
                 """, [.text(i.inviteId), .text(i.sessionId), .text(i.role), .text(i.createdBy), .int(i.createdAt), .int(i.expiresAt),
                       i.maxUses.map { .int(Int64($0)) } ?? .null])
+            return .created
         }
     }
 
@@ -81,10 +107,12 @@ extension CallStore {
         }
     }
 
-    /// Invites revoked while their call tokens may still be about (for the rooms to refuse them).
+    /// Invites revoked while their call tokens may still be about (for the rooms to refuse them);
+    /// every invite that can no longer matter — expired or revoked before `since` — is forgotten.
     package func revokedInvites(since: Int64) throws(DatabaseError) -> Set<String> {
         try locked { () throws(DatabaseError) in
-            Set(try db.query("SELECT invite_id FROM invites WHERE revoked_at IS NOT NULL AND revoked_at >= ?", [.int(since)]).compactMap { $0[0].text })
+            try db.execute("DELETE FROM invites WHERE expires_at < ? OR (revoked_at IS NOT NULL AND revoked_at < ?)", [.int(since), .int(since)])
+            return Set(try db.query("SELECT invite_id FROM invites WHERE revoked_at IS NOT NULL AND revoked_at >= ?", [.int(since)]).compactMap { $0[0].text })
         }
     }
 

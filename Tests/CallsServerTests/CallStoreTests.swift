@@ -33,6 +33,45 @@ final class CallStoreTests: XCTestCase {
         XCTAssertEqual(try s.closeInterruptedCalls(), 0)
     }
 
+    /// Invites are rows a participant makes by REST: the session's and each maker's live ones are
+    /// limited (expired, revoked and used-up ones do not count), and the ones that can no longer
+    /// matter — expired or revoked before a call token's lifetime ago — are forgotten.
+    func testInvitesAreLimitedPerSessionAndMakerAndTheDeadOnesForgotten() throws {
+        let database = try TestDatabase()
+        defer { database.remove() }
+        let s = try database.store()
+        var n = 0
+        func make(_ by: String, at t: Int64 = 10_000, expires: Int64 = 100_000, maxUses: Int? = nil, session: String = "s",
+                  perSession: Int = 4, perMaker: Int? = 2, forget: Int64 = 0) throws -> (InviteCreation, String) {
+            n += 1
+            let i = StoredInvite(inviteId: "inv\(n)", sessionId: session, role: "guest", createdBy: by, createdAt: t, expiresAt: expires, maxUses: maxUses, uses: 0)
+            return (try s.createInvite(i, perSession: perSession, perMaker: perMaker, forgetBefore: forget), i.inviteId)
+        }
+        XCTAssertEqual(try make("ann").0, .created)
+        let (_, second) = try make("ann")
+        XCTAssertEqual(try make("ann").0, .makerFull, "two live ones each")
+        XCTAssertEqual(try make("bob").0, .created)
+        XCTAssertEqual(try make("operator", perMaker: nil).0, .created)
+        XCTAssertEqual(try make("operator", perMaker: nil).0, .sessionFull, "four in the session, the operator's too")
+        XCTAssertEqual(try make("cat", session: "other").0, .created, "another session has its own")
+        // Revoked, expired or used up: no longer live.
+        _ = try s.revokeInvite(id: second, sessionId: "s", at: 11_000)
+        XCTAssertEqual(try make("ann", at: 12_000).0, .created)
+        XCTAssertEqual(try make("dan", at: 12_000).0, .sessionFull)
+        XCTAssertEqual(try make("dan", at: 200_000, expires: 300_000).0, .created, "the first ones expired at 100,000")
+        let used = StoredInvite(inviteId: "once", sessionId: "u", role: "guest", createdBy: "eve", createdAt: 1, expiresAt: 100_000, maxUses: 1, uses: 0)
+        XCTAssertEqual(try s.createInvite(used, perSession: 1, perMaker: nil, forgetBefore: 0), .created)
+        XCTAssertNotNil(try s.useInvite(id: "once", sessionId: "u", at: 2))
+        XCTAssertEqual(try make("eve", at: 3, session: "u", perSession: 1).0, .created, "a used-up invite is not live")
+        // Forgotten: what expired, or was revoked, before a call token's lifetime ago.
+        XCTAssertEqual(try s.invites(sessionId: "s").count, 6)
+        XCTAssertEqual(try make("dan", at: 250_000, expires: 300_000, forget: 150_000).0, .created)
+        XCTAssertEqual(try s.invites(sessionId: "s").map(\.inviteId), ["inv10", "inv12"], "the rest expired before 150,000")
+        XCTAssertEqual(try s.invites(sessionId: "other").count, 1, "another session's rows wait for its own next invite, or the start")
+        XCTAssertEqual(try s.revokedInvites(since: 150_000), [])
+        XCTAssertEqual(try s.invites(sessionId: "other").count, 0, "forgotten at start")
+    }
+
     /// Object storage's queue (#38): files are queued in the transaction that finishes their
     /// recording only when uploads are on; this node's rows come first; an upload that lands after
     /// retention queued the deletion stays queued for deletion; failures push the next attempt back.

@@ -90,4 +90,30 @@ final class InviteTests: XCTestCase {
         XCTAssertEqual(redeem(h, try XCTUnwrap(minted.data["invite"] as? String), name: "Late").status, 403)
         XCTAssertFalse(host.isClosed)
     }
+
+    /// The attack: someone in the call mints invites in a loop (each a row, the list answered
+    /// whole). A participant holds at most 20 live ones of a session; revoking one makes room;
+    /// the operator has only the session's limit.
+    func testInvitesAreBoundedPerMakerAndSession() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let app = h.server.keys.appId
+        let host = try SignalProbe(url: h.server.url)
+        host.send(.join(.init(callToken: try h.callToken(uid: "host", session: "many"))))
+        XCTAssertNotNil(host.joined())
+        let asHost = ["appId": app, "authToken": try login(h, "host")]
+        var ids: [String] = []
+        for _ in 0..<RESTRouter.maxLiveInvitesPerMaker {
+            let r = h.request("POST", "/v3/rooms/many/invites", headers: asHost, body: "{}")
+            ids.append(try XCTUnwrap(r.data["inviteId"] as? String, "\(r.json)"))
+        }
+        let refused = h.request("POST", "/v3/rooms/many/invites", headers: asHost, body: "{}")
+        XCTAssertEqual(refused.status, 429)
+        XCTAssertEqual(refused.errorCode, "ERR_LIMIT_REACHED")
+        XCTAssertEqual(h.request("DELETE", "/v3/rooms/many/invites/\(ids[0])", headers: asHost).status, 200)
+        XCTAssertEqual(h.request("POST", "/v3/rooms/many/invites", headers: asHost, body: "{}").status, 200, "revoking one makes room")
+        let operatorHeaders = h.adminHeaders.merging(["appId": app]) { a, _ in a }
+        XCTAssertEqual(h.request("POST", "/v3/rooms/many/invites", headers: operatorHeaders, body: "{}").status, 200, "the operator: the session's limit only")
+        XCTAssertEqual((h.request("GET", "/v3/rooms/many/invites", headers: h.adminHeaders).json["data"] as? [[String: Any]])?.count, 22)
+    }
 }

@@ -38,4 +38,22 @@ final class RESTGroupsTests: XCTestCase {
         XCTAssertEqual(h.request("GET", "/v3/groups/g", headers: h.adminHeaders).status, 404)
         XCTAssertEqual(h.request("PUT", "/v3/groups/g", headers: h.adminHeaders).status, 405)
     }
+
+    /// The attack: a user makes groups in a loop (each up to 101 rows). They own at most 100
+    /// made with their own auth token; deleting one makes room; the operator is not limited.
+    func testAUserOwnsAtMostAHundredGroups() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let ann = ["authToken": try RingingTests.authToken(url: h.server.url, appId: h.server.keys.appId, authKey: h.server.keys.authKey, uid: "ann")]
+        for i in 0..<RESTRouter.maxGroupsPerOwner {
+            XCTAssertEqual(h.request("POST", "/v3/groups", headers: ann, body: #"{"guid":"g\#(i)"}"#).status, 200)
+        }
+        let refused = h.request("POST", "/v3/groups", headers: ann, body: #"{"guid":"one-more"}"#)
+        XCTAssertEqual(refused.status, 429)
+        XCTAssertEqual(refused.errorCode, "ERR_LIMIT_REACHED")
+        XCTAssertEqual(h.request("DELETE", "/v3/groups/g0", headers: ann).status, 200)
+        XCTAssertEqual(h.request("POST", "/v3/groups", headers: ann, body: #"{"guid":"one-more"}"#).status, 200, "deleting one makes room")
+        XCTAssertEqual(h.request("POST", "/v3/groups", headers: h.adminHeaders, body: #"{"guid":"by-operator","owner":"ann"}"#).status, 200,
+                       "the operator is not limited")
+    }
 }

@@ -43,6 +43,8 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     case notCallParty = "ERR_NOT_CALL_PARTY"
     /// An invite that does not verify, has expired, was revoked or is used up.
     case inviteInvalid = "ERR_INVITE_INVALID"
+    /// A session, or its maker, holds as many live invites as it may.
+    case limitReached = "ERR_LIMIT_REACHED"
 
     /// The HTTP status this code is sent with.
     public var status: Int {
@@ -55,7 +57,7 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
         case .uidAlreadyExists, .guidAlreadyExists, .webhookAlreadyExists, .webhookInConfig: return 409
         case .bodyTooLarge: return 413
         case .lengthRequired: return 411
-        case .rateLimited: return 429
+        case .rateLimited, .limitReached: return 429
         case .storage: return 500
         case .unavailable: return 503
         }

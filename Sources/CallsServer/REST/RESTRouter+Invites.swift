@@ -27,6 +27,11 @@ struct RedeemedBody: Encodable {
 // MARK: Invite grants (#34): a signed, expiring, room-scoped grant in the share link
 extension RESTRouter {
     static let inviteRoles = ["guest", "participant"]
+    /// Live invites (not expired, revoked or used up) a session may hold, and each participant
+    /// who makes them (the operator has no limit of its own): every one is a row, and the list
+    /// answers whole.
+    static let maxLiveInvitesPerSession = 1_000
+    static let maxLiveInvitesPerMaker = 20
 
     /// `POST /v3/rooms/{sessionId}/invites`: the operator, or someone in the session's live call.
     func createInvite(_ r: HTTPRequest, sessionId: String) throws -> HTTPResponse {
@@ -55,7 +60,15 @@ extension RESTRouter {
         let now = epochMilliseconds()
         let invite = StoredInvite(inviteId: "inv_" + Crypto.randomHex(8), sessionId: sessionId, role: role, createdBy: by, createdAt: now,
                                   expiresAt: now + Int64(ttl) * 1000, maxUses: b.maxUses, uses: 0, revokedAt: nil)
-        try store.createInvite(invite)
+        let forget = now - Int64(config.callTokenTTLSeconds) * 1000
+        switch try store.createInvite(invite, perSession: Self.maxLiveInvitesPerSession,
+                                      perMaker: by == "operator" ? nil : Self.maxLiveInvitesPerMaker, forgetBefore: forget) {
+        case .created: break
+        case .sessionFull:
+            throw ServerError(.limitReached, "This session holds \(Self.maxLiveInvitesPerSession) live invites: revoke some, or wait for them to expire.")
+        case .makerFull:
+            throw ServerError(.limitReached, "You hold \(Self.maxLiveInvitesPerMaker) live invites of this session: revoke some, or wait for them to expire.")
+        }
         let grant = signer.sign(CallTokenClaims(app: keys.appId, sub: "invite", sid: sessionId, iat: now / 1000, exp: invite.expiresAt / 1000,
                                                 role: role, jti: invite.inviteId, aud: CallTokenClaims.inviteAudience(appId: keys.appId)))
         return ok(InviteBody(inviteId: invite.inviteId, sessionId: sessionId, role: role, expiresAt: invite.expiresAt, maxUses: b.maxUses,

@@ -373,6 +373,9 @@ struct RESTRouter: Sendable {
         return ok(["token": token])
     }
 
+    /// Groups a user may own when they make one with their own auth token.
+    static let maxGroupsPerOwner = 100
+
     private func createGroup(_ r: HTTPRequest) throws -> HTTPResponse {
         struct Body: Decodable { var guid: String; var name: String?; var owner: String?; var members: [String]? }
         let actor = try groupActor(r)
@@ -385,10 +388,15 @@ struct RESTRouter: Sendable {
         let members = b.members ?? []
         guard members.count <= 100 else { throw ServerError.badRequest("At most 100 members at once.") }
         for u in [owner] + members { guard try store.user(uid: u) != nil else { throw ServerError.uidNotFound(u) } }
-        guard let g = try store.createGroup(guid: b.guid, name: clean(b.name) ?? b.guid, owner: owner, members: members) else {
-            throw ServerError(.guidAlreadyExists, "A group with guid '\(b.guid)' exists already.")
+        // A user who makes a group with their own auth token may own at most `maxGroupsPerOwner`
+        // (each is rows, made in a loop otherwise); the operator is not limited.
+        switch try store.createGroup(guid: b.guid, name: clean(b.name) ?? b.guid, owner: owner, members: members,
+                                     ownedLimit: actor == nil ? nil : Self.maxGroupsPerOwner) {
+        case .created(let g): return ok(g)
+        case .guidTaken: throw ServerError(.guidAlreadyExists, "A group with guid '\(b.guid)' exists already.")
+        case .ownerFull:
+            throw ServerError(.limitReached, "You own \(Self.maxGroupsPerOwner) groups: delete one before you make another.")
         }
-        return ok(g)
     }
 
     /// nil for the operator (apikey), else the user (authToken) acting on groups.
