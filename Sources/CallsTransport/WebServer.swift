@@ -3,42 +3,6 @@ import CallsCore
 import Foundation
 import Synchronization
 
-/// Receives what a `WebServer` hears. Every method is called on the server's service thread and
-/// must return quickly: hand slow work to another queue and answer later through `respond` or
-/// `WebServer.send(_:to:)`, both of which are safe from any thread.
-public protocol WebServerDelegate: AnyObject, Sendable {
-    /// An HTTP request arrived (body complete). Call `respond` exactly once, from any thread.
-    func webServer(_ server: WebServer, request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void)
-    /// A WebSocket upgrade on `path` completed.
-    func webServer(_ server: WebServer, didOpen connection: UInt64, path: String, peer: String)
-    /// A whole WebSocket message (fragments reassembled) arrived.
-    func webServer(_ server: WebServer, connection: UInt64, didReceive message: [UInt8], binary: Bool)
-    /// The WebSocket closed, for any reason. No more calls for `connection` follow.
-    func webServer(_ server: WebServer, didClose connection: UInt64)
-    /// The peer did not read: more than `maxQueuedBytes` waited for it. Its queue was dropped
-    /// and it is being closed with `WebServer.slowConsumerCloseCode` (`didClose` follows).
-    func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int)
-    /// A WebSocket message passed `maxMessageBytes` (whole or in fragments): what came of it was
-    /// dropped and the connection is being closed with 1009 (`didClose` follows).
-    func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String)
-    /// A request's body did not arrive within `bodyTimeoutSeconds` of its head: the connection
-    /// was closed without an answer.
-    func webServer(_ server: WebServer, refusedSlowBodyFrom peer: String, received: Int, of length: Int)
-    /// A TCP connection was hung up as it was accepted: the server holds `maxOpenDescriptors`
-    /// descriptors already.
-    func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32)
-    /// A TCP connection was hung up as it was accepted: its address holds `maxConnectionsPerAddress` already.
-    func webServer(_ server: WebServer, refusedConnectionFrom address: String, holding: Int)
-}
-
-extension WebServerDelegate {
-    public func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int) {}
-    public func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String) {}
-    public func webServer(_ server: WebServer, refusedSlowBodyFrom peer: String, received: Int, of length: Int) {}
-    public func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32) {}
-    public func webServer(_ server: WebServer, refusedConnectionFrom address: String, holding: Int) {}
-}
-
 /// Errors starting a web server.
 public enum WebServerError: Error, Equatable, Sendable {
     case cannotCreateContext(host: String, port: Int)
@@ -716,65 +680,6 @@ public final class WebServer: @unchecked Sendable {
             return -1
         }
         return 0
-    }
-
-    // MARK: Header helpers (service thread)
-
-    private static func method(_ wsi: OpaquePointer) -> String {
-        let table: [(lws_token_indexes, String)] = [
-            (WSI_TOKEN_GET_URI, "GET"), (WSI_TOKEN_POST_URI, "POST"), (WSI_TOKEN_PUT_URI, "PUT"),
-            (WSI_TOKEN_PATCH_URI, "PATCH"), (WSI_TOKEN_DELETE_URI, "DELETE"), (WSI_TOKEN_OPTIONS_URI, "OPTIONS"),
-            (WSI_TOKEN_HEAD_URI, "HEAD"),
-        ]
-        for (token, name) in table where lws_hdr_total_length(wsi, token) > 0 { return name }
-        return "UNKNOWN"
-    }
-
-    static func copyHeader(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
-        let n = Int(lws_hdr_total_length(wsi, token))
-        guard n > 0 else { return nil }
-        var buf = [CChar](repeating: 0, count: n + 1)
-        guard lws_hdr_copy(wsi, &buf, Int32(n + 1), token) >= 0 else { return nil }
-        return String(cBuffer: buf)
-    }
-
-    private static func customHeader(_ wsi: OpaquePointer, _ name: String) -> String? {
-        let key = name + ":"
-        let n = Int(lws_hdr_custom_length(wsi, key, Int32(key.utf8.count)))
-        guard n > 0 else { return nil }
-        var buf = [CChar](repeating: 0, count: n + 1)
-        guard lws_hdr_custom_copy(wsi, &buf, Int32(n + 1), key, Int32(key.utf8.count)) >= 0 else { return nil }
-        return String(cBuffer: buf).trimmingCharacters(in: .whitespaces)
-    }
-
-    private static func queryArgs(_ wsi: OpaquePointer) -> [String: String] {
-        var out: [String: String] = [:]
-        var idx: Int32 = 0
-        while true {
-            let n = Int(lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, idx))
-            guard n > 0 else { break }
-            var buf = [CChar](repeating: 0, count: n + 1)
-            guard lws_hdr_copy_fragment(wsi, &buf, Int32(n + 1), WSI_TOKEN_HTTP_URI_ARGS, idx) >= 0 else { break }
-            let s = String(cBuffer: buf)
-            if let eq = s.firstIndex(of: "=") {
-                out[String(s[..<eq])] = String(s[s.index(after: eq)...])
-            } else {
-                out[s] = ""
-            }
-            idx += 1
-        }
-        return out
-    }
-
-    /// A loopback address (or name): a listen host, or a peer as accept or libwebsockets gives it.
-    public static func isLoopback(_ address: String) -> Bool {
-        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.") || address == "localhost"
-    }
-
-    static func peer(_ wsi: OpaquePointer) -> String {
-        var buf = [CChar](repeating: 0, count: 64)
-        _ = lws_get_peer_simple(wsi, &buf, 64)
-        return String(cBuffer: buf)
     }
 }
 
