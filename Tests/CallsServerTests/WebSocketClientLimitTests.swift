@@ -21,32 +21,9 @@ final class WebSocketClientLimitTests: XCTestCase {
         var ended: (Bool, WebSocketClientError?) { lock.lock(); defer { lock.unlock() }; return (closed, error) }
     }
 
-    /// Accepts one WebSocket and sends an unfinished text message, 16 KiB at a time, until the
-    /// peer goes (printing `port N` first and `gone after N` last).
-    static let endlessServer = #"""
-    import base64, hashlib, socket, sys
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
-    print("port", s.getsockname()[1], flush=True)
-    c, _ = s.accept()
-    head = b""
-    while b"\r\n\r\n" not in head: head += c.recv(4096)
-    key = [l.split(b":", 1)[1].strip() for l in head.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key:")][0]
-    accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()).decode()
-    c.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: callroom-signal\r\n\r\n" % accept).encode())
-    piece = b"a" * 16384
-    frame = lambda op: bytes([op, 126]) + len(piece).to_bytes(2, "big") + piece
-    sent = 0
-    try:
-        c.sendall(frame(1)); sent += 1
-        while sent < 100000: c.sendall(frame(0)); sent += 1
-    except OSError:
-        pass
-    print("gone after", sent, flush=True)
-    """#
-
-    /// Accepts one WebSocket, then reads nothing (printing `port N` first).
-    static let deafServer = #"""
+    /// Python that listens on a free port (printing `port N`), accepts one connection and
+    /// completes its WebSocket upgrade: `c` is the connection. The servers below go on from it.
+    static let acceptOne = #"""
     import base64, hashlib, socket, time
     s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
     print("port", s.getsockname()[1], flush=True)
@@ -58,6 +35,25 @@ final class WebSocketClientLimitTests: XCTestCase {
     accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()).decode()
     c.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: callroom-signal\r\n\r\n" % accept).encode())
+
+    """#
+
+    /// Sends an unfinished text message, 16 KiB at a time, until the peer goes (printing
+    /// `gone after N` last).
+    static let endlessServer = acceptOne + #"""
+    piece = b"a" * 16384
+    frame = lambda op: bytes([op, 126]) + len(piece).to_bytes(2, "big") + piece
+    sent = 0
+    try:
+        c.sendall(frame(1)); sent += 1
+        while sent < 100000: c.sendall(frame(0)); sent += 1
+    except OSError:
+        pass
+    print("gone after", sent, flush=True)
+    """#
+
+    /// Reads nothing.
+    static let deafServer = acceptOne + #"""
     time.sleep(60)
     """#
 

@@ -101,14 +101,21 @@ final class ExitPathTests: XCTestCase {
 
     // MARK: Signals on the call screen and the summary
 
+    /// `caller` calls `callee` (headless, answering at once) from the call screen in tmux at 80×24
+    /// (the shell prints `EXIT=status` after it); returns once both are in the call.
+    func callOnTheScreen(caller: String, callee: String) throws -> (Tmux, ManagedProcess) {
+        let tmux = try tmuxSession(caller)
+        let other = try headless(["listen", "--uid", callee, "--auto-accept"])
+        XCTAssertNotNil(other.waitForLine { $0.contains(#""event":"listening""#) }, other.errorOutput)
+        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) call \(callee) --uid \(caller) \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
+        XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
+        return (tmux, other)
+    }
+
     /// `callroom call` on the call screen: SIGTERM leaves, the callee hears the call end within
     /// 3 s, the summary on the shell says "You left", and the status is 0.
     func testSIGTERMOnTheCallScreenLeavesEndsTheCallAndPrintsTheSummary() throws {
-        let tmux = try tmuxSession("callterm")
-        let bob = try headless(["listen", "--uid", "bob", "--auto-accept"])
-        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
-        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) call bob --uid ann \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
-        XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
+        let (tmux, bob) = try callOnTheScreen(caller: "ann", callee: "bob")
         kill(try XCTUnwrap(callroomPID(uid: "ann")), SIGTERM)
         let sent = Date()
         XCTAssertNotNil(bob.waitForLine(timeout: 3) { $0.contains(#""event":"onCallEndedMessageReceived""#) },
@@ -141,11 +148,7 @@ final class ExitPathTests: XCTestCase {
     /// news, not an impatient user: the call is still left and the other side hears at once
     /// (it forced an exit before the leave was sent — a dropped SSH connection left a ghost).
     func testAHangupToldTwiceStillLeavesTheCall() throws {
-        let tmux = try tmuxSession("hup2")
-        let bob = try headless(["listen", "--uid", "hbob", "--auto-accept"])
-        XCTAssertNotNil(bob.waitForLine { $0.contains(#""event":"listening""#) }, bob.errorOutput)
-        XCTAssertTrue(tmux.start("\(BuiltProducts.path("callroom")) call hbob --uid hann \(credentials); echo EXIT=$?; sleep 30", width: 80, height: 24))
-        XCTAssertTrue(tmux.waitFor("2 participants"), tmux.screen())
+        let (tmux, bob) = try callOnTheScreen(caller: "hann", callee: "hbob")
         let pid = try XCTUnwrap(callroomPID(uid: "hann"))
         kill(pid, SIGHUP)
         // Two signals, not one: the first taken (no longer pending) before the second is sent.
