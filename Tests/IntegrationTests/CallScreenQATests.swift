@@ -309,6 +309,11 @@ final class CallScreenQATests: XCTestCase {
         XCTAssertEqual(dumb.wait(timeout: 20), 2)
         XCTAssertTrue(dumb.errorOutput.contains("cannot address the cursor"), dumb.errorOutput)
         XCTAssertTrue(dumb.errorOutput.contains("--headless"))
+        // No terminal at all (`ssh HOST callroom demo` without -t: pipes): said, not drawn into the pipe.
+        let piped = try ManagedProcess(BuiltProducts.path("callroom"), ["demo", "--bots", "0"], environment: ["TERM": "xterm-256color"])
+        XCTAssertEqual(piped.wait(timeout: 20), 2)
+        XCTAssertTrue(piped.errorOutput.contains("needs a terminal") && piped.errorOutput.contains("ssh -t"), piped.errorOutput)
+        XCTAssertTrue(piped.output.isEmpty, "nothing drawn: \(piped.output.prefix(2))")
     }
 
     /// Small terminals: 40×12 shows everyone or counts them; below the minimum it says so.

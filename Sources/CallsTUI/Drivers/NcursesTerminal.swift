@@ -32,7 +32,7 @@ public final class NcursesTerminal: TerminalDriver {
     public static let escapeDelayMs: Int32 = 25
 
     /// Sets up the terminal. Throws when TERM is unknown or cannot address the cursor (`dumb`),
-    /// before anything is drawn.
+    /// or standard input or output is not a terminal, before anything is drawn.
     public init() throws(TerminalError) {
         setlocale(LC_ALL, "")
         let codeset = String(cString: nl_langinfo(nl_item(CODESET)))
@@ -47,6 +47,8 @@ public final class NcursesTerminal: TerminalDriver {
             case 0: throw .cannotAddressCursor(term: term)
             default: break
             }
+            // Drawn into a pipe or a file, the screen is escape codes nobody sees, and keys never come.
+            guard isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 else { throw .notATerminal }
         }
         // Before ncurses reads the terminal's input: ask what it can draw.
         graphics = Self.detectedGraphics.withLock { known in

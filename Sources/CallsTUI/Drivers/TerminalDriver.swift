@@ -21,11 +21,15 @@ public enum TerminalError: Error, Equatable, Sendable {
     case cannotAddressCursor(term: String)
     /// TERM is not in the terminfo database.
     case unknownTerminal(term: String)
+    /// Standard input or output is not a terminal (`ssh HOST callroom demo` without `-t`, a pipe).
+    case notATerminal
 
     public var message: String {
         switch self {
         case .cannotAddressCursor(let t): return "the terminal '\(t)' cannot address the cursor, so the call screen cannot be drawn; use --headless (or a terminal such as xterm, tmux or screen)"
         case .unknownTerminal(let t): return "unknown terminal type '\(t)' (TERM); set TERM to your terminal, or use --headless"
+        case .notATerminal:
+            return "the call screen needs a terminal on standard input and output (over SSH: ssh -t HOST …); or use --headless"
         }
     }
 }
