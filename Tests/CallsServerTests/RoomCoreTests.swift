@@ -166,6 +166,29 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertEqual(requests(message(.chat(text: "x"), a)).count, 1, "one more a second")
     }
 
+    /// A call keeps at most `maxChatMessagesPerCall` messages (each a row): past it, chat is
+    /// refused and nothing is written; the next call starts again.
+    func testACallKeepsABoundedNumberOfChatMessages() throws {
+        var limits = RoomLimits()
+        limits.maxChatMessagesPerCall = 3
+        core = RoomCore(signer: signer, appID: "app", limits: limits, mediaPort: 4000)
+        try joined("ann", a)
+        try joined("bea", b)
+        for (i, from) in [a, b, a].enumerated() {
+            let r = try XCTUnwrap(requests(message(.chat(text: "m\(i)"), from)).first, "message \(i) is written")
+            _ = ok(r, chatID: Int64(i))
+            now += 1_000
+        }
+        let refused = message(.chat(text: "one too many"), b)
+        XCTAssertTrue(requests(refused).isEmpty, "nothing written past the limit")
+        XCTAssertEqual(sent(refused, to: b), [.error(code: .chatFull, message: "This call's chat holds 3 messages; no more are kept.")])
+        XCTAssertTrue(sent(refused, to: a).isEmpty)
+        // Everyone leaves: the call ends, and the next call of the session has its own.
+        for conn in [a, b] { for r in requests(message(.leave, conn)) { _ = ok(r) } }
+        try joined("ann", c)
+        XCTAssertEqual(requests(message(.chat(text: "a new call"), c)).count, 1)
+    }
+
     func testAConnectionThatDropsWhileItsJoinIsBeingWrittenIsNeverAnnounced() throws {
         try joined("ann", a)
         let rb = try XCTUnwrap(requests(message(.join(.init(callToken: token("bea"))), b)).first)

@@ -143,6 +143,8 @@ public struct SignalErrorCode: OpenWireValue {
     /// client keeps its media on UDP).
     public static let mediaTunnelUnavailable = SignalErrorCode(rawValue: "ERR_MEDIA_TUNNEL_UNAVAILABLE")
     public static let messageTooLong = SignalErrorCode(rawValue: "ERR_MESSAGE_TOO_LONG")
+    /// A chat message in a call that holds `maxChatMessagesPerCall` (10,000) already.
+    public static let chatFull = SignalErrorCode(rawValue: "ERR_CHAT_FULL")
     /// A `webrtcOffer` the server cannot answer (not SDP, nothing it speaks, not bundled, no
     /// WebRTC gateway on this server or this node); the message says which.
     public static let webrtcOfferRefused = SignalErrorCode(rawValue: "ERR_WEBRTC_OFFER")

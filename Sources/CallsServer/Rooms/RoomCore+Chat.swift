@@ -13,7 +13,11 @@ extension RoomCore {
         let allowed = p.chatLimiter.allow(now: UInt64(max(0, now)) &* 1_000_000)
         room.participants[pid] = p
         guard allowed else { return fail(connection, .rateLimited, "Too many chat messages; wait a moment.", close: false) }
+        guard room.chatMessages < limits.maxChatMessagesPerCall else {
+            return fail(connection, .chatFull, "This call's chat holds \(limits.maxChatMessagesPerCall) messages; no more are kept.", close: false)
+        }
         guard let call = room.call else { return }  // (an admitted participant's room always has one)
+        room.chatMessages += 1
         persist([.chat(call: call, uid: p.wire.uid, pid: pid, name: p.wire.name, text: text, at: now)],
                 .chat(session: room.sessionId, pid: pid, uid: p.wire.uid, name: p.wire.name, text: text, at: now, connection: connection))
     }

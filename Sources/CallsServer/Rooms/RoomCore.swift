@@ -82,6 +82,8 @@ final class RoomCore {
         var lobbyOrder: [String] = []
         /// Features run by server members (recording, transcription, streaming; `+ServerMembers`).
         var runs: [SessionFeature: FeatureRun] = [:]
+        /// Chat messages this call took here (a room that moves to another node counts again there).
+        var chatMessages = 0
         /// The server's members of the room, in a fixed order.
         var members: [Participant] { SessionFeature.allCases.compactMap { runs[$0]?.member } }
         init(sessionId: String, index: Int) { self.sessionId = sessionId; self.index = index }

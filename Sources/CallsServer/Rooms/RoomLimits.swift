@@ -7,6 +7,9 @@ public struct RoomLimits: Sendable, Equatable {
     /// Chat messages: burst and sustained rate per participant (`ERR_RATE_LIMITED`).
     public var chatBurst = 5.0
     public var chatPerSecond = 1.0
+    /// Chat messages one call keeps (`ERR_CHAT_FULL` past it): each is a row, and a call may
+    /// run for days at the rate above times its participants.
+    public var maxChatMessagesPerCall = 10_000
     /// Signalling messages: burst and sustained rate per connection (`ERR_RATE_LIMITED`).
     public var signalBurst = 100.0
     public var signalPerSecond = 50.0
