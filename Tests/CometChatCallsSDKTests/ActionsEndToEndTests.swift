@@ -156,6 +156,11 @@ final class ActionsEndToEndTests: XCTestCase {
         peer.wait { if case .chatMessage(let m) = $0 { return m.text == "hello bob" && m.uid == "alice" }; return false }
         XCTAssertEqual(s.chatMessages.last?.text, "hello bob")
         XCTAssertEqual(s.inviteLink, server.url + "/call/acts")
+        // The invite shared twice is one invite (the server keeps 20 live ones per participant).
+        let first = await s.shareableLink(), again = await s.shareableLink()
+        guard case .guestInvite(let link)? = first else { return XCTFail("a guest invite: \(String(describing: first))") }
+        XCTAssertTrue(link.hasPrefix(server.url + "/call/acts?invite="), link)
+        XCTAssertEqual(again, first, "the same link again, not a new invite")
     }
 
     func testEveryBuiltInButtonFiresItsCallbackBeforeItsAction() async throws {

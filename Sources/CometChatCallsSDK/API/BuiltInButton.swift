@@ -103,7 +103,8 @@ extension CallSession {
         }
     }
 
-    /// CallRoom: a guest invite minted for you, else the session's plain link and why (you are a
+    /// CallRoom: a guest invite minted for you (the same one again while it has an hour to
+    /// live), else the session's plain link and why (you are a
     /// guest yourself, the server refused — a ringing call's room takes no invites — or could
     /// not be reached). nil outside a session. Any thread; it waits for the server.
     public func shareableLink() async -> ShareableLink? {
@@ -112,7 +113,7 @@ extension CallSession {
             return .sessionLink(plain, reason: "guests cannot invite")
         }
         do {
-            return .guestInvite(try await c.createInvite(sessionID: session).link)
+            return .guestInvite(try await c.guestInvite(sessionID: session).link)
         } catch {
             return .sessionLink(plain, reason: error.errorDescription)
         }

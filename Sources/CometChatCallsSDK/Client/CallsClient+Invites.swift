@@ -1,3 +1,4 @@
+import CallsCore
 import Foundation
 
 /// An invite to a session as the server minted it: share `link` (the invite page with the grant);
@@ -27,6 +28,19 @@ extension CallsClient {
         struct Wire: Encodable, Sendable { var role: String; var ttlSeconds: Int?; var maxUses: Int? }
         return try await rest.call("POST", "/v3/rooms/\(sessionID)/invites", headers: ["authToken": u.authToken],
                                    encodable: Wire(role: role, ttlSeconds: ttlSeconds, maxUses: maxUses), as: SessionInvite.self)
+    }
+
+    /// A guest invite to `sessionID` to share: the one this client minted last, while it has
+    /// more than an hour to live, else a new one (a day long). Sharing the link again does not
+    /// make another invite each time: the server keeps at most 20 live ones per participant.
+    public func guestInvite(sessionID: String) async throws(CometChatCallException) -> SessionInvite {
+        let now = epochMilliseconds()
+        if let kept = published.withLock({ $0.guestInvite }), kept.sessionId == sessionID, kept.expiresAt - now > 3_600_000 {
+            return kept
+        }
+        let made = try await createInvite(sessionID: sessionID)
+        published.withLock { $0.guestInvite = made }
+        return made
     }
 
     /// Revokes an invite you made (who came in with it leaves; it lets nobody in any more).

@@ -74,6 +74,8 @@ public final class CallsClient: @unchecked Sendable {
         var chat: [ChatMessage] = []
         /// The server's invite link for the session (its public URL), if it sent one.
         var inviteLink: String?
+        /// The guest invite `guestInvite(sessionID:)` minted last (shared again while it lasts).
+        var guestInvite: SessionInvite?
         var sessionID: String?
         /// How many times this session came back by rejoining (the server had lost it) rather
         /// than resuming.
