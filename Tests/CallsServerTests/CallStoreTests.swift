@@ -1,4 +1,5 @@
 import CallRoomTestSupport
+import CallsCore
 import CallsObjectStorage
 @testable import CallsServer
 @testable import CallsStore
@@ -70,6 +71,34 @@ final class CallStoreTests: XCTestCase {
         XCTAssertEqual(try s.invites(sessionId: "other").count, 1, "another session's rows wait for its own next invite, or the start")
         XCTAssertEqual(try s.revokedInvites(since: 150_000), [])
         XCTAssertEqual(try s.invites(sessionId: "other").count, 0, "forgotten at start")
+    }
+
+    /// The delivery logs stay bounded: webhook deliveries and pushes that are over are forgotten
+    /// `deliveryRetentionDays` after they were made; pending ones stay whatever their age.
+    func testFinishedDeliveriesAreForgottenAfterTheirRetention() throws {
+        let database = try TestDatabase()
+        defer { database.remove() }
+        let s = try database.store()
+        let day: Int64 = 86_400_000
+        let rows: [(id: String, made: Int64, status: String)] = [("old-delivered", day, "delivered"), ("old-dead", day, "dead"),
+                                                                 ("old-pending", day, "pending"), ("new-delivered", 40 * day, "delivered")]
+        try s.insertOutbox(rows.map { OutboxRow(deliveryId: $0.id, webhookId: "w", url: "http://127.0.0.1:9/", sessionId: "s", trigger: "call_ended", body: "{}", at: $0.made) })
+        for r in rows {
+            try s.db.execute("UPDATE webhook_deliveries SET status = ? WHERE delivery_id = ?", [.text(r.status), .text(r.id)])
+            try s.db.execute("""
+                INSERT INTO push_deliveries(push_id, session_id, uid, platform, token, topic, action, body, created_at, expires_at, next_attempt_at, status)
+                VALUES (?, 's', 'u', 'fcm', 't', NULL, 'initiated', '{}', ?, ?, ?, ?)
+                """, [.text(r.id), .int(r.made), .int(r.made + 60_000), .int(r.made), .text(r.status == "delivered" ? "sent" : r.status == "dead" ? "failed" : r.status)])
+        }
+        let logged = Locked<[String]>([])
+        let retention = DeliveryLogRetention(store: s, days: 30, log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }))
+        XCTAssertEqual(retention.sweep(now: 41 * day).webhooks, 2)
+        XCTAssertEqual(try s.deliveries(status: nil, page: 1, perPage: 10).items.map(\.deliveryId).sorted(), ["new-delivered", "old-pending"])
+        XCTAssertEqual(try s.pushDeliveries(status: nil, sessionId: nil, page: 1, perPage: 10).items.map(\.pushId).sorted(), ["new-delivered", "old-pending"])
+        XCTAssertTrue(logged.withLock { $0 }.contains { $0.contains("delivery logs past retention forgotten") && $0.contains("webhooks=2") && $0.contains("pushes=2") },
+                      "\(logged.withLock { $0 })")
+        XCTAssertEqual(DeliveryLogRetention(store: s, days: 0, log: ServerLog(level: .error)).sweep(now: 1_000 * day).webhooks, 0, "0: kept for ever")
+        XCTAssertEqual(try s.deliveries(status: nil, page: 1, perPage: 10).items.count, 2)
     }
 
     /// Object storage's queue (#38): files are queued in the transaction that finishes their

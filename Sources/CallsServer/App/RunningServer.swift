@@ -17,6 +17,8 @@ final class RunningServer: Sendable {
     let parts: CallServer.Assembly
     let members: MemberLauncher
     let maintenance: RecordingMaintenance
+    /// Forgets finished webhook deliveries and pushes past `deliveryRetentionDays`.
+    let deliveryLogs: DeliveryLogRetention
     /// Uploads to object storage (nil: not configured).
     let uploader: ObjectUploader?
     /// Browsers' media (nil: off).
@@ -24,7 +26,8 @@ final class RunningServer: Sendable {
     private let stopped = Atomic<Bool>(false)
 
     init(store: CallStore, relay: MediaRelay, parts: CallServer.Assembly, members: MemberLauncher, maintenance: RecordingMaintenance,
-         uploader: ObjectUploader?, webrtc: WebRTCGateway?) {
+         deliveryLogs: DeliveryLogRetention, uploader: ObjectUploader?, webrtc: WebRTCGateway?) {
+        self.deliveryLogs = deliveryLogs
         self.uploader = uploader
         self.webrtc = webrtc
         self.store = store
@@ -42,6 +45,7 @@ final class RunningServer: Sendable {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         parts.cluster?.leave()
         maintenance.stop()
+        deliveryLogs.stop()
         // (An upload under way is cut when the process ends; its row stays queued for the next start.)
         uploader?.stop()
         parts.rooms.closeAll(reason: .serverShuttingDown)

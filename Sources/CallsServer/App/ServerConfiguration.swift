@@ -128,6 +128,9 @@ public struct ServerConfiguration: Sendable {
     /// to it stops when it has not answered for `mediaConsentTimeoutMs`.
     /// Recordings are deleted this many days after they ended (0: kept until you delete them).
     public var recordingRetentionDays: Int = 0
+    /// Webhook deliveries and pushes that are over (delivered, dead, sent, failed…) are
+    /// forgotten this many days after they were made (hourly); 0 keeps them for ever.
+    public var deliveryRetentionDays = 30
     /// No new recording starts while the recordings take this many MB (0: no limit).
     public var recordingQuotaMB: Int = 0
     /// Where finished recordings and transcripts are uploaded (an S3-compatible bucket), so that
