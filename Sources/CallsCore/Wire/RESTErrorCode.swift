@@ -43,7 +43,8 @@ public enum RESTErrorCode: String, Codable, Sendable, CaseIterable {
     case notCallParty = "ERR_NOT_CALL_PARTY"
     /// An invite that does not verify, has expired, was revoked or is used up.
     case inviteInvalid = "ERR_INVITE_INVALID"
-    /// A session, or its maker, holds as many live invites as it may.
+    /// Something one user or session may hold is full: a session's live invites, a participant's
+    /// invites of it, a user's groups.
     case limitReached = "ERR_LIMIT_REACHED"
 
     /// The HTTP status this code is sent with.
