@@ -46,9 +46,7 @@ extension CallStore {
     /// expired by then).
     package func createInvite(_ i: StoredInvite, perSession: Int, perMaker: Int?, forgetBefore: Int64) throws(DatabaseError) -> InviteCreation {
         try locked { () throws(DatabaseError) in
-            try db.execute("""
-                DELETE FROM invites WHERE session_id = ? AND (expires_at < ? OR (revoked_at IS NOT NULL AND revoked_at < ?))
-                """, [.text(i.sessionId), .int(forgetBefore), .int(forgetBefore)])
+            try db.execute("DELETE FROM invites WHERE session_id = ? AND \(Self.overBefore)", [.text(i.sessionId), .int(forgetBefore), .int(forgetBefore)])
             let live = "revoked_at IS NULL AND expires_at > ? AND (max_uses IS NULL OR uses < max_uses)"
             let inSession = try db.query("SELECT COUNT(*) FROM invites WHERE session_id = ? AND \(live)", [.text(i.sessionId), .int(i.createdAt)])
             guard (inSession.first?[0].int ?? 0) < Int64(perSession) else { return .sessionFull }
@@ -70,6 +68,10 @@ extension CallStore {
         StoredInvite(inviteId: r[0].text ?? "", sessionId: r[1].text ?? "", role: r[2].text ?? "guest", createdBy: r[3].text ?? "",
                      createdAt: r[4].int ?? 0, expiresAt: r[5].int ?? 0, maxUses: r[6].int.map(Int.init), uses: Int(r[7].int ?? 0), revokedAt: r[8].int)
     }
+
+    /// An invite that can no longer matter: it expired, or was revoked, before the time given
+    /// twice (every call token it let anyone mint has expired by then).
+    private static let overBefore = "(expires_at < ? OR (revoked_at IS NOT NULL AND revoked_at < ?))"
 
     private static let inviteColumns = "invite_id, session_id, role, created_by, created_at, expires_at, max_uses, uses, revoked_at"
 
@@ -111,7 +113,7 @@ extension CallStore {
     /// every invite that can no longer matter — expired or revoked before `since` — is forgotten.
     package func revokedInvites(since: Int64) throws(DatabaseError) -> Set<String> {
         try locked { () throws(DatabaseError) in
-            try db.execute("DELETE FROM invites WHERE expires_at < ? OR (revoked_at IS NOT NULL AND revoked_at < ?)", [.int(since), .int(since)])
+            try db.execute("DELETE FROM invites WHERE \(Self.overBefore)", [.int(since), .int(since)])
             return Set(try db.query("SELECT invite_id FROM invites WHERE revoked_at IS NOT NULL AND revoked_at >= ?", [.int(since)]).compactMap { $0[0].text })
         }
     }

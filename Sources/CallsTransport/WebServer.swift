@@ -446,9 +446,7 @@ public final class WebServer: @unchecked Sendable {
                 guard conn.rx.count + len <= maxMessageBytes else {
                     conn.rxOverflow = true
                     conn.rx = []
-                    conn.closeRequest = (1009, "message too big")
-                    lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)
-                    lws_callback_on_writable(wsi)
+                    closeRefused(conn, code: 1009, reason: "message too big")
                     delegate?.webServer(self, refusedOversizedMessage: id, peer: conn.peer)
                     return 0
                 }
@@ -573,10 +571,16 @@ public final class WebServer: @unchecked Sendable {
         let queued = conn.txBytes
         conn.tx = []
         conn.txBytes = 0
-        conn.closeRequest = (Self.slowConsumerCloseCode, "too slow: over \(maxQueuedBytes) bytes waiting")
+        closeRefused(conn, code: Self.slowConsumerCloseCode, reason: "too slow: over \(maxQueuedBytes) bytes waiting")
+        delegate?.webServer(self, droppedSlowConnection: id, peer: conn.peer, queuedBytes: queued)
+    }
+
+    /// A refused WebSocket: a close frame with `code` is offered next, and the connection is cut
+    /// if even that is not taken within 2 s.
+    private func closeRefused(_ conn: Connection, code: UInt16, reason: String) {
+        conn.closeRequest = (code, reason)
         lws_set_timeout(conn.wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)
         lws_callback_on_writable(conn.wsi)
-        delegate?.webServer(self, droppedSlowConnection: id, peer: conn.peer, queuedBytes: queued)
     }
 
     /// A response's body goes out at most this much per writable callback (a large body, or a
