@@ -42,6 +42,13 @@ public final class CallroomdProcess {
         try fm.copyItem(atPath: source + "/keys.json", toPath: dataDir + "/keys.json")
     }
 
+    /// When the first log line (on stderr) holding all `words` was written, as its timestamp
+    /// (`2026-12-06T16:07:23.909Z`: compared as text). Lines from different queues can reach the
+    /// log out of order; their times say what came first.
+    public func loggedAt(_ words: String...) -> String? {
+        process.errorOutput.split(separator: "\n").first { line in words.allSatisfy { line.contains($0) } }.map { String($0.prefix(24)) }
+    }
+
     /// SIGTERM and the exit status.
     public func stop() -> Int32? {
         process.signal(SIGTERM)

@@ -15,7 +15,7 @@ final class RingCommandTests: XCTestCase {
     func testCallAndListenConnectTalkAndHangUp() throws {
         let tmp = TemporaryDirectory("callroom-ring")
         defer { tmp.remove() }
-        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "info"])
         defer { _ = server.stop() }
         let common = ["--server", server.url, "--auth-key", server.authKey, "--output", "null", "--headless"]
         let bob = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--uid", "bob", "--name", "Bob B", "--auto-accept", "--input", "tone:300"] + common)
@@ -34,6 +34,12 @@ final class RingCommandTests: XCTestCase {
         XCTAssertTrue(a.contains("onSessionLeft"))
         XCTAssertEqual(Array(b.prefix(4)), ["login", "listening", "onIncomingCallReceived", "acceptCall"], "\(b)")
         XCTAssertTrue(b.contains("onCallEndedMessageReceived"), "the caller hanging up ended it for both: \(b)")
+        // Hanging up ends the call before leaving it, as the vendor's end button does: the server
+        // ends it before ann goes, so bob's own end on seeing her gone can never come first —
+        // it once did, and he was not told.
+        let ended = server.loggedAt("call call_ended"), annLeft = server.loggedAt("participant left", "uid=ann")
+        XCTAssertNotNil(ended, server.process.errorOutput)
+        XCTAssertLessThanOrEqual(ended ?? "~", annLeft ?? "", "the call ended before ann left: \(server.process.errorOutput)")
         XCTAssertTrue(b.contains("onSessionLeft"))
         // --name is each one's name in the call, as the other sees it.
         let seen = { (p: ManagedProcess, name: String) in

@@ -56,7 +56,7 @@ final class RingScreenTmuxTests: XCTestCase {
     func testLeavingOnTheScreenEndsTheCallBeforeTheSummaryGoes() throws {
         let tmux = Tmux(session: "leave-\(UUID().uuidString.prefix(6))")
         try XCTSkipIf(!tmux.isAvailable, "tmux is not installed")
-        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "info"])
         defer { _ = server.stop() }
         let bob = try headlessListener("bob", "--auto-accept", on: server)
         defer { bob.signal(SIGTERM) }
@@ -70,6 +70,10 @@ final class RingScreenTmuxTests: XCTestCase {
                         "the call ended for bob while ann's summary shows: \(bob.output.suffix(4))")
         XCTAssertTrue(tmux.screen().contains("Press any key to exit"), "the summary is still up: \(tmux.screen())")
         XCTAssertEqual(bob.wait(timeout: 10), 0, "bob's auto-accept exits once the call he took is over")
+        // Leaving ends the call first (CallScreenController.beforeLeaving), as in RingCommandTests.
+        let ended = server.loggedAt("call call_ended"), annLeft = server.loggedAt("participant left", "uid=ann")
+        XCTAssertNotNil(ended, server.process.errorOutput)
+        XCTAssertLessThanOrEqual(ended ?? "~", annLeft ?? "", "the call ended before ann left: \(server.process.errorOutput)")
         tmux.keys("x")
         XCTAssertTrue(tmux.waitFor("RING-EXIT=0"), tmux.screen())
     }

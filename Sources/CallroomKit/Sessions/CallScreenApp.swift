@@ -12,10 +12,12 @@ package enum CallScreenApp {
     /// Joins and shows the call until the user leaves; then prints the call's summary on stdout
     /// (after the terminal is restored). `token` gives a call token instead of generating one
     /// (the demo joins you as the moderator). `cleanup` runs before the process exits;
-    /// `sessionOver` as soon as the session is over, before the summary waits for a key.
+    /// `sessionOver` as soon as the session is over, before the summary waits for a key;
+    /// `beforeLeaving` when you leave (`CallScreenController.beforeLeaving`).
     package static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
                     title: String, eventLog: String? = nil, token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
                     loggedIn: Bool = false, cleanup: (@MainActor () -> Void)? = nil,
+                    beforeLeaving: ((@escaping @Sendable @MainActor () -> Void) -> Void)? = nil,
                     sessionOver: (@MainActor () -> Void)? = nil, finished: (@MainActor (Int32, CallSummary) -> Void)? = nil) async {
         // --event-log FILE: every callback also as a JSON line (opened before the screen takes over).
         EventLogFile.open(eventLog)
@@ -27,6 +29,7 @@ package enum CallScreenApp {
         let c = CallScreenController(driver: terminal, title: title)
         controller = c
         c.onSessionOver = { _ in sessionOver?() }
+        c.beforeLeaving = beforeLeaving
         c.onFinished = { code in
             let summary = c.summary
             c.stop()

@@ -12,14 +12,18 @@ package final class HeadlessSession {
     /// Registers listeners (before joining, as documented, so the join callbacks are seen),
     /// logs in, joins, and keeps the session running until it ends. `cleanup` runs before exit.
     /// `inputEndLeaves`: the end of stdin leaves (false: it only ends the commands — a run
-    /// with a duration lasts it under `< /dev/null`, as CI runs it).
+    /// with a duration lasts it under `< /dev/null`, as CI runs it). `beforeLeaving` runs when
+    /// this side leaves of its own accord, with the leave to run once it is done (see
+    /// `CallScreenController.beforeLeaving`).
     package static func run(options: SDKSetup.Options, sessionID: String, settings: SessionSettingsBuilder.SessionSettings,
                     token: (@Sendable () async throws(CometChatCallException) -> String)? = nil,
                     loggedIn: Bool = false, eventLog: String? = nil, inputEndLeaves: Bool = true,
+                    beforeLeaving: (@MainActor (@escaping @Sendable @MainActor () -> Void) -> Void)? = nil,
                     cleanup: (@MainActor () -> Void)? = nil) async {
         EventLogFile.open(eventLog)
         let runner = HeadlessSession()
         runner.inputEndLeaves = inputEndLeaves
+        runner.beforeLeaving = beforeLeaving
         runner.onExit = cleanup
         runner.start()
         current = runner
@@ -43,6 +47,8 @@ package final class HeadlessSession {
     private var bridge: ListenerBridge?
     private var leaving = false
     private var inputEndLeaves = true
+    /// Runs once, when this side leaves of its own accord (not when the other side ended it).
+    private var beforeLeaving: (@MainActor (@escaping @Sendable @MainActor () -> Void) -> Void)?
     /// Commands read before the session was joined, run in order once it is (nil: joined) —
     /// `printf 'mute\n' | callroom join … --headless` mutes, as a script means it to.
     private var early: [String]? = []
@@ -147,6 +153,9 @@ package final class HeadlessSession {
     private func leave() {
         guard !leaving else { return }
         leaving = true
-        CallSession.shared.leaveSession()
+        // The other side ended it (an ending override): nothing to tell them first.
+        guard endingOverride == nil, let first = beforeLeaving else { return CallSession.shared.leaveSession() }
+        beforeLeaving = nil
+        first { CallSession.shared.leaveSession() }
     }
 }

@@ -259,7 +259,11 @@ package final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegat
             Task { @MainActor in
                 // Leaving ends the call for the other side at once, not when the summary goes.
                 await CallScreenApp.run(options: options, sessionID: sessionID, settings: built, title: "call with \(peer)", loggedIn: true,
-                                        cleanup: nil, sessionOver: { CometChat.endCall(sessionID: sessionID, onSuccess: { _ in }, onError: { _ in }) },
+                                        cleanup: nil, beforeLeaving: { [weak self] leave in self?.endCall(sessionID, thenLeave: leave) },
+                                        sessionOver: { [weak self] in
+                                            guard self?.endedHere != sessionID else { return }
+                                            CometChat.endCall(sessionID: sessionID, onSuccess: { _ in }, onError: { _ in })
+                                        },
                                         finished: { [weak self] code, summary in
                                             self?.callFinished(sessionID, peer: peer, code: code, summary: summary)
                                         })
@@ -268,7 +272,8 @@ package final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegat
         }
         Task { @MainActor in
             // The session's callbacks are printed too; when it ends, so does the call.
-            await HeadlessSession.run(options: options, sessionID: sessionID, settings: built, loggedIn: true, cleanup: { [weak self] in
+            await HeadlessSession.run(options: options, sessionID: sessionID, settings: built, loggedIn: true,
+                                      beforeLeaving: { [weak self] leave in self?.endCall(sessionID, thenLeave: leave) }, cleanup: { [weak self] in
                 self?.endCall(sessionID)
                 self?.onExit?()
             })
@@ -326,7 +331,27 @@ package final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegat
     /// the server to answer before the process exits next — so the other side is told even on a
     /// loaded machine (a fixed 0.2 s for the request to leave the socket was sometimes not enough).
     private func endCall(_ sessionID: String) {
+        guard endedHere != sessionID else { return }
         _ = CometChat.endCallAndWait(sessionID: sessionID, timeout: 2)
+    }
+
+    /// The call this side ended before leaving it (nothing more to end afterwards).
+    private var endedHere: String?
+
+    /// You hang up: the call is ended on the chat side first (its answer awaited off the main
+    /// queue, at most 1 s), then `leave` leaves the session — so the other side is told the call
+    /// ended (`onCallEndedMessageReceived`) before it sees you go, as the vendor's end button
+    /// does; ending after leaving raced their own end on seeing you gone, and they were not told.
+    private func endCall(_ sessionID: String, thenLeave leave: @escaping @Sendable @MainActor () -> Void) {
+        DispatchQueue.global().async { [weak self] in
+            let ended = CometChat.endCallAndWait(sessionID: sessionID, timeout: 1)
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated {
+                    if ended { self?.endedHere = sessionID }
+                    leave()
+                }
+            }
+        }
     }
 
     /// Cancel (a call still ringing out), leave (the call in progress), or quit.

@@ -28,6 +28,12 @@ public final class CallScreenController {
     /// connection lost), before the summary shows: what must not wait for the user's key (a
     /// ringing call is ended for the other side here).
     public var onSessionOver: ((Int32) -> Void)?
+    /// Called once on the main queue when you leave of your own accord (a key, a click, a
+    /// signal; not when `leave(because:)` says the other side ended it), with the leave to run
+    /// when it is done: a ringing call is ended for the other side first, so they are told it
+    /// ended before they see you go (the vendor's end button: `endCall`, then the session).
+    /// Asking to leave again meanwhile leaves at once.
+    public var beforeLeaving: ((@escaping @Sendable @MainActor () -> Void) -> Void)?
     /// Where the export key writes the event log (a directory; default: the current one).
     public var exportDirectory: String = FileManager.default.currentDirectoryPath
     /// How long the summary stays when no key is pressed (seconds; 0 skips it).
@@ -273,7 +279,9 @@ public final class CallScreenController {
             model.status = "leaving…"
             leaving = true
             dirty = true
-            session.click(.leaveSession)
+            guard endingOverride == nil, let first = beforeLeaving else { return session.click(.leaveSession) }
+            beforeLeaving = nil
+            first { [session] in if session.isCallSessionActive() { session.click(.leaveSession) } }
         } else if !finishing {
             finish(0)
         } else {
