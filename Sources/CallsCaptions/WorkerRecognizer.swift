@@ -52,14 +52,16 @@ final class WorkerRecognizer: SpeechRecognizer {
 
     func begin() throws(CaptionError) {
         try state.withLock { (s) throws(CaptionError) in
+            // Answers still due to the last utterance are read first (a worker that died or went
+            // out of step since: a new one), then forgotten with it: a guess about the last
+            // utterance — another speaker's, the pool lends recognisers to all — is never this one's.
+            do { try drainInFlight(&s) } catch { try restart(&s) }
+            if s.worker?.isAlive != true { try restart(&s) }
             s.samples.removeAll(keepingCapacity: true)
             s.latest = ""
             s.asked = 0
             s.early = nil
             s.earlyText = nil
-            // (A worker that died or went out of step since: a new one.)
-            do { try drainInFlight(&s) } catch { try restart(&s) }
-            if s.worker?.isAlive != true { try restart(&s) }
         }
     }
 
