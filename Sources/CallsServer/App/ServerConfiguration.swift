@@ -124,8 +124,6 @@ public struct ServerConfiguration: Sendable {
     /// RTP that waited longer than this in the relay's socket (the relay is overloaded) is
     /// dropped rather than forwarded late; 0 forwards everything however late.
     public var relayMaxDelayMs: Int = 200
-    /// Media consent (RFC 7675's model): each bound address is challenged this often, and media
-    /// to it stops when it has not answered for `mediaConsentTimeoutMs`.
     /// Recordings are deleted this many days after they ended (0: kept until you delete them).
     public var recordingRetentionDays: Int = 0
     /// Webhook deliveries and pushes that are over (delivered, dead, sent, failed…) are
@@ -164,6 +162,8 @@ public struct ServerConfiguration: Sendable {
     public var streamingAllowSessionURLs = false
     /// How long a dropped stream keeps trying to reconnect before it stops.
     public var streamingReconnectSeconds: Double = 60
+    /// Media consent (RFC 7675's model): each bound address is challenged this often, and media
+    /// to it stops when it has not answered for `mediaConsentTimeoutMs`.
     public var mediaConsentIntervalMs: Int = 5000
     public var mediaConsentTimeoutMs: Int = 30_000
     /// The relay's kernel fast path (eBPF, docs/operations.md): off, auto (use it when it loads,
