@@ -160,6 +160,18 @@ extension CallStore {
     }
 }
 
+extension CallStore {
+    /// Forgets the chat of the calls that ended before `before` (epoch ms); how many messages.
+    /// Calls still going keep theirs whatever their age; the call rows stay.
+    package func forgetChat(ofCallsEndedBefore before: Int64) throws(DatabaseError) -> Int {
+        try locked { () throws(DatabaseError) in
+            try db.execute("DELETE FROM chat_messages WHERE call_id IN (SELECT id FROM calls WHERE ended_at IS NOT NULL AND ended_at < ?)",
+                           [.int(before)])
+            return db.changes
+        }
+    }
+}
+
 /// A stored transcript of a call (written by server-side transcription).
 public typealias StoredTranscript = TranscriptRecord
 

@@ -22,8 +22,8 @@ let usage = """
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
-                              mediaConsentIntervalMs, mediaConsentTimeoutMs, recordingRetentionDays, deliveryRetentionDays, recordingQuotaMB,
-                              captionModelDir, captionDecoders, captionsEngine, whisperPython, whisperModelDir,
+                              mediaConsentIntervalMs, mediaConsentTimeoutMs, recordingRetentionDays, deliveryRetentionDays,
+                              chatRetentionDays, recordingQuotaMB, captionModelDir, captionDecoders, captionsEngine, whisperPython, whisperModelDir,
                               moonshinePython, moonshineModelDir,
                               streamingURL, streamingAllowSessionURLs,
                               streamingReconnectSeconds, objectStorage,
@@ -223,6 +223,7 @@ config.relayFastPathObject = file.relayFastPathObject
 if let d = bounded("relayMaxDelayMs", file.relayMaxDelayMs, 0...10_000, " (0: no limit)") { config.relayMaxDelayMs = d }
 if let d = bounded("recordingRetentionDays", file.recordingRetentionDays, 0...36_500, " (0: keep)") { config.recordingRetentionDays = d }
 if let d = bounded("deliveryRetentionDays", file.deliveryRetentionDays, 0...36_500, " (0: keep)") { config.deliveryRetentionDays = d }
+if let d = bounded("chatRetentionDays", file.chatRetentionDays, 0...36_500, " (0: keep)") { config.chatRetentionDays = d }
 if let d = bounded("recordingQuotaMB", file.recordingQuotaMB, 0...100_000_000, " (0: no limit)") { config.recordingQuotaMB = d }
 if let d = file.captionModelDir {
     var isDir: ObjCBool = false

@@ -91,14 +91,42 @@ final class CallStoreTests: XCTestCase {
                 """, [.text(r.id), .int(r.made), .int(r.made + 60_000), .int(r.made), .text(r.status == "delivered" ? "sent" : r.status == "dead" ? "failed" : r.status)])
         }
         let logged = Locked<[String]>([])
-        let retention = DeliveryLogRetention(store: s, days: 30, log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }))
+        let retention = HistoryRetention(store: s, deliveryDays: 30, chatDays: 0, log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }))
         XCTAssertEqual(retention.sweep(now: 41 * day).webhooks, 2)
         XCTAssertEqual(try s.deliveries(status: nil, page: 1, perPage: 10).items.map(\.deliveryId).sorted(), ["new-delivered", "old-pending"])
         XCTAssertEqual(try s.pushDeliveries(status: nil, sessionId: nil, page: 1, perPage: 10).items.map(\.pushId).sorted(), ["new-delivered", "old-pending"])
         XCTAssertTrue(logged.withLock { $0 }.contains { $0.contains("delivery logs past retention forgotten") && $0.contains("webhooks=2") && $0.contains("pushes=2") },
                       "\(logged.withLock { $0 })")
-        XCTAssertEqual(DeliveryLogRetention(store: s, days: 0, log: ServerLog(level: .error)).sweep(now: 1_000 * day).webhooks, 0, "0: kept for ever")
+        XCTAssertEqual(HistoryRetention(store: s, deliveryDays: 0, chatDays: 0, log: ServerLog(level: .error)).sweep(now: 1_000 * day), .init(), "0: kept for ever")
         XCTAssertEqual(try s.deliveries(status: nil, page: 1, perPage: 10).items.count, 2)
+    }
+
+    /// The chat of calls that ended `chatRetentionDays` ago is forgotten; the call rows stay, and a
+    /// call still going keeps its chat whatever its age.
+    func testTheChatOfCallsLongOverIsForgottenAfterItsRetention() throws {
+        let database = try TestDatabase()
+        defer { database.remove() }
+        let s = try database.store()
+        let day: Int64 = 86_400_000
+        var refs = StoreRefs()
+        for (i, call) in [("old", 1 * day, Optional(2 * day)), ("recent", 1 * day, 40 * day), ("live", 1 * day, nil)].enumerated() {
+            let ref = CallRef(value: UInt64(i + 1))
+            var commands: [StoreCommand] = [.startCall(ref, sessionId: call.0, type: "audio", mode: "meet", at: call.1),
+                                            .chat(call: ref, uid: "ann", pid: "pa", name: "Ann", text: "in \(call.0)", at: call.1 + 1)]
+            if let ended = call.2 { commands.append(.endCall(ref, at: ended)) }
+            let receipts = s.commit([StoreRequest(id: UInt64(i), commands: commands)], refs: &refs)
+            XCTAssertTrue(receipts.allSatisfy { if case .success = $0.result { return true }; return false })
+        }
+        let logged = Locked<[String]>([])
+        let retention = HistoryRetention(store: s, deliveryDays: 0, chatDays: 30, log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }))
+        XCTAssertEqual(retention.sweep(now: 41 * day), .init(chatMessages: 1))
+        XCTAssertEqual(try s.chatMessages(sessionId: "old", page: 1, perPage: 10).items.count, 0, "ended 39 days before")
+        XCTAssertEqual(try s.chatMessages(sessionId: "recent", page: 1, perPage: 10).items.map(\.text), ["in recent"])
+        XCTAssertEqual(try s.chatMessages(sessionId: "live", page: 1, perPage: 10).items.map(\.text), ["in live"], "a call still going keeps it")
+        XCTAssertNotNil(try s.latestCall(sessionId: "old"), "the call log stays")
+        XCTAssertTrue(logged.withLock { $0 }.contains { $0.contains("chat past retention forgotten") && $0.contains("messages=1") }, "\(logged.withLock { $0 })")
+        XCTAssertEqual(HistoryRetention(store: s, deliveryDays: 0, chatDays: 0, log: ServerLog(level: .error)).sweep(now: 1_000 * day), .init(), "0: kept for ever")
+        XCTAssertEqual(try s.chatMessages(sessionId: "recent", page: 1, perPage: 10).items.count, 1)
     }
 
     /// Object storage's queue (#38): files are queued in the transaction that finishes their

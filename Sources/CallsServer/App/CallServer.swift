@@ -117,9 +117,9 @@ public final class CallServer: @unchecked Sendable {
             ObjectUploader(configuration: $0, store: store, dataDir: dir, nodeID: configuration.redisURL == nil ? nil : nodeID, log: log)
         }
         let webrtc = openWebRTC(relay: relay, rooms: built.rooms, mediaPublic: mediaPublic)
-        let deliveryLogs = DeliveryLogRetention(store: store, days: configuration.deliveryRetentionDays, log: log)
+        let history = HistoryRetention(store: store, deliveryDays: configuration.deliveryRetentionDays, chatDays: configuration.chatRetentionDays, log: log)
         let running = RunningServer(store: store, relay: relay, parts: built, members: members, maintenance: maintenance,
-                                    deliveryLogs: deliveryLogs, uploader: uploader, webrtc: webrtc)
+                                    history: history, uploader: uploader, webrtc: webrtc)
         runningBox.withLock { $0 = running }
         // (Created once the port is known: invite links need the address. Until then: 503.)
         built.gateway.attach(router: restRouter(built, store: store, relayPort: relay.port))
@@ -134,7 +134,7 @@ public final class CallServer: @unchecked Sendable {
         }
         relay.start()
         maintenance.start()
-        deliveryLogs.start()
+        history.start()
         uploader?.start()
         // Deliveries left from an earlier run go out too (the outbox is in the store).
         if !built.directory.isEmpty { built.webhooks.start() }

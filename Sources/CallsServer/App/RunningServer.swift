@@ -17,8 +17,9 @@ final class RunningServer: Sendable {
     let parts: CallServer.Assembly
     let members: MemberLauncher
     let maintenance: RecordingMaintenance
-    /// Forgets finished webhook deliveries and pushes past `deliveryRetentionDays`.
-    let deliveryLogs: DeliveryLogRetention
+    /// Forgets finished webhook deliveries and pushes past `deliveryRetentionDays`, and chat
+    /// past `chatRetentionDays`.
+    let history: HistoryRetention
     /// Uploads to object storage (nil: not configured).
     let uploader: ObjectUploader?
     /// Browsers' media (nil: off).
@@ -26,8 +27,8 @@ final class RunningServer: Sendable {
     private let stopped = Atomic<Bool>(false)
 
     init(store: CallStore, relay: MediaRelay, parts: CallServer.Assembly, members: MemberLauncher, maintenance: RecordingMaintenance,
-         deliveryLogs: DeliveryLogRetention, uploader: ObjectUploader?, webrtc: WebRTCGateway?) {
-        self.deliveryLogs = deliveryLogs
+         history: HistoryRetention, uploader: ObjectUploader?, webrtc: WebRTCGateway?) {
+        self.history = history
         self.uploader = uploader
         self.webrtc = webrtc
         self.store = store
@@ -45,7 +46,7 @@ final class RunningServer: Sendable {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         parts.cluster?.leave()
         maintenance.stop()
-        deliveryLogs.stop()
+        history.stop()
         // (An upload under way is cut when the process ends; its row stays queued for the next start.)
         uploader?.stop()
         parts.rooms.closeAll(reason: .serverShuttingDown)

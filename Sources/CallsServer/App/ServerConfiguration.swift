@@ -129,6 +129,9 @@ public struct ServerConfiguration: Sendable {
     /// Webhook deliveries and pushes that are over (delivered, dead, sent, failed…) are
     /// forgotten this many days after they were made (hourly); 0 keeps them for ever.
     public var deliveryRetentionDays = 30
+    /// The chat of calls that ended this many days ago is forgotten (hourly; the call logs
+    /// stay); 0 keeps it for ever.
+    public var chatRetentionDays = 0
     /// No new recording starts while the recordings take this many MB (0: no limit).
     public var recordingQuotaMB: Int = 0
     /// Where finished recordings and transcripts are uploaded (an S3-compatible bucket), so that

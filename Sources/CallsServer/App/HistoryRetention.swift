@@ -1,0 +1,66 @@
+import CallsCore
+import CallsDatabase
+import CallsStore
+import Foundation
+
+/// Keeps the server's history bounded in time, at start and then hourly: webhook deliveries and
+/// pushes that are over (delivered or dead, sent or failed…) are forgotten `deliveryDays` after
+/// they were made (pending ones never), and the chat of calls that ended `chatDays` ago (the
+/// call logs themselves are kept). Each 0: kept for ever. Store failures are `StoreOutage`'s:
+/// the turn is skipped.
+///
+/// Thread rules: the timer runs on a utility queue (on the scheduler: virtual in tests); `sweep`
+/// from any thread (tests call it); `start`/`stop` from the server's owner.
+final class HistoryRetention: Sendable {
+    /// What one sweep forgot.
+    struct Forgotten: Equatable {
+        var webhooks = 0, pushes = 0, chatMessages = 0
+    }
+
+    private let store: CallStore
+    private let deliveryDays: Int
+    private let chatDays: Int
+    private let log: ServerLog
+    private let outage: StoreOutage
+    private let timer = Locked<RepeatingWork?>(nil)
+    private let scheduler: any Scheduler
+
+    init(store: CallStore, deliveryDays: Int, chatDays: Int, log: ServerLog, scheduler: any Scheduler = DispatchScheduler.shared) {
+        self.store = store
+        self.deliveryDays = deliveryDays
+        self.chatDays = chatDays
+        self.log = log
+        self.scheduler = scheduler
+        outage = StoreOutage("history retention", log: log)
+    }
+
+    func start() {
+        guard deliveryDays > 0 || chatDays > 0 else { return }
+        let work = RepeatingWork(on: scheduler, queue: DispatchQueue.global(qos: .utility), first: 0, every: 3600) { [weak self] in self?.sweep() }
+        timer.withLock { $0 = work }
+    }
+
+    func stop() { timer.withLock { t in t?.cancel(); t = nil } }
+
+    /// Forgets what is past its retention at `now`.
+    @discardableResult
+    func sweep(now: Int64 = epochMilliseconds()) -> Forgotten {
+        var out = Forgotten()
+        let day: Int64 = 86_400_000
+        if deliveryDays > 0, let n = outage.attempt("forget old deliveries", { () throws(DatabaseError) in
+            try store.forgetFinishedDeliveries(before: now - Int64(deliveryDays) * day)
+        }) {
+            (out.webhooks, out.pushes) = n
+            if n.webhooks + n.pushes > 0 {
+                log.info("delivery logs past retention forgotten", ["webhooks": "\(n.webhooks)", "pushes": "\(n.pushes)"])
+            }
+        }
+        if chatDays > 0, let n = outage.attempt("forget old chat", { () throws(DatabaseError) in
+            try store.forgetChat(ofCallsEndedBefore: now - Int64(chatDays) * day)
+        }) {
+            out.chatMessages = n
+            if n > 0 { log.info("chat past retention forgotten", ["messages": "\(n)"]) }
+        }
+        return out
+    }
+}
