@@ -61,7 +61,7 @@ public final class WebServer: @unchecked Sendable {
     private var addressOf: [OpaquePointer: String] = [:]
     private var openPerAddress: [String: Int] = [:]
     private weak var delegateRef: (any WebServerDelegate)?
-    private var delegate: (any WebServerDelegate)? { delegateRef }
+    var delegate: (any WebServerDelegate)? { delegateRef }
 
     // Owned by the service thread.
     private var context: OpaquePointer?
@@ -97,53 +97,6 @@ public final class WebServer: @unchecked Sendable {
     private let outbox = Locked<[(UInt64, Outgoing)]>([])
     private let stopped = DispatchSemaphore(value: 0)
     private(set) public var port: Int = 0
-
-    enum Outgoing {
-        case response(HTTPResponse)
-        case message([UInt8], binary: Bool)
-        case close(code: UInt16, reason: String)
-        /// More of a streamed body has come (or it failed): write when the socket allows.
-        case bodyReady
-    }
-
-    final class Connection {
-        let wsi: OpaquePointer
-        var isWebSocket = false
-        // HTTP request in progress
-        var method = ""
-        var path = ""
-        var query: [String: String] = [:]
-        var headers: [String: String] = [:]
-        var body: [UInt8] = []
-        var peer = ""
-        var bodyTooLarge = false
-        /// The request's `Content-Length`, its bytes so far, and when they must all be in (monotonic ns).
-        var bodyLength = 0
-        var bodyReceived = 0
-        var bodyDeadline: UInt64 = 0
-        /// The answer goes, then the connection (what follows on it is not a request to read).
-        var closeAfterResponse = false
-        var response: HTTPResponse?
-        var headerWritten = false
-        /// Bytes of the response's body written so far, and its file while it is read.
-        var bodySent = 0
-        var bodyFile: FileChunkReader?
-        var awaitingResponse = false
-        /// Set once the request went to the delegate: libwebsockets may still report body
-        /// completion for a body-less POST, which must not run the handler twice.
-        var dispatched = false
-        // WebSocket
-        var rx: [UInt8] = []
-        var rxOverflow = false
-        var tx: [(bytes: [UInt8], binary: Bool)] = []
-        /// Bytes in `tx`.
-        var txBytes = 0
-        var closeRequest: (UInt16, String)?
-        init(wsi: OpaquePointer) { self.wsi = wsi }
-        // (However the connection ends — sent, closed by the peer, the server stopped, before
-        // or after the answer's head — a body's producer stops with it.)
-        deinit { response?.stream?.cancel() }
-    }
 
     /// - Parameters:
     ///   - host: the interface address to listen on (`127.0.0.1`, `0.0.0.0`).
@@ -325,7 +278,7 @@ public final class WebServer: @unchecked Sendable {
         enqueue(connection, .close(code: code, reason: reason))
     }
 
-    private func enqueue(_ id: UInt64, _ item: Outgoing) {
+    func enqueue(_ id: UInt64, _ item: Outgoing) {
         // Stopped (or not started): nothing will send it.
         guard running.load(ordering: .acquiring) else { return Self.drop(item) }
         outbox.withLock { $0.append((id, item)) }
@@ -485,55 +438,6 @@ public final class WebServer: @unchecked Sendable {
         return connections[id] ?? Connection(wsi: wsi)
     }
 
-    private func beginRequest(_ conn: Connection, uri: String) {
-        let wsi = conn.wsi
-        conn.method = Self.method(wsi)
-        conn.path = uri
-        conn.body = []
-        conn.bodyTooLarge = false
-        conn.bodyLength = 0
-        conn.bodyReceived = 0
-        conn.closeAfterResponse = false
-        conn.response = nil
-        conn.headerWritten = false
-        conn.bodySent = 0
-        conn.bodyFile = nil
-        conn.awaitingResponse = false
-        conn.dispatched = false
-        conn.peer = Self.peer(wsi)
-        var headers: [String: String] = [:]
-        if let ct = Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE) { headers["content-type"] = ct }
-        if let range = Self.copyHeader(wsi, WSI_TOKEN_HTTP_RANGE) { headers["range"] = range }
-        for name in Self.capturedHeaders where name != "content-type" {
-            if let v = Self.customHeader(wsi, name) { headers[name] = v }
-        }
-        conn.headers = headers
-        conn.query = Self.queryArgs(wsi)
-    }
-
-    private func dispatchRequest(_ conn: Connection, id: UInt64) -> Int32 {
-        guard !conn.dispatched else { return 0 }
-        conn.dispatched = true
-        if conn.bodyTooLarge {
-            conn.response = HTTPResponse(status: RESTErrorCode.bodyTooLarge.status,
-                                         json: RESTErrorCode.bodyTooLarge.json("Request body exceeds \(maxBodyBytes) bytes."))
-            lws_callback_on_writable(conn.wsi)
-            return 0
-        }
-        let request = HTTPRequest(method: conn.method, path: conn.path, query: conn.query, headers: conn.headers,
-                                  body: conn.body, peer: conn.peer)
-        conn.awaitingResponse = true
-        guard let delegate else {
-            conn.response = HTTPResponse(status: RESTErrorCode.unavailable.status, json: RESTErrorCode.unavailable.json("Shutting down."))
-            lws_callback_on_writable(conn.wsi)
-            return 0
-        }
-        delegate.webServer(self, request: request) { [weak self] response in
-            self?.enqueue(id, .response(response))
-        }
-        return 0
-    }
-
     private func drainOutbox() {
         let items = outbox.withLock { q -> [(UInt64, Outgoing)] in let items = q; q.removeAll(); return items }
         for (id, item) in items {
@@ -581,89 +485,6 @@ public final class WebServer: @unchecked Sendable {
         conn.closeRequest = (code, reason)
         lws_set_timeout(conn.wsi, PENDING_TIMEOUT_CLOSE_SEND, 2)
         lws_callback_on_writable(conn.wsi)
-    }
-
-    /// A response's body goes out at most this much per writable callback (a large body, or a
-    /// file, is never copied whole into one write).
-    static let bodyChunkBytes = 64 << 10
-
-    private func writeHTTP(_ conn: Connection, id: UInt64) -> Int32 {
-        guard var response = conn.response else { return 0 }
-        let wsi = conn.wsi
-        if !conn.headerWritten {
-            if case .file(let file) = response.content {
-                // (Opened before the head goes, so a file gone since it was found is a 404, not a cut.)
-                if let reader = FileChunkReader(path: file.path) {
-                    conn.bodyFile = reader
-                } else {
-                    response = HTTPResponse(status: RESTErrorCode.notFound.status,
-                                            json: RESTErrorCode.notFound.json("The file is gone."))
-                    conn.response = response
-                }
-            }
-            let capacity = Int(callroom_lws_pre) + 1024
-            var buffer = [UInt8](repeating: 0, count: capacity)
-            let ok = buffer.withUnsafeMutableBufferPointer { buf -> Bool in
-                guard let base = buf.baseAddress else { return false }
-                let start = base + Int(callroom_lws_pre)
-                var p: UnsafeMutablePointer<UInt8>? = start
-                let end = base + capacity - 1
-                if lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType,
-                                               lws_filepos_t(response.contentLength), &p, end) != 0 { return false }
-                if lws_add_http_header_by_name(wsi, "cache-control:", "no-store", 8, &p, end) != 0 { return false }
-                for h in response.headers {
-                    let v = Array(h.value.utf8)
-                    if lws_add_http_header_by_name(wsi, h.name + ":", v, Int32(v.count), &p, end) != 0 { return false }
-                }
-                return lws_finalize_write_http_header(wsi, start, &p, end) == 0
-            }
-            guard ok else { return -1 }
-            conn.headerWritten = true
-            response.stream?.start { [weak self] in self?.enqueue(id, .bodyReady) }
-            if response.contentLength > 0 {
-                lws_callback_on_writable(wsi)
-                return 0
-            }
-        } else {
-            let total = response.contentLength
-            let want = min(Self.bodyChunkBytes, total - conn.bodySent)
-            var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre) + want)
-            var count = 0
-            let n = buffer.withUnsafeMutableBufferPointer { buf -> Int32 in
-                guard let base = buf.baseAddress else { return -1 }
-                let payload = base + Int(callroom_lws_pre)
-                switch response.content {
-                case .bytes(let body):
-                    body.withUnsafeBufferPointer { b in if let from = b.baseAddress { payload.update(from: from + conn.bodySent, count: want) } }
-                    count = want
-                case .file(let file):
-                    // (A file shorter than its head said: the connection ends, the client sees it cut.)
-                    guard let reader = conn.bodyFile,
-                          reader.read(into: payload, count: want, at: file.offset + conn.bodySent) == want else { return -1 }
-                    count = want
-                case .stream(let stream):
-                    // (Nothing yet: the producer's wake brings the next chance to write.)
-                    guard let got = stream.read(into: payload, max: want) else { return -1 }
-                    count = got
-                }
-                if count == 0 { return 0 }
-                return lws_write(wsi, payload, count, conn.bodySent + count == total ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
-            }
-            if n < 0 { return -1 }
-            conn.bodySent += count
-            if conn.bodySent < total {
-                // (After nothing from a stream, its wake asks for the next chance instead.)
-                if count > 0 { lws_callback_on_writable(wsi) }
-                return 0
-            }
-        }
-        response.stream?.cancel()
-        conn.response = nil
-        conn.bodyFile = nil
-        conn.bodySent = 0
-        conn.awaitingResponse = false
-        if conn.closeAfterResponse { return -1 }
-        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }
 
     private func writeWebSocket(_ conn: Connection, wsi: OpaquePointer) -> Int32 {

@@ -1,0 +1,141 @@
+import CWebSockets
+import CallsCore
+import Foundation
+import Synchronization
+
+/// The HTTP half of the service thread: a request read from its head, handed to the delegate
+/// once its body is in, and its answer written — head, then the body a chunk per writable
+/// callback (a file or a stream is never copied whole). Thread rules: the service thread only.
+extension WebServer {
+    func beginRequest(_ conn: Connection, uri: String) {
+        let wsi = conn.wsi
+        conn.method = Self.method(wsi)
+        conn.path = uri
+        conn.body = []
+        conn.bodyTooLarge = false
+        conn.bodyLength = 0
+        conn.bodyReceived = 0
+        conn.closeAfterResponse = false
+        conn.response = nil
+        conn.headerWritten = false
+        conn.bodySent = 0
+        conn.bodyFile = nil
+        conn.awaitingResponse = false
+        conn.dispatched = false
+        conn.peer = Self.peer(wsi)
+        var headers: [String: String] = [:]
+        if let ct = Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE) { headers["content-type"] = ct }
+        if let range = Self.copyHeader(wsi, WSI_TOKEN_HTTP_RANGE) { headers["range"] = range }
+        for name in Self.capturedHeaders where name != "content-type" {
+            if let v = Self.customHeader(wsi, name) { headers[name] = v }
+        }
+        conn.headers = headers
+        conn.query = Self.queryArgs(wsi)
+    }
+
+    func dispatchRequest(_ conn: Connection, id: UInt64) -> Int32 {
+        guard !conn.dispatched else { return 0 }
+        conn.dispatched = true
+        if conn.bodyTooLarge {
+            conn.response = HTTPResponse(status: RESTErrorCode.bodyTooLarge.status,
+                                         json: RESTErrorCode.bodyTooLarge.json("Request body exceeds \(maxBodyBytes) bytes."))
+            lws_callback_on_writable(conn.wsi)
+            return 0
+        }
+        let request = HTTPRequest(method: conn.method, path: conn.path, query: conn.query, headers: conn.headers,
+                                  body: conn.body, peer: conn.peer)
+        conn.awaitingResponse = true
+        guard let delegate else {
+            conn.response = HTTPResponse(status: RESTErrorCode.unavailable.status, json: RESTErrorCode.unavailable.json("Shutting down."))
+            lws_callback_on_writable(conn.wsi)
+            return 0
+        }
+        delegate.webServer(self, request: request) { [weak self] response in
+            self?.enqueue(id, .response(response))
+        }
+        return 0
+    }
+
+    /// A response's body goes out at most this much per writable callback (a large body, or a
+    /// file, is never copied whole into one write).
+    static let bodyChunkBytes = 64 << 10
+
+    func writeHTTP(_ conn: Connection, id: UInt64) -> Int32 {
+        guard var response = conn.response else { return 0 }
+        let wsi = conn.wsi
+        if !conn.headerWritten {
+            if case .file(let file) = response.content {
+                // (Opened before the head goes, so a file gone since it was found is a 404, not a cut.)
+                if let reader = FileChunkReader(path: file.path) {
+                    conn.bodyFile = reader
+                } else {
+                    response = HTTPResponse(status: RESTErrorCode.notFound.status,
+                                            json: RESTErrorCode.notFound.json("The file is gone."))
+                    conn.response = response
+                }
+            }
+            let capacity = Int(callroom_lws_pre) + 1024
+            var buffer = [UInt8](repeating: 0, count: capacity)
+            let ok = buffer.withUnsafeMutableBufferPointer { buf -> Bool in
+                guard let base = buf.baseAddress else { return false }
+                let start = base + Int(callroom_lws_pre)
+                var p: UnsafeMutablePointer<UInt8>? = start
+                let end = base + capacity - 1
+                if lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType,
+                                               lws_filepos_t(response.contentLength), &p, end) != 0 { return false }
+                if lws_add_http_header_by_name(wsi, "cache-control:", "no-store", 8, &p, end) != 0 { return false }
+                for h in response.headers {
+                    let v = Array(h.value.utf8)
+                    if lws_add_http_header_by_name(wsi, h.name + ":", v, Int32(v.count), &p, end) != 0 { return false }
+                }
+                return lws_finalize_write_http_header(wsi, start, &p, end) == 0
+            }
+            guard ok else { return -1 }
+            conn.headerWritten = true
+            response.stream?.start { [weak self] in self?.enqueue(id, .bodyReady) }
+            if response.contentLength > 0 {
+                lws_callback_on_writable(wsi)
+                return 0
+            }
+        } else {
+            let total = response.contentLength
+            let want = min(Self.bodyChunkBytes, total - conn.bodySent)
+            var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre) + want)
+            var count = 0
+            let n = buffer.withUnsafeMutableBufferPointer { buf -> Int32 in
+                guard let base = buf.baseAddress else { return -1 }
+                let payload = base + Int(callroom_lws_pre)
+                switch response.content {
+                case .bytes(let body):
+                    body.withUnsafeBufferPointer { b in if let from = b.baseAddress { payload.update(from: from + conn.bodySent, count: want) } }
+                    count = want
+                case .file(let file):
+                    // (A file shorter than its head said: the connection ends, the client sees it cut.)
+                    guard let reader = conn.bodyFile,
+                          reader.read(into: payload, count: want, at: file.offset + conn.bodySent) == want else { return -1 }
+                    count = want
+                case .stream(let stream):
+                    // (Nothing yet: the producer's wake brings the next chance to write.)
+                    guard let got = stream.read(into: payload, max: want) else { return -1 }
+                    count = got
+                }
+                if count == 0 { return 0 }
+                return lws_write(wsi, payload, count, conn.bodySent + count == total ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
+            }
+            if n < 0 { return -1 }
+            conn.bodySent += count
+            if conn.bodySent < total {
+                // (After nothing from a stream, its wake asks for the next chance instead.)
+                if count > 0 { lws_callback_on_writable(wsi) }
+                return 0
+            }
+        }
+        response.stream?.cancel()
+        conn.response = nil
+        conn.bodyFile = nil
+        conn.bodySent = 0
+        conn.awaitingResponse = false
+        if conn.closeAfterResponse { return -1 }
+        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+    }
+}
