@@ -79,7 +79,7 @@ final class MediaEngine: @unchecked Sendable {
     private var relayTransport: RelayUDPTransport { RelayUDPTransport(socket: socket, relay: relay) }
     static let keySwitchDelayNanoseconds: UInt64 = 250_000_000
 
-    private let running = Atomic<Bool>(false)
+    let running = Atomic<Bool>(false)
     private let muted = Atomic<Bool>(false)
     private let bound = Atomic<Bool>(false)
     /// Whether the relay we send to has challenged this SSRC (and we answered: audio sent after
@@ -95,14 +95,14 @@ final class MediaEngine: @unchecked Sendable {
     private let payloadBytesSent = Atomic<Int>(0)
     private let packetsReceived = Atomic<Int>(0)
     /// Jitter buffers, decoders, gains and levels of every sender, and the mix.
-    private let receiver: ReceiveMixer
+    let receiver: ReceiveMixer
     /// A local test tone mixed into playback (settings panel), and frames of it still to play.
-    private let testTone = Locked<ToneInput?>(nil)
-    private let testToneFrames = Atomic<Int>(0)
+    let testTone = Locked<ToneInput?>(nil)
+    let testToneFrames = Atomic<Int>(0)
     /// What we capture, after processing and before mute (the RTP level, our meter).
     private let meter = LevelFilter()
     /// Capture processing, probes and the meter, in order (baresip's `aufilt` chain).
-    private let filters: FilterChain
+    let filters: FilterChain
     private let threadsDone = DispatchSemaphore(value: 0)
     private var threadCount = 0
     private let jitterTargetFrames: Int
@@ -121,7 +121,7 @@ final class MediaEngine: @unchecked Sendable {
     private let processor: CaptureProcessor?
     private let pushToTalk = Atomic<Bool>(false)
     private let talking = Atomic<Bool>(false)
-    private let options: Options
+    let options: Options
     /// Times the playout frame boundary moved earlier (phase alignment: `PlayoutPhase`), and by
     /// how many samples in all.
     let phaseAdvances = Atomic<Int>(0)
@@ -139,12 +139,12 @@ final class MediaEngine: @unchecked Sendable {
         return ms > 0 ? ms : options.playbackPeriodMs
     }
     /// The loss percentage FEC is tuned for; set from receiver reports, applied by the capture thread.
-    private let expectedLoss = Atomic<Int>(5)
+    let expectedLoss = Atomic<Int>(5)
     /// Previous frames each packet repeats (0: plain Opus), chosen from receiver reports.
-    private let redundancyPolicy = Locked(RedundancyPolicy())
-    private let redundancyDistance: Atomic<Int>
+    let redundancyPolicy = Locked(RedundancyPolicy())
+    let redundancyDistance: Atomic<Int>
     /// Each sender's loss over the last report interval (percent), for connection quality.
-    private let recentLoss = Locked<[UInt32: Double]>([:])
+    let recentLoss = Locked<[UInt32: Double]>([:])
     /// Optional timing probe (benchmarks); called on the media threads, must not block.
     let probe: (any MediaProbe)?
     /// Our camera out and everyone's video in (video sessions with a source; nil otherwise).
@@ -514,7 +514,7 @@ final class MediaEngine: @unchecked Sendable {
     /// consent challenges answered, bind acks noted, SRTP checked in place, RTP delivered (through
     /// the impairment, in benchmarks); impaired packets whose time has come are released. Called
     /// by the receive thread and by the playback thread before each mix, one at a time.
-    private func drainSocket() {
+    func drainSocket() {
         receiveState.withLock { st in
             let realNow = UDPBatchReceiver.realtimeNanoseconds()
             let now = monotonicNanoseconds()
@@ -563,173 +563,4 @@ final class MediaEngine: @unchecked Sendable {
         guard receiver.insert(h, datagram: datagram, arrival: arrival) else { return }
         probe?.received(ssrc: h.ssrc, sequence: h.sequenceNumber, at: arrival)
     }
-
-    // MARK: Receiver reports (FEC tuning)
-
-    /// The loss percentage the encoder's FEC is tuned for now.
-    var expectedLossPercent: Int { expectedLoss.load(ordering: .relaxed) }
-
-    /// Takes the receivers' reports (any thread): the worst recent loss tunes in-band FEC
-    /// (0…50 %) and, when every receiver decodes redundant audio, how many previous frames each
-    /// packet repeats (`RedundancyPolicy`).
-    func setReceiverReports(worstLossPercent percent: Double, longestRun: Int = 0, acceptedBlocks: Int = RedundantAudio.maxBlocks,
-                            everyoneDecodesRedundancy: Bool) {
-        expectedLoss.store(Int(min(50, max(0, percent.rounded(.up)))), ordering: .relaxed)
-        let decodes = options.redundancy && everyoneDecodesRedundancy
-        let d = redundancyPolicy.withLock {
-            $0.update(worstLossPercent: percent, longestRun: longestRun, maxDistance: acceptedBlocks, everyoneDecodes: decodes, now: monotonicNanoseconds())
-        }
-        redundancyDistance.store(d, ordering: .relaxed)
-    }
-
-    /// Previous frames each packet repeats now (0: plain Opus).
-    var redundancyFrames: Int { redundancyDistance.load(ordering: .relaxed) }
-
-    /// Loss per sender since the last call: packets lost on the network (not a sender that
-    /// stopped, e.g. muted) over packets expected.
-    /// Called every couple of seconds by the client to build receiver reports.
-    func lossSinceLastReport() -> [LossReport] { published(receiver.lossSinceLastReport()) }
-
-    /// The first report on each sender heard for half a second and not reported on yet
-    /// (`ReceiveMixer.firstReportsDue`). Any thread; the client asks four times a second.
-    func firstLossReportsDue() -> [LossReport] {
-        published(receiver.firstReportsDue(afterFrames: max(1, 500 / frameMs)))
-    }
-
-    private func published(_ reports: [LossReport]) -> [LossReport] {
-        // Every CallRoom receiver decodes redundant audio, and says so.
-        let out = reports.map { r in var r = r; r.red = true; r.redBlocks = RedundantAudio.maxBlocks; return r }
-        recentLoss.withLock { r in for rep in out { r[rep.ssrc] = rep.lossPercent } }
-        return out
-    }
-
-    /// The loss each sender's audio had over the last report interval (percent).
-    func lossBySender() -> [UInt32: Double] { recentLoss.withLock { $0 } }
-
-    /// Per-sender receive figures: jitter-buffer counts, RFC 3550 jitter (ms) and payload bytes.
-    func receiveFigures() -> [UInt32: (JitterBuffer.Statistics, Double, Int)] {
-        receiver.figures().mapValues { ($0.statistics, $0.jitterMs, $0.bytes) }
-    }
-
-    // MARK: Device loss and return
-
-    /// ALSA over- and under-runs recovered so far (capture + playback).
-    var xruns: Int {
-        let i = (devices.input as? ALSAInput)?.xruns ?? 0
-        let o = (devices.output as? ALSAOutput)?.xruns ?? 0
-        return i + o
-    }
-
-    /// Device failures seen so far (for reports).
-    var deviceFailureCount: Int { devices.failures }
-
-    /// Plays a 440 Hz tone locally (not sent) for `seconds`, mixed into what you hear.
-    func playTestTone(seconds: Double) {
-        testTone.withLock { $0 = ToneInput(frequency: 440, frameSamples: frameSamples, amplitude: 0.2) }
-        testToneFrames.store(Int(seconds * 1000) / frameMs, ordering: .relaxed)
-    }
-
-    private func playbackLoop() {
-        let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
-        let tonePCM = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frameSamples)
-        defer { out.deallocate(); tonePCM.deallocate() }
-        // A frame is mixed when the device's queue is down to one period, and written whole.
-        var policy = PlaybackPeriodPolicy(frameMs: frameMs, fixedMs: options.playbackPeriodMs, now: monotonicNanoseconds())
-        // A decision moves the boundary at most a quarter frame (the next window checks the move).
-        var phase = PlayoutPhase(maxStepNanoseconds: UInt64(frameMs) * 250_000)
-        func use(periodMs ms: Int) { playbackPeriodMs.store(ms, ordering: .relaxed) }
-        use(periodMs: policy.periodMs)
-        var offset = frameSamples
-        var length = frameSamples
-        var device = devices.output
-        var frames = 0
-        // An advance the evidence asked for waits for a quiet frame (at most a second): cutting
-        // milliseconds out of speech is heard (and costs PESQ), out of silence it is not.
-        var advanceSamples = 0, advanceFramesLeft = 0
-        while running.load(ordering: .acquiring) {
-            if offset >= length {
-                // About once a second: does the device keep up with this period?
-                frames += 1
-                let current = devices.output
-                if current !== device { device = current; policy.reopened(now: monotonicNanoseconds()) }
-                if frames % max(1, 1000 / frameMs) == 0, let counting = current as? UnderrunCounting,
-                   let next = policy.observe(xruns: counting.xruns, now: monotonicNanoseconds()) {
-                    let from = policy.backOffs.last
-                    if let reopen = options.reopenOutput, let fresh = try? reopen(next) {
-                        devices.replaceOutput(fresh)
-                        device = fresh
-                    }
-                    policy.reopened(now: monotonicNanoseconds())
-                    use(periodMs: next)
-                    options.onNotice?("playback period raised to \(next) ms: \(from?.xruns ?? 0) under-runs at \(from?.fromMs ?? 0) ms within 10 s")
-                }
-                drainSocket()  // every packet that has arrived is in its jitter buffer for this mix
-                let waited = receiver.mixNext(into: out, now: monotonicNanoseconds()) { mixer in
-                    guard testToneFrames.load(ordering: .relaxed) > 0, let tone = testTone.withLock({ $0 }) else { return }
-                    testToneFrames.subtract(1, ordering: .relaxed)
-                    if (try? tone.read(tonePCM)) != nil { mixer.add(UnsafeBufferPointer(tonePCM), gain: 1) }
-                }
-                filters.played(UnsafeBufferPointer(out), FrameInfo(at: monotonicNanoseconds()))
-                offset = 0
-                // Packets that always wait longer than the margin: move the frame boundary earlier
-                // by playing a quiet frame that much short.
-                let step = phase.advance(waited: waited)
-                if step > 0 {
-                    advanceSamples = min(frameSamples / 4, Int(step / 1_000_000) * AudioFormat.samples(ms: 1))
-                    advanceFramesLeft = max(1, 1000 / frameMs)
-                }
-                length = frameSamples
-                if advanceFramesLeft > 0 {
-                    advanceFramesLeft -= 1
-                    if PlayoutPhase.isQuiet(UnsafeBufferPointer(out)) {
-                        length = frameSamples - advanceSamples
-                        advanceFramesLeft = 0
-                        phaseAdvances.add(1, ordering: .relaxed)
-                        phaseAdvanceSamples.add(advanceSamples, ordering: .relaxed)
-                    }
-                }
-            }
-            // The whole frame at once: the device's write returns when its queue is down to one
-            // period, so the next frame is mixed just in time (one wake-up a frame, not a period).
-            let n = length - offset
-            guard let output = devices.output else { break }
-            do { try output.write(UnsafeBufferPointer(rebasing: out[offset..<(offset + n)])) } catch {
-                // A closed output that was replaced is expected.
-                if running.load(ordering: .acquiring), devices.output !== output { continue }
-                guard error != .closed, running.load(ordering: .acquiring) else { break }
-                devices.outputLost(error, periodMs: playbackPeriodMs.load(ordering: .relaxed))
-            }
-            offset += n
-        }
-    }
-}
-
-/// CallRoom diagnostics: timing hooks for benchmarks (`callroom bench latency`). Called on the
-/// media threads with monotonic nanoseconds; implementations must be quick and must not block.
-public protocol MediaProbe: AnyObject, Sendable {
-    /// A frame left the input (the end of its capture period).
-    func captured(_ frame: UnsafeBufferPointer<Int16>, sequence: UInt16, at: UInt64)
-    /// The frame's packet was handed to the socket.
-    func sent(sequence: UInt16, at: UInt64)
-    /// A packet arrived (after any impairment), entering the jitter buffer.
-    func received(ssrc: UInt32, sequence: UInt16, at: UInt64)
-    /// A mixed frame is about to be written to the output.
-    func played(_ frame: UnsafeBufferPointer<Int16>, at: UInt64)
-}
-
-/// A `MediaProbe` as a link of the engine's filter chain.
-final class ProbeFilter: AudioFilter {
-    let probe: any MediaProbe
-    init(_ probe: any MediaProbe) { self.probe = probe }
-    func captured(_ frame: UnsafeMutableBufferPointer<Int16>, _ info: FrameInfo) {
-        probe.captured(UnsafeBufferPointer(frame), sequence: info.sequence, at: info.at)
-    }
-    func played(_ frame: UnsafeBufferPointer<Int16>, _ info: FrameInfo) { probe.played(frame, at: info.at) }
-}
-
-/// Why the media engine could not start.
-enum MediaEngineError: Error, Sendable {
-    case audio(AudioError)
-    case video(VideoError)
-    case network(String)
 }
