@@ -94,6 +94,13 @@ final class EventLogTests: XCTestCase {
         XCTAssertTrue(lines.contains("jitter          4.0 ms mean, 6.0 ms worst (2 senders)"), lines)
         m.overlay = .summary
         XCTAssertTrue(CallScreenRenderer.render(m, width: 80, height: 24).text.contains("Press any key to exit."))
+        // The summary's box says how the call ended, whoever ended it.
+        for (ending, said) in [(SessionEnding.left, "You left"), (.endedBy("ann"), "ann ended the call"), (.removed(by: "Grace"), "You were removed by Grace")] {
+            m.ending = ending
+            let top = CallScreenRenderer.render(m, width: 80, height: 24).text.split(separator: "\n").first.map(String.init) ?? ""
+            XCTAssertTrue(top.contains(said), top)
+            if said != "You left" { XCTAssertFalse(top.contains("You left"), top) }
+        }
     }
 }
 

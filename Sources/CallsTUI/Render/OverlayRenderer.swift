@@ -204,7 +204,9 @@ enum OverlayRenderer {
         lines += m.log.entries.suffix(room).map { "  " + $0.line }
         lines.append("")
         lines.append("Press any key to exit.")
-        b.box(r, title: "You left \(m.title)", style: CellStyle(fg: .cyan))
+        // The box says how the call ended ("ann ended the call", "You were removed by Grace") —
+        // not "You left" whoever ended it.
+        b.box(r, title: m.ending?.sentence ?? "The call is over", style: CellStyle(fg: .cyan))
         for (i, line) in lines.prefix(r.height - 2).enumerated() {
             b.put(line, x: 2, y: 1 + i, style: i == 0 ? CellStyle(bold: true) : .plain, maxWidth: r.width - 4)
         }
