@@ -107,6 +107,9 @@ final class RingCommandTests: XCTestCase {
         XCTAssertNotNil(bob.waitForLine(timeout: 10) { $0.contains(#""event":"peerGone""#) }, "\(bob.output.suffix(4))")
         XCTAssertGreaterThan(Date().timeIntervalSince(gone), 1.5, "not before the grace period: a blip is not a hang-up")
         XCTAssertEqual(bob.wait(timeout: 10), 0, "auto-accept exits once the call it took is over: \(bob.output.suffix(4))")
+        // Told as it was: ann is gone, she did not end the call.
+        XCTAssertTrue(bob.output.contains { $0.contains(#""event":"sessionEnding""#) && $0.contains(#""ending":"peerLeft""#) && $0.contains("ann left the call") },
+                      "\(bob.output.suffix(3))")
         // The call is over on the server too: ann may ring again at once.
         let calls = BlockingHTTP.request("GET", server.url + "/v3/calls", headers: ["apikey": server.apiKey])
         let first = (calls.json["data"] as? [[String: Any]])?.first

@@ -288,7 +288,7 @@ package final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegat
         let w = PeerDepartureWatch(myUID: uid) { [weak self] in
             guard let self, self.joined else { return }
             self.emit("peerGone", ["sessionId": call.sessionID])
-            self.leave(because: .endedBy(self.peerName))
+            self.leave(because: .peerLeft(self.peerName))
         }
         CallSession.shared.addParticipantEventListener(w)
         peerWatch = w

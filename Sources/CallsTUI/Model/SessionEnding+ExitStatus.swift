@@ -7,7 +7,7 @@ extension SessionEnding {
     /// after a signal are the commands'.)
     public var exitStatus: Int32 {
         switch self {
-        case .left, .endedBy, .timedOut: return 0
+        case .left, .endedBy, .peerLeft, .timedOut: return 0
         case .connectionLost: return 3
         case .removed, .revoked: return 5
         case .serverShutdown: return 6

@@ -15,6 +15,10 @@ public enum SessionEnding: Sendable, Equatable {
     /// call hung up. The SDK never infers this; an app that knows says so
     /// (`CallScreenController.leave(because:)`).
     case endedBy(String?)
+    /// The other person in a one-to-one call left without ending it — their process died, their
+    /// connection did not come back — so the call was ended here (`by`: their display name). An
+    /// app's inference, like `endedBy`.
+    case peerLeft(String?)
     /// You were alone in the room for the idle timeout.
     case timedOut
     /// The server shut down.
@@ -45,20 +49,23 @@ public enum SessionEnding: Sendable, Equatable {
         case .revoked: return "Your access was revoked"
         case .endedBy(let by?): return "\((DisplayText.name(by, limit: 64) ?? "someone")) ended the call"
         case .endedBy(nil): return "The call ended"
+        case .peerLeft(let by?): return "\((DisplayText.name(by, limit: 64) ?? "someone")) left the call"
+        case .peerLeft(nil): return "The other person left the call"
         case .timedOut: return "You were alone too long: the call timed out"
         case .serverShutdown: return "The server shut down"
         case .connectionLost: return "Connection lost"
         }
     }
 
-    /// A stable word for logs and JSON lines (`left`, `removed`, `revoked`, `ended`, `timedOut`,
-    /// `serverShutdown`, `connectionLost`).
+    /// A stable word for logs and JSON lines (`left`, `removed`, `revoked`, `ended`, `peerLeft`,
+    /// `timedOut`, `serverShutdown`, `connectionLost`).
     public var code: String {
         switch self {
         case .left: return "left"
         case .removed: return "removed"
         case .revoked: return "revoked"
         case .endedBy: return "ended"
+        case .peerLeft: return "peerLeft"
         case .timedOut: return "timedOut"
         case .serverShutdown: return "serverShutdown"
         case .connectionLost: return "connectionLost"
