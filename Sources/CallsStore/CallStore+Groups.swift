@@ -11,7 +11,6 @@ public struct StoredGroup: Sendable, Equatable, Codable {
 }
 
 extension CallStore {
-    /// Creates a group owned by `owner` with `members` (the owner included); nil if the guid exists.
     /// What `createGroup` did.
     package enum GroupCreation: Sendable {
         case created(StoredGroup)

@@ -138,7 +138,6 @@ extension CallStore {
 
     // MARK: The queue bound
 
-    /// Undelivered deliveries per webhook.
     /// Forgets the webhook deliveries and pushes made before `before` (epoch ms) that are
     /// over — delivered, dead, dropped; sent, failed, expired, superseded — and returns how many
     /// of each. Pending ones stay whatever their age.
@@ -151,6 +150,7 @@ extension CallStore {
         }
     }
 
+    /// Undelivered deliveries per webhook.
     package func pendingDeliveryCounts() throws(DatabaseError) -> [String: Int] {
         try locked { () throws(DatabaseError) in
             var out: [String: Int] = [:]

@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 
 /// A `callroomd` process on loopback with the URL, app id and keys it printed at start.
 public final class CallroomdProcess {
@@ -47,6 +48,14 @@ public final class CallroomdProcess {
     /// log out of order; their times say what came first.
     public func loggedAt(_ words: String...) -> String? {
         process.errorOutput.split(separator: "\n").first { line in words.allSatisfy { line.contains($0) } }.map { String($0.prefix(24)) }
+    }
+
+    /// Checks that the log says the call ended before `uid` left it (`call_ended`, then
+    /// `participant left … uid=UID`, by the lines' times): hanging up ends the call first.
+    public func assertCallEndedBefore(_ uid: String, file: StaticString = #filePath, line: UInt = #line) {
+        let ended = loggedAt("call call_ended"), gone = loggedAt("participant left", "uid=\(uid)")
+        XCTAssertNotNil(ended, process.errorOutput, file: file, line: line)
+        XCTAssertLessThanOrEqual(ended ?? "~", gone ?? "", "the call ended before \(uid) left: \(process.errorOutput)", file: file, line: line)
     }
 
     /// SIGTERM and the exit status.

@@ -37,9 +37,7 @@ final class RingCommandTests: XCTestCase {
         // Hanging up ends the call before leaving it, as the vendor's end button does: the server
         // ends it before ann goes, so bob's own end on seeing her gone can never come first —
         // it once did, and he was not told.
-        let ended = server.loggedAt("call call_ended"), annLeft = server.loggedAt("participant left", "uid=ann")
-        XCTAssertNotNil(ended, server.process.errorOutput)
-        XCTAssertLessThanOrEqual(ended ?? "~", annLeft ?? "", "the call ended before ann left: \(server.process.errorOutput)")
+        server.assertCallEndedBefore("ann")
         XCTAssertTrue(b.contains("onSessionLeft"))
         // --name is each one's name in the call, as the other sees it.
         let seen = { (p: ManagedProcess, name: String) in
