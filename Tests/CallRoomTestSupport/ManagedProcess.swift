@@ -142,6 +142,13 @@ public struct TemporaryDirectory {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))").path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
-    public func remove() { try? FileManager.default.removeItem(atPath: path) }
+    /// Removes the directory and everything in it, even while a process that is stopping (a
+    /// daemon told to exit deletes its pid file) removes files of its own: Foundation's
+    /// `removeItem` gives up at the first entry that vanished under it, so it is tried again.
+    public func remove() {
+        for _ in 0..<5 where FileManager.default.fileExists(atPath: path) {
+            try? FileManager.default.removeItem(atPath: path)
+        }
+    }
     public func file(_ name: String) -> String { path + "/" + name }
 }

@@ -62,7 +62,11 @@ public final class SSHServer: @unchecked Sendable {
     }
 
     deinit {
-        if let pid { kill(pid, SIGTERM) }
+        if let pid {
+            kill(pid, SIGTERM)
+            // Gone before its directory goes: it deletes its pid file as it exits.
+            _ = eventually(2, poll: 0.02) { kill(pid, 0) != 0 }
+        }
         dir.remove()
     }
 

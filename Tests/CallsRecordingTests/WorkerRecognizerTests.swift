@@ -7,7 +7,8 @@ import XCTest
 /// real protocol (caption_worker.py's `serve`, under a caption engine's Python) and answers what
 /// it was sent ("partial 9600"), a partial slowly — so what is in flight when is known.
 final class WorkerRecognizerTests: XCTestCase {
-    let tmp = TemporaryDirectory("callroom-worker")
+    private var tmp: TemporaryDirectory!
+    override func setUp() { tmp = TemporaryDirectory("callroom-worker") }
     override func tearDown() { tmp.remove() }
 
     func recognizer() throws -> WorkerRecognizer {
