@@ -31,10 +31,10 @@ let usage = """
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
                               joinTimeoutSeconds, requestBodyTimeoutSeconds, maxQueuedBytesPerConnection, maxConnections,
-                          relayAudioPacketsPerSecond, relayAudioBytesPerSecond,
-                          relayVideoPacketsPerSecond, relayVideoBytesPerSecond,
-                          ringCallerPerMinute, ringCalleePerMinute, ringGroupPerMinute, roomAccess,
-                          mediaPublicAddress, webrtc, webrtcPort, webrtcIceServers); flags given
+                              relayAudioPacketsPerSecond, relayAudioBytesPerSecond,
+                              relayVideoPacketsPerSecond, relayVideoBytesPerSecond,
+                              ringCallerPerMinute, ringCalleePerMinute, ringGroupPerMinute, roomAccess,
+                              mediaPublicAddress, webrtc, webrtcPort, webrtcIceServers); flags given
                               here take precedence
       --listen HOST:PORT      HTTP + WebSocket address (default 127.0.0.1:7880; port 0 picks a free one)
       --media-port PORT       UDP media relay port on the same host (default 0: a free one)

@@ -114,6 +114,18 @@ final class CommandLineTests: XCTestCase {
         }
     }
 
+    /// A server that is no http(s) URL is bad usage (exit 2), said before anything connects —
+    /// not a resolver's "Couldn't resolve host name" for `ftp://h` or a `ws://` pasted in.
+    func testAServerThatIsNoHTTPURLIsAUsageError() throws {
+        for (command, server) in [(["join", "s"], "ftp://h"), (["join", "s"], "http://"), (["call", "bob"], "ws://127.0.0.1:9"),
+                                  (["listen"], "mailto:x@y")] {
+            let (status, out, err) = try run("callroom", command + ["--server", server, "--uid", "u", "--auth-key", "k", "--headless"])
+            XCTAssertEqual(status, 2, "\(command) \(server): \(err)")
+            XCTAssertTrue(err.contains("--server \(server) is not a server URL (http://HOST:PORT or https://HOST[:PORT])"), err)
+            XCTAssertTrue(out.isEmpty, "nothing joined: \(out)")
+        }
+    }
+
     func testBadCodecSettingsAreUsageErrors() throws {
         for (args, needle) in [(["--complexity", "11"], "--complexity must be 0…10"), (["--complexity", "low"], "--complexity must be 0…10"),
                                (["--bitrate", "5"], "--bitrate must be 6000…510000")] {

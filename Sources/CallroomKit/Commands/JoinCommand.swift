@@ -111,7 +111,7 @@ package enum JoinCommand {
         do { periodMs = try SurfaceFlags.playbackPeriod(args["period-ms"], frameMs: frameMs) } catch { Console.fail(error.message) }
         var options = SDKSetup.Options(server: server, settingsFile: args["settings"], appID: args["app-id"], uid: uid,
                                        name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
-        options.readTLS(args)
+        options.readConnection(args)
         options.invite = grant
         let input = args["input"] ?? "alsa:default", output = args["output"] ?? "alsa:default"
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }

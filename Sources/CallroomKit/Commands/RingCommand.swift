@@ -83,7 +83,7 @@ package enum RingCommand {
         if let bad = SurfaceFlags.validateEndpoints(input: input, output: output) { Console.fail(bad) }
         var options = SDKSetup.Options(server: args["server"], settingsFile: args["settings"], appID: args["app-id"], uid: uid,
                                        name: args["name"], authKey: args["auth-key"], authToken: args["auth-token"])
-        options.readTLS(args)
+        options.readConnection(args)
         let settings = CometChatCalls.sessionSettingsBuilder.setAudioInput(input).setAudioOutput(output)
         if let name = SDKSetup.displayName(args) { settings.setDisplayName(name) }
         let answer: RingAgent.Answer = args.has("auto-accept") ? .accept : args.has("auto-reject") ? .reject : args.has("busy") ? .busy : .none

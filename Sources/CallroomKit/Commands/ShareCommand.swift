@@ -55,7 +55,7 @@ package enum ShareCommand {
         }
         var options = SDKSetup.Options(server: server, settingsFile: nil, appID: args["app-id"], uid: uid, name: args["name"],
                                        authKey: args["auth-key"], authToken: args["auth-token"])
-        options.readTLS(args)
+        options.readConnection(args)
         signal(SIGPIPE, SIG_IGN)
         Task { @MainActor in
             let sharer = Sharer(tmux: tmux, session: session, options: options)

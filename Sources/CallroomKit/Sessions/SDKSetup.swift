@@ -7,9 +7,11 @@ import Foundation
 /// through the documented public API only.
 package enum SDKSetup {
     /// A server as the user gave it (`host:port` or a URL): `http://` when no scheme is given;
-    /// nil when it names no host.
+    /// nil when it names no host, another scheme than `http`/`https`, or a user (`mailto:x@y`
+    /// would otherwise read as `http://mailto:x@y`).
     package static func serverURL(_ given: String) -> URL? {
-        guard let url = URL(string: given.contains("://") ? given : "http://" + given), url.host != nil else { return nil }
+        guard let url = URL(string: given.contains("://") ? given : "http://" + given), url.host != nil, url.user == nil,
+              let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return nil }
         return url
     }
 
@@ -28,8 +30,12 @@ package enum SDKSetup {
         package var insecure = false
         package var trust: TLSTrust { TLSTrust(caFile: caFile, insecure: insecure) }
 
-        /// Reads `--ca-file FILE` and `--insecure` (the scanner must know both).
-        package mutating func readTLS(_ args: ArgumentScanner) {
+        /// Reads `--ca-file FILE` and `--insecure` (the scanner must know both), and refuses a
+        /// `--server` that is no http(s) URL as bad usage (exit 2) before anything connects.
+        package mutating func readConnection(_ args: ArgumentScanner) {
+            if let s = server, serverURL(s) == nil {
+                Console.fail("--server \(s) is not a server URL (http://HOST:PORT or https://HOST[:PORT])")
+            }
             caFile = args["ca-file"]
             insecure = args.has("insecure")
             if let f = caFile, !FileManager.default.isReadableFile(atPath: f) { Console.fail("--ca-file \(f) cannot be read") }
