@@ -1,4 +1,3 @@
-import CallsCluster
 import CallsCore
 import CallsRedis
 import Foundation

@@ -1,4 +1,3 @@
-import CallsCluster
 import CallsCore
 import CallsSecurity
 import CallsSignalling

@@ -9,7 +9,7 @@ public class AppEntity: @unchecked Sendable {
 }
 
 /// A user of the app.
-public final class User: AppEntity, Sendable {
+public final class User: AppEntity, @unchecked Sendable {
     public let uid: String
     public let avatar: String?
     public init(uid: String, name: String, avatar: String? = nil) {
@@ -20,7 +20,7 @@ public final class User: AppEntity, Sendable {
 }
 
 /// A group of users (`guid`).
-public final class Group: AppEntity, Sendable {
+public final class Group: AppEntity, @unchecked Sendable {
     public let guid: String
     public init(guid: String, name: String) {
         self.guid = guid

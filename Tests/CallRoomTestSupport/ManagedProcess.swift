@@ -1,4 +1,3 @@
-import CallRoomTestSupport
 import CallsTransport
 import Foundation
 

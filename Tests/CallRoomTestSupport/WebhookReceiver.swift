@@ -33,7 +33,7 @@ public final class WebhookReceiver {
     /// (a slow receiver: an attempt stays in flight that long).
     public init(log: String, statuses: [Int] = [], port: Int? = nil, downSeconds: Double = 0, answerDelaySeconds: Double = 0) throws {
         self.log = log
-        FileManager.default.createFile(atPath: log, contents: nil)
+        guard FileManager.default.createFile(atPath: log, contents: nil) else { throw TestFailure("cannot create \(log)") }
         var args = ["python3", "-c", Self.script, log, statuses.map(String.init).joined(separator: ",")]
         args.append(port.map(String.init) ?? "")
         args.append(downSeconds > 0 ? "\(downSeconds)" : "")

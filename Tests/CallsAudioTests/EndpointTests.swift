@@ -97,7 +97,7 @@ struct EndpointTests {
         var wav = Array("RIFF".utf8) + le32(36 + pcm.count) + Array("WAVEfmt ".utf8) + le32(16)
         wav += [1, 0, 2, 0] + le32(rate) + le32(rate * 4) + [4, 0, 16, 0] + Array("data".utf8) + le32(pcm.count) + pcm
         let path = dir.file("in.wav")
-        FileManager.default.createFile(atPath: path, contents: Data(wav))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(wav)))
         let s = try SoundFile.readMono48k(path: path)
         #expect(abs(s.count - 48_000) < 200)
         #expect(SignalAnalysis.toneDominanceDB(s[4800..<40_000], frequency: 1000, others: [500, 1500, 333]) > 25)
@@ -130,7 +130,7 @@ struct EndpointTests {
         let t = ToneInput(frequency: 880, frameSamples: 48_000)
         var second = [Int16](repeating: 0, count: 48_000)
         second.withUnsafeMutableBufferPointer { t.fill($0) }
-        FileManager.default.createFile(atPath: inRaw, contents: second.withUnsafeBytes { Data($0) })
+        #expect(FileManager.default.createFile(atPath: inRaw, contents: second.withUnsafeBytes { Data($0) }))
         let config = #"pcm.mic { type file slave.pcm { type null } file "/dev/null" infile "\#(inRaw)" format "raw" }"#
         let input = try ALSAInput(device: "mic", frameSamples: 960, configText: config)
         var frame = [Int16](repeating: 0, count: 960)

@@ -141,7 +141,7 @@ final class StartRefusalTests: XCTestCase {
         let data = dir.file("data")
         let first = try ServerHarness(dataDir: data)
         first.stop()
-        FileManager.default.createFile(atPath: data + "/callroom.sqlite", contents: Data())
+        XCTAssertTrue(FileManager.default.createFile(atPath: data + "/callroom.sqlite", contents: Data()))
         try? FileManager.default.removeItem(atPath: data + "/callroom.sqlite-wal")
         try? FileManager.default.removeItem(atPath: data + "/callroom.sqlite-shm")
         var c = ServerConfiguration(host: "127.0.0.1", port: 0, mediaPort: 0, dataDir: data)

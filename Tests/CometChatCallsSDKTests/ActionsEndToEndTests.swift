@@ -63,24 +63,24 @@ final class ActionsEndToEndTests: XCTestCase {
         peer.wait("peer video paused") { if case .participantVideoPaused(let p) = $0 { return p.uid == "alice" && p.isVideoPaused == true }; return false }
         s.resumeVideo()
         XCTAssertTrue(mine.has(.videoResumed))
-        peer.wait { if case .participantVideoResumed = $0 { return true }; return false }
+        peer.wait("peer: participantVideoResumed") { if case .participantVideoResumed = $0 { return true }; return false }
         s.switchCamera()
         XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .REAR)))
         // The change reaches Bob through the server, so it lands a round trip later than Alice's own event.
-        await eventually(5) { bob.participants.first(where: { $0.uid == "alice" })?.cameraFacing == .REAR }
+        eventually(5) { bob.participants.first(where: { $0.uid == "alice" })?.cameraFacing == .REAR }
         XCTAssertEqual(bob.participants.first { $0.uid == "alice" }?.cameraFacing, .REAR, "camera facing goes through the server")
         s.switchCamera()
         XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .FRONT)))
         s.raiseHand()
-        let raised = mine.wait { if case .participantHandRaised(let p) = $0 { return p.uid == "alice" }; return false }
+        let raised = mine.wait("mine: participantHandRaised") { if case .participantHandRaised(let p) = $0 { return p.uid == "alice" }; return false }
         if case .participantHandRaised(let p)? = raised { XCTAssertNotNil(p.raisedHandTimestamp) }
-        peer.wait { if case .participantHandRaised = $0 { return true }; return false }
+        peer.wait("peer: participantHandRaised") { if case .participantHandRaised = $0 { return true }; return false }
         s.lowerHand()
-        peer.wait { if case .participantHandLowered = $0 { return true }; return false }
+        peer.wait("peer: participantHandLowered") { if case .participantHandLowered = $0 { return true }; return false }
         s.setPresenting(true)
-        peer.wait { if case .participantStartedScreenShare(let p) = $0 { return p.isPresenting == true }; return false }
+        peer.wait("peer: participantStartedScreenShare") { if case .participantStartedScreenShare(let p) = $0 { return p.isPresenting == true }; return false }
         s.setPresenting(false)
-        peer.wait { if case .participantStoppedScreenShare = $0 { return true }; return false }
+        peer.wait("peer: participantStoppedScreenShare") { if case .participantStoppedScreenShare = $0 { return true }; return false }
         XCTAssertTrue(s.isCallSessionActive())
         // Alice's tone is the only sound in the room: she is the dominant speaker, for both.
         mine.wait("dominant speaker") { if case .dominantSpeakerChanged(let p) = $0 { return p.uid == "alice" }; return false }
@@ -103,22 +103,22 @@ final class ActionsEndToEndTests: XCTestCase {
         try await startCall()
         let s = CallSession.shared
         s.pinParticipant(participantId: "bob", type: "human")  // by uid
-        peer.wait { if case .participantListChanged(let ps) = $0 { return ps.first { $0.uid == "bob" }?.isPinned == true }; return false }
+        peer.wait("peer: bob pinned") { if case .participantListChanged(let ps) = $0 { return ps.first { $0.uid == "bob" }?.isPinned == true }; return false }
         s.unpinParticipant()
-        peer.wait { if case .participantListChanged(let ps) = $0 { return ps.first { $0.uid == "bob" }?.isPinned == false }; return false }
+        peer.wait("peer: bob unpinned") { if case .participantListChanged(let ps) = $0 { return ps.first { $0.uid == "bob" }?.isPinned == false }; return false }
         s.muteParticipant(participantId: bobPID)
         XCTAssertTrue(peer.has(.audioMuted), "bob is told he was muted")
-        mine.wait { if case .participantAudioMuted(let p) = $0 { return p.uid == "bob" }; return false }
+        mine.wait("mine: participantAudioMuted") { if case .participantAudioMuted(let p) = $0 { return p.uid == "bob" }; return false }
         XCTAssertTrue(bob.isAudioMuted)
         s.pauseParticipantVideo(participantId: bobPID)
         XCTAssertTrue(peer.has(.videoPaused))
-        mine.wait { if case .participantVideoPaused(let p) = $0 { return p.uid == "bob" }; return false }
+        mine.wait("mine: participantVideoPaused") { if case .participantVideoPaused(let p) = $0 { return p.uid == "bob" }; return false }
         // Bob is no moderator.
         bob.muteParticipant("alice")
-        peer.wait { if case .error("ERR_NOT_MODERATOR", _) = $0 { return true }; return false }
+        peer.wait("peer: ERR_NOT_MODERATOR") { if case .error("ERR_NOT_MODERATOR", _) = $0 { return true }; return false }
         s.removeParticipant(participantId: "bob")
         XCTAssertTrue(peer.has(.sessionLeft))
-        mine.wait { if case .participantLeft(let p) = $0 { return p.uid == "bob" }; return false }
+        mine.wait("mine: participantLeft") { if case .participantLeft(let p) = $0 { return p.uid == "bob" }; return false }
         bob = nil
     }
 
@@ -135,7 +135,7 @@ final class ActionsEndToEndTests: XCTestCase {
         s.setLayout("DIAGONAL")
         XCTAssertTrue(mine.error("INVALID_LAYOUT"))
         s.setAudioMode("SPEAKER")
-        let quiet = await holds(for: 0.3) { !mine.all.contains(.audioModeChanged(audioMode: .speaker)) }
+        let quiet = holds(for: 0.3) { !mine.all.contains(.audioModeChanged(audioMode: .speaker)) }
         XCTAssertTrue(quiet, "picking the current mode fires nothing")
         s.setAudioMode("EARPIECE")
         XCTAssertTrue(mine.error("AUDIO_MODE_UNAVAILABLE"), "no earpiece on Linux")
@@ -153,7 +153,7 @@ final class ActionsEndToEndTests: XCTestCase {
         s.hideSettingsPanel()
         XCTAssertFalse(s.isSettingsPanelVisible)
         s.sendChatMessage("hello bob")
-        peer.wait { if case .chatMessage(let m) = $0 { return m.text == "hello bob" && m.uid == "alice" }; return false }
+        peer.wait("peer: chatMessage") { if case .chatMessage(let m) = $0 { return m.text == "hello bob" && m.uid == "alice" }; return false }
         XCTAssertEqual(s.chatMessages.last?.text, "hello bob")
         XCTAssertEqual(s.inviteLink, server.url + "/call/acts")
         // The invite shared twice is one invite (the server keeps 20 live ones per participant).
@@ -188,7 +188,7 @@ final class ActionsEndToEndTests: XCTestCase {
         }
         s.click(.raiseHand)
         XCTAssertTrue(mine.has(.raiseHandButtonClicked))
-        mine.wait { if case .participantHandRaised = $0 { return true }; return false }
+        mine.wait("mine: participantHandRaised") { if case .participantHandRaised = $0 { return true }; return false }
         s.click(.participantList)
         XCTAssertTrue(mine.has(.participantListHidden))
         s.click(.leaveSession)
@@ -229,7 +229,7 @@ final class ActionsEndToEndTests: XCTestCase {
         // A second call, alone.
         try await CometChatCalls.joinSession(sessionID: "solo-log", callSetting: SessionSettingsBuilder().setAudioInput("null").setAudioOutput("null").build())
         CallSession.shared.leaveSession()
-        mine.wait { if case .sessionLeft = $0 { return true }; return false }
+        mine.wait("mine: sessionLeft") { if case .sessionLeft = $0 { return true }; return false }
         // The leave is on disk a moment after `sessionLeft`: the log lists the session once it is.
         var all: [CallLog] = []
         await eventually(5) {
@@ -290,7 +290,7 @@ extension ActionsEndToEndTests {
             XCTAssertEqual(error.errorCode, "ERR_CALL_SESSION_NOT_FOUND")
         }
         let apiKey = server.keys.apiKey
-        let tooMany = try await { () async -> Int in
+        let tooMany = await { () async -> Int in
             var req = URLRequest(url: URL(string: server.url + "/v3/calls/acts/transcriptions?perPage=1001")!)
             req.setValue(apiKey, forHTTPHeaderField: "apikey")
             let sem = DispatchSemaphore(value: 0)

@@ -40,7 +40,6 @@ final class DeviceLossTests: XCTestCase {
         try engine.start(relay: relay.socket.localAddress, ssrc: 1, bindToken: [UInt8](repeating: 0, count: 16),
                          keys: [WireMediaKey(ssrc: 1, epoch: 0, key: Base64URL.encode([UInt8](repeating: 7, count: 28)))])
         defer { engine.stop() }
-        let deadline = Date().addingTimeInterval(5)
         eventually(5, poll: 0.05) { notices.withLock({ $0.count }) >= 2 }
         let seen = notices.withLock { $0 }
         XCTAssertEqual(seen.count, 2, "\(seen)")

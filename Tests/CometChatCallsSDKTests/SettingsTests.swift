@@ -16,7 +16,7 @@ final class SettingsTests: XCTestCase {
 
     func write(_ text: String) -> String {
         let p = dir + "/cometchat-settings.json"
-        FileManager.default.createFile(atPath: p, contents: Data(text.utf8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: p, contents: Data(text.utf8)))
         return p
     }
 

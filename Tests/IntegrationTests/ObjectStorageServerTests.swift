@@ -76,7 +76,7 @@ final class ObjectStorageServerTests: XCTestCase {
         try S3Client(bucket).createBucket()
         // Writes of files are held while this file exists: the upload is under way when the node dies.
         let stall = tmp.file("stall")
-        FileManager.default.createFile(atPath: stall, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: stall, contents: nil))
         let proxy = try S3FaultProxy(upstream: moto.endpoint, stallWhile: stall)
         self.proxy = proxy
         let storage: [String: Any] = ["endpoint": proxy.endpoint, "bucket": "calls", "accessKeyID": "AKID", "secretAccessKey": "secret"]

@@ -104,7 +104,7 @@ final class PixelGraphicsTerminalTests: XCTestCase {
         let tmp = TemporaryDirectory("callroom-sixel")
         defer { tmp.remove() }
         let image = try XCTUnwrap(images.last)
-        FileManager.default.createFile(atPath: tmp.file("i.six"), contents: Data(image))
+        XCTAssertTrue(FileManager.default.createFile(atPath: tmp.file("i.six"), contents: Data(image)))
         let p = try ManagedProcess("/usr/bin/sixel2png", ["-i", tmp.file("i.six"), "-o", tmp.file("i.png")])
         XCTAssertEqual(p.wait(timeout: 10), 0, p.errorOutput)
         let png = try XCTUnwrap(FileManager.default.contents(atPath: tmp.file("i.png")))

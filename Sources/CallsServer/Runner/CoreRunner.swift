@@ -3,7 +3,7 @@ import CallsStore
 import Foundation
 
 /// A pure core a `CoreRunner` drives: `handle(input, now) -> [effect]`, nothing else.
-protocol RunnableCore: AnyObject {
+protocol RunnableCore: AnyObject, SendableMetatype {
     associatedtype Input: Sendable
     associatedtype Effect
     func handle(_ input: Input, now: Int64) -> [Effect]

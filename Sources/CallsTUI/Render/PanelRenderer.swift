@@ -86,7 +86,7 @@ enum PanelRenderer {
     }
 
     /// Local time of day, hours and minutes.
-    nonisolated(unsafe) private static let chatTime: DateFormatter = {
+    private static let chatTime: DateFormatter = {
         let f = DateFormatter()
         f.dateFormat = "HH:mm"
         f.locale = Locale(identifier: "en_US_POSIX")

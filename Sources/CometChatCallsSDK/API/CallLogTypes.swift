@@ -31,7 +31,7 @@ public class CallEntity: @unchecked Sendable {
 }
 
 /// A user in the call log.
-public final class CallUser: CallEntity, Sendable {
+public final class CallUser: CallEntity, @unchecked Sendable {
     public let uid: String
     public let avatar: String?
     init(uid: String, name: String, avatar: String? = nil) {
@@ -42,7 +42,7 @@ public final class CallUser: CallEntity, Sendable {
 }
 
 /// A group in the call log; for a meeting, the session itself (`guid` is the session id).
-public final class CallGroup: CallEntity, Sendable {
+public final class CallGroup: CallEntity, @unchecked Sendable {
     public let guid: String
     public let icon: String?
     init(guid: String, name: String, icon: String? = nil) {

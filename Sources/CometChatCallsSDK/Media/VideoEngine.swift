@@ -307,7 +307,7 @@ final class VideoEngine: @unchecked Sendable {
     /// `sweepDeparted` (they were kept for the rest of the call: a decoder for every video
     /// sender that ever left).
     func forgetSender(_ ssrc: UInt32) {
-        departed.withLock { $0.insert(ssrc) }
+        departed.withLock { _ = $0.insert(ssrc) }
         anyDeparted.store(true, ordering: .releasing)
         clear([ssrc])
     }
