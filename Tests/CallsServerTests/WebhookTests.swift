@@ -95,7 +95,7 @@ final class WebhookTests: XCTestCase {
         ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
         guard case .call(_, let call, _)? = bob.wait({ if case .call(.incoming, _, _) = $0 { return true }; return false }) else { return XCTFail() }
         bob.send(.acceptCall(sessionId: call.sessionId))
-        _ = ann.wait { if case .call(.accepted, _, _) = $0 { return true }; return false }
+        XCTAssertNotNil(ann.wait { if case .call(.accepted, _, _) = $0 { return true }; return false }, "ann hears the call accepted")
         let room = try SignalProbe(url: url)
         room.send(.join(.init(callToken: try h.callToken(uid: "ann", session: call.sessionId), sessionId: call.sessionId)))
         XCTAssertNotNil(room.joined())
@@ -125,11 +125,11 @@ final class WebhookTests: XCTestCase {
         guard case .call(_, let call, _)? = ann.wait({ if case .call(.initiated, _, _) = $0 { return true }; return false }) else { return XCTFail() }
         ann.send(.rejectCall(sessionId: call.sessionId, status: .cancelled))
         // Only call_busy is wanted: nothing is queued for this call.
-        _ = ann.wait { if case .call(.cancelled, _, _) = $0 { return true }; return false }
+        XCTAssertNotNil(ann.wait { if case .call(.cancelled, _, _) = $0 { return true }; return false }, "ann hears the call cancelled")
         XCTAssertEqual((h.request("GET", "/v3/webhooks/deliveries", headers: h.adminHeaders).json["data"] as? [[String: Any]])?.count, 0)
         // A busy call is: after two failed attempts it is a dead letter, re-sent by the operator.
         ann.send(.initiateCall(receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil))
-        _ = ann.wait { if case .call(.initiated, let c, _) = $0 { return c.sessionId != call.sessionId }; return false }
+        XCTAssertNotNil(ann.wait { if case .call(.initiated, let c, _) = $0 { return c.sessionId != call.sessionId }; return false }, "ann hears the call initiated")
         let cat = try RingingTests.online(url: url, appId: app, authKey: key, uid: "cat")
         cat.send(.initiateCall(receiverId: "ann", receiverType: .user, type: .audio, timeoutSeconds: nil))  // ann is calling: busy
         XCTAssertTrue(receiver.waitFor(2))
@@ -168,7 +168,7 @@ final class WebhookTests: XCTestCase {
             else { return XCTFail("no incoming") }
             sessions.append(c.sessionId)
             ann.send(.rejectCall(sessionId: c.sessionId, status: .cancelled))
-            _ = ann.wait { if case .call(.cancelled, let x, _) = $0 { return x.sessionId == c.sessionId }; return false }
+            XCTAssertNotNil(ann.wait { if case .call(.cancelled, let x, _) = $0 { return x.sessionId == c.sessionId }; return false }, "ann hears the call cancelled")
         }
         server.process.signal(SIGKILL)
         _ = server.process.wait()
@@ -196,7 +196,7 @@ final class WebhookTests: XCTestCase {
             else { XCTFail("no incoming"); return sessions }
             sessions.append(c.sessionId)
             ann.send(.rejectCall(sessionId: c.sessionId, status: .cancelled))
-            _ = ann.wait { if case .call(.cancelled, let x, _) = $0 { return x.sessionId == c.sessionId }; return false }
+            XCTAssertNotNil(ann.wait { if case .call(.cancelled, let x, _) = $0 { return x.sessionId == c.sessionId }; return false }, "ann hears the call cancelled")
         }
         return sessions
     }
