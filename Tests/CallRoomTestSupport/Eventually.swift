@@ -9,6 +9,19 @@ public func eventually(_ seconds: Double = 5, poll: Double = 0.01, _ condition: 
     try eventuallyValue(seconds, poll: poll) { try condition() ? true : nil } ?? false
 }
 
+/// `eventually` in an async test with a synchronous condition: Swift picks this one there (an
+/// async overload wins in an async context), so the wait sleeps without holding one of the few
+/// cooperative threads the code under test may need.
+@discardableResult
+public func eventually(_ seconds: Double = 5, poll: Double = 0.01, _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
+    while true {
+        if try condition() { return true }
+        guard monotonicNanoseconds() < deadline else { return false }
+        try? await Task.sleep(nanoseconds: UInt64(poll * 1e9))
+    }
+}
+
 /// The first value `produce` gives (non-nil) within `seconds`, or nil.
 public func eventuallyValue<T>(_ seconds: Double = 5, poll: Double = 0.01, _ produce: () throws -> T?) rethrows -> T? {
     let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
@@ -62,6 +75,17 @@ public func holds(for seconds: Double, poll: Double = 0.02, _ condition: () thro
     while monotonicNanoseconds() < deadline {
         guard try condition() else { return false }
         Thread.sleep(forTimeInterval: poll)
+    }
+    return try condition()
+}
+
+/// `holds(for:)` in an async test with a synchronous condition (chosen there, as `eventually`'s):
+/// the window passes without holding a thread.
+public func holds(for seconds: Double, poll: Double = 0.02, _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
+    while monotonicNanoseconds() < deadline {
+        guard try condition() else { return false }
+        try? await Task.sleep(nanoseconds: UInt64(poll * 1e9))
     }
     return try condition()
 }

@@ -67,7 +67,7 @@ final class ActionsEndToEndTests: XCTestCase {
         s.switchCamera()
         XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .REAR)))
         // The change reaches Bob through the server, so it lands a round trip later than Alice's own event.
-        eventually(5) { bob.participants.first(where: { $0.uid == "alice" })?.cameraFacing == .REAR }
+        await eventually(5) { bob.participants.first(where: { $0.uid == "alice" })?.cameraFacing == .REAR }
         XCTAssertEqual(bob.participants.first { $0.uid == "alice" }?.cameraFacing, .REAR, "camera facing goes through the server")
         s.switchCamera()
         XCTAssertTrue(mine.has(.cameraFacingChanged(cameraFacing: .FRONT)))
@@ -135,7 +135,7 @@ final class ActionsEndToEndTests: XCTestCase {
         s.setLayout("DIAGONAL")
         XCTAssertTrue(mine.error("INVALID_LAYOUT"))
         s.setAudioMode("SPEAKER")
-        let quiet = holds(for: 0.3) { !mine.all.contains(.audioModeChanged(audioMode: .speaker)) }
+        let quiet = await holds(for: 0.3) { !mine.all.contains(.audioModeChanged(audioMode: .speaker)) }
         XCTAssertTrue(quiet, "picking the current mode fires nothing")
         s.setAudioMode("EARPIECE")
         XCTAssertTrue(mine.error("AUDIO_MODE_UNAVAILABLE"), "no earpiece on Linux")

@@ -22,7 +22,7 @@ final class ClientLifetimeTests: XCTestCase {
             XCTAssertNotNil(engine, "joined: it has a media engine")
             await c.leave()
         }
-        let freed = eventually(5) { gone == nil && engine == nil }
+        let freed = await eventually(5) { gone == nil && engine == nil }
         XCTAssertTrue(freed, "client freed: \(gone == nil), engine freed: \(engine == nil)")
         await keeper.leave()
     }
@@ -40,10 +40,10 @@ final class ClientLifetimeTests: XCTestCase {
             let c = try await t.joinedClient("cycler", session: "decoders", settings: SessionSettingsBuilder()
                 .setSessionType(.video).setAudioInput("null").setAudioOutput("none").setVideoSource("avatar")
                 .setVideoFormat(width: 160, height: 90, fps: 10, bitrateKbps: 120).build())
-            let decoding = eventually(10) { engine.videoReceiverCount == 1 }
+            let decoding = await eventually(10) { engine.videoReceiverCount == 1 }
             XCTAssertTrue(decoding, "round \(round): the keeper decodes the cycler's video (\(engine.videoReceiverCount) receivers)")
             await c.leave()
-            let dropped = eventually(5) { engine.videoReceiverCount == 0 }
+            let dropped = await eventually(5) { engine.videoReceiverCount == 0 }
             XCTAssertTrue(dropped, "round \(round): \(engine.videoReceiverCount) receivers after the sender left")
         }
         await keeper.leave()

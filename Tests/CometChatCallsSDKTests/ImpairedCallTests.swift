@@ -32,7 +32,7 @@ final class ImpairedCallTests: XCTestCase {
         XCTAssertGreaterThan(stats.jitterMs, 1, "30 ms of delay variation shows as jitter")
         XCTAssertGreaterThan(stats.bytesReceived, 1000)
         // (Measured every 2 s: a ping's round trip, and the receivers' reports back to the speaker.)
-        eventually(5, poll: 0.1) { listener.serverRoundTripMs != nil && speaker.connectionQuality()[spkPID] != nil }
+        await eventually(5, poll: 0.1) { listener.serverRoundTripMs != nil && speaker.connectionQuality()[spkPID] != nil }
         XCTAssertNotNil(listener.serverRoundTripMs, "the round trip to the server is measured")
         XCTAssertNotNil(speaker.connectionQuality()[spkPID], "the speaker learns its uplink quality")
         // The listener's receiver reports reached the speaker: its FEC is tuned for the loss.

@@ -20,7 +20,7 @@ final class LocalAudioControlsTests: XCTestCase {
         let pid = try XCTUnwrap(speaker.localParticipantID)
         /// The listener's meter for the speaker once it satisfies `ok` (or after 5 s).
         func level(until ok: (Float) -> Bool) async -> Float {
-            eventually(5) { ok(listener.audioLevels()[pid] ?? -127) }
+            await eventually(5) { ok(listener.audioLevels()[pid] ?? -127) }
             return listener.audioLevels()[pid] ?? -127
         }
         let normal = await level { $0 > -30 }
@@ -37,18 +37,18 @@ final class LocalAudioControlsTests: XCTestCase {
 
         // The mix's level once it is steady (two readings 200 ms apart within half a dB).
         var last = mix.level
-        eventually(5, poll: 0.2) {
+        await eventually(5, poll: 0.2) {
             let now = mix.level
             defer { last = now }
             return now > -30 && abs(now - last) < 0.5
         }
         let full = mix.level
         listener.setVolume(0.25, for: "spk")
-        eventually(5) { abs(mix.level - (full - 12)) < 2 }
+        await eventually(5) { abs(mix.level - (full - 12)) < 2 }
         XCTAssertEqual(mix.level, full - 12, accuracy: 2, "volume 0.25 plays 12 dB quieter")
         XCTAssertGreaterThan(listener.audioLevels()[pid] ?? -127, -30, "the tile meter still shows what they send")
         listener.setVolume(0, for: pid)
-        eventually(5) { mix.level < -90 }
+        await eventually(5) { mix.level < -90 }
         XCTAssertLessThan(mix.level, -90, "volume 0 silences one participant")
         // Pauses in sending (push-to-talk, mute) are not network loss.
         try await Task.sleep(nanoseconds: 2_200_000_000)
@@ -69,22 +69,22 @@ final class AudioDeviceSwitchTests: XCTestCase {
         let listener = try await t.joinedClient("ear", session: "devs", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null").build(), probe: mix)
         let pid = try XCTUnwrap(speaker.localParticipantID)
-        eventually(5) { listener.mediaStatistics.map { $0.packetsReceived > 10 } ?? false }
+        await eventually(5) { listener.mediaStatistics.map { $0.packetsReceived > 10 } ?? false }
         XCTAssertLessThan(listener.audioLevels()[pid] ?? -127, -60, "null microphone: silence")
         XCTAssertLessThan(mix.level, -60)
         try speaker.setAudioInput("tone:440")
         XCTAssertEqual(speaker.audioEndpoints.input, "tone:440")
-        eventually(5) { (listener.audioLevels()[pid] ?? -127) > -30 }
+        await eventually(5) { (listener.audioLevels()[pid] ?? -127) > -30 }
         XCTAssertGreaterThan(listener.audioLevels()[pid] ?? -127, -30, "the new microphone is heard at once")
         try speaker.setAudioInput("null")
-        eventually(5) { mix.level < -60 }
+        await eventually(5) { mix.level < -60 }
         XCTAssertLessThan(mix.level, -60, "back to silence")
         listener.playTestTone(seconds: 1)
         let toneStarted = Date()
-        eventually(5) { mix.level > -30 }
+        await eventually(5) { mix.level > -30 }
         XCTAssertGreaterThan(mix.level, -30, "the test tone plays locally")
         XCTAssertLessThan(speaker.audioLevels()[listener.localParticipantID ?? ""] ?? -127, -60, "and is not sent")
-        eventually(5) { mix.level < -60 }
+        await eventually(5) { mix.level < -60 }
         XCTAssertLessThan(mix.level, -60, "the tone ends")
         XCTAssertGreaterThan(Date().timeIntervalSince(toneStarted), 0.8, "after about a second")
         XCTAssertThrowsError(try speaker.setAudioInput("bogus:1"))

@@ -24,7 +24,7 @@ final class MediaEncryptionTests: XCTestCase {
             .setAudioInput("null").setAudioOutput("null").build())
         let speaker = try await t.joinedClient("spk", session: "spoof", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none").build())
-        eventually(5) { (listener.mediaStatistics?.packetsReceived ?? 0) > 20 }
+        await eventually(5) { (listener.mediaStatistics?.packetsReceived ?? 0) > 20 }
         let victimSSRC = try ssrc(of: speaker, seenBy: listener)
         let port = try XCTUnwrap(speaker.mediaLocalPort)
         let before = try XCTUnwrap(listener.mediaStatistics)
@@ -37,7 +37,7 @@ final class MediaEncryptionTests: XCTestCase {
             packet += [UInt8](repeating: 0, count: 17)  // the size of a real MKI and tag
             try SpoofedUDP.send(packet, fromPort: port, toPort: UInt16(t.server.mediaPort))
         }
-        eventually(5) {
+        await eventually(5) {
             (listener.mediaStatistics?.srtpRejected ?? 0) >= 50 && (listener.mediaStatistics?.packetsReceived ?? 0) - before.packetsReceived > 20
         }
         let after = try XCTUnwrap(listener.mediaStatistics)
@@ -58,7 +58,7 @@ final class MediaEncryptionTests: XCTestCase {
             .setAudioInput("null").setAudioOutput("null").build())
         let leaver = try await t.joinedClient("gone", session: "rotate", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null").build())
-        eventually(5) {
+        await eventually(5) {
             guard let s = try? self.ssrc(of: speaker, seenBy: stayer) else { return false }
             return stayer.mediaKeyEpochs(of: s) == [0] && leaver.mediaKeyEpochs(of: s) == [0] && (stayer.mediaStatistics?.packetsReceived ?? 0) > 10
         }
@@ -68,11 +68,11 @@ final class MediaEncryptionTests: XCTestCase {
         XCTAssertEqual(speaker.mediaKeyEpochs(of: s), [0])
         await leaver.leave()
         // The speaker switches 250 ms after the new key arrives.
-        eventually(5) { stayer.mediaKeyEpochs(of: s) == [0, 1] && speaker.mediaKeyEpochs(of: s) == [1] }
+        await eventually(5) { stayer.mediaKeyEpochs(of: s) == [0, 1] && speaker.mediaKeyEpochs(of: s) == [1] }
         XCTAssertEqual(stayer.mediaKeyEpochs(of: s), [0, 1], "the new epoch, the old one kept for packets in flight")
         XCTAssertEqual(speaker.mediaKeyEpochs(of: s), [1], "the speaker switched after the others had the key")
         let before = try XCTUnwrap(stayer.mediaStatistics)
-        eventually(5) { (stayer.mediaStatistics?.packetsReceived ?? 0) - before.packetsReceived > 40 }
+        await eventually(5) { (stayer.mediaStatistics?.packetsReceived ?? 0) - before.packetsReceived > 40 }
         let after = try XCTUnwrap(stayer.mediaStatistics)
         XCTAssertEqual(after.srtpRejected, 0, "nothing was lost to the rotation")
         XCTAssertGreaterThan(after.packetsReceived - before.packetsReceived, 40, "50 packets a second go on under the new key")
@@ -94,7 +94,7 @@ final class MediaOverSignallingTests: XCTestCase {
             .setAudioInput("null").setAudioOutput("null").build(), onEvent: { events.add($0) })
         let speaker = try await t.joinedClient("spk", session: "tunnel", settings: SessionSettingsBuilder()
             .setAudioInput("tone:440").setAudioOutput("none").build())
-        eventually(8) {
+        await eventually(8) {
             events.all.contains { if case .mediaTransportChanged(.signalling) = $0 { return true }; return false }
                 && (listener.mediaStatistics?.packetsReceived ?? 0) > 0
         }
@@ -103,7 +103,7 @@ final class MediaOverSignallingTests: XCTestCase {
         XCTAssertTrue(listener.audioNotices.contains { $0.contains("signalling connection") }, "\(listener.audioNotices)")
         let before = try XCTUnwrap(listener.mediaStatistics)
         let relay = try XCTUnwrap(t.server.relayCounters)
-        eventually(8) {
+        await eventually(8) {
             (listener.mediaStatistics?.packetsReceived ?? 0) - before.packetsReceived > 40
                 && relay.tunnelled.load(ordering: .relaxed) > 100 && relay.tunnelledOut.load(ordering: .relaxed) > 100
         }

@@ -59,7 +59,7 @@ final class ObjectStorageRecordingTests: XCTestCase {
         }
         func storages() -> Set<String> { Set((recording()?["files"] as? [[String: Any]] ?? []).compactMap { $0["storage"] as? String }) }
         // (The mix, the moderator's Ogg Opus and their WebM: the SDK sends the test pattern.)
-        let stored = eventually(30, poll: 0.2) { (recording()?["files"] as? [Any])?.count == 3 && storages() == ["objectStorage"] }
+        let stored = await eventually(30, poll: 0.2) { (recording()?["files"] as? [Any])?.count == 3 && storages() == ["objectStorage"] }
         XCTAssertTrue(stored, "every file in object storage: \(storages()) — proxy: \(proxy.lines.suffix(20))")
         XCTAssertGreaterThanOrEqual(proxy.lines.filter { $0.hasPrefix("failed PUT") }.count, 2, "\(proxy.lines)")
 
@@ -121,11 +121,12 @@ final class ObjectStorageRecordingTests: XCTestCase {
         let swept = t.server.sweepRecordings(now: epochMilliseconds() + 2 * 86_400_000)
         XCTAssertEqual(swept.recordings, 1)
         XCTAssertEqual(swept.transcripts, 1, "transcripts have the recordings' retention")
-        XCTAssertTrue(eventually(10, poll: 0.2) {
+        let objectsGone = await eventually(10, poll: 0.2) {
             t.server.uploadDueObjects()
             return (try? S3Client(bucket).size("recordings/\(rid)/mixed.opus")) == .some(nil)
                 && (try? S3Client(bucket).size("transcripts/\(tid).json")) == .some(nil)
-        }, "the recording's and the transcript's objects deleted")
+        }
+        XCTAssertTrue(objectsGone, "the recording's and the transcript's objects deleted")
         XCTAssertNil(try S3Client(bucket).size("transcripts/\(tid).vtt"))
         for suffix in [".json", ".jsonl"] {
             XCTAssertFalse(FileManager.default.fileExists(atPath: t.dir + "/transcripts/\(tid)\(suffix)"), "the local \(suffix) removed")

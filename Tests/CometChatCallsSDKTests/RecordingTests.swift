@@ -217,7 +217,7 @@ final class RecordingLimitsTests: XCTestCase {
         let boss = try await moderator(t, events)
         let asked = Date()
         boss.setSessionFeature(.recording, enabled: true)
-        eventually(3) { events.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) }
+        await eventually(3) { events.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) }
         let refusal = events.all.compactMap { e -> String? in if case .error("ERR_RECORDING_FAILED", let m) = e { return m }; return nil }.first
         XCTAssertTrue(refusal?.contains("quota") == true, "\(events.all.map(\.callback))")
         XCTAssertLessThan(Date().timeIntervalSince(asked), 2, "at once, not after the start timeout")
@@ -231,7 +231,7 @@ final class RecordingLimitsTests: XCTestCase {
         let events = EventRecorder<CallEvent>()
         let boss = try await moderator(t, events)
         boss.setSessionFeature(.recording, enabled: true)
-        eventually(3) { events.all.contains(.recordingStarted) }
+        await eventually(3) { events.all.contains(.recordingStarted) }
         try await Task.sleep(nanoseconds: 1_200_000_000)
         boss.setSessionFeature(.recording, enabled: false)
         let admin = ["apikey": t.server.keys.apiKey]
@@ -275,13 +275,13 @@ final class RecordingFullDiskTests: XCTestCase {
         let guest = try await t.joinedClient("guest", session: "full", settings: SessionSettingsBuilder()
             .setAudioInput("tone:660").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
         mod.setSessionFeature(.recording, enabled: true)
-        eventually(5) { guestEvents.all.contains(.recordingStarted) }
+        await eventually(5) { guestEvents.all.contains(.recordingStarted) }
         XCTAssertTrue(guestEvents.all.contains(.recordingStarted))
         // The disk fills: the moderator hears why, everyone that it stopped.
-        eventually(30) { modEvents.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) }
+        await eventually(30) { modEvents.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) }
         XCTAssertTrue(modEvents.all.contains { if case .error("ERR_RECORDING_FAILED", let m) = $0 { return m.contains("No space left") }; return false },
                       "the moderator is told why: \(modEvents.all)")
-        eventually(5) { guestEvents.all.contains(.recordingStopped) }
+        await eventually(5) { guestEvents.all.contains(.recordingStopped) }
         XCTAssertTrue(guestEvents.all.contains(.recordingStopped))
         XCTAssertFalse(guest.isServerRecording)
         // What fitted is in the call log, finished, and plays.

@@ -25,7 +25,7 @@ final class RedundantAudioCallTests: XCTestCase {
         // One frame is repeated from the start (5 % assumed); the first report (after half a second
         // of audio, then every 2 s) raises it to what 10 % asks for; then copies repair the losses.
         XCTAssertGreaterThanOrEqual(speaker.mediaReport?.redundancyFrames ?? 0, 1, "from the first packet")
-        eventually(8, poll: 0.1) { (speaker.mediaReport?.redundancyFrames ?? 0) >= 2 }
+        await eventually(8, poll: 0.1) { (speaker.mediaReport?.redundancyFrames ?? 0) >= 2 }
         let frames = speaker.mediaReport?.redundancyFrames ?? 0
         XCTAssertGreaterThanOrEqual(frames, 2, "10 % loss reported: two (or more) previous frames repeated")
         XCTAssertEqual(speaker.fecExpectedLossPercent.map { $0 >= 6 }, true, "the loss reached the speaker")
@@ -82,7 +82,7 @@ final class RedundantAudioCallTests: XCTestCase {
         let listener = try await t.joinedClient("lis", session: "bursts", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null")
             .setNetworkImpairment(NetworkImpairment(lossPercent: 20, jitterMs: 0, seed: 7, burstLength: 3)).build())
-        eventually(10, poll: 0.1) { (speaker.mediaReport?.redundancyFrames ?? 0) >= 5 }
+        await eventually(10, poll: 0.1) { (speaker.mediaReport?.redundancyFrames ?? 0) >= 5 }
         let frames = speaker.mediaReport?.redundancyFrames ?? 0
         XCTAssertGreaterThanOrEqual(frames, 5, "runs of five and more reported: five or six previous frames repeated")
         let before = try XCTUnwrap(listener.mediaReport)
@@ -103,9 +103,9 @@ final class RedundantAudioCallTests: XCTestCase {
         let listener = try await t.joinedClient("lis", session: "plain", settings: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null")
             .setNetworkImpairment(NetworkImpairment(lossPercent: 10, jitterMs: 0, seed: 3)).build())
-        eventually(8) { (speaker.fecExpectedLossPercent ?? 0) >= 6 }
+        await eventually(8) { (speaker.fecExpectedLossPercent ?? 0) >= 6 }
         XCTAssertEqual(speaker.fecExpectedLossPercent.map { $0 >= 6 }, true, "the reports came")
-        let none = holds(for: 1) { speaker.mediaReport?.redundancyFrames == 0 }
+        let none = await holds(for: 1) { speaker.mediaReport?.redundancyFrames == 0 }
         XCTAssertTrue(none, "a receiver without RED: nothing repeated")
         XCTAssertEqual(speaker.mediaReport?.redundancyFrames, 0)
         let r = try XCTUnwrap(listener.mediaReport)

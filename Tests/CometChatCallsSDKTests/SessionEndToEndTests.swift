@@ -130,7 +130,7 @@ final class SessionEndToEndTests: XCTestCase {
 
         // Our tone reaches bob: his engine measures our level well above silence.
         let alicePID = try XCTUnwrap(CallSession.shared.localParticipantID)
-        eventually(3) { (listenerBot.audioLevels()[alicePID] ?? -127) >= -30 }
+        await eventually(3) { (listenerBot.audioLevels()[alicePID] ?? -127) >= -30 }
         let heard = listenerBot.audioLevels()[alicePID] ?? -127
         XCTAssertGreaterThan(heard, -30, "bob hears alice's tone")
 
@@ -161,7 +161,7 @@ final class SessionEndToEndTests: XCTestCase {
 
         CallSession.shared.clearAllListeners()
         let again = try await bot("carol")
-        let silent = holds(for: 0.3) { !(rec.events.contains("onParticipantJoined") && rec.participant(for: "onParticipantJoined")?.uid == "carol") }
+        let silent = await holds(for: 0.3) { !(rec.events.contains("onParticipantJoined") && rec.participant(for: "onParticipantJoined")?.uid == "carol") }
         XCTAssertTrue(silent, "a cleared listener hears nothing more")
         await again.leave()
     }
@@ -210,7 +210,7 @@ final class ReconnectionTests: XCTestCase {
         XCTAssertNotNil(bLog.wait { if case .participantAudioMuted(let p) = $0 { return p.uid == "ada" }; return false })
         a.setAudioMuted(false)
         let aPID = try XCTUnwrap(pidBefore)
-        eventually(3) { (b.audioLevels()[aPID] ?? -127) >= -30 }
+        await eventually(3) { (b.audioLevels()[aPID] ?? -127) >= -30 }
         let heard = b.audioLevels()[aPID] ?? -127
         XCTAssertGreaterThan(heard, -30, "media flows after the resume")
         await a.leave()
@@ -253,9 +253,10 @@ final class ReconnectionTests: XCTestCase {
             XCTAssertFalse(log.all.contains { $0 == .connectionClosed }, "never gave up")
         }
         // Both are in the restarted server's room, and each hears the other through its new relay.
-        XCTAssertTrue(eventually(10) { Set(a.participants.map(\.uid)) == ["ada", "bob"] && Set(b.participants.map(\.uid)) == ["ada", "bob"] })
+        let together = await eventually(10) { Set(a.participants.map(\.uid)) == ["ada", "bob"] && Set(b.participants.map(\.uid)) == ["ada", "bob"] }
+        XCTAssertTrue(together, "both in the restarted server's room")
         let aPID = try XCTUnwrap(a.localParticipantID), bPID = try XCTUnwrap(b.localParticipantID)
-        let heard = eventually(5) { (b.audioLevels()[aPID] ?? -127) >= -30 && (a.audioLevels()[bPID] ?? -127) >= -30 }
+        let heard = await eventually(5) { (b.audioLevels()[aPID] ?? -127) >= -30 && (a.audioLevels()[bPID] ?? -127) >= -30 }
         XCTAssertTrue(heard, "levels after the rejoin: \(b.audioLevels()) \(a.audioLevels())")
         await a.leave()
         await b.leave()

@@ -54,7 +54,7 @@ final class StreamingTests: XCTestCase {
         mod.setSessionFeature(.streaming, enabled: true)
         try await waitFor("onStreamingStarted (guest)", guestEvents) { $0 == .streamingStarted }
         XCTAssertEqual(guest.streamState, .live)
-        eventually(3) { !ice.mounts().isEmpty }
+        await eventually(3) { !ice.mounts().isEmpty }
         XCTAssertEqual(ice.mounts(), ["/onair.opus"])
         XCTAssertEqual(guest.participants.count, 2, "the streamer is no participant")
         mod.setSessionFeature(.streaming, enabled: true)
@@ -82,7 +82,7 @@ final class StreamingTests: XCTestCase {
         mod.setSessionFeature(.streaming, enabled: false)
         try await waitFor("onStreamingStopped", guestEvents) { $0 == .streamingStopped }
         XCTAssertNil(guest.streamState)
-        eventually(2) { ice.mounts().isEmpty }
+        await eventually(2) { ice.mounts().isEmpty }
         XCTAssertEqual(ice.mounts(), [], "the mount ends with the stream")
         await guest.leave()
         await mod.leave()

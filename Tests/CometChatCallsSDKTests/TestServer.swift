@@ -36,7 +36,7 @@ extension ServerHarness {
     /// within `seconds` (the recorder writes what it receives).
     func recordingFileGrows(_ suffix: String, beyond bytes: Int, within seconds: Double = 20) async -> Bool {
         let root = dir + "/recordings"
-        return eventually(seconds) {
+        return await eventually(seconds) {
             ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).contains { rid in
                 ((try? FileManager.default.contentsOfDirectory(atPath: root + "/" + rid)) ?? []).contains { name in
                     name.hasSuffix(suffix) && ((try? FileManager.default.attributesOfItem(atPath: "\(root)/\(rid)/\(name)")[.size] as? NSNumber)?.intValue ?? 0) > bytes
@@ -51,7 +51,7 @@ extension XCTestCase {
     /// `what` and every callback seen when none came.
     func waitFor(_ what: String, _ events: EventRecorder<CallEvent>, seconds: Double = 5, file: StaticString = #filePath, line: UInt = #line,
                  _ match: @escaping (CallEvent) -> Bool) async throws {
-        let seen = eventually(seconds) { events.all.contains(where: match) }
+        let seen = await eventually(seconds) { events.all.contains(where: match) }
         XCTAssertTrue(seen, "\(what): \(events.all.map(\.callback))", file: file, line: line)
     }
 }

@@ -22,7 +22,7 @@ final class TranscriptionTests: XCTestCase {
     /// ended — written by the transcriber —, within `seconds`; empty when it has not by then.
     func finishedTranscripts(_ t: ServerHarness, session: String, within seconds: Double) async -> [[String: Any]] {
         var list: [[String: Any]] = []
-        let ended = eventually(seconds, poll: 0.1) {
+        let ended = await eventually(seconds, poll: 0.1) {
             list = BlockingHTTP.request("GET", t.server.url + "/v3/calls/\(session)/transcriptions",
                                         headers: ["apikey": t.server.keys.apiKey]).json["data"] as? [[String: Any]] ?? []
             return ((list.first?["endTime"] as? NSNumber)?.int64Value ?? 0) > 0
@@ -58,7 +58,7 @@ final class TranscriptionTests: XCTestCase {
         // The clip loops: within two of its turns the guest has final captions of it.
         let modPID = try XCTUnwrap(mod.localParticipantID)
         func captions() -> [Caption] { guestEvents.all.compactMap { if case .captionReceived(let c) = $0 { return c }; return nil } }
-        eventually(20) { captions().filter({ $0.final && !$0.text.isEmpty }).count >= 2 }
+        await eventually(20) { captions().filter({ $0.final && !$0.text.isEmpty }).count >= 2 }
         let finals = captions().filter { $0.final && !$0.text.isEmpty }
         XCTAssertGreaterThanOrEqual(finals.count, 1, "final captions: \(captions())")
         let c = try XCTUnwrap(finals.first)
@@ -138,7 +138,7 @@ final class TranscriptionTests: XCTestCase {
             .setAudioInput("null").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
         mod.setSessionFeature(.transcription, enabled: true)
         func finals() -> [Caption] { guestEvents.all.compactMap { if case .captionReceived(let c) = $0, c.final, !c.text.isEmpty { return c }; return nil } }
-        eventually(20) { !finals().isEmpty }
+        await eventually(20) { !finals().isEmpty }
         let said = Set(WordErrorRate.words(try reference()))
         let heard = Set(finals().flatMap { WordErrorRate.words($0.text) })
         XCTAssertGreaterThanOrEqual(said.intersection(heard).count, 9, "moonshine heard \(finals().map(\.text)) for \(said)")

@@ -24,7 +24,7 @@ final class VideoEndToEndTests: XCTestCase {
     }
 
     func waitUntil(_ what: String, seconds: Double = 8, _ ok: () -> Bool) async throws {
-        let held = eventually(seconds) { ok() }
+        let held = await eventually(seconds) { ok() }
         XCTAssertTrue(held, what)
     }
 
@@ -68,7 +68,7 @@ final class VideoEndToEndTests: XCTestCase {
         let before = (counters.videoForwarded.load(ordering: .relaxed), counters.videoWithheld.load(ordering: .relaxed),
                       carol.videoReport?.received[alicePID]?.packets ?? 0)
         // A second and a half of alice's video (15 fps: 20 frames and more), counted at the relay.
-        eventually(5) { counters.videoForwarded.load(ordering: .relaxed) - before.0 >= 40 }
+        await eventually(5) { counters.videoForwarded.load(ordering: .relaxed) - before.0 >= 40 }
         let forwarded = counters.videoForwarded.load(ordering: .relaxed) - before.0
         let withheld = counters.videoWithheld.load(ordering: .relaxed) - before.1
         // One copy of each of alice's packets to bob, one withheld from carol.
@@ -86,13 +86,13 @@ final class VideoEndToEndTests: XCTestCase {
         alice.setVideoPaused(true)
         // Once the last frames in flight are through, the count stops (steady for half a second).
         var seen = counters.videoForwarded.load(ordering: .relaxed)
-        eventually(5, poll: 0.5) {
+        await eventually(5, poll: 0.5) {
             let now = counters.videoForwarded.load(ordering: .relaxed)
             defer { seen = now }
             return now == seen
         }
         let pausedAt = counters.videoForwarded.load(ordering: .relaxed)
-        let still = holds(for: 1) { counters.videoForwarded.load(ordering: .relaxed) == pausedAt }
+        let still = await holds(for: 1) { counters.videoForwarded.load(ordering: .relaxed) == pausedAt }
         XCTAssertTrue(still, "nothing forwarded while paused")
         XCTAssertNil(alice.videoFrame(participantID: alicePID), "no preview while paused")
         alice.setVideoPaused(false)

@@ -37,7 +37,7 @@ final class CallScreenShareTests: XCTestCase {
         }
         waitScreen("Share term", "the share button is on the bar")
         waitScreen("in call", "joined (sharing needs a session)")
-        eventually(5) { viewer.participants.count >= 2 }
+        await eventually(5) { viewer.participants.count >= 2 }
         let sharedPane = try XCTUnwrap(t.run(["display-message", "-p", "-t", "\(socket):0", "#{pane_id}"]).output
             .trimmingCharacters(in: .whitespacesAndNewlines).nilIfEmpty)
 
@@ -54,7 +54,7 @@ final class CallScreenShareTests: XCTestCase {
         waitScreen("Stop share", "the button says it is sharing")
 
         func grid() -> (String, TerminalGrid)? { viewer.sharedScreens.first.map { ($0.key, $0.value) } }
-        eventually(5) { grid()?.1.text.contains("test_login") == true }
+        await eventually(5) { grid()?.1.text.contains("test_login") == true }
         let (pid, g) = try XCTUnwrap(grid(), "the viewer has the shared pane")
         let truth = TerminalCapture.grid(lines: try XCTUnwrap(TmuxPane(socket: socket, target: sharedPane).capture()),
                                          columns: g.columns, rows: g.rows, cursor: nil)
@@ -68,7 +68,7 @@ final class CallScreenShareTests: XCTestCase {
         // d again: stopped.
         t.keys("d")
         waitScreen("Share term", "the button is back")
-        eventually(3) { viewer.sharedScreens.isEmpty }
+        await eventually(3) { viewer.sharedScreens.isEmpty }
         XCTAssertTrue(viewer.sharedScreens.isEmpty, "the viewer's panel went")
         XCTAssertTrue(events.has("onParticipantStoppedScreenShare"), events.all.joined(separator: " "))
 
@@ -79,11 +79,11 @@ final class CallScreenShareTests: XCTestCase {
         waitScreen("Stop share", "sharing the new shell")
         let windows = t.run(["list-windows", "-t", socket, "-F", "#{window_name}"]).output
         XCTAssertTrue(windows.contains("shared"), windows)
-        eventually(5) { !viewer.sharedScreens.isEmpty }
+        await eventually(5) { !viewer.sharedScreens.isEmpty }
         XCTAssertFalse(viewer.sharedScreens.isEmpty, "the new shell is shared")
         XCTAssertEqual(t.run(["kill-window", "-t", "\(socket):shared"]).status, 0)
         waitScreen("sharing stopped", "the screen says the shared terminal closed")
-        eventually(3) { viewer.sharedScreens.isEmpty }
+        await eventually(3) { viewer.sharedScreens.isEmpty }
         XCTAssertTrue(viewer.sharedScreens.isEmpty)
 
         t.keys("l")

@@ -27,7 +27,7 @@ final class ScreenShareEndToEndTests: XCTestCase {
                                                                         "--size", "50x8", "--", "bash", "-c", script])
         XCTAssertNotNil(share.waitForLine(timeout: 15) { $0.contains("sharing") }, share.errorOutput)
         func grid() -> (String, TerminalGrid)? { viewer.sharedScreens.first.map { ($0.key, $0.value) } }
-        eventually(5) { grid()?.1.text.contains("done") == true }
+        await eventually(5) { grid()?.1.text.contains("done") == true }
         let (pid, g) = try XCTUnwrap(grid(), "the viewer has the shared terminal")
         // tmux's own view of the shared pane is the truth the viewer must match, cell for cell.
         let pane = TmuxPane(socket: "callroom-share-\(share.process.processIdentifier)", target: "share:0.0")
@@ -43,7 +43,7 @@ final class ScreenShareEndToEndTests: XCTestCase {
         XCTAssertEqual(viewer.participants.first { $0.pid == pid }?.isPresenting, true)
         // The command ends (sleep 6): the share stops, its presenter leaves.
         XCTAssertEqual(share.wait(timeout: 20), 0, share.errorOutput)
-        eventually(3) { viewer.sharedScreens.isEmpty }
+        await eventually(3) { viewer.sharedScreens.isEmpty }
         XCTAssertTrue(viewer.sharedScreens.isEmpty, "the share ended with the command")
         XCTAssertTrue(events.has("onParticipantStoppedScreenShare") || events.has("onParticipantLeft"))
         await viewer.leave()
