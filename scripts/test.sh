@@ -16,9 +16,34 @@ bash scripts/install-deps.sh
 bash scripts/install-python-deps.sh
 bash scripts/build-bpf.sh
 swift build --build-tests
-swift test --skip-build "$@"
-if [ $# -eq 0 ]; then
-  echo "test.sh: the store's and the server's tests again, on PostgreSQL" >&2
-  skips=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' Tests/postgres-pass-skips.txt | awk '{print $1}' | paste -sd'|')
-  CALLROOM_TEST_STORE=postgres swift test --skip-build --filter CallsServerTests --skip "^CallsServerTests\.($skips)/"
+if [ $# -gt 0 ]; then
+  exec swift test --skip-build "$@"
 fi
+
+# The whole suite, in two shards side by side. It mostly waits (real-time media, processes
+# starting, timeouts running out: about a quarter of two cores busy in one pass), so the
+# IntegrationTests module runs in one process while every other module, then the PostgreSQL
+# pass, runs in another — each shard's classes one after another, as in one pass. SwiftPM locks
+# the build directory for a whole `swift test`, so the shards run the test bundle itself (an
+# argument of comma-separated classes). Every line says its shard: [integration] or [modules].
+bundle=.build/debug/CallRoomPackageTests.xctest
+classes=$("$bundle" --list-tests | sed -n 's#^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*#\1#p' | sort -u)
+integration=$(grep '^IntegrationTests\.' <<<"$classes" | paste -sd,)
+modules=$(grep -v '^IntegrationTests\.' <<<"$classes" | paste -sd,)
+skips=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' Tests/postgres-pass-skips.txt | awk '{print "CallsServerTests." $1}')
+postgres=$(grep '^CallsServerTests\.' <<<"$classes" | grep -vxF "$skips" | paste -sd,)
+
+echo "test.sh: Swift Testing" >&2
+swift test --skip-build --disable-xctest
+
+label() { sed -u "s/^/[$1] /"; }
+( "$bundle" "$integration" 2>&1 | label integration; exit "${PIPESTATUS[0]}" ) &
+integration_pid=$!
+modules_status=0
+( "$bundle" "$modules" 2>&1 | label modules; exit "${PIPESTATUS[0]}" ) || modules_status=$?
+echo "test.sh: the store's and the server's tests again, on PostgreSQL" >&2
+( CALLROOM_TEST_STORE=postgres "$bundle" "$postgres" 2>&1 | label postgres; exit "${PIPESTATUS[0]}" ) || modules_status=$?
+integration_status=0
+wait "$integration_pid" || integration_status=$?
+echo "test.sh: integration shard exit $integration_status, modules shard (and PostgreSQL) exit $modules_status" >&2
+[ "$integration_status" -eq 0 ] && [ "$modules_status" -eq 0 ]
