@@ -14,12 +14,7 @@ public func eventually(_ seconds: Double = 5, poll: Double = 0.01, _ condition: 
 /// cooperative threads the code under test may need.
 @discardableResult
 public func eventually(_ seconds: Double = 5, poll: Double = 0.01, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
-    while true {
-        if try condition() { return true }
-        guard monotonicNanoseconds() < deadline else { return false }
-        try? await Task.sleep(nanoseconds: UInt64(poll * 1e9))
-    }
+    try await eventually(seconds, poll: poll) { () async throws -> Bool in try condition() }
 }
 
 /// The first value `produce` gives (non-nil) within `seconds`, or nil.
@@ -82,12 +77,7 @@ public func holds(for seconds: Double, poll: Double = 0.02, _ condition: () thro
 /// `holds(for:)` in an async test with a synchronous condition (chosen there, as `eventually`'s):
 /// the window passes without holding a thread.
 public func holds(for seconds: Double, poll: Double = 0.02, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
-    while monotonicNanoseconds() < deadline {
-        guard try condition() else { return false }
-        try? await Task.sleep(nanoseconds: UInt64(poll * 1e9))
-    }
-    return try condition()
+    try await holds(for: seconds, poll: poll) { () async throws -> Bool in try condition() }
 }
 
 /// `holds(for:)` for async tests.

@@ -26,9 +26,11 @@ final class HouseRulesTests: XCTestCase {
 
     /// Thread safety the compiler cannot check is claimed by hand in at most this many places
     /// (102 when #36 was filed; C handles shared across threads, queue-confined owners, the
-    /// vendor API's non-final classes and the SDKs' one callback box).
+    /// vendor API's non-final classes and the SDKs' one callback box). 4 of them are no new
+    /// claim: Swift 6.3 has the vendor classes' final subclasses (`CallUser`, `CallGroup`,
+    /// `User`, `Group`) restate the claim their base makes.
     func testHandClaimedSendableStaysWithinItsBudget() throws {
-        try assertBudget(#"@unchecked Sendable"#, under: "Sources", atMost: 50)
+        try assertBudget(#"@unchecked Sendable"#, under: "Sources", atMost: 54)
     }
 
     /// At least one and at most `budget` lines under `dir` match `pattern` (none would mean the
