@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, then runs every XCTest and Swift Testing test;
-# then the store's and the server's tests (CallsServerTests) a second time with the store on a
-# throwaway PostgreSQL cluster (CALLROOM_TEST_STORE=postgres), so the store suite runs on both.
-# Arguments (e.g. --filter X) go to the first pass; with any, the PostgreSQL pass is skipped.
-# --quick: the first pass without the slow classes listed in Tests/slow-tests.txt (a fast loop;
+# The whole test suite: installs what is missing, then runs every Swift Testing and XCTest test
+# (the XCTests in two shards side by side, below), and the store's and the server's tests
+# (CallsServerTests) a second time with the store on a throwaway PostgreSQL cluster
+# (CALLROOM_TEST_STORE=postgres), so the store suite runs on both.
+# Arguments (e.g. --filter X) go to one `swift test`; with any, nothing else runs.
+# --quick: one `swift test` without the slow classes listed in Tests/slow-tests.txt (a fast loop;
 # CI runs everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,8 @@ fi
 # IntegrationTests module runs in one process while every other module, then the PostgreSQL
 # pass, runs in another — each shard's classes one after another, as in one pass. SwiftPM locks
 # the build directory for a whole `swift test`, so the shards run the test bundle itself (an
-# argument of comma-separated classes). Every line says its shard: [integration] or [modules].
+# argument of comma-separated classes). Every line says its shard: [integration], [modules] or
+# [postgres].
 bundle=.build/debug/CallRoomPackageTests.xctest
 classes=$("$bundle" --list-tests | sed -n 's#^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*#\1#p' | sort -u)
 integration=$(grep '^IntegrationTests\.' <<<"$classes" | paste -sd,)
