@@ -86,6 +86,16 @@ public final class WebServer: @unchecked Sendable {
     /// event-library plugin is missing).
     private var eventLoop: UnsafeMutableRawPointer?
     private var foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+    /// Wakes the service thread every second, for two deadlines libwebsockets would otherwise
+    /// keep late. Its libev plugin re-arms its one timer with `ev_timer_set` and `ev_timer_start`
+    /// while that timer is armed, which libev ignores, so a deadline earlier than the armed one
+    /// waited for the later one or the next socket event: a connection that sent nothing, or
+    /// stopped in its body, was held 28 s (the 25 s idle hang-up's). A wake runs the plugin's
+    /// idle pass, which serves every deadline that is due. And libwebsockets sets a body's
+    /// timeout back to its own 20 s after each chunk, so the body deadline
+    /// (`bodyTimeoutSeconds`) is checked here too (`cutOverdueBodies`): each fires within a
+    /// second of its time.
+    private var deadlineTick: DispatchSourceTimer?
     /// A certificate reload asked for (any thread) and its result (the service thread).
     private let reloadRequest = Locked<DispatchSemaphore?>(nil)
     private let reloadResult = Locked<Bool>(false)
@@ -194,6 +204,11 @@ public final class WebServer: @unchecked Sendable {
         t.name = "callroom.web"
         t.start()
         thread = t
+        let tick = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        tick.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(100))
+        tick.setEventHandler { [waker] in waker.wake() }
+        tick.resume()
+        deadlineTick = tick
         return port
     }
 
@@ -215,6 +230,17 @@ public final class WebServer: @unchecked Sendable {
 
     private let reloadPEM = Locked<(Data, Data)?>(nil)
 
+    /// Closes every connection whose request body is not all in by its deadline, said to the
+    /// delegate once each (`deadlineTick` runs this every second). Service thread.
+    private func cutOverdueBodies() {
+        let now = monotonicNanoseconds()
+        for conn in connections.values where !conn.dispatched && conn.bodyLength > 0 && now >= conn.bodyDeadline {
+            conn.bodyDeadline = .max
+            delegate?.webServer(self, refusedSlowBodyFrom: conn.peer, received: conn.bodyReceived, of: conn.bodyLength)
+            lws_set_timeout(conn.wsi, PENDING_TIMEOUT_HTTP_CONTENT, LWS_TO_KILL_ASYNC)
+        }
+    }
+
     private func performReload() {
         guard let done = reloadRequest.withLock({ r -> DispatchSemaphore? in let d = r; r = nil; return d }) else { return }
         var ok = false
@@ -233,6 +259,8 @@ public final class WebServer: @unchecked Sendable {
     /// Stops serving, closes every connection and waits for the service thread to finish.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        deadlineTick?.cancel()
+        deadlineTick = nil
         waker.wake()
         stopped.wait()
     }
@@ -328,6 +356,7 @@ public final class WebServer: @unchecked Sendable {
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             performReload()
             drainOutbox()
+            cutOverdueBodies()
             return 0
         case LWS_CALLBACK_HTTP:
             guard let wsi, let user else { return -1 }
@@ -360,6 +389,7 @@ public final class WebServer: @unchecked Sendable {
             // with every chunk before this callback, so it is set back to what is left.
             let now = monotonicNanoseconds()
             guard now < conn.bodyDeadline else {
+                conn.bodyDeadline = .max
                 delegate?.webServer(self, refusedSlowBodyFrom: conn.peer, received: conn.bodyReceived, of: conn.bodyLength)
                 return -1
             }

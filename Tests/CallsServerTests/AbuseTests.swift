@@ -149,6 +149,35 @@ final class AbuseTests: XCTestCase {
         XCTAssertEqual(login.status, 200, "a body in time is answered")
     }
 
+    /// Deadlines shorter than libwebsockets' idle hang-up (25 s) fire on time when nothing comes
+    /// to wake the server: a body that stops half-way is cut at `requestBodyTimeoutSeconds`, a
+    /// connection that never says a word within about 10 s. libwebsockets' libev plugin missed
+    /// every deadline earlier than the one it had armed (it re-arms a running libev timer, which
+    /// libev ignores), so both were held 28 s; the server now wakes its loop every second.
+    func testConnectionsThatGoQuietAreClosedAtTheirOwnDeadlines() throws {
+        let h = try ServerHarness { $0.requestBodyTimeoutSeconds = 2 }
+        defer { h.stop(); h.removeData() }
+        let body = RawHTTP.connect(port: h.server.port), silent = RawHTTP.connect(port: h.server.port)
+        XCTAssertGreaterThanOrEqual(min(body, silent), 0)
+        defer { close(body); close(silent) }
+        let head = "POST /v3/sdk/login HTTP/1.1\r\nHost: x\r\nappId: \(h.server.keys.appId)\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"uid\":"
+        _ = Array(head.utf8).withUnsafeBytes { send(body, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let start = Date()
+        var closedAfter: [String: TimeInterval] = [:]
+        eventually(14, poll: 0.05) {
+            for (name, fd) in [("body", body), ("silent", silent)] where closedAfter[name] == nil && RawHTTP.closedByPeer(fd, timeout: 0) {
+                closedAfter[name] = Date().timeIntervalSince(start)
+            }
+            return closedAfter.count == 2
+        }
+        let bodyCut = try XCTUnwrap(closedAfter["body"], "a body that stopped half-way was still held 14 s after its head")
+        XCTAssertGreaterThan(bodyCut, 1.5, "not before its deadline")
+        XCTAssertLessThan(bodyCut, 3.5, "at its deadline (2 s), give or take the loop's one-second wake")
+        XCTAssertTrue(h.server.metricsText().contains(#"callroom_refused_total{cause="slow_request"} 1"#), "counted once: \(h.server.metricsText())")
+        let silentCut = try XCTUnwrap(closedAfter["silent"], "a connection that said nothing was still held after 14 s")
+        XCTAssertLessThan(silentCut, 12)
+    }
+
     /// The attack (#34): one address opens TCP connections and says nothing (each held for
     /// libwebsockets' 20 s), taking the whole descriptor budget from everyone else. Now an
     /// address holds at most maxConnectionsPerAddress + 32 connections, counted from accept.
