@@ -33,6 +33,26 @@ extension WebServer {
         conn.query = Self.queryArgs(wsi)
     }
 
+    /// Answers `code` with `message` instead of reading the request, then closes. Service thread.
+    func answerAndClose(_ conn: Connection, _ code: RESTErrorCode, _ message: String) -> Int32 {
+        conn.dispatched = true
+        conn.awaitingResponse = true
+        conn.closeAfterResponse = true
+        conn.response = HTTPResponse(status: code.status, json: code.json(message))
+        lws_callback_on_writable(conn.wsi)
+        return 0
+    }
+
+    /// A request's `Content-Length` (0 when there is none), or nil when it is not one whole
+    /// number (RFC 9112 §6.3: a sign, letters, a list — two lengths that differ, as
+    /// libwebsockets joins repeated headers — or more digits than any body could have).
+    static func contentLength(_ header: String?) -> Int? {
+        guard let header else { return 0 }
+        let digits = header.trimmingCharacters(in: .whitespaces)
+        guard (1...15).contains(digits.utf8.count), digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int(digits)
+    }
+
     func dispatchRequest(_ conn: Connection, id: UInt64) -> Int32 {
         guard !conn.dispatched else { return 0 }
         conn.dispatched = true

@@ -362,17 +362,16 @@ public final class WebServer: @unchecked Sendable {
             guard let wsi, let user else { return -1 }
             let conn = connection(for: wsi, user: user)
             beginRequest(conn, uri: data.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/")
-            let contentLength = Int(Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) ?? "") ?? 0
-            let chunked = Self.copyHeader(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil
-            if chunked {
-                // Answered at once (411), and the connection closed: the chunks are never read.
-                conn.dispatched = true
-                conn.awaitingResponse = true
-                conn.closeAfterResponse = true
-                conn.response = HTTPResponse(status: RESTErrorCode.lengthRequired.status,
-                                             json: RESTErrorCode.lengthRequired.json("Send the body with a Content-Length, not chunked."))
-                lws_callback_on_writable(wsi)
-                return 0
+            // Each refusal is answered at once and the connection closed: what follows on it is
+            // never read — neither a body nor, behind a length read differently, another request.
+            if Self.copyHeader(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil {
+                return answerAndClose(conn, .lengthRequired, "Send the body with a Content-Length, not chunked.")
+            }
+            guard let contentLength = Self.contentLength(Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH)) else {
+                return answerAndClose(conn, .badRequest, "Content-Length must be one whole number of bytes.")
+            }
+            if contentLength > maxBodyBytes {
+                return answerAndClose(conn, .bodyTooLarge, "Request body exceeds \(maxBodyBytes) bytes.")
             }
             if contentLength == 0 {
                 return dispatchRequest(conn, id: user.load(as: UInt64.self))

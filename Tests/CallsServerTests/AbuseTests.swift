@@ -118,6 +118,30 @@ final class AbuseTests: XCTestCase {
         XCTAssertEqual(h.request("GET", "/healthz").status, 200)
     }
 
+    /// A `Content-Length` that is not one whole number — letters, a sign, more digits than any
+    /// body, two that differ — was read as 0, and the bytes behind the head as the next request
+    /// (a request smuggled past anything in front that reads the length otherwise); a negative
+    /// one held the connection. Each is now 400 at once and the connection closed, nothing
+    /// behind it read; a length past the body limit is 413 at once, before any body.
+    func testALengthThatIsNotOneNumberIsRefusedAndNothingBehindItIsRead() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        for (lengths, status, code) in [(["abc"], 400, "ERR_BAD_REQUEST"), (["-5"], 400, "ERR_BAD_REQUEST"),
+                                         (["99999999999999999999999"], 400, "ERR_BAD_REQUEST"), (["0", "38"], 400, "ERR_BAD_REQUEST"),
+                                         (["70000"], 413, "ERR_BODY_TOO_LARGE")] {
+            let head = "POST /v3/users HTTP/1.1\r\nHost: x\r\n" + lengths.map { "Content-Length: \($0)\r\n" }.joined()
+                + "apikey: \(h.server.keys.apiKey)\r\n\r\n"
+            let (answer, closed) = RawHTTP.exchange(port: h.server.port, Array((head + smuggled).utf8))
+            XCTAssertTrue(answer.hasPrefix("HTTP/1.1 \(status)"), "\(lengths): \(answer)")
+            XCTAssertTrue(answer.contains(code), "\(lengths): \(answer)")
+            XCTAssertFalse(answer.contains(#"{"status":"ok"}"#), "\(lengths): the bytes behind the head were read as a request: \(answer)")
+            XCTAssertTrue(closed, "\(lengths): closed at once")
+        }
+        let created = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"fine"}"#)
+        XCTAssertEqual(created.status, 200, "a request with its length is answered")
+    }
+
     /// The attack: a request body sent a byte at a time. libwebsockets' 20 s timeout starts
     /// again with every chunk, so a `Content-Length` of 60,000 at a byte a second held the
     /// connection for 16 hours. The body now has `requestBodyTimeoutSeconds` from the head,
