@@ -103,7 +103,10 @@ extension WebServer {
                 let end = base + capacity - 1
                 if lws_add_http_common_headers(wsi, UInt32(response.status), response.contentType,
                                                lws_filepos_t(response.contentLength), &p, end) != 0 { return false }
-                if lws_add_http_header_by_name(wsi, "cache-control:", "no-store", 8, &p, end) != 0 { return false }
+                // Not stored anywhere unless the response says otherwise (once: a second
+                // cache-control beside the response's own would contradict it).
+                if !response.headers.contains(where: { $0.name.lowercased() == "cache-control" }),
+                   lws_add_http_header_by_name(wsi, "cache-control:", "no-store", 8, &p, end) != 0 { return false }
                 for h in response.headers {
                     let v = Array(h.value.utf8)
                     if lws_add_http_header_by_name(wsi, h.name + ":", v, Int32(v.count), &p, end) != 0 { return false }

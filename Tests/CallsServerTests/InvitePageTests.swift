@@ -40,6 +40,14 @@ final class InvitePageTests: XCTestCase {
         XCTAssertEqual(script.status, 200)
         XCTAssertTrue(script.headers["content-type"]?.hasPrefix("text/javascript") == true && script.text.contains("webrtcOffer"))
         XCTAssertEqual(BlockingHTTP.request("GET", h.server.url + "/web/call.css").status, 200)
+        // One cache-control each, its own: the server's default no-store stood beside the
+        // script's no-cache (two that contradict), and twice on the page.
+        for (path, want) in [("/call/standup", "no-store"), ("/web/call.js", "no-cache")] {
+            let (raw, _) = RawHTTP.exchange(port: h.server.port, Array("GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            let head = raw.components(separatedBy: "\r\n\r\n")[0].components(separatedBy: "\r\n")
+            let values = head.filter { $0.lowercased().hasPrefix("cache-control:") }.map { $0.dropFirst("cache-control:".count).trimmingCharacters(in: .whitespaces) }
+            XCTAssertEqual(values, [want], "\(path): \(head)")
+        }
         XCTAssertEqual(BlockingHTTP.request("GET", h.server.url + "/web/..%2Fkeys.json").status, 404, "only the page's own files")
         XCTAssertTrue(html.contains("callroom join https://calls.example.com/call/standup"), "the public link, not loopback")
         XCTAssertTrue(html.contains(#"href="callroom://call/standup""#))
