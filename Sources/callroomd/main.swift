@@ -3,6 +3,7 @@ import CallsRecording
 import CallsRedis
 import CallsServer
 import CallsStore
+import CallsSupport
 import Foundation
 
 let usage = """
@@ -23,7 +24,7 @@ let usage = """
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
                               mediaConsentIntervalMs, mediaConsentTimeoutMs, recordingRetentionDays, deliveryRetentionDays,
-                              chatRetentionDays, recordingQuotaMB, captionModelDir, captionDecoders, captionsEngine, whisperPython, whisperModelDir,
+                              chatRetentionDays, callLogRetentionDays, recordingQuotaMB, captionModelDir, captionDecoders, captionsEngine, whisperPython, whisperModelDir,
                               moonshinePython, moonshineModelDir,
                               streamingURL, streamingAllowSessionURLs,
                               streamingReconnectSeconds, objectStorage,
@@ -91,7 +92,7 @@ let usage = """
     """
 
 func fail(_ message: String, code: Int32 = 2) -> Never {
-    FileHandle.standardError.write(Data("callroomd: \(message)\n".utf8))
+    DescriptorWriter.write(STDERR_FILENO, "callroomd: \(message)\n")
     exit(code)
 }
 
@@ -224,6 +225,7 @@ if let d = bounded("relayMaxDelayMs", file.relayMaxDelayMs, 0...10_000, " (0: no
 if let d = bounded("recordingRetentionDays", file.recordingRetentionDays, 0...36_500, " (0: keep)") { config.recordingRetentionDays = d }
 if let d = bounded("deliveryRetentionDays", file.deliveryRetentionDays, 0...36_500, " (0: keep)") { config.deliveryRetentionDays = d }
 if let d = bounded("chatRetentionDays", file.chatRetentionDays, 0...36_500, " (0: keep)") { config.chatRetentionDays = d }
+if let d = bounded("callLogRetentionDays", file.callLogRetentionDays, 0...36_500, " (0: keep)") { config.callLogRetentionDays = d }
 if let d = bounded("recordingQuotaMB", file.recordingQuotaMB, 0...100_000_000, " (0: no limit)") { config.recordingQuotaMB = d }
 if let d = file.captionModelDir {
     var isDir: ObjCBool = false
@@ -318,8 +320,10 @@ for sig in [SIGINT, SIGTERM] {
 }
 do { try server.start() } catch { fail(error.description, code: 1) }
 
-/// Writes straight to fd 1 (unbuffered), so a supervisor sees the line at once.
-func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+/// Writes straight to fd 1 (unbuffered), so a supervisor sees the line at once; a reader that
+/// is gone (`callroomd | head -1`, a supervisor's pipe closed) loses the line, and the server
+/// goes on (`FileHandle.write` trapped on EPIPE: the server died with SIGILL).
+func say(_ line: String) { DescriptorWriter.write(STDOUT_FILENO, line + "\n") }
 if !server.generatedKeys.isEmpty {
     // Only what was generated: a key given by a flag or file is the operator's and never printed.
     say("callroomd generated keys (shown once; stored in \(config.dataDir)/keys.json):")

@@ -102,6 +102,35 @@ final class ServerOperationsTests: XCTestCase {
         XCTAssertEqual(failed, 0, "servers killed by the signal instead of stopping cleanly")
     }
 
+    /// Whoever reads callroomd's standard output may go (`callroomd | head -1`, a supervisor's
+    /// pipe closed): the lines it would print are lost and the server goes on. It printed them
+    /// with `FileHandle.write`, which traps on a broken pipe — the server died with SIGILL before
+    /// it said it was listening.
+    func testAServerWhoseOutputIsClosedKeepsServing() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: BuiltProducts.path("callroomd"))
+        p.arguments = ["--listen", "127.0.0.1:0", "--data-dir", tmp.file("data-closed-out")]
+        let out = Pipe()
+        p.standardOutput = out
+        let errPath = tmp.file("closed-out.err")
+        XCTAssertTrue(FileManager.default.createFile(atPath: errPath, contents: nil))
+        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        try out.fileHandleForReading.close()  // nobody reads: every write to it is EPIPE
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() } }
+        let url = eventuallyValue(10, poll: 0.05) { () -> String? in
+            let log = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+            return log.range(of: #"http=http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression).map { String(log[$0].dropFirst("http=".count)) }
+        }
+        let base = try XCTUnwrap(url, "never listening: \((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")")
+        XCTAssertTrue(eventually(5, poll: 0.05) { BlockingHTTP.request("GET", base + "/healthz").status == 200 }, "serving")
+        XCTAssertTrue(holds(for: 1, poll: 0.1) { p.isRunning }, "alive after the lines it could not print: \((try? String(contentsOfFile: errPath, encoding: .utf8))?.suffix(600) ?? "")")
+        kill(p.processIdentifier, SIGTERM)
+        XCTAssertTrue(eventually(5, poll: 0.02) { !p.isRunning })
+        XCTAssertEqual(p.terminationReason, .exit)
+        XCTAssertEqual(p.terminationStatus, 0)
+    }
+
     func testCallLogsSurviveKillNine() throws {
         let config = tmp.file("callroomd.json")
         try #"{"dataDir":"\#(tmp.file("data"))","storeHeartbeatSeconds":1}"#.write(toFile: config, atomically: true, encoding: .utf8)
