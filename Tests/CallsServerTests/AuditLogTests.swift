@@ -62,6 +62,19 @@ final class AuditLogTests: XCTestCase {
         }
     }
 
+    /// A disk that is full (`/dev/full`: every write ENOSPC) loses the audit lines and never
+    /// the server: the write trapped there (`FileHandle.write`), and every admin action past a
+    /// disk filled by recordings would have ended the process.
+    func testAFullDiskLosesTheLineNotTheServer() throws {
+        let audit = try XCTUnwrap(AuditLog(path: "/dev/full"))
+        for i in 0..<3 {
+            XCTAssertFalse(audit.record(AuditEntry(actor: "operator", action: "DELETE /v3/users/u\(i)", target: "u\(i)", result: "200")), "said lost")
+        }
+        let tmp = TemporaryDirectory("callroom-audit-ok")
+        defer { tmp.remove() }
+        XCTAssertEqual(try XCTUnwrap(AuditLog(path: tmp.file("audit.jsonl"))).record(AuditEntry(actor: "operator", action: "x", target: "", result: "200")), true)
+    }
+
     func testPathsAreRedacted() {
         XCTAssertEqual(AuditLog.redacted(path: "/v3/users/ann/auth_tokens/abc123"), "/v3/users/ann/auth_tokens/…")
         XCTAssertEqual(AuditLog.redacted(path: "/v3/users/ann/push_tokens/ff00?x=1"), "/v3/users/ann/push_tokens/…?…")

@@ -31,14 +31,19 @@ final class AuditLog: Sendable {
         state = Locked((handle, size))
     }
 
-    func record(_ e: AuditEntry, at now: Int64 = epochMilliseconds()) {
+    /// Appends `e`; false when the line could not be written (it is lost, the server goes on).
+    @discardableResult
+    func record(_ e: AuditEntry, at now: Int64 = epochMilliseconds()) -> Bool {
         let line = "{\"at\":\(now),\"actor\":\(JSONText.quote(e.actor)),\"action\":\(JSONText.quote(e.action)),"
             + "\"target\":\(JSONText.quote(e.target)),\"result\":\(JSONText.quote(e.result))}\n"
         let bytes = Data(line.utf8)
-        state.withLock { s in
+        return state.withLock { s in
             if s.bytes + bytes.count > maxBytes { rotate(&s) }
-            s.handle?.write(bytes)
+            // A full disk (or any failed write) loses the line, never the server:
+            // `FileHandle.write(_: Data)` traps there.
+            guard let handle = s.handle, (try? handle.write(contentsOf: bytes)) != nil else { return false }
             s.bytes += bytes.count
+            return true
         }
     }
 
