@@ -129,6 +129,47 @@ final class CallStoreTests: XCTestCase {
         XCTAssertEqual(try s.chatMessages(sessionId: "recent", page: 1, perPage: 10).items.count, 1)
     }
 
+    /// `callLogRetentionDays`: the logs of calls that ended long ago are forgotten whole — the
+    /// call, its participants and its chat — but a call with a recording left stays until the
+    /// recordings' own retention has removed it (with its files), and recent and live calls stay.
+    func testCallLogsLongOverAreForgottenOnceTheirRecordingsAreGone() throws {
+        let database = try TestDatabase()
+        defer { database.remove() }
+        let s = try database.store()
+        let day: Int64 = 86_400_000
+        var refs = StoreRefs()
+        for (i, call) in [("old", Optional(2 * day)), ("recorded", 2 * day), ("recent", 40 * day), ("live", nil)].enumerated() {
+            let ref = CallRef(value: UInt64(i + 1))
+            var commands: [StoreCommand] = [.startCall(ref, sessionId: call.0, type: "audio", mode: "meet", at: day),
+                                            .participantJoined(ParticipantRef(value: UInt64(i + 1)), call: ref, uid: "ann", pid: "p\(i)", displayName: "Ann", at: day),
+                                            .chat(call: ref, uid: "ann", pid: "p\(i)", name: "Ann", text: "in \(call.0)", at: day + 1)]
+            if call.0 == "recorded" { commands.append(.recordingStarted(rid: "rec_kept", call: ref, sessionId: call.0, at: day)) }
+            if let ended = call.1 { commands.append(.endCall(ref, at: ended)) }
+            let receipts = s.commit([StoreRequest(id: UInt64(i), commands: commands)], refs: &refs)
+            XCTAssertTrue(receipts.allSatisfy { if case .success = $0.result { return true }; return false })
+        }
+        try s.recordingFinished(rid: "rec_kept", endedAt: 2 * day, files: [])
+        let logged = Locked<[String]>([])
+        let retention = HistoryRetention(store: s, deliveryDays: 0, chatDays: 0, callLogDays: 30,
+                                         log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }))
+        XCTAssertEqual(retention.sweep(now: 41 * day), .init(calls: 1))
+        XCTAssertNil(try s.latestCall(sessionId: "old"), "ended 39 days before: forgotten")
+        XCTAssertEqual(try s.chatMessages(sessionId: "old", page: 1, perPage: 10).items.count, 0)
+        XCTAssertNotNil(try s.latestCall(sessionId: "recorded"), "its recording is still kept")
+        XCTAssertNotNil(try s.latestCall(sessionId: "recent"))
+        XCTAssertNotNil(try s.latestCall(sessionId: "live"), "a call still going stays")
+        XCTAssertEqual(try s.latestCall(sessionId: "live")?.participants.count, 1)
+        XCTAssertTrue(logged.withLock { $0 }.contains { $0.contains("call logs past retention forgotten") && $0.contains("calls=1") }, "\(logged.withLock { $0 })")
+        // The recordings' retention removes the recording; the next turn takes the call with it.
+        XCTAssertEqual(try s.deleteRecordings(endedBefore: 41 * day - 30 * day), ["rec_kept"])
+        XCTAssertEqual(retention.sweep(now: 41 * day), .init(calls: 1))
+        XCTAssertNil(try s.latestCall(sessionId: "recorded"))
+        XCTAssertEqual(retention.sweep(now: 41 * day), .init(), "nothing left past it")
+        XCTAssertEqual(HistoryRetention(store: s, deliveryDays: 0, chatDays: 0, callLogDays: 0, log: ServerLog(level: .error)).sweep(now: 1_000 * day),
+                       .init(), "0: kept for ever")
+        XCTAssertNotNil(try s.latestCall(sessionId: "recent"))
+    }
+
     /// Object storage's queue (#38): files are queued in the transaction that finishes their
     /// recording only when uploads are on; this node's rows come first; an upload that lands after
     /// retention queued the deletion stays queued for deletion; failures push the next attempt back.

@@ -117,7 +117,8 @@ public final class CallServer: @unchecked Sendable {
             ObjectUploader(configuration: $0, store: store, dataDir: dir, nodeID: configuration.redisURL == nil ? nil : nodeID, log: log)
         }
         let webrtc = openWebRTC(relay: relay, rooms: built.rooms, mediaPublic: mediaPublic)
-        let history = HistoryRetention(store: store, deliveryDays: configuration.deliveryRetentionDays, chatDays: configuration.chatRetentionDays, log: log)
+        let history = HistoryRetention(store: store, deliveryDays: configuration.deliveryRetentionDays, chatDays: configuration.chatRetentionDays,
+                                       callLogDays: configuration.callLogRetentionDays, log: log)
         let running = RunningServer(store: store, relay: relay, parts: built, members: members, maintenance: maintenance,
                                     history: history, uploader: uploader, webrtc: webrtc)
         runningBox.withLock { $0 = running }

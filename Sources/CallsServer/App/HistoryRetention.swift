@@ -5,37 +5,41 @@ import Foundation
 
 /// Keeps the server's history bounded in time, at start and then hourly: webhook deliveries and
 /// pushes that are over (delivered or dead, sent or failed…) are forgotten `deliveryDays` after
-/// they were made (pending ones never), and the chat of calls that ended `chatDays` ago (the
-/// call logs themselves are kept). Each 0: kept for ever. Store failures are `StoreOutage`'s:
-/// the turn is skipped.
+/// they were made (pending ones never), the chat of calls that ended `chatDays` ago, and the
+/// logs of calls that ended `callLogDays` ago once their recordings and transcripts are gone
+/// (`RecordingMaintenance`'s retention). Each 0: kept for ever. Store failures are
+/// `StoreOutage`'s: the turn is skipped.
 ///
 /// Thread rules: the timer runs on a utility queue (on the scheduler: virtual in tests); `sweep`
 /// from any thread (tests call it); `start`/`stop` from the server's owner.
 final class HistoryRetention: Sendable {
     /// What one sweep forgot.
     struct Forgotten: Equatable {
-        var webhooks = 0, pushes = 0, chatMessages = 0
+        var webhooks = 0, pushes = 0, chatMessages = 0, calls = 0
     }
 
     private let store: CallStore
     private let deliveryDays: Int
     private let chatDays: Int
+    private let callLogDays: Int
     private let log: ServerLog
     private let outage: StoreOutage
     private let timer = Locked<RepeatingWork?>(nil)
     private let scheduler: any Scheduler
 
-    init(store: CallStore, deliveryDays: Int, chatDays: Int, log: ServerLog, scheduler: any Scheduler = DispatchScheduler.shared) {
+    init(store: CallStore, deliveryDays: Int, chatDays: Int, callLogDays: Int = 0, log: ServerLog,
+         scheduler: any Scheduler = DispatchScheduler.shared) {
         self.store = store
         self.deliveryDays = deliveryDays
         self.chatDays = chatDays
+        self.callLogDays = callLogDays
         self.log = log
         self.scheduler = scheduler
         outage = StoreOutage("history retention", log: log)
     }
 
     func start() {
-        guard deliveryDays > 0 || chatDays > 0 else { return }
+        guard deliveryDays > 0 || chatDays > 0 || callLogDays > 0 else { return }
         let work = RepeatingWork(on: scheduler, queue: DispatchQueue.global(qos: .utility), first: 0, every: 3600) { [weak self] in self?.sweep() }
         timer.withLock { $0 = work }
     }
@@ -60,6 +64,12 @@ final class HistoryRetention: Sendable {
         }) {
             out.chatMessages = n
             if n > 0 { log.info("chat past retention forgotten", ["messages": "\(n)"]) }
+        }
+        if callLogDays > 0, let n = outage.attempt("forget old call logs", { () throws(DatabaseError) in
+            try store.forgetCalls(endedBefore: now - Int64(callLogDays) * day)
+        }) {
+            out.calls = n
+            if n > 0 { log.info("call logs past retention forgotten", ["calls": "\(n)"]) }
         }
         return out
     }

@@ -17,8 +17,8 @@ final class RunningServer: Sendable {
     let parts: CallServer.Assembly
     let members: MemberLauncher
     let maintenance: RecordingMaintenance
-    /// Forgets finished webhook deliveries and pushes past `deliveryRetentionDays`, and chat
-    /// past `chatRetentionDays`.
+    /// Forgets finished webhook deliveries and pushes past `deliveryRetentionDays`, chat past
+    /// `chatRetentionDays`, and call logs past `callLogRetentionDays`.
     let history: HistoryRetention
     /// Uploads to object storage (nil: not configured).
     let uploader: ObjectUploader?

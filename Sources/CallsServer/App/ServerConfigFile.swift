@@ -85,6 +85,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var recordingRetentionDays: Int?
     public var deliveryRetentionDays: Int?
     public var chatRetentionDays: Int?
+    public var callLogRetentionDays: Int?
     public var recordingQuotaMB: Int?
     public var captionModelDir: String?
     public var captionDecoders: Int?
@@ -103,7 +104,7 @@ public struct ServerConfigFile: Sendable, Equatable {
 
     public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "requestBodyTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
-                                           "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "deliveryRetentionDays", "chatRetentionDays", "recordingQuotaMB",
+                                           "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "deliveryRetentionDays", "chatRetentionDays", "callLogRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage", "captionsEngine", "whisperPython", "whisperModelDir", "moonshinePython", "moonshineModelDir",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
 
@@ -262,6 +263,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.recordingRetentionDays = try int("recordingRetentionDays")
         c.deliveryRetentionDays = try int("deliveryRetentionDays")
         c.chatRetentionDays = try int("chatRetentionDays")
+        c.callLogRetentionDays = try int("callLogRetentionDays")
         c.recordingQuotaMB = try int("recordingQuotaMB")
         c.captionModelDir = try string("captionModelDir")
         c.captionDecoders = try int("captionDecoders")

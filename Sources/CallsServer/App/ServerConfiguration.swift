@@ -132,6 +132,10 @@ public struct ServerConfiguration: Sendable {
     /// The chat of calls that ended this many days ago is forgotten (hourly; the call logs
     /// stay); 0 keeps it for ever.
     public var chatRetentionDays = 0
+    /// The logs of calls that ended this many days ago are forgotten (hourly): the call, its
+    /// participants, ring members and chat — once its recordings and transcripts are gone
+    /// (`recordingRetentionDays`); 0 keeps them for ever.
+    public var callLogRetentionDays = 0
     /// No new recording starts while the recordings take this many MB (0: no limit).
     public var recordingQuotaMB: Int = 0
     /// Where finished recordings and transcripts are uploaded (an S3-compatible bucket), so that
