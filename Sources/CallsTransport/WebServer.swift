@@ -384,8 +384,9 @@ public final class WebServer: @unchecked Sendable {
             // (A request answered already — chunked, 411 — reads nothing more.)
             guard let wsi, let user, let conn = connections[user.load(as: UInt64.self)], let data, !conn.dispatched else { return 0 }
             conn.bodyReceived += len
-            // The deadline is the body's, not each chunk's: libwebsockets re-arms its timeout
-            // with every chunk before this callback, so it is set back to what is left.
+            // The deadline is the body's, not each chunk's: libwebsockets sets its own 20 s
+            // timeout again around each chunk (after this callback too), so the deadline is
+            // checked here, at each chunk, and every second by `cutOverdueBodies`.
             let now = monotonicNanoseconds()
             guard now < conn.bodyDeadline else {
                 conn.bodyDeadline = .max
