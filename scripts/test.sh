@@ -26,11 +26,17 @@ fi
 # IntegrationTests module runs in one process while every other module, then the PostgreSQL
 # pass, runs in another — each shard's classes one after another, as in one pass. SwiftPM locks
 # the build directory for a whole `swift test`, so the shards run the test bundle itself (an
-# argument of comma-separated classes). Every line says its shard: [integration], [modules] or
-# [postgres].
+# argument of comma-separated classes). The classes that drive browsers run last, alone: beside
+# another shard a browser's audio came through silent once in six runs. Every line says where it
+# ran: [integration], [modules], [postgres] or [browsers].
 bundle=.build/debug/CallRoomPackageTests.xctest
 classes=$("$bundle" --list-tests | sed -n 's#^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*#\1#p' | sort -u)
-integration=$(grep '^IntegrationTests\.' <<<"$classes" | paste -sd,)
+# The browsers (Chromium, Firefox) are the heaviest: their classes run alone, after both shards.
+browsers="IntegrationTests.BrowserCallTests,IntegrationTests.ClusterFailoverTests"
+integration=$(grep '^IntegrationTests\.' <<<"$classes" | grep -vxF "$(tr , '\n' <<<"$browsers")" | paste -sd,)
+for c in ${browsers//,/ }; do
+  grep -qxF "$c" <<<"$classes" || { echo "test.sh: $c is no test class (the browsers' list above)" >&2; exit 1; }
+done
 modules=$(grep -v '^IntegrationTests\.' <<<"$classes" | paste -sd,)
 skips=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' Tests/postgres-pass-skips.txt | awk '{print "CallsServerTests." $1}')
 postgres=$(grep '^CallsServerTests\.' <<<"$classes" | grep -vxF "$skips" | paste -sd,)
@@ -47,5 +53,8 @@ echo "test.sh: the store's and the server's tests again, on PostgreSQL" >&2
 ( CALLROOM_TEST_STORE=postgres "$bundle" "$postgres" 2>&1 | label postgres; exit "${PIPESTATUS[0]}" ) || modules_status=$?
 integration_status=0
 wait "$integration_pid" || integration_status=$?
-echo "test.sh: integration shard exit $integration_status, modules shard (and PostgreSQL) exit $modules_status" >&2
-[ "$integration_status" -eq 0 ] && [ "$modules_status" -eq 0 ]
+echo "test.sh: the browsers' classes, alone" >&2
+browsers_status=0
+( "$bundle" "$browsers" 2>&1 | label browsers; exit "${PIPESTATUS[0]}" ) || browsers_status=$?
+echo "test.sh: integration shard exit $integration_status, modules shard (and PostgreSQL) exit $modules_status, browsers exit $browsers_status" >&2
+[ "$integration_status" -eq 0 ] && [ "$modules_status" -eq 0 ] && [ "$browsers_status" -eq 0 ]
