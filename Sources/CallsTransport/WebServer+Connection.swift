@@ -24,7 +24,6 @@ extension WebServer {
         var headers: [String: String] = [:]
         var body: [UInt8] = []
         var peer = ""
-        var bodyTooLarge = false
         /// The request's `Content-Length`, its bytes so far, and when they must all be in (monotonic ns).
         var bodyLength = 0
         var bodyReceived = 0

@@ -12,7 +12,6 @@ extension WebServer {
         conn.method = Self.method(wsi)
         conn.path = uri
         conn.body = []
-        conn.bodyTooLarge = false
         conn.bodyLength = 0
         conn.bodyReceived = 0
         conn.closeAfterResponse = false
@@ -56,12 +55,6 @@ extension WebServer {
     func dispatchRequest(_ conn: Connection, id: UInt64) -> Int32 {
         guard !conn.dispatched else { return 0 }
         conn.dispatched = true
-        if conn.bodyTooLarge {
-            conn.response = HTTPResponse(status: RESTErrorCode.bodyTooLarge.status,
-                                         json: RESTErrorCode.bodyTooLarge.json("Request body exceeds \(maxBodyBytes) bytes."))
-            lws_callback_on_writable(conn.wsi)
-            return 0
-        }
         let request = HTTPRequest(method: conn.method, path: conn.path, query: conn.query, headers: conn.headers,
                                   body: conn.body, peer: conn.peer)
         conn.awaitingResponse = true

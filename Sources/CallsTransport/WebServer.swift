@@ -394,11 +394,10 @@ public final class WebServer: @unchecked Sendable {
                 return -1
             }
             lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, Int32((conn.bodyDeadline - now + 999_999_999) / 1_000_000_000))
-            if conn.body.count + len > maxBodyBytes {
-                conn.bodyTooLarge = true
-            } else {
-                conn.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: len))
-            }
+            // A length past `maxBodyBytes` was refused with the head (413), so libwebsockets hands
+            // over at most `bodyLength` bytes; more would be its fault, and closes the connection.
+            guard conn.body.count + len <= conn.bodyLength else { return -1 }
+            conn.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: len))
             return 0
         case LWS_CALLBACK_HTTP_BODY_COMPLETION:
             guard let user, let conn = connections[user.load(as: UInt64.self)] else { return -1 }
