@@ -101,6 +101,19 @@ final class CallStoreTests: XCTestCase {
         XCTAssertEqual(try s.deliveries(status: nil, page: 1, perPage: 10).items.count, 2)
     }
 
+    /// Commits call `n` of `session`: ann joins at `start` and says "in SESSION", then `more`
+    /// (given the call), then the end at `end` (nil: still going). The store must take it all.
+    private func commitCall(_ s: CallStore, _ n: Int, session: String, start: Int64, end: Int64?, refs: inout StoreRefs,
+                            file: StaticString = #filePath, line: UInt = #line, more: (CallRef) -> [StoreCommand] = { _ in [] }) {
+        let ref = CallRef(value: UInt64(n)), pid = "p\(n)"
+        var commands: [StoreCommand] = [.startCall(ref, sessionId: session, type: "audio", mode: "meet", at: start),
+                                        .participantJoined(ParticipantRef(value: UInt64(n)), call: ref, uid: "ann", pid: pid, displayName: "Ann", at: start),
+                                        .chat(call: ref, uid: "ann", pid: pid, name: "Ann", text: "in \(session)", at: start + 1)] + more(ref)
+        if let end { commands.append(.endCall(ref, at: end)) }
+        let receipts = s.commit([StoreRequest(id: UInt64(n), commands: commands)], refs: &refs)
+        XCTAssertTrue(receipts.allSatisfy { if case .success = $0.result { return true }; return false }, "\(receipts)", file: file, line: line)
+    }
+
     /// The chat of calls that ended `chatRetentionDays` ago is forgotten; the call rows stay, and a
     /// call still going keeps its chat whatever its age.
     func testTheChatOfCallsLongOverIsForgottenAfterItsRetention() throws {
@@ -110,12 +123,7 @@ final class CallStoreTests: XCTestCase {
         let day: Int64 = 86_400_000
         var refs = StoreRefs()
         for (i, call) in [("old", 1 * day, Optional(2 * day)), ("recent", 1 * day, 40 * day), ("live", 1 * day, nil)].enumerated() {
-            let ref = CallRef(value: UInt64(i + 1))
-            var commands: [StoreCommand] = [.startCall(ref, sessionId: call.0, type: "audio", mode: "meet", at: call.1),
-                                            .chat(call: ref, uid: "ann", pid: "pa", name: "Ann", text: "in \(call.0)", at: call.1 + 1)]
-            if let ended = call.2 { commands.append(.endCall(ref, at: ended)) }
-            let receipts = s.commit([StoreRequest(id: UInt64(i), commands: commands)], refs: &refs)
-            XCTAssertTrue(receipts.allSatisfy { if case .success = $0.result { return true }; return false })
+            commitCall(s, i + 1, session: call.0, start: call.1, end: call.2, refs: &refs)
         }
         let logged = Locked<[String]>([])
         let retention = HistoryRetention(store: s, deliveryDays: 0, chatDays: 30, log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }))
@@ -139,14 +147,9 @@ final class CallStoreTests: XCTestCase {
         let day: Int64 = 86_400_000
         var refs = StoreRefs()
         for (i, call) in [("old", Optional(2 * day)), ("recorded", 2 * day), ("recent", 40 * day), ("live", nil)].enumerated() {
-            let ref = CallRef(value: UInt64(i + 1))
-            var commands: [StoreCommand] = [.startCall(ref, sessionId: call.0, type: "audio", mode: "meet", at: day),
-                                            .participantJoined(ParticipantRef(value: UInt64(i + 1)), call: ref, uid: "ann", pid: "p\(i)", displayName: "Ann", at: day),
-                                            .chat(call: ref, uid: "ann", pid: "p\(i)", name: "Ann", text: "in \(call.0)", at: day + 1)]
-            if call.0 == "recorded" { commands.append(.recordingStarted(rid: "rec_kept", call: ref, sessionId: call.0, at: day)) }
-            if let ended = call.1 { commands.append(.endCall(ref, at: ended)) }
-            let receipts = s.commit([StoreRequest(id: UInt64(i), commands: commands)], refs: &refs)
-            XCTAssertTrue(receipts.allSatisfy { if case .success = $0.result { return true }; return false })
+            commitCall(s, i + 1, session: call.0, start: day, end: call.1, refs: &refs) { ref in
+                call.0 == "recorded" ? [.recordingStarted(rid: "rec_kept", call: ref, sessionId: call.0, at: day)] : []
+            }
         }
         try s.recordingFinished(rid: "rec_kept", endedAt: 2 * day, files: [])
         let logged = Locked<[String]>([])
