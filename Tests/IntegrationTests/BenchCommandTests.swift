@@ -92,7 +92,11 @@ final class BenchCommandTests: XCTestCase {
     }
 
     func testWebhooksBenchDeliversEverythingAndDrainsABacklog() throws {
-        let (status, out) = try run(["webhooks", "--calls", "6", "--outage-calls", "4"])
+        // Its in-process server's data directory goes with it (it was left in /tmp on every run).
+        let tmp = TemporaryDirectory("callroom-hookbench-test")
+        defer { tmp.remove() }
+        let (status, out) = try run(["webhooks", "--calls", "6", "--outage-calls", "4"], environment: ["TMPDIR": tmp.path])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp.path), [], "the bench left its data behind")
         XCTAssertEqual(status, 0, "\(out)")
         XCTAssertTrue(out.contains { $0.hasPrefix("delivered 12 of 12; transition → receiver p50 ") }, "\(out)")
         XCTAssertTrue(out.contains { $0.hasPrefix("backlog of 8 events") && $0.hasSuffix("(8 delivered)") }, "\(out)")

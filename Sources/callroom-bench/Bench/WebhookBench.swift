@@ -53,10 +53,18 @@ enum WebhookBench {
         let server = CallServer(configuration: config)
         do { try server.start() } catch { Console.fail("server: \(error)", code: ExitCode.failure) }
         signal(SIGPIPE, SIG_IGN)
+        /// Stops both servers and removes the data directory, then exits (a `defer` in the task
+        /// never ran: every way out of it is an `exit`, and each run left its directory in /tmp).
+        func finish(_ code: Int32, failure: String? = nil) -> Never {
+            server.stop()
+            web.stop()
+            try? FileManager.default.removeItem(atPath: dir)
+            if let failure { Console.fail(failure, code: code) }
+            exit(code)
+        }
         Task {
-            defer { server.stop(); web.stop(); try? FileManager.default.removeItem(atPath: dir) }
             do throws(SignalDevice.Failure) {
-                guard let url = URL(string: server.url) else { return }
+                guard let url = URL(string: server.url) else { finish(ExitCode.failure, failure: "server URL \(server.url)") }
                 let (app, key) = (server.keys.appId, server.keys.authKey)
                 // Many callers (each under the per-connection signalling limit), one callee.
                 let callee = try await SignalDevice.online(url, app, key, "hook-callee")
@@ -96,7 +104,7 @@ enum WebhookBench {
                 Console.out("callroom bench webhooks: \(calls) calls rung and cancelled (\(want) events) through an in-process callroomd")
                 Console.out(String(format: "delivered %d of %d; transition → receiver p50 %.1f ms, p99 %.1f ms, max %.1f ms; %.0f events/s over the run",
                                    delays.count, want, q(0.5), q(0.99), delays.last ?? .nan, Double(delays.count) * 1000 / Double(max(1, t1 - t0))))
-                guard outageCalls > 0 else { exit(ExitCode.ok) }
+                guard outageCalls > 0 else { finish(ExitCode.ok) }
                 receiver.up.store(false, ordering: .relaxed)
                 let before = receiver.count
                 let down = epochMilliseconds()
@@ -112,9 +120,9 @@ enum WebhookBench {
                                    Double(t2 - down) / 1000, 2 * outageCalls, refused))
                 Console.out(String(format: "backlog of %d events drained in %.1f s after the receiver came back (%d delivered)",
                                    2 * outageCalls, Double(t3 - t2) / 1000, receiver.count - before))
-                exit(ExitCode.ok)
+                finish(ExitCode.ok)
             } catch {
-                Console.fail(error.message, code: ExitCode.failure)
+                finish(ExitCode.failure, failure: error.message)
             }
         }
         dispatchMain()
