@@ -39,6 +39,11 @@ extension WebServer {
         /// Set once the request went to the delegate: libwebsockets may still report body
         /// completion for a body-less POST, which must not run the handler twice.
         var dispatched = false
+        /// The path, a query argument or a header read holds a NUL (refused: see `LWS_CALLBACK_HTTP`).
+        var hasNULInHead: Bool {
+            path.utf8.contains(0) || query.contains { $0.key.utf8.contains(0) || $0.value.utf8.contains(0) }
+                || headers.values.contains { $0.utf8.contains(0) }
+        }
         // WebSocket
         var rx: [UInt8] = []
         var rxOverflow = false

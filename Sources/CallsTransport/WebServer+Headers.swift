@@ -18,8 +18,9 @@ extension WebServer {
         let n = Int(lws_hdr_total_length(wsi, token))
         guard n > 0 else { return nil }
         var buf = [CChar](repeating: 0, count: n + 1)
-        guard lws_hdr_copy(wsi, &buf, Int32(n + 1), token) >= 0 else { return nil }
-        return String(cBuffer: buf)
+        let copied = Int(lws_hdr_copy(wsi, &buf, Int32(n + 1), token))
+        guard copied >= 0 else { return nil }
+        return String(cBuffer: buf, count: copied)
     }
 
     static func customHeader(_ wsi: OpaquePointer, _ name: String) -> String? {
@@ -27,8 +28,9 @@ extension WebServer {
         let n = Int(lws_hdr_custom_length(wsi, key, Int32(key.utf8.count)))
         guard n > 0 else { return nil }
         var buf = [CChar](repeating: 0, count: n + 1)
-        guard lws_hdr_custom_copy(wsi, &buf, Int32(n + 1), key, Int32(key.utf8.count)) >= 0 else { return nil }
-        return String(cBuffer: buf).trimmingCharacters(in: .whitespaces)
+        let copied = Int(lws_hdr_custom_copy(wsi, &buf, Int32(n + 1), key, Int32(key.utf8.count)))
+        guard copied >= 0 else { return nil }
+        return String(cBuffer: buf, count: copied).trimmingCharacters(in: .whitespaces)
     }
 
     static func queryArgs(_ wsi: OpaquePointer) -> [String: String] {
@@ -38,8 +40,9 @@ extension WebServer {
             let n = Int(lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, idx))
             guard n > 0 else { break }
             var buf = [CChar](repeating: 0, count: n + 1)
-            guard lws_hdr_copy_fragment(wsi, &buf, Int32(n + 1), WSI_TOKEN_HTTP_URI_ARGS, idx) >= 0 else { break }
-            let s = String(cBuffer: buf)
+            let copied = Int(lws_hdr_copy_fragment(wsi, &buf, Int32(n + 1), WSI_TOKEN_HTTP_URI_ARGS, idx))
+            guard copied >= 0 else { break }
+            let s = String(cBuffer: buf, count: copied)
             if let eq = s.firstIndex(of: "=") {
                 out[String(s[..<eq])] = String(s[s.index(after: eq)...])
             } else {

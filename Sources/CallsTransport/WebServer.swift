@@ -361,9 +361,16 @@ public final class WebServer: @unchecked Sendable {
         case LWS_CALLBACK_HTTP:
             guard let wsi, let user else { return -1 }
             let conn = connection(for: wsi, user: user)
-            beginRequest(conn, uri: data.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "/")
+            let uri = data.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: len), as: UTF8.self) }
+            beginRequest(conn, uri: uri ?? "/")
             // Each refusal is answered at once and the connection closed: what follows on it is
             // never read — neither a body nor, behind a length read differently, another request.
+            // A NUL (`%00` in the path or query, a raw one in a header) would end the value
+            // there for anything reading it as C does — `/v3/users/ok1%00/x` as `/v3/users/ok1`,
+            // `apikey: KEY\0junk` as the key: the request is not what it says, and is refused.
+            if conn.hasNULInHead {
+                return answerAndClose(conn, .badRequest, "The request's path, query or headers hold a NUL byte.")
+            }
             if Self.copyHeader(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) != nil {
                 return answerAndClose(conn, .lengthRequired, "Send the body with a Content-Length, not chunked.")
             }

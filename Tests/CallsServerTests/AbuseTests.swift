@@ -142,6 +142,25 @@ final class AbuseTests: XCTestCase {
         XCTAssertEqual(created.status, 200, "a request with its length is answered")
     }
 
+    /// The attack: a NUL byte in a header — `apikey: KEY\0anything` was read up to the NUL, as
+    /// C reads it, and authenticated as the key: what the server acted on was not what came. A
+    /// head holding a NUL is now refused whole, and the connection closed.
+    func testANULInTheHeadIsRefusedNotCutShort() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let key = h.server.keys.apiKey
+        for (name, header) in [("apikey", "apikey: \(key)\0junk"), ("content-type", "apikey: \(key)\r\nContent-Type: a\0b")] {
+            let head = "GET /v3/users HTTP/1.1\r\nHost: x\r\n\(header)\r\n\r\n"
+            let (answer, closed) = RawHTTP.exchange(port: h.server.port, Array(head.utf8))
+            XCTAssertTrue(answer.hasPrefix("HTTP/1.1 400"), "\(name): \(answer)")
+            XCTAssertTrue(answer.contains("ERR_BAD_REQUEST") && answer.contains("NUL"), "\(name): \(answer)")
+            XCTAssertFalse(answer.contains(#""data""#), "\(name): answered as if the head were clean: \(answer)")
+            XCTAssertTrue(closed, "\(name): closed at once")
+        }
+        let clean = "GET /v3/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\napikey: \(key)\r\n\r\n"
+        XCTAssertTrue(RawHTTP.exchange(port: h.server.port, Array(clean.utf8)).0.hasPrefix("HTTP/1.1 200"), "the same head without the NUL")
+    }
+
     /// The attack: a request body sent a byte at a time. libwebsockets' 20 s timeout starts
     /// again with every chunk, so a `Content-Length` of 60,000 at a byte a second held the
     /// connection for 16 hours. The body now has `requestBodyTimeoutSeconds` from the head,

@@ -38,6 +38,25 @@ final class RESTUsersAndCallsTests: XCTestCase {
         XCTAssertEqual(h.request("DELETE", "/v3/users/u2", headers: h.adminHeaders).status, 404)
     }
 
+    /// An avatar goes into other apps' `<img src>` and links: only an http(s) URL, whole.
+    func testAnAvatarIsAnHTTPURLOrRefused() throws {
+        XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"u1"}"#).status, 200)
+        let long = "https://x/" + String(repeating: "a", count: 2040)
+        for bad in ["javascript:alert(1)", "data:image/png;base64,AAAA", "https://x/a b.png", "https://x/\\u0000", "//x/a.png",
+                    "https://", long] {
+            XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"v1","avatar":"\#(bad)"}"#).errorCode,
+                           "ERR_BAD_REQUEST", bad)
+            XCTAssertEqual(h.request("PUT", "/v3/users/u1", headers: h.adminHeaders, body: #"{"avatar":"\#(bad)"}"#).errorCode,
+                           "ERR_BAD_REQUEST", bad)
+        }
+        XCTAssertEqual(h.request("GET", "/v3/users/v1", headers: h.adminHeaders).errorCode, "ERR_UID_NOT_FOUND", "nothing made")
+        let fits = String(long.dropLast(2))
+        XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"v1","avatar":"\#(fits)"}"#)
+            .data["avatar"] as? String, fits)
+        XCTAssertEqual(h.request("PUT", "/v3/users/v1", headers: h.adminHeaders, body: #"{"avatar":"HTTP://Y/b.png"}"#)
+            .data["avatar"] as? String, "HTTP://Y/b.png")
+    }
+
     func testAuthTokensAreListedWithoutPlaintextAndRevocable() throws {
         _ = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"amy"}"#)
         let t1 = h.request("POST", "/v3/users/amy/auth_tokens", headers: h.adminHeaders).data["authToken"] as? String ?? ""

@@ -320,6 +320,7 @@ struct RESTRouter: Sendable {
         struct Body: Decodable { var uid: String; var name: String?; var avatar: String? }
         let b: Body = try decode(r)
         try validate(uid: b.uid)
+        try validate(avatar: b.avatar)
         guard let u = try store.createUser(uid: b.uid, name: clean(b.name) ?? b.uid, avatar: b.avatar) else {
             throw ServerError(.uidAlreadyExists, "A user with uid '\(b.uid)' exists already.")
         }
@@ -332,7 +333,8 @@ struct RESTRouter: Sendable {
         let b: Body = try decode(r)
         guard b.name != nil || b.avatar != nil else { throw ServerError.badRequest("Give name and/or avatar.") }
         if let n = b.name, clean(n) == nil { throw ServerError.badRequest("The name is empty.") }
-        guard let u = try store.updateUser(uid: uid, name: clean(b.name), avatar: b.avatar.map { String($0.prefix(2048)) })
+        if b.avatar != "" { try validate(avatar: b.avatar) }
+        guard let u = try store.updateUser(uid: uid, name: clean(b.name), avatar: b.avatar)
         else { throw ServerError.uidNotFound(uid) }
         return ok(u)
     }
@@ -471,6 +473,18 @@ struct RESTRouter: Sendable {
         guard Self.isIdentifier(uid, max: 100) else {
             throw ServerError(.uidInvalid, "A uid is 1–100 characters of letters, digits, '_', '-', '.', '@'.")
         }
+    }
+
+    /// An avatar is a picture's address that apps put in `<img src>` and links: an http(s) URL
+    /// of at most 2,048 characters with no spaces or control characters — never `javascript:`
+    /// or `data:`, and never cut short to fit (the old update did, silently).
+    func validate(avatar: String?) throws {
+        guard let avatar else { return }
+        let lower = avatar.lowercased()
+        guard avatar.utf8.count <= 2048, lower.hasPrefix("https://") || lower.hasPrefix("http://"),
+              !avatar.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }),
+              let url = URL(string: avatar), url.host?.isEmpty == false
+        else { throw ServerError.badRequest("avatar must be an http:// or https:// URL of at most 2048 characters.") }
     }
 
     func validate(sessionId: String) throws {
