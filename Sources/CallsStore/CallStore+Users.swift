@@ -20,6 +20,10 @@ public struct StoredAuthToken: Sendable, Equatable, Codable {
     public var createdAt: Int64
 }
 
+/// How many auth tokens one user holds: issuing another revokes the oldest (a device that has
+/// not logged in since its user's last 100 logins logs in again).
+package let maxAuthTokensPerUser = 100
+
 extension CallStore {
     /// Users in creation order.
     public func users(page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredUser> {

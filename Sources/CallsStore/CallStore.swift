@@ -201,14 +201,29 @@ public final class CallStore: @unchecked Sendable {
         StoredUser(uid: r[0].text ?? "", name: r[1].text ?? "", avatar: r[2].text, createdAt: r[3].int ?? 0)
     }
 
-    /// Issues a new auth token for `uid`; only its SHA-256 is stored. Returns the plaintext once.
-    public func createAuthToken(uid: String, now: Int64 = epochMilliseconds()) throws(DatabaseError) -> String {
+    /// Issues a new auth token for `uid`; only its SHA-256 is stored. Returns the plaintext once,
+    /// and the ids (`tokenId`) of the user's oldest tokens it pushed past `maxAuthTokensPerUser`:
+    /// those are gone and recorded as revoked, as `deleteAuthToken` does — the caller ends what
+    /// they opened. (Every login with the auth key, every `callroom` run, makes one: without a
+    /// bound a user's rows grew for ever.)
+    public func createAuthToken(uid: String, now: Int64 = epochMilliseconds()) throws(DatabaseError) -> (token: String, evicted: [String]) {
         let token = Crypto.randomHex(20)
-        try locked { () throws(DatabaseError) in
-            try db.execute("INSERT INTO auth_tokens(token_hash, uid, created_at) VALUES (?, ?, ?)",
-                           [.text(Crypto.sha256Hex(token)), .text(uid), .int(now)])
+        let evicted = try locked { () throws(DatabaseError) -> [String] in
+            try db.transaction { () throws(DatabaseError) -> [String] in
+                try db.execute("INSERT INTO auth_tokens(token_hash, uid, created_at) VALUES (?, ?, ?)",
+                               [.text(Crypto.sha256Hex(token)), .text(uid), .int(now)])
+                let old = try db.query("""
+                    SELECT token_hash FROM auth_tokens WHERE uid = ? ORDER BY created_at DESC, token_hash DESC LIMIT 1000 OFFSET ?
+                    """, [.text(uid), .int(Int64(maxAuthTokensPerUser))]).compactMap { $0[0].text }
+                for hash in old {
+                    try db.execute("DELETE FROM auth_tokens WHERE token_hash = ?", [.text(hash)])
+                    try db.execute("INSERT INTO auth_token_revocations(token_id, revoked_at) VALUES (?, ?) ON CONFLICT(token_id) DO NOTHING",
+                                   [.text(String(hash.prefix(16))), .int(now)])
+                }
+                return old.map { String($0.prefix(16)) }
+            }
         }
-        return token
+        return (token, evicted)
     }
 
     /// The user an auth token belongs to, or nil (also when it is older than `maxAgeSeconds`).

@@ -154,6 +154,42 @@ final class RevocationTests: XCTestCase {
         XCTAssertNotNil(fresh.joined(), "the other token still mints working call tokens")
     }
 
+    /// Every login makes an auth token (each `callroom` run logs in): a user's rows grew for
+    /// ever. A user holds at most 100; the 101st login revokes the oldest whole — what it
+    /// opened closes and its call tokens are refused, as `DELETE …/auth_tokens/{token}` does.
+    func testAUserHoldsAtMostAHundredAuthTokensAndTheOldestIsRevokedWhole() throws {
+        let h = try ServerHarness { $0.restRequestsPerSecond = 10_000 }
+        defer { h.stop(); h.removeData() }
+        let app = h.server.keys.appId
+        func login() throws -> String {
+            try XCTUnwrap(h.request("POST", "/v3/sdk/login", headers: ["appId": app],
+                                    body: #"{"uid":"ann","authKey":"\#(h.server.keys.authKey)"}"#).data["authToken"] as? String)
+        }
+        let oldest = try login(), second = try login()
+        let phone = try SignalProbe(url: h.server.url)
+        phone.send(.hello(authToken: oldest))
+        XCTAssertNotNil(phone.wait { if case .welcome = $0 { return true }; return false })
+        let minted = try XCTUnwrap(h.request("POST", "/v3.0/call_tokens", headers: ["appId": app, "authToken": oldest],
+                                             body: #"{"sessionId":"s"}"#).data["token"] as? String)
+        for _ in 0..<98 { _ = try login() }
+        XCTAssertEqual(h.request("GET", "/v3/me", headers: ["authToken": oldest]).status, 200, "100 tokens: all still good")
+        XCTAssertFalse(phone.isClosed)
+        let newest = try login()
+        XCTAssertEqual(h.request("GET", "/v3/me", headers: ["authToken": oldest]).errorCode, "AUTH_ERR_AUTH_TOKEN_NOT_FOUND",
+                       "the 101st revokes the oldest")
+        XCTAssertTrue(phone.waitClosed(), "the presence connection it opened closes")
+        let late = try SignalProbe(url: h.server.url)
+        late.send(.join(.init(callToken: minted)))
+        XCTAssertEqual(late.error(), "AUTH_ERR_TOKEN_REVOKED", "a call token it minted no longer works")
+        for kept in [second, newest] { XCTAssertEqual(h.request("GET", "/v3/me", headers: ["authToken": kept]).status, 200) }
+        let listed = h.request("GET", "/v3/users/ann/auth_tokens", headers: h.adminHeaders).json["data"] as? [[String: Any]]
+        XCTAssertEqual(listed?.count, 100)
+        // The operator's own issuing is bound the same way.
+        _ = h.request("POST", "/v3/users/ann/auth_tokens", headers: h.adminHeaders)
+        XCTAssertEqual(h.request("GET", "/v3/me", headers: ["authToken": second]).errorCode, "AUTH_ERR_AUTH_TOKEN_NOT_FOUND")
+        XCTAssertEqual((h.request("GET", "/v3/users/ann/auth_tokens", headers: h.adminHeaders).json["data"] as? [[String: Any]])?.count, 100)
+    }
+
     func testCallTokensCarryAnIdAndTheirAudience() throws {
         let h = try ServerHarness()
         defer { h.stop(); h.removeData() }
@@ -180,8 +216,8 @@ final class RevocationTests: XCTestCase {
         defer { dir.remove() }
         let store = try CallStore(path: dir.file("db.sqlite"))
         _ = try store.createUser(uid: "eve", name: "Eve")
-        let old = try store.createAuthToken(uid: "eve", now: epochMilliseconds() - 3_600_000)
-        let new = try store.createAuthToken(uid: "eve")
+        let old = try store.createAuthToken(uid: "eve", now: epochMilliseconds() - 3_600_000).token
+        let new = try store.createAuthToken(uid: "eve").token
         XCTAssertNil(try store.user(authToken: old, maxAgeSeconds: 1800), "an hour old, a lifetime of 30 minutes")
         XCTAssertEqual(try store.user(authToken: new, maxAgeSeconds: 1800)?.uid, "eve")
         XCTAssertEqual(try store.user(authToken: old)?.uid, "eve", "no lifetime: until revoked")

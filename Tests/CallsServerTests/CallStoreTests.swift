@@ -259,7 +259,7 @@ final class CallStoreTests: XCTestCase {
         let s = try database.store()
         _ = try s.createUser(uid: "u", name: "U")
         XCTAssertNil(try s.createUser(uid: "u", name: "again"))
-        let t = try s.createAuthToken(uid: "u")
+        let t = try s.createAuthToken(uid: "u").token
         XCTAssertEqual(try s.user(authToken: t)?.uid, "u")
         XCTAssertNil(try s.user(authToken: t + "x"))
         let db = try database.open()

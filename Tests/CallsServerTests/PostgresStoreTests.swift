@@ -22,7 +22,7 @@ final class PostgresStoreTests: XCTestCase {
         let store = try CallStore(database: try PostgresDatabase(url: try pg.createDatabase()))
         XCTAssertEqual(store.databaseKind, .postgres)
         XCTAssertNotNil(try store.createUser(uid: "ada", name: "Ada"))
-        let token = try store.createAuthToken(uid: "ada")
+        let token = try store.createAuthToken(uid: "ada").token
 
         pg.stop(mode: "immediate")  // as a crash
         XCTAssertThrowsError(try store.createUser(uid: "bea", name: "Bea")) { e in

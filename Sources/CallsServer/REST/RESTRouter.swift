@@ -116,7 +116,7 @@ struct RESTRouter: Sendable {
         Route(.post, "v3/users/*/auth_tokens") { rt, r, parts in
             try rt.requireAPIKey(r)
             guard try rt.store.user(uid: parts[2]) != nil else { throw ServerError.uidNotFound(parts[2]) }
-            let token = try rt.store.createAuthToken(uid: parts[2])
+            let token = try rt.issueAuthToken(uid: parts[2])
             return rt.ok(AuthTokenBody(uid: parts[2], authToken: token, createdAt: epochMilliseconds() / 1000))
         },
         Route(.get, "v3/users/*/auth_tokens") { rt, r, parts in
@@ -447,8 +447,16 @@ struct RESTRouter: Sendable {
             user = try store.createUser(uid: b.uid, name: clean(b.name) ?? b.uid) ?? store.user(uid: b.uid)
         }
         guard let u = user else { throw ServerError.uidNotFound(b.uid) }
-        let token = try store.createAuthToken(uid: u.uid)
+        let token = try issueAuthToken(uid: u.uid)
         return ok(LoginBody(uid: u.uid, name: u.name, avatar: u.avatar, authToken: token))
+    }
+
+    /// A new auth token for `uid`; the oldest ones it pushes past the user's bound are revoked
+    /// as `DELETE …/auth_tokens/{token}` revokes one (what they opened closes, on every node).
+    func issueAuthToken(uid: String) throws -> String {
+        let issued = try store.createAuthToken(uid: uid)
+        for id in issued.evicted { try revoke(.authToken(uid: uid, id: id)) }
+        return issued.token
     }
 
     // MARK: Validation and auth
