@@ -189,6 +189,41 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertEqual(requests(message(.chat(text: "a new call"), c)).count, 1)
     }
 
+    /// Each join is a row of the call's log and a `participantJoined` to everyone: one call
+    /// token rejoining in a loop made them for as long as the call ran. A user's joins of one
+    /// call, and the call's joins in all, are bounded; nothing is written past them, and the
+    /// next call of the session counts again.
+    func testACallTakesABoundedNumberOfJoins() throws {
+        var limits = RoomLimits()
+        limits.maxParticipants = 2
+        limits.maxJoinsPerUserPerCall = 3
+        limits.maxJoinsPerCall = 5
+        core = RoomCore(signer: signer, appID: "app", limits: limits, mediaPort: 4000)
+        try joined("ann", a)
+        for _ in 0..<3 {
+            try joined("eve", b)
+            for r in requests(message(.leave, b)) { _ = ok(r) }
+            now += 1_000
+        }
+        let again = message(.join(.init(callToken: token("eve"), sessionId: "room")), b)
+        XCTAssertTrue(requests(again).isEmpty, "nothing written past the user's bound")
+        XCTAssertEqual(sent(again, to: b).first,
+                       .error(code: .rateLimited, message: "You have joined this call 3 times; no more joins of yours are taken until it ends."))
+        XCTAssertTrue(sent(again, to: a).isEmpty, "nobody hears of it")
+        // The call's own bound (at least ten times the room's size: 20 here) with others' joins.
+        for i in 0..<16 {
+            try joined("u\(i)", c)
+            for r in requests(message(.leave, c)) { _ = ok(r) }
+        }
+        let full = message(.join(.init(callToken: token("zed"), sessionId: "room")), c)
+        XCTAssertTrue(requests(full).isEmpty)
+        XCTAssertEqual(sent(full, to: c).first, .error(code: .roomFull, message: "This call has taken 20 joins; no more are taken until it ends."))
+        // Everyone leaves: the call ends, and the next call of the session counts again.
+        for r in requests(message(.leave, a)) { _ = ok(r) }
+        XCTAssertNil(core.rooms["room"])
+        try joined("eve", b)
+    }
+
     func testAConnectionThatDropsWhileItsJoinIsBeingWrittenIsNeverAnnounced() throws {
         try joined("ann", a)
         let rb = try XCTUnwrap(requests(message(.join(.init(callToken: token("bea"))), b)).first)

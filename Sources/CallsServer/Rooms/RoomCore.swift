@@ -84,6 +84,9 @@ final class RoomCore {
         var runs: [SessionFeature: FeatureRun] = [:]
         /// Chat messages this call took here (a room that moves to another node counts again there).
         var chatMessages = 0
+        /// Joins this call took here, in all and by uid (`RoomLimits.maxJoinsPerUserPerCall`).
+        var joins = 0
+        var joinsByUid: [String: Int] = [:]
         /// The server's members of the room, in a fixed order.
         var members: [Participant] { SessionFeature.allCases.compactMap { runs[$0]?.member } }
         init(sessionId: String, index: Int) { self.sessionId = sessionId; self.index = index }
@@ -452,6 +455,13 @@ final class RoomCore {
         guard room.participants.count < limits.maxParticipants else {
             return fail(connection, .roomFull, "The session already has \(limits.maxParticipants) participants.", close: true)
         }
+        if room.joinsByUid[claims.sub, default: 0] >= limits.maxJoinsPerUserPerCall {
+            return fail(connection, .rateLimited, "You have joined this call \(limits.maxJoinsPerUserPerCall) times; no more joins of yours are taken until it ends.", close: true)
+        }
+        let maxJoins = max(limits.maxJoinsPerCall, 10 * limits.maxParticipants)
+        if room.joins >= maxJoins {
+            return fail(connection, .roomFull, "This call has taken \(maxJoins) joins; no more are taken until it ends.", close: true)
+        }
         // A lobby room: the invited get in; so does the first one in where the first joiner
         // hosts; everyone else waits for a moderator (`+Lobby`).
         let firstIn = room.participants.isEmpty && room.lobby.isEmpty && roomRules.moderation(claims.sid) == .firstJoiner
@@ -488,6 +498,8 @@ final class RoomCore {
                             mediaKey: identities.randomBytes(SRTPProfile.aeadAES128GCM.masterKeyLength))
         nextKey += 1
         room.participants[pid] = p
+        room.joins += 1
+        room.joinsByUid[claims.sub, default: 0] += 1
         byConnection[connection] = (claims.sid, pid)
         // The join is on disk before anyone hears of it, or it is refused (`+Store`).
         var commands: [StoreCommand] = []

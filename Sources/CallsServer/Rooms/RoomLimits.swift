@@ -10,6 +10,12 @@ public struct RoomLimits: Sendable, Equatable {
     /// Chat messages one call keeps (`ERR_CHAT_FULL` past it): each is a row, and a call may
     /// run for days at the rate above times its participants.
     public var maxChatMessagesPerCall = 10_000
+    /// Joins one user may make in one call (`ERR_RATE_LIMITED` past it), and all of a call's
+    /// joins (`ERR_ROOM_FULL`; at least ten times `maxParticipants`): each join is a row of the
+    /// call's log and a `participantJoined` to everyone in it — one call token rejoining in a
+    /// loop made 18 a second, for as long as the call ran. (A `resume` is no new join.)
+    public var maxJoinsPerUserPerCall = 100
+    public var maxJoinsPerCall = 10_000
     /// Signalling messages: burst and sustained rate per connection (`ERR_RATE_LIMITED`).
     public var signalBurst = 100.0
     public var signalPerSecond = 50.0
