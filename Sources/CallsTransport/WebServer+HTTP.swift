@@ -39,6 +39,7 @@ extension WebServer {
         conn.closeAfterResponse = true
         conn.response = HTTPResponse(status: code.status, json: code.json(message))
         lws_callback_on_writable(conn.wsi)
+        delegate?.webServer(self, refusedRequestHeadFrom: conn.peer, code: code, reason: message)
         return 0
     }
 

@@ -1,3 +1,4 @@
+import CallsCore
 import Foundation
 
 /// Receives what a `WebServer` hears. Every method is called on the server's service thread and
@@ -21,6 +22,10 @@ public protocol WebServerDelegate: AnyObject, Sendable {
     /// A request's body did not arrive within `bodyTimeoutSeconds` of its head: the connection
     /// was closed without an answer.
     func webServer(_ server: WebServer, refusedSlowBodyFrom peer: String, received: Int, of length: Int)
+    /// A request was refused from its head alone (a chunked body, a `Content-Length` that is not
+    /// one number or is past `maxBodyBytes`, a NUL in the head): answered `code` and closed,
+    /// nothing behind the head read. `reason` is the answer's message (no client data in it).
+    func webServer(_ server: WebServer, refusedRequestHeadFrom peer: String, code: RESTErrorCode, reason: String)
     /// A TCP connection was hung up as it was accepted: the server holds `maxOpenDescriptors`
     /// descriptors already.
     func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32)
@@ -32,6 +37,7 @@ extension WebServerDelegate {
     public func webServer(_ server: WebServer, droppedSlowConnection connection: UInt64, peer: String, queuedBytes: Int) {}
     public func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String) {}
     public func webServer(_ server: WebServer, refusedSlowBodyFrom peer: String, received: Int, of length: Int) {}
+    public func webServer(_ server: WebServer, refusedRequestHeadFrom peer: String, code: RESTErrorCode, reason: String) {}
     public func webServer(_ server: WebServer, refusedConnectionOverDescriptorBudget descriptor: Int32) {}
     public func webServer(_ server: WebServer, refusedConnectionFrom address: String, holding: Int) {}
 }

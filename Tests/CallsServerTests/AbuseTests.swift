@@ -140,6 +140,8 @@ final class AbuseTests: XCTestCase {
         }
         let created = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"fine"}"#)
         XCTAssertEqual(created.status, 200, "a request with its length is answered")
+        XCTAssertTrue(eventually(2) { h.server.metricsText().contains(#"callroom_refused_total{cause="request_head"} 5"#) },
+                      "each refusal counted")
     }
 
     /// The attack: a NUL byte in a header — `apikey: KEY\0anything` was read up to the NUL, as
@@ -159,6 +161,8 @@ final class AbuseTests: XCTestCase {
         }
         let clean = "GET /v3/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\napikey: \(key)\r\n\r\n"
         XCTAssertTrue(RawHTTP.exchange(port: h.server.port, Array(clean.utf8)).0.hasPrefix("HTTP/1.1 200"), "the same head without the NUL")
+        XCTAssertTrue(eventually(2) { h.server.metricsText().contains(#"callroom_refused_total{cause="request_head"} 2"#) },
+                      "each refusal counted (and logged once a minute per peer)")
     }
 
     /// The attack: a request body sent a byte at a time. libwebsockets' 20 s timeout starts

@@ -23,6 +23,10 @@ enum RefusalCause: String, Sendable, CaseIterable {
     case slowConsumer = "slow_consumer"
     /// An HTTP request whose body did not arrive within `requestBodyTimeoutSeconds` of its head.
     case slowRequest = "slow_request"
+    /// An HTTP request refused from its head alone: a body sent chunked (411), a `Content-Length`
+    /// that is not one number (400) or past 64 KiB (413), a NUL in the head (400) — answered
+    /// and closed, nothing behind the head read.
+    case requestHead = "request_head"
     /// A WebSocket message over the size limit (64 KiB), whole or in fragments: closed 1009.
     case oversizedMessage = "oversized_message"
     /// A TCP connection hung up at accept: the server's descriptors are spent (`maxConnections`).

@@ -176,6 +176,10 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         refusals.refused(.slowRequest, peer: peer, detail: "\(received) of \(length) body bytes in \(server.bodyTimeoutSeconds) s: closed")
     }
 
+    func webServer(_ server: WebServer, refusedRequestHeadFrom peer: String, code: RESTErrorCode, reason: String) {
+        refusals.refused(.requestHead, peer: peer, detail: "\(code.status) \(code.rawValue): \(reason) Closed")
+    }
+
     func webServer(_ server: WebServer, refusedOversizedMessage connection: UInt64, peer: String) {
         refusals.refused(.oversizedMessage, peer: peer, detail: "a message over \(server.maxMessageBytes) bytes: closed 1009")
     }
