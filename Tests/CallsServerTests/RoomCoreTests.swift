@@ -224,6 +224,36 @@ final class RoomCoreTests: XCTestCase {
         try joined("eve", b)
     }
 
+    /// A four-digit passcode fell to 10,000 joins (two minutes at the signalling rate). A user
+    /// has five wrong guesses a session, then one every 30 s; with none left the passcode is
+    /// not even checked (the right one waits too). Others' guesses are their own; a join with
+    /// no passcode is no guess.
+    func testWrongPasscodesAreRationedPerUserAndSession() throws {
+        core = RoomCore(signer: signer, appID: "app", limits: RoomLimits(), mediaPort: 4000,
+                        roomRules: RoomRulesDirectory(defaultModeration: .firstJoiner, rules: ["room": RoomRules(passcode: "4711")]))
+        func attempt(_ uid: String, _ passcode: String?, _ conn: ConnectionID) -> [ServerMessage] {
+            sent(message(.join(.init(callToken: token(uid), sessionId: "room", passcode: passcode)), conn), to: conn)
+        }
+        let wrong = ServerMessage.error(code: .passcodeWrong, message: "The passcode is not right.")
+        func errorCode(_ m: ServerMessage) -> SignalErrorCode? { if case .error(let code, _) = m { return code }; return nil }
+        XCTAssertEqual(attempt("eve", nil, a).first, .error(code: .passcodeWrong, message: "This session needs a passcode."))
+        for guess in 0..<5 { XCTAssertEqual(attempt("eve", "000\(guess)", a).first, wrong, "guess \(guess)") }
+        XCTAssertEqual(attempt("eve", "4711", a).first,
+                       .error(code: .rateLimited, message: "Too many wrong passcodes for this session: try again in 30 s."),
+                       "no guess left: not even the right one is checked")
+        XCTAssertEqual(attempt("eve", nil, a).first.flatMap(errorCode), .rateLimited)
+        XCTAssertEqual(attempt("ann", "0000", b).first, wrong, "another user's guesses are their own")
+        now += 20_000
+        XCTAssertEqual(attempt("eve", "0005", a).first,
+                       .error(code: .rateLimited, message: "Too many wrong passcodes for this session: try again in 10 s."))
+        now += 10_000
+        XCTAssertEqual(attempt("eve", "0006", a).first, wrong, "one more guess every 30 s")
+        XCTAssertEqual(attempt("eve", "4711", a).first.flatMap(errorCode), .rateLimited)
+        now += 30_000
+        let r = try XCTUnwrap(requests(message(.join(.init(callToken: token("eve"), sessionId: "room", passcode: "4711")), a)).first)
+        XCTAssertNotNil(sent(ok(r), to: a).first { if case .joined = $0 { return true }; return false }, "the right one, in time, lets in")
+    }
+
     func testAConnectionThatDropsWhileItsJoinIsBeingWrittenIsNeverAnnounced() throws {
         try joined("ann", a)
         let rb = try XCTUnwrap(requests(message(.join(.init(callToken: token("bea"))), b)).first)

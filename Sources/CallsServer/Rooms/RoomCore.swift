@@ -125,6 +125,8 @@ final class RoomCore {
     /// Users a moderator removed, per live session: no token of theirs gets back in until the
     /// room ends (or a moderator or the operator lets them back: `liftRemoval`).
     var sessionBans: [String: Set<String>] = [:]
+    /// Wrong passcodes, per session and uid (`+Passcode`).
+    var passcodeGuesses: [String: RateLimiter] = [:]
     /// The invites removed users came in with, per session and uid (lifted with them).
     var removedGrants: [String: [String: Set<String>]] = [:]
     /// The `sessionBans` entry of a removed participant's invite grant (a uid has no ':').
@@ -428,8 +430,8 @@ final class RoomCore {
         if rooms[claims.sid]?.locked == true && tokenRole != .moderator {
             return fail(connection, .roomLocked, "A moderator locked this session: nobody new may join.", close: true)
         }
-        if let rules, !rules.passcodeMatches(j.passcode) {
-            return fail(connection, .passcodeWrong, j.passcode == nil ? "This session needs a passcode." : "The passcode is not right.", close: true)
+        if let rules, let (code, why) = passcodeRefusal(rules, session: claims.sid, uid: claims.sub, given: j.passcode) {
+            return fail(connection, code, why, close: true)
         }
         if rooms[claims.sid]?.participants.values.contains(where: { $0.tokenID == tokenID }) == true
             || rooms[claims.sid]?.lobby.values.contains(where: { $0.tokenID == tokenID }) == true {
