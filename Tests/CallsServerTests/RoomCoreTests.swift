@@ -74,6 +74,30 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertFalse(startsRecording(ok(r3, name: "Max")), "too late: nobody is recorded by surprise")
     }
 
+    /// Each start of a server feature is a row of the call's log (with its files): a moderator's
+    /// start/stop loop made two a second. A call starts each at most `maxFeatureStartsPerCall`
+    /// times; the other features and the next call count on their own.
+    func testACallStartsEachFeatureABoundedNumberOfTimes() throws {
+        var limits = RoomLimits()
+        limits.maxFeatureStartsPerCall = 2
+        core = RoomCore(signer: signer, appID: "app", limits: limits, mediaPort: 4000)
+        func starts(_ f: SessionFeature, _ effects: [RoomEffect]) -> Bool {
+            effects.contains { if case .startMember(let l) = $0 { return l.feature == f }; return false }
+        }
+        try joined("ann", a)
+        for i in 0..<2 {
+            XCTAssertTrue(starts(.recording, message(.setSessionFeature(feature: .recording, enabled: true), a)), "start \(i)")
+            _ = message(.setSessionFeature(feature: .recording, enabled: false), a)
+        }
+        let third = message(.setSessionFeature(feature: .recording, enabled: true), a)
+        XCTAssertFalse(starts(.recording, third))
+        XCTAssertEqual(sent(third, to: a), [.error(code: .rateLimited, message: "This call has started its recording 2 times; no more until it ends.")])
+        XCTAssertTrue(starts(.transcription, message(.setSessionFeature(feature: .transcription, enabled: true), a)), "each feature its own count")
+        for r in requests(message(.leave, a)) { _ = ok(r) }
+        try joined("ann", b)
+        XCTAssertTrue(starts(.recording, message(.setSessionFeature(feature: .recording, enabled: true), b)), "the next call counts again")
+    }
+
     func testAJoinIsAnnouncedOnlyAfterItsRowCommits() throws {
         let effects = message(.join(.init(callToken: token("ann"), sessionId: "room", idleTimeoutSeconds: 60)), a)
         XCTAssertTrue(sent(effects, to: a).isEmpty, "nothing is said before the disk has it: \(effects)")

@@ -52,6 +52,9 @@ extension RoomCore {
             return endFeature(room, f, reason: f == .recording ? .recordingStopped : .featureStopped)
         }
         guard room.runs[f] == nil else { return fail(connection, codes.already, "The session's \(f.noun) is running already.", close: false) }
+        guard room.featureStarts[f, default: 0] < limits.maxFeatureStartsPerCall else {
+            return fail(connection, .rateLimited, "This call has started its \(f.noun) \(limits.maxFeatureStartsPerCall) times; no more until it ends.", close: false)
+        }
         var lang: String?
         if f == .transcription {
             let l = (language ?? "en-US").trimmingCharacters(in: .whitespaces)
@@ -66,6 +69,7 @@ extension RoomCore {
         let prefix = f == .recording ? "rec_" : f == .transcription ? "tr_" : "st_"
         let id = prefix + randomHex(8)
         room.runs[f] = FeatureRun(feature: f, id: id, by: pid, startedAt: now, language: lang)
+        room.featureStarts[f, default: 0] += 1
         let claims = CallTokenClaims(app: appID, sub: Self.memberUID, sid: room.sessionId, iat: now / 1000, exp: now / 1000 + 300,
                                      role: Self.memberRole(f), jti: id, aud: CallTokenClaims.audience(appId: appID))
         effects.append(.startMember(.init(feature: f, session: room.sessionId, id: id, callToken: signer.sign(claims), language: lang, target: target)))

@@ -87,6 +87,8 @@ final class RoomCore {
         /// Joins this call took here, in all and by uid (`RoomLimits.maxJoinsPerUserPerCall`).
         var joins = 0
         var joinsByUid: [String: Int] = [:]
+        /// Times each server feature started in this call here (`RoomLimits.maxFeatureStartsPerCall`).
+        var featureStarts: [SessionFeature: Int] = [:]
         /// The server's members of the room, in a fixed order.
         var members: [Participant] { SessionFeature.allCases.compactMap { runs[$0]?.member } }
         init(sessionId: String, index: Int) { self.sessionId = sessionId; self.index = index }

@@ -16,6 +16,10 @@ public struct RoomLimits: Sendable, Equatable {
     /// loop made 18 a second, for as long as the call ran. (A `resume` is no new join.)
     public var maxJoinsPerUserPerCall = 100
     public var maxJoinsPerCall = 10_000
+    /// Times one call may start each server feature — recording, transcription, streaming
+    /// (`ERR_RATE_LIMITED` past it): each start is a row of the call's log with its files, and
+    /// a moderator's start/stop loop made two a second for as long as the call ran.
+    public var maxFeatureStartsPerCall = 100
     /// Signalling messages: burst and sustained rate per connection (`ERR_RATE_LIMITED`).
     public var signalBurst = 100.0
     public var signalPerSecond = 50.0
