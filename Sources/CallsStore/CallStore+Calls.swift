@@ -64,13 +64,20 @@ extension CallStore {
             let ids = try db.query("SELECT c.id FROM calls c \(whereSQL) ORDER BY c.id DESC LIMIT ? OFFSET ?",
                                    params + [.int(Int64(perPage)), .int(Int64((page - 1) * perPage))]).compactMap { $0.first?.int }
             var items: [StoredCall] = []
-            for id in ids { if let c = try loadCall(id: id) { items.append(c) } }
+            for id in ids { if let c = try loadCall(id: id, listing: f.visibleTo ?? f.uid ?? "") { items.append(c) } }
             return Page(items: items, total: total, page: page, perPage: perPage)
         }
     }
 
-    /// One call with its participants (caller holds the lock).
-    package func loadCall(id: Int64) throws(DatabaseError) -> StoredCall? {
+    /// Participant rows a call carries in a listing: the first to join (and the viewer's own). A
+    /// call may have 10,000 (`RoomLimits.maxJoinsPerCall`); a page of 100 such calls was 233 MB
+    /// built in memory for one request. `GET /v3/calls/{sessionId}` carries them all.
+    public static let listedParticipants = 100
+
+    /// One call with its participants (caller holds the lock). `listing`: for a page of calls —
+    /// at most `listedParticipants` rows, and every row of that uid (the viewer: `CallAccess`
+    /// needs their spans); past that the call carries its rows' spans instead (`allSpans`).
+    package func loadCall(id: Int64, listing viewer: String? = nil) throws(DatabaseError) -> StoredCall? {
         guard let r = try db.query("""
             SELECT c.id, c.session_id, c.type, c.mode, c.status, c.initiated_at, c.started_at, c.ended_at,
                 c.initiator_uid, COALESCE(iu.name, c.initiator_uid), c.receiver_type, c.receiver_id,
@@ -80,15 +87,35 @@ extension CallStore {
                 LEFT JOIN groups g ON c.receiver_type = 'group' AND g.guid = c.receiver_id
             WHERE c.id = ?
             """, [.int(id)]).first else { return nil }
-        let ps = try db.query("""
-            SELECT id, uid, pid, name, joined_at, left_at, moderated FROM call_participants WHERE call_id = ? ORDER BY id
-            """, [.int(id)]).map {
-            StoredCallParticipant(id: $0[0].int ?? 0, uid: $0[1].text ?? "", pid: $0[2].text ?? "",
-                                  name: $0[3].text ?? "", joinedAt: $0[4].int ?? 0, leftAt: $0[5].int, moderated: ($0[6].int ?? 0) != 0)
+        let columns = "SELECT id, uid, pid, name, joined_at, left_at, moderated FROM call_participants"
+        func participants(_ rows: [[DatabaseValue]]) -> [StoredCallParticipant] {
+            rows.map {
+                StoredCallParticipant(id: $0[0].int ?? 0, uid: $0[1].text ?? "", pid: $0[2].text ?? "",
+                                      name: $0[3].text ?? "", joinedAt: $0[4].int ?? 0, leftAt: $0[5].int, moderated: ($0[6].int ?? 0) != 0)
+            }
+        }
+        var ps: [StoredCallParticipant]
+        var spans: [StoredCall.Span]?, uids: Int?
+        if let viewer {
+            let limit = Self.listedParticipants
+            ps = participants(try db.query(columns + " WHERE call_id = ? ORDER BY id LIMIT ?", [.int(id), .int(Int64(limit + 1))]))
+            if ps.count > limit {
+                ps.removeLast()
+                let shown = Set(ps.map(\.id))
+                ps += participants(try db.query(columns + " WHERE call_id = ? AND uid = ? ORDER BY id", [.int(id), .text(viewer)]))
+                    .filter { !shown.contains($0.id) }
+                spans = try db.query("SELECT joined_at, left_at FROM call_participants WHERE call_id = ? ORDER BY id", [.int(id)])
+                    .map { StoredCall.Span(joinedAt: $0[0].int ?? 0, leftAt: $0[1].int) }
+                uids = Int(try db.query("SELECT COUNT(DISTINCT uid) FROM call_participants WHERE call_id = ?", [.int(id)]).first?.first?.int ?? 0)
+            }
+        } else {
+            ps = participants(try db.query(columns + " WHERE call_id = ? ORDER BY id", [.int(id)]))
         }
         var call = StoredCall(id: id, sessionId: r[1].text ?? "", type: r[2].text ?? "", mode: r[3].text ?? "",
                               status: r[4].text ?? "", initiatedAt: r[5].int ?? 0, startedAt: r[6].int, endedAt: r[7].int,
                               participants: ps)
+        call.allSpans = spans
+        call.distinctUIDs = uids
         for row in try db.query("SELECT rid, session_id, started_at, ended_at, duration_ms FROM recordings WHERE call_id = ? ORDER BY started_at",
                                 [.int(id)]) {
             let rid = row[0].text ?? ""

@@ -22,6 +22,16 @@ public struct StoredCall: Sendable, Equatable {
     public var startedAt: Int64?
     public var endedAt: Int64?
     public var participants: [StoredCallParticipant]
+    /// A listing's call with more participant rows than it carries (`CallStore.listedParticipants`):
+    /// `participants` holds the first of them and the viewer's own, and these every row's span and
+    /// the distinct users, so its totals count them all. Nil: `participants` is every row.
+    public var allSpans: [Span]? = nil
+    public var distinctUIDs: Int? = nil
+    /// When one participant row was in the call (epoch ms; `leftAt` nil: still in it).
+    public struct Span: Sendable, Equatable {
+        public var joinedAt: Int64
+        public var leftAt: Int64?
+    }
     /// Ringing calls: who called whom (`user` or `group`); nil for meetings.
     public var initiator: CallPartyWire? = nil
     public var receiver: CallPartyWire? = nil

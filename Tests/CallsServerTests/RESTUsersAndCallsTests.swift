@@ -92,6 +92,48 @@ final class RESTUsersAndCallsTests: XCTestCase {
         eventually(3, poll: 0.02) { h.request("GET", "/v3/calls/\(session)", headers: h.adminHeaders).data["status"] as? String == "ended" }
     }
 
+    /// A call can hold 10,000 participant rows: a page of 100 such calls was 233 MB built in
+    /// memory for one request. A listing carries each call's first 100 rows and the viewer's own,
+    /// says so, and its totals still count every row; the call itself has them all.
+    func testAListingCarriesAHundredParticipantsPerCallAndTotalsThemAll() throws {
+        let bob = try SignalProbe(url: h.server.url)
+        bob.send(.join(.init(callToken: try h.callToken(uid: "bob", session: "big"))))
+        XCTAssertNotNil(bob.joined())
+        let db = try h.storeDatabase()
+        let callID = try XCTUnwrap(db.query("SELECT id FROM calls WHERE session_id = 'big'", []).first?.first?.int)
+        for i in 0..<150 {
+            try db.execute("INSERT INTO call_participants(call_id, uid, pid, name, joined_at, left_at) VALUES (?, ?, ?, ?, ?, ?)",
+                           [.int(callID), .text("guest_\(i % 30)"), .text("p\(i)"), .text("Guest"), .int(1_000_000 + Int64(i) * 60_000),
+                            .int(1_000_000 + Int64(i) * 60_000 + 30_000)])
+        }
+        let ann = try SignalProbe(url: h.server.url)
+        ann.send(.join(.init(callToken: try h.callToken(uid: "ann", session: "big"))))
+        XCTAssertNotNil(ann.joined())
+        for p in [ann, bob] { p.send(.leave); XCTAssertTrue(p.waitClosed()) }
+        eventually(3, poll: 0.02) { h.request("GET", "/v3/calls/big", headers: h.adminHeaders).data["status"] as? String == "ended" }
+
+        let whole = h.request("GET", "/v3/calls/big", headers: h.adminHeaders).data
+        XCTAssertEqual((whole["participants"] as? [Any])?.count, 152, "the call itself: every row")
+        XCTAssertNil(whole["participantsTruncated"])
+        XCTAssertEqual(whole["totalParticipants"] as? Int, 32)
+        let listed = try XCTUnwrap((h.request("GET", "/v3/calls", headers: h.adminHeaders).json["data"] as? [[String: Any]])?.first)
+        let rows = try XCTUnwrap(listed["participants"] as? [[String: Any]])
+        XCTAssertEqual(rows.count, 100, "the first hundred")
+        XCTAssertEqual(rows.first?["uid"] as? String, "bob")
+        XCTAssertEqual(listed["participantsTruncated"] as? Bool, true)
+        for total in ["totalParticipants", "totalAudioMinutes", "totalVideoMinutes", "totalDurationInMinutes"] {
+            XCTAssertEqual(listed[total] as? Double, whole[total] as? Double, "\(total) counts every row")
+        }
+        XCTAssertEqual(try XCTUnwrap(whole["totalAudioMinutes"] as? Double), 75, accuracy: 0.1, "150 half minutes and two short stays")
+        // Ann, the 152nd row, sees her own row in the listing too.
+        let annToken = try XCTUnwrap(h.request("POST", "/v3/users/ann/auth_tokens", headers: h.adminHeaders).data["authToken"] as? String)
+        let hers = try XCTUnwrap((h.request("GET", "/v3/calls", headers: ["authToken": annToken]).json["data"] as? [[String: Any]])?.first)
+        let hersRows = try XCTUnwrap(hers["participants"] as? [[String: Any]])
+        XCTAssertEqual(hersRows.count, 101)
+        XCTAssertEqual(hersRows.last?["uid"] as? String, "ann")
+        XCTAssertEqual(hers["participantsTruncated"] as? Bool, true)
+    }
+
     func testCallListingFiltersPagingAndUserScope() throws {
         let before = epochMilliseconds()
         try runCall("c1", ["ann", "ben"])

@@ -84,6 +84,10 @@ public struct CallRecord: Codable, Sendable, Equatable {
     public var hasTranscription: Bool
     public var transcriptions: [TranscriptRecord] = []
     public var participants: [Participant]
+    /// In a listing (`GET /v3/calls`), true when the call had more participant rows than the 100
+    /// it carries (the first to join, and your own); the totals count them all, and
+    /// `GET /v3/calls/{sessionId}` has every one. Absent otherwise.
+    public var participantsTruncated: Bool?
     /// Ringing calls: who placed it and whom it rang (a uid, or a guid); nil for meetings.
     public var initiator: CallPartyWire?
     public var receiver: CallPartyWire?

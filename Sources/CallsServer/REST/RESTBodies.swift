@@ -41,13 +41,17 @@ extension CallRecord {
         }
         let duration = (c.endedAt ?? now) - (c.startedAt ?? c.initiatedAt)
         let secs = max(0, duration / 1000)
+        // Every row counts in the totals, also those a listing leaves out (`allSpans`).
+        let audio = c.allSpans.map { $0.reduce(0) { $0 + minutes(($1.leftAt ?? now) - $1.joinedAt) } }
+            ?? ps.reduce(0) { $0 + $1.totalAudioMinutes }
         self.init(sessionId: c.sessionId, type: c.type, mode: c.mode, receiverType: c.receiverType?.rawValue ?? (c.mode == "meet" ? "group" : "user"),
                   status: c.status, initiatedAt: c.initiatedAt, startedAt: c.startedAt, endedAt: c.endedAt,
-                  totalParticipants: Set(c.participants.map(\.uid)).count,
+                  totalParticipants: c.distinctUIDs ?? Set(c.participants.map(\.uid)).count,
                   totalDuration: String(format: "%02d:%02d:%02d", secs / 3600, (secs / 60) % 60, secs % 60),
-                  totalDurationInMinutes: minutes(duration), totalAudioMinutes: ps.reduce(0) { $0 + $1.totalAudioMinutes },
-                  totalVideoMinutes: ps.reduce(0) { $0 + $1.totalVideoMinutes }, hasRecording: false, hasTranscription: false,
+                  totalDurationInMinutes: minutes(duration), totalAudioMinutes: audio,
+                  totalVideoMinutes: isVideo ? audio : 0, hasRecording: false, hasTranscription: false,
                   participants: ps, initiator: c.initiator, receiver: c.receiver)
+        if c.allSpans != nil { participantsTruncated = true }
         members = c.initiator == nil ? nil : c.members
         recordings = c.recordings.map { r in
             let url = RoomRecorder.url(baseURL, c.sessionId, r.rid)

@@ -83,6 +83,9 @@ public final class CallLog: Sendable {
     public let totalVideoMinutes: Double
     public let totalParticipants: Int
     public let participants: [Participant]
+    /// CallRoom: true when the server listed only the call's first 100 participant entries (and
+    /// yours) — a call of many joins; `totalParticipants` and the minutes count them all.
+    public let participantsTruncated: Bool
     public let hasRecording: Bool
     public let recordings: [Recording]
     public let hasTranscription: Bool
@@ -115,6 +118,7 @@ public final class CallLog: Sendable {
         totalAudioMinutes = b.totalAudioMinutes
         totalVideoMinutes = b.totalVideoMinutes
         totalParticipants = b.totalParticipants
+        participantsTruncated = b.participantsTruncated == true
         participants = b.participants.map { p in
             var x = Participant(uid: p.uid, name: p.name)
             x.pid = p.pid
