@@ -10,6 +10,10 @@ public struct StoredGroup: Sendable, Equatable, Codable {
     public var members: [String]
 }
 
+/// Members one group holds: ringing a group rings (and pushes to) every one of them, and each
+/// ring writes a row per member — a user could grow their group to every account of the app.
+package let maxGroupMembers = 1_000
+
 extension CallStore {
     /// What `createGroup` did.
     package enum GroupCreation: Sendable {
@@ -61,15 +65,26 @@ extension CallStore {
     }
 
     /// Adds members (already there: no change). Nil when the group does not exist.
-    public func addGroupMembers(guid: String, uids: [String], now: Int64 = epochMilliseconds()) throws(DatabaseError) -> StoredGroup? {
+    /// What adding members came to.
+    package enum GroupAddition: Sendable {
+        case added(StoredGroup)
+        case noGroup
+        /// The group would pass `maxGroupMembers`: nobody was added.
+        case full
+    }
+
+    /// Adds members (those in it already stay as they are), all or none within `maxGroupMembers`.
+    package func addGroupMembers(guid: String, uids: [String], now: Int64 = epochMilliseconds()) throws(DatabaseError) -> GroupAddition {
         try locked { () throws(DatabaseError) in
-            try db.transaction { () throws(DatabaseError) -> StoredGroup? in
-                guard try !db.query("SELECT 1 FROM groups WHERE guid = ?", [.text(guid)]).isEmpty else { return nil }
+            try db.transaction { () throws(DatabaseError) -> GroupAddition in
+                guard try !db.query("SELECT 1 FROM groups WHERE guid = ?", [.text(guid)]).isEmpty else { return .noGroup }
+                let present = Set(try db.query("SELECT uid FROM group_members WHERE guid = ?", [.text(guid)]).compactMap { $0[0].text })
+                guard present.union(uids).count <= maxGroupMembers else { return .full }
                 for (i, u) in uids.enumerated() {
                     try db.execute("INSERT INTO group_members(guid, uid, joined_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                                    [.text(guid), .text(u), .int(now + Int64(i))])
                 }
-                return try loadGroup(guid)
+                return try loadGroup(guid).map(GroupAddition.added) ?? .noGroup
             }
         }
     }

@@ -56,4 +56,32 @@ final class RESTGroupsTests: XCTestCase {
         XCTAssertEqual(h.request("POST", "/v3/groups", headers: h.adminHeaders, body: #"{"guid":"by-operator","owner":"ann"}"#).status, 200,
                        "the operator is not limited")
     }
+
+    /// Ringing a group rings, pushes to and writes a row for every member, and a group's owner
+    /// adds anyone with an account: one group could be every user of the app. A group holds at
+    /// most 1,000 (the operator's groups too); an addition past it adds nobody.
+    func testAGroupHoldsAtMostAThousandMembers() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let ann = ["authToken": try RingingTests.authToken(url: h.server.url, appId: h.server.keys.appId, authKey: h.server.keys.authKey, uid: "ann")]
+        let db = try h.storeDatabase()
+        for i in 0..<1_100 {
+            try db.execute("INSERT INTO users(uid, name, created_at) VALUES (?, ?, ?)", [.text("u\(i)"), .text("U\(i)"), .int(Int64(i))])
+        }
+        XCTAssertEqual(h.request("POST", "/v3/groups", headers: ann, body: #"{"guid":"all"}"#).status, 200)
+        func add(_ range: Range<Int>, as headers: [String: String]) -> BlockingHTTP.Reply {
+            h.request("POST", "/v3/groups/all/members", headers: headers,
+                      body: #"{"uids":[\#(range.map { "\"u\($0)\"" }.joined(separator: ","))]}"#)
+        }
+        for start in stride(from: 0, to: 900, by: 100) { XCTAssertEqual(add(start..<(start + 100), as: ann).status, 200, "\(start)") }
+        XCTAssertEqual(add(900..<999, as: ann).status, 200, "999 added and ann: 1,000")
+        let refused = add(999..<1_000, as: ann)
+        XCTAssertEqual(refused.status, 429)
+        XCTAssertEqual(refused.errorCode, "ERR_LIMIT_REACHED")
+        XCTAssertEqual(add(0..<50, as: ann).status, 200, "members already in are no new ones")
+        XCTAssertEqual(add(1_000..<1_100, as: h.adminHeaders).errorCode, "ERR_LIMIT_REACHED", "the operator too: nobody of the hundred added")
+        XCTAssertEqual((h.request("GET", "/v3/groups/all", headers: h.adminHeaders).data["members"] as? [Any])?.count, 1_000)
+        XCTAssertEqual(h.request("DELETE", "/v3/groups/all/members/u0", headers: ann).status, 200)
+        XCTAssertEqual(add(999..<1_000, as: ann).status, 200, "one out, one in")
+    }
 }

@@ -289,8 +289,11 @@ struct RESTRouter: Sendable {
             let b: Body = try rt.decode(r)
             guard !b.uids.isEmpty, b.uids.count <= 100 else { throw ServerError.badRequest("Give 1…100 uids.") }
             for u in b.uids { guard try rt.store.user(uid: u) != nil else { throw ServerError.uidNotFound(u) } }
-            guard let g = try rt.store.addGroupMembers(guid: parts[2], uids: b.uids) else { throw ServerError.groupNotFound(parts[2]) }
-            return rt.ok(g)
+            switch try rt.store.addGroupMembers(guid: parts[2], uids: b.uids) {
+            case .added(let g): return rt.ok(g)
+            case .noGroup: throw ServerError.groupNotFound(parts[2])
+            case .full: throw ServerError(.limitReached, "A group holds at most \(maxGroupMembers) members: remove some before you add more.")
+            }
         },
         Route(.delete, "v3/groups/*/members/*") { rt, r, parts in
             let g = try rt.existingGroup(parts[2])
