@@ -76,14 +76,18 @@ extension CallStore {
             let hash = Crypto.sha256Hex(token)
             guard let row = try db.query("SELECT token_hash FROM auth_tokens WHERE uid = ? AND (token_hash = ? OR (length(?) = 16 AND substr(token_hash, 1, 16) = ?))",
                                          [.text(uid), .text(hash), .text(token), .text(token)]).first, let found = row[0].text else { return nil }
-            let id = String(found.prefix(16))
-            try db.transaction { () throws(DatabaseError) in
-                try db.execute("DELETE FROM auth_tokens WHERE token_hash = ?", [.text(found)])
-                try db.execute("INSERT INTO auth_token_revocations(token_id, revoked_at) VALUES (?, ?) ON CONFLICT(token_id) DO NOTHING",
-                               [.text(id), .int(now)])
-            }
-            return id
+            return try db.transaction { () throws(DatabaseError) in try revokeAuthTokenRow(hash: found, at: now) }
         }
+    }
+
+    /// Removes one auth token's row and keeps its id in `auth_token_revocations` (call tokens it
+    /// minted are refused); returns the id. Caller holds the lock, inside a transaction.
+    package func revokeAuthTokenRow(hash: String, at now: Int64) throws(DatabaseError) -> String {
+        let id = String(hash.prefix(16))
+        try db.execute("DELETE FROM auth_tokens WHERE token_hash = ?", [.text(hash)])
+        try db.execute("INSERT INTO auth_token_revocations(token_id, revoked_at) VALUES (?, ?) ON CONFLICT(token_id) DO NOTHING",
+                       [.text(id), .int(now)])
+        return id
     }
 
     /// The auth tokens revoked one by one since `since` (epoch ms); older ones are forgotten

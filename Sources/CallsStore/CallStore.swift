@@ -225,12 +225,9 @@ public final class CallStore: @unchecked Sendable {
                 let old = try db.query("""
                     SELECT token_hash FROM auth_tokens WHERE uid = ? ORDER BY created_at DESC, token_hash DESC LIMIT 1000 OFFSET ?
                     """, [.text(uid), .int(Int64(maxAuthTokensPerUser))]).compactMap { $0[0].text }
-                for hash in old {
-                    try db.execute("DELETE FROM auth_tokens WHERE token_hash = ?", [.text(hash)])
-                    try db.execute("INSERT INTO auth_token_revocations(token_id, revoked_at) VALUES (?, ?) ON CONFLICT(token_id) DO NOTHING",
-                                   [.text(String(hash.prefix(16))), .int(now)])
-                }
-                return old.map { String($0.prefix(16)) }
+                var evicted: [String] = []
+                for hash in old { evicted.append(try revokeAuthTokenRow(hash: hash, at: now)) }
+                return evicted
             }
         }
         return (token, evicted)

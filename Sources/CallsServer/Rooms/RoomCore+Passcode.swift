@@ -19,9 +19,9 @@ extension RoomCore {
         guard rules.hasPasscode else { return nil }
         let key = session + "\n" + uid
         let t = UInt64(max(0, now)) &* 1_000_000
-        if let guesses = passcodeGuesses[key], guesses.available(now: t) < 1 {
+        if let left = passcodeGuesses[key]?.available(now: t), left < 1 {
             // (Less a microsecond: 20 s into a 30 s wait is 10 s, not 10.000000001 rounded up.)
-            let wait = Int(((1 - guesses.available(now: t)) * Self.passcodeRetrySeconds - 1e-6).rounded(.up))
+            let wait = Int(((1 - left) * Self.passcodeRetrySeconds - 1e-6).rounded(.up))
             return (.rateLimited, "Too many wrong passcodes for this session: try again in \(max(1, wait)) s.")
         }
         if rules.passcodeMatches(given) { return nil }
