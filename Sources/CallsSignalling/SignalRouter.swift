@@ -89,7 +89,7 @@ package final class LocalSignalRouter: SignalRouter, Sendable {
         case .unknownType(let t): (code, text) = (.unknownType, "Unknown message type '\(t.prefix(40))'.")
         case .notJSON: (code, text) = (.badMessage, "The message is not a JSON object.")
         case .missingType: (code, text) = (.badMessage, "The message has no type.")
-        case .badFields: (code, text) = (.badMessage, "The message's fields are not valid.")
+        case .badFields(let why): (code, text) = (.badMessage, why)
         }
         outbox.send(.error(code: code, message: text), to: connection)
     }

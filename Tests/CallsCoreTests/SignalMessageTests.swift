@@ -140,9 +140,29 @@ struct SignalMessageTests {
         #expect(throws: SignalDecodeError.notJSON) { try ClientMessage(json: Data("nope".utf8)) }
         #expect(throws: SignalDecodeError.missingType) { try ClientMessage(json: Data("{}".utf8)) }
         #expect(throws: SignalDecodeError.unknownType("dance")) { try ClientMessage(json: Data(#"{"type":"dance"}"#.utf8)) }
-        #expect(throws: (any Error).self) { try ClientMessage(json: Data(#"{"type":"setAudioMuted"}"#.utf8)) }
-        #expect(throws: (any Error).self) { try ClientMessage(json: Data(#"{"type":"join","callToken":5}"#.utf8)) }
-        #expect(throws: (any Error).self) { try ClientMessage(json: Data(#"{"type":"muteParticipant"}"#.utf8)) }
+    }
+
+    /// A message that does not fit its type says which field is wrong and how — what a client
+    /// written from docs/protocol.md needs to mend it — and never echoes the value.
+    @Test(arguments: [
+        (#"{"type":"setAudioMuted"}"#, "setAudioMuted: value is required."),
+        (#"{"type":"setAudioMuted","value":"yes"}"#, "setAudioMuted: value must be true or false."),
+        (#"{"type":"join","v":1,"callToken":5}"#, "join: callToken must be a string."),
+        (#"{"type":"join","v":1}"#, "join: callToken is required."),
+        (#"{"type":"muteParticipant"}"#, "muteParticipant: pid is required."),
+        (#"{"type":"ping","id":"x"}"#, "ping: id must be a whole number."),
+        (#"{"type":"ping","id":1.5}"#, "ping: a number is not whole, or too large for its field."),
+        (#"{"type":"ping","id":null}"#, "ping: id must be a whole number."),
+        (#"{"type":"chat","text":["hi"]}"#, "chat: text must be a string."),
+        (#"{"type":"subscribeVideo","pids":[1]}"#, "subscribeVideo: pids[0] must be a string."),
+        (#"{"type":"receiverReport","reports":[{"ssrc":1,"lossPercent":0},{"ssrc":"a","lossPercent":0}]}"#,
+         "receiverReport: reports[1].ssrc must be a whole number."),
+        (#"{"type":"receiverReport","reports":[{"ssrc":1,"lossPercent":"lots"}]}"#, "receiverReport: reports[0].lossPercent must be a number."),
+        (#"{"type":"setSessionFeature","feature":"<script>","value":true}"#, "setSessionFeature: feature has a value it cannot take."),
+        (#"{"type":"initiateCall","receiverId":"bob","receiverType":"user","callType":{}}"#, "initiateCall: callType must be a string."),
+    ])
+    func badFieldsAreNamed(json: String, message: String) {
+        #expect(throws: SignalDecodeError.badFields(message)) { try ClientMessage(json: Data(json.utf8)) }
     }
 
     @Test func bindDatagramsRoundTripAndRejectGarbage() {

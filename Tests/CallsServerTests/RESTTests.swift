@@ -26,6 +26,10 @@ final class RESTTests: XCTestCase {
             ("POST", "/v3/groups", #"{"guid":"g","owner":"u1","members":"u1"}"#, "members must be an array."),
             ("POST", "/v3/groups", #"{"guid":"g","owner":"u1","members":[1]}"#, "members[0] must be a string."),
             ("PUT", "/v3/rooms/r1", #"{"allowedUids":[true]}"#, "allowedUids[0] must be a string."),
+            ("PUT", "/v3/rooms/r1", #"{"passcode":1234}"#, "passcode must be a string."),
+            ("POST", "/v3/rooms/r1/invites", #"{"ttlSeconds":"a day"}"#, "ttlSeconds must be a whole number."),
+            ("POST", "/v3/rooms/r1/invites", #"{"ttlSeconds":86400.5}"#, "A number is not whole, or too large for its field."),
+            ("POST", "/v3/rooms/r1/invites", #"{"maxUses":1e30}"#, "A number is not whole, or too large for its field."),
         ]
         for (method, path, body, message) in cases {
             let r = h.request(method, path, headers: h.adminHeaders, body: body)

@@ -60,7 +60,10 @@ final class SignalRouterTests: XCTestCase {
         let r = LocalSignalRouter(outbox: out, signalBurst: RoomLimits().signalBurst, signalPerSecond: RoomLimits().signalPerSecond, handlers: [.room: h, .presence: h])
         r.rejected(.unknownType("dance"), from: a)
         r.rejected(.notJSON, from: a)
-        XCTAssertEqual(out.sent.compactMap { m -> SignalErrorCode? in if case .error(let c, _) = m.0 { return c }; return nil }, [.unknownType, .badMessage])
+        r.rejected(.badFields("ping: id must be a whole number."), from: a)
+        XCTAssertEqual(out.sent.compactMap { m -> SignalErrorCode? in if case .error(let c, _) = m.0 { return c }; return nil }, [.unknownType, .badMessage, .badMessage])
+        XCTAssertEqual(out.sent.last.flatMap { m -> String? in if case .error(_, let text) = m.0 { return text }; return nil },
+                       "ping: id must be a whole number.", "the client is told which field and how")
         r.connectionClosed(a)
         XCTAssertEqual(h.closed, [a], "one handler for two families hears the close once")
     }

@@ -263,6 +263,8 @@ public enum SignalDecodeError: Error, Equatable, Sendable {
     case notJSON
     case missingType
     case unknownType(String)
+    /// What was wrong, in the terms of the message's fields (`ping: id must be a whole
+    /// number.`): told to the client as `SIGNAL_BAD_MESSAGE`'s message.
     case badFields(String)
 }
 
@@ -277,6 +279,7 @@ private struct UidsBody: Codable, Sendable { var uids: [String] }
 private struct IdBody: Codable, Sendable { var id: Int }
 private struct Empty: Codable, Sendable {}
 private struct PidBody: Codable, Sendable { var pid: String? }
+private struct RequiredPid: Codable, Sendable { var pid: String }
 private struct TextBody: Codable, Sendable { var text: String }
 private struct SDPBody: Codable, Sendable { var sdp: String }
 private struct ReportsBody: Codable, Sendable { var reports: [LossReport] }
@@ -325,21 +328,21 @@ extension ClientMessage {
         WireCase("memberStopped", ReasonText.self, make: { .memberStopped(reason: $0.reason) },
                  match: { if case .memberStopped(let r) = $0 { return ReasonText(reason: r) }; return nil }),
         WireCase("pin", PidBody.self, make: { .pin(pid: $0.pid) }, match: { if case .pin(let p) = $0 { return PidBody(pid: p) }; return nil }),
-        WireCase("muteParticipant", PidBody.self, make: { $0.pid.map { .muteParticipant(pid: $0) } },
-                 match: { if case .muteParticipant(let p) = $0 { return PidBody(pid: p) }; return nil }),
-        WireCase("allowUnmute", PidBody.self, make: { $0.pid.map { .allowUnmute(pid: $0) } },
-                 match: { if case .allowUnmute(let p) = $0 { return PidBody(pid: p) }; return nil }),
-        WireCase("pauseParticipantVideo", PidBody.self, make: { $0.pid.map { .pauseParticipantVideo(pid: $0) } },
-                 match: { if case .pauseParticipantVideo(let p) = $0 { return PidBody(pid: p) }; return nil }),
-        WireCase("removeParticipant", PidBody.self, make: { $0.pid.map { .removeParticipant(pid: $0) } },
-                 match: { if case .removeParticipant(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("muteParticipant", RequiredPid.self, make: { .muteParticipant(pid: $0.pid) },
+                 match: { if case .muteParticipant(let p) = $0 { return RequiredPid(pid: p) }; return nil }),
+        WireCase("allowUnmute", RequiredPid.self, make: { .allowUnmute(pid: $0.pid) },
+                 match: { if case .allowUnmute(let p) = $0 { return RequiredPid(pid: p) }; return nil }),
+        WireCase("pauseParticipantVideo", RequiredPid.self, make: { .pauseParticipantVideo(pid: $0.pid) },
+                 match: { if case .pauseParticipantVideo(let p) = $0 { return RequiredPid(pid: p) }; return nil }),
+        WireCase("removeParticipant", RequiredPid.self, make: { .removeParticipant(pid: $0.pid) },
+                 match: { if case .removeParticipant(let p) = $0 { return RequiredPid(pid: p) }; return nil }),
         WireCase("chat", TextBody.self, make: { .chat(text: $0.text) }, match: { if case .chat(let t) = $0 { return TextBody(text: t) }; return nil }),
         WireCase("receiverReport", ReportsBody.self, make: { .receiverReport($0.reports) },
                  match: { if case .receiverReport(let r) = $0 { return ReportsBody(reports: r) }; return nil }),
         WireCase("subscribeVideo", PidsBody.self, make: { .subscribeVideo(pids: $0.pids) },
                  match: { if case .subscribeVideo(let p) = $0 { return PidsBody(pids: p) }; return nil }),
-        WireCase("requestKeyframe", PidBody.self, make: { $0.pid.map { .requestKeyframe(pid: $0) } },
-                 match: { if case .requestKeyframe(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("requestKeyframe", RequiredPid.self, make: { .requestKeyframe(pid: $0.pid) },
+                 match: { if case .requestKeyframe(let p) = $0 { return RequiredPid(pid: p) }; return nil }),
         WireCase("screenShare", ShareBody.self, make: { .screenShare($0.frame) },
                  match: { if case .screenShare(let f) = $0 { return ShareBody(pid: nil, frame: f) }; return nil }),
         WireCase("setMediaOverSignalling", Flag.self, make: { .setMediaOverSignalling($0.value) },
@@ -347,10 +350,10 @@ extension ClientMessage {
         WireCase("webrtcOffer", SDPBody.self, make: { .webrtcOffer(sdp: $0.sdp) }, match: { if case .webrtcOffer(let s) = $0 { return SDPBody(sdp: s) }; return nil }),
         WireCase("leave", Empty.self, make: { _ in .leave }, match: { if case .leave = $0 { return Empty() }; return nil }),
         WireCase("setRoomLocked", Flag.self, make: { .setRoomLocked($0.value) }, match: { if case .setRoomLocked(let v) = $0 { return Flag(value: v) }; return nil }),
-        WireCase("admitFromLobby", PidBody.self, make: { $0.pid.map { .admitFromLobby(pid: $0) } },
-                 match: { if case .admitFromLobby(let p) = $0 { return PidBody(pid: p) }; return nil }),
-        WireCase("denyFromLobby", PidBody.self, make: { $0.pid.map { .denyFromLobby(pid: $0) } },
-                 match: { if case .denyFromLobby(let p) = $0 { return PidBody(pid: p) }; return nil }),
+        WireCase("admitFromLobby", RequiredPid.self, make: { .admitFromLobby(pid: $0.pid) },
+                 match: { if case .admitFromLobby(let p) = $0 { return RequiredPid(pid: p) }; return nil }),
+        WireCase("denyFromLobby", RequiredPid.self, make: { .denyFromLobby(pid: $0.pid) },
+                 match: { if case .denyFromLobby(let p) = $0 { return RequiredPid(pid: p) }; return nil }),
         WireCase("allowRejoin", UidBody.self, make: { .allowRejoin(uid: $0.uid) }, match: { if case .allowRejoin(let u) = $0 { return UidBody(uid: u) }; return nil }),
         WireCase("setBan", BanBody.self, make: { .setBan(uid: $0.uid, banned: $0.value) },
                  match: { if case .setBan(let u, let b) = $0 { return BanBody(uid: u, value: b) }; return nil }),

@@ -14,9 +14,13 @@ struct WireCase<Message: Sendable>: Sendable {
                                    match: @escaping @Sendable (Message) -> Body?) {
         self.type = type
         decode = { (data: Data) throws(SignalDecodeError) -> Message in
-            guard let m = make(try SignalJSON.decode(Typed<Body>.self, data).body) else {
-                throw .badFields("\(type): a required field is missing")
+            let body: Body
+            do { body = try JSONDecoder().decode(Typed<Body>.self, from: data).body } catch let error as DecodingError {
+                throw .badFields("\(type): " + (JSONFieldProblem.describe(error, in: data) ?? "the message must be a JSON object."))
+            } catch {
+                throw .badFields("\(type): the message is not valid.")
             }
+            guard let m = make(body) else { throw .badFields("\(type): a required field is missing.") }
             return m
         }
         encode = { m in match(m).map { SignalJSON.encode(Typed(type: type, body: $0)) } }
@@ -78,10 +82,6 @@ enum SignalJSON {
         // Encoding our own plain structs cannot fail.
         guard let data = try? enc.encode(v) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    static func decode<T: Decodable>(_ t: T.Type, _ data: Data) throws(SignalDecodeError) -> T {
-        do { return try JSONDecoder().decode(t, from: data) } catch { throw .badFields(String(describing: error).prefix(200).description) }
     }
 
     static func type(of data: Data) throws(SignalDecodeError) -> String {

@@ -518,44 +518,24 @@ struct RESTRouter: Sendable {
     func decode<T: Decodable>(_ r: HTTPRequest) throws -> T {
         guard !r.body.isEmpty else { throw ServerError.badRequest("A JSON body is required.") }
         do { return try JSONDecoder().decode(T.self, from: Data(r.body)) } catch let error as DecodingError {
-            throw ServerError.badRequest(Self.describe(error))
+            throw ServerError.badRequest(Self.describe(error, in: Data(r.body)))
         } catch {
             throw ServerError.badRequest("The body is not valid JSON.")
         }
     }
 
-    /// What was wrong with a body, in the terms of its fields: `name must be a string.`,
-    /// `uid is required.`, `The body is not valid JSON.`
-    static func describe(_ error: DecodingError) -> String {
-        func field(_ path: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
-            var s = (path + (last.map { [$0] } ?? [])).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-            if s.hasPrefix(".") { s.removeFirst() }
-            return s
-        }
-        switch error {
-        case .keyNotFound(let key, let context):
-            return "\(field(context.codingPath, key)) is required."
-        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
-            guard !context.codingPath.isEmpty else { return "The body must be a JSON object." }
-            return "\(field(context.codingPath)) must be \(Self.jsonKind(type))."
-        case .dataCorrupted(let context):
-            guard !context.codingPath.isEmpty else { return "The body is not valid JSON." }
-            return "\(field(context.codingPath)) is not valid."
-        @unknown default:
-            return "The body is not valid JSON with the required fields."
-        }
+    /// What was wrong with a body, in the terms of its fields (`JSONFieldProblem`): `name must
+    /// be a string.`, `uid is required.`, `The body is not valid JSON.`
+    /// `a number is …` → `A number is …`: a field's name keeps its case.
+    private static func sentence(_ s: String) -> String {
+        s.hasPrefix("a ") ? "A" + s.dropFirst() : s
     }
 
-    private static func jsonKind(_ type: Any.Type) -> String {
-        switch type {
-        case is String.Type: return "a string"
-        case is Bool.Type: return "true or false"
-        case is Int.Type, is Int64.Type, is UInt64.Type, is Int32.Type, is UInt32.Type, is Double.Type, is UInt16.Type: return "a number"
-        default:
-            let name = String(describing: type)
-            if name.hasPrefix("Array<") { return "an array" }
-            if name.hasPrefix("Dictionary<") { return "an object" }
-            return "a \(name)"
+    static func describe(_ error: DecodingError, in body: Data) -> String {
+        if let problem = JSONFieldProblem.describe(error, in: body) { return Self.sentence(problem) }
+        switch error {
+        case .typeMismatch, .valueNotFound: return "The body must be a JSON object."
+        default: return "The body is not valid JSON."
         }
     }
 
