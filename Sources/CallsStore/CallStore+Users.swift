@@ -25,6 +25,11 @@ public struct StoredAuthToken: Sendable, Equatable, Codable {
 package let maxAuthTokensPerUser = 100
 
 extension CallStore {
+    /// How many users the app has.
+    public func userCount() throws(DatabaseError) -> Int {
+        try locked { () throws(DatabaseError) in Int(try db.query("SELECT COUNT(*) FROM users").first?.first?.int ?? 0) }
+    }
+
     /// Users in creation order.
     public func users(page: Int, perPage: Int) throws(DatabaseError) -> Page<StoredUser> {
         try locked { () throws(DatabaseError) in

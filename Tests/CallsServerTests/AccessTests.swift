@@ -47,6 +47,53 @@ final class AccessTests: XCTestCase {
         XCTAssertFalse(cmdline.isEmpty)
     }
 
+    /// The attack: the auth key ships in every app, and login creates the users it does not know
+    /// — one uid after another from a script, a row each, for ever. Now an address makes
+    /// `autoCreateUsersPerHour` users (then that many an hour), and the app stops making them
+    /// by login at `autoCreateUsersMax`; users who exist log in as before, and the backend's
+    /// `apikey` makes users past both.
+    func testLoginCreatesABoundedNumberOfUsersPerAddressAndInAll() throws {
+        let h = try ServerHarness {
+            $0.autoCreateUsersPerHour = 3
+            $0.autoCreateUsersMax = 6
+            $0.connectionLimitExemptsLoopback = false
+        }
+        defer { h.stop(); h.removeData() }
+        func login(_ uid: String, from address: String) -> (status: Int, text: String) {
+            let body = #"{"uid":"\#(uid)","authKey":"\#(h.server.keys.authKey)"}"#
+            let request = "POST /v3/sdk/login HTTP/1.1\r\nHost: x\r\nappId: \(h.server.keys.appId)\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+            let text = RawHTTP.exchange(port: h.server.port, Array(request.utf8), from: address).text
+            return (Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0, text)
+        }
+        for uid in ["m1", "m2", "m3"] { XCTAssertEqual(login(uid, from: "127.0.0.7").status, 200, uid) }
+        let fourth = login("m4", from: "127.0.0.7")
+        XCTAssertEqual(fourth.status, 429)
+        XCTAssertTrue(fourth.text.contains("ERR_RATE_LIMITED") && fourth.text.contains("3 an hour"), fourth.text)
+        XCTAssertEqual(h.request("GET", "/v3/users/m4", headers: h.adminHeaders).errorCode, "ERR_UID_NOT_FOUND", "nobody was made")
+        XCTAssertEqual(login("m1", from: "127.0.0.7").status, 200, "a user who exists logs in as before")
+        XCTAssertEqual(login("n1", from: "127.0.0.8").status, 200, "another address has its own")
+        XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"b1"}"#).status, 200)
+        XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"b2"}"#).status, 200)
+        // Six users now: login makes no more, from anywhere.
+        let full = login("n2", from: "127.0.0.8")
+        XCTAssertEqual(full.status, 429)
+        XCTAssertTrue(full.text.contains("ERR_LIMIT_REACHED"), full.text)
+        XCTAssertEqual(h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"b3"}"#).status, 200, "the backend is not limited")
+        XCTAssertEqual(login("b3", from: "127.0.0.8").status, 200)
+
+        // The ration refills at its rate (a virtual clock): one more user each 1200 s.
+        let limiter = SignupLimiter(perHour: 3, exemptLoopback: true, redis: nil)
+        let s: UInt64 = 1_000_000_000
+        for _ in 0..<3 { XCTAssertTrue(limiter.allow("203.0.113.5", now: 10 * s)) }
+        XCTAssertFalse(limiter.allow("203.0.113.5", now: 10 * s))
+        XCTAssertFalse(limiter.allow("203.0.113.5", now: 1000 * s))
+        XCTAssertTrue(limiter.allow("203.0.113.5", now: 1211 * s))
+        XCTAssertTrue(limiter.allow("127.0.0.1", now: 10 * s) && limiter.allow("127.0.0.1", now: 10 * s)
+                      && limiter.allow("127.0.0.1", now: 10 * s) && limiter.allow("127.0.0.1", now: 10 * s), "loopback is exempt")
+        XCTAssertFalse(SignupLimiter(perHour: 0, exemptLoopback: true, redis: nil).allow("203.0.113.5"), "0: none")
+    }
+
     /// The attack: a display name with terminal escapes, shown on everyone's call screen.
     func testNamesAndChatReachOthersWithoutControlCharacters() throws {
         let h = try ServerHarness()

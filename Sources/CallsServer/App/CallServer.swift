@@ -452,7 +452,7 @@ public final class CallServer: @unchecked Sendable {
         }, cluster: { [weak self] () throws(RedisError) -> (node: String, nodes: [ClusterNode])? in
             guard let self, let id = self.clusterNodeID, let nodes = try self.clusterNodes() else { return nil }
             return (id, nodes)
-        })
+        }, signups: SignupLimiter(configuration))
     }
 
     // MARK: Running

@@ -64,6 +64,9 @@ public struct ServerConfigFile: Sendable, Equatable {
     /// `open`, `invited` or `lobby`: who gets into rooms without rules of their own.
     public var roomAccess: String?
     public var ringCallerPerMinute: Int?
+    /// Users login may create per address an hour, and in all (`ServerConfiguration`).
+    public var autoCreateUsersPerHour: Int?
+    public var autoCreateUsersMax: Int?
     public var ringCalleePerMinute: Int?
     public var ringGroupPerMinute: Int?
     /// How long a dropped participant is held for `resume` (seconds; default 30).
@@ -102,7 +105,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPath: String?
     public var relayFastPathObject: String?
 
-    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers",
+    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers", "autoCreateUsersPerHour", "autoCreateUsersMax",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "requestBodyTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "deliveryRetentionDays", "chatRetentionDays", "callLogRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage", "captionsEngine", "whisperPython", "whisperModelDir", "moonshinePython", "moonshineModelDir",
@@ -211,6 +214,8 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.relayVideoBytesPerSecond = try int("relayVideoBytesPerSecond")
         c.roomAccess = try string("roomAccess")
         c.ringCallerPerMinute = try int("ringCallerPerMinute")
+        c.autoCreateUsersPerHour = try int("autoCreateUsersPerHour")
+        c.autoCreateUsersMax = try int("autoCreateUsersMax")
         c.ringCalleePerMinute = try int("ringCalleePerMinute")
         c.ringGroupPerMinute = try int("ringGroupPerMinute")
         c.resumeGraceSeconds = try int("resumeGraceSeconds")

@@ -39,6 +39,13 @@ public struct ServerConfiguration: Sendable {
     public var authKey: String?
     /// Whether `login(UID:authKey:)` creates a user that does not exist (a dev-server default).
     public var autoCreateUsers: Bool
+    /// Users login may create from one address: this many at once, then this many an hour (the
+    /// auth key ships in every app, so anyone may log in as a new uid: a row each, for ever).
+    /// 0: none from other addresses. Loopback is exempt while `connectionLimitExemptsLoopback`.
+    public var autoCreateUsersPerHour = 30
+    /// Login creates no user once the app holds this many (users made with the `apikey` are not
+    /// limited): the bound a spread of addresses cannot pass.
+    public var autoCreateUsersMax = 100_000
     /// Whether the shared auth key logs in at all (`POST /v3/sdk/login`). Off in production
     /// (`--production`): only auth tokens your backend issues work, as the vendor advises.
     public var authKeyLogin = true

@@ -32,6 +32,8 @@ struct RESTRouter: Sendable {
     let roomRulesChanged: @Sendable (String, RoomRules?, String?) -> Void
     /// This node's id and the cluster's live nodes (nil: one node, not in a cluster).
     let cluster: @Sendable () throws(RedisError) -> (node: String, nodes: [ClusterNode])?
+    /// How many users login may create from one address.
+    let signups: SignupLimiter
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
         do {
@@ -447,6 +449,13 @@ struct RESTRouter: Sendable {
         var user = try store.user(uid: b.uid)
         if user == nil {
             guard config.autoCreateUsers else { throw ServerError.uidNotFound(b.uid) }
+            // (Refused as a 429: counted and logged once a minute per peer, as every refusal.)
+            guard try store.userCount() < config.autoCreateUsersMax else {
+                throw ServerError(.limitReached, "This server creates no more users on login (it holds \(config.autoCreateUsersMax)): your backend creates them (POST /v3/users).")
+            }
+            guard signups.allow(r.peer) else {
+                throw ServerError(.rateLimited, "Too many new users from this address (\(signups.perHour) an hour): try again later, or have your backend create them (POST /v3/users).")
+            }
             user = try store.createUser(uid: b.uid, name: clean(b.name) ?? b.uid) ?? store.user(uid: b.uid)
         }
         guard let u = user else { throw ServerError.uidNotFound(b.uid) }
