@@ -2,6 +2,10 @@ import CallsCore
 import Foundation
 import CallsDatabase
 
+/// Webhooks the operator may add over REST (each event becomes a delivery row to every one);
+/// the config file's are not counted.
+package let maxStoredWebhooks = 100
+
 /// A webhook delivery as the deliverer and the REST listing see it.
 public struct StoredDelivery: Sendable, Equatable, Codable {
     public var id: Int64
@@ -116,18 +120,27 @@ extension CallStore {
     }
 
     /// Adds (`replace` false: false when the id exists) or replaces (false when it does not) one.
-    package func saveWebhook(_ w: WebhookConfig, replace: Bool, at now: Int64) throws(DatabaseError) -> Bool {
+    /// Adds a webhook (`replace` false) or replaces one whole: `.conflict` when one with that id
+    /// exists (adding) or none does (replacing); `.full` when adding past `maxStoredWebhooks`
+    /// (checked in the insert itself).
+    package func saveWebhook(_ w: WebhookConfig, replace: Bool, at now: Int64) throws(DatabaseError) -> WebhookSave {
         try locked { () throws(DatabaseError) in
             let triggers: DatabaseValue = w.triggers.map { t in .text(String(decoding: (try? JSONEncoder().encode(t.sorted())) ?? Data("[]".utf8), as: UTF8.self)) } ?? .null
             if replace {
                 try db.execute("UPDATE webhooks SET url = ?, secret = ?, triggers = ? WHERE id = ?", [.text(w.url), .text(w.secret), triggers, .text(w.id)])
-            } else {
-                try db.execute("INSERT INTO webhooks(id, url, secret, triggers, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                               [.text(w.id), .text(w.url), .text(w.secret), triggers, .int(now)])
+                return db.changes > 0 ? .saved : .conflict
             }
-            return db.changes > 0
+            try db.execute("""
+                INSERT INTO webhooks(id, url, secret, triggers, created_at) SELECT ?, ?, ?, ?, ?
+                WHERE (SELECT COUNT(*) FROM webhooks) < ? ON CONFLICT DO NOTHING
+                """, [.text(w.id), .text(w.url), .text(w.secret), triggers, .int(now), .int(Int64(maxStoredWebhooks))])
+            if db.changes > 0 { return .saved }
+            return try db.query("SELECT 1 FROM webhooks WHERE id = ?", [.text(w.id)]).isEmpty ? .full : .conflict
         }
     }
+
+    /// What came of `saveWebhook`.
+    package enum WebhookSave: Sendable { case saved, conflict, full }
 
     package func deleteWebhook(id: String) throws(DatabaseError) -> Bool {
         try locked { () throws(DatabaseError) in

@@ -269,6 +269,28 @@ final class WebhookTests: XCTestCase {
         XCTAssertEqual(fixed.received.count, 0, "the fixed one wants only call_ended")
     }
 
+    /// An app holds at most 100 webhooks added over REST: each event is a delivery row to every
+    /// one, so a loop of `POST /v3/webhooks` (100 a second within the REST limit) made every call
+    /// write without end. The 101st is 429 `ERR_LIMIT_REACHED` and not added; removing one makes
+    /// room; replacing one is no addition.
+    func testAnAppHoldsAtMostAHundredWebhooks() throws {
+        let h = try ServerHarness { $0.restRequestsPerSecond = 10_000 }
+        defer { h.stop(); h.removeData() }
+        for i in 0..<100 {
+            XCTAssertEqual(h.request("POST", "/v3/webhooks", headers: h.adminHeaders,
+                                     body: #"{"id":"w\#(i)","url":"http://127.0.0.1:9/\#(i)","secret":"0123456789abcdef"}"#).status, 200, "\(i)")
+        }
+        let over = h.request("POST", "/v3/webhooks", headers: h.adminHeaders, body: #"{"id":"w100","url":"http://127.0.0.1:9/x","secret":"0123456789abcdef"}"#)
+        XCTAssertEqual(over.status, 429)
+        XCTAssertEqual(over.errorCode, "ERR_LIMIT_REACHED")
+        XCTAssertEqual(h.request("POST", "/v3/webhooks", headers: h.adminHeaders, body: #"{"id":"w5","url":"http://127.0.0.1:9/x","secret":"0123456789abcdef"}"#).errorCode,
+                       "ERR_WEBHOOK_ALREADY_EXISTS", "one that exists is said so, full or not")
+        XCTAssertEqual(h.request("PUT", "/v3/webhooks/w7", headers: h.adminHeaders, body: #"{"url":"http://127.0.0.1:9/y","secret":"0123456789abcdef"}"#).status, 200)
+        XCTAssertEqual((h.request("GET", "/v3/webhooks", headers: h.adminHeaders).json["data"] as? [Any])?.count, 100)
+        XCTAssertEqual(h.request("DELETE", "/v3/webhooks/w0", headers: h.adminHeaders).status, 200)
+        XCTAssertEqual(h.request("POST", "/v3/webhooks", headers: h.adminHeaders, body: #"{"id":"w100","url":"http://127.0.0.1:9/x","secret":"0123456789abcdef"}"#).status, 200)
+    }
+
     /// A dead receiver never grows the queue past its bound: the oldest are dropped, counted, listed.
     func testTheQueuePerWebhookIsBoundedByDroppingTheOldest() throws {
         let tmp = TemporaryDirectory("callroom-hooks")

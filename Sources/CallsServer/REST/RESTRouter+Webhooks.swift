@@ -34,9 +34,13 @@ extension RESTRouter {
             throw ServerError(.webhookInvalid, error.message + ".")
         }
         if webhooks.isFixed(id) { throw ServerError(.webhookInConfig, "Webhook '\(id)' is defined in the config file; change it there.") }
-        guard try store.saveWebhook(hook, replace: pathId != nil, at: epochMilliseconds()) else {
+        switch try store.saveWebhook(hook, replace: pathId != nil, at: epochMilliseconds()) {
+        case .saved: break
+        case .conflict:
             throw pathId == nil ? ServerError(.webhookAlreadyExists, "A webhook '\(id)' exists already.")
                 : ServerError(.webhookNotFound, "No webhook '\(id)'.")
+        case .full:
+            throw ServerError(.limitReached, "The app has \(maxStoredWebhooks) webhooks added over REST already (each event is a delivery to every one): remove one first.")
         }
         webhooksChanged()
         return ok(WebhookBody(hook, source: .api))
