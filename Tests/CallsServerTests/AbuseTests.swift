@@ -231,7 +231,7 @@ final class AbuseTests: XCTestCase {
     func testOneAddressCannotTakeEveryConnection() throws {
         let h = try ServerHarness {
             $0.maxConnectionsPerAddress = 3
-            $0.connectionLimitExemptsLoopback = false
+            $0.addressLimitsExemptLoopback = false
         }
         defer { h.stop(); h.removeData() }
         let cap = 3 + 32
@@ -263,7 +263,7 @@ final class AbuseTests: XCTestCase {
     func testOpenWebSocketsArePerAddressBounded() throws {
         let h = try ServerHarness {
             $0.maxConnectionsPerAddress = 3
-            $0.connectionLimitExemptsLoopback = false
+            $0.addressLimitsExemptLoopback = false
         }
         defer { h.stop(); h.removeData() }
         // One at a time, each known open (a pong) before the next: the fourth is the one over.

@@ -56,7 +56,7 @@ final class AccessTests: XCTestCase {
         let h = try ServerHarness {
             $0.autoCreateUsersPerHour = 3
             $0.autoCreateUsersMax = 6
-            $0.connectionLimitExemptsLoopback = false
+            $0.addressLimitsExemptLoopback = false
         }
         defer { h.stop(); h.removeData() }
         func login(_ uid: String, from address: String) -> (status: Int, text: String) {

@@ -223,6 +223,29 @@ final class ClusterRoutingTests: XCTestCase {
         XCTAssertEqual(again.error(), SignalErrorCode.tokenRevoked.rawValue)
     }
 
+    /// Wrong passcodes are counted per address on the node that holds the socket, whichever node
+    /// holds the room: the `ERR_PASSCODE` comes back over the cluster bus and still spends one.
+    func testWrongPasscodesAreRationedPerAddressWhereverTheRoomIs() throws {
+        guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
+        let database = try PostgresCluster.shared().createDatabase()
+        try startNodes(["node-a", "node-b"]) { $0.databaseURL = database; $0.addressLimitsExemptLoopback = false }
+        let (a, b) = (nodes[0], nodes[1])
+        XCTAssertEqual(a.request("PUT", "/v3/rooms/vault", headers: a.adminHeaders, body: #"{"passcode":"4321"}"#).status, 200)
+        XCTAssertTrue(eventually { b.request("GET", "/v3/rooms/vault", headers: b.adminHeaders).data["hasPasscode"] as? Bool == true })
+        func join(_ uid: String, _ passcode: String, via node: ServerHarness) throws -> SignalProbe {
+            let p = try SignalProbe(url: node.server.url)
+            p.send(.join(.init(callToken: try a.callToken(uid: uid, session: "vault"), sessionId: "vault", passcode: passcode)))
+            return p
+        }
+        XCTAssertNotNil(try join("ann", "4321", via: a).joined())
+        let other = a.server.roomsHeld == 1 ? b : a
+        XCTAssertEqual(other.server.roomsHeld, 0, "the guesses go to the node without the room")
+        for user in 0..<5 {
+            for guess in 0..<4 { XCTAssertEqual(try join("m\(user)", "\(guess)", via: other).error(), "ERR_PASSCODE") }
+        }
+        XCTAssertEqual(try join("zed", "4321", via: other).error(), "ERR_RATE_LIMITED", "the address's 20 are spent")
+    }
+
     func testRoomRulesSetOnOneNodeHoldOnTheRoomsNode() throws {
         guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
         let database = try PostgresCluster.shared().createDatabase()

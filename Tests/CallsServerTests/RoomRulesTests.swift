@@ -21,6 +21,41 @@ final class RoomRulesTests: XCTestCase {
         return p
     }
 
+    /// The attack: the rooms give each user five wrong passcodes per session, so someone with
+    /// many accounts guesses five times each. An address now has 20 wrong guesses, across users
+    /// and sessions, then one every 30 s: past that a join with a passcode — the right one too —
+    /// is `ERR_RATE_LIMITED` without being checked. Joins without a passcode, and rooms without
+    /// one, are not touched.
+    func testWrongPasscodesAreRationedPerAddressAcrossUsers() throws {
+        let h = try ServerHarness { $0.addressLimitsExemptLoopback = false }
+        defer { h.stop(); h.removeData() }
+        XCTAssertEqual(h.request("PUT", "/v3/rooms/vault", headers: h.adminHeaders, body: #"{"passcode":"4321"}"#).status, 200)
+        for user in 0..<5 {
+            for guess in 0..<4 {
+                XCTAssertEqual(try join(h, try h.callToken(uid: "m\(user)", session: "vault"), passcode: "\(1000 + user * 4 + guess)").error(),
+                               "ERR_PASSCODE", "user \(user), guess \(guess)")
+            }
+        }
+        let fresh = try join(h, try h.callToken(uid: "ann", session: "vault"), passcode: "4321")
+        guard case .error(let code, let text)? = fresh.wait({ if case .error = $0 { return true }; return false }) else {
+            return XCTFail("the 21st guess was not answered")
+        }
+        XCTAssertEqual(code, .rateLimited, "20 wrong from this address: the right passcode is not even checked")
+        XCTAssertTrue(text.contains("from this address") && text.contains("30 s"), text)
+        XCTAssertTrue(fresh.waitClosed())
+        XCTAssertNotNil(try join(h, try h.callToken(uid: "ann", session: "open-room")).joined(), "a room without a passcode is not touched")
+        XCTAssertEqual(try join(h, try h.callToken(uid: "bob", session: "vault")).error(), "ERR_PASSCODE",
+                       "a join without a passcode is no guess: told the room needs one")
+        // The same from loopback where it is exempt (the default): the rooms' per-user ration alone.
+        let exempt = try ServerHarness()
+        defer { exempt.stop(); exempt.removeData() }
+        XCTAssertEqual(exempt.request("PUT", "/v3/rooms/vault", headers: exempt.adminHeaders, body: #"{"passcode":"4321"}"#).status, 200)
+        for user in 0..<5 {
+            for guess in 0..<4 { _ = try join(exempt, try exempt.callToken(uid: "m\(user)", session: "vault"), passcode: "\(guess)").error() }
+        }
+        XCTAssertNotNil(try join(exempt, try exempt.callToken(uid: "ann", session: "vault"), passcode: "4321").joined())
+    }
+
     func testARemovedParticipantStaysOutAndOneTokenIsOneParticipant() throws {
         let h = try ServerHarness()
         defer { h.stop(); h.removeData() }

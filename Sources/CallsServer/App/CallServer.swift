@@ -381,7 +381,7 @@ public final class CallServer: @unchecked Sendable {
         let web = WebServer(host: configuration.host, tls: tlsFiles, bodyTimeoutSeconds: configuration.requestBodyTimeoutSeconds,
                             maxQueuedBytes: configuration.maxQueuedBytesPerConnection,
                             maxOpenDescriptors: connectionBudget, maxConnectionsPerAddress: configuration.maxConnectionsPerAddress + 32,
-                            exemptLoopback: configuration.connectionLimitExemptsLoopback, delegate: gateway)
+                            exemptLoopback: configuration.addressLimitsExemptLoopback, delegate: gateway)
         rooms.attach(outbox: gateway)
         calls.attach(outbox: gateway)
         let localSignals = LocalSignalRouter(outbox: gateway, signalBurst: limits.signalBurst, signalPerSecond: limits.signalPerSecond, handlers: [.room: rooms, .presence: calls, .calls: calls])

@@ -67,6 +67,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     /// Users login may create per address an hour, and in all (`ServerConfiguration`).
     public var autoCreateUsersPerHour: Int?
     public var autoCreateUsersMax: Int?
+    /// Whether loopback is exempt from the per-address limits (default true).
+    public var addressLimitsExemptLoopback: Bool?
     public var ringCalleePerMinute: Int?
     public var ringGroupPerMinute: Int?
     /// How long a dropped participant is held for `resume` (seconds; default 30).
@@ -105,7 +107,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPath: String?
     public var relayFastPathObject: String?
 
-    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers", "autoCreateUsersPerHour", "autoCreateUsersMax",
+    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers", "autoCreateUsersPerHour", "autoCreateUsersMax", "addressLimitsExemptLoopback",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "requestBodyTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "deliveryRetentionDays", "chatRetentionDays", "callLogRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage", "captionsEngine", "whisperPython", "whisperModelDir", "moonshinePython", "moonshineModelDir",
@@ -164,7 +166,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.logFormat = try string("logFormat")
         c.tlsCert = try string("tlsCert")
         c.tlsKey = try string("tlsKey")
-        for k in ["webrtc", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "firstJoinerModerator", "streamingAllowSessionURLs"] {
+        for k in ["webrtc", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "firstJoinerModerator", "streamingAllowSessionURLs", "addressLimitsExemptLoopback"] {
             guard let v = obj[k] else { continue }
             guard isBoolean(v), let b = v as? Bool else { throw Invalid(message: "\(path): '\(k)' must be true or false") }
             switch k {
@@ -174,6 +176,7 @@ public struct ServerConfigFile: Sendable, Equatable {
             case "authKeyLogin": c.authKeyLogin = b
             case "firstJoinerModerator": c.firstJoinerModerator = b
             case "streamingAllowSessionURLs": c.streamingAllowSessionURLs = b
+            case "addressLimitsExemptLoopback": c.addressLimitsExemptLoopback = b
             default: c.production = b
             }
         }

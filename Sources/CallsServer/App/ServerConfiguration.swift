@@ -41,7 +41,7 @@ public struct ServerConfiguration: Sendable {
     public var autoCreateUsers: Bool
     /// Users login may create from one address: this many at once, then this many an hour (the
     /// auth key ships in every app, so anyone may log in as a new uid: a row each, for ever).
-    /// 0: none from other addresses. Loopback is exempt while `connectionLimitExemptsLoopback`.
+    /// 0: none from other addresses. Loopback is exempt while `addressLimitsExemptLoopback`.
     public var autoCreateUsersPerHour = 30
     /// Login creates no user once the app holds this many (users made with the `apikey` are not
     /// limited): the bound a spread of addresses cannot pass.
@@ -97,9 +97,12 @@ public struct ServerConfiguration: Sendable {
     public var maxRoomsPerUser = 10
     /// Open WebSockets per peer address (`ERR_TOO_MANY_CONNECTIONS` past it).
     public var maxConnectionsPerAddress = 64
-    /// Loopback peers are not held to `maxConnectionsPerAddress` (load generators; a TLS proxy in
-    /// front makes every client loopback: limit there).
-    public var connectionLimitExemptsLoopback = true
+    /// Loopback peers are not held to the per-address limits — connections
+    /// (`maxConnectionsPerAddress`), users made by login (`autoCreateUsersPerHour`), wrong
+    /// passcodes (`PasscodeGuesses`) — the operator's own load generators and demos. A TLS proxy
+    /// in front makes every client loopback: limit there, or turn this off (config
+    /// `addressLimitsExemptLoopback: false`) to hold the proxy's address to them all.
+    public var addressLimitsExemptLoopback = true
     /// A WebSocket the server has not let in (`joined`, `welcome`, `resumed`) within this is closed (seconds).
     public var joinTimeoutSeconds: Double = 10
     /// An HTTP request's body must all be in this long after its head, or the connection

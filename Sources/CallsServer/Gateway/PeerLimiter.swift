@@ -18,6 +18,9 @@ struct PeerLimiter: Sendable {
 
     var count: Int { buckets.count }
 
+    /// The tokens `peer` has now, without taking one.
+    func available(_ peer: String, now: UInt64) -> Double { buckets[peer]?.available(now: now) ?? capacity }
+
     mutating func allow(_ peer: String, now: UInt64) -> Bool {
         if buckets[peer] == nil && buckets.count >= maxPeers { evict(now: now) }
         var b = buckets[peer] ?? RateLimiter(capacity: capacity, perSecond: perSecond)

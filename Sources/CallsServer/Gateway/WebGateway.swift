@@ -41,6 +41,8 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
     private let restLimiters: Locked<PeerLimiter>
     /// With `--redis`: the same REST limit counted over every node (checked after this node's own).
     private let sharedRESTLimiter: SharedRateLimiter?
+    /// Wrong room passcodes per address (the rooms count them per user).
+    private let passcodes: PasscodeGuesses
     /// Open WebSockets: their peer, and whether the server has let them in yet (`authenticated`).
     private struct Sockets {
         var peer: [UInt64: String] = [:]
@@ -70,6 +72,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         let perSecond = configuration.restRequestsPerSecond
         restLimiters = Locked(PeerLimiter(capacity: perSecond * 2, perSecond: perSecond))
         sharedRESTLimiter = configuration.redisURL.map { SharedRateLimiter(redis: $0, name: "rest", capacity: perSecond * 2, perSecond: perSecond) }
+        passcodes = PasscodeGuesses(exemptLoopback: configuration.addressLimitsExemptLoopback)
     }
 
     /// Once, before the web server starts.
@@ -126,7 +129,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         openSockets.add(1, ordering: .relaxed)
         let id = ConnectionID(node: nodeID, local: connection)
         let limit = configuration.maxConnectionsPerAddress
-        let exemptLoopback = configuration.connectionLimitExemptsLoopback
+        let exemptLoopback = configuration.addressLimitsExemptLoopback
         let over = sockets.withLock { s -> Bool in
             s.peer[connection] = peer
             s.perAddress[peer, default: 0] += 1
@@ -162,7 +165,13 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         // A binary frame is one media packet of a member whose UDP is blocked.
         if binary { return l.relay.receiveTunnelled(message, from: connection) }
         do {
-            l.signals.received(try ClientMessage(json: Data(message)), from: id)
+            let m = try ClientMessage(json: Data(message))
+            if case .join(let j) = m, j.passcode != nil, let peer = sockets.withLock({ $0.peer[connection] }),
+               let why = passcodes.admit(connection, peer: peer) {
+                send(.error(code: .rateLimited, message: why), to: id)
+                return close(id)
+            }
+            l.signals.received(m, from: id)
         } catch {
             l.signals.rejected(error, from: id)
         }
@@ -194,6 +203,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
 
     func webServer(_ server: WebServer, didClose connection: UInt64) {
         openSockets.subtract(1, ordering: .relaxed)
+        passcodes.closed(connection)
         sockets.withLock { s in
             s.claimed.remove(connection)
             if let peer = s.peer.removeValue(forKey: connection) {
@@ -227,6 +237,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
             refusals.refused(cause, peer: sockets.withLock { $0.peer(of: connection.local) } ?? "?", detail: "\(code.rawValue): \(text)")
         }
         if message.authenticates { authenticated(connection.local) }
+        passcodes.sent(message, to: connection.local)
         l?.web.send(text: message.json(), to: connection.local)
     }
 
@@ -240,6 +251,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
     /// its join timeout ends).
     func deliverFromCluster(_ text: String, to connection: UInt64) {
         if !isAuthenticated(connection), ServerMessage.authenticates(json: text) { authenticated(connection) }
+        if passcodes.isPending(connection), let m = try? ServerMessage(json: Data(text.utf8)) { passcodes.sent(m, to: connection) }
         links.withLock { $0 }?.web.send(text: text, to: connection)
     }
 

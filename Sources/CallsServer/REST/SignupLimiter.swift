@@ -24,7 +24,7 @@ final class SignupLimiter: Sendable {
     }
 
     convenience init(_ c: ServerConfiguration) {
-        self.init(perHour: c.autoCreateUsersPerHour, exemptLoopback: c.connectionLimitExemptsLoopback, redis: c.redisURL)
+        self.init(perHour: c.autoCreateUsersPerHour, exemptLoopback: c.addressLimitsExemptLoopback, redis: c.redisURL)
     }
 
     /// Whether `peer` may have one more user made for it now (and it is counted when so).
