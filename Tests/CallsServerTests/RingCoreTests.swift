@@ -52,6 +52,28 @@ final class RingCoreTests: XCTestCase {
         XCTAssertEqual(error(input(.message(.acceptCall(sessionId: "x"), from: b1)), to: b1), .notOnline)
     }
 
+    /// A user is online on at most 20 devices: each ring is a message to every one, and a
+    /// connection that said hello stays while kept alive — one account's token held any number
+    /// of sockets. The 21st is refused and closed; once one goes, another gets in; a device
+    /// saying hello again is no new one, and other users are not touched.
+    func testAUserIsOnlineOnAtMostTwentyDevices() throws {
+        let devices = (0..<RingCore.maxDevicesPerUser).map { ConnectionID(node: "n", local: 100 + UInt64($0)) }
+        for d in devices { XCTAssertEqual(sent(input(.hello(d, bob)), to: d), [.welcome(uid: "bob", name: "Bob")]) }
+        let extra = ConnectionID(node: "n", local: 999)
+        let refused = input(.hello(extra, bob))
+        XCTAssertEqual(error(refused, to: extra), .tooManyConnections)
+        XCTAssertTrue(refused.contains(.close(extra)))
+        XCTAssertEqual(core.devices["bob"]?.count, 20)
+        XCTAssertEqual(sent(input(.hello(devices[3], bob)), to: devices[3]), [.welcome(uid: "bob", name: "Bob")], "hello again on a device it has")
+        XCTAssertEqual(sent(input(.hello(a, ann)), to: a), [.welcome(uid: "ann", name: "Ann")])
+        // A ring reaches the twenty, not the refused one.
+        let e = try ok(input(.initiate(a, receiverId: "bob", receiverType: .user, type: .audio, timeoutSeconds: nil, receiver: RingReceiver(user: bob))))
+        XCTAssertEqual(Set(e.compactMap { if case .send(.call(.incoming, _, _), let t) = $0 { return t }; return nil }), Set(devices))
+        _ = input(.connectionClosed(devices[0]))
+        XCTAssertEqual(sent(input(.hello(extra, bob)), to: extra).first.flatMap { if case .welcome = $0 { return true }; return nil }, true,
+                       "one went: the next gets in")
+    }
+
     func testAStoreThatCannotBeReadIsSaidAsStorageNeverAsAnUnknownTokenOrReceiver() {
         XCTAssertEqual(error(input(.storeUnavailable(a, during: .hello)), to: a), .storage)
         online()

@@ -63,6 +63,10 @@ final class RingCore {
     /// How often calls may ring (per caller, callee, group).
     var limits = RingLimits()
     private(set) var devices: [String: Set<ConnectionID>] = [:]
+    /// Online devices one user has at once: each ring of theirs is a message to every one, and a
+    /// connection that said `hello` stays for as long as it is kept alive. Another is refused
+    /// until one goes (a dropped one goes when the server notices: the SDK's retries get in then).
+    static let maxDevicesPerUser = 20
     private var users: [ConnectionID: RingUser] = [:]
     private var pending: [UInt64: PendingWrite] = [:]
     private var nextRequest: UInt64 = 1
@@ -176,6 +180,12 @@ final class RingCore {
         guard let user else { return fail(c, .authTokenInvalid, "The auth token is not valid.") }
         if let old = users[c], old.uid != user.uid {
             devices[old.uid]?.remove(c)
+        }
+        if let mine = devices[user.uid], !mine.contains(c), mine.count >= Self.maxDevicesPerUser {
+            users[c] = nil
+            fail(c, .tooManyConnections, "You are online on \(Self.maxDevicesPerUser) devices already: close one first.")
+            effects.append(.close(c))
+            return
         }
         users[c] = user
         devices[user.uid, default: []].insert(c)
