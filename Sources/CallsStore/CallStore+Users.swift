@@ -25,6 +25,17 @@ public struct StoredAuthToken: Sendable, Equatable, Codable {
 package let maxAuthTokensPerUser = 100
 
 extension CallStore {
+    /// Forgets the auth tokens made before `before` (epoch ms): past `authTokenTTLSeconds` they
+    /// open nothing (`user(authToken:maxAgeSeconds:)`), and their rows only waited. Returns how
+    /// many. (No revocation is recorded: the call tokens they minted live their own 24 hours,
+    /// as they would have had the auth token stayed.)
+    package func forgetAuthTokens(madeBefore before: Int64) throws(DatabaseError) -> Int {
+        try locked { () throws(DatabaseError) in
+            try db.execute("DELETE FROM auth_tokens WHERE created_at < ?", [.int(before)])
+            return db.changes
+        }
+    }
+
     /// How many users the app has.
     public func userCount() throws(DatabaseError) -> Int {
         try locked { () throws(DatabaseError) in Int(try db.query("SELECT COUNT(*) FROM users").first?.first?.int ?? 0) }

@@ -268,6 +268,15 @@ final class RevocationTests: XCTestCase {
         XCTAssertNil(try store.user(authToken: old, maxAgeSeconds: 1800), "an hour old, a lifetime of 30 minutes")
         XCTAssertEqual(try store.user(authToken: new, maxAgeSeconds: 1800)?.uid, "eve")
         XCTAssertEqual(try store.user(authToken: old)?.uid, "eve", "no lifetime: until revoked")
+        // Past their lifetime they open nothing; the hourly retention forgets their rows.
+        XCTAssertEqual(HistoryRetention(store: store, deliveryDays: 0, chatDays: 0, log: ServerLog(level: .error)).sweep(), .init(),
+                       "no lifetime: kept")
+        XCTAssertEqual(try store.authTokens(uid: "eve").count, 2)
+        let retention = HistoryRetention(store: store, deliveryDays: 0, chatDays: 0, authTokenTTLSeconds: 1800, log: ServerLog(level: .error))
+        XCTAssertEqual(retention.sweep(), .init(authTokens: 1))
+        XCTAssertEqual(try store.authTokens(uid: "eve").count, 1)
+        XCTAssertEqual(try store.user(authToken: new, maxAgeSeconds: 1800)?.uid, "eve", "the one within its lifetime stays")
+        XCTAssertEqual(retention.sweep(), .init())
     }
 }
 

@@ -118,7 +118,7 @@ public final class CallServer: @unchecked Sendable {
         }
         let webrtc = openWebRTC(relay: relay, rooms: built.rooms, mediaPublic: mediaPublic)
         let history = HistoryRetention(store: store, deliveryDays: configuration.deliveryRetentionDays, chatDays: configuration.chatRetentionDays,
-                                       callLogDays: configuration.callLogRetentionDays, log: log)
+                                       callLogDays: configuration.callLogRetentionDays, authTokenTTLSeconds: configuration.authTokenTTLSeconds, log: log)
         let running = RunningServer(store: store, relay: relay, parts: built, members: members, maintenance: maintenance,
                                     history: history, uploader: uploader, webrtc: webrtc)
         runningBox.withLock { $0 = running }

@@ -7,39 +7,42 @@ import Foundation
 /// pushes that are over (delivered or dead, sent or failed…) are forgotten `deliveryDays` after
 /// they were made (pending ones never), the chat of calls that ended `chatDays` ago, and the
 /// logs of calls that ended `callLogDays` ago once their recordings and transcripts are gone
-/// (`RecordingMaintenance`'s retention). Each 0: kept for ever. Store failures are
-/// `StoreOutage`'s: the turn is skipped.
+/// (`RecordingMaintenance`'s retention), and auth tokens past `authTokenTTLSeconds` (which open
+/// nothing). Each 0 (or no lifetime): kept for ever. Store failures are `StoreOutage`'s: the
+/// turn is skipped.
 ///
 /// Thread rules: the timer runs on a utility queue (on the scheduler: virtual in tests); `sweep`
 /// from any thread (tests call it); `start`/`stop` from the server's owner.
 final class HistoryRetention: Sendable {
     /// What one sweep forgot.
     struct Forgotten: Equatable {
-        var webhooks = 0, pushes = 0, chatMessages = 0, calls = 0
+        var webhooks = 0, pushes = 0, chatMessages = 0, calls = 0, authTokens = 0
     }
 
     private let store: CallStore
     private let deliveryDays: Int
     private let chatDays: Int
     private let callLogDays: Int
+    private let authTokenTTLSeconds: Int64?
     private let log: ServerLog
     private let outage: StoreOutage
     private let timer = Locked<RepeatingWork?>(nil)
     private let scheduler: any Scheduler
 
-    init(store: CallStore, deliveryDays: Int, chatDays: Int, callLogDays: Int = 0, log: ServerLog,
+    init(store: CallStore, deliveryDays: Int, chatDays: Int, callLogDays: Int = 0, authTokenTTLSeconds: Int64? = nil, log: ServerLog,
          scheduler: any Scheduler = DispatchScheduler.shared) {
         self.store = store
         self.deliveryDays = deliveryDays
         self.chatDays = chatDays
         self.callLogDays = callLogDays
+        self.authTokenTTLSeconds = authTokenTTLSeconds
         self.log = log
         self.scheduler = scheduler
         outage = StoreOutage("history retention", log: log)
     }
 
     func start() {
-        guard deliveryDays > 0 || chatDays > 0 || callLogDays > 0 else { return }
+        guard deliveryDays > 0 || chatDays > 0 || callLogDays > 0 || authTokenTTLSeconds != nil else { return }
         let work = RepeatingWork(on: scheduler, queue: DispatchQueue.global(qos: .utility), first: 0, every: 3600) { [weak self] in self?.sweep() }
         timer.withLock { $0 = work }
     }
@@ -70,6 +73,12 @@ final class HistoryRetention: Sendable {
         }) {
             out.calls = n
             if n > 0 { log.info("call logs past retention forgotten", ["calls": "\(n)"]) }
+        }
+        if let ttl = authTokenTTLSeconds, let n = outage.attempt("forget expired auth tokens", { () throws(DatabaseError) in
+            try store.forgetAuthTokens(madeBefore: now - ttl * 1000)
+        }) {
+            out.authTokens = n
+            if n > 0 { log.info("expired auth tokens forgotten", ["tokens": "\(n)"]) }
         }
         return out
     }
