@@ -61,7 +61,7 @@ final class RingCoreTests: XCTestCase {
         for d in devices { XCTAssertEqual(sent(input(.hello(d, bob)), to: d), [.welcome(uid: "bob", name: "Bob")]) }
         let extra = ConnectionID(node: "n", local: 999)
         let refused = input(.hello(extra, bob))
-        XCTAssertEqual(error(refused, to: extra), .tooManyConnections)
+        XCTAssertEqual(error(refused, to: extra), .tooManyDevices)
         XCTAssertTrue(refused.contains(.close(extra)))
         XCTAssertEqual(core.devices["bob"]?.count, 20)
         XCTAssertEqual(sent(input(.hello(devices[3], bob)), to: devices[3]), [.welcome(uid: "bob", name: "Bob")], "hello again on a device it has")

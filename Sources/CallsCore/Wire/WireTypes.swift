@@ -108,6 +108,8 @@ public struct SignalErrorCode: OpenWireValue {
     public static let passcodeWrong = SignalErrorCode(rawValue: "ERR_PASSCODE")
     /// Too many open WebSockets from this address.
     public static let tooManyConnections = SignalErrorCode(rawValue: "ERR_TOO_MANY_CONNECTIONS")
+    /// A `hello` for a user online on as many devices as a user may be.
+    public static let tooManyDevices = SignalErrorCode(rawValue: "ERR_TOO_MANY_DEVICES")
     /// The server's (or this user's) limit of rooms at once.
     public static let tooManyRooms = SignalErrorCode(rawValue: "ERR_TOO_MANY_ROOMS")
     /// The connection sent no join, hello or resume in time.

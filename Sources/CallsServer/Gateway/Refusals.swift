@@ -19,6 +19,8 @@ enum RefusalCause: String, Sendable, CaseIterable {
     case idleConnection = "idle_connection"
     /// Too many WebSockets from one address.
     case connectionsPerAddress = "connections_per_address"
+    /// A `hello` for a user online on as many devices as a user may be.
+    case devicesPerUser = "devices_per_user"
     /// A WebSocket that did not read what it was sent (`maxQueuedBytesPerConnection`).
     case slowConsumer = "slow_consumer"
     /// An HTTP request whose body did not arrive within `requestBodyTimeoutSeconds` of its head.

@@ -266,6 +266,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         case .notModerator: return .moderation
         case .rateLimited: return .signalRate
         case .webrtcOfferRefused: return .webrtcOffer
+        case .tooManyDevices: return .devicesPerUser
         default: return nil
         }
     }

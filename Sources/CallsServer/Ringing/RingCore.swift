@@ -183,7 +183,7 @@ final class RingCore {
         }
         if let mine = devices[user.uid], !mine.contains(c), mine.count >= Self.maxDevicesPerUser {
             users[c] = nil
-            fail(c, .tooManyConnections, "You are online on \(Self.maxDevicesPerUser) devices already: close one first.")
+            fail(c, .tooManyDevices, "You are online on \(Self.maxDevicesPerUser) devices already: close one first.")
             effects.append(.close(c))
             return
         }
