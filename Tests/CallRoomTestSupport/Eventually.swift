@@ -27,6 +27,17 @@ public func eventuallyValue<T>(_ seconds: Double = 5, poll: Double = 0.01, _ pro
     }
 }
 
+/// `eventuallyValue` in an async test (chosen there, as `eventually`'s): sleeps between looks
+/// without holding a cooperative thread.
+public func eventuallyValue<T>(_ seconds: Double = 5, poll: Double = 0.01, _ produce: () throws -> T?) async rethrows -> T? {
+    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
+    while true {
+        if let v = try produce() { return v }
+        guard monotonicNanoseconds() < deadline else { return nil }
+        try? await Task.sleep(nanoseconds: UInt64(poll * 1e9))
+    }
+}
+
 /// `eventually` for async tests (sleeps without holding a thread).
 @discardableResult
 public func eventually(_ seconds: Double = 5, poll: Double = 0.01, _ condition: () async throws -> Bool) async rethrows -> Bool {
@@ -60,6 +71,22 @@ public final class EventRecorder<Event: Sendable>: Sendable {
     /// Whether `count` events matching `match` were recorded within `seconds`.
     public func wait(count: Int, _ seconds: Double = 5, _ match: (Event) -> Bool) -> Bool {
         eventually(seconds) { self.count(where: match) >= count }
+    }
+
+    /// `wait` in an async test (chosen there, as `eventually`'s): sleeps between looks without
+    /// holding one of the few cooperative threads the code under test may need.
+    public func wait(_ seconds: Double = 5, _ match: (Event) -> Bool) async -> Event? {
+        let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
+        while true {
+            if let e = all.first(where: match) { return e }
+            guard monotonicNanoseconds() < deadline else { return nil }
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
+    }
+
+    /// `wait(count:)` in an async test.
+    public func wait(count: Int, _ seconds: Double = 5, _ match: (Event) -> Bool) async -> Bool {
+        await eventually(seconds) { self.count(where: match) >= count }
     }
 }
 

@@ -74,7 +74,7 @@ final class ObjectStorageRecordingTests: XCTestCase {
         XCTAssertEqual(try S3Client(unprefixed).size("node1/recordings/\(rid)/mixed.opus"), written.count)
 
         // The transcript's files too.
-        let transcripts = eventuallyValue(20, poll: 0.2) { () -> [[String: Any]]? in
+        let transcripts = await eventuallyValue(20, poll: 0.2) { () -> [[String: Any]]? in
             let list = BlockingHTTP.request("GET", t.server.url + "/v3/calls/bucket/transcriptions", headers: admin).json["data"] as? [[String: Any]]
             return list?.first?["storage"] as? String == "objectStorage" ? list : nil
         }

@@ -37,7 +37,7 @@ final class RecordingTests: XCTestCase {
 
         // The call log lists it once the recorder has finished its files.
         let admin = ["apikey": t.server.keys.apiKey]
-        let rec = eventuallyValue(5, poll: 0.1) { () -> [String: Any]? in
+        let rec = await eventuallyValue(5, poll: 0.1) { () -> [String: Any]? in
             let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/rec", headers: admin).data
             guard let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber, (r["files"] as? [Any])?.count == 3 else { return nil }
             return r
@@ -145,7 +145,7 @@ final class VideoRecordingTests: XCTestCase {
         mod.setSessionFeature(.recording, enabled: false)
         try await waitFor("onRecordingStopped", events) { $0 == .recordingStopped }
         let admin = ["apikey": t.server.keys.apiKey]
-        let rec = eventuallyValue(10, poll: 0.1) { () -> [String: Any]? in
+        let rec = await eventuallyValue(10, poll: 0.1) { () -> [String: Any]? in
             let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/vrec", headers: admin).data
             guard let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber else { return nil }
             return r
@@ -236,7 +236,7 @@ final class RecordingLimitsTests: XCTestCase {
         boss.setSessionFeature(.recording, enabled: false)
         let admin = ["apikey": t.server.keys.apiKey]
         var rid: String?
-        rid = eventuallyValue(5, poll: 0.1) { () -> String? in
+        rid = await eventuallyValue(5, poll: 0.1) { () -> String? in
             let r = (BlockingHTTP.request("GET", t.server.url + "/v3/calls/kept", headers: admin).data["recordings"] as? [[String: Any]])?.first
             return r?["endTime"] is NSNumber ? r?["rid"] as? String : nil
         }
@@ -286,7 +286,7 @@ final class RecordingFullDiskTests: XCTestCase {
         XCTAssertFalse(guest.isServerRecording)
         // What fitted is in the call log, finished, and plays.
         let admin = ["apikey": t.server.keys.apiKey]
-        let files: [[String: Any]] = eventuallyValue(10, poll: 0.1) { () -> [[String: Any]]? in
+        let files: [[String: Any]] = await eventuallyValue(10, poll: 0.1) { () -> [[String: Any]]? in
             let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/full", headers: admin).data
             guard let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber else { return nil }
             return r["files"] as? [[String: Any]] ?? []

@@ -50,7 +50,7 @@ final class RedundantAudioCallTests: XCTestCase {
         try await waitFor("stopped", modEvents) { $0 == .recordingStopped }
         let admin = ["apikey": t.server.keys.apiKey]
         var files: [[String: Any]] = []
-        files = eventuallyValue(5, poll: 0.1) { () -> [[String: Any]]? in
+        files = await eventuallyValue(5, poll: 0.1) { () -> [[String: Any]]? in
             let call = BlockingHTTP.request("GET", t.server.url + "/v3/calls/red", headers: admin).data
             // (The Ogg Opus files: the mix and one per participant; their video, if any, is in WebMs beside them.)
             guard let r = (call["recordings"] as? [[String: Any]])?.first, r["endTime"] is NSNumber,

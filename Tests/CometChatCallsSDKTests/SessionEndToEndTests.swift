@@ -30,8 +30,9 @@ final class Recorder: SessionStatusListener, MediaEventsListener, ParticipantEve
     func onParticipantAudioMuted(participant: Participant) { note("onParticipantAudioMuted", participant) }
     func onParticipantAudioUnmuted(participant: Participant) { note("onParticipantAudioUnmuted", participant) }
 
-    func waitFor(_ name: String, count: Int = 1, timeout: TimeInterval = 5) -> Bool {
-        log.wait(count: count, timeout) { $0.name == name }
+    /// (Async: the wait sleeps without holding a cooperative thread the SDK may need.)
+    func waitFor(_ name: String, count: Int = 1, timeout: TimeInterval = 5) async -> Bool {
+        await log.wait(count: count, timeout) { $0.name == name }
     }
 }
 
@@ -51,12 +52,12 @@ final class SessionEndToEndTests: XCTestCase {
         t.stop()
     }
 
-    func login(_ uid: String) -> CallsUser? {
+    func login(_ uid: String) async -> CallsUser? {
         let done = expectation(description: "login")
         nonisolated(unsafe) var user: CallsUser?
         CometChatCalls.login(UID: uid, authKey: server.keys.authKey, onSuccess: { u in user = u; done.fulfill() },
                              onError: { e in XCTFail("login failed: \(e)"); done.fulfill() })
-        wait(for: [done], timeout: 5)
+        await fulfillment(of: [done], timeout: 5)
         return user
     }
 
@@ -84,7 +85,8 @@ final class SessionEndToEndTests: XCTestCase {
     }
 
     func testWholeSessionThroughTheDocumentedAPI() async throws {
-        let user = try XCTUnwrap(login("alice"))
+        let loggedIn = await login("alice")
+        let user = try XCTUnwrap(loggedIn)
         XCTAssertEqual(user.uid, "alice")
         XCTAssertEqual(CometChatCalls.getLoggedInUser()?.uid, "alice")
 
@@ -111,21 +113,24 @@ final class SessionEndToEndTests: XCTestCase {
             onError: { e in XCTFail("join failed: \(String(describing: e))"); joined.fulfill() })
         await fulfillment(of: [joined], timeout: 5)
         XCTAssertTrue(CallSession.shared.isCallSessionActive())
-        XCTAssertTrue(rec.waitFor("onSessionJoined"))
+        let heard1 = await rec.waitFor("onSessionJoined")
+        XCTAssertTrue(heard1, "onSessionJoined")
         XCTAssertEqual(rec.lastRoster.map(\.uid), ["alice"])
         // No public URL configured: the invite link is the address this client reached.
         XCTAssertEqual(CallSession.shared.inviteLink, server.url + "/call/e2e")
 
         // A second participant arrives, with real payloads.
         let listenerBot = try await bot("bob", output: "null")
-        XCTAssertTrue(rec.waitFor("onParticipantJoined"))
+        let heard2 = await rec.waitFor("onParticipantJoined")
+        XCTAssertTrue(heard2, "onParticipantJoined")
         let bob = try XCTUnwrap(rec.participant(for: "onParticipantJoined"))
         XCTAssertEqual(bob.uid, "bob")
         XCTAssertEqual(bob.name, "BOB")
         XCTAssertEqual(bob.isJoined, true)
         XCTAssertEqual(bob.mid, "e2e")
         XCTAssertNotNil(bob.pid)
-        XCTAssertTrue(rec.waitFor("onParticipantListChanged", count: 2))
+        let heard3 = await rec.waitFor("onParticipantListChanged", count: 2)
+        XCTAssertTrue(heard3, "onParticipantListChanged")
         XCTAssertEqual(rec.lastRoster.compactMap(\.uid), ["alice", "bob"])
 
         // Our tone reaches bob: his engine measures our level well above silence.
@@ -135,23 +140,29 @@ final class SessionEndToEndTests: XCTestCase {
         XCTAssertGreaterThan(heard, -30, "bob hears alice's tone")
 
         CallSession.shared.muteAudio()
-        XCTAssertTrue(rec.waitFor("onAudioMuted"))
+        let heard4 = await rec.waitFor("onAudioMuted")
+        XCTAssertTrue(heard4, "onAudioMuted")
         XCTAssertTrue(CallSession.shared.isAudioMuted)
         CallSession.shared.unmuteAudio()
-        XCTAssertTrue(rec.waitFor("onAudioUnMuted"))
+        let heard5 = await rec.waitFor("onAudioUnMuted")
+        XCTAssertTrue(heard5, "onAudioUnMuted")
 
         listenerBot.setAudioMuted(true)
-        XCTAssertTrue(rec.waitFor("onParticipantAudioMuted"))
+        let heard6 = await rec.waitFor("onParticipantAudioMuted")
+        XCTAssertTrue(heard6, "onParticipantAudioMuted")
         XCTAssertEqual(rec.participant(for: "onParticipantAudioMuted")?.isAudioMuted, true)
         listenerBot.setAudioMuted(false)
-        XCTAssertTrue(rec.waitFor("onParticipantAudioUnmuted"))
+        let heard7 = await rec.waitFor("onParticipantAudioUnmuted")
+        XCTAssertTrue(heard7, "onParticipantAudioUnmuted")
 
         await listenerBot.leave()
-        XCTAssertTrue(rec.waitFor("onParticipantLeft"))
+        let heard8 = await rec.waitFor("onParticipantLeft")
+        XCTAssertTrue(heard8, "onParticipantLeft")
         XCTAssertEqual(rec.participant(for: "onParticipantLeft")?.isJoined, false)
 
         CallSession.shared.leaveSession()
-        XCTAssertTrue(rec.waitFor("onSessionLeft"))
+        let heard9 = await rec.waitFor("onSessionLeft")
+        XCTAssertTrue(heard9, "onSessionLeft")
         XCTAssertFalse(CallSession.shared.isCallSessionActive())
         let seen = await streamed.value
         XCTAssertEqual(seen.first, "onSessionJoined")
@@ -167,14 +178,18 @@ final class SessionEndToEndTests: XCTestCase {
     }
 
     func testServerShutdownClosesTheConnection() async throws {
-        _ = try XCTUnwrap(login("dora"))
+        let loggedIn = await login("dora")
+        _ = try XCTUnwrap(loggedIn)
         let rec = Recorder()
         CallSession.shared.addSessionStatusListener(rec)
         try await CometChatCalls.joinSession(sessionID: "e2e", callSetting: SessionSettingsBuilder()
             .setAudioInput("null").setAudioOutput("null").build())
-        XCTAssertTrue(rec.waitFor("onSessionJoined"))
+        let heard10 = await rec.waitFor("onSessionJoined")
+        XCTAssertTrue(heard10, "onSessionJoined")
         server.stop()
-        XCTAssertTrue(rec.waitFor("onSessionLeft") || rec.waitFor("onConnectionClosed"), "the client learns the session is over")
+        let over = await rec.waitFor("onSessionLeft")
+        let closed = over ? false : await rec.waitFor("onConnectionClosed")
+        XCTAssertTrue(over || closed, "the client learns the session is over")
         XCTAssertFalse(CallSession.shared.isCallSessionActive())
     }
 }
@@ -196,18 +211,22 @@ final class ReconnectionTests: XCTestCase {
             _ = try await client.login(uid: uid, authKey: server.keys.authKey)
             try await client.join(callToken: try await client.generateToken(sessionID: "rc"), sessionID: "rc", settings: settings)
         }
-        XCTAssertNotNil(aLog.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false })
+        let seen1 = await aLog.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false }
+        XCTAssertNotNil(seen1)
         let pidBefore = a.localParticipantID
 
         a.simulateConnectionDrop()
-        XCTAssertNotNil(aLog.wait { $0 == .connectionLost }, "onConnectionLost fires")
-        XCTAssertNotNil(aLog.wait { $0 == .connectionRestored }, "onConnectionRestored fires")
+        let seen2 = await aLog.wait { $0 == .connectionLost }
+        XCTAssertNotNil(seen2, "onConnectionLost fires")
+        let seen3 = await aLog.wait { $0 == .connectionRestored }
+        XCTAssertNotNil(seen3, "onConnectionRestored fires")
         XCTAssertEqual(a.localParticipantID, pidBefore, "the same participant")
         XCTAssertTrue(a.isSessionActive)
         XCTAssertFalse(bLog.all.contains { if case .participantLeft = $0 { return true }; return false }, "the peer saw no leave")
         // Still a working session: a mute after the resume reaches the peer, and media re-bound.
         a.setAudioMuted(true)
-        XCTAssertNotNil(bLog.wait { if case .participantAudioMuted(let p) = $0 { return p.uid == "ada" }; return false })
+        let seen4 = await bLog.wait { if case .participantAudioMuted(let p) = $0 { return p.uid == "ada" }; return false }
+        XCTAssertNotNil(seen4)
         a.setAudioMuted(false)
         let aPID = try XCTUnwrap(pidBefore)
         await eventually(3) { (b.audioLevels()[aPID] ?? -127) >= -30 }
@@ -215,7 +234,8 @@ final class ReconnectionTests: XCTestCase {
         XCTAssertGreaterThan(heard, -30, "media flows after the resume")
         await a.leave()
         await b.leave()
-        XCTAssertNotNil(aLog.wait { $0 == .sessionLeft })
+        let seen5 = await aLog.wait { $0 == .sessionLeft }
+        XCTAssertNotNil(seen5)
     }
 
     /// The server is killed (-9) and started again on its port: its rooms are gone, its users,
@@ -237,17 +257,21 @@ final class ReconnectionTests: XCTestCase {
             try await client.join(callToken: try await client.generateToken(sessionID: "restart"), sessionID: "restart",
                                   settings: SessionSettingsBuilder().setAudioInput(tone).setAudioOutput("null").build())
         }
-        XCTAssertNotNil(aLog.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false })
+        let seen6 = await aLog.wait { if case .participantJoined(let p) = $0 { return p.uid == "bob" }; return false }
+        XCTAssertNotNil(seen6)
 
         first.process.signal(SIGKILL)
         _ = first.process.wait()
-        XCTAssertNotNil(aLog.wait(10) { $0 == .connectionLost })
+        let seen7 = await aLog.wait(10) { $0 == .connectionLost }
+        XCTAssertNotNil(seen7)
         let second = try CallroomdProcess(dataDir: dir, listen: "127.0.0.1:\(port)")
         defer { _ = second.stop() }
         for (client, log) in [(a, aLog), (b, bLog)] {
-            XCTAssertNotNil(log.wait(15) { if case .sessionRejoined = $0 { return true }; return false },
+            let seen8 = await log.wait(15) { if case .sessionRejoined = $0 { return true }; return false }
+            XCTAssertNotNil(seen8,
                             "rejoined, not given up: \(log.all.map { "\($0)".prefix(40) })")
-            XCTAssertNotNil(log.wait { $0 == .connectionRestored })
+            let seen9 = await log.wait { $0 == .connectionRestored }
+            XCTAssertNotNil(seen9)
             XCTAssertEqual(client.sessionRejoinCount, 1)
             XCTAssertTrue(client.isSessionActive)
             XCTAssertFalse(log.all.contains { $0 == .connectionClosed }, "never gave up")
