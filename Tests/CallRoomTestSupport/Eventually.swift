@@ -27,26 +27,26 @@ public func eventuallyValue<T>(_ seconds: Double = 5, poll: Double = 0.01, _ pro
     }
 }
 
-/// `eventuallyValue` in an async test (chosen there, as `eventually`'s): sleeps between looks
-/// without holding a cooperative thread.
-public func eventuallyValue<T>(_ seconds: Double = 5, poll: Double = 0.01, _ produce: () throws -> T?) async rethrows -> T? {
+/// `eventuallyValue` for async tests: sleeps between looks without holding a cooperative thread.
+public func eventuallyValue<T>(_ seconds: Double = 5, poll: Double = 0.01, _ produce: () async throws -> T?) async rethrows -> T? {
     let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
     while true {
-        if let v = try produce() { return v }
+        if let v = try await produce() { return v }
         guard monotonicNanoseconds() < deadline else { return nil }
         try? await Task.sleep(nanoseconds: UInt64(poll * 1e9))
     }
 }
 
+/// `eventuallyValue` in an async test with a synchronous `produce` (chosen there, as
+/// `eventually`'s).
+public func eventuallyValue<T>(_ seconds: Double = 5, poll: Double = 0.01, _ produce: () throws -> T?) async rethrows -> T? {
+    try await eventuallyValue(seconds, poll: poll) { () async throws -> T? in try produce() }
+}
+
 /// `eventually` for async tests (sleeps without holding a thread).
 @discardableResult
 public func eventually(_ seconds: Double = 5, poll: Double = 0.01, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
-    while true {
-        if try await condition() { return true }
-        guard monotonicNanoseconds() < deadline else { return false }
-        try? await Task.sleep(nanoseconds: UInt64(poll * 1e9))
-    }
+    try await eventuallyValue(seconds, poll: poll) { () async throws -> Bool? in try await condition() ? true : nil } ?? false
 }
 
 /// The suite's one event recorder: whatever a test observes (SDK callbacks, listener names,
@@ -76,12 +76,7 @@ public final class EventRecorder<Event: Sendable>: Sendable {
     /// `wait` in an async test (chosen there, as `eventually`'s): sleeps between looks without
     /// holding one of the few cooperative threads the code under test may need.
     public func wait(_ seconds: Double = 5, _ match: (Event) -> Bool) async -> Event? {
-        let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
-        while true {
-            if let e = all.first(where: match) { return e }
-            guard monotonicNanoseconds() < deadline else { return nil }
-            try? await Task.sleep(nanoseconds: 10_000_000)
-        }
+        await eventuallyValue(seconds) { () -> Event? in all.first(where: match) }
     }
 
     /// `wait(count:)` in an async test.
