@@ -79,6 +79,12 @@ final class RecordingTests: XCTestCase {
         XCTAssertEqual(tail.body, mixed.body.suffix(50))
         XCTAssertEqual(tail.headers["content-range"], "bytes \(mixed.body.count - 50)-\(mixed.body.count - 1)/\(mixed.body.count)")
         XCTAssertEqual(BlockingHTTP.request("GET", url, headers: ["authToken": token, "appId": t.appId, "Range": "bytes=\(mixed.body.count)-"]).status, 416)
+        // Several ranges, or another unit: ignored, the whole file (a 416 would say none of it exists).
+        for spec in ["bytes=0-1,5-6", "items=0-5"] {
+            let whole = BlockingHTTP.request("GET", url, headers: ["authToken": token, "appId": t.appId, "Range": spec])
+            XCTAssertEqual(whole.status, 200, spec)
+            XCTAssertEqual(whole.body, mixed.body, spec)
+        }
         // Each participant's own file holds their own tone.
         for (uid, tone, other) in [("mod", 440.0, 660.0), ("guest", 660.0, 440.0)] {
             let f = try XCTUnwrap(files.first { $0["uid"] as? String == uid }, "\(files)")

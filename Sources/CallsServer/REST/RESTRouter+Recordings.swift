@@ -31,7 +31,7 @@ extension RESTRouter {
                                                         ("content-disposition", "inline; filename=\"\(rid)-\(name)\"")]
         let served: StoredFileReader.Served
         do {
-            served = try files.read(StoredObject.key(.recording, owner: rid, name: name), rangeSpec: r.header("range"),
+            served = try files.read(StoredObject.key(.recording, owner: rid, name: name), rangeSpec: Self.servedRange(r.header("range")),
                                     gone: "The file of recording '\(rid.prefix(40))' is gone (retention?).", user: viewer)
         } catch let u as StoredFileReader.Unsatisfiable {
             headers.append(("content-range", "bytes */\(u.total)"))
@@ -84,6 +84,14 @@ extension RESTRouter {
 
     /// Finished files, from this node's disk or the bucket.
     var files: StoredFileReader { StoredFileReader(dataDir: config.dataDir, store: store, objectStorage: config.objectStorage, log: log) }
+
+    /// The `Range` header this server serves a part for: one `bytes` range. Several ranges, or
+    /// another unit, are ignored (the whole file, 200), as RFC 9110 §14.2 allows — never 416,
+    /// which would say no part of them exists.
+    static func servedRange(_ header: String?) -> String? {
+        guard let h = header?.trimmingCharacters(in: .whitespaces), h.lowercased().hasPrefix("bytes="), !h.contains(",") else { return nil }
+        return "bytes=" + h.dropFirst(6)
+    }
 
     /// `bytes=a-b`, `bytes=a-` or `bytes=-n` (one range) within `total`; nil when not satisfiable.
     static func byteRange(_ spec: String, total: Int) -> Range<Int>? {
