@@ -18,13 +18,16 @@ package enum JSONFieldProblem {
             return "\(field(context.codingPath)) must be \(kind(type))."
         case .dataCorrupted(let context):
             guard !context.codingPath.isEmpty else {
-                return (try? JSONSerialization.jsonObject(with: document)) == nil ? nil : "a number is not whole, or too large for its field."
+                return (try? JSONSerialization.jsonObject(with: document)) == nil ? nil : numberNotWhole
             }
             return "\(field(context.codingPath)) has a value it cannot take."
         @unknown default:
             return nil
         }
     }
+
+    /// What a number a field cannot hold is said as (Foundation does not say which field).
+    package static let numberNotWhole = "a number is not whole, or too large for its field."
 
     /// `reports[2].lossPercent`: keys joined by dots, indexes in brackets.
     static func field(_ path: [any CodingKey]) -> String {

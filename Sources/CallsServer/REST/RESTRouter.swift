@@ -535,13 +535,11 @@ struct RESTRouter: Sendable {
 
     /// What was wrong with a body, in the terms of its fields (`JSONFieldProblem`): `name must
     /// be a string.`, `uid is required.`, `The body is not valid JSON.`
-    /// `a number is …` → `A number is …`: a field's name keeps its case.
-    private static func sentence(_ s: String) -> String {
-        s.hasPrefix("a ") ? "A" + s.dropFirst() : s
-    }
-
     static func describe(_ error: DecodingError, in body: Data) -> String {
-        if let problem = JSONFieldProblem.describe(error, in: body) { return Self.sentence(problem) }
+        if let problem = JSONFieldProblem.describe(error, in: body) {
+            // (A field's name keeps its case; the one problem that starts with a word, a sentence's.)
+            return problem == JSONFieldProblem.numberNotWhole ? "A" + problem.dropFirst() : problem
+        }
         switch error {
         case .typeMismatch, .valueNotFound: return "The body must be a JSON object."
         default: return "The body is not valid JSON."
