@@ -56,6 +56,36 @@ final class RoomRulesTests: XCTestCase {
         XCTAssertNotNil(try join(exempt, try exempt.callToken(uid: "ann", session: "vault"), passcode: "4321").joined())
     }
 
+    /// The address's count, on a virtual clock: joins sent one behind the other on a connection
+    /// (each checked by the rooms) each spend a guess, and none is let through past what the
+    /// address has left while earlier ones are unanswered; being let in spends nothing; the
+    /// guesses come back one every 30 s.
+    func testAnAddressesGuessesCountJoinsInFlightAndRefill() {
+        let g = PasscodeGuesses(exemptLoopback: true)
+        let s: UInt64 = 1_000_000_000, t0 = 1_000 * s
+        let wrong = ServerMessage.error(code: .passcodeWrong, message: "The passcode is not right.")
+        // One connection sends 20 joins before any answer: all may go, the 21st may not.
+        for _ in 0..<20 { XCTAssertNil(g.admit(1, peer: "203.0.113.9", now: t0)) }
+        XCTAssertNotNil(g.admit(1, peer: "203.0.113.9", now: t0), "20 in flight: none past them")
+        XCTAssertNil(g.admit(2, peer: "198.51.100.1", now: t0), "another address has its own")
+        for _ in 0..<20 { g.sent(wrong, to: 1, now: t0) }
+        XCTAssertFalse(g.isPending(1))
+        XCTAssertEqual(g.admit(3, peer: "203.0.113.9", now: t0), "Too many wrong passcodes from this address: try again in 30 s.")
+        XCTAssertEqual(g.admit(3, peer: "203.0.113.9", now: t0 + 20 * s), "Too many wrong passcodes from this address: try again in 10 s.")
+        XCTAssertNil(g.admit(3, peer: "203.0.113.9", now: t0 + 30 * s), "one back after 30 s")
+        XCTAssertNotNil(g.admit(4, peer: "203.0.113.9", now: t0 + 30 * s), "and it is in flight")
+        g.sent(.lobbyWaiting, to: 3, now: t0 + 30 * s)
+        XCTAssertNil(g.admit(4, peer: "203.0.113.9", now: t0 + 30 * s), "let in (here: to the lobby) spends nothing")
+        g.closed(4, now: t0 + 30 * s)
+        XCTAssertNotNil(g.admit(5, peer: "203.0.113.9", now: t0 + 30 * s),
+                        "a join unanswered when its connection closed spent its guess (the rooms check it after the close)")
+        XCTAssertNil(g.admit(5, peer: "203.0.113.9", now: t0 + 60 * s))
+        g.sent(.lobbyWaiting, to: 5, now: t0 + 60 * s)
+        g.closed(5, now: t0 + 60 * s)
+        XCTAssertNil(g.admit(7, peer: "203.0.113.9", now: t0 + 60 * s), "a join let in spent nothing, before the close or at it")
+        XCTAssertNil(g.admit(6, peer: "127.0.0.1", now: t0), "loopback exempt when asked")
+    }
+
     func testARemovedParticipantStaysOutAndOneTokenIsOneParticipant() throws {
         let h = try ServerHarness()
         defer { h.stop(); h.removeData() }

@@ -18,8 +18,21 @@ final class PasscodeGuesses: Sendable {
 
     private struct State {
         var limiter = PeerLimiter(capacity: PasscodeGuesses.burst, perSecond: 1 / PasscodeGuesses.retrySeconds)
-        /// Connections whose `join` carried a passcode and has not been answered: their address.
-        var pending: [UInt64: String] = [:]
+        /// Connections with joins that carried a passcode and have not been answered: their
+        /// address and how many (a client may send several before the first is answered — the
+        /// rooms check each).
+        var pending: [UInt64: (peer: String, joins: Int)] = [:]
+        /// Those joins per address: each may yet spend a guess, so none is let through past
+        /// what the address has left.
+        var inFlight: [String: Int] = [:]
+
+        mutating func settle(_ connection: UInt64, joins: Int) {
+            guard let p = pending[connection] else { return }
+            let left = p.joins - joins
+            pending[connection] = left > 0 ? (p.peer, left) : nil
+            let flying = inFlight[p.peer, default: 0] - min(joins, p.joins)
+            inFlight[p.peer] = flying > 0 ? flying : nil
+        }
     }
     private let state = Locked(State())
     private let exemptLoopback: Bool
@@ -31,12 +44,13 @@ final class PasscodeGuesses: Sendable {
     func admit(_ connection: UInt64, peer: String, now: UInt64 = monotonicNanoseconds()) -> String? {
         if exemptLoopback && WebServer.isLoopback(peer) { return nil }
         return state.withLock { s -> String? in
-            let left = s.limiter.available(peer, now: now)
+            let left = s.limiter.available(peer, now: now) - Double(s.inFlight[peer, default: 0])
             guard left >= 1 else {
                 let wait = Int(((1 - left) * Self.retrySeconds - 1e-6).rounded(.up))
                 return "Too many wrong passcodes from this address: try again in \(max(1, wait)) s."
             }
-            s.pending[connection] = peer
+            s.pending[connection] = (peer, (s.pending[connection]?.joins ?? 0) + 1)
+            s.inFlight[peer, default: 0] += 1
             return nil
         }
     }
@@ -45,9 +59,9 @@ final class PasscodeGuesses: Sendable {
     func isPending(_ connection: UInt64) -> Bool { state.withLock { $0.pending[connection] != nil } }
 
     /// What the server sent `connection`: for a join it watches, `ERR_PASSCODE` spends one of
-    /// its address's guesses and being let in (`joined`, `resumed`, `lobbyWaiting`) ends the
-    /// watch. (Other errors do not: a message sent behind the join may be answered first; every
-    /// other refusal of a join closes the connection, which ends it.)
+    /// its address's guesses and being let in (`joined`, `resumed`, `lobbyWaiting`) settles
+    /// one. (Other errors do not: a message sent behind the join may be answered first; every
+    /// other refusal of a join closes the connection, which settles the rest: `closed`.)
     func sent(_ message: ServerMessage, to connection: UInt64, now: UInt64 = monotonicNanoseconds()) {
         let wrong: Bool
         switch message {
@@ -56,10 +70,20 @@ final class PasscodeGuesses: Sendable {
         default: return
         }
         state.withLock { s in
-            guard let peer = s.pending.removeValue(forKey: connection) else { return }
+            guard let peer = s.pending[connection]?.peer else { return }
+            s.settle(connection, joins: 1)
             if wrong { _ = s.limiter.allow(peer, now: now) }
         }
     }
 
-    func closed(_ connection: UInt64) { state.withLock { s in _ = s.pending.removeValue(forKey: connection) } }
+    /// The connection closed: each of its joins still unanswered spends a guess. (A refused join
+    /// closes the connection, and the rooms still check the joins sent behind it: their answers
+    /// come after the close, to nobody.)
+    func closed(_ connection: UInt64, now: UInt64 = monotonicNanoseconds()) {
+        state.withLock { s in
+            guard let p = s.pending[connection] else { return }
+            s.settle(connection, joins: p.joins)
+            for _ in 0..<p.joins { _ = s.limiter.allow(p.peer, now: now) }
+        }
+    }
 }
