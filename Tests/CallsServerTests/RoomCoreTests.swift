@@ -234,6 +234,7 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertEqual(sent(again, to: b).first,
                        .error(code: .rateLimited, message: "You have joined this call 3 times; no more joins of yours are taken until it ends."))
         XCTAssertTrue(sent(again, to: a).isEmpty, "nobody hears of it")
+        _ = input(.connectionClosed(b))
         // The call's own bound (at least ten times the room's size: 20 here) with others' joins.
         for i in 0..<16 {
             try joined("u\(i)", c)
@@ -242,6 +243,7 @@ final class RoomCoreTests: XCTestCase {
         let full = message(.join(.init(callToken: token("zed"), sessionId: "room")), c)
         XCTAssertTrue(requests(full).isEmpty)
         XCTAssertEqual(sent(full, to: c).first, .error(code: .roomFull, message: "This call has taken 20 joins; no more are taken until it ends."))
+        _ = input(.connectionClosed(c))
         // Everyone leaves: the call ends, and the next call of the session counts again.
         for r in requests(message(.leave, a)) { _ = ok(r) }
         XCTAssertNil(core.rooms["room"])
@@ -256,7 +258,8 @@ final class RoomCoreTests: XCTestCase {
         core = RoomCore(signer: signer, appID: "app", limits: RoomLimits(), mediaPort: 4000,
                         roomRules: RoomRulesDirectory(defaultModeration: .firstJoiner, rules: ["room": RoomRules(passcode: "4711")]))
         func attempt(_ uid: String, _ passcode: String?, _ conn: ConnectionID) -> [ServerMessage] {
-            sent(message(.join(.init(callToken: token(uid), sessionId: "room", passcode: passcode)), conn), to: conn)
+            defer { _ = input(.connectionClosed(conn)) }  // (each refusal closes; the client tries again on a new one)
+            return sent(message(.join(.init(callToken: token(uid), sessionId: "room", passcode: passcode)), conn), to: conn)
         }
         let wrong = ServerMessage.error(code: .passcodeWrong, message: "The passcode is not right.")
         func errorCode(_ m: ServerMessage) -> SignalErrorCode? { if case .error(let code, _) = m { return code }; return nil }
@@ -276,6 +279,30 @@ final class RoomCoreTests: XCTestCase {
         now += 30_000
         let r = try XCTUnwrap(requests(message(.join(.init(callToken: token("eve"), sessionId: "room", passcode: "4711")), a)).first)
         XCTAssertNotNil(sent(ok(r), to: a).first { if case .joined = $0 { return true }; return false }, "the right one, in time, lets in")
+    }
+
+    /// The attack: joins sent one behind the other on a connection, each checked before the
+    /// first refusal's close took effect — six passcodes guessed in one write. What comes behind
+    /// a refusal that closes is not looked at, until the close arrives.
+    func testNothingBehindARefusalThatClosesIsLookedAt() throws {
+        core = RoomCore(signer: signer, appID: "app", limits: RoomLimits(), mediaPort: 4000,
+                        roomRules: RoomRulesDirectory(defaultModeration: .firstJoiner, rules: ["room": RoomRules(passcode: "4711")]))
+        let first = message(.join(.init(callToken: token("eve"), sessionId: "room", passcode: "0000")), a)
+        XCTAssertEqual(sent(first, to: a).first, .error(code: .passcodeWrong, message: "The passcode is not right."))
+        XCTAssertTrue(first.contains(.close(a)))
+        for guess in ["0001", "0002", "4711"] {
+            XCTAssertEqual(message(.join(.init(callToken: token("eve"), sessionId: "room", passcode: guess)), a), [], guess)
+        }
+        XCTAssertEqual(message(.chat(text: "hi"), a), [])
+        _ = input(.connectionClosed(a))
+        // Only the first was a guess: three more wrong ones and then the right one are checked.
+        for guess in 0..<3 {
+            XCTAssertEqual(sent(message(.join(.init(callToken: token("eve"), sessionId: "room", passcode: "1\(guess)00")), b), to: b).first,
+                           .error(code: .passcodeWrong, message: "The passcode is not right."))
+            _ = input(.connectionClosed(b))
+        }
+        XCTAssertFalse(requests(message(.join(.init(callToken: token("eve"), sessionId: "room", passcode: "4711")), a)).isEmpty,
+                       "a new connection (the same id once closed) is looked at")
     }
 
     func testAConnectionThatDropsWhileItsJoinIsBeingWrittenIsNeverAnnounced() throws {
@@ -463,6 +490,7 @@ extension RoomCoreTests {
         XCTAssertTrue(text.contains("any token"), text)
         XCTAssertTrue(again.contains(.close(c)))
         XCTAssertTrue(requests(again).isEmpty, "not even a row")
+        _ = input(.connectionClosed(c))
         // Another session is not this one.
         XCTAssertFalse(requests(message(.join(.init(callToken: token("bob", "other"), sessionId: "other")), c)).isEmpty)
         _ = input(.connectionClosed(c))
@@ -526,6 +554,7 @@ extension RoomCoreTests {
         let refused = message(.join(.init(callToken: token("cy"), sessionId: "room")), c)
         XCTAssertEqual(sent(refused, to: c).first, .error(code: .roomLocked, message: "A moderator locked this session: nobody new may join."))
         XCTAssertTrue(refused.contains(.close(c)))
+        _ = input(.connectionClosed(c))
         // One of the room whose connection dropped resumes into a locked room.
         _ = input(.connectionClosed(b))
         let d = ConnectionID(node: "n", local: 9)

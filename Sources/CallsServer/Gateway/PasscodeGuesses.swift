@@ -76,9 +76,9 @@ final class PasscodeGuesses: Sendable {
         }
     }
 
-    /// The connection closed: each of its joins still unanswered spends a guess. (A refused join
-    /// closes the connection, and the rooms still check the joins sent behind it: their answers
-    /// come after the close, to nobody.)
+    /// The connection closed: each of its joins still unanswered spends a guess. (A client sends
+    /// one join at a time; joins sent behind a refused one are not looked at by the rooms, but
+    /// one who sends them is guessing, and pays for them here.)
     func closed(_ connection: UInt64, now: UInt64 = monotonicNanoseconds()) {
         state.withLock { s in
             guard let p = s.pending[connection] else { return }

@@ -143,6 +143,11 @@ final class RoomCore {
     var rooms: [String: Room] = [:]
     /// Which participant each connection speaks for (admitted or joining).
     var byConnection: [ConnectionID: (session: String, pid: String)] = [:]
+    /// Connections refused with a close (a join's refusal): what they sent behind it is not
+    /// looked at (a client could send joins one behind the other, each checked — passcodes
+    /// guessed faster than their answers came). Forgotten when the close arrives; bounded.
+    var refusedConnections: Set<ConnectionID> = []
+    static let maxRefusedConnections = 100_000
     /// Which lobby entry each waiting connection is (`+Lobby`).
     var lobbyByConnection: [ConnectionID: (session: String, pid: String)] = [:]
     var byResumeToken: [String: (session: String, pid: String)] = [:]
@@ -199,7 +204,9 @@ final class RoomCore {
         effects = []
         switch input {
         case .message(let m, let c): received(m, from: c)
-        case .connectionClosed(let c): connectionDropped(c)
+        case .connectionClosed(let c):
+            refusedConnections.remove(c)
+            connectionDropped(c)
         case .timerFired(let t): timerFired(t)
         case .dominantSpeaker(let room, let key): dominantSpeakerChanged(roomIndex: room, key: key)
         case .stored(let receipt): stored(receipt)
@@ -242,6 +249,7 @@ final class RoomCore {
     // MARK: Messages
 
     private func received(_ message: ClientMessage, from connection: ConnectionID) {
+        guard !refusedConnections.contains(connection) else { return }
         if lobbyByConnection[connection] != nil {
             // Waiting: nothing but leaving (which closes and so takes them out of the lobby).
             if case .leave = message { _ = lobbyDropped(connection); return effects.append(.close(connection)) }
@@ -324,7 +332,10 @@ final class RoomCore {
 
     func fail(_ connection: ConnectionID, _ code: SignalErrorCode, _ message: String, close: Bool) {
         effects.append(.send(.error(code: code, message: message), to: connection))
-        if close { effects.append(.close(connection)) }
+        guard close else { return }
+        effects.append(.close(connection))
+        if refusedConnections.count >= Self.maxRefusedConnections { refusedConnections.removeAll() }
+        refusedConnections.insert(connection)
     }
 
     func log(_ level: ServerLog.Level, _ message: String, _ fields: [String: String]) { effects.append(.log(level, message, fields)) }
