@@ -37,7 +37,7 @@ extension CallStore {
     }
 
     /// How many users the app has.
-    public func userCount() throws(DatabaseError) -> Int {
+    package func userCount() throws(DatabaseError) -> Int {
         try locked { () throws(DatabaseError) in Int(try db.query("SELECT COUNT(*) FROM users").first?.first?.int ?? 0) }
     }
 

@@ -57,10 +57,8 @@ package enum JSONFieldProblem {
             return "a whole number"
         case is Double.Type, is Float.Type: return "a number"
         default:
-            let name = String(describing: type)
-            if name.hasPrefix("Array<") { return "an array" }
-            if name.hasPrefix("Dictionary<") { return "an object" }
-            return "an object"
+            // (A keyed body, a dictionary or a nested struct: an object.)
+            return String(describing: type).hasPrefix("Array<") ? "an array" : "an object"
         }
     }
 }
