@@ -165,6 +165,19 @@ struct SignalMessageTests {
         #expect(throws: SignalDecodeError.badFields(message)) { try ClientMessage(json: Data(json.utf8)) }
     }
 
+    /// A key the client made up (a dictionary's) is named only when it looks like a field: the
+    /// message never carries what the client wrote elsewhere.
+    @Test func madeUpKeysAreNotEchoed() throws {
+        struct Body: Decodable { var counts: [String: Int] }
+        for (json, said) in [(#"{"counts":{"plain_key":"x"}}"#, "counts.plain_key must be a whole number."),
+                             (#"{"counts":{"<b>\u001b[31m":"x"}}"#, "counts.… must be a whole number.")] {
+            let data = Data(json.utf8)
+            do { _ = try JSONDecoder().decode(Body.self, from: data); Issue.record("decoded \(json)") } catch let e as DecodingError {
+                #expect(JSONFieldProblem.describe(e, in: data) == said)
+            }
+        }
+    }
+
     @Test func bindDatagramsRoundTripAndRejectGarbage() {
         let proof = Array(UInt8(0)..<16), nonce = Array(UInt8(100)..<116), mac = Array(UInt8(200)..<216)
         let bind = MediaBinding.encodeBind(.init(ssrc: 0xA1B2C3D4, proof: proof))
