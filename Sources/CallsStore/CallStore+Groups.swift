@@ -64,7 +64,6 @@ extension CallStore {
         }
     }
 
-    /// Adds members (already there: no change). Nil when the group does not exist.
     /// What adding members came to.
     package enum GroupAddition: Sendable {
         case added(StoredGroup)

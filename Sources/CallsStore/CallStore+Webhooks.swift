@@ -119,7 +119,6 @@ extension CallStore {
         }
     }
 
-    /// Adds (`replace` false: false when the id exists) or replaces (false when it does not) one.
     /// Adds a webhook (`replace` false) or replaces one whole: `.conflict` when one with that id
     /// exists (adding) or none does (replacing); `.full` when adding past `maxStoredWebhooks`
     /// (checked in the insert itself).

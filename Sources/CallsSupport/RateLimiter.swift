@@ -18,6 +18,13 @@ public struct RateLimiter: Sendable {
         return min(capacity, tokens + Double(now - last) / 1e9 * perSecond)
     }
 
+    /// Whole seconds until a bucket refilling at `perSecond` that holds `tokens` (less than one)
+    /// has one again, for "try again in N s": at least 1. (Less a microsecond: 20 s into a 30 s
+    /// wait is 10 s, not 10.000000001 rounded up.)
+    public static func secondsUntilOne(tokens: Double, perSecond: Double) -> Int {
+        max(1, Int(((1 - tokens) / perSecond - 1e-6).rounded(.up)))
+    }
+
     /// Takes one token if there is one.
     public mutating func allow(now: UInt64) -> Bool {
         if last != 0 && now > last {

@@ -28,6 +28,11 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var apiKey: String?
     public var authKey: String?
     public var autoCreateUsers: Bool?
+    /// Users login may create per address an hour, and in all (`ServerConfiguration`).
+    public var autoCreateUsersPerHour: Int?
+    public var autoCreateUsersMax: Int?
+    /// Whether loopback is exempt from the per-address limits (default true).
+    public var addressLimitsExemptLoopback: Bool?
     public var logFormat: String?
     public var logLevel: String?
     public var maxParticipantsPerRoom: Int?
@@ -64,11 +69,6 @@ public struct ServerConfigFile: Sendable, Equatable {
     /// `open`, `invited` or `lobby`: who gets into rooms without rules of their own.
     public var roomAccess: String?
     public var ringCallerPerMinute: Int?
-    /// Users login may create per address an hour, and in all (`ServerConfiguration`).
-    public var autoCreateUsersPerHour: Int?
-    public var autoCreateUsersMax: Int?
-    /// Whether loopback is exempt from the per-address limits (default true).
-    public var addressLimitsExemptLoopback: Bool?
     public var ringCalleePerMinute: Int?
     public var ringGroupPerMinute: Int?
     /// How long a dropped participant is held for `resume` (seconds; default 30).
@@ -163,6 +163,8 @@ public struct ServerConfigFile: Sendable, Equatable {
             guard isBoolean(v), let b = v as? Bool else { throw Invalid(message: "\(path): 'autoCreateUsers' must be true or false") }
             c.autoCreateUsers = b
         }
+        c.autoCreateUsersPerHour = try int("autoCreateUsersPerHour")
+        c.autoCreateUsersMax = try int("autoCreateUsersMax")
         c.logFormat = try string("logFormat")
         c.tlsCert = try string("tlsCert")
         c.tlsKey = try string("tlsKey")
@@ -217,8 +219,6 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.relayVideoBytesPerSecond = try int("relayVideoBytesPerSecond")
         c.roomAccess = try string("roomAccess")
         c.ringCallerPerMinute = try int("ringCallerPerMinute")
-        c.autoCreateUsersPerHour = try int("autoCreateUsersPerHour")
-        c.autoCreateUsersMax = try int("autoCreateUsersMax")
         c.ringCalleePerMinute = try int("ringCalleePerMinute")
         c.ringGroupPerMinute = try int("ringGroupPerMinute")
         c.resumeGraceSeconds = try int("resumeGraceSeconds")

@@ -46,8 +46,8 @@ final class PasscodeGuesses: Sendable {
         return state.withLock { s -> String? in
             let left = s.limiter.available(peer, now: now) - Double(s.inFlight[peer, default: 0])
             guard left >= 1 else {
-                let wait = Int(((1 - left) * Self.retrySeconds - 1e-6).rounded(.up))
-                return "Too many wrong passcodes from this address: try again in \(max(1, wait)) s."
+                let wait = RateLimiter.secondsUntilOne(tokens: left, perSecond: 1 / Self.retrySeconds)
+                return "Too many wrong passcodes from this address: try again in \(wait) s."
             }
             s.pending[connection] = (peer, (s.pending[connection]?.joins ?? 0) + 1)
             s.inFlight[peer, default: 0] += 1

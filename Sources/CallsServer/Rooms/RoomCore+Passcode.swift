@@ -20,9 +20,8 @@ extension RoomCore {
         let key = session + "\n" + uid
         let t = UInt64(max(0, now)) &* 1_000_000
         if let left = passcodeGuesses[key]?.available(now: t), left < 1 {
-            // (Less a microsecond: 20 s into a 30 s wait is 10 s, not 10.000000001 rounded up.)
-            let wait = Int(((1 - left) * Self.passcodeRetrySeconds - 1e-6).rounded(.up))
-            return (.rateLimited, "Too many wrong passcodes for this session: try again in \(max(1, wait)) s.")
+            let wait = RateLimiter.secondsUntilOne(tokens: left, perSecond: 1 / Self.passcodeRetrySeconds)
+            return (.rateLimited, "Too many wrong passcodes for this session: try again in \(wait) s.")
         }
         if rules.passcodeMatches(given) { return nil }
         guard given != nil else { return (.passcodeWrong, "This session needs a passcode.") }
