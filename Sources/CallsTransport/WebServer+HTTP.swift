@@ -21,7 +21,7 @@ extension WebServer {
         conn.bodyFile = nil
         conn.awaitingResponse = false
         conn.dispatched = false
-        conn.peer = Self.peer(wsi)
+        conn.peer = client(of: wsi)
         var headers: [String: String] = [:]
         if let ct = Self.copyHeader(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE) { headers["content-type"] = ct }
         if let range = Self.copyHeader(wsi, WSI_TOKEN_HTTP_RANGE) { headers["range"] = range }

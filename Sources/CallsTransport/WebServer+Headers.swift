@@ -53,14 +53,17 @@ extension WebServer {
         return out
     }
 
-    /// A loopback address (or name): a listen host, or a peer as accept or libwebsockets gives it.
-    public static func isLoopback(_ address: String) -> Bool {
-        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.") || address == "localhost"
-    }
-
     static func peer(_ wsi: OpaquePointer) -> String {
         var buf = [CChar](repeating: 0, count: 64)
         _ = lws_get_peer_simple(wsi, &buf, 64)
         return String(cBuffer: buf)
+    }
+
+    /// The client a request or WebSocket comes from: its peer, or from a trusted proxy the
+    /// client its `X-Forwarded-For` names (`ClientAddresses`).
+    func client(of wsi: OpaquePointer) -> String {
+        let peer = Self.peer(wsi)
+        guard addresses.isTrustedProxy(peer) else { return peer }
+        return addresses.client(peer: peer, forwardedFor: Self.copyHeader(wsi, WSI_TOKEN_X_FORWARDED_FOR))
     }
 }

@@ -54,8 +54,9 @@ public final class WebServer: @unchecked Sendable {
     /// TCP connections (HTTP or WebSocket, upgraded or not) one address may hold; nil: no cap.
     /// Counted from accept to close, so a peer that connects and says nothing counts too.
     public let maxConnectionsPerAddress: Int?
-    /// Loopback peers are not held to `maxConnectionsPerAddress` (a TLS proxy in front).
-    public let exemptLoopback: Bool
+    /// Who is held to `maxConnectionsPerAddress` (not loopback while exempt, nor a trusted
+    /// proxy), and the client a request or WebSocket comes from (`X-Forwarded-For` from a trusted proxy).
+    public let addresses: ClientAddresses
     // Owned by the service thread: each accepted connection's address, from accept to close.
     private var acceptedFrom: String?
     private var addressOf: [OpaquePointer: String] = [:]
@@ -116,9 +117,9 @@ public final class WebServer: @unchecked Sendable {
     ///   - maxQueuedBytes: more waiting for one WebSocket closes it with `slowConsumerCloseCode`.
     public init(host: String, tls: TLSFiles? = nil, maxBodyBytes: Int = 64 * 1024, bodyTimeoutSeconds: Int = 10, maxMessageBytes: Int = 64 * 1024,
                 maxQueuedBytes: Int = 4 * 1024 * 1024, maxOpenDescriptors: Int = DescriptorLimit.connectionBudget(limit: DescriptorLimit.current),
-                maxConnectionsPerAddress: Int? = nil, exemptLoopback: Bool = true, delegate: any WebServerDelegate) {
+                maxConnectionsPerAddress: Int? = nil, addresses: ClientAddresses = ClientAddresses(), delegate: any WebServerDelegate) {
         self.maxConnectionsPerAddress = maxConnectionsPerAddress
-        self.exemptLoopback = exemptLoopback
+        self.addresses = addresses
         self.host = host
         self.tls = tls
         self.maxBodyBytes = maxBodyBytes
@@ -331,10 +332,11 @@ public final class WebServer: @unchecked Sendable {
                 return 1
             }
             var buf = [CChar](repeating: 0, count: 64)
-            let address = callroom_lws_filter_address(user, &buf, Int32(buf.count)) == 0 ? String(cBuffer: buf) : "?"
-            if let cap = maxConnectionsPerAddress, !(exemptLoopback && Self.isLoopback(address)),
+            let peer = callroom_lws_filter_address(user, &buf, Int32(buf.count)) == 0 ? String(cBuffer: buf) : "?"
+            let address = IPAddress.limitKey(peer)
+            if let cap = maxConnectionsPerAddress, !addresses.isExempt(peer), !addresses.isTrustedProxy(peer),
                case let held = openPerAddress[address, default: 0], held >= cap {
-                delegate?.webServer(self, refusedConnectionFrom: address, holding: held)
+                delegate?.webServer(self, refusedConnectionFrom: peer, holding: held)
                 return 1
             }
             // The adoption that follows creates the connection's wsi at once (WSI_CREATE): counted there.
@@ -422,7 +424,7 @@ public final class WebServer: @unchecked Sendable {
             let conn = Connection(wsi: wsi)
             conn.isWebSocket = true
             conn.path = Self.copyHeader(wsi, WSI_TOKEN_GET_URI) ?? "/"
-            conn.peer = Self.peer(wsi)
+            conn.peer = client(of: wsi)
             connections[id] = conn
             delegate?.webServer(self, didOpen: id, path: conn.path, peer: conn.peer)
             return 0

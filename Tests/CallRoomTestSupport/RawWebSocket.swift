@@ -10,21 +10,29 @@ public final class RawWebSocket {
     public let fd: Int32
 
 
-    /// Connects to `127.0.0.1:port` with a small receive buffer (set before connecting, so the
-    /// window the server sees stays small) and upgrades on `path` with `subprotocol`.
-    public init(port: Int, path: String = "/v1/signal", subprotocol: String, receiveBuffer: Int32 = 4096) throws {
+    /// Connects to `127.0.0.1:port` from `source` (another loopback address: another peer as the
+    /// server sees it) with a small receive buffer (set before connecting, so the window the
+    /// server sees stays small) and upgrades on `path` with `subprotocol`, sending `headers` too.
+    public init(port: Int, path: String = "/v1/signal", subprotocol: String, receiveBuffer: Int32 = 4096,
+                from source: String = "127.0.0.1", headers: [(String, String)] = []) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
         var size = receiveBuffer
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         addr.sin_port = UInt16(port).bigEndian
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0 else { close(fd); throw TestFailure("bind \(source): \(errno)") }
         let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         guard ok == 0 else { close(fd); throw TestFailure("connect: \(errno)") }
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: \(subprotocol)\r\n\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: \(subprotocol)\r\n"
+            + headers.map { "\($0.0): \($0.1)\r\n" }.joined() + "\r\n"
         try write(Array(request.utf8))
         // The 101 and its headers, byte by byte: nothing after them is consumed.
         var head: [UInt8] = []
@@ -71,8 +79,12 @@ public final class RawWebSocket {
         }
     }
 
-    /// The status of the close frame the server sends within `timeout` (frames before it are
-    /// skipped); nil when none came — the connection stayed open or ended without one.
+    /// The text messages read by `closeStatus` before the close frame.
+    public private(set) var texts: [String] = []
+
+    /// The status of the close frame the server sends within `timeout` (text frames before it
+    /// are kept in `texts`, others skipped); nil when none came — the connection stayed open or
+    /// ended without one.
     public func closeStatus(within timeout: TimeInterval) -> UInt16? {
         let deadline = Date().addingTimeInterval(timeout)
         func read(_ count: Int) -> [UInt8]? {
@@ -93,6 +105,7 @@ public final class RawWebSocket {
             if length >= 126, let ext = read(length == 126 ? 2 : 8) { length = ext.reduce(0) { $0 << 8 | Int($1) } }
             guard let payload = read(length) else { return nil }
             if head[0] & 0x0F == 8 { return payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : 1005 }
+            if head[0] & 0x0F == 1 { texts.append(String(decoding: payload, as: UTF8.self)) }
         }
         return nil
     }

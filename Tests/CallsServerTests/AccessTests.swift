@@ -1,6 +1,7 @@
 import CallRoomTestSupport
 import CallsCore
 import CallsSecurity
+import CallsTransport
 @testable import CallsServer
 @testable import CallsStore
 import Foundation
@@ -83,7 +84,7 @@ final class AccessTests: XCTestCase {
         XCTAssertEqual(login("b3", from: "127.0.0.8").status, 200)
 
         // The ration refills at its rate (a virtual clock): one more user each 1200 s.
-        let limiter = SignupLimiter(perHour: 3, exemptLoopback: true, redis: nil)
+        let limiter = SignupLimiter(perHour: 3, addresses: ClientAddresses(), redis: nil)
         let s: UInt64 = 1_000_000_000
         for _ in 0..<3 { XCTAssertTrue(limiter.allow("203.0.113.5", now: 10 * s)) }
         XCTAssertFalse(limiter.allow("203.0.113.5", now: 10 * s))
@@ -91,7 +92,7 @@ final class AccessTests: XCTestCase {
         XCTAssertTrue(limiter.allow("203.0.113.5", now: 1211 * s))
         XCTAssertTrue(limiter.allow("127.0.0.1", now: 10 * s) && limiter.allow("127.0.0.1", now: 10 * s)
                       && limiter.allow("127.0.0.1", now: 10 * s) && limiter.allow("127.0.0.1", now: 10 * s), "loopback is exempt")
-        XCTAssertFalse(SignupLimiter(perHour: 0, exemptLoopback: true, redis: nil).allow("203.0.113.5"), "0: none")
+        XCTAssertFalse(SignupLimiter(perHour: 0, addresses: ClientAddresses(), redis: nil).allow("203.0.113.5"), "0: none")
     }
 
     /// The attack: a display name with terminal escapes, shown on everyone's call screen.

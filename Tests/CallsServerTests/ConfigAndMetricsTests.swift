@@ -152,6 +152,15 @@ final class ConfigAndMetricsTests: XCTestCase {
         XCTAssertThrowsError(try ServerConfigFile.parse(Data(#"{"mediaPort":true}"#.utf8)))
         XCTAssertThrowsError(try ServerConfigFile.parse(Data(#"{"autoCreateUsers":1}"#.utf8)))
         XCTAssertThrowsError(try ServerConfigFile.parse(Data("[1]".utf8)))
+        // Trusted proxies: addresses or CIDR blocks; anything else is named.
+        let proxies = try ServerConfigFile.parse(Data(#"{"trustedProxies":["127.0.0.1","10.0.0.0/8","2001:db8::/32"]}"#.utf8)).trustedProxies
+        XCTAssertEqual(proxies?.map(\.description), ["127.0.0.1/32", "10.0.0.0/8", "2001:db8::/32"])
+        for (bad, why) in [(#"{"trustedProxies":"127.0.0.1"}"#, "must be a list"), (#"{"trustedProxies":["10.0.0.1/8"]}"#, "'10.0.0.1/8' is not one"),
+                           (#"{"trustedProxies":["proxy.internal"]}"#, "'proxy.internal' is not one"), (#"{"trustedProxies":[7]}"#, "must be a list")] {
+            XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad) {
+                XCTAssertTrue(($0 as? ServerConfigFile.Invalid)?.message.contains(why) == true, "\($0)")
+            }
+        }
     }
 
     func testMetricsCountRoomsParticipantsAndPackets() throws {

@@ -1,6 +1,7 @@
 @testable import CallsServer
 import CallRoomTestSupport
 import CallsCore
+import CallsTransport
 import Foundation
 import XCTest
 
@@ -61,7 +62,7 @@ final class RoomRulesTests: XCTestCase {
     /// address has left while earlier ones are unanswered; being let in spends nothing; the
     /// guesses come back one every 30 s.
     func testAnAddressesGuessesCountJoinsInFlightAndRefill() {
-        let g = PasscodeGuesses(exemptLoopback: true)
+        let g = PasscodeGuesses(addresses: ClientAddresses())
         let s: UInt64 = 1_000_000_000, t0 = 1_000 * s
         let wrong = ServerMessage.error(code: .passcodeWrong, message: "The passcode is not right.")
         // One connection sends 20 joins before any answer: all may go, the 21st may not.

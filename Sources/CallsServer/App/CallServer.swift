@@ -381,7 +381,7 @@ public final class CallServer: @unchecked Sendable {
         let web = WebServer(host: configuration.host, tls: tlsFiles, bodyTimeoutSeconds: configuration.requestBodyTimeoutSeconds,
                             maxQueuedBytes: configuration.maxQueuedBytesPerConnection,
                             maxOpenDescriptors: connectionBudget, maxConnectionsPerAddress: configuration.maxConnectionsPerAddress + 32,
-                            exemptLoopback: configuration.addressLimitsExemptLoopback, delegate: gateway)
+                            addresses: configuration.clientAddresses, delegate: gateway)
         rooms.attach(outbox: gateway)
         calls.attach(outbox: gateway)
         let localSignals = LocalSignalRouter(outbox: gateway, signalBurst: limits.signalBurst, signalPerSecond: limits.signalPerSecond, handlers: [.room: rooms, .presence: calls, .calls: calls])
@@ -591,5 +591,5 @@ public final class CallServer: @unchecked Sendable {
     }
 
     /// A loopback address (or name): a listen host, or a peer as libwebsockets reports it.
-    static func isLoopback(_ host: String) -> Bool { WebServer.isLoopback(host) }
+    static func isLoopback(_ host: String) -> Bool { ClientAddresses.isLoopback(host) }
 }

@@ -1,5 +1,6 @@
 import CallsObjectStorage
 import CallsStore
+import CallsTransport
 import Foundation
 
 /// `callroomd --config FILE`: a JSON object whose keys mirror the command-line flags. Flags
@@ -33,6 +34,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var autoCreateUsersMax: Int?
     /// Whether loopback is exempt from the per-address limits (default true).
     public var addressLimitsExemptLoopback: Bool?
+    /// Proxies whose `X-Forwarded-For` names the client (`ServerConfiguration.trustedProxies`).
+    public var trustedProxies: [IPNetwork]?
     public var logFormat: String?
     public var logLevel: String?
     public var maxParticipantsPerRoom: Int?
@@ -107,7 +110,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPath: String?
     public var relayFastPathObject: String?
 
-    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers", "autoCreateUsersPerHour", "autoCreateUsersMax", "addressLimitsExemptLoopback",
+    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers", "autoCreateUsersPerHour", "autoCreateUsersMax", "addressLimitsExemptLoopback", "trustedProxies",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "requestBodyTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "deliveryRetentionDays", "chatRetentionDays", "callLogRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage", "captionsEngine", "whisperPython", "whisperModelDir", "moonshinePython", "moonshineModelDir",
@@ -165,6 +168,15 @@ public struct ServerConfigFile: Sendable, Equatable {
         }
         c.autoCreateUsersPerHour = try int("autoCreateUsersPerHour")
         c.autoCreateUsersMax = try int("autoCreateUsersMax")
+        if let v = obj["trustedProxies"] {
+            let entries = v as? [String]
+            let networks = entries?.compactMap(IPNetwork.init)
+            guard let entries, let networks, networks.count == entries.count, entries.count <= 1024 else {
+                let bad = entries?.first { IPNetwork($0) == nil }.map { " ('\($0)' is not one)" } ?? ""
+                throw Invalid(message: "\(path): 'trustedProxies' must be a list of addresses or CIDR blocks, such as [\"127.0.0.1\", \"10.0.0.0/8\", \"2001:db8::/32\"]\(bad)")
+            }
+            c.trustedProxies = networks
+        }
         c.logFormat = try string("logFormat")
         c.tlsCert = try string("tlsCert")
         c.tlsKey = try string("tlsKey")

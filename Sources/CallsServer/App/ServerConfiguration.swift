@@ -3,6 +3,7 @@ import CallsObjectStorage
 import CallsCore
 import CallsRelay
 import CallsStore
+import CallsTransport
 import Foundation
 
 /// `captionsEngine`.
@@ -97,12 +98,20 @@ public struct ServerConfiguration: Sendable {
     public var maxRoomsPerUser = 10
     /// Open WebSockets per peer address (`ERR_TOO_MANY_CONNECTIONS` past it).
     public var maxConnectionsPerAddress = 64
-    /// Loopback peers are not held to the per-address limits — connections
+    /// Loopback clients are not held to the per-address limits — connections
     /// (`maxConnectionsPerAddress`), users made by login (`autoCreateUsersPerHour`), wrong
-    /// passcodes (`PasscodeGuesses`) — the operator's own load generators and demos. A TLS proxy
-    /// in front makes every client loopback: limit there, or turn this off (config
-    /// `addressLimitsExemptLoopback: false`) to hold the proxy's address to them all.
+    /// passcodes (`PasscodeGuesses`) — the operator's own load generators and demos (the REST
+    /// request rate holds for them too). A proxy in front on the same machine makes every client loopback:
+    /// name it in `trustedProxies`.
     public var addressLimitsExemptLoopback = true
+    /// Proxies in front (a TLS terminator, a load balancer): a request or WebSocket from one is
+    /// the client its `X-Forwarded-For` names, for every per-address limit and the logs, and its
+    /// own connections are not capped per address. Empty: the header is never read.
+    public var trustedProxies: [IPNetwork] = []
+    /// Both of the above, as the web server and the limits take them.
+    public var clientAddresses: ClientAddresses {
+        ClientAddresses(trustedProxies: trustedProxies, exemptLoopback: addressLimitsExemptLoopback)
+    }
     /// A WebSocket the server has not let in (`joined`, `welcome`, `resumed`) within this is closed (seconds).
     public var joinTimeoutSeconds: Double = 10
     /// An HTTP request's body must all be in this long after its head, or the connection

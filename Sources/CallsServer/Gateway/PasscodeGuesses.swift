@@ -8,7 +8,7 @@ import CallsTransport
 /// that knows the address, whichever node holds the room: a `join` carrying a passcode goes on
 /// only while its address has guesses left (else `ERR_RATE_LIMITED`, the passcode unchecked),
 /// and an `ERR_PASSCODE` answered to such a join spends one. Loopback is exempt when
-/// `exemptLoopback` (the operator's own, or a proxy in front that limits by itself).
+/// `addresses` says so (the operator's own); an IPv6 client is counted by its /64.
 ///
 /// Thread rules: any thread; its state is under its lock.
 final class PasscodeGuesses: Sendable {
@@ -35,14 +35,15 @@ final class PasscodeGuesses: Sendable {
         }
     }
     private let state = Locked(State())
-    private let exemptLoopback: Bool
+    private let addresses: ClientAddresses
 
-    init(exemptLoopback: Bool) { self.exemptLoopback = exemptLoopback }
+    init(addresses: ClientAddresses) { self.addresses = addresses }
 
     /// A `join` with a passcode arrived on `connection` from `peer`: nil lets it through (and
     /// watches for its answer), else the refusal's message.
     func admit(_ connection: UInt64, peer: String, now: UInt64 = monotonicNanoseconds()) -> String? {
-        if exemptLoopback && WebServer.isLoopback(peer) { return nil }
+        if addresses.isExempt(peer) { return nil }
+        let peer = IPAddress.limitKey(peer)
         return state.withLock { s -> String? in
             let left = s.limiter.available(peer, now: now) - Double(s.inFlight[peer, default: 0])
             guard left >= 1 else {

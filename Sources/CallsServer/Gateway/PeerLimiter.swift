@@ -1,5 +1,6 @@
 import CallsCore
-/// Token buckets per peer address, in a bounded table that spraying addresses cannot reset: when
+import CallsTransport
+/// Token buckets per peer address (by `IPAddress.limitKey`: an IPv6 peer's /64), in a bounded table that spraying addresses cannot reset: when
 /// it is full, the buckets dropped first are the full ones (the same as a fresh bucket, so
 /// nothing is lost), then the fullest; an exhausted peer's bucket is the last to go.
 ///
@@ -19,9 +20,10 @@ struct PeerLimiter: Sendable {
     var count: Int { buckets.count }
 
     /// The tokens `peer` has now, without taking one.
-    func available(_ peer: String, now: UInt64) -> Double { buckets[peer]?.available(now: now) ?? capacity }
+    func available(_ peer: String, now: UInt64) -> Double { buckets[IPAddress.limitKey(peer)]?.available(now: now) ?? capacity }
 
     mutating func allow(_ peer: String, now: UInt64) -> Bool {
+        let peer = IPAddress.limitKey(peer)
         if buckets[peer] == nil && buckets.count >= maxPeers { evict(now: now) }
         var b = buckets[peer] ?? RateLimiter(capacity: capacity, perSecond: perSecond)
         let ok = b.allow(now: now)

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsTransport
 import Foundation
 
 /// Why a request was refused, for `/metrics` and the log.
@@ -38,8 +39,9 @@ enum RefusalCause: String, Sendable, CaseIterable {
     case webrtcOffer = "webrtc_offer"
 }
 
-/// Counts every refusal and logs it once per cause per peer per interval (so 1,500 refusals
-/// from one attacker are one line a minute, and a second peer is its own line).
+/// Counts every refusal and logs it once per cause per peer (an IPv6 peer: per /64) per
+/// interval (so 1,500 refusals from one attacker are one line a minute, and a second peer is
+/// its own line).
 ///
 /// Thread rules: any thread (a lock).
 final class Refusals: Sendable {
@@ -56,7 +58,7 @@ final class Refusals: Sendable {
     func refused(_ cause: RefusalCause, peer: String, detail: String) {
         counts.withLock { $0[cause, default: 0] += 1 }
         let now = monotonicNanoseconds()
-        let key = cause.rawValue + "|" + peer
+        let key = cause.rawValue + "|" + IPAddress.limitKey(peer)
         let due = lastLogged.withLock { l -> Bool in
             if l.count > 100_000 { l = l.filter { now &- $0.value < intervalNanoseconds } }
             if let t = l[key], now &- t < intervalNanoseconds { return false }

@@ -1,12 +1,13 @@
 import CallsCore
 import Foundation
 import CallsRedis
+import CallsTransport
 
 /// A per-peer rate limit that every node shares, kept in Redis: behind a load balancer one
 /// address's requests land on any node, and the limit holds for their sum, not per node.
 ///
 /// Each peer's limit is a generic cell rate (GCRA, the token bucket as one timestamp): the key
-/// `callroom:rate:{name}:{peer}` holds the theoretical arrival time in microseconds of Redis's
+/// `callroom:rate:{name}:{peer}` (an IPv6 peer by its /64) holds the theoretical arrival time in microseconds of Redis's
 /// own clock (`TIME`, so the nodes' clocks never matter); a request is allowed when that time
 /// is at most `capacity − 1` intervals ahead of now, and moves it one interval on. One EVAL per
 /// check; the key expires when the bucket is full again, so idle peers cost nothing.
@@ -48,7 +49,7 @@ final class SharedRateLimiter: Sendable {
         retryAfterNanoseconds = UInt64(retryAfterSeconds * 1e9)
     }
 
-    static func key(name: String, peer: String) -> String { "callroom:rate:\(name):\(peer)" }
+    static func key(name: String, peer: String) -> String { "callroom:rate:\(name):\(IPAddress.limitKey(peer))" }
 
     /// Whether `peer` may make one more request, counted cluster-wide; nil when Redis cannot
     /// answer (now, or failed less than `retryAfterSeconds` ago).

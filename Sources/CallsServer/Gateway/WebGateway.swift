@@ -46,6 +46,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
     /// Open WebSockets: their peer, and whether the server has let them in yet (`authenticated`).
     private struct Sockets {
         var peer: [UInt64: String] = [:]
+        /// Open WebSockets per `IPAddress.limitKey` (an IPv6 client's /64).
         var perAddress: [String: Int] = [:]
         var claimed: Set<UInt64> = []
         /// The peers of the last `closedKept` sockets closed, oldest first: a refusal answered
@@ -72,7 +73,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         let perSecond = configuration.restRequestsPerSecond
         restLimiters = Locked(PeerLimiter(capacity: perSecond * 2, perSecond: perSecond))
         sharedRESTLimiter = configuration.redisURL.map { SharedRateLimiter(redis: $0, name: "rest", capacity: perSecond * 2, perSecond: perSecond) }
-        passcodes = PasscodeGuesses(exemptLoopback: configuration.addressLimitsExemptLoopback)
+        passcodes = PasscodeGuesses(addresses: configuration.clientAddresses)
     }
 
     /// Once, before the web server starts.
@@ -129,12 +130,12 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         openSockets.add(1, ordering: .relaxed)
         let id = ConnectionID(node: nodeID, local: connection)
         let limit = configuration.maxConnectionsPerAddress
-        let exemptLoopback = configuration.addressLimitsExemptLoopback
+        let exempt = configuration.clientAddresses.isExempt(peer)
+        let key = IPAddress.limitKey(peer)
         let over = sockets.withLock { s -> Bool in
             s.peer[connection] = peer
-            s.perAddress[peer, default: 0] += 1
-            // Loopback is the operator's own (load generators, a TLS proxy in front): limit at the proxy.
-            return s.perAddress[peer, default: 0] > limit && !(exemptLoopback && WebServer.isLoopback(peer))
+            s.perAddress[key, default: 0] += 1
+            return s.perAddress[key, default: 0] > limit && !exempt
         }
         guard path == "/v1/signal" else {
             send(.error(code: .notFound, message: "No WebSocket endpoint \(path); use /v1/signal."), to: id)
@@ -207,8 +208,9 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         sockets.withLock { s in
             s.claimed.remove(connection)
             if let peer = s.peer.removeValue(forKey: connection) {
-                s.perAddress[peer, default: 1] -= 1
-                if s.perAddress[peer] ?? 0 <= 0 { s.perAddress[peer] = nil }
+                let key = IPAddress.limitKey(peer)
+                s.perAddress[key, default: 1] -= 1
+                if s.perAddress[key] ?? 0 <= 0 { s.perAddress[key] = nil }
                 if s.closed.count >= Sockets.closedKept { s.closed.removeFirst(s.closed.count - Sockets.closedKept + 1) }
                 s.closed.append((connection, peer))
             }

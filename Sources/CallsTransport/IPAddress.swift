@@ -1,0 +1,63 @@
+import Foundation
+
+/// An IPv4 or IPv6 address, read from its text: a peer as the kernel or libwebsockets gives it,
+/// or an entry of `X-Forwarded-For`. An IPv4 address written as IPv6 (`::ffff:192.0.2.7`) is
+/// the IPv4 address, so one client is one address however its socket spelt it.
+///
+/// Thread rules: a value.
+public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
+    /// 4 bytes (IPv4) or 16 (IPv6), network order.
+    public let bytes: [UInt8]
+
+    /// `192.0.2.7`, `2001:db8::7` or `::ffff:192.0.2.7`; nil for anything else (a name, a port,
+    /// brackets, a zone, surrounding spaces).
+    public init?(_ text: String) {
+        guard text.utf8.count <= 45, !text.isEmpty else { return nil }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            bytes = withUnsafeBytes(of: v4.s_addr) { Array($0) }
+            return
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+        let b = withUnsafeBytes(of: v6) { Array($0) }
+        let mapped = b[0..<10].allSatisfy { $0 == 0 } && b[10] == 0xff && b[11] == 0xff
+        bytes = mapped ? Array(b[12..<16]) : b
+    }
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    public var isIPv4: Bool { bytes.count == 4 }
+
+    /// The address's usual text (`inet_ntop`'s): IPv6 shortened and in lower case.
+    public var description: String {
+        var buf = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        if isIPv4 {
+            var a = in_addr()
+            withUnsafeMutableBytes(of: &a.s_addr) { $0.copyBytes(from: bytes) }
+            _ = inet_ntop(AF_INET, &a, &buf, socklen_t(buf.count))
+        } else {
+            var a = in6_addr()
+            withUnsafeMutableBytes(of: &a) { $0.copyBytes(from: bytes) }
+            _ = inet_ntop(AF_INET6, &a, &buf, socklen_t(buf.count))
+        }
+        return String(cBuffer: buf)
+    }
+
+    /// The first `length` bits, the rest zero.
+    func masked(to length: Int) -> IPAddress {
+        IPAddress(bytes: bytes.enumerated().map { i, byte in
+            let keep = max(0, min(8, length - i * 8))
+            return keep == 8 ? byte : byte & UInt8(truncatingIfNeeded: 0xff << (8 - keep))
+        })
+    }
+
+    /// What the per-address limits count a peer under: an IPv4 address itself; an IPv6 address
+    /// by its /64, the block one subscriber is given (one host holds all of it: counted by the
+    /// address, each of its 2⁶⁴ addresses would be a fresh allowance). Text that is no address
+    /// is its own key.
+    public static func limitKey(_ peer: String) -> String {
+        guard let a = IPAddress(peer) else { return peer }
+        return a.isIPv4 ? a.description : "\(a.masked(to: 64))/64"
+    }
+}

@@ -1,0 +1,35 @@
+/// A block of addresses written as CIDR (`10.0.0.0/8`, `2001:db8::/32`) or one address (`/32`
+/// or `/128`): the configured trusted proxies.
+///
+/// Thread rules: a value.
+public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
+    public let base: IPAddress
+    public let prefixLength: Int
+
+    /// nil for anything that is not an address with an optional prefix length in range. Bits set
+    /// past the prefix are refused (`10.0.0.1/8` is a typo for one address or for the block; the
+    /// operator says which).
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let address = IPAddress(String(parts[0])) else { return nil }
+        let bits = address.bytes.count * 8
+        var length = bits
+        if parts.count == 2 {
+            guard let n = Int(parts[1]), parts[1].allSatisfy(\.isASCIIDigit), (0...bits).contains(n) else { return nil }
+            length = n
+        }
+        guard address.masked(to: length) == address else { return nil }
+        base = address
+        prefixLength = length
+    }
+
+    public func contains(_ address: IPAddress) -> Bool {
+        address.bytes.count == base.bytes.count && address.masked(to: prefixLength) == base
+    }
+
+    public var description: String { "\(base)/\(prefixLength)" }
+}
+
+private extension Character {
+    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}

@@ -1,0 +1,82 @@
+import CallRoomTestSupport
+import CallsCore
+@testable import CallsServer
+import CallsTransport
+import Foundation
+import XCTest
+
+/// Behind a proxy every client arrives from the proxy's address: the per-address limits held
+/// them all to one allowance (or, with the proxy on loopback, to none). With the proxy named in
+/// `trustedProxies`, each client is counted as the `X-Forwarded-For` entry the proxy appended.
+final class TrustedProxyTests: XCTestCase {
+    // The proxy is 127.0.0.2; 127.0.0.3 is a client that writes the header itself.
+
+    private static func status(port: Int, from source: String, forwardedFor: [String]) -> String {
+        let headers = forwardedFor.map { "X-Forwarded-For: \($0)\r\n" }.joined()
+        let r = RawHTTP.exchange(port: port, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\(headers)Connection: close\r\n\r\n".utf8),
+                                 from: source, timeout: 2)
+        return String(r.text.prefix(12))
+    }
+
+    /// Through `callroomd --config` as an operator sets it up.
+    func testEachClientBehindATrustedProxyHasItsOwnRESTAllowance() throws {
+        let tmp = TemporaryDirectory("callroom-proxy")
+        defer { tmp.remove() }
+        let config = tmp.file("config.json")
+        try Data(#"{"trustedProxies": ["127.0.0.2"], "restRequestsPerSecond": 1}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--config", config])
+        defer { _ = server.stop() }
+        let port = try XCTUnwrap(URLComponents(string: server.url)?.port)
+        func status(from source: String, forwardedFor: [String]) -> String { Self.status(port: port, from: source, forwardedFor: forwardedFor) }
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.7"]), "HTTP/1.1 200")
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.7"]), "HTTP/1.1 200")
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.7"]), "HTTP/1.1 429", "the client's burst is spent")
+        // What a client writes itself sits left of what the proxy appends: it changes nothing.
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["198.51.100.1, 203.0.113.7"]), "HTTP/1.1 429")
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["198.51.100.1", "203.0.113.7"]), "HTTP/1.1 429",
+                       "two headers are one list, in order")
+        // Another client behind the same proxy is served.
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.8"]), "HTTP/1.1 200")
+        // An IPv6 client is counted by its /64: another address in it is no fresh allowance.
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["2001:db8:0:1::1"]), "HTTP/1.1 200")
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["2001:db8:0:1::2"]), "HTTP/1.1 200")
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["2001:db8:0:1:ffff::3"]), "HTTP/1.1 429")
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["2001:db8:0:2::1"]), "HTTP/1.1 200")
+        // From a peer that is no proxy the header is ignored: a new one per request buys nothing.
+        XCTAssertEqual(status(from: "127.0.0.3", forwardedFor: ["192.0.2.1"]), "HTTP/1.1 200")
+        XCTAssertEqual(status(from: "127.0.0.3", forwardedFor: ["192.0.2.2"]), "HTTP/1.1 200")
+        XCTAssertEqual(status(from: "127.0.0.3", forwardedFor: ["192.0.2.3"]), "HTTP/1.1 429")
+        // The refusals name the client, not the proxy.
+        func refused() -> [Substring] { server.process.errorOutput.split(separator: "\n").filter { $0.contains("refused cause=rate_limited") } }
+        XCTAssertTrue(eventually(3) { refused().count == 3 }, server.process.errorOutput)
+        XCTAssertEqual(refused().map { $0.split(separator: " ").last ?? "" }, ["peer=203.0.113.7", "peer=2001:db8:0:1:ffff::3", "peer=127.0.0.3"],
+                       "one line per client (and per /64) a minute, naming the client, never the proxy")
+    }
+
+    func testWebSocketsAreCountedPerClientBehindAProxyAndTheProxyIsNotCappedAtAccept() throws {
+        let h = try ServerHarness {
+            $0.trustedProxies = [IPNetwork("127.0.0.2")].compactMap { $0 }
+            $0.maxConnectionsPerAddress = 2
+            $0.addressLimitsExemptLoopback = false
+        }
+        defer { h.stop(); h.removeData() }
+        func open(_ client: String, from source: String = "127.0.0.2") throws -> RawWebSocket {
+            try RawWebSocket(port: h.server.port, subprotocol: signallingSubprotocol, from: source, headers: [("X-Forwarded-For", client)])
+        }
+        let first = try (0..<2).map { _ in try open("203.0.113.7") }
+        let third = try open("203.0.113.7")
+        XCTAssertNotNil(third.closeStatus(within: 3), "the client's third WebSocket is closed")
+        XCTAssertTrue(third.texts.contains { $0.contains("ERR_TOO_MANY_CONNECTIONS") }, "\(third.texts)")
+        let other = try open("203.0.113.8")
+        XCTAssertNil(other.closeStatus(within: 0.5), "another client behind the proxy is let in")
+        XCTAssertFalse(first.contains { $0.serverClosed })
+        // The proxy's TCP connections are not capped at accept (2 + 32 for anyone else).
+        var held: [Int32] = []
+        defer { held.forEach { _ = close($0) } }
+        for _ in 0..<40 { held.append(RawHTTP.connect(port: h.server.port, from: "127.0.0.2")) }
+        for _ in 0..<40 { held.append(RawHTTP.connect(port: h.server.port, from: "127.0.0.3")) }
+        eventually(2) { held.suffix(40).filter { RawHTTP.closedByPeer($0, timeout: 0) }.count >= 6 }
+        XCTAssertEqual(held.prefix(40).filter { RawHTTP.closedByPeer($0, timeout: 0) }.count, 0, "the proxy's are all held")
+        XCTAssertEqual(held.suffix(40).filter { RawHTTP.closedByPeer($0, timeout: 0) }.count, 6, "another address's past 34 are not")
+    }
+}
