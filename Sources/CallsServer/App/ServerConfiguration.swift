@@ -101,8 +101,8 @@ public struct ServerConfiguration: Sendable {
     /// Loopback clients are not held to the per-address limits — connections
     /// (`maxConnectionsPerAddress`), users made by login (`autoCreateUsersPerHour`), wrong
     /// passcodes (`PasscodeGuesses`) — the operator's own load generators and demos (the REST
-    /// request rate holds for them too). A proxy in front on the same machine makes every client loopback:
-    /// name it in `trustedProxies`.
+    /// request rate holds for them too). A proxy in front on the same machine makes every
+    /// client loopback: name it in `trustedProxies`.
     public var addressLimitsExemptLoopback = true
     /// Proxies in front (a TLS terminator, a load balancer): a request or WebSocket from one is
     /// the client its `X-Forwarded-For` names, for every per-address limit and the logs, and its

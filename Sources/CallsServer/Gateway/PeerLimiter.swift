@@ -1,8 +1,10 @@
 import CallsCore
 import CallsTransport
-/// Token buckets per peer address (by `IPAddress.limitKey`: an IPv6 peer's /64), in a bounded table that spraying addresses cannot reset: when
-/// it is full, the buckets dropped first are the full ones (the same as a fresh bucket, so
-/// nothing is lost), then the fullest; an exhausted peer's bucket is the last to go.
+
+/// Token buckets per peer address (by `IPAddress.limitKey`: an IPv6 peer's /64), in a bounded
+/// table that spraying addresses cannot reset: when it is full, the buckets dropped first are
+/// the full ones (the same as a fresh bucket, so nothing is lost), then the fullest; an
+/// exhausted peer's bucket is the last to go.
 ///
 /// Thread rules: a value; its owner serialises access (a lock).
 struct PeerLimiter: Sendable {

@@ -7,10 +7,11 @@ import CallsTransport
 /// address's requests land on any node, and the limit holds for their sum, not per node.
 ///
 /// Each peer's limit is a generic cell rate (GCRA, the token bucket as one timestamp): the key
-/// `callroom:rate:{name}:{peer}` (an IPv6 peer by its /64) holds the theoretical arrival time in microseconds of Redis's
-/// own clock (`TIME`, so the nodes' clocks never matter); a request is allowed when that time
-/// is at most `capacity − 1` intervals ahead of now, and moves it one interval on. One EVAL per
-/// check; the key expires when the bucket is full again, so idle peers cost nothing.
+/// `callroom:rate:{name}:{peer}` (an IPv6 peer by its /64) holds the theoretical arrival time in
+/// microseconds of Redis's own clock (`TIME`, so the nodes' clocks never matter); a request is
+/// allowed when that time is at most `capacity − 1` intervals ahead of now, and moves it one
+/// interval on. One EVAL per check; the key expires when the bucket is full again, so idle
+/// peers cost nothing.
 ///
 /// Redis unreachable: `allow` answers nil (the caller's own per-node limit stands alone) and
 /// Redis is not tried again for `retryAfterSeconds`, so a black-holed Redis does not hold each
