@@ -27,6 +27,7 @@ final class TrustedProxyTests: XCTestCase {
         let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--config", config])
         defer { _ = server.stop() }
         let port = try XCTUnwrap(URLComponents(string: server.url)?.port)
+        XCTAssertTrue(server.process.errorOutput.contains("counted by X-Forwarded-For trusted_proxies=127.0.0.2/32"), "said at start")
         func status(from source: String, forwardedFor: [String]) -> String { Self.status(port: port, from: source, forwardedFor: forwardedFor) }
         XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.7"]), "HTTP/1.1 200")
         XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.7"]), "HTTP/1.1 200")

@@ -88,6 +88,10 @@ public final class CallServer: @unchecked Sendable {
         let descriptors = DescriptorLimit.raiseToHard()
         let connectionBudget = min(configuration.maxConnections ?? Int.max, DescriptorLimit.connectionBudget(limit: descriptors.now))
         log.info("descriptors", ["limit": "\(descriptors.now)", "was": "\(descriptors.before)", "connections": "\(connectionBudget)"])
+        if !configuration.trustedProxies.isEmpty {
+            log.info("clients behind these proxies are counted by X-Forwarded-For",
+                     ["trusted_proxies": configuration.trustedProxies.map(\.description).joined(separator: ",")])
+        }
         let given = ServerKeys.Given(appId: configuration.appId, apiKey: configuration.apiKey, authKey: configuration.authKey)
         let (k, created, generated) = try ServerKeys.loadOrCreate(dataDir: dir, given: given)
         keys = k
