@@ -246,6 +246,33 @@ final class ClusterRoutingTests: XCTestCase {
         XCTAssertEqual(try join("zed", "4321", via: other).error(), "ERR_RATE_LIMITED", "the address's 20 are spent")
     }
 
+    /// Behind a balancer one address's joins land on every node: its wrong guesses are counted
+    /// over the cluster (Redis), not 20 on each node.
+    func testAnAddressesWrongPasscodesAreCountedOverTheCluster() throws {
+        guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
+        let database = try PostgresCluster.shared().createDatabase()
+        try startNodes(["node-a", "node-b"]) { $0.databaseURL = database; $0.addressLimitsExemptLoopback = false }
+        let (a, b) = (nodes[0], nodes[1])
+        XCTAssertEqual(a.request("PUT", "/v3/rooms/safe", headers: a.adminHeaders, body: #"{"passcode":"4321"}"#).status, 200)
+        XCTAssertTrue(eventually { b.request("GET", "/v3/rooms/safe", headers: b.adminHeaders).data["hasPasscode"] as? Bool == true })
+        func join(_ uid: String, _ passcode: String, via node: ServerHarness) throws -> String? {
+            let p = try SignalProbe(url: node.server.url)
+            p.send(.join(.init(callToken: try a.callToken(uid: uid, session: "safe"), sessionId: "safe", passcode: passcode)))
+            return p.error()
+        }
+        // 20 wrong guesses, every other one through each node (10 each: half of each node's own count).
+        for user in 0..<5 {
+            for guess in 0..<4 { XCTAssertEqual(try join("m\(user)", "\(guess)", via: guess % 2 == 0 ? a : b), "ERR_PASSCODE") }
+        }
+        // The next wrong one through each node is still checked (the node has not yet seen the
+        // cluster's count spent), and then that node refuses the address, right passcode or not.
+        for node in [a, b] {
+            XCTAssertEqual(try join("n\(node === a ? "a" : "b")", "9", via: node), "ERR_PASSCODE")
+            XCTAssertTrue(eventually(3) { (try? join("zed", "4321", via: node)) == "ERR_RATE_LIMITED" },
+                          "the address's 20 over the cluster are spent")
+        }
+    }
+
     func testRoomRulesSetOnOneNodeHoldOnTheRoomsNode() throws {
         guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
         let database = try PostgresCluster.shared().createDatabase()

@@ -1,6 +1,7 @@
 import CallsCore
 import CallsSupport
 import CallsTransport
+import Dispatch
 
 /// Wrong room passcodes per address, across users and sessions. The rooms ration each user's
 /// guesses per session (`RoomCore+Passcode`), which someone with many accounts multiplies; the
@@ -10,7 +11,12 @@ import CallsTransport
 /// and an `ERR_PASSCODE` answered to such a join spends one. Loopback is exempt when
 /// `addresses` says so (the operator's own); an IPv6 client is counted by its /64.
 ///
-/// Thread rules: any thread; its state is under its lock.
+/// In a cluster (`redis`) each wrong guess is also counted in Redis (`callroom:rate:passcode:{address}`,
+/// the same ration), off the caller's thread: once the address's guesses over all nodes are
+/// spent, this node refuses it for `retrySeconds` — so behind a balancer one address has about
+/// 20 over the cluster (one more per node that has not yet seen it spent), not 20 per node.
+///
+/// Thread rules: any thread; its state is under its lock; Redis is asked on its own queue.
 final class PasscodeGuesses: Sendable {
     /// Wrong guesses an address has at once, then one every `retrySeconds`.
     static let burst = 20.0
@@ -25,6 +31,9 @@ final class PasscodeGuesses: Sendable {
         /// Those joins per address: each may yet spend a guess, so none is let through past
         /// what the address has left.
         var inFlight: [String: Int] = [:]
+        /// Addresses whose guesses over the cluster are spent, until when (bounded: pruned of
+        /// the past when it grows).
+        var spentInCluster: [String: UInt64] = [:]
 
         mutating func settle(_ connection: UInt64, joins: Int) {
             guard let p = pending[connection] else { return }
@@ -36,8 +45,13 @@ final class PasscodeGuesses: Sendable {
     }
     private let state = Locked(State())
     private let addresses: ClientAddresses
+    private let shared: SharedRateLimiter?
+    private let sharedQueue = DispatchQueue(label: "callroom.passcodes.shared")
 
-    init(addresses: ClientAddresses) { self.addresses = addresses }
+    init(addresses: ClientAddresses, redis: String? = nil) {
+        self.addresses = addresses
+        shared = redis.map { SharedRateLimiter(redis: $0, name: "passcode", capacity: Self.burst, perSecond: 1 / Self.retrySeconds) }
+    }
 
     /// A `join` with a passcode arrived on `connection` from `peer`: nil lets it through (and
     /// watches for its answer), else the refusal's message.
@@ -45,6 +59,9 @@ final class PasscodeGuesses: Sendable {
         if addresses.isExempt(peer) { return nil }
         let peer = IPAddress.limitKey(peer)
         return state.withLock { s -> String? in
+            if let until = s.spentInCluster[peer], now < until {
+                return "Too many wrong passcodes from this address: try again in \(Int(((until - now) / 1_000_000_000) + 1)) s."
+            }
             let left = s.limiter.available(peer, now: now) - Double(s.inFlight[peer, default: 0])
             guard left >= 1 else {
                 let wait = RateLimiter.secondsUntilOne(tokens: left, perSecond: 1 / Self.retrySeconds)
@@ -70,10 +87,31 @@ final class PasscodeGuesses: Sendable {
         case .joined, .resumed, .lobbyWaiting: wrong = false
         default: return
         }
-        state.withLock { s in
-            guard let peer = s.pending[connection]?.peer else { return }
+        let spent = state.withLock { s -> String? in
+            guard let peer = s.pending[connection]?.peer else { return nil }
             s.settle(connection, joins: 1)
-            if wrong { _ = s.limiter.allow(peer, now: now) }
+            guard wrong else { return nil }
+            _ = s.limiter.allow(peer, now: now)
+            return peer
+        }
+        if let spent { spendInCluster(spent, guesses: 1) }
+    }
+
+    /// Counts `guesses` wrong guesses of `peer` over the cluster; when its ration there is spent
+    /// this node refuses it for `retrySeconds`. (Redis unreachable: the node's own count stands.)
+    private func spendInCluster(_ peer: String, guesses: Int) {
+        guard let shared else { return }
+        sharedQueue.async { [state] in
+            var spentOut = false
+            for _ in 0..<guesses {
+                if shared.allow(peer) == false { spentOut = true }
+            }
+            guard spentOut else { return }
+            let now = monotonicNanoseconds()
+            state.withLock { s in
+                if s.spentInCluster.count >= 100_000 { s.spentInCluster = s.spentInCluster.filter { $0.value > now } }
+                s.spentInCluster[peer] = now + UInt64(Self.retrySeconds * 1e9)
+            }
         }
     }
 
@@ -81,10 +119,12 @@ final class PasscodeGuesses: Sendable {
     /// one join at a time; joins sent behind a refused one are not looked at by the rooms, but
     /// one who sends them is guessing, and pays for them here.)
     func closed(_ connection: UInt64, now: UInt64 = monotonicNanoseconds()) {
-        state.withLock { s in
-            guard let p = s.pending[connection] else { return }
+        let unanswered = state.withLock { s -> (peer: String, joins: Int)? in
+            guard let p = s.pending[connection] else { return nil }
             s.settle(connection, joins: p.joins)
             for _ in 0..<p.joins { _ = s.limiter.allow(p.peer, now: now) }
+            return p
         }
+        if let unanswered { spendInCluster(unanswered.peer, guesses: unanswered.joins) }
     }
 }

@@ -73,7 +73,7 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
         let perSecond = configuration.restRequestsPerSecond
         restLimiters = Locked(PeerLimiter(capacity: perSecond * 2, perSecond: perSecond))
         sharedRESTLimiter = configuration.redisURL.map { SharedRateLimiter(redis: $0, name: "rest", capacity: perSecond * 2, perSecond: perSecond) }
-        passcodes = PasscodeGuesses(addresses: configuration.clientAddresses)
+        passcodes = PasscodeGuesses(addresses: configuration.clientAddresses, redis: configuration.redisURL)
     }
 
     /// Once, before the web server starts.
