@@ -10,6 +10,9 @@ static inline CURLcode callroom_curl_set_slist(CURL *c, CURLoption o, struct cur
 typedef size_t (*callroom_curl_write_fn)(char *, size_t, size_t, void *);
 static inline CURLcode callroom_curl_set_write(CURL *c, callroom_curl_write_fn f) { return curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, f); }
 static inline CURLcode callroom_curl_set_header(CURL *c, callroom_curl_write_fn f) { return curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, f); }
+/* Called once connected, before the request is sent (libcurl 7.80+): CURL_PREREQFUNC_ABORT ends it. */
+typedef int (*callroom_curl_prereq_fn)(void *, char *, char *, int, int);
+static inline CURLcode callroom_curl_set_prereq(CURL *c, callroom_curl_prereq_fn f) { return curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, f); }
 static inline long callroom_curl_response_code(CURL *c) { long code = 0; curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code); return code; }
 static inline long callroom_curl_http_version(CURL *c) { long v = 0; curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &v); return v; }
 #endif

@@ -12,6 +12,13 @@ package struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     package var isCertificateProblem: Bool {
         code == Int(CURLE_PEER_FAILED_VERIFICATION.rawValue) || code == Int(CURLE_SSL_CACERT_BADFILE.rawValue)
     }
+    /// The server's address is one this client may not reach (`refusedDestinations`).
+    package static func refusedDestination(_ address: String) -> CurlError {
+        CurlError(code: Int(CURLE_ABORTED_BY_CALLBACK.rawValue),
+                  message: refusedPrefix + "\(address) is a link-local, multicast or unspecified address, or a cloud metadata service")
+    }
+    private static let refusedPrefix = "not sent: "
+    package var isRefusedDestination: Bool { code == Int(CURLE_ABORTED_BY_CALLBACK.rawValue) && message.hasPrefix(Self.refusedPrefix) }
 }
 
 /// Outbound HTTP through libcurl: one easy handle, reused (keep-alive; HTTP/2 when a TLS server
@@ -55,12 +62,21 @@ package final class CurlClient {
         let forward: ((Int, UnsafeRawBufferPointer) -> Bool)?
         var bytes: [UInt8] = []
         var headers: [String: String] = [:]
+        /// The blocks not to send to, and the address refused (for the error).
+        var refused: [IPNetwork] = []
+        var refusedAddress: String?
         init(limit: Int, handle: UnsafeMutableRawPointer, forward: ((Int, UnsafeRawBufferPointer) -> Bool)?) {
             self.limit = limit
             self.handle = handle
             self.forward = forward
         }
     }
+
+    /// Addresses this client never sends a request to, checked on the address libcurl actually
+    /// connected to (after the name was resolved: a name that resolves to one is refused too, as
+    /// a redirect would be, were one followed) — `CurlError.refusedDestination`, nothing sent.
+    /// Webhooks use `IPNetwork.neverWebhookTargets`.
+    package var refusedDestinations: [IPNetwork] = []
 
     /// How long a transfer may take.
     package enum Deadline: Sendable {
@@ -180,8 +196,23 @@ package final class CurlClient {
                 return n
             }
             _ = callroom_curl_set_pointer(handle, CURLOPT_HEADERDATA, Unmanaged.passUnretained(sink).toOpaque())
+            if !refusedDestinations.isEmpty {
+                sink.refused = refusedDestinations
+                _ = callroom_curl_set_prereq(handle) { user, primaryIP, _, _, _ in
+                    guard let user, let primaryIP else { return Int32(CURL_PREREQFUNC_ABORT) }
+                    let sink = Unmanaged<Sink>.fromOpaque(user).takeUnretainedValue()
+                    let ip = String(cString: primaryIP)
+                    guard let address = IPAddress(ip), !sink.refused.contains(where: { $0.contains(address) }) else {
+                        sink.refusedAddress = ip
+                        return Int32(CURL_PREREQFUNC_ABORT)
+                    }
+                    return Int32(CURL_PREREQFUNC_OK)
+                }
+                _ = callroom_curl_set_pointer(handle, CURLOPT_PREREQDATA, Unmanaged.passUnretained(sink).toOpaque())
+            }
             return curl_easy_perform(handle)
         }
+        if let address = sink.refusedAddress { return .failure(.refusedDestination(address)) }
         guard code == CURLE_OK else {
             return .failure(CurlError(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))
         }

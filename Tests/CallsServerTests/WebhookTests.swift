@@ -3,6 +3,7 @@ import CallsCore
 import CallsSecurity
 @testable import CallsServer
 @testable import CallsStore
+import CallsTransport
 import Foundation
 import XCTest
 
@@ -289,6 +290,46 @@ final class WebhookTests: XCTestCase {
         XCTAssertEqual((h.request("GET", "/v3/webhooks", headers: h.adminHeaders).json["data"] as? [Any])?.count, 100)
         XCTAssertEqual(h.request("DELETE", "/v3/webhooks/w0", headers: h.adminHeaders).status, 200)
         XCTAssertEqual(h.request("POST", "/v3/webhooks", headers: h.adminHeaders, body: #"{"id":"w100","url":"http://127.0.0.1:9/x","secret":"0123456789abcdef"}"#).status, 200)
+    }
+
+    /// A webhook is a request the server makes wherever it is told: never to the cloud's
+    /// metadata service (169.254.169.254 and its kin) or another link-local, multicast or
+    /// unspecified address — refused when it is written as one, and on the address connected to
+    /// when a name resolves to one (nothing sent; the delivery is dead at once, its error says why).
+    func testAWebhookNeverGoesToALinkLocalOrMetadataAddress() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        for url in ["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]:8080/x", "http://0.0.0.0:9/x", "https://[::ffff:169.254.169.254]/x",
+                    "http://[fd00:ec2::254]/x", "http://224.0.0.1/x"] {
+            let r = h.request("POST", "/v3/webhooks", headers: h.adminHeaders, body: #"{"url":"\#(url)","secret":"0123456789abcdef"}"#)
+            XCTAssertEqual(r.errorCode, "ERR_WEBHOOK_INVALID", url)
+            XCTAssertTrue(r.text.contains("link-local"), r.text)
+        }
+        XCTAssertThrowsError(try ServerConfigFile.parse(Data(#"{"webhooks":[{"url":"http://169.254.169.254/x","secret":"0123456789abcdef"}]}"#.utf8)))
+        for url in ["http://127.0.0.1:9/x", "http://10.1.2.3/x", "http://192.168.1.5/x", "https://hooks.example.com/x"] {
+            XCTAssertEqual(h.request("POST", "/v3/webhooks", headers: h.adminHeaders, body: #"{"url":"\#(url)","secret":"0123456789abcdef"}"#).status, 200,
+                           "\(url): loopback, private networks and names are the operator's to choose")
+        }
+        // Checked again on the address libcurl connected to: here the refused block is loopback,
+        // so a real receiver on 127.0.0.1 stands for a name that resolves to a metadata address.
+        let tmp = TemporaryDirectory("callroom-hooks")
+        defer { tmp.remove() }
+        let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"))
+        defer { receiver.stop() }
+        let client = try CurlClient()
+        client.refusedDestinations = [try XCTUnwrap(IPNetwork("127.0.0.0/8"))]
+        let refused = client.post(receiver.url.replacingOccurrences(of: "127.0.0.1", with: "localhost"), headers: [], body: Array("{}".utf8), timeoutMs: 2000)
+        guard case .failure(let e) = refused else { return XCTFail("sent: \(refused)") }
+        XCTAssertTrue(e.isRefusedDestination, e.description)
+        XCTAssertTrue(e.message.contains("127.0.0.1"), e.message)
+        client.refusedDestinations = IPNetwork.neverWebhookTargets
+        XCTAssertEqual(try client.post(receiver.url, headers: [], body: Array("{}".utf8), timeoutMs: 2000).get().status, 200)
+        XCTAssertEqual(receiver.received.count, 1, "the refused request never reached the receiver")
+        for (address, never) in [("169.254.169.254", true), ("::ffff:169.254.169.254", true), ("fe80::1", true), ("fd00:ec2::254", true),
+                                 ("100.100.100.200", true), ("127.0.0.1", false), ("10.0.0.1", false), ("fd00::1", false), ("203.0.113.7", false)] {
+            let a = try XCTUnwrap(IPAddress(address))
+            XCTAssertEqual(IPNetwork.neverWebhookTargets.contains { $0.contains(a) }, never, address)
+        }
     }
 
     /// A dead receiver never grows the queue past its bound: the oldest are dropped, counted, listed.

@@ -1,5 +1,6 @@
 import CallsCore
 import CallsStore
+import CallsTransport
 import Foundation
 
 extension WebhookConfig {
@@ -12,8 +13,14 @@ extension WebhookConfig {
         guard !id.isEmpty, id.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-.".contains($0)) }) else {
             throw Invalid(message: "id must be 1–64 letters, digits, '_', '-', '.'")
         }
-        guard let url, url.hasPrefix("http://") || url.hasPrefix("https://"), URL(string: url)?.host != nil else {
+        guard let url, url.hasPrefix("http://") || url.hasPrefix("https://"), let host = URL(string: url)?.host else {
             throw Invalid(message: "url must be an http:// or https:// URL")
+        }
+        // (The deliverer checks the address it connects to as well: a name that resolves to one
+        // of these is refused there.)
+        let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if let address = IPAddress(literal), IPNetwork.neverWebhookTargets.contains(where: { $0.contains(address) }) {
+            throw Invalid(message: "url must not point at a link-local, multicast or unspecified address or a cloud metadata service (\(address))")
         }
         guard let secret, secret.count >= 16 else { throw Invalid(message: "secret must be a string of at least 16 characters") }
         var set: Set<String>?

@@ -81,6 +81,7 @@ final class WebhookDeliverer: @unchecked Sendable {
             log.error("webhooks off: \(error)", [:])
             return
         }
+        client.refusedDestinations = IPNetwork.neverWebhookTargets
         while thread.isRunning {
             enforceBound()
             let now = epochMilliseconds()
@@ -144,6 +145,11 @@ final class WebhookDeliverer: @unchecked Sendable {
             if d.attempts > 0 { _ = outage.attempt("expedite deliveries") { () throws(DatabaseError) in try store.expediteDeliveries(webhookId: d.webhookId, at: at) } }
         case .success(let r):
             failed(d, httpStatus: r.status, error: "HTTP \(r.status)", at: at)
+        case .failure(let e) where e.isRefusedDestination:
+            // Its name resolves where no webhook goes: nothing was sent, and retrying sends nothing.
+            record(d, status: "dead", httpStatus: nil, error: e.message, next: nil, at: at)
+            counters.deadLettered.add(1, ordering: .relaxed)
+            log.warn("webhook delivery refused: its address is never a webhook's", ["delivery": d.deliveryId, "webhook": d.webhookId, "error": e.message])
         case .failure(let e):
             failed(d, httpStatus: nil, error: e.description, at: at)
         }
