@@ -123,6 +123,10 @@ var config = ServerConfiguration(dataDir: pick("data-dir", file.dataDir) ?? "cal
 do {
     if let l = pick("listen", file.listen) { (config.host, config.port) = try ArgumentScanner.hostPort(l) }
 } catch { fail(error.message) }
+// The media relay and the web server listen on IPv4 (the relay's sockets are IPv4 only).
+if config.host.contains(":") || config.host.hasPrefix("[") {
+    fail("--listen \(config.host): callroomd listens on IPv4 only (an address such as 0.0.0.0, 127.0.0.1 or 192.0.2.10, or a name); IPv6 clients reach it through a proxy or NAT64")
+}
 if let m = pick("media-port", file.mediaPort.map(String.init)) {
     guard let p = Int(m), (0...65535).contains(p) else { fail("media port must be 0…65535") }
     config.mediaPort = p

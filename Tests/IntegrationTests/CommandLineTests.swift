@@ -26,6 +26,12 @@ final class CommandLineTests: XCTestCase {
         let (badThreads, _, err4) = try run("callroomd", ["--relay-threads", "0"])
         XCTAssertEqual(badThreads, 2)
         XCTAssertTrue(err4.contains("relay threads must be 1…64"), err4)
+        // IPv6 is said to be unsupported (it was "refusing plain HTTP on [::1]", or a UDP bind error).
+        for listen in ["[::1]:0", "::1:0"] {
+            let (v6, _, err5) = try run("callroomd", ["--listen", listen])
+            XCTAssertEqual(v6, 2, listen)
+            XCTAssertTrue(err5.contains("IPv4 only"), err5)
+        }
     }
 
     func testCallroomUsage() throws {
