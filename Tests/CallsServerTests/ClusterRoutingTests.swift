@@ -225,13 +225,20 @@ final class ClusterRoutingTests: XCTestCase {
 
     /// Wrong passcodes are counted per address on the node that holds the socket, whichever node
     /// holds the room: the `ERR_PASSCODE` comes back over the cluster bus and still spends one.
-    func testWrongPasscodesAreRationedPerAddressWhereverTheRoomIs() throws {
+    /// Two nodes on one database, loopback held to the per-address limits, and `session`'s room
+    /// behind the passcode 4321 as both nodes know it.
+    private func twoNodesWithAPasscode(on session: String) throws -> (ServerHarness, ServerHarness) {
         guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
         let database = try PostgresCluster.shared().createDatabase()
         try startNodes(["node-a", "node-b"]) { $0.databaseURL = database; $0.addressLimitsExemptLoopback = false }
         let (a, b) = (nodes[0], nodes[1])
-        XCTAssertEqual(a.request("PUT", "/v3/rooms/vault", headers: a.adminHeaders, body: #"{"passcode":"4321"}"#).status, 200)
-        XCTAssertTrue(eventually { b.request("GET", "/v3/rooms/vault", headers: b.adminHeaders).data["hasPasscode"] as? Bool == true })
+        XCTAssertEqual(a.request("PUT", "/v3/rooms/\(session)", headers: a.adminHeaders, body: #"{"passcode":"4321"}"#).status, 200)
+        XCTAssertTrue(eventually { b.request("GET", "/v3/rooms/\(session)", headers: b.adminHeaders).data["hasPasscode"] as? Bool == true })
+        return (a, b)
+    }
+
+    func testWrongPasscodesAreRationedPerAddressWhereverTheRoomIs() throws {
+        let (a, b) = try twoNodesWithAPasscode(on: "vault")
         func join(_ uid: String, _ passcode: String, via node: ServerHarness) throws -> SignalProbe {
             let p = try SignalProbe(url: node.server.url)
             p.send(.join(.init(callToken: try a.callToken(uid: uid, session: "vault"), sessionId: "vault", passcode: passcode)))
@@ -249,12 +256,7 @@ final class ClusterRoutingTests: XCTestCase {
     /// Behind a balancer one address's joins land on every node: its wrong guesses are counted
     /// over the cluster (Redis), not 20 on each node.
     func testAnAddressesWrongPasscodesAreCountedOverTheCluster() throws {
-        guard PostgresCluster.isInstalled else { throw XCTSkip("PostgreSQL is not installed: run scripts/install-deps.sh") }
-        let database = try PostgresCluster.shared().createDatabase()
-        try startNodes(["node-a", "node-b"]) { $0.databaseURL = database; $0.addressLimitsExemptLoopback = false }
-        let (a, b) = (nodes[0], nodes[1])
-        XCTAssertEqual(a.request("PUT", "/v3/rooms/safe", headers: a.adminHeaders, body: #"{"passcode":"4321"}"#).status, 200)
-        XCTAssertTrue(eventually { b.request("GET", "/v3/rooms/safe", headers: b.adminHeaders).data["hasPasscode"] as? Bool == true })
+        let (a, b) = try twoNodesWithAPasscode(on: "safe")
         func join(_ uid: String, _ passcode: String, via node: ServerHarness) throws -> String? {
             let p = try SignalProbe(url: node.server.url)
             p.send(.join(.init(callToken: try a.callToken(uid: uid, session: "safe"), sessionId: "safe", passcode: passcode)))
