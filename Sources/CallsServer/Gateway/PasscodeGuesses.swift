@@ -11,10 +11,11 @@ import Dispatch
 /// and an `ERR_PASSCODE` answered to such a join spends one. Loopback is exempt when
 /// `addresses` says so (the operator's own); an IPv6 client is counted by its /64.
 ///
-/// In a cluster (`redis`) each wrong guess is also counted in Redis (`callroom:rate:passcode:{address}`,
-/// the same ration), off the caller's thread: once the address's guesses over all nodes are
-/// spent, this node refuses it for `retrySeconds` — so behind a balancer one address has about
-/// 20 over the cluster (one more per node that has not yet seen it spent), not 20 per node.
+/// In a cluster (`redis`) each wrong guess is also counted in Redis
+/// (`callroom:rate:passcode:{address}`, the same ration), off the caller's thread: once the
+/// address's guesses over all nodes are spent, this node refuses it for `retrySeconds` — so
+/// behind a balancer one address has about 20 over the cluster (one more per node that has not
+/// yet seen it spent), not 20 per node.
 ///
 /// Thread rules: any thread; its state is under its lock; Redis is asked on its own queue.
 final class PasscodeGuesses: Sendable {
