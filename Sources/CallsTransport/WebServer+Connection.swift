@@ -30,6 +30,11 @@ extension WebServer {
         var bodyDeadline: UInt64 = 0
         /// The answer goes, then the connection (what follows on it is not a request to read).
         var closeAfterResponse = false
+        /// Such an answer was written and the server stopped writing (its FIN sent): what the
+        /// client still sends is read and dropped until it closes or `lingerDeadline` passes
+        /// (monotonic ns), so its connection is not reset under the answer (`WebServer.linger`).
+        var lingering = false
+        var lingerDeadline: UInt64 = 0
         var response: HTTPResponse?
         var headerWritten = false
         /// Bytes of the response's body written so far, and its file while it is read.

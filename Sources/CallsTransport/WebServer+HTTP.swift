@@ -152,7 +152,27 @@ extension WebServer {
         conn.bodyFile = nil
         conn.bodySent = 0
         conn.awaitingResponse = false
-        if conn.closeAfterResponse { return -1 }
+        if conn.closeAfterResponse { return linger(conn) }
         return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }
+
+    /// After an answer that closes the connection (a refusal from the head: 413, 411, 400): the
+    /// server's side is shut for writing — the client reads the answer, then the end — and what
+    /// the client is still sending (the body it began before the answer came) is read and
+    /// dropped, never parsed, for at most `lingerSeconds`. Closing at once, on bytes unread or
+    /// still coming, made the kernel reset the connection, and a client mid-upload (curl) saw
+    /// the reset instead of the answer. (nginx's `lingering_close` does the same.)
+    func linger(_ conn: Connection) -> Int32 {
+        // (Part of the answer still in libwebsockets' buffer — a client that does not read — is
+        // not cut off by the shutdown: such a connection closes as before.)
+        let fd = lws_get_socket_fd(conn.wsi)
+        guard fd >= 0, lws_partial_buffered(conn.wsi) == 0, shutdown(fd, Int32(SHUT_WR)) == 0 else { return -1 }
+        conn.lingering = true
+        conn.lingerDeadline = monotonicNanoseconds() + UInt64(Self.lingerSeconds) * 1_000_000_000
+        lws_set_timeout(conn.wsi, PENDING_TIMEOUT_HTTP_CONTENT, Int32(Self.lingerSeconds))
+        return 0
+    }
+
+    /// How long a refused client's bytes are read and dropped after the answer.
+    static let lingerSeconds = 2
 }

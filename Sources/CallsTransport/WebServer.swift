@@ -232,12 +232,17 @@ public final class WebServer: @unchecked Sendable {
     private let reloadPEM = Locked<(Data, Data)?>(nil)
 
     /// Closes every connection whose request body is not all in by its deadline, said to the
-    /// delegate once each (`deadlineTick` runs this every second). Service thread.
+    /// delegate once each, and every lingering one past its linger (`deadlineTick` runs this
+    /// every second). Service thread.
     private func cutOverdueBodies() {
         let now = monotonicNanoseconds()
         for conn in connections.values where !conn.dispatched && conn.bodyLength > 0 && now >= conn.bodyDeadline {
             conn.bodyDeadline = .max
             delegate?.webServer(self, refusedSlowBodyFrom: conn.peer, received: conn.bodyReceived, of: conn.bodyLength)
+            lws_set_timeout(conn.wsi, PENDING_TIMEOUT_HTTP_CONTENT, LWS_TO_KILL_ASYNC)
+        }
+        for conn in connections.values where conn.lingering && now >= conn.lingerDeadline {
+            conn.lingerDeadline = .max
             lws_set_timeout(conn.wsi, PENDING_TIMEOUT_HTTP_CONTENT, LWS_TO_KILL_ASYNC)
         }
     }
@@ -363,6 +368,8 @@ public final class WebServer: @unchecked Sendable {
         case LWS_CALLBACK_HTTP:
             guard let wsi, let user else { return -1 }
             let conn = connection(for: wsi, user: user)
+            // Nothing after a refusal is a request (a request smuggled behind a bad length).
+            if conn.lingering { return -1 }
             let uri = data.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: len), as: UTF8.self) }
             beginRequest(conn, uri: uri ?? "/")
             // Each refusal is answered at once and the connection closed: what follows on it is
@@ -390,7 +397,11 @@ public final class WebServer: @unchecked Sendable {
             lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, Int32(bodyTimeoutSeconds))
             return 0
         case LWS_CALLBACK_HTTP_BODY:
-            // (A request answered already — chunked, 411 — reads nothing more.)
+            // (A request answered already — chunked, 411 — reads nothing more; a lingering one
+            // drops what comes until its linger is over.)
+            if let user, let conn = connections[user.load(as: UInt64.self)], conn.lingering {
+                return monotonicNanoseconds() < conn.lingerDeadline ? 0 : -1
+            }
             guard let wsi, let user, let conn = connections[user.load(as: UInt64.self)], let data, !conn.dispatched else { return 0 }
             conn.bodyReceived += len
             // The deadline is the body's, not each chunk's: libwebsockets sets its own 20 s

@@ -144,6 +144,45 @@ final class AbuseTests: XCTestCase {
                       "each refusal counted")
     }
 
+    /// A refusal answered from the head while the client is still sending its body (a 413 to a
+    /// client mid-upload): the client sends the rest without the connection being reset, then
+    /// reads the answer and the server's end. Before, the server closed at once and the bytes
+    /// still coming were answered with a reset — curl, mid-upload under CI's load, reported
+    /// "connection reset" instead of the 413 (RESTTests, once).
+    func testARefusedBodyCanBeSentToItsEndAndTheAnswerRead() throws {
+        let h = try ServerHarness()
+        defer { h.stop(); h.removeData() }
+        let fd = RawHTTP.connect(port: h.server.port)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        func send(_ bytes: [UInt8]) -> Int { bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+        let length = 300_000
+        XCTAssertGreaterThan(send(Array("POST /v3/users HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\napikey: \(h.server.keys.apiKey)\r\n\r\n".utf8)
+                                  + [UInt8](repeating: 0x78, count: 1_000)), 0)
+        // The answer comes while the body is still on its way (this client waits for it).
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&ready, 1, 3_000), 1, "the 413 comes from the head")
+        usleep(100_000)  // (the server's side is whatever it does after the answer by now)
+        var sent = 1_000, failure: Int32 = 0
+        while sent < length {
+            let n = send([UInt8](repeating: 0x78, count: min(16_384, length - sent)))
+            if n <= 0 { failure = errno; break }
+            sent += n
+        }
+        XCTAssertEqual(sent, length, "the rest of the body went out without a reset (errno \(failure))")
+        var answer: [UInt8] = [], buf = [UInt8](repeating: 0, count: 4096), end = -1
+        var tv = timeval(tv_sec: 3, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        while true {
+            let n = recv(fd, &buf, buf.count, 0)
+            if n <= 0 { end = n == 0 ? 0 : Int(errno); break }
+            answer += buf[0..<n]
+        }
+        XCTAssertTrue(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 413"), String(decoding: answer, as: UTF8.self))
+        XCTAssertEqual(end, 0, "the server's end, not a reset")
+        XCTAssertEqual(h.request("GET", "/healthz").status, 200)
+    }
+
     /// The attack: a NUL byte in a header — `apikey: KEY\0anything` was read up to the NUL, as
     /// C reads it, and authenticated as the key: what the server acted on was not what came. A
     /// head holding a NUL is now refused whole, and the connection closed.

@@ -29,29 +29,32 @@ final class TrustedProxyTests: XCTestCase {
         let port = try XCTUnwrap(URLComponents(string: server.url)?.port)
         XCTAssertTrue(server.process.errorOutput.contains("counted by X-Forwarded-For trusted_proxies=127.0.0.2/32"), "said at start")
         func status(from source: String, forwardedFor: [String]) -> String { Self.status(port: port, from: source, forwardedFor: forwardedFor) }
-        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.7"]), "HTTP/1.1 200")
-        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.7"]), "HTTP/1.1 200")
-        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.7"]), "HTTP/1.1 429", "the client's burst is spent")
+        /// Requests from `source` naming the clients in turn until the first 429: how many were
+        /// served (the burst is 2; a token comes back each second, so a slow run may see 3).
+        func servedUntilRefused(from source: String, _ clients: [String]) -> Int {
+            (0..<12).first { status(from: source, forwardedFor: [clients[$0 % clients.count]]) == "HTTP/1.1 429" } ?? 12
+        }
+        XCTAssertTrue((2...3).contains(servedUntilRefused(from: "127.0.0.2", ["203.0.113.7"])), "the client's burst")
         // What a client writes itself sits left of what the proxy appends: it changes nothing.
         XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["198.51.100.1, 203.0.113.7"]), "HTTP/1.1 429")
         XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["198.51.100.1", "203.0.113.7"]), "HTTP/1.1 429",
                        "two headers are one list, in order")
         // Another client behind the same proxy is served.
         XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["203.0.113.8"]), "HTTP/1.1 200")
-        // An IPv6 client is counted by its /64: another address in it is no fresh allowance.
-        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["2001:db8:0:1::1"]), "HTTP/1.1 200")
-        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["2001:db8:0:1::2"]), "HTTP/1.1 200")
-        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["2001:db8:0:1:ffff::3"]), "HTTP/1.1 429")
-        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["2001:db8:0:2::1"]), "HTTP/1.1 200")
+        // An IPv6 client is counted by its /64: another address in it is no fresh allowance
+        // (three addresses counted apart would be served 6 times).
+        XCTAssertTrue((2...3).contains(servedUntilRefused(from: "127.0.0.2", ["2001:db8:0:1::1", "2001:db8:0:1::2", "2001:db8:0:1:ffff::3"])))
+        XCTAssertEqual(status(from: "127.0.0.2", forwardedFor: ["2001:db8:0:2::1"]), "HTTP/1.1 200", "the next /64 is another client")
         // From a peer that is no proxy the header is ignored: a new one per request buys nothing.
-        XCTAssertEqual(status(from: "127.0.0.3", forwardedFor: ["192.0.2.1"]), "HTTP/1.1 200")
-        XCTAssertEqual(status(from: "127.0.0.3", forwardedFor: ["192.0.2.2"]), "HTTP/1.1 200")
-        XCTAssertEqual(status(from: "127.0.0.3", forwardedFor: ["192.0.2.3"]), "HTTP/1.1 429")
+        XCTAssertTrue((2...3).contains(servedUntilRefused(from: "127.0.0.3", ["192.0.2.1", "192.0.2.2", "192.0.2.3"])))
         // The refusals name the client, not the proxy.
         func refused() -> [Substring] { server.process.errorOutput.split(separator: "\n").filter { $0.contains("refused cause=rate_limited") } }
         XCTAssertTrue(eventually(3) { refused().count == 3 }, server.process.errorOutput)
-        XCTAssertEqual(refused().map { $0.split(separator: " ").last ?? "" }, ["peer=203.0.113.7", "peer=2001:db8:0:1:ffff::3", "peer=127.0.0.3"],
-                       "one line per client (and per /64) a minute, naming the client, never the proxy")
+        let peers = refused().map { String($0.split(separator: " ").last ?? "") }
+        XCTAssertEqual(peers.count, 3, "one line per client (and per /64) a minute: \(peers)")
+        XCTAssertEqual(peers.first, "peer=203.0.113.7", "naming the client, never the proxy")
+        XCTAssertTrue(peers.dropFirst().first?.hasPrefix("peer=2001:db8:0:1:") == true, "\(peers)")
+        XCTAssertEqual(peers.last, "peer=127.0.0.3")
     }
 
     func testWebSocketsAreCountedPerClientBehindAProxyAndTheProxyIsNotCappedAtAccept() throws {
