@@ -6,12 +6,14 @@ import Glibc
 /// Bytes written to a TCP port as they are and everything read back until the server closes or
 /// `timeout` passes: for requests no HTTP client would send.
 public enum RawHTTP {
-    /// The answer's bytes as text, and whether the server closed the connection.
     /// A TCP connection to `127.0.0.1:port` from `source` (another loopback address: another
-    /// peer as the server sees it); -1 when it cannot connect. The caller closes it.
-    public static func connect(port: Int, from source: String = "127.0.0.1") -> Int32 {
+    /// peer as the server sees it), with `receiveBuffer` bytes of receive buffer when given (set
+    /// before connecting, so the window the server sees stays that small); -1 when it cannot
+    /// connect. The caller closes it.
+    public static func connect(port: Int, from source: String = "127.0.0.1", receiveBuffer: Int32? = nil) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return -1 }
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         local.sin_addr.s_addr = inet_addr(source)
@@ -33,6 +35,7 @@ public enum RawHTTP {
         return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) <= 0
     }
 
+    /// The answer's bytes as text, and whether the server closed the connection.
     public static func exchange(port: Int, _ request: [UInt8], from source: String = "127.0.0.1", timeout: TimeInterval = 3) -> (text: String, closed: Bool) {
         let fd = connect(port: port, from: source)
         guard fd >= 0 else { return ("", false) }

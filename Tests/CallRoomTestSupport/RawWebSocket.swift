@@ -15,21 +15,8 @@ public final class RawWebSocket {
     /// server sees stays small) and upgrades on `path` with `subprotocol`, sending `headers` too.
     public init(port: Int, path: String = "/v1/signal", subprotocol: String, receiveBuffer: Int32 = 4096,
                 from source: String = "127.0.0.1", headers: [(String, String)] = []) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
-        var size = receiveBuffer
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_addr.s_addr = inet_addr(source)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = UInt16(port).bigEndian
-        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard bound == 0 else { close(fd); throw TestFailure("bind \(source): \(errno)") }
-        let ok = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard ok == 0 else { close(fd); throw TestFailure("connect: \(errno)") }
+        fd = RawHTTP.connect(port: port, from: source, receiveBuffer: receiveBuffer)
+        guard fd >= 0 else { throw TestFailure("connect from \(source): \(errno)") }
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: \(subprotocol)\r\n"
             + headers.map { "\($0.0): \($0.1)\r\n" }.joined() + "\r\n"
