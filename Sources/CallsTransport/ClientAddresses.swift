@@ -25,21 +25,24 @@ public struct ClientAddresses: Sendable {
 
     public func isTrustedProxy(_ peer: String) -> Bool {
         guard !trustedProxies.isEmpty, let a = IPAddress(peer) else { return false }
-        return trustedProxies.contains { $0.contains(a) }
+        return isTrusted(a)
     }
+
+    private func isTrusted(_ address: IPAddress) -> Bool { trustedProxies.contains { $0.contains(address) } }
 
     /// Whether `client` is held to no per-address limit.
     public func isExempt(_ client: String) -> Bool { exemptLoopback && Self.isLoopback(client) }
 
     /// The client behind a request or WebSocket that came from `peer` carrying `forwardedFor`
-    /// (the `X-Forwarded-For` headers' entries, comma-separated, in the order they came).
-    public func client(peer: String, forwardedFor: String?) -> String {
-        guard let forwardedFor, isTrustedProxy(peer) else { return peer }
+    /// (the `X-Forwarded-For` headers' entries, comma-separated, in the order they came; read
+    /// only when `peer` is a trusted proxy).
+    public func client(peer: String, forwardedFor: @autoclosure () -> String?) -> String {
+        guard isTrustedProxy(peer), let forwardedFor = forwardedFor() else { return peer }
         var client = peer
         for entry in forwardedFor.split(separator: ",").reversed() {
             guard let a = Self.forwardedAddress(entry) else { return client }
             client = a.description
-            if !trustedProxies.contains(where: { $0.contains(a) }) { return client }
+            if !isTrusted(a) { return client }
         }
         return client
     }

@@ -62,8 +62,6 @@ extension WebServer {
     /// The client a request or WebSocket comes from: its peer, or from a trusted proxy the
     /// client its `X-Forwarded-For` names (`ClientAddresses`).
     func client(of wsi: OpaquePointer) -> String {
-        let peer = Self.peer(wsi)
-        guard addresses.isTrustedProxy(peer) else { return peer }
-        return addresses.client(peer: peer, forwardedFor: Self.copyHeader(wsi, WSI_TOKEN_X_FORWARDED_FOR))
+        addresses.client(peer: Self.peer(wsi), forwardedFor: Self.copyHeader(wsi, WSI_TOKEN_X_FORWARDED_FOR))
     }
 }
