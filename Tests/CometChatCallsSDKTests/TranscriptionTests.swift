@@ -66,7 +66,9 @@ final class TranscriptionTests: XCTestCase {
         XCTAssertEqual(c.uid, "mod")
         XCTAssertEqual(c.name, "Katherine")
         XCTAssertGreaterThan(c.end, c.start)
-        XCTAssertTrue(captions().contains { !$0.final && $0.id == c.id }, "partials before the final: \(captions())")
+        // Partials come every 500 ms while someone speaks: an utterance cut short may end before
+        // its first, so this asks it of some final, not of the first.
+        XCTAssertTrue(finals.contains { f in captions().contains { !$0.final && $0.id == f.id } }, "partials before a final: \(captions())")
         // What was recognised is what was said (PocketSphinx on synthetic speech is no stenographer:
         // docs/benchmarks.md has its word error rate; here, a good share of the clip's words).
         let said = Set(WordErrorRate.words(try reference()))
