@@ -56,8 +56,9 @@ extension WebServer {
     func dispatchRequest(_ conn: Connection, id: UInt64) -> Int32 {
         guard !conn.dispatched else { return 0 }
         conn.dispatched = true
-        let request = HTTPRequest(method: conn.method, path: conn.path, query: conn.query, headers: conn.headers,
-                                  body: conn.body, peer: conn.peer)
+        // HEAD is answered as GET is, without the body (`writeHTTP`): the delegate sees a GET.
+        let request = HTTPRequest(method: conn.method == "HEAD" ? "GET" : conn.method, path: conn.path, query: conn.query,
+                                  headers: conn.headers, body: conn.body, peer: conn.peer)
         conn.awaitingResponse = true
         guard let delegate else {
             conn.response = HTTPResponse(status: RESTErrorCode.unavailable.status, json: RESTErrorCode.unavailable.json("Shutting down."))
@@ -110,7 +111,8 @@ extension WebServer {
             guard ok else { return -1 }
             conn.headerWritten = true
             response.stream?.start { [weak self] in self?.enqueue(id, .bodyReady) }
-            if response.contentLength > 0 {
+            // (A HEAD's answer is the head alone: its length says what a GET would get.)
+            if response.contentLength > 0 && conn.method != "HEAD" {
                 lws_callback_on_writable(wsi)
                 return 0
             }

@@ -65,6 +65,8 @@ public final class WebServer: @unchecked Sendable {
     var delegate: (any WebServerDelegate)? { delegateRef }
 
     // Owned by the service thread.
+    /// Refused `CONNECT`s' answers, each until it is written (`WebServer+Connect`).
+    var connectRefusals: [OpaquePointer: [UInt8]] = [:]
     private var context: OpaquePointer?
     private var connections: [UInt64: Connection] = [:]
     private var protocols: UnsafeMutablePointer<lws_protocols>?
@@ -355,6 +357,7 @@ public final class WebServer: @unchecked Sendable {
             }
             return 0
         case LWS_CALLBACK_WSI_DESTROY:
+            if let wsi { connectRefusals[wsi] = nil }
             if let wsi, let address = addressOf.removeValue(forKey: wsi) {
                 let left = (openPerAddress[address] ?? 1) - 1
                 openPerAddress[address] = left > 0 ? left : nil
@@ -471,6 +474,15 @@ public final class WebServer: @unchecked Sendable {
                 delegate?.webServer(self, didClose: id)
             }
             return 0
+        // Only a CONNECT request becomes a raw connection here (libwebsockets makes it one).
+        case LWS_CALLBACK_RAW_ADOPT:
+            guard let wsi else { return -1 }
+            return refuseConnect(wsi)
+        case LWS_CALLBACK_RAW_WRITEABLE:
+            guard let wsi else { return -1 }
+            return writeConnectRefusal(wsi)
+        case LWS_CALLBACK_RAW_RX:
+            return 0  // read and dropped
         default:
             return lws_callback_http_dummy(wsi, reason, user, data, len)
         }

@@ -188,6 +188,38 @@ final class AbuseTests: XCTestCase {
         XCTAssertEqual(h.request("GET", "/healthz").status, 200)
     }
 
+    /// The attack: `CONNECT`. libwebsockets makes a `CONNECT` request a raw connection (a proxy's
+    /// tunnel) before any HTTP callback, and nothing answered or timed it out: each was held for
+    /// as long as the client liked — an address's whole connection allowance held for ever. Now
+    /// 405 at once (with `Allow`), counted, and closed once the linger is over though the client
+    /// keeps it open: the address is served again.
+    func testCONNECTIsAnsweredAndItsConnectionLetGo() throws {
+        let h = try ServerHarness {
+            $0.maxConnectionsPerAddress = 3
+            $0.addressLimitsExemptLoopback = false
+        }
+        defer { h.stop(); h.removeData() }
+        let connect = Array("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n".utf8)
+        let (answer, closed) = RawHTTP.exchange(port: h.server.port, connect + [0x16, 0x03, 0x01], from: "127.0.0.11")
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 405"), answer)
+        XCTAssertTrue(answer.contains("ERR_METHOD_NOT_ALLOWED") && answer.lowercased().contains("allow: get"), answer)
+        XCTAssertTrue(closed, "the server's side ends after the answer")
+        // The address's whole allowance (3 + 32 at accept), each a CONNECT its client keeps open.
+        var held: [Int32] = []
+        defer { held.forEach { _ = close($0) } }
+        for _ in 0..<(3 + 32) {
+            let fd = RawHTTP.connect(port: h.server.port, from: "127.0.0.12")
+            _ = connect.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            held.append(fd)
+        }
+        let served = eventually(8, poll: 0.2) {
+            RawHTTP.exchange(port: h.server.port, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8), from: "127.0.0.12", timeout: 0.5)
+                .text.hasPrefix("HTTP/1.1 200")
+        }
+        XCTAssertTrue(served, "the CONNECTs' connections are let go after the linger (2 s), their client's still open")
+        XCTAssertTrue(h.server.metricsText().contains(#"callroom_refused_total{cause="request_head"} 36"#), h.server.metricsText())
+    }
+
     /// The attack: a NUL byte in a header — `apikey: KEY\0anything` was read up to the NUL, as
     /// C reads it, and authenticated as the key: what the server acted on was not what came. A
     /// head holding a NUL is now refused whole, and the connection closed.

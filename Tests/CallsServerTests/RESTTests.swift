@@ -114,12 +114,33 @@ final class RESTTests: XCTestCase {
         let m = h.request("DELETE", "/v3/users", headers: h.adminHeaders)
         XCTAssertEqual(m.status, 405)
         XCTAssertEqual(m.errorCode, "ERR_METHOD_NOT_ALLOWED")
+        XCTAssertEqual(m.headers["allow"], "GET, HEAD, POST", "a 405 says what the path takes (RFC 9110)")
         let big = h.request("POST", "/v3/users", headers: h.adminHeaders, body: String(repeating: "x", count: 100_000))
         XCTAssertEqual(big.status, 413)
         XCTAssertEqual(big.errorCode, "ERR_BODY_TOO_LARGE")
         // Still serving afterwards.
         XCTAssertEqual(h.request("GET", "/healthz").status, 200)
         XCTAssertEqual(h.request("GET", "/v3/calls/none", headers: h.adminHeaders).errorCode, "ERR_CALL_SESSION_NOT_FOUND")
+    }
+
+    /// HEAD was answered 404 ("No endpoint HEAD"): curl -I, monitors and link checkers saw every
+    /// page missing. It is answered as GET is — status and headers, the length a GET gets —
+    /// without the body, and the connection serves the next request (pipelined behind it here:
+    /// a body sent after the head would be read as the next answer).
+    func testHEADIsAnsweredAsGETWithoutItsBody() throws {
+        let get = h.request("GET", "/v3/users", headers: h.adminHeaders)
+        XCTAssertEqual(get.status, 200)
+        let pipelined = "HEAD /v3/users HTTP/1.1\r\nHost: x\r\napikey: \(h.server.keys.apiKey)\r\n\r\n"
+            + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        let (answer, closed) = RawHTTP.exchange(port: h.server.port, Array(pipelined.utf8))
+        XCTAssertTrue(closed, answer)
+        let heads = answer.components(separatedBy: "\r\n\r\n")
+        XCTAssertEqual(heads.count, 3, answer)
+        XCTAssertTrue(heads[0].hasPrefix("HTTP/1.1 200"), answer)
+        XCTAssertTrue(heads[0].lowercased().contains("content-length: \(get.body.count)"), "the length a GET gets: \(answer)")
+        XCTAssertTrue(heads[1].hasPrefix("HTTP/1.1 200"), "no body between the HEAD's answer and the next: \(answer)")
+        XCTAssertEqual(heads[2], #"{"status":"ok"}"#)
+        XCTAssertEqual(h.request("HEAD", "/v9/nothing").status, 404)
     }
 
     func testKeysPersistAcrossRestarts() throws {

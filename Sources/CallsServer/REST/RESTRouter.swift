@@ -52,7 +52,7 @@ struct RESTRouter: Sendable {
     /// gets the path's segments. The table below is the only list of endpoints: a path that
     /// matches some pattern under another method is answered 405, any other 404.
     struct Route: Sendable {
-        enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
+        enum Method: String, Sendable, CaseIterable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
         let method: Method
         let pattern: [Substring]
         let handle: @Sendable (RESTRouter, HTTPRequest, [String]) throws -> HTTPResponse
@@ -309,12 +309,18 @@ struct RESTRouter: Sendable {
 
     private func route(_ r: HTTPRequest) throws -> HTTPResponse {
         let parts = r.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        var pathKnown = false
+        var allowed: [Route.Method] = []
         for route in Self.routes where route.matches(parts) {
             if route.method.rawValue == r.method { return try route.handle(self, r, parts) }
-            pathKnown = true
+            allowed.append(route.method)
         }
-        if pathKnown { throw ServerError(.methodNotAllowed, "\(r.method) is not allowed on \(r.path).") }
+        if !allowed.isEmpty {
+            // RFC 9110 §15.5.6: a 405 says what the path does take (HEAD wherever GET is).
+            let methods = Route.Method.allCases.filter(allowed.contains).flatMap { $0 == .get ? ["GET", "HEAD"] : [$0.rawValue] }
+            let e = ServerError(.methodNotAllowed, "\(r.method) is not allowed on \(r.path).")
+            return HTTPResponse(status: e.status, contentType: "application/json", body: Array(e.json.utf8),
+                                headers: [("allow", methods.joined(separator: ", "))])
+        }
         throw ServerError(.notFound, "No endpoint \(r.method) \(r.path).")
     }
 
