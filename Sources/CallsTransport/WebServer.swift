@@ -474,6 +474,18 @@ public final class WebServer: @unchecked Sendable {
                 delegate?.webServer(self, didClose: id)
             }
             return 0
+        case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+            // `Upgrade: h2c` (curl --http2 on http://) was taken: the request went on as an
+            // HTTP/2 stream, where the API's own headers are not read (`apikey` "missing") and
+            // none of the limits here apply to its streams. The upgrade is ignored instead, as
+            // RFC 9110 §7.8 lets a server, and the request answered over HTTP/1.1 (TLS offers
+            // HTTP/1.1 only, for the same reason). libwebsockets compares the value it handed
+            // here after this returns: emptied, it matches no upgrade it knows.
+            if let value = data?.assumingMemoryBound(to: CChar.self), len == 0,
+               String(cString: value).lowercased() == "h2c" {
+                value[0] = 0
+            }
+            return 0
         // Only a CONNECT request becomes a raw connection here (libwebsockets makes it one).
         case LWS_CALLBACK_RAW_ADOPT:
             guard let wsi else { return -1 }

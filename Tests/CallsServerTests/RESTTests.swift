@@ -143,6 +143,19 @@ final class RESTTests: XCTestCase {
         XCTAssertEqual(h.request("HEAD", "/v9/nothing").status, 404)
     }
 
+    /// `Upgrade: h2c` (curl --http2 on http://) switched the connection to HTTP/2, where the
+    /// API's own headers were not read: `GET /v3/users` with the key answered "apikey missing",
+    /// and no limit of the HTTP/1.1 path held for its streams. The upgrade is ignored now and
+    /// the request answered over HTTP/1.1, as any client that asks for h2c must accept.
+    func testAnH2CUpgradeIsIgnoredAndTheRequestAnsweredOverHTTP1() throws {
+        let head = "GET /v3/users HTTP/1.1\r\nHost: x\r\napikey: \(h.server.keys.apiKey)\r\n"
+            + "Connection: close\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n"
+        let (answer, closed) = RawHTTP.exchange(port: h.server.port, Array(head.utf8))
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200"), answer)
+        XCTAssertTrue(answer.contains(#""data":["#), "the key was read: \(answer)")
+        XCTAssertTrue(closed, answer)
+    }
+
     func testKeysPersistAcrossRestarts() throws {
         let keys = h.server.keys
         XCTAssertEqual(h.server.generatedKeys, ["appId", "apiKey", "authKey"])
