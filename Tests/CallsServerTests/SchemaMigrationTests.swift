@@ -30,6 +30,20 @@ final class SchemaMigrationTests: XCTestCase {
         XCTAssertTrue(try tables().isSuperset(of: ["users", "auth_tokens", "calls", "call_participants", "chat_messages", "transcripts"]))
     }
 
+    /// What retention and the call log look up once per call or per transcript is found by an
+    /// index, not by scanning every transcript (v13; SQLite's plan: PostgreSQL plans by its own
+    /// statistics).
+    func testTranscriptsAreLookedUpByIndex() throws {
+        try XCTSkipIf(StoreBackend.current == .postgres, "SQLite's query plans")
+        _ = try store()
+        let db = try database.open()
+        for sql in ["SELECT 1 FROM calls c WHERE EXISTS (SELECT 1 FROM transcripts t WHERE t.call_id = c.id)",
+                    "UPDATE transcripts SET end_time = 1 WHERE tid = 'x'", "DELETE FROM transcripts WHERE tid = 'x'"] {
+            let plan = try db.query("EXPLAIN QUERY PLAN " + sql).compactMap { $0.last?.text }.filter { $0.contains("transcripts") }
+            XCTAssertTrue(!plan.isEmpty && plan.allSatisfy { $0.contains("INDEX") }, "\(sql): \(plan)")
+        }
+    }
+
     func testMigratesForwardFromTheCurrentSchemaKeepingData() throws {
         do {
             let s = try store(migrations: [.v1])
