@@ -30,17 +30,22 @@ final class SchemaMigrationTests: XCTestCase {
         XCTAssertTrue(try tables().isSuperset(of: ["users", "auth_tokens", "calls", "call_participants", "chat_messages", "transcripts"]))
     }
 
-    /// What retention and the call log look up once per call or per transcript is found by an
-    /// index, not by scanning every transcript (v13; SQLite's plan: PostgreSQL plans by its own
-    /// statistics).
-    func testTranscriptsAreLookedUpByIndex() throws {
+    /// What a login, retention and the call log look up per user, per call or per transcript is
+    /// found by an index, not by scanning the table (v13; SQLite's plans: PostgreSQL plans by
+    /// its own statistics).
+    func testLookupsByUserCallAndTranscriptUseAnIndex() throws {
         try XCTSkipIf(StoreBackend.current == .postgres, "SQLite's query plans")
         _ = try store()
         let db = try database.open()
-        for sql in ["SELECT 1 FROM calls c WHERE EXISTS (SELECT 1 FROM transcripts t WHERE t.call_id = c.id)",
-                    "UPDATE transcripts SET end_time = 1 WHERE tid = 'x'", "DELETE FROM transcripts WHERE tid = 'x'"] {
-            let plan = try db.query("EXPLAIN QUERY PLAN " + sql).compactMap { $0.last?.text }.filter { $0.contains("transcripts") }
-            XCTAssertTrue(!plan.isEmpty && plan.allSatisfy { $0.contains("INDEX") }, "\(sql): \(plan)")
+        for (table, sql) in [("transcripts", "SELECT 1 FROM calls c WHERE EXISTS (SELECT 1 FROM transcripts t WHERE t.call_id = c.id)"),
+                             ("transcripts", "UPDATE transcripts SET end_time = 1 WHERE tid = 'x'"),
+                             ("transcripts", "DELETE FROM transcripts WHERE tid = 'x'"),
+                             ("auth_tokens", "SELECT token_hash FROM auth_tokens WHERE uid = 'x' ORDER BY created_at DESC LIMIT 1000 OFFSET 100"),
+                             ("group_members", "SELECT guid FROM group_members WHERE uid = 'x'"),
+                             ("groups", "SELECT COUNT(*) FROM groups WHERE owner_uid = 'x'")] {
+            let plan = try db.query("EXPLAIN QUERY PLAN " + sql).compactMap { $0.last?.text }
+            XCTAssertTrue(plan.contains { $0.contains("INDEX \(table)_") }, "\(sql): \(plan)")
+            XCTAssertFalse(plan.contains { $0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN c") }, "\(sql): \(plan)")
         }
     }
 
