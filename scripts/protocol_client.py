@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A CallRoom client written from docs/protocol.md alone, as a third party would write one.
 
-It logs in over REST, joins a session on the signalling WebSocket, binds its UDP socket to the
+It logs in over REST, joins a session on the signalling WebSocket (or rings someone first:
+`hello`, `initiateCall`, and the call's room once they accept; `endCall` at the end), binds its UDP socket to the
 relay (bind, challenge, response), sends a tone as Opus in SRTP (AEAD_AES_128_GCM, keys derived
 as the document says, the level extension on every packet), and decrypts and decodes what the
 others send (taking the primary out of redundant RED packets). No CallRoom code is used: the
@@ -11,7 +12,7 @@ It prints one JSON object: what it joined, what it received and verified, and ho
 asked-for frequency is in what it heard. `IntegrationTests/ProtocolClientTests` runs it beside
 the real `callroom` client; it is also a starting point for anyone implementing the protocol.
 
-usage: protocol_client.py --server http://HOST:PORT --auth-key KEY --uid UID --session ID
+usage: protocol_client.py --server http://HOST:PORT --auth-key KEY --uid UID (--session ID | --ring UID)
                           [--tone HZ] [--seconds S] [--listen-for HZ,HZ,...]
 """
 import argparse
@@ -253,12 +254,49 @@ def check_worked_example():
 
 # ---- the client ------------------------------------------------------------------------------
 
+def wait_for(ws, predicate, seconds):
+    """The first message that satisfies `predicate` within `seconds` (others skipped), or None."""
+    ws.sock.settimeout(seconds)
+    try:
+        while True:
+            m = ws.receive()
+            if m is None or predicate(m):
+                return m
+    except (socket.timeout, OSError):
+        return None
+    finally:
+        ws.sock.settimeout(None)
+
+
+def ring(url, auth_token, callee):
+    """"Ringing calls": online with `hello`, `initiateCall`, the `call` events up to `accepted`.
+    The presence connection stays open: the call is hung up on it (`endCall`)."""
+    presence = WebSocket(url.hostname, url.port, "/v1/signal", "callroom-signal")
+    presence.send({"type": "hello", "authToken": auth_token})
+    welcome = wait_for(presence, lambda m: m["type"] in ("welcome", "error"), 5)
+    if not welcome or welcome["type"] != "welcome":
+        return {"error": welcome or "no welcome"}
+    presence.send({"type": "initiateCall", "receiverId": callee, "receiverType": "user", "callType": "audio"})
+    events = []
+    initiated = wait_for(presence, lambda m: m["type"] == "error" or (m["type"] == "call" and m["event"] == "initiated"), 5)
+    if not initiated or initiated["type"] == "error":
+        return {"error": initiated}
+    events.append("initiated")
+    answer = wait_for(presence, lambda m: m["type"] == "call" and m["call"]["sessionId"] == initiated["call"]["sessionId"]
+                      and m["event"] != "initiated", 20)
+    if not answer or answer["event"] != "accepted":
+        return {"error": answer}
+    events.append("accepted")
+    return {"sessionId": answer["call"]["sessionId"], "status": answer["call"]["status"], "events": events, "presence": presence}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
     ap.add_argument("--auth-key", required=True)
     ap.add_argument("--uid", required=True)
-    ap.add_argument("--session", required=True)
+    ap.add_argument("--session", help="the session to join (or --ring)")
+    ap.add_argument("--ring", metavar="UID", help="ring this user (hello, initiateCall) and join the call once accepted")
     ap.add_argument("--tone", type=float, default=880)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--listen-for", default="440")
@@ -268,6 +306,15 @@ def main():
     app = rest(a.server, "GET", "/v3/app", {})
     login = rest(a.server, "POST", "/v3/sdk/login", {"appId": app["appId"]},
                  {"uid": a.uid, "authKey": a.auth_key, "name": a.uid.capitalize()})
+    call = None
+    if a.ring:
+        call = ring(url, login["authToken"], a.ring)
+        if "error" in call:
+            print(json.dumps(call))
+            return 1
+        a.session = call["sessionId"]
+    if not a.session:
+        ap.error("--session or --ring")
     token = rest(a.server, "POST", "/v3.0/call_tokens", {"appId": app["appId"], "authToken": login["authToken"]},
                  {"sessionId": a.session})["token"]
 
@@ -371,6 +418,12 @@ def main():
             ws.send({"type": "receiverReport", "reports": [{"ssrc": s, "lossPercent": 0} for s in received["pcm"]]})
             last_report = time.monotonic()
         time.sleep(max(0, start + frame * 0.02 - time.monotonic()))
+    if call:
+        # Hanging up: endCall, and leave the room once `ended` answers it.
+        call["presence"].send({"type": "endCall", "sessionId": a.session})
+        ended = wait_for(call["presence"], lambda m: m["type"] == "call" and m["event"] == "ended", 5)
+        call["events"].append(ended and ended["event"])
+        call["status"] = ended and ended["call"]["status"]
     ws.send({"type": "leave"})
     deadline = time.monotonic() + 5
     while not state["left"] and time.monotonic() < deadline:
@@ -383,7 +436,8 @@ def main():
                                              **{hz: round(tone_strength_db(tail, float(hz)), 1) for hz in a.listen_for.split(",")}}
     print(json.dumps({"joined": joined["sessionId"], "pid": me["pid"], "ssrc": me["ssrc"], "left": state["left"],
                       "sentPackets": frame, "receivedPackets": received["packets"], "verifiedPackets": received["verified"],
-                      "redPackets": received["red"], "heard": heard, "events": sorted(set(events))}))
+                      "redPackets": received["red"], "heard": heard, "events": sorted(set(events)),
+                      **({"call": {k: v for k, v in call.items() if k != "presence"}} if call else {})}))
     return 0
 
 

@@ -47,4 +47,38 @@ final class ProtocolClientTests: XCTestCase {
         let carrying = SignalAnalysis.windowsCarrying(samples, tone: 880, over: [440, 660, 1000]).carrying
         XCTAssertGreaterThan(carrying, 25, "bob heard the client's 880 Hz for 2.5 s or more (of 4): \(carrying) windows of 100 ms")
     }
+
+    /// The same client rings (`hello`, `initiateCall`, its `call` events; "Ringing calls") a
+    /// `callroom listen --auto-accept` run as a script runs it — stdin at its end — joins the
+    /// call's room once accepted, and hangs up with `endCall`: both hear each other and the call
+    /// ends `ended` on both sides.
+    func testTheClientRingsTheRealClientWhichAnswers() throws {
+        let tmp = TemporaryDirectory("callroom-protocol-ring")
+        defer { tmp.remove() }
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        defer { _ = server.stop() }
+        let wav = tmp.file("dave-heard.wav")
+        let dave = try ManagedProcess(BuiltProducts.path("callroom"), ["listen", "--server", server.url, "--uid", "dave", "--name", "Dave",
+                                                                        "--auth-key", server.authKey, "--input", "tone:440", "--output", "file:\(wav)",
+                                                                        "--headless", "--auto-accept"], nullInput: true)
+        XCTAssertNotNil(dave.waitForLine { $0.contains(#""event":"listening""#) }, dave.errorOutput)
+        let erin = try ManagedProcess("/usr/bin/env", ["python3", BuiltProducts.packageRoot + "/scripts/protocol_client.py",
+                                                       "--server", server.url, "--auth-key", server.authKey, "--uid", "erin", "--ring", "dave",
+                                                       "--tone", "880", "--seconds", "4", "--listen-for", "440,880"], nullInput: true)
+        XCTAssertEqual(erin.wait(timeout: 40), 0, "the client ran: \(erin.errorOutput)")
+        let report = try XCTUnwrap(erin.output.last.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] },
+                                   "\(erin.output) \(erin.errorOutput)")
+        let call = try XCTUnwrap(report["call"] as? [String: Any], "\(report)")
+        XCTAssertEqual(call["events"] as? [String], ["initiated", "accepted", "ended"], "\(report)")
+        XCTAssertEqual(call["status"] as? String, "ended")
+        XCTAssertEqual(report["joined"] as? String, call["sessionId"] as? String, "it joined the call's room")
+        let heard = try XCTUnwrap((report["heard"] as? [String: Any])?["dave"] as? [String: Any], "dave was heard: \(report)")
+        XCTAssertGreaterThan(heard["seconds"] as? Double ?? 0, 3, "\(heard)")
+        XCTAssertGreaterThan(heard["440"] as? Double ?? -200, -3, "\(heard)")
+        XCTAssertEqual(dave.wait(timeout: 10), 0, "the answering side exits 0 once the call ends: \(dave.errorOutput)")
+        XCTAssertTrue(dave.output.contains { $0.contains(#""event":"onCallEndedMessageReceived""#) }, dave.output.joined(separator: "\n"))
+        let (_, samples) = try XCTUnwrap(SignalAnalysis.readWAV(wav))
+        let carrying = SignalAnalysis.windowsCarrying(samples, tone: 880, over: [440, 660, 1000]).carrying
+        XCTAssertGreaterThan(carrying, 25, "dave heard the client's 880 Hz for 2.5 s or more (of 4): \(carrying) windows of 100 ms")
+    }
 }

@@ -46,7 +46,9 @@ package enum RingCommand {
         Headless, every callback is one JSON line on stdout.
 
         OPTIONS:
-          --auto-accept        answer the first call, join it, exit 0 when it ends
+          --auto-accept        answer the first call, join it, exit 0 when it ends (either side
+                               hangs up, SIGINT/SIGTERM, or a 'leave' line: the call's headless
+                               commands are read from stdin, whose end leaves nothing)
           --auto-reject        reject every call
           --busy               answer every call busy
           (none)               print incoming calls until SIGINT/SIGTERM

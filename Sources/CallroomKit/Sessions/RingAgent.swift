@@ -271,8 +271,12 @@ package final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegat
             return
         }
         Task { @MainActor in
-            // The session's callbacks are printed too; when it ends, so does the call.
+            // The session's callbacks are printed too; when it ends, so does the call. `listen`
+            // stays in the call until it ends (either side hangs up, a signal, a `leave` line):
+            // the end of its input leaves nothing — `listen --auto-accept < /dev/null`, as a
+            // script or a service runs it, answered and hung up at once. (`call` hangs up there.)
             await HeadlessSession.run(options: options, sessionID: sessionID, settings: built, loggedIn: true,
+                                      inputEndLeaves: !listening,
                                       beforeLeaving: { [weak self] leave in self?.endCall(sessionID, thenLeave: leave) }, cleanup: { [weak self] in
                 self?.endCall(sessionID)
                 self?.onExit?()
