@@ -110,9 +110,11 @@ extension WebServer {
             }
             guard ok else { return -1 }
             conn.headerWritten = true
+            // (A HEAD's answer is the head alone: its length says what a GET would get, and a
+            // streamed body is never started.)
+            guard conn.method != "HEAD" else { return finishResponse(conn, response) }
             response.stream?.start { [weak self] in self?.enqueue(id, .bodyReady) }
-            // (A HEAD's answer is the head alone: its length says what a GET would get.)
-            if response.contentLength > 0 && conn.method != "HEAD" {
+            if response.contentLength > 0 {
                 lws_callback_on_writable(wsi)
                 return 0
             }
@@ -149,13 +151,18 @@ extension WebServer {
                 return 0
             }
         }
+        return finishResponse(conn, response)
+    }
+
+    /// The answer is all written: the next request may come (or the connection ends).
+    private func finishResponse(_ conn: Connection, _ response: HTTPResponse) -> Int32 {
         response.stream?.cancel()
         conn.response = nil
         conn.bodyFile = nil
         conn.bodySent = 0
         conn.awaitingResponse = false
         if conn.closeAfterResponse { return linger(conn) }
-        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+        return lws_http_transaction_completed(conn.wsi) != 0 ? -1 : 0
     }
 
     /// After an answer that closes the connection (a refusal from the head: 413, 411, 400): the

@@ -199,6 +199,18 @@ final class RingCommandTests: XCTestCase {
         }
     }
 
+    /// `listen` and `call` headless against a server nobody answers on exited 1 without a word;
+    /// they say why now, as `join` does.
+    func testListenAndCallSayWhyTheyCannotStart() throws {
+        for command in [["listen"], ["call", "bob"]] {
+            let p = try ManagedProcess(BuiltProducts.path("callroom"), command + ["--server", "http://127.0.0.1:1", "--uid", "ann",
+                                                                                  "--auth-key", "k", "--headless"], nullInput: true)
+            XCTAssertEqual(p.wait(timeout: 20), 1, "\(command)")
+            XCTAssertTrue(p.errorOutput.contains("callroom: ") && p.errorOutput.contains("cannot reach http://127.0.0.1:1"),
+                          "\(command): \(p.errorOutput)")
+        }
+    }
+
     func testJoinOpensAnInviteLink() throws {
         let tmp = TemporaryDirectory("callroom-invite")
         defer { tmp.remove() }

@@ -440,9 +440,10 @@ package final class RingAgent: CometChatCallDelegate, CometChatConnectionDelegat
         fail("\(event): \(e?.errorCode ?? "?") \(e?.errorDescription ?? "")")
     }
 
+    /// Says why on stderr (headless too: a server nobody answers on exited 1 without a word)
+    /// and exits 1.
     private func fail(_ message: String) -> Never {
         screen?.stop()
-        if screen == nil { ProcessExit.now(ExitCode.failure) }
         Console.fail(message, code: ExitCode.failure)
     }
 
