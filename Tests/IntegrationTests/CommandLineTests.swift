@@ -61,6 +61,10 @@ final class CommandLineTests: XCTestCase {
         let (ok, out, _) = try run("callroom", ["bench", "--help"])
         XCTAssertEqual(ok, 0)
         XCTAssertTrue(out.joined(separator: "\n").contains("callroom bench latency"), "\(out)")
+        let (wrong, wrongOut, wrongErr) = try run("callroom", ["bench", "latnecy"])
+        XCTAssertEqual(wrong, 2)
+        XCTAssertTrue(wrongErr.contains("unknown benchmark 'latnecy'") && wrongErr.contains("callroom bench latency"), wrongErr)
+        XCTAssertTrue(wrongOut.isEmpty, "a usage error is on stderr: \(wrongOut)")
         let alone = TemporaryDirectory("callroom-alone")
         defer { alone.remove() }
         try FileManager.default.copyItem(atPath: BuiltProducts.path("callroom"), toPath: alone.file("callroom"))

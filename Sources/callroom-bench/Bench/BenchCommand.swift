@@ -91,8 +91,13 @@ enum BenchCommand {
 
     static func run(_ arguments: [String]) -> Never {
         guard let sub = arguments.first, ["latency", "quality", "cpu", "render", "udp-floor", "ring", "webhooks", "join", "captions", "video", "peer-latency", "mixdown"].contains(sub) else {
-            Console.out(usage)
-            exit(arguments.first == nil || arguments.first == "--help" ? ExitCode.ok : ExitCode.usage)
+            guard let unknown = arguments.first, unknown != "--help" else {
+                Console.out(usage)
+                exit(ExitCode.ok)
+            }
+            // (Usage asked for is on stdout; a wrong word is said on stderr, with the usage.)
+            Console.err("callroom bench: unknown benchmark '\(unknown)'\n" + usage)
+            exit(ExitCode.usage)
         }
         let args: ArgumentScanner
         do {
