@@ -55,6 +55,33 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(e4.contains("--frame-ms"))
     }
 
+    /// A second `callroomd` on a data directory in use took the first's live call for one an
+    /// unclean shutdown had left open and ended it in the store (the call log said it was over
+    /// while people talked). It is refused now, naming the holder; once that one is gone (kill
+    /// -9 too) the directory is free again.
+    func testASecondServerOnADataDirectoryInUseIsRefused() throws {
+        let tmp = TemporaryDirectory("callroomd-twice")
+        defer { tmp.remove() }
+        let first = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        XCTAssertEqual(BlockingHTTP.request("POST", first.url + "/v3/users", headers: ["apikey": first.apiKey], body: #"{"uid":"ann"}"#).status, 200)
+        let call = BlockingHTTP.request("POST", first.url + "/v3.0/call_tokens", headers: ["appId": first.appId, "apikey": first.apiKey],
+                                        body: #"{"sessionId":"live","uid":"ann"}"#)
+        let token = try XCTUnwrap(call.data["token"] as? String, "\(call.json)")
+        let ann = try SignalProbe(url: first.url)
+        ann.send(.join(.init(callToken: token, sessionId: "live")))
+        XCTAssertNotNil(ann.joined())
+        let (status, _, err) = try run("callroomd", ["--listen", "127.0.0.1:0", "--data-dir", tmp.file("data")])
+        XCTAssertEqual(status, 1)
+        let pid = first.process.process.processIdentifier
+        XCTAssertTrue(err.contains("the data directory \(tmp.file("data")) is in use by another callroomd (process \(pid))"), err)
+        let log = BlockingHTTP.request("GET", first.url + "/v3/calls/live", headers: ["apikey": first.apiKey]).data
+        XCTAssertNil(log["endedAt"], "the live call is not ended by the refused start: \(log)")
+        first.process.signal(SIGKILL)
+        _ = first.process.wait()
+        let next = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        XCTAssertEqual(next.stop(), 0, "after the holder died (kill -9) the directory is free")
+    }
+
     /// Benchmarks are not in the shipped `callroom`: `callroom bench` runs `callroom-bench` beside
     /// it, and without one says how to build it (a failure, status 1 — not a usage error).
     func testBenchRunsTheBenchExecutableBesideOrSaysHowToGetIt() throws {

@@ -83,6 +83,8 @@ public final class CallServer: @unchecked Sendable {
     public func start() throws(ServerStartError) {
         let dir = configuration.dataDir
         try prepareDataDirectory(dir)
+        // (Dropped, so let go, if anything below stops the start.)
+        let directoryLock = try DataDirectoryLock.acquire(dir)
         let tlsFiles = try tls(dataDir: dir)
         // Before anything opens: every connection, file and socket fits in the raised limit.
         let descriptors = DescriptorLimit.raiseToHard()
@@ -124,7 +126,7 @@ public final class CallServer: @unchecked Sendable {
         let history = HistoryRetention(store: store, deliveryDays: configuration.deliveryRetentionDays, chatDays: configuration.chatRetentionDays,
                                        callLogDays: configuration.callLogRetentionDays, authTokenTTLSeconds: configuration.authTokenTTLSeconds, log: log)
         let running = RunningServer(store: store, relay: relay, parts: built, members: members, maintenance: maintenance,
-                                    history: history, uploader: uploader, webrtc: webrtc)
+                                    history: history, uploader: uploader, webrtc: webrtc, directoryLock: directoryLock)
         runningBox.withLock { $0 = running }
         // (Created once the port is known: invite links need the address. Until then: 503.)
         built.gateway.attach(router: restRouter(built, store: store, relayPort: relay.port))

@@ -24,10 +24,13 @@ final class RunningServer: Sendable {
     let uploader: ObjectUploader?
     /// Browsers' media (nil: off).
     let webrtc: WebRTCGateway?
+    /// The data directory, this server's until it has stopped.
+    let directoryLock: DataDirectoryLock
     private let stopped = Atomic<Bool>(false)
 
     init(store: CallStore, relay: MediaRelay, parts: CallServer.Assembly, members: MemberLauncher, maintenance: RecordingMaintenance,
-         history: HistoryRetention, uploader: ObjectUploader?, webrtc: WebRTCGateway?) {
+         history: HistoryRetention, uploader: ObjectUploader?, webrtc: WebRTCGateway?, directoryLock: DataDirectoryLock) {
+        self.directoryLock = directoryLock
         self.history = history
         self.uploader = uploader
         self.webrtc = webrtc
@@ -62,5 +65,7 @@ final class RunningServer: Sendable {
         webrtc?.stop()
         relay.stop()
         parts.gateway.detach()
+        // (The store's last writes are done; its file may still close later, as readers drop it.)
+        directoryLock.release()
     }
 }

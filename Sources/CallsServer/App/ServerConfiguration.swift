@@ -226,6 +226,8 @@ public enum RelayFastPathMode: String, Sendable, CaseIterable {
 /// Why a server could not start.
 public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertible {
     case cannotCreateDataDir(String)
+    /// Another `callroomd` runs on the data directory (`holder`: which process).
+    case dataDirInUse(String, holder: String)
     case badKeysFile(String)
     case cannotWrite(String)
     case database(String)
@@ -248,6 +250,8 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .cannotCreateDataDir(let p): return "cannot create data directory \(p)"
+        case .dataDirInUse(let p, let holder):
+            return "the data directory \(p) is in use by another callroomd (\(holder)): stop it first; nodes of a cluster each need a directory of their own"
         case .badKeysFile(let p): return "the keys file \(p) is not valid JSON with appId, apiKey, authKey and tokenSecret"
         case .cannotWrite(let p): return "cannot write \(p)"
         case .database(let m): return m
