@@ -79,6 +79,13 @@ final class CommandLineTests: XCTestCase {
         first.process.signal(SIGKILL)
         _ = first.process.wait()
         let next = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
+        // A port in use is said as the system says it (libwebsockets said "Failed to create
+        // default vhost", twice, and the server "cannot listen").
+        let taken = try XCTUnwrap(next.url.split(separator: ":").last.map(String.init))
+        let (busy, _, busyErr) = try run("callroomd", ["--listen", "127.0.0.1:\(taken)", "--data-dir", tmp.file("other")])
+        XCTAssertEqual(busy, 1)
+        XCTAssertTrue(busyErr.contains("callroomd: cannot listen on 127.0.0.1:\(taken): Address already in use"), busyErr)
+        XCTAssertFalse(busyErr.contains("vhost"), busyErr)
         XCTAssertEqual(next.stop(), 0, "after the holder died (kill -9) the directory is free")
     }
 

@@ -114,6 +114,7 @@ public final class CallServer: @unchecked Sendable {
         do { port = try built.web.start(port: configuration.port) } catch {
             built.cluster?.abandon()
             relay.close()
+            if case .cannotBind(_, _, let reason) = error { throw .cannotListen("\(configuration.host):\(configuration.port): \(reason)") }
             throw .cannotListen("\(configuration.host):\(configuration.port)")
         }
         let members = MemberLauncher(configuration: configuration, endpoints: memberEndpoints(relayPort: relay.port, tls: tlsFiles != nil),
