@@ -42,9 +42,17 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Errors from UDP sockets.
-public enum UDPSocketError: Error, Equatable, Sendable {
+public enum UDPSocketError: Error, Equatable, Sendable, CustomStringConvertible {
     case badAddress(String)
     case system(call: String, errno: Int32)
+
+    /// As people read it: `bind: Address already in use`.
+    public var description: String {
+        switch self {
+        case .badAddress(let a): return "'\(a)' is not an IPv4 address"
+        case .system(let call, let errno): return "\(call): \(String(cString: strerror(errno)))"
+        }
+    }
 }
 
 /// A non-blocking IPv4 UDP socket that owns its file descriptor (closed on deinit or `close()`).

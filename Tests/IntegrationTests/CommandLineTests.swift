@@ -59,7 +59,7 @@ final class CommandLineTests: XCTestCase {
     /// unclean shutdown had left open and ended it in the store (the call log said it was over
     /// while people talked). It is refused now, naming the holder; once that one is gone (kill
     /// -9 too) the directory is free again.
-    func testASecondServerOnADataDirectoryInUseIsRefused() throws {
+    func testADataDirectoryOrAPortInUseIsRefusedWithTheReason() throws {
         let tmp = TemporaryDirectory("callroomd-twice")
         defer { tmp.remove() }
         let first = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--log-level", "error"])
@@ -86,6 +86,11 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(busy, 1)
         XCTAssertTrue(busyErr.contains("callroomd: cannot listen on 127.0.0.1:\(taken): Address already in use"), busyErr)
         XCTAssertFalse(busyErr.contains("vhost"), busyErr)
+        let media = try XCTUnwrap(next.output.first { $0.hasPrefix("callroomd listening on") }?.split(separator: " ")
+            .first { $0.hasPrefix("udp://") }?.split(separator: ":").last.map(String.init))
+        let (udpBusy, _, udpErr) = try run("callroomd", ["--listen", "127.0.0.1:0", "--media-port", media, "--data-dir", tmp.file("other")])
+        XCTAssertEqual(udpBusy, 1)
+        XCTAssertTrue(udpErr.contains("cannot bind the UDP media port: 127.0.0.1:\(media): bind: Address already in use"), udpErr)
         XCTAssertEqual(next.stop(), 0, "after the holder died (kill -9) the directory is free")
     }
 

@@ -313,7 +313,7 @@ public final class CallServer: @unchecked Sendable {
         do { relay = try MediaRelay(host: c.host, port: c.mediaPort, threads: c.relayThreads, maxDelayMs: c.relayMaxDelayMs,
                                    consentIntervalMs: c.mediaConsentIntervalMs, consentTimeoutMs: c.mediaConsentTimeoutMs,
                                    senderLimits: c.senderLimits) } catch {
-            throw .cannotBindMedia("\(c.host):\(c.mediaPort) (\(error))")
+            throw .cannotBindMedia("\(c.host):\(c.mediaPort): \(error)")
         }
         guard c.relayFastPath != .off else { return relay }
         let object = c.relayFastPathObject ?? RelayFastPath.defaultObjectPath()
