@@ -83,6 +83,25 @@ public final class NodeRegistry: Sendable {
         return agreed
     }
 
+    /// Another live node that runs with `id`, or nil once `id` is free. A node starting after a
+    /// crash finds its own last entry still there for up to the TTL: an entry nobody refreshes
+    /// runs out (nil, after at most `ttlMs`); one whose time to live goes up again is beaten by
+    /// a live node — returned, at once. Blocks the caller while it watches.
+    public func liveHolder(of id: String) throws(RedisError) -> ClusterNode? {
+        let key = Self.nodePrefix + id
+        var last: Int64?
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(ttlMs + 1000) * 1_000_000
+        while DispatchTime.now().uptimeNanoseconds < deadline {
+            guard let value = try redis.command(["GET", key]).string else { return nil }
+            let left = try redis.command(["PTTL", key]).integer ?? -2
+            if left < 0 { return nil }  // (gone between the two, or no expiry: not a heartbeat's)
+            if let last, left > last + 50 { return try? JSONDecoder().decode(ClusterNode.self, from: Data(value.utf8)) }
+            last = left
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return nil
+    }
+
     /// Leaves the cluster now (a clean stop): its entry goes at once, not after the TTL.
     public func leave(nodeID: String) throws(RedisError) {
         try redis.command(["DEL", Self.nodePrefix + nodeID])

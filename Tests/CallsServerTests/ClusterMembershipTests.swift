@@ -70,6 +70,38 @@ final class ClusterMembershipTests: XCTestCase {
         XCTAssertEqual(c.stop(), 0)
     }
 
+    /// Two live nodes with one id: the second took the first's live calls for ones its own crash
+    /// had left open, ended them in a shared store (PostgreSQL; this test's SQLite nodes keep
+    /// their own), and shared its registry entry. Refused now
+    /// (the first's entry is beaten again while the second watches it); a node restarted with its
+    /// id after kill -9 waits out its old entry (the 3 s TTL) and starts.
+    func testASecondLiveNodeWithTheSameIDIsRefusedButARestartAfterACrashIsNot() throws {
+        let a = try ServerHarness { $0.redisURL = self.redis.address; $0.nodeID = "twin" }
+        defer { a.stop(); a.removeData() }
+        XCTAssertEqual(a.request("POST", "/v3/users", headers: a.adminHeaders, body: #"{"uid":"ann"}"#).status, 200)
+        let ann = try SignalProbe(url: a.server.url)
+        ann.send(.join(.init(callToken: try a.callToken(uid: "ann", session: "live"), sessionId: "live")))
+        XCTAssertNotNil(ann.joined())
+        let twinDir = try a.dataDirSharingKeys("twin-b")
+        defer { try? FileManager.default.removeItem(atPath: twinDir) }
+        var twin: ServerHarness?
+        defer { twin?.stop() }
+        let started = Date()
+        XCTAssertThrowsError(twin = try ServerHarness(dataDir: twinDir) { $0.redisURL = self.redis.address; $0.nodeID = "twin" }) {
+            XCTAssertEqual($0 as? ServerStartError, .nodeIDInUse("twin", url: a.server.url), "\($0)")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3, "told within a heartbeat or two")
+        XCTAssertNil(a.request("GET", "/v3/calls/live", headers: a.adminHeaders).data["endedAt"], "the first node's live call goes on")
+
+        let phoenix = try a.dataDirSharingKeys("phoenix")
+        defer { try? FileManager.default.removeItem(atPath: phoenix) }
+        let doomed = try CallroomdProcess(dataDir: phoenix, extra: ["--redis", redis.address, "--node-id", "phoenix"])
+        doomed.process.signal(SIGKILL)
+        _ = doomed.process.wait()
+        let again = try CallroomdProcess(dataDir: phoenix, extra: ["--redis", redis.address, "--node-id", "phoenix"])
+        XCTAssertEqual(again.stop(), 0, "a restart after a crash is not refused")
+    }
+
     func h(_ unused: ServerHarness, _ id: String, in list: [[String: Any]]) -> [String: Any]? { list.first { $0["id"] as? String == id } }
 
     func testAKilledNodeIsGoneWithinItsTTLAndRedisGoingAwayLeavesCallsAlone() throws {

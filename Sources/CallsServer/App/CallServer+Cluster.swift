@@ -21,6 +21,14 @@ extension CallServer {
         case .success(let theirs) where theirs != fingerprint: throw .clusterKeys(ours: fingerprint, cluster: theirs)
         case .success: break
         }
+        // One live node per id: a second with this one would take the first's live calls for
+        // ones its own crash left open and end them (and share its registry entry). A crash's
+        // leftover entry runs out within the TTL; a live node's is beaten again — refused.
+        switch Result(catching: { () throws(RedisError) in try NodeRegistry(redis: RedisClient(address: redis)).liveHolder(of: nodeID) }) {
+        case .failure(let e): throw .redis(e.description)
+        case .success(let holder?): throw .nodeIDInUse(nodeID, url: holder.url)
+        case .success(nil): break
+        }
         do {
             return try link(redis: redis, local: local, gateway: gateway, signer: signer, rooms: rooms, calls: calls,
                             revocations: revocations, roomRules: roomRules, store: store, mediaPort: mediaPort)

@@ -242,6 +242,8 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     case badSetting(String)
     /// Redis (`--redis`) cannot be reached at start.
     case redis(String)
+    /// `--redis`: a live node of the cluster runs with this node's id (at `url`).
+    case nodeIDInUse(String, url: String)
     /// `--redis`: this node's keys are not the ones the cluster's live nodes run on.
     case clusterKeys(ours: String, cluster: String)
     /// `objectStorage`: the bucket refused the start's probe (credentials, permissions, no such bucket).
@@ -262,6 +264,8 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
         case .tls(let m): return m
         case .badSetting(let m): return m
         case .redis(let m): return m
+        case .nodeIDInUse(let id, let url):
+            return "the node id \(id) is in use by a live node of the cluster (\(url)): give each node its own --node-id"
         case .objectStorage(let m): return m
         case .clusterKeys(let ours, let cluster):
             return "this node's keys (fingerprint \(ours)) are not the cluster's (\(cluster), set by its live nodes): "
