@@ -1,6 +1,7 @@
 import CWebSockets
 import CallsCore
 import Foundation
+import Glibc
 import Synchronization
 
 /// Errors starting a web server.

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 
 /// One `callroomd` per data directory. A second started on a directory in use took the first's
