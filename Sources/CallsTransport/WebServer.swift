@@ -1,7 +1,6 @@
 import CWebSockets
 import CallsCore
 import Foundation
-import Glibc
 import Synchronization
 
 /// Errors starting a web server.
@@ -148,7 +147,7 @@ public final class WebServer: @unchecked Sendable {
     /// Binds and starts serving; returns the bound TCP port (useful with port 0).
     public func start(port requested: Int) throws(WebServerError) -> Int {
         // (libwebsockets says only "Failed to create default vhost": the reason is found first.)
-        if let reason = Self.bindFailure(host: host, port: requested) {
+        if let reason = TCPBindProbe.failure(host: host, port: requested) {
             throw .cannotBind(host: host, port: requested, reason: reason)
         }
         callroom_lws_quiet(1)
@@ -220,24 +219,6 @@ public final class WebServer: @unchecked Sendable {
         tick.resume()
         deadlineTick = tick
         return port
-    }
-
-    /// Why `host:port` cannot be bound for TCP (as libwebsockets binds it, `SO_REUSEADDR`), or
-    /// nil when it can — or when `host` is not an IPv4 address this can try.
-    static func bindFailure(host: String, port: Int) -> String? {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(clamping: port)).bigEndian
-        guard inet_pton(AF_INET, host.isEmpty ? "0.0.0.0" : host, &address.sin_addr) == 1 else { return nil }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        var one: Int32 = 1
-        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        return bound == 0 ? nil : String(cString: strerror(errno))
     }
 
     /// Loads the certificate and key files again (they were replaced: a renewal) for new
