@@ -42,7 +42,7 @@ final class RelayWorkersTests: XCTestCase {
         let port = first.server.mediaPort
         XCTAssertThrowsError(try ServerHarness { $0.relayThreads = 2; $0.mediaPort = port }) { error in
             guard case .cannotBindMedia(let why)? = error as? ServerStartError else { return XCTFail("\(error)") }
-            XCTAssertTrue(why.contains("\(port)") && why.contains("\(EADDRINUSE)"), why)
+            XCTAssertTrue(why.contains("\(port)") && why.contains("bind: \(String(cString: strerror(EADDRINUSE)))"), why)
         }
     }
 
