@@ -58,7 +58,14 @@ final class TranscriptionTests: XCTestCase {
         // The clip loops: within two of its turns the guest has final captions of it.
         let modPID = try XCTUnwrap(mod.localParticipantID)
         func captions() -> [Caption] { guestEvents.all.compactMap { if case .captionReceived(let c) = $0 { return c }; return nil } }
-        await eventually(20) { captions().filter({ $0.final && !$0.text.isEmpty }).count >= 2 }
+        // (On a loaded machine Whisper falls behind the clip: a partial is skipped while the
+        // worker is busy — an utterance may end with no partial before its final — and finals
+        // come late. The wait is for what is asked, not for a fixed count of turns.)
+        func aFinalHadPartials() -> Bool {
+            let all = captions()
+            return all.contains { f in f.final && !f.text.isEmpty && all.contains { !$0.final && $0.id == f.id } }
+        }
+        await eventually(45) { captions().filter({ $0.final && !$0.text.isEmpty }).count >= 2 && aFinalHadPartials() }
         let finals = captions().filter { $0.final && !$0.text.isEmpty }
         XCTAssertGreaterThanOrEqual(finals.count, 1, "final captions: \(captions())")
         let c = try XCTUnwrap(finals.first)
@@ -66,9 +73,7 @@ final class TranscriptionTests: XCTestCase {
         XCTAssertEqual(c.uid, "mod")
         XCTAssertEqual(c.name, "Katherine")
         XCTAssertGreaterThan(c.end, c.start)
-        // Partials come every 500 ms while someone speaks: an utterance cut short may end before
-        // its first, so this asks it of some final, not of the first.
-        XCTAssertTrue(finals.contains { f in captions().contains { !$0.final && $0.id == f.id } }, "partials before a final: \(captions())")
+        XCTAssertTrue(aFinalHadPartials(), "partials before a final: \(captions())")
         // What was recognised is what was said (PocketSphinx on synthetic speech is no stenographer:
         // docs/benchmarks.md has its word error rate; here, a good share of the clip's words).
         let said = Set(WordErrorRate.words(try reference()))
@@ -84,7 +89,7 @@ final class TranscriptionTests: XCTestCase {
 
         // The call log and /transcriptions list it once the transcriber has written it.
         let admin = ["apikey": t.server.keys.apiKey]
-        let list = await finishedTranscripts(t, session: "cc", within: 5)
+        let list = await finishedTranscripts(t, session: "cc", within: 15)
         let tr = try XCTUnwrap(list.first, "\(list)")
         let tid = try XCTUnwrap(tr["tid"] as? String)
         let url = try XCTUnwrap(tr["url"] as? String)
