@@ -9,10 +9,7 @@ enum TCPBindProbe {
     /// Why `host:port` cannot be bound (as libwebsockets binds it, `SO_REUSEADDR`), or nil when
     /// it can — or when `host` is not an IPv4 address this can try.
     static func failure(host: String, port: Int) -> String? {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(clamping: port)).bigEndian
-        guard inet_pton(AF_INET, host.isEmpty ? "0.0.0.0" : host, &address.sin_addr) == 1 else { return nil }
+        guard var address = SocketAddress(host: host.isEmpty ? "0.0.0.0" : host, port: port)?.sockaddr else { return nil }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

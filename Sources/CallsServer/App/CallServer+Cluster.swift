@@ -16,7 +16,9 @@ extension CallServer {
         // One cluster, one set of keys: a node with another keys.json would refuse the others'
         // tokens and sign tokens they refuse. Refused here, before it takes a room.
         let fingerprint = keys.fingerprint
-        switch Result(catching: { () throws(RedisError) in try NodeRegistry(redis: RedisClient(address: redis)).agreeOnKeys(fingerprint) }) {
+        let registry: NodeRegistry
+        do { registry = NodeRegistry(redis: try RedisClient(address: redis)) } catch { throw .redis(error.description) }
+        switch Result(catching: { () throws(RedisError) in try registry.agreeOnKeys(fingerprint) }) {
         case .failure(let e): throw .redis(e.description)
         case .success(let theirs) where theirs != fingerprint: throw .clusterKeys(ours: fingerprint, cluster: theirs)
         case .success: break
@@ -24,7 +26,7 @@ extension CallServer {
         // One live node per id: a second with this one would take the first's live calls for
         // ones its own crash left open and end them (and share its registry entry). A crash's
         // leftover entry runs out within the TTL; a live node's is beaten again — refused.
-        switch Result(catching: { () throws(RedisError) in try NodeRegistry(redis: RedisClient(address: redis)).liveHolder(of: nodeID) }) {
+        switch Result(catching: { () throws(RedisError) in try registry.liveHolder(of: nodeID) }) {
         case .failure(let e): throw .redis(e.description)
         case .success(let holder?): throw .nodeIDInUse(nodeID, url: holder.url)
         case .success(nil): break
