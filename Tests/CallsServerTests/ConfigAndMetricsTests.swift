@@ -116,9 +116,9 @@ final class ConfigAndMetricsTests: XCTestCase {
         c.whisperPython = WhisperEngine.defaultPython
         c.moonshineModelDir = MoonshineEngine.defaultModelDir
         let whisper = WhisperEngine().isInstalled, moonshine = MoonshineEngine().isInstalled
-        XCTAssertEqual(CallServer.captionEngine(c).engine.name, whisper ? "whisper" : moonshine ? "moonshine" : "pocketsphinx", "the default by measurement")
-        c.captionsEngine = .moonshine
-        XCTAssertEqual(CallServer.captionEngine(c).engine.name, moonshine ? "moonshine" : whisper ? "whisper" : "pocketsphinx", "asked for by name")
+        XCTAssertEqual(CallServer.captionEngine(c).engine.name, moonshine ? "moonshine" : whisper ? "whisper" : "pocketsphinx", "the default by measurement")
+        c.captionsEngine = .whisper
+        XCTAssertEqual(CallServer.captionEngine(c).engine.name, whisper ? "whisper" : moonshine ? "moonshine" : "pocketsphinx", "asked for by name")
         for (bad, why) in [(#"{"captionsEngine":7}"#, "captionsEngine"), (#"{"moonshineModelDir":[]}"#, "moonshineModelDir")] {
             XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad) {
                 XCTAssertTrue((($0 as? ServerConfigFile.Invalid)?.message ?? "").contains(why), "\($0)")

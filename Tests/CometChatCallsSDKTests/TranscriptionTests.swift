@@ -78,8 +78,11 @@ final class TranscriptionTests: XCTestCase {
         // docs/benchmarks.md has its word error rate; here, a good share of the clip's words).
         let said = Set(WordErrorRate.words(try reference()))
         let heard = Set(finals.flatMap { WordErrorRate.words($0.text) })
-        // (Whisper, where installed, hears most of them: docs/benchmarks.md.)
-        XCTAssertGreaterThanOrEqual(said.intersection(heard).count, t.server.captionEngine == "whisper" ? 9 : 4,
+        // (Moonshine and Whisper, where installed, hear most of them: docs/benchmarks.md. 8 of
+        // the clip's 17 words: Moonshine's first words on this clip vary with the audio's last
+        // milliseconds; CI heard 8 once — "But reject a renumber's checkout. I ran mem twice I
+        // can, and the results agreed to the last period.")
+        XCTAssertGreaterThanOrEqual(said.intersection(heard).count, t.server.captionEngine == "pocketsphinx" ? 4 : 8,
                                     "\(t.server.captionEngine) heard \(finals.map(\.text)) for \(said)")
         XCTAssertTrue(modEvents.all.contains { if case .captionReceived(let x) = $0 { return x.pid == modPID }; return false }, "the speaker sees their own captions")
 
@@ -131,13 +134,14 @@ final class TranscriptionTests: XCTestCase {
         await mod.leave()
     }
 
-    /// `captionsEngine: moonshine`: the server's captions come from Moonshine's workers, hear the
-    /// clip's words, and the transcript names the engine.
+    /// `captionsEngine: whisper` (the default prefers Moonshine where both are installed): the
+    /// server's captions come from Whisper's workers, hear the clip's words, and the transcript
+    /// names the engine.
     func testACaptionsEngineChosenByNameCaptionsTheRoom() async throws {
-        try XCTSkipUnless(MoonshineEngine().isInstalled, "the Moonshine engine is not installed (scripts/install-deps.sh)")
-        let t = try TestServer.forSDK { $0.captionsEngine = .moonshine }
+        try XCTSkipUnless(WhisperEngine().isInstalled, "the Whisper engine is not installed (scripts/install-deps.sh)")
+        let t = try TestServer.forSDK { $0.captionsEngine = .whisper }
         defer { t.stop() }
-        XCTAssertEqual(t.server.captionEngine, "moonshine")
+        XCTAssertEqual(t.server.captionEngine, "whisper")
         let guestEvents = EventRecorder<CallEvent>()
         let mod = try await t.joinedClient("mod", session: "ms", settings: SessionSettingsBuilder()
             .setAudioInput("file:" + BuiltProducts.packageRoot + "/Resources/clips/\(Self.clip).wav").setAudioOutput("null").build(), name: "Katherine")
@@ -145,17 +149,18 @@ final class TranscriptionTests: XCTestCase {
             .setAudioInput("null").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
         mod.setSessionFeature(.transcription, enabled: true)
         func finals() -> [Caption] { guestEvents.all.compactMap { if case .captionReceived(let c) = $0, c.final, !c.text.isEmpty { return c }; return nil } }
-        await eventually(20) { !finals().isEmpty }
+        // (Whisper tiny.en's first words on this clip move with the CPU — "The trajectory
+        // numbers", "The trick is to remember", or a first sentence heard as nothing when the
+        // clip's turn splits it off: benchmarks.md, "Captions" — so the words are counted over
+        // the clip's turns, until it has heard 9 of the 17 or 45 s.)
         let said = Set(WordErrorRate.words(try reference()))
-        let heard = Set(finals().flatMap { WordErrorRate.words($0.text) })
-        // 8 of the clip's 17 words: Moonshine's first words on this clip vary with the audio's
-        // last milliseconds (benchmarks.md, "Captions"); CI heard 8 once — "But reject a
-        // renumber's checkout. I ran mem twice I can, and the results agreed to the last period."
-        XCTAssertGreaterThanOrEqual(said.intersection(heard).count, 8, "moonshine heard \(finals().map(\.text)) for \(said)")
+        func heard() -> Set<String> { Set(finals().flatMap { WordErrorRate.words($0.text) }) }
+        await eventually(45) { said.intersection(heard()).count >= 9 }
+        XCTAssertGreaterThanOrEqual(said.intersection(heard()).count, 9, "whisper heard \(finals().map(\.text)) for \(said)")
         mod.setSessionFeature(.transcription, enabled: false)
         let url = await finishedTranscripts(t, session: "ms", within: 10).first?["url"] as? String
         let doc = try JSONDecoder().decode(TranscriptDocument.self, from: BlockingHTTP.request("GET", try XCTUnwrap(url), headers: ["apikey": t.server.keys.apiKey]).body)
-        XCTAssertEqual(doc.engine, "moonshine")
+        XCTAssertEqual(doc.engine, "whisper")
         await guest.leave()
         await mod.leave()
     }

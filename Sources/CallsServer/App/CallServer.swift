@@ -231,18 +231,18 @@ public final class CallServer: @unchecked Sendable {
 
     /// The caption engine `captionsEngine` asks for, when it is installed (a cheap check: no
     /// process starts until someone is transcribed); else, as `automatic` chooses, the first
-    /// installed of Whisper, Moonshine and PocketSphinx (the default by measurement:
-    /// docs/benchmarks.md) — said at start, as a warning when the one asked for by name is not
-    /// installed.
+    /// installed of Moonshine, Whisper and PocketSphinx (the order by measurement on read human
+    /// speech and the final caption's delay, on two CPUs: docs/benchmarks.md) — said at start, as
+    /// a warning when the one asked for by name is not installed.
     static func captionEngine(_ c: ServerConfiguration) -> (engine: SpeechRecognizerEngine, note: (level: ServerLog.Level, message: String)) {
         let moonshine = MoonshineEngine(python: c.moonshinePython, modelDir: c.moonshineModelDir)
         let whisper = WhisperEngine(python: c.whisperPython, modelDir: c.whisperModelDir)
         typealias Candidate = (choice: CaptionsEngineChoice, engine: SpeechRecognizerEngine, installed: Bool, said: String, missing: String)
         let automatic: [Candidate] = [
-            (.whisper, whisper, whisper.isInstalled, "Whisper (\(c.whisperModelDir ?? "tiny.en"), worker processes under \(c.whisperPython))",
-             "the Whisper engine is not installed at \(c.whisperPython) (scripts/install-deps.sh)"),
             (.moonshine, moonshine, moonshine.isInstalled, "Moonshine (base, worker processes under \(c.moonshinePython))",
              "the Moonshine engine is not installed at \(c.moonshinePython) with its model in \(c.moonshineModelDir) (scripts/install-deps.sh)"),
+            (.whisper, whisper, whisper.isInstalled, "Whisper (\(c.whisperModelDir ?? "tiny.en"), worker processes under \(c.whisperPython))",
+             "the Whisper engine is not installed at \(c.whisperPython) (scripts/install-deps.sh)"),
             (.pocketsphinx, PocketSphinxEngine(modelRoot: c.captionModelDir), true, "PocketSphinx", ""),
         ]
         let candidates = automatic.filter { $0.choice == c.captionsEngine } + automatic.filter { $0.choice != c.captionsEngine }
