@@ -175,6 +175,21 @@ final class CommandLineTests: XCTestCase {
         }
     }
 
+    /// A session id the server would refuse is said to be one (exit 2), before the command looks
+    /// for a terminal or a server — typed, from an invite link, or with a terminal escape in it
+    /// (shown escaped, not sent to the terminal).
+    func testASessionIDTheServerWouldRefuseIsAUsageError() throws {
+        for (command, shown) in [(["join", "a b"], #""a b""#), (["join", "x\u{1B}[2Jy"], #""x\u{1B}[2Jy""#),
+                                 (["join", String(repeating: "s", count: 129)], "\"" + String(repeating: "s", count: 129) + "\""),
+                                 (["join", "http://127.0.0.1:9/call/a%20b"], #""a b""#), (["share", "a/b"], #""a/b""#)] {
+            let (status, out, err) = try run("callroom", command + ["--server", "http://127.0.0.1:9", "--uid", "u", "--auth-key", "k"])
+            XCTAssertEqual(status, 2, "\(command): \(err)")
+            XCTAssertTrue(err.contains("\(shown) is not a session id: 1–128 characters of letters, digits, '_', '-', '.', '@', ':'"), err)
+            XCTAssertFalse(err.contains("\u{1B}"), "no escape reaches the terminal")
+            XCTAssertTrue(out.isEmpty, "nothing drawn: \(out)")
+        }
+    }
+
     func testBadCodecSettingsAreUsageErrors() throws {
         for (args, needle) in [(["--complexity", "11"], "--complexity must be 0…10"), (["--complexity", "low"], "--complexity must be 0…10"),
                                (["--bitrate", "5"], "--bitrate must be 6000…510000")] {

@@ -98,6 +98,7 @@ package enum JoinCommand {
             linkServer = link.server
             grant = link.invite
         }
+        session = SDKSetup.requireSessionID(session)
         let server = args["server"] ?? (args["settings"] == nil ? linkServer : nil)
         guard (server == nil) != (args["settings"] == nil) else { Console.fail("give exactly one of --server and --settings (or an https invite link)") }
         // An invite link with its grant: a guest needs only a name (no account, no key).

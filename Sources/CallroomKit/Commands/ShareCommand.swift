@@ -31,7 +31,8 @@ package enum ShareCommand {
                                        boolean: ["help", "insecure"])
         } catch { Console.fail("\(error.message)\nRun 'callroom share --help' for usage.") }
         if args.has("help") { Console.out(usage); exit(ExitCode.ok) }
-        guard args.positionals.count == 1, let session = args.positionals.first else { Console.fail("share needs exactly one SESSION_ID") }
+        guard args.positionals.count == 1, let given = args.positionals.first else { Console.fail("share needs exactly one SESSION_ID") }
+        let session = SDKSetup.requireSessionID(given)
         guard let server = args["server"] else { Console.fail("--server is required") }
         guard let uid = args["uid"] else { Console.fail("--uid is required") }
         guard (args["auth-key"] == nil) != (args["auth-token"] == nil) else { Console.fail("give exactly one of --auth-key and --auth-token") }

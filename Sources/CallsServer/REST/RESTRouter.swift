@@ -74,7 +74,7 @@ struct RESTRouter: Sendable {
             rt.ok(AppInfo(appId: rt.keys.appId, region: rt.config.region, mediaPort: rt.mediaPort, publicURL: rt.publicURL))
         },
         Route(.get, "call/*") { rt, r, parts in
-            guard isIdentifier(parts[1], max: 128) else { throw ServerError(.sessionIdInvalid, "Not a session id.") }
+            guard WireIdentifier.isValid(parts[1], max: WireIdentifier.sessionIDMax) else { throw ServerError(.sessionIdInvalid, "Not a session id.") }
             let call = try rt.store.latestCall(sessionId: parts[1])
             // A page anyone with the link opens: how many are in, never who.
             let present = call.map { c in c.endedAt == nil ? c.participants.filter { $0.leftAt == nil }.count : 0 } ?? 0
@@ -393,8 +393,8 @@ struct RESTRouter: Sendable {
         struct Body: Decodable { var guid: String; var name: String?; var owner: String?; var members: [String]? }
         let actor = try groupActor(r)
         let b: Body = try decode(r)
-        guard Self.isIdentifier(b.guid, max: 100) else {
-            throw ServerError(.guidInvalid, "A guid is 1–100 characters of letters, digits, '_', '-', '.', '@', ':'.")
+        guard WireIdentifier.isValid(b.guid, max: WireIdentifier.userIDMax) else {
+            throw ServerError(.guidInvalid, "A guid is 1–\(WireIdentifier.userIDMax) characters of \(WireIdentifier.characters).")
         }
         // A user creates groups they own; the operator names the owner.
         guard let owner = actor ?? b.owner else { throw ServerError.badRequest("owner is required with the apikey.") }
@@ -496,8 +496,8 @@ struct RESTRouter: Sendable {
     }
 
     func validate(uid: String) throws {
-        guard Self.isIdentifier(uid, max: 100) else {
-            throw ServerError(.uidInvalid, "A uid is 1–100 characters of letters, digits, '_', '-', '.', '@'.")
+        guard WireIdentifier.isValid(uid, max: WireIdentifier.userIDMax) else {
+            throw ServerError(.uidInvalid, "A uid is 1–\(WireIdentifier.userIDMax) characters of \(WireIdentifier.characters).")
         }
     }
 
@@ -514,15 +514,8 @@ struct RESTRouter: Sendable {
     }
 
     func validate(sessionId: String) throws {
-        guard Self.isIdentifier(sessionId, max: 128) else {
-            throw ServerError(.sessionIdInvalid, "A session id is 1–128 characters of letters, digits, '_', '-', '.', '@', ':'.")
-        }
-    }
-
-    static func isIdentifier(_ s: String, max: Int) -> Bool {
-        guard !s.isEmpty, s.utf8.count <= max else { return false }
-        return s.unicodeScalars.allSatisfy { c in
-            (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || (c >= "0" && c <= "9") || "_-.@:".unicodeScalars.contains(c)
+        guard WireIdentifier.isValid(sessionId, max: WireIdentifier.sessionIDMax) else {
+            throw ServerError(.sessionIdInvalid, "A session id is 1–\(WireIdentifier.sessionIDMax) characters of \(WireIdentifier.characters).")
         }
     }
 
