@@ -75,6 +75,47 @@ final class ServerOperationsTests: XCTestCase {
     /// A supervisor may stop the server the moment it says it is listening: SIGTERM then is a
     /// clean stop, every time. (The handlers used to be set up after that line: a signal in
     /// between was lost and the server never stopped — 12 of 40 tries on the old binary.)
+    /// A full disk: REST answers `500 ERR_STORAGE` (what failed is not stored), the log says so
+    /// once with the database's reason — not once a request — and once when it answers again,
+    /// and the server goes on as before with everything it did store.
+    func testAFullDiskIsAnsweredLoggedOnceAndOutlived() throws {
+        let mnt = tmp.file("small")
+        try FileManager.default.createDirectory(atPath: mnt, withIntermediateDirectories: true)
+        let mount = try ManagedProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt])
+        try XCTSkipUnless(mount.wait() == 0, "mounting a small tmpfs needs root: \(mount.errorOutput)")
+        defer { _ = try? ManagedProcess("/bin/umount", ["-l", mnt]).wait() }
+        let (server, url, _) = try startServer(["--data-dir", mnt + "/data", "--listen", "127.0.0.1:0"])
+        defer { server.signal(SIGKILL); _ = server.wait() }
+        let keys = try XCTUnwrap(FileManager.default.contents(atPath: mnt + "/data/keys.json")
+            .flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: String] })
+        let admin = ["apikey": try XCTUnwrap(keys["apiKey"]), "content-type": "application/json"]
+        func create(_ uid: String) -> BlockingHTTP.Reply {
+            BlockingHTTP.request("POST", url + "/v3/users", headers: admin, body: #"{"uid":"\#(uid)","name":"\#(String(repeating: "n", count: 90))"}"#)
+        }
+        XCTAssertEqual(create("before").status, 200)
+        let fill = try ManagedProcess("/bin/dd", ["if=/dev/zero", "of=\(mnt)/filler", "bs=64k"])
+        XCTAssertNotEqual(fill.wait(timeout: 30), 0, "dd stops when the disk is full")
+        var stored = ["before"], refused = 0
+        for i in 0..<40 where refused < 5 {
+            let r = create("full\(i)")
+            if r.status == 200 { stored.append("full\(i)"); continue }
+            XCTAssertEqual(r.status, 500, "\(r.json)")
+            XCTAssertEqual((r.json["error"] as? [String: Any])?["code"] as? String, "ERR_STORAGE")
+            refused += 1
+        }
+        XCTAssertEqual(refused, 5, "a full disk refuses writes")
+        let failed = server.errorOutput.split(separator: "\n").filter { $0.contains("REST: the database failed") }
+        XCTAssertEqual(failed.count, 1, "one line for the outage: \(server.errorOutput.suffix(2000))")
+        XCTAssertTrue(failed.first?.contains("disk is full") == true && failed.first?.contains("POST /v3/users") == true, "\(failed)")
+        try FileManager.default.removeItem(atPath: mnt + "/filler")
+        XCTAssertEqual(create("after").status, 200, "room again: the server writes again")
+        stored.append("after")
+        XCTAssertTrue(eventually(5) { server.errorOutput.contains("REST: the database answers again failed_operations=5") }, server.errorOutput)
+        let listed = (BlockingHTTP.request("GET", url + "/v3/users?perPage=100", headers: admin).json["data"] as? [[String: Any]])?
+            .compactMap { $0["uid"] as? String } ?? []
+        XCTAssertEqual(Set(listed), Set(stored), "what was stored, and only it")
+    }
+
     func testSIGTERMRightAfterListeningStopsTheServer() throws {
         var hung = 0, failed = 0
         for i in 0..<20 {

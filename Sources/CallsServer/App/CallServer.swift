@@ -459,7 +459,9 @@ public final class CallServer: @unchecked Sendable {
         }, cluster: { [weak self] () throws(RedisError) -> (node: String, nodes: [ClusterNode])? in
             guard let self, let id = self.clusterNodeID, let nodes = try self.clusterNodes() else { return nil }
             return (id, nodes)
-        }, signups: SignupLimiter(configuration))
+        }, signups: SignupLimiter(configuration),
+           storeOutage: OutageLog(log, started: "REST: the database failed; requests are answered ERR_STORAGE",
+                                  ended: "REST: the database answers again"))
     }
 
     // MARK: Running

@@ -34,16 +34,23 @@ struct RESTRouter: Sendable {
     let cluster: @Sendable () throws(RedisError) -> (node: String, nodes: [ClusterNode])?
     /// How many users login may create from one address.
     let signups: SignupLimiter
+    /// Requests the store failed (a full disk, a database down): the first of an outage is
+    /// logged with its error, then the end of it — not one line a request.
+    let storeOutage: OutageLog
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
         do {
-            return try route(r)
+            let response = try route(r)
+            storeOutage.succeeded()
+            return response
         } catch let e as ServerError {
             return HTTPResponse(status: e.status, json: e.json)
-        } catch DatabaseError.unavailable {
+        } catch DatabaseError.unavailable(let why) {
             // PostgreSQL is down: nothing was written; the client may retry (a node reconnects by itself).
+            storeOutage.failed(["request": "\(r.method) \(r.path)", "error": DatabaseError.unavailable(why).description])
             return HTTPResponse(status: 503, json: ServerError.databaseUnavailable.json)
         } catch {
+            storeOutage.failed(["request": "\(r.method) \(r.path)", "error": "\(error)"])
             return HTTPResponse(status: 500, json: ServerError.storage.json)
         }
     }
