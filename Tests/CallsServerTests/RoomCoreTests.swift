@@ -471,6 +471,27 @@ final class RoomCoreTests: XCTestCase {
         guard case .heartbeat(let calls, now)? = requests(input(.heartbeat)).first?.commands.first else { return XCTFail() }
         XCTAssertEqual(Set(calls).count, 2)
     }
+
+    /// A heartbeat the store refuses every 5 s while the disk stays full is logged when the
+    /// outage starts and when it ends (with how many failed) — not a line a heartbeat.
+    func testHeartbeatsTheStoreRefusesAreLoggedOncePerOutage() throws {
+        try joined("ann", a)
+        func logs(_ effects: [RoomEffect]) -> [String] {
+            effects.compactMap { if case .log(_, let m, let f) = $0 { return m + " " + f.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }; return nil }
+        }
+        var lines: [String] = []
+        for _ in 0..<4 {
+            now += 5_000
+            lines += logs(failed(try XCTUnwrap(requests(input(.heartbeat)).first)))
+        }
+        XCTAssertEqual(lines, ["store failed: heartbeat error=disk full until=it succeeds again (said then)"])
+        now += 5_000
+        XCTAssertEqual(logs(ok(try XCTUnwrap(requests(input(.heartbeat)).first))), ["store answers again: heartbeat failed_writes=4"])
+        now += 5_000
+        XCTAssertEqual(logs(ok(try XCTUnwrap(requests(input(.heartbeat)).first))), [], "nothing while it works")
+        now += 5_000
+        XCTAssertEqual(logs(failed(try XCTUnwrap(requests(input(.heartbeat)).first))).count, 1, "the next outage is said again")
+    }
 }
 
 private extension ServerMessage {

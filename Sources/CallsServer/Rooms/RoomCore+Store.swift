@@ -31,10 +31,14 @@ extension RoomCore {
                 effects.append(.close(c))
             }
             if endsRoom { effects.append(.roomEnded(session: sid)) }
-        case (.background, .success):
-            break
+        case let (.background(what), .success):
+            if let failed = failingBackgroundWrites.removeValue(forKey: what) {
+                log(.info, "store answers again: \(what)", ["failed_writes": "\(failed)"])
+            }
         case let (.background(what), .failure(why)):
-            log(.error, "store failed: \(what)", ["error": why.description])
+            let failed = failingBackgroundWrites[what, default: 0]
+            failingBackgroundWrites[what] = failed + 1
+            if failed == 0 { log(.error, "store failed: \(what)", ["error": why.description, "until": "it succeeds again (said then)"]) }
         }
     }
 }

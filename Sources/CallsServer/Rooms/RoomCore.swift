@@ -153,6 +153,10 @@ final class RoomCore {
     var byResumeToken: [String: (session: String, pid: String)] = [:]
     var roomsByIndex: [Int: String] = [:]
     var pendingWrites: [UInt64: PendingWrite] = [:]
+    /// Background writes (the heartbeat every 5 s, a moderator's row, a feature's start) failing
+    /// since the last that succeeded, by kind: an outage is logged when it starts and ends, not
+    /// at every heartbeat while the disk stays full.
+    var failingBackgroundWrites: [String: Int] = [:]
     private var nextRoomIndex = 1
     private var nextKey: UInt64 = 1
     /// Recorders' connections (they are not in `byConnection`: no participant of the roster).
