@@ -75,7 +75,7 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
     /// packets into their sender's frames.
     package func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
         if h.payloadType == VP8Payload.payloadType { return try receivedVideo(h, payload: payload, from: who, atMs: atMs) }
-        let error = state.withLock { s -> String? in
+        let failure = state.withLock { s -> ServerMemberFailure? in
             if let who { s.names[h.ssrc] = who }
             if s.writers[h.ssrc] == nil {
                 let name = who?.pid ?? String(h.ssrc, radix: 16)
@@ -83,17 +83,24 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
                     s.writers[h.ssrc] = try OggOpusWriter(path: config.dir + "/\(name).opus", serial: Int32(bitPattern: h.ssrc),
                                                           tags: ["artist": who?.uid ?? "", "title": config.sessionId,
                                                                  OggOpusMixdown.offsetTag: "\(atMs)"])
-                } catch { return "\(error)" }
+                } catch { return Self.failure(error) }
             }
-            do { try s.writers[h.ssrc]?.append(payload, timestamp: h.timestamp) } catch { return "\(error)" }
+            do { try s.writers[h.ssrc]?.append(payload, timestamp: h.timestamp) } catch { return Self.failure(error) }
             return nil
         }
-        if let error { throw ServerMemberFailure(reason: error) }
+        if let failure { throw failure }
+    }
+
+    /// A file that could not be written: the log has the error (its path); the room hears the
+    /// disk's state, not the server's paths.
+    static func failure(_ error: any Error) -> ServerMemberFailure {
+        let diskFull = (error as? RecordingError)?.isDiskFull == true
+        return ServerMemberFailure(reason: "\(error)", told: diskFull ? "the server's disk is full" : "the server could not write the recording")
     }
 
     private func receivedVideo(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
         guard let who else { return }  // (not in the roster yet: its frames come again)
-        enum Outcome { case fine, ask(String), failed(String) }
+        enum Outcome { case fine, ask(String), failed(ServerMemberFailure) }
         let outcome = state.withLock { s -> Outcome in
             if s.video[h.ssrc] == nil {
                 guard s.video.count < Self.maxVideoTracks else { return .fine }
@@ -107,7 +114,7 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
             case .pending: break
             case .needKeyframe: needKeyframe = true
             case .frame(let f):
-                do { needKeyframe = !(try track.writer.append(f.data, isKeyframe: f.isKeyframe, atMs: atMs, rtpTimestamp: f.timestamp)) } catch { return .failed("\(error)") }
+                do { needKeyframe = !(try track.writer.append(f.data, isKeyframe: f.isKeyframe, atMs: atMs, rtpTimestamp: f.timestamp)) } catch { return .failed(Self.failure(error)) }
             }
             guard needKeyframe, atMs - track.askedAtMs >= 1000 else { return .fine }
             track.askedAtMs = atMs
@@ -116,7 +123,7 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
         switch outcome {
         case .fine: return
         case .ask(let pid): member?.send(.requestKeyframe(pid: pid))
-        case .failed(let why): throw ServerMemberFailure(reason: why)
+        case .failed(let failure): throw failure
         }
     }
 
@@ -151,7 +158,12 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
                                               recordingURL: Self.url(config.publicURL, config.sessionId, config.rid),
                                               startTime: now - duration, endTime: now, duration: Double(duration) / 1000), at: now)
         do { try store.recordingFinished(rid: config.rid, endedAt: now, files: files, outbox: rows) } catch {
-            log.error("store failed on recording end", ["rid": config.rid, "error": error.description])
+            // (A full disk, a database restarting: the row is written once the store takes it.)
+            log.error("store failed on recording end; trying again every 5 s", ["rid": config.rid, "error": error.description])
+            WriteRetry("recording end", fields: ["rid": config.rid], log: log) { [store, rid = config.rid, files] in
+                do { try store.recordingFinished(rid: rid, endedAt: now, files: files, outbox: rows) } catch { return "\(error)" }
+                return nil
+            }.start()
         }
         log.info("recording finished", ["session": config.sessionId, "rid": config.rid, "files": "\(files.count)",
                                         "seconds": "\(duration / 1000)", "error": failure ?? ""])

@@ -96,8 +96,14 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
             log.error("transcript could not be finished", ["tid": config.tid, "error": "\(error)"])
         }
         let url = Self.path(config.sessionId, config.tid)
-        do { try store.transcriptionFinished(tid: config.tid, endedAt: now, url: url, meta: Self.meta(config.language, pool.engine.name, segments, url)) } catch {
-            log.error("store failed on transcription end", ["tid": config.tid, "error": error.description])
+        let meta = Self.meta(config.language, pool.engine.name, segments, url)
+        do { try store.transcriptionFinished(tid: config.tid, endedAt: now, url: url, meta: meta) } catch {
+            // (A full disk, a database restarting: the row is written once the store takes it.)
+            log.error("store failed on transcription end; trying again every 5 s", ["tid": config.tid, "error": error.description])
+            WriteRetry("transcription end", fields: ["tid": config.tid], log: log) { [store, tid = config.tid] in
+                do { try store.transcriptionFinished(tid: tid, endedAt: now, url: url, meta: meta) } catch { return "\(error)" }
+                return nil
+            }.start()
         }
         log.info("transcription finished", ["session": config.sessionId, "tid": config.tid, "segments": "\(segments)", "error": failure ?? ""])
     }

@@ -26,8 +26,16 @@ extension ServerMemberSink {
     package var sharesReceiveThread: Bool { true }
 }
 
-/// A sink could not go on (a full disk, a recogniser that failed): the member stops.
-package struct ServerMemberFailure: Error { var reason: String }
+/// A sink could not go on (a full disk, a recogniser that failed): the member stops. `reason` is
+/// logged; `told` (default: `reason`) is what the room hears — never the server's own paths.
+package struct ServerMemberFailure: Error {
+    var reason: String
+    var told: String?
+    init(reason: String, told: String? = nil) {
+        self.reason = reason
+        self.told = told
+    }
+}
 
 /// A member of a room run by the server (for recording, transcription, streaming): it joins
 /// over the server's own signalling like any client (a call token with the feature's role,
@@ -159,14 +167,14 @@ package final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
     /// Who sends with `ssrc`.
     package func speaker(_ ssrc: UInt32) -> Speaker? { state.withLock { $0.names[ssrc] } }
 
-    /// Stops with a reason (logged, and kept for the sink).
-    package func fail(_ why: String) {
+    /// Stops with a reason (logged, and kept for the sink); the room is told `told` (default: `why`).
+    package func fail(_ why: String, told: String? = nil) {
         let first = state.withLock { s -> Bool in
             defer { s.failure = s.failure ?? why }
             return s.failure == nil
         }
         // The moderator hears why (before the connection closes).
-        if first { send(.memberStopped(reason: why)) }
+        if first { send(.memberStopped(reason: told ?? why)) }
         log.error("server member failed", ["feature": config.feature.rawValue, "session": config.sessionId, "id": config.id, "error": why])
         DispatchQueue.global().async { self.stop() }
     }
@@ -305,7 +313,7 @@ package final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
             }
         } catch {
             running.store(false, ordering: .releasing)
-            fail(error.reason)
+            fail(error.reason, told: error.told)
         }
     }
 
@@ -314,7 +322,7 @@ package final class ServerMember: WebSocketClientDelegate, @unchecked Sendable {
         guard running.load(ordering: .acquiring), let sink = state.withLock({ $0.sink }) else { return }
         do { try sink.tick(nowMs: nowMs()) } catch {
             running.store(false, ordering: .releasing)
-            fail(error.reason)
+            fail(error.reason, told: error.told)
         }
     }
 }

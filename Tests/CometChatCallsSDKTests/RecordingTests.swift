@@ -285,8 +285,8 @@ final class RecordingFullDiskTests: XCTestCase {
         XCTAssertTrue(guestEvents.all.contains(.recordingStarted))
         // The disk fills: the moderator hears why, everyone that it stopped.
         await eventually(30) { modEvents.all.contains(where: { if case .error("ERR_RECORDING_FAILED", _) = $0 { return true }; return false }) }
-        XCTAssertTrue(modEvents.all.contains { if case .error("ERR_RECORDING_FAILED", let m) = $0 { return m.contains("No space left") }; return false },
-                      "the moderator is told why: \(modEvents.all)")
+        XCTAssertTrue(modEvents.all.contains { if case .error("ERR_RECORDING_FAILED", let m) = $0 { return m.contains("the server's disk is full") && !m.contains("/") }; return false },
+                      "the moderator is told why, and not the server's paths: \(modEvents.all)")
         await eventually(5) { guestEvents.all.contains(.recordingStopped) }
         XCTAssertTrue(guestEvents.all.contains(.recordingStopped))
         XCTAssertFalse(guest.isServerRecording)
@@ -324,6 +324,59 @@ final class RecordingFullDiskTests: XCTestCase {
         XCTAssertEqual(t.server.mixPendingRecordings(), 0, "once")
         // The call goes on, and the moderator may record again once there is room.
         XCTAssertTrue(mod.isSessionActive)
+        await guest.leave()
+        await mod.leave()
+    }
+
+    /// The whole data directory full — the database too: the recording's end row, refused when
+    /// it stopped, is written once there is room (tried every 5 s), with what was recorded;
+    /// the call log does not keep a recording that never ends.
+    func testARecordingEndTheDatabaseRefusedIsWrittenOnceThereIsRoom() async throws {
+        try XCTSkipUnless(getuid() == 0, "needs root to mount a small tmpfs")
+        let dir = TemporaryDirectory("callroom-full")
+        defer { dir.remove() }
+        let data = dir.file("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let m = try ManagedProcess("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", data])
+        try XCTSkipUnless(m.wait(timeout: 10) == 0, "cannot mount a tmpfs here: \(m.errorOutput)")
+        defer { _ = try? ManagedProcess("/usr/bin/umount", ["-l", data]).wait(timeout: 10) }
+        let t = try TestServer.forSDK { $0.dataDir = data }
+        defer { t.stop() }
+        let modEvents = EventRecorder<CallEvent>()
+        let mod = try await t.joinedClient("mod", session: "dbfull", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
+        let guest = try await t.joinedClient("guest", session: "dbfull", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:660").setAudioOutput("null").build())
+        mod.setSessionFeature(.recording, enabled: true)
+        await eventually(5) { modEvents.all.contains(.recordingStarted) }
+        // Both voices on disk (a few pages each) before it fills.
+        func trackBytes() -> [Int] {
+            let root = data + "/recordings"
+            let dirs = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+            return dirs.flatMap { d in ((try? FileManager.default.contentsOfDirectory(atPath: root + "/" + d)) ?? []).filter { $0.hasSuffix(".opus") }
+                .map { (try? FileManager.default.attributesOfItem(atPath: root + "/" + d + "/" + $0)[.size] as? NSNumber)?.intValue ?? 0 } }
+        }
+        await eventually(10) { trackBytes().filter { $0 > 4000 }.count == 2 }
+        XCTAssertEqual(trackBytes().filter { $0 > 4000 }.count, 2, "\(trackBytes())")
+        let fill = try ManagedProcess("/bin/dd", ["if=/dev/zero", "of=\(data)/filler", "bs=64k"])
+        XCTAssertNotEqual(fill.wait(timeout: 30), 0, "dd stops when the disk is full")
+        await eventually(30) { modEvents.all.contains(.recordingStopped) }
+        XCTAssertTrue(modEvents.all.contains { if case .error("ERR_RECORDING_FAILED", let m) = $0 { return m.contains("the server's disk is full") }; return false },
+                      "\(modEvents.all)")
+        let admin = ["apikey": t.server.keys.apiKey]
+        func recording() -> [String: Any]? {
+            (BlockingHTTP.request("GET", t.server.url + "/v3/calls/dbfull", headers: admin).data["recordings"] as? [[String: Any]])?.first
+        }
+        XCTAssertNil(recording()?["endTime"], "the end row was refused: \(recording() ?? [:])")
+        try FileManager.default.removeItem(atPath: data + "/filler")
+        let ended = await eventuallyValue(15, poll: 0.2) { () -> [String: Any]? in
+            guard let r = recording(), r["endTime"] is NSNumber else { return nil }
+            return r
+        }
+        let files = try XCTUnwrap(ended?["files"] as? [[String: Any]], "the recording ends in the call log once there is room")
+        let tracks = files.filter { $0["kind"] as? String == "participant" }
+        XCTAssertEqual(tracks.count, 2, "\(files)")
+        XCTAssertTrue(tracks.allSatisfy { ($0["duration"] as? Double ?? 0) > 0.5 }, "what was recorded: \(tracks)")
         await guest.leave()
         await mod.leave()
     }
