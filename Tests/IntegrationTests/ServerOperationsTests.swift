@@ -77,7 +77,8 @@ final class ServerOperationsTests: XCTestCase {
     /// between was lost and the server never stopped — 12 of 40 tries on the old binary.)
     /// A full disk: REST answers `500 ERR_STORAGE` (what failed is not stored), the log says so
     /// once with the database's reason — not once a request — and once when it answers again,
-    /// and the server goes on as before with everything it did store.
+    /// and the server goes on as before with everything it did store. A start on a full disk
+    /// says that the disk is full.
     func testAFullDiskIsAnsweredLoggedOnceAndOutlived() throws {
         let mnt = tmp.file("small")
         try FileManager.default.createDirectory(atPath: mnt, withIntermediateDirectories: true)
@@ -85,7 +86,6 @@ final class ServerOperationsTests: XCTestCase {
         try XCTSkipUnless(mount.wait() == 0, "mounting a small tmpfs needs root: \(mount.errorOutput)")
         defer { _ = try? ManagedProcess("/bin/umount", ["-l", mnt]).wait() }
         let (server, url, _) = try startServer(["--data-dir", mnt + "/data", "--listen", "127.0.0.1:0"])
-        defer { server.signal(SIGKILL); _ = server.wait() }
         let keys = try XCTUnwrap(FileManager.default.contents(atPath: mnt + "/data/keys.json")
             .flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: String] })
         let admin = ["apikey": try XCTUnwrap(keys["apiKey"]), "content-type": "application/json"]
@@ -114,6 +114,23 @@ final class ServerOperationsTests: XCTestCase {
         let listed = (BlockingHTTP.request("GET", url + "/v3/users?perPage=100", headers: admin).json["data"] as? [[String: Any]])?
             .compactMap { $0["uid"] as? String } ?? []
         XCTAssertEqual(Set(listed), Set(stored), "what was stored, and only it")
+
+        // A start on the full disk is told it is full — not that the database cannot be read
+        // (whose remedy, a backup, would throw the data away) — and the data is there after.
+        server.signal(SIGTERM)
+        XCTAssertEqual(server.wait(), 0)
+        let refill = try ManagedProcess("/bin/dd", ["if=/dev/zero", "of=\(mnt)/filler", "bs=64k"])
+        XCTAssertNotEqual(refill.wait(timeout: 30), 0)
+        let full = try ManagedProcess(BuiltProducts.path("callroomd"), ["--data-dir", mnt + "/data", "--listen", "127.0.0.1:0"])
+        XCTAssertEqual(full.wait(timeout: 20), 1)
+        XCTAssertTrue(full.errorOutput.contains("the disk that holds the data directory \(mnt)/data is full") && !full.errorOutput.contains("backup"),
+                      full.errorOutput)
+        try FileManager.default.removeItem(atPath: mnt + "/filler")
+        let (again, url2, _) = try startServer(["--data-dir", mnt + "/data", "--listen", "127.0.0.1:0"])
+        defer { again.signal(SIGKILL); _ = again.wait() }
+        let kept = (BlockingHTTP.request("GET", url2 + "/v3/users?perPage=100", headers: admin).json["data"] as? [[String: Any]])?
+            .compactMap { $0["uid"] as? String } ?? []
+        XCTAssertEqual(Set(kept), Set(stored))
     }
 
     func testSIGTERMRightAfterListeningStopsTheServer() throws {

@@ -179,10 +179,17 @@ public final class CallServer: @unchecked Sendable {
     }
 
     /// The data directory, created (or tightened) to 0700.
+    /// The room a start needs on the data directory's disk: the database's WAL and shared-memory
+    /// files, the keys, the lock (a running server refuses what does not fit, and says so).
+    static let minimumFreeBytes: Int64 = 1 << 20
+
     private func prepareDataDirectory(_ dir: String) throws(ServerStartError) {
         var before = stat()
         let wasOpen = stat(dir, &before) == 0 && before.st_mode & 0o077 != 0
         guard PrivateFiles.directory(dir) else { throw .cannotCreateDataDir(dir) }
+        // A full disk is said as one — not as a database that cannot be read (whose remedy is a
+        // backup) or a key file that cannot be written.
+        if let free = DiskSpace.availableBytes(dir), free < Self.minimumFreeBytes { throw .diskFull(dir, free: free) }
         if wasOpen {
             log.warn("the data directory was open to others: made it private (0700)", ["data_dir": dir, "was": String(before.st_mode & 0o777, radix: 8)])
         }

@@ -226,6 +226,8 @@ public enum RelayFastPathMode: String, Sendable, CaseIterable {
 /// Why a server could not start.
 public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertible {
     case cannotCreateDataDir(String)
+    /// The data directory's disk has less room than a start needs (`free` bytes).
+    case diskFull(String, free: Int64)
     /// Another `callroomd` runs on the data directory (`holder`: which process).
     case dataDirInUse(String, holder: String)
     case badKeysFile(String)
@@ -252,6 +254,9 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .cannotCreateDataDir(let p): return "cannot create data directory \(p)"
+        case .diskFull(let p, let free):
+            return "the disk that holds the data directory \(p) is full (\(free / 1024) KB free; a start needs "
+                + "\(CallServer.minimumFreeBytes / 1_048_576) MB): free some space and start again — the data in it is untouched"
         case .dataDirInUse(let p, let holder):
             return "the data directory \(p) is in use by another callroomd (\(holder)): stop it first; nodes of a cluster each need a directory of their own"
         case .badKeysFile(let p): return "the keys file \(p) is not valid JSON with appId, apiKey, authKey and tokenSecret"
