@@ -11,44 +11,41 @@ final class WorkerRecognizerTests: XCTestCase {
     override func setUp() { tmp = TemporaryDirectory("callroom-worker") }
     override func tearDown() { tmp.remove() }
 
-    func recognizer() throws -> WorkerRecognizer {
+    /// A way to start a worker running `body` (Python, after `import caption_worker`) under a
+    /// caption engine's interpreter.
+    func worker(_ name: String, _ body: String) throws -> @Sendable () throws(CaptionError) -> RecognizerWorker {
         let python = try XCTUnwrap([MoonshineEngine.defaultPython, WhisperEngine.defaultPython].first { FileManager.default.isExecutableFile(atPath: $0) },
                                    "no caption engine installed (scripts/install-deps.sh)")
         let protocolDir = (try XCTUnwrap(RecognizerWorker.script("caption_worker")) as NSString).deletingLastPathComponent
-        let script = tmp.file("echo-worker.py")
-        try """
-        import os, sys, time
-        sys.path.insert(0, os.environ["CALLROOM_PROTOCOL_DIR"])
-        import caption_worker
+        let script = tmp.file("\(name).py")
+        try ("import os, sys, time\nsys.path.insert(0, os.environ[\"CALLROOM_PROTOCOL_DIR\"])\nimport caption_worker\n" + body)
+            .write(toFile: script, atomically: true, encoding: .utf8)
+        return { () throws(CaptionError) in
+            try RecognizerWorker(engine: "echo", python: python, script: script, modelDir: nil, environment: ["CALLROOM_PROTOCOL_DIR": protocolDir])
+        }
+    }
+
+    func recognizer() throws -> WorkerRecognizer {
+        let start = try worker("echo-worker", """
         def recognise(audio, kind, waiting):
             if kind == "partial":
                 time.sleep(0.3)
             return f"{kind} {len(audio)}"
         sys.exit(caption_worker.serve("echo", recognise, 16000 * 30))
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        return try WorkerRecognizer(engine: "echo", language: "en-US") { () throws(CaptionError) in
-            try RecognizerWorker(engine: "echo", python: python, script: script, modelDir: nil, environment: ["CALLROOM_PROTOCOL_DIR": protocolDir])
-        }
+        """)
+        return try WorkerRecognizer(engine: "echo", language: "en-US", start: start)
     }
 
     /// A worker whose model cannot load (here: a compute type CTranslate2 would refuse) says
     /// why, and that reason is the error callroomd reports — not only that the worker exited.
     func testAModelThatCannotLoadIsToldWithItsReason() throws {
-        let python = try XCTUnwrap([MoonshineEngine.defaultPython, WhisperEngine.defaultPython].first { FileManager.default.isExecutableFile(atPath: $0) },
-                                   "no caption engine installed (scripts/install-deps.sh)")
-        let protocolDir = (try XCTUnwrap(RecognizerWorker.script("caption_worker")) as NSString).deletingLastPathComponent
-        let script = tmp.file("unloadable-worker.py")
-        try """
-        import os, sys
-        sys.path.insert(0, os.environ["CALLROOM_PROTOCOL_DIR"])
-        import caption_worker
+        let start = try worker("unloadable-worker", """
         def make():
             raise ValueError("requested int9 compute type, but the target device does not support it")
         model = caption_worker.load(make)
         sys.exit(caption_worker.serve("never", lambda audio, kind, waiting: "", 16000))
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        XCTAssertThrowsError(try RecognizerWorker(engine: "echo", python: python, script: script, modelDir: nil,
-                                                  environment: ["CALLROOM_PROTOCOL_DIR": protocolDir])) { error in
+        """)
+        XCTAssertThrowsError(try start()) { error in
             XCTAssertEqual("\(error)", "echo: the worker could not load its model: ValueError: requested int9 compute type, but the target device does not support it")
         }
     }
