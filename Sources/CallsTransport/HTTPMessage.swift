@@ -10,15 +10,20 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// The peer's address, for logs and rate limits.
     public var peer: String
+    /// The client asked with `HEAD` (`method` says `GET`: it is answered as one, the head alone
+    /// sent). A handler may skip making the body — a download from object storage is never
+    /// opened — and answer its length with `DeclaredBody`.
+    public var isHead: Bool
 
     public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-                body: [UInt8] = [], peer: String = "") {
+                body: [UInt8] = [], peer: String = "", isHead: Bool = false) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
         self.body = body
         self.peer = peer
+        self.isHead = isHead
     }
 
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
@@ -117,4 +122,17 @@ public protocol HTTPBodyStream: AnyObject, Sendable {
     func read(into: UnsafeMutableRawPointer, max: Int) -> Int?
     /// The response is over: stop producing.
     func cancel()
+}
+
+/// A body known only by its length, for the answer to a `HEAD` (`HTTPRequest.isHead`): the head
+/// says how long the GET's body would be, and nothing is made. Sent to a GET by mistake it ends
+/// the connection short (a client never takes it for a whole body).
+///
+/// Thread rules: any thread (it holds only its length).
+public final class DeclaredBody: HTTPBodyStream {
+    public let count: Int
+    public init(count: Int) { self.count = count }
+    public func start(wake: @escaping @Sendable () -> Void) {}
+    public func read(into: UnsafeMutableRawPointer, max: Int) -> Int? { nil }
+    public func cancel() {}
 }

@@ -58,7 +58,7 @@ extension WebServer {
         conn.dispatched = true
         // HEAD is answered as GET is, without the body (`writeHTTP`): the delegate sees a GET.
         let request = HTTPRequest(method: conn.method == "HEAD" ? "GET" : conn.method, path: conn.path, query: conn.query,
-                                  headers: conn.headers, body: conn.body, peer: conn.peer)
+                                  headers: conn.headers, body: conn.body, peer: conn.peer, isHead: conn.method == "HEAD")
         conn.awaitingResponse = true
         guard let delegate else {
             conn.response = HTTPResponse(status: RESTErrorCode.unavailable.status, json: RESTErrorCode.unavailable.json("Shutting down."))

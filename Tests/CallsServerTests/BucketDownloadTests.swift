@@ -28,7 +28,7 @@ final class BucketDownloadTests: XCTestCase {
             let user = request.headers["authtoken"]
             DispatchQueue.global().asyncAfter(deadline: .now() + (late ? 0.5 : 0)) {
                 do {
-                    respond(try reader.read(key, rangeSpec: range, gone: "gone", user: user).response(contentType: "video/webm"))
+                    respond(try reader.read(key, rangeSpec: range, gone: "gone", user: user, headOnly: request.isHead).response(contentType: "video/webm"))
                 } catch let e as ServerError {
                     respond(HTTPResponse(status: e.status, json: e.json))
                 } catch {
@@ -143,6 +143,30 @@ final class BucketDownloadTests: XCTestCase {
         XCTAssertEqual(try curl(base + "rec_none/call.webm", out: out).status, 404)
         // Every download's thread is over and its slot free.
         XCTAssertTrue(eventually(5) { StoredFileReader.bucketReadsNow == 0 }, "\(StoredFileReader.bucketReadsNow) still running")
+    }
+
+    /// A HEAD of a file in the bucket says what a GET would get (its length, a range's
+    /// `Content-Range`) without opening a download: no slot taken, nothing asked of the store —
+    /// HEADs sent in a loop cannot take the node's 8 downloads from everyone else.
+    func testAHEADOfABucketFileOpensNoDownload() throws {
+        let store = try database.store()
+        store.queuesUploads = true
+        let bytes = try stored("rec_head", size: 3 << 20 + 17, store: store)
+        let (server, node, base) = try serve(store)
+        defer { server.stop(); withExtendedLifetime(node) {} }
+        let started = StoredFileReader.bucketReadsStarted.load(ordering: .relaxed)
+        for _ in 0..<(StoredFileReader.maxBucketReads + 4) {
+            let whole = try curl(base + "rec_head/call.webm", ["-I", "-H", "authtoken: ann", "-D", dir.file("head")], out: dir.file("out"))
+            XCTAssertEqual(whole.status, 200)
+            XCTAssertTrue(try String(contentsOfFile: dir.file("head"), encoding: .utf8).lowercased().contains("content-length: \(bytes.count)"))
+        }
+        let part = try curl(base + "rec_head/call.webm", ["-I", "-H", "Range: bytes=100-199", "-D", dir.file("head")], out: dir.file("out"))
+        XCTAssertEqual(part.status, 206)
+        let head = try String(contentsOfFile: dir.file("head"), encoding: .utf8).lowercased()
+        XCTAssertTrue(head.contains("content-length: 100") && head.contains("content-range: bytes 100-199/\(bytes.count)"), head)
+        XCTAssertEqual(StoredFileReader.bucketReadsStarted.load(ordering: .relaxed), started, "no download opened for a HEAD")
+        let got = try curl(base + "rec_head/call.webm", ["-H", "authtoken: ann"], out: dir.file("out"))
+        XCTAssertTrue(got.status == 200 && got.body == bytes, "a GET after them is served whole")
     }
 
     /// A client reading at 24 MB/s (so ≈ 4 s for 96 MiB): the node holds at most the download's

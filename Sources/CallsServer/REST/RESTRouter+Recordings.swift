@@ -32,7 +32,7 @@ extension RESTRouter {
         let served: StoredFileReader.Served
         do {
             served = try files.read(StoredObject.key(.recording, owner: rid, name: name), rangeSpec: Self.servedRange(r.header("range")),
-                                    gone: "The file of recording '\(rid.prefix(40))' is gone (retention?).", user: viewer)
+                                    gone: "The file of recording '\(rid.prefix(40))' is gone (retention?).", user: viewer, headOnly: r.isHead)
         } catch let u as StoredFileReader.Unsatisfiable {
             headers.append(("content-range", "bytes */\(u.total)"))
             return HTTPResponse(status: 416, json: RESTErrorCode.badRequest.json("Range '\(u.spec.prefix(60))' is not satisfiable (\(u.total) bytes)."))
@@ -63,11 +63,11 @@ extension RESTRouter {
         }
         let gone = "The transcript '\(tid)' is gone (retention?)."
         if isVTT {
-            return try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).vtt"), rangeSpec: nil, gone: gone, user: viewer)
+            return try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).vtt"), rangeSpec: nil, gone: gone, user: viewer, headOnly: r.isHead)
                 .response(contentType: StoredFileReader.contentType("\(tid).vtt"))
         }
         if t.endTime > 0 {
-            return try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).json"), rangeSpec: nil, gone: gone, user: viewer)
+            return try files.read(StoredObject.key(.transcript, owner: tid, name: "\(tid).json"), rangeSpec: nil, gone: gone, user: viewer, headOnly: r.isHead)
                 .response(contentType: "application/json")
         }
         // Still being made: built from its lines, on the node that makes it.

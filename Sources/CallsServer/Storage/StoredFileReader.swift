@@ -21,6 +21,8 @@ struct StoredFileReader {
             case file(HTTPResponse.FileBody)
             /// The bucket's, streamed.
             case bucket(BucketDownload)
+            /// The bucket's, for a `HEAD`: its length alone (no download opened).
+            case declared(Int)
         }
         var body: Body
         var total: Int
@@ -37,6 +39,7 @@ struct StoredFileReader {
             switch body {
             case .file(let file): return HTTPResponse(status: status, contentType: contentType, file: file, headers: headers)
             case .bucket(let download): return HTTPResponse(status: status, contentType: contentType, stream: download, headers: headers)
+            case .declared(let count): return HTTPResponse(status: status, contentType: contentType, stream: DeclaredBody(count: count), headers: headers)
             }
         }
     }
@@ -73,7 +76,7 @@ struct StoredFileReader {
     ///   404 when it is nowhere, 503 while the file waits for its upload on another node, when the
     ///   bucket cannot be read (its code, never a credential) or this node's bucket reads are
     ///   all busy; 429 when `user` runs `maxBucketReadsPerUser` already.
-    func read(_ key: String, rangeSpec: String?, gone: String, user: String? = nil) throws -> Served {
+    func read(_ key: String, rangeSpec: String?, gone: String, user: String? = nil, headOnly: Bool = false) throws -> Served {
         let path = (dataDir as NSString).appendingPathComponent(key)
         if let served = try Self.fromDisk(path, rangeSpec: rangeSpec) { return served }
         guard let objectStorage else { throw ServerError(.notFound, gone) }
@@ -87,7 +90,7 @@ struct StoredFileReader {
         case .delete:
             throw ServerError(.notFound, gone)
         case .stored:
-            return try fromBucket(key, size: Int(row.bytes ?? 0), rangeSpec: rangeSpec, objectStorage, gone: gone, user: user)
+            return try fromBucket(key, size: Int(row.bytes ?? 0), rangeSpec: rangeSpec, objectStorage, gone: gone, user: user, headOnly: headOnly)
         }
     }
 
@@ -149,12 +152,14 @@ struct StoredFileReader {
     }
 
     private func fromBucket(_ key: String, size: Int, rangeSpec: String?, _ c: ObjectStorageConfiguration, gone: String,
-                            user: String?) throws -> Served {
+                            user: String?, headOnly: Bool) throws -> Served {
         var range: Range<Int>?
         if let spec = rangeSpec {
             guard let r = RESTRouter.byteRange(spec, total: size) else { throw Unsatisfiable(total: size, spec: spec) }
             range = r
         }
+        // A HEAD takes no slot and opens no download: the row knows the length.
+        if headOnly { return Served(body: .declared(range?.count ?? size), total: size, range: range) }
         if let refusal = Self.take(user) { throw refusal }
         Self.bucketReadsStarted.add(1, ordering: .relaxed)
         do throws(ObjectStorageError) {
