@@ -22,7 +22,16 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(err2.contains("is not HOST:PORT"))
         let (badKeys, _, err3) = try run("callroomd", ["--listen", "127.0.0.1:0", "--data-dir", "/proc/nope"])
         XCTAssertEqual(badKeys, 1)
-        XCTAssertTrue(err3.contains("cannot create data directory"), err3)
+        XCTAssertTrue(err3.contains("cannot create data directory /proc/nope: /proc/nope: "), err3)
+        // Why, said: a file in the way, or a file where a parent directory should be.
+        let file = NSTemporaryDirectory() + "callroom-not-a-dir-\(getpid())"
+        FileManager.default.createFile(atPath: file, contents: Data())
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        for (dir, why) in [(file, "a file that is not a directory is in the way"), (file + "/data", "\(file) is a file, not a directory")] {
+            let (status, _, err) = try run("callroomd", ["--listen", "127.0.0.1:0", "--data-dir", dir])
+            XCTAssertEqual(status, 1)
+            XCTAssertTrue(err.contains("cannot create data directory \(dir): \(why)"), err)
+        }
         let (badThreads, _, err4) = try run("callroomd", ["--relay-threads", "0"])
         XCTAssertEqual(badThreads, 2)
         XCTAssertTrue(err4.contains("relay threads must be 1…64"), err4)

@@ -186,7 +186,7 @@ public final class CallServer: @unchecked Sendable {
     private func prepareDataDirectory(_ dir: String) throws(ServerStartError) {
         var before = stat()
         let wasOpen = stat(dir, &before) == 0 && before.st_mode & 0o077 != 0
-        guard PrivateFiles.directory(dir) else { throw .cannotCreateDataDir(dir) }
+        guard PrivateFiles.directory(dir) else { throw .cannotCreateDataDir(dir, why: PrivateFiles.whyNotDirectory(dir)) }
         // A full disk is said as one — not as a database that cannot be read (whose remedy is a
         // backup) or a key file that cannot be written.
         if let free = DiskSpace.availableBytes(dir), free < Self.minimumFreeBytes { throw .diskFull(dir, free: free) }

@@ -21,6 +21,28 @@ enum PrivateFiles {
         return true
     }
 
+    /// Why `directory(path)` failed, as an operator reads it: something else in the way, the
+    /// first missing directory the system would not make (its error), or the mode it would not take.
+    static func whyNotDirectory(_ path: String) -> String {
+        var st = stat()
+        if stat(path, &st) == 0 {
+            return st.st_mode & S_IFMT == S_IFDIR ? "it cannot be made private (0700)" : "a file that is not a directory is in the way"
+        }
+        // The first directory of the path that is missing, and what making it says.
+        var missing = path
+        var parent = (path as NSString).deletingLastPathComponent
+        while !parent.isEmpty, stat(parent, &st) != 0 {
+            missing = parent
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+        if !parent.isEmpty, st.st_mode & S_IFMT != S_IFDIR { return "\(parent) is a file, not a directory" }
+        guard mkdir(missing, 0o700) != 0 else {
+            rmdir(missing)
+            return "it could not be made"
+        }
+        return "\(missing): \(String(cString: strerror(errno)))"
+    }
+
     /// Writes `data` to `path` atomically, never visible with wider permissions than `mode`
     /// (0600; a certificate, which is public, may be 0644).
     static func write(_ data: Data, to path: String, mode: mode_t = 0o600) -> Bool {

@@ -225,7 +225,7 @@ public enum RelayFastPathMode: String, Sendable, CaseIterable {
 
 /// Why a server could not start.
 public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertible {
-    case cannotCreateDataDir(String)
+    case cannotCreateDataDir(String, why: String)
     /// The data directory's disk has less room than a start needs (`free` bytes).
     case diskFull(String, free: Int64)
     /// Another `callroomd` runs on the data directory (`holder`: which process).
@@ -253,7 +253,7 @@ public enum ServerStartError: Error, Equatable, Sendable, CustomStringConvertibl
 
     public var description: String {
         switch self {
-        case .cannotCreateDataDir(let p): return "cannot create data directory \(p)"
+        case .cannotCreateDataDir(let p, let why): return "cannot create data directory \(p): \(why)"
         case .diskFull(let p, let free):
             return "the disk that holds the data directory \(p) is full (\(free / 1024) KB free; a start needs "
                 + "\(CallServer.minimumFreeBytes / 1_048_576) MB): free some space and start again — the data in it is untouched"
