@@ -37,7 +37,8 @@ public struct TranscriptDocument: Codable, Sendable, Equatable {
 public final class TranscriptWriter {
     public let vttPath: String
     public let jsonPath: String
-    private let linesPath: String
+    /// `{tid}.jsonl`: the captions as they came, from which the JSON document is written.
+    public let linesPath: String
     private let header: TranscriptDocument
     private var segments: [TranscriptSegment] = []
     private let vtt: FileHandle

@@ -91,19 +91,24 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         let end = member?.nowMs() ?? 0
         for s in speakers.values { s.captioner.finish(nowMs: end) }
         let now = epochMilliseconds()
-        var segments = writer.count
-        do { segments = try writer.finish().segments.count } catch {
-            log.error("transcript could not be finished", ["tid": config.tid, "error": "\(error)"])
-        }
+        let segments = writer.count
         let url = Self.path(config.sessionId, config.tid)
         let meta = Self.meta(config.language, pool.engine.name, segments, url)
-        do { try store.transcriptionFinished(tid: config.tid, endedAt: now, url: url, meta: meta) } catch {
-            // (A full disk, a database restarting: the row is written once the store takes it.)
-            log.error("store failed on transcription end; trying again every 5 s", ["tid": config.tid, "error": error.description])
-            WriteRetry("transcription end", fields: ["tid": config.tid], log: log) { [store, tid = config.tid] in
-                do { try store.transcriptionFinished(tid: tid, endedAt: now, url: url, meta: meta) } catch { return "\(error)" }
-                return nil
-            }.start()
+        // The JSON document, then the row that says where it is: on a full disk (or a database
+        // restarting) whatever is left of the two is done once there is room, every 5 s.
+        let documentWritten = Locked(true)
+        do { _ = try writer.finish() } catch { documentWritten.withLock { $0 = false } }
+        let finishRest = { @Sendable [store, tid = config.tid, lines = writer.linesPath] () -> String? in
+            if !documentWritten.withLock({ $0 }) {
+                do { try TranscriptWriter.finalise(linesPath: lines) } catch { return "\(error)" }
+                documentWritten.withLock { $0 = true }
+            }
+            do { try store.transcriptionFinished(tid: tid, endedAt: now, url: url, meta: meta) } catch { return "\(error)" }
+            return nil
+        }
+        if let why = finishRest() {
+            log.error("the transcript's end (its document, its row) could not be written; trying again every 5 s", ["tid": config.tid, "error": why])
+            WriteRetry("transcription end", fields: ["tid": config.tid], log: log, attempt: finishRest).start()
         }
         log.info("transcription finished", ["session": config.sessionId, "tid": config.tid, "segments": "\(segments)", "error": failure ?? ""])
     }

@@ -164,4 +164,52 @@ final class TranscriptionTests: XCTestCase {
         await guest.leave()
         await mod.leave()
     }
+
+    /// The whole data directory full while a transcription runs: its end — the JSON document and
+    /// the row that says where it is — is written once there is room (tried every 5 s), with the
+    /// captions it had; until then the transcript is not listed as ended.
+    func testATranscriptEndTheDiskRefusedIsWrittenOnceThereIsRoom() async throws {
+        try XCTSkipUnless(getuid() == 0, "needs root to mount a small tmpfs")
+        let dir = TemporaryDirectory("callroom-full-tr")
+        defer { dir.remove() }
+        let data = dir.file("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let m = try ManagedProcess("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", data])
+        try XCTSkipUnless(m.wait(timeout: 10) == 0, "cannot mount a tmpfs here: \(m.errorOutput)")
+        defer { _ = try? ManagedProcess("/usr/bin/umount", ["-l", data]).wait(timeout: 10) }
+        let t = try TestServer.forSDK { $0.dataDir = data }
+        defer { t.stop() }
+        let guestEvents = EventRecorder<CallEvent>()
+        let mod = try await t.joinedClient("mod", session: "trfull", settings: SessionSettingsBuilder()
+            .setAudioInput("file:" + BuiltProducts.packageRoot + "/Resources/clips/\(Self.clip).wav").setAudioOutput("null").build(), name: "Katherine")
+        let guest = try await t.joinedClient("guest", session: "trfull", settings: SessionSettingsBuilder()
+            .setAudioInput("null").setAudioOutput("null").build(), onEvent: { guestEvents.add($0) })
+        mod.setSessionFeature(.transcription, enabled: true)
+        func finals() -> [Caption] { guestEvents.all.compactMap { if case .captionReceived(let c) = $0, c.final, !c.text.isEmpty { return c }; return nil } }
+        await eventually(30) { !finals().isEmpty }
+        XCTAssertFalse(finals().isEmpty, "a caption before the disk fills")
+        let fill = try ManagedProcess("/bin/dd", ["if=/dev/zero", "of=\(data)/filler", "bs=64k"])
+        XCTAssertNotEqual(fill.wait(timeout: 30), 0, "dd stops when the disk is full")
+        mod.setSessionFeature(.transcription, enabled: false)
+        await eventually(10) { guestEvents.all.contains(.transcriptionStopped) }
+        // The transcriber has closed its files — it is finishing on the full disk — before room is made.
+        await eventually(10) { !openFilePaths().contains { $0.hasPrefix(data + "/transcripts/") } }
+        XCTAssertFalse(openFilePaths().contains { $0.hasPrefix(data + "/transcripts/") }, "the transcriber let go of its files")
+        let admin = ["apikey": t.server.keys.apiKey]
+        func listed() -> [String: Any]? {
+            (BlockingHTTP.request("GET", t.server.url + "/v3/calls/trfull/transcriptions", headers: admin).json["data"] as? [[String: Any]])?.first
+        }
+        XCTAssertEqual((listed()?["endTime"] as? NSNumber)?.int64Value ?? 0, 0, "not ended while nothing could be written: \(listed() ?? [:])")
+        try FileManager.default.removeItem(atPath: data + "/filler")
+        let ended = await eventuallyValue(15, poll: 0.2) { () -> [String: Any]? in
+            guard let l = listed(), ((l["endTime"] as? NSNumber)?.int64Value ?? 0) > 0 else { return nil }
+            return l
+        }
+        let url = try XCTUnwrap(ended?["url"] as? String, "the transcript ends once there is room")
+        let doc = try JSONDecoder().decode(TranscriptDocument.self, from: BlockingHTTP.request("GET", url, headers: admin).body)
+        XCTAssertGreaterThanOrEqual(doc.segments.count, 1, "the captions it had")
+        await guest.leave()
+        await mod.leave()
+    }
+
 }
