@@ -332,14 +332,9 @@ final class RecordingFullDiskTests: XCTestCase {
     /// it stopped, is written once there is room (tried every 5 s), with what was recorded;
     /// the call log does not keep a recording that never ends.
     func testARecordingEndTheDatabaseRefusedIsWrittenOnceThereIsRoom() async throws {
-        try XCTSkipUnless(getuid() == 0, "needs root to mount a small tmpfs")
-        let dir = TemporaryDirectory("callroom-full")
-        defer { dir.remove() }
-        let data = dir.file("data")
-        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-        let m = try ManagedProcess("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", data])
-        try XCTSkipUnless(m.wait(timeout: 10) == 0, "cannot mount a tmpfs here: \(m.errorOutput)")
-        defer { _ = try? ManagedProcess("/usr/bin/umount", ["-l", data]).wait(timeout: 10) }
+        let disk = try SmallDisk(size: "4m")
+        defer { disk.remove() }
+        let data = disk.path
         let t = try TestServer.forSDK { $0.dataDir = data }
         defer { t.stop() }
         let modEvents = EventRecorder<CallEvent>()
@@ -358,8 +353,7 @@ final class RecordingFullDiskTests: XCTestCase {
         }
         await eventually(10) { trackBytes().filter { $0 > 4000 }.count == 2 }
         XCTAssertEqual(trackBytes().filter { $0 > 4000 }.count, 2, "\(trackBytes())")
-        let fill = try ManagedProcess("/bin/dd", ["if=/dev/zero", "of=\(data)/filler", "bs=64k"])
-        XCTAssertNotEqual(fill.wait(timeout: 30), 0, "dd stops when the disk is full")
+        try disk.fill()
         await eventually(30) { modEvents.all.contains(.recordingStopped) }
         XCTAssertTrue(modEvents.all.contains { if case .error("ERR_RECORDING_FAILED", let m) = $0 { return m.contains("the server's disk is full") }; return false },
                       "\(modEvents.all)")
@@ -368,7 +362,7 @@ final class RecordingFullDiskTests: XCTestCase {
             (BlockingHTTP.request("GET", t.server.url + "/v3/calls/dbfull", headers: admin).data["recordings"] as? [[String: Any]])?.first
         }
         XCTAssertNil(recording()?["endTime"], "the end row was refused: \(recording() ?? [:])")
-        try FileManager.default.removeItem(atPath: data + "/filler")
+        try disk.makeRoom()
         let ended = await eventuallyValue(15, poll: 0.2) { () -> [String: Any]? in
             guard let r = recording(), r["endTime"] is NSNumber else { return nil }
             return r

@@ -169,14 +169,9 @@ final class TranscriptionTests: XCTestCase {
     /// the row that says where it is — is written once there is room (tried every 5 s), with the
     /// captions it had; until then the transcript is not listed as ended.
     func testATranscriptEndTheDiskRefusedIsWrittenOnceThereIsRoom() async throws {
-        try XCTSkipUnless(getuid() == 0, "needs root to mount a small tmpfs")
-        let dir = TemporaryDirectory("callroom-full-tr")
-        defer { dir.remove() }
-        let data = dir.file("data")
-        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-        let m = try ManagedProcess("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", data])
-        try XCTSkipUnless(m.wait(timeout: 10) == 0, "cannot mount a tmpfs here: \(m.errorOutput)")
-        defer { _ = try? ManagedProcess("/usr/bin/umount", ["-l", data]).wait(timeout: 10) }
+        let disk = try SmallDisk(size: "4m")
+        defer { disk.remove() }
+        let data = disk.path
         let t = try TestServer.forSDK { $0.dataDir = data }
         defer { t.stop() }
         let guestEvents = EventRecorder<CallEvent>()
@@ -188,8 +183,7 @@ final class TranscriptionTests: XCTestCase {
         func finals() -> [Caption] { guestEvents.all.compactMap { if case .captionReceived(let c) = $0, c.final, !c.text.isEmpty { return c }; return nil } }
         await eventually(30) { !finals().isEmpty }
         XCTAssertFalse(finals().isEmpty, "a caption before the disk fills")
-        let fill = try ManagedProcess("/bin/dd", ["if=/dev/zero", "of=\(data)/filler", "bs=64k"])
-        XCTAssertNotEqual(fill.wait(timeout: 30), 0, "dd stops when the disk is full")
+        try disk.fill()
         mod.setSessionFeature(.transcription, enabled: false)
         await eventually(10) { guestEvents.all.contains(.transcriptionStopped) }
         // The transcriber has closed its files — it is finishing on the full disk — before room is made.
@@ -200,7 +194,7 @@ final class TranscriptionTests: XCTestCase {
             (BlockingHTTP.request("GET", t.server.url + "/v3/calls/trfull/transcriptions", headers: admin).json["data"] as? [[String: Any]])?.first
         }
         XCTAssertEqual((listed()?["endTime"] as? NSNumber)?.int64Value ?? 0, 0, "not ended while nothing could be written: \(listed() ?? [:])")
-        try FileManager.default.removeItem(atPath: data + "/filler")
+        try disk.makeRoom()
         let ended = await eventuallyValue(15, poll: 0.2) { () -> [String: Any]? in
             guard let l = listed(), ((l["endTime"] as? NSNumber)?.int64Value ?? 0) > 0 else { return nil }
             return l

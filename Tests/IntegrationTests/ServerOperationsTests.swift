@@ -80,11 +80,9 @@ final class ServerOperationsTests: XCTestCase {
     /// and the server goes on as before with everything it did store. A start on a full disk
     /// says that the disk is full.
     func testAFullDiskIsAnsweredLoggedOnceAndOutlived() throws {
-        let mnt = tmp.file("small")
-        try FileManager.default.createDirectory(atPath: mnt, withIntermediateDirectories: true)
-        let mount = try ManagedProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt])
-        try XCTSkipUnless(mount.wait() == 0, "mounting a small tmpfs needs root: \(mount.errorOutput)")
-        defer { _ = try? ManagedProcess("/bin/umount", ["-l", mnt]).wait() }
+        let disk = try SmallDisk(size: "4m")
+        defer { disk.remove() }
+        let mnt = disk.path
         let (server, url, _) = try startServer(["--data-dir", mnt + "/data", "--listen", "127.0.0.1:0"])
         let keys = try XCTUnwrap(FileManager.default.contents(atPath: mnt + "/data/keys.json")
             .flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: String] })
@@ -93,8 +91,7 @@ final class ServerOperationsTests: XCTestCase {
             BlockingHTTP.request("POST", url + "/v3/users", headers: admin, body: #"{"uid":"\#(uid)","name":"\#(String(repeating: "n", count: 90))"}"#)
         }
         XCTAssertEqual(create("before").status, 200)
-        let fill = try ManagedProcess("/bin/dd", ["if=/dev/zero", "of=\(mnt)/filler", "bs=64k"])
-        XCTAssertNotEqual(fill.wait(timeout: 30), 0, "dd stops when the disk is full")
+        try disk.fill()
         var stored = ["before"], refused = 0
         for i in 0..<40 where refused < 5 {
             let r = create("full\(i)")
@@ -107,7 +104,7 @@ final class ServerOperationsTests: XCTestCase {
         let failed = server.errorOutput.split(separator: "\n").filter { $0.contains("REST: the database failed") }
         XCTAssertEqual(failed.count, 1, "one line for the outage: \(server.errorOutput.suffix(2000))")
         XCTAssertTrue(failed.first?.contains("disk is full") == true && failed.first?.contains("POST /v3/users") == true, "\(failed)")
-        try FileManager.default.removeItem(atPath: mnt + "/filler")
+        try disk.makeRoom()
         XCTAssertEqual(create("after").status, 200, "room again: the server writes again")
         stored.append("after")
         XCTAssertTrue(eventually(5) { server.errorOutput.contains("REST: the database answers again failed_operations=5") }, server.errorOutput)
@@ -119,13 +116,12 @@ final class ServerOperationsTests: XCTestCase {
         // (whose remedy, a backup, would throw the data away) — and the data is there after.
         server.signal(SIGTERM)
         XCTAssertEqual(server.wait(), 0)
-        let refill = try ManagedProcess("/bin/dd", ["if=/dev/zero", "of=\(mnt)/filler", "bs=64k"])
-        XCTAssertNotEqual(refill.wait(timeout: 30), 0)
+        try disk.fill()
         let full = try ManagedProcess(BuiltProducts.path("callroomd"), ["--data-dir", mnt + "/data", "--listen", "127.0.0.1:0"])
         XCTAssertEqual(full.wait(timeout: 20), 1)
         XCTAssertTrue(full.errorOutput.contains("the disk that holds the data directory \(mnt)/data is full") && !full.errorOutput.contains("backup"),
                       full.errorOutput)
-        try FileManager.default.removeItem(atPath: mnt + "/filler")
+        try disk.makeRoom()
         let (again, url2, _) = try startServer(["--data-dir", mnt + "/data", "--listen", "127.0.0.1:0"])
         defer { again.signal(SIGKILL); _ = again.wait() }
         let kept = (BlockingHTTP.request("GET", url2 + "/v3/users?perPage=100", headers: admin).json["data"] as? [[String: Any]])?
