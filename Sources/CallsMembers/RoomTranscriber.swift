@@ -39,6 +39,9 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
     private let store: CallStore
     private let log: ServerLog
     private let writer: TranscriptWriter
+    /// Captions the transcript's files refused (a full disk): said when it starts and when it
+    /// ends (how many were not kept), not once a caption.
+    private let writeOutage: OutageLog
     private let startedAt = epochMilliseconds()
     /// Set before the member starts (`attach`); captions go out through it.
     private weak var member: ServerMember?
@@ -66,6 +69,8 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         self.pool = pool
         self.store = store
         self.log = log
+        writeOutage = OutageLog(log, started: "transcript writes failed: captions are not kept in it until they work again",
+                                ended: "transcript writes work again", fields: ["tid": config.tid])
         try FileManager.default.createDirectory(atPath: config.dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         writer = try TranscriptWriter(dir: config.dir, tid: config.tid, sessionId: config.sessionId, language: config.language,
                                       engine: pool.engine.name, startedAt: startedAt)
@@ -138,8 +143,11 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         guard c.isFinal, !c.text.isEmpty else { return }
         let seg = TranscriptSegment(speaker: .init(uid: who.uid, pid: who.pid, name: who.name),
                                     start: Double(c.startMs) / 1000, end: Double(c.endMs) / 1000, text: c.text)
-        do { try writer.append(seg) } catch {
-            log.error("transcript write failed", ["tid": tid, "error": "\(error)"])
+        do {
+            try writer.append(seg)
+            writeOutage.succeeded()
+        } catch {
+            writeOutage.failed(["error": "\(error)"])
         }
     }
 
