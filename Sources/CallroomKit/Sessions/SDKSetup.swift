@@ -42,7 +42,6 @@ package enum SDKSetup {
         }
     }
 
-    /// `--name NAME`: nil when not given; a blank name is bad usage (exit 2).
     /// `session` when the server would take it as a session id; otherwise the command stops (exit
     /// 2) saying why — before it looks for a terminal or a server. (The id is quoted with its
     /// control characters escaped: it may come from someone else's link.)
@@ -53,6 +52,7 @@ package enum SDKSetup {
         return session
     }
 
+    /// `--name NAME`: nil when not given; a blank name is bad usage (exit 2).
     package static func displayName(_ args: ArgumentScanner) -> String? {
         guard let name = args["name"] else { return nil }
         guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { Console.fail("--name must not be empty") }

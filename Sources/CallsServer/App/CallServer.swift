@@ -178,11 +178,11 @@ public final class CallServer: @unchecked Sendable {
         let hooks: WebhookOutbox, directory: WebhookDirectory, revocations: TokenRevocations, roomRules: RoomRulesDirectory, signer: CallTokenSigner
     }
 
-    /// The data directory, created (or tightened) to 0700.
     /// The room a start needs on the data directory's disk: the database's WAL and shared-memory
     /// files, the keys, the lock (a running server refuses what does not fit, and says so).
     static let minimumFreeBytes: Int64 = 1 << 20
 
+    /// The data directory, created (or tightened) to 0700, on a disk with `minimumFreeBytes` free.
     private func prepareDataDirectory(_ dir: String) throws(ServerStartError) {
         var before = stat()
         let wasOpen = stat(dir, &before) == 0 && before.st_mode & 0o077 != 0
