@@ -99,6 +99,8 @@ final class ServerOperationsTests: XCTestCase {
             XCTAssertEqual(r.status, 500, "\(r.json)")
             XCTAssertEqual((r.json["error"] as? [String: Any])?["code"] as? String, "ERR_STORAGE")
             refused += 1
+            // Reads still work on a full disk; they do not end the outage the writes are in.
+            XCTAssertEqual(BlockingHTTP.request("GET", url + "/v3/users", headers: admin).status, 200)
         }
         XCTAssertEqual(refused, 5, "a full disk refuses writes")
         let failed = server.errorOutput.split(separator: "\n").filter { $0.contains("REST: the database failed") }

@@ -35,13 +35,14 @@ struct RESTRouter: Sendable {
     /// How many users login may create from one address.
     let signups: SignupLimiter
     /// Requests the store failed (a full disk, a database down): the first of an outage is
-    /// logged with its error, then the end of it — not one line a request.
+    /// logged with its error, then its end — a write the store took (reads go on working on a
+    /// full disk, and some routes never touch the store) — not one line a request.
     let storeOutage: OutageLog
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
         do {
             let response = try route(r)
-            storeOutage.succeeded()
+            if r.method != Route.Method.get.rawValue { storeOutage.succeeded() }
             return response
         } catch let e as ServerError {
             return HTTPResponse(status: e.status, json: e.json)
