@@ -74,6 +74,12 @@ public final class JitterBuffer {
         public var repaired = 0
         /// Redundant copies that came after their frame had been played or concealed.
         public var lateRepairs = 0
+        /// Of `concealed` and `late`: frames concealed while waiting for a packet, and packets
+        /// that came after their turn, whose transit then was more than
+        /// `delayToleranceNanoseconds` longer than the sender's shortest of late — a sender,
+        /// relay or path that stalled, not playout timing. The rest were packets that came as
+        /// early as ever and still missed their frame: playout too close to arrival.
+        public var delayed = 0
         public init() {}
     }
 
@@ -131,6 +137,15 @@ public final class JitterBuffer {
     public static let voicedShrinkTicks = 250
     /// The last frames passed over as lost (FEC or concealment), to tell a copy that came too late.
     private var missed = RecentSequences()
+    /// How much longer than its sender's shortest recent transit a packet that missed its
+    /// frame took, at most, to count as playout's miss rather than a delay (`Statistics.delayed`).
+    public let delayToleranceNanoseconds: UInt64
+    /// The margin playout phase alignment leaves every packet (the SDK's `PlayoutPhase` keeps
+    /// this one): a packet held up by less is never late unless playout cut it too fine.
+    public static let defaultDelayToleranceNanoseconds: UInt64 = 4_000_000
+    private var transitFloor = TransitFloor(window: 50)
+    /// The frame concealments are waiting for, and how many it has cost so far.
+    private var awaited: (sequence: UInt16, concealments: Int)?
 
     /// - Parameters:
     ///   - targetFrames: frames buffered before playout starts (the jitter margin + one).
@@ -138,8 +153,10 @@ public final class JitterBuffer {
     ///   - maxConcealFrames: consecutive concealed frames before returning to silence.
     ///   - slotCount: packets held at once before the oldest are dropped (at least `maxFrames` + 2).
     ///   - warmupPackets: packets measured before the first playout (1: start on the first).
+    ///   - delayToleranceNanoseconds: see `Statistics.delayed`.
     public init(targetFrames: Int = 2, maxFrames: Int = 15, maxConcealFrames: Int = 10, frameSamples: Int = 960, slotCount: Int = 64,
-                warmupPackets: Int = 1) {
+                warmupPackets: Int = 1, delayToleranceNanoseconds: UInt64 = JitterBuffer.defaultDelayToleranceNanoseconds) {
+        self.delayToleranceNanoseconds = delayToleranceNanoseconds
         self.targetFrames = max(1, targetFrames)
         self.warmupPackets = max(1, warmupPackets)
         self.maxFrames = max(self.targetFrames + 1, maxFrames)
@@ -184,7 +201,8 @@ public final class JitterBuffer {
         }
         lastTransit = transit
         updateTarget()
-        store(sequence: sequence, payload: payload, arrival: arrival, voice: voice)
+        let delayed = transitFloor.delay(of: transit) > Double(delayToleranceNanoseconds)
+        store(sequence: sequence, payload: payload, arrival: arrival, voice: voice, delayed: delayed)
     }
 
     private func updateTarget() {
@@ -237,15 +255,26 @@ public final class JitterBuffer {
 
     /// Inserts without timing (no jitter estimate, no arrival time).
     public func insert(sequence: UInt16, payload: [UInt8]) {
-        payload.withUnsafeBytes { store(sequence: sequence, payload: $0, arrival: nil, voice: false) }
+        payload.withUnsafeBytes { store(sequence: sequence, payload: $0, arrival: nil, voice: false, delayed: false) }
     }
 
-    private func store(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64?, voice: Bool) {
+    /// `delayed`: its transit was longer than the sender's shortest of late by more than the
+    /// tolerance (`Statistics.delayed`).
+    private func store(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64?, voice: Bool, delayed: Bool) {
         statistics.received += 1
+        if let waited = awaited, waited.sequence == sequence {
+            // The packet concealments waited for: were they for a delay, or for playout's timing?
+            if delayed { statistics.delayed += waited.concealments }
+            awaited = nil
+        }
         if isPlaying {
             let d = SequenceNumber.distance(from: nextSeq, to: sequence)
             if d < 0 {
-                if d < -1000 { restart() } else { statistics.late += 1; return }
+                if d < -1000 { restart() } else {
+                    statistics.late += 1
+                    if delayed { statistics.delayed += 1 }
+                    return
+                }
             } else if d > 1000 {
                 restart()
             }
@@ -297,6 +326,7 @@ public final class JitterBuffer {
         isPlaying = false
         concealRun = 0
         startSurplus = 0
+        awaited = nil
         statistics.resets += 1
     }
 
@@ -382,6 +412,11 @@ public final class JitterBuffer {
             return .silence
         }
         statistics.concealed += 1
+        if let waited = awaited, waited.sequence == nextSeq {
+            awaited = (nextSeq, waited.concealments + 1)
+        } else {
+            awaited = (nextSeq, 1)
+        }
         // Nothing queued: the packet is late, not lost (jitter, or a sender clock running slow).
         // Conceal without skipping it, which also deepens the queue by one frame. With later
         // packets queued, it is lost: move past it.

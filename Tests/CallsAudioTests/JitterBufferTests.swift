@@ -351,3 +351,59 @@ struct SplitMixForTests {
         return z ^ (z >> 31)
     }
 }
+
+/// Which frames that missed their packet were the packet's delay, and which playout's timing:
+/// packets every 20 ms, playout ticks at a fixed phase after them (a virtual clock).
+@Suite("Jitter buffer: delayed or missed")
+struct JitterBufferDelayTests {
+    let frameNs: UInt64 = 20_000_000
+
+    /// Plays `frames` ticks at `phase` past each packet's send time; packet n arrives at
+    /// n × 20 ms + `delay(n)`.
+    func run(_ jb: JitterBuffer, frames: Int, phase: UInt64, delay: (Int) -> UInt64) {
+        let arrivals = (0..<frames).map { (time: UInt64($0) * frameNs + delay($0), seq: $0) }.sorted { $0.time < $1.time }
+        var a = 0
+        for tick in 0..<frames {
+            let now = UInt64(tick) * frameNs + phase
+            while a < arrivals.count, arrivals[a].time <= now {
+                let s = arrivals[a].seq
+                jb.insert(sequence: UInt16(s), payload: [1], arrival: arrivals[a].time, timestamp: UInt32(s * 960))
+                a += 1
+            }
+            _ = jb.next()
+        }
+    }
+
+    @Test func aPacketHeldUpOnItsWayIsDelayed() {
+        // Ticks 10 ms after each packet; packet 50 comes 45 ms late: its tick conceals, the next
+        // recovers it from packet 51, and it comes after its turn.
+        let jb = JitterBuffer(targetFrames: 1)
+        run(jb, frames: 100, phase: 10_000_000) { $0 == 50 ? 45_000_000 : 0 }
+        #expect(jb.statistics.concealed == 1)
+        #expect(jb.statistics.late == 1)
+        #expect(jb.statistics.delayed == 2, "both for a packet held up 45 ms")
+    }
+
+    @Test func aPacketOnTimeThatMissedItsFrameIsPlayoutsMiss() {
+        // Ticks 1 ms after each packet: one 2 ms late (within the 4 ms tolerance) misses its tick.
+        let jb = JitterBuffer(targetFrames: 1)
+        run(jb, frames: 100, phase: 1_000_000) { $0 == 50 ? 2_000_000 : 0 }
+        #expect(jb.statistics.concealed == 1)
+        #expect(jb.statistics.delayed == 0, "2 ms is no delay: playout cut it too fine")
+        // The same with a tolerance of 1 ms: held up.
+        let strict = JitterBuffer(targetFrames: 1, delayToleranceNanoseconds: 1_000_000)
+        run(strict, frames: 100, phase: 1_000_000) { $0 == 50 ? 2_000_000 : 0 }
+        #expect(strict.statistics.concealed == 1)
+        #expect(strict.statistics.delayed == 1)
+    }
+
+    @Test func theFloorFollowsAPathThatGotLonger() {
+        // From packet 100 on every packet takes 30 ms more (a new path), ticks 40 ms after
+        // sending: after two windows of 50 packets the longer transit is the floor, and a packet
+        // 3 ms over it that misses a tick cut to 2 ms is playout's miss, not a delay.
+        let jb = JitterBuffer(targetFrames: 1)
+        run(jb, frames: 300, phase: 32_000_000) { n in (n >= 100 ? 30_000_000 : 0) + (n == 250 ? 3_000_000 : 0) }
+        #expect(jb.statistics.concealed == 1)
+        #expect(jb.statistics.delayed == 0)
+    }
+}

@@ -25,7 +25,7 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(err3.contains("cannot create data directory /proc/nope: /proc/nope: "), err3)
         // Why, said: a file in the way, or a file where a parent directory should be.
         let file = NSTemporaryDirectory() + "callroom-not-a-dir-\(getpid())"
-        FileManager.default.createFile(atPath: file, contents: Data())
+        _ = FileManager.default.createFile(atPath: file, contents: Data())
         defer { try? FileManager.default.removeItem(atPath: file) }
         for (dir, why) in [(file, "a file that is not a directory is in the way"), (file + "/data", "\(file) is a file, not a directory")] {
             let (status, _, err) = try run("callroomd", ["--listen", "127.0.0.1:0", "--data-dir", dir])

@@ -83,7 +83,7 @@ package enum HeadlessCommands {
             Command(name: "media-report", arity: .none, help: "prints the media counters (sent, received, played, concealed, bound …)") { _ in
                 guard let r = s.mediaReport else { return printJSON(["mediaReport": NSNull()]) }
                 printJSON(["mediaReport": ["framesCaptured": r.framesCaptured, "packetsSent": r.packetsSent, "packetsReceived": r.packetsReceived,
-                                           "played": r.played, "recovered": r.recovered, "concealed": r.concealed, "late": r.late,
+                                           "played": r.played, "recovered": r.recovered, "concealed": r.concealed, "late": r.late, "delayed": r.delayed,
                                            "lost": r.lost, "repaired": r.repaired, "bound": r.bound, "srtpRejected": r.srtpRejected,
                                            "playbackPeriodMs": r.playbackPeriodMs, "redundancyFrames": r.redundancyFrames, "relay": r.relay,
                                            "playoutAdvances": r.playoutAdvances, "playoutAdvancedMs": r.playoutAdvancedMs,

@@ -213,6 +213,7 @@ public final class CallsClient: @unchecked Sendable {
                            playbackPeriodIsAutomatic: engine.playbackPeriodIsAutomatic,
                            repaired: j.reduce(0) { $0 + $1.repaired }, lateRepairs: j.reduce(0) { $0 + $1.lateRepairs },
                            payloadBytesSent: s.payloadBytesSent, redundancyFrames: engine.redundancyFrames)
+        report.delayed = j.reduce(0) { $0 + $1.delayed }
         report.bound = s.bound
         report.srtpRejected = s.srtpRejected
         report.relay = s.relay
@@ -429,6 +430,10 @@ public struct MediaReport: Sendable, Equatable {
     public var overflowDropped: Int
     /// Packets lost on the network (gaps followed by later packets, repaired or not), all senders.
     public var lost: Int = 0
+    /// Of `concealed` and `late`: those for a packet held up on its way (its transit more than
+    /// 4 ms longer than its sender's shortest of late: a stalled sender, relay or path). The
+    /// rest missed their frame though they came as early as ever: playout cut it too fine.
+    public var delayed: Int = 0
 
     public init(framesCaptured: Int = 0, packetsSent: Int = 0, packetsReceived: Int = 0, impairedDrops: Int = 0, played: Int = 0,
                 recovered: Int = 0, concealed: Int = 0, late: Int = 0, overflowDropped: Int = 0, lost: Int = 0, xruns: Int = 0,

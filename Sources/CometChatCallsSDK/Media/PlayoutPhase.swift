@@ -1,3 +1,5 @@
+import CallsAudio
+
 /// Aligns the playout frame boundary to packet arrival. The device's clock decides when a frame
 /// is mixed, the sender's when its packet comes, so every packet waits in its jitter buffer for
 /// some fixed part of a frame (its phase) on top of what the network's jitter needs — up to a
@@ -40,8 +42,9 @@ struct PlayoutPhase {
     }
 
     /// Scheduling on a busy machine (both ends' threads) varies by a few ms beyond what a window
-    /// of evidence shows.
-    static let defaultMarginNanoseconds: UInt64 = 4_000_000
+    /// of evidence shows (4 ms; the jitter buffer counts a packet that missed its frame and was
+    /// held up by more than this as delayed, not as playout's miss).
+    static let defaultMarginNanoseconds = JitterBuffer.defaultDelayToleranceNanoseconds
     /// Frames of evidence per decision: enough to see the late tail of the network's jitter
     /// (25 frames missed it: packets went late under 0–30 ms of jitter, PESQ fell 0.3).
     static let evidenceFrames = 75
