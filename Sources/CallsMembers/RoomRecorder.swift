@@ -39,6 +39,7 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
     private let store: CallStore
     private let log: ServerLog
     private let outbox: WebhookOutbox
+    private let retries: WriteRetries
 
     private struct State {
         package var writers: [UInt32: OggOpusWriter] = [:]
@@ -61,11 +62,13 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
     private let state = Locked(State())
 
     /// Creates the recording's directory.
-    package init(config: Config, store: CallStore, log: ServerLog, outbox: WebhookOutbox) throws {
+    /// `retries`: the server's, which stops a refused end row's retries when it stops.
+    package init(config: Config, store: CallStore, log: ServerLog, outbox: WebhookOutbox, retries: WriteRetries) throws {
         self.config = config
         self.store = store
         self.log = log
         self.outbox = outbox
+        self.retries = retries
         try FileManager.default.createDirectory(atPath: config.dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
@@ -160,10 +163,10 @@ package final class RoomRecorder: ServerMemberSink, @unchecked Sendable {
         do { try store.recordingFinished(rid: config.rid, endedAt: now, files: files, outbox: rows) } catch {
             // (A full disk, a database restarting: the row is written once the store takes it.)
             log.error("store failed on recording end; trying again every 5 s", ["rid": config.rid, "error": error.description])
-            WriteRetry("recording end", fields: ["rid": config.rid], log: log) { [store, rid = config.rid, files] in
+            retries.start(WriteRetry("recording end", fields: ["rid": config.rid], log: log) { [store, rid = config.rid, files] in
                 do { try store.recordingFinished(rid: rid, endedAt: now, files: files, outbox: rows) } catch { return "\(error)" }
                 return nil
-            }.start()
+            })
         }
         log.info("recording finished", ["session": config.sessionId, "rid": config.rid, "files": "\(files.count)",
                                         "seconds": "\(duration / 1000)", "error": failure ?? ""])

@@ -38,6 +38,7 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
     private let pool: RecognizerPool
     private let store: CallStore
     private let log: ServerLog
+    private let retries: WriteRetries
     private let writer: TranscriptWriter
     /// Captions the transcript's files refused (a full disk): said when it starts and when it
     /// ends (how many were not kept), not once a caption.
@@ -64,11 +65,13 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
     /// Confined to the receive thread (then to the stopping thread, after it ended).
     private var speakers: [UInt32: Speaker] = [:]
 
-    package init(config: Config, pool: RecognizerPool, store: CallStore, log: ServerLog) throws {
+    /// `retries`: the server's, which stops a refused end's retries when it stops.
+    package init(config: Config, pool: RecognizerPool, store: CallStore, log: ServerLog, retries: WriteRetries) throws {
         self.config = config
         self.pool = pool
         self.store = store
         self.log = log
+        self.retries = retries
         writeOutage = OutageLog(log, started: "transcript writes failed: captions are not kept in it until they work again",
                                 ended: "transcript writes work again", fields: ["tid": config.tid])
         try FileManager.default.createDirectory(atPath: config.dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -113,7 +116,7 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         }
         if let why = finishRest() {
             log.error("the transcript's end (its document, its row) could not be written; trying again every 5 s", ["tid": config.tid, "error": why])
-            WriteRetry("transcription end", fields: ["tid": config.tid], log: log, attempt: finishRest).start()
+            retries.start(WriteRetry("transcription end", fields: ["tid": config.tid], log: log, attempt: finishRest))
         }
         log.info("transcription finished", ["session": config.sessionId, "tid": config.tid, "segments": "\(segments)", "error": failure ?? ""])
     }

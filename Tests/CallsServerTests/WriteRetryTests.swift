@@ -56,5 +56,31 @@ final class WriteRetryTests: XCTestCase {
         retry.cancel()
         clock.advance(by: 100)
         XCTAssertEqual(retry.attempts, 3)
+        XCTAssertTrue(retry.isFinished)
+    }
+
+    /// A server's retries stop with it, and none starts once it is stopping (a recording whose
+    /// end the stop itself wrote, refused).
+    func testTheServersRetriesStopWithIt() {
+        let clock = VirtualScheduler()
+        let log = ServerLog(level: .info, sink: { _ in })
+        let retries = WriteRetries()
+        let stored = WriteRetry("transcription end", fields: [:], log: log, scheduler: clock) { nil }
+        let full = (0..<2).map { _ in WriteRetry("recording end", fields: [:], log: log, scheduler: clock) { "still full" } }
+        retries.start(stored)
+        for r in full { retries.start(r) }
+        XCTAssertEqual(retries.pending, 3)
+        clock.advance(by: 5)
+        XCTAssertEqual(retries.pending, 2, "the stored one has ended")
+        retries.cancelAll()
+        XCTAssertEqual(retries.pending, 0)
+        clock.advance(by: 100)
+        XCTAssertEqual(full.map(\.attempts), [2, 2], "no attempt after the stop")
+        XCTAssertEqual(clock.pendingCount, 0)
+        let late = WriteRetry("recording end", fields: [:], log: log, scheduler: clock) { "still full" }
+        retries.start(late)
+        clock.advance(by: 100)
+        XCTAssertEqual(late.attempts, 1, "not started: the server is stopping")
+        XCTAssertEqual(retries.pending, 0)
     }
 }

@@ -365,6 +365,7 @@ final class RecordingFullDiskTests: XCTestCase {
             (BlockingHTTP.request("GET", t.server.url + "/v3/calls/dbfull", headers: admin).data["recordings"] as? [[String: Any]])?.first
         }
         XCTAssertNil(recording()?["endTime"], "the end row was refused: \(recording() ?? [:])")
+        XCTAssertEqual(t.server.writeRetries.pending, 1, "tried again")
         try disk.makeRoom()
         let ended = await eventuallyValue(15, poll: 0.2) { () -> [String: Any]? in
             guard let r = recording(), r["endTime"] is NSNumber else { return nil }
@@ -374,7 +375,30 @@ final class RecordingFullDiskTests: XCTestCase {
         let tracks = files.filter { $0["kind"] as? String == "participant" }
         XCTAssertEqual(tracks.count, 2, "\(files)")
         XCTAssertTrue(tracks.allSatisfy { ($0["duration"] as? Double ?? 0) > 0.5 }, "what was recorded: \(tracks)")
+        XCTAssertEqual(t.server.writeRetries.pending, 0)
         await guest.leave()
+        await mod.leave()
+    }
+
+    /// A server stopped while it tries a refused write again stops trying: the recording's end
+    /// is the next start's crash recovery's (which finishes it from its files).
+    func testAServerStoppedWhileItRetriesAWriteStopsTrying() async throws {
+        let disk = try SmallDisk(size: "4m")
+        defer { disk.remove() }
+        let data = disk.path
+        let t = try TestServer.forSDK { $0.dataDir = data }
+        defer { t.stop() }
+        let modEvents = EventRecorder<CallEvent>()
+        let mod = try await t.joinedClient("mod", session: "stopfull", settings: SessionSettingsBuilder()
+            .setAudioInput("tone:440").setAudioOutput("null").build(), onEvent: { modEvents.add($0) })
+        mod.setSessionFeature(.recording, enabled: true)
+        await eventually(5) { modEvents.all.contains(.recordingStarted) }
+        XCTAssertTrue(modEvents.all.contains(.recordingStarted))
+        try disk.fill()
+        await eventually(30) { t.server.writeRetries.pending == 1 }
+        XCTAssertEqual(t.server.writeRetries.pending, 1, "the end row refused, tried again: \(modEvents.all.count) events")
+        t.server.stop()
+        XCTAssertEqual(t.server.writeRetries.pending, 0, "stopped with the server")
         await mod.leave()
     }
 }

@@ -43,6 +43,9 @@ public final class CallServer: @unchecked Sendable {
     public let nodeID: String
     /// The recognisers every transcriber shares.
     let recognizers: RecognizerPool
+    /// The store writes members are trying again (a recording's end on a full disk): stopped with
+    /// the server.
+    package let writeRetries = WriteRetries()
     /// The caption engine transcriptions use (`whisper`, `pocketsphinx`).
     public var captionEngine: String { recognizers.engine.name }
     /// Which caption engine was chosen and why (logged at start).
@@ -118,7 +121,7 @@ public final class CallServer: @unchecked Sendable {
             throw .cannotListen("\(configuration.host):\(configuration.port)")
         }
         let members = MemberLauncher(configuration: configuration, endpoints: memberEndpoints(relayPort: relay.port, tls: tlsFiles != nil),
-                                     store: store, log: log, hooks: built.hooks, recognizers: recognizers)
+                                     store: store, log: log, hooks: built.hooks, recognizers: recognizers, retries: writeRetries)
         let maintenance = RecordingMaintenance(store: store, dataDir: dir, retentionDays: configuration.recordingRetentionDays, log: log)
         let uploader = configuration.objectStorage.map {
             ObjectUploader(configuration: $0, store: store, dataDir: dir, nodeID: configuration.redisURL == nil ? nil : nodeID, log: log)
@@ -162,6 +165,8 @@ public final class CallServer: @unchecked Sendable {
         runningBox.withLock { $0 = nil }
         // (The transcribers have stopped: idle Whisper workers end now, not with the process.)
         recognizers.drain()
+        // (What a retry had not written yet is the next start's crash recovery's.)
+        writeRetries.cancelAll()
     }
 
     // MARK: Assembly

@@ -30,14 +30,16 @@ final class MemberLauncher: Sendable {
     private let log: ServerLog
     private let hooks: WebhookOutbox
     private let recognizers: RecognizerPool
+    private let retries: WriteRetries
     /// The receive thread of every recorder and streamer.
     private let hub: ServerMemberHub?
     /// Running members by their feature's id (each removes itself when it has finished).
     private let members = Locked<[String: ServerMember]>([:])
 
     init(configuration: ServerConfiguration, endpoints: Endpoints?, store: CallStore, log: ServerLog, hooks: WebhookOutbox,
-         recognizers: RecognizerPool) {
+         recognizers: RecognizerPool, retries: WriteRetries) {
         self.configuration = configuration
+        self.retries = retries
         self.endpoints = endpoints
         self.store = store
         self.log = log
@@ -105,7 +107,7 @@ final class MemberLauncher: Sendable {
             }
             return try RoomRecorder(config: .init(sessionId: launch.session, rid: launch.id,
                                                   dir: (dir as NSString).appendingPathComponent("recordings/\(launch.id)"), publicURL: publicURL),
-                                    store: store, log: log, outbox: hooks)
+                                    store: store, log: log, outbox: hooks, retries: retries)
         case .transcription:
             let language = launch.language ?? "en-US"
             do { try recognizers.check(language: language) } catch {
@@ -118,7 +120,7 @@ final class MemberLauncher: Sendable {
             DispatchQueue.global(qos: .utility).async { try? pool.warm(language: language) }
             return try RoomTranscriber(config: .init(sessionId: launch.session, tid: launch.id, language: language,
                                                      dir: (dir as NSString).appendingPathComponent("transcripts")),
-                                       pool: recognizers, store: store, log: log)
+                                       pool: recognizers, store: store, log: log, retries: retries)
         case .streaming:
             guard let template = launch.target ?? configuration.streamingURL else {
                 rooms?.memberFailed(launch, code: .featureUnavailable,

@@ -29,7 +29,7 @@ enum RecorderVideoBench {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         guard let store = try? CallStore(path: dir + ".sqlite"),
               let recorder = try? RoomRecorder(config: .init(sessionId: "bench", rid: "rec_bench", dir: dir, publicURL: "http://127.0.0.1"),
-                                               store: store, log: ServerLog(sink: { _ in }), outbox: .none),
+                                               store: store, log: ServerLog(sink: { _ in }), outbox: .none, retries: WriteRetries()),
               let encoder = try? VP8Encoder(.init(width: width, height: height, fps: 15, bitrateKbps: kbps)),
               let decoder = try? VP8Decoder() else {
             Console.fail("cannot set up the recorder bench at \(width)x\(height)", code: ExitCode.failure)
