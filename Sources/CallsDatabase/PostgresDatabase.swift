@@ -114,6 +114,7 @@ public final class PostgresDatabase: StoreDatabase, @unchecked Sendable {
         default:
             let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
             if PQstatus(c) != CONNECTION_OK || Self.isConnectionFailure(result) { throw lost(c, message) }
+            if Self.sqlState(result) == "53100" { throw .full(message: message) }  // disk_full
             throw .step(message: message)
         }
     }
@@ -122,9 +123,13 @@ public final class PostgresDatabase: StoreDatabase, @unchecked Sendable {
     /// server went away mid-statement), class 08 (connection exception), or the server shutting
     /// down or starting (57P01–57P03).
     package static func isConnectionFailure(_ r: OpaquePointer) -> Bool {
-        guard let f = PQresultErrorField(r, Int32(UInt8(ascii: "C"))) else { return true }
-        let state = String(cString: f)
+        guard let state = sqlState(r) else { return true }
         return state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
+    }
+
+    /// The result's SQLSTATE (nil: an error of libpq's own).
+    static func sqlState(_ r: OpaquePointer) -> String? {
+        PQresultErrorField(r, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
     }
 
     /// `lastval()` after an INSERT into a table with a sequence; the previous id otherwise.

@@ -55,7 +55,7 @@ public final class SQLiteDatabase: StoreDatabase, @unchecked Sendable {
         while true {
             let rc = sqlite3_step(stmt)
             if rc == SQLITE_DONE { break }
-            guard rc == SQLITE_ROW else { throw .step(message: lastError) }
+            guard rc == SQLITE_ROW else { throw rc == SQLITE_FULL ? .full(message: lastError) : .step(message: lastError) }
             let n = sqlite3_column_count(stmt)
             var row: [DatabaseValue] = []
             row.reserveCapacity(Int(n))

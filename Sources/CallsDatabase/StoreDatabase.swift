@@ -10,12 +10,18 @@ public enum DatabaseError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The database server cannot be reached (PostgreSQL down, or the connection lost and not
     /// re-established): nothing was written; the next operation tries to connect again.
     case unavailable(String)
+    /// The disk holding the database is full (SQLite's `SQLITE_FULL`, PostgreSQL's `disk_full`,
+    /// 53100): nothing was written; writes work again once there is room.
+    case full(message: String)
+
+    /// The disk is full (`full`): said as such to whoever asked, not as a broken database.
+    public var isFull: Bool { if case .full = self { return true }; return false }
 
     public var description: String {
         switch self {
         case .open(let p, let m): return "cannot open database \(p): \(m)"
         case .prepare(let s, let m): return "cannot prepare \(s.prefix(60)): \(m)"
-        case .step(let m): return "database error: \(m)"
+        case .step(let m), .full(let m): return "database error: \(m)"
         case .schema(let m): return "database schema: \(m)"
         case .unavailable(let m): return "database unavailable: \(m)"
         }

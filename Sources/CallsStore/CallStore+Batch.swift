@@ -66,7 +66,7 @@ extension CallStore {
                             try db.execute("ROLLBACK TO request")
                             try db.execute("RELEASE request")
                             metrics.requestFailures.add(1, ordering: .relaxed)
-                            receipts.append(StoreReceipt(id: r.id, result: .failure(StoreFailure(description: error.description))))
+                            receipts.append(StoreReceipt(id: r.id, result: .failure(StoreFailure(error))))
                         }
                     }
                 }
@@ -77,7 +77,7 @@ extension CallStore {
             return receipts
         } catch {
             metrics.requestFailures.add(UInt64(requests.count), ordering: .relaxed)
-            return requests.map { StoreReceipt(id: $0.id, result: .failure(StoreFailure(description: error.description))) }
+            return requests.map { StoreReceipt(id: $0.id, result: .failure(StoreFailure(error))) }
         }
     }
 

@@ -1,4 +1,5 @@
 import CallsCore
+import CallsDatabase
 
 /// A call as the rooms know it before (and after) the store gives it a row: the store writer
 /// maps each reference to its row id.
@@ -92,7 +93,16 @@ package struct StoreReceipt: Sendable, Equatable {
     package var result: Result<Output, StoreFailure>
 }
 
-/// Why a request was not written (the SQLite error, for the log).
+/// Why a request was not written (the database's error, for the log), and whether it was a full
+/// disk (said as such to the client).
 package struct StoreFailure: Error, Sendable, Equatable, CustomStringConvertible {
     package var description: String
+    package var diskFull = false
+
+    package init(description: String, diskFull: Bool = false) {
+        self.description = description
+        self.diskFull = diskFull
+    }
+
+    package init(_ error: DatabaseError) { self.init(description: error.description, diskFull: error.isFull) }
 }

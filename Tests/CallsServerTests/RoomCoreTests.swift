@@ -45,8 +45,8 @@ final class RoomCoreTests: XCTestCase {
     func ok(_ r: StoreRequest, name: String? = nil, chatID: Int64? = nil) -> [RoomEffect] {
         input(.stored(StoreReceipt(id: r.id, result: .success(.init(name: name, chatID: chatID)))))
     }
-    func failed(_ r: StoreRequest) -> [RoomEffect] {
-        input(.stored(StoreReceipt(id: r.id, result: .failure(StoreFailure(description: "disk full")))))
+    func failed(_ r: StoreRequest, diskFull: Bool = false) -> [RoomEffect] {
+        input(.stored(StoreReceipt(id: r.id, result: .failure(StoreFailure(description: "disk full", diskFull: diskFull)))))
     }
 
     /// Joins and commits; returns the `joined` payload.
@@ -129,6 +129,8 @@ final class RoomCoreTests: XCTestCase {
         XCTAssertTrue(core.rooms.isEmpty, "the room went with its only (never announced) participant")
         let again = try XCTUnwrap(requests(message(.join(.init(callToken: token("ann"))), b)).first)
         guard case .startCall? = again.commands.first else { return XCTFail("the call is started again: \(again.commands)") }
+        // Refused by a full disk: said as one.
+        XCTAssertEqual(sent(failed(again, diskFull: true), to: b), [.error(code: .storage, message: "The server's disk is full: it could not record the join.")])
     }
 
     func testPeersHearOfAJoinAfterItCommitsAndTheLeaverHearsLeftAfterItsLeaveCommits() throws {
@@ -180,6 +182,9 @@ final class RoomCoreTests: XCTestCase {
         let lost = failed(r2)
         XCTAssertEqual(sent(lost, to: a), [.error(code: .storage, message: "The message could not be kept.")])
         XCTAssertTrue(sent(lost, to: b).isEmpty, "nobody sees a message that was not kept")
+        // A full disk is said as one.
+        let r3 = try XCTUnwrap(requests(message(.chat(text: "full"), a)).first)
+        XCTAssertEqual(sent(failed(r3, diskFull: true), to: a), [.error(code: .storage, message: "The message could not be kept: the server's disk is full.")])
     }
 
     func testChatRateRefillsOnTheGivenClock() throws {

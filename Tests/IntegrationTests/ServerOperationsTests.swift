@@ -98,6 +98,8 @@ final class ServerOperationsTests: XCTestCase {
             if r.status == 200 { stored.append("full\(i)"); continue }
             XCTAssertEqual(r.status, 500, "\(r.json)")
             XCTAssertEqual((r.json["error"] as? [String: Any])?["code"] as? String, "ERR_STORAGE")
+            XCTAssertEqual((r.json["error"] as? [String: Any])?["message"] as? String,
+                           "The server's disk is full: nothing was stored. Try again once there is room.", "said as a full disk, not a broken database")
             refused += 1
             // Reads still work on a full disk; they do not end the outage the writes are in.
             XCTAssertEqual(BlockingHTTP.request("GET", url + "/v3/users", headers: admin).status, 200)

@@ -28,5 +28,6 @@ public struct ServerError: Error, Equatable, Sendable {
     static func sessionNotFound(_ s: String) -> ServerError { ServerError(.callSessionNotFound, "No call with session id '\(s)'.") }
     static func groupNotFound(_ g: String) -> ServerError { ServerError(.guidNotFound, "No group with guid '\(g.prefix(100))'.") }
     static let storage = ServerError(.storage, "The server could not read or write its database.")
+    static let storageFull = ServerError(.storage, "The server's disk is full: nothing was stored. Try again once there is room.")
     static let databaseUnavailable = ServerError(.unavailable, "The server's database is unavailable; nothing was changed. Retry shortly.")
 }

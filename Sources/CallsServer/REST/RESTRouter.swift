@@ -52,7 +52,8 @@ struct RESTRouter: Sendable {
             return HTTPResponse(status: 503, json: ServerError.databaseUnavailable.json)
         } catch {
             storeOutage.failed(["request": "\(r.method) \(r.path)", "error": "\(error)"])
-            return HTTPResponse(status: 500, json: ServerError.storage.json)
+            let said = (error as? DatabaseError)?.isFull == true ? ServerError.storageFull : ServerError.storage
+            return HTTPResponse(status: said.status, json: said.json)
         }
     }
 

@@ -400,7 +400,7 @@ final class RingCore {
         if case .failure(let why) = receipt.result {
             log(.error, "store failed on a ringing call", ["error": why.description])
             if case .started(let sid) = p, let r = calls.removeValue(forKey: sid), let d = r.initiatorDevice {
-                fail(d, .storage, "The server could not record the call.")
+                fail(d, .storage, why.diskFull ? "The server's disk is full: it could not record the call." : "The server could not record the call.")
             }
             // Later transitions stay as decided in memory (they happen whatever the disk says).
             if case .started = p { return }

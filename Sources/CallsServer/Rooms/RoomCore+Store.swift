@@ -15,12 +15,12 @@ extension RoomCore {
             if startsCall && room.order.isEmpty { room.call = nil }
             let connection = p.connection
             leave(session: sid, pid: pid, reason: .disconnected, notifySelf: false)
-            if let c = connection { fail(c, .storage, "The server could not record the join.", close: true) }
+            if let c = connection { fail(c, .storage, why.diskFull ? "The server's disk is full: it could not record the join." : "The server could not record the join.", close: true) }
         case let (.chat(sid, pid, uid, name, text, at, _), .success(out)):
             chatKept(session: sid, id: out.chatID ?? 0, pid: pid, uid: uid, name: name, text: text, at: at)
         case let (.chat(sid, _, _, _, _, _, connection), .failure(why)):
             log(.error, "store failed on chat", ["session": sid, "error": why.description])
-            fail(connection, .storage, "The message could not be kept.", close: false)
+            fail(connection, .storage, why.diskFull ? "The message could not be kept: the server's disk is full." : "The message could not be kept.", close: false)
         case let (.leave(sid, pid, notify, reason, by, endsRoom), result):
             if case .failure(let why) = result {
                 // A leave happens whatever the disk says; the failure is logged and counted.
