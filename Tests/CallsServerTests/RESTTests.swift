@@ -118,6 +118,21 @@ final class RESTTests: XCTestCase {
         let big = h.request("POST", "/v3/users", headers: h.adminHeaders, body: String(repeating: "x", count: 100_000))
         XCTAssertEqual(big.status, 413)
         XCTAssertEqual(big.errorCode, "ERR_BODY_TOO_LARGE")
+        // A path is matched as sent: an empty segment is no route (libwebsockets itself makes
+        // "//" one "/"). It decodes a trailing %00 away: DELETE …/auth_tokens/%00 must not
+        // delete every token.
+        let ann = h.request("POST", "/v3/users", headers: h.adminHeaders, body: #"{"uid":"ann","name":"Ann"}"#)
+        XCTAssertEqual(ann.status, 200)
+        XCTAssertEqual(h.request("POST", "/v3/users/ann/auth_tokens", headers: h.adminHeaders).status, 200)
+        for (method, path) in [("GET", "/v3/users/"), ("GET", "/v3/users/%00"),
+                               ("DELETE", "/v3/users/ann/auth_tokens/%00"), ("DELETE", "/v3/users/ann/")] {
+            let r = h.request(method, path, headers: h.adminHeaders)
+            XCTAssertEqual(r.status, 404, "\(method) \(path)")
+            XCTAssertEqual(r.errorCode, "ERR_NOT_FOUND", "\(method) \(path)")
+        }
+        let tokens = h.request("GET", "/v3/users/ann/auth_tokens", headers: h.adminHeaders).json["data"] as? [[String: Any]]
+        XCTAssertEqual(tokens?.count, 1, "ann's token is still there")
+        XCTAssertEqual(h.request("GET", "/v3/users/ann", headers: h.adminHeaders).status, 200, "and so is ann")
         // Still serving afterwards.
         XCTAssertEqual(h.request("GET", "/healthz").status, 200)
         XCTAssertEqual(h.request("GET", "/v3/calls/none", headers: h.adminHeaders).errorCode, "ERR_CALL_SESSION_NOT_FOUND")

@@ -57,9 +57,10 @@ struct RESTRouter: Sendable {
         }
     }
 
-    /// One endpoint: a method, a path pattern (`*` matches one segment) and its handler, which
-    /// gets the path's segments. The table below is the only list of endpoints: a path that
-    /// matches some pattern under another method is answered 405, any other 404.
+    /// One endpoint: a method, a path pattern (`*` matches one segment, never an empty one) and
+    /// its handler, which gets the path's segments. The table below is the only list of
+    /// endpoints: a path that matches some pattern under another method is answered 405, any
+    /// other 404.
     struct Route: Sendable {
         enum Method: String, Sendable, CaseIterable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
         let method: Method
@@ -73,7 +74,7 @@ struct RESTRouter: Sendable {
         }
 
         func matches(_ parts: [String]) -> Bool {
-            pattern.count == parts.count && zip(pattern, parts).allSatisfy { $0 == "*" || $0 == $1 }
+            pattern.count == parts.count && zip(pattern, parts).allSatisfy { $0 == "*" ? !$1.isEmpty : $0 == $1 }
         }
     }
 
@@ -317,7 +318,10 @@ struct RESTRouter: Sendable {
     ]
 
     private func route(_ r: HTTPRequest) throws -> HTTPResponse {
-        let parts = r.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        // The path as sent, empty segments too: "/v3/users/" and "/v3//users" are no route. (The
+        // web server decodes a trailing "%00" away — "…/auth_tokens/%00" comes as
+        // "…/auth_tokens/" —, which must not become "…/auth_tokens": every token.)
+        let parts = (r.path.hasPrefix("/") ? r.path.dropFirst() : Substring(r.path)).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         var allowed: [Route.Method] = []
         for route in Self.routes where route.matches(parts) {
             if route.method.rawValue == r.method { return try route.handle(self, r, parts) }
