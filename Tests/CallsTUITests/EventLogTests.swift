@@ -82,6 +82,7 @@ final class EventLogTests: XCTestCase {
         m.apply(.connectionRestored, localPID: "pid-you", at: Date(timeIntervalSince1970: 11))
         m.media = MediaReport(framesCaptured: 100, packetsSent: 95, packetsReceived: 180, impairedDrops: 0, played: 170, recovered: 5, concealed: 2,
                               late: 1, overflowDropped: 0, lost: 20, xruns: 0, deviceFailures: 0)
+        m.media?.delayed = 2
         m.receiveStats = ["pid-u1": ReceiveStatistics(jitterMs: 2), "pid-u2": ReceiveStatistics(jitterMs: 6)]
         m.apply(.sessionLeft, localPID: "pid-you", at: Date(timeIntervalSince1970: 125))
         let lines = CallSummary(m).lines.joined(separator: "\n")
@@ -90,6 +91,7 @@ final class EventLogTests: XCTestCase {
         XCTAssertTrue(lines.contains("SessionStatus 3"))
         XCTAssertTrue(lines.contains("sent 95, received 180"))
         XCTAssertTrue(lines.contains("loss            10.0 %"))
+        XCTAssertTrue(lines.contains("held up         2 of those: packets delayed on their way"), lines)
         XCTAssertTrue(lines.contains("reconnects      1"))
         XCTAssertTrue(lines.contains("jitter          4.0 ms mean, 6.0 ms worst (2 senders)"), lines)
         m.overlay = .summary

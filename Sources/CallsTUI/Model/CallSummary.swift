@@ -46,6 +46,8 @@ public struct CallSummary: Equatable, Sendable {
             let expected = r.packetsReceived + r.lost
             let loss = expected == 0 ? 0 : 100 * Double(r.lost) / Double(expected)
             out.append(String(format: "  loss            %.1f %% (%d lost; %d recovered by FEC, %d concealed, %d late)", loss, r.lost, r.recovered, r.concealed, r.late))
+            // Which of those the network (or a stalled sender) caused, not this end's playout.
+            if r.delayed > 0 { out.append("  held up         \(r.delayed) of those: packets delayed on their way") }
         } else {
             out.append("  packets         no media")
         }
