@@ -318,9 +318,9 @@ struct RESTRouter: Sendable {
     ]
 
     private func route(_ r: HTTPRequest) throws -> HTTPResponse {
-        // The path as sent, empty segments too: "/v3/users/" and "/v3//users" are no route. (The
-        // web server decodes a trailing "%00" away — "…/auth_tokens/%00" comes as
-        // "…/auth_tokens/" —, which must not become "…/auth_tokens": every token.)
+        // The path as given, empty segments too: "/v3/users/" is no route. (libwebsockets makes
+        // "//" one "/" before us, and decodes a trailing "%00" away — "…/auth_tokens/%00" comes
+        // as "…/auth_tokens/" —, which must not become "…/auth_tokens": every token.)
         let parts = (r.path.hasPrefix("/") ? r.path.dropFirst() : Substring(r.path)).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         var allowed: [Route.Method] = []
         for route in Self.routes where route.matches(parts) {
