@@ -16,13 +16,14 @@ struct TransitFloor {
     /// How much longer than the floor `transit` (ns) was — 0 at or under it — then counts it
     /// in. A jump of more than 5 s (a timestamp wrap, a restarted sender) starts over.
     mutating func delay(of transit: Double) -> Double {
-        let floor = min(current, previous)
+        var floor = min(current, previous)
         if floor.isFinite, abs(transit - floor) > 5e9 {
             current = .infinity
             previous = .infinity
             count = 0
+            floor = .infinity
         }
-        let delay = floor.isFinite && transit - floor <= 5e9 ? max(0, transit - floor) : 0
+        let delay = floor.isFinite ? max(0, transit - floor) : 0
         current = min(current, transit)
         count += 1
         if count >= window {
