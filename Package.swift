@@ -118,7 +118,7 @@ let package = Package(
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
         .testTarget(name: "CallsAudioTests", dependencies: ["CallsAudio", "CallsCore", "CallRoomTestSupport"]),
         .testTarget(name: "CallsServerTests", dependencies: ["CallsServer", "CallsCore", "CallsTransport", "CallsDatabase", "CallsStore", "CallsCluster", "CallsSignalling", "CallsRedis", "CallsRelay", "CallsSecurity", "CallsObjectStorage", "CallsCaptions", "CallRoomTestSupport", "callroomd"]),
-        .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsStore", "CallsObjectStorage", "CallsRecording", "CallsTUI", "CallRoomTestSupport"]),
+        .testTarget(name: "CometChatCallsSDKTests", dependencies: ["CometChatCallsSDK", "CallsServer", "CallsStore", "CallsObjectStorage", "CallsRecording", "CallsMembers", "CallsTransport", "CallsTUI", "CallRoomTestSupport"]),
         .testTarget(name: "CallsTUITests", dependencies: ["CallsTUI", "CometChatCallsSDK", "CZlib", "CallRoomTestSupport"], exclude: ["Golden"]),
         .testTarget(name: "IntegrationTests", dependencies: ["CallsCore", "CallsAudio", "CallsVideo", "CallsTUI", "CallsServer", "CallsSecurity", "CallsTransport", "CallsDatabase", "CallsStore", "CallsObjectStorage", "CallsCluster", "CallsRedis", "CallsRelay", "CometChatCallsSDK", "CZlib",
                                                          "CallRoomTestSupport", "CallroomKit", "callroom", "callroom-bench", "callroomd", "CallsSDKExample", "RingingExample"]),

@@ -1,5 +1,6 @@
 import CallsCore
 import CallsRecording
+import CallsTransport
 import Foundation
 import Synchronization
 
@@ -27,11 +28,15 @@ package final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
         package var id: String
         package var target: IcecastTarget
         package var reconnectSeconds: Double
-        package init(sessionId: String, id: String, target: IcecastTarget, reconnectSeconds: Double) {
+        /// Blocks the stream never connects to, however its target's name resolves.
+        package var refusedDestinations: [IPNetwork]
+        package init(sessionId: String, id: String, target: IcecastTarget, reconnectSeconds: Double,
+                     refusedDestinations: [IPNetwork] = IPNetwork.neverDialled) {
             self.sessionId = sessionId
             self.id = id
             self.target = target
             self.reconnectSeconds = reconnectSeconds
+            self.refusedDestinations = refusedDestinations
         }
     }
 
@@ -64,7 +69,7 @@ package final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
 
     /// The first connection (before joining): throws what Icecast said.
     package func connect() throws(StreamError) {
-        try source.connect(timeout: 5)
+        try connectSource(timeout: 5)
         log.info("stream connected", ["session": config.sessionId, "id": config.id, "target": config.target.description])
     }
 
@@ -127,7 +132,7 @@ package final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
                 }
             } else if Date() >= nextTry {
                 do {
-                    try source.connect(timeout: 3)
+                    try connectSource(timeout: 3)
                     // Pages made while it was away belong to the old stream: a new one starts now.
                     shared.withLock { s in
                         s.pages.removeAll()
@@ -139,6 +144,10 @@ package final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
                     member?.send(.streamStatus(state: .live, detail: nil))
                 } catch {
                     shared.withLock { $0.pages.removeAll() }
+                    if case .refusedDestination = error {
+                        shared.withLock { $0.failure = "\(error)" }
+                        return
+                    }
                     if let d = droppedAt, Date().timeIntervalSince(d) > config.reconnectSeconds {
                         shared.withLock { $0.failure = "the Icecast server stayed away for \(Int(config.reconnectSeconds)) s (\(error))" }
                         return
@@ -149,6 +158,34 @@ package final class RoomStreamer: ServerMemberSink, @unchecked Sendable {
             }
             usleep(20_000)
         }
+    }
+
+    /// Connects the source to its target's checked address, within `timeout` seconds. The name
+    /// is resolved here and every address it gives is checked against `refusedDestinations` (one
+    /// refused refuses the target); plain HTTP then dials the addresses checked, in the resolver's
+    /// order until one answers, so no second lookup elsewhere can answer differently (DNS
+    /// rebinding). TLS dials the name, which libshout checks the certificate against: a host that
+    /// cannot show one for it gets a handshake and nothing more.
+    private func connectSource(timeout: TimeInterval) throws(StreamError) {
+        let target = config.target
+        let addresses: [IPAddress]
+        do { addresses = try IPAddress.resolve(target.host) } catch { throw .unreachable("\(error)") }
+        if let refused = addresses.first(where: { a in config.refusedDestinations.contains { $0.contains(a) } }) {
+            let named = refused.description == target.host ? "" : " (\(target.host))"
+            throw .refusedDestination("\(refused)\(named) is a link-local, multicast or unspecified address, or a cloud metadata service")
+        }
+        guard !target.tls else { return try source.connect(timeout: timeout, address: nil) }
+        let deadline = Date().addingTimeInterval(timeout)
+        var last = StreamError.unreachable("\(target.host): no address")
+        for address in addresses {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { break }
+            do { return try source.connect(timeout: left, address: address.description) } catch {
+                guard case .unreachable = error else { throw error }
+                last = error
+            }
+        }
+        throw last
     }
 
     // MARK: The end

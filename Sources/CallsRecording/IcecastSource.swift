@@ -50,6 +50,8 @@ public enum StreamError: Error, Equatable, Sendable, CustomStringConvertible {
     case unreachable(String)
     /// The connection broke while streaming.
     case dropped(String)
+    /// The target's address is one the server never connects to (nothing was sent).
+    case refusedDestination(String)
 
     public var description: String {
         switch self {
@@ -57,6 +59,7 @@ public enum StreamError: Error, Equatable, Sendable, CustomStringConvertible {
         case .refused(let m): return "the Icecast server refused the stream: \(m)"
         case .unreachable(let m): return "cannot reach the Icecast server: \(m)"
         case .dropped(let m): return "the Icecast server dropped the stream: \(m)"
+        case .refusedDestination(let m): return "not sent: \(m)"
         }
     }
 }
@@ -105,7 +108,12 @@ public final class IcecastSource {
     }
 
     /// Connects (the HTTP source request and its answer), waiting at most `timeout` seconds.
-    public func connect(timeout: TimeInterval) throws(StreamError) {
+    /// `address` (an IP literal) is dialled instead of resolving the target's host again: the
+    /// caller checked it (the source request still names the mount; TLS needs the name).
+    public func connect(timeout: TimeInterval, address: String? = nil) throws(StreamError) {
+        guard shout_set_host(shout, address ?? target.host) == SHOUTERR_SUCCESS else {
+            throw .badTarget("libshout refused the host \(address ?? target.host): \(String(cString: shout_get_error(shout)))")
+        }
         // libshout waits for its connect with select(2): a descriptor past FD_SETSIZE (1024)
         // aborts the process (glibc's fortify check). A busy server has that many; so the
         // socket is given a low number held for it (`LowDescriptors`), or the stream refused.

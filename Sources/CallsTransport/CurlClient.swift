@@ -75,7 +75,7 @@ package final class CurlClient {
     /// Addresses this client never sends a request to, checked on the address libcurl actually
     /// connected to (after the name was resolved: a name that resolves to one is refused too, as
     /// a redirect would be, were one followed) — `CurlError.refusedDestination`, nothing sent.
-    /// Webhooks use `IPNetwork.neverWebhookTargets`.
+    /// Webhooks use `IPNetwork.neverDialled`.
     package var refusedDestinations: [IPNetwork] = []
 
     /// How long a transfer may take.

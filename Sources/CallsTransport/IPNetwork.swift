@@ -35,11 +35,12 @@ private extension Character {
 }
 
 extension IPNetwork {
-    /// Where a webhook is never sent, whoever registered it: link-local (169.254.169.254 is the
-    /// metadata service of most clouds, with their credentials), unspecified, multicast and
-    /// broadcast addresses, and the metadata services outside those blocks (AWS's IPv6 one,
-    /// Alibaba's). Loopback and private networks stay allowed: a self-hosted receiver lives there.
-    public static let neverWebhookTargets: [IPNetwork] = [
+    /// Where the server never connects on anyone's word — a webhook, a live stream, whoever
+    /// named it: link-local (169.254.169.254 is the metadata service of most clouds, with their
+    /// credentials), unspecified, multicast and broadcast addresses, and the metadata services
+    /// outside those blocks (AWS's IPv6 one, Alibaba's). Loopback and private networks stay
+    /// allowed: a self-hosted receiver or Icecast lives there.
+    public static let neverDialled: [IPNetwork] = [
         "169.254.0.0/16", "fe80::/10", "0.0.0.0/8", "::/128", "224.0.0.0/4", "ff00::/8", "255.255.255.255/32",
         "fd00:ec2::254/128", "100.100.100.200/32",
     ].compactMap(IPNetwork.init)

@@ -71,6 +71,16 @@ public final class IcecastServer: @unchecked Sendable {
         return sources.compactMap { ($0["listenurl"] as? String).flatMap { URL(string: $0)?.path } }
     }
 
+    /// Every mount a source logged in at so far, in order (from Icecast's own log: a source
+    /// shows in `mounts()` only once it has sent its stream's headers).
+    public func sourceLogins() -> [String] {
+        let log = (try? String(contentsOfFile: dir.file("log/error.log"), encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").compactMap { line in
+            guard let r = line.range(of: "Source logging in at mountpoint \"") else { return nil }
+            return line[r.upperBound...].split(separator: "\"").first.map(String.init)
+        }
+    }
+
     /// Listens to `mount` as a player would for `seconds`; the stream's bytes (HTTP headers off).
     public func listen(mount: String, seconds: Double) -> (status: String, body: Data) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -322,13 +322,13 @@ final class WebhookTests: XCTestCase {
         guard case .failure(let e) = refused else { return XCTFail("sent: \(refused)") }
         XCTAssertTrue(e.isRefusedDestination, e.description)
         XCTAssertTrue(e.message.contains("127.0.0.1"), e.message)
-        client.refusedDestinations = IPNetwork.neverWebhookTargets
+        client.refusedDestinations = IPNetwork.neverDialled
         XCTAssertEqual(try client.post(receiver.url, headers: [], body: Array("{}".utf8), timeoutMs: 2000).get().status, 200)
         XCTAssertEqual(receiver.received.count, 1, "the refused request never reached the receiver")
         for (address, never) in [("169.254.169.254", true), ("::ffff:169.254.169.254", true), ("fe80::1", true), ("fd00:ec2::254", true),
                                  ("100.100.100.200", true), ("127.0.0.1", false), ("10.0.0.1", false), ("fd00::1", false), ("203.0.113.7", false)] {
             let a = try XCTUnwrap(IPAddress(address))
-            XCTAssertEqual(IPNetwork.neverWebhookTargets.contains { $0.contains(a) }, never, address)
+            XCTAssertEqual(IPNetwork.neverDialled.contains { $0.contains(a) }, never, address)
         }
     }
 

@@ -1,7 +1,9 @@
 import CallRoomTestSupport
 import CallsCore
+import CallsMembers
 import CallsServer
 import CallsRecording
+import CallsTransport
 @testable import CometChatCallsSDK
 import Foundation
 import XCTest
@@ -127,6 +129,61 @@ final class StreamingTests: XCTestCase {
             if case .error("ERR_FEATURE_UNAVAILABLE", let m) = $0 { return m.contains("streamingURL") }; return false
         }
         await c.leave()
+    }
+}
+
+/// A stream goes where a moderator says only with `streamingAllowSessionURLs`, and even then
+/// never to a link-local or metadata address — written so, or a name that resolves there —
+/// and what is dialled is the address checked, not a second lookup's answer.
+final class StreamingDestinationTests: XCTestCase {
+    func testASessionsStreamNeverGoesToALinkLocalOrMetadataAddress() async throws {
+        let server = try TestServer.forSDK { $0.streamingAllowSessionURLs = true }
+        defer { server.stop() }
+        for (session, url) in [("meta", "http://source:x@169.254.169.254/latest.opus"), ("meta6", "http://source:x@[fd00:ec2::254]:8000/x.opus")] {
+            let events = EventRecorder<CallEvent>()
+            let mod = try await server.joinedClient("mod", session: session, settings: SessionSettingsBuilder()
+                .setAudioInput("null").setAudioOutput("null").setStreamingURL(url).build(), onEvent: { events.add($0) })
+            mod.setSessionFeature(.streaming, enabled: true)
+            // At once, not after a connection attempt timed out ("no answer … within 5 s").
+            try await waitFor("\(url) refused", events, seconds: 4) {
+                if case .error("ERR_STREAMING_FAILED", let m) = $0 { return m.contains("not sent") && m.contains("metadata") }; return false
+            }
+            XCTAssertFalse(events.all.contains(.streamingStarted))
+            await mod.leave()
+        }
+    }
+
+    func testANameIsCheckedWhereItResolvesAndTheCheckedAddressIsDialled() throws {
+        try XCTSkipUnless(IcecastServer.isInstalled, "needs icecast2 (scripts/install-deps.sh)")
+        let ice = try IcecastServer()
+        try ice.start()
+        let log = ServerLog(level: .error, sink: { _ in })
+        func streamer(_ url: String, refused: [IPNetwork]) throws -> RoomStreamer {
+            try RoomStreamer(config: .init(sessionId: "s", id: "st", target: IcecastTarget(url: url), reconnectSeconds: 1,
+                                           refusedDestinations: refused), log: log)
+        }
+        // Here the refused block is loopback: `localhost` stands for a name that resolves to a
+        // metadata address. Nothing reaches Icecast.
+        let refused = try streamer("http://source:\(ice.password)@localhost:\(ice.port)/refused.opus", refused: [try XCTUnwrap(IPNetwork("127.0.0.0/8"))])
+        XCTAssertThrowsError(try refused.connect()) { e in
+            guard case StreamError.refusedDestination(let m) = e else { return XCTFail("\(e)") }
+            XCTAssertTrue(m.hasPrefix("127.0.0.1 (localhost) is"), m)
+        }
+        let allowed = try streamer("http://source:\(ice.password)@localhost:\(ice.port)/named.opus", refused: IPNetwork.neverDialled)
+        try allowed.connect()
+        _ = eventually(5) { ice.sourceLogins().contains("/named.opus") }
+        XCTAssertEqual(Set(ice.sourceLogins()), ["/named.opus"], "the refused one never reached Icecast")
+        allowed.finished(failure: nil)
+        XCTAssertThrowsError(try streamer("http://source:x@no-such-icecast.invalid:\(ice.port)/x.opus", refused: []).connect()) { e in
+            XCTAssertTrue("\(e)".contains("cannot resolve no-such-icecast.invalid"), "\(e)")
+        }
+        // libshout dials the address it is given, not the target's name (which resolves nowhere).
+        let source = try IcecastSource(target: IcecastTarget(url: "http://source:\(ice.password)@icecast.invalid:\(ice.port)/pinned.opus"), name: "pinned")
+        try source.connect(timeout: 5, address: "127.0.0.1")
+        XCTAssertTrue(source.isConnected)
+        _ = eventually(5) { ice.sourceLogins().contains("/pinned.opus") }
+        XCTAssertEqual(Set(ice.sourceLogins()), ["/named.opus", "/pinned.opus"])
+        source.close()
     }
 }
 

@@ -19,7 +19,7 @@ extension WebhookConfig {
         // (The deliverer checks the address it connects to as well: a name that resolves to one
         // of these is refused there.)
         let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        if let address = IPAddress(literal), IPNetwork.neverWebhookTargets.contains(where: { $0.contains(address) }) {
+        if let address = IPAddress(literal), IPNetwork.neverDialled.contains(where: { $0.contains(address) }) {
             throw Invalid(message: "url must not point at a link-local, multicast or unspecified address or a cloud metadata service (\(address))")
         }
         guard let secret, secret.count >= 16 else { throw Invalid(message: "secret must be a string of at least 16 characters") }

@@ -81,7 +81,7 @@ final class WebhookDeliverer: @unchecked Sendable {
             log.error("webhooks off: \(error)", [:])
             return
         }
-        client.refusedDestinations = IPNetwork.neverWebhookTargets
+        client.refusedDestinations = IPNetwork.neverDialled
         while thread.isRunning {
             enforceBound()
             let now = epochMilliseconds()
