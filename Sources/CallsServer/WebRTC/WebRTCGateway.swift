@@ -62,6 +62,8 @@ final class WebRTCGateway: Sendable {
         var bitsPerSecond: UInt64 = WebRTCGateway.startBitsPerSecond
         /// Keyframe requests forwarded lately (at most two a second per leg).
         var lastKeyframe: UInt64 = 0
+        /// The addresses its checks passed from, oldest first (`maxAddressesPerLeg` at most).
+        var addresses: [SocketAddress] = []
     }
 
     /// Legs by their tunnel id (the relay's name for the participant: `WebRTCOfferRequest.tunnel`);
@@ -72,6 +74,21 @@ final class WebRTCGateway: Sendable {
         var byConnection: [ConnectionID: UInt64] = [:]
         var byUfrag: [String: UInt64] = [:]
         var byAddress: [SocketAddress: UInt64] = [:]
+
+        /// `address` passed a check of `tunnel`'s leg: its packets are the leg's from now on. Past
+        /// `maxAddressesPerLeg` the leg's oldest address goes — never `current`, the one its
+        /// media go to.
+        mutating func checked(_ address: SocketAddress, for tunnel: UInt64, current: SocketAddress?) {
+            guard var leg = legs[tunnel] else { return }
+            leg.addresses.removeAll { $0 == address }
+            leg.addresses.append(address)
+            if leg.addresses.count > WebRTCGateway.maxAddressesPerLeg, let i = leg.addresses.firstIndex(where: { $0 != current }) {
+                let old = leg.addresses.remove(at: i)
+                if byAddress[old] == tunnel { byAddress[old] = nil }
+            }
+            legs[tunnel] = leg
+            byAddress[address] = tunnel
+        }
     }
 
     static let startBitsPerSecond: UInt64 = 800_000
@@ -79,6 +96,10 @@ final class WebRTCGateway: Sendable {
     static let maxBitsPerSecond: UInt64 = 2_500_000
     /// The most browser legs one server holds (each has DTLS and four SRTP sessions).
     static let maxLegs = 500
+    /// The most addresses one leg's packets are taken from. A browser checks from a handful
+    /// (host, reflexive and relayed candidates, IPv4 and IPv6); without a bound, one browser
+    /// holding its leg's password could add an entry for every source port it sends a check from.
+    static let maxAddressesPerLeg = 8
 
     let port: Int
     /// The address in the answer's candidate (`mediaPublicAddress`, else the listening host).
@@ -251,7 +272,7 @@ final class WebRTCGateway: Sendable {
         guard let leg = t.legs.removeValue(forKey: tunnel) else { return }
         if t.byConnection[leg.connection] == tunnel { t.byConnection[leg.connection] = nil }
         t.byUfrag[leg.peer.localUfrag] = nil
-        t.byAddress = t.byAddress.filter { $0.value != tunnel }
+        for a in leg.addresses where t.byAddress[a] == tunnel { t.byAddress[a] = nil }
     }
 
     // MARK: Relay workers
@@ -302,13 +323,11 @@ final class WebRTCGateway: Sendable {
             guard case .reply(let reply, let ufrag, let nominated) = outcome else { counters.stunRefused.add(1, ordering: .relaxed); return }
             counters.stunAnswered.add(1, ordering: .relaxed)
             _ = socket.send(reply, to: from)
-            let peer = table.withLock { t -> WebRTCPeer? in
-                guard let local = t.byUfrag[ufrag], let leg = t.legs[local] else { return nil }
-                t.byAddress[from] = local
-                return leg.peer
-            }
+            guard let (tunnel, peer) = table.withLock({ t in t.byUfrag[ufrag].flatMap { u in t.legs[u].map { (u, $0.peer) } } }) else { return }
+            let current = peer.address  // (only this thread nominates: it stays so)
+            table.withLock { $0.checked(from, for: tunnel, current: current) }
             // The first checked address carries media until the browser nominates one.
-            if let peer, nominated || peer.address == nil { peer.nominate(from) }
+            if nominated || current == nil { peer.nominate(from) }
             return
         }
         guard let leg = table.withLock({ t in t.byAddress[from].flatMap { t.legs[$0] } }) else {
