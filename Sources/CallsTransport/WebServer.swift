@@ -46,6 +46,12 @@ public final class WebServer: @unchecked Sendable {
     /// What may wait to be written to one WebSocket; past it the connection is closed with
     /// `slowConsumerCloseCode` and its queue freed.
     public let maxQueuedBytes: Int
+    /// What may wait to be written over all WebSockets together; past it the one with the most
+    /// waiting is closed as too slow (its queue freed), until the rest fit — so the server's
+    /// memory for queues is bounded however many connections it holds.
+    public let maxQueuedBytesTotal: Int
+    /// What waits in every WebSocket's queue now (the service thread's).
+    private var queuedBytesTotal = 0
     /// The close code a WebSocket that did not read its messages gets (an application code,
     /// beside RFC 6455's 1008 policy violation).
     public static let slowConsumerCloseCode: UInt16 = 4008
@@ -119,8 +125,9 @@ public final class WebServer: @unchecked Sendable {
     ///   - bodyTimeoutSeconds: a body not all there this long after its head closes the connection.
     ///   - maxMessageBytes: larger WebSocket messages close the connection with 1009.
     ///   - maxQueuedBytes: more waiting for one WebSocket closes it with `slowConsumerCloseCode`.
+    ///   - maxQueuedBytesTotal: more waiting over all WebSockets closes the one with the most.
     public init(host: String, tls: TLSFiles? = nil, maxBodyBytes: Int = 64 * 1024, bodyTimeoutSeconds: Int = 10, maxMessageBytes: Int = 64 * 1024,
-                maxQueuedBytes: Int = 4 * 1024 * 1024, maxOpenDescriptors: Int = DescriptorLimit.connectionBudget(limit: DescriptorLimit.current),
+                maxQueuedBytes: Int = 4 * 1024 * 1024, maxQueuedBytesTotal: Int = 256 * 1024 * 1024, maxOpenDescriptors: Int = DescriptorLimit.connectionBudget(limit: DescriptorLimit.current),
                 maxConnectionsPerAddress: Int? = nil, addresses: ClientAddresses = ClientAddresses(), delegate: any WebServerDelegate) {
         self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.addresses = addresses
@@ -130,6 +137,7 @@ public final class WebServer: @unchecked Sendable {
         self.bodyTimeoutSeconds = max(1, bodyTimeoutSeconds)
         self.maxMessageBytes = maxMessageBytes
         self.maxQueuedBytes = maxQueuedBytes
+        self.maxQueuedBytesTotal = maxQueuedBytesTotal
         self.maxOpenDescriptors = maxOpenDescriptors
         self.delegateRef = delegate
     }
@@ -435,7 +443,7 @@ public final class WebServer: @unchecked Sendable {
             guard let user, let conn = connections[user.load(as: UInt64.self)] else { return -1 }
             return writeHTTP(conn, id: user.load(as: UInt64.self))
         case LWS_CALLBACK_CLOSED_HTTP:
-            if let user { connections[user.load(as: UInt64.self)] = nil }
+            if let user, let conn = connections.removeValue(forKey: user.load(as: UInt64.self)) { queuedBytesTotal -= conn.txBytes }
             return 0
         case LWS_CALLBACK_ESTABLISHED:
             guard let wsi, let user else { return -1 }
@@ -476,7 +484,8 @@ public final class WebServer: @unchecked Sendable {
         case LWS_CALLBACK_CLOSED:
             guard let user else { return 0 }
             let id = user.load(as: UInt64.self)
-            if connections.removeValue(forKey: id) != nil {
+            if let conn = connections.removeValue(forKey: id) {
+                queuedBytesTotal -= conn.txBytes
                 delegate?.webServer(self, didClose: id)
             }
             return 0
@@ -534,11 +543,13 @@ public final class WebServer: @unchecked Sendable {
             case .message(let bytes, let binary):
                 guard conn.closeRequest == nil else { continue }
                 if conn.txBytes + bytes.count > maxQueuedBytes {
-                    dropSlow(conn, id: id)
+                    dropSlow(conn, id: id, reason: "too slow: over \(maxQueuedBytes) bytes waiting")
                     continue
                 }
                 conn.tx.append((bytes, binary))
                 conn.txBytes += bytes.count
+                queuedBytesTotal += bytes.count
+                if queuedBytesTotal > maxQueuedBytesTotal { dropSlowest() }
             case .close(let code, let reason):
                 conn.closeRequest = (code, reason)
             case .bodyReady:
@@ -548,13 +559,22 @@ public final class WebServer: @unchecked Sendable {
         }
     }
 
+    /// All the queues together are over `maxQueuedBytesTotal`: the WebSockets with the most
+    /// waiting go, the slowest readers, until the rest fit.
+    private func dropSlowest() {
+        while queuedBytesTotal > maxQueuedBytesTotal, let (id, conn) = connections.max(by: { $0.value.txBytes < $1.value.txBytes }), conn.txBytes > 0 {
+            dropSlow(conn, id: id, reason: "too slow: the server's \(maxQueuedBytesTotal) bytes for all queues are spent, \(conn.txBytes) waiting for this one")
+        }
+    }
+
     /// A WebSocket that does not read: its queue goes at once, a close frame is offered, and
     /// the connection is cut if even that is not taken within 2 s.
-    private func dropSlow(_ conn: Connection, id: UInt64) {
+    private func dropSlow(_ conn: Connection, id: UInt64, reason: String) {
         let queued = conn.txBytes
         conn.tx = []
         conn.txBytes = 0
-        closeRefused(conn, code: Self.slowConsumerCloseCode, reason: "too slow: over \(maxQueuedBytes) bytes waiting")
+        queuedBytesTotal -= queued
+        closeRefused(conn, code: Self.slowConsumerCloseCode, reason: reason)
         delegate?.webServer(self, droppedSlowConnection: id, peer: conn.peer, queuedBytes: queued)
     }
 
@@ -570,6 +590,7 @@ public final class WebServer: @unchecked Sendable {
         if !conn.tx.isEmpty {
             let (bytes, binary) = conn.tx.removeFirst()
             conn.txBytes -= bytes.count
+            queuedBytesTotal -= bytes.count
             var buffer = [UInt8](repeating: 0, count: Int(callroom_lws_pre)) + bytes
             let n = buffer.withUnsafeMutableBufferPointer { buf in
                 lws_write(wsi, buf.baseAddress! + Int(callroom_lws_pre), bytes.count, binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT)

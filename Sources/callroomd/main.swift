@@ -32,7 +32,8 @@ let usage = """
                               relayFastPath, relayFastPathObject, tlsCert, tlsKey, tlsSelfSigned,
                               allowPlainHTTP, authKeyLogin, production, authTokenTTLSeconds,
                               firstJoinerModerator, maxRooms, maxRoomsPerUser, maxConnectionsPerAddress,
-                              joinTimeoutSeconds, requestBodyTimeoutSeconds, maxQueuedBytesPerConnection, maxConnections,
+                              joinTimeoutSeconds, requestBodyTimeoutSeconds, maxQueuedBytesPerConnection, maxQueuedBytesTotal,
+                              maxConnections,
                               relayAudioPacketsPerSecond, relayAudioBytesPerSecond,
                               relayVideoPacketsPerSecond, relayVideoBytesPerSecond,
                               ringCallerPerMinute, ringCalleePerMinute, ringGroupPerMinute, roomAccess,
@@ -184,6 +185,7 @@ if let n = bounded("maxConnectionsPerAddress", file.maxConnectionsPerAddress, 1.
 if let n = bounded("joinTimeoutSeconds", file.joinTimeoutSeconds, 1...3600) { config.joinTimeoutSeconds = Double(n) }
 if let n = bounded("requestBodyTimeoutSeconds", file.requestBodyTimeoutSeconds, 1...300) { config.requestBodyTimeoutSeconds = n }
 if let n = bounded("maxQueuedBytesPerConnection", file.maxQueuedBytesPerConnection, 65_536...268_435_456) { config.maxQueuedBytesPerConnection = n }
+if let n = bounded("maxQueuedBytesTotal", file.maxQueuedBytesTotal, 1_048_576...68_719_476_736) { config.maxQueuedBytesTotal = n }
 if let n = bounded("maxConnections", file.maxConnections, 16...10_000_000) { config.maxConnections = n }
 if let n = bounded("relayAudioPacketsPerSecond", file.relayAudioPacketsPerSecond, 0...100_000, " (0: no limit)") { config.senderLimits.audioPacketsPerSecond = UInt64(n) }
 if let n = bounded("relayAudioBytesPerSecond", file.relayAudioBytesPerSecond, 0...100_000_000, " (0: no limit)") { config.senderLimits.audioBytesPerSecond = UInt64(n) }

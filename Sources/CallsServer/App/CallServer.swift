@@ -398,7 +398,7 @@ public final class CallServer: @unchecked Sendable {
         }
         // TCP connections per address: its WebSockets plus room for its HTTP requests.
         let web = WebServer(host: configuration.host, tls: tlsFiles, bodyTimeoutSeconds: configuration.requestBodyTimeoutSeconds,
-                            maxQueuedBytes: configuration.maxQueuedBytesPerConnection,
+                            maxQueuedBytes: configuration.maxQueuedBytesPerConnection, maxQueuedBytesTotal: configuration.maxQueuedBytesTotal,
                             maxOpenDescriptors: connectionBudget, maxConnectionsPerAddress: configuration.maxConnectionsPerAddress + 32,
                             addresses: configuration.clientAddresses, delegate: gateway)
         rooms.attach(outbox: gateway)

@@ -62,6 +62,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var joinTimeoutSeconds: Int?
     public var requestBodyTimeoutSeconds: Int?
     public var maxQueuedBytesPerConnection: Int?
+    public var maxQueuedBytesTotal: Int?
     public var maxConnections: Int?
     /// Per-sender relay limits (0: none): packets and bytes a second, audio and video apart.
     public var relayAudioPacketsPerSecond: Int?
@@ -111,7 +112,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPathObject: String?
 
     public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers", "autoCreateUsersPerHour", "autoCreateUsersMax", "addressLimitsExemptLoopback", "trustedProxies",
-                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "requestBodyTimeoutSeconds", "maxQueuedBytesPerConnection", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
+                                           "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "requestBodyTimeoutSeconds", "maxQueuedBytesPerConnection", "maxQueuedBytesTotal", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "deliveryRetentionDays", "chatRetentionDays", "callLogRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage", "captionsEngine", "whisperPython", "whisperModelDir", "moonshinePython", "moonshineModelDir",
                                            "streamingURL", "streamingAllowSessionURLs", "streamingReconnectSeconds"]
@@ -224,6 +225,7 @@ public struct ServerConfigFile: Sendable, Equatable {
         c.joinTimeoutSeconds = try int("joinTimeoutSeconds")
         c.requestBodyTimeoutSeconds = try int("requestBodyTimeoutSeconds")
         c.maxQueuedBytesPerConnection = try int("maxQueuedBytesPerConnection")
+        c.maxQueuedBytesTotal = try int("maxQueuedBytesTotal")
         c.maxConnections = try int("maxConnections")
         c.relayAudioPacketsPerSecond = try int("relayAudioPacketsPerSecond")
         c.relayAudioBytesPerSecond = try int("relayAudioBytesPerSecond")

@@ -120,6 +120,9 @@ public struct ServerConfiguration: Sendable {
     /// Bytes that may wait to be written to one WebSocket; a peer that does not read past this
     /// is closed with code 4008 and its queue freed.
     public var maxQueuedBytesPerConnection = 4 * 1024 * 1024
+    /// Bytes that may wait over all WebSockets together; past it the one with the most waiting
+    /// is closed with code 4008 and its queue freed, until the rest fit.
+    public var maxQueuedBytesTotal = 256 * 1024 * 1024
     /// Open TCP connections (HTTP and WebSocket) at most; nil: what the descriptor limit leaves
     /// after a reserve (`DescriptorLimit.connectionBudget`). Never more than that.
     public var maxConnections: Int?
