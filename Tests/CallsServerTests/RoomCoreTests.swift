@@ -546,6 +546,21 @@ extension RoomCoreTests {
         XCTAssertFalse(requests(message(.join(.init(callToken: token("bob"), sessionId: "room")), c)).isEmpty, "a new session")
     }
 
+    /// A removed token is kept out until it expires, past its session's end — and no longer:
+    /// sessions that end leave nothing behind once their removed tokens have expired.
+    func testRemovedTokensAreForgottenOnceExpired() throws {
+        _ = try joined("ann", a)
+        let jb = try joined("bob", b)
+        _ = message(.removeParticipant(pid: jb.you.pid), a)
+        for r in requests(message(.leave, a)) { _ = ok(r) }
+        XCTAssertNil(core.rooms["room"])
+        XCTAssertEqual(core.removedTokens["room"]?.count, 1, "bob's token stays out of the next session of this id")
+        now += 601_000  // (the tokens live 600 s)
+        _ = try joined("cy", c, session: "other")
+        for r in requests(message(.leave, c)) { _ = ok(r) }
+        XCTAssertEqual(core.removedTokens.count, 0, "expired: forgotten when a room ends")
+    }
+
     /// The attack: leave and rejoin to shed a moderator's `untilAllowed` mute (and the relay's drop).
     func testAHardMuteSurvivesLeavingAndRejoining() throws {
         core = RoomCore(signer: signer, appID: "app", limits: core.limits, mediaPort: 4000,

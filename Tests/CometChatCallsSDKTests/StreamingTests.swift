@@ -139,7 +139,9 @@ final class StreamingDestinationTests: XCTestCase {
     func testASessionsStreamNeverGoesToALinkLocalOrMetadataAddress() async throws {
         let server = try TestServer.forSDK { $0.streamingAllowSessionURLs = true }
         defer { server.stop() }
-        for (session, url) in [("meta", "http://source:x@169.254.169.254/latest.opus"), ("meta6", "http://source:x@[fd00:ec2::254]:8000/x.opus")] {
+        // (The third is 169.254.169.254 as one number: no address literal, but the resolver's answer is checked.)
+        for (session, url) in [("meta", "http://source:x@169.254.169.254/latest.opus"), ("meta6", "http://source:x@[fd00:ec2::254]:8000/x.opus"),
+                               ("metan", "http://source:x@2852039166/x.opus")] {
             let events = EventRecorder<CallEvent>()
             let mod = try await server.joinedClient("mod", session: session, settings: SessionSettingsBuilder()
                 .setAudioInput("null").setAudioOutput("null").setStreamingURL(url).build(), onEvent: { events.add($0) })

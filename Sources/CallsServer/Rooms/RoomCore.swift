@@ -629,6 +629,13 @@ final class RoomCore {
             sessionBans[sid] = nil
             removedGrants[sid] = nil
             heldMutes[sid] = nil
+            // Removed tokens stay out until they expire, this session's and others' alike; the
+            // expired ones go here (a room ending is rare beside joins, common beside removals).
+            let seconds = now / 1000
+            removedTokens = removedTokens.compactMapValues { tokens in
+                let live = tokens.filter { $0.value > seconds }
+                return live.isEmpty ? nil : live
+            }
             closeLobby(room, reason: "Everyone left the session; join again later.")
             rooms[sid] = nil
             roomsByIndex[room.index] = nil
