@@ -80,6 +80,11 @@ public final class JitterBuffer {
         /// relay or path that stalled, not playout timing. The rest were packets that came as
         /// early as ever and still missed their frame: playout too close to arrival.
         public var delayed = 0
+        /// Frames concealed after a sender's last packet until playout went quiet
+        /// (`maxConcealFrames`), when the sender came back where it had left off, later than the
+        /// frames it missed: it stopped sending (muted, or silence suppressed) — no loss, and not
+        /// in `concealed`. A sender that never comes back (it left) is in neither.
+        public var stopped = 0
         public init() {}
     }
 
@@ -111,7 +116,15 @@ public final class JitterBuffer {
     /// the longest such run since `takeLongestLossRun()`.
     private var lossRun = 0
     private var longestLossRun = 0
-    public private(set) var statistics = Statistics()
+    private var tally = Statistics()
+    /// What happened so far. Frames concealed for a packet still awaited with nothing queued
+    /// behind it are not in `concealed` yet: until something comes, a sender that stopped
+    /// (muted, or gone) and a packet held up or lost look the same (`Statistics.stopped`).
+    public var statistics: Statistics {
+        var s = tally
+        if isPlaying, slots.isEmpty, let w = awaited, w.sequence == nextSeq { s.concealed -= w.concealments }
+        return s
+    }
     public private(set) var isPlaying = false
     /// Queued packets: sequence number → slot.
     private var slots: [UInt16: Int]
@@ -146,6 +159,11 @@ public final class JitterBuffer {
     private var transitFloor = TransitFloor(window: 50)
     /// The frame concealments are waiting for, and how many it has cost so far.
     private var awaited: (sequence: UInt16, concealments: Int)?
+    /// The newest packet stored: its sequence number and RTP timestamp.
+    private var newest: (sequence: UInt16, timestamp: UInt32)?
+    /// Concealments that ran out (playout went quiet) waiting for `sequence`, and the timestamp
+    /// of the packet before it: why it never came is known when a packet does (`settleStop`).
+    private var stop: (sequence: UInt16, concealments: Int, previousTimestamp: UInt32?)?
 
     /// - Parameters:
     ///   - targetFrames: frames buffered before playout starts (the jitter margin + one).
@@ -202,7 +220,27 @@ public final class JitterBuffer {
         lastTransit = transit
         updateTarget()
         let delayed = transitFloor.delay(of: transit) > Double(delayToleranceNanoseconds)
+        if let s = stop { settleStop(s, sequence: sequence, timestamp: timestamp, delayed: delayed) }
+        if newest.map({ SequenceNumber.distance(from: $0.sequence, to: sequence) > 0 }) ?? true { newest = (sequence, timestamp) }
         store(sequence: sequence, payload: payload, arrival: arrival, voice: voice, delayed: delayed)
+    }
+
+    /// The first packet after playout went quiet waiting for `s.sequence` says why it never
+    /// came. The same sequence number with its timestamp more than a frame past the one
+    /// before: the sender stopped sending (`Statistics.stopped`). Otherwise those frames were
+    /// concealed for a packet held up (the same number, a frame on) or lost (a later number:
+    /// the ones between never came, while this one did).
+    private func settleStop(_ s: (sequence: UInt16, concealments: Int, previousTimestamp: UInt32?), sequence: UInt16, timestamp: UInt32?, delayed: Bool) {
+        let gap = SequenceNumber.distance(from: s.sequence, to: sequence)
+        guard gap >= 0 else { return }  // (an older packet, late: the question stays open)
+        stop = nil
+        if gap == 0, let previous = s.previousTimestamp, let timestamp, timestamp &- previous > UInt32(frameSamples) {
+            tally.stopped += s.concealments
+            return
+        }
+        tally.concealed += s.concealments
+        if gap == 0 && delayed { tally.delayed += s.concealments }
+        if gap <= 1000 { tally.lost += gap }
     }
 
     private func updateTarget() {
@@ -232,7 +270,7 @@ public final class JitterBuffer {
     public func insertRepair(sequence: UInt16, payload: UnsafeRawBufferPointer) {
         guard isPlaying else { return }
         let d = SequenceNumber.distance(from: nextSeq, to: sequence)
-        if d < 0 { if missed.contains(sequence) { statistics.lateRepairs += 1 }; return }
+        if d < 0 { if missed.contains(sequence) { tally.lateRepairs += 1 }; return }
         if d > maxFrames { return }
         guard slots[sequence] == nil, payload.count <= Self.maxPayloadBytes, let slot = free.popLast() else { return }
         // A copy's own level is not carried: counted as voice, so shrinking never cuts a word
@@ -255,24 +293,25 @@ public final class JitterBuffer {
 
     /// Inserts without timing (no jitter estimate, no arrival time).
     public func insert(sequence: UInt16, payload: [UInt8]) {
+        if let s = stop { settleStop(s, sequence: sequence, timestamp: nil, delayed: false) }
         payload.withUnsafeBytes { store(sequence: sequence, payload: $0, arrival: nil, voice: false, delayed: false) }
     }
 
     /// `delayed`: its transit was longer than the sender's shortest of late by more than the
     /// tolerance (`Statistics.delayed`).
     private func store(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64?, voice: Bool, delayed: Bool) {
-        statistics.received += 1
+        tally.received += 1
         if let waited = awaited, waited.sequence == sequence {
             // The packet concealments waited for: were they for a delay, or for playout's timing?
-            if delayed { statistics.delayed += waited.concealments }
+            if delayed { tally.delayed += waited.concealments }
             awaited = nil
         }
         if isPlaying {
             let d = SequenceNumber.distance(from: nextSeq, to: sequence)
             if d < 0 {
                 if d < -1000 { restart() } else {
-                    statistics.late += 1
-                    if delayed { statistics.delayed += 1 }
+                    tally.late += 1
+                    if delayed { tally.delayed += 1 }
                     return
                 }
             } else if d > 1000 {
@@ -288,10 +327,10 @@ public final class JitterBuffer {
                 isVoice[held] = voice
                 return
             }
-            statistics.duplicate += 1
+            tally.duplicate += 1
             return
         }
-        guard payload.count <= Self.maxPayloadBytes else { statistics.overflowDropped += 1; return }
+        guard payload.count <= Self.maxPayloadBytes else { tally.overflowDropped += 1; return }
         if free.isEmpty {
             // Every slot is queued (a burst after a stall): the oldest goes, as on overflow.
             guard let oldest = oldestSequence else { return }
@@ -305,7 +344,7 @@ public final class JitterBuffer {
     private func drop(_ seq: UInt16) {
         guard let slot = slots.removeValue(forKey: seq) else { return }
         release(slot)
-        statistics.overflowDropped += 1
+        tally.overflowDropped += 1
         if isPlaying && SequenceNumber.distance(from: nextSeq, to: seq) >= 0 { nextSeq = seq &+ 1 }
     }
 
@@ -316,18 +355,19 @@ public final class JitterBuffer {
         slots.removeValue(forKey: nextSeq)
         release(held)
         nextSeq &+= 1
-        statistics.shrunk += 1
+        tally.shrunk += 1
         return true
     }
 
     private func restart() {
+        stop = nil
         for slot in slots.values { release(slot) }
         slots.removeAll(keepingCapacity: true)
         isPlaying = false
         concealRun = 0
         startSurplus = 0
         awaited = nil
-        statistics.resets += 1
+        tally.resets += 1
     }
 
     private var oldestSequence: UInt16? {
@@ -352,7 +392,7 @@ public final class JitterBuffer {
             playedSlot = nil
         }
         if !isPlaying {
-            guard statistics.received >= warmupPackets || slots.count >= maxFrames else { return .silence }
+            guard tally.received >= warmupPackets || slots.count >= maxFrames else { return .silence }
             guard slots.count >= adaptiveTarget else { return .silence }
             // After the warm-up (the first start only): the frames beyond the target are the
             // call's first few, dropped while quiet rather than played late; the first voiced
@@ -361,7 +401,7 @@ public final class JitterBuffer {
             while firstStart && slots.count > adaptiveTarget, let oldest = oldestSequence {
                 guard let held = slots[oldest], !isVoice[held], let slot = slots.removeValue(forKey: oldest) else { break }
                 release(slot)
-                statistics.shrunk += 1
+                tally.shrunk += 1
             }
             guard let oldest = oldestSequence else { return .silence }
             if firstStart { startSurplus = max(0, slots.count - adaptiveTarget) }
@@ -391,16 +431,16 @@ public final class JitterBuffer {
             playedSlot = slot
             nextSeq &+= 1
             concealRun = 0
-            statistics.played += 1
-            if isRepair[slot] { statistics.repaired += 1; lostOwnPacket() } else { lossRun = 0 }
+            tally.played += 1
+            if isRepair[slot] { tally.repaired += 1; lostOwnPacket() } else { lossRun = 0 }
             return .packet(slot: slot)
         }
         if let following = slots[nextSeq &+ 1] {
             missed.add(nextSeq)
             nextSeq &+= 1
             concealRun = 0
-            statistics.recovered += 1
-            statistics.lost += 1
+            tally.recovered += 1
+            tally.lost += 1
             lostOwnPacket()
             return .recovered(fromNextSlot: following)
         }
@@ -408,10 +448,18 @@ public final class JitterBuffer {
         if concealRun > maxConcealFrames && slots.isEmpty {
             isPlaying = false
             concealRun = 0
-            statistics.resets += 1
+            tally.resets += 1
+            // The frames concealed waiting for this packet count once the next one says why
+            // it never came: a sender that went quiet (muted) lost nothing.
+            if let w = awaited, w.sequence == nextSeq {
+                tally.concealed -= w.concealments
+                let previous = newest.flatMap { $0.sequence == nextSeq &- 1 ? $0.timestamp : nil }
+                stop = (nextSeq, w.concealments, previous)
+                awaited = nil
+            }
             return .silence
         }
-        statistics.concealed += 1
+        tally.concealed += 1
         if let waited = awaited, waited.sequence == nextSeq {
             awaited = (nextSeq, waited.concealments + 1)
         } else {
@@ -423,7 +471,7 @@ public final class JitterBuffer {
         if !slots.isEmpty {
             missed.add(nextSeq)
             nextSeq &+= 1
-            statistics.lost += 1
+            tally.lost += 1
             lostOwnPacket()
         }
         return .concealed

@@ -407,3 +407,62 @@ struct JitterBufferDelayTests {
         #expect(jb.statistics.delayed == 0)
     }
 }
+
+/// A stream that goes quiet: its sender stopped (muted: the same sequence number comes back
+/// with its timestamp moved on), its path held it up, or the network lost what came between —
+/// told apart when packets come again (a virtual clock: 20 ms frames, ticks 10 ms after).
+@Suite("Jitter buffer: a sender that stops")
+struct JitterBufferStopTests {
+    let frameNs: UInt64 = 20_000_000
+
+    /// Packets `(sequence, frame of its timestamp, arrival in frames)`, ticked for `frames`.
+    func run(_ packets: [(seq: Int, frame: Int, at: Double)], frames: Int) -> JitterBuffer.Statistics {
+        let jb = JitterBuffer(targetFrames: 1)
+        let arrivals = packets.sorted { $0.at < $1.at }
+        var a = 0
+        for tick in 0..<frames {
+            let now = UInt64(tick) * frameNs + frameNs / 2
+            while a < arrivals.count, UInt64(arrivals[a].at * Double(frameNs)) <= now {
+                let p = arrivals[a]
+                jb.insert(sequence: UInt16(p.seq), payload: [1], arrival: UInt64(p.at * Double(frameNs)), timestamp: UInt32(p.frame * 960))
+                a += 1
+            }
+            _ = jb.next()
+        }
+        return jb.statistics
+    }
+
+    @Test func aSenderThatMutesAndComesBackLostNothing() {
+        // 50 frames, a second muted (the clock goes on, no packet is sent), 50 more.
+        let talk = (0..<50).map { (seq: $0, frame: $0, at: Double($0)) }
+        let again = (50..<100).map { (seq: $0, frame: $0 + 50, at: Double($0 + 50)) }
+        let s = run(talk + again, frames: 200)
+        #expect(s.concealed == 0, "\(s)")
+        #expect(s.stopped == 10, "the fade after the last packet, until playout went quiet")
+        #expect(s.lost == 0 && s.played == 100)
+    }
+
+    @Test func aPathThatHeldPacketsUpConcealedThem() {
+        // Packets 50–69 held up 400 ms, then all at once: nothing was lost, the same numbers and
+        // timestamps came back — concealed, for a delay.
+        let packets = (0..<100).map { (seq: $0, frame: $0, at: Double($0) + (50..<70 ~= $0 ? 20 - Double($0 - 50) : 0)) }
+        let s = run(packets, frames: 200)
+        #expect(s.concealed == 10, "\(s)")
+        #expect(s.delayed == 10)
+        #expect(s.stopped == 0 && s.lost == 0)
+    }
+
+    @Test func anOutageThatLostPacketsCountsThem() {
+        // Packets 50–79 never come; 80 on arrive on time.
+        let packets = (0..<100).filter { !(50..<80 ~= $0) }.map { (seq: $0, frame: $0, at: Double($0)) }
+        let s = run(packets, frames: 200)
+        #expect(s.concealed == 10, "\(s)")
+        #expect(s.lost == 30, "the thirty that never came while later ones did")
+        #expect(s.stopped == 0)
+    }
+
+    @Test func aSenderThatLeavesIsNoLoss() {
+        let s = run((0..<50).map { (seq: $0, frame: $0, at: Double($0)) }, frames: 100)
+        #expect(s.concealed == 0 && s.stopped == 0 && s.lost == 0, "\(s)")
+    }
+}

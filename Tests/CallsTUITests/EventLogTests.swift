@@ -83,7 +83,9 @@ final class EventLogTests: XCTestCase {
         m.media = MediaReport(framesCaptured: 100, packetsSent: 95, packetsReceived: 180, impairedDrops: 0, played: 170, recovered: 5, concealed: 2,
                               late: 1, overflowDropped: 0, lost: 20, xruns: 0, deviceFailures: 0)
         m.media?.delayed = 2
-        m.receiveStats = ["pid-u1": ReceiveStatistics(jitterMs: 2), "pid-u2": ReceiveStatistics(jitterMs: 6)]
+        // Everyone heard counts, a sender who left and the call's end (an empty last reading) too.
+        m.heardStats = ["pid-u1": ReceiveStatistics(jitterMs: 2), "pid-u2": ReceiveStatistics(jitterMs: 6)]
+        m.receiveStats = [:]
         m.apply(.sessionLeft, localPID: "pid-you", at: Date(timeIntervalSince1970: 125))
         let lines = CallSummary(m).lines.joined(separator: "\n")
         XCTAssertTrue(lines.contains("duration        0:02:05"), lines)

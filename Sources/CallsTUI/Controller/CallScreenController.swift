@@ -221,6 +221,7 @@ public final class CallScreenController {
             }
             lastBytes[pid] = (s.bytesReceived, now)
         }
+        model.heardStats.merge(stats) { _, latest in latest }
         if stats != model.receiveStats { model.receiveStats = stats; if model.overlay == .stats { dirty = true } }
     }
 

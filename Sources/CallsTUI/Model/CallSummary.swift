@@ -27,7 +27,7 @@ public struct CallSummary: Equatable, Sendable {
         media = m.media
         reconnects = m.reconnects
         ending = m.ending?.sentence ?? m.status
-        jitterMs = m.receiveStats.values.map(\.jitterMs).sorted()
+        jitterMs = m.heardStats.values.map(\.jitterMs).sorted()
     }
 
     /// The summary as text lines.

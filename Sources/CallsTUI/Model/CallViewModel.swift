@@ -171,6 +171,9 @@ public struct CallViewModel: Equatable, Sendable {
     public var tilePage = 0
     /// Per-participant receive statistics for the stats overlay (pid → stats).
     public var receiveStats: [String: ReceiveStatistics] = [:]
+    /// The latest receive statistics of everyone heard this call, those gone too (the summary's):
+    /// a sender who left, or the call's end emptying `receiveStats`, does not unsay them.
+    public var heardStats: [String: ReceiveStatistics] = [:]
     /// Receive bitrate per participant id (kbit/s), from two readings of `receiveStats`.
     public var bitrates: [String: Double] = [:]
     /// Your round trip to the server (ms), when measured.
