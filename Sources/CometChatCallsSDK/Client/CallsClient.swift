@@ -423,6 +423,8 @@ public struct MediaReport: Sendable, Equatable {
     /// Packets the simulated impairment dropped.
     public var impairedDrops: Int
     /// Frames played from packets, recovered from in-band FEC, concealed (PLC), arriving too late.
+    /// Concealed frames after a sender's last packet count once a packet says why it stopped: a
+    /// sender that muted (or left) lost nothing and is not counted (`JitterBuffer.Statistics.stopped`).
     public var played: Int
     public var recovered: Int
     public var concealed: Int
