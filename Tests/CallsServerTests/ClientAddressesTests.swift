@@ -67,4 +67,16 @@ import Testing
     func anIPv6ClientIsCountedByItsSlash64(peer: String, key: String) {
         #expect(IPAddress.limitKey(peer) == key)
     }
+
+    /// What a stream's target resolves to, for the check of where the server may connect: an
+    /// address literal is itself (bracketed or not, an IPv4-mapped one its IPv4), a name goes to
+    /// the resolver, and one it cannot resolve says so.
+    @Test func namesAndLiteralsResolve() throws {
+        #expect(try IPAddress.resolve("[fd00:ec2::254]").map(\.description) == ["fd00:ec2::254"])
+        #expect(try IPAddress.resolve("::ffff:169.254.169.254").map(\.description) == ["169.254.169.254"])
+        #expect(try IPAddress.resolve("localhost").map(\.description).contains("127.0.0.1"))
+        #expect(try IPAddress.resolve("2852039166").map(\.description) == ["169.254.169.254"], "one number, as inet_aton reads it")
+        #expect(throws: IPAddress.ResolveError.self) { try IPAddress.resolve("no-such-host.invalid") }
+        #expect(throws: IPAddress.ResolveError.self) { try IPAddress.resolve("") }
+    }
 }
