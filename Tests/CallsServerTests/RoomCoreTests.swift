@@ -546,6 +546,48 @@ extension RoomCoreTests {
         XCTAssertFalse(requests(message(.join(.init(callToken: token("bob"), sessionId: "room")), c)).isEmpty, "a new session")
     }
 
+    /// `maxRoomsPerUser` counts rooms, not participants (a second device in the same room is
+    /// no new room), and a room left is free again — read from the index the core keeps, which
+    /// must stay what a scan of every room would say through any joins and leaves.
+    func testRoomsPerUserAreCountedByTheIndexAJoinAndALeaveKeep() throws {
+        var limits = core.limits
+        limits.maxRoomsPerUser = 2
+        limits.maxParticipants = 20
+        core = RoomCore(signer: signer, appID: "app", limits: limits, mediaPort: 4000)
+        _ = try joined("ann", a, session: "one")
+        _ = try joined("ann", b, session: "two")
+        let d = ConnectionID(node: "n", local: 40)
+        let refused = message(.join(.init(callToken: token("ann", "three"), sessionId: "three")), d)
+        XCTAssertEqual(sent(refused, to: d).first?.errorCode, .tooManyRooms)
+        _ = input(.connectionClosed(d))
+        _ = try joined("ann", c, session: "one")  // (a second device in a room she is in)
+        for r in requests(message(.leave, b)) { _ = ok(r) }
+        _ = try joined("ann", ConnectionID(node: "n", local: 41), session: "three")
+        // Joins and leaves in any order: the index is the scan's answer after each.
+        var rng = SplitMix64(seed: 7)
+        var open: [(ConnectionID, String)] = []
+        for step in 0..<300 {
+            if open.isEmpty || rng.next() % 3 != 0 {
+                let conn = ConnectionID(node: "n", local: UInt64(100 + step))
+                let uid = ["bob", "cy", "dee"][Int(rng.next() % 3)], sid = ["s1", "s2", "s3", "s4"][Int(rng.next() % 4)]
+                let effects = message(.join(.init(callToken: token(uid, sid), sessionId: sid)), conn)
+                if let r = requests(effects).first {
+                    _ = ok(r)
+                    open.append((conn, uid))
+                } else {
+                    _ = input(.connectionClosed(conn))
+                }
+            } else {
+                let (conn, _) = open.remove(at: Int(rng.next() % UInt64(open.count)))
+                for r in requests(message(.leave, conn)) { _ = ok(r) }
+            }
+            var scanned: [String: [String: Int]] = [:]
+            for room in core.rooms.values { for p in room.participants.values { scanned[p.wire.uid, default: [:]][room.sessionId, default: 0] += 1 } }
+            XCTAssertEqual(core.roomsOfUser, scanned, "step \(step)")
+            XCTAssertTrue(scanned.values.allSatisfy { $0.count <= 2 }, "step \(step)")
+        }
+    }
+
     /// A removed token is kept out until it expires, past its session's end — and no longer:
     /// sessions that end leave nothing behind once their removed tokens have expired.
     func testRemovedTokensAreForgottenOnceExpired() throws {

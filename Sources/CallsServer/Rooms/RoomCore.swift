@@ -143,6 +143,10 @@ final class RoomCore {
     var rooms: [String: Room] = [:]
     /// Which participant each connection speaks for (admitted or joining).
     var byConnection: [ConnectionID: (session: String, pid: String)] = [:]
+    /// The rooms each user is in, with how many of their participants each holds (for
+    /// `maxRoomsPerUser`, which a scan of every room's participants answered at every join).
+    /// Kept where participants come (`join`) and go (`leave`).
+    var roomsOfUser: [String: [String: Int]] = [:]
     /// Connections refused with a close (a join's refusal): what they sent behind it is not
     /// looked at (a client could send joins one behind the other, each checked — passcodes
     /// guessed faster than their answers came). Forgotten when the close arrives; bounded.
@@ -466,8 +470,7 @@ final class RoomCore {
         if rooms[claims.sid] == nil && rooms.count >= limits.maxRooms {
             return fail(connection, .tooManyRooms, "The server has \(limits.maxRooms) rooms open; try later.", close: true)
         }
-        if rooms[claims.sid]?.participants.values.contains(where: { $0.wire.uid == claims.sub }) != true,
-           rooms.values.lazy.filter({ $0.participants.values.contains { $0.wire.uid == claims.sub } }).count >= limits.maxRoomsPerUser {
+        if let mine = roomsOfUser[claims.sub], mine[claims.sid] == nil, mine.count >= limits.maxRoomsPerUser {
             return fail(connection, .tooManyRooms, "You are in \(limits.maxRoomsPerUser) rooms already; leave one first.", close: true)
         }
         let room = rooms[claims.sid] ?? makeRoom(claims.sid)
@@ -517,6 +520,7 @@ final class RoomCore {
                             mediaKey: identities.randomBytes(SRTPProfile.aeadAES128GCM.masterKeyLength))
         nextKey += 1
         room.participants[pid] = p
+        roomsOfUser[claims.sub, default: [:]][claims.sid, default: 0] += 1
         room.joins += 1
         room.joinsByUid[claims.sub, default: 0] += 1
         byConnection[connection] = (claims.sid, pid)
@@ -601,6 +605,9 @@ final class RoomCore {
     /// empty room ends its call and goes.
     func leave(session sid: String, pid: String, reason: LeaveReason, by: String? = nil, notifySelf: Bool) {
         guard let room = rooms[sid], let p = room.participants.removeValue(forKey: pid) else { return }
+        let uid = p.wire.uid
+        if let n = roomsOfUser[uid]?[sid] { roomsOfUser[uid]?[sid] = n > 1 ? n - 1 : nil }
+        if roomsOfUser[uid]?.isEmpty == true { roomsOfUser[uid] = nil }
         room.order.removeAll { $0 == pid }
         room.shares[pid] = nil
         room.shareBytes[pid] = nil
