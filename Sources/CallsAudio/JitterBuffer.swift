@@ -80,10 +80,10 @@ public final class JitterBuffer {
         /// relay or path that stalled, not playout timing. The rest were packets that came as
         /// early as ever and still missed their frame: playout too close to arrival.
         public var delayed = 0
-        /// Frames concealed after a sender's last packet until playout went quiet
-        /// (`maxConcealFrames`), when the sender came back where it had left off, later than the
-        /// frames it missed: it stopped sending (muted, or silence suppressed) — no loss, and not
-        /// in `concealed`. A sender that never comes back (it left) is in neither.
+        /// Frames concealed after a sender's last packet (until it came back, or playout went
+        /// quiet at `maxConcealFrames`), when the sender came back where it had left off with its
+        /// clock moved on past them: it stopped sending (muted, or silence suppressed) — no loss,
+        /// and not in `concealed`. A sender that never comes back (it left) is in neither.
         public var stopped = 0
         public init() {}
     }
@@ -221,6 +221,13 @@ public final class JitterBuffer {
         updateTarget()
         let delayed = transitFloor.delay(of: transit) > Double(delayToleranceNanoseconds)
         if let s = stop { settleStop(s, sequence: sequence, timestamp: timestamp, delayed: delayed) }
+        // A pause shorter than playout's patience: the awaited packet is the next number, its
+        // clock moved on past the frames concealed for it — the sender stopped, nothing was lost.
+        if let w = awaited, w.sequence == sequence, let n = newest, n.sequence == sequence &- 1, timestamp &- n.timestamp > UInt32(frameSamples) {
+            tally.concealed -= w.concealments
+            tally.stopped += w.concealments
+            awaited = nil
+        }
         if newest.map({ SequenceNumber.distance(from: $0.sequence, to: sequence) > 0 }) ?? true { newest = (sequence, timestamp) }
         store(sequence: sequence, payload: payload, arrival: arrival, voice: voice, delayed: delayed)
     }

@@ -442,6 +442,16 @@ struct JitterBufferStopTests {
         #expect(s.lost == 0 && s.played == 100)
     }
 
+    @Test func aShortMuteIsNoLossEither() {
+        // Muted for 100 ms: playout conceals five frames waiting, then the next number comes with
+        // its clock 120 ms on.
+        let talk = (0..<50).map { (seq: $0, frame: $0, at: Double($0)) }
+        let again = (50..<100).map { (seq: $0, frame: $0 + 5, at: Double($0 + 5)) }
+        let s = run(talk + again, frames: 200)
+        #expect(s.concealed == 0, "\(s)")
+        #expect(s.stopped == 5 && s.lost == 0)
+    }
+
     @Test func aPathThatHeldPacketsUpConcealedThem() {
         // Packets 50–69 held up 400 ms, then all at once: nothing was lost, the same numbers and
         // timestamps came back — concealed, for a delay.

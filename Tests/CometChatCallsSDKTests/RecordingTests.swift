@@ -365,6 +365,8 @@ final class RecordingFullDiskTests: XCTestCase {
             (BlockingHTTP.request("GET", t.server.url + "/v3/calls/dbfull", headers: admin).data["recordings"] as? [[String: Any]])?.first
         }
         XCTAssertNil(recording()?["endTime"], "the end row was refused: \(recording() ?? [:])")
+        // (The recorder's thread takes the retry on as it finishes, which the room may hear of first.)
+        await eventually(5) { t.server.writeRetries.pending == 1 }
         XCTAssertEqual(t.server.writeRetries.pending, 1, "tried again")
         try disk.makeRoom()
         let ended = await eventuallyValue(15, poll: 0.2) { () -> [String: Any]? in
