@@ -122,7 +122,7 @@ public final class JitterBuffer {
     /// (muted, or gone) and a packet held up or lost look the same (`Statistics.stopped`).
     public var statistics: Statistics {
         var s = tally
-        if isPlaying, slots.isEmpty, let w = awaited, w.sequence == nextSeq { s.concealed -= w.concealments }
+        if slots.isEmpty, let w = awaited, w.sequence == nextSeq { s.concealed -= w.concealments }
         return s
     }
     public private(set) var isPlaying = false
@@ -157,13 +157,11 @@ public final class JitterBuffer {
     /// this one): a packet held up by less is never late unless playout cut it too fine.
     public static let defaultDelayToleranceNanoseconds: UInt64 = 4_000_000
     private var transitFloor = TransitFloor(window: 50)
-    /// The frame concealments are waiting for, and how many it has cost so far.
+    /// The frame concealments are waiting for, and how many it has cost so far: kept after
+    /// playout goes quiet, until a packet says why it never came (`settle`).
     private var awaited: (sequence: UInt16, concealments: Int)?
     /// The newest packet stored: its sequence number and RTP timestamp.
     private var newest: (sequence: UInt16, timestamp: UInt32)?
-    /// Concealments that ran out (playout went quiet) waiting for `sequence`, and the timestamp
-    /// of the packet before it: why it never came is known when a packet does (`settleStop`).
-    private var stop: (sequence: UInt16, concealments: Int, previousTimestamp: UInt32?)?
 
     /// - Parameters:
     ///   - targetFrames: frames buffered before playout starts (the jitter margin + one).
@@ -220,34 +218,31 @@ public final class JitterBuffer {
         lastTransit = transit
         updateTarget()
         let delayed = transitFloor.delay(of: transit) > Double(delayToleranceNanoseconds)
-        if let s = stop { settleStop(s, sequence: sequence, timestamp: timestamp, delayed: delayed) }
-        // A pause shorter than playout's patience: the awaited packet is the next number, its
-        // clock moved on past the frames concealed for it — the sender stopped, nothing was lost.
-        if let w = awaited, w.sequence == sequence, let n = newest, n.sequence == sequence &- 1, timestamp &- n.timestamp > UInt32(frameSamples) {
-            tally.concealed -= w.concealments
-            tally.stopped += w.concealments
-            awaited = nil
-        }
+        if let w = awaited { settle(w, sequence: sequence, timestamp: timestamp, delayed: delayed) }
         if newest.map({ SequenceNumber.distance(from: $0.sequence, to: sequence) > 0 }) ?? true { newest = (sequence, timestamp) }
         store(sequence: sequence, payload: payload, arrival: arrival, voice: voice, delayed: delayed)
     }
 
-    /// The first packet after playout went quiet waiting for `s.sequence` says why it never
-    /// came. The same sequence number with its timestamp more than a frame past the one
-    /// before: the sender stopped sending (`Statistics.stopped`). Otherwise those frames were
-    /// concealed for a packet held up (the same number, a frame on) or lost (a later number:
-    /// the ones between never came, while this one did).
-    private func settleStop(_ s: (sequence: UInt16, concealments: Int, previousTimestamp: UInt32?), sequence: UInt16, timestamp: UInt32?, delayed: Bool) {
-        let gap = SequenceNumber.distance(from: s.sequence, to: sequence)
-        guard gap >= 0 else { return }  // (an older packet, late: the question stays open)
-        stop = nil
-        if gap == 0, let previous = s.previousTimestamp, let timestamp, timestamp &- previous > UInt32(frameSamples) {
-            tally.stopped += s.concealments
-            return
+    /// A packet says why the frames concealed for `w.sequence` were. Its own packet, with its
+    /// timestamp more than a frame past the packet before it: the sender stopped sending
+    /// (muted; `Statistics.stopped`, out of `concealed`). Its own packet otherwise: it was held
+    /// up (`delayed` if its transit says so). A later number once playout has gone quiet: the
+    /// ones between never came while this one did (`lost`; while playing, playout counts them
+    /// as it moves past). An older one leaves the question open.
+    private func settle(_ w: (sequence: UInt16, concealments: Int), sequence: UInt16, timestamp: UInt32?, delayed: Bool) {
+        let gap = SequenceNumber.distance(from: w.sequence, to: sequence)
+        if gap == 0 {
+            awaited = nil
+            if let timestamp, let n = newest, n.sequence == sequence &- 1, timestamp &- n.timestamp > UInt32(frameSamples) {
+                tally.concealed -= w.concealments
+                tally.stopped += w.concealments
+            } else if delayed {
+                tally.delayed += w.concealments
+            }
+        } else if gap > 0, !isPlaying {
+            awaited = nil
+            if gap <= 1000 { tally.lost += gap }
         }
-        tally.concealed += s.concealments
-        if gap == 0 && delayed { tally.delayed += s.concealments }
-        if gap <= 1000 { tally.lost += gap }
     }
 
     private func updateTarget() {
@@ -300,7 +295,7 @@ public final class JitterBuffer {
 
     /// Inserts without timing (no jitter estimate, no arrival time).
     public func insert(sequence: UInt16, payload: [UInt8]) {
-        if let s = stop { settleStop(s, sequence: sequence, timestamp: nil, delayed: false) }
+        if let w = awaited { settle(w, sequence: sequence, timestamp: nil, delayed: false) }
         payload.withUnsafeBytes { store(sequence: sequence, payload: $0, arrival: nil, voice: false, delayed: false) }
     }
 
@@ -308,11 +303,6 @@ public final class JitterBuffer {
     /// tolerance (`Statistics.delayed`).
     private func store(sequence: UInt16, payload: UnsafeRawBufferPointer, arrival: UInt64?, voice: Bool, delayed: Bool) {
         tally.received += 1
-        if let waited = awaited, waited.sequence == sequence {
-            // The packet concealments waited for: were they for a delay, or for playout's timing?
-            if delayed { tally.delayed += waited.concealments }
-            awaited = nil
-        }
         if isPlaying {
             let d = SequenceNumber.distance(from: nextSeq, to: sequence)
             if d < 0 {
@@ -367,7 +357,6 @@ public final class JitterBuffer {
     }
 
     private func restart() {
-        stop = nil
         for slot in slots.values { release(slot) }
         slots.removeAll(keepingCapacity: true)
         isPlaying = false
@@ -456,14 +445,8 @@ public final class JitterBuffer {
             isPlaying = false
             concealRun = 0
             tally.resets += 1
-            // The frames concealed waiting for this packet count once the next one says why
-            // it never came: a sender that went quiet (muted) lost nothing.
-            if let w = awaited, w.sequence == nextSeq {
-                tally.concealed -= w.concealments
-                let previous = newest.flatMap { $0.sequence == nextSeq &- 1 ? $0.timestamp : nil }
-                stop = (nextSeq, w.concealments, previous)
-                awaited = nil
-            }
+            // (The frames concealed for `awaited` are told once a packet says why it never
+            // came: a sender that went quiet, muted, lost nothing.)
             return .silence
         }
         tally.concealed += 1

@@ -417,9 +417,15 @@ struct JitterBufferStopTests {
 
     /// Packets `(sequence, frame of its timestamp, arrival in frames)`, ticked for `frames`.
     func run(_ packets: [(seq: Int, frame: Int, at: Double)], frames: Int) -> JitterBuffer.Statistics {
+        play(packets, frames: frames).statistics
+    }
+
+    /// The same, with how many frames playout concealed.
+    func play(_ packets: [(seq: Int, frame: Int, at: Double)], frames: Int) -> (statistics: JitterBuffer.Statistics, concealments: Int) {
         let jb = JitterBuffer(targetFrames: 1)
         let arrivals = packets.sorted { $0.at < $1.at }
         var a = 0
+        var concealments = 0
         for tick in 0..<frames {
             let now = UInt64(tick) * frameNs + frameNs / 2
             while a < arrivals.count, UInt64(arrivals[a].at * Double(frameNs)) <= now {
@@ -427,9 +433,9 @@ struct JitterBufferStopTests {
                 jb.insert(sequence: UInt16(p.seq), payload: [1], arrival: UInt64(p.at * Double(frameNs)), timestamp: UInt32(p.frame * 960))
                 a += 1
             }
-            _ = jb.next()
+            if case .concealed = jb.next() { concealments += 1 }
         }
-        return jb.statistics
+        return (jb.statistics, concealments)
     }
 
     @Test func aSenderThatMutesAndComesBackLostNothing() {
@@ -469,6 +475,27 @@ struct JitterBufferStopTests {
         #expect(s.concealed == 10, "\(s)")
         #expect(s.lost == 30, "the thirty that never came while later ones did")
         #expect(s.stopped == 0)
+    }
+
+    @Test func everyConcealedFrameIsToldOnceItsPacketSaysWhy() {
+        // Each run ends with packets that play, so every question is settled: a frame playout
+        // concealed is either concealed or stopped, never both or neither.
+        let talk = (0..<50).map { (seq: $0, frame: $0, at: Double($0)) }
+        let muted = (50..<100).map { (seq: $0, frame: $0 + 50, at: Double($0 + 50)) }
+        let runs: [(name: String, packets: [(seq: Int, frame: Int, at: Double)])] = [
+            ("muted", talk + muted),
+            ("short mute", talk + (50..<100).map { (seq: $0, frame: $0 + 5, at: Double($0 + 5)) }),
+            ("lost", (0..<100).filter { !(50..<80 ~= $0) }.map { (seq: $0, frame: $0, at: Double($0)) }),
+            // 45 held up 25 frames, past the moment playout went quiet, then the sender muted:
+            // the packet older than the one awaited comes while the question is open.
+            ("older packet while quiet", talk.map { $0.seq == 45 ? (seq: 45, frame: 45, at: 70) : $0 } + muted),
+            ("held up", (0..<100).map { (seq: $0, frame: $0, at: Double($0) + (50..<70 ~= $0 ? 20 - Double($0 - 50) : 0)) }),
+        ]
+        for r in runs {
+            // Ticked until the last packet has played, before playout conceals after it.
+            let (s, concealments) = play(r.packets, frames: Int(r.packets.map(\.at).max() ?? 0) + 1)
+            #expect(s.concealed + s.stopped == concealments, "\(r.name): \(concealments) concealed by playout, \(s)")
+        }
     }
 
     @Test func aSenderThatLeavesIsNoLoss() {
