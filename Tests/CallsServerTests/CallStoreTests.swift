@@ -137,6 +137,42 @@ final class CallStoreTests: XCTestCase {
         XCTAssertEqual(try s.chatMessages(sessionId: "recent", page: 1, perPage: 10).items.count, 1)
     }
 
+    /// The chat is forgotten a page of message ids at a time (the store's lock let go between
+    /// them), every page walked: old messages mixed with a recent and a live call's, each kept.
+    func testOldChatIsForgottenAPageAtATime() throws {
+        let database = try TestDatabase()
+        defer { database.remove() }
+        let s = try database.store()
+        let day: Int64 = 86_400_000
+        var refs = StoreRefs()
+        // Three calls' chat interleaved: ids 1–30 with every third message the old call's.
+        for round in 0..<10 {
+            for (i, call) in [("old", Optional(2 * day)), ("recent", 40 * day), ("live", nil)].enumerated() {
+                let ref = CallRef(value: UInt64(i + 1)), pid = "p\(i + 1)"
+                var commands: [StoreCommand] = round == 0
+                    ? [.startCall(ref, sessionId: call.0, type: "audio", mode: "meet", at: day),
+                       .participantJoined(ParticipantRef(value: UInt64(i + 1)), call: ref, uid: "ann", pid: pid, displayName: "Ann", at: day)]
+                    : []
+                commands.append(.chat(call: ref, uid: "ann", pid: pid, name: "Ann", text: "\(call.0) \(round)", at: day + Int64(round)))
+                let receipts = s.commit([StoreRequest(id: UInt64(round * 3 + i + 1), commands: commands)], refs: &refs)
+                XCTAssertTrue(receipts.allSatisfy { if case .success = $0.result { return true }; return false }, "\(receipts)")
+            }
+        }
+        for (i, call) in [("old", Optional(2 * day)), ("recent", 40 * day)].enumerated() {
+            guard let end = call.1 else { continue }
+            _ = s.commit([StoreRequest(id: UInt64(100 + i), commands: [.endCall(CallRef(value: UInt64(i + 1)), at: end)])], refs: &refs)
+        }
+        let page = try s.forgetChat(ofCallsEndedBefore: 11 * day, after: 0, window: 4)
+        XCTAssertEqual(page.messages, 2, "ids 1–4: the old call's 1 and 4")
+        XCTAssertEqual(page.next, 4)
+        let retention = HistoryRetention(store: s, deliveryDays: 0, chatDays: 30, log: ServerLog(level: .error), chatPageMessages: 4)
+        XCTAssertEqual(retention.sweep(now: 41 * day), .init(chatMessages: 8), "the other eight, on the pages after")
+        XCTAssertEqual(try s.chatMessages(sessionId: "old", page: 1, perPage: 50).items.count, 0)
+        XCTAssertEqual(try s.chatMessages(sessionId: "recent", page: 1, perPage: 50).items.count, 10)
+        XCTAssertEqual(try s.chatMessages(sessionId: "live", page: 1, perPage: 50).items.count, 10)
+        XCTAssertEqual(retention.sweep(now: 41 * day), .init(), "nothing left to forget")
+    }
+
     /// `callLogRetentionDays`: the logs of calls that ended long ago are forgotten whole — the
     /// call, its participants and its chat — but a call with a recording left stays until the
     /// recordings' own retention has removed it (with its files), and recent and live calls stay.

@@ -28,9 +28,12 @@ final class HistoryRetention: Sendable {
     private let outage: StoreOutage
     private let timer = Locked<RepeatingWork?>(nil)
     private let scheduler: any Scheduler
+    /// Chat message ids looked at per page (`CallStore.forgetChat`).
+    private let chatPageMessages: Int
 
     init(store: CallStore, deliveryDays: Int, chatDays: Int, callLogDays: Int = 0, authTokenTTLSeconds: Int64? = nil, log: ServerLog,
-         scheduler: any Scheduler = DispatchScheduler.shared) {
+         scheduler: any Scheduler = DispatchScheduler.shared, chatPageMessages: Int = 10_000) {
+        self.chatPageMessages = chatPageMessages
         self.store = store
         self.deliveryDays = deliveryDays
         self.chatDays = chatDays
@@ -62,11 +65,16 @@ final class HistoryRetention: Sendable {
                 log.info("delivery logs past retention forgotten", ["webhooks": "\(n.webhooks)", "pushes": "\(n.pushes)"])
             }
         }
-        if chatDays > 0, let n = outage.attempt("forget old chat", { () throws(DatabaseError) in
-            try store.forgetChat(ofCallsEndedBefore: now - Int64(chatDays) * day)
-        }) {
-            out.chatMessages = n
-            if n > 0 { log.info("chat past retention forgotten", ["messages": "\(n)"]) }
+        if chatDays > 0 {
+            // A page at a time, the store's lock let go between them.
+            var after: Int64? = 0
+            while let from = after, let page = outage.attempt("forget old chat", { () throws(DatabaseError) in
+                try store.forgetChat(ofCallsEndedBefore: now - Int64(chatDays) * day, after: from, window: chatPageMessages)
+            }) {
+                out.chatMessages += page.messages
+                after = page.next
+            }
+            if out.chatMessages > 0 { log.info("chat past retention forgotten", ["messages": "\(out.chatMessages)"]) }
         }
         if callLogDays > 0, let n = outage.attempt("forget old call logs", { () throws(DatabaseError) in
             try store.forgetCalls(endedBefore: now - Int64(callLogDays) * day)
