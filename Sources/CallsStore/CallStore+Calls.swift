@@ -188,30 +188,6 @@ extension CallStore {
 }
 
 extension CallStore {
-    /// Forgets the chat of the calls that ended before `before` (epoch ms), one page at a time:
-    /// among the `window` message ids from the first one after `after`. Says how many messages,
-    /// and the id to go on from (nil: no message past this page). Calls still going keep theirs
-    /// whatever their age; the call rows stay. A page is a bounded piece of work under the
-    /// store's lock (the whole table in one statement held it 5 s for 500,000 old messages).
-    package func forgetChat(ofCallsEndedBefore before: Int64, after: Int64 = 0, window: Int = 10_000) throws(DatabaseError) -> (messages: Int, next: Int64?) {
-        try locked { () throws(DatabaseError) in
-            let bounds = try db.query("SELECT MIN(id), MAX(id) FROM chat_messages WHERE id > ?", [.int(after)]).first
-            guard let first = bounds?[0].int, let last = bounds?[1].int else { return (0, nil) }
-            let end = first - 1 + Int64(max(1, window))
-            let ids = try db.query("""
-                SELECT m.id FROM chat_messages m JOIN calls c ON c.id = m.call_id
-                WHERE m.id >= ? AND m.id <= ? AND c.ended_at IS NOT NULL AND c.ended_at < ?
-                """, [.int(first), .int(end), .int(before)]).compactMap { $0.first?.int }
-            try db.transaction { () throws(DatabaseError) in
-                for start in stride(from: 0, to: ids.count, by: 500) {
-                    let chunk = ids[start..<min(start + 500, ids.count)].map { DatabaseValue.int($0) }
-                    try db.execute("DELETE FROM chat_messages WHERE id IN (\(Array(repeating: "?", count: chunk.count).joined(separator: ", ")))", chunk)
-                }
-            }
-            return (ids.count, end < last ? end : nil)
-        }
-    }
-
     /// Forgets the logs of calls that ended before `before` (epoch ms) — each call with its
     /// participants, its ring members and its chat — and says how many calls. A call that still
     /// has recordings or transcripts stays (their own retention removes them first, with their

@@ -150,18 +150,6 @@ extension CallStore {
 
     // MARK: The queue bound
 
-    /// Forgets the webhook deliveries and pushes made before `before` (epoch ms) that are
-    /// over — delivered, dead, dropped; sent, failed, expired, superseded — and returns how many
-    /// of each. Pending ones stay whatever their age.
-    package func forgetFinishedDeliveries(before: Int64) throws(DatabaseError) -> (webhooks: Int, pushes: Int) {
-        try locked { () throws(DatabaseError) in
-            try db.execute("DELETE FROM webhook_deliveries WHERE status != 'pending' AND created_at < ?", [.int(before)])
-            let webhooks = db.changes
-            try db.execute("DELETE FROM push_deliveries WHERE status != 'pending' AND created_at < ?", [.int(before)])
-            return (webhooks, db.changes)
-        }
-    }
-
     /// Undelivered deliveries per webhook.
     package func pendingDeliveryCounts() throws(DatabaseError) -> [String: Int] {
         try locked { () throws(DatabaseError) in

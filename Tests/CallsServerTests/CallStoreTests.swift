@@ -74,7 +74,8 @@ final class CallStoreTests: XCTestCase {
     }
 
     /// The delivery logs stay bounded: webhook deliveries and pushes that are over are forgotten
-    /// `deliveryRetentionDays` after they were made; pending ones stay whatever their age.
+    /// `deliveryRetentionDays` after they were made, a page of ids at a time; pending ones stay
+    /// whatever their age.
     func testFinishedDeliveriesAreForgottenAfterTheirRetention() throws {
         let database = try TestDatabase()
         defer { database.remove() }
@@ -91,7 +92,9 @@ final class CallStoreTests: XCTestCase {
                 """, [.text(r.id), .int(r.made), .int(r.made + 60_000), .int(r.made), .text(r.status == "delivered" ? "sent" : r.status == "dead" ? "failed" : r.status)])
         }
         let logged = Locked<[String]>([])
-        let retention = HistoryRetention(store: s, deliveryDays: 30, chatDays: 0, log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }))
+        // A page an id: each a turn of the store's lock.
+        let retention = HistoryRetention(store: s, deliveryDays: 30, chatDays: 0, log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }),
+                                         pageIds: 1)
         XCTAssertEqual(retention.sweep(now: 41 * day).webhooks, 2)
         XCTAssertEqual(try s.deliveries(status: nil, page: 1, perPage: 10).items.map(\.deliveryId).sorted(), ["new-delivered", "old-pending"])
         XCTAssertEqual(try s.pushDeliveries(status: nil, sessionId: nil, page: 1, perPage: 10).items.map(\.pushId).sorted(), ["new-delivered", "old-pending"])
@@ -162,10 +165,8 @@ final class CallStoreTests: XCTestCase {
             guard let end = call.1 else { continue }
             _ = s.commit([StoreRequest(id: UInt64(100 + i), commands: [.endCall(CallRef(value: UInt64(i + 1)), at: end)])], refs: &refs)
         }
-        let page = try s.forgetChat(ofCallsEndedBefore: 11 * day, after: 0, window: 4)
-        XCTAssertEqual(page.messages, 2, "ids 1–4: the old call's 1 and 4")
-        XCTAssertEqual(page.next, 4)
-        let retention = HistoryRetention(store: s, deliveryDays: 0, chatDays: 30, log: ServerLog(level: .error), chatPageMessages: 4)
+        XCTAssertEqual(try s.forget(.chat, before: 11 * day, after: 0, window: 4), ForgottenPage(rows: 2, next: 4), "ids 1–4: the old call's 1 and 4")
+        let retention = HistoryRetention(store: s, deliveryDays: 0, chatDays: 30, log: ServerLog(level: .error), pageIds: 4)
         XCTAssertEqual(retention.sweep(now: 41 * day), .init(chatMessages: 8), "the other eight, on the pages after")
         XCTAssertEqual(try s.chatMessages(sessionId: "old", page: 1, perPage: 50).items.count, 0)
         XCTAssertEqual(try s.chatMessages(sessionId: "recent", page: 1, perPage: 50).items.count, 10)

@@ -28,12 +28,12 @@ final class HistoryRetention: Sendable {
     private let outage: StoreOutage
     private let timer = Locked<RepeatingWork?>(nil)
     private let scheduler: any Scheduler
-    /// Chat message ids looked at per page (`CallStore.forgetChat`).
-    private let chatPageMessages: Int
+    /// Ids looked at per page (`CallStore.forget`).
+    private let pageIds: Int
 
     init(store: CallStore, deliveryDays: Int, chatDays: Int, callLogDays: Int = 0, authTokenTTLSeconds: Int64? = nil, log: ServerLog,
-         scheduler: any Scheduler = DispatchScheduler.shared, chatPageMessages: Int = 10_000) {
-        self.chatPageMessages = chatPageMessages
+         scheduler: any Scheduler = DispatchScheduler.shared, pageIds: Int = 2_000) {
+        self.pageIds = pageIds
         self.store = store
         self.deliveryDays = deliveryDays
         self.chatDays = chatDays
@@ -52,28 +52,40 @@ final class HistoryRetention: Sendable {
 
     func stop() { timer.withLock { t in t?.cancel(); t = nil } }
 
+    /// Forgets the rows of `history` past `before` a page at a time; how many. After each page
+    /// it waits as long as the page took, so the store is free at least half the time for
+    /// everything else (its lock is not fair: let go and taken again at once, waiters could wait
+    /// out several pages). A store failure ends it (the rest wait for the next turn).
+    private func forget(_ history: ForgettableHistory, before: Int64) -> Int {
+        var forgotten = 0
+        var after: Int64? = 0
+        while let from = after {
+            let start = monotonicNanoseconds()
+            guard let page = outage.attempt("forget old \(history)", { () throws(DatabaseError) in
+                try store.forget(history, before: before, after: from, window: pageIds)
+            }) else { break }
+            forgotten += page.rows
+            after = page.next
+            if after != nil { Thread.sleep(forTimeInterval: min(1, Double(monotonicNanoseconds() - start) / 1e9)) }
+        }
+        return forgotten
+    }
+
     /// Forgets what is past its retention at `now`.
     @discardableResult
     func sweep(now: Int64 = epochMilliseconds()) -> Forgotten {
         var out = Forgotten()
         let day: Int64 = 86_400_000
-        if deliveryDays > 0, let n = outage.attempt("forget old deliveries", { () throws(DatabaseError) in
-            try store.forgetFinishedDeliveries(before: now - Int64(deliveryDays) * day)
-        }) {
-            (out.webhooks, out.pushes) = n
-            if n.webhooks + n.pushes > 0 {
-                log.info("delivery logs past retention forgotten", ["webhooks": "\(n.webhooks)", "pushes": "\(n.pushes)"])
+        if deliveryDays > 0 {
+            let before = now - Int64(deliveryDays) * day
+            out.webhooks = forget(.webhookDeliveries, before: before)
+            out.pushes = forget(.pushDeliveries, before: before)
+            if out.webhooks + out.pushes > 0 {
+                log.info("delivery logs past retention forgotten", ["webhooks": "\(out.webhooks)", "pushes": "\(out.pushes)"])
             }
         }
         if chatDays > 0 {
-            // A page at a time, the store's lock let go between them.
-            var after: Int64? = 0
-            while let from = after, let page = outage.attempt("forget old chat", { () throws(DatabaseError) in
-                try store.forgetChat(ofCallsEndedBefore: now - Int64(chatDays) * day, after: from, window: chatPageMessages)
-            }) {
-                out.chatMessages += page.messages
-                after = page.next
-            }
+            out.chatMessages = forget(.chat, before: now - Int64(chatDays) * day)
             if out.chatMessages > 0 { log.info("chat past retention forgotten", ["messages": "\(out.chatMessages)"]) }
         }
         if callLogDays > 0, let n = outage.attempt("forget old call logs", { () throws(DatabaseError) in
