@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # History retention's cost to everything else (docs/benchmarks.md "Retention beside the
 # requests it could hold up"): a callroomd data directory filled with a large history — 300,000
-# ended calls, 1,000,000 chat messages, half of them in calls past `chatRetentionDays`, and
-# 400,000 webhook deliveries, half of them past `deliveryRetentionDays` — then callroomd started
-# on it with both set, so its first retention turn runs at start, while a client asks for a user
+# ended calls with two participants each, half past `callLogRetentionDays`; 1,000,000 chat
+# messages, half in calls past `chatRetentionDays`; 400,000 webhook deliveries, half past
+# `deliveryRetentionDays`; 20,000 auth tokens, half past `authTokenTTLSeconds` — then callroomd
+# started on it with all four set, so its first retention turn runs at start, while a client asks for a user
 # over REST (a store read) as fast as it is answered. Prints how long the turn took and the
 # requests' latency during it (the worst is what a join waits behind the store's lock).
 #   scripts/bench-retention.sh [--callroomd PATH]   (another build, for a before/after)
@@ -49,9 +50,16 @@ db.executemany("INSERT INTO chat_messages(call_id, uid, pid, name, text, sent_at
 db.executemany("""INSERT INTO webhook_deliveries(delivery_id, webhook_id, url, session_id, trigger, body, created_at, next_attempt_at, status)
                   VALUES (?, 'w', 'https://example.com/hook', 's', 'call_ended', '{"trigger":"call_ended"}', ?, ?, 'delivered')""",
                ((f"d{i}", now - (60 if i < 200_000 else 1) * day, now) for i in range(400_000)))
+# 200 users with 100 auth tokens each (the most a user holds), half made 60 days ago.
+db.executemany("INSERT INTO users(uid, name, created_at) VALUES (?, ?, ?)", ((f"u{u}", f"User {u}", now - 90 * day) for u in range(200)))
+db.executemany("INSERT INTO auth_tokens(token_hash, uid, created_at) VALUES (?, ?, ?)",
+               ((f"{u:04d}{t:04d}".ljust(64, "0"), f"u{u}", now - (60 * day if t < 50 else day)) for u in range(200) for t in range(100)))
+# Each call with two participants, for the call logs' retention.
+db.executemany("INSERT INTO call_participants(call_id, uid, pid, name, joined_at, left_at) VALUES (?, 'u1', ?, 'U', 0, 0)",
+               ((i // 2 + 1, f"p{i}") for i in range(2 * calls)))
 db.commit()
 PY
-echo '{"restRequestsPerSecond": 1000000, "chatRetentionDays": 30, "deliveryRetentionDays": 30}' > "$work/config.json"
+echo '{"restRequestsPerSecond": 1000000, "chatRetentionDays": 30, "deliveryRetentionDays": 30, "callLogRetentionDays": 45, "authTokenTTLSeconds": 2592000}' > "$work/config.json"
 python3 - "$work" "$server_bin" "$key" <<'PY'
 import http.client, json, subprocess, sys, time
 work, server, key = sys.argv[1:4]
@@ -73,7 +81,7 @@ while time.monotonic() - started < 120:
     assert r.status == 200, r.status
     lat.append((time.monotonic() - t) * 1000)
     log = open(f"{work}/err").read()
-    if done is None and "chat past retention forgotten" in log and "delivery logs past retention forgotten" in log:
+    if done is None and all(f"{what} forgotten" in log for what in ("chat past retention", "delivery logs past retention", "call logs past retention", "expired auth tokens")):
         done = time.monotonic() - started
         tail = 50  # a few requests after, for the quiet latency
     if done is not None:
@@ -82,7 +90,7 @@ while time.monotonic() - started < 120:
 p.terminate(); p.wait()
 if done is None: sys.exit("bench-retention: the retention turn did not finish in 120 s:\n" + open(f"{work}/err").read()[-2000:])
 for line in open(f"{work}/err"):
-    if "retention forgotten" in line: print(line.strip())
+    if "forgotten" in line: print(line.strip())
 lat.sort()
 q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))]
 print(f"retention turn over {done:.1f} s after start; {len(lat)} requests meanwhile: "

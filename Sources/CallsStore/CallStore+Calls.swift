@@ -187,34 +187,6 @@ extension CallStore {
     }
 }
 
-extension CallStore {
-    /// Forgets the logs of calls that ended before `before` (epoch ms) — each call with its
-    /// participants, its ring members and its chat — and says how many calls. A call that still
-    /// has recordings or transcripts stays (their own retention removes them first, with their
-    /// files); a call still going stays whatever its age. At most `limit` calls a turn.
-    package func forgetCalls(endedBefore before: Int64, limit: Int = 5_000) throws(DatabaseError) -> Int {
-        try locked { () throws(DatabaseError) in
-            try db.transaction { () throws(DatabaseError) in
-                let ids = try db.query("""
-                    SELECT id FROM calls WHERE ended_at IS NOT NULL AND ended_at < ?
-                    AND NOT EXISTS (SELECT 1 FROM recordings WHERE recordings.call_id = calls.id)
-                    AND NOT EXISTS (SELECT 1 FROM transcripts WHERE transcripts.call_id = calls.id)
-                    ORDER BY id LIMIT ?
-                    """, [.int(before), .int(Int64(limit))]).compactMap { $0.first?.int }
-                for start in stride(from: 0, to: ids.count, by: 500) {
-                    let chunk = ids[start..<min(start + 500, ids.count)].map { DatabaseValue.int($0) }
-                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-                    for table in ["chat_messages", "call_participants", "call_members"] {
-                        try db.execute("DELETE FROM \(table) WHERE call_id IN (\(marks))", chunk)
-                    }
-                    try db.execute("DELETE FROM calls WHERE id IN (\(marks))", chunk)
-                }
-                return ids.count
-            }
-        }
-    }
-}
-
 /// A stored transcript of a call (written by server-side transcription).
 public typealias StoredTranscript = TranscriptRecord
 

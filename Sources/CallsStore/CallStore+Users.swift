@@ -27,11 +27,13 @@ package let maxAuthTokensPerUser = 100
 extension CallStore {
     /// Forgets the auth tokens made before `before` (epoch ms): past `authTokenTTLSeconds` they
     /// open nothing (`user(authToken:maxAgeSeconds:)`), and their rows only waited. Returns how
-    /// many. (No revocation is recorded: the call tokens they minted live their own 24 hours,
-    /// as they would have had the auth token stayed.)
-    package func forgetAuthTokens(madeBefore before: Int64) throws(DatabaseError) -> Int {
+    /// many, at most `limit` (a page: retention calls it again while it forgets that many).
+    /// (No revocation is recorded: the call tokens they minted live their own 24 hours, as they
+    /// would have had the auth token stayed.)
+    package func forgetAuthTokens(madeBefore before: Int64, limit: Int = 1_000) throws(DatabaseError) -> Int {
         try locked { () throws(DatabaseError) in
-            try db.execute("DELETE FROM auth_tokens WHERE created_at < ?", [.int(before)])
+            try db.execute("DELETE FROM auth_tokens WHERE token_hash IN (SELECT token_hash FROM auth_tokens WHERE created_at < ? LIMIT ?)",
+                           [.int(before), .int(Int64(max(1, limit)))])
             return db.changes
         }
     }

@@ -18,7 +18,7 @@ package struct SchemaMigration: Sendable {
 
     /// Every step, oldest first. Version 1 is the first release's schema (its statements are
     /// idempotent, so databases made before `schema_version` was read take it as a no-op).
-    package static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13]
+    package static let all: [SchemaMigration] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14]
 
     package static let v1 = SchemaMigration(version: 1, statements: [
         """
@@ -190,5 +190,11 @@ package struct SchemaMigration: Sendable {
         "CREATE INDEX auth_tokens_uid ON auth_tokens(uid, created_at)",
         "CREATE INDEX group_members_uid ON group_members(uid)",
         "CREATE INDEX groups_owner ON groups(owner_uid)",
+    ])
+
+    /// Auth tokens by age: retention forgets those past `authTokenTTLSeconds` a page at a time,
+    /// each page found without walking every token.
+    package static let v14 = SchemaMigration(version: 14, statements: [
+        "CREATE INDEX auth_tokens_created ON auth_tokens(created_at)",
     ])
 }

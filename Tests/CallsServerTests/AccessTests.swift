@@ -265,6 +265,7 @@ final class RevocationTests: XCTestCase {
         let store = try CallStore(path: dir.file("db.sqlite"))
         _ = try store.createUser(uid: "eve", name: "Eve")
         let old = try store.createAuthToken(uid: "eve", now: epochMilliseconds() - 3_600_000).token
+        for minutes: Int64 in [50, 40, 35] { _ = try store.createAuthToken(uid: "eve", now: epochMilliseconds() - minutes * 60_000) }
         let new = try store.createAuthToken(uid: "eve").token
         XCTAssertNil(try store.user(authToken: old, maxAgeSeconds: 1800), "an hour old, a lifetime of 30 minutes")
         XCTAssertEqual(try store.user(authToken: new, maxAgeSeconds: 1800)?.uid, "eve")
@@ -272,9 +273,10 @@ final class RevocationTests: XCTestCase {
         // Past their lifetime they open nothing; the hourly retention forgets their rows.
         XCTAssertEqual(HistoryRetention(store: store, deliveryDays: 0, chatDays: 0, log: ServerLog(level: .error)).sweep(), .init(),
                        "no lifetime: kept")
-        XCTAssertEqual(try store.authTokens(uid: "eve").count, 2)
-        let retention = HistoryRetention(store: store, deliveryDays: 0, chatDays: 0, authTokenTTLSeconds: 1800, log: ServerLog(level: .error))
-        XCTAssertEqual(retention.sweep(), .init(authTokens: 1))
+        XCTAssertEqual(try store.authTokens(uid: "eve").count, 5)
+        // Two tokens a page: the four past their lifetime take three pages.
+        let retention = HistoryRetention(store: store, deliveryDays: 0, chatDays: 0, authTokenTTLSeconds: 1800, log: ServerLog(level: .error), pageIds: 2)
+        XCTAssertEqual(retention.sweep(), .init(authTokens: 4))
         XCTAssertEqual(try store.authTokens(uid: "eve").count, 1)
         XCTAssertEqual(try store.user(authToken: new, maxAgeSeconds: 1800)?.uid, "eve", "the one within its lifetime stays")
         XCTAssertEqual(retention.sweep(), .init())

@@ -183,15 +183,16 @@ final class CallStoreTests: XCTestCase {
         let s = try database.store()
         let day: Int64 = 86_400_000
         var refs = StoreRefs()
-        for (i, call) in [("old", Optional(2 * day)), ("recorded", 2 * day), ("recent", 40 * day), ("live", nil)].enumerated() {
+        for (i, call) in [("recorded", Optional(2 * day)), ("recent", 40 * day), ("live", nil), ("old", 2 * day)].enumerated() {
             commitCall(s, i + 1, session: call.0, start: day, end: call.1, refs: &refs) { ref in
                 call.0 == "recorded" ? [.recordingStarted(rid: "rec_kept", call: ref, sessionId: call.0, at: day)] : []
             }
         }
         try s.recordingFinished(rid: "rec_kept", endedAt: 2 * day, files: [])
         let logged = Locked<[String]>([])
+        // A page a call id: the one forgotten is on the last.
         let retention = HistoryRetention(store: s, deliveryDays: 0, chatDays: 0, callLogDays: 30,
-                                         log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }))
+                                         log: ServerLog(level: .info, sink: { l in logged.withLock { $0.append(l) } }), pageIds: 1)
         XCTAssertEqual(retention.sweep(now: 41 * day), .init(calls: 1))
         XCTAssertNil(try s.latestCall(sessionId: "old"), "ended 39 days before: forgotten")
         XCTAssertEqual(try s.chatMessages(sessionId: "old", page: 1, perPage: 10).items.count, 0)

@@ -31,8 +31,8 @@ final class SchemaMigrationTests: XCTestCase {
     }
 
     /// What a login, retention and the call log look up per user, per call or per transcript is
-    /// found by an index, not by scanning the table (v13; SQLite's plans: PostgreSQL plans by
-    /// its own statistics).
+    /// found by an index, not by scanning the table (v13, v14; SQLite's plans: PostgreSQL plans
+    /// by its own statistics).
     func testLookupsByUserCallAndTranscriptUseAnIndex() throws {
         try XCTSkipIf(StoreBackend.current == .postgres, "SQLite's query plans")
         _ = try store()
@@ -42,7 +42,9 @@ final class SchemaMigrationTests: XCTestCase {
                              ("transcripts", "DELETE FROM transcripts WHERE tid = 'x'"),
                              ("auth_tokens", "SELECT token_hash FROM auth_tokens WHERE uid = 'x' ORDER BY created_at DESC LIMIT 1000 OFFSET 100"),
                              ("group_members", "SELECT guid FROM group_members WHERE uid = 'x'"),
-                             ("groups", "SELECT COUNT(*) FROM groups WHERE owner_uid = 'x'")] {
+                             ("groups", "SELECT COUNT(*) FROM groups WHERE owner_uid = 'x'"),
+                             // v14: retention's page of auth tokens past their lifetime.
+                             ("auth_tokens", "SELECT token_hash FROM auth_tokens WHERE created_at < 5 LIMIT 2000")] {
             let plan = try db.query("EXPLAIN QUERY PLAN " + sql).compactMap { $0.last?.text }
             XCTAssertTrue(plan.contains { $0.contains("INDEX \(table)_") }, "\(sql): \(plan)")
             XCTAssertFalse(plan.contains { $0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN c") }, "\(sql): \(plan)")

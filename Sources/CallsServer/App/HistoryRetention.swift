@@ -32,7 +32,7 @@ final class HistoryRetention: Sendable {
     private let pageIds: Int
 
     init(store: CallStore, deliveryDays: Int, chatDays: Int, callLogDays: Int = 0, authTokenTTLSeconds: Int64? = nil, log: ServerLog,
-         scheduler: any Scheduler = DispatchScheduler.shared, pageIds: Int = 2_000) {
+         scheduler: any Scheduler = DispatchScheduler.shared, pageIds: Int = 1_000) {
         self.pageIds = pageIds
         self.store = store
         self.deliveryDays = deliveryDays
@@ -52,23 +52,30 @@ final class HistoryRetention: Sendable {
 
     func stop() { timer.withLock { t in t?.cancel(); t = nil } }
 
-    /// Forgets the rows of `history` past `before` a page at a time; how many. After each page
-    /// it waits as long as the page took, so the store is free at least half the time for
-    /// everything else (its lock is not fair: let go and taken again at once, waiters could wait
-    /// out several pages). A store failure ends it (the rest wait for the next turn).
-    private func forget(_ history: ForgettableHistory, before: Int64) -> Int {
+    /// Runs `page` until it says there is no more, pausing after each as long as it took, so the
+    /// store is free at least half the time for everything else (its lock is not fair: let go
+    /// and taken again at once, waiters could wait out several pages); how many rows in all. A
+    /// store failure ends it (the rest wait for the next turn).
+    private func inPages(_ operation: String, _ page: () throws(DatabaseError) -> (rows: Int, more: Bool)) -> Int {
         var forgotten = 0
-        var after: Int64? = 0
-        while let from = after {
+        while true {
             let start = monotonicNanoseconds()
-            guard let page = outage.attempt("forget old \(history)", { () throws(DatabaseError) in
-                try store.forget(history, before: before, after: from, window: pageIds)
-            }) else { break }
-            forgotten += page.rows
-            after = page.next
-            if after != nil { Thread.sleep(forTimeInterval: min(1, Double(monotonicNanoseconds() - start) / 1e9)) }
+            guard let done = outage.attempt(operation, page) else { break }
+            forgotten += done.rows
+            guard done.more else { break }
+            Thread.sleep(forTimeInterval: min(1, Double(monotonicNanoseconds() - start) / 1e9))
         }
         return forgotten
+    }
+
+    /// Forgets the rows of `history` past `before`, `pageIds` ids a page.
+    private func forget(_ history: ForgettableHistory, before: Int64) -> Int {
+        var after: Int64 = 0
+        return inPages("forget old \(history)") { () throws(DatabaseError) in
+            let page = try store.forget(history, before: before, after: after, window: pageIds)
+            after = page.next ?? after
+            return (page.rows, page.next != nil)
+        }
     }
 
     /// Forgets what is past its retention at `now`.
@@ -88,17 +95,16 @@ final class HistoryRetention: Sendable {
             out.chatMessages = forget(.chat, before: now - Int64(chatDays) * day)
             if out.chatMessages > 0 { log.info("chat past retention forgotten", ["messages": "\(out.chatMessages)"]) }
         }
-        if callLogDays > 0, let n = outage.attempt("forget old call logs", { () throws(DatabaseError) in
-            try store.forgetCalls(endedBefore: now - Int64(callLogDays) * day)
-        }) {
-            out.calls = n
-            if n > 0 { log.info("call logs past retention forgotten", ["calls": "\(n)"]) }
+        if callLogDays > 0 {
+            out.calls = forget(.callLogs, before: now - Int64(callLogDays) * day)
+            if out.calls > 0 { log.info("call logs past retention forgotten", ["calls": "\(out.calls)"]) }
         }
-        if let ttl = authTokenTTLSeconds, let n = outage.attempt("forget expired auth tokens", { () throws(DatabaseError) in
-            try store.forgetAuthTokens(madeBefore: now - ttl * 1000)
-        }) {
-            out.authTokens = n
-            if n > 0 { log.info("expired auth tokens forgotten", ["tokens": "\(n)"]) }
+        if let ttl = authTokenTTLSeconds {
+            out.authTokens = inPages("forget expired auth tokens") { () throws(DatabaseError) in
+                let n = try store.forgetAuthTokens(madeBefore: now - ttl * 1000, limit: pageIds)
+                return (n, n == pageIds)
+            }
+            if out.authTokens > 0 { log.info("expired auth tokens forgotten", ["tokens": "\(out.authTokens)"]) }
         }
         return out
     }
