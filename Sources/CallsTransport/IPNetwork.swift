@@ -35,6 +35,12 @@ private extension Character {
 }
 
 extension IPNetwork {
+    /// Loopback and the private networks (RFC 1918, IPv6 unique local): where an operator's own
+    /// monitoring lives, and no one on the internet is (`metricsAllow`'s default).
+    public static let loopbackAndPrivate: [IPNetwork] = [
+        "127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7",
+    ].compactMap(IPNetwork.init)
+
     /// Where the server never connects on anyone's word — a webhook, a live stream, whoever
     /// named it: link-local (169.254.169.254 is the metadata service of most clouds, with their
     /// credentials), unspecified, multicast and broadcast addresses, and the metadata services

@@ -20,7 +20,7 @@ let usage = """
     OPTIONS:
       --config FILE           a JSON file with the same settings (keys: listen, mediaPort, dataDir, database, redis, nodeId,
                               appId, apiKey, authKey, autoCreateUsers, autoCreateUsersPerHour, autoCreateUsersMax,
-                              addressLimitsExemptLoopback, trustedProxies, logFormat, logLevel,
+                              addressLimitsExemptLoopback, trustedProxies, metricsAllow, logFormat, logLevel,
                               maxParticipantsPerRoom, region, storeHeartbeatSeconds, ringTimeoutSeconds,
                               webhooks, webhookMaxAttempts, webhookQueueLimit, publicURL, appLinks, apns, fcm,
                               restRequestsPerSecond, relayThreads, relayMaxDelayMs,
@@ -196,6 +196,7 @@ if let a = file.roomAccess {
 }
 if let b = file.addressLimitsExemptLoopback { config.addressLimitsExemptLoopback = b }
 if let p = file.trustedProxies { config.trustedProxies = p }
+if let m = file.metricsAllow { config.metricsAllow = m }
 if let n = bounded("autoCreateUsersPerHour", file.autoCreateUsersPerHour, 0...100_000, " (0: none from other addresses than loopback)") { config.autoCreateUsersPerHour = n }
 if let n = bounded("autoCreateUsersMax", file.autoCreateUsersMax, 0...100_000_000) { config.autoCreateUsersMax = n }
 if let n = bounded("ringCallerPerMinute", file.ringCallerPerMinute, 0...100_000, " (0: no limit)") { config.ringLimits.caller = .init(perMinute: n) }

@@ -155,7 +155,10 @@ final class ConfigAndMetricsTests: XCTestCase {
         // Trusted proxies: addresses or CIDR blocks; anything else is named.
         let proxies = try ServerConfigFile.parse(Data(#"{"trustedProxies":["127.0.0.1","10.0.0.0/8","2001:db8::/32"]}"#.utf8)).trustedProxies
         XCTAssertEqual(proxies?.map(\.description), ["127.0.0.1/32", "10.0.0.0/8", "2001:db8::/32"])
-        for (bad, why) in [(#"{"trustedProxies":"127.0.0.1"}"#, "must be a list"), (#"{"trustedProxies":["10.0.0.1/8"]}"#, "'10.0.0.1/8' is not one"),
+        XCTAssertEqual(try ServerConfigFile.parse(Data(#"{"metricsAllow":["0.0.0.0/0","::/0"]}"#.utf8)).metricsAllow?.map(\.description), ["0.0.0.0/0", "::/0"])
+        XCTAssertEqual(try ServerConfigFile.parse(Data(#"{"metricsAllow":[]}"#.utf8)).metricsAllow, [], "none")
+        for (bad, why) in [(#"{"metricsAllow":["prometheus"]}"#, "'metricsAllow' must be a list of addresses or CIDR blocks"),
+                           (#"{"trustedProxies":"127.0.0.1"}"#, "must be a list"), (#"{"trustedProxies":["10.0.0.1/8"]}"#, "'10.0.0.1/8' is not one"),
                            (#"{"trustedProxies":["proxy.internal"]}"#, "'proxy.internal' is not one"), (#"{"trustedProxies":[7]}"#, "must be a list")] {
             XCTAssertThrowsError(try ServerConfigFile.parse(Data(bad.utf8)), bad) {
                 XCTAssertTrue(($0 as? ServerConfigFile.Invalid)?.message.contains(why) == true, "\($0)")

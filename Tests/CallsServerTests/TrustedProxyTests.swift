@@ -57,6 +57,38 @@ final class TrustedProxyTests: XCTestCase {
         XCTAssertEqual(peers.last, "peer=127.0.0.3")
     }
 
+    /// `/metrics` says how busy the server is: only the addresses in `metricsAllow` read it (by
+    /// default loopback and the private networks), judged by the client's address — behind a
+    /// trusted proxy, the one `X-Forwarded-For` names.
+    func testMetricsAreServedOnlyToTheAddressesAllowed() throws {
+        let defaults = ServerConfiguration(dataDir: "/nonexistent").metricsAllow
+        for (address, allowed) in [("127.0.0.1", true), ("::1", true), ("10.1.2.3", true), ("172.31.0.1", true), ("192.168.1.1", true),
+                                   ("fd12::1", true), ("203.0.113.7", false), ("172.32.0.1", false), ("2001:db8::1", false)] {
+            let a = try XCTUnwrap(IPAddress(address))
+            XCTAssertEqual(defaults.contains { $0.contains(a) }, allowed, address)
+        }
+        let tmp = TemporaryDirectory("callroom-metrics")
+        defer { tmp.remove() }
+        let config = tmp.file("config.json")
+        try Data(#"{"trustedProxies": ["127.0.0.2"], "metricsAllow": ["127.0.0.3", "10.0.0.0/8"]}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--config", config])
+        defer { _ = server.stop() }
+        let port = try XCTUnwrap(URLComponents(string: server.url)?.port)
+        func metrics(from source: String, forwardedFor: String? = nil) -> String {
+            let header = forwardedFor.map { "X-Forwarded-For: \($0)\r\n" } ?? ""
+            return RawHTTP.exchange(port: port, Array("GET /metrics HTTP/1.1\r\nHost: x\r\n\(header)Connection: close\r\n\r\n".utf8),
+                                    from: source, timeout: 2).text
+        }
+        XCTAssertTrue(metrics(from: "127.0.0.3").contains("callroom_rooms 0"), "an allowed address")
+        let refused = metrics(from: "127.0.0.1")
+        XCTAssertTrue(refused.hasPrefix("HTTP/1.1 403") && refused.contains("ERR_FORBIDDEN") && !refused.contains("callroom_rooms"),
+                      "loopback is not in this list: \(refused)")
+        XCTAssertTrue(metrics(from: "127.0.0.2", forwardedFor: "10.9.8.7").contains("callroom_rooms 0"), "a client the proxy names, allowed")
+        XCTAssertTrue(metrics(from: "127.0.0.2", forwardedFor: "203.0.113.7").hasPrefix("HTTP/1.1 403"), "the proxy's own address opens nothing")
+        XCTAssertTrue(metrics(from: "127.0.0.4", forwardedFor: "10.9.8.7").hasPrefix("HTTP/1.1 403"), "a header from no proxy is not read")
+        XCTAssertTrue(eventually(3) { server.process.errorOutput.contains("GET /metrics → 403 (not in metricsAllow)") }, server.process.errorOutput)
+    }
+
     func testWebSocketsAreCountedPerClientBehindAProxyAndTheProxyIsNotCappedAtAccept() throws {
         let h = try ServerHarness {
             $0.trustedProxies = [IPNetwork("127.0.0.2")].compactMap { $0 }

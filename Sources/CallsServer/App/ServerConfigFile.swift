@@ -36,6 +36,8 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var addressLimitsExemptLoopback: Bool?
     /// Proxies whose `X-Forwarded-For` names the client (`ServerConfiguration.trustedProxies`).
     public var trustedProxies: [IPNetwork]?
+    /// Who may read `/metrics` (`ServerConfiguration.metricsAllow`).
+    public var metricsAllow: [IPNetwork]?
     public var logFormat: String?
     public var logLevel: String?
     public var maxParticipantsPerRoom: Int?
@@ -111,7 +113,7 @@ public struct ServerConfigFile: Sendable, Equatable {
     public var relayFastPath: String?
     public var relayFastPathObject: String?
 
-    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers", "autoCreateUsersPerHour", "autoCreateUsersMax", "addressLimitsExemptLoopback", "trustedProxies",
+    public static let keys: Set<String> = ["listen", "mediaPort", "webrtcPort", "webrtc", "webrtcIceServers", "dataDir", "database", "redis", "nodeId", "appId", "apiKey", "authKey", "autoCreateUsers", "autoCreateUsersPerHour", "autoCreateUsersMax", "addressLimitsExemptLoopback", "trustedProxies", "metricsAllow",
                                            "logFormat", "logLevel", "maxParticipantsPerRoom", "region", "storeHeartbeatSeconds", "ringTimeoutSeconds", "webhooks", "webhookMaxAttempts", "webhookQueueLimit", "publicURL", "tlsCert", "tlsKey", "tlsSelfSigned", "allowPlainHTTP", "authKeyLogin", "production", "authTokenTTLSeconds", "firstJoinerModerator", "maxRooms", "mediaPublicAddress", "maxRoomsPerUser", "maxConnectionsPerAddress", "joinTimeoutSeconds", "requestBodyTimeoutSeconds", "maxQueuedBytesPerConnection", "maxQueuedBytesTotal", "maxConnections", "relayAudioPacketsPerSecond", "relayAudioBytesPerSecond", "relayVideoPacketsPerSecond", "relayVideoBytesPerSecond", "roomAccess", "ringCallerPerMinute", "ringCalleePerMinute", "ringGroupPerMinute", "resumeGraceSeconds", "appLinks", "apns", "fcm",
                                            "restRequestsPerSecond", "relayThreads", "relayMaxDelayMs", "mediaConsentIntervalMs", "mediaConsentTimeoutMs", "recordingRetentionDays", "deliveryRetentionDays", "chatRetentionDays", "callLogRetentionDays", "recordingQuotaMB",
                                            "relayFastPath", "relayFastPathObject", "captionModelDir", "captionDecoders", "objectStorage", "captionsEngine", "whisperPython", "whisperModelDir", "moonshinePython", "moonshineModelDir",
@@ -169,15 +171,18 @@ public struct ServerConfigFile: Sendable, Equatable {
         }
         c.autoCreateUsersPerHour = try int("autoCreateUsersPerHour")
         c.autoCreateUsersMax = try int("autoCreateUsersMax")
-        if let v = obj["trustedProxies"] {
+        func networks(_ k: String) throws(Invalid) -> [IPNetwork]? {
+            guard let v = obj[k] else { return nil }
             let entries = v as? [String]
             let networks = entries?.compactMap(IPNetwork.init)
             guard let entries, let networks, networks.count == entries.count, entries.count <= 1024 else {
                 let bad = entries?.first { IPNetwork($0) == nil }.map { " ('\($0)' is not one)" } ?? ""
-                throw Invalid(message: "\(path): 'trustedProxies' must be a list of addresses or CIDR blocks, such as [\"127.0.0.1\", \"10.0.0.0/8\", \"2001:db8::/32\"]\(bad)")
+                throw Invalid(message: "\(path): '\(k)' must be a list of addresses or CIDR blocks, such as [\"127.0.0.1\", \"10.0.0.0/8\", \"2001:db8::/32\"]\(bad)")
             }
-            c.trustedProxies = networks
+            return networks
         }
+        c.trustedProxies = try networks("trustedProxies")
+        c.metricsAllow = try networks("metricsAllow")
         c.logFormat = try string("logFormat")
         c.tlsCert = try string("tlsCert")
         c.tlsKey = try string("tlsKey")

@@ -108,6 +108,11 @@ public struct ServerConfiguration: Sendable {
     /// the client its `X-Forwarded-For` names, for every per-address limit and the logs, and its
     /// own connections are not capped per address. Empty: the header is never read.
     public var trustedProxies: [IPNetwork] = []
+    /// Who may read `GET /metrics` (the client's address, as `trustedProxies` make it): others
+    /// get 403. Loopback and private networks by default — the counts say how busy the server
+    /// is, which is nobody's business on the internet; `["0.0.0.0/0", "::/0"]` opens it to all,
+    /// `[]` to none.
+    public var metricsAllow: [IPNetwork] = IPNetwork.loopbackAndPrivate
     /// Both of the above, as the web server and the limits take them.
     public var clientAddresses: ClientAddresses {
         ClientAddresses(trustedProxies: trustedProxies, exemptLoopback: addressLimitsExemptLoopback)

@@ -100,13 +100,17 @@ final class WebGateway: WebServerDelegate, SignalOutbox, Sendable {
             refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(AuditLog.redacted(path: request.path))")
             return respond(Self.tooManyRequests)
         }
-        restQueue.async { [refusals, sharedRESTLimiter, audit, metrics] in
+        restQueue.async { [refusals, sharedRESTLimiter, audit, metrics, metricsAllow = configuration.metricsAllow] in
             // (Off the service thread: the shared count is a Redis round trip.)
             if sharedRESTLimiter?.allow(request.peer) == false {
                 refusals.refused(.rateLimited, peer: request.peer, detail: "\(request.method) \(AuditLog.redacted(path: request.path)) (all nodes)")
                 return respond(Self.tooManyRequests)
             }
             if request.method == "GET" && request.path == "/metrics" {
+                guard let client = IPAddress(request.peer), metricsAllow.contains(where: { $0.contains(client) }) else {
+                    refusals.refused(.restAuth, peer: request.peer, detail: "GET /metrics → 403 (not in metricsAllow)")
+                    return respond(HTTPResponse(status: 403, json: RESTErrorCode.forbidden.json("Metrics are served only to the addresses in metricsAllow.")))
+                }
                 return respond(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", body: Array(metrics().utf8)))
             }
             let response = router.handle(request)
