@@ -2,27 +2,42 @@ import CNice
 import CallsTransport
 import Glibc
 
-/// The server's side of ICE as an ICE-lite agent (RFC 8445 §2.5): it never checks, it answers.
-/// A browser's STUN Binding request whose USERNAME is `ourUfrag:theirUfrag` and whose
-/// MESSAGE-INTEGRITY is made with our `ice-pwd` gets a success response carrying the address it
-/// came from (XOR-MAPPED-ADDRESS), MESSAGE-INTEGRITY and FINGERPRINT; the same requests, every few
-/// seconds, are the browser's consent (RFC 7675). Built on libnice's STUN library (its agent
-/// validates, its ICE usage writes the reply). Thread-confined: one reader thread owns it.
+/// The server's side of ICE as an ICE-lite agent (RFC 8445 §2.5): it answers. A browser's STUN
+/// Binding request whose USERNAME is `ourUfrag:theirUfrag` and whose MESSAGE-INTEGRITY is made
+/// with our `ice-pwd` gets a success response carrying the address it came from
+/// (XOR-MAPPED-ADDRESS), MESSAGE-INTEGRITY and FINGERPRINT; the same requests, every few seconds,
+/// are the browser's consent (RFC 7675). A lite agent runs no checks of its own, but before media
+/// go to an address this one asks it once (`check`): a Binding request the browser answers, so
+/// only an address that can read what is sent to it gets media — not one a browser that forges
+/// its source address named. Built on libnice's STUN library (its agent validates and matches
+/// responses to requests, its ICE usage writes requests and replies). Thread-confined: one
+/// reader thread owns it.
 public final class ICELiteResponder {
     /// What to do with a datagram that looked like STUN.
     public enum Outcome: Equatable {
         /// Send `reply` to the request's source. `localUfrag` names the peer it was for;
         /// `nominated` when the browser put USE-CANDIDATE on it (that address carries the media).
         case reply([UInt8], localUfrag: String, nominated: Bool)
+        /// The browser's response to one of our `check`s: a success, or an error response.
+        case answered(Transaction, success: Bool)
         /// Not answered.
         case refused(Refusal)
     }
+
+    /// One of our own checks, to match its response.
+    public struct Transaction: Hashable, Sendable {
+        let id: [UInt8]
+    }
+
+    /// Checks of our own awaiting their response, at most (libnice's agent tracks 200).
+    public static let maxOutstandingChecks = 150
 
     /// Why a STUN message was not answered (the caller counts these).
     public enum Refusal: String, Sendable, Equatable {
         /// Not a well-formed STUN message (or one of another length than the datagram).
         case malformed
-        /// Not a Binding request (a response, an indication, another method).
+        /// Not a Binding request (an indication, another method), nor the response to one of our
+        /// checks still awaited.
         case notBindingRequest
         /// Its USERNAME names no peer we answer (or it had none).
         case unknownUser
@@ -35,6 +50,9 @@ public final class ICELiteResponder {
     private let agent: UnsafeMutablePointer<StunAgent>
     private let known: UnsafeMutablePointer<UInt16>
     private let tieBreaker: UInt64
+    /// The password each outstanding check was signed with: libnice keeps a pointer to it, to
+    /// verify the response's integrity, until the response comes or the check is forgotten.
+    private var outstanding: [Transaction: UnsafeMutableBufferPointer<UInt8>] = [:]
 
     public init() {
         // libnice keeps the pointer to the known-attribute list: it lives as long as the agent.
@@ -52,9 +70,47 @@ public final class ICELiteResponder {
     }
 
     deinit {
+        for key in outstanding.values { key.deallocate() }
         agent.deallocate()
         known.deallocate()
     }
+
+    /// Writes a check of our own to a browser (RFC 8445 §7.2.2): USERNAME `theirUfrag:ourUfrag`,
+    /// MESSAGE-INTEGRITY made with *their* `ice-pwd`, ICE-CONTROLLED (a lite agent is controlled),
+    /// PRIORITY, FINGERPRINT. Its response comes back through `respond` as `.answered`. nil when
+    /// `maxOutstandingChecks` are awaited already. Resend the same bytes to retry; `forget` it
+    /// when no response came.
+    public func check(username: String, password: String) -> (request: [UInt8], transaction: Transaction)? {
+        guard outstanding.count < Self.maxOutstandingChecks, !password.isEmpty else { return nil }
+        let key = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: password.utf8.count)
+        _ = key.initialize(from: password.utf8)
+        let user = Array(username.utf8)
+        var message = StunMessage()
+        var out = [UInt8](repeating: 0, count: 548)
+        // (The priority a peer-reflexive candidate of ours would have: type preference 110.)
+        let length = out.withUnsafeMutableBufferPointer { buffer in
+            stun_usage_ice_conncheck_create(agent, &message, buffer.baseAddress, buffer.count, user, user.count, key.baseAddress, key.count,
+                                            false, false, (110 << 24) | (65_535 << 8) | 255, tieBreaker, nil, STUN_USAGE_ICE_COMPATIBILITY_RFC5245)
+        }
+        guard length > 0, length <= out.count else {
+            key.deallocate()
+            return nil
+        }
+        let transaction = Transaction(id: Array(out[4..<20]))
+        outstanding[transaction] = key
+        return (Array(out[0..<length]), transaction)
+    }
+
+    /// A check that got no response: the agent stops waiting for it.
+    public func forget(_ transaction: Transaction) {
+        guard let key = outstanding.removeValue(forKey: transaction) else { return }
+        var id = transaction.id
+        _ = id.withUnsafeMutableBufferPointer { stun_agent_forget_transaction(agent, $0.baseAddress) }
+        key.deallocate()
+    }
+
+    /// Checks awaiting their response.
+    public var outstandingChecks: Int { outstanding.count }
 
     /// Whether `datagram` is a whole STUN message (RFC 5389 header, its length, the cookie).
     public static func isSTUN(_ datagram: UnsafeRawBufferPointer) -> Bool {
@@ -90,6 +146,15 @@ public final class ICELiteResponder {
             case STUN_VALIDATION_UNKNOWN_REQUEST_ATTRIBUTE: return .refused(.unknownAttribute)
             case STUN_VALIDATION_UNMATCHED_RESPONSE: return .refused(.notBindingRequest)
             default: return .refused(.malformed)
+            }
+            let kind = stun_message_get_class(&request)
+            if kind == STUN_RESPONSE || kind == STUN_ERROR {
+                // Matched to one of our checks and its integrity verified with the password it was
+                // signed with (libnice has let go of it now).
+                let transaction = Transaction(id: Array(buffer[4..<20]))
+                guard let key = outstanding.removeValue(forKey: transaction) else { return .refused(.notBindingRequest) }
+                key.deallocate()
+                return .answered(transaction, success: kind == STUN_RESPONSE)
             }
             guard stun_message_get_class(&request) == STUN_REQUEST, stun_message_get_method(&request) == STUN_BINDING else {
                 return .refused(.notBindingRequest)

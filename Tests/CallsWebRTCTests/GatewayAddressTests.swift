@@ -9,50 +9,140 @@ import Testing
 /// leg's password cannot grow the server's table by sending checks from port after port.
 @Suite("WebRTC gateway: the addresses a leg's packets are taken from")
 struct GatewayAddressTests {
-    @Test func aLegKeepsItsNewestCheckedAddressesAndTheOneItsMediaGoTo() throws {
-        let h = try ServerHarness()
-        defer { h.stop(); h.removeData() }
-        let web = try SignalProbe(url: h.server.url)
-        web.send(.join(.init(callToken: try h.callToken(uid: "web", session: "rtc"), sessionType: .video)))
-        #expect(web.joined() != nil)
-        web.send(.webrtcOffer(sdp: SDPOffers.chromium))
-        guard case .webrtcAnswer(let sdp)? = web.wait(timeout: 5, { if case .webrtcAnswer = $0 { return true }; if case .error = $0 { return true }; return false }) else {
-            Issue.record("no answer: \(web.all.suffix(3))")
-            return
-        }
-        func attribute(_ name: String) -> String? {
-            sdp.split(separator: "\r\n").first { $0.hasPrefix("a=\(name):") }.map { String($0.dropFirst(name.count + 3)) }
-        }
-        let ufrag = try #require(attribute("ice-ufrag")), password = try #require(attribute("ice-pwd"))
-        let candidate = try #require(attribute("candidate")).split(separator: " ")
-        let port = try #require(Int(candidate[5]))
-        let gateway = try #require(SocketAddress(host: "127.0.0.1", port: port))
+    /// A server whose log lines the test reads, and a browser leg's offer answered.
+    final class Gateway {
+        let h: ServerHarness
+        let web: SignalProbe
+        let ufrag: String, address: SocketAddress
+        private let lines = Locked<[String]>([])
+        /// The browser's side: its ICE credentials are the offer's (`SDPOffers.chromium`).
+        static let browserUfrag = "4ZcD", browserPassword = "2/1muCWoOi3uLifh0NuRHlMJ"
 
-        // Twelve addresses (ports) each pass a check; the first carries the leg's media (no
-        // nomination came), so it stays, with the seven newest.
-        let sockets = try (0..<12).map { _ in try UDPSocket(host: "127.0.0.1", port: 0) }
-        defer { for s in sockets { s.close() } }
-        for (n, socket) in sockets.enumerated() {
-            let browser = ICELiteResponderTests.Browser(password: password)
-            #expect(socket.send(browser.check(username: "\(ufrag):4ZcD", nominate: false), to: gateway))
-            let reply = try #require(socket.receiveCopy(timeoutMs: 3000), "check \(n) answered")
-            #expect(browser.read(reply).valid)
+        init() throws {
+            let lines = self.lines
+            h = try ServerHarness { c in
+                c.logLevel = .info
+                c.logSink = { line in lines.withLock { $0.append(line) } }
+            }
+            web = try SignalProbe(url: h.server.url)
+            web.send(.join(.init(callToken: try h.callToken(uid: "web", session: "rtc"), sessionType: .video)))
+            guard web.joined() != nil else { throw Failure("not joined: \(web.all.suffix(3))") }
+            web.send(.webrtcOffer(sdp: SDPOffers.chromium))
+            guard case .webrtcAnswer(let sdp)? = web.wait(timeout: 5, { if case .webrtcAnswer = $0 { return true }; if case .error = $0 { return true }; return false }) else {
+                throw Failure("no answer: \(web.all.suffix(3))")
+            }
+            func attribute(_ name: String) -> String? {
+                sdp.split(separator: "\r\n").first { $0.hasPrefix("a=\(name):") }.map { String($0.dropFirst(name.count + 3)) }
+            }
+            guard let ufrag = attribute("ice-ufrag"), let password = attribute("ice-pwd"), let candidate = attribute("candidate")?.split(separator: " "),
+                  let port = Int(candidate[5]), let address = SocketAddress(host: "127.0.0.1", port: port) else { throw Failure("answer: \(sdp)") }
+            self.ufrag = ufrag
+            self.address = address
+            serverPassword = password
         }
-        // An RTP-shaped datagram from each in turn: from one of the leg's addresses it reaches the
-        // leg (and is dropped there, before its handshake); from any other it is an unknown source.
-        func dropped(_ reason: String) -> Int {
-            h.server.metricsText().split(separator: "\n")
-                .first { $0.hasPrefix(#"callroom_webrtc_packets_dropped_total{reason="\#(reason)"} "#) }
+        let serverPassword: String
+
+        struct Failure: Error, CustomStringConvertible { let description: String; init(_ d: String) { description = d } }
+
+        /// A check from `socket`, answered (true when the server's reply is valid).
+        func check(from socket: UDPSocket, nominate: Bool) -> Bool {
+            let browser = ICELiteResponderTests.Browser(password: serverPassword)
+            guard socket.send(browser.check(username: "\(ufrag):\(Self.browserUfrag)", nominate: nominate), to: address) else { return false }
+            return readSTUN(socket) { browser.read($0).valid } != nil
+        }
+
+        /// The server's own check, if one comes to `socket` within `timeoutMs`: it is the
+        /// browser's to answer (its ufrag first, signed with its password).
+        func serversCheck(at socket: UDPSocket, timeoutMs: Int32 = 2000) -> [UInt8]? {
+            readSTUN(socket, timeoutMs: timeoutMs) { bytes in
+                ICELiteResponderTests.Browser(password: Self.browserPassword).answer(bytes, username: "\(Self.browserUfrag):\(ufrag)", from: address) != nil
+            }
+        }
+
+        /// Answers the server's check as the browser.
+        func answer(_ request: [UInt8], from socket: UDPSocket) -> Bool {
+            guard let response = ICELiteResponderTests.Browser(password: Self.browserPassword)
+                .answer(request, username: "\(Self.browserUfrag):\(ufrag)", from: address) else { return false }
+            return socket.send(response, to: address)
+        }
+
+        /// The first datagram on `socket` that `matches` (others are skipped).
+        private func readSTUN(_ socket: UDPSocket, timeoutMs: Int32 = 3000, _ matches: ([UInt8]) -> Bool) -> [UInt8]? {
+            let deadline = Date().addingTimeInterval(Double(timeoutMs) / 1000)
+            while Date() < deadline {
+                guard let bytes = socket.receiveCopy(timeoutMs: Int32(max(1, deadline.timeIntervalSinceNow * 1000))) else { return nil }
+                if matches(bytes) { return bytes }
+            }
+            return nil
+        }
+
+        /// The addresses the log says the leg's media went to, in order.
+        var mediaAddresses: [String] {
+            lines.withLock { $0 }.filter { $0.contains("browser leg's media go to") }.compactMap { line in
+                line.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("to=") }.map { String($0.dropFirst(3)) }
+            }
+        }
+
+        func metric(_ prefix: String) -> Int {
+            h.server.metricsText().split(separator: "\n").first { $0.hasPrefix(prefix + " ") }
                 .flatMap { $0.split(separator: " ").last.flatMap { Int($0) } } ?? 0
         }
+
+        func stop() {
+            web.send(.leave)
+            _ = web.waitClosed()
+            h.stop()
+            h.removeData()
+        }
+    }
+
+    @Test func aLegKeepsItsNewestCheckedAddressesAndTheOneItsMediaGoTo() throws {
+        let g = try Gateway()
+        defer { g.stop() }
+        // Twelve addresses (ports) each pass a check; the first answers the server's own check
+        // and carries the leg's media (no nomination came), so it stays, with the seven newest.
+        let sockets = try (0..<12).map { _ in try UDPSocket(host: "127.0.0.1", port: 0) }
+        defer { for s in sockets { s.close() } }
+        #expect(g.check(from: sockets[0], nominate: false))
+        let asked = try #require(g.serversCheck(at: sockets[0]), "the server checks the address before media go there")
+        #expect(g.answer(asked, from: sockets[0]))
+        #expect(eventually(3) { g.mediaAddresses == ["\(sockets[0].localAddress)"] }, "\(g.mediaAddresses)")
+        for (n, socket) in sockets.enumerated().dropFirst() { #expect(g.check(from: socket, nominate: false), "check \(n) answered") }
+        // An RTP-shaped datagram from each in turn: from one of the leg's addresses it reaches the
+        // leg (and is dropped there, before its handshake); from any other it is an unknown source.
+        func dropped(_ reason: String) -> Int { g.metric(#"callroom_webrtc_packets_dropped_total{reason="\#(reason)"}"#) }
         var taken: [Int] = []
         for (n, socket) in sockets.enumerated() {
-            #expect(socket.send([0x80, 0x6f] + [UInt8](repeating: 0, count: 10), to: gateway))
+            #expect(socket.send([0x80, 0x6f] + [UInt8](repeating: 0, count: 10), to: g.address))
             #expect(eventually(3) { dropped("beforeHandshake") + dropped("unknown_source") == n + 1 })
             if dropped("beforeHandshake") > taken.count { taken.append(n) }
         }
         #expect(taken == [0, 5, 6, 7, 8, 9, 10, 11], "the address carrying media and the seven newest")
-        web.send(.leave)
-        #expect(web.waitClosed())
+        #expect(g.mediaAddresses.count == 1, "no other address took the media: \(g.mediaAddresses)")
+    }
+
+    /// ICE-lite answers checks and runs none: a browser that can forge its source address could
+    /// nominate a third party's, and the room's media would go there. The server asks every
+    /// address itself before media go to it; the third party never answers (it never saw a
+    /// check of the browser's), so media stay where they were.
+    @Test func aNominationFromAnAddressThatCannotAnswerMovesNoMedia() throws {
+        let g = try Gateway()
+        defer { g.stop() }
+        let browser = try UDPSocket(host: "127.0.0.1", port: 0), victim = try UDPSocket(host: "127.0.0.1", port: 0)
+        defer { browser.close(); victim.close() }
+        #expect(g.check(from: browser, nominate: true))
+        #expect(g.mediaAddresses.isEmpty, "not before the address answered")
+        #expect(g.answer(try #require(g.serversCheck(at: browser)), from: browser))
+        #expect(eventually(3) { g.mediaAddresses == ["\(browser.localAddress)"] }, "\(g.mediaAddresses)")
+        // The forged nomination (here: from a socket that stays silent, as the third party would).
+        #expect(g.check(from: victim, nominate: true))
+        let asked = try #require(g.serversCheck(at: victim), "asked, not trusted")
+        #expect(g.serversCheck(at: victim, timeoutMs: 1000) != nil, "asked again when no answer came")
+        #expect(g.mediaAddresses == ["\(browser.localAddress)"], "media stay with the address that answered")
+        #expect(g.metric(#"callroom_webrtc_address_checks_total{outcome="sent"}"#) >= 3)
+        // A browser that really moved there answers, and its media follow.
+        #expect(g.answer(asked, from: victim))
+        #expect(eventually(3) { g.mediaAddresses == ["\(browser.localAddress)", "\(victim.localAddress)"] }, "\(g.mediaAddresses)")
+        #expect(g.metric(#"callroom_webrtc_address_checks_total{outcome="answered"}"#) == 2)
     }
 }

@@ -16,7 +16,7 @@ struct ICELiteResponderTests {
     /// A browser-side agent (controlling) that writes checks and reads their replies.
     final class Browser {
         let agent = UnsafeMutablePointer<StunAgent>.allocate(capacity: 1)
-        let known = UnsafeMutablePointer<UInt16>.allocate(capacity: 8)
+        let known = UnsafeMutablePointer<UInt16>.allocate(capacity: 11)
         let request = UnsafeMutablePointer<StunMessage>.allocate(capacity: 1)
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: 548)
         let password: String
@@ -28,10 +28,11 @@ struct ICELiteResponderTests {
             key = .allocate(capacity: password.utf8.count)
             _ = key.initialize(from: password.utf8)
             for (i, a) in [STUN_ATTRIBUTE_XOR_MAPPED_ADDRESS, STUN_ATTRIBUTE_MAPPED_ADDRESS, STUN_ATTRIBUTE_MESSAGE_INTEGRITY, STUN_ATTRIBUTE_FINGERPRINT,
-                           STUN_ATTRIBUTE_USERNAME, STUN_ATTRIBUTE_ERROR_CODE, STUN_ATTRIBUTE_UNKNOWN_ATTRIBUTES].enumerated() {
+                           STUN_ATTRIBUTE_USERNAME, STUN_ATTRIBUTE_ERROR_CODE, STUN_ATTRIBUTE_UNKNOWN_ATTRIBUTES, STUN_ATTRIBUTE_PRIORITY,
+                           STUN_ATTRIBUTE_USE_CANDIDATE, STUN_ATTRIBUTE_ICE_CONTROLLED].enumerated() {
                 known[i] = UInt16(a.rawValue)
             }
-            known[7] = 0
+            known[10] = 0
             agent.initialize(to: StunAgent())
             stun_agent_init(agent, known, STUN_COMPATIBILITY_RFC5389,
                             StunAgentUsageFlags(rawValue: STUN_AGENT_USAGE_SHORT_TERM_CREDENTIALS.rawValue | STUN_AGENT_USAGE_USE_FINGERPRINT.rawValue))
@@ -44,6 +45,30 @@ struct ICELiteResponderTests {
             let n = stun_usage_ice_conncheck_create(agent, request, buffer, 548, user, user.count, key.baseAddress, key.count,
                                                     nominate, true, 0x6E7F_1EFF, 0x1234_5678_9ABC_DEF0, nil, STUN_USAGE_ICE_COMPATIBILITY_RFC5245)
             return Array(UnsafeBufferPointer(start: buffer, count: n))
+        }
+
+        /// Answers the server's own check as a browser does (controlling): the request's
+        /// USERNAME must be `username` and its integrity made with this browser's password; the
+        /// response carries `source` and is signed with the same password. nil: not answered.
+        func answer(_ check: [UInt8], username: String, from source: SocketAddress) -> [UInt8]? {
+            let user = Array(username.utf8)
+            var message = StunMessage()
+            let status = user.withUnsafeBufferPointer { u in
+                var data = StunDefaultValidaterData(username: UnsafeMutablePointer(mutating: u.baseAddress), username_len: u.count,
+                                                    password: key.baseAddress, password_len: key.count)
+                return withUnsafeMutablePointer(to: &data) { stun_agent_validate(agent, &message, check, check.count, stun_agent_default_validater, $0) }
+            }
+            guard status == STUN_VALIDATION_SUCCESS, stun_message_get_class(&message) == STUN_REQUEST else { return nil }
+            var storage = sockaddr_storage()
+            var sin = source.sockaddr
+            withUnsafeBytes(of: &sin) { s in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: s) } }
+            var reply = StunMessage()
+            var out = [UInt8](repeating: 0, count: 548)
+            var length = out.count
+            var controlling = true
+            let made = stun_usage_ice_conncheck_create_reply(agent, &message, &reply, &out, &length, &storage, socklen_t(MemoryLayout<sockaddr_in>.size),
+                                                             &controlling, 0x1234_5678_9ABC_DEF0, STUN_USAGE_ICE_COMPATIBILITY_RFC5245)
+            return made == STUN_USAGE_ICE_RETURN_SUCCESS ? Array(out[0..<length]) : nil
         }
 
         /// Validates a reply to the last check with the password; returns the mapped address.
@@ -95,6 +120,35 @@ struct ICELiteResponderTests {
         #expect(responder.respond(to: reply, from: source, password: { peers[$0] }) != .reply([], localUfrag: "", nominated: false))
         if case .reply = responder.respond(to: reply, from: source, password: { peers[$0] }) { Issue.record("answered a response") }
         #expect(responder.respond(to: [0x80, 0x6F] + [UInt8](repeating: 0, count: 40), from: source, password: { peers[$0] }) == .refused(.malformed))
+    }
+
+    /// Before media go to an address the server asks it itself: the check is the browser's to
+    /// answer (its ufrag first, signed with its password), and only the response to a check
+    /// still awaited counts — once.
+    @Test func theServersOwnCheckIsAnsweredByTheBrowserAndMatchedOnce() throws {
+        let responder = ICELiteResponder()
+        let browser = Browser(password: "browserIcePasswordOf22c")
+        let (request, transaction) = try #require(responder.check(username: "brUf:srvUfrag", password: browser.password))
+        #expect(responder.outstandingChecks == 1)
+        #expect(browser.answer(request, username: "srvUfrag:brUf", from: source) == nil, "the browser's ufrag comes first")
+        #expect(Browser(password: "notTheBrowsersPassword!").answer(request, username: "brUf:srvUfrag", from: source) == nil,
+                "signed with the browser's password")
+        let response = try #require(browser.answer(request, username: "brUf:srvUfrag", from: source))
+        #expect(responder.respond(to: response, from: source, password: { peers[$0] }) == .answered(transaction, success: true))
+        #expect(responder.outstandingChecks == 0)
+        #expect(responder.respond(to: response, from: source, password: { peers[$0] }) == .refused(.notBindingRequest), "once")
+        // A check forgotten (no response in time): its late response counts for nothing.
+        let (late, forgotten) = try #require(responder.check(username: "brUf:srvUfrag", password: browser.password))
+        responder.forget(forgotten)
+        #expect(responder.outstandingChecks == 0)
+        let lateResponse = try #require(browser.answer(late, username: "brUf:srvUfrag", from: source))
+        #expect(responder.respond(to: lateResponse, from: source, password: { peers[$0] }) == .refused(.notBindingRequest))
+        // At most `maxOutstandingChecks` await a response at once.
+        let many = (0..<ICELiteResponder.maxOutstandingChecks).compactMap { _ in responder.check(username: "brUf:srvUfrag", password: browser.password) }
+        #expect(many.count == ICELiteResponder.maxOutstandingChecks)
+        #expect(responder.check(username: "brUf:srvUfrag", password: browser.password) == nil)
+        responder.forget(many[0].transaction)
+        #expect(responder.check(username: "brUf:srvUfrag", password: browser.password) != nil)
     }
 
     /// 5,000 checks with bytes flipped, cut or grown: none traps, none is answered unless it is

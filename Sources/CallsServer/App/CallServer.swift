@@ -64,7 +64,7 @@ public final class CallServer: @unchecked Sendable {
 
     public init(configuration: ServerConfiguration) {
         self.configuration = configuration
-        self.log = ServerLog(format: configuration.logFormat, level: configuration.logLevel)
+        self.log = ServerLog(format: configuration.logFormat, level: configuration.logLevel, sink: configuration.logSink)
         refusals = Refusals(log: log)
         self.keys = ServerKeys(appId: "", apiKey: "", authKey: "", tokenSecret: "")
         nodeID = configuration.nodeID ?? Self.defaultNodeID(host: configuration.host, port: configuration.port)

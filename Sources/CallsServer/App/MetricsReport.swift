@@ -124,6 +124,11 @@ struct MetricsReport {
             r.counter("callroom_webrtc_packets_to_room_total", "Browsers' RTP re-protected and handed to the relay.", c.toRoom.load(ordering: .relaxed))
             r.counter("callroom_webrtc_stun_total", "ICE checks (STUN Binding requests): answered, refused.", [
                 ("outcome=\"answered\"", c.stunAnswered.load(ordering: .relaxed)), ("outcome=\"refused\"", c.stunRefused.load(ordering: .relaxed))])
+            r.counter("callroom_webrtc_address_checks_total",
+                      "The server's own checks of browsers' addresses before media go there: sent (resends too), answered, given up.", [
+                ("outcome=\"sent\"", c.addressChecksSent.load(ordering: .relaxed)),
+                ("outcome=\"answered\"", c.addressChecksAnswered.load(ordering: .relaxed)),
+                ("outcome=\"unanswered\"", c.addressChecksUnanswered.load(ordering: .relaxed))])
             r.counter("callroom_webrtc_handshakes_total", "DTLS handshakes with browsers: done, failed.", [
                 ("outcome=\"done\"", c.handshakes.load(ordering: .relaxed)), ("outcome=\"failed\"", c.handshakeFailures.load(ordering: .relaxed))])
             r.counter("callroom_webrtc_handshake_retransmits_total", "DTLS flights resent to browsers when their retransmission timer ran out.",

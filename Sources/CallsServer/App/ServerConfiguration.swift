@@ -146,6 +146,8 @@ public struct ServerConfiguration: Sendable {
     /// How often live calls are stamped in the store; a crash loses at most this much end time.
     public var storeHeartbeatSeconds: Double = 5
     public var logLevel: ServerLog.Level
+    /// Where log lines go instead of stderr (an embedder's own log; tests read it).
+    public var logSink: (@Sendable (String) -> Void)?
     /// Relay worker threads sharing the UDP media port (`SO_REUSEPORT`); one per core by default.
     public var relayThreads: Int = min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 16)
     /// RTP that waited longer than this in the relay's socket (the relay is overloaded) is

@@ -11,7 +11,8 @@ import Synchronization
 /// participant's tunnelled member on the relay.
 ///
 /// ```
-///  browser ─UDP─▶ reader thread ─▶ STUN: ICELiteResponder (reply, nominate the address)
+///  browser ─UDP─▶ reader thread ─▶ STUN: ICELiteResponder (reply; a check of our own to the
+///                               │         address; its response: media go there)
 ///                               └─▶ by address: WebRTCPeer.receive ─▶ DTLS replies ─UDP─▶ browser
 ///                                                                 └─▶ native SRTP ─▶ MediaRelay.receiveTunnelled
 ///  MediaRelay workers ─ tunnel sink ─▶ deliver: WebRTCPeer.fromRoom ─UDP─▶ browser
@@ -36,6 +37,10 @@ final class WebRTCGateway: Sendable {
         let handshakeFailures = Atomic<UInt64>(0)
         /// Flights resent when their timer ran out (the browser did not answer in time).
         let handshakeRetransmits = Atomic<UInt64>(0)
+        /// Our own checks of browsers' addresses: sent (resends too), answered, given up.
+        let addressChecksSent = Atomic<UInt64>(0)
+        let addressChecksAnswered = Atomic<UInt64>(0)
+        let addressChecksUnanswered = Atomic<UInt64>(0)
 
         final class Count: Sendable { let value = Atomic<UInt64>(0) }
         func drop(_ d: WebRTCPeer.Drop) { dropped[d]?.value.add(1, ordering: .relaxed) }
@@ -54,6 +59,8 @@ final class WebRTCGateway: Sendable {
         /// connection on the same page: a new certificate, new ICE credentials) needs a new leg.
         let remoteFingerprint: String
         let remoteUfrag: String?
+        /// The browser's `ice-pwd`: our checks of its addresses are signed with it.
+        let remotePassword: String?
         /// Which room sender each receiving section (mid) carries (their pid).
         var assignment: [String: String] = [:]
         /// Native video SSRC → pid, for the browser's keyframe requests.
@@ -64,6 +71,8 @@ final class WebRTCGateway: Sendable {
         var lastKeyframe: UInt64 = 0
         /// The addresses its checks passed from, oldest first (`maxAddressesPerLeg` at most).
         var addresses: [SocketAddress] = []
+        /// Of those, the ones that answered a check of ours: only they carry its media.
+        var verified: Set<SocketAddress> = []
     }
 
     /// Legs by their tunnel id (the relay's name for the participant: `WebRTCOfferRequest.tunnel`);
@@ -84,10 +93,20 @@ final class WebRTCGateway: Sendable {
             leg.addresses.append(address)
             if leg.addresses.count > WebRTCGateway.maxAddressesPerLeg, let i = leg.addresses.firstIndex(where: { $0 != current }) {
                 let old = leg.addresses.remove(at: i)
+                leg.verified.remove(old)
                 if byAddress[old] == tunnel { byAddress[old] = nil }
             }
             legs[tunnel] = leg
             byAddress[address] = tunnel
+        }
+
+        /// `address` answered a check of ours for `tunnel`'s leg: its peer, when the leg still
+        /// takes packets from it.
+        mutating func verified(_ address: SocketAddress, for tunnel: UInt64) -> Leg? {
+            guard var leg = legs[tunnel], leg.addresses.contains(address) else { return nil }
+            leg.verified.insert(address)
+            legs[tunnel] = leg
+            return leg
         }
     }
 
@@ -174,7 +193,8 @@ final class WebRTCGateway: Sendable {
                 let peer = try WebRTCPeer(connection: local, localUfrag: Crypto.randomHex(4), localPassword: Crypto.randomHex(12),
                                           identity: identity, remoteFingerprint: fingerprint.value, ownKey: r.ownKey,
                                           negotiated: .init(opus: nil, vp8: nil, levelID: nil))
-                leg = Leg(peer: peer, connection: r.connection, tunnel: local, pid: r.pid, remoteFingerprint: fingerprint.value.uppercased(), remoteUfrag: remoteUfrag)
+                leg = Leg(peer: peer, connection: r.connection, tunnel: local, pid: r.pid, remoteFingerprint: fingerprint.value.uppercased(),
+                          remoteUfrag: remoteUfrag, remotePassword: offer.media.first(where: { !$0.isRejected })?.icePwd)
             } catch {
                 return .error(code: .webrtcOfferRefused, message: "The browser's leg could not be set up: \(error)")
             }
@@ -294,19 +314,21 @@ final class WebRTCGateway: Sendable {
 
     private func read() {
         let responder = ICELiteResponder()
+        var checks = AddressChecks()
         var buffer = [UInt8](repeating: 0, count: 2048)
         var lastTick = monotonicNanoseconds(), lastRetransmitCheck = lastTick
         while !stopping.load(ordering: .acquiring) {
             if socket.waitReadable(timeoutMs: 50) {
                 while let (n, from) = buffer.withUnsafeMutableBytes({ socket.receive(into: $0) }) {
                     counters.received.add(1, ordering: .relaxed)
-                    handle(Array(buffer[0..<n]), from: from, responder: responder)
+                    handle(Array(buffer[0..<n]), from: from, responder: responder, checks: &checks)
                 }
             }
             let now = monotonicNanoseconds()
             if now - lastRetransmitCheck >= 50_000_000 {
                 lastRetransmitCheck = now
                 retransmitHandshakes()
+                resendChecks(&checks, now: now, responder: responder)
             }
             if now - lastTick >= 1_000_000_000 {
                 lastTick = now
@@ -315,19 +337,26 @@ final class WebRTCGateway: Sendable {
         }
     }
 
-    private func handle(_ datagram: [UInt8], from: SocketAddress, responder: ICELiteResponder) {
+    private func handle(_ datagram: [UInt8], from: SocketAddress, responder: ICELiteResponder, checks: inout AddressChecks) {
         if datagram.withUnsafeBytes({ ICELiteResponder.isSTUN($0) }) {
             let outcome = responder.respond(to: datagram, from: from) { ufrag in
                 table.withLock { t in t.byUfrag[ufrag].flatMap { t.legs[$0]?.peer.localPassword } }
             }
-            guard case .reply(let reply, let ufrag, let nominated) = outcome else { counters.stunRefused.add(1, ordering: .relaxed); return }
-            counters.stunAnswered.add(1, ordering: .relaxed)
-            _ = socket.send(reply, to: from)
-            guard let (tunnel, peer) = table.withLock({ t in t.byUfrag[ufrag].flatMap { u in t.legs[u].map { (u, $0.peer) } } }) else { return }
-            let current = peer.address  // (only this thread nominates: it stays so)
-            table.withLock { $0.checked(from, for: tunnel, current: current) }
-            // The first checked address carries media until the browser nominates one.
-            if nominated || current == nil { peer.nominate(from) }
+            switch outcome {
+            case .reply(let reply, let ufrag, let nominated):
+                counters.stunAnswered.add(1, ordering: .relaxed)
+                _ = socket.send(reply, to: from)
+                checked(from, ufrag: ufrag, nominated: nominated, responder: responder, checks: &checks)
+            case .answered(let transaction, let success):
+                guard let check = checks.take(transaction) else { return }
+                // Only the address asked answers for itself (the id went nowhere else).
+                guard success, check.address == from else { return }
+                counters.addressChecksAnswered.add(1, ordering: .relaxed)
+                guard let leg = table.withLock({ $0.verified(from, for: check.tunnel) }) else { return }
+                if check.nominate || leg.peer.address == nil { mediaGo(to: from, leg) }
+            case .refused:
+                counters.stunRefused.add(1, ordering: .relaxed)
+            }
             return
         }
         guard let leg = table.withLock({ t in t.byAddress[from].flatMap { t.legs[$0] } }) else {
@@ -359,6 +388,37 @@ final class WebRTCGateway: Sendable {
             case .dropped(let why):
                 counters.drop(why)
             }
+        }
+    }
+
+    /// A check of a leg's passed from `from`: its packets are the leg's from now on. The first
+    /// address, and one the browser nominates, carry the leg's media — once it has answered a
+    /// check of ours: a browser that forges its source address cannot send a room's media to
+    /// someone else's (it never sees the check to answer it).
+    private func checked(_ from: SocketAddress, ufrag: String, nominated: Bool, responder: ICELiteResponder, checks: inout AddressChecks) {
+        guard let leg = table.withLock({ t in t.byUfrag[ufrag].flatMap { t.legs[$0] } }) else { return }
+        let current = leg.peer.address  // (only this thread nominates: it stays so)
+        table.withLock { $0.checked(from, for: leg.tunnel, current: current) }
+        guard nominated || current == nil, current != from else { return }
+        if leg.verified.contains(from) { return mediaGo(to: from, leg) }
+        guard !checks.awaiting(from, for: leg.tunnel, nominate: nominated), let remoteUfrag = leg.remoteUfrag, let remotePassword = leg.remotePassword,
+              let (request, transaction) = responder.check(username: "\(remoteUfrag):\(leg.peer.localUfrag)", password: remotePassword) else { return }
+        checks.add(transaction, .init(tunnel: leg.tunnel, address: from, request: request, sentAt: monotonicNanoseconds(), nominate: nominated))
+        if socket.send(request, to: from) { counters.addressChecksSent.add(1, ordering: .relaxed) }
+    }
+
+    private func mediaGo(to address: SocketAddress, _ leg: Leg) {
+        leg.peer.nominate(address)
+        log.info("browser leg's media go to", ["pid": leg.pid, "connection": "\(leg.connection)", "to": "\(address)"])
+    }
+
+    /// Our checks unanswered past their timer are sent again, or given up.
+    private func resendChecks(_ checks: inout AddressChecks, now: UInt64, responder: ICELiteResponder) {
+        let (resend, givenUp) = checks.due(now: now)
+        for check in resend where socket.send(check.request, to: check.address) { counters.addressChecksSent.add(1, ordering: .relaxed) }
+        for t in givenUp {
+            responder.forget(t)
+            counters.addressChecksUnanswered.add(1, ordering: .relaxed)
         }
     }
 

@@ -1,0 +1,71 @@
+import CallsTransport
+import CallsWebRTC
+
+/// The gateway's own checks of browsers' addresses, each awaiting its response before media go
+/// there (`ICELiteResponder.check`): which leg and address it was for, whether the address is to
+/// carry the leg's media once it answers, when to send it again and when to give up. A value
+/// owned by the gateway's reader thread (no lock).
+struct AddressChecks {
+    struct Pending {
+        let tunnel: UInt64
+        let address: SocketAddress
+        let request: [UInt8]
+        var sentAt: UInt64
+        var sends = 1
+        /// The leg's media go to the address once it answers (the browser nominated it, or the
+        /// leg had no media address yet).
+        var nominate: Bool
+    }
+
+    private struct Target: Hashable {
+        let tunnel: UInt64
+        let address: SocketAddress
+    }
+
+    /// Sent again 100 ms after the first time, then at doubling intervals: six sends over 3.1 s,
+    /// given up 3.2 s after the last (the browser's next check starts another).
+    static let firstResendNanoseconds: UInt64 = 100_000_000
+    static let maxSends = 6
+
+    private var pending: [ICELiteResponder.Transaction: Pending] = [:]
+    private var byTarget: [Target: ICELiteResponder.Transaction] = [:]
+
+    var count: Int { pending.count }
+
+    /// Whether a check of `address` for `tunnel` awaits its response; if so, `nominate` is added to it.
+    mutating func awaiting(_ address: SocketAddress, for tunnel: UInt64, nominate: Bool) -> Bool {
+        guard let t = byTarget[Target(tunnel: tunnel, address: address)] else { return false }
+        if nominate { pending[t]?.nominate = true }
+        return true
+    }
+
+    mutating func add(_ transaction: ICELiteResponder.Transaction, _ check: Pending) {
+        pending[transaction] = check
+        byTarget[Target(tunnel: check.tunnel, address: check.address)] = transaction
+    }
+
+    /// The check a response answers (it awaits no longer).
+    mutating func take(_ transaction: ICELiteResponder.Transaction) -> Pending? {
+        guard let check = pending.removeValue(forKey: transaction) else { return nil }
+        byTarget[Target(tunnel: check.tunnel, address: check.address)] = nil
+        return check
+    }
+
+    /// At `now`: the checks to send again, and those given up (for the responder to forget).
+    mutating func due(now: UInt64) -> (resend: [Pending], givenUp: [ICELiteResponder.Transaction]) {
+        var resend: [Pending] = [], givenUp: [ICELiteResponder.Transaction] = []
+        for (t, check) in pending where now - check.sentAt >= Self.firstResendNanoseconds << UInt64(check.sends - 1) {
+            if check.sends >= Self.maxSends {
+                givenUp.append(t)
+                _ = take(t)
+            } else {
+                var next = check
+                next.sends += 1
+                next.sentAt = now
+                pending[t] = next
+                resend.append(next)
+            }
+        }
+        return (resend, givenUp)
+    }
+}
