@@ -2,6 +2,7 @@ import CallsCore
 import CallsDatabase
 import CallsStore
 import Foundation
+import Synchronization
 
 /// Keeps the server's history bounded in time, at start and then hourly: webhook deliveries and
 /// pushes that are over (delivered or dead, sent or failed…) are forgotten `deliveryDays` after
@@ -27,6 +28,8 @@ final class HistoryRetention: Sendable {
     private let log: ServerLog
     private let outage: StoreOutage
     private let timer = Locked<RepeatingWork?>(nil)
+    /// Set by `stop`: a turn running stops after its page (a large one pauses between pages).
+    private let stopped = Atomic<Bool>(false)
     private let scheduler: any Scheduler
     /// Ids looked at per page (`CallStore.forget`).
     private let pageIds: Int
@@ -50,15 +53,18 @@ final class HistoryRetention: Sendable {
         timer.withLock { $0 = work }
     }
 
-    func stop() { timer.withLock { t in t?.cancel(); t = nil } }
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        timer.withLock { t in t?.cancel(); t = nil }
+    }
 
     /// Runs `page` until it says there is no more, pausing after each as long as it took, so the
     /// store is free at least half the time for everything else (its lock is not fair: let go
     /// and taken again at once, waiters could wait out several pages); how many rows in all. A
-    /// store failure ends it (the rest wait for the next turn).
+    /// store failure ends it, and so does `stop` (the rest wait for the next turn).
     private func inPages(_ operation: String, _ page: () throws(DatabaseError) -> (rows: Int, more: Bool)) -> Int {
         var forgotten = 0
-        while true {
+        while !stopped.load(ordering: .acquiring) {
             let start = monotonicNanoseconds()
             guard let done = outage.attempt(operation, page) else { break }
             forgotten += done.rows
