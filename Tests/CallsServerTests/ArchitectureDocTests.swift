@@ -131,16 +131,26 @@ final class ArchitectureDocTests: XCTestCase {
             .filter { $0.count >= 5 }
     }
 
+    /// Every source file once: its name, its text and the types it declares (the ownership
+    /// tests ask for the code of dozens of types; reading and searching every file for each
+    /// took 30 s).
+    private static let sources: [(name: String, text: String, declares: Set<String>)] = {
+        let base = BuiltProducts.packageRoot + "/Sources"
+        let files = (FileManager.default.enumerator(atPath: base)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }.sorted()
+        let declaration = try? NSRegularExpression(pattern: #"(?:class|struct|enum|actor) ([A-Za-z0-9_]+)\b"#)
+        return files.compactMap { f in
+            guard let text = try? String(contentsOfFile: base + "/" + f, encoding: .utf8) else { return nil }
+            let ns = text as NSString
+            let names = declaration?.matches(in: text, range: NSRange(location: 0, length: ns.length)).map { ns.substring(with: $0.range(at: 1)) } ?? []
+            return ((f as NSString).lastPathComponent, text, Set(names))
+        }
+    }()
+
     /// The code of `type`: its declaring file and its `Type+….swift` extensions.
     func code(of type: String) -> String {
         let base = type.split(separator: ".").first.map(String.init) ?? type
-        let declaring = swiftFiles(under: "Sources").filter { f in
-            let name = (f as NSString).lastPathComponent
-            if name == base + ".swift" || name.hasPrefix(base + "+") { return true }
-            guard let text = try? String(contentsOfFile: f, encoding: .utf8) else { return false }
-            return text.range(of: #"(class|struct|enum|actor) "# + base + #"\b"#, options: .regularExpression) != nil
-        }
-        return declaring.compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
+        return Self.sources.filter { $0.name == base + ".swift" || $0.name.hasPrefix(base + "+") || $0.declares.contains(base) }
+            .map(\.text).joined(separator: "\n")
     }
 
     func testTheOwnershipTablesMechanismsAreInTheCodeOfTheirRows() throws {
