@@ -1,6 +1,8 @@
 import CallRoomTestSupport
 import CallsCore
+import CallsSecurity
 import CallsTransport
+import CallsWebRTC
 import Foundation
 import Testing
 
@@ -39,8 +41,9 @@ struct GatewayAddressTests {
             self.ufrag = ufrag
             self.address = address
             serverPassword = password
+            serverFingerprint = attribute("fingerprint").map { String($0.split(separator: " ").last ?? "") } ?? ""
         }
-        let serverPassword: String
+        let serverPassword: String, serverFingerprint: String
 
         struct Failure: Error, CustomStringConvertible { let description: String; init(_ d: String) { description = d } }
 
@@ -74,6 +77,11 @@ struct GatewayAddressTests {
                 if matches(bytes) { return bytes }
             }
             return nil
+        }
+
+        /// The first datagram on `socket` within `timeoutMs` that is no STUN message (nil: none).
+        func nonSTUN(at socket: UDPSocket, timeoutMs: Int32) -> [UInt8]? {
+            readSTUN(socket, timeoutMs: timeoutMs) { bytes in !bytes.withUnsafeBytes { ICELiteResponder.isSTUN($0) } }
         }
 
         /// The addresses the log says the leg's media went to, in order.
@@ -119,6 +127,30 @@ struct GatewayAddressTests {
         }
         #expect(taken == [0, 5, 6, 7, 8, 9, 10, 11], "the address carrying media and the seven newest")
         #expect(g.mediaAddresses.count == 1, "no other address took the media: \(g.mediaAddresses)")
+    }
+
+    /// A DTLS handshake's first flight (the certificate: several times the ClientHello that asks
+    /// for it) goes only to an address that answered a check of ours: to another it waits for
+    /// that answer, so a forged ClientHello reflects nothing larger than the check.
+    @Test func aHandshakeFlightWaitsForItsAddressToAnswer() throws {
+        let g = try Gateway()
+        defer { g.stop() }
+        let browser = try UDPSocket(host: "127.0.0.1", port: 0), other = try UDPSocket(host: "127.0.0.1", port: 0)
+        defer { browser.close(); other.close() }
+        #expect(g.check(from: browser, nominate: true))
+        #expect(g.answer(try #require(g.serversCheck(at: browser)), from: browser))
+        #expect(eventually(3) { g.mediaAddresses == ["\(browser.localAddress)"] })
+        // Another address passes a check (not nominated: nothing asked of it yet), then sends a ClientHello.
+        #expect(g.check(from: other, nominate: false))
+        let identity = try SelfSignedCertificate.generate(commonName: "browser", dnsNames: [], ipAddresses: [])
+        let client = try DTLSEndpoint(role: .client, identity: identity, remoteFingerprint: g.serverFingerprint)
+        #expect(other.send(try client.start(), to: g.address))
+        let asked = try #require(g.serversCheck(at: other), "the ClientHello's address is asked")
+        #expect(g.nonSTUN(at: other, timeoutMs: 700) == nil, "no flight before it answers")
+        #expect(g.answer(asked, from: other))
+        let flight = try #require(g.nonSTUN(at: other, timeoutMs: 3000), "the flight, once it answered")
+        #expect((20...63).contains(flight[0]), "a DTLS record")
+        #expect(g.mediaAddresses == ["\(browser.localAddress)"], "answering moves no media where none was nominated")
     }
 
     /// ICE-lite answers checks and runs none: a browser that can forge its source address could

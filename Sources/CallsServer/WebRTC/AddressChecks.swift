@@ -3,8 +3,8 @@ import CallsWebRTC
 
 /// The gateway's own checks of browsers' addresses, each awaiting its response before media go
 /// there (`ICELiteResponder.check`): which leg and address it was for, whether the address is to
-/// carry the leg's media once it answers, when to send it again and when to give up. A value
-/// owned by the gateway's reader thread (no lock).
+/// carry the leg's media once it answers, the DTLS replies held for it until then, when to send it
+/// again and when to give up. A value owned by the gateway's reader thread (no lock).
 struct AddressChecks {
     struct Pending {
         let tunnel: UInt64
@@ -15,7 +15,15 @@ struct AddressChecks {
         /// The leg's media go to the address once it answers (the browser nominated it, or the
         /// leg had no media address yet).
         var nominate: Bool
+        /// DTLS datagrams for the address, sent once it answers (a handshake flight is several
+        /// times the ClientHello that asked for it: not for an address that may be forged).
+        var held: [[UInt8]] = []
+        var heldBytes = 0
     }
+
+    /// DTLS held for one address, at most (a flight with the certificate is about 1.5 KB; its
+    /// retransmissions replace nothing, they queue).
+    static let maxHeldBytes = 16_384
 
     private struct Target: Hashable {
         let tunnel: UInt64
@@ -42,6 +50,18 @@ struct AddressChecks {
     mutating func add(_ transaction: ICELiteResponder.Transaction, _ check: Pending) {
         pending[transaction] = check
         byTarget[Target(tunnel: check.tunnel, address: check.address)] = transaction
+    }
+
+    /// Holds `datagrams` for `address` of `tunnel` until its check is answered; false when no check
+    /// of it awaits (or its bound is reached: they are dropped, as a lossy path would).
+    mutating func hold(_ datagrams: [[UInt8]], for address: SocketAddress, of tunnel: UInt64) -> Bool {
+        guard let t = byTarget[Target(tunnel: tunnel, address: address)], var check = pending[t] else { return false }
+        for d in datagrams where check.heldBytes + d.count <= Self.maxHeldBytes {
+            check.held.append(d)
+            check.heldBytes += d.count
+        }
+        pending[t] = check
+        return true
     }
 
     /// The check a response answers (it awaits no longer).

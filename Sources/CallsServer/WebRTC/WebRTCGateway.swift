@@ -354,6 +354,7 @@ final class WebRTCGateway: Sendable {
                 counters.addressChecksAnswered.add(1, ordering: .relaxed)
                 guard let leg = table.withLock({ $0.verified(from, for: check.tunnel) }) else { return }
                 if check.nominate || leg.peer.address == nil { mediaGo(to: from, leg) }
+                for d in check.held where socket.send(d, to: from) { counters.sent.add(1, ordering: .relaxed) }
             case .refused:
                 counters.stunRefused.add(1, ordering: .relaxed)
             }
@@ -366,6 +367,14 @@ final class WebRTCGateway: Sendable {
         for event in leg.peer.receive(datagram) {
             switch event {
             case .reply(let datagrams):
+                // Only to an address that answered a check of ours: held until it has.
+                guard leg.verified.contains(from) else {
+                    if !checks.hold(datagrams, for: from, of: leg.tunnel) {
+                        startCheck(of: from, for: leg, nominate: false, responder: responder, checks: &checks)
+                        _ = checks.hold(datagrams, for: from, of: leg.tunnel)
+                    }
+                    continue
+                }
                 for d in datagrams where socket.send(d, to: from) { counters.sent.add(1, ordering: .relaxed) }
             case .connected(let profile):
                 counters.handshakes.add(1, ordering: .relaxed)
@@ -401,10 +410,16 @@ final class WebRTCGateway: Sendable {
         table.withLock { $0.checked(from, for: leg.tunnel, current: current) }
         guard nominated || current == nil, current != from else { return }
         if leg.verified.contains(from) { return mediaGo(to: from, leg) }
-        guard !checks.awaiting(from, for: leg.tunnel, nominate: nominated), let remoteUfrag = leg.remoteUfrag, let remotePassword = leg.remotePassword,
+        guard !checks.awaiting(from, for: leg.tunnel, nominate: nominated) else { return }
+        startCheck(of: from, for: leg, nominate: nominated, responder: responder, checks: &checks)
+    }
+
+    /// Sends a check of ours to `address` (unless `maxOutstandingChecks` await already).
+    private func startCheck(of address: SocketAddress, for leg: Leg, nominate: Bool, responder: ICELiteResponder, checks: inout AddressChecks) {
+        guard let remoteUfrag = leg.remoteUfrag, let remotePassword = leg.remotePassword,
               let (request, transaction) = responder.check(username: "\(remoteUfrag):\(leg.peer.localUfrag)", password: remotePassword) else { return }
-        checks.add(transaction, .init(tunnel: leg.tunnel, address: from, request: request, sentAt: monotonicNanoseconds(), nominate: nominated))
-        if socket.send(request, to: from) { counters.addressChecksSent.add(1, ordering: .relaxed) }
+        checks.add(transaction, .init(tunnel: leg.tunnel, address: address, request: request, sentAt: monotonicNanoseconds(), nominate: nominate))
+        if socket.send(request, to: address) { counters.addressChecksSent.add(1, ordering: .relaxed) }
     }
 
     private func mediaGo(to address: SocketAddress, _ leg: Leg) {
