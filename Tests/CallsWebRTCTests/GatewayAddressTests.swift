@@ -79,6 +79,14 @@ struct GatewayAddressTests {
             return nil
         }
 
+        /// A browser at `socket` that nominates it and answers the server's check: the leg's
+        /// media go there (true once the log says so).
+        func connect(_ socket: UDPSocket) -> Bool {
+            guard check(from: socket, nominate: true), mediaAddresses.isEmpty, let asked = serversCheck(at: socket),
+                  answer(asked, from: socket) else { return false }
+            return eventually(3) { mediaAddresses == ["\(socket.localAddress)"] }
+        }
+
         /// The first datagram on `socket` within `timeoutMs` that is no STUN message (nil: none).
         func nonSTUN(at socket: UDPSocket, timeoutMs: Int32) -> [UInt8]? {
             readSTUN(socket, timeoutMs: timeoutMs) { bytes in !bytes.withUnsafeBytes { ICELiteResponder.isSTUN($0) } }
@@ -137,9 +145,7 @@ struct GatewayAddressTests {
         defer { g.stop() }
         let browser = try UDPSocket(host: "127.0.0.1", port: 0), other = try UDPSocket(host: "127.0.0.1", port: 0)
         defer { browser.close(); other.close() }
-        #expect(g.check(from: browser, nominate: true))
-        #expect(g.answer(try #require(g.serversCheck(at: browser)), from: browser))
-        #expect(eventually(3) { g.mediaAddresses == ["\(browser.localAddress)"] })
+        #expect(g.connect(browser))
         // Another address passes a check (not nominated: nothing asked of it yet), then sends a ClientHello.
         #expect(g.check(from: other, nominate: false))
         let identity = try SelfSignedCertificate.generate(commonName: "browser", dnsNames: [], ipAddresses: [])
@@ -162,10 +168,7 @@ struct GatewayAddressTests {
         defer { g.stop() }
         let browser = try UDPSocket(host: "127.0.0.1", port: 0), victim = try UDPSocket(host: "127.0.0.1", port: 0)
         defer { browser.close(); victim.close() }
-        #expect(g.check(from: browser, nominate: true))
-        #expect(g.mediaAddresses.isEmpty, "not before the address answered")
-        #expect(g.answer(try #require(g.serversCheck(at: browser)), from: browser))
-        #expect(eventually(3) { g.mediaAddresses == ["\(browser.localAddress)"] }, "\(g.mediaAddresses)")
+        #expect(g.connect(browser), "media go to the address once it answered, not before: \(g.mediaAddresses)")
         // The forged nomination (here: from a socket that stays silent, as the third party would).
         #expect(g.check(from: victim, nominate: true))
         let asked = try #require(g.serversCheck(at: victim), "asked, not trusted")
