@@ -15,6 +15,16 @@ package enum ForgettableHistory: Sendable, CaseIterable {
     /// retention removes them first, with their files); a call still going stays.
     case callLogs
 
+    /// What the rows are, for the log.
+    package var noun: String {
+        switch self {
+        case .chat: "chat"
+        case .webhookDeliveries: "webhook deliveries"
+        case .pushDeliveries: "pushes"
+        case .callLogs: "call logs"
+        }
+    }
+
     var table: String {
         switch self {
         case .chat: "chat_messages"

@@ -77,7 +77,7 @@ final class HistoryRetention: Sendable {
     /// Forgets the rows of `history` past `before`, `pageIds` ids a page.
     private func forget(_ history: ForgettableHistory, before: Int64) -> Int {
         var after: Int64 = 0
-        return inPages("forget old \(history)") { () throws(DatabaseError) in
+        return inPages("forget old \(history.noun)") { () throws(DatabaseError) in
             let page = try store.forget(history, before: before, after: after, window: pageIds)
             after = page.next ?? after
             return (page.rows, page.next != nil)
