@@ -62,7 +62,8 @@ final class MediaGateTests: XCTestCase {
         // A rejoin on another relay: nothing until that relay acknowledges, then audio again.
         try e.retarget(relay: second.socket.localAddress, ssrc: 2, bindToken: token(2), keys: [key(2)])
         let sentAtMove = e.statistics.packetsSent
-        XCTAssertTrue(holds(for: 0.2) { e.statistics.packetsSent == sentAtMove }, "silent while the new relay has not acknowledged")
+        // (A frame already on its way when the move began may still be counted: one, no more.)
+        XCTAssertTrue(holds(for: 0.2) { e.statistics.packetsSent <= sentAtMove + 1 }, "silent while the new relay has not acknowledged")
         wait(until: { second.mediaAfterAck.load(ordering: .relaxed) >= 10 })
         XCTAssertEqual(second.mediaBeforeAck.load(ordering: .relaxed), 0)
         XCTAssertGreaterThanOrEqual(second.mediaAfterAck.load(ordering: .relaxed), 10)

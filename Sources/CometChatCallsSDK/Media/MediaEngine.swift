@@ -313,6 +313,10 @@ final class MediaEngine: @unchecked Sendable {
     /// other senders' old keys are dropped (the restarted server made new ones).
     func retarget(relay: SocketAddress, ssrc newSSRC: UInt32, bindToken: [UInt8], keys: [WireMediaKey]) throws(MediaEngineError) {
         let sender = try Self.sender(ssrc: newSSRC, keys: keys)
+        // The gate shuts first: no frame goes to the new relay before it acknowledges us.
+        mediaOpen.store(false, ordering: .releasing)
+        bound.store(false, ordering: .releasing)
+        mediaGeneration.add(1, ordering: .releasing)
         pendingSendKey.cancel()
         srtpSender.withLock { $0 = sender }
         srtpReceiver.removeAll()
@@ -322,9 +326,6 @@ final class MediaEngine: @unchecked Sendable {
         updateKeys(keys)
         try startVideo(ssrc: newSSRC, keys: keys)
         bindingSince.store(monotonicNanoseconds(), ordering: .releasing)
-        bound.store(false, ordering: .releasing)
-        mediaOpen.store(false, ordering: .releasing)
-        mediaGeneration.add(1, ordering: .releasing)
         sendBind()
     }
 
@@ -482,6 +483,8 @@ final class MediaEngine: @unchecked Sendable {
             guard let made else { continue }
             pendingSendKey.applyIfDue(to: srtpSender.withLock { $0 })
             guard let sender = srtpSender.withLock({ $0 }), let length = try? sender.protect(packet, length: made.length) else { continue }
+            // (A move to another relay since the gate was passed: this frame was the old stream's.)
+            guard mediaGeneration.load(ordering: .acquiring) == generation else { continue }
             if transmit(UnsafeRawBufferPointer(rebasing: packet[0..<length])) {
                 packetsSent.add(1, ordering: .relaxed)
                 payloadBytesSent.add(made.payload, ordering: .relaxed)
@@ -525,6 +528,8 @@ final class MediaEngine: @unchecked Sendable {
                     guard st.batch.source(i) == relay else { continue }
                     let raw = st.batch.datagram(i)
                     if MediaBinding.isControl(raw) {
+                        // (A move to another relay since this batch began: the old one's word opens nothing.)
+                        guard self.relay == relay else { continue }
                         switch MediaReceiveStage.control(raw, ownSSRC: ssrc, consent: consent.withLock { $0 }) {
                         case .acknowledged:
                             bound.store(true, ordering: .releasing)
