@@ -163,23 +163,32 @@ public final class ICELiteResponder {
             guard let ufrag = lookup.ufrag, stun_message_has_attribute(&request, STUN_ATTRIBUTE_MESSAGE_INTEGRITY) else {
                 return .refused(lookup.ufrag == nil ? .unknownUser : .badIntegrity)
             }
-            var storage = sockaddr_storage()
-            var sin = source.sockaddr
-            withUnsafeBytes(of: &sin) { s in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: s) } }
-            var reply = StunMessage()
-            var out = [UInt8](repeating: 0, count: 548)
-            var length = out.count
-            var controlling = false
             // ROLE_CONFLICT has written a 487 error response: it goes back too (RFC 8445 §7.3.1.1).
-            let made = stun_usage_ice_conncheck_create_reply(agent, &request, &reply, &out, &length, &storage,
-                                                             socklen_t(MemoryLayout<sockaddr_in>.size), &controlling, tieBreaker,
-                                                             STUN_USAGE_ICE_COMPATIBILITY_RFC5245)
-            guard made == STUN_USAGE_ICE_RETURN_SUCCESS || made == STUN_USAGE_ICE_RETURN_ROLE_CONFLICT, length <= out.count else {
+            let (made, reply) = Self.reply(agent: agent, to: &request, from: source, controlling: false, tieBreaker: tieBreaker)
+            guard made == STUN_USAGE_ICE_RETURN_SUCCESS || made == STUN_USAGE_ICE_RETURN_ROLE_CONFLICT, let reply else {
                 return .refused(.malformed)
             }
-            return .reply(Array(out[0..<length]), localUfrag: ufrag,
+            return .reply(reply, localUfrag: ufrag,
                           nominated: made == STUN_USAGE_ICE_RETURN_SUCCESS && stun_usage_ice_conncheck_use_candidate(&request))
         }
+    }
+
+    /// libnice's ICE usage writes the response to a validated Binding `request` from `source`
+    /// (XOR-MAPPED-ADDRESS, MESSAGE-INTEGRITY with the request's key, FINGERPRINT) in `agent`'s
+    /// role; nil bytes when it wrote none.
+    static func reply(agent: UnsafeMutablePointer<StunAgent>, to request: inout StunMessage, from source: SocketAddress,
+                      controlling: Bool, tieBreaker: UInt64) -> (StunUsageIceReturn, [UInt8]?) {
+        var storage = sockaddr_storage()
+        var sin = source.sockaddr
+        withUnsafeBytes(of: &sin) { s in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: s) } }
+        var reply = StunMessage()
+        var out = [UInt8](repeating: 0, count: 548)
+        var length = out.count
+        var role = controlling
+        let made = stun_usage_ice_conncheck_create_reply(agent, &request, &reply, &out, &length, &storage,
+                                                         socklen_t(MemoryLayout<sockaddr_in>.size), &role, tieBreaker,
+                                                         STUN_USAGE_ICE_COMPATIBILITY_RFC5245)
+        return (made, length > 0 && length <= out.count ? Array(out[0..<length]) : nil)
     }
 }
 

@@ -59,16 +59,8 @@ struct ICELiteResponderTests {
                 return withUnsafeMutablePointer(to: &data) { stun_agent_validate(agent, &message, check, check.count, stun_agent_default_validater, $0) }
             }
             guard status == STUN_VALIDATION_SUCCESS, stun_message_get_class(&message) == STUN_REQUEST else { return nil }
-            var storage = sockaddr_storage()
-            var sin = source.sockaddr
-            withUnsafeBytes(of: &sin) { s in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: s) } }
-            var reply = StunMessage()
-            var out = [UInt8](repeating: 0, count: 548)
-            var length = out.count
-            var controlling = true
-            let made = stun_usage_ice_conncheck_create_reply(agent, &message, &reply, &out, &length, &storage, socklen_t(MemoryLayout<sockaddr_in>.size),
-                                                             &controlling, 0x1234_5678_9ABC_DEF0, STUN_USAGE_ICE_COMPATIBILITY_RFC5245)
-            return made == STUN_USAGE_ICE_RETURN_SUCCESS ? Array(out[0..<length]) : nil
+            let (made, reply) = ICELiteResponder.reply(agent: agent, to: &message, from: source, controlling: true, tieBreaker: 0x1234_5678_9ABC_DEF0)
+            return made == STUN_USAGE_ICE_RETURN_SUCCESS ? reply : nil
         }
 
         /// Validates a reply to the last check with the password; returns the mapped address.
