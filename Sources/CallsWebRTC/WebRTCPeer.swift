@@ -38,6 +38,8 @@ public final class WebRTCPeer: Sendable {
     /// Counted refusals (the gateway adds them up for /metrics).
     public enum Drop: String, Sendable, CaseIterable {
         case beforeHandshake, badSRTP, notRTP, unknownPayload, notForwarded, noKey
+        /// The address its media went to stopped answering consent checks (`withdraw`).
+        case noConsent
     }
 
     /// The signalling connection this leg belongs to (the relay's tunnel id).
@@ -77,8 +79,10 @@ public final class WebRTCPeer: Sendable {
         var negotiated: Negotiated
         /// The native SSRCs assigned to the browser's receiving sections.
         var forwarding: Set<UInt32> = []
-        /// The address ICE nominated (nil: none yet: nothing is sent).
+        /// The address ICE nominated (nil: none yet, or its consent ran out: nothing is sent).
         var address: SocketAddress?
+        /// Media stopped because `address` withdrew its consent (until the next nomination).
+        var withdrawn = false
         var browserVideo: Set<UInt32> = []
     }
 
@@ -141,7 +145,23 @@ public final class WebRTCPeer: Sendable {
     }
 
     /// ICE nominated `address` for this browser's media (the gateway's reader thread).
-    public func nominate(_ address: SocketAddress) { egress.withLock { $0.address = address } }
+    public func nominate(_ address: SocketAddress) {
+        egress.withLock {
+            $0.address = address
+            $0.withdrawn = false
+        }
+    }
+
+    /// `address` no longer consents (RFC 7675): nothing more is sent there until an address is
+    /// nominated again. False when the leg's media go elsewhere already. The gateway's reader thread.
+    public func withdraw(from address: SocketAddress) -> Bool {
+        egress.withLock {
+            guard $0.address == address else { return false }
+            $0.address = nil
+            $0.withdrawn = true
+            return true
+        }
+    }
 
     public var address: SocketAddress? { egress.withLock { $0.address } }
 
@@ -290,7 +310,7 @@ public final class WebRTCPeer: Sendable {
             return .dropped(.notRTP)
         }
         return egress.withLock { e -> Forward in
-            guard let srtp = e.srtp, let address = e.address else { return .dropped(.beforeHandshake) }
+            guard let srtp = e.srtp, let address = e.address else { return .dropped(e.withdrawn ? .noConsent : .beforeHandshake) }
             guard e.forwarding.contains(header.ssrc) else { return .dropped(.notForwarded) }
             var header = header
             let audio = header.payloadType == RTPRewrite.nativeOpus || header.payloadType == RTPRewrite.nativeRED

@@ -1,6 +1,7 @@
 import CallRoomTestSupport
 import CallsCore
 import CallsSecurity
+import CallsServer
 import CallsTransport
 import CallsWebRTC
 import Foundation
@@ -20,11 +21,12 @@ struct GatewayAddressTests {
         /// The browser's side: its ICE credentials are the offer's (`SDPOffers.chromium`).
         static let browserUfrag = "4ZcD", browserPassword = "2/1muCWoOi3uLifh0NuRHlMJ"
 
-        init() throws {
+        init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
             let lines = self.lines
             h = try ServerHarness { c in
                 c.logLevel = .info
                 c.logSink = { line in lines.withLock { $0.append(line) } }
+                configure(&c)
             }
             web = try SignalProbe(url: h.server.url)
             web.send(.join(.init(callToken: try h.callToken(uid: "web", session: "rtc"), sessionType: .video)))
@@ -98,6 +100,9 @@ struct GatewayAddressTests {
                 line.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("to=") }.map { String($0.dropFirst(3)) }
             }
         }
+
+        /// How many log lines contain `text`.
+        func logged(_ text: String) -> Int { lines.withLock { $0 }.filter { $0.contains(text) }.count }
 
         func metric(_ prefix: String) -> Int {
             h.server.metricsText().split(separator: "\n").first { $0.hasPrefix(prefix + " ") }
@@ -180,5 +185,41 @@ struct GatewayAddressTests {
         #expect(g.answer(asked, from: victim))
         #expect(eventually(3) { g.mediaAddresses == ["\(browser.localAddress)", "\(victim.localAddress)"] }, "\(g.mediaAddresses)")
         #expect(eventually(3) { g.metric(#"callroom_webrtc_address_checks_total{outcome="answered"}"#) == 2 })
+    }
+
+    /// Consent freshness (RFC 7675): the address a leg's media go to is asked again every
+    /// interval. While it answers, the media stay; when it stops answering for the timeout they
+    /// stop — said once, and the address is asked no more — and its old answers no longer count:
+    /// the browser's next nomination of it is asked again before the media return.
+    @Test func mediaStopWhenTheirAddressStopsAnsweringConsentChecks() throws {
+        let g = try Gateway { $0.mediaConsentIntervalMs = 300; $0.mediaConsentTimeoutMs = 1500 }
+        defer { g.stop() }
+        let browser = try UDPSocket(host: "127.0.0.1", port: 0)
+        defer { browser.close() }
+        let here = "\(browser.localAddress)", expired = "callroom_webrtc_consent_expired_total"
+        #expect(g.connect(browser))
+        // Every check answered for twice the timeout: consent kept.
+        var answered = 0
+        let until = Date().addingTimeInterval(3)
+        while Date() < until {
+            if let asked = g.serversCheck(at: browser, timeoutMs: 700), g.answer(asked, from: browser) { answered += 1 }
+        }
+        #expect(answered >= 6, "asked about every 0.3 s: \(answered) in 3 s")
+        #expect(g.metric(expired) == 0 && g.logged("browser leg's media stop") == 0, "consent kept while it answers")
+        // Silent from now: its media stop once the timeout has passed since its last answer.
+        let silentFrom = Date()
+        #expect(eventually(4) { g.metric(expired) == 1 })
+        #expect(Date().timeIntervalSince(silentFrom) > 1.0, "not before the timeout")
+        #expect(g.logged("browser leg's media stop") == 1)
+        // The checks still on their way end; after them nothing more is asked of it.
+        while g.serversCheck(at: browser, timeoutMs: 1000) != nil {}
+        #expect(g.serversCheck(at: browser, timeoutMs: 1500) == nil, "an address without consent is asked no more")
+        // The browser nominates it again: asked first, and once it answers the media return.
+        #expect(g.check(from: browser, nominate: true))
+        let asked = try #require(g.serversCheck(at: browser), "its old answers no longer count")
+        #expect(g.mediaAddresses == [here])
+        #expect(g.answer(asked, from: browser))
+        #expect(eventually(3) { g.mediaAddresses == [here, here] }, "\(g.mediaAddresses)")
+        #expect(g.metric(expired) == 1)
     }
 }

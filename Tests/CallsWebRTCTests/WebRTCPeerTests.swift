@@ -106,6 +106,29 @@ struct WebRTCPeerTests {
         #expect(next.withUnsafeBytes({ peer.fromRoom(UnsafeRawBufferPointer(rebasing: $0[0..<n2])) }) == .dropped(.notForwarded))
     }
 
+    /// When its address withdraws consent (RFC 7675: the gateway's checks went unanswered), the
+    /// room's media are not sent anywhere until the browser's next nomination.
+    @Test func nothingIsSentOnceTheAddressWithdrawsItsConsent() throws {
+        let (peer, _) = try Self.connected()
+        let sender = try SRTPSender(ssrc: Self.otherSSRC, key: SRTPKey(Self.key(Self.otherSSRC, video: Self.otherVideo, fill: 2))!)
+        func fromRoom(_ sequence: UInt8) throws -> WebRTCPeer.Forward {
+            var native: [UInt8] = [0x90, 111, 0, sequence, 0, 0, 0x07, 0x80, 0x22, 0x22, 0x00, 0x01, 0xBE, 0xDE, 0, 1, 0x10, 0x85, 0, 0] + Array("hello".utf8)
+            let length = native.count
+            native += [UInt8](repeating: 0, count: 32)
+            let n = try native.withUnsafeMutableBytes { try sender.protect($0, length: length) }
+            return native.withUnsafeBytes { peer.fromRoom(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
+        let address = SocketAddress(host: "192.0.2.9", port: 5000)!, other = SocketAddress(host: "192.0.2.9", port: 5001)!
+        #expect(!peer.withdraw(from: other), "not where its media go: nothing changes")
+        guard case .send(_, let to) = try fromRoom(1) else { Issue.record("not sent"); return }
+        #expect(to == address)
+        #expect(peer.withdraw(from: address))
+        #expect(try fromRoom(2) == .dropped(.noConsent))
+        #expect(peer.address == nil)
+        peer.nominate(address)
+        guard case .send = try fromRoom(3) else { Issue.record("not sent after the next nomination"); return }
+    }
+
     @Test func tamperedOrEarlyMediaIsDroppedAndKeyframeRequestsSurface() throws {
         let server = try SelfSignedCertificate.generate(commonName: "callroomd", dnsNames: [], ipAddresses: [])
         let fresh = try WebRTCPeer(connection: 1, localUfrag: "u", localPassword: "p", identity: server, remoteFingerprint: server.fingerprint,

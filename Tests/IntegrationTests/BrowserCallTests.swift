@@ -29,6 +29,14 @@ final class BrowserCallTests: XCTestCase {
         try browser.evaluate(page, "[...window.callroom.roster.values()].find(p => p.uid === \(String(reflecting: uid)))?.pid") as? String
     }
 
+    /// A config file asking every media address for consent every 300 ms and stopping media to
+    /// one silent for 1.5 s (RFC 7675's 5 s and 30 s, shortened: a test's call outlasts them).
+    static func shortConsent(_ tmp: TemporaryDirectory) throws -> String {
+        let path = tmp.path + "/consent.json"
+        try #"{"mediaConsentIntervalMs": 300, "mediaConsentTimeoutMs": 1500}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     /// The page's media are through: its peer connection is `connected`.
     static let mediaConnected = "window.callroom.pc && window.callroom.pc.connectionState === 'connected'"
 
@@ -115,7 +123,7 @@ final class BrowserCallTests: XCTestCase {
     func testABrowserAndATerminalHearSeeAndFollowEachOther() throws {
         let tmp = TemporaryDirectory("callroom-browser")
         defer { tmp.remove() }
-        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data", extra: ["--config", try Self.shortConsent(tmp)])
         defer { _ = callroomd.stop() }
         guard let link = Self.invite(callroomd, session: "web") else { return XCTFail("no invite") }
         let browserTone = tmp.path + "/browser-880.wav", heardPath = tmp.path + "/terminal-heard.wav"
@@ -174,6 +182,10 @@ final class BrowserCallTests: XCTestCase {
 
         // The terminal hears the browser's 880 Hz (two seconds more of it, by the gateway's count).
         XCTAssertTrue(Self.browsersKeepReaching(callroomd, packets: 100 + 60), "the browser's audio and video stopped reaching the room")
+        // All along the browser answered the server's consent checks (every 300 ms): its media never stopped.
+        XCTAssertEqual(Self.metric(callroomd, "callroom_webrtc_consent_expired_total"), 0)
+        XCTAssertGreaterThan(Self.metric(callroomd, #"callroom_webrtc_address_checks_total{outcome="answered"}"#) ?? 0, 20,
+                             "the browser answers consent checks")
         terminal.send("leave")
         XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
         XCTAssertTrue(try browser.waitFor(page, "!window.callroom.roster.has(\(String(reflecting: termPid ?? "")))", timeout: 5), "the terminal's leave not seen")
@@ -415,8 +427,10 @@ final class BrowserCallTests: XCTestCase {
     }
 
     /// A network blip: the browser (in its own network namespace) loses its link for 3 s or
-    /// more — until its ICE says `disconnected`. When the link is back the same connection
-    /// carries media again (no reload, no new offer) and it hears the terminal again.
+    /// more — until its ICE says `disconnected`, and past the server's consent timeout (1.5 s
+    /// here): the room's media to it stop. When the link is back its checks arrive again, it
+    /// answers the server's, and the same connection carries media again (no reload, no new
+    /// offer): it hears the terminal again.
     func testAfterANetworkBlipTheBrowserHearsTheRoomAgain() throws {
         guard VethNamespace.isAvailable else { throw XCTSkip("needs root and iproute2 for a network namespace") }
         let ns = VethNamespace(name: "crweb\(getpid() % 100_000)", hostSide: "crw\(getpid() % 100_000)", peerSide: "crweb", prefix: "10.203.79")
@@ -424,7 +438,8 @@ final class BrowserCallTests: XCTestCase {
         defer { ns.remove() }
         let tmp = TemporaryDirectory("callroom-browser-blip")
         defer { tmp.remove() }
-        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data", listen: ns.hostIP + ":0", extra: ["--allow-plain-http"])
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data", listen: ns.hostIP + ":0",
+                                             extra: ["--allow-plain-http", "--config", try Self.shortConsent(tmp)])
         defer { _ = callroomd.stop() }
         let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "blip", "--server", callroomd.url, "--uid", "term",
                                                                            "--auth-key", callroomd.authKey, "--input", "tone:440", "--output", "null", "--headless"])
@@ -449,6 +464,11 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc.iceConnectionState === 'disconnected'", timeout: 10),
                       "the browser never noticed the link was gone")
         XCTAssertTrue(eventually(5, poll: 0.1) { Date().timeIntervalSince(cut) >= 3 })  // (at least 3 s without a link)
+        // Longer than the consent timeout (1.5 s here): the room's media to it stopped.
+        XCTAssertTrue(eventually(3, poll: 0.1) { Self.metric(callroomd, "callroom_webrtc_consent_expired_total") == 1 },
+                      "the browser's media went on without its consent")
+        XCTAssertTrue(eventually(3, poll: 0.1) { Self.metric(callroomd, #"callroom_webrtc_packets_dropped_total{reason="noConsent"}"#) ?? 0 > 10 },
+                      "the room's media to it are not held back")
         let during = try browser.evaluate(page, packets) as? Int ?? 0
         XCTAssertEqual(try VethNamespace.ip(["link", "set", ns.hostSide, "up"]), 0)
         XCTAssertTrue(eventually(15, poll: 0.2) { ((try? browser.evaluate(page, packets)) as? Int ?? 0) > during + 100 },

@@ -308,7 +308,9 @@ public final class CallServer: @unchecked Sendable {
             candidate = "127.0.0.1"
         }
         do {
-            let gateway = try WebRTCGateway(host: configuration.host, port: port, candidateAddress: candidate, relay: relay, log: log) {
+            let gateway = try WebRTCGateway(host: configuration.host, port: port, candidateAddress: candidate, relay: relay, log: log,
+                                            consentIntervalMs: configuration.mediaConsentIntervalMs,
+                                            consentTimeoutMs: configuration.mediaConsentTimeoutMs) {
                 [weak rooms] connection, pid in rooms?.received(.requestKeyframe(pid: pid), from: connection)
             }
             rooms.webrtc = gateway

@@ -129,6 +129,9 @@ struct MetricsReport {
                 ("outcome=\"sent\"", c.addressChecksSent.load(ordering: .relaxed)),
                 ("outcome=\"answered\"", c.addressChecksAnswered.load(ordering: .relaxed)),
                 ("outcome=\"unanswered\"", c.addressChecksUnanswered.load(ordering: .relaxed))])
+            r.counter("callroom_webrtc_consent_expired_total",
+                      "Browser legs whose media stopped: their address answered no consent check for mediaConsentTimeoutMs.",
+                      c.consentExpired.load(ordering: .relaxed))
             r.counter("callroom_webrtc_handshakes_total", "DTLS handshakes with browsers: done, failed.", [
                 ("outcome=\"done\"", c.handshakes.load(ordering: .relaxed)), ("outcome=\"failed\"", c.handshakeFailures.load(ordering: .relaxed))])
             r.counter("callroom_webrtc_handshake_retransmits_total", "DTLS flights resent to browsers when their retransmission timer ran out.",

@@ -198,8 +198,9 @@ public struct ServerConfiguration: Sendable {
     public var streamingAllowSessionURLs = false
     /// How long a dropped stream keeps trying to reconnect before it stops.
     public var streamingReconnectSeconds: Double = 60
-    /// Media consent (RFC 7675's model): each bound address is challenged this often, and media
-    /// to it stops when it has not answered for `mediaConsentTimeoutMs`.
+    /// Media consent (RFC 7675's model): each bound address — a native client's on the relay, a
+    /// browser leg's on the WebRTC port — is challenged this often, and media to it stops when it
+    /// has not answered for `mediaConsentTimeoutMs`.
     public var mediaConsentIntervalMs: Int = 5000
     public var mediaConsentTimeoutMs: Int = 30_000
     /// The relay's kernel fast path (eBPF, docs/operations.md): off, auto (use it when it loads,

@@ -12,6 +12,9 @@ struct AddressChecks {
         let request: [UInt8]
         var sentAt: UInt64
         var sends = 1
+        /// Sent at most this many times (`maxSends`; a consent check of an address that answered
+        /// before, `consentSends`).
+        var limit = AddressChecks.maxSends
         /// The leg's media go to the address once it answers (the browser nominated it, or the
         /// leg had no media address yet).
         var nominate: Bool
@@ -34,6 +37,10 @@ struct AddressChecks {
     /// given up 3.2 s after the last (the browser's next check starts another).
     static let firstResendNanoseconds: UInt64 = 100_000_000
     static let maxSends = 6
+    /// A consent check (`ConsentFreshness`) is sent four times, given up after 1.5 s: the next
+    /// one comes within the interval, and an address asked of every leg every few seconds must
+    /// not hold the agent's outstanding checks for long.
+    static let consentSends = 4
 
     private var pending: [ICELiteResponder.Transaction: Pending] = [:]
     private var byTarget: [Target: ICELiteResponder.Transaction] = [:]
@@ -75,7 +82,7 @@ struct AddressChecks {
     mutating func due(now: UInt64) -> (resend: [Pending], givenUp: [ICELiteResponder.Transaction]) {
         var resend: [Pending] = [], givenUp: [ICELiteResponder.Transaction] = []
         for (t, check) in pending where now - check.sentAt >= Self.firstResendNanoseconds << UInt64(check.sends - 1) {
-            if check.sends >= Self.maxSends {
+            if check.sends >= check.limit {
                 givenUp.append(t)
                 _ = take(t)
             } else {

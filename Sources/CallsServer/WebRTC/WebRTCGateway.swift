@@ -41,6 +41,8 @@ final class WebRTCGateway: Sendable {
         let addressChecksSent = Atomic<UInt64>(0)
         let addressChecksAnswered = Atomic<UInt64>(0)
         let addressChecksUnanswered = Atomic<UInt64>(0)
+        /// Legs whose media stopped: their address answered no consent check for the timeout.
+        let consentExpired = Atomic<UInt64>(0)
 
         final class Count: Sendable { let value = Atomic<UInt64>(0) }
         func drop(_ d: WebRTCPeer.Drop) { dropped[d]?.value.add(1, ordering: .relaxed) }
@@ -71,8 +73,9 @@ final class WebRTCGateway: Sendable {
         var lastKeyframe: UInt64 = 0
         /// The addresses its checks passed from, oldest first (`maxAddressesPerLeg` at most).
         var addresses: [SocketAddress] = []
-        /// Of those, the ones that answered a check of ours: only they carry its media.
-        var verified: Set<SocketAddress> = []
+        /// Of those, the ones that answered a check of ours, with when they last did: only they
+        /// carry its media (while that answer is within the consent timeout).
+        var verified: [SocketAddress: UInt64] = [:]
     }
 
     /// Legs by their tunnel id (the relay's name for the participant: `WebRTCOfferRequest.tunnel`);
@@ -93,18 +96,26 @@ final class WebRTCGateway: Sendable {
             leg.addresses.append(address)
             if leg.addresses.count > WebRTCGateway.maxAddressesPerLeg, let i = leg.addresses.firstIndex(where: { $0 != current }) {
                 let old = leg.addresses.remove(at: i)
-                leg.verified.remove(old)
+                leg.verified[old] = nil
                 if byAddress[old] == tunnel { byAddress[old] = nil }
             }
             legs[tunnel] = leg
             byAddress[address] = tunnel
         }
 
+        /// `address` no longer consents to `tunnel`'s media: it must answer a check of ours again
+        /// before it carries them. The leg, when it still has that address.
+        mutating func unverified(_ address: SocketAddress, for tunnel: UInt64) -> Leg? {
+            guard var leg = legs[tunnel], leg.verified.removeValue(forKey: address) != nil else { return nil }
+            legs[tunnel] = leg
+            return leg
+        }
+
         /// `address` answered a check of ours for `tunnel`'s leg: its peer, when the leg still
         /// takes packets from it.
-        mutating func verified(_ address: SocketAddress, for tunnel: UInt64) -> Leg? {
+        mutating func verified(_ address: SocketAddress, for tunnel: UInt64, at now: UInt64) -> Leg? {
             guard var leg = legs[tunnel], leg.addresses.contains(address) else { return nil }
-            leg.verified.insert(address)
+            leg.verified[address] = now
             legs[tunnel] = leg
             return leg
         }
@@ -134,8 +145,11 @@ final class WebRTCGateway: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Where a browser's keyframe request goes (the rooms: `requestKeyframe` from its connection).
     private let keyframe: @Sendable (ConnectionID, String) -> Void
+    /// Consent freshness's interval and timeout (the relay's: `mediaConsentIntervalMs`, `…TimeoutMs`).
+    private let consentIntervalMs: Int, consentTimeoutMs: Int
 
     init(host: String, port: Int, candidateAddress: String, relay: MediaRelay, log: ServerLog,
+         consentIntervalMs: Int = 5000, consentTimeoutMs: Int = 30_000,
          keyframe: @escaping @Sendable (ConnectionID, String) -> Void) throws {
         socket = try UDPSocket(host: host, port: port)
         self.port = Int(socket.localAddress.port)
@@ -144,6 +158,8 @@ final class WebRTCGateway: Sendable {
         self.relay = relay
         self.log = log
         self.keyframe = keyframe
+        self.consentIntervalMs = consentIntervalMs
+        self.consentTimeoutMs = consentTimeoutMs
     }
 
     func start() {
@@ -312,23 +328,31 @@ final class WebRTCGateway: Sendable {
 
     // MARK: The reader thread
 
-    private func read() {
+    /// What the reader thread owns: the ICE agent, our checks awaiting their responses, and the
+    /// media addresses' consent.
+    private struct Reader {
         let responder = ICELiteResponder()
         var checks = AddressChecks()
+        var consent: ConsentFreshness
+    }
+
+    private func read() {
+        var r = Reader(consent: ConsentFreshness(intervalMs: consentIntervalMs, timeoutMs: consentTimeoutMs))
         var buffer = [UInt8](repeating: 0, count: 2048)
         var lastTick = monotonicNanoseconds(), lastRetransmitCheck = lastTick
         while !stopping.load(ordering: .acquiring) {
             if socket.waitReadable(timeoutMs: 50) {
                 while let (n, from) = buffer.withUnsafeMutableBytes({ socket.receive(into: $0) }) {
                     counters.received.add(1, ordering: .relaxed)
-                    handle(Array(buffer[0..<n]), from: from, responder: responder, checks: &checks)
+                    handle(Array(buffer[0..<n]), from: from, &r)
                 }
             }
             let now = monotonicNanoseconds()
             if now - lastRetransmitCheck >= 50_000_000 {
                 lastRetransmitCheck = now
                 retransmitHandshakes()
-                resendChecks(&checks, now: now, responder: responder)
+                resendChecks(&r, now: now)
+                keepConsent(&r, now: now)
             }
             if now - lastTick >= 1_000_000_000 {
                 lastTick = now
@@ -337,23 +361,25 @@ final class WebRTCGateway: Sendable {
         }
     }
 
-    private func handle(_ datagram: [UInt8], from: SocketAddress, responder: ICELiteResponder, checks: inout AddressChecks) {
+    private func handle(_ datagram: [UInt8], from: SocketAddress, _ r: inout Reader) {
         if datagram.withUnsafeBytes({ ICELiteResponder.isSTUN($0) }) {
-            let outcome = responder.respond(to: datagram, from: from) { ufrag in
+            let outcome = r.responder.respond(to: datagram, from: from) { ufrag in
                 table.withLock { t in t.byUfrag[ufrag].flatMap { t.legs[$0]?.peer.localPassword } }
             }
             switch outcome {
             case .reply(let reply, let ufrag, let nominated):
                 counters.stunAnswered.add(1, ordering: .relaxed)
                 _ = socket.send(reply, to: from)
-                checked(from, ufrag: ufrag, nominated: nominated, responder: responder, checks: &checks)
+                checked(from, ufrag: ufrag, nominated: nominated, &r)
             case .answered(let transaction, let success):
-                guard let check = checks.take(transaction) else { return }
+                guard let check = r.checks.take(transaction) else { return }
                 // Only the address asked answers for itself (the id went nowhere else).
                 guard success, check.address == from else { return }
                 counters.addressChecksAnswered.add(1, ordering: .relaxed)
-                guard let leg = table.withLock({ $0.verified(from, for: check.tunnel) }) else { return }
-                if check.nominate || leg.peer.address == nil { mediaGo(to: from, leg) }
+                let now = monotonicNanoseconds()
+                guard let leg = table.withLock({ $0.verified(from, for: check.tunnel, at: now) }) else { return }
+                if check.nominate || leg.peer.address == nil { mediaGo(to: from, leg, answeredAt: now, &r) }
+                r.consent.answered(from, for: leg.tunnel, media: leg.peer.address, now: now)
                 for d in check.held where socket.send(d, to: from) { counters.sent.add(1, ordering: .relaxed) }
             case .refused:
                 counters.stunRefused.add(1, ordering: .relaxed)
@@ -368,10 +394,10 @@ final class WebRTCGateway: Sendable {
             switch event {
             case .reply(let datagrams):
                 // Only to an address that answered a check of ours: held until it has.
-                guard leg.verified.contains(from) else {
-                    if !checks.hold(datagrams, for: from, of: leg.tunnel) {
-                        startCheck(of: from, for: leg, nominate: false, responder: responder, checks: &checks)
-                        _ = checks.hold(datagrams, for: from, of: leg.tunnel)
+                guard leg.verified[from] != nil else {
+                    if !r.checks.hold(datagrams, for: from, of: leg.tunnel) {
+                        startCheck(of: from, for: leg, nominate: false, &r)
+                        _ = r.checks.hold(datagrams, for: from, of: leg.tunnel)
                     }
                     continue
                 }
@@ -404,35 +430,65 @@ final class WebRTCGateway: Sendable {
     /// address, and one the browser nominates, carry the leg's media — once it has answered a
     /// check of ours: a browser that forges its source address cannot send a room's media to
     /// someone else's (it never sees the check to answer it).
-    private func checked(_ from: SocketAddress, ufrag: String, nominated: Bool, responder: ICELiteResponder, checks: inout AddressChecks) {
+    private func checked(_ from: SocketAddress, ufrag: String, nominated: Bool, _ r: inout Reader) {
         guard let leg = table.withLock({ t in t.byUfrag[ufrag].flatMap { t.legs[$0] } }) else { return }
         let current = leg.peer.address  // (only this thread nominates: it stays so)
         table.withLock { $0.checked(from, for: leg.tunnel, current: current) }
         guard nominated || current == nil, current != from else { return }
-        if leg.verified.contains(from) { return mediaGo(to: from, leg) }
-        guard !checks.awaiting(from, for: leg.tunnel, nominate: nominated) else { return }
-        startCheck(of: from, for: leg, nominate: nominated, responder: responder, checks: &checks)
+        // An address that answered lately carries them at once (its consent runs from that
+        // answer: a nomination is no answer); another is asked first.
+        if let answered = leg.verified[from], monotonicNanoseconds() < answered + r.consent.timeoutNanoseconds {
+            return mediaGo(to: from, leg, answeredAt: answered, &r)
+        }
+        guard !r.checks.awaiting(from, for: leg.tunnel, nominate: nominated) else { return }
+        startCheck(of: from, for: leg, nominate: nominated, &r)
     }
 
     /// Sends a check of ours to `address` (unless `maxOutstandingChecks` await already).
-    private func startCheck(of address: SocketAddress, for leg: Leg, nominate: Bool, responder: ICELiteResponder, checks: inout AddressChecks) {
+    private func startCheck(of address: SocketAddress, for leg: Leg, nominate: Bool, limit: Int = AddressChecks.maxSends, _ r: inout Reader) {
         guard let remoteUfrag = leg.remoteUfrag, let remotePassword = leg.remotePassword,
-              let (request, transaction) = responder.check(username: "\(remoteUfrag):\(leg.peer.localUfrag)", password: remotePassword) else { return }
-        checks.add(transaction, .init(tunnel: leg.tunnel, address: address, request: request, sentAt: monotonicNanoseconds(), nominate: nominate))
+              let (request, transaction) = r.responder.check(username: "\(remoteUfrag):\(leg.peer.localUfrag)", password: remotePassword) else { return }
+        var pending = AddressChecks.Pending(tunnel: leg.tunnel, address: address, request: request, sentAt: monotonicNanoseconds(), nominate: nominate)
+        pending.limit = limit
+        r.checks.add(transaction, pending)
         if socket.send(request, to: address) { counters.addressChecksSent.add(1, ordering: .relaxed) }
     }
 
-    private func mediaGo(to address: SocketAddress, _ leg: Leg) {
+    /// Consent freshness (`ConsentFreshness`): each leg's media address asked again when due —
+    /// consent checks take at most two thirds of the agent's outstanding checks, the rest stay
+    /// for new addresses — and a leg whose address let its consent run out sends no more media
+    /// there (its browser's next nomination, answered, starts them again).
+    private func keepConsent(_ r: inout Reader, now: UInt64) {
+        let (check, expired) = r.consent.due(now: now)
+        for due in check {
+            guard let leg = table.withLock({ $0.legs[due.tunnel] }), leg.peer.address == due.address else {
+                r.consent.forget(due.tunnel)
+                continue
+            }
+            guard r.responder.outstandingChecks < ICELiteResponder.maxOutstandingChecks * 2 / 3,
+                  !r.checks.awaiting(due.address, for: due.tunnel, nominate: false) else { continue }
+            startCheck(of: due.address, for: leg, nominate: false, limit: AddressChecks.consentSends, &r)
+        }
+        for due in expired {
+            guard let leg = table.withLock({ $0.unverified(due.address, for: due.tunnel) }), leg.peer.withdraw(from: due.address) else { continue }
+            counters.consentExpired.add(1, ordering: .relaxed)
+            log.warn("browser leg's media stop: its address answered no consent check", [
+                "pid": leg.pid, "connection": "\(leg.connection)", "address": "\(due.address)", "timeout_ms": "\(consentTimeoutMs)"])
+        }
+    }
+
+    private func mediaGo(to address: SocketAddress, _ leg: Leg, answeredAt: UInt64, _ r: inout Reader) {
         leg.peer.nominate(address)
+        r.consent.answered(address, for: leg.tunnel, media: address, now: answeredAt)
         log.info("browser leg's media go to", ["pid": leg.pid, "connection": "\(leg.connection)", "to": "\(address)"])
     }
 
     /// Our checks unanswered past their timer are sent again, or given up.
-    private func resendChecks(_ checks: inout AddressChecks, now: UInt64, responder: ICELiteResponder) {
-        let (resend, givenUp) = checks.due(now: now)
+    private func resendChecks(_ r: inout Reader, now: UInt64) {
+        let (resend, givenUp) = r.checks.due(now: now)
         for check in resend where socket.send(check.request, to: check.address) { counters.addressChecksSent.add(1, ordering: .relaxed) }
         for t in givenUp {
-            responder.forget(t)
+            r.responder.forget(t)
             counters.addressChecksUnanswered.add(1, ordering: .relaxed)
         }
     }
