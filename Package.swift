@@ -112,7 +112,7 @@ let package = Package(
         .target(name: "CallRoomTestSupport", dependencies: ["CallsTransport", "CallsServer", "CallsCore", "CallsAudio", "CallsSecurity", "CallsDatabase", "CallsStore", "CallsCluster", "CallsRedis", "CallsRelay"], path: "Tests/CallRoomTestSupport"),
         .testTarget(name: "CallsCoreTests", dependencies: ["CallsCore"]),
         .testTarget(name: "CallsObjectStorageTests", dependencies: ["CallsObjectStorage", "CallRoomTestSupport"]),
-        .testTarget(name: "CallsWebRTCTests", dependencies: ["CNice", "CallsCore", "CallsWebRTC", "CallsSecurity", "CallsServer", "CallsTransport", "CallRoomTestSupport"]),
+        .testTarget(name: "CallsWebRTCTests", dependencies: ["CNice", "CZlib", "CallsCore", "CallsWebRTC", "CallsSecurity", "CallsServer", "CallsTransport", "CallRoomTestSupport"]),
         .testTarget(name: "CallsSecurityTests", dependencies: ["CallsSecurity", "COpenSSL", "CallRoomTestSupport"]),
         .testTarget(name: "CallsRecordingTests", dependencies: ["CallsRecording", "CallsCaptions", "CallsAudio", "CallsCore", "CallsVideo", "CallRoomTestSupport"]),
         .testTarget(name: "CallsVideoTests", dependencies: ["CallsVideo", "CallsCore"], exclude: ["Golden"]),
