@@ -37,6 +37,11 @@ final class BrowserCallTests: XCTestCase {
         return path
     }
 
+    /// The page's element `id` is shown and its text contains `text` (a page-side expression).
+    static func says(_ id: String, _ text: String) -> String {
+        "(() => { const e = document.getElementById(\(String(reflecting: id))); return !!e && !e.classList.contains('hidden') && e.textContent.includes(\(String(reflecting: text))); })()"
+    }
+
     /// The page's media are through: its peer connection is `connected`.
     static let mediaConnected = "window.callroom.pc && window.callroom.pc.connectionState === 'connected'"
 
@@ -411,6 +416,8 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.pc && window.callroom.pc.connectionState === 'connected' && document.querySelectorAll('.tile').length === 2", timeout: 20))
         XCTAssertTrue(try browser.waitFor(page, "document.querySelector('.tile:not([data-pid=\"' + window.callroom.me.pid + '\"]) video').videoWidth > 0", timeout: 15),
                       "the other's video is not playing")
+        XCTAssertTrue(try browser.waitFor(page, "!document.querySelector('.tile:not([data-pid=\"' + window.callroom.me.pid + '\"]) video').classList.contains('hidden')", timeout: 5),
+                      "the other's video is not shown")
         let fits = try browser.evaluate(page, "document.documentElement.scrollWidth <= window.innerWidth && document.querySelector('.bar').getBoundingClientRect().bottom <= window.innerHeight && window.innerWidth === 390") as? Bool
         XCTAssertEqual(fits, true, "wider than the phone, or the controls off screen")
         let png = try browser.screenshot(page)
@@ -508,6 +515,14 @@ final class BrowserCallTests: XCTestCase {
         let clickOnGus = { (label: String) in
             "[...document.querySelectorAll('#people li[data-pid=\"' + \(gus).pid + '\"] button')].find(b => b.textContent === '\(label)').click(); true"
         }
+        // The server's features, from the People panel: recording, told to the room and the page.
+        let hostButton = { (feature: String) in "document.querySelector('#host-controls [data-feature=\"\(feature)\"]')" }
+        XCTAssertTrue(try browser.evaluate(page, "\(hostButton("recording")).textContent") as? String == "Start recording")
+        _ = try browser.evaluate(page, "\(hostButton("recording")).click(); true")
+        XCTAssertNotNil(guest.waitForLine(timeout: 10) { $0.contains("onRecordingStarted") }, "the host's recording not started: \(guest.output.suffix(3))")
+        XCTAssertTrue(try browser.waitFor(page, Self.says("indicators", "Recording") + " && \(hostButton("recording")).textContent === 'Stop recording'", timeout: 5))
+        _ = try browser.evaluate(page, "\(hostButton("recording")).click(); true")
+        XCTAssertNotNil(guest.waitForLine(timeout: 10) { $0.contains("onRecordingStopped") }, "the host's recording not stopped")
         _ = try browser.evaluate(page, clickOnGus("Mute"))
         XCTAssertNotNil(guest.waitForLine(timeout: 5) { $0.contains("onAudioMuted") }, "the host's mute not felt")
         _ = try browser.evaluate(page, "document.getElementById('lock').click(); true")
@@ -743,8 +758,12 @@ final class BrowserCallTests: XCTestCase {
         try Self.clickJoin(browser, page, name: "Web Camera")
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && \(Self.mediaConnected)", timeout: 20), "the browser's media did not connect")
         let webPid = try XCTUnwrap(try browser.evaluate(page, "window.callroom.me.pid") as? String)
+        XCTAssertTrue(try browser.evaluate(page, "document.getElementById('host-controls').classList.contains('hidden')") as? Bool == true,
+                      "a guest is offered the host's controls")
         terminal.send("start-recording")  // (the terminal joined first: the moderator)
         XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onRecordingStarted") }, terminal.errorOutput)
+        // Everyone in the call is told it is recorded, the browser too.
+        XCTAssertTrue(try browser.waitFor(page, Self.says("indicators", "Recording"), timeout: 5), "the page does not say the call is recorded")
         // The browser's video track grows in the recording's directory.
         let recordings = tmp.path + "/data/recordings"
         let ivfBytes = { () -> Int in
@@ -754,6 +773,8 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(eventually(20, poll: 0.2) { ivfBytes() > 50_000 }, "the recorder writes the browser's video (\(ivfBytes()) bytes)\n\(Self.stats(browser, page))")
         terminal.send("stop-recording")
         XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onRecordingStopped") }, terminal.errorOutput)
+        XCTAssertTrue(try browser.waitFor(page, "document.getElementById('indicators').classList.contains('hidden')", timeout: 5),
+                      "the page still says the call is recorded")
         let admin = ["apikey": callroomd.apiKey, "appId": callroomd.appId]
         let file = eventuallyValue(10, poll: 0.2) { () -> [String: Any]? in
             let call = BlockingHTTP.request("GET", callroomd.url + "/v3/calls/webrec", headers: admin).data
@@ -846,5 +867,45 @@ final class BrowserCallTests: XCTestCase {
         try Self.clickJoin(browser, page, name: "Ada")
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && window.callroom.me && window.callroom.me.uid === 'ada'", timeout: 20),
                       "the reload did not join as Ada")
+    }
+
+    /// Captions in the browser: a terminal's speech, transcribed by the server, shows under the
+    /// tiles with the speaker's name while the page says captions are on; the person hides and
+    /// shows them; when the host stops the transcription they go.
+    func testTheBrowserShowsTheRoomsCaptions() throws {
+        let tmp = TemporaryDirectory("callroom-browser-captions")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "webcc", "--server", callroomd.url, "--uid", "ada", "--name", "Ada",
+                                                                           "--auth-key", callroomd.authKey, "--output", "null", "--headless",
+                                                                           "--input", "file:" + BuiltProducts.packageRoot + "/Resources/clips/ada.wav"])
+        defer { terminal.signal(SIGKILL); _ = terminal.wait(timeout: 5) }
+        XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "webcc")))
+        try Self.clickJoin(browser, page, name: "Reader")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call'", timeout: 20))
+        XCTAssertTrue(try browser.evaluate(page, "document.getElementById('cc').classList.contains('hidden')") as? Bool == true, "no captions to toggle yet")
+        terminal.send("start-transcription")  // (the terminal joined first: the moderator)
+        XCTAssertTrue(try browser.waitFor(page, Self.says("indicators", "Captions on"), timeout: 10), "the page does not say captions are on")
+        let adaSaid = "[...document.querySelectorAll('#captions p')].some(p => p.querySelector('strong').textContent === 'Ada: ' && p.textContent.length > 'Ada: '.length)"
+        XCTAssertTrue(try browser.waitFor(page, Self.says("captions", "Ada: ") + " && " + adaSaid, timeout: 45),
+                      "no caption of Ada's speech on the page: \(terminal.output.suffix(3))")
+        // Ada sends no video: her tile shows her initials, not a black picture.
+        let adaTile = "document.querySelector('.tile:not([data-pid=\"' + window.callroom.me.pid + '\"])')"
+        XCTAssertTrue(try browser.waitFor(page, "\(adaTile).querySelector('video').classList.contains('hidden') && \(adaTile).querySelector('.initials').textContent === 'A'", timeout: 5),
+                      "a participant without video shows as a video")
+        let dir = ProcessInfo.processInfo.environment["CALLROOM_SCREENSHOT_DIR"] ?? tmp.path
+        try browser.screenshot(page).write(to: URL(fileURLWithPath: dir + "/browser-captions.png"))
+        // Hidden by the person, shown again.
+        _ = try browser.evaluate(page, "document.getElementById('cc').click(); true")
+        XCTAssertTrue(try browser.evaluate(page, "document.getElementById('captions').classList.contains('hidden') && document.getElementById('cc').textContent === 'Show captions'") as? Bool == true)
+        _ = try browser.evaluate(page, "document.getElementById('cc').click(); true")
+        XCTAssertTrue(try browser.waitFor(page, Self.says("captions", "Ada: "), timeout: 20), "captions not shown again")
+        terminal.send("stop-transcription")
+        XCTAssertTrue(try browser.waitFor(page, "document.getElementById('captions').classList.contains('hidden') && document.getElementById('cc').classList.contains('hidden') && document.getElementById('indicators').classList.contains('hidden')", timeout: 10),
+                      "the captions stay after the transcription stopped")
     }
 }

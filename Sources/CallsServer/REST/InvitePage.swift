@@ -85,15 +85,17 @@ struct InvitePage {
             </details>
             </main>
             <div id="call" class="call hidden">
+            <div id="indicators" class="indicators hidden" role="status" aria-live="polite"></div>
             <div class="stage"><div id="tiles" class="tiles" aria-label="Participants"></div>
             <aside id="side" class="side hidden">
-            <section id="people-panel"><header><strong id="count"></strong><button data-close aria-label="Close">✕</button></header><ul id="people"></ul></section>
+            <section id="people-panel"><header><strong id="count"></strong><button data-close aria-label="Close">✕</button></header><div id="host-controls" class="host-controls hidden"></div><ul id="people"></ul></section>
             <section id="chat-panel" class="hidden"><header><strong>Chat</strong><button data-close aria-label="Close">✕</button></header>
             <ul id="messages"></ul><form id="chat-form"><input id="chat-text" type="text" maxlength="2000" aria-label="Message"><button class="primary">Send</button></form></section>
             </aside></div>
+            <div id="captions" class="captions hidden" aria-live="polite" aria-label="Captions"></div>
             <div id="status" class="status" role="status" aria-live="polite"></div>
             <nav class="bar"><button id="mute" aria-pressed="false">Mute</button><button id="camera-toggle">Camera off</button>
-            <button id="hand" aria-pressed="false">Raise hand</button><button id="panel-chat">Chat</button><button id="panel-people">People</button>
+            <button id="hand" aria-pressed="false">Raise hand</button><button id="cc" class="hidden">Hide captions</button><button id="panel-chat">Chat</button><button id="panel-people">People</button>
             <button id="copy-link">Copy invite link</button><button id="lock" class="hidden">Lock room</button><button id="leave" class="danger">Leave</button></nav>
             </div>
             <main id="ended" class="hidden"><h1 id="ended-text"></h1><p><a href="">Join again</a></p></main>

@@ -21,6 +21,9 @@
     withVideo: true, muted: false, cameraOff: false, hand: false, resumeToken: null, streams: new Map(),
     byPid: new Map(), negotiating: false, again: false, heldByHost: false, ownPending: { audio: 0, video: 0 }, dominant: null, chat: [], error: null, reconnecting: false,
     answers: 0, lastOfferAt: -Infinity, sessionId: page.session, lobby: new Map(), locked: false,
+    // What the server runs in the room, told to everyone in it (recording, captions, the live
+    // stream), the features it offers a host, and the captions on screen: one line per speaker.
+    features: [], recording: false, transcribing: false, streaming: "stopped", captions: new Map(), showCaptions: true,
   };
   // For people debugging a call (and the tests): the page's state.
   window.callroom = state;
@@ -154,6 +157,7 @@
         state.dominant = m.dominantSpeaker || null;
         state.reconnecting = false;
         if (m.inviteLink) state.inviteLink = m.inviteLink + (page.invite ? "?invite=" + page.invite : "");
+        if (m.features) state.features = m.features;
         state.locked = !!m.locked;
         enterCall();
         restartMedia();
@@ -175,6 +179,21 @@
       case "lobbyResolved": state.lobby.delete(m.pid); render(); break;
       case "roomLocked": state.locked = !!m.value; render(); break;
       case "chat": state.chat.push(m); renderChat(); break;
+      case "recording": state.recording = !!m.active; render(); break;
+      case "streaming": state.streaming = m.state; render(); break;
+      case "transcription":
+        state.transcribing = !!m.active;
+        if (!m.active) state.captions.clear();
+        render();
+        renderCaptions();
+        break;
+      case "caption":
+        if (m.caption && m.caption.text) {
+          const c = m.caption;
+          state.captions.set(c.pid, { name: c.name, text: c.text, final: !!c.final, at: Date.now() });
+          renderCaptions();
+        }
+        break;
       case "webrtcAnswer":
         state.pc.setRemoteDescription({ type: "answer", sdp: m.sdp }).then(() => {
           state.answers += 1;
@@ -233,6 +252,9 @@
       if (!s) { s = new MediaStream(); state.streams.set(pid, s); }
       s.getTracks().filter((t) => t.kind === e.track.kind).forEach((t) => s.removeTrack(t));
       s.addTrack(e.track);
+      // A section's track is muted until its packets flow (someone who sends no video has a
+      // video track that never unmutes): the tile follows.
+      e.track.onmute = e.track.onunmute = () => render();
       const list = state.byPid.get(pid) || [];
       list.push(e.transceiver);
       state.byPid.set(pid, list);
@@ -309,7 +331,7 @@
       const stream = mine ? state.local : state.streams.get(p.pid);
       if (v.srcObject !== (stream || null)) v.srcObject = stream || null;
       v.muted = !!mine;
-      const hasVideo = !!stream && stream.getVideoTracks().length > 0 && !p.isVideoPaused;
+      const hasVideo = !!stream && stream.getVideoTracks().some((t) => mine || !t.muted) && !p.isVideoPaused;
       v.classList.toggle("hidden", !hasVideo);
       tile.querySelector(".initials").textContent = hasVideo ? "" : initials(p.name);
       tile.querySelector(".label").textContent = (p.isAudioMuted ? "🔇 " : "") + (p.raisedHandTimestamp ? "✋ " : "") + p.name + (mine ? " (you)" : "");
@@ -343,6 +365,31 @@
                 button("Deny", { type: "denyFromLobby", pid: p.pid }));
       return li;
     }));
+    // What runs in the room, said to everyone; a host starts and stops what the server offers.
+    const running = [];
+    if (state.recording) running.push(["rec", "● Recording"]);
+    if (state.streaming === "live") running.push(["", "Live"]);
+    if (state.streaming === "reconnecting") running.push(["", "Live: reconnecting"]);
+    if (state.transcribing) running.push(["", "Captions on"]);
+    $("indicators").replaceChildren(...running.map(([cls, text]) => {
+      const span = document.createElement("span");
+      if (cls) span.className = cls;
+      span.textContent = text;
+      return span;
+    }));
+    show("indicators", running.length > 0);
+    const features = [["recording", state.recording, "Start recording", "Stop recording"],
+                      ["transcription", state.transcribing, "Start captions", "Stop captions"],
+                      ["streaming", state.streaming !== "stopped", "Go live", "Stop live stream"]]
+      .filter(([f]) => state.features.includes(f));
+    $("host-controls").replaceChildren(...features.map(([feature, on, start, stop]) => {
+      const b = button(on ? stop : start, { type: "setSessionFeature", feature, value: !on });
+      b.dataset.feature = feature;
+      return b;
+    }));
+    show("host-controls", host && features.length > 0);
+    show("cc", state.transcribing);
+    $("cc").textContent = state.showCaptions ? "Hide captions" : "Show captions";
     $("lock").classList.toggle("hidden", !host);
     $("lock").textContent = state.locked ? "Unlock room" : "Lock room";
     $("count").textContent = state.roster.size + (state.roster.size === 1 ? " person" : " people");
@@ -353,6 +400,23 @@
     $("camera-toggle").disabled = !(state.local && state.local.getVideoTracks().length);
     $("hand").setAttribute("aria-pressed", String(state.hand));
   }
+  // Captions: each speaker's latest line (a partial replaced as it grows, then its final), the
+  // three most recent, a final kept 8 s and a partial 15 s.
+  function renderCaptions() {
+    const now = Date.now();
+    for (const [pid, c] of state.captions) if (now - c.at > (c.final ? 8000 : 15000)) state.captions.delete(pid);
+    const lines = [...state.captions.values()].sort((a, b) => a.at - b.at).slice(-3);
+    $("captions").replaceChildren(...lines.map((c) => {
+      const p = document.createElement("p");
+      if (!c.final) p.className = "partial";
+      const b = document.createElement("strong");
+      b.textContent = c.name + ": ";
+      p.append(b, document.createTextNode(c.text));
+      return p;
+    }));
+    show("captions", state.phase === "call" && state.transcribing && state.showCaptions && lines.length > 0);
+  }
+  setInterval(() => { if (state.captions.size) renderCaptions(); }, 1000);
   function renderChat() {
     $("messages").replaceChildren(...state.chat.slice(-200).map((m) => {
       const li = document.createElement("li");
@@ -417,6 +481,7 @@
   };
   $("hand").onclick = () => { state.hand = !state.hand; send({ type: "setHandRaised", value: state.hand }); render(); };
   $("leave").onclick = () => leave("You left the call.");
+  $("cc").onclick = () => { state.showCaptions = !state.showCaptions; render(); renderCaptions(); };
   $("lock").onclick = () => send({ type: "setRoomLocked", value: !state.locked });
   $("panel-people").onclick = () => { show("side", true); show("people-panel", true); show("chat-panel", false); };
   $("panel-chat").onclick = () => { show("side", true); show("chat-panel", true); show("people-panel", false); };
