@@ -908,4 +908,38 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(try browser.waitFor(page, "document.getElementById('captions').classList.contains('hidden') && document.getElementById('cc').classList.contains('hidden') && document.getElementById('indicators').classList.contains('hidden')", timeout: 10),
                       "the captions stay after the transcription stopped")
     }
+
+    /// A terminal shared into the room (`callroom share`) shows in the browser as text, cell for
+    /// cell with its colours, follows as it changes, and goes when the share ends.
+    func testTheBrowserShowsASharedTerminal() throws {
+        let tmp = TemporaryDirectory("callroom-browser-share")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "webshare")))
+        try Self.clickJoin(browser, page, name: "Viewer")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call'", timeout: 20))
+        let script = #"printf '\033[31mFAIL\033[0m test_login \033[1;32mPASS\033[0m 日本\n'; for i in 1 2 3 4 5 6 7 8 9 10; do printf 'tick %d\r' $i; sleep 0.2; done; echo; echo done; sleep 3"#
+        let share = try ManagedProcess(BuiltProducts.path("callroom"), ["share", "webshare", "--server", callroomd.url, "--uid", "lead", "--name", "Lead",
+                                                                        "--auth-key", callroomd.authKey, "--size", "50x8", "--", "bash", "-c", script])
+        defer { share.signal(SIGKILL); _ = share.wait(timeout: 5) }
+        XCTAssertNotNil(share.waitForLine(timeout: 15) { $0.contains("sharing") }, share.errorOutput)
+        let rows = "[...document.querySelectorAll('#shares .share pre > div')].map(d => d.textContent.replace(/ +$/, ''))"
+        XCTAssertTrue(try browser.waitFor(page, "\(rows).join('\\n').startsWith('FAIL test_login PASS 日本\\ntick 10\\ndone')", timeout: 15),
+                      "the shared terminal is not on the page: \(String(describing: try? browser.evaluate(page, "JSON.stringify(\(rows))")))")
+        XCTAssertEqual(try browser.evaluate(page, "\(rows).length") as? Int, 8, "its eight rows")
+        XCTAssertEqual(try browser.evaluate(page, "document.querySelector('#shares figcaption').textContent") as? String, "Shared by Lead's terminal", "who shares it (callroom share names itself so)")
+        let spanOf = { (text: String) in "[...document.querySelectorAll('#shares pre span')].find(s => s.textContent.startsWith('\(text)'))" }
+        XCTAssertEqual(try browser.evaluate(page, "getComputedStyle(\(spanOf("FAIL"))).color") as? String, "rgb(205, 0, 0)", "FAIL in red")
+        XCTAssertEqual(try browser.evaluate(page, "getComputedStyle(\(spanOf("PASS"))).color") as? String, "rgb(0, 205, 0)", "PASS in green")
+        XCTAssertEqual(try browser.evaluate(page, "getComputedStyle(\(spanOf("PASS"))).fontWeight") as? String, "700", "PASS bold")
+        let dir = ProcessInfo.processInfo.environment["CALLROOM_SCREENSHOT_DIR"] ?? tmp.path
+        try browser.screenshot(page).write(to: URL(fileURLWithPath: dir + "/browser-shared-terminal.png"))
+        // The command ends: the share stops, and the page lets it go.
+        XCTAssertEqual(share.wait(timeout: 20), 0, share.errorOutput)
+        XCTAssertTrue(try browser.waitFor(page, "document.getElementById('shares').classList.contains('hidden') && !document.querySelector('#shares .share')", timeout: 10),
+                      "the share stays on the page after it ended")
+    }
 }

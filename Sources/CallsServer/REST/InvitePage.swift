@@ -86,6 +86,7 @@ struct InvitePage {
             </main>
             <div id="call" class="call hidden">
             <div id="indicators" class="indicators hidden" role="status" aria-live="polite"></div>
+            <div id="shares" class="shares hidden" aria-label="Shared terminals"></div>
             <div class="stage"><div id="tiles" class="tiles" aria-label="Participants"></div>
             <aside id="side" class="side hidden">
             <section id="people-panel"><header><strong id="count"></strong><button data-close aria-label="Close">✕</button></header><div id="host-controls" class="host-controls hidden"></div><ul id="people"></ul></section>

@@ -24,6 +24,8 @@
     // What the server runs in the room, told to everyone in it (recording, captions, the live
     // stream), the features it offers a host, and the captions on screen: one line per speaker.
     features: [], recording: false, transcribing: false, streaming: "stopped", captions: new Map(), showCaptions: true,
+    // Presenters' shared terminals: pid → {columns, rows, cells, cursor}.
+    shares: new Map(),
   };
   // For people debugging a call (and the tests): the page's state.
   window.callroom = state;
@@ -179,6 +181,7 @@
       case "lobbyResolved": state.lobby.delete(m.pid); render(); break;
       case "roomLocked": state.locked = !!m.value; render(); break;
       case "chat": state.chat.push(m); renderChat(); break;
+      case "screenShare": applyShare(m.pid, m.frame); break;
       case "recording": state.recording = !!m.active; render(); break;
       case "streaming": state.streaming = m.state; render(); break;
       case "transcription":
@@ -368,6 +371,7 @@
     // What runs in the room, said to everyone; a host starts and stops what the server offers.
     const running = [];
     if (state.recording) running.push(["rec", "● Recording"]);
+    for (const p of state.roster.values()) if (p.isRecording) running.push(["rec", "● " + p.name + " is recording"]);
     if (state.streaming === "live") running.push(["", "Live"]);
     if (state.streaming === "reconnecting") running.push(["", "Live: reconnecting"]);
     if (state.transcribing) running.push(["", "Captions on"]);
@@ -391,6 +395,7 @@
     show("cc", state.transcribing);
     $("cc").textContent = state.showCaptions ? "Hide captions" : "Show captions";
     $("lock").classList.toggle("hidden", !host);
+    scheduleShares();
     $("lock").textContent = state.locked ? "Unlock room" : "Lock room";
     $("count").textContent = state.roster.size + (state.roster.size === 1 ? " person" : " people");
     $("mute").setAttribute("aria-pressed", String(state.muted));
@@ -400,6 +405,120 @@
     $("camera-toggle").disabled = !(state.local && state.local.getVideoTracks().length);
     $("hand").setAttribute("aria-pressed", String(state.hand));
   }
+  // ---- Shared terminals ----------------------------------------------------------------------
+  // A presenter's terminal arrives as text (protocol.md, "Terminal screen share"): a grid of
+  // cells per presenter, each frame applied whole or not at all, drawn once an animation frame.
+  const ANSI = ["#000000", "#cd0000", "#00cd00", "#cdcd00", "#0000ee", "#cd00cd", "#00cdcd", "#e5e5e5",
+                "#7f7f7f", "#ff0000", "#00ff00", "#ffff00", "#5c5cff", "#ff00ff", "#00ffff", "#ffffff"];
+  const TERMINAL_FG = "#e5e5e5", TERMINAL_BG = "#101317";
+  function colour(n) {
+    if (typeof n !== "number" || n < 0) return null;
+    if (n >= 0x1000000) return "#" + (n & 0xffffff).toString(16).padStart(6, "0");
+    if (n < 16) return ANSI[n];
+    if (n < 232) { const v = [0, 95, 135, 175, 215, 255], i = n - 16; return "rgb(" + v[Math.floor(i / 36)] + "," + v[Math.floor(i / 6) % 6] + "," + v[i % 6] + ")"; }
+    if (n < 256) { const g = 8 + (n - 232) * 10; return "rgb(" + g + "," + g + "," + g + ")"; }
+    return null;
+  }
+  const segmenter = typeof Intl !== "undefined" && Intl.Segmenter ? new Intl.Segmenter() : null;
+  const graphemes = (t) => segmenter ? [...segmenter.segment(t)].map((g) => g.segment) : Array.from(t);
+  const styleKeys = new Map();  // a style's JSON → the style (cells keep the key: equal styles draw as one span)
+  function applyShare(pid, f) {
+    const ok = f && Number.isInteger(f.columns) && Number.isInteger(f.rows) && f.columns > 0 && f.rows > 0 && f.columns <= 300 && f.rows <= 100
+      && Array.isArray(f.styles) && Array.isArray(f.runs) && typeof pid === "string"
+      && f.runs.every((r) => r && Number.isInteger(r.x) && Number.isInteger(r.y) && Number.isInteger(r.style) && typeof r.text === "string"
+        && r.x >= 0 && r.x < f.columns && r.y >= 0 && r.y < f.rows && r.style >= 0 && r.style < f.styles.length);
+    if (!ok) return;
+    let g = state.shares.get(pid);
+    if (f.full) {
+      g = { columns: f.columns, rows: f.rows, cells: new Array(f.columns * f.rows).fill(null), cursor: null };
+      state.shares.set(pid, g);
+    }
+    if (!g || g.columns !== f.columns || g.rows !== f.rows) return;  // (a share is joined at a full frame)
+    const keys = f.styles.map((st) => {
+      const k = JSON.stringify(st || {});
+      if (!styleKeys.has(k) && styleKeys.size < 4096) styleKeys.set(k, st || {});
+      return k;
+    });
+    for (const r of f.runs) {
+      const row = r.y * g.columns;
+      if (r.text === "") { g.cells[row + r.x] = { t: "", k: keys[r.style] }; continue; }
+      let x = r.x;
+      for (const ch of graphemes(r.text)) {
+        if (x >= g.columns) break;
+        g.cells[row + x] = { t: ch, k: keys[r.style] };
+        x += 1;
+      }
+    }
+    g.cursor = f.cursor && Number.isInteger(f.cursor.x) && Number.isInteger(f.cursor.y) ? f.cursor : null;
+    scheduleShares();
+  }
+  function paint(span, st, cursor) {
+    let fg = colour(st.fg), bg = colour(st.bg);
+    if (st.reverse) [fg, bg] = [bg || TERMINAL_BG, fg || TERMINAL_FG];
+    if (cursor) [fg, bg] = [bg || TERMINAL_BG, fg || TERMINAL_FG];
+    if (fg) span.style.color = fg;
+    if (bg) span.style.backgroundColor = bg;
+    if (st.bold) span.style.fontWeight = "bold";
+    if (st.dim) span.style.opacity = "0.6";
+    if (st.italic) span.style.fontStyle = "italic";
+    if (st.underline) span.style.textDecoration = "underline";
+  }
+  let sharesPending = false;
+  function scheduleShares() {
+    if (sharesPending) return;
+    sharesPending = true;
+    requestAnimationFrame(renderShares);
+  }
+  function renderShares() {
+    sharesPending = false;
+    for (const pid of [...state.shares.keys()]) {
+      const p = state.roster.get(pid);
+      if (!p || !p.isPresenting) state.shares.delete(pid);  // stopped presenting, or left
+    }
+    const box = $("shares");
+    const seen = new Set();
+    for (const [pid, g] of state.shares) {
+      seen.add(pid);
+      let view = box.querySelector('[data-pid="' + CSS.escape(pid) + '"]');
+      if (!view) {
+        view = document.createElement("figure");
+        view.className = "share";
+        view.dataset.pid = pid;
+        view.append(document.createElement("figcaption"), document.createElement("pre"));
+        box.append(view);
+      }
+      view.querySelector("figcaption").textContent = "Shared by " + state.roster.get(pid).name;
+      const pre = view.querySelector("pre");
+      const rows = [];
+      for (let y = 0; y < g.rows; y++) {
+        const row = document.createElement("div");
+        let span = null, key = null, text = "";
+        const flush = () => { if (span) { span.textContent = text; row.append(span); } };
+        for (let x = 0; x < g.columns; x++) {
+          const c = g.cells[y * g.columns + x];
+          if (c && c.t === "") continue;  // the right half of the wide character before it
+          const k = c ? c.k : "{}";
+          const cursor = !!g.cursor && g.cursor.x === x && g.cursor.y === y;
+          if (!span || k !== key || cursor || span.dataset.cursor) {
+            flush();
+            span = document.createElement("span");
+            text = "";
+            key = k;
+            paint(span, styleKeys.get(k) || {}, cursor);
+            if (cursor) span.dataset.cursor = "1";
+          }
+          text += c ? c.t : " ";
+        }
+        flush();
+        rows.push(row);
+      }
+      pre.replaceChildren(...rows);
+      pre.style.fontSize = Math.max(6, Math.min(16, (box.clientWidth - 40) / (g.columns * 0.62))) + "px";
+    }
+    for (const v of [...box.children]) if (!seen.has(v.dataset.pid)) v.remove();
+    show("shares", state.shares.size > 0);
+  }
+
   // Captions: each speaker's latest line (a partial replaced as it grows, then its final), the
   // three most recent, a final kept 8 s and a partial 15 s.
   function renderCaptions() {
