@@ -523,6 +523,13 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(try browser.waitFor(page, Self.says("indicators", "Recording") + " && \(hostButton("recording")).textContent === 'Stop recording'", timeout: 5))
         _ = try browser.evaluate(page, "\(hostButton("recording")).click(); true")
         XCTAssertNotNil(guest.waitForLine(timeout: 10) { $0.contains("onRecordingStopped") }, "the host's recording not stopped")
+        // Pinned for the whole room: the terminal hears of it, the page puts Gus first; then unpinned.
+        _ = try browser.evaluate(page, clickOnGus("Pin"))
+        XCTAssertNotNil(guest.waitForLine(timeout: 5) { $0.contains("onParticipantListChanged") && $0.contains(#""isPinned":true"#) }, "the host's pin not seen")
+        let gusTile = "document.querySelector('.tile[data-pid=\"' + \(gus).pid + '\"]')"
+        XCTAssertTrue(try browser.waitFor(page, "\(gusTile).classList.contains('pinned') && getComputedStyle(\(gusTile)).order === '-1'", timeout: 5), "the pinned tile is not first")
+        _ = try browser.evaluate(page, clickOnGus("Unpin"))
+        XCTAssertTrue(try browser.waitFor(page, "!\(gusTile).classList.contains('pinned')", timeout: 5), "not unpinned")
         _ = try browser.evaluate(page, clickOnGus("Mute"))
         XCTAssertNotNil(guest.waitForLine(timeout: 5) { $0.contains("onAudioMuted") }, "the host's mute not felt")
         _ = try browser.evaluate(page, "document.getElementById('lock').click(); true")

@@ -337,8 +337,9 @@
       const hasVideo = !!stream && stream.getVideoTracks().some((t) => mine || !t.muted) && !p.isVideoPaused;
       v.classList.toggle("hidden", !hasVideo);
       tile.querySelector(".initials").textContent = hasVideo ? "" : initials(p.name);
-      tile.querySelector(".label").textContent = (p.isAudioMuted ? "🔇 " : "") + (p.raisedHandTimestamp ? "✋ " : "") + p.name + (mine ? " (you)" : "");
+      tile.querySelector(".label").textContent = (p.isPinned ? "📌 " : "") + (p.isAudioMuted ? "🔇 " : "") + (p.raisedHandTimestamp ? "✋ " : "") + p.name + (mine ? " (you)" : "");
       tile.classList.toggle("speaking", state.dominant === p.pid);
+      tile.classList.toggle("pinned", !!p.isPinned);  // (a host pinned them for the whole room: first, and larger)
     }
     for (const t of [...tiles.children]) if (!seen.has(t.dataset.pid)) t.remove();
     // Moderators (a host) act on the others from here: mute (and allow unmuting when the room
@@ -353,7 +354,8 @@
     $("people").replaceChildren(...[...state.roster.values()].map((p) => {
       const li = document.createElement("li");
       li.dataset.pid = p.pid;
-      li.append(document.createTextNode(p.name + (p.role === "moderator" ? " · host" : "") + (p.isAudioMuted ? " · muted" : "") + (p.raisedHandTimestamp ? " · hand raised" : "")));
+      li.append(document.createTextNode(p.name + (p.role === "moderator" ? " · host" : "") + (p.isPinned ? " · pinned" : "") + (p.isAudioMuted ? " · muted" : "") + (p.raisedHandTimestamp ? " · hand raised" : "")));
+      if (host) li.append(" ", button(p.isPinned ? "Unpin" : "Pin", p.isPinned ? { type: "pin", pid: null } : { type: "pin", pid: p.pid }));
       if (host && p.pid !== state.me.pid) {
         if (!p.isAudioMuted) li.append(" ", button("Mute", { type: "muteParticipant", pid: p.pid }));
         if (p.mutedByModerator) li.append(" ", button("Allow unmute", { type: "allowUnmute", pid: p.pid }));
