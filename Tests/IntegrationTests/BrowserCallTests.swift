@@ -418,8 +418,18 @@ final class BrowserCallTests: XCTestCase {
                       "the other's video is not playing")
         XCTAssertTrue(try browser.waitFor(page, "!document.querySelector('.tile:not([data-pid=\"' + window.callroom.me.pid + '\"]) video').classList.contains('hidden')", timeout: 5),
                       "the other's video is not shown")
+        // What runs in the room (recording) and an 80-column terminal shared into it: still the phone's width.
+        other.send("start-recording")  // (the terminal joined first: the moderator)
+        let share = try ManagedProcess(BuiltProducts.path("callroom"), ["share", "phone", "--server", callroomd.url, "--uid", "desk",
+                                                                        "--auth-key", callroomd.authKey, "--size", "80x24", "--", "bash", "-c",
+                                                                        "seq -s ' ' 1 40; sleep 8"])
+        defer { share.signal(SIGKILL); _ = share.wait(timeout: 5) }
+        XCTAssertTrue(try browser.waitFor(page, Self.says("indicators", "Recording") + " && !!document.querySelector('#shares pre > div')", timeout: 15),
+                      "no recording said, or no shared terminal: \(share.errorOutput)")
         let fits = try browser.evaluate(page, "document.documentElement.scrollWidth <= window.innerWidth && document.querySelector('.bar').getBoundingClientRect().bottom <= window.innerHeight && window.innerWidth === 390") as? Bool
         XCTAssertEqual(fits, true, "wider than the phone, or the controls off screen")
+        XCTAssertGreaterThanOrEqual(Double(try browser.evaluate(page, "parseFloat(document.querySelector('#shares pre').style.fontSize)") as? Double ?? 0), 9,
+                                    "the shared terminal's text stays readable (it scrolls sideways)")
         let png = try browser.screenshot(page)
         XCTAssertGreaterThan(png.count, 10_000)
         let dir = ProcessInfo.processInfo.environment["CALLROOM_SCREENSHOT_DIR"] ?? tmp.path

@@ -515,7 +515,8 @@
         rows.push(row);
       }
       pre.replaceChildren(...rows);
-      pre.style.fontSize = Math.max(6, Math.min(16, (box.clientWidth - 40) / (g.columns * 0.62))) + "px";
+      // As large as fits, up to 16 px; never under 9 px (a phone scrolls the terminal sideways instead).
+      pre.style.fontSize = Math.max(9, Math.min(16, (box.clientWidth - 40) / (g.columns * 0.62))) + "px";
     }
     for (const v of [...box.children]) if (!seen.has(v.dataset.pid)) v.remove();
     show("shares", state.shares.size > 0);
