@@ -916,6 +916,8 @@ final class BrowserCallTests: XCTestCase {
                       "a participant without video shows as a video")
         let dir = ProcessInfo.processInfo.environment["CALLROOM_SCREENSHOT_DIR"] ?? tmp.path
         try browser.screenshot(page).write(to: URL(fileURLWithPath: dir + "/browser-captions.png"))
+        // A screen reader hears the final lines only, not every partial.
+        XCTAssertTrue(try browser.waitFor(page, "document.getElementById('captions-read').textContent.startsWith('Ada: ')", timeout: 20), "no final caption for a screen reader")
         // Hidden by the person, shown again.
         _ = try browser.evaluate(page, "document.getElementById('cc').click(); true")
         XCTAssertTrue(try browser.evaluate(page, "document.getElementById('captions').classList.contains('hidden') && document.getElementById('cc').textContent === 'Show captions'") as? Bool == true)

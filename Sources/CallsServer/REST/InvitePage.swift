@@ -93,7 +93,7 @@ struct InvitePage {
             <section id="chat-panel" class="hidden"><header><strong>Chat</strong><button data-close aria-label="Close">✕</button></header>
             <ul id="messages"></ul><form id="chat-form"><input id="chat-text" type="text" maxlength="2000" aria-label="Message"><button class="primary">Send</button></form></section>
             </aside></div>
-            <div id="captions" class="captions hidden" aria-live="polite" aria-label="Captions"></div>
+            <div id="captions" class="captions hidden" aria-label="Captions"></div><div id="captions-read" class="sr-only" aria-live="polite"></div>
             <div id="status" class="status" role="status" aria-live="polite"></div>
             <nav class="bar"><button id="mute" aria-pressed="false">Mute</button><button id="camera-toggle">Camera off</button>
             <button id="hand" aria-pressed="false">Raise hand</button><button id="cc" class="hidden">Hide captions</button><button id="panel-chat">Chat</button><button id="panel-people">People</button>

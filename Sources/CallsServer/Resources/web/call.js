@@ -194,6 +194,8 @@
         if (m.caption && m.caption.text) {
           const c = m.caption;
           state.captions.set(c.pid, { name: c.name, text: c.text, final: !!c.final, at: Date.now() });
+          // A screen reader is given the final lines only (partials change twice a second).
+          if (c.final && state.showCaptions) $("captions-read").textContent = c.name + ": " + c.text;
           renderCaptions();
         }
         break;
