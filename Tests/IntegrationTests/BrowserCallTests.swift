@@ -56,6 +56,16 @@ final class BrowserCallTests: XCTestCase {
         return count >= frames
     }
 
+    /// All along the browser answered the server's consent checks (`shortConsent`: every 240–360
+    /// ms, a 1.5 s timeout): its media never stopped, and it answers them still.
+    func assertConsentKept(_ server: CallroomdProcess, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(Self.metric(server, "callroom_webrtc_consent_expired_total"), 0, "a browser's consent ran out", file: file, line: line)
+        let answered = { Self.metric(server, #"callroom_webrtc_address_checks_total{outcome="answered"}"#) ?? 0 }
+        let before = answered()
+        XCTAssertTrue(eventually(3, poll: 0.1) { answered() >= before + 4 }, "the browser answers consent checks: \(answered() - before) in 3 s",
+                      file: file, line: line)
+    }
+
     /// The page's media are through: its peer connection is `connected`.
     static let mediaConnected = "window.callroom.pc && window.callroom.pc.connectionState === 'connected'"
 
@@ -201,12 +211,7 @@ final class BrowserCallTests: XCTestCase {
 
         // The terminal hears the browser's 880 Hz (two seconds more of it, by the gateway's count).
         XCTAssertTrue(Self.browsersKeepReaching(callroomd, packets: 100 + 60), "the browser's audio and video stopped reaching the room")
-        // All along the browser answered the server's consent checks (every 240–360 ms, a 1.5 s
-        // timeout): its media never stopped, and it answers them still.
-        XCTAssertEqual(Self.metric(callroomd, "callroom_webrtc_consent_expired_total"), 0)
-        let answered = { Self.metric(callroomd, #"callroom_webrtc_address_checks_total{outcome="answered"}"#) ?? 0 }
-        let answeredBefore = answered()
-        XCTAssertTrue(eventually(3, poll: 0.1) { answered() >= answeredBefore + 4 }, "the browser answers consent checks: \(answered() - answeredBefore) in 3 s")
+        assertConsentKept(callroomd)
         terminal.send("leave")
         XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
         XCTAssertTrue(try browser.waitFor(page, "!window.callroom.roster.has(\(String(reflecting: termPid ?? "")))", timeout: 5), "the terminal's leave not seen")
@@ -684,7 +689,7 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertNotNil(turn.waitForLine(timeout: 10) { $0.contains("Total General servers") || $0.contains("listener opened") }, turn.output.suffix(10).joined(separator: "\n"))
         let config = tmp.path + "/callroomd.json"
         let url = tls ? "turns:\(ns.hostIP):\(turnPort)?transport=tcp" : "turn:\(ns.hostIP):\(turnPort)?transport=tcp"
-        try #"{"webrtcIceServers": [{"urls": ["\#(url)"], "username": "callroom", "credential": "turn-test-password"}]}"#
+        try #"{"webrtcIceServers": [{"urls": ["\#(url)"], "username": "callroom", "credential": "turn-test-password"}], "mediaConsentIntervalMs": 300, "mediaConsentTimeoutMs": 1500}"#
             .write(toFile: config, atomically: true, encoding: .utf8)
         let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data", listen: ns.hostIP + ":0", extra: ["--allow-plain-http", "--config", config])
         defer { _ = callroomd.stop() }
@@ -718,6 +723,7 @@ final class BrowserCallTests: XCTestCase {
         let best = try Self.clearest(browser, page, pid: termPid, hz: 440)
         XCTAssertGreaterThan(best, 20, "the browser does not hear the terminal through TURN:\n\(Self.stats(browser, page))")
         XCTAssertTrue(Self.browsersKeepReaching(callroomd, packets: 100), "the browser's audio stopped reaching the room")
+        assertConsentKept(callroomd)  // (consent checks through the TURN server's relayed address)
         terminal.send("leave")
         XCTAssertEqual(terminal.wait(timeout: 10), 0, terminal.errorOutput)
         let carrying = try Self.windowsCarrying(heardPath, hz: 880)
