@@ -187,6 +187,27 @@ struct GatewayAddressTests {
         #expect(eventually(3) { g.metric(#"callroom_webrtc_address_checks_total{outcome="answered"}"#) == 2 })
     }
 
+    /// A check forged from someone else's address earns that address the server's check (sent six
+    /// times over 3 s, unanswered); more forged checks from it within 10 s earn it no more checks.
+    @Test func anAddressThatNeverAnsweredIsNotAskedAgainForAWhile() throws {
+        let g = try Gateway()
+        defer { g.stop() }
+        let browser = try UDPSocket(host: "127.0.0.1", port: 0), victim = try UDPSocket(host: "127.0.0.1", port: 0)
+        defer { browser.close(); victim.close() }
+        #expect(g.connect(browser))
+        #expect(g.check(from: victim, nominate: true))
+        var asked = 0
+        while g.serversCheck(at: victim, timeoutMs: 4000) != nil { asked += 1 }
+        #expect(asked == 6, "six sends, then given up")
+        let unanswered = #"callroom_webrtc_address_checks_total{outcome="unanswered"}"#, sent = #"callroom_webrtc_address_checks_total{outcome="sent"}"#
+        #expect(eventually(3) { g.metric(unanswered) == 1 })
+        let sentBefore = g.metric(sent)
+        for _ in 0..<3 { #expect(g.check(from: victim, nominate: true), "its checks are still answered (1:1)") }
+        #expect(g.serversCheck(at: victim, timeoutMs: 1000) == nil, "not asked again so soon")
+        #expect(g.metric(sent) == sentBefore)
+        #expect(g.mediaAddresses == ["\(browser.localAddress)"])
+    }
+
     /// Consent freshness (RFC 7675): the address a leg's media go to is asked again every
     /// interval. While it answers, the media stay; when it stops answering for the timeout they
     /// stop — said once, and the address is asked no more — and its old answers no longer count:

@@ -42,8 +42,16 @@ struct AddressChecks {
     /// not hold the agent's outstanding checks for long.
     static let consentSends = 4
 
+    /// An address that let a check go unanswered is not asked again for the same leg for 10 s
+    /// (whatever the checks from it say): a check forged from someone else's address earns that
+    /// address six of ours once, not six for every forged one. Consent checks (`consentSends`)
+    /// neither set nor heed it: one lost burst must not stop the next. At most `maxQuiet` held.
+    static let quietNanoseconds: UInt64 = 10_000_000_000
+    static let maxQuiet = 4096
+
     private var pending: [ICELiteResponder.Transaction: Pending] = [:]
     private var byTarget: [Target: ICELiteResponder.Transaction] = [:]
+    private var quietUntil: [Target: UInt64] = [:]
 
     var count: Int { pending.count }
 
@@ -78,6 +86,23 @@ struct AddressChecks {
         return check
     }
 
+    /// Whether `address` let a check for `tunnel`'s leg go unanswered within `quietNanoseconds`.
+    mutating func isQuiet(_ address: SocketAddress, for tunnel: UInt64, now: UInt64) -> Bool {
+        let target = Target(tunnel: tunnel, address: address)
+        guard let until = quietUntil[target] else { return false }
+        if now < until { return true }
+        quietUntil[target] = nil
+        return false
+    }
+
+    var quietCount: Int { quietUntil.count }
+
+    private mutating func quiet(_ check: Pending, now: UInt64) {
+        if quietUntil.count >= Self.maxQuiet { quietUntil = quietUntil.filter { now < $0.value } }
+        guard quietUntil.count < Self.maxQuiet else { return }
+        quietUntil[Target(tunnel: check.tunnel, address: check.address)] = now + Self.quietNanoseconds
+    }
+
     /// At `now`: the checks to send again, and those given up (for the responder to forget).
     mutating func due(now: UInt64) -> (resend: [Pending], givenUp: [ICELiteResponder.Transaction]) {
         var resend: [Pending] = [], givenUp: [ICELiteResponder.Transaction] = []
@@ -85,6 +110,7 @@ struct AddressChecks {
             if check.sends >= check.limit {
                 givenUp.append(t)
                 _ = take(t)
+                if check.limit == Self.maxSends { quiet(check, now: now) }
             } else {
                 var next = check
                 next.sends += 1

@@ -444,8 +444,10 @@ final class WebRTCGateway: Sendable {
         startCheck(of: from, for: leg, nominate: nominated, &r)
     }
 
-    /// Sends a check of ours to `address` (unless `maxOutstandingChecks` await already).
+    /// Sends a check of ours to `address` (unless `maxOutstandingChecks` await already, or — not
+    /// for consent — the address let one go unanswered lately: `AddressChecks.isQuiet`).
     private func startCheck(of address: SocketAddress, for leg: Leg, nominate: Bool, limit: Int = AddressChecks.maxSends, _ r: inout Reader) {
+        guard limit == AddressChecks.consentSends || !r.checks.isQuiet(address, for: leg.tunnel, now: monotonicNanoseconds()) else { return }
         guard let remoteUfrag = leg.remoteUfrag, let remotePassword = leg.remotePassword,
               let (request, transaction) = r.responder.check(username: "\(remoteUfrag):\(leg.peer.localUfrag)", password: remotePassword) else { return }
         var pending = AddressChecks.Pending(tunnel: leg.tunnel, address: address, request: request, sentAt: monotonicNanoseconds(), nominate: nominate)
