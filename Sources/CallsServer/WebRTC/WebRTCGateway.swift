@@ -12,7 +12,8 @@ import Synchronization
 ///
 /// ```
 ///  browser ─UDP─▶ reader thread ─▶ STUN: ICELiteResponder (reply; a check of our own to the
-///                               │         address; its response: media go there)
+///                               │         address; its response: media go there; the media
+///                               │         address asked again for its consent: ConsentFreshness)
 ///                               └─▶ by address: WebRTCPeer.receive ─▶ DTLS replies ─UDP─▶ browser
 ///                                                                 └─▶ native SRTP ─▶ MediaRelay.receiveTunnelled
 ///  MediaRelay workers ─ tunnel sink ─▶ deliver: WebRTCPeer.fromRoom ─UDP─▶ browser
