@@ -460,7 +460,8 @@ final class WebRTCGateway: Sendable {
     /// Consent freshness (`ConsentFreshness`): each leg's media address asked again when due —
     /// consent checks take at most two thirds of the agent's outstanding checks, the rest stay
     /// for new addresses — and a leg whose address let its consent run out sends no more media
-    /// there (its browser's next nomination, answered, starts them again).
+    /// there (the browser's next check, from any of its addresses, starts a check of ours there;
+    /// once that is answered the media go there again).
     private func keepConsent(_ r: inout Reader, now: UInt64) {
         let (check, expired) = r.consent.due(now: now)
         for due in check {
