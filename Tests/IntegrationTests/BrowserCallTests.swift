@@ -199,7 +199,12 @@ final class BrowserCallTests: XCTestCase {
         // … and from the terminal to the browser (its roster, its chat, its tile's label).
         terminal.send("mute-audio")
         terminal.send("raise-hand")
+        XCTAssertEqual(try browser.evaluate(page, "document.getElementById('panel-chat').textContent") as? String, "Chat", "its own message is not unread")
         terminal.send("send-chat hello from the terminal")
+        // Unread while the chat is closed: the button counts it, opening the chat clears it.
+        XCTAssertTrue(try browser.waitFor(page, "document.getElementById('panel-chat').textContent === 'Chat (1)'", timeout: 5), "no unread count on the Chat button")
+        _ = try browser.evaluate(page, "document.getElementById('panel-chat').click(); true")
+        XCTAssertEqual(try browser.evaluate(page, "document.getElementById('panel-chat').textContent") as? String, "Chat")
         let termState = "(() => { const p = window.callroom.roster.get(\(String(reflecting: termPid ?? ""))); return !!p && p.isAudioMuted && !!p.raisedHandTimestamp && window.callroom.chat.some(m => m.text === 'hello from the terminal'); })()"
         XCTAssertTrue(try browser.waitFor(page, termState, timeout: 5), "the terminal's mute, hand or chat not seen in the browser")
         // … and with the terminal muted, the browser is: its level, rewritten into CallRoom's

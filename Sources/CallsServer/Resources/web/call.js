@@ -26,6 +26,7 @@
     features: [], recording: false, transcribing: false, streaming: "stopped", captions: new Map(), showCaptions: true,
     // Presenters' shared terminals: pid → {columns, rows, cells, cursor}.
     shares: new Map(),
+    unread: 0,
   };
   // For people debugging a call (and the tests): the page's state.
   window.callroom = state;
@@ -180,7 +181,12 @@
         break;
       case "lobbyResolved": state.lobby.delete(m.pid); render(); break;
       case "roomLocked": state.locked = !!m.value; render(); break;
-      case "chat": state.chat.push(m); renderChat(); break;
+      case "chat":
+        state.chat.push(m);
+        // Unread while the chat is not on screen (one's own messages excepted): the button counts them.
+        if (!chatOpen() && !(state.me && m.pid === state.me.pid)) state.unread += 1;
+        renderChat();
+        break;
       case "screenShare": applyShare(m.pid, m.frame); break;
       case "recording": state.recording = !!m.active; render(); break;
       case "streaming": state.streaming = m.state; render(); break;
@@ -541,7 +547,10 @@
     show("captions", state.phase === "call" && state.transcribing && state.showCaptions && lines.length > 0);
   }
   setInterval(() => { if (state.captions.size) renderCaptions(); }, 1000);
+  function chatOpen() { return !$("side").classList.contains("hidden") && !$("chat-panel").classList.contains("hidden"); }
   function renderChat() {
+    $("panel-chat").textContent = state.unread > 0 ? "Chat (" + state.unread + ")" : "Chat";
+    $("panel-chat").setAttribute("aria-label", state.unread > 0 ? "Chat, " + state.unread + " unread" : "Chat");
     $("messages").replaceChildren(...state.chat.slice(-200).map((m) => {
       const li = document.createElement("li");
       const b = document.createElement("strong");
@@ -608,7 +617,7 @@
   $("cc").onclick = () => { state.showCaptions = !state.showCaptions; render(); renderCaptions(); };
   $("lock").onclick = () => send({ type: "setRoomLocked", value: !state.locked });
   $("panel-people").onclick = () => { show("side", true); show("people-panel", true); show("chat-panel", false); };
-  $("panel-chat").onclick = () => { show("side", true); show("chat-panel", true); show("people-panel", false); };
+  $("panel-chat").onclick = () => { show("side", true); show("chat-panel", true); show("people-panel", false); state.unread = 0; renderChat(); };
   for (const b of document.querySelectorAll("[data-close]")) b.onclick = () => show("side", false);
   $("chat-form").onsubmit = (e) => {
     e.preventDefault();
