@@ -12,9 +12,10 @@ struct AddressChecks {
         let request: [UInt8]
         var sentAt: UInt64
         var sends = 1
-        /// Sent at most this many times (`maxSends`; a consent check of an address that answered
-        /// before, `consentSends`).
-        var limit = AddressChecks.maxSends
+        /// A consent check of the leg's media address (`ConsentFreshness`): sent `consentSends`
+        /// times, not `maxSends`, and it neither sets nor heeds an address's quiet.
+        var consent = false
+        var limit: Int { consent ? AddressChecks.consentSends : AddressChecks.maxSends }
         /// The leg's media go to the address once it answers (the browser nominated it, or the
         /// leg had no media address yet).
         var nominate: Bool
@@ -95,8 +96,6 @@ struct AddressChecks {
         return false
     }
 
-    var quietCount: Int { quietUntil.count }
-
     private mutating func quiet(_ check: Pending, now: UInt64) {
         if quietUntil.count >= Self.maxQuiet { quietUntil = quietUntil.filter { now < $0.value } }
         guard quietUntil.count < Self.maxQuiet else { return }
@@ -110,7 +109,7 @@ struct AddressChecks {
             if check.sends >= check.limit {
                 givenUp.append(t)
                 _ = take(t)
-                if check.limit == Self.maxSends { quiet(check, now: now) }
+                if !check.consent { quiet(check, now: now) }
             } else {
                 var next = check
                 next.sends += 1

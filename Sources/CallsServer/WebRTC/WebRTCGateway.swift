@@ -447,12 +447,12 @@ final class WebRTCGateway: Sendable {
 
     /// Sends a check of ours to `address` (unless `maxOutstandingChecks` await already, or — not
     /// for consent — the address let one go unanswered lately: `AddressChecks.isQuiet`).
-    private func startCheck(of address: SocketAddress, for leg: Leg, nominate: Bool, limit: Int = AddressChecks.maxSends, _ r: inout Reader) {
-        guard limit == AddressChecks.consentSends || !r.checks.isQuiet(address, for: leg.tunnel, now: monotonicNanoseconds()) else { return }
+    private func startCheck(of address: SocketAddress, for leg: Leg, nominate: Bool, consent: Bool = false, _ r: inout Reader) {
+        guard consent || !r.checks.isQuiet(address, for: leg.tunnel, now: monotonicNanoseconds()) else { return }
         guard let remoteUfrag = leg.remoteUfrag, let remotePassword = leg.remotePassword,
               let (request, transaction) = r.responder.check(username: "\(remoteUfrag):\(leg.peer.localUfrag)", password: remotePassword) else { return }
         var pending = AddressChecks.Pending(tunnel: leg.tunnel, address: address, request: request, sentAt: monotonicNanoseconds(), nominate: nominate)
-        pending.limit = limit
+        pending.consent = consent
         r.checks.add(transaction, pending)
         if socket.send(request, to: address) { counters.addressChecksSent.add(1, ordering: .relaxed) }
     }
@@ -471,7 +471,7 @@ final class WebRTCGateway: Sendable {
             }
             guard r.responder.outstandingChecks < ICELiteResponder.maxOutstandingChecks * 2 / 3,
                   !r.checks.awaiting(due.address, for: due.tunnel, nominate: false) else { continue }
-            startCheck(of: due.address, for: leg, nominate: false, limit: AddressChecks.consentSends, &r)
+            startCheck(of: due.address, for: leg, nominate: false, consent: true, &r)
         }
         for due in expired {
             guard let leg = table.withLock({ $0.unverified(due.address, for: due.tunnel) }), leg.peer.withdraw(from: due.address) else { continue }
