@@ -405,7 +405,9 @@
     show("cc", state.transcribing);
     $("cc").textContent = state.showCaptions ? "Hide captions" : "Show captions";
     $("lock").classList.toggle("hidden", !host);
-    scheduleShares();
+    // A share whose presenter stopped presenting or left goes (its frames redraw it otherwise:
+    // a speaker change is no reason to rebuild a grid of up to 30,000 cells).
+    if ([...state.shares.keys()].some((pid) => !(state.roster.get(pid) || {}).isPresenting)) scheduleShares();
     $("lock").textContent = state.locked ? "Unlock room" : "Lock room";
     $("count").textContent = state.roster.size + (state.roster.size === 1 ? " person" : " people");
     $("mute").setAttribute("aria-pressed", String(state.muted));
