@@ -151,10 +151,11 @@ final class WebhookTests: XCTestCase {
     func testABacklogSurvivesKill9() throws {
         let tmp = TemporaryDirectory("callroom-hooks")
         defer { tmp.remove() }
-        // A port nobody listens on yet.
-        let probe = try WebhookReceiver(log: tmp.file("probe.jsonl"))
-        let port = probe.port
-        probe.stop()
+        // A port nobody listens on yet, held until the receiver starts on it (found free and let
+        // go, another process could take it while the backlog builds).
+        let hold = try TCPPortHold()
+        defer { hold.close() }
+        let port = hold.port
         let config = tmp.file("config.json")
         try #"{"webhooks": [{"id": "main", "url": "http://127.0.0.1:\#(port)/hook", "secret": "\#(secret)"}]}"#
             .write(toFile: config, atomically: true, encoding: .utf8)
@@ -175,6 +176,7 @@ final class WebhookTests: XCTestCase {
         _ = server.process.wait()
         let receiver = try WebhookReceiver(log: tmp.file("hooks.jsonl"), port: port)
         defer { receiver.stop() }
+        hold.close()
         server = try CallroomdProcess(dataDir: tmp.file("data"), extra: ["--config", config, "--log-level", "error"])
         defer { _ = server.stop() }
         XCTAssertTrue(receiver.waitFor(6, timeout: 20), "3 calls × (initiated, cancelled): \(receiver.received.count)")
@@ -336,9 +338,10 @@ final class WebhookTests: XCTestCase {
     func testTheQueuePerWebhookIsBoundedByDroppingTheOldest() throws {
         let tmp = TemporaryDirectory("callroom-hooks")
         defer { tmp.remove() }
-        let probe = try WebhookReceiver(log: tmp.file("probe.jsonl"))
-        let port = probe.port
-        probe.stop()
+        // A port held and never listened on: every delivery is refused for the test's length.
+        let hold = try TCPPortHold()
+        defer { hold.close() }
+        let port = hold.port
         let h = try ServerHarness {
             $0.ringLimits = .unlimited  // (many calls between two users, quickly)
             $0.webhooks = [WebhookConfig(id: "down", url: "http://127.0.0.1:\(port)/hook", secret: self.secret)]
