@@ -524,7 +524,8 @@ final class BrowserCallTests: XCTestCase {
     }
 
     /// A host in the browser (an account holder, first into a lobby room): the People panel admits
-    /// a terminal from the lobby, mutes it, locks the room and removes it.
+    /// a terminal from the lobby, mutes it, locks the room and removes it (asked twice), lets it
+    /// back in, bans it for good (asked twice) and lifts the ban.
     func testAHostInTheBrowserAdmitsMutesLocksAndRemoves() throws {
         let tmp = TemporaryDirectory("callroom-browser-host")
         defer { tmp.remove() }
@@ -570,10 +571,46 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertNotNil(guest.waitForLine(timeout: 5) { $0.contains("onAudioMuted") }, "the host's mute not felt")
         _ = try browser.evaluate(page, "document.getElementById('lock').click(); true")
         XCTAssertTrue(try browser.waitFor(page, "window.callroom.locked && document.getElementById('lock').textContent === 'Unlock room'", timeout: 5))
+        // Removing asks first: the first click only turns the button into "Confirm remove".
         _ = try browser.evaluate(page, clickOnGus("Remove"))
+        XCTAssertTrue(try browser.waitFor(page, "[...document.querySelectorAll('#people button')].some(b => b.textContent === 'Confirm remove')", timeout: 5))
+        XCTAssertNil(guest.waitForLine(timeout: 1) { $0.contains("removed") }, "removed on the first click")
+        _ = try browser.evaluate(page, clickOnGus("Confirm remove"))
         XCTAssertNotNil(guest.waitForLine(timeout: 5) { $0.contains("removed") }, "the host's removal not felt: \(guest.output.suffix(3))")
         XCTAssertTrue(try browser.waitFor(page, "!\(gus)", timeout: 5), "Gus still in the browser's roster")
         _ = guest.wait(timeout: 10)
+        // Removed stays removed (whatever token he brings) until the host lets him back in.
+        _ = try browser.evaluate(page, "document.getElementById('lock').click(); true")  // (unlocked: the lobby again)
+        XCTAssertTrue(try browser.waitFor(page, "!window.callroom.locked", timeout: 5))
+        let join = { try ManagedProcess(BuiltProducts.path("callroom"), ["join", "hosted", "--server", callroomd.url, "--uid", "gus", "--name", "Gus",
+                                                                         "--auth-key", callroomd.authKey, "--input", "null", "--output", "null", "--headless"]) }
+        let refused = try join()
+        XCTAssertEqual(refused.wait(timeout: 10), 1)
+        XCTAssertTrue(refused.errorOutput.contains("ERR_REMOVED_FROM_SESSION"), refused.errorOutput)
+        let removedItem = "document.querySelector('#people li[data-removed=\"gus\"]')"
+        XCTAssertTrue(try browser.waitFor(page, "!!\(removedItem) && \(removedItem).textContent.startsWith('Gus was removed')", timeout: 5),
+                      "the People panel does not offer to let Gus back in")
+        _ = try browser.evaluate(page, "\(removedItem).querySelector('button').click(); true")  // Let back in
+        XCTAssertTrue(try browser.waitFor(page, "!\(removedItem)", timeout: 5))
+        let back = try join()
+        defer { back.closeInput(); _ = back.wait(timeout: 10) }
+        XCTAssertTrue(try browser.waitFor(page, "document.querySelector('#people [data-lobby] button')", timeout: 10), "not let back in: \(back.errorOutput)")
+        _ = try browser.evaluate(page, "document.querySelector('#people [data-lobby] button').click(); true")  // Admit
+        XCTAssertNotNil(back.waitForLine(timeout: 10) { $0.contains("onSessionJoined") }, back.errorOutput)
+        // Banned for good (asked first too): out now, listed with a way to lift it; lifted, the room's rules hold no ban.
+        XCTAssertTrue(try browser.waitFor(page, "!!\(gus)", timeout: 5))
+        _ = try browser.evaluate(page, clickOnGus("Ban"))
+        XCTAssertTrue(try browser.waitFor(page, "[...document.querySelectorAll('#people button')].some(b => b.textContent === 'Confirm ban')", timeout: 5))
+        _ = try browser.evaluate(page, clickOnGus("Confirm ban"))
+        XCTAssertNotNil(back.waitForLine(timeout: 5) { $0.contains("removed") }, "the host's ban not felt: \(back.output.suffix(3))")
+        let bans = { (BlockingHTTP.request("GET", callroomd.url + "/v3/rooms/hosted/bans", headers: admin).data["bannedUids"] as? [String]) ?? ["?"] }
+        XCTAssertEqual(bans(), ["gus"])
+        let bannedItem = "document.querySelector('#people li[data-banned=\"gus\"]')"
+        XCTAssertTrue(try browser.waitFor(page, "!!\(bannedItem) && \(bannedItem).textContent.startsWith('Gus is banned') && !\(removedItem)", timeout: 5),
+                      "the ban is not listed (or Gus is offered back in while banned)")
+        _ = try browser.evaluate(page, "\(bannedItem).querySelector('button').click(); true")  // Lift ban
+        XCTAssertTrue(try browser.waitFor(page, "!\(bannedItem) && !\(removedItem)", timeout: 5), "the lifted ban is still listed")
+        XCTAssertEqual(bans(), [])
     }
 
     /// Firefox (Debian's firefox-esr over Marionette) and a terminal: each hears the other, each

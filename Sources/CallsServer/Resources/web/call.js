@@ -27,6 +27,9 @@
     // Presenters' shared terminals: pid → {columns, rows, cells, cursor}.
     shares: new Map(),
     unread: 0,
+    // (Hosts) uids banned from the room for good (`roomBans`), people removed from this call who
+    // may be let back in (uid → name), and a Remove or Ban button waiting for its second click.
+    bans: [], removed: new Map(), armed: null,
   };
   // For people debugging a call (and the tests): the page's state.
   window.callroom = state;
@@ -167,7 +170,13 @@
         break;
       case "lobbyWaiting": state.phase = "lobby"; notice("Waiting for the host to let you in…"); break;
       case "participantJoined": state.roster.set(m.participant.pid, m.participant); render(); negotiate(); break;
-      case "participantLeft": state.roster.delete(m.participant.pid); dropStreams(m.participant.pid); render(); negotiate(); break;
+      case "participantLeft":
+        state.roster.delete(m.participant.pid);
+        dropStreams(m.participant.pid);
+        if (m.reason === "removed") state.removed.set(m.participant.uid, m.participant.name);
+        render();
+        negotiate();
+        break;
       case "participantUpdated":
         state.roster.set(m.participant.pid, m.participant);
         if (state.me && m.participant.pid === state.me.pid) { state.me = m.participant; followHost(m.participant, m.change); }
@@ -181,6 +190,7 @@
         break;
       case "lobbyResolved": state.lobby.delete(m.pid); render(); break;
       case "roomLocked": state.locked = !!m.value; render(); break;
+      case "roomBans": state.bans = Array.isArray(m.uids) ? m.uids : []; render(); break;
       case "chat":
         state.chat.push(m);
         // Unread while the chat is not on screen (one's own messages excepted): the button counts them.
@@ -353,10 +363,26 @@
     // Moderators (a host) act on the others from here: mute (and allow unmuting when the room
     // holds a host's mute), stop video, remove; admit or deny the lobby; lock.
     const host = !!state.me && state.me.role === "moderator";
-    const button = (label, message) => {
+    const button = (label, message, then) => {
       const b = document.createElement("button");
       b.textContent = label;
-      b.onclick = () => send(message);
+      b.onclick = () => { send(message); if (then) then(); };
+      return b;
+    };
+    // What cannot be undone from here at once (a removal, a ban) asks first: the button's first
+    // click turns it into "Confirm …" for 5 s (kept across re-renders), the second acts.
+    const confirmed = (label, message, key) => {
+      const armed = state.armed && state.armed.key === key;
+      const b = document.createElement("button");
+      b.textContent = armed ? "Confirm " + label.toLowerCase() : label;
+      b.classList.toggle("danger", armed);
+      b.onclick = () => {
+        if (state.armed && state.armed.key === key) { state.armed = null; send(message); render(); return; }
+        clearTimeout(state.armedTimer);
+        state.armed = { key };
+        state.armedTimer = setTimeout(() => { state.armed = null; render(); }, 5000);
+        render();
+      };
       return b;
     };
     $("people").replaceChildren(...[...state.roster.values()].map((p) => {
@@ -368,7 +394,8 @@
         if (!p.isAudioMuted) li.append(" ", button("Mute", { type: "muteParticipant", pid: p.pid }));
         if (p.mutedByModerator) li.append(" ", button("Allow unmute", { type: "allowUnmute", pid: p.pid }));
         if (p.videoSsrc && !p.isVideoPaused) li.append(" ", button("Stop video", { type: "pauseParticipantVideo", pid: p.pid }));
-        li.append(" ", button("Remove", { type: "removeParticipant", pid: p.pid }));
+        li.append(" ", confirmed("Remove", { type: "removeParticipant", pid: p.pid }, "remove " + p.pid));
+        if (p.uid !== state.me.uid) li.append(" ", confirmed("Ban", { type: "setBan", uid: p.uid, value: true }, "ban " + p.pid));
       }
       return li;
     }), ...[...state.lobby.values()].map((p) => {
@@ -376,6 +403,19 @@
       li.dataset.lobby = p.pid;
       li.append(document.createTextNode(p.name + " is waiting "), button("Admit", { type: "admitFromLobby", pid: p.pid }), " ",
                 button("Deny", { type: "denyFromLobby", pid: p.pid }));
+      return li;
+    }), ...(host ? [...state.removed].filter(([uid]) => !state.bans.includes(uid)) : []).map(([uid, name]) => {
+      // Removed from this call: out until the call ends, unless a host lets them back in.
+      const li = document.createElement("li");
+      li.dataset.removed = uid;
+      li.append(document.createTextNode(name + " was removed "),
+                button("Let back in", { type: "allowRejoin", uid }, () => { state.removed.delete(uid); render(); }));
+      return li;
+    }), ...(host ? state.bans : []).map((uid) => {
+      const li = document.createElement("li");
+      li.dataset.banned = uid;
+      li.append(document.createTextNode((state.removed.get(uid) || uid) + " is banned from this room "),
+                button("Lift ban", { type: "setBan", uid, value: false }, () => state.removed.delete(uid)));
       return li;
     }));
     // What runs in the room, said to everyone; a host starts and stops what the server offers.
