@@ -42,6 +42,27 @@ final class BrowserCallTests: XCTestCase {
         "(() => { const e = document.getElementById(\(String(reflecting: id))); return !!e && !e.classList.contains('hidden') && e.textContent.includes(\(String(reflecting: text))); })()"
     }
 
+    /// How many frames the terminal's `--video-out` files of `pid` hold, by file name (PID.y4m,
+    /// PID-WxH.y4m: one a frame size), from each file's header and length (every frame of a file
+    /// is `FRAME\n` and W×H×1.5 bytes).
+    static func dumpedFrames(_ dir: String, pid: String) -> [String: Int] {
+        var out: [String: Int] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(pid) && name.hasSuffix(".y4m") {
+            guard let handle = FileHandle(forReadingAtPath: dir + "/" + name) else { continue }
+            defer { try? handle.close() }
+            let head = (try? handle.read(upToCount: 128)) ?? Data()
+            guard let end = head.firstIndex(of: 10), let length = try? handle.seekToEnd() else { continue }
+            var width = 0, height = 0
+            for field in String(decoding: head[..<end], as: UTF8.self).split(separator: " ") {
+                if field.first == "W" { width = Int(field.dropFirst()) ?? 0 }
+                if field.first == "H" { height = Int(field.dropFirst()) ?? 0 }
+            }
+            guard width > 0, height > 0 else { continue }
+            out[name] = (Int(length) - (end + 1)) / (6 + width * height * 3 / 2)
+        }
+        return out
+    }
+
     /// Whether the Y4M file at `path` holds at least `frames` frames: their headers counted from
     /// its start in the mapped file (read whole into a string and split, a file that grows by
     /// 14 MB a second took longer to count than the frames took to come).
@@ -1024,5 +1045,66 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertEqual(share.wait(timeout: 20), 0, share.errorOutput)
         XCTAssertTrue(try browser.waitFor(page, "document.getElementById('shares').classList.contains('hidden') && !document.querySelector('#shares .share')", timeout: 10),
                       "the share stays on the page after it ended")
+    }
+
+    /// A browser shares its screen: it goes out as its video (Chromium's fake 800-pixel-wide
+    /// screen replaces its camera on the same sender), the room is told (`isPresenting`: the terminal's
+    /// `onParticipantStartedScreenShare`), the terminal decodes it, and the camera comes back
+    /// when the share ends by the browser's own "Stop sharing" (the track's `ended`). A browser
+    /// that joined with audio only shares too (a sender added, one more offer) and sends no
+    /// video again once it stops (paused, as it joined).
+    func testABrowserSharesItsScreenAsItsVideo() throws {
+        let tmp = TemporaryDirectory("callroom-browser-screen")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let link = try XCTUnwrap(Self.invite(callroomd, session: "screens"))
+        let dump = tmp.path + "/frames"
+        let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "screens", "--server", callroomd.url, "--uid", "term",
+                                                                           "--auth-key", callroomd.authKey, "--input", "null", "--output", "null",
+                                                                           "--video", "pattern", "--video-out", dump, "--headless"])
+        defer { terminal.send("leave"); _ = terminal.wait(timeout: 10) }
+        XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        let page = try browser.open(link)
+        try Self.clickJoin(browser, page, name: "Presenter")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && \(Self.mediaConnected)", timeout: 20), "the browser's media did not connect")
+        let pid = try XCTUnwrap(try browser.evaluate(page, "window.callroom.me.pid") as? String)
+        // (Chromium's fake screen is 800 wide; its fake camera 640.)
+        let screenFrames = { Self.dumpedFrames(dump, pid: pid).filter { $0.key.contains("-800x") }.values.reduce(0, +) }
+        let cameraFrames = { Self.dumpedFrames(dump, pid: pid).filter { !$0.key.contains("-800x") }.values.reduce(0, +) }
+        XCTAssertTrue(eventually(15, poll: 0.2) { cameraFrames() >= 5 }, "the terminal decodes no camera from the browser: \(Self.dumpedFrames(dump, pid: pid))")
+        XCTAssertTrue(try browser.evaluate(page, "!document.getElementById('share-screen').classList.contains('hidden')") as? Bool == true, "no Share screen button")
+
+        _ = try browser.evaluate(page, "document.getElementById('share-screen').click(); true")
+        let ownTile = "document.querySelector('.tile[data-pid=\"' + window.callroom.me.pid + '\"]')"
+        XCTAssertTrue(try browser.waitFor(page, "!!window.callroom.screen && document.getElementById('share-screen').textContent === 'Stop sharing' && \(ownTile).classList.contains('presenting') && document.getElementById('camera-toggle').disabled", timeout: 10),
+                      "the page does not say it shares: \(String(describing: try? browser.evaluate(page, "window.callroom.error")))")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantStartedScreenShare") && $0.contains("Presenter") }, "the room is not told")
+        XCTAssertTrue(eventually(15, poll: 0.2) { screenFrames() >= 10 }, "the terminal decodes no 800-pixel screen from the browser: \(Self.dumpedFrames(dump, pid: pid))")
+        let shots = ProcessInfo.processInfo.environment["CALLROOM_SCREENSHOT_DIR"] ?? tmp.path
+        try browser.screenshot(page).write(to: URL(fileURLWithPath: shots + "/browser-sharing-screen.png"))
+        // The browser's own "Stop sharing" ends the track: the share ends and the camera is back.
+        let camera = cameraFrames()
+        _ = try browser.evaluate(page, "window.callroom.screen.dispatchEvent(new Event('ended')); true")
+        XCTAssertTrue(try browser.waitFor(page, "!window.callroom.screen && document.getElementById('share-screen').textContent === 'Share screen' && !\(ownTile).classList.contains('presenting') && !document.getElementById('camera-toggle').disabled", timeout: 10))
+        XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantStoppedScreenShare") && $0.contains("Presenter") }, "the share's end is not told")
+        XCTAssertTrue(eventually(15, poll: 0.2) { cameraFrames() >= camera + 10 }, "the camera did not come back: \(Self.dumpedFrames(dump, pid: pid))")
+
+        // Audio only: no video until the share, a sender added for it, paused again after.
+        let listener = try browser.open(link)
+        try Self.clickJoin(browser, listener, name: "Listener", video: false)
+        XCTAssertTrue(try browser.waitFor(listener, "window.callroom.phase === 'call' && \(Self.mediaConnected) && window.callroom.me.isVideoPaused && !window.callroom.videoSender", timeout: 20))
+        let listenerPid = try XCTUnwrap(try browser.evaluate(listener, "window.callroom.me.pid") as? String)
+        let answers = try XCTUnwrap(try browser.evaluate(listener, "window.callroom.answers") as? Int)
+        _ = try browser.evaluate(listener, "document.getElementById('share-screen').click(); true")
+        XCTAssertTrue(try browser.waitFor(listener, "!!window.callroom.videoSender && window.callroom.answers > \(answers) && !window.callroom.me.isVideoPaused && window.callroom.me.isPresenting", timeout: 10),
+                      "no sender added, no new answer, or still paused: \(String(describing: try? browser.evaluate(listener, "JSON.stringify({error: window.callroom.error, me: window.callroom.me, answers: window.callroom.answers})")))")
+        XCTAssertTrue(eventually(15, poll: 0.2) { (Self.dumpedFrames(dump, pid: listenerPid)["\(listenerPid).y4m"] ?? 0) >= 10 },
+                      "the terminal decodes nothing of the audio-only browser's screen: \(Self.dumpedFrames(dump, pid: listenerPid))\n\(Self.stats(browser, listener))")
+        _ = try browser.evaluate(listener, "document.getElementById('share-screen').click(); true")
+        XCTAssertTrue(try browser.waitFor(listener, "!window.callroom.screen && window.callroom.me.isVideoPaused && !window.callroom.me.isPresenting", timeout: 10), "not paused again after the share")
+        XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantStoppedScreenShare") && $0.contains("Listener") }, "the share's end is not told")
     }
 }

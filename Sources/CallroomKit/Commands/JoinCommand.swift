@@ -36,6 +36,7 @@ package enum JoinCommand {
                                test pattern), v4l2:/dev/videoN, pattern, avatar, file:PATH.y4m, or
                                none (receive video, send none)
           --video-out DIR      headless: write each participant's received frames to DIR/PID.y4m
+                               (frames of another size, as when they share a screen: DIR/PID-WxH.y4m)
           --frame-ms N         audio frame length, 10 or 20 (default 20)
           --period-ms P        playback device period: auto (default: 5 ms with 20 ms frames,
                                2 ms with 10 ms frames, longer only if the device under-runs), or

@@ -95,7 +95,7 @@ struct InvitePage {
             </aside></div>
             <div id="captions" class="captions hidden" aria-label="Captions"></div><div id="captions-read" class="sr-only" aria-live="polite"></div>
             <div id="status" class="status" role="status" aria-live="polite"></div>
-            <nav class="bar"><button id="mute" aria-pressed="false">Mute</button><button id="camera-toggle">Camera off</button>
+            <nav class="bar"><button id="mute" aria-pressed="false">Mute</button><button id="camera-toggle">Camera off</button><button id="share-screen" class="hidden" aria-pressed="false">Share screen</button>
             <button id="hand" aria-pressed="false">Raise hand</button><button id="cc" class="hidden">Hide captions</button><button id="panel-chat">Chat</button><button id="panel-people">People</button>
             <button id="copy-link">Copy invite link</button><button id="lock" class="hidden">Lock room</button><button id="leave" class="danger">Leave</button></nav>
             </div>

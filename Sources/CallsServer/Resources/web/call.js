@@ -30,6 +30,11 @@
     // (Hosts) uids banned from the room for good (`roomBans`), people removed from this call who
     // may be let back in (uid → name), and a Remove or Ban button waiting for its second click.
     bans: [], removed: new Map(), armed: null,
+    // My shared screen (a getDisplayMedia track) while I share it, and the sender my video goes
+    // out on (the camera's, or one added for the screen when I joined with audio only).
+    screen: null, videoSender: null,
+    // Whether I last asked for my video paused (the server's word may still be on its way).
+    videoPausedAsked: false,
   };
   // For people debugging a call (and the tests): the page's state.
   window.callroom = state;
@@ -157,6 +162,7 @@
       case "resumed":
         state.me = m.you;
         state.ownPending = { audio: 0, video: 0 };  // (a new connection: nothing of mine is in flight on it)
+        state.videoPausedAsked = !!m.you.isVideoPaused;
         followHost(m.you);
         state.resumeToken = m.resumeToken;
         state.roster = new Map(m.participants.map((p) => [p.pid, p]));
@@ -263,9 +269,9 @@
     const pc = new RTCPeerConnection({ bundlePolicy: "max-bundle", rtcpMuxPolicy: "require", iceServers: JSON.parse(page.iceServers || "[]") });
     state.pc = pc;
     const audio = state.local && state.local.getAudioTracks()[0];
-    const video = state.local && state.local.getVideoTracks()[0];
+    const video = state.screen || (state.local && state.local.getVideoTracks()[0]);
     if (audio) pc.addTransceiver(audio, { direction: "sendonly", streams: [state.local] });
-    if (video) pc.addTransceiver(video, { direction: "sendonly", streams: [state.local] });
+    state.videoSender = video ? pc.addTransceiver(video, { direction: "sendonly", streams: state.local ? [state.local] : [] }).sender : null;
     pc.ontrack = (e) => {
       const pid = e.streams[0] && e.streams[0].id;
       if (!pid) return;
@@ -349,15 +355,16 @@
       }
       const mine = state.me && p.pid === state.me.pid;
       const v = tile.querySelector("video");
-      const stream = mine ? state.local : state.streams.get(p.pid);
+      const stream = mine ? (state.screen ? state.screenStream : state.local) : state.streams.get(p.pid);
       if (v.srcObject !== (stream || null)) v.srcObject = stream || null;
       v.muted = !!mine;
       const hasVideo = !!stream && stream.getVideoTracks().some((t) => mine || !t.muted) && !p.isVideoPaused;
       v.classList.toggle("hidden", !hasVideo);
       tile.querySelector(".initials").textContent = hasVideo ? "" : initials(p.name);
-      tile.querySelector(".label").textContent = (p.isPinned ? "📌 " : "") + (p.isAudioMuted ? "🔇 " : "") + (p.raisedHandTimestamp ? "✋ " : "") + p.name + (mine ? " (you)" : "");
+      tile.querySelector(".label").textContent = (p.isPresenting ? "🖥 " : "") + (p.isPinned ? "📌 " : "") + (p.isAudioMuted ? "🔇 " : "") + (p.raisedHandTimestamp ? "✋ " : "") + p.name + (mine ? " (you)" : "");
       tile.classList.toggle("speaking", state.dominant === p.pid);
       tile.classList.toggle("pinned", !!p.isPinned);  // (a host pinned them for the whole room: first, and larger)
+      tile.classList.toggle("presenting", !!p.isPresenting);  // (a screen: shown whole, not cropped to the tile)
     }
     for (const t of [...tiles.children]) if (!seen.has(t.dataset.pid)) t.remove();
     // Moderators (a host) act on the others from here: mute (and allow unmuting when the room
@@ -388,7 +395,7 @@
     $("people").replaceChildren(...[...state.roster.values()].map((p) => {
       const li = document.createElement("li");
       li.dataset.pid = p.pid;
-      li.append(document.createTextNode(p.name + (p.role === "moderator" ? " · host" : "") + (p.isPinned ? " · pinned" : "") + (p.isAudioMuted ? " · muted" : "") + (p.raisedHandTimestamp ? " · hand raised" : "")));
+      li.append(document.createTextNode(p.name + (p.role === "moderator" ? " · host" : "") + (p.isPinned ? " · pinned" : "") + (p.isAudioMuted ? " · muted" : "") + (p.raisedHandTimestamp ? " · hand raised" : "") + (p.isPresenting ? " · presenting" : "")));
       if (host) li.append(" ", button(p.isPinned ? "Unpin" : "Pin", p.isPinned ? { type: "pin", pid: null } : { type: "pin", pid: p.pid }));
       if (host && p.pid !== state.me.pid) {
         if (!p.isAudioMuted) li.append(" ", button("Mute", { type: "muteParticipant", pid: p.pid }));
@@ -454,7 +461,10 @@
     $("mute").textContent = state.muted ? (state.heldByHost ? "Muted by host" : "Unmute") : "Mute";
     $("mute").disabled = state.muted && !!state.heldByHost;
     $("camera-toggle").textContent = state.cameraOff ? "Camera on" : "Camera off";
-    $("camera-toggle").disabled = !(state.local && state.local.getVideoTracks().length);
+    // (While the screen is shared it is my video: the camera waits until the share ends.)
+    $("camera-toggle").disabled = !(state.local && state.local.getVideoTracks().length) || !!state.screen;
+    $("share-screen").textContent = state.screen ? "Stop sharing" : "Share screen";
+    $("share-screen").setAttribute("aria-pressed", String(!!state.screen));
     $("hand").setAttribute("aria-pressed", String(state.hand));
   }
   // ---- Shared terminals ----------------------------------------------------------------------
@@ -608,6 +618,7 @@
     state.phase = "left";
     if (state.pc) state.pc.close();
     if (state.local) state.local.getTracks().forEach((t) => t.stop());
+    if (state.screen) { state.screen.onended = null; state.screen.stop(); state.screen = null; }
     if (state.ws) state.ws.close();
     show("call", false);
     show("prejoin", false);
@@ -617,22 +628,76 @@
 
   // What a host did to me shows here as it is: muted (held until allowed, if the room says so),
   // video stopped — the local tracks follow, so the controls never claim otherwise. An update
-  // that answers my own mute or camera toggle (one each, in order) is not the host's.
+  // that answers my own mute or camera toggle (one each, in order) is not the host's; nor is
+  // one about something else (it may carry my state from before a request of mine still on its
+  // way): a host's mute comes as `audioMuted`, a stop as `videoPaused` (or as I join).
   function followHost(me, change) {
     const kind = change === "audioMuted" || change === "audioUnmuted" ? "audio" : change === "videoPaused" || change === "videoResumed" ? "video" : null;
     if (kind && state.ownPending[kind] > 0) { state.ownPending[kind] -= 1; return; }
-    if (me.isAudioMuted && !state.muted) {
+    const byHost = (c) => change === undefined || change === c;
+    if (me.isAudioMuted && !state.muted && byHost("audioMuted")) {
       state.muted = true;
       if (state.local) state.local.getAudioTracks().forEach((t) => { t.enabled = false; });
       $("status").textContent = me.mutedByModerator ? "The host muted you. You can unmute when the host allows it." : "The host muted you.";
     }
-    if (me.isVideoPaused && !state.cameraOff) {
+    if (me.isVideoPaused && (!state.cameraOff || state.screen) && byHost("videoPaused")) {
       state.cameraOff = true;
+      state.videoPausedAsked = true;
       if (state.local) state.local.getVideoTracks().forEach((t) => { t.enabled = false; });
+      stopScreenShare();
       $("status").textContent = "The host stopped your video.";
     }
     if (!me.mutedByModerator && state.heldByHost) $("status").textContent = "The host allows you to unmute.";
     state.heldByHost = !!me.mutedByModerator;
+  }
+
+  // ---- Sharing my screen ---------------------------------------------------------------------
+  // The screen goes out as my video, on the same sender (no renegotiation; one added when I
+  // joined with audio only): terminals show it in my tile, marked as sharing, and pages show it
+  // whole. `setPresenting` tells the room; my video is unpaused for it and paused again after
+  // if my camera was off.
+  async function startScreenShare() {
+    let display;
+    try {
+      display = await navigator.mediaDevices.getDisplayMedia({ video: { frameRate: { max: 15 } }, audio: false });
+    } catch (e) {
+      if (e.name !== "NotAllowedError" && e.name !== "AbortError") notice("Your screen could not be shared: " + e.message, true);
+      return;
+    }
+    const track = display.getVideoTracks()[0];
+    if (!track || state.phase !== "call" || state.screen) { display.getTracks().forEach((t) => t.stop()); return; }
+    track.contentHint = "detail";
+    track.onended = () => stopScreenShare();  // (the browser's own "Stop sharing")
+    state.screen = track;
+    state.screenStream = new MediaStream([track]);
+    if (state.videoSender) {
+      await state.videoSender.replaceTrack(track);
+    } else if (state.pc) {
+      state.videoSender = state.pc.addTransceiver(track, { direction: "sendonly" }).sender;
+      negotiate();
+    }
+    askVideoPaused(false);
+    send({ type: "setPresenting", value: true });
+    render();
+  }
+  async function stopScreenShare() {
+    const track = state.screen;
+    if (!track) return;
+    state.screen = null;
+    track.onended = null;
+    track.stop();
+    if (state.phase !== "call") return;
+    const camera = state.local && state.local.getVideoTracks()[0];
+    if (state.videoSender) await state.videoSender.replaceTrack(camera || null).catch(() => { /* closed: nothing to send */ });
+    send({ type: "setPresenting", value: false });
+    askVideoPaused(state.cameraOff || !camera);
+    render();
+  }
+  function askVideoPaused(value) {
+    if (value === state.videoPausedAsked) return;
+    state.videoPausedAsked = value;
+    state.ownPending.video += 1;
+    send({ type: "setVideoPaused", value });
   }
 
   // ---- Controls ------------------------------------------------------------------------------
@@ -650,10 +715,11 @@
   $("camera-toggle").onclick = () => {
     state.cameraOff = !state.cameraOff;
     if (state.local) state.local.getVideoTracks().forEach((t) => { t.enabled = !state.cameraOff; });
-    state.ownPending.video += 1;
-    send({ type: "setVideoPaused", value: state.cameraOff });
+    askVideoPaused(state.cameraOff);
     render();
   };
+  $("share-screen").onclick = () => (state.screen ? stopScreenShare() : startScreenShare());
+  show("share-screen", !!(navigator.mediaDevices && navigator.mediaDevices.getDisplayMedia));  // (not on phones)
   $("hand").onclick = () => { state.hand = !state.hand; send({ type: "setHandRaised", value: state.hand }); render(); };
   $("leave").onclick = () => leave("You left the call.");
   $("cc").onclick = () => { state.showCaptions = !state.showCaptions; render(); renderCaptions(); };
