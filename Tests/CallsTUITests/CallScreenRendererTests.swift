@@ -1,4 +1,5 @@
 @testable import CallsTUI
+import CallsCore
 import CometChatCallsSDK
 import Foundation
 import XCTest
@@ -242,6 +243,30 @@ final class CallScreenRendererTests: XCTestCase {
         XCTAssertTrue(pip.text.contains("PiP · Standup"))
         XCTAssertTrue(pip.text.contains("4 in call"))
         XCTAssertFalse(pip.text.contains("Event log"), "compact: nothing else")
+    }
+
+    /// Someone sharing their screen as their video (a browser's share) is shown large, after
+    /// the pins; a presenter whose share is a terminal (drawn as text) or whose video is off is not.
+    func testAScreenSharedAsVideoTakesTheSpotlight() {
+        var m = model(count: 4)
+        m.layout = .spotlight
+        m.dominantPID = "pid-u1"
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 100, height: 30).lines[1].hasPrefix("┌ AL ─"), "the dominant speaker first")
+        m.tiles[3].isPresenting = true
+        XCTAssertEqual(m.mainTile?.pid, "pid-u3")
+        XCTAssertTrue(CallScreenRenderer.render(m, width: 100, height: 30).lines[1].hasPrefix("┌ AT ─"), "the presenter's screen first")
+        m.tiles[3].isVideoPaused = true
+        XCTAssertEqual(m.mainTile?.pid, "pid-u1", "no video: nothing of theirs to show large")
+        m.tiles[3].isVideoPaused = false
+        m.screens["pid-u3"] = TerminalGrid(columns: 10, rows: 2)
+        XCTAssertEqual(m.mainTile?.pid, "pid-u1", "a shared terminal is drawn as text, not in the tile")
+        m.screens = [:]
+        m.tiles[2].isPinned = true
+        XCTAssertEqual(m.mainTile?.pid, "pid-u2", "the room's pin wins")
+        m.tiles[2].isPinned = false
+        m.tiles[0].isPresenting = true
+        m.tiles[3].isPresenting = false
+        XCTAssertEqual(m.mainTile?.pid, "pid-u1", "your own share is not what you need to see large")
     }
 
     func testBadgesHaveDistinctGlyphsAndColours() {

@@ -215,10 +215,13 @@ public struct CallViewModel: Equatable, Sendable {
     public func isDominant(_ tile: Tile) -> Bool { tile.pid == dominantPID && !tile.isMuted }
 
     /// The participant the spotlight and sidebar layouts show large: your own pin, the room's
-    /// pin, the dominant speaker, else the first other participant.
+    /// pin, someone else sharing their screen as their video (a browser's share: presenting,
+    /// video on, no shared terminal of theirs — that one is drawn as text above the tiles), the
+    /// dominant speaker, else the first other participant.
     public var mainTile: Tile? {
-        tiles.first { $0.pid == localPinPID } ?? tiles.first(where: \.isPinned) ?? tiles.first { isDominant($0) }
-            ?? tiles.first { !$0.isYou } ?? tiles.first
+        tiles.first { $0.pid == localPinPID } ?? tiles.first(where: \.isPinned)
+            ?? tiles.first { !$0.isYou && $0.isPresenting && !$0.isVideoPaused && screens[$0.pid] == nil }
+            ?? tiles.first { isDominant($0) } ?? tiles.first { !$0.isYou } ?? tiles.first
     }
 
     public init(title: String) { self.title = title }
