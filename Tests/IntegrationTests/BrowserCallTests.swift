@@ -1076,6 +1076,11 @@ final class BrowserCallTests: XCTestCase {
         let cameraFrames = { Self.dumpedFrames(dump, pid: pid).filter { !$0.key.contains("-800x") }.values.reduce(0, +) }
         XCTAssertTrue(eventually(15, poll: 0.2) { cameraFrames() >= 5 }, "the terminal decodes no camera from the browser: \(Self.dumpedFrames(dump, pid: pid))")
         XCTAssertTrue(try browser.evaluate(page, "!document.getElementById('share-screen').classList.contains('hidden')") as? Bool == true, "no Share screen button")
+        let recording = FileManager.default.isExecutableFile(atPath: "/usr/bin/ffprobe")
+        if recording {
+            terminal.send("start-recording")  // (the terminal joined first: the moderator)
+            XCTAssertTrue(try browser.waitFor(page, Self.says("indicators", "Recording"), timeout: 5))
+        }
 
         _ = try browser.evaluate(page, "document.getElementById('share-screen').click(); true")
         let ownTile = "document.querySelector('.tile[data-pid=\"' + window.callroom.me.pid + '\"]')"
@@ -1091,6 +1096,26 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(try browser.waitFor(page, "!window.callroom.screen && document.getElementById('share-screen').textContent === 'Share screen' && !\(ownTile).classList.contains('presenting') && !document.getElementById('camera-toggle').disabled", timeout: 10))
         XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantStoppedScreenShare") && $0.contains("Presenter") }, "the share's end is not told")
         XCTAssertTrue(eventually(15, poll: 0.2) { cameraFrames() >= camera + 10 }, "the camera did not come back: \(Self.dumpedFrames(dump, pid: pid))")
+        if recording {
+            // The recording spans the share: one WebM whose frames change size and back, every one decoded.
+            terminal.send("stop-recording")
+            let admin = ["apikey": callroomd.apiKey, "appId": callroomd.appId]
+            let file = eventuallyValue(10, poll: 0.2) { () -> [String: Any]? in
+                let call = BlockingHTTP.request("GET", callroomd.url + "/v3/calls/screens", headers: admin).data
+                let files = (call["recordings"] as? [[String: Any]])?.first?["files"] as? [[String: Any]] ?? []
+                return files.first { $0["name"] as? String == "\(pid).webm" }
+            }
+            let got = BlockingHTTP.request("GET", try XCTUnwrap(file?["url"] as? String, "the browser's WebM in the call log"), headers: admin)
+            try got.body.write(to: URL(fileURLWithPath: tmp.path + "/screen.webm"))
+            let probe = try ManagedProcess("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "frame=width,height",
+                                                                "-of", "csv=p=0", tmp.path + "/screen.webm"])
+            XCTAssertEqual(probe.wait(timeout: 30), 0, probe.errorOutput)
+            XCTAssertEqual(probe.errorOutput, "", "the decoder complained")
+            var runs: [String] = []
+            for size in probe.output where !size.isEmpty && runs.last != size { runs.append(size) }
+            XCTAssertTrue(runs.count >= 3 && runs.first == runs.last && runs.contains { $0.hasPrefix("800,") },
+                          "camera, screen, camera again: \(runs)")
+        }
 
         // Audio only: no video until the share, a sender added for it, paused again after.
         let listener = try browser.open(link)
