@@ -670,11 +670,20 @@
     track.onended = () => stopScreenShare();  // (the browser's own "Stop sharing")
     state.screen = track;
     state.screenStream = new MediaStream([track]);
-    if (state.videoSender) {
-      await state.videoSender.replaceTrack(track);
-    } else if (state.pc) {
-      state.videoSender = state.pc.addTransceiver(track, { direction: "sendonly" }).sender;
-      negotiate();
+    try {
+      if (state.videoSender) {
+        await state.videoSender.replaceTrack(track);
+      } else if (state.pc) {
+        state.videoSender = state.pc.addTransceiver(track, { direction: "sendonly" }).sender;
+        negotiate();
+      }
+    } catch (e) {
+      state.screen = null;
+      track.onended = null;
+      track.stop();
+      notice("Your screen could not be shared: " + e.message, true);
+      render();
+      return;
     }
     askVideoPaused(false);
     send({ type: "setPresenting", value: true });
