@@ -1132,4 +1132,50 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(try browser.waitFor(listener, "!window.callroom.screen && window.callroom.me.isVideoPaused && !window.callroom.me.isPresenting", timeout: 10), "not paused again after the share")
         XCTAssertNotNil(terminal.waitForLine(timeout: 10) { $0.contains("onParticipantStoppedScreenShare") && $0.contains("Listener") }, "the share's end is not told")
     }
+
+    /// A browser tells the room how it receives, as terminals do (`receiverReport` every 2 s):
+    /// per sender's SSRC the share of packets lost (and for video the frames decoded a second),
+    /// `red` on audio. A terminal whose only listener is a browser learns its own connection
+    /// quality from it, and loses it once the browser has gone (reports older than 6 s expire).
+    /// (No lossy link here: this kernel has no netem, and Chromium ignores its fake-network trials.)
+    func testABrowsersReceptionReportsReachTheSender() throws {
+        let tmp = TemporaryDirectory("callroom-browser-reports")
+        defer { tmp.remove() }
+        let callroomd = try CallroomdProcess(dataDir: tmp.path + "/data")
+        defer { _ = callroomd.stop() }
+        let terminal = try ManagedProcess(BuiltProducts.path("callroom"), ["join", "reports", "--server", callroomd.url, "--uid", "term",
+                                                                           "--auth-key", callroomd.authKey, "--input", "tone:440", "--output", "null",
+                                                                           "--video", "pattern", "--headless"])
+        defer { terminal.send("leave"); _ = terminal.wait(timeout: 10) }
+        XCTAssertNotNil(terminal.waitForLine { $0.contains("onSessionJoined") }, terminal.errorOutput)
+        /// The terminal's word on `pid`'s connection quality now (`connection-quality`).
+        func quality(_ pid: String) -> String? {
+            let before = terminal.output.count
+            terminal.send("connection-quality")
+            let line = eventuallyValue(5, poll: 0.05) { terminal.output.dropFirst(before).first { $0.contains("connectionQuality") } }
+            let json = line.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            return (json?["connectionQuality"] as? [String: String])?[pid]
+        }
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        let page = try browser.open(try XCTUnwrap(Self.invite(callroomd, session: "reports")))
+        try Self.clickJoin(browser, page, name: "Listener")
+        XCTAssertTrue(try browser.waitFor(page, "window.callroom.phase === 'call' && \(Self.mediaConnected)", timeout: 20))
+        // What the page sends, kept as it goes.
+        _ = try browser.evaluate(page, "(() => { const ws = window.callroom.ws, send = ws.send.bind(ws); window.sent = []; ws.send = (d) => { window.sent.push(JSON.parse(d)); send(d); }; return true; })()")
+        let term = try XCTUnwrap(try Self.pid(browser, page, uid: "term"))
+        XCTAssertNil(quality(term), "nobody but the browser listens: no report yet")
+        XCTAssertTrue(eventually(10, poll: 0.5) { quality(term) == "good" }, "no report from the browser reached the terminal: \(quality(term) ?? "none")")
+        let ssrcs = try XCTUnwrap(try browser.evaluate(page, "JSON.stringify((p => [p.ssrc, p.videoSsrc])(window.callroom.roster.get(\(String(reflecting: term)))))") as? String)
+        let reports = try XCTUnwrap(try browser.evaluate(page, "JSON.stringify(window.sent.filter(m => m.type === 'receiverReport').flatMap(m => m.reports))") as? String)
+        let list = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(reports.utf8)) as? [[String: Any]])
+        let ids = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(ssrcs.utf8)) as? [Int])
+        let audio = list.filter { $0["ssrc"] as? Int == ids.first }, video = list.filter { $0["ssrc"] as? Int == ids.last }
+        XCTAssertFalse(audio.isEmpty, "no report on the terminal's audio: \(reports) (its SSRCs \(ssrcs))")
+        XCTAssertTrue(audio.allSatisfy { ($0["lossPercent"] as? Double ?? 100) < 5 && $0["red"] as? Bool == true && $0["framesPerSecond"] == nil }, reports)
+        XCTAssertTrue(video.contains { ($0["framesPerSecond"] as? Double ?? 0) > 3 }, "no report on the terminal's video with its frame rate: \(reports)")
+        XCTAssertTrue(video.allSatisfy { $0["red"] == nil }, reports)
+        _ = try browser.evaluate(page, "document.getElementById('leave').click(); true")
+        XCTAssertTrue(eventually(12, poll: 0.5) { quality(term) == nil }, "its reports outlived it: \(quality(term) ?? "none")")
+    }
 }

@@ -80,6 +80,9 @@ package enum HeadlessCommands {
             Command(name: "participants", arity: .none, help: "prints the roster") { _ in
                 printJSON(["participants": s.participants.map(\.jsonObject)])
             },
+            Command(name: "connection-quality", arity: .none, help: "prints each participant's connection quality (yours: the worst your receivers report)") { _ in
+                printJSON(["connectionQuality": s.connectionQuality().mapValues(\.rawValue)])
+            },
             Command(name: "media-report", arity: .none, help: "prints the media counters (sent, received, played, concealed, bound …)") { _ in
                 guard let r = s.mediaReport else { return printJSON(["mediaReport": NSNull()]) }
                 printJSON(["mediaReport": ["framesCaptured": r.framesCaptured, "packetsSent": r.packetsSent, "packetsReceived": r.packetsReceived,

@@ -204,13 +204,15 @@ public enum ConnectionQuality: String, Sendable, Equatable {
 
 extension CallsClient {
     /// Connection quality per participant id: for others, the loss of their audio as we
-    /// receive it; for you, the worst loss your receivers report. Updated every 2 s; absent
-    /// until measured.
+    /// receive it; for you, the worst loss your receivers report (reports of the last 6 s: none
+    /// once they have all gone). Updated every 2 s; absent until measured.
     public func connectionQuality() -> [String: ConnectionQuality] { state.sync { qualities() } }
 
     /// `connectionQuality()` on the state queue.
     func qualities() -> [String: ConnectionQuality] {
-        let (loss, reports, me) = (engine?.lossBySender() ?? [:], lossReports.values.map(\.lossPercent), self.me?.pid)
+        let now = Date()
+        let reports = lossReports.values.filter { $0.isFresh(at: now) }.map(\.lossPercent)
+        let (loss, me) = (engine?.lossBySender() ?? [:], self.me?.pid)
         var out: [String: ConnectionQuality] = [:]
         for p in participants {
             guard let pid = p.pid else { continue }

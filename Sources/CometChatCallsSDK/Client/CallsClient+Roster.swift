@@ -21,6 +21,7 @@ extension CallsClient {
             guard phase == .joined || phase == .leaving, rosterByPID.removeValue(forKey: w.pid) != nil else { return }
             rosterOrder.removeAll { $0 == w.pid }
             engine?.forgetSender(w.ssrc, videoSSRC: w.videoSsrc)
+            if lossReports.removeValue(forKey: w.pid) != nil { applyReceiverReports(now: Date()) }
             published.withLock { $0.screens[w.pid] = nil }
             let roster = publishRoster()
             sendVideoSubscriptions()

@@ -12,4 +12,10 @@ struct ReceiverLossReport: Sendable {
     var runAt: Date
     /// Redundant blocks it accepts in a packet (0: it decodes none).
     var acceptsBlocks: Int
+
+    /// How long a report counts (receivers report every 2 s): one older speaks of a receiver
+    /// that stopped reporting or left.
+    static let lifetime: TimeInterval = 6
+
+    func isFresh(at now: Date) -> Bool { now.timeIntervalSince(at) < Self.lifetime }
 }

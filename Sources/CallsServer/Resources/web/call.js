@@ -324,12 +324,44 @@
     send({ type: "subscribeVideo", pids: [...state.roster.keys()].filter((p) => !state.me || p !== state.me.pid) });
   }
 
+  // ---- What this browser receives, told to the room as every client tells it -----------------
+  // Every 2 s, a `receiverReport`: per sender (its SSRC, as the answer names it), the share of
+  // its packets that never came in that window, and for video the frames decoded a second — the
+  // senders' FEC, redundancy and video bitrate follow the worst of their receivers, browsers too.
+  // `red: true`: redundant audio never breaks a browser (the gateway passes RED where the browser
+  // negotiated it and cuts it to the primary frame where not).
+  let reportTimer = null;
+  const lastInbound = new Map();  // ssrc → the counters at the last report
+  async function reportReception() {
+    const pc = state.pc;
+    if (!pc || state.phase !== "call" || pc.connectionState !== "connected") return;
+    let stats;
+    try { stats = await pc.getStats(); } catch (e) { return; }
+    const reports = [], seen = new Set();
+    stats.forEach((r) => {
+      if (r.type !== "inbound-rtp" || typeof r.ssrc !== "number") return;
+      seen.add(r.ssrc);
+      const now = { received: r.packetsReceived || 0, lost: Math.max(0, r.packetsLost || 0), frames: r.framesDecoded || 0, at: r.timestamp };
+      const before = lastInbound.get(r.ssrc) || { received: 0, lost: 0, frames: 0, at: now.at - 2000 };
+      lastInbound.set(r.ssrc, now);
+      const received = now.received - before.received, lost = Math.max(0, now.lost - before.lost);
+      if (received + lost <= 0) return;
+      const report = { ssrc: r.ssrc, lossPercent: Math.round(1000 * lost / (received + lost)) / 10 };
+      if (r.kind === "video") report.framesPerSecond = Math.round(10 * (now.frames - before.frames) * 1000 / Math.max(1, now.at - before.at)) / 10;
+      else report.red = true;
+      reports.push(report);
+    });
+    for (const ssrc of [...lastInbound.keys()]) if (!seen.has(ssrc)) lastInbound.delete(ssrc);
+    if (reports.length) send({ type: "receiverReport", reports });
+  }
+
   // ---- In the call -------------------------------------------------------------------------
   function enterCall() {
     if (state.phase === "call") return;
     if (state.phase === "lobby") notice("");
     state.phase = "call";
     clearInterval(meterTimer);
+    reportTimer = setInterval(reportReception, 2000);
     show("prejoin", false);
     show("call", true);
     notice("");
@@ -616,6 +648,7 @@
     if (state.phase === "left") return;
     if (state.phase === "call" || state.phase === "lobby") send({ type: "leave" });
     state.phase = "left";
+    clearInterval(reportTimer);
     if (state.pc) state.pc.close();
     if (state.local) state.local.getTracks().forEach((t) => t.stop());
     if (state.screen) { state.screen.onended = null; state.screen.stop(); state.screen = null; }
