@@ -1137,6 +1137,7 @@ final class BrowserCallTests: XCTestCase {
     /// per sender's SSRC the share of packets lost (and for video the frames decoded a second),
     /// `red` on audio. A terminal whose only listener is a browser learns its own connection
     /// quality from it, and loses it once the browser has gone (reports older than 6 s expire).
+    /// The page shows what its receivers say of it (`lossReport`) on its own tile.
     /// (No lossy link here: this kernel has no netem, and Chromium ignores its fake-network trials.)
     func testABrowsersReceptionReportsReachTheSender() throws {
         let tmp = TemporaryDirectory("callroom-browser-reports")
@@ -1175,6 +1176,25 @@ final class BrowserCallTests: XCTestCase {
         XCTAssertTrue(audio.allSatisfy { ($0["lossPercent"] as? Double ?? 100) < 5 && $0["red"] as? Bool == true && $0["framesPerSecond"] == nil }, reports)
         XCTAssertTrue(video.contains { ($0["framesPerSecond"] as? Double ?? 0) > 3 }, "no report on the terminal's video with its frame rate: \(reports)")
         XCTAssertTrue(video.allSatisfy { $0["red"] == nil }, reports)
+        // And the page shows what it is told: a clean link says nothing; a receiver (a raw client
+        // here) that hears the browser with 20 % lost makes its own tile say so, until it hears it whole.
+        let qualityOf = { (pid: String) in "document.querySelector('.tile[data-pid=\"' + \(pid) + '\"] .quality')" }
+        XCTAssertEqual(try browser.evaluate(page, "\(qualityOf(String(reflecting: term))).textContent") as? String, "", "a clean link said to be weak")
+        let admin = ["apikey": callroomd.apiKey, "appId": callroomd.appId]
+        _ = BlockingHTTP.request("POST", callroomd.url + "/v3/users", headers: admin, body: #"{"uid":"raw","name":"Raw"}"#)
+        let token = try XCTUnwrap(BlockingHTTP.request("POST", callroomd.url + "/v3.0/call_tokens", headers: admin,
+                                                       body: #"{"sessionId":"reports","uid":"raw"}"#).data["token"] as? String)
+        let raw = try RawWebSocket(port: try XCTUnwrap(URL(string: callroomd.url)?.port), subprotocol: "callroom-signal", receiveBuffer: 1 << 20)
+        try raw.send(text: #"{"type":"join","v":1,"callToken":"\#(token)","sessionId":"reports","audioMuted":true,"videoPaused":true,"sessionType":"voice"}"#)
+        XCTAssertTrue(try browser.waitFor(page, "[...window.callroom.roster.values()].some(p => p.uid === 'raw')", timeout: 10), "the raw client did not join")
+        let mySSRC = try XCTUnwrap(try browser.evaluate(page, "window.callroom.me.ssrc") as? Int)
+        let mine = qualityOf("window.callroom.me.pid")
+        try raw.send(text: #"{"type":"receiverReport","reports":[{"ssrc":\#(mySSRC),"lossPercent":20}]}"#)
+        XCTAssertTrue(try browser.waitFor(page, "\(mine).textContent === 'Poor connection: others hear you with gaps' && !\(mine).classList.contains('hidden')", timeout: 5),
+                      "the page does not say others hear it poorly")
+        try browser.screenshot(page).write(to: URL(fileURLWithPath: (ProcessInfo.processInfo.environment["CALLROOM_SCREENSHOT_DIR"] ?? tmp.path) + "/browser-poor-connection.png"))
+        try raw.send(text: #"{"type":"receiverReport","reports":[{"ssrc":\#(mySSRC),"lossPercent":0}]}"#)
+        XCTAssertTrue(try browser.waitFor(page, "\(mine).classList.contains('hidden')", timeout: 5), "the warning stays once heard whole")
         _ = try browser.evaluate(page, "document.getElementById('leave').click(); true")
         XCTAssertTrue(eventually(12, poll: 0.5) { quality(term) == nil }, "its reports outlived it: \(quality(term) ?? "none")")
     }

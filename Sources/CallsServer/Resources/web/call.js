@@ -35,6 +35,10 @@
     screen: null, videoSender: null,
     // Whether I last asked for my video paused (the server's word may still be on its way).
     videoPausedAsked: false,
+    // Connection quality, as the terminal shows it: the loss of each sender's audio here (pid →
+    // percent, the last report's window), and what my receivers say of mine (`lossReport`:
+    // receiver pid → {loss, at}; the worst of the last 6 s counts).
+    peerLoss: new Map(), heardLoss: new Map(),
   };
   // For people debugging a call (and the tests): the page's state.
   window.callroom = state;
@@ -180,6 +184,8 @@
         state.roster.delete(m.participant.pid);
         dropStreams(m.participant.pid);
         if (m.reason === "removed") state.removed.set(m.participant.uid, m.participant.name);
+        state.peerLoss.delete(m.participant.pid);
+        state.heardLoss.delete(m.participant.pid);
         render();
         negotiate();
         break;
@@ -197,6 +203,9 @@
       case "lobbyResolved": state.lobby.delete(m.pid); render(); break;
       case "roomLocked": state.locked = !!m.value; render(); break;
       case "roomBans": state.bans = Array.isArray(m.uids) ? m.uids : []; render(); break;
+      case "lossReport":
+        if (typeof m.lossPercent === "number") { state.heardLoss.set(m.pid, { loss: m.lossPercent, at: Date.now() }); render(); }
+        break;
       case "chat":
         state.chat.push(m);
         // Unread while the chat is not on screen (one's own messages excepted): the button counts them.
@@ -348,11 +357,27 @@
       if (received + lost <= 0) return;
       const report = { ssrc: r.ssrc, lossPercent: Math.round(1000 * lost / (received + lost)) / 10 };
       if (r.kind === "video") report.framesPerSecond = Math.round(10 * (now.frames - before.frames) * 1000 / Math.max(1, now.at - before.at)) / 10;
-      else report.red = true;
+      else {
+        report.red = true;
+        const sender = [...state.roster.values()].find((p) => p.ssrc === r.ssrc);
+        if (sender) state.peerLoss.set(sender.pid, report.lossPercent);
+      }
       reports.push(report);
     });
     for (const ssrc of [...lastInbound.keys()]) if (!seen.has(ssrc)) lastInbound.delete(ssrc);
     if (reports.length) send({ type: "receiverReport", reports });
+    render();
+  }
+  // What a tile says of a connection (the terminal's thresholds): nothing while good (under 2 %
+  // lost) or unmeasured.
+  function connectionText(pid, mine) {
+    let loss = state.peerLoss.get(pid);
+    if (mine) {
+      const fresh = [...state.heardLoss.values()].filter((h) => Date.now() - h.at < 6000).map((h) => h.loss);
+      loss = fresh.length ? Math.max(...fresh) : undefined;
+    }
+    if (loss === undefined || loss < 2) return "";
+    return (loss <= 8 ? "Unstable connection" : "Poor connection") + (mine ? ": others hear you with gaps" : "");
   }
 
   // ---- In the call -------------------------------------------------------------------------
@@ -382,7 +407,8 @@
         v.autoplay = true; v.playsInline = true;
         const i = document.createElement("div"); i.className = "initials";
         const l = document.createElement("div"); l.className = "label";
-        tile.append(v, i, l);
+        const q = document.createElement("div"); q.className = "quality";
+        tile.append(v, i, l, q);
         tiles.append(tile);
       }
       const mine = state.me && p.pid === state.me.pid;
@@ -394,6 +420,9 @@
       v.classList.toggle("hidden", !hasVideo);
       tile.querySelector(".initials").textContent = hasVideo ? "" : initials(p.name);
       tile.querySelector(".label").textContent = (p.isPresenting ? "🖥 " : "") + (p.isPinned ? "📌 " : "") + (p.isAudioMuted ? "🔇 " : "") + (p.raisedHandTimestamp ? "✋ " : "") + p.name + (mine ? " (you)" : "");
+      const quality = connectionText(p.pid, mine);
+      tile.querySelector(".quality").textContent = quality;
+      tile.querySelector(".quality").classList.toggle("hidden", !quality);
       tile.classList.toggle("speaking", state.dominant === p.pid);
       tile.classList.toggle("pinned", !!p.isPinned);  // (a host pinned them for the whole room: first, and larger)
       tile.classList.toggle("presenting", !!p.isPresenting);  // (a screen: shown whole, not cropped to the tile)
