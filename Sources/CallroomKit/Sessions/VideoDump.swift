@@ -37,7 +37,7 @@ package final class VideoDump: Sendable {
     }
 
     /// The file for `pid`'s frames of `size`: PID.y4m for its first size, PID-WxH.y4m after.
-    package func path(pid: String, width: Int, height: Int, first: Bool) -> String {
+    private func path(pid: String, width: Int, height: Int, first: Bool) -> String {
         (directory as NSString).appendingPathComponent(first ? "\(pid).y4m" : "\(pid)-\(width)x\(height).y4m")
     }
 
