@@ -1173,7 +1173,7 @@ final class BrowserCallTests: XCTestCase {
         let ids = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(ssrcs.utf8)) as? [Int])
         let audio = list.filter { $0["ssrc"] as? Int == ids.first }, video = list.filter { $0["ssrc"] as? Int == ids.last }
         XCTAssertFalse(audio.isEmpty, "no report on the terminal's audio: \(reports) (its SSRCs \(ssrcs))")
-        XCTAssertTrue(audio.allSatisfy { ($0["lossPercent"] as? Double ?? 100) < 5 && $0["red"] as? Bool == true && $0["framesPerSecond"] == nil }, reports)
+        XCTAssertTrue(audio.allSatisfy { ($0["lossPercent"] as? Double ?? 100) < 5 && $0["red"] as? Bool == true && $0["redBlocks"] as? Int == 8 && $0["framesPerSecond"] == nil }, reports)
         XCTAssertTrue(video.contains { ($0["framesPerSecond"] as? Double ?? 0) > 3 }, "no report on the terminal's video with its frame rate: \(reports)")
         XCTAssertTrue(video.allSatisfy { $0["red"] == nil }, reports)
         // And the page shows what it is told: a clean link says nothing; a receiver (a raw client

@@ -337,8 +337,9 @@
   // Every 2 s, a `receiverReport`: per sender (its SSRC, as the answer names it), the share of
   // its packets that never came in that window, and for video the frames decoded a second — the
   // senders' FEC, redundancy and video bitrate follow the worst of their receivers, browsers too.
-  // `red: true`: redundant audio never breaks a browser (the gateway passes RED where the browser
-  // negotiated it and cuts it to the primary frame where not).
+  // `red: true`, `redBlocks: 8`: redundant audio never breaks a browser (the gateway passes RED
+  // where the browser negotiated it — libwebrtc's decoder splits up to 32 blocks — and cuts it to
+  // the primary frame where not, reading up to 8, what native senders send at most).
   let reportTimer = null;
   const lastInbound = new Map();  // ssrc → the counters at the last report
   async function reportReception() {
@@ -359,6 +360,7 @@
       if (r.kind === "video") report.framesPerSecond = Math.round(10 * (now.frames - before.frames) * 1000 / Math.max(1, now.at - before.at)) / 10;
       else {
         report.red = true;
+        report.redBlocks = 8;
         const sender = [...state.roster.values()].find((p) => p.ssrc === r.ssrc);
         if (sender) state.peerLoss.set(sender.pid, report.lossPercent);
       }
