@@ -355,13 +355,13 @@
       const before = lastInbound.get(r.ssrc) || { received: 0, lost: 0, frames: 0, at: now.at - 2000 };
       lastInbound.set(r.ssrc, now);
       const received = now.received - before.received, lost = Math.max(0, now.lost - before.lost);
-      if (received + lost <= 0) return;
+      const sender = r.kind === "audio" ? [...state.roster.values()].find((p) => p.ssrc === r.ssrc) : null;
+      if (received + lost <= 0) { if (sender) state.peerLoss.delete(sender.pid); return; }  // (silent, muted: nothing to say)
       const report = { ssrc: r.ssrc, lossPercent: Math.round(1000 * lost / (received + lost)) / 10 };
       if (r.kind === "video") report.framesPerSecond = Math.round(10 * (now.frames - before.frames) * 1000 / Math.max(1, now.at - before.at)) / 10;
       else {
         report.red = true;
         report.redBlocks = 8;
-        const sender = [...state.roster.values()].find((p) => p.ssrc === r.ssrc);
         if (sender) state.peerLoss.set(sender.pid, report.lossPercent);
       }
       reports.push(report);
