@@ -43,39 +43,34 @@ final class BrowserCallTests: XCTestCase {
     }
 
     /// How many frames the terminal's `--video-out` files of `pid` hold, by file name (PID.y4m,
-    /// PID-WxH.y4m: one a frame size), from each file's header and length (every frame of a file
-    /// is `FRAME\n` and W×H×1.5 bytes).
+    /// PID-WxH.y4m: one a frame size).
     static func dumpedFrames(_ dir: String, pid: String) -> [String: Int] {
         var out: [String: Int] = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasPrefix(pid) && name.hasSuffix(".y4m") {
-            guard let handle = FileHandle(forReadingAtPath: dir + "/" + name) else { continue }
-            defer { try? handle.close() }
-            let head = (try? handle.read(upToCount: 128)) ?? Data()
-            guard let end = head.firstIndex(of: 10), let length = try? handle.seekToEnd() else { continue }
-            var width = 0, height = 0
-            for field in String(decoding: head[..<end], as: UTF8.self).split(separator: " ") {
-                if field.first == "W" { width = Int(field.dropFirst()) ?? 0 }
-                if field.first == "H" { height = Int(field.dropFirst()) ?? 0 }
-            }
-            guard width > 0, height > 0 else { continue }
-            out[name] = (Int(length) - (end + 1)) / (6 + width * height * 3 / 2)
+            if let n = y4mFrames(dir + "/" + name) { out[name] = n }
         }
         return out
     }
 
-    /// Whether the Y4M file at `path` holds at least `frames` frames: their headers counted from
-    /// its start in the mapped file (read whole into a string and split, a file that grows by
-    /// 14 MB a second took longer to count than the frames took to come).
-    static func y4m(_ path: String, holdsAtLeast frames: Int) -> Bool {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) else { return false }
-        let marker = Data("FRAME".utf8)
-        var count = 0, from = data.startIndex
-        while count < frames, let r = data.range(of: marker, in: from..<data.endIndex) {
-            count += 1
-            from = r.upperBound
+    /// The whole frames of the (growing) Y4M file at `path`, from its header and length: every
+    /// frame is `FRAME\n` and W×H×1.5 bytes (counting `FRAME` markers in the file copied it whole
+    /// for each search); nil when it holds no header yet.
+    static func y4mFrames(_ path: String) -> Int? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        let head = (try? handle.read(upToCount: 128)) ?? Data()
+        guard let end = head.firstIndex(of: 10), let length = try? handle.seekToEnd() else { return nil }
+        var width = 0, height = 0
+        for field in String(decoding: head[..<end], as: UTF8.self).split(separator: " ") {
+            if field.first == "W" { width = Int(field.dropFirst()) ?? 0 }
+            if field.first == "H" { height = Int(field.dropFirst()) ?? 0 }
         }
-        return count >= frames
+        guard width > 0, height > 0 else { return nil }
+        return (Int(length) - (end + 1)) / (6 + width * height * 3 / 2)
     }
+
+    /// Whether the Y4M file at `path` holds at least `frames` whole frames.
+    static func y4m(_ path: String, holdsAtLeast frames: Int) -> Bool { (y4mFrames(path) ?? 0) >= frames }
 
     /// All along the browser answered the server's consent checks (`shortConsent`: every 240–360
     /// ms, a 1.5 s timeout): its media never stopped, and it answers them still.
