@@ -44,6 +44,27 @@ final class MoonshineEngineTests: XCTestCase {
         XCTAssertLessThan(WordErrorRate.rate(reference: "Quick update from me: the compiler passes every test now, and I found one more bug. A real moth, this time.", hypothesis: heard), 0.5, heard)
     }
 
+    /// Twelve seconds of someone talking on without a breath long enough to end the utterance
+    /// (the ada clip looped, as the captioner's 12 s cut gives it): windows where Moonshine's
+    /// first token is its end — it said nothing for these — or where it loops ("Good morning
+    /// everyone." over and over: no caption) are heard, the worker trying again in two parts cut
+    /// at a breath.
+    func testALongStretchOfSpeechThatMoonshineEndsAtOnceIsHeardInParts() throws {
+        let c = try checks()
+        let clip = try Resampler(from: 48_000, to: 16_000, quality: 10)
+            .process(try SoundFile.readMono48k(path: BuiltProducts.packageRoot + "/Resources/clips/ada.wav"))
+        let looped = Array(repeating: clip, count: 4).flatMap { $0 }
+        let said = Set(WordErrorRate.words("Good morning everyone. I finished the analytical engine notes yesterday, so the review can start today."))
+        let r = try c.recognizer()
+        // (Start and length in tenths of a second.)
+        for (start, length) in [(4, 120), (20, 120), (24, 115), (28, 110), (56, 115), (56, 120)] {
+            try r.begin()
+            try c.feed(r, Array(looped[(start * 1_600)..<((start + length) * 1_600)]))
+            let text = try r.end()
+            XCTAssertGreaterThanOrEqual(said.intersection(WordErrorRate.words(text)).count, 10, "\(start), \(length): \(text)")
+        }
+    }
+
     /// A model directory without the prepared model: not installed (a cheap check), and why.
     func testAMissingModelIsSaidAndNotUsed() throws {
         let e = MoonshineEngine(python: try engine().python, modelDir: NSTemporaryDirectory() + "no-moonshine-\(getpid())")

@@ -604,6 +604,11 @@ extension CallScreenRendererTests {
         m.captionsHidden = true
         XCTAssertFalse(overTiles(80, 24).contains("latest"))
         m.captionsHidden = false
+        // A guess the final pass did not confirm (its text empty) goes; so does its speaker's line.
+        m.apply(caption("a guess", final: false, id: 2), localPID: nil, at: m.now)
+        XCTAssertTrue(overTiles(80, 24).contains("Grace: a guess"))
+        m.apply(caption("", final: true, id: 2), localPID: nil, at: m.now)
+        XCTAssertFalse(overTiles(80, 24).contains("Grace:"), "an empty final leaves the guess on screen")
         m.apply(caption("done", final: true, id: 2), localPID: nil, at: m.now)
         m.now = m.now.addingTimeInterval(CallViewModel.captionSeconds + 1)
         XCTAssertFalse(overTiles(80, 24).contains("Grace:"), "faded")

@@ -998,6 +998,19 @@ final class BrowserCallTests: XCTestCase {
         try browser.screenshot(page).write(to: URL(fileURLWithPath: dir + "/browser-captions.png"))
         // A screen reader hears the final lines only, not every partial.
         XCTAssertTrue(try browser.waitFor(page, "document.getElementById('captions-read').textContent.startsWith('Ada: ')", timeout: 20), "no final caption for a screen reader")
+        // A guess that the utterance's last pass did not confirm — a final with no text, as the
+        // server sends it — leaves the page (the page's own handler, given both in one turn).
+        let retracted = """
+          (() => {
+            const deliver = (text, final) => window.callroom.ws.onmessage({ data: JSON.stringify({ type: 'caption', caption:
+              { tid: 'tr', pid: 'p-guess', uid: 'guess', name: 'Guesser', id: 7, text, final, start: 0, end: 900 } }) });
+            deliver('a guess', false);
+            const shown = document.getElementById('captions').textContent.includes('Guesser: a guess');
+            deliver('', true);
+            return shown && !document.getElementById('captions').textContent.includes('a guess') && !document.getElementById('captions-read').textContent.includes('Guesser');
+          })()
+          """
+        XCTAssertEqual(try browser.evaluate(page, retracted) as? Bool, true, "an empty final left the guess on the page")
         // Hidden by the person, shown again.
         _ = try browser.evaluate(page, "document.getElementById('cc').click(); true")
         XCTAssertTrue(try browser.evaluate(page, "document.getElementById('captions').classList.contains('hidden') && document.getElementById('cc').textContent === 'Show captions'") as? Bool == true)

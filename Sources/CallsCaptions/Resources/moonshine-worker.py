@@ -7,7 +7,8 @@ protocol: caption_worker.py). Moonshine's encoder works on the audio as long as 
 window to fill, as Whisper's), so a pass costs what the utterance is long: both passes are the
 whole utterance so far, decoded greedily, at most `max_tokens` tokens. A partial's text is cut
 where it starts saying again what it just said; text that repeats itself (gzip ratio > 2.4) is
-no caption.
+no caption. A final pass that hears nothing in 4 s of voice or more is tried again in two parts
+cut at a breath (`heard`: Moonshine sometimes ends at once on a long stretch of speech).
 
 Usage: moonshine-worker.py [MODEL_DIR]   (default: `model` in this interpreter's environment,
        /opt/callroom/moonshine/model). Environment: CALLROOM_MOONSHINE_THREADS (CPU threads,
@@ -42,6 +43,8 @@ MIN_SAMPLES = 16000 // 4
 MARGIN = 16000 // 4
 # A 20 ms frame is voice above this level (dBFS; the captioner's own test, LevelMeter).
 VOICE_DBFS = -45.0
+# A final pass that heard nothing in this much voice or more is tried again in two parts (`heard`).
+SPLIT_SAMPLES = 16000 * 4
 
 
 def voiced(audio):
@@ -60,6 +63,35 @@ def voiced(audio):
     if len(loud) == 0:
         return audio[:0]
     return audio[max(0, loud[0] * frame - MARGIN):min(len(audio), (loud[-1] + 1) * frame + MARGIN)]
+
+
+def quietest_cut(audio):
+    """Where to cut `audio` in two: the start of its quietest 20 ms frame in its middle third (a
+    breath between words, where there is one), so neither part is shorter than a third."""
+    import numpy as np
+    frame = 320
+    n = len(audio) // frame
+    power = np.mean(np.square(audio[:n * frame].reshape(n, frame), dtype=np.float64), axis=1)
+    return (n // 3 + int(np.argmin(power[n // 3:2 * n // 3]))) * frame
+
+
+def heard(model, audio):
+    """A final pass's text for `audio` (its voice: `voiced`). Moonshine sometimes ends at once on
+    a long stretch of speech — its first token the end, with the words plain: 12 of 51 windows
+    of 11–12 s of the bundled ada clip looped, none shorter than 4 s (docs/benchmarks.md) — and
+    says nothing, or loops (5 more of the 51). So audio of `SPLIT_SAMPLES` or more that gives
+    nothing, or a loop, is cut where it is
+    quietest (`quietest_cut`) and each part heard the same way, the texts joined. What is not
+    speech (a beep, noise) stays nothing, at the cost of a pass on each part."""
+    if len(audio) == 0:
+        return ""
+    text = model.tokenizer.decode(model.transcribe(audio))
+    if is_loop(text):
+        text = ""  # (a loop — "Good morning everyone." fourteen times — is no caption either)
+    if text or len(audio) < SPLIT_SAMPLES:
+        return text
+    cut = quietest_cut(audio)
+    return " ".join(t for t in (heard(model, voiced(audio[:cut])), heard(model, voiced(audio[cut:]))) if t)
 
 
 def default_model_dir():
@@ -243,11 +275,12 @@ def main():
         audio = voiced(audio)
         if len(audio) == 0:
             return ""  # (silence: no caption, and no pass)
-        # (A partial stops for a request behind it: the pause's final pass must not wait for a
-        # guess that is of no use once it comes.)
-        text = model.tokenizer.decode(model.transcribe(audio, waiting if kind == "partial" else None))
-        if kind == "partial":
-            text = cut_loop(text)
+        if kind == "final":
+            text = heard(model, audio)
+        else:
+            # (A partial stops for a request behind it: the pause's final pass must not wait for
+            # a guess that is of no use once it comes.)
+            text = cut_loop(model.tokenizer.decode(model.transcribe(audio, waiting)))
         return "" if is_loop(text) else text
 
     return serve(name, recognise, MAX_SAMPLES)

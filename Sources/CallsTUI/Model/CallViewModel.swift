@@ -73,10 +73,11 @@ public struct CallViewModel: Equatable, Sendable {
     /// The viewer turned captions off (the CC button); they show by default while the server transcribes.
     public var captionsHidden = false
     public var captionsShown: Bool { transcriptionLanguage != nil && !captionsHidden }
-    /// Captions to draw now: the newest two speakers', finals only while fresh.
+    /// Captions to draw now: the newest two speakers', finals only while fresh. A final with no
+    /// text (the utterance's last pass heard nothing) takes its speaker's guess off the screen.
     public func visibleCaptions(at time: Date) -> [Caption] {
         guard captionsShown else { return [] }
-        return Array(captions.filter { !$0.final || time.timeIntervalSince(captionTimes[$0.pid] ?? .distantPast) < Self.captionSeconds }.suffix(2))
+        return Array(captions.filter { !$0.text.isEmpty && (!$0.final || time.timeIntervalSince(captionTimes[$0.pid] ?? .distantPast) < Self.captionSeconds) }.suffix(2))
     }
     public var log = EventLog()
     /// Standing notices (no sound card, a device lost), newest last; none is dropped.

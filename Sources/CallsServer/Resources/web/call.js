@@ -222,7 +222,11 @@
         renderCaptions();
         break;
       case "caption":
-        if (m.caption && m.caption.text) {
+        if (m.caption && !m.caption.text && m.caption.final) {
+          // The utterance's last pass heard nothing: its guess (a partial) leaves the screen.
+          const shown = state.captions.get(m.caption.pid);
+          if (shown && !shown.final) { state.captions.delete(m.caption.pid); renderCaptions(); }
+        } else if (m.caption && m.caption.text) {
           const c = m.caption;
           state.captions.set(c.pid, { name: c.name, text: c.text, final: !!c.final, at: Date.now() });
           // A screen reader is given the final lines only (partials change twice a second).
