@@ -71,8 +71,8 @@ public struct CaptionTiming: Sendable, Equatable {
 /// partial captions every `partialEveryMs`, a final one when the speaker pauses.
 ///
 /// No clock of its own: `frame(…, atMs:)` and `tick(nowMs:)` carry time, so tests run it on a
-/// virtual clock. Thread rules: one thread at a time (the transcriber's thread). Recognition runs
-/// inside `frame`, on that thread.
+/// virtual clock. Thread rules: one thread at a time (in the server, the speaker's lane in
+/// `RoomTranscriber`). Recognition runs inside `frame` and `tick`, on that thread.
 public final class SpeakerCaptioner {
     public let language: String
     private let pool: RecognizerPool

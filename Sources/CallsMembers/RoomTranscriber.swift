@@ -3,6 +3,7 @@ import CallsCaptions
 import CallsCore
 import CallsStore
 import Foundation
+import Synchronization
 
 /// The server's transcriber for one room: a `ServerMember`'s sink that decodes each speaker
 /// (libopus), captions them (`SpeakerCaptioner`: SpeexDSP to 16 kHz, a recogniser leased from
@@ -11,15 +12,19 @@ import Foundation
 /// the JSON document when it stops).
 ///
 /// ```
-///  receive thread: SRTP unprotect ─▶ per speaker: Opus decode ─▶ SpeakerCaptioner ─▶ caption ─▶ signalling ─▶ the room
-///                                                                                 └▶ final  ─▶ {tid}.vtt, {tid}.jsonl
-///  at the end:     {tid}.json, the row (end, URL, segments)
+///  receive thread: SRTP unprotect ─▶ per speaker: Opus decode ─▶ ┆ the speaker's queue: SpeakerCaptioner ─▶ caption ─▶ signalling ─▶ the room
+///                                                                ┆                                        └▶ final  ─▶ {tid}.vtt, {tid}.jsonl
+///  at the end:     every speaker's queue finishes, then {tid}.json, the row (end, URL, segments)
 /// ```
 /// Each speaker's time is their RTP clock (`RTPClockAnchor`), so captions keep the speech's
-/// timing through the relay's batching and DTX gaps.
+/// timing through the relay's batching and DTX gaps. Each speaker is captioned on a serial queue
+/// of their own: a final pass waits for its recogniser there (0.5 s, seconds on a busy machine),
+/// and holds back neither the other speakers' captions nor the receive thread. What waits on a
+/// queue is bounded (`maxQueuedSamples`: past it a speaker's frames are dropped, said once).
 ///
-/// Thread rules: `received`/`tick` on the member's receive thread, `finished` on the stopping
-/// thread after it; `member` is set once, before the member starts.
+/// Thread rules: `received`/`tick` on the member's receive thread (each speaker's captioner then
+/// on that speaker's queue), `finished` on the stopping thread after it; `member` is set once,
+/// before the member starts. The transcript's writer is shared by the queues (a lock).
 package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
     package struct Config: Sendable {
         package var sessionId: String
@@ -39,7 +44,7 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
     private let store: CallStore
     private let log: ServerLog
     private let retries: WriteRetries
-    private let writer: TranscriptWriter
+    private let writer: Locked<TranscriptWriter>
     /// Captions the transcript's files refused (a full disk): said when it starts and when it
     /// ends (how many were not kept), not once a caption.
     private let writeOutage: OutageLog
@@ -47,19 +52,43 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
     /// Set before the member starts (`attach`); captions go out through it.
     private weak var member: ServerMember?
     package func attach(_ member: ServerMember) { self.member = member }
-    /// Recognition runs in `received`: a thread of its own.
+    /// A thread of its own: every speaker's Opus is decoded in `received` (recognition waits on
+    /// the speakers' lanes, not there).
     package let sharesReceiveThread = false
 
+    /// Decoded audio a speaker's queue may hold before their frames are dropped: 10 s at
+    /// 48 kHz (960 kB) — recognition that far behind is a machine out of CPU.
+    static let maxQueuedSamples = 48_000 * 10
+
+    /// One speaker as the receive thread keeps them (decoder, clock, buffer) and their lane.
     private final class Speaker {
-        package let who: ServerMember.Speaker
-        package let decoder: OpusDecoder
-        package let captioner: SpeakerCaptioner
+        let decoder: OpusDecoder
         /// The speaker's RTP clock on the transcript's timeline.
-        package var clock = RTPClockAnchor(toleranceMs: 3000)
-        package var pcm = [Int16](repeating: 0, count: 5760)
-        package var reportedFailures = 0
-        package init(who: ServerMember.Speaker, decoder: OpusDecoder, captioner: SpeakerCaptioner) {
-            self.who = who; self.decoder = decoder; self.captioner = captioner
+        var clock = RTPClockAnchor(toleranceMs: 3000)
+        var pcm = [Int16](repeating: 0, count: 5760)
+        /// Frames dropped because the lane held `maxQueuedSamples`.
+        var dropped = 0
+        let lane: CaptionLane
+        init(decoder: OpusDecoder, lane: CaptionLane) { self.decoder = decoder; self.lane = lane }
+    }
+
+    /// Where one speaker is captioned: a serial queue, and the captioner only it touches (in a
+    /// `Mutex` that is never contended, so the compiler checks it is not shared some other way).
+    private final class CaptionLane: Sendable {
+        struct Captioning: ~Copyable {
+            var captioner: SpeakerCaptioner
+            var reportedFailures = 0
+        }
+        let who: ServerMember.Speaker
+        let queue = DispatchQueue(label: "callroom.transcriber.speaker")
+        let captioning: Mutex<Captioning>
+        /// Samples handed to `queue` and not yet captioned.
+        let queued = Atomic<Int>(0)
+        /// A tick waits on `queue` (another is not added).
+        let tickQueued = Atomic<Bool>(false)
+        init(who: ServerMember.Speaker, captioner: sending SpeakerCaptioner) {
+            self.who = who
+            captioning = Mutex(Captioning(captioner: captioner))
         }
     }
     /// Confined to the receive thread (then to the stopping thread, after it ended).
@@ -75,8 +104,8 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         writeOutage = OutageLog(log, started: "transcript writes failed: captions are not kept in it until they work again",
                                 ended: "transcript writes work again", fields: ["tid": config.tid])
         try FileManager.default.createDirectory(atPath: config.dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        writer = try TranscriptWriter(dir: config.dir, tid: config.tid, sessionId: config.sessionId, language: config.language,
-                                      engine: pool.engine.name, startedAt: startedAt)
+        writer = Locked(try TranscriptWriter(dir: config.dir, tid: config.tid, sessionId: config.sessionId, language: config.language,
+                                             engine: pool.engine.name, startedAt: startedAt))
     }
 
     package func received(_ h: RTPHeader, payload: UnsafeBufferPointer<UInt8>, from who: ServerMember.Speaker?, atMs: Int64) throws(ServerMemberFailure) {
@@ -84,29 +113,56 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         let t = s.clock.sample(of: h.timestamp, arrivedAtMs: atMs) / 48
         let n = s.pcm.withUnsafeMutableBufferPointer { s.decoder.decode(payload, into: $0) }
         guard n > 0 else { return }
-        s.pcm.withUnsafeBufferPointer { s.captioner.frame(UnsafeBufferPointer(rebasing: $0[0..<n]), voice: h.audioLevel?.voiceActivity, atMs: t) }
-        try checkFailures(s)
+        let lane = s.lane
+        guard lane.queued.load(ordering: .relaxed) + n <= Self.maxQueuedSamples else {
+            if s.dropped == 0 {
+                log.error("captions fell 10 s behind a speaker: their audio is dropped until they catch up", ["tid": config.tid, "pid": lane.who.pid])
+            }
+            s.dropped += 1
+            return
+        }
+        lane.queued.add(n, ordering: .relaxed)
+        let frame = Array(s.pcm[0..<n]), voice = h.audioLevel?.voiceActivity
+        lane.queue.async { [self] in
+            lane.captioning.withLock { c in
+                frame.withUnsafeBufferPointer { c.captioner.frame($0, voice: voice, atMs: t) }
+                reportFailures(&c, lane.who)
+            }
+            lane.queued.subtract(n, ordering: .relaxed)
+        }
     }
 
     package func tick(nowMs: Int64) throws(ServerMemberFailure) {
-        for s in speakers.values {
-            s.captioner.tick(nowMs: nowMs)
-            try checkFailures(s)
+        for s in speakers.values where !s.lane.tickQueued.exchange(true, ordering: .acquiringAndReleasing) {
+            let lane = s.lane
+            lane.queue.async { [self] in
+                lane.tickQueued.store(false, ordering: .releasing)
+                lane.captioning.withLock { c in
+                    c.captioner.tick(nowMs: nowMs)
+                    reportFailures(&c, lane.who)
+                }
+            }
         }
     }
 
     package func finished(failure: String?) {
         let end = member?.nowMs() ?? 0
-        for s in speakers.values { s.captioner.finish(nowMs: end) }
+        // Every speaker's open utterance made final at once, each on its own queue (after what
+        // waits there).
+        let done = DispatchGroup()
+        for lane in speakers.values.map(\.lane) {
+            lane.queue.async(group: done) { lane.captioning.withLock { $0.captioner.finish(nowMs: end) } }
+        }
+        done.wait()
         let now = epochMilliseconds()
-        let segments = writer.count
+        let segments = writer.withLock { $0.count }
         let url = Self.path(config.sessionId, config.tid)
         let meta = Self.meta(config.language, pool.engine.name, segments, url)
         // The JSON document, then the row that says where it is: on a full disk (or a database
         // restarting) whatever is left of the two is done once there is room, every 5 s.
         let documentWritten = Locked(true)
-        do { _ = try writer.finish() } catch { documentWritten.withLock { $0 = false } }
-        let finishRest = { @Sendable [store, tid = config.tid, lines = writer.linesPath] () -> String? in
+        do { _ = try writer.withLock { (w) throws(CaptionError) in try w.finish() } } catch { documentWritten.withLock { $0 = false } }
+        let finishRest = { @Sendable [store, tid = config.tid, lines = writer.withLock { $0.linesPath }] () -> String? in
             if !documentWritten.withLock({ $0 }) {
                 do { try TranscriptWriter.finalise(linesPath: lines) } catch { return "\(error)" }
                 documentWritten.withLock { $0 = true }
@@ -132,7 +188,7 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
             let captioner = try SpeakerCaptioner(language: config.language, pool: pool, timing: CaptionTiming(for: pool.engine.name)) { [weak self] c in
                 self?.caption(c, who, tid)
             }
-            let s = Speaker(who: who, decoder: decoder, captioner: captioner)
+            let s = Speaker(decoder: decoder, lane: CaptionLane(who: who, captioner: captioner))
             speakers[ssrc] = s
             return s
         } catch {
@@ -147,19 +203,20 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         let seg = TranscriptSegment(speaker: .init(uid: who.uid, pid: who.pid, name: who.name),
                                     start: Double(c.startMs) / 1000, end: Double(c.endMs) / 1000, text: c.text)
         do {
-            try writer.append(seg)
+            try writer.withLock { (w) throws(CaptionError) in try w.append(seg) }
             writeOutage.succeeded()
         } catch {
             writeOutage.failed(["error": "\(error)"])
         }
     }
 
-    /// A recogniser failure is logged once; the captions go on for the other utterances.
-    private func checkFailures(_ s: Speaker) throws(ServerMemberFailure) {
-        let failures = s.captioner.failures
-        guard failures.count > s.reportedFailures else { return }
-        if s.reportedFailures == 0 { log.error("recogniser failed", ["tid": config.tid, "pid": s.who.pid, "error": failures.last ?? ""]) }
-        s.reportedFailures = failures.count
+    /// A recogniser failure is logged once; the captions go on for the other utterances. On the
+    /// speaker's queue.
+    private func reportFailures(_ c: inout CaptionLane.Captioning, _ who: ServerMember.Speaker) {
+        let failures = c.captioner.failures
+        guard failures.count > c.reportedFailures else { return }
+        if c.reportedFailures == 0 { log.error("recogniser failed", ["tid": config.tid, "pid": who.pid, "error": failures.last ?? ""]) }
+        c.reportedFailures = failures.count
     }
 
     /// Where the transcript is served (its JSON; `.vtt` for WebVTT), under the server's URL:

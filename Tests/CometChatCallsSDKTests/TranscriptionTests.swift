@@ -1,9 +1,11 @@
 import CallRoomTestSupport
+import CallsAudio
 import CallsCaptions
 import CallsCore
 import CallsServer
 @testable import CometChatCallsSDK
 import Foundation
+import Synchronization
 import XCTest
 
 /// The server's transcription end to end: a moderator speaks a bundled clip (its text is
@@ -170,6 +172,42 @@ final class TranscriptionTests: XCTestCase {
         await mod.leave()
     }
 
+    /// One speaker's slow final pass holds back no one else's caption: each speaker is captioned
+    /// on a queue of their own. Two speakers say the same two seconds (then three of silence);
+    /// every final pass waits at a gate the test opens once both are waiting there — passes one
+    /// after another would never have two in progress.
+    func testOneSpeakersSlowFinalPassHoldsBackNoOneElsesCaption() async throws {
+        let tmp = TemporaryDirectory("callroom-slow-final")
+        defer { tmp.remove() }
+        let speech = try SoundFile.readMono48k(path: BuiltProducts.packageRoot + "/Resources/clips/grace.wav").prefix(96_000)
+        let wav = tmp.path + "/speech.wav"
+        let out = try FileOutput(path: wav, frameSamples: 960, paced: false)
+        try (Array(speech) + [Int16](repeating: 0, count: 144_000)).withUnsafeBufferPointer { try out.write($0) }
+        out.close()
+        let gate = FinalPassGate()
+        defer { gate.open() }
+        let t = try TestServer.forSDK {
+            $0.captionEngineOverride = GatedFinalEngine(gate: gate)
+            $0.captionDecoders = 2
+        }
+        defer { t.stop() }
+        let events = EventRecorder<CallEvent>()
+        let settings = SessionSettingsBuilder().setAudioInput("file:" + wav).setAudioOutput("null").build()
+        let a = try await t.joinedClient("a", session: "gate", settings: settings, onEvent: { events.add($0) })
+        let b = try await t.joinedClient("b", session: "gate", settings: settings)
+        a.setSessionFeature(.transcription, enabled: true)
+        let both = await eventually(20) { gate.waiting.load(ordering: .acquiring) == 2 }
+        XCTAssertTrue(both, "one speaker's final pass waited for the other's (in progress: \(gate.waiting.load(ordering: .acquiring)))")
+        gate.open()
+        let pids = Set([a.localParticipantID, b.localParticipantID].compactMap { $0 })
+        let finals = await eventually(10) {
+            Set(events.all.compactMap { if case .captionReceived(let c) = $0, c.final, c.text == "heard at last" { return c.pid }; return nil }) == pids
+        }
+        XCTAssertTrue(finals, "both speakers' finals once the gate opened: \(events.all.map(\.callback))")
+        await b.leave()
+        await a.leave()
+    }
+
     /// The whole data directory full while a transcription runs: its end — the JSON document and
     /// the row that says where it is — is written once there is room (tried every 5 s), with the
     /// captions it had; until then the transcript is not listed as ended.
@@ -211,4 +249,45 @@ final class TranscriptionTests: XCTestCase {
         await mod.leave()
     }
 
+}
+
+/// Where the final passes of `GatedFinalEngine`'s recognisers wait until the test opens it.
+final class FinalPassGate: Sendable {
+    /// Final passes waiting now.
+    let waiting = Atomic<Int>(0)
+    private let opened = Atomic<Bool>(false)
+    private let semaphore = DispatchSemaphore(value: 0)
+    func pass() {
+        guard !opened.load(ordering: .acquiring) else { return }
+        waiting.add(1, ordering: .acquiringAndReleasing)
+        _ = semaphore.wait(timeout: .now() + 30)
+        waiting.subtract(1, ordering: .acquiringAndReleasing)
+    }
+    /// Every pass waiting goes on, and later ones do not wait.
+    func open() {
+        guard !opened.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for _ in 0..<16 { semaphore.signal() }
+    }
+}
+
+/// Recognisers whose final pass waits at `gate` (a worker on a busy machine, for as long as the
+/// test says); a new one each time the pool makes one.
+struct GatedFinalEngine: SpeechRecognizerEngine {
+    let name = "gated"
+    let gate: FinalPassGate
+    func languages() -> [String] { ["en-US"] }
+    func make(language: String) throws(CaptionError) -> SpeechRecognizer { GatedFinalRecognizer(gate: gate) }
+}
+
+final class GatedFinalRecognizer: SpeechRecognizer, Sendable {
+    let language = "en-US"
+    let gate: FinalPassGate
+    init(gate: FinalPassGate) { self.gate = gate }
+    func begin() throws(CaptionError) {}
+    func feed(_ s: UnsafeBufferPointer<Int16>) throws(CaptionError) {}
+    func partial() -> String { "" }
+    func end() throws(CaptionError) -> String {
+        gate.pass()
+        return "heard at last"
+    }
 }

@@ -247,6 +247,7 @@ public final class CallServer: @unchecked Sendable {
     /// speech and the final caption's delay, on two CPUs: docs/benchmarks.md) — said at start, as
     /// a warning when the one asked for by name is not installed.
     static func captionEngine(_ c: ServerConfiguration) -> (engine: SpeechRecognizerEngine, note: (level: ServerLog.Level, message: String)) {
+        if let e = c.captionEngineOverride { return (e, (.info, "captions by \(e.name) (captionEngineOverride)")) }
         let moonshine = MoonshineEngine(python: c.moonshinePython, modelDir: c.moonshineModelDir)
         let whisper = WhisperEngine(python: c.whisperPython, modelDir: c.whisperModelDir)
         typealias Candidate = (choice: CaptionsEngineChoice, engine: SpeechRecognizerEngine, installed: Bool, said: String, missing: String)

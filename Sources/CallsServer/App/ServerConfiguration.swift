@@ -177,6 +177,9 @@ public struct ServerConfiguration: Sendable {
     /// PocketSphinx (`automatic`: the default by measurement, docs/benchmarks.md), or one by name
     /// (not installed: as `automatic`, said at start).
     public var captionsEngine: CaptionsEngineChoice = .automatic
+    /// An engine of this package's own instead of the one `captionsEngine` chooses (tests: a
+    /// recogniser with a known delay); not in the configuration file.
+    package var captionEngineOverride: (any SpeechRecognizerEngine)?
     /// The Moonshine engine's Python (a venv with onnxruntime: scripts/install-deps.sh).
     public var moonshinePython: String = MoonshineEngine.defaultPython
     /// Its prepared model (`moonshine-worker.py --prepare DIR`).
