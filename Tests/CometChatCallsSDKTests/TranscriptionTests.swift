@@ -175,7 +175,8 @@ final class TranscriptionTests: XCTestCase {
     /// One speaker's slow final pass holds back no one else's caption: each speaker is captioned
     /// on a queue of their own. Two speakers say the same two seconds (then three of silence);
     /// every final pass waits at a gate the test opens once both are waiting there — passes one
-    /// after another would never have two in progress.
+    /// after another would never have two in progress — and 10 s of audio more: what waits on a
+    /// speaker's lane is bounded (their frames dropped past it, logged once).
     func testOneSpeakersSlowFinalPassHoldsBackNoOneElsesCaption() async throws {
         let tmp = TemporaryDirectory("callroom-slow-final")
         defer { tmp.remove() }
@@ -186,9 +187,11 @@ final class TranscriptionTests: XCTestCase {
         out.close()
         let gate = FinalPassGate()
         defer { gate.open() }
+        let logged = EventRecorder<String>()
         let t = try TestServer.forSDK {
             $0.captionEngineOverride = GatedFinalEngine(gate: gate)
             $0.captionDecoders = 2
+            $0.logSink = { logged.add($0) }
         }
         defer { t.stop() }
         let events = EventRecorder<CallEvent>()
@@ -198,6 +201,8 @@ final class TranscriptionTests: XCTestCase {
         a.setSessionFeature(.transcription, enabled: true)
         let both = await eventually(20) { gate.waiting.load(ordering: .acquiring) == 2 }
         XCTAssertTrue(both, "one speaker's final pass waited for the other's (in progress: \(gate.waiting.load(ordering: .acquiring)))")
+        let behind = await eventually(20) { logged.all.filter { $0.contains("captions fell 10 s behind") }.count == 2 }
+        XCTAssertTrue(behind, "no lane said it dropped audio: \(logged.all)")
         gate.open()
         let pids = Set([a.localParticipantID, b.localParticipantID].compactMap { $0 })
         let finals = await eventually(10) {
