@@ -20,7 +20,8 @@ import Synchronization
 /// timing through the relay's batching and DTX gaps. Each speaker is captioned on a serial queue
 /// of their own: a final pass waits for its recogniser there (0.5 s, seconds on a busy machine),
 /// and holds back neither the other speakers' captions nor the receive thread. What waits on a
-/// queue is bounded (`maxQueuedSamples`: past it a speaker's frames are dropped, said once).
+/// queue is bounded (`maxQueuedSamples`: past it a speaker's frames are dropped, said when it
+/// starts and when the queue has room again).
 ///
 /// Thread rules: `received`/`tick` on the member's receive thread (each speaker's captioner then
 /// on that speaker's queue), `finished` on the stopping thread after it; `member` is set once,
@@ -66,10 +67,12 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         /// The speaker's RTP clock on the transcript's timeline.
         var clock = RTPClockAnchor(toleranceMs: 3000)
         var pcm = [Int16](repeating: 0, count: 5760)
-        /// Frames dropped because the lane held `maxQueuedSamples`.
+        /// Frames dropped because the lane held `maxQueuedSamples`, since it last had room.
         var dropped = 0
+        /// Said when the lane starts dropping and when it has room again (frames dropped, how long).
+        let behind: OutageLog
         let lane: CaptionLane
-        init(decoder: OpusDecoder, lane: CaptionLane) { self.decoder = decoder; self.lane = lane }
+        init(decoder: OpusDecoder, lane: CaptionLane, behind: OutageLog) { self.decoder = decoder; self.lane = lane; self.behind = behind }
     }
 
     /// Where one speaker is captioned: a serial queue, and the captioner only it touches (in a
@@ -115,11 +118,13 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         guard n > 0 else { return }
         let lane = s.lane
         guard lane.queued.load(ordering: .relaxed) + n <= Self.maxQueuedSamples else {
-            if s.dropped == 0 {
-                log.error("captions fell 10 s behind a speaker: their audio is dropped until they catch up", ["tid": config.tid, "pid": lane.who.pid])
-            }
             s.dropped += 1
+            s.behind.failed()
             return
+        }
+        if s.dropped > 0 {
+            s.dropped = 0
+            s.behind.succeeded()
         }
         lane.queued.add(n, ordering: .relaxed)
         let frame = Array(s.pcm[0..<n]), voice = h.audioLevel?.voiceActivity
@@ -188,7 +193,9 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
             let captioner = try SpeakerCaptioner(language: config.language, pool: pool, timing: CaptionTiming(for: pool.engine.name)) { [weak self] c in
                 self?.caption(c, who, tid)
             }
-            let s = Speaker(decoder: decoder, lane: CaptionLane(who: who, captioner: captioner))
+            let behind = OutageLog(log, started: "captions fell 10 s behind a speaker: their audio is dropped until they catch up",
+                                   ended: "captions caught up with a speaker", fields: ["tid": tid, "pid": who.pid])
+            let s = Speaker(decoder: decoder, lane: CaptionLane(who: who, captioner: captioner), behind: behind)
             speakers[ssrc] = s
             return s
         } catch {

@@ -176,7 +176,8 @@ final class TranscriptionTests: XCTestCase {
     /// on a queue of their own. Two speakers say the same two seconds (then three of silence);
     /// every final pass waits at a gate the test opens once both are waiting there — passes one
     /// after another would never have two in progress — and 10 s of audio more: what waits on a
-    /// speaker's lane is bounded (their frames dropped past it, logged once).
+    /// speaker's lane is bounded (their frames dropped past it, said when it starts and when the
+    /// lane has room again).
     func testOneSpeakersSlowFinalPassHoldsBackNoOneElsesCaption() async throws {
         let tmp = TemporaryDirectory("callroom-slow-final")
         defer { tmp.remove() }
@@ -191,6 +192,7 @@ final class TranscriptionTests: XCTestCase {
         let t = try TestServer.forSDK {
             $0.captionEngineOverride = GatedFinalEngine(gate: gate)
             $0.captionDecoders = 2
+            $0.logLevel = .info
             $0.logSink = { logged.add($0) }
         }
         defer { t.stop() }
@@ -209,6 +211,8 @@ final class TranscriptionTests: XCTestCase {
             Set(events.all.compactMap { if case .captionReceived(let c) = $0, c.final, c.text == "heard at last" { return c.pid }; return nil }) == pids
         }
         XCTAssertTrue(finals, "both speakers' finals once the gate opened: \(events.all.map(\.callback))")
+        let caughtUp = await eventually(10) { logged.all.filter { $0.contains("captions caught up with a speaker") && $0.contains("failed_operations=") }.count == 2 }
+        XCTAssertTrue(caughtUp, "the lanes did not say they caught up: \(logged.all.filter { $0.contains("captions") })")
         await b.leave()
         await a.leave()
     }
