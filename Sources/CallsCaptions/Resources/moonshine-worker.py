@@ -80,9 +80,9 @@ def heard(model, audio):
     a long stretch of speech — its first token the end, with the words plain: 12 of 51 windows
     of 11–12 s of the bundled ada clip looped, none shorter than 4 s (docs/benchmarks.md) — and
     says nothing, or loops (5 more of the 51). So audio of `SPLIT_SAMPLES` or more that gives
-    nothing, or a loop, is cut where it is
-    quietest (`quietest_cut`) and each part heard the same way, the texts joined. What is not
-    speech (a beep, noise) stays nothing, at the cost of a pass on each part."""
+    nothing, or a loop, is cut where it is quietest (`quietest_cut`) and each part heard the
+    same way, the texts joined. What is not speech (a beep, noise) stays nothing, at the cost of
+    a pass on each part."""
     if len(audio) == 0:
         return ""
     text = model.tokenizer.decode(model.transcribe(audio))
