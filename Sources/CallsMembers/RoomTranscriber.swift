@@ -67,8 +67,9 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         /// The speaker's RTP clock on the transcript's timeline.
         var clock = RTPClockAnchor(toleranceMs: 3000)
         var pcm = [Int16](repeating: 0, count: 5760)
-        /// Frames dropped because the lane held `maxQueuedSamples`, since it last had room.
-        var dropped = 0
+        /// The last frame was dropped (the lane held `maxQueuedSamples`): the next one it has room
+        /// for ends `behind`'s outage. (`behind` counts the frames; this spares its lock a frame.)
+        var dropping = false
         /// Said when the lane starts dropping and when it has room again (frames dropped, how long).
         let behind: OutageLog
         let lane: CaptionLane
@@ -118,12 +119,12 @@ package final class RoomTranscriber: ServerMemberSink, @unchecked Sendable {
         guard n > 0 else { return }
         let lane = s.lane
         guard lane.queued.load(ordering: .relaxed) + n <= Self.maxQueuedSamples else {
-            s.dropped += 1
+            s.dropping = true
             s.behind.failed()
             return
         }
-        if s.dropped > 0 {
-            s.dropped = 0
+        if s.dropping {
+            s.dropping = false
             s.behind.succeeded()
         }
         lane.queued.add(n, ordering: .relaxed)
